@@ -1,0 +1,255 @@
+// The typed inventory (schema version 1, SPEC §2). Immutable value types, decoded from YAML by
+// InventoryDecoder and checked by the Validator. Every entity remembers where its fields were
+// written so diagnostics can point at the exact line and column.
+
+/// Key algorithms for the CA, servers and clients.
+public enum KeyType: String, Sendable, Hashable, Codable, CaseIterable {
+    case ecdsaP256 = "ecdsa-p256"
+    case ecdsaP384 = "ecdsa-p384"
+    case rsa2048 = "rsa-2048"
+    case rsa3072 = "rsa-3072"
+    case rsa4096 = "rsa-4096"
+}
+
+/// Connection kinds a node offers (SPEC §2 services table).
+public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
+    case ikev2Cert = "ikev2-cert"
+    case ikev2EAP = "ikev2-eap"
+    case ikev2PSK = "ikev2-psk"
+    case ikev2PSKEAP = "ikev2-psk-eap"
+    case ipsecXauthPSK = "ipsec-xauth-psk"
+
+    /// IKE major version the service runs on.
+    public var ikeVersion: Int { self == .ipsecXauthPSK ? 1 : 2 }
+    /// The node needs a pre-shared key for this service.
+    public var needsPSK: Bool { self == .ikev2PSK || self == .ikev2PSKEAP || self == .ipsecXauthPSK }
+    /// Users need a password (EAP-MSCHAPv2 or XAuth) for this service.
+    public var needsPassword: Bool { self == .ikev2EAP || self == .ikev2PSKEAP || self == .ipsecXauthPSK }
+    /// Users need a client certificate for this service.
+    public var needsClientCert: Bool { self == .ikev2Cert }
+    /// The server proves itself with its certificate.
+    public var serverUsesCert: Bool { self == .ikev2Cert || self == .ikev2EAP }
+    /// The strongSwan Android app can use it (.sswan).
+    public var androidSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
+
+    /// Stable order used everywhere output is generated (the SPEC table order).
+    public var order: Int { Service.allCases.firstIndex(of: self)! }
+    public static func < (lhs: Service, rhs: Service) -> Bool { lhs.order < rhs.order }
+}
+
+/// Client profile kinds a user receives.
+public enum Device: String, Sendable, Hashable, Codable, CaseIterable {
+    case apple
+    case android
+    case linux
+}
+
+public enum Tier: String, Sendable, Hashable, Codable, CaseIterable {
+    case free
+    case pro
+}
+
+/// Where a secret comes from. `literal` holds a secret value: never print it.
+public enum SecretSource: Sendable, Hashable {
+    /// Generated once, stored in the state directory, reused on every later run.
+    case generate
+    /// Read from an environment variable at run time.
+    case env(String)
+    /// Read from a file at run time (path as written; relative to the inventory's directory).
+    case file(String)
+    /// Written in the inventory itself (warned).
+    case literal(String)
+
+    /// A printable reference that never reveals the value.
+    public var reference: String {
+        switch self {
+        case .generate: return "gen"
+        case .env(let name): return "env:\(name)"
+        case .file(let path): return "file:\(path)"
+        case .literal: return "literal value"
+        }
+    }
+}
+
+/// IKE identity types (SPEC §5). The string forms are exactly what strongSwan parses.
+public enum IKEIdentity: Sendable, Hashable {
+    case fqdn(String)  // vpn.example.com
+    case userFQDN(String)  // alice@example.com
+    case ipv4(String)  // 192.0.2.1
+    case ipv6(String)  // 2001:db8::1 (canonical text form)
+    case dn(String)  // "C=DE, O=acme, CN=fra-1"
+    case keyID(String)  // keyid:group (IKEv1 group names)
+
+    /// The value as written in swanctl.conf `id = ...` (before quoting).
+    public var swanctlValue: String {
+        switch self {
+        case .fqdn(let v), .userFQDN(let v), .ipv4(let v), .ipv6(let v), .dn(let v): return v
+        case .keyID(let v): return "keyid:\(v)"
+        }
+    }
+
+    /// The bare value (for Apple LocalIdentifier/RemoteIdentifier, .sswan, catalogue).
+    public var value: String {
+        switch self {
+        case .fqdn(let v), .userFQDN(let v), .ipv4(let v), .ipv6(let v), .dn(let v), .keyID(let v): return v
+        }
+    }
+}
+
+/// An IPv4 or IPv6 network in CIDR notation (already validated).
+public struct CIDR: Sendable, Hashable, CustomStringConvertible {
+    public var address: [UInt8]  // 4 or 16 bytes, host bits zero
+    public var prefix: Int
+    public var isIPv6: Bool { address.count == 16 }
+    public init(address: [UInt8], prefix: Int) {
+        self.address = address
+        self.prefix = prefix
+    }
+    public var description: String { "\(IPAddressText.format(address))/\(prefix)" }
+}
+
+/// IKE and ESP proposals in strongSwan keyword syntax, most preferred first.
+public struct Proposals: Sendable, Hashable {
+    public var ike: [String]
+    public var esp: [String]
+    public init(ike: [String], esp: [String]) {
+        self.ike = ike
+        self.esp = esp
+    }
+    public static let defaults = Proposals(
+        ike: ["aes256gcm16-prfsha256-ecp256", "aes256-sha256-modp2048"],
+        esp: ["aes256gcm16", "aes256-sha256"])
+}
+
+public struct CASettings: Sendable, Hashable {
+    public var name: String
+    public var key: KeyType
+    public var days: Int
+    public init(name: String, key: KeyType, days: Int) {
+        self.name = name
+        self.key = key
+        self.days = days
+    }
+}
+
+public struct PKISettings: Sendable, Hashable {
+    public var ca: CASettings
+    public var serverDays: Int
+    public var clientDays: Int
+    /// Key type for server and client certificates (defaults to the CA's).
+    public var serverKey: KeyType
+    public var clientKey: KeyType
+    public init(ca: CASettings, serverDays: Int = 825, clientDays: Int = 365, serverKey: KeyType? = nil, clientKey: KeyType? = nil) {
+        self.ca = ca
+        self.serverDays = serverDays
+        self.clientDays = clientDays
+        self.serverKey = serverKey ?? ca.key
+        self.clientKey = clientKey ?? ca.key
+    }
+}
+
+/// A VPN server. Defaults from the inventory's `defaults:` are already merged in.
+public struct Node: Sendable, Hashable {
+    public var name: String
+    /// What clients dial: IPv4, IPv6 or DNS name (as written).
+    public var address: String
+    /// Server IKE identity (client's remote ID); defaults to the address.
+    public var id: IKEIdentity
+    public var region: String?
+    public var country: String?
+    public var tier: Tier
+    public var pool: CIDR?
+    public var pool6: CIDR?
+    public var services: [Service]  // sorted by Service order, unique
+    public var psk: SecretSource?
+    public var group: String?
+    public var proposals: Proposals
+    public var dns: [String]
+    /// Where the node's mapping starts.
+    public var location: SourceLocation
+    /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
+    public var fieldLocations: [String: SourceLocation]
+
+    public init(
+        name: String, address: String, id: IKEIdentity, region: String? = nil, country: String? = nil,
+        tier: Tier = .free, pool: CIDR? = nil, pool6: CIDR? = nil, services: [Service],
+        psk: SecretSource? = nil, group: String? = nil, proposals: Proposals = .defaults, dns: [String] = [],
+        location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+    ) {
+        self.name = name
+        self.address = address
+        self.id = id
+        self.region = region
+        self.country = country
+        self.tier = tier
+        self.pool = pool
+        self.pool6 = pool6
+        self.services = services
+        self.psk = psk
+        self.group = group
+        self.proposals = proposals
+        self.dns = dns
+        self.location = location
+        self.fieldLocations = fieldLocations
+    }
+
+    /// Best location for a field: its own, else the node's.
+    public func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+}
+
+public struct User: Sendable, Hashable {
+    public var name: String
+    public var password: SecretSource?
+    public var cert: Bool
+    /// Client IKE identity for certificate auth; default derived (`<name>@<deployment>` style, see decoder).
+    public var id: IKEIdentity
+    /// Nodes the user may use, in inventory order of nodes (default: every node).
+    public var nodes: [String]
+    public var devices: [Device]
+    public var revoked: Bool
+    public var location: SourceLocation
+    public var fieldLocations: [String: SourceLocation]
+
+    public init(
+        name: String, password: SecretSource? = nil, cert: Bool = false, id: IKEIdentity, nodes: [String],
+        devices: [Device] = Device.allCases, revoked: Bool = false, location: SourceLocation,
+        fieldLocations: [String: SourceLocation] = [:]
+    ) {
+        self.name = name
+        self.password = password
+        self.cert = cert
+        self.id = id
+        self.nodes = nodes
+        self.devices = devices
+        self.revoked = revoked
+        self.location = location
+        self.fieldLocations = fieldLocations
+    }
+
+    public func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+}
+
+public struct Inventory: Sendable, Hashable {
+    /// Path of the inventory file as given on the command line (used in diagnostics).
+    public var file: String
+    public var schemaVersion: Int
+    /// Deployment name: profile names, UUID namespace.
+    public var name: String
+    public var pki: PKISettings
+    /// Nodes in the order written in the inventory.
+    public var nodes: [Node]
+    /// Users in the order written in the inventory.
+    public var users: [User]
+
+    public init(file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User]) {
+        self.file = file
+        self.schemaVersion = schemaVersion
+        self.name = name
+        self.pki = pki
+        self.nodes = nodes
+        self.users = users
+    }
+
+    public func node(named name: String) -> Node? { nodes.first { $0.name == name } }
+    public func user(named name: String) -> User? { users.first { $0.name == name } }
+}

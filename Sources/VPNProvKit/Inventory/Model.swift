@@ -253,3 +253,18 @@ public struct Inventory: Sendable, Hashable {
     public func node(named name: String) -> Node? { nodes.first { $0.name == name } }
     public func user(named name: String) -> User? { users.first { $0.name == name } }
 }
+
+extension IKEIdentity {
+    /// Classifies an identity string the way strongSwan does (identification.c), without judging
+    /// validity (the Validator does that): `keyid:` prefix -> key ID, `=` -> DN, `@` -> user FQDN,
+    /// an IP address -> IPv4/IPv6 (IPv6 canonicalised), otherwise FQDN.
+    public static func classify(_ text: String) -> IKEIdentity {
+        if text.lowercased().hasPrefix("keyid:") { return .keyID(String(text.dropFirst(6))) }
+        if text.contains("=") { return .dn(text) }
+        if let bytes = IPAddressText.parse(text) {
+            return bytes.count == 4 ? .ipv4(text) : .ipv6(IPAddressText.format(bytes))
+        }
+        if text.contains("@") { return .userFQDN(text) }
+        return .fqdn(text)
+    }
+}

@@ -25,7 +25,7 @@ enum ServerFixtures {
     }
 
     /// alice: password + cert on every node; bob: hostile password; carol: revoked; dave: other node
-    /// only; erin: certificate only (no password); "zoë": non-ASCII name.
+    /// only; erin: certificate only (no password); "Zed": upper case sorts first (UTF-8 byte order).
     static func inventory(_ nodes: [Node]) -> Inventory {
         let all = nodes.map(\.name)
         func user(_ name: String, password: Bool = true, cert: Bool = false, nodes: [String]? = nil, revoked: Bool = false)
@@ -39,7 +39,7 @@ enum ServerFixtures {
             file: "test.yaml", name: "acme", pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .ecdsaP256, days: 3650)),
             nodes: nodes,
             users: [
-                user("zoë"), user("bob"), user("alice", cert: true), user("carol", revoked: true),
+                user("Zed"), user("bob"), user("alice", cert: true), user("carol", revoked: true),
                 user("dave", nodes: ["elsewhere"]), user("erin", password: false, cert: true),
             ])
     }
@@ -53,7 +53,7 @@ enum ServerFixtures {
                 psk: node.psk == nil ? nil : "psk of \(node.name) with # and \"quotes\"")
         }
         let passwords = [
-            "alice": "alice-pw", "bob": "a\"b\\c#d}{\nx", "zoë": "0xdeadbeef", "dave": "dave-pw",
+            "alice": "alice-pw", "bob": "a\"b\\c#d}{\nx", "Zed": "0xdeadbeef", "dave": "dave-pw",
         ]
         var users: [String: UserMaterials] = [:]
         for user in inventory.users where !user.revoked {
@@ -167,10 +167,10 @@ enum ServerFixtures {
         let files = try render([ServerFixtures.node("n1", services: [.ikev2EAP])])
         let secrets = String(
             decoding: files.first { $0.path == "servers/n1/swanctl/conf.d/secrets.conf" }!.contents, as: UTF8.self)
-        // alice, bob, zoë in UTF-8 byte order; not carol (revoked), dave (other node), erin (no password).
-        #expect(secrets.contains("eap-u0001 {\n      id = \"alice\"\n      secret = \"0sYWxpY2UtcHc=\"\n"))
-        #expect(secrets.contains("eap-u0002 {\n      id = \"bob\"\n      secret = \"\(ServerRenderer.base64Secret("a\"b\\c#d}{\nx"))\""))
-        #expect(secrets.contains("eap-u0003 {\n      id = \"zoë\"\n"))
+        // Zed, alice, bob in UTF-8 byte order; not carol (revoked), dave (other node), erin (no password).
+        #expect(secrets.contains("eap-u0001 {\n      id = \"Zed\"\n      secret = \"0sMHhkZWFkYmVlZg==\"\n"))
+        #expect(secrets.contains("eap-u0002 {\n      id = \"alice\"\n      secret = \"0sYWxpY2UtcHc=\"\n"))
+        #expect(secrets.contains("eap-u0003 {\n      id = \"bob\"\n      secret = \"\(ServerRenderer.base64Secret("a\"b\\c#d}{\nx"))\""))
         #expect(!secrets.contains("carol") && !secrets.contains("dave") && !secrets.contains("erin"))
         #expect(!secrets.contains("eap-u0004"))
         // Certificate-only node: no passwords at all, no PSK.

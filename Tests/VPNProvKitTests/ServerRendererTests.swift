@@ -133,9 +133,25 @@ enum ServerFixtures {
         }
         #expect(Self.filesOnDisk(dir) == files.map(\.path).sorted(), "files differ from golden \(name)")
         for file in files {
-            let expected = try? Data(contentsOf: dir.appendingPathComponent(file.path))
-            #expect(expected.map(Array.init) == file.contents, "\(name)/\(file.path) differs from golden")
+            let expected = (try? Data(contentsOf: dir.appendingPathComponent(file.path))).map(Array.init) ?? []
+            let difference = Self.firstDifference(expected: expected, actual: file.contents)
+            #expect(difference == nil, "\(name)/\(file.path) differs from golden: \(difference ?? "")")
         }
+    }
+
+    /// A short description of the first differing line (byte-exact comparison), nil when equal.
+    static func firstDifference(expected: [UInt8], actual: [UInt8]) -> String? {
+        guard expected != actual else { return nil }
+        let e = expected.split(separator: 10, omittingEmptySubsequences: false)
+        let a = actual.split(separator: 10, omittingEmptySubsequences: false)
+        for i in 0..<max(e.count, a.count) {
+            let el = i < e.count ? String(decoding: e[i], as: UTF8.self) : "<end of file>"
+            let al = i < a.count ? String(decoding: a[i], as: UTF8.self) : "<end of file>"
+            if i >= e.count || i >= a.count || e[i] != a[i] {
+                return "line \(i + 1): expected \(el.debugDescription), got \(al.debugDescription)"
+            }
+        }
+        return "bytes differ"
     }
 
     @Test func outputIsDeterministicAndSorted() throws {

@@ -287,7 +287,9 @@ enum AppleProfileTranslator {
 
     // MARK: shared
 
-    /// `secret` values are written as `0s<base64>`; the special key `secretdata` takes `pskBytes`.
+    /// `secret` values of eap/xauth/ike sections are written as `0s<base64>`; the special key `secretdata` takes
+    /// `pskBytes`. A `pkcs12*`/`private*` section's `secret` is a passphrase that swanctl uses literally (no
+    /// `0s`/`0x` decoding; seen: "MAC verification of PKCS#12 container failed"), so it is quoted instead.
     static func writeSecrets(_ secrets: [(String, [(String, String)])], into w: inout SwanctlWriter, pskBytes: Data? = nil)
         throws
     {
@@ -297,6 +299,8 @@ enum AppleProfileTranslator {
                 try w.section(name) { w in
                     for (key, value) in entries {
                         switch key {
+                        case "secret" where name.hasPrefix("pkcs12") || name.hasPrefix("private"):
+                            try w.set("secret", value)
                         case "secret": w.raw("secret", SwanctlWriter.secret(value))
                         case "secretdata": w.raw("secret", SwanctlWriter.secret(pskBytes ?? Data()))
                         default: try w.set(key, value)

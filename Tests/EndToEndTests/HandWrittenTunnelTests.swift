@@ -201,6 +201,44 @@ struct SwanctlLoadCheckTests {
         try charon.loadAllCleanly(confFile: good.confFile)
     }
 
+    @Test("A pkcs12 passphrase written as 0s<base64> is taken literally and the load says so")
+    func pkcs12PassphraseIsLiteral() throws {
+        try StrongSwanEnvironment.require()
+        let pair = try NetworkPair.create()
+        defer { pair.teardown() }
+        let charon = try Charon.start(in: pair.clientNamespace, label: "p12-check")
+        defer { charon.stop() }
+        let m = try SharedFixturePKI.get()
+        let p12 = try m.pki.pkcs12(cert: m.client.cert, key: m.client.key, password: HandWritten.p12Password)
+        let encoded = "0s" + Data(HandWritten.p12Password.utf8).base64EncodedString()
+        let conf = HandWritten.certClientConf().replacingOccurrences(
+            of: HandWritten.quoted(HandWritten.p12Password), with: encoded)
+        let dir = try SwanctlDirectory.make(label: "p12-0s", conf: conf, files: ["pkcs12/dave.p12": p12])
+        let result = try charon.loadAll(confFile: dir.confFile)
+        #expect(Charon.loadProblems(in: result.output).contains { $0.contains("MAC verification") }, "\(result)")
+    }
+
+    @Test("Namespaces of a killed earlier run are removed, live ones kept")
+    func staleNamespacesAreRemoved() throws {
+        try StrongSwanEnvironment.require()
+        // A pid that does not exist: above every live one, below pid_max.
+        var dead: Int32 = 4_000_000
+        while Scratch.processExists(dead) { dead -= 1 }
+        let stale = "\(Scratch.prefix)-\(dead)-1-s"
+        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "add", stale])
+        let live = try NetworkPair.create()  // create() sweeps stale namespaces first
+        defer { live.teardown() }
+        let list = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
+        #expect(!list.contains(stale))
+        #expect(list.contains(live.serverNamespace) && list.contains(live.clientNamespace))
+        live.teardown()
+        let after = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
+        #expect(!after.contains(live.serverNamespace) && !after.contains(live.clientNamespace))
+    }
+}
+
+/// Pure harness helpers (no strongSwan needed).
+@Suite struct HarnessUnitTests {
     @Test func problemLinesAreRecognised() {
         let output = """
             opening directory '/x/swanctl/x509aa' failed: No such file or directory
@@ -210,5 +248,18 @@ struct SwanctlLoadCheckTests {
             ignoring unsupported secret 'foo'
             """
         #expect(Charon.loadProblems(in: output).count == 3)
+    }
+
+    @Test func listSAsRawIsParsed() {
+        let raw = "list-sa event {home {uniqueid=1 version=2 state=ESTABLISHED local-id=alice remote-id=vpn.example.com "
+            + "encr-alg=AES_CBC integ-alg=HMAC_SHA2_256_128 prf-alg=PRF_HMAC_SHA2_256 dh-group=CURVE_25519 "
+            + "local-vips=[10.99.0.1 fd00:99::1] child-sas {home-1 {name=home state=INSTALLED encr-alg=AES_GCM_16 "
+            + "packets-in=3 packets-out=2 local-ts=[10.99.0.1/32] remote-ts=[0.0.0.0/0]}}}}\nlist-sas reply {}\n"
+        let sas = IKESA.parse(raw: raw)
+        #expect(sas.count == 1)
+        #expect(sas.first?.localVirtualIPs == ["10.99.0.1", "fd00:99::1"])
+        #expect(sas.first?.children.first?.packetsIn == 3)
+        #expect(sas.first?.children.first?.remoteTS == ["0.0.0.0/0"])
+        #expect(sas.first?.dhGroup == "CURVE_25519")
     }
 }

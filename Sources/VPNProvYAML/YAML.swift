@@ -154,7 +154,10 @@ public struct YAMLLoader: Sendable {
 
     public func load(bytes: [UInt8]) throws(YAMLError) -> YAMLNode? {
         try Self.checkEncoding(bytes)
-        var builder = Builder(limits: limits, source: bytes)
+        // libyaml skips a BOM only when it detects the encoding itself; the encoding is fixed to UTF-8
+        // here, so drop the BOM first (it takes no column).
+        let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes
+        var builder = Builder(limits: limits, source: text)
         return try builder.run()
     }
 

@@ -80,7 +80,7 @@ public struct DiagnosticPrinter: Sendable {
         else { return "" }
         // A line that names a secret key may hold a secret even when the decoder never saw it
         // (YAML syntax errors): never echo it.
-        if Self.looksSecret(source) { return "" }
+        if Self.looksSecret(source) || location.column > 200 { return "" }
         let shown = String(source.prefix(200))
         var caret = ""
         for (i, ch) in shown.enumerated() where i < location.column - 1 {

@@ -55,17 +55,17 @@ public struct InventoryDecoder: Sendable {
             cx.append(.error(.emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'", at: SourceLocation(file: file, line: 1, column: 1)))
             return nil
         }
-        guard let entries = cx.mapping(root, "the inventory", allowed: Self.topLevelKeys) else { return nil }
-        let value = { (key: String) in entries.first { $0.key == key }?.value }
-
         // Schema version first: a different version makes every other message noise.
-        if let v = value("vpnprov") {
+        if case .mapping(let pairs) = root.kind, let v = pairs.first(where: { $0.key.scalar == "vpnprov" })?.value {
             guard case .scalar(let s, true) = v.kind, s == String(Self.supportedSchemaVersion) else {
                 let shown = v.scalar.map { "'\(DecodingContext.printable($0))'" } ?? cx.describe(v)
                 cx.error(.schemaVersion, "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'", at: v)
                 return nil
             }
-        } else {
+        }
+        guard let entries = cx.mapping(root, "the inventory", allowed: Self.topLevelKeys) else { return nil }
+        let value = { (key: String) in entries.first { $0.key == key }?.value }
+        if value("vpnprov") == nil {
             cx.error(.missingKey, "missing required key 'vpnprov' (the schema version, 'vpnprov: \(Self.supportedSchemaVersion)')", at: root)
         }
 

@@ -112,9 +112,12 @@ public struct CIDR: Sendable, Hashable, CustomStringConvertible {
 public struct Proposals: Sendable, Hashable {
     public var ike: [String]
     public var esp: [String]
-    public init(ike: [String], esp: [String]) {
+    /// `allow_weak: true` in the inventory: weak algorithms (3DES, SHA-1, MODP1024...) are warnings, not errors.
+    public var allowWeak: Bool
+    public init(ike: [String], esp: [String], allowWeak: Bool = false) {
         self.ike = ike
         self.esp = esp
+        self.allowWeak = allowWeak
     }
     public static let defaults = Proposals(
         ike: ["aes256gcm16-prfsha256-ecp256", "aes256-sha256-modp2048"],

@@ -1,0 +1,50 @@
+import Testing
+@testable import VPNProvKit
+
+@Suite struct ProposalTests {
+    @Test func parsesAEADAndClassicIKEProposals() throws {
+        let gcm = try Proposal.parse("aes256gcm16-prfsha256-ecp256", purpose: .ike)
+        #expect(gcm.isAEAD)
+        #expect(gcm.prf.map(\.keyword) == ["prfsha256"])
+        #expect(gcm.groups.map(\.group) == [19])
+        let cbc = try Proposal.parse("aes256-sha256-modp2048", purpose: .ike)
+        #expect(cbc.effectivePRFs.map(\.keyword) == ["prfsha256"])
+        #expect(cbc.weakKeywords.isEmpty)
+    }
+
+    @Test(arguments: [
+        ("aes256-sha256", Proposal.Purpose.ike, "key exchange group"),
+        ("aes256gcm16-ecp256", .ike, "needs a PRF"),
+        ("aes256gcm16-aes256-prfsha256-ecp256", .ike, "mixes AEAD"),
+        ("aes256", .esp, "no integrity"),
+        ("aes256gcm16-sha256", .esp, "takes no integrity"),
+        ("aes999-sha256-ecp256", .ike, "unknown algorithm 'aes999'"),
+        ("aes256-sha256-modpnone", .ike, "only valid in ESP"),
+        ("aes256--sha256", .esp, "empty algorithm"),
+    ])
+    func rejectsWhatStrongSwanRejects(text: String, purpose: Proposal.Purpose, message: String) {
+        #expect(throws: ProposalError.self) { try Proposal.parse(text, purpose: purpose) }
+        do {
+            _ = try Proposal.parse(text, purpose: purpose)
+        } catch {
+            #expect(error.message.contains(message), "\(error.message)")
+        }
+    }
+
+    @Test func appleParametersRoundTripToTheServerProposal() throws {
+        let ike = try Proposal.parse("aes256gcm16-prfsha256-ecp256", purpose: .ike)
+        let params = try #require(AppleSAParameters.first(in: ike))
+        #expect(params == AppleSAParameters(encryptionAlgorithm: "AES-256-GCM", integrityAlgorithm: "SHA2-256", diffieHellmanGroup: 19))
+        #expect(params.strongSwanProposal(purpose: .ike) == "aes256gcm16-prfsha256-ecp256")
+        let cbc = try #require(AppleSAParameters.first(in: try Proposal.parse("aes256-sha384-modp2048", purpose: .ike)))
+        #expect(cbc.strongSwanProposal(purpose: .ike) == "aes256-sha384-modp2048")
+        let esp = try #require(AppleSAParameters.first(in: try Proposal.parse("aes256gcm16", purpose: .esp), fallbackGroup: 19))
+        #expect(esp.strongSwanProposal(purpose: .esp) == "aes256gcm16")
+        #expect(esp.strongSwanProposal(purpose: .esp, pfs: true) == "aes256gcm16-ecp256")
+    }
+
+    @Test func appleCannotExpressCamelliaOrBrainpool() throws {
+        #expect(AppleSAParameters.first(in: try Proposal.parse("camellia256-sha256-ecp256", purpose: .ike)) == nil)
+        #expect(AppleSAParameters.first(in: try Proposal.parse("aes256-sha256-ecp256bp", purpose: .ike)) == nil)
+    }
+}

@@ -70,6 +70,26 @@ public struct YAMLNode: Sendable, Hashable {
         }
     }
 
+    /// Hashes what `hasSameContent` compares (text and structure, not positions or quoting style).
+    public func hashContent(into hasher: inout Hasher) {
+        switch kind {
+        case .scalar(let s, _):
+            hasher.combine(0)
+            hasher.combine(s)
+        case .sequence(let items):
+            hasher.combine(1)
+            hasher.combine(items.count)
+            for item in items { item.hashContent(into: &hasher) }
+        case .mapping(let pairs):
+            hasher.combine(2)
+            hasher.combine(pairs.count)
+            for pair in pairs {
+                pair.key.hashContent(into: &hasher)
+                pair.value.hashContent(into: &hasher)
+            }
+        }
+    }
+
     /// Structural equality ignoring positions and quoting style (what YAML means by "the same key").
     public func hasSameContent(as other: YAMLNode) -> Bool {
         switch (kind, other.kind) {
@@ -251,6 +271,8 @@ private struct Builder {
         var nodes = 1
         /// Scalar keys seen so far, for duplicate detection.
         var seen: [String: YAMLMark] = [:]
+        /// Collection keys seen so far by content hash (indices into `pairs`).
+        var seenComplex: [Int: [Int]] = [:]
     }
 
     private var stack: [Frame] = []
@@ -409,8 +431,14 @@ private struct Builder {
                     throw YAMLError(.duplicateKey, "duplicate key '\(Self.shortened(text))'", at: node.mark, other: first)
                 }
                 stack[top].seen[text] = node.mark
-            } else if let first = stack[top].pairs.first(where: { $0.key.hasSameContent(as: node) }) {
-                throw YAMLError(.duplicateKey, "duplicate key (\(node.kindDescription))", at: node.mark, other: first.key.mark)
+            } else {
+                var hasher = Hasher()
+                node.hashContent(into: &hasher)
+                let hash = hasher.finalize()
+                for index in stack[top].seenComplex[hash, default: []] where stack[top].pairs[index].key.hasSameContent(as: node) {
+                    throw YAMLError(.duplicateKey, "duplicate key (\(node.kindDescription))", at: node.mark, other: stack[top].pairs[index].key.mark)
+                }
+                stack[top].seenComplex[hash, default: []].append(stack[top].pairs.count)
             }
             stack[top].pendingKey = node
         }

@@ -337,3 +337,17 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         }
     }
 }
+
+@Suite struct YAMLComplexKeyTests {
+    @Test func duplicateCollectionKeysAreFound() {
+        let text = "? [a, b]\n: 1\n? [a, c]\n: 2\n? [a, b]\n: 3\n"
+        do {
+            _ = try YAMLLoader.load(bytes: Array(text.utf8))
+            Issue.record("expected duplicate-key")
+        } catch {
+            #expect(error.kind == .duplicateKey)
+            #expect(error.mark == YAMLMark(line: 5, column: 3))
+            #expect(error.otherMark == YAMLMark(line: 1, column: 3))
+        }
+    }
+}

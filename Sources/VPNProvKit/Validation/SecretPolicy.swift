@@ -92,22 +92,36 @@ public enum SecretPolicy {
         "trustno", "login", "guest", "root", "test", "default", "example", "vpn", "ipsec", "strongswan",
         "ikev2", "server", "user", "hello", "access", "private", "shared", "key",
     ]
-    private static let leet: [Unicode.Scalar: Unicode.Scalar] = [
-        "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l",
-    ]
+    private static let leet: [UInt32: UInt32] = {
+        var m: [UInt32: UInt32] = [:]
+        for (a, b) in [("0", "o"), ("1", "i"), ("3", "e"), ("4", "a"), ("5", "s"), ("7", "t"), ("@", "a"), ("$", "s"), ("!", "i"), ("|", "l")] {
+            m[a.unicodeScalars.first!.value] = b.unicodeScalars.first!.value
+        }
+        return m
+    }()
+    /// Each keyboard row forwards and backwards, as character -> position.
+    private static let rowPositions: [[UInt32: Int]] = keyboardRows.flatMap { row -> [[UInt32: Int]] in
+        let r = row.unicodeScalars.map(\.value)
+        return [r, r.reversed()].map { seq in
+            var m: [UInt32: Int] = [:]
+            for (i, c) in seq.enumerated() where m[c] == nil { m[c] = i }
+            return m
+        }
+    }
+    private static let wordScalars: [[UInt32]] = commonWords.map { $0.unicodeScalars.map(\.value) }
 
     struct Estimate {
         var bits: Double
         var patterns: Set<String>
     }
 
+    static func isAlnum(_ v: UInt32) -> Bool { (v >= 0x30 && v <= 0x39) || (v >= 0x61 && v <= 0x7A) }
+
     static func estimate(_ scalars: [Unicode.Scalar], names: [String]) -> Estimate {
         let n = scalars.count
         guard n > 0 else { return Estimate(bits: 0, patterns: []) }
-        let lower = scalars.map { s -> Unicode.Scalar in
-            (s.value >= 0x41 && s.value <= 0x5A) ? Unicode.Scalar(s.value + 0x20)! : s
-        }
-        let normal = lower.map { leet[$0] ?? $0 }
+        let lower: [UInt32] = scalars.map { s in (s.value >= 0x41 && s.value <= 0x5A) ? s.value + 0x20 : s.value }
+        let normal: [UInt32] = lower.map { leet[$0] ?? $0 }
         var covered = [Bool](repeating: false, count: n)
         var patterns: Set<String> = []
         func cover(_ start: Int, _ length: Int, _ kind: String) {
@@ -115,13 +129,16 @@ public enum SecretPolicy {
             for i in (start + 1)..<(start + length) { covered[i] = true }
             patterns.insert(kind)
         }
-        func find(_ needle: [Unicode.Scalar], in haystack: [Unicode.Scalar], _ kind: String) {
-            guard needle.count >= 3, needle.count <= haystack.count else { return }
+        func find(_ needle: [UInt32], in haystack: [UInt32], _ kind: String) {
+            let m = needle.count
+            guard m >= 3, m <= haystack.count else { return }
             var i = 0
-            while i + needle.count <= haystack.count {
-                if haystack[i..<(i + needle.count)].elementsEqual(needle) {
-                    cover(i, needle.count, kind)
-                    i += needle.count
+            while i + m <= haystack.count {
+                var k = 0
+                while k < m && haystack[i + k] == needle[k] { k += 1 }
+                if k == m {
+                    cover(i, m, kind)
+                    i += m
                 } else {
                     i += 1
                 }
@@ -131,11 +148,10 @@ public enum SecretPolicy {
         var i = 0
         while i < n {
             var j = i + 1
-            let isAlnum = TextCheck.isASCIILetterOrDigit(lower[i])
-            if isAlnum, j < n, TextCheck.isASCIILetterOrDigit(lower[j]) {
-                let step = Int64(lower[j].value) - Int64(lower[i].value)
+            if isAlnum(lower[i]), j < n, isAlnum(lower[j]) {
+                let step = Int64(lower[j]) - Int64(lower[i])
                 if step == 1 || step == -1 {
-                    while j < n, TextCheck.isASCIILetterOrDigit(lower[j]), Int64(lower[j].value) - Int64(lower[j - 1].value) == step { j += 1 }
+                    while j < n, isAlnum(lower[j]), Int64(lower[j]) - Int64(lower[j - 1]) == step { j += 1 }
                     if j - i >= 4 { cover(i, j - i, "a sequence"); i = j; continue }
                     j = i + 1
                 }
@@ -145,22 +161,18 @@ public enum SecretPolicy {
             i = max(j, i + 1)
         }
         // Keyboard-row runs of 4+ (forwards and backwards).
-        for row in keyboardRows {
-            let r = Array(row.unicodeScalars)
-            for direction in [r, r.reversed()] {
-                var k = 0
-                while k < n {
-                    // longest run starting at k that follows the row
-                    guard let start = direction.firstIndex(of: lower[k]) else { k += 1; continue }
-                    var len = 1
-                    while k + len < n, start + len < direction.count, lower[k + len] == direction[start + len] { len += 1 }
-                    if len >= 4 { cover(k, len, "a keyboard run"); k += len } else { k += 1 }
-                }
+        for positions in rowPositions {
+            var k = 0
+            while k < n {
+                guard let start = positions[lower[k]] else { k += 1; continue }
+                var len = 1
+                while k + len < n, positions[lower[k + len]] == start + len { len += 1 }
+                if len >= 4 { cover(k, len, "a keyboard run"); k += len } else { k += 1 }
             }
         }
-        for word in commonWords { find(Array(word.unicodeScalars), in: normal, "a common word") }
+        for word in wordScalars { find(word, in: normal, "a common word") }
         for name in names where name.unicodeScalars.count >= 3 {
-            let lowered = Array(name.lowercased().unicodeScalars)
+            let lowered = name.lowercased().unicodeScalars.map(\.value)
             find(lowered, in: lower, "a name")
             find(lowered.map { leet[$0] ?? $0 }, in: normal, "a name")
         }

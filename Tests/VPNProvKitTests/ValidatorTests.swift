@@ -160,7 +160,7 @@ extension Inventory {
         #expect(all.count == 1)
         #expect(all.first?.location == Fixture.at(123, 14))
         #expect(all.first?.notes.first?.location == Fixture.at(103, 14))
-        #expect(all.first?.message == "user 'carol': identity 'ALICE@example.com' is also user 'alice''s; the server could not tell them apart")
+        #expect(all.first?.message == "user 'carol': identity 'ALICE@example.com' is also used by user 'alice'; the server could not tell them apart")
         // A revoked user's identity may be taken by a new user.
         let revoked = inventory.with { $0.users[0].revoked = true }
         #expect(Validator.validate(revoked).filter { $0.code == .duplicateIdentity }.isEmpty)

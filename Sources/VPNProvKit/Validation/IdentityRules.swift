@@ -172,7 +172,7 @@ enum IdentityRules {
             let key = "\(describe(user.id)):\(user.id.value.lowercased())"
             if let (other, otherLocation) = seen[key] {
                 d.append(.error(.duplicateIdentity,
-                    "user '\(user.name)': identity '\(user.id.value)' is also user '\(other)''s; the server could not tell them apart",
+                    "user '\(user.name)': identity '\(user.id.value)' is also used by user '\(other)'; the server could not tell them apart",
                     at: location, notes: [.init(location: otherLocation, message: "user '\(other)' has it here")]))
             } else {
                 seen[key] = (user.name, location)

@@ -93,7 +93,7 @@ enum NetworkRules {
             if let bytes { nodeIPs.append((node.name, bytes, location)) }
             let key = bytes.map(IPAddressText.format) ?? node.address.lowercased()
             if let (other, otherLocation) = addressOwners[key] {
-                d.append(.error(.duplicateAddress, "node '\(node.name)': address \(node.address) is also node '\(other)''s", at: location,
+                d.append(.error(.duplicateAddress, "node '\(node.name)': address \(node.address) is also used by node '\(other)'", at: location,
                     notes: [.init(location: otherLocation, message: "node '\(other)' has it here")]))
             } else {
                 addressOwners[key] = (node.name, location)

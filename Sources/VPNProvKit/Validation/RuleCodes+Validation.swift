@@ -62,11 +62,9 @@ extension RuleCode {
     public static let unreachableAddress = RuleCode("unreachable-address")
     public static let duplicateAddress = RuleCode("duplicate-address")
     public static let invalidDNS = RuleCode("invalid-dns")
-    /// The same entry twice in a list (nodes, devices, dns, services, proposals).
-    public static let duplicateEntry = RuleCode("duplicate-entry")
+    // duplicate-entry (the same entry twice in a list) is declared with the loader's codes.
 
-    // References.
-    public static let unknownNode = RuleCode("unknown-node")
+    // References: unknown-node is declared with the loader's codes (the decoder resolves user.nodes).
 
     // Services and what they need.
     public static let noServices = RuleCode("no-services")

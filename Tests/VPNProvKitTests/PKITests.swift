@@ -110,6 +110,25 @@ import VPNProvCrypto
         #expect(ca.status == 0 && ca.output.contains("CA"))
     }
 
+    @Test func distinguishedNamesAreEncodedLikeStrongSwan() throws {
+        let dnText = "C=DE, O=acme, CN=dn-1.vpn.example.com, E=ops@example.com, OU=\u{00DC}nits"
+        let state = makeTempDirectory()
+        let inventory = makeInventory(nodes: [makeNode("dn-1", address: "dn-1.vpn.example.com", id: dnText)], users: [])
+        let ours = try prepare(inventory, state: state).materials.nodes["dn-1"]!.certificatePEM
+        let dir = makeTempDirectory()
+        write(ours, to: "\(dir)/ours.pem")
+        let key = try runTool(["pki", "--gen", "--type", "ecdsa", "--size", "256", "--outform", "pem"])
+        write(key.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"), to: "\(dir)/k.pem")
+        let theirs = try runTool(["pki", "--self", "--in", "\(dir)/k.pem", "--type", "ecdsa", "--dn", dnText, "--outform", "pem"])
+        write(theirs.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"), to: "\(dir)/theirs.pem")
+        func subject(_ file: String) throws -> String {
+            try runTool(["openssl", "x509", "-in", file, "-noout", "-subject", "-nameopt", "show_type,sep_comma_plus_space,utf8"]).output
+        }
+        let expected = try subject("\(dir)/theirs.pem")
+        #expect(expected.contains("C=PRINTABLESTRING:DE"))
+        #expect(try subject("\(dir)/ours.pem") == expected)
+    }
+
     @Test func pkcs12UsesLegacy3DESAndOpensWithItsPassword() throws {
         let state = makeTempDirectory()
         let materials = try prepare(standardInventory(), state: state).materials

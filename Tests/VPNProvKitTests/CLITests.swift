@@ -129,7 +129,7 @@ func temporaryDirectory() throws -> String {
 
     @Test func strictMakesWarningsFail() throws {
         let dir = try temporaryDirectory()
-        let text = "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    services: [ikev2-eap, ikev2-eap]\n"
+        let text = "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    pool: 10.1.0.0/24\n    services: [ikev2-eap, ikev2-eap]\n"
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let normal = vpnprov(["validate"], in: dir)
         #expect(normal.code == 0)

@@ -448,8 +448,13 @@ extension Inventory {
     }
 
     @Test func passwordServicesNeedAPassword() {
-        let inventory = Fixture.good().with { $0.users[0].password = nil }
+        let inventory = Fixture.good().with {
+            $0.users[0].password = nil
+            $0.users[0].cert = false
+        }
         #expect(Fixture.found(inventory) == [F(.missingPassword, 100, 3)])
+        // A certificate user who can use ikev2-cert simply gets no password profiles.
+        #expect(Fixture.found(inventory.with { $0.users[0].cert = true }).filter { $0.code == .missingPassword }.isEmpty)
         // A revoked user needs nothing.
         #expect(Fixture.found(inventory.with { $0.users[0].revoked = true }) == [])
     }

@@ -53,10 +53,22 @@ public struct PrepareResult: Sendable {
     public var changes: [PKIChange]
     /// Non-fatal remarks (e.g. pki.ca settings that differ from the existing CA, which is kept).
     public var warnings: [String]
+    /// The inventory as the state sees it: users revoked with `vpnprov revoke` are marked revoked.
+    /// Render from this, not from the inventory as written.
+    public var inventory: Inventory
+    /// With `persist: false`, the loaded and updated state, written only by `commit()`.
+    let pendingStore: StateStore?
+
+    /// Writes what `prepare(persist: false)` computed (no-op after `persist: true`). Lets a caller check
+    /// everything it derives from the materials before the state changes.
+    public func commit() throws {
+        try pendingStore?.commit()
+    }
 }
 
 public struct RevokeResult: Sendable {
-    public var serial: String
+    /// The revoked serial, nil when the user had no certificate (the user is still held out).
+    public var serial: String?
     public var changes: [PKIChange]
 }
 
@@ -115,7 +127,9 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = Session(store: store, inventory: inventory, now: now, passphrase: passphrase)
+        session.warnings += holdWarnings
 
         try session.ensureCA()
         try session.retireAbsentHolders()
@@ -124,30 +138,62 @@ public enum PKIManager {
         try session.updateCRL()
         let materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
         if persist { try store.commit() }
-        return PrepareResult(materials: materials, changes: session.changes, warnings: session.warnings)
+        return PrepareResult(
+            materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,
+            pendingStore: persist ? nil : store)
+    }
+
+    /// Users revoked by command stay revoked while the inventory lists them as active; the hold is
+    /// cleared once the inventory says `revoked: true` or no longer has the user, so re-adding the name
+    /// later (`revoked: false`, or a new entry) issues a fresh certificate.
+    static func applyRevocationHolds(_ inventory: Inventory, store: StateStore) -> (Inventory, [String]) {
+        guard var holds = store.index.revokedByCommand, !holds.isEmpty else { return (inventory, []) }
+        var effective = inventory
+        var warnings: [String] = []
+        for name in holds.keys.sorted() {
+            guard let i = effective.users.firstIndex(where: { $0.name == name }), !effective.users[i].revoked else {
+                holds[name] = nil
+                continue
+            }
+            effective.users[i].revoked = true
+            warnings.append(
+                "user '\(name)' was revoked with 'vpnprov revoke' and gets no profiles; set 'revoked: true' for them in the inventory")
+        }
+        store.index.revokedByCommand = holds.isEmpty ? nil : holds
+        return (effective, warnings)
     }
 
     /// Revokes `user`'s current certificate: it is listed in a new CRL, its key is retired and its
     /// generated password and p12 password are discarded. If the inventory still lists the user as
     /// active, the next `prepare` issues a fresh certificate (new serial, new key); set `revoked: true`
     /// to keep the user out.
+    ///   - knownUser: the inventory lists `user`, so revoking works even without a certificate (an
+    ///     EAP-only user loses their generated password and is held out).
+    ///   - holdUser: keep the user revoked while the inventory still lists them as active.
     public static func revoke(
-        user: String, stateDirectory: String, environment: [String: String], now: Date = Date(), lock: StateLock? = nil
+        user: String, stateDirectory: String, environment: [String: String], now: Date = Date(), lock: StateLock? = nil,
+        knownUser: Bool = false, holdUser: Bool = false
     ) throws -> RevokeResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
-        guard let holder = store.index.users[user] else {
+        let holder = store.index.users[user]
+        guard holder != nil || knownUser else {
             throw PKIError(.nothingToRevoke, "user '\(user)' has no current certificate in \(stateDirectory)")
         }
         let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
         var session = Session(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.revokeUser(user, reason: "revoked by command", dropPassword: true)
+        if holdUser {
+            var holds = store.index.revokedByCommand ?? [:]
+            holds[user] = holder?.serial ?? ""
+            store.index.revokedByCommand = holds
+        }
         try session.updateCRL()
         try store.commit()
-        return RevokeResult(serial: holder.serial, changes: session.changes)
+        return RevokeResult(serial: holder?.serial, changes: session.changes)
     }
 }
 

@@ -14,6 +14,11 @@ struct StateIndex: Codable, Equatable {
     /// Current certificate of each certificate user.
     var users: [String: HolderRecord] = [:]
     var crl: CRLRecord?
+    /// Users revoked with `vpnprov revoke` while the inventory still lists them as active: user ->
+    /// revoked serial ("" when the user had no certificate). They stay out until the inventory says
+    /// `revoked: true` (the hold is then redundant and cleared) or drops them. Absent when empty, so
+    /// older states read and re-encode unchanged.
+    var revokedByCommand: [String: String]?
 }
 
 struct CARecord: Codable, Equatable {

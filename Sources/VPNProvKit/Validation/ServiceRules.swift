@@ -120,9 +120,13 @@ enum ServiceRules {
         }
         if user.revoked { return }
         let passwordUsed = services.contains { s in s.needsPassword && devices.contains { deviceSupports($0, s) } }
-        if passwordUsed && user.password == nil {
+        // A user gets the services they hold credentials for: a certificate-only user on a node that
+        // also offers EAP simply gets no EAP profile. A password is missing only when the user could
+        // use nothing at all without one.
+        let certUsable = user.cert && services.contains { s in s.needsClientCert && devices.contains { deviceSupports($0, s) } }
+        if passwordUsed && user.password == nil && !certUsable {
             let which = Service.allCases.filter { services.contains($0) && $0.needsPassword }.map(\.rawValue).joined(separator: ", ")
-            d.append(.error(.missingPassword, "\(owner): needs a password for \(which) on their nodes; set password: gen", at: user.location))
+            d.append(.error(.missingPassword, "\(owner): needs a password for \(which) on their nodes (or cert: true where ikev2-cert is offered); set password: gen", at: user.location))
         } else if !passwordUsed && user.password != nil {
             d.append(.warning(.unusedPassword, "\(owner): password is set but none of their nodes and devices uses a password service", at: user.location(of: "password")))
         }

@@ -207,6 +207,9 @@ public struct ClientPlan: Sendable, Hashable {
             rounds = [ClientAuthRound(method: .psk)]
             credentials = [.psk]
         case .ikev2PSKEAP:
+            // ikev2-eap and ikev2-psk-eap both take EAP clients; only the client identity can tell
+            // the server which one (and so how it must prove itself) the client expects.
+            localID = pskEAPLocalIdentity(in: inventory)
             rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
             credentials = [.psk, .password]
         case .ipsecXauthPSK:
@@ -235,6 +238,12 @@ public struct ClientPlan: Sendable, Hashable {
             localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
             credentials: credentials, wantsIPv6: node.pool6 != nil)
+    }
+
+    /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on
+    /// the server (the server plan's `pskEAPClientIdentity`; Consistency proves they agree).
+    public static func pskEAPLocalIdentity(in inventory: Inventory) -> IKEIdentity {
+        .fqdn("psk-eap.\(inventory.name)")
     }
 
     /// Apple `CertificateType` for a key type.

@@ -37,7 +37,8 @@ public enum CatalogRenderer {
         public var `protocol`: String
         /// remoteIdentifier (the server's IKE identity).
         public var remoteID: String
-        /// localIdentifier: the group name for IPSec with a group; empty when it is per user (IKEv2).
+        /// localIdentifier: the group name for IPSec with a group, the fixed `psk-eap.<deployment>` for
+        /// psk-eap; empty when it is per user (the user's IKE identity) or absent (IPSec Main Mode).
         public var localID: String
         /// The IPSec localIdentifier is a key ID (group name).
         public var localIDType: String?
@@ -88,6 +89,9 @@ public enum CatalogRenderer {
                 if service == .ipsecXauthPSK, let group = node.group {
                     localID = group
                     localIDType = "KeyID"
+                } else if service == .ikev2PSKEAP {
+                    // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.
+                    localID = ClientPlan.pskEAPLocalIdentity(in: inventory).value
                 } else {
                     localID = ""
                 }

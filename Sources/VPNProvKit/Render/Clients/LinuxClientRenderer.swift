@@ -70,22 +70,22 @@ public enum LinuxClientRenderer {
         for c in connections {
             var rounds: [ClientTemplateValue] = []
             for (index, round) in c.localAuth.enumerated() {
-                var r: [String: ClientTemplateValue] = [
+                // Every key is always present (the engine refuses unknown names); "" = not written.
+                // The IKE identity belongs to the first round.
+                rounds.append(.object([
                     "section": .identifier(c.localAuth.count == 1 ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
                     "auth": .string(round.method.rawValue),
-                ]
-                // The IKE identity belongs to the first round.
-                if index == 0, let id = c.localID { r["id"] = .string(id.swanctlValue) }
-                if let eap = round.eapID { r["eap_id"] = .string(eap) }
-                if let xauth = round.xauthID { r["xauth_id"] = .string(xauth) }
-                if round.method == .pubkey { r["certs"] = .string("\(user.name).pem") }
-                rounds.append(.object(r))
+                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                    "eap_id": .string(round.eapID ?? ""),
+                    "xauth_id": .string(round.xauthID ?? ""),
+                    "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
+                ]))
             }
-            var remote: [String: ClientTemplateValue] = [
+            let remote: [String: ClientTemplateValue] = [
                 "auth": .string(c.serverAuth.rawValue),
                 "id": .string(c.remoteID.swanctlValue),
+                "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
             ]
-            if c.serverAuth == .pubkey { remote["cacerts"] = .string(caFileName) }
             let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
             conns.append(.object([
                 "name": .identifier(sectionName(c.name)),

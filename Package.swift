@@ -25,6 +25,8 @@ let package = Package(
             resources: []
         ),
         .executableTarget(name: "vpnprov", dependencies: ["VPNProvKit"]),
+        // Fleet-scale benchmark: `swift run -c release vpnprov-bench` (prints figures, asserts nothing).
+        .executableTarget(name: "vpnprov-bench"),
         .testTarget(
             name: "VPNProvKitTests",
             dependencies: ["VPNProvKit", "VPNProvYAML", "VPNProvCrypto"],

@@ -3,12 +3,173 @@
 #endif
 import Foundation
 
-/// Entry point of the `vpnprov` command (placeholder until the CLI lands).
+/// Why a command stopped. Mapped to text and an exit code in one place (`CommandLineTool.report`).
+public enum CLIError: Error, Sendable, Hashable {
+    /// Bad command line or missing input file: exit 2, with a pointer to the command's help.
+    case usage(String, command: String?)
+    /// The environment or state is unusable (unwritable directory, lock held, disk full): exit 3.
+    case environment(String)
+    /// The command already printed why it failed; exit with this code.
+    case failure(Int32)
+}
+
+/// Exit codes (SPEC §1).
+public enum ExitCode {
+    public static let success: Int32 = 0
+    /// The inventory has errors (or warnings with --strict), or `check` found drift.
+    public static let failure: Int32 = 1
+    /// Usage error: unknown flag, bad argument, missing file.
+    public static let usage: Int32 = 2
+    /// Environment/state error.
+    public static let environment: Int32 = 3
+}
+
+/// What a running command may use: streams, environment variables and the directory relative paths start from.
+public struct CommandContext: Sendable {
+    public var console: Console
+    public var environment: [String: String]
+    public var currentDirectory: String
+
+    public init(console: Console, environment: [String: String], currentDirectory: String) {
+        self.console = console
+        self.environment = environment
+        self.currentDirectory = currentDirectory
+    }
+
+    /// `path` made absolute against the current directory.
+    public func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        let base = currentDirectory.hasSuffix("/") ? String(currentDirectory.dropLast()) : currentDirectory
+        return path == "." ? base : base + "/" + path
+    }
+}
+
+/// A subcommand: static configuration, construction from parsed arguments, validation, then run.
+protocol Command {
+    static var configuration: CommandConfiguration { get }
+    /// Takes the values out of the parsed arguments (no file system access).
+    init(_ arguments: ParsedArguments) throws(CLIError)
+    /// Checks arguments against each other and the environment before anything is done.
+    func validate(_ context: CommandContext) throws(CLIError)
+    /// Does the work; returns the exit code.
+    func run(_ context: CommandContext) throws(CLIError) -> Int32
+}
+
+extension Command {
+    func validate(_ context: CommandContext) throws(CLIError) {}
+}
+
+/// Entry point of the `vpnprov` command.
 public enum CommandLineTool {
     public static let version = "0.1.0"
 
+    static var commands: [any Command.Type] {
+        [ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self]
+    }
+
+    static var commandNames: [String] {
+        var names: [String] = []
+        for c in commands { names.append(c.configuration.name) }
+        return names
+    }
+
+    /// Runs with the process's real streams, environment and working directory.
     public static func main(arguments: [String]) -> Int32 {
-        FileHandle.standardError.write(Data("vpnprov: not yet\n".utf8))
-        return 2
+        run(
+            arguments: arguments, console: .standard, environment: ProcessInfo.processInfo.environment,
+            currentDirectory: FileManager.default.currentDirectoryPath)
+    }
+
+    /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name).
+    public static func run(arguments: [String], console: Console, environment: [String: String], currentDirectory: String) -> Int32 {
+        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory)
+        do {
+            return try dispatch(arguments, context)
+        } catch {
+            return report(error, console)
+        }
+    }
+
+    static func dispatch(_ arguments: [String], _ context: CommandContext) throws(CLIError) -> Int32 {
+        guard let first = arguments.first else {
+            context.console.err(help)
+            return ExitCode.usage
+        }
+        switch first {
+        case "-h", "--help":
+            context.console.out(help)
+            return ExitCode.success
+        case "--version":
+            context.console.out("vpnprov \(version)\n")
+            return ExitCode.success
+        case "help":
+            guard arguments.count > 1 else {
+                context.console.out(help)
+                return ExitCode.success
+            }
+            let type = try command(named: arguments[1])
+            context.console.out(type.configuration.help)
+            return ExitCode.success
+        default:
+            let type = try command(named: first)
+            let parsed = try ParsedArguments.parse(Array(arguments.dropFirst()), for: type.configuration)
+            if parsed.wantsHelp {
+                context.console.out(type.configuration.help)
+                return ExitCode.success
+            }
+            let command = try type.init(parsed)
+            try command.validate(context)
+            return try command.run(context)
+        }
+    }
+
+    static func command(named name: String) throws(CLIError) -> any Command.Type {
+        if let type = commands.first(where: { $0.configuration.name == name }) { return type }
+        if name.hasPrefix("-") {
+            let hint = Spelling.closest(to: String(name.drop { $0 == "-" }), among: ["help", "version"]).map { "; did you mean '--\($0)'?" } ?? ""
+            throw CLIError.usage("unknown option '\(name)'\(hint)", command: nil)
+        }
+        let hint = Spelling.closest(to: name, among: commandNames).map { "; did you mean '\($0)'?" } ?? ""
+        throw CLIError.usage("unknown command '\(name)'\(hint)", command: nil)
+    }
+
+    /// The one place errors become text and exit codes.
+    static func report(_ error: CLIError, _ console: Console) -> Int32 {
+        switch error {
+        case .usage(let message, let command):
+            var text = "vpnprov: error: \(message)\n"
+            if let command, let type = commands.first(where: { $0.configuration.name == command }) {
+                text += "Usage: \(type.configuration.usage)\n  See 'vpnprov \(command) --help'.\n"
+            } else {
+                text += "  See 'vpnprov --help'.\n"
+            }
+            console.err(text)
+            return ExitCode.usage
+        case .environment(let message):
+            console.err("vpnprov: error: \(message)\n")
+            return ExitCode.environment
+        case .failure(let code):
+            return code
+        }
+    }
+
+    /// Top-level help: OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS.
+    static var help: String {
+        var out = """
+            OVERVIEW: Turn a YAML inventory of VPN nodes and users into strongSwan swanctl configuration,
+            PKI and client profiles that always agree with each other.
+
+            USAGE: vpnprov <subcommand> [<arguments>] [<options>]
+
+            OPTIONS:
+
+            """
+        out += HelpFormatter.row("--version", "Show the version.")
+        out += HelpFormatter.row("-h, --help", "Show help information.")
+        out += "\nSUBCOMMANDS:\n"
+        for c in commands { out += HelpFormatter.row(c.configuration.name, c.configuration.abstract) }
+        out += "\n  See 'vpnprov help <subcommand>' for detailed help.\n"
+        out += "\nEXIT STATUS: 0 success, 1 inventory errors (or check found drift), 2 usage error, 3 environment error.\n"
+        return out
     }
 }

@@ -1,0 +1,161 @@
+import Foundation
+
+/// The one place diagnostics become text: GCC style with a source excerpt and caret, or a JSON array.
+public struct DiagnosticPrinter: Sendable {
+    public enum Format: String, Sendable, CaseIterable {
+        case text
+        case json
+    }
+
+    public var format: Format
+    /// Source bytes per file name (as used in `SourceLocation.file`), for excerpts.
+    public var sources: [String: [UInt8]]
+    /// Lines never shown in excerpts per file (they hold literal secrets).
+    public var hiddenLines: [String: Set<Int>]
+
+    public init(format: Format = .text, sources: [String: [UInt8]] = [:], hiddenLines: [String: Set<Int>] = [:]) {
+        self.format = format
+        self.sources = sources
+        self.hiddenLines = hiddenLines
+    }
+
+    /// Diagnostics in a stable order: by file, line, column; unlocated ones first; ties keep their order.
+    public static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
+        diagnostics.enumerated().sorted { a, b in
+            let la = a.element.location, lb = b.element.location
+            switch (la, lb) {
+            case (nil, nil): return a.offset < b.offset
+            case (nil, _): return true
+            case (_, nil): return false
+            case (let x?, let y?):
+                if x.file != y.file { return x.file < y.file }
+                if x.line != y.line { return x.line < y.line }
+                if x.column != y.column { return x.column < y.column }
+                return a.offset < b.offset
+            }
+        }.map(\.element)
+    }
+
+    /// The whole rendering: for text, every diagnostic with its excerpt (for stderr); for JSON, the array
+    /// followed by a newline (for stdout).
+    public func render(_ diagnostics: [Diagnostic]) -> String {
+        let ordered = Self.sorted(diagnostics)
+        switch format {
+        case .json: return json(ordered)
+        case .text: return ordered.map(text).joined()
+        }
+    }
+
+    /// "2 errors, 1 warning", or nil when there is nothing to count.
+    public static func summary(_ diagnostics: [Diagnostic]) -> String? {
+        let errors = diagnostics.filter { $0.severity == .error }.count
+        let warnings = diagnostics.filter { $0.severity == .warning }.count
+        var parts: [String] = []
+        if errors > 0 { parts.append("\(errors) error\(errors == 1 ? "" : "s")") }
+        if warnings > 0 { parts.append("\(warnings) warning\(warnings == 1 ? "" : "s")") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
+    }
+
+    // MARK: - Text
+
+    func text(_ d: Diagnostic) -> String {
+        var out = line(d.location, d.severity.rawValue, "\(d.message) [\(d.code)]")
+        out += excerpt(d.location)
+        for note in d.notes {
+            out += line(note.location ?? d.location, "note", note.message)
+        }
+        return out
+    }
+
+    private func line(_ location: SourceLocation?, _ severity: String, _ message: String) -> String {
+        let prefix = location.map { "\($0.file):\($0.line):\($0.column): " } ?? "vpnprov: "
+        return "\(prefix)\(severity): \(message)\n"
+    }
+
+    /// The offending source line and a caret under the column (tabs kept so the caret lines up).
+    func excerpt(_ location: SourceLocation?) -> String {
+        guard let location, location.line >= 1, let bytes = sources[location.file],
+            !(hiddenLines[location.file]?.contains(location.line) ?? false),
+            let source = Self.sourceLine(bytes, location.line)
+        else { return "" }
+        // A line that names a secret key may hold a secret even when the decoder never saw it
+        // (YAML syntax errors): never echo it.
+        if Self.looksSecret(source) || location.column > 200 { return "" }
+        let shown = String(source.prefix(200))
+        var caret = ""
+        for (i, ch) in shown.enumerated() where i < location.column - 1 {
+            caret.append(ch == "\t" ? "\t" : " ")
+        }
+        if location.column - 1 > shown.count {
+            caret += String(repeating: " ", count: location.column - 1 - shown.count)
+        }
+        return "\(shown)\n\(caret)^\n"
+    }
+
+    /// Line `number` (1-based) of `bytes`, without its line break or a leading BOM.
+    static func sourceLine(_ bytes: [UInt8], _ number: Int) -> String? {
+        var line = 1
+        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        var i = start
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == 0x0A || b == 0x0D {
+                if line == number { break }
+                if b == 0x0D, i + 1 < bytes.count, bytes[i + 1] == 0x0A { i += 1 }
+                line += 1
+                start = i + 1
+            }
+            i += 1
+        }
+        guard line == number, start <= bytes.count else { return nil }
+        let text = String(decoding: bytes[start..<min(i, bytes.count)], as: UTF8.self)
+        // Never print control characters from the file (terminal escapes).
+        return String(text.unicodeScalars.map { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F ? "?" : Character($0) })
+    }
+
+    static func looksSecret(_ line: String) -> Bool {
+        let lower = line.lowercased()
+        for key in ["psk", "password", "secret", "passphrase"] {
+            var rest = lower[...]
+            while let r = rest.range(of: key) {
+                let after = rest[r.upperBound...].drop { $0 == " " || $0 == "\t" || $0 == "\"" || $0 == "'" }
+                if after.first == ":" { return true }
+                rest = rest[r.upperBound...]
+            }
+        }
+        return false
+    }
+
+    // MARK: - JSON
+
+    struct JSONDiagnostic: Encodable {
+        struct Note: Encodable {
+            var file: String?
+            var line: Int?
+            var column: Int?
+            var message: String
+        }
+        var file: String?
+        var line: Int?
+        var column: Int?
+        var severity: String
+        var code: String
+        var message: String
+        var notes: [Note]?
+    }
+
+    func json(_ diagnostics: [Diagnostic]) -> String {
+        let items = diagnostics.map { d in
+            JSONDiagnostic(
+                file: d.location?.file, line: d.location?.line, column: d.location?.column,
+                severity: d.severity.rawValue, code: d.code.rawValue, message: d.message,
+                notes: d.notes.isEmpty
+                    ? nil
+                    : d.notes.map { .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, message: $0.message) })
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(items)) ?? Data("[]".utf8)
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+}

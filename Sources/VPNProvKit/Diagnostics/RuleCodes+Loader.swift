@@ -1,0 +1,42 @@
+// Rule codes produced while reading an inventory (YAML loading and decoding into the typed model).
+// The Validator's codes live in their own file.
+
+extension RuleCode {
+    // YAML text
+    /// libyaml rejected the text, or an alias names no anchor.
+    public static let yamlSyntax = RuleCode("yaml-syntax")
+    /// More than one YAML document in the file.
+    public static let multipleDocuments = RuleCode("multiple-documents")
+    /// A mapping holds the same key twice.
+    public static let duplicateKey = RuleCode("duplicate-key")
+    /// Alias expansion exceeds the node or alias limit (alias bomb).
+    public static let aliasLimit = RuleCode("alias-limit")
+    /// Collections nested deeper than the limit.
+    public static let depthLimit = RuleCode("depth-limit")
+    /// The file is not valid UTF-8.
+    public static let invalidUTF8 = RuleCode("invalid-utf8")
+    /// NUL or another character YAML forbids.
+    public static let invalidCharacter = RuleCode("invalid-character")
+    /// A scalar longer than the limit (1 MiB).
+    public static let scalarTooLong = RuleCode("scalar-too-long")
+    /// The file holds no YAML document.
+    public static let emptyInventory = RuleCode("empty-inventory")
+
+    // Schema
+    /// `vpnprov:` is not a supported schema version.
+    public static let schemaVersion = RuleCode("schema-version")
+    /// A key the schema does not know (with a "did you mean" hint).
+    public static let unknownKey = RuleCode("unknown-key")
+    /// A required key is absent.
+    public static let missingKey = RuleCode("missing-key")
+    /// A value has the wrong YAML type (list for a string, yes/no for a boolean, quoted number...).
+    public static let typeMismatch = RuleCode("type-mismatch")
+    /// A value of the right type but not one of the allowed values (tier, key type, service, device...).
+    public static let invalidValue = RuleCode("invalid-value")
+    /// A pool that is not a CIDR network, or has host bits set.
+    public static let invalidCIDR = RuleCode("invalid-cidr")
+    /// A user's `nodes:` names a node the inventory does not define.
+    public static let unknownNode = RuleCode("unknown-node")
+    /// The same entry twice in a list (services, devices, nodes); the duplicate is ignored.
+    public static let duplicateEntry = RuleCode("duplicate-entry")
+}

@@ -1,0 +1,399 @@
+import VPNProvYAML
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// YAML document -> typed `Inventory` (schema version 1, SPEC §2), decoding every value by the type
+/// the schema expects (so `country: NO` stays "NO") and reporting every problem with its position.
+/// Defaults from `defaults:` are merged into each node (the node's own value wins).
+/// The inventory is returned only when decoding found no error; rule checks are the Validator's job.
+public struct InventoryDecoder: Sendable {
+    /// Schema versions this build reads.
+    public static let supportedSchemaVersion = 1
+
+    static let topLevelKeys = ["vpnprov", "name", "pki", "defaults", "nodes", "users"]
+    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key"]
+    static let caKeys = ["name", "key", "days"]
+    /// Keys of a node (and of `defaults:`).
+    public static let nodeKeys = [
+        "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals", "dns",
+    ]
+    static let proposalKeys = ["ike", "esp"]
+    /// Keys of a user.
+    public static let userKeys = ["password", "cert", "id", "nodes", "devices", "revoked"]
+
+    /// Default services of a node when neither the node nor `defaults:` names any.
+    public static let defaultServices: [Service] = [.ikev2EAP]
+
+    /// Path used in diagnostics and `Inventory.file`.
+    public var file: String
+
+    public init(file: String) {
+        self.file = file
+    }
+
+    public struct Result: Sendable {
+        public var inventory: Inventory?
+        public var diagnostics: [Diagnostic]
+        /// Lines of the source holding literal secrets; diagnostic printers must not show them.
+        public var secretLines: Set<Int>
+    }
+
+    public func decode(_ root: YAMLNode?) -> Result {
+        let cx = DecodingContext(file: file)
+        let inventory = decode(root, cx)
+        return Result(inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines)
+    }
+
+    // MARK: - Top level
+
+    private func decode(_ root: YAMLNode?, _ cx: DecodingContext) -> Inventory? {
+        guard let root, !root.isNull else {
+            cx.append(.error(.emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'", at: SourceLocation(file: file, line: 1, column: 1)))
+            return nil
+        }
+        // Schema version first: a different version makes every other message noise.
+        if case .mapping(let pairs) = root.kind, let v = pairs.first(where: { $0.key.scalar == "vpnprov" })?.value {
+            guard case .scalar(let s, true) = v.kind, s == String(Self.supportedSchemaVersion) else {
+                let shown = v.scalar.map { "'\(DecodingContext.printable($0))'" } ?? cx.describe(v)
+                cx.error(.schemaVersion, "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'", at: v)
+                return nil
+            }
+        }
+        guard let entries = cx.mapping(root, "the inventory", allowed: Self.topLevelKeys) else { return nil }
+        let value = { (key: String) in entries.first { $0.key == key }?.value }
+        if value("vpnprov") == nil {
+            cx.error(.missingKey, "missing required key 'vpnprov' (the schema version, 'vpnprov: \(Self.supportedSchemaVersion)')", at: root)
+        }
+
+        var name: String?
+        if let n = value("name") {
+            name = cx.string(n, "'name'")
+            if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
+        } else {
+            cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
+        }
+        let deployment = name ?? "vpnprov"
+
+        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, cx) } ?? Self.defaultPKI(deployment: deployment)
+
+        var defaults = NodeFields()
+        if let d = value("defaults"), !d.isNull {
+            defaults = decodeNodeFields(d, "defaults", cx)
+        }
+
+        var nodes: [Node] = []
+        if let n = value("nodes"), !n.isNull, let list = cx.mapping(n, "'nodes'") {
+            for entry in list {
+                if let node = decodeNode(name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx) {
+                    nodes.append(node)
+                }
+            }
+        }
+
+        var users: [User] = []
+        if let u = value("users"), !u.isNull, let list = cx.mapping(u, "'users'") {
+            let nodeNames = nodes.map(\.name)
+            for entry in list {
+                if let user = decodeUser(name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames, cx) {
+                    users.append(user)
+                }
+            }
+        }
+
+        guard let name else { return nil }
+        return Inventory(file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users)
+    }
+
+    static func defaultPKI(deployment: String) -> PKISettings {
+        PKISettings(ca: CASettings(name: "\(deployment) VPN Root CA", key: .ecdsaP256, days: 3650))
+    }
+
+    private func decodePKI(_ node: YAMLNode, deployment: String, _ cx: DecodingContext) -> PKISettings? {
+        var settings = Self.defaultPKI(deployment: deployment)
+        if node.isNull { return settings }
+        guard let entries = cx.mapping(node, "'pki'", allowed: Self.pkiKeys) else { return nil }
+        var serverKey: KeyType?
+        var clientKey: KeyType?
+        for (key, _, value) in entries {
+            switch key {
+            case "ca":
+                if value.isNull { continue }
+                guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
+                for (caKey, _, caValue) in ca {
+                    switch caKey {
+                    case "name":
+                        if let s = cx.string(caValue, "'pki.ca.name'") { settings.ca.name = s }
+                    case "key":
+                        if let k = cx.choice(caValue, "'pki.ca.key'", KeyType.self) { settings.ca.key = k }
+                    default:
+                        if let d = cx.integer(caValue, "'pki.ca.days'", maximum: 36_500) { settings.ca.days = d }
+                    }
+                }
+            case "server_days":
+                if let d = cx.integer(value, "'pki.server_days'", maximum: 36_500) { settings.serverDays = d }
+            case "client_days":
+                if let d = cx.integer(value, "'pki.client_days'", maximum: 36_500) { settings.clientDays = d }
+            case "server_key":
+                serverKey = cx.choice(value, "'pki.server_key'", KeyType.self)
+            default:
+                clientKey = cx.choice(value, "'pki.client_key'", KeyType.self)
+            }
+        }
+        return PKISettings(
+            ca: settings.ca, serverDays: settings.serverDays, clientDays: settings.clientDays,
+            serverKey: serverKey, clientKey: clientKey)
+    }
+
+    // MARK: - Nodes
+
+    /// A node's fields as written (in `defaults:` or the node itself), before merging.
+    struct NodeFields {
+        var address: String?
+        var id: IKEIdentity?
+        var region: String?
+        var country: String?
+        var tier: Tier?
+        var pool: CIDR?
+        var pool6: CIDR?
+        var services: [Service]?
+        var psk: SecretSource?
+        var group: String?
+        var ike: [String]?
+        var esp: [String]?
+        var dns: [String]?
+        var locations: [String: SourceLocation] = [:]
+    }
+
+    private func decodeNodeFields(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
+        var f = NodeFields()
+        guard let entries = cx.mapping(node, what, allowed: Self.nodeKeys) else { return f }
+        for (key, _, value) in entries {
+            if value.isNull { continue }
+            let field = "\(what): '\(key)'"
+            var ok = true
+            switch key {
+            case "address":
+                f.address = cx.string(value, field)
+                ok = f.address != nil
+            case "id":
+                f.id = cx.string(value, field).map(IKEIdentity.classify)
+                ok = f.id != nil
+            case "region":
+                f.region = cx.string(value, field)
+            case "country":
+                f.country = cx.string(value, field)
+            case "tier":
+                f.tier = cx.choice(value, field, Tier.self)
+            case "pool":
+                f.pool = cx.cidr(value, field, ipv6: false)
+            case "pool6":
+                f.pool6 = cx.cidr(value, field, ipv6: true)
+            case "services":
+                // Stored in the SPEC table order, unique.
+                f.services = cx.choiceList(value, field, Service.self)?.sorted()
+            case "psk":
+                f.psk = cx.secret(value, field)
+            case "group":
+                f.group = cx.string(value, field)
+            case "proposals":
+                guard let p = cx.mapping(value, field, allowed: Self.proposalKeys) else { continue }
+                for (pk, _, pv) in p {
+                    let list = cx.stringList(pv, "\(what): 'proposals.\(pk)'")?.map(\.0)
+                    if pk == "ike" { f.ike = list } else { f.esp = list }
+                    if list != nil { f.locations["proposals.\(pk)"] = cx.location(pv) }
+                }
+            default:  // dns
+                if let list = cx.stringList(value, field) {
+                    var servers: [String] = []
+                    for (s, item) in list {
+                        if IPAddressText.parse(s) == nil {
+                            cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(s))' is not an IPv4 or IPv6 address", at: item)
+                            continue
+                        }
+                        servers.append(s)
+                    }
+                    f.dns = servers
+                }
+            }
+            if ok { f.locations[key] = cx.location(value) }
+        }
+        return f
+    }
+
+    private func decodeNode(name: String, keyNode: YAMLNode, value: YAMLNode, defaults: NodeFields, _ cx: DecodingContext) -> Node? {
+        let what = "node '\(DecodingContext.printable(name))'"
+        let own = value.isNull ? NodeFields() : decodeNodeFields(value, what, cx)
+        if case .mapping = value.kind {} else if !value.isNull { return nil }
+
+        var locations = defaults.locations
+        locations.merge(own.locations) { _, node in node }
+
+        guard let address = own.address ?? defaults.address else {
+            cx.error(.missingKey, "\(what): missing required key 'address' (what clients dial: IPv4, IPv6 or DNS name)", at: keyNode)
+            return nil
+        }
+        let id = own.id ?? defaults.id ?? IKEIdentity.classify(address)
+        if locations["id"] == nil { locations["id"] = locations["address"] }
+        let proposals = Proposals(
+            ike: own.ike ?? defaults.ike ?? Proposals.defaults.ike,
+            esp: own.esp ?? defaults.esp ?? Proposals.defaults.esp)
+        if locations["proposals"] == nil {
+            locations["proposals"] = locations["proposals.ike"] ?? locations["proposals.esp"]
+        }
+        return Node(
+            name: name, address: address, id: id,
+            region: own.region ?? defaults.region, country: own.country ?? defaults.country,
+            tier: own.tier ?? defaults.tier ?? .free,
+            pool: own.pool ?? defaults.pool, pool6: own.pool6 ?? defaults.pool6,
+            services: own.services ?? defaults.services ?? Self.defaultServices,
+            psk: own.psk ?? defaults.psk, group: own.group ?? defaults.group,
+            proposals: proposals, dns: own.dns ?? defaults.dns ?? [],
+            location: cx.location(keyNode), fieldLocations: locations)
+    }
+
+    // MARK: - Users
+
+    private func decodeUser(
+        name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], _ cx: DecodingContext
+    ) -> User? {
+        let what = "user '\(DecodingContext.printable(name))'"
+        var password: SecretSource?
+        var cert = false
+        var id: IKEIdentity?
+        var nodes = nodeNames
+        var devices = Device.allCases
+        var revoked = false
+        var locations: [String: SourceLocation] = [:]
+
+        if !value.isNull {
+            guard let entries = cx.mapping(value, what, allowed: Self.userKeys) else { return nil }
+            for (key, _, v) in entries {
+                if v.isNull { continue }
+                let field = "\(what): '\(key)'"
+                var ok = true
+                switch key {
+                case "password":
+                    password = cx.secret(v, field)
+                    ok = password != nil
+                case "cert":
+                    if let b = cx.bool(v, field) { cert = b } else { ok = false }
+                case "id":
+                    if let s = cx.string(v, field) { id = IKEIdentity.classify(s) } else { ok = false }
+                case "nodes":
+                    guard let list = cx.stringList(v, field) else {
+                        ok = false
+                        break
+                    }
+                    var chosen = Set<String>()
+                    for (n, item) in list {
+                        if !nodeNames.contains(n) {
+                            cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
+                        } else if !chosen.insert(n).inserted {
+                            cx.warning(.duplicateEntry, "\(field): '\(n)' is listed twice", at: item)
+                        }
+                    }
+                    nodes = nodeNames.filter(chosen.contains)
+                case "devices":
+                    if let d = cx.choiceList(v, field, Device.self) {
+                        devices = Device.allCases.filter(d.contains)
+                    } else {
+                        ok = false
+                    }
+                default:  // revoked
+                    if let b = cx.bool(v, field) { revoked = b } else { ok = false }
+                }
+                if ok { locations[key] = cx.location(v) }
+            }
+        }
+        if id == nil { id = .userFQDN("\(name)@\(deployment)") }
+        return User(
+            name: name, password: password, cert: cert, id: id!, nodes: nodes, devices: devices, revoked: revoked,
+            location: cx.location(keyNode), fieldLocations: locations)
+    }
+}
+
+/// Reads an inventory file: bytes -> YAML -> typed model, with diagnostics.
+public enum InventoryLoader {
+    /// The file could not be read at all (a usage/environment problem, not an inventory error).
+    public struct FileError: Error, Sendable, Hashable, CustomStringConvertible {
+        public var path: String
+        public var reason: String
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+        public var description: String { "cannot read inventory '\(path)': \(reason)" }
+    }
+
+    /// Largest inventory accepted (bytes).
+    public static let maxFileSize = 16 << 20
+
+    /// Reads and decodes the inventory at `path` (shown as `displayPath ?? path` in diagnostics).
+    /// Throws only when the file cannot be read.
+    public static func load(path: String, displayPath: String? = nil) throws(FileError) -> (Inventory?, [Diagnostic]) {
+        let bytes = try readFile(path)
+        let result = decode(bytes: bytes, file: displayPath ?? path)
+        return (result.inventory, result.diagnostics)
+    }
+
+    /// Decodes inventory text already in memory.
+    public static func decode(bytes: [UInt8], file: String) -> InventoryDecoder.Result {
+        let root: YAMLNode?
+        do {
+            root = try YAMLLoader.load(bytes: bytes)
+        } catch {
+            return InventoryDecoder.Result(inventory: nil, diagnostics: [diagnostic(for: error, file: file)], secretLines: [])
+        }
+        return InventoryDecoder(file: file).decode(root)
+    }
+
+    static func diagnostic(for error: YAMLError, file: String) -> Diagnostic {
+        let code: RuleCode
+        switch error.kind {
+        case .syntax: code = .yamlSyntax
+        case .multipleDocuments: code = .multipleDocuments
+        case .duplicateKey: code = .duplicateKey
+        case .aliasLimit: code = .aliasLimit
+        case .depthLimit: code = .depthLimit
+        case .invalidUTF8: code = .invalidUTF8
+        case .invalidCharacter: code = .invalidCharacter
+        case .scalarTooLong: code = .scalarTooLong
+        }
+        let at = error.mark.map { SourceLocation(file: file, line: $0.line, column: $0.column) }
+        var notes: [Diagnostic.Note] = []
+        if let other = error.otherMark {
+            let note = error.kind == .duplicateKey ? "first defined here" : "while parsing this"
+            notes.append(.init(location: SourceLocation(file: file, line: other.line, column: other.column), message: note))
+        }
+        return .error(code, error.message, at: at ?? SourceLocation(file: file, line: 1, column: 1), notes: notes)
+    }
+
+    /// Reads a whole file, refusing directories and oversized files.
+    public static func readFile(_ path: String) throws(FileError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw FileError(path: path, reason: "not a regular file") }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError(path: path, reason: String(cString: strerror(errno)))
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+            if bytes.count > maxFileSize {
+                throw FileError(path: path, reason: "larger than \(maxFileSize >> 20) MiB")
+            }
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,440 @@
+// The server side of every node, as typed data: which swanctl connections it has, in which order,
+// with which identities, auth rounds, proposals and pools. The swanctl renderer writes exactly this;
+// client-side planners and the consistency checker compare their client plans against it, so every
+// choice a client must match (identities, auth methods, proposals) is decided here and only here.
+//
+// Connection order (IKEv2). strongSwan's responder ranks the connections whose identities match the
+// client (an exact remote id beats `%any`) and, among equals, tries them in load order = file order.
+// A candidate is dropped when the client cannot fit it: a client that wants EAP (no AUTH payload in
+// IKE_AUTH) skips connections without an EAP remote round, and after a PSK or certificate AUTH the
+// daemon moves on to the first candidate whose remote round accepts that kind of authentication.
+// Measured on 5.9.8 (real-strongswan.md): with the EAP connection first a certificate client was
+// stuck on it ("no trusted ECDSA public key found"); with the certificate connection first,
+// certificate, EAP and PSK clients all reached their connection. Hence:
+//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive
+// ikev2-eap and ikev2-psk-eap both take EAP clients and differ only in how the *server* proves
+// itself, which the client's request does not reveal; so ikev2-psk-eap requires a fixed client
+// identity (pskEAPClientIdentity) that ranks it first for exactly those clients.
+// IKEv1 Main and Aggressive Mode never compete (strongSwan only selects a connection whose
+// `aggressive` flag equals the request's mode), and IKEv1/IKEv2 are separated by `version`.
+
+/// How one side authenticates in a swanctl auth round (the `auth` key).
+public enum ServerAuthMethod: String, Sendable, Hashable {
+    case pubkey
+    case psk
+    case eapMSCHAPv2 = "eap-mschapv2"
+    case xauth
+}
+
+/// A remote identity constraint: `%any` or one exact identity.
+public enum IdentityMatch: Sendable, Hashable {
+    case any
+    case exactly(IKEIdentity)
+
+    /// The value written after `id =` / `eap_id =` (before quoting).
+    public var swanctlValue: String {
+        switch self {
+        case .any: return "%any"
+        case .exactly(let id): return id.swanctlValue
+        }
+    }
+}
+
+/// `send_cert` values.
+public enum SendCertPolicy: String, Sendable, Hashable {
+    case always
+    case never
+    case ifasked
+}
+
+/// The server's own auth round (`local`).
+public struct LocalAuthRound: Sendable, Hashable {
+    public var auth: ServerAuthMethod
+    /// The node's IKE identity (what clients configure as remote ID).
+    public var id: IKEIdentity
+    /// Certificate files relative to swanctl's `x509/` (only with `pubkey`).
+    public var certificates: [String]
+    public init(auth: ServerAuthMethod, id: IKEIdentity, certificates: [String] = []) {
+        self.auth = auth
+        self.id = id
+        self.certificates = certificates
+    }
+}
+
+/// One round the client must pass (`remote`, `remote-psk`, `remote-xauth`).
+public struct RemoteAuthRound: Sendable, Hashable {
+    /// The section name: starts with `remote`; rounds run in the order listed.
+    public var section: String
+    public var auth: ServerAuthMethod
+    /// The client's IKE identity (IDi) the round accepts.
+    public var id: IdentityMatch
+    /// EAP identity (asked with EAP-Identity when `.any`); only for EAP rounds.
+    public var eapID: IdentityMatch?
+    /// CA certificates relative to `x509ca/` the client certificate must chain to (pubkey rounds).
+    public var caCertificates: [String]
+    /// `revocation` policy for client certificates (pubkey rounds): "relaxed" refuses certificates
+    /// listed in a loaded CRL (x509crl/), and keeps working if the CRL is stale.
+    public var revocation: String?
+    public init(
+        section: String, auth: ServerAuthMethod, id: IdentityMatch, eapID: IdentityMatch? = nil,
+        caCertificates: [String] = [], revocation: String? = nil
+    ) {
+        self.section = section
+        self.auth = auth
+        self.id = id
+        self.eapID = eapID
+        self.caCertificates = caCertificates
+        self.revocation = revocation
+    }
+}
+
+/// The CHILD_SA a connection offers (one per connection, named `net`).
+public struct ServerChild: Sendable, Hashable {
+    public var name: String
+    /// What the client may reach: everything of each address family it gets a virtual IP for.
+    public var localTS: [String]
+    public var espProposals: [String]
+    /// Seconds; 0 = the server never starts a CHILD_SA rekey (clients do).
+    public var rekeyTime: Int
+    public var dpdAction: String
+    public init(name: String, localTS: [String], espProposals: [String], rekeyTime: Int, dpdAction: String) {
+        self.name = name
+        self.localTS = localTS
+        self.espProposals = espProposals
+        self.rekeyTime = rekeyTime
+        self.dpdAction = dpdAction
+    }
+}
+
+/// One swanctl connection of a node.
+public struct ServerConnection: Sendable, Hashable {
+    /// Section name under `connections` (unique per node).
+    public var name: String
+    public var service: Service
+    /// One line for people (written as a comment).
+    public var summary: String
+    /// IKE major version: 1 or 2.
+    public var version: Int
+    /// IKEv1 only: Aggressive (true) or Main Mode (false); nil for IKEv2.
+    public var aggressive: Bool?
+    /// IKE proposals in strongSwan syntax, most preferred first.
+    public var ikeProposals: [String]
+    public var local: LocalAuthRound
+    /// Remote rounds in order (IKEv1 XAuth: `remote-psk` then `remote-xauth`).
+    public var remote: [RemoteAuthRound]
+    /// Pool names (sections of NodePlan.pools).
+    public var pools: [String]
+    public var sendCert: SendCertPolicy
+    public var sendCertreq: Bool
+    /// `unique = no`: one certificate or account may be used on several devices at once.
+    public var unique: String
+    /// `fragmentation = yes` (IKEv2 RFC 7383 / IKEv1 vendor fragmentation; big certificate payloads).
+    public var fragmentation: String
+    /// Seconds between liveness checks when idle.
+    public var dpdDelay: Int
+    /// IKEv1 only: seconds without answer before the peer is declared dead.
+    public var dpdTimeout: Int?
+    /// Seconds; 0 = the server never starts IKE rekeying (IKEv1: reauthentication); clients do.
+    public var rekeyTime: Int
+    public var child: ServerChild
+
+    public init(
+        name: String, service: Service, summary: String, version: Int, aggressive: Bool?, ikeProposals: [String],
+        local: LocalAuthRound, remote: [RemoteAuthRound], pools: [String], sendCert: SendCertPolicy,
+        sendCertreq: Bool, unique: String, fragmentation: String, dpdDelay: Int, dpdTimeout: Int?, rekeyTime: Int,
+        child: ServerChild
+    ) {
+        self.name = name
+        self.service = service
+        self.summary = summary
+        self.version = version
+        self.aggressive = aggressive
+        self.ikeProposals = ikeProposals
+        self.local = local
+        self.remote = remote
+        self.pools = pools
+        self.sendCert = sendCert
+        self.sendCertreq = sendCertreq
+        self.unique = unique
+        self.fragmentation = fragmentation
+        self.dpdDelay = dpdDelay
+        self.dpdTimeout = dpdTimeout
+        self.rekeyTime = rekeyTime
+        self.child = child
+    }
+}
+
+/// A virtual-address pool (`pools.<name>`).
+public struct ServerPool: Sendable, Hashable {
+    public var name: String
+    public var addrs: CIDR
+    /// DNS servers of the pool's address family, in inventory order.
+    public var dns: [String]
+    public init(name: String, addrs: CIDR, dns: [String]) {
+        self.name = name
+        self.addrs = addrs
+        self.dns = dns
+    }
+}
+
+/// Everything one node's strongSwan needs, before rendering.
+public struct NodePlan: Sendable, Hashable {
+    public var node: String
+    public var identity: IKEIdentity
+    /// In the order they must appear in swanctl.conf.
+    public var connections: [ServerConnection]
+    public var pools: [ServerPool]
+    /// Identities the node's PSK is filed under (`secrets.ike.id-N`); empty without PSK services.
+    public var pskIdentities: [IKEIdentity]
+    /// Users whose EAP/XAuth password goes into this node's secrets, ordered by name (UTF-8 bytes).
+    public var passwordUsers: [String]
+    /// An Aggressive Mode PSK connection exists: charon needs
+    /// `i_dont_care_about_security_and_use_aggressive_mode_psk = yes`.
+    public var needsAggressiveModePSK: Bool
+
+    public init(
+        node: String, identity: IKEIdentity, connections: [ServerConnection], pools: [ServerPool],
+        pskIdentities: [IKEIdentity], passwordUsers: [String], needsAggressiveModePSK: Bool
+    ) {
+        self.node = node
+        self.identity = identity
+        self.connections = connections
+        self.pools = pools
+        self.pskIdentities = pskIdentities
+        self.passwordUsers = passwordUsers
+        self.needsAggressiveModePSK = needsAggressiveModePSK
+    }
+
+    /// The connections serving `service` (two for ipsec-xauth-psk with a group).
+    public func connections(for service: Service) -> [ServerConnection] {
+        connections.filter { $0.service == service }
+    }
+}
+
+/// Derives NodePlans from the inventory. Pure: same inventory, same plan.
+public enum ServerPlan {
+    public static let ipv4PoolName = "pool-v4"
+    public static let ipv6PoolName = "pool-v6"
+    /// swanctl file names (relative to x509ca/, x509crl/).
+    public static let caFileName = "ca.pem"
+    public static let crlFileName = "crl.pem"
+    public static let childName = "net"
+    static let dpdDelay = 30
+    static let ikev1DPDTimeout = 150
+
+    /// Extra IKEv1 Phase 1 proposals after the ones derived from the node's: what iOS/macOS "Cisco
+    /// IPSec" clients offer, as accepted by setup-ipsec-vpn's tested server (formats.md §2.5). 3DES
+    /// and MODP1024 are deliberately absent.
+    public static let ikev1FallbackIKEProposals = [
+        "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048",
+    ]
+    /// Extra IKEv1 Quick Mode (ESP) proposals after the node's.
+    public static let ikev1FallbackESPProposals = ["aes256-sha256", "aes256-sha1", "aes128-sha1"]
+
+    /// The client identity (IDi) an ikev2-psk-eap client must send: it is what tells strongSwan to
+    /// use the PSK-authenticated connection rather than the certificate-authenticated ikev2-eap one
+    /// (both take EAP clients). An FQDN-type identity because Apple sends LocalIdentifier strings as
+    /// FQDN. Same for every node of a deployment.
+    public static func pskEAPClientIdentity(in inventory: Inventory) -> IKEIdentity {
+        .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Users whose password this node must know: allowed on the node, not revoked, with a password,
+    /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
+    public static func passwordUsers(for node: Node, in inventory: Inventory) -> [User] {
+        guard node.services.contains(where: \.needsPassword) else { return [] }
+        return inventory.users
+            .filter { !$0.revoked && $0.password != nil && $0.nodes.contains(node.name) }
+            .sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+    }
+
+    public static func make(for node: Node, in inventory: Inventory) -> NodePlan {
+        var pools: [ServerPool] = []
+        let v4DNS = node.dns.filter { IPAddressText.parse($0)?.count == 4 }
+        let v6DNS = node.dns.filter { IPAddressText.parse($0)?.count == 16 }
+        if let pool = node.pool { pools.append(ServerPool(name: ipv4PoolName, addrs: pool, dns: v4DNS)) }
+        if let pool6 = node.pool6 { pools.append(ServerPool(name: ipv6PoolName, addrs: pool6, dns: v6DNS)) }
+
+        // IKEv2: every pool, all traffic of each family with a pool (IPv4 when there is no pool at all).
+        let v2Pools = pools.map(\.name)
+        var v2TS: [String] = []
+        if node.pool != nil || node.pool6 == nil { v2TS.append("0.0.0.0/0") }
+        if node.pool6 != nil { v2TS.append("::/0") }
+        // IKEv1: one traffic selector only (more need the unity plugin), so one family: IPv4 if any.
+        let v1Pools = node.pool != nil ? [ipv4PoolName] : (node.pool6 != nil ? [ipv6PoolName] : [])
+        let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
+
+        let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
+        let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
+        let eapRound = RemoteAuthRound(section: "remote", auth: .eapMSCHAPv2, id: .any, eapID: .any)
+
+        func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
+            -> ServerConnection
+        {
+            ServerConnection(
+                name: name, service: service, summary: summary, version: 2, aggressive: nil,
+                ikeProposals: node.proposals.ike, local: local, remote: remote, pools: v2Pools,
+                sendCert: local.auth == .pubkey ? .always : .never, sendCertreq: service == .ikev2Cert,
+                unique: "no", fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
+                child: ServerChild(
+                    name: childName, localTS: v2TS, espProposals: node.proposals.esp, rekeyTime: 0, dpdAction: "clear"))
+        }
+        func v1(_ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch) -> ServerConnection {
+            ServerConnection(
+                name: name, service: .ipsecXauthPSK, summary: summary, version: 1, aggressive: aggressive,
+                ikeProposals: ikev1IKEProposals(from: node.proposals.ike), local: serverPSK,
+                remote: [
+                    RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
+                    RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any),
+                ],
+                pools: v1Pools, sendCert: .never, sendCertreq: false, unique: "no", fragmentation: "yes",
+                dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
+                child: ServerChild(
+                    name: childName, localTS: v1TS, espProposals: ikev1ESPProposals(from: node.proposals.esp),
+                    rekeyTime: 0, dpdAction: "clear"))
+        }
+
+        var connections: [ServerConnection] = []
+        let offers = Set(node.services)
+        if offers.contains(.ikev2Cert) {
+            connections.append(
+                v2(
+                    "ikev2-cert", .ikev2Cert, "IKEv2: server certificate, client certificate from our CA",
+                    local: serverCert,
+                    remote: [
+                        RemoteAuthRound(
+                            section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
+                            revocation: "relaxed")
+                    ]))
+        }
+        if offers.contains(.ikev2EAP) {
+            connections.append(
+                v2("ikev2-eap", .ikev2EAP, "IKEv2: server certificate, client EAP-MSCHAPv2 user/password",
+                   local: serverCert, remote: [eapRound]))
+        }
+        if offers.contains(.ikev2PSKEAP) {
+            var round = eapRound
+            round.id = .exactly(pskEAPClientIdentity(in: inventory))
+            connections.append(
+                v2("ikev2-psk-eap", .ikev2PSKEAP, "IKEv2: server PSK, client EAP-MSCHAPv2 user/password",
+                   local: serverPSK, remote: [round]))
+        }
+        if offers.contains(.ikev2PSK) {
+            connections.append(
+                v2("ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: serverPSK,
+                   remote: [RemoteAuthRound(section: "remote", auth: .psk, id: .any)]))
+        }
+        if offers.contains(.ipsecXauthPSK) {
+            connections.append(
+                v1("ipsec-xauth-psk-main", aggressive: false,
+                   summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)",
+                   remoteID: .any))
+            if let group = node.group {
+                connections.append(
+                    v1("ipsec-xauth-psk-aggressive", aggressive: true,
+                       summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password",
+                       remoteID: .exactly(.keyID(group))))
+            }
+        }
+
+        var pskIDs: [IKEIdentity] = []
+        if node.services.contains(where: \.needsPSK) {
+            pskIDs.append(node.id)
+            if offers.contains(.ipsecXauthPSK), let group = node.group { pskIDs.append(.keyID(group)) }
+        }
+        return NodePlan(
+            node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
+            passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
+            needsAggressiveModePSK: connections.contains { $0.aggressive == true })
+    }
+
+    // MARK: - IKEv1 proposals
+
+    /// IKEv1 Phase 1 proposals derived from IKEv2 ones, then the fallbacks, without duplicates.
+    /// IKEv1 takes one algorithm of each kind per proposal and has no AEAD in Phase 1, so every
+    /// proposal is expanded into single-algorithm combinations and AEAD ciphers become their CBC
+    /// counterpart with the PRF's hash as integrity: `aes256gcm16-prfsha256-ecp256` ->
+    /// `aes256-sha256-ecp256`. ChaCha20-Poly1305 (no IKEv1 form) is dropped.
+    public static func ikev1IKEProposals(from ike: [String]) -> [String] {
+        var out: [String] = []
+        for proposal in ike {
+            let t = ProposalTokens(proposal)
+            var encs: [String] = []
+            for enc in t.encryption {
+                if let cbc = cbcEquivalent(enc) { encs.append(cbc) } else if !isAEAD(enc) { encs.append(enc) }
+            }
+            var integs = t.integrity
+            if integs.isEmpty { integs = t.prf.map { String($0.dropFirst(3)) }.filter { !$0.isEmpty } }
+            if integs.isEmpty { integs = ["sha256"] }
+            let groups = t.groups.filter { $0 != "none" && $0 != "modpnone" }
+            for e in encs { for i in integs { for g in groups { out.append("\(e)-\(i)-\(g)") } } }
+        }
+        return unique(out + ikev1FallbackIKEProposals)
+    }
+
+    /// IKEv1 ESP proposals: the node's ESP proposals split into single-algorithm ones (AEAD stays:
+    /// AES-GCM ESP works with IKEv1), then the fallbacks, without duplicates.
+    public static func ikev1ESPProposals(from esp: [String]) -> [String] {
+        var out: [String] = []
+        for proposal in esp {
+            let t = ProposalTokens(proposal)
+            let groups: [String?] = t.groups.isEmpty ? [nil] : t.groups.map { $0 }
+            for e in t.encryption {
+                let integs: [String?] = isAEAD(e) || t.integrity.isEmpty ? [nil] : t.integrity.map { $0 }
+                for i in integs {
+                    for g in groups { out.append(([e] + [i, g].compactMap { $0 }).joined(separator: "-")) }
+                }
+            }
+        }
+        return unique(out + ikev1FallbackESPProposals)
+    }
+
+    private static func unique(_ list: [String]) -> [String] {
+        var seen = Set<String>()
+        return list.filter { seen.insert($0).inserted }
+    }
+
+    private static func isAEAD(_ enc: String) -> Bool {
+        enc.contains("gcm") || enc.contains("ccm") || enc.hasPrefix("chacha20poly1305")
+    }
+
+    /// `aes256gcm16` -> `aes256`, `aes128ccm12` -> `aes128`; nil when not an AES AEAD keyword.
+    private static func cbcEquivalent(_ enc: String) -> String? {
+        guard enc.hasPrefix("aes"), isAEAD(enc) else { return nil }
+        let bits = enc.dropFirst(3).prefix { $0.isNumber }
+        return bits.isEmpty ? nil : "aes\(bits)"
+    }
+}
+
+/// A strongSwan proposal split into its kinds of algorithm keywords.
+struct ProposalTokens {
+    var encryption: [String] = []
+    var integrity: [String] = []
+    var prf: [String] = []
+    var groups: [String] = []
+
+    private static let integrityKeywords: Set<String> = [
+        "md5", "md5_128", "sha", "sha1", "sha1_160", "sha256", "sha2_256", "sha256_96", "sha2_256_96", "sha384",
+        "sha2_384", "sha512", "sha2_512", "aesxcbc", "aescmac", "aes128gmac", "aes192gmac", "aes256gmac",
+        "camelliaxcbc",
+    ]
+
+    init(_ proposal: String) {
+        for raw in proposal.split(separator: "-") {
+            let k = raw.lowercased()
+            if k.hasPrefix("prf") {
+                prf.append(k)
+            } else if Self.integrityKeywords.contains(k) {
+                integrity.append(k)
+            } else if k.hasPrefix("modp") || k.hasPrefix("ecp") || k.hasPrefix("curve") || k == "x25519" || k == "x448"
+                || k == "none"
+            {
+                groups.append(k)
+            } else if k == "esn" || k == "noesn" {
+                continue
+            } else {
+                encryption.append(k)
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+
+// Writes servers/<node>/ for every node: swanctl.conf (from the NodePlan), secrets.conf, the
+// certificates and key from Materials, strongswan.d/vpnprov.conf when the connections need daemon
+// settings, and a README. Text files come from the templates, which escape every value.
+
+/// Why a node's server files could not be produced. Never contains a secret value.
+public struct ServerRenderError: Error, Hashable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable {
+        /// Materials has no certificate/key for the node.
+        case missingNodeMaterials(node: String)
+        /// The node offers a PSK service but Materials has no PSK for it.
+        case missingPSK(node: String)
+        /// A user allowed on the node has a password in the inventory but none in Materials.
+        case missingPassword(user: String, node: String)
+    }
+    public var kind: Kind
+    public var description: String {
+        switch kind {
+        case .missingNodeMaterials(let node): return "node '\(node)': no certificate or key in the PKI materials"
+        case .missingPSK(let node): return "node '\(node)': offers a PSK service but no PSK was resolved"
+        case .missingPassword(let user, let node):
+            return "user '\(user)': no password resolved (needed on node '\(node)')"
+        }
+    }
+}
+
+public enum ServerRenderer {
+    public static let swanctlTemplate = "server/swanctl.conf.tmpl"
+    public static let secretsTemplate = "server/secrets.conf.tmpl"
+    public static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
+    public static let readmeTemplate = "server/README.tmpl"
+
+    /// Every node's files, nodes in inventory order, each node's files sorted by path.
+    public static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
+        -> [OutputFile]
+    {
+        var out: [OutputFile] = []
+        for node in inventory.nodes {
+            out += try render(node: node, inventory: inventory, materials: materials, templates: templates)
+        }
+        return out
+    }
+
+    /// One node's files (paths relative to the output directory: `servers/<node>/...`).
+    public static func render(node: Node, inventory: Inventory, materials: Materials, templates: TemplateSet)
+        throws -> [OutputFile]
+    {
+        guard let nodeMaterials = materials.nodes[node.name] else {
+            throw ServerRenderError(kind: .missingNodeMaterials(node: node.name))
+        }
+        let plan = ServerPlan.make(for: node, in: inventory)
+        let dir = "servers/\(node.name)"
+        var files: [OutputFile] = []
+
+        let swanctl = try templates.template(swanctlTemplate).render(swanctlContext(plan))
+        files.append(OutputFile(path: "\(dir)/swanctl/swanctl.conf", text: swanctl))
+
+        let secrets = try templates.template(secretsTemplate).render(
+            secretsContext(plan, node: node, materials: materials, nodeMaterials: nodeMaterials))
+        files.append(OutputFile(path: "\(dir)/swanctl/conf.d/secrets.conf", text: secrets, isPrivate: true))
+
+        files.append(OutputFile(path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)", text: materials.caCertificatePEM))
+        files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
+        files.append(
+            OutputFile(path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
+        files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)", text: materials.crlPEM))
+
+        let daemonSettings = plan.needsAggressiveModePSK
+        if daemonSettings {
+            let conf = try templates.template(daemonTemplate).render([
+                "node": .string(node.name),
+                "aggressive_mode_psk": .bool(plan.needsAggressiveModePSK),
+            ])
+            files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
+        }
+
+        let readme = try templates.template(readmeTemplate).render([
+            "node": .string(node.name),
+            "address": .string(node.address),
+            "services": .string(node.services.map(\.rawValue).joined(separator: ", ")),
+            "connections": .list(
+                plan.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
+            "daemon_settings": .bool(daemonSettings),
+        ])
+        files.append(OutputFile(path: "\(dir)/README", text: readme))
+
+        return files.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+    }
+
+    // MARK: - Contexts
+
+    /// The context of server/swanctl.conf.tmpl for a plan (public so tests and custom templates can
+    /// see exactly what a template receives).
+    public static func swanctlContext(_ plan: NodePlan) -> TemplateValue {
+        func yesNo(_ b: Bool) -> TemplateValue { .string(b ? "yes" : "no") }
+        func seconds(_ n: Int) -> TemplateValue { .string("\(n)s") }
+        func list(_ items: [String]) -> TemplateValue { .string(items.joined(separator: ", ")) }
+
+        let connections: [TemplateValue] = plan.connections.map { c in
+            var rounds: [TemplateValue] = [
+                [
+                    "section": .identifier("local"),
+                    "auth": .string(c.local.auth.rawValue),
+                    "id": .string(c.local.id.swanctlValue),
+                    "eap_id": "",
+                    "certs": list(c.local.certificates),
+                    "cacerts": "",
+                    "revocation": "",
+                ]
+            ]
+            for r in c.remote {
+                rounds.append([
+                    "section": .identifier(r.section),
+                    "auth": .string(r.auth.rawValue),
+                    "id": .string(r.id.swanctlValue),
+                    "eap_id": .string(r.eapID?.swanctlValue ?? ""),
+                    "certs": "",
+                    "cacerts": list(r.caCertificates),
+                    "revocation": .string(r.revocation ?? ""),
+                ])
+            }
+            return [
+                "name": .identifier(c.name),
+                "summary": .string(c.summary),
+                "version": .int(c.version),
+                "ikev1": .bool(c.version == 1),
+                "aggressive": yesNo(c.aggressive ?? false),
+                "proposals": list(c.ikeProposals),
+                "pools": list(c.pools),
+                "send_cert": .string(c.sendCert.rawValue),
+                "send_certreq": yesNo(c.sendCertreq),
+                "unique": .string(c.unique),
+                "fragmentation": .string(c.fragmentation),
+                "dpd_delay": seconds(c.dpdDelay),
+                "dpd_timeout": c.dpdTimeout.map(seconds) ?? "",
+                "rekey_time": seconds(c.rekeyTime),
+                "rounds": .list(rounds),
+                "child": [
+                    "name": .identifier(c.child.name),
+                    "local_ts": list(c.child.localTS),
+                    "esp_proposals": list(c.child.espProposals),
+                    "rekey_time": seconds(c.child.rekeyTime),
+                    "dpd_action": .string(c.child.dpdAction),
+                ],
+            ]
+        }
+        let pools: [TemplateValue] = plan.pools.map { p in
+            ["name": .identifier(p.name), "addrs": .string(p.addrs.description), "dns": list(p.dns)]
+        }
+        return [
+            "node": .string(plan.node),
+            "connections": .list(connections),
+            "has_pools": .bool(!pools.isEmpty),
+            "pool_sections": .list(pools),
+        ]
+    }
+
+    static func secretsContext(_ plan: NodePlan, node: Node, materials: Materials, nodeMaterials: NodeMaterials) throws
+        -> TemplateValue
+    {
+        var psk: [TemplateValue] = []
+        if !plan.pskIdentities.isEmpty {
+            guard let secret = nodeMaterials.psk else { throw ServerRenderError(kind: .missingPSK(node: node.name)) }
+            let ids: [TemplateValue] = plan.pskIdentities.enumerated().map { i, id in
+                ["key": .identifier("id-\(i + 1)"), "id": .string(id.swanctlValue)]
+            }
+            psk.append(["section": .identifier("ike-psk"), "ids": .list(ids), "secret": .string(base64Secret(secret))])
+        }
+        var users: [TemplateValue] = []
+        for (i, name) in plan.passwordUsers.enumerated() {
+            guard let password = materials.users[name]?.password else {
+                throw ServerRenderError(kind: .missingPassword(user: name, node: node.name))
+            }
+            users.append([
+                "section": .identifier(String(format: "eap-u%04d", i + 1)),
+                "name": .string(name),
+                "id": .string(name),
+                "secret": .string(base64Secret(password)),
+            ])
+        }
+        return ["node": .string(node.name), "psk": .list(psk), "users": .list(users)]
+    }
+
+    /// `0s` + base64 of the UTF-8 bytes: strongSwan decodes it to exactly those bytes, whatever they are.
+    public static func base64Secret(_ secret: String) -> String {
+        "0s" + Data(secret.utf8).base64EncodedString()
+    }
+}

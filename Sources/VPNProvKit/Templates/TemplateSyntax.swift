@@ -1,0 +1,45 @@
+// How a template's output is parsed by whatever reads it, and therefore how every value must be
+// written into it. Each template declares its syntax in its first line, e.g.
+//     {{! syntax: swanctl }}
+// so the choice cannot be forgotten and the engine never emits a value unescaped.
+
+/// The target syntax of a template; decides how `{{value}}` is written.
+public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
+    /// strongSwan settings files (swanctl.conf, strongswan.conf and their includes): every string value
+    /// becomes a quoted string `"..."` with `\\`, `\"`, `\n`, `\r`, `\t` escapes; any other control
+    /// character is refused (formats.md §1.2).
+    case swanctl
+    /// Plain text for people (READMEs): values are written as they are, but control characters
+    /// (including newlines) are refused so a value cannot forge extra lines.
+    case text
+
+    /// Writes one string value in this syntax, or throws (the message never contains the value).
+    func escape(_ value: String, name: String) throws(TemplateError.Kind) -> String {
+        switch self {
+        case .swanctl:
+            var out = "\""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\\": out += "\\\\"
+                case "\"": out += "\\\""
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                default:
+                    if scalar.value < 0x20 || scalar.value == 0x7F {
+                        throw .controlCharacter(name: name)
+                    }
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+            out += "\""
+            return out
+        case .text:
+            for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
+                _ = scalar
+                throw .controlCharacter(name: name)
+            }
+            return value
+        }
+    }
+}

@@ -1,0 +1,160 @@
+// vpnprov-bench: fleet-scale figures for `vpnprov generate`/`validate`, next to the same certificate
+// work done the openssl-CLI way. Run from the repository root:
+//
+//     swift build -c release && swift run -c release vpnprov-bench [--nodes 20] [--users 2000] [--cert-users 400]
+//
+// It writes a synthetic inventory into a temporary directory, runs the release `vpnprov` binary as a
+// child process (so peak memory is that process's own), and prints wall time, per-user cost and peak
+// RSS for each step. Figures, not assertions: the benchmark never fails on speed.
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var nodes = 20
+    var users = 2000
+    var certUsers = 400
+    var opensslSample = 40
+    var binary: String?
+    var keep = false
+}
+
+func parseOptions() -> Options {
+    var o = Options()
+    var args = Array(CommandLine.arguments.dropFirst())
+    while !args.isEmpty {
+        let a = args.removeFirst()
+        func value() -> String {
+            guard !args.isEmpty else { fail("\(a) needs a value") }
+            return args.removeFirst()
+        }
+        switch a {
+        case "--nodes": o.nodes = Int(value()) ?? o.nodes
+        case "--users": o.users = Int(value()) ?? o.users
+        case "--cert-users": o.certUsers = Int(value()) ?? o.certUsers
+        case "--openssl-sample": o.opensslSample = Int(value()) ?? o.opensslSample
+        case "--binary": o.binary = value()
+        case "--keep": o.keep = true
+        case "-h", "--help":
+            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--keep]")
+            exit(0)
+        default: fail("unknown option \(a)")
+        }
+    }
+    return o
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("vpnprov-bench: \(message)\n".utf8))
+    exit(2)
+}
+
+/// Result of one child process: wall seconds, peak RSS in KiB, exit status.
+struct Run {
+    var seconds: Double
+    var maxRSSKiB: Int
+    var status: Int32
+}
+
+/// Spawns `argv` with posix_spawn and collects its own rusage with wait4.
+func run(_ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment, quiet: Bool = true) -> Run {
+    var pid: pid_t = 0
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if quiet {
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
+    let cArgs = argv.map { strdup($0) } + [nil]
+    let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        cArgs.forEach { free($0) }
+        cEnv.forEach { free($0) }
+    }
+    let start = DispatchTime.now()
+    let rc = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
+    guard rc == 0 else { fail("cannot run \(argv[0]): \(String(cString: strerror(rc)))") }
+    var status: Int32 = 0
+    var usage = rusage()
+    _ = wait4(pid, &status, 0, &usage)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    let exitCode = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return Run(seconds: seconds, maxRSSKiB: Int(usage.ru_maxrss), status: exitCode)
+}
+
+func writeInventory(_ o: Options, to path: String) throws {
+    var s = "vpnprov: 1\nname: bench\n"
+    s += "defaults:\n  services: [ikev2-cert, ikev2-eap]\n  dns: [192.0.2.53]\n"
+    s += "nodes:\n"
+    for n in 0..<o.nodes {
+        s += "  node-\(n):\n    address: node-\(n).vpn.example.com\n    region: r\(n % 5)\n    country: DE\n"
+        s += "    pool: 10.\(100 + n / 250).\(n % 250).0/24\n"
+    }
+    s += "users:\n"
+    for u in 0..<o.users {
+        s += "  user-\(u):\n    password: gen\n"
+        if u < o.certUsers { s += "    cert: true\n" }
+    }
+    try s.write(toFile: path, atomically: true, encoding: .utf8)
+}
+
+func mib(_ kib: Int) -> String { String(format: "%.1f MiB", Double(kib) / 1024) }
+func secs(_ s: Double) -> String { String(format: "%.3f s", s) }
+
+let options = parseOptions()
+let binary = options.binary ?? FileManager.default.currentDirectoryPath + "/.build/release/vpnprov"
+guard FileManager.default.isExecutableFile(atPath: binary) else {
+    fail("no release binary at \(binary); run `swift build -c release` first or pass --binary")
+}
+let work = NSTemporaryDirectory() + "vpnprov-bench-\(getpid())"
+try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+defer { if !options.keep { try? FileManager.default.removeItem(atPath: work) } }
+let inventory = work + "/inventory.yaml"
+try writeInventory(options, to: inventory)
+
+print("vpnprov-bench: \(options.nodes) nodes, \(options.users) users (\(options.certUsers) with certificates), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+var env = ProcessInfo.processInfo.environment
+env["CI"] = "true"  // no progress output
+let out = work + "/out", state = work + "/state"
+let full = run([binary, "generate", inventory, "--out", out, "--state", state], environment: env)
+let noop = run([binary, "generate", inventory, "--out", out, "--state", state], environment: env)
+let validate = run([binary, "validate", inventory], environment: env)
+let check = run([binary, "check", inventory, "--out", out, "--state", state], environment: env)
+for (name, r) in [("generate (from scratch)", full), ("generate (no-op)", noop), ("validate", validate), ("check", check)] {
+    let perUser = r.seconds / Double(max(options.users, 1)) * 1000
+    print(String(format: "  %-24@ %@  %.3f ms/user  peak %@  exit %d", name as NSString, secs(r.seconds), perUser, mib(r.maxRSSKiB), r.status))
+}
+
+// The openssl-CLI way for the certificate part only: per user a key, a request, a CA signature and a
+// 3DES/SHA-1 PKCS#12 -- four processes per user, as shell-script tools do. Timed on a sample and
+// scaled to all certificate users.
+let ossl = work + "/openssl"
+try FileManager.default.createDirectory(atPath: ossl, withIntermediateDirectories: true)
+_ = run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench CA",
+         "-days", "3650", "-keyout", "\(ossl)/ca.key", "-out", "\(ossl)/ca.pem"])
+let sample = max(1, min(options.opensslSample, options.certUsers))
+var opensslEnv = env
+opensslEnv["P12PASS"] = "bench-pass-not-secret"
+let t0 = DispatchTime.now()
+for u in 0..<sample {
+    let base = "\(ossl)/u\(u)"
+    _ = run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(base).key"])
+    _ = run(["openssl", "req", "-new", "-key", "\(base).key", "-subj", "/CN=user-\(u)@bench", "-out", "\(base).csr"])
+    _ = run(["openssl", "x509", "-req", "-in", "\(base).csr", "-CA", "\(ossl)/ca.pem", "-CAkey", "\(ossl)/ca.key",
+             "-CAcreateserial", "-days", "365", "-out", "\(base).pem"])
+    _ = run(["openssl", "pkcs12", "-export", "-certpbe", "PBE-SHA1-3DES", "-keypbe", "PBE-SHA1-3DES", "-macalg", "sha1",
+             "-inkey", "\(base).key", "-in", "\(base).pem", "-certfile", "\(ossl)/ca.pem", "-passout", "env:P12PASS",
+             "-out", "\(base).p12"], environment: opensslEnv)
+}
+let opensslPerUser = Double(DispatchTime.now().uptimeNanoseconds - t0.uptimeNanoseconds) / 1e9 / Double(sample)
+let opensslTotal = opensslPerUser * Double(options.certUsers)
+print(String(format: "  openssl-CLI certificate work: %.1f ms per certificate user (sample of %d) -> %@ for %d users",
+             opensslPerUser * 1000, sample, secs(opensslTotal), options.certUsers))
+print(String(format: "  ratio: openssl-CLI certificates only / vpnprov full generate = %.1fx", opensslTotal / max(full.seconds, 1e-9)))
+if full.status != 0 || noop.status != 0 || validate.status != 0 || check.status != 0 {
+    print("  note: a vpnprov step exited non-zero; figures above are not meaningful")
+    exit(1)
+}

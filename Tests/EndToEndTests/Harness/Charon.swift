@@ -1,0 +1,353 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
+/// log file in its own run directory. `swanctl` calls made through it talk to this daemon only.
+///
+///     let server = try Charon.start(in: pair.serverNamespace, label: "server",
+///                                   settingsIncludes: [generatedDir + "/strongswan.d/vpnprov.conf"])
+///     defer { server.stop() }
+///     try server.loadAllCleanly(confFile: generatedDir + "/swanctl/swanctl.conf")
+final class Charon: @unchecked Sendable {
+    /// Plugins charon loads (Debian 12 packages). `des` and `curve25519` are not packaged as plugins there
+    /// (openssl provides both); naming them only produces "failed to load" noise.
+    static let charonPlugins = """
+        random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 revocation constraints pubkey sha1 sha2 md5 hmac kdf \
+        gmp aes gcm kernel-libipsec kernel-netlink socket-default vici updown eap-identity eap-mschapv2 eap-md5 \
+        xauth-generic attr
+        """
+    /// Plugins swanctl loads to parse credentials (its default is "all compiled in", which prints
+    /// "failed to load" lines for plugins Debian does not ship). rc2 opens `openssl pkcs12 -legacy` cert bags.
+    static let swanctlPlugins = "random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 pubkey sha1 sha2 md5 hmac aes gcm rc2 gmp"
+
+    let namespace: String
+    let label: String
+    let runDirectory: URL
+    let settingsPath: String
+    let socketPath: String
+    let logPath: String
+    private let process: Process
+    private let exited = OneShot()
+    private var stopped = false
+
+    var pid: Int32 { process.processIdentifier }
+    private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
+
+    private init(namespace: String, label: String, runDirectory: URL, process: Process) {
+        self.namespace = namespace
+        self.label = label
+        self.runDirectory = runDirectory
+        self.settingsPath = runDirectory.appendingPathComponent("strongswan.conf").path
+        self.socketPath = runDirectory.appendingPathComponent("charon.vici").path
+        self.logPath = runDirectory.appendingPathComponent("charon.log").path
+        self.process = process
+    }
+
+    /// Starts charon in `namespace` and waits (bounded) until its vici socket exists.
+    /// - Parameters:
+    ///   - settingsIncludes: strongswan.conf snippets to `include` at top level (e.g. a node's generated
+    ///     `strongswan.d/vpnprov.conf`); absolute paths.
+    ///   - extraSettings: more strongswan.conf text appended verbatim.
+    static func start(
+        in namespace: String,
+        label: String,
+        settingsIncludes: [String] = [],
+        extraSettings: String = "",
+        timeout: Duration = .seconds(15)
+    ) throws -> Charon {
+        let dir = try Scratch.makeDirectory("charon-\(label)")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
+        // `ip netns exec` execs charon in place: the pid we hold is charon's.
+        process.arguments = ["netns", "exec", namespace, StrongSwanEnvironment.charonPath]
+        let charon = Charon(namespace: namespace, label: label, runDirectory: dir, process: process)
+        try charon.writeSettings(includes: settingsIncludes, extra: extraSettings)
+        let stdoutURL = dir.appendingPathComponent("charon.stdout")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        let output = try FileHandle(forWritingTo: stdoutURL)
+        defer { try? output.close() }
+        process.environment = ProcessInfo.processInfo.environment.merging(charon.environment) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        let exited = charon.exited
+        process.terminationHandler = { _ in exited.fire() }
+        try process.run()
+
+        // Wait for the condition "socket exists" (or "daemon died"), polling with a deadline.
+        let deadline = ContinuousClock.now + timeout
+        while !FileManager.default.fileExists(atPath: charon.socketPath) {
+            if !process.isRunning || ContinuousClock.now > deadline {
+                let out = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
+                let log = charon.log
+                charon.stop()
+                throw HarnessError(
+                    "charon (\(label)) did not open \(charon.socketPath): "
+                        + (process.isRunning ? "timeout" : "exited") + "\n\(out)\n\(log)")
+            }
+            usleep(5_000)
+        }
+        return charon
+    }
+
+    private func writeSettings(includes: [String], extra: String) throws {
+        var text = """
+            # written by the vpnprov end-to-end harness
+            charon-systemd {
+              load = \(Self.charonPlugins)
+              plugins {
+                vici {
+                  socket = unix://\(socketPath)
+                }
+              }
+              journal {
+                default = -1
+              }
+            }
+            charon {
+              # charon-systemd reads its file loggers from here (charon-systemd falls back to charon)
+              filelog {
+                e2e {
+                  path = \(logPath)
+                  default = 1
+                  ike = 2
+                  cfg = 2
+                  knl = 1
+                  time_format = %H:%M:%S
+                  flush_line = yes
+                }
+              }
+            }
+            swanctl {
+              socket = unix://\(socketPath)
+              load = \(Self.swanctlPlugins)
+            }
+
+            """
+        for include in includes { text += "include \(include)\n" }
+        text += extra
+        if !text.hasSuffix("\n") { text += "\n" }
+        try text.write(toFile: settingsPath, atomically: true, encoding: .utf8)
+    }
+
+    /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice.
+    func stop(timeout: Duration = .seconds(5)) {
+        if stopped { return }
+        stopped = true
+        guard process.processIdentifier > 0 else { return }
+        if process.isRunning {
+            kill(pid, SIGTERM)
+            if !exited.wait(for: timeout) {
+                kill(pid, SIGKILL)
+                _ = exited.wait(for: .seconds(5))
+            }
+        }
+    }
+
+    deinit { stop() }
+
+    // MARK: swanctl
+
+    /// Runs `swanctl <arguments>` against this daemon.
+    func swanctl(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
+        try Command.run(StrongSwanEnvironment.swanctlPath, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).
+    /// Throws when swanctl exits non-zero; returns the result for inspection otherwise.
+    @discardableResult
+    func loadAll(confFile: String) throws -> CommandResult {
+        let result = try swanctl(["--load-all", "--noprompt", "--file", confFile])
+        guard result.succeeded else { throw HarnessError("load failed: \(result)") }
+        return result
+    }
+
+    /// `loadAll` plus: any output line saying failed/invalid/ignored/discarded is an error.
+    @discardableResult
+    func loadAllCleanly(confFile: String) throws -> CommandResult {
+        let result = try loadAll(confFile: confFile)
+        let problems = Self.loadProblems(in: result.output)
+        guard problems.isEmpty else {
+            throw HarnessError("swanctl load reported problems:\n" + problems.joined(separator: "\n"))
+        }
+        return result
+    }
+
+    /// Lines of swanctl output that mean something was not loaded as written (failed, invalid, ignored/ignoring,
+    /// discarded; case-insensitive). The one exception is
+    /// "opening directory '…/x509aa' failed: No such file or directory": swanctl looks into every standard
+    /// credential directory and a config without e.g. CRLs simply has no `x509crl/`.
+    static func loadProblems(in output: String) -> [String] {
+        let words = ["failed", "invalid", "ignored", "ignoring", "discarded"]
+        return output.split(separator: "\n").map(String.init).filter { line in
+            let lower = line.lowercased()
+            guard words.contains(where: lower.contains) else { return false }
+            if lower.hasPrefix("opening directory '"), lower.hasSuffix("' failed: no such file or directory") {
+                return false
+            }
+            return true
+        }
+    }
+
+    /// `swanctl --initiate --child <child> [--ike <ike>] --timeout <s>`; exit 0 once the CHILD_SA is up.
+    func initiate(child: String, ike: String? = nil, timeout: Duration = .seconds(20)) throws -> CommandResult {
+        var args = ["--initiate", "--child", child]
+        if let ike { args += ["--ike", ike] }
+        args += ["--timeout", String(timeout.components.seconds)]
+        return try swanctl(args, timeout: timeout + .seconds(5))
+    }
+
+    /// `swanctl --terminate --ike <ike>` (waits for the delete to complete, bounded).
+    @discardableResult
+    func terminate(ike: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
+        try swanctl(["--terminate", "--ike", ike, "--timeout", String(timeout.components.seconds)],
+                    timeout: timeout + .seconds(5))
+    }
+
+    /// Established IKE_SAs with their CHILD_SAs (from `swanctl --list-sas --raw`).
+    func securityAssociations() throws -> [IKESA] {
+        let result = try swanctl(["--list-sas", "--raw"])
+        guard result.succeeded else { throw HarnessError("list-sas failed: \(result)") }
+        return IKESA.parse(raw: result.stdout)
+    }
+
+    /// Virtual IPs assigned to this (client) daemon by `ike`, or by any IKE_SA when nil.
+    func virtualIPs(ike: String? = nil) throws -> [String] {
+        try securityAssociations().filter { ike == nil || $0.name == ike }.flatMap(\.localVirtualIPs)
+    }
+
+    // MARK: log
+
+    /// The daemon's log so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Whether the log contains `text` (case-sensitive), e.g. "no shared key found", "NO_PROPOSAL_CHOSEN",
+    /// "constraint check failed", "certificate was revoked", "MAC mismatched".
+    func logContains(_ text: String) -> Bool { log.contains(text) }
+
+    /// Log lines containing `text`.
+    func logLines(containing text: String) -> [String] {
+        log.split(separator: "\n").map(String.init).filter { $0.contains(text) }
+    }
+}
+
+/// One IKE_SA as `swanctl --list-sas --raw` reports it (only what tests need).
+struct IKESA: Sendable {
+    struct Child: Sendable {
+        var name: String
+        var state: String
+        var localTS: [String]
+        var remoteTS: [String]
+        var encryption: String
+        var packetsIn: Int
+        var packetsOut: Int
+    }
+    var name: String
+    var state: String
+    var version: Int
+    var localID: String
+    var remoteID: String
+    var encryption: String
+    var integrity: String?
+    var prf: String?
+    var dhGroup: String?
+    var localVirtualIPs: [String]
+    var children: [Child]
+
+    /// Parses the vici "raw" text: `list-sa event {name {k=v k=[a b] child-sas {c {k=v}}}}` one event per line.
+    static func parse(raw: String) -> [IKESA] {
+        raw.split(separator: "\n").compactMap { line -> IKESA? in
+            guard line.hasPrefix("list-sa event {") else { return nil }
+            var parser = RawParser(text: Substring(line.dropFirst("list-sa event ".count)))
+            guard case .section(let top)? = parser.value(), let (name, body) = top.first,
+                case .section(let ike) = body
+            else { return nil }
+            func str(_ d: [(String, RawParser.Value)], _ k: String) -> String? {
+                if case .string(let s)? = d.first(where: { $0.0 == k })?.1 { return s }
+                return nil
+            }
+            func list(_ d: [(String, RawParser.Value)], _ k: String) -> [String] {
+                if case .list(let l)? = d.first(where: { $0.0 == k })?.1 { return l }
+                return []
+            }
+            var children: [Child] = []
+            if case .section(let kids)? = ike.first(where: { $0.0 == "child-sas" })?.1 {
+                for (_, value) in kids {
+                    guard case .section(let c) = value else { continue }
+                    children.append(
+                        Child(
+                            name: str(c, "name") ?? "", state: str(c, "state") ?? "",
+                            localTS: list(c, "local-ts"), remoteTS: list(c, "remote-ts"),
+                            encryption: str(c, "encr-alg") ?? "",
+                            packetsIn: Int(str(c, "packets-in") ?? "") ?? 0,
+                            packetsOut: Int(str(c, "packets-out") ?? "") ?? 0))
+                }
+            }
+            return IKESA(
+                name: name, state: str(ike, "state") ?? "", version: Int(str(ike, "version") ?? "") ?? 0,
+                localID: str(ike, "local-id") ?? "", remoteID: str(ike, "remote-id") ?? "",
+                encryption: str(ike, "encr-alg") ?? "", integrity: str(ike, "integ-alg"),
+                prf: str(ike, "prf-alg"), dhGroup: str(ike, "dh-group"),
+                localVirtualIPs: list(ike, "local-vips"), children: children)
+        }
+    }
+}
+
+/// Tiny reader for swanctl's `--raw` format: `{k=v k=[a b] s {…}}`.
+private struct RawParser {
+    indirect enum Value {
+        case string(String)
+        case list([String])
+        case section([(String, Value)])
+    }
+    var text: Substring
+
+    mutating func skipSpaces() { text = text.drop(while: { $0 == " " }) }
+
+    mutating func token() -> String {
+        let t = text.prefix(while: { !" {}=[]".contains($0) })
+        text = text.dropFirst(t.count)
+        return String(t)
+    }
+
+    /// Parses `{ … }` at the current position.
+    mutating func value() -> Value? {
+        skipSpaces()
+        guard text.first == "{" else { return nil }
+        text = text.dropFirst()
+        var entries: [(String, Value)] = []
+        while true {
+            skipSpaces()
+            guard let c = text.first else { return .section(entries) }
+            if c == "}" {
+                text = text.dropFirst()
+                return .section(entries)
+            }
+            let key = token()
+            skipSpaces()
+            if text.first == "=" {
+                text = text.dropFirst()
+                if text.first == "[" {
+                    text = text.dropFirst()
+                    var items: [String] = []
+                    while let f = text.first, f != "]" {
+                        if f == " " { text = text.dropFirst(); continue }
+                        items.append(token())
+                    }
+                    text = text.dropFirst()
+                    entries.append((key, .list(items)))
+                } else {
+                    entries.append((key, .string(token())))
+                }
+            } else if text.first == "{" {
+                guard let v = value() else { return nil }
+                entries.append((key, v))
+            } else if key.isEmpty {
+                return nil
+            }
+        }
+    }
+}

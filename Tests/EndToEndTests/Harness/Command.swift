@@ -1,0 +1,178 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a finished (or killed) command left behind.
+struct CommandResult: Sendable, CustomStringConvertible {
+    var executable: String
+    var arguments: [String]
+    var exitCode: Int32
+    var stdout: String
+    var stderr: String
+    /// The deadline passed and the process was killed.
+    var timedOut: Bool
+
+    var succeeded: Bool { exitCode == 0 && !timedOut }
+    /// stdout then stderr, for searching.
+    var output: String { stderr.isEmpty ? stdout : stdout + (stdout.hasSuffix("\n") || stdout.isEmpty ? "" : "\n") + stderr }
+    var lines: [Substring] { output.split(separator: "\n", omittingEmptySubsequences: true) }
+
+    var description: String {
+        let what = ([executable] + arguments).joined(separator: " ")
+        let how = timedOut ? "timed out" : "exit \(exitCode)"
+        return "`\(what)` (\(how))\n\(output)"
+    }
+}
+
+/// Errors of the harness itself (environment, set-up, tools misbehaving).
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A value set once from another thread (the termination handler).
+final class OneShot: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var fired = false
+
+    func fire() {
+        lock.lock()
+        let first = !fired
+        fired = true
+        lock.unlock()
+        if first { semaphore.signal() }
+    }
+
+    /// Waits until fired or the deadline passes; true when fired.
+    func wait(for duration: Duration) -> Bool {
+        let nanos = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        if semaphore.wait(timeout: .now() + .nanoseconds(Int(nanos))) == .success {
+            semaphore.signal()  // stay fired for later waiters
+            return true
+        }
+        return false
+    }
+}
+
+/// Runs external tools with a deadline each, so a hang cannot stall the suite.
+/// Output goes to files (not pipes): a daemon that inherits the descriptors cannot block us.
+enum Command {
+    /// Runs `executable` to completion (or kills it at the deadline: SIGTERM, then SIGKILL).
+    static func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) throws -> CommandResult {
+        let scratch = Scratch.directory.appendingPathComponent("cmd-\(Scratch.next())")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let outURL = scratch.appendingPathComponent("out")
+        let errURL = scratch.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        let exited = OneShot()
+        process.terminationHandler = { _ in exited.fire() }
+        do {
+            try process.run()
+        } catch {
+            try? out.close()
+            try? err.close()
+            throw HarnessError("cannot start \(executable): \(error)")
+        }
+        var timedOut = false
+        if !exited.wait(for: timeout) {
+            timedOut = true
+            kill(process.processIdentifier, SIGTERM)
+            if !exited.wait(for: .seconds(2)) {
+                kill(process.processIdentifier, SIGKILL)
+                _ = exited.wait(for: .seconds(5))
+            }
+        }
+        try? out.close()
+        try? err.close()
+        let stdout = (try? String(contentsOf: outURL, encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        return CommandResult(
+            executable: executable, arguments: arguments,
+            exitCode: process.isRunning ? -1 : process.terminationStatus,
+            stdout: stdout, stderr: stderr, timedOut: timedOut)
+    }
+
+    /// Like `run`, but a non-zero exit or a timeout is an error carrying the output.
+    @discardableResult
+    static func check(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) throws -> CommandResult {
+        let result = try run(executable, arguments, environment: environment, timeout: timeout)
+        guard result.succeeded else { throw HarnessError("command failed: \(result)") }
+        return result
+    }
+}
+
+/// Per-process scratch space and unique numbers.
+enum Scratch {
+    /// Prefix of every namespace and temp directory this harness creates; followed by our pid.
+    static let prefix = "vpnp"
+
+    private final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var value = 0
+    }
+    private static let counter = Counter()
+
+    /// A number unique within this process.
+    static func next() -> Int {
+        counter.lock.lock()
+        defer { counter.lock.unlock() }
+        counter.value += 1
+        return counter.value
+    }
+
+    static let pid = ProcessInfo.processInfo.processIdentifier
+
+    /// `<tmp>/vpnp-e2e-<pid>`; created on first use.
+    static let directory: URL = {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    /// A fresh directory below `directory`.
+    static func makeDirectory(_ label: String) throws -> URL {
+        let url = directory.appendingPathComponent("\(label)-\(next())")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// True when a process with that id exists.
+    static func processExists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Removes temp directories of earlier runs whose process is gone.
+    static func removeStaleDirectories() {
+        let tmp = URL(fileURLWithPath: NSTemporaryDirectory())
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp.path) else { return }
+        for name in names where name.hasPrefix("\(prefix)-e2e-") {
+            guard let pid = Int32(name.dropFirst("\(prefix)-e2e-".count)), pid != Self.pid else { continue }
+            if !processExists(pid) { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(name)) }
+        }
+    }
+}

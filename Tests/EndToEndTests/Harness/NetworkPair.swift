@@ -1,0 +1,120 @@
+import Foundation
+
+/// Two network namespaces ("server" and "client") joined by a veth pair.
+///
+/// Addresses (documentation ranges only; nothing leaves the namespaces):
+/// - link: server 192.0.2.1/24 + 2001:db8::1/64, client 192.0.2.2/24 + 2001:db8::2/64 (interface `veth0` on both);
+/// - server "inner" addresses on its loopback, 198.51.100.1/32 and 2001:db8:ffff::1/128. The client has no route to
+///   them except through the tunnel, so a ping to them proves the CHILD_SA carries traffic both ways
+///   (a ping to 192.0.2.1 would not: kernel-libipsec excludes the IKE peer address from the tunnel route).
+///
+/// Names are `vpnp-<pid>-<n>-s` / `-c`; namespaces left by killed runs (pid gone) are removed on the next `create()`.
+final class NetworkPair: @unchecked Sendable {
+    let serverNamespace: String
+    let clientNamespace: String
+    let serverAddress = "192.0.2.1"
+    let clientAddress = "192.0.2.2"
+    let serverAddress6 = "2001:db8::1"
+    let clientAddress6 = "2001:db8::2"
+    let serverInnerAddress = "198.51.100.1"
+    let serverInnerAddress6 = "2001:db8:ffff::1"
+    let interfaceName = "veth0"
+    private var tornDown = false
+
+    private init(server: String, client: String) {
+        serverNamespace = server
+        clientNamespace = client
+    }
+
+    /// Creates both namespaces and the link; on any failure removes what was made.
+    static func create() throws -> NetworkPair {
+        removeStale()
+        let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
+        let pair = NetworkPair(server: base + "-s", client: base + "-c")
+        do {
+            try pair.setUp()
+        } catch {
+            pair.teardown()
+            throw error
+        }
+        return pair
+    }
+
+    private func setUp() throws {
+        try ip(["netns", "add", serverNamespace])
+        try ip(["netns", "add", clientNamespace])
+        // Both ends are created directly inside their namespaces, so the fixed name cannot clash between runs.
+        try ip([
+            "link", "add", interfaceName, "netns", serverNamespace, "type", "veth",
+            "peer", "name", interfaceName, "netns", clientNamespace,
+        ])
+        for (ns, v4, v6) in [
+            (serverNamespace, serverAddress, serverAddress6), (clientNamespace, clientAddress, clientAddress6),
+        ] {
+            try ip(["-n", ns, "link", "set", "lo", "up"])
+            try ip(["-n", ns, "addr", "add", "\(v4)/24", "dev", interfaceName])
+            // nodad: usable at once instead of "tentative" for a second or two.
+            try ip(["-n", ns, "addr", "add", "\(v6)/64", "dev", interfaceName, "nodad"])
+            try ip(["-n", ns, "link", "set", interfaceName, "up"])
+        }
+        try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress)/32", "dev", "lo"])
+        try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress6)/128", "dev", "lo"])
+    }
+
+    /// Kills whatever still runs inside and deletes both namespaces. Safe to call twice.
+    func teardown() {
+        if tornDown { return }
+        tornDown = true
+        for ns in [clientNamespace, serverNamespace] { Self.delete(namespace: ns) }
+    }
+
+    deinit { teardown() }
+
+    /// Pings `destination` from inside `namespace` (optionally from `source`); one echo, bounded wait.
+    func ping(from namespace: String, source: String? = nil, to destination: String, count: Int = 1) throws
+        -> CommandResult
+    {
+        var args = ["netns", "exec", namespace, StrongSwanEnvironment.pingPath]
+        if destination.contains(":") { args.append("-6") }
+        args += ["-n", "-c", String(count), "-W", "3"]
+        if let source { args += ["-I", source] }
+        args.append(destination)
+        return try Command.run(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10 + 3 * count))
+    }
+
+    /// Pings the server's inner address from the client (through the tunnel), from `source` (a virtual IP).
+    func pingServerThroughTunnel(source: String? = nil) throws -> CommandResult {
+        let target = source?.contains(":") == true ? serverInnerAddress6 : serverInnerAddress
+        return try ping(from: clientNamespace, source: source, to: target)
+    }
+
+    @discardableResult
+    private func ip(_ args: [String]) throws -> CommandResult {
+        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    }
+
+    private static func delete(namespace ns: String) {
+        if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
+            for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
+                kill(pid, SIGKILL)
+            }
+        }
+        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+    }
+
+    /// Deletes `vpnp-<pid>-…` namespaces (and temp dirs) whose creating process no longer exists.
+    static func removeStale() {
+        Scratch.removeStaleDirectories()
+        guard let list = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "list"], timeout: .seconds(10))
+        else { return }
+        for line in list.stdout.split(separator: "\n") {
+            guard let name = line.split(separator: " ").first.map(String.init),
+                name.hasPrefix("\(Scratch.prefix)-")
+            else { continue }
+            let fields = name.split(separator: "-")
+            guard fields.count == 4, let pid = Int32(fields[1]), pid != Scratch.pid, !Scratch.processExists(pid)
+            else { continue }
+            delete(namespace: name)
+        }
+    }
+}

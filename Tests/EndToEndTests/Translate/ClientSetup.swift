@@ -1,0 +1,169 @@
+import Foundation
+
+/// What a device profile amounts to, as a strongSwan client: a swanctl.conf plus credential files.
+/// Produced by `AppleProfileTranslator` / `SswanTranslator`; written with `write(label:)` and loaded into the
+/// client `Charon` of a `TunnelScenario`.
+struct ClientSetup: Sendable {
+    /// Connection and child name in `swanctlConf` (initiate with `child: childName, ike: connectionName`).
+    var connectionName: String
+    var childName: String
+    var swanctlConf: String
+    /// Paths relative to the swanctl dir (`x509ca/…`, `pkcs12/…`) and their bytes.
+    var files: [String: Data]
+
+    func write(label: String) throws -> SwanctlDirectory {
+        try SwanctlDirectory.make(label: label, conf: swanctlConf, files: files)
+    }
+}
+
+/// What the person holding the device types or what the test environment changes.
+struct DeviceInputs: Sendable {
+    /// Replaces the profile's server address (the namespaces use 192.0.2.1, profiles name the real host).
+    var remoteAddress: String?
+    /// EAP / XAuth password when the profile leaves it out (the device would prompt).
+    var password: String?
+    /// PKCS#12 password when the profile leaves it out (.sswan never carries it).
+    var p12Password: String?
+
+    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil) {
+        self.remoteAddress = remoteAddress
+        self.password = password
+        self.p12Password = p12Password
+    }
+}
+
+/// A profile the translation cannot turn into an equivalent strongSwan client. Fails the test.
+struct TranslationError: Error, CustomStringConvertible, Equatable {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Builds swanctl.conf text: one `key = value` per line, every value quoted and escaped (formats.md §1.2).
+struct SwanctlWriter {
+    private(set) var text = ""
+    private var depth = 0
+
+    static func quote(_ value: String) throws -> String {
+        var out = "\""
+        for ch in value.unicodeScalars {
+            switch ch {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if ch.value < 0x20 || ch.value == 0x7f {
+                    throw TranslationError("control character in a swanctl value")
+                }
+                out.unicodeScalars.append(ch)
+            }
+        }
+        return out + "\""
+    }
+
+    /// `0s<base64>`: a secret as bytes, immune to quoting and to the `0x`/`0s` prefix trap.
+    static func secret(_ bytes: Data) -> String { "0s" + bytes.base64EncodedString() }
+    static func secret(_ text: String) -> String { secret(Data(text.utf8)) }
+
+    mutating func open(_ name: String) {
+        line("\(name) {")
+        depth += 1
+    }
+
+    mutating func close() {
+        depth -= 1
+        line("}")
+    }
+
+    mutating func section(_ name: String, _ body: (inout SwanctlWriter) throws -> Void) rethrows {
+        open(name)
+        try body(&self)
+        close()
+    }
+
+    /// `key = "value"` (quoted).
+    mutating func set(_ key: String, _ value: String) throws { line("\(key) = \(try Self.quote(value))") }
+    /// `key = value` verbatim (keywords, numbers, lists of keywords, secrets already encoded).
+    mutating func raw(_ key: String, _ value: String) { line("\(key) = \(value)") }
+
+    private mutating func line(_ s: String) { text += String(repeating: "  ", count: depth) + s + "\n" }
+}
+
+/// Reads a dictionary key by key; at the end every key must have been consumed or explicitly accepted,
+/// otherwise the translation throws (a key it does not understand must not be silently ignored).
+struct StrictDictionary {
+    let context: String
+    private let dict: [String: Any]
+    private var used: Set<String> = []
+
+    init(_ value: Any?, context: String) throws {
+        guard let dict = value as? [String: Any] else { throw TranslationError("\(context): not a dictionary") }
+        self.dict = dict
+        self.context = context
+    }
+
+    var keys: Set<String> { Set(dict.keys) }
+
+    mutating func has(_ key: String) -> Bool { dict[key] != nil }
+
+    mutating func any(_ key: String) -> Any? {
+        used.insert(key)
+        return dict[key]
+    }
+
+    mutating func string(_ key: String) throws -> String? {
+        guard let v = any(key) else { return nil }
+        guard let s = v as? String else { throw TranslationError("\(context).\(key): expected a string") }
+        return s
+    }
+
+    mutating func requiredString(_ key: String) throws -> String {
+        guard let s = try string(key) else { throw TranslationError("\(context).\(key) missing") }
+        return s
+    }
+
+    /// Plist `<integer>` / JSON number (a `<true/>` is a type error: the schema wants integers for these flags).
+    mutating func integer(_ key: String) throws -> Int? {
+        guard let v = any(key) else { return nil }
+        if Self.isBoolean(v) { throw TranslationError("\(context).\(key): expected an integer, found a boolean") }
+        guard let i = v as? Int else { throw TranslationError("\(context).\(key): expected an integer") }
+        return i
+    }
+
+    /// Plist `<true/>`/`<false/>` or JSON boolean.
+    mutating func boolean(_ key: String) throws -> Bool? {
+        guard let v = any(key) else { return nil }
+        guard Self.isBoolean(v), let b = v as? Bool else { throw TranslationError("\(context).\(key): expected a boolean") }
+        return b
+    }
+
+    mutating func data(_ key: String) throws -> Data? {
+        guard let v = any(key) else { return nil }
+        guard let d = v as? Data else { throw TranslationError("\(context).\(key): expected data") }
+        return d
+    }
+
+    mutating func dictionary(_ key: String) throws -> StrictDictionary? {
+        guard let v = any(key) else { return nil }
+        return try StrictDictionary(v, context: "\(context).\(key)")
+    }
+
+    /// Marks keys as understood without effect on the handshake (device-side behaviour).
+    mutating func accept(_ keys: [String]) { for k in keys { used.insert(k) } }
+
+    /// Throws naming every key not consumed or accepted.
+    func finish() throws {
+        let unknown = Set(dict.keys).subtracting(used).sorted()
+        if !unknown.isEmpty {
+            throw TranslationError("\(context): keys the translation does not understand: \(unknown.joined(separator: ", "))")
+        }
+    }
+
+    /// Foundation decodes plist `<true/>` as Swift `Bool` and JSON `true` as `__NSCFBoolean`, but plist
+    /// `<integer>` and JSON numbers as `NSNumber`, which `is Bool` also accepts; so look at the dynamic type.
+    static func isBoolean(_ v: Any) -> Bool {
+        let t = String(describing: type(of: v))
+        return t == "Bool" || t == "__NSCFBoolean"
+    }
+}

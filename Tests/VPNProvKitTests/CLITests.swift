@@ -1,0 +1,190 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+/// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr).
+func vpnprov(_ arguments: [String], in directory: String = FileManager.default.temporaryDirectory.path) -> (code: Int32, out: String, err: String) {
+    let (console, capture) = Console.capturing()
+    let code = CommandLineTool.run(arguments: arguments, console: console, environment: [:], currentDirectory: directory)
+    return (code, capture.stdout, capture.stderr)
+}
+
+/// A fresh empty directory for one test.
+func temporaryDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-cli-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite struct CLITests {
+    var badDir: String { InventoryFixtures.root.appendingPathComponent("bad").path }
+    var goodDir: String { InventoryFixtures.root.appendingPathComponent("good").path }
+
+    @Test func versionAndTopLevelHelp() {
+        let version = vpnprov(["--version"])
+        #expect(version.code == 0)
+        #expect(version.out == "vpnprov \(CommandLineTool.version)\n")
+        let help = vpnprov(["--help"])
+        #expect(help.code == 0)
+        for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "SUBCOMMANDS:"] { #expect(help.out.contains(section)) }
+        for command in ["validate", "generate", "check", "revoke", "init"] { #expect(help.out.contains("  \(command) ")) }
+        let none = vpnprov([])
+        #expect(none.code == 2)
+        #expect(none.err.contains("USAGE:"))
+    }
+
+    @Test(arguments: ["validate", "generate", "check", "revoke", "init"])
+    func everyCommandHasHelpWithSections(_ command: String) {
+        for flag in ["--help", "-h"] {
+            let r = vpnprov([command, flag])
+            #expect(r.code == 0)
+            for section in ["OVERVIEW:", "USAGE: vpnprov \(command)", "OPTIONS:", "-h, --help"] { #expect(r.out.contains(section)) }
+            #expect(r.out.contains("ARGUMENTS:"))
+        }
+        #expect(vpnprov(["help", command]).out == vpnprov([command, "--help"]).out)
+    }
+
+    @Test func unknownFlagIsAUsageErrorWithHint() {
+        let r = vpnprov(["validate", "--fromat", "json"])
+        #expect(r.code == 2)
+        #expect(r.err.contains("unknown option '--fromat'; did you mean '--format'?"))
+        #expect(r.err.contains("See 'vpnprov validate --help'"))
+        #expect(r.out.isEmpty)
+    }
+
+    @Test func unknownCommandIsAUsageErrorWithHint() {
+        let r = vpnprov(["genrate"])
+        #expect(r.code == 2)
+        #expect(r.err.contains("did you mean 'generate'?"))
+    }
+
+    @Test func badOptionValuesAndArgumentCounts() {
+        #expect(vpnprov(["validate", "--format", "xml", "x.yaml"]).code == 2)
+        #expect(vpnprov(["validate", "--format"]).code == 2)
+        #expect(vpnprov(["validate", "a.yaml", "b.yaml"]).code == 2)
+        #expect(vpnprov(["validate", "--strict=yes"]).code == 2)
+        #expect(vpnprov(["generate", "--out", "a", "--out", "b"]).code == 2)
+        let revoke = vpnprov(["revoke"])
+        #expect(revoke.code == 2)
+        #expect(revoke.err.contains("missing argument <user>"))
+    }
+
+    @Test func missingInventoryIsAUsageError() throws {
+        let dir = try temporaryDirectory()
+        let given = vpnprov(["validate", "nope.yaml"], in: dir)
+        #expect(given.code == 2)
+        #expect(given.err.contains("'nope.yaml' not found"))
+        let defaulted = vpnprov(["validate"], in: dir)
+        #expect(defaulted.code == 2)
+        #expect(defaulted.err.contains("tried inventory.yaml, inventory.yml"))
+        let directory = vpnprov(["validate", "."], in: dir)
+        #expect(directory.code == 2)
+    }
+
+    @Test func validateGoodInventoryExitsZero() {
+        let r = vpnprov(["validate", "crlf.yaml"], in: goodDir)
+        #expect(r.code == 0)
+        #expect(r.out == "crlf.yaml: ok (1 node, 1 user)\n")
+        #expect(r.err.isEmpty)
+    }
+
+    @Test func validateBadInventoryPrintsGCCStyleWithCaret() {
+        let r = vpnprov(["validate", "tier-on.yaml"], in: badDir)
+        #expect(r.code == 1)
+        #expect(r.out.isEmpty)
+        #expect(
+            r.err == """
+                tier-on.yaml:7:11: error: node 'fra-1': 'tier' must be one of free or pro, found 'on' [invalid-value]
+                    tier: on
+                          ^
+                1 error
+
+                """)
+    }
+
+    @Test func duplicateKeyPrintsANote() {
+        let r = vpnprov(["validate", "duplicate-node-key.yaml"], in: badDir)
+        #expect(r.code == 1)
+        #expect(r.err.contains("duplicate-node-key.yaml:8:5: error: duplicate key 'address' [duplicate-key]"))
+        #expect(r.err.contains("duplicate-node-key.yaml:6:5: note: first defined here"))
+    }
+
+    @Test func jsonFormatIsAJSONArray() throws {
+        let r = vpnprov(["validate", "--format", "json", "bad-service.yaml"], in: badDir)
+        #expect(r.code == 1)
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]])
+        #expect(array.count == 1)
+        #expect(array[0]["code"] as? String == "invalid-value")
+        #expect(array[0]["line"] as? Int == 7)
+        #expect(array[0]["column"] as? Int == 27)
+        #expect(array[0]["file"] as? String == "bad-service.yaml")
+        #expect(array[0]["severity"] as? String == "error")
+        #expect((array[0]["message"] as? String)?.contains("ikve2-cert") == true)
+        #expect(r.err == "1 error\n")
+
+        let clean = vpnprov(["validate", "--format=json", "minimal.yaml"], in: goodDir)
+        #expect(clean.code == 0)
+        #expect(clean.out == "[\n\n]\n")
+    }
+
+    @Test func strictMakesWarningsFail() throws {
+        let dir = try temporaryDirectory()
+        let text = "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    services: [ikev2-eap, ikev2-eap]\n"
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let normal = vpnprov(["validate"], in: dir)
+        #expect(normal.code == 0)
+        #expect(normal.err.contains("warning: node 'a': 'services': 'ikev2-eap' is listed twice [duplicate-entry]"))
+        #expect(normal.err.hasSuffix("1 warning\n"))
+        let strict = vpnprov(["validate", "--strict"], in: dir)
+        #expect(strict.code == 1)
+        #expect(strict.err.contains("1 warning (warnings are errors with --strict)"))
+    }
+
+    @Test func initWritesAStarterThatValidatesAndNeverOverwrites() throws {
+        let dir = try temporaryDirectory()
+        let first = vpnprov(["init", "site"], in: dir)
+        #expect(first.code == 0)
+        #expect(first.out.contains("wrote site/inventory.yaml"))
+        let text = try String(contentsOfFile: dir + "/site/inventory.yaml", encoding: .utf8)
+        #expect(text.contains("# "))
+        let validated = vpnprov(["validate", "site/inventory.yaml", "--strict"], in: dir)
+        #expect(validated.code == 0)
+        #expect(validated.err.isEmpty)
+
+        try "keep me".write(toFile: dir + "/site/inventory.yaml", atomically: true, encoding: .utf8)
+        let again = vpnprov(["init", "site"], in: dir)
+        #expect(again.code == 2)
+        #expect(again.err.contains("already exists"))
+        #expect(try String(contentsOfFile: dir + "/site/inventory.yaml", encoding: .utf8) == "keep me")
+
+        let here = vpnprov(["init"], in: dir)
+        #expect(here.code == 0)
+        #expect(FileManager.default.fileExists(atPath: dir + "/inventory.yaml"))
+        #expect(vpnprov(["validate"], in: dir).code == 0)
+    }
+
+    @Test func pipelineCommandsParseTheirOptionsAndReachTheHook() throws {
+        let dir = try temporaryDirectory()
+        #expect(vpnprov(["init"], in: dir).code == 0)
+        let generate = try GenerateCommand(
+            ParsedArguments.parse(["--out", "o", "--state=/s", "--format", "json", "--strict"], for: GenerateCommand.configuration))
+        let context = CommandContext(console: Console.capturing().0, environment: ["A": "b"], currentDirectory: dir)
+        let options = try generate.options(context)
+        #expect(options.inventory == "inventory.yaml")
+        #expect(options.inventoryPath == dir + "/inventory.yaml")
+        #expect(options.outDirectory == dir + "/o")
+        #expect(options.stateDirectory == "/s")
+        #expect(options.templatesDirectory == nil)
+        #expect(options.format == .json)
+        #expect(options.strict)
+        #expect(options.environment == ["A": "b"])
+
+        let defaults = try GenerateCommand(ParsedArguments.parse([], for: GenerateCommand.configuration)).options(context)
+        #expect(defaults.stateDirectory == dir + "/state")
+        #expect(defaults.outDirectory == dir + "/out")
+
+        #expect(vpnprov(["generate", "--templates", "missing"], in: dir).code == 2)
+        #expect(vpnprov(["check", "--bogus"], in: dir).err.contains("vpnprov check --help"))
+        #expect(vpnprov(["revoke", "alice", "nope.yaml"], in: dir).code == 2)
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+@Suite struct OutputTreeTests {
+    let fm = FileManager.default
+
+    func tempDir() throws -> String {
+        let dir = NSTemporaryDirectory() + "vpnprov-out-\(UUID().uuidString)"
+        try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    func mode(_ path: String) throws -> Int {
+        (try fm.attributesOfItem(atPath: path)[.posixPermissions] as! NSNumber).intValue
+    }
+
+    @Test func writesFilesWithModesAndRewritesNothingTheSecondTime() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let files = [
+            OutputFile(path: "servers/a/swanctl/swanctl.conf", text: "connections {}\n"),
+            OutputFile(path: "servers/a/swanctl/conf.d/secrets.conf", text: "secrets {}\n", isPrivate: true),
+        ]
+        let first = try OutputTree.write(files, to: dir)
+        #expect(first.written == ["servers/a/swanctl/conf.d/secrets.conf", "servers/a/swanctl/swanctl.conf"])
+        #expect(try mode(dir + "/servers/a/swanctl/conf.d/secrets.conf") == 0o600)
+        #expect(try mode(dir + "/servers/a/swanctl/swanctl.conf") == 0o644)
+        let before = try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
+        let second = try OutputTree.write(files, to: dir)
+        #expect(second.written.isEmpty)
+        #expect(second.unchanged.count == 2)
+        let after = try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
+        #expect(before == after)
+        #expect(try OutputTree.compare(files, with: dir).isClean)
+    }
+
+    @Test func aChangedModeIsRepaired() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let files = [OutputFile(path: "k.key", text: "KEY", isPrivate: true)]
+        _ = try OutputTree.write(files, to: dir)
+        chmod(dir + "/k.key", 0o644)
+        #expect(try OutputTree.compare(files, with: dir).stale == ["k.key"])
+        #expect(try OutputTree.write(files, to: dir).written == ["k.key"])
+        #expect(try mode(dir + "/k.key") == 0o600)
+    }
+
+    @Test func removesOnlyWhatItWroteBefore() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        _ = try OutputTree.write([OutputFile(path: "clients/bob/bob.sswan", text: "{}"), OutputFile(path: "keep.txt", text: "x")], to: dir)
+        try "operator's".write(toFile: dir + "/notes.txt", atomically: true, encoding: .utf8)
+        let summary = try OutputTree.write([OutputFile(path: "keep.txt", text: "x")], to: dir)
+        #expect(summary.removed == ["clients/bob/bob.sswan"])
+        #expect(fm.fileExists(atPath: dir + "/notes.txt"))
+        #expect(!fm.fileExists(atPath: dir + "/clients/bob/bob.sswan"))
+    }
+
+    @Test func driftListsMissingStaleAndUnexpected() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let files = [OutputFile(path: "a", text: "1"), OutputFile(path: "b/c", text: "2")]
+        _ = try OutputTree.write(files, to: dir)
+        try "changed".write(toFile: dir + "/a", atomically: false, encoding: .utf8)
+        try "extra".write(toFile: dir + "/b/extra", atomically: false, encoding: .utf8)
+        let report = try OutputTree.compare(files + [OutputFile(path: "d", text: "3")], with: dir)
+        #expect(report.missing == ["d"])
+        #expect(report.stale == ["a"])
+        #expect(report.unexpected == ["b/extra"])
+        let absent = try OutputTree.compare(files, with: dir + "/nope")
+        #expect(absent.missing == ["a", "b/c"])
+    }
+
+    @Test func neverFollowsASymlinkOutOfTheTree() throws {
+        let dir = try tempDir()
+        let outside = try tempDir()
+        defer {
+            try? fm.removeItem(atPath: dir)
+            try? fm.removeItem(atPath: outside)
+        }
+        try fm.createSymbolicLink(atPath: dir + "/servers", withDestinationPath: outside)
+        #expect(throws: OutputError.self) {
+            try OutputTree.write([OutputFile(path: "servers/x/swanctl.conf", text: "x")], to: dir)
+        }
+        #expect(try fm.contentsOfDirectory(atPath: outside).isEmpty)
+        // A symlinked file is replaced by a regular file, its target left untouched.
+        try "target".write(toFile: outside + "/t", atomically: false, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: dir + "/f", withDestinationPath: outside + "/t")
+        _ = try OutputTree.write([OutputFile(path: "f", text: "mine")], to: dir)
+        #expect(try String(contentsOfFile: outside + "/t", encoding: .utf8) == "target")
+        #expect((try fm.attributesOfItem(atPath: dir + "/f")[.type] as? FileAttributeType) == .typeRegular)
+    }
+
+    @Test(arguments: ["../x", "/etc/passwd", "a//b", "a/../b", ".hidden", "a/.b", "", "a/\u{0}"])
+    func rejectsPathsThatCouldEscape(path: String) {
+        #expect(throws: OutputError.self) { try OutputTree.checkRelativePath(path) }
+    }
+}

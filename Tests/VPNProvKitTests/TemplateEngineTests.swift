@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+
+@testable import VPNProvKit
+
+@Suite struct TemplateEngineTests {
+    func render(_ text: String, _ context: TemplateValue) throws -> String {
+        try Template(name: "t", text: text).render(context)
+    }
+
+    func kind(_ body: () throws -> Void) -> TemplateError.Kind? {
+        do {
+            try body()
+            return nil
+        } catch let error as TemplateError {
+            return error.kind
+        } catch {
+            return nil
+        }
+    }
+
+    @Test func swanctlValuesAreAlwaysQuotedAndEscaped() throws {
+        let out = try render("{{! syntax: swanctl }}\nsecret = {{v}}\n", ["v": "a\"b\\c#d}{ e\n\r\tf"])
+        #expect(out == "secret = \"a\\\"b\\\\c#d}{ e\\n\\r\\tf\"\n")
+    }
+
+    @Test func swanctlRefusesOtherControlCharactersWithoutShowingTheValue() throws {
+        for bad in ["x\u{0}y", "x\u{1b}y", "x\u{7f}y"] {
+            do {
+                _ = try render("{{! syntax: swanctl }}\nsecret = {{pw}}\n", ["pw": .string(bad)])
+                Issue.record("accepted a control character")
+            } catch let error as TemplateError {
+                #expect(error.kind == .controlCharacter(name: "pw"))
+                #expect(error.line == 2 && error.column == 10)
+                #expect(!error.description.contains(bad))
+            }
+        }
+    }
+
+    @Test func textSyntaxWritesValuesAsIsButRefusesNewlines() throws {
+        #expect(try render("{{! syntax: text }}\nhi {{n}}!\n", ["n": "a\"b\\c#d}{"]) == "hi a\"b\\c#d}{!\n")
+        #expect(
+            kind { _ = try render("{{! syntax: text }}\n{{n}}\n", ["n": "a\nb"]) } == .controlCharacter(name: "n"))
+    }
+
+    @Test func identifiersAndIntsAreBareAndIdentifiersAreChecked() throws {
+        #expect(try render("{{! syntax: swanctl }}\n{{s}} { v = {{n}} }", ["s": .identifier("eap-u0001"), "n": 2])
+            == "eap-u0001 { v = 2 }")
+        #expect(
+            kind { _ = try render("{{! syntax: swanctl }}\n{{s}} {}", ["s": .identifier("eap-a:b")]) }
+                == .invalidIdentifier(name: "s"))
+    }
+
+    @Test func missingVariablesAreErrorsNotEmptyStrings() {
+        #expect(kind { _ = try render("{{! syntax: text }}\n{{nope}}", [:]) } == .missingVariable("nope"))
+        #expect(kind { _ = try render("{{! syntax: text }}\n{{#nope}}x{{/nope}}", [:]) } == .missingVariable("nope"))
+        #expect(kind { _ = try render("{{! syntax: text }}\n{{a.b}}", ["a": ["c": "x"]]) } == .missingVariable("a.b"))
+    }
+
+    @Test func sectionsLoopBranchAndInvert() throws {
+        let t = "{{! syntax: text }}\n{{#items}}[{{name}}]{{/items}}{{#on}}on{{/on}}{{^off}}!off{{/off}}{{^items}}none{{/items}}"
+        #expect(try render(t, ["items": [["name": "a"], ["name": "b"]], "on": true, "off": false]) == "[a][b]on!off")
+        #expect(try render(t, ["items": [], "on": false, "off": true]) == "none")
+        // A non-empty string section pushes the string: {{.}} is it; outer names stay visible.
+        #expect(try render("{{! syntax: text }}\n{{#s}}<{{.}}{{x}}>{{/s}}", ["s": "v", "x": "X"]) == "<vX>")
+        #expect(try render("{{! syntax: text }}\n{{#s}}<{{.}}>{{/s}}", ["s": ""]) == "")
+        #expect(try render("{{! syntax: text }}\n{{o.p.q}}", ["o": ["p": ["q": "deep"]]]) == "deep")
+    }
+
+    @Test func standaloneTagLinesLeaveNoBlankLines() throws {
+        let t = """
+            {{! syntax: swanctl }}
+            {{! a comment line }}
+            a {
+              {{#items}}
+              x = {{.}}
+              {{/items}}
+              {{^items}}
+              none = 1
+              {{/items}}
+            }
+
+            """
+        #expect(try render(t, ["items": ["1", "2"]]) == "a {\n  x = \"1\"\n  x = \"2\"\n}\n")
+        #expect(try render(t, ["items": []]) == "a {\n  none = 1\n}\n")
+        // Tags sharing a line with text are not standalone: the line stays.
+        #expect(try render("{{! syntax: text }}\nx {{#b}}y{{/b}}\nz", ["b": true]) == "x y\nz")
+    }
+
+    @Test func parseErrors() {
+        #expect(kind { _ = try Template(name: "t", text: "no header {{x}}") } == .missingHeader)
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: yaml }}\n") } == .unknownSyntax("yaml"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{{raw}}}") } == .unsupportedTag("{raw"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{&raw}}") } == .unsupportedTag("&raw"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x") } == .unclosedSection("a"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x{{/b}}") } == .mismatchedClose(expected: "a", found: "b"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\nx{{/b}}") } == .unexpectedClose("b"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{a") } == .unclosedTag)
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{a b}}") } == .invalidName("a b"))
+        // In swanctl syntax a tag inside quotes would be double-quoted: refused.
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: swanctl }}\nid = \"{{id}}\"\n") } == .quotedTag("id"))
+    }
+
+    @Test func sectionValuesAreNotPrintable() {
+        #expect(kind { _ = try render("{{! syntax: text }}\n{{l}}", ["l": ["a"]]) } == .notPrintable("l"))
+        #expect(kind { _ = try render("{{! syntax: text }}\n{{b}}", ["b": true]) } == .notPrintable("b"))
+    }
+
+    @Test func errorPositionsPointAtTheTag() {
+        do {
+            _ = try Template(name: "t", text: "{{! syntax: text }}\nline two\n  ab {{missing}}").render([:])
+            Issue.record("rendered")
+        } catch {
+            #expect(error.line == 3 && error.column == 6)
+            #expect(error.description == "t:3:6: no value named 'missing'")
+        }
+    }
+}
+
+@Suite struct TemplateSetTests {
+    static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The built-in copy (BuiltinTemplates.swift) must be byte-for-byte the files in templates/.
+    @Test func builtinTemplatesMatchTheRepositoryTemplates() throws {
+        let dir = Self.repoRoot.appendingPathComponent("templates")
+        let files = (FileManager.default.enumerator(atPath: dir.path)?.allObjects as? [String] ?? [])
+            .filter { $0.hasSuffix(".tmpl") }.sorted()
+        #expect(files == BuiltinTemplates.files.keys.sorted(), "run scripts/embed-templates")
+        for name in files {
+            let onDisk = try Data(contentsOf: dir.appendingPathComponent(name))
+            #expect(Array(onDisk) == Array(BuiltinTemplates.files[name, default: ""].utf8), "\(name): run scripts/embed-templates")
+        }
+    }
+
+    @Test func everyBuiltinTemplateParses() throws {
+        let set = try TemplateSet.builtin()
+        #expect(set.templates.count == BuiltinTemplates.files.count)
+        #expect(try set.template("server/swanctl.conf.tmpl").syntax == .swanctl)
+        #expect(try set.template("server/README.tmpl").syntax == .text)
+    }
+
+    @Test func directoryOverridesSomeTemplatesAndRefusesUnknownOnes() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-tmpl-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
+        try "{{! syntax: text }}\ncustom {{node}}\n".write(
+            to: dir.appendingPathComponent("server/README.tmpl"), atomically: true, encoding: .utf8)
+        let set = try TemplateSet.load(directory: dir.path)
+        #expect(set.origins["server/README.tmpl"] == dir.appendingPathComponent("server/README.tmpl").path)
+        #expect(set.origins["server/swanctl.conf.tmpl"] == "built-in")
+        #expect(try set.template("server/README.tmpl").render(["node": "n1"]) == "custom n1\n")
+
+        try "{{! syntax: text }}\n".write(
+            to: dir.appendingPathComponent("server/READNE.tmpl"), atomically: true, encoding: .utf8)
+        #expect(throws: TemplateSetError.self) { try TemplateSet.load(directory: dir.path) }
+        #expect(throws: TemplateSetError.self) { try TemplateSet.load(directory: dir.path + "/nonexistent") }
+    }
+
+    @Test func brokenOverrideFailsAtLoad() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-tmpl-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
+        try "no header\n".write(to: dir.appendingPathComponent("server/README.tmpl"), atomically: true, encoding: .utf8)
+        do {
+            _ = try TemplateSet.load(directory: dir.path)
+            Issue.record("loaded a template without header")
+        } catch {
+            guard case .invalid(let e) = error.kind else {
+                Issue.record("wrong error \(error)")
+                return
+            }
+            #expect(e.kind == .missingHeader)
+        }
+    }
+}

@@ -7,7 +7,7 @@ import Testing
     let materials = ClientFixtures.materials()
 
     func render() throws -> [OutputFile] {
-        try ClientRenderer.render(inventory: inventory, materials: materials, templates: ContextDumpTemplates())
+        try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
     }
 
     @Test func matchesGoldenFiles() throws {
@@ -250,7 +250,7 @@ import Testing
         }
         #expect(conns.count == 7)
         // IKEv1 with a group: Aggressive Mode, key ID local identity, PSK then XAuth round.
-        let aggressive = conns.compactMap { c -> [String: ClientTemplateValue]? in
+        let aggressive = conns.compactMap { c -> [String: TemplateValue]? in
             if case .object(let o) = c, o["name"] == .identifier("fra-1-ipsec-xauth-psk") { return o }
             return nil
         }.first
@@ -290,7 +290,7 @@ import Testing
         var m = materials
         m.users["alice"]?.p12 = nil
         #expect(throws: ClientRenderError.self) {
-            try ClientRenderer.render(inventory: inventory, materials: m, templates: ContextDumpTemplates())
+            try ClientRenderer.render(inventory: inventory, materials: m, templates: try TemplateSet.builtin())
         }
     }
 }

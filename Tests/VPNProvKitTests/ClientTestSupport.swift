@@ -97,29 +97,6 @@ enum ClientFixtures {
     }
 }
 
-/// Stands in for the template engine until it is merged: writes the context itself, sorted and
-/// one value per line, so goldens pin exactly what the templates receive.
-struct ContextDumpTemplates: ClientTemplateRendering {
-    func render(template name: String, context: ClientTemplateValue) throws -> String {
-        var out = "# template \(name)\n"
-        dump(context, path: "", into: &out)
-        return out
-    }
-    private func dump(_ v: ClientTemplateValue, path: String, into out: inout String) {
-        switch v {
-        case .string(let s): out += "\(path) = \"\(s)\"\n"
-        case .identifier(let s): out += "\(path) = <\(s)>\n"
-        case .int(let n): out += "\(path) = \(n)\n"
-        case .bool(let b): out += "\(path) = \(b)\n"
-        case .list(let items):
-            if items.isEmpty { out += "\(path) = []\n" }
-            for (i, item) in items.enumerated() { dump(item, path: "\(path)[\(i)]", into: &out) }
-        case .object(let members):
-            for key in members.keys.sorted() { dump(members[key]!, path: path.isEmpty ? key : "\(path).\(key)", into: &out) }
-        }
-    }
-}
-
 /// Byte-for-byte golden comparison. VPNPROV_RECORD=1 rewrites the goldens and fails on purpose.
 enum Golden {
     static var root: URL {

@@ -8,14 +8,14 @@ public enum ClientRenderer {
     public static let p12PasswordLocation = "users/<user>/p12.password"
 
     public static func render(
-        inventory: Inventory, materials: Materials, templates: any ClientTemplateRendering
+        inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
         return try render(plan: plan, inventory: inventory, materials: materials, templates: templates)
     }
 
     public static func render(
-        plan: ClientPlan, inventory: Inventory, materials: Materials, templates: any ClientTemplateRendering
+        plan: ClientPlan, inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
         var files: [OutputFile] = []
         for user in inventory.users where !user.revoked {

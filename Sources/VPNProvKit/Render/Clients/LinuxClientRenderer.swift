@@ -1,23 +1,5 @@
 import Foundation
 
-/// A value in a client template context. Same cases and meaning as the template engine's
-/// `TemplateValue` (Sources/VPNProvKit/Templates/, server helper): `.string` is escaped for the
-/// template's syntax, `.identifier` must match [A-Za-z0-9_-]+ and is written bare.
-public indirect enum ClientTemplateValue: Sendable, Hashable {
-    case string(String)
-    case identifier(String)
-    case int(Int)
-    case bool(Bool)
-    case list([ClientTemplateValue])
-    case object([String: ClientTemplateValue])
-}
-
-/// What the client renderers need from the template engine: render one named template (path
-/// relative to templates/, e.g. `client/swanctl.conf.tmpl`) with a context.
-public protocol ClientTemplateRendering {
-    func render(template name: String, context: ClientTemplateValue) throws -> String
-}
-
 /// `clients/<user>/linux/swanctl/`: a strongSwan (swanctl) client configuration with one connection
 /// per node and service. A Linux user copies it to /etc/swanctl and runs
 /// `swanctl --load-all; swanctl --initiate --child <name>`.
@@ -28,15 +10,15 @@ public enum LinuxClientRenderer {
 
     public static func render(
         user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials,
-        templates: any ClientTemplateRendering
+        templates: TemplateSet
     ) throws -> [OutputFile] {
         let mine = connections.filter { $0.user == user.name && $0.devices.contains(.linux) }
         if mine.isEmpty { return [] }
         let base = "clients/\(user.name)/linux/swanctl/"
         let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
         var files = [
-            OutputFile(path: base + "swanctl.conf", text: try templates.render(template: swanctlTemplate, context: contexts.swanctl)),
-            OutputFile(path: base + "conf.d/secrets.conf", text: try templates.render(template: secretsTemplate, context: contexts.secrets), isPrivate: true),
+            OutputFile(path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
+            OutputFile(path: base + "conf.d/secrets.conf", text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
         ]
         if mine.contains(where: { $0.serverAuth == .pubkey }) {
             files.append(OutputFile(path: base + "x509ca/\(caFileName)", text: materials.caCertificatePEM))
@@ -65,10 +47,10 @@ public enum LinuxClientRenderer {
     /// The contexts of `client/swanctl.conf.tmpl` and `client/secrets.conf.tmpl`.
     public static func context(
         user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
-    ) throws -> (swanctl: ClientTemplateValue, secrets: ClientTemplateValue) {
-        var conns: [ClientTemplateValue] = []
+    ) throws -> (swanctl: TemplateValue, secrets: TemplateValue) {
+        var conns: [TemplateValue] = []
         for c in connections {
-            var rounds: [ClientTemplateValue] = []
+            var rounds: [TemplateValue] = []
             for (index, round) in c.localAuth.enumerated() {
                 // Every key is always present (the engine refuses unknown names); "" = not written.
                 // The IKE identity belongs to the first round.
@@ -81,7 +63,7 @@ public enum LinuxClientRenderer {
                     "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
                 ]))
             }
-            let remote: [String: ClientTemplateValue] = [
+            let remote: [String: TemplateValue] = [
                 "auth": .string(c.serverAuth.rawValue),
                 "id": .string(c.remoteID.swanctlValue),
                 "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
@@ -104,7 +86,7 @@ public enum LinuxClientRenderer {
         }
 
         // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
-        var eap: [ClientTemplateValue] = []
+        var eap: [TemplateValue] = []
         let passwordRounds = connections.flatMap(\.localAuth).compactMap { $0.eapID ?? $0.xauthID }
         if let first = passwordRounds.first {
             guard let password = materials.users[user.name]?.password, !password.isEmpty else {
@@ -118,7 +100,7 @@ public enum LinuxClientRenderer {
                 "secret": .string(encodedSecret(password)),
             ]))
         }
-        var ike: [ClientTemplateValue] = []
+        var ike: [TemplateValue] = []
         var pskNodes: [String] = []
         for c in connections where c.credentials.contains(.psk) && !pskNodes.contains(c.node) {
             pskNodes.append(c.node)
@@ -132,7 +114,7 @@ public enum LinuxClientRenderer {
                 "secret": .string(encodedSecret(psk)),
             ]))
         }
-        let common: [String: ClientTemplateValue] = [
+        let common: [String: TemplateValue] = [
             "user": .string(user.name),
             "deployment": .string(inventory.name),
         ]

@@ -183,3 +183,18 @@ import Testing
         #expect(Consistency.intersects(["aes256-sha256-ecp256"], ["default"], purpose: .ike, withGroups: true))
     }
 }
+
+@Suite struct ConsistencyAgainstServerPlanTests {
+    @Test func theRealServerPlanAcceptsEveryClient() {
+        let inventory = ClientFixtures.inventory()
+        let d = Consistency.check(inventory: inventory, materials: ClientFixtures.materials())
+        #expect(d.isEmpty, "\(d.map { "\($0.code): \($0.message)" })")
+    }
+
+    @Test func aNodeProposalAppleCannotUseIsCaughtAgainstTheRealPlan() {
+        var inventory = ClientFixtures.inventory()
+        inventory.nodes[0].proposals.ike = ["camellia256-sha256-modp2048"]
+        let d = Consistency.check(inventory: inventory, materials: ClientFixtures.materials())
+        #expect(d.contains { $0.code == .appleProposalUnsupported })
+    }
+}

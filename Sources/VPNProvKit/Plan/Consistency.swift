@@ -380,3 +380,45 @@ public enum Consistency {
         return true
     }
 }
+
+// MARK: - the server plan as the check sees it
+
+extension IdentityPattern {
+    init(_ match: IdentityMatch) {
+        switch match {
+        case .any: self = .any
+        case .exactly(let id): self = .exactly(id)
+        }
+    }
+}
+
+extension ServerView {
+    /// The view of a node's server plan. `caCertificatePEM`: the CA the node's configuration ships.
+    public init(_ plan: NodePlan, caCertificatePEM: String?) {
+        self.init(
+            node: plan.node,
+            connections: plan.connections.map { c in
+                ServerConnectionView(
+                    name: c.name, version: c.version, aggressive: c.aggressive,
+                    localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
+                    remote: c.remote.map { r in
+                        ServerRoundView(auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init))
+                    },
+                    ikeProposals: c.ikeProposals, espProposals: c.child.espProposals, sendCertreq: c.sendCertreq)
+            },
+            pskIdentities: plan.pskIdentities, passwordUsers: plan.passwordUsers, caCertificatePEM: caCertificatePEM)
+    }
+}
+
+extension Consistency {
+    /// The whole check as `validate`/`generate` run it: the client plan and the server plan of every
+    /// node, both derived from the inventory, compared. Errors mean: write nothing.
+    public static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil) -> [Diagnostic] {
+        let servers = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+        }
+        return check(
+            plan: ClientPlan.build(inventory: inventory, materials: materials), servers: servers, inventory: inventory,
+            materials: materials, inspect: inspect)
+    }
+}

@@ -243,14 +243,34 @@ public struct Inventory: Sendable, Hashable {
     public var nodes: [Node]
     /// Users in the order written in the inventory.
     public var users: [User]
+    /// Where top-level fields were written (keys: "name", "pki", "pki.ca", "pki.ca.name", "pki.ca.key",
+    /// "pki.ca.days", "pki.server_days", "pki.client_days", "pki.server_key", "pki.client_key");
+    /// absent for defaults.
+    public var fieldLocations: [String: SourceLocation]
 
-    public init(file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User]) {
+    public init(
+        file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],
+        fieldLocations: [String: SourceLocation] = [:]
+    ) {
         self.file = file
         self.schemaVersion = schemaVersion
         self.name = name
         self.pki = pki
         self.nodes = nodes
         self.users = users
+        self.fieldLocations = fieldLocations
+    }
+
+    /// Best location for a top-level field: its own, else the nearest written parent ("pki.ca.days" ->
+    /// "pki.ca" -> "pki"), else the start of the file.
+    public func location(of field: String) -> SourceLocation {
+        var key = Substring(field)
+        while true {
+            if let location = fieldLocations[String(key)] { return location }
+            guard let dot = key.lastIndex(of: ".") else { break }
+            key = key[..<dot]
+        }
+        return SourceLocation(file: file, line: 1, column: 1)
     }
 
     public func node(named name: String) -> Node? { nodes.first { $0.name == name } }

@@ -1,7 +1,102 @@
 /// Checks an inventory against every rule of SPEC §5 that needs no certificate, collecting all problems.
-/// (Rules land in Validation/; this entry point is what the CLI and `generate` call.)
+/// Rules live beside this file, one family per file; each appends to one list, which is sorted at the
+/// end so the output does not depend on the order the rules run in.
 public enum Validator {
     public static func validate(_ inventory: Inventory) -> [Diagnostic] {
-        []
+        var diagnostics: [Diagnostic] = []
+        NameRules.check(inventory, into: &diagnostics)
+        IdentityRules.check(inventory, into: &diagnostics)
+        SecretRules.check(inventory, into: &diagnostics)
+        ProposalRules.check(inventory, into: &diagnostics)
+        NetworkRules.check(inventory, into: &diagnostics)
+        ServiceRules.check(inventory, into: &diagnostics)
+        PKIRules.check(inventory, into: &diagnostics)
+        return sorted(diagnostics)
+    }
+
+    /// Deterministic order: (file, line, column, code), then severity and message; unlocated first.
+    static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
+        diagnostics.sorted { a, b in
+            let la = a.location, lb = b.location
+            if (la == nil) != (lb == nil) { return la == nil }
+            if let la, let lb {
+                if la.file != lb.file { return la.file < lb.file }
+                if la.line != lb.line { return la.line < lb.line }
+                if la.column != lb.column { return la.column < lb.column }
+            }
+            if a.code != b.code { return a.code.rawValue < b.code.rawValue }
+            if a.severity != b.severity { return a.severity < b.severity }
+            return a.message < b.message
+        }
+    }
+}
+
+/// Small text helpers shared by the rules.
+enum TextCheck {
+    /// Unicode control characters (C0, DEL, C1) and the non-characters U+FFFE/U+FFFF: none of them can be
+    /// written in an XML plist, and swanctl/JSON would need escapes the consumers do not all undo.
+    static func hasControlCharacters(_ s: String) -> Bool {
+        s.unicodeScalars.contains { isControl($0) }
+    }
+
+    static func isControl(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (u.value >= 0x7F && u.value <= 0x9F) || u.value == 0xFFFE || u.value == 0xFFFF
+            || u.value == 0x2028 || u.value == 0x2029
+    }
+
+    /// Printable ASCII without space (0x21...0x7E).
+    static func isPrintableASCII(_ u: Unicode.Scalar) -> Bool { u.value >= 0x21 && u.value <= 0x7E }
+
+    static func isASCIILetterOrDigit(_ u: Unicode.Scalar) -> Bool {
+        (u.value >= 0x30 && u.value <= 0x39) || (u.value >= 0x41 && u.value <= 0x5A) || (u.value >= 0x61 && u.value <= 0x7A)
+    }
+
+    /// Levenshtein distance (for "did you mean" hints over short lists).
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.lowercased().unicodeScalars), b = Array(b.lowercased().unicodeScalars)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+
+    /// The closest candidate within a small edit distance, for `did you mean 'x'?`.
+    static func suggestion(for word: String, in candidates: [String]) -> String? {
+        let limit = max(2, word.count / 3)
+        var best: (String, Int)?
+        for c in candidates {
+            let d = distance(word, c)
+            if d <= limit, best == nil || d < best!.1 { best = (c, d) }
+        }
+        return best?.0
+    }
+
+    /// `'text'` with anything unprintable shown as `\u{XX}` so a diagnostic never carries raw controls.
+    static func quoted(_ s: String) -> String {
+        var out = "'"
+        for u in s.unicodeScalars {
+            if isControl(u) { out += "\\u{\(String(u.value, radix: 16, uppercase: true))}" } else { out.unicodeScalars.append(u) }
+        }
+        return out + "'"
+    }
+}
+
+extension Node {
+    /// Location of a nested field (`proposals.ike`) falling back to its parents, then to the node.
+    func location(nested field: String) -> SourceLocation {
+        var key = Substring(field)
+        while true {
+            if let l = fieldLocations[String(key)] { return l }
+            guard let dot = key.lastIndex(of: ".") else { return location }
+            key = key[..<dot]
+        }
     }
 }

@@ -1,0 +1,134 @@
+internal import CCrypto
+import Foundation
+
+/// What a certificate to be issued says.
+public struct CertificateTemplate: Sendable, Hashable {
+    public var serial: [UInt8]
+    public var subject: DistinguishedName
+    public var notBefore: Date
+    public var notAfter: Date
+    public var subjectAlternativeNames: [GeneralName]
+    public var extendedKeyUsages: [ExtendedKeyUsage]
+    public var keyUsage: KeyUsage
+    /// basicConstraints cA (critical for a CA).
+    public var isCA: Bool
+
+    public init(
+        serial: [UInt8], subject: DistinguishedName, notBefore: Date, notAfter: Date,
+        subjectAlternativeNames: [GeneralName] = [], extendedKeyUsages: [ExtendedKeyUsage] = [],
+        keyUsage: KeyUsage, isCA: Bool = false
+    ) {
+        self.serial = serial
+        self.subject = subject
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.subjectAlternativeNames = subjectAlternativeNames
+        self.extendedKeyUsages = extendedKeyUsages
+        self.keyUsage = keyUsage
+        self.isCA = isCA
+    }
+}
+
+public enum CertificateIssuer {
+    /// A self-signed CA certificate: basicConstraints CA (critical), keyUsage keyCertSign+cRLSign
+    /// (critical), subject and authority key identifiers. SHA-384 for P-384 keys, else SHA-256.
+    public static func selfSigned(_ template: CertificateTemplate, key: PrivateKey) throws -> X509Certificate {
+        try issue(template, subjectKey: key, issuer: nil, issuerKey: key)
+    }
+
+    /// A certificate for `subjectKey` signed by `issuer`/`issuerKey`.
+    public static func issue(
+        _ template: CertificateTemplate, subjectKey: PrivateKey, issuer: X509Certificate?, issuerKey: PrivateKey
+    ) throws -> X509Certificate {
+        ERR_clear_error()
+        guard let x509 = X509_new() else { throw CryptoError.openSSL("cannot allocate a certificate") }
+        let cert = X509Certificate(owning: x509)
+        guard X509_set_version(x509, 2) == 1 else { throw CryptoError.openSSL("cannot set the version") }
+        let serial = try makeInteger(template.serial)
+        defer { ASN1_INTEGER_free(serial) }
+        guard X509_set_serialNumber(x509, serial) == 1 else { throw CryptoError.openSSL("cannot set the serial") }
+        let subject = try template.subject.makeName()
+        defer { X509_NAME_free(subject) }
+        guard X509_set_subject_name(x509, subject) == 1 else { throw CryptoError.openSSL("cannot set the subject") }
+        let issuerName = issuer.map { X509_get_subject_name($0.x509) } ?? subject
+        guard X509_set_issuer_name(x509, issuerName) == 1 else { throw CryptoError.openSSL("cannot set the issuer") }
+        try ASN1Time.set(X509_getm_notBefore(x509), template.notBefore)
+        try ASN1Time.set(X509_getm_notAfter(x509), template.notAfter)
+        guard X509_set_pubkey(x509, subjectKey.pkey) == 1 else { throw CryptoError.openSSL("cannot set the public key") }
+
+        var ctx = X509V3_CTX()
+        vpnprov_X509V3_set_ctx_nodb(&ctx)
+        X509V3_set_ctx(&ctx, issuer?.x509 ?? x509, x509, nil, nil, 0)
+        func add(_ nid: Int32, _ value: String) throws {
+            guard let ext = X509V3_EXT_conf_nid(nil, &ctx, nid, value) else {
+                throw CryptoError.openSSL("cannot build extension \(String(cString: OBJ_nid2sn(nid)))")
+            }
+            defer { X509_EXTENSION_free(ext) }
+            guard X509_add_ext(x509, ext, -1) == 1 else { throw CryptoError.openSSL("cannot add an extension") }
+        }
+        try add(NID_basic_constraints, template.isCA ? "critical,CA:TRUE" : "CA:FALSE")
+        if !template.keyUsage.isEmpty { try add(NID_key_usage, "critical," + template.keyUsage.extensionText) }
+        if !template.extendedKeyUsages.isEmpty {
+            try add(NID_ext_key_usage, template.extendedKeyUsages.map(\.oid).joined(separator: ","))
+        }
+        try add(NID_subject_key_identifier, "hash")
+        try add(NID_authority_key_identifier, "keyid:always")
+        if !template.subjectAlternativeNames.isEmpty {
+            try addSubjectAlternativeNames(template.subjectAlternativeNames, to: x509)
+        }
+        let algorithm = issuerKey.algorithm ?? .ecdsaP256
+        guard X509_sign(x509, issuerKey.pkey, algorithm.signingDigest) > 0 else {
+            throw CryptoError.openSSL("cannot sign the certificate")
+        }
+        return cert
+    }
+
+    private static func addSubjectAlternativeNames(_ names: [GeneralName], to x509: OpaquePointer) throws {
+        guard let stack = vpnprov_sk_GENERAL_NAME_new_null() else { throw CryptoError.openSSL("cannot allocate names") }
+        defer { vpnprov_GENERAL_NAMES_free(stack) }
+        for name in names {
+            guard let general = GENERAL_NAME_new() else { throw CryptoError.openSSL("cannot allocate a name") }
+            guard let string = ASN1_STRING_type_new(V_ASN1_IA5STRING) else {
+                GENERAL_NAME_free(general)
+                throw CryptoError.openSSL("cannot allocate a string")
+            }
+            let type: Int32
+            let bytes: [UInt8]
+            switch name {
+            case .dnsName(let v): (type, bytes) = (vpnprov_GEN_DNS(), Array(v.utf8))
+            case .rfc822Name(let v): (type, bytes) = (vpnprov_GEN_EMAIL(), Array(v.utf8))
+            case .ipAddress(let b):
+                (type, bytes) = (vpnprov_GEN_IPADD(), b)
+                ASN1_STRING_free(string)
+                guard let octets = ASN1_OCTET_STRING_new() else {
+                    GENERAL_NAME_free(general)
+                    throw CryptoError.openSSL("cannot allocate a string")
+                }
+                guard ASN1_OCTET_STRING_set(octets, b, Int32(b.count)) == 1 else {
+                    ASN1_OCTET_STRING_free(octets)
+                    GENERAL_NAME_free(general)
+                    throw CryptoError.openSSL("cannot set an IP address")
+                }
+                GENERAL_NAME_set0_value(general, type, UnsafeMutableRawPointer(octets))
+                guard vpnprov_sk_GENERAL_NAME_push(stack, general) > 0 else {
+                    GENERAL_NAME_free(general)
+                    throw CryptoError.openSSL("cannot add a name")
+                }
+                continue
+            }
+            guard ASN1_STRING_set(string, bytes, Int32(bytes.count)) == 1 else {
+                ASN1_STRING_free(string)
+                GENERAL_NAME_free(general)
+                throw CryptoError.openSSL("cannot set a name")
+            }
+            GENERAL_NAME_set0_value(general, type, UnsafeMutableRawPointer(string))
+            guard vpnprov_sk_GENERAL_NAME_push(stack, general) > 0 else {
+                GENERAL_NAME_free(general)
+                throw CryptoError.openSSL("cannot add a name")
+            }
+        }
+        guard X509_add1_ext_i2d(x509, NID_subject_alt_name, UnsafeMutableRawPointer(stack), 0, UInt(X509V3_ADD_DEFAULT)) == 1 else {
+            throw CryptoError.openSSL("cannot add subjectAltName")
+        }
+    }
+}

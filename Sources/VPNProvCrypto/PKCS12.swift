@@ -1,0 +1,64 @@
+internal import CCrypto
+import Foundation
+
+/// PKCS#12 containers in the legacy form Apple and Android import: key and certificate bags
+/// encrypted with pbeWithSHA1And3-KeyTripleDES-CBC, SHA-1 MAC, 2048 iterations.
+public enum PKCS12 {
+    public static func build(
+        key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
+        password: String
+    ) throws -> [UInt8] {
+        ERR_clear_error()
+        guard !password.isEmpty else { throw CryptoError("a PKCS#12 password must not be empty") }
+        guard let stack = vpnprov_sk_X509_new_null() else { throw CryptoError.openSSL("cannot allocate a stack") }
+        defer { vpnprov_sk_X509_free(stack) }
+        for ca in caCertificates {
+            guard vpnprov_sk_X509_push(stack, ca.x509) > 0 else { throw CryptoError.openSSL("cannot add a CA") }
+        }
+        let nid = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
+        let iterations = vpnprov_PKCS12_DEFAULT_ITER()
+        let p12: OpaquePointer? = password.withCString { pass in
+            friendlyName.withCString { name in
+                PKCS12_create(pass, name, key.pkey, certificate.x509, stack, nid, nid, iterations, -1, 0)
+            }
+        }
+        guard let p12 else { throw CryptoError.openSSL("cannot build the PKCS#12") }
+        defer { PKCS12_free(p12) }
+        let macOK = password.withCString { pass in
+            PKCS12_set_mac(p12, pass, -1, nil, 0, iterations, EVP_sha1())
+        }
+        guard macOK == 1 else { throw CryptoError.openSSL("cannot add the PKCS#12 MAC") }
+        return try derEncode { i2d_PKCS12(p12, $0) }
+    }
+
+    /// Opens a PKCS#12 (MAC checked): its key, certificate and extra certificates.
+    public static func parse(_ der: [UInt8], password: String) throws -> (
+        key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate]
+    ) {
+        ERR_clear_error()
+        let p12: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PKCS12(nil, &pointer, buffer.count)
+        }
+        guard let p12 else { throw CryptoError.openSSL("cannot parse the PKCS#12") }
+        defer { PKCS12_free(p12) }
+        var pkey: OpaquePointer? = nil
+        var cert: OpaquePointer? = nil
+        var ca: OpaquePointer? = nil
+        let ok = password.withCString { PKCS12_parse(p12, $0, &pkey, &cert, &ca) }
+        guard ok == 1, let pkey, let cert else {
+            if let pkey { EVP_PKEY_free(pkey) }
+            if let cert { X509_free(cert) }
+            if let ca { vpnprov_sk_X509_pop_free(ca) }
+            throw CryptoError.openSSL("cannot open the PKCS#12 (wrong password?)")
+        }
+        var extra: [X509Certificate] = []
+        if let ca {
+            for i in 0..<vpnprov_sk_X509_num(ca) {
+                if let x = vpnprov_sk_X509_value(ca, i), X509_up_ref(x) == 1 { extra.append(X509Certificate(owning: x)) }
+            }
+            vpnprov_sk_X509_pop_free(ca)
+        }
+        return (PrivateKey(owning: pkey), X509Certificate(owning: cert), extra)
+    }
+}

@@ -1,0 +1,116 @@
+internal import CCrypto
+import Foundation
+
+/// Key algorithms the crypto layer can generate.
+public enum KeyAlgorithm: Sendable, Hashable {
+    case ecdsaP256
+    case ecdsaP384
+    case rsa(bits: Int)
+
+    /// The digest certificates and CRLs signed with such a key use.
+    var signingDigest: OpaquePointer? { self == .ecdsaP384 ? EVP_sha384() : EVP_sha256() }
+}
+
+/// A private key (EVP_PKEY). Immutable after creation; safe to share across threads for signing.
+public final class PrivateKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+
+    init(owning pkey: OpaquePointer) { self.pkey = pkey }
+    deinit { EVP_PKEY_free(pkey) }
+
+    /// Generates a fresh key.
+    public static func generate(_ algorithm: KeyAlgorithm) throws -> PrivateKey {
+        ERR_clear_error()
+        let isRSA: Bool
+        if case .rsa = algorithm { isRSA = true } else { isRSA = false }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, isRSA ? "RSA" : "EC", nil) else {
+            throw CryptoError.openSSL("cannot create a key generation context")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        guard EVP_PKEY_keygen_init(ctx) == 1 else { throw CryptoError.openSSL("cannot start key generation") }
+        switch algorithm {
+        case .ecdsaP256:
+            guard EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1 else { throw CryptoError.openSSL("cannot select P-256") }
+        case .ecdsaP384:
+            guard EVP_PKEY_CTX_set_group_name(ctx, "P-384") == 1 else { throw CryptoError.openSSL("cannot select P-384") }
+        case .rsa(let bits):
+            guard EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1 else {
+                throw CryptoError.openSSL("cannot select RSA-\(bits)")
+            }
+        }
+        var key: OpaquePointer? = nil
+        guard EVP_PKEY_generate(ctx, &key) == 1, let key else { throw CryptoError.openSSL("key generation failed") }
+        return PrivateKey(owning: key)
+    }
+
+    /// Reads a PEM private key (PKCS#8, encrypted PKCS#8, or traditional). An encrypted key needs
+    /// `passphrase`; without it the read fails (never prompts).
+    public convenience init(pem: String, passphrase: String? = nil) throws {
+        ERR_clear_error()
+        let bio = try MemoryBIO(bytes: Array(pem.utf8))
+        let key: OpaquePointer? = (passphrase ?? "").withCString { pass in
+            PEM_read_bio_PrivateKey(bio.bio, nil, nil, UnsafeMutableRawPointer(mutating: pass))
+        }
+        guard let key else {
+            if PrivateKey.isEncryptedPEM(pem) {
+                throw CryptoError.openSSL(
+                    passphrase == nil ? "the private key is encrypted and no passphrase was given"
+                        : "cannot decrypt the private key (wrong passphrase?)")
+            }
+            throw CryptoError.openSSL("cannot parse the private key")
+        }
+        self.init(owning: key)
+    }
+
+    /// True when `pem` holds an encrypted private key.
+    public static func isEncryptedPEM(_ pem: String) -> Bool {
+        pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || pem.contains("Proc-Type: 4,ENCRYPTED")
+    }
+
+    /// Unencrypted PKCS#8 PEM ("BEGIN PRIVATE KEY").
+    public func pkcs8PEM() throws -> String {
+        ERR_clear_error()
+        let bio = try MemoryBIO()
+        guard PEM_write_bio_PKCS8PrivateKey(bio.bio, pkey, nil, nil, 0, nil, nil) == 1 else {
+            throw CryptoError.openSSL("cannot encode the private key")
+        }
+        return bio.string
+    }
+
+    /// Encrypted PKCS#8 PEM (PBES2, PBKDF2, AES-256-CBC).
+    public func encryptedPKCS8PEM(passphrase: String) throws -> String {
+        ERR_clear_error()
+        guard !passphrase.isEmpty else { throw CryptoError("an empty passphrase cannot protect a key") }
+        let bio = try MemoryBIO()
+        let ok = passphrase.withCString { pass in
+            PEM_write_bio_PKCS8PrivateKey(bio.bio, pkey, EVP_aes_256_cbc(), nil, 0, nil, UnsafeMutableRawPointer(mutating: pass))
+        }
+        guard ok == 1 else { throw CryptoError.openSSL("cannot encrypt the private key") }
+        return bio.string
+    }
+
+    /// DER SubjectPublicKeyInfo of the public half.
+    public func publicKeyDER() throws -> [UInt8] {
+        try derEncode { i2d_PUBKEY(pkey, $0) }
+    }
+
+    /// The algorithm and size of this key, when it is one vpnprov knows.
+    public var algorithm: KeyAlgorithm? {
+        switch EVP_PKEY_get_base_id(pkey) {
+        case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pkey)))
+        case EVP_PKEY_EC:
+            switch EVP_PKEY_get_bits(pkey) {
+            case 256: return .ecdsaP256
+            case 384: return .ecdsaP384
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+
+    /// True when `certificate` certifies this key's public half.
+    public func matches(_ certificate: X509Certificate) -> Bool {
+        guard let pub = X509_get0_pubkey(certificate.x509) else { return false }
+        return EVP_PKEY_eq(pkey, pub) == 1
+    }
+}

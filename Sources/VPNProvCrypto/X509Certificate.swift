@@ -1,0 +1,285 @@
+internal import CCrypto
+import Foundation
+
+/// One subjectAltName entry.
+public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
+    case dnsName(String)
+    /// 4 or 16 bytes.
+    case ipAddress([UInt8])
+    case rfc822Name(String)
+
+    public var description: String {
+        switch self {
+        case .dnsName(let v): return "DNS:\(v)"
+        case .rfc822Name(let v): return "email:\(v)"
+        case .ipAddress(let b):
+            if b.count == 4 { return "IP:" + b.map(String.init).joined(separator: ".") }
+            return "IP:" + stride(from: 0, to: b.count, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }
+                .joined(separator: ":")
+        }
+    }
+}
+
+/// One attribute of a distinguished name, e.g. ("CN", "fra-1").
+public struct NameAttribute: Sendable, Hashable {
+    /// OpenSSL short name ("C", "O", "OU", "CN", "emailAddress", ...).
+    public var type: String
+    public var value: String
+    public init(_ type: String, _ value: String) {
+        self.type = type
+        self.value = value
+    }
+}
+
+/// A distinguished name as an ordered list of single-valued RDNs.
+public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
+    public var attributes: [NameAttribute]
+    public init(_ attributes: [NameAttribute]) { self.attributes = attributes }
+
+    /// strongSwan's textual form: "C=DE, O=acme, CN=fra-1".
+    public var description: String { attributes.map { "\($0.type)=\($0.value)" }.joined(separator: ", ") }
+
+    public var commonName: String? { attributes.last { $0.type == "CN" }?.value }
+
+    /// Parses a strongSwan-style DN ("C=DE, O=acme, CN=x" or "/C=DE/O=acme/CN=x"). Attribute names
+    /// are those strongSwan knows (C, ST/S, L, O, OU, CN, E/Email/emailAddress, SN, G, T, UID, DC,
+    /// serialNumber, dnQualifier, N, I, ...). Returns nil when malformed or an attribute is unknown.
+    public static func parse(_ text: String) -> DistinguishedName? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let parts: [Substring]
+        if trimmed.hasPrefix("/") {
+            parts = trimmed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        } else {
+            parts = trimmed.split(separator: ",", omittingEmptySubsequences: false)
+        }
+        var attributes: [NameAttribute] = []
+        for part in parts {
+            guard let eq = part.firstIndex(of: "=") else { return nil }
+            let key = part[..<eq].trimmingCharacters(in: .whitespaces)
+            let value = part[part.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            guard !value.isEmpty, let type = canonicalType(key) else { return nil }
+            attributes.append(NameAttribute(type, value))
+        }
+        return attributes.isEmpty ? nil : DistinguishedName(attributes)
+    }
+
+    static func canonicalType(_ key: String) -> String? {
+        let aliases: [String: String] = [
+            "c": "C", "st": "ST", "s": "ST", "l": "L", "o": "O", "ou": "OU", "cn": "CN",
+            "e": "emailAddress", "email": "emailAddress", "emailaddress": "emailAddress",
+            "sn": "SN", "g": "GN", "gn": "GN", "t": "title", "title": "title", "uid": "UID", "dc": "DC",
+            "serialnumber": "serialNumber", "dnq": "dnQualifier", "dnqualifier": "dnQualifier",
+            "n": "name", "name": "name", "i": "initials", "initials": "initials", "id": "x500UniqueIdentifier",
+            "street": "street", "postalcode": "postalCode", "pseudonym": "pseudonym",
+        ]
+        guard let type = aliases[key.lowercased()] else { return nil }
+        return OBJ_txt2nid(type) == NID_undef ? nil : type
+    }
+
+    /// An X509_NAME for this DN (caller frees). String types follow strongSwan's DN encoder:
+    /// PrintableString when the value allows it, IA5String for e-mail, UTF8String otherwise.
+    func makeName() throws -> OpaquePointer {
+        guard let name = X509_NAME_new() else { throw CryptoError.openSSL("cannot allocate a name") }
+        for attribute in attributes {
+            let nid = OBJ_txt2nid(attribute.type)
+            guard nid != NID_undef else {
+                X509_NAME_free(name)
+                throw CryptoError("unknown name attribute '\(attribute.type)'")
+            }
+            let bytes = Array(attribute.value.utf8)
+            let type: Int32
+            if nid == NID_pkcs9_emailAddress || nid == NID_domainComponent {
+                type = V_ASN1_IA5STRING
+            } else if DistinguishedName.isPrintable(bytes) {
+                type = V_ASN1_PRINTABLESTRING
+            } else {
+                type = V_ASN1_UTF8STRING
+            }
+            guard X509_NAME_add_entry_by_NID(name, nid, type, bytes, Int32(bytes.count), -1, 0) == 1 else {
+                X509_NAME_free(name)
+                throw CryptoError.openSSL("cannot encode name attribute '\(attribute.type)'")
+            }
+        }
+        return name
+    }
+
+    static func isPrintable(_ bytes: [UInt8]) -> Bool {
+        let extra = Set(" '()+,-./:=?".utf8)
+        return bytes.allSatisfy { (65...90).contains($0) || (97...122).contains($0) || (48...57).contains($0) || extra.contains($0) }
+    }
+
+    static func read(_ name: OpaquePointer?) -> DistinguishedName {
+        guard let name else { return DistinguishedName([]) }
+        var attributes: [NameAttribute] = []
+        for i in 0..<X509_NAME_entry_count(name) {
+            guard let entry = X509_NAME_get_entry(name, i) else { continue }
+            let nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry))
+            let type = nid == NID_undef ? objectText(X509_NAME_ENTRY_get_object(entry)) : String(cString: OBJ_nid2sn(nid))
+            let value = String(decoding: asn1StringBytes(X509_NAME_ENTRY_get_data(entry)), as: UTF8.self)
+            attributes.append(NameAttribute(type, value))
+        }
+        return DistinguishedName(attributes)
+    }
+}
+
+/// Well-known extended key usages.
+public enum ExtendedKeyUsage: String, Sendable, Hashable, CaseIterable {
+    case serverAuth = "1.3.6.1.5.5.7.3.1"
+    case clientAuth = "1.3.6.1.5.5.7.3.2"
+    case ikeIntermediate = "1.3.6.1.5.5.8.2.2"
+    public var oid: String { rawValue }
+}
+
+/// keyUsage bits.
+public struct KeyUsage: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let digitalSignature = KeyUsage(rawValue: 0x80)
+    public static let keyEncipherment = KeyUsage(rawValue: 0x20)
+    public static let keyCertSign = KeyUsage(rawValue: 0x04)
+    public static let cRLSign = KeyUsage(rawValue: 0x02)
+
+    var extensionText: String {
+        var parts: [String] = []
+        if contains(.digitalSignature) { parts.append("digitalSignature") }
+        if contains(.keyEncipherment) { parts.append("keyEncipherment") }
+        if contains(.keyCertSign) { parts.append("keyCertSign") }
+        if contains(.cRLSign) { parts.append("cRLSign") }
+        return parts.joined(separator: ",")
+    }
+}
+
+/// An X.509 certificate (immutable; safe to share across threads).
+public final class X509Certificate: @unchecked Sendable {
+    let x509: OpaquePointer
+
+    init(owning x509: OpaquePointer) { self.x509 = x509 }
+    deinit { X509_free(x509) }
+
+    public convenience init(pem: String) throws {
+        ERR_clear_error()
+        let bio = try MemoryBIO(bytes: Array(pem.utf8))
+        guard let x509 = PEM_read_bio_X509(bio.bio, nil, nil, nil) else { throw CryptoError.openSSL("cannot parse the certificate PEM") }
+        self.init(owning: x509)
+    }
+
+    public convenience init(der: [UInt8]) throws {
+        ERR_clear_error()
+        let x509: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &pointer, buffer.count)
+        }
+        guard let x509 else { throw CryptoError.openSSL("cannot parse the certificate DER") }
+        self.init(owning: x509)
+    }
+
+    public var pem: String {
+        let bio = try! MemoryBIO()
+        precondition(PEM_write_bio_X509(bio.bio, x509) == 1, "PEM_write_bio_X509 failed")
+        return bio.string
+    }
+
+    public var der: [UInt8] { try! derEncode { i2d_X509(x509, $0) } }
+
+    /// Serial number, big-endian magnitude.
+    public var serial: [UInt8] { integerBytes(X509_get0_serialNumber(x509)) }
+    public var serialHex: String { hexString(serial) }
+
+    public var notBefore: Date { ASN1Time.date(X509_get0_notBefore(x509)) ?? .distantPast }
+    public var notAfter: Date { ASN1Time.date(X509_get0_notAfter(x509)) ?? .distantPast }
+
+    public var subject: DistinguishedName { DistinguishedName.read(X509_get_subject_name(x509)) }
+    public var issuer: DistinguishedName { DistinguishedName.read(X509_get_issuer_name(x509)) }
+
+    public var subjectAlternativeNames: [GeneralName] {
+        guard let raw = X509_get_ext_d2i(x509, NID_subject_alt_name, nil, nil) else { return [] }
+        let names = OpaquePointer(raw)
+        defer { vpnprov_GENERAL_NAMES_free(names) }
+        var out: [GeneralName] = []
+        for i in 0..<vpnprov_sk_GENERAL_NAME_num(names) {
+            guard let name = vpnprov_sk_GENERAL_NAME_value(names, i) else { continue }
+            let type = name.pointee.type
+            if type == vpnprov_GEN_DNS() {
+                out.append(.dnsName(String(decoding: asn1StringBytes(name.pointee.d.dNSName), as: UTF8.self)))
+            } else if type == vpnprov_GEN_EMAIL() {
+                out.append(.rfc822Name(String(decoding: asn1StringBytes(name.pointee.d.rfc822Name), as: UTF8.self)))
+            } else if type == vpnprov_GEN_IPADD() {
+                out.append(.ipAddress(asn1StringBytes(name.pointee.d.iPAddress)))
+            }
+        }
+        return out
+    }
+
+    /// Extended key usage OIDs in dotted form.
+    public var extendedKeyUsageOIDs: [String] {
+        guard let raw = X509_get_ext_d2i(x509, NID_ext_key_usage, nil, nil) else { return [] }
+        let usages = OpaquePointer(raw)
+        defer { vpnprov_EXTENDED_KEY_USAGE_free(usages) }
+        return (0..<vpnprov_sk_ASN1_OBJECT_num(usages)).map { objectText(vpnprov_sk_ASN1_OBJECT_value(usages, $0)) }
+    }
+
+    /// keyUsage bits (empty when the extension is absent).
+    public var keyUsage: KeyUsage {
+        let flags = X509_get_extension_flags(x509)
+        guard flags & UInt32(EXFLAG_KUSAGE) != 0 else { return [] }
+        return KeyUsage(rawValue: X509_get_key_usage(x509))
+    }
+
+    /// basicConstraints cA is true.
+    public var isCA: Bool { X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 }
+
+    /// Dotted OIDs of all extensions, and which of them are critical.
+    public var extensions: [(oid: String, critical: Bool)] {
+        (0..<X509_get_ext_count(x509)).compactMap { i in
+            guard let ext = X509_get_ext(x509, i) else { return nil }
+            return (objectText(X509_EXTENSION_get_object(ext)), X509_EXTENSION_get_critical(ext) == 1)
+        }
+    }
+
+    public var subjectKeyIdentifier: [UInt8]? {
+        _ = X509_get_extension_flags(x509)
+        guard let id = X509_get0_subject_key_id(x509) else { return nil }
+        return asn1StringBytes(id)
+    }
+
+    public var authorityKeyIdentifier: [UInt8]? {
+        _ = X509_get_extension_flags(x509)
+        guard let id = X509_get0_authority_key_id(x509) else { return nil }
+        return asn1StringBytes(id)
+    }
+
+    /// Signature algorithm short name, e.g. "ecdsa-with-SHA256".
+    public var signatureAlgorithm: String { String(cString: OBJ_nid2sn(X509_get_signature_nid(x509))) }
+
+    public var fingerprintSHA256: [UInt8] { Digest.sha256(der) }
+
+    /// The public key's algorithm.
+    public var publicKeyAlgorithm: KeyAlgorithm? {
+        guard let pub = X509_get0_pubkey(x509) else { return nil }
+        switch EVP_PKEY_get_base_id(pub) {
+        case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pub)))
+        case EVP_PKEY_EC: return EVP_PKEY_get_bits(pub) == 384 ? .ecdsaP384 : EVP_PKEY_get_bits(pub) == 256 ? .ecdsaP256 : nil
+        default: return nil
+        }
+    }
+
+    /// True when `issuer`'s key verifies this certificate's signature.
+    public func isSigned(by issuer: X509Certificate) -> Bool {
+        guard let pub = X509_get0_pubkey(issuer.x509) else { return false }
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        return X509_verify(x509, pub) == 1
+    }
+
+    /// Parses every certificate in a PEM bundle.
+    public static func all(pem: String) throws -> [X509Certificate] {
+        var out: [X509Certificate] = []
+        var rest = Substring(pem)
+        let end = "-----END CERTIFICATE-----"
+        while let range = rest.range(of: end) {
+            out.append(try X509Certificate(pem: String(rest[..<range.upperBound]) + "\n"))
+            rest = rest[range.upperBound...]
+        }
+        return out
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import VPNProvCrypto
+
+/// What a node or user certificate certifies. Two profiles that compare equal produce equivalent
+/// certificates; a change in any field re-issues.
+struct CertificateProfile: Equatable {
+    var kind: CertificateKind
+    var subject: DistinguishedName
+    var subjectAltNames: [GeneralName]
+    var keyType: KeyType
+    var days: Int
+
+    var extendedKeyUsages: [ExtendedKeyUsage] {
+        kind == .server ? [.serverAuth, .ikeIntermediate] : [.clientAuth]
+    }
+
+    var keyUsage: KeyUsage {
+        keyType.algorithm.isRSA ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
+    }
+
+    func matches(_ record: CertificateRecord) -> Bool {
+        record.kind == kind && record.subject == subject.description
+            && record.subjectAltNames == subjectAltNames.map(\.description) && record.keyType == keyType && record.days == days
+    }
+
+    /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
+    /// iPAddress and dNSName), a DN identity as the subject (else O=<deployment>, CN=<node>).
+    static func server(_ node: Node, inventory: Inventory) throws -> CertificateProfile {
+        var names: [GeneralName] = []
+        func add(_ name: GeneralName) { if !names.contains(name) { names.append(name) } }
+        var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", node.name)])
+        switch node.id {
+        case .fqdn(let v): add(.dnsName(v))
+        case .userFQDN(let v): add(.rfc822Name(v))
+        case .ipv4(let v), .ipv6(let v):
+            if let bytes = IPAddressText.parse(v) {
+                add(.ipAddress(bytes))
+                add(.dnsName(IPAddressText.format(bytes)))
+            }
+        case .dn(let v):
+            guard let dn = DistinguishedName.parse(v) else {
+                throw PKIError(.badIdentity, "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: node.location(of: "id"))
+            }
+            subject = dn
+        case .keyID: break
+        }
+        if let bytes = IPAddressText.parse(node.address) {
+            add(.ipAddress(bytes))
+            add(.dnsName(IPAddressText.format(bytes)))
+        } else {
+            add(.dnsName(node.address))
+        }
+        return CertificateProfile(
+            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey, days: inventory.pki.serverDays)
+    }
+
+    /// Client certificate: the user's IKE identity in the SAN and as subject CN.
+    static func client(_ user: User, inventory: Inventory) throws -> CertificateProfile {
+        var names: [GeneralName] = []
+        var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", user.id.value)])
+        switch user.id {
+        case .fqdn(let v): names = [.dnsName(v)]
+        case .userFQDN(let v): names = [.rfc822Name(v)]
+        case .ipv4(let v), .ipv6(let v):
+            if let bytes = IPAddressText.parse(v) { names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))] }
+        case .dn(let v):
+            guard let dn = DistinguishedName.parse(v) else {
+                throw PKIError(.badIdentity, "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: user.location(of: "id"))
+            }
+            subject = dn
+        case .keyID: break
+        }
+        return CertificateProfile(
+            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey, days: inventory.pki.clientDays)
+    }
+}
+
+extension KeyType {
+    var algorithm: KeyAlgorithm {
+        switch self {
+        case .ecdsaP256: return .ecdsaP256
+        case .ecdsaP384: return .ecdsaP384
+        case .rsa2048: return .rsa(bits: 2048)
+        case .rsa3072: return .rsa(bits: 3072)
+        case .rsa4096: return .rsa(bits: 4096)
+        }
+    }
+}
+
+extension KeyAlgorithm {
+    var isRSA: Bool {
+        if case .rsa = self { return true }
+        return false
+    }
+}

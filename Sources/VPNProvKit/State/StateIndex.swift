@@ -1,0 +1,104 @@
+import Foundation
+
+/// `index.json`: the certificate database and what is current. Encoded with sorted keys and ISO 8601
+/// dates so an unchanged state re-encodes to the same bytes.
+struct StateIndex: Codable, Equatable {
+    static let currentVersion = 1
+
+    var version: Int = StateIndex.currentVersion
+    var ca: CARecord?
+    /// Every certificate ever issued, by serial (uppercase hex).
+    var certificates: [String: CertificateRecord] = [:]
+    /// Current certificate of each node.
+    var nodes: [String: HolderRecord] = [:]
+    /// Current certificate of each certificate user.
+    var users: [String: HolderRecord] = [:]
+    var crl: CRLRecord?
+}
+
+struct CARecord: Codable, Equatable {
+    var serial: String
+    var commonName: String
+    var keyType: KeyType
+    /// SHA-256 of the CA certificate's DER, hex.
+    var fingerprint: String
+    var notAfter: Date
+}
+
+enum CertificateKind: String, Codable, Equatable {
+    case ca, server, client
+}
+
+enum CertificateStatus: String, Codable, Equatable {
+    /// Current and valid.
+    case valid
+    /// Replaced by a newer certificate for the same holder; not revoked, expires on its own.
+    case superseded
+    /// Listed in the CRL.
+    case revoked
+}
+
+struct CertificateRecord: Codable, Equatable {
+    var serial: String
+    var kind: CertificateKind
+    /// Node or user name ("" for the CA).
+    var holder: String
+    var subject: String
+    var subjectAltNames: [String]
+    var keyType: KeyType
+    /// The lifetime setting it was issued under (server_days / client_days / ca days).
+    var days: Int
+    var notBefore: Date
+    var notAfter: Date
+    var status: CertificateStatus
+    var revokedAt: Date?
+    var revocationReason: String?
+}
+
+struct HolderRecord: Codable, Equatable {
+    var serial: String
+    /// Key file id (keys/<id>.pem).
+    var key: String
+    var p12: P12Record?
+}
+
+struct P12Record: Codable, Equatable {
+    /// File name under p12/.
+    var file: String
+    /// SHA-256 of the container bytes, hex.
+    var sha256: String
+}
+
+struct CRLRecord: Codable, Equatable {
+    var number: Int
+    var thisUpdate: Date
+    var nextUpdate: Date
+    /// Serials listed, sorted.
+    var revokedSerials: [String]
+}
+
+/// `secrets.json` (0600): generated PSKs and passwords, p12 passwords.
+struct SecretsFile: Codable, Equatable {
+    var version: Int = 1
+    /// Generated (`gen`) node PSKs.
+    var psks: [String: String] = [:]
+    /// Generated (`gen`) user passwords.
+    var passwords: [String: String] = [:]
+    /// PKCS#12 passwords of certificate users.
+    var p12Passwords: [String: String] = [:]
+}
+
+enum StateJSON {
+    static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Array(try encoder.encode(value)) + [0x0A]
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(type, from: Data(bytes))
+    }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An exclusive lock on a state directory (flock on `<state>/.lock`): it dies with the process, so a
+/// crashed run never leaves a stale lock. Held until `release()` or deinit.
+public final class StateLock: @unchecked Sendable {
+    public let directory: String
+    private var fd: Int32
+
+    /// Creates the state directory (0700) when missing and takes the lock, or throws `.lockHeld`.
+    public init(stateDirectory: String) throws {
+        directory = stateDirectory
+        try AtomicFile.makeDirectory(stateDirectory)
+        let path = "\(stateDirectory)/.lock"
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AtomicFile.ioError("cannot open the lock file \(path)") }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let busy = errno == EWOULDBLOCK
+            close(fd)
+            fd = -1
+            if busy {
+                throw PKIError(
+                    .lockHeld, "state directory \(stateDirectory) is locked by another vpnprov run; try again when it has finished")
+            }
+            throw AtomicFile.ioError("cannot lock \(path)")
+        }
+        // Nothing is written into the lock file, so a rerun leaves the state directory byte-identical.
+    }
+
+    public func release() {
+        if fd >= 0 {
+            close(fd)
+            fd = -1
+        }
+    }
+
+    deinit { release() }
+}

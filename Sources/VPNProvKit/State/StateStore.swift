@@ -1,0 +1,285 @@
+import Foundation
+import VPNProvCrypto
+
+/// Where things live in a state directory (see README "State directory"):
+///
+///     .lock                 flock target (empty)
+///     index.json            certificate database + what is current (no secrets)
+///     secrets.json          generated PSKs/passwords and p12 passwords
+///     ca/ca.key ca/ca.pem   the CA (key never overwritten; optionally encrypted)
+///     certs/<SERIAL>.pem    every certificate ever issued
+///     keys/<KEYID>.pem      node and user keys (KEYID = SHA-256 of the public key, 40 hex)
+///     p12/<SERIAL>-<HASH>.p12   PKCS#12 containers, stored so their bytes are stable
+///     crl/<NUMBER>.pem      CRLs by crlNumber
+///
+/// Files other than index.json/secrets.json are content-addressed and never rewritten, so a crash
+/// before index.json is committed leaves only unreferenced files behind.
+struct StatePaths: Sendable {
+    let root: String
+    var index: String { "\(root)/index.json" }
+    var secrets: String { "\(root)/secrets.json" }
+    var caDirectory: String { "\(root)/ca" }
+    var caKey: String { "\(root)/ca/ca.key" }
+    var caCertificate: String { "\(root)/ca/ca.pem" }
+    func certificate(_ serial: String) -> String { "\(root)/certs/\(serial).pem" }
+    func key(_ id: String) -> String { "\(root)/keys/\(id).pem" }
+    func p12(_ file: String) -> String { "\(root)/p12/\(file)" }
+    func crl(_ number: Int) -> String { "\(root)/crl/\(number).pem" }
+    var subdirectories: [String] { ["ca", "certs", "keys", "p12", "crl"].map { "\(root)/\($0)" } }
+}
+
+/// A certificate with its key, as loaded from (or about to be written to) the state.
+struct HeldCertificate: @unchecked Sendable {
+    var certificate: X509Certificate
+    var certificatePEM: String
+    var key: PrivateKey
+    var keyPEM: String
+}
+
+/// The state directory loaded and checked; changes are staged here and committed at once.
+final class StateStore: @unchecked Sendable {
+    let paths: StatePaths
+    var index: StateIndex
+    var secrets: SecretsFile
+    let originalIndex: StateIndex
+    let originalSecrets: SecretsFile
+    let secretsFileExisted: Bool
+
+    var caCertificate: X509Certificate?
+    var caKeyPEM: String?
+    private var decryptedCAKey: PrivateKey?
+    /// Current node and user material by holder name.
+    var nodes: [String: HeldCertificate] = [:]
+    var users: [String: HeldCertificate] = [:]
+    /// p12 bytes by file name.
+    var p12s: [String: [UInt8]] = [:]
+    var crlPEM: String?
+
+    /// Files to write on commit: path -> (bytes, may overwrite).
+    private(set) var pending: [(path: String, bytes: [UInt8], overwrite: Bool)] = []
+
+    private init(paths: StatePaths, index: StateIndex, secrets: SecretsFile, secretsFileExisted: Bool) {
+        self.paths = paths
+        self.index = index
+        self.secrets = secrets
+        self.originalIndex = index
+        self.originalSecrets = secrets
+        self.secretsFileExisted = secretsFileExisted
+    }
+
+    // MARK: Loading
+
+    /// Loads and checks the state directory. Any unreadable or inconsistent part is an error and
+    /// nothing is changed.
+    static func load(directory: String, caPassphrase: String?) throws -> StateStore {
+        let paths = StatePaths(root: directory)
+        func inconsistent(_ message: String) -> PKIError {
+            PKIError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
+        }
+        var index = StateIndex()
+        var secrets = SecretsFile()
+        let hasIndex = AtomicFile.exists(paths.index)
+        if hasIndex {
+            do {
+                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index))
+            } catch let error as PKIError {
+                throw error
+            } catch {
+                throw PKIError(.stateUnreadable, "cannot read \(paths.index): it is not a valid vpnprov index (\(error)); nothing was changed")
+            }
+            guard index.version == StateIndex.currentVersion else {
+                throw PKIError(.stateUnreadable, "\(paths.index) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
+            }
+        }
+        let secretsExist = AtomicFile.exists(paths.secrets)
+        if secretsExist {
+            do {
+                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets))
+            } catch let error as PKIError {
+                throw error
+            } catch {
+                throw PKIError(.stateUnreadable, "cannot read \(paths.secrets): it is not valid JSON of vpnprov; nothing was changed")
+            }
+        } else if hasIndex && index.ca != nil {
+            throw inconsistent("index.json exists but secrets.json is missing")
+        }
+        let store = StateStore(paths: paths, index: index, secrets: secrets, secretsFileExisted: secretsExist)
+
+        // The CA.
+        let keyExists = AtomicFile.exists(paths.caKey)
+        let certExists = AtomicFile.exists(paths.caCertificate)
+        if index.ca != nil || keyExists || certExists {
+            guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
+            guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
+            let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
+            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            let ca: X509Certificate
+            do { ca = try X509Certificate(pem: certPEM) } catch { throw inconsistent("\(paths.caCertificate) is not a certificate") }
+            guard ca.isCA else { throw inconsistent("\(paths.caCertificate) is not a CA certificate") }
+            if let record = index.ca, record.fingerprint != hexString(ca.fingerprintSHA256) {
+                throw inconsistent("\(paths.caCertificate) is not the CA recorded in index.json")
+            }
+            store.caCertificate = ca
+            store.caKeyPEM = keyPEM
+            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
+                let key = try store.caKey(passphrase: caPassphrase)
+                guard key.matches(ca) else { throw inconsistent("the CA key does not match the CA certificate") }
+            }
+        }
+        if index.ca == nil && !(index.nodes.isEmpty && index.users.isEmpty && index.crl == nil) {
+            throw inconsistent("index.json lists certificates but no CA")
+        }
+
+        // Current node and user certificates, keys and p12 containers (checked in parallel).
+        let holders = index.nodes.map { (true, $0.key, $0.value) } + index.users.map { (false, $0.key, $0.value) }
+        let caCert = store.caCertificate
+        let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?) in
+            let (isNode, name, holder) = holders[i]
+            let what = isNode ? "node '\(name)'" : "user '\(name)'"
+            guard let record = index.certificates[holder.serial] else {
+                throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
+            }
+            guard record.status == .valid else { throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)") }
+            let certPath = paths.certificate(holder.serial)
+            let keyPath = paths.key(holder.key)
+            guard AtomicFile.exists(certPath) else { throw inconsistent("the certificate \(certPath) of \(what) is missing") }
+            guard AtomicFile.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
+            let certPEM = String(decoding: try AtomicFile.read(certPath), as: UTF8.self)
+            let keyPEM = String(decoding: try AtomicFile.read(keyPath), as: UTF8.self)
+            guard let cert = try? X509Certificate(pem: certPEM) else { throw inconsistent("\(certPath) is not a certificate") }
+            guard let key = try? PrivateKey(pem: keyPEM) else { throw inconsistent("\(keyPath) is not a private key") }
+            guard cert.serialHex == holder.serial else { throw inconsistent("\(certPath) has serial \(cert.serialHex)") }
+            guard key.matches(cert) else { throw inconsistent("the key of \(what) does not match its certificate") }
+            if let caCert, !cert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
+            var p12: [UInt8]? = nil
+            if let p12Record = holder.p12 {
+                let path = paths.p12(p12Record.file)
+                guard AtomicFile.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
+                let bytes = try AtomicFile.read(path)
+                guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else { throw inconsistent("\(path) has changed") }
+                p12 = bytes
+            }
+            return (HeldCertificate(certificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12)
+        }
+        for (i, (isNode, name, holder)) in holders.enumerated() {
+            if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
+            if let file = holder.p12?.file, let bytes = results[i].1 {
+                guard store.secrets.p12Passwords[name] != nil else { throw inconsistent("the p12 password of user '\(name)' is missing from secrets.json") }
+                store.p12s[file] = bytes
+            }
+        }
+
+        if let crl = index.crl {
+            let path = paths.crl(crl.number)
+            guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
+            let pem = String(decoding: try AtomicFile.read(path), as: UTF8.self)
+            guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
+                throw inconsistent("\(path) is not CRL number \(crl.number)")
+            }
+            if let caCert = store.caCertificate, !parsed.isSigned(by: caCert) { throw inconsistent("\(path) is not signed by the CA") }
+            store.crlPEM = pem
+        }
+        return store
+    }
+
+    /// The CA key, decrypting it on first use when it is stored encrypted.
+    func caKey(passphrase: String?) throws -> PrivateKey {
+        if let decryptedCAKey { return decryptedCAKey }
+        guard let pem = caKeyPEM else { throw PKIError(.stateInconsistent, "the state has no CA key") }
+        if PrivateKey.isEncryptedPEM(pem) {
+            guard let passphrase, !passphrase.isEmpty else {
+                throw PKIError(.caPassphrase, "the CA key \(paths.caKey) is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+            }
+            do {
+                decryptedCAKey = try PrivateKey(pem: pem, passphrase: passphrase)
+            } catch {
+                throw PKIError(.caPassphrase, "cannot decrypt the CA key \(paths.caKey): wrong VPNPROV_CA_PASSPHRASE?")
+            }
+        } else {
+            do {
+                decryptedCAKey = try PrivateKey(pem: pem)
+            } catch {
+                throw PKIError(.stateInconsistent, "state directory \(paths.root) is inconsistent: \(paths.caKey) is not a private key; nothing was changed")
+            }
+        }
+        return decryptedCAKey!
+    }
+
+    func setCA(certificate: X509Certificate, key: PrivateKey, keyPEM: String) {
+        caCertificate = certificate
+        caKeyPEM = keyPEM
+        decryptedCAKey = key
+    }
+
+    // MARK: Staging and commit
+
+    func stage(_ path: String, _ bytes: [UInt8], overwrite: Bool = true) {
+        pending.append((path, bytes, overwrite))
+    }
+
+    /// True when a commit would change anything.
+    var hasChanges: Bool { !pending.isEmpty || index != originalIndex || secrets != originalSecrets || !secretsFileExisted }
+
+    /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
+    /// index.json atomically (index last: it is the commit point).
+    func commit() throws {
+        guard hasChanges else { return }
+        for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
+        let files = pending
+        _ = try parallelMap(files.count) { i in
+            let file = files[i]
+            // A file from an earlier crashed run may exist already: content-addressed names make it
+            // the same content (keys, certs, p12, CRL), except the CA which is never replaced.
+            if !file.overwrite && AtomicFile.exists(file.path) {
+                throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)")
+            }
+            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
+        }
+        try AtomicFile.syncFileSystem(of: paths.root)
+        for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
+        if secrets != originalSecrets || !secretsFileExisted {
+            try AtomicFile.write(try StateJSON.encode(secrets), to: paths.secrets)
+        }
+        if index != originalIndex || !AtomicFile.exists(paths.index) {
+            try AtomicFile.write(try StateJSON.encode(index), to: paths.index)
+        }
+        pending = []
+    }
+}
+
+/// Runs `body` for 0..<count on all cores and returns the results in order; rethrows the first error.
+func parallelMap<T>(_ count: Int, _ body: (Int) throws -> T) throws -> [T] {
+    let slots = ParallelSlots<T>(count)
+    if count == 1 {
+        return [try body(0)]
+    }
+    withoutActuallyEscaping(body) { body in
+        let box = UncheckedBox(body)
+        DispatchQueue.concurrentPerform(iterations: count) { i in
+            do {
+                let value = try box.value(i)
+                slots.lock.lock()
+                slots.values[i] = value
+                slots.lock.unlock()
+            } catch {
+                slots.lock.lock()
+                if slots.error == nil { slots.error = error }
+                slots.lock.unlock()
+            }
+        }
+    }
+    if let error = slots.error { throw error }
+    return slots.values.map { $0! }
+}
+
+final class ParallelSlots<T>: @unchecked Sendable {
+    var values: [T?]
+    var error: Error?
+    let lock = NSLock()
+    init(_ count: Int) { values = Array(repeating: nil, count: count) }
+}
+
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -1,0 +1,191 @@
+// IKE identities (SPEC §5): each must parse as its type the way strongSwan parses it
+// (identification.c; formats.md §1.4) and be safe in swanctl.conf, Apple plists, .sswan JSON and
+// certificates.
+//
+// Decisions: a single-label FQDN (`vpn`) warns; a trailing dot is an error (strongSwan compares
+// identities literally, so `vpn.example.com.` never matches a certificate for `vpn.example.com`);
+// 0.0.0.0 and :: are errors (strongSwan reads them as "any"); user@FQDN domains may contain '_'
+// (default user ids are derived from the deployment name, which may); DN attribute types are the
+// ones strongSwan knows by name, case-insensitive, or a dotted OID. Two users (not revoked) with the
+// same identity, compared case-insensitively, are an error: the server could not tell them apart.
+
+enum IdentityRules {
+    struct Finding: Equatable {
+        var severity: Severity
+        var code: RuleCode
+        var message: String
+    }
+
+    /// strongSwan's named DN attribute types (identification.c x501rdns), lower-cased.
+    static let dnAttributes: Set<String> = [
+        "nd", "uid", "dc", "cn", "s", "sn", "serialnumber", "c", "l", "st", "o", "ou", "t", "d", "n", "g", "i",
+        "dnqualifier", "dmdname", "pseudonym", "id", "en", "employeenumber", "e", "email", "emailaddress",
+        "un", "unstructuredname", "ua", "unstructuredaddress", "tcgid",
+    ]
+
+    /// Every problem of one identity.
+    static func findings(_ id: IKEIdentity) -> [Finding] {
+        var out: [Finding] = []
+        func error(_ m: String) { out.append(Finding(severity: .error, code: .invalidIdentity, message: m)) }
+        let value = id.value
+        // Safety in every output syntax, whatever the type.
+        if value.isEmpty {
+            error("is empty")
+            return out
+        }
+        let q = TextCheck.quoted(value)
+        if TextCheck.hasControlCharacters(value) { error("\(q) contains control characters") }
+        if value.contains("\"") || value.contains("\\") { error("\(q) contains '\"' or '\\'") }
+        if value.first == " " || value.last == " " { error("\(q) starts or ends with a space") }
+        if value.hasPrefix("%") { error("\(q) starts with '%' (strongSwan reads %any and friends as wildcards)") }
+        if !out.isEmpty { return out }
+
+        switch id {
+        case .fqdn(let v):
+            out += fqdnFindings(v)
+        case .userFQDN(let v):
+            let parts = v.split(separator: "@", omittingEmptySubsequences: false)
+            if parts.count != 2 {
+                error("'\(v)' must contain exactly one '@' (user@domain)")
+                break
+            }
+            let local = parts[0], domain = parts[1]
+            if local.isEmpty {
+                error("'\(v)' has an empty user part; for an FQDN identity write it without '@'")
+            } else if let bad = local.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) || "\"',*".unicodeScalars.contains($0) }) {
+                error("'\(v)': the user part contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, quotes, commas or '*'")
+            }
+            if domain.isEmpty {
+                error("'\(v)' has an empty domain part")
+            } else if let p = domainProblem(String(domain), allowUnderscore: true) {
+                error("'\(v)': the domain \(p)")
+            }
+        case .ipv4(let v), .ipv6(let v):
+            if let bytes = IPAddressText.parse(v) {
+                if bytes.allSatisfy({ $0 == 0 }) { error("'\(v)' is the unspecified address, which strongSwan reads as \"any\"") }
+            } else {
+                error("'\(v)' is not a valid IP address")
+            }
+        case .dn(let v):
+            if let p = dnProblem(v) { error("'\(v)' (a distinguished name) \(p)") }
+        case .keyID(let v):
+            if v.isEmpty {
+                error("keyid: has an empty key ID")
+            } else if let bad = v.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) }) {
+                error("'keyid:\(v)' contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces")
+            } else if v.hasPrefix("#") {
+                error("'keyid:\(v)' starts with '#', which strongSwan reads as hex")
+            }
+        }
+        return out
+    }
+
+    static func fqdnFindings(_ v: String) -> [Finding] {
+        if v.hasSuffix(".") {
+            return [Finding(severity: .error, code: .invalidIdentity,
+                message: "'\(v)' ends with '.'; strongSwan compares identities literally, write it without the dot")]
+        }
+        if v.contains(":") {
+            return [Finding(severity: .error, code: .invalidIdentity,
+                message: "'\(v)' is neither an IPv6 address nor an FQDN (only the keyid: type prefix is supported)")]
+        }
+        if let p = domainProblem(v, allowUnderscore: false) {
+            return [Finding(severity: .error, code: .invalidIdentity, message: "'\(v)' \(p)")]
+        }
+        if !v.contains(".") {
+            return [Finding(severity: .warning, code: .identitySingleLabel,
+                message: "'\(v)' is a single-label FQDN: certificates and clients usually need a fully qualified name")]
+        }
+        return []
+    }
+
+    /// Host-name rules (RFC 1123): labels of 1...63 letters, digits and hyphens, no hyphen at either
+    /// end, at most 253 characters, and a last label that is not all digits (that would be a bad IP).
+    static func domainProblem(_ v: String, allowUnderscore: Bool) -> String? {
+        if v.unicodeScalars.count > 253 { return "is longer than 253 characters" }
+        let labels = v.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            if label.isEmpty { return "has an empty label" }
+            if label.unicodeScalars.count > 63 { return "has a label longer than 63 characters" }
+            if let bad = label.unicodeScalars.first(where: { !(TextCheck.isASCIILetterOrDigit($0) || $0 == "-" || (allowUnderscore && $0 == "_")) }) {
+                return "contains \(TextCheck.quoted(String(bad))); labels allow letters, digits and '-'\(allowUnderscore ? " or '_'" : "")"
+            }
+            if label.hasPrefix("-") || label.hasSuffix("-") { return "has a label starting or ending with '-'" }
+        }
+        if let last = labels.last, labels.count > 1, last.allSatisfy(\.isNumber) {
+            return "looks like an IP address but is not a valid one"
+        }
+        return nil
+    }
+
+    /// strongSwan's DN text form: `/C=DE/O=acme/CN=x` or `C=DE, O=acme, CN=x` (no escaping).
+    static func dnProblem(_ v: String) -> String? {
+        let pairs: [Substring]
+        if v.hasPrefix("/") {
+            pairs = v.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        } else {
+            pairs = v.split(separator: ",", omittingEmptySubsequences: false)
+        }
+        for raw in pairs {
+            let pair = raw.trimmingSpaces
+            if pair.isEmpty { return "has an empty component" }
+            guard let eq = pair.firstIndex(of: "=") else { return "has a component without '=' ('\(pair)')" }
+            let attribute = pair[..<eq].trimmingSpaces
+            let value = pair[pair.index(after: eq)...].trimmingSpaces
+            if attribute.isEmpty { return "has a component without an attribute type" }
+            let isOID = attribute.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") } && attribute.contains(".")
+            if !isOID && !dnAttributes.contains(attribute.lowercased()) {
+                return "has an unknown attribute type '\(attribute)' (known: C, ST, L, O, OU, CN, E/emailAddress, DC, SN, serialNumber, UID...)"
+            }
+            if value.isEmpty { return "has an empty value for '\(attribute)'" }
+        }
+        return nil
+    }
+
+    static func describe(_ id: IKEIdentity) -> String {
+        switch id {
+        case .fqdn: return "FQDN"
+        case .userFQDN: return "user@FQDN"
+        case .ipv4: return "IPv4"
+        case .ipv6: return "IPv6"
+        case .dn: return "DN"
+        case .keyID: return "key ID"
+        }
+    }
+
+    static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        for node in inventory.nodes {
+            let location = node.fieldLocations["id"] ?? node.location(of: "address")
+            for f in findings(node.id) {
+                d.append(Diagnostic(f.severity, f.code, "node '\(node.name)': identity \(f.message)", at: location))
+            }
+        }
+        var seen: [String: (String, SourceLocation)] = [:]
+        seen.reserveCapacity(inventory.users.count)
+        for user in inventory.users {
+            let location = user.location(of: "id")
+            let findings = findings(user.id)
+            for f in findings {
+                d.append(Diagnostic(f.severity, f.code, "user '\(user.name)': identity \(f.message)", at: location))
+            }
+            if user.revoked || findings.contains(where: { $0.severity == .error }) { continue }
+            let key = "\(describe(user.id)):\(user.id.value.lowercased())"
+            if let (other, otherLocation) = seen[key] {
+                d.append(.error(.duplicateIdentity,
+                    "user '\(user.name)': identity '\(user.id.value)' is also used by user '\(other)'; the server could not tell them apart",
+                    at: location, notes: [.init(location: otherLocation, message: "user '\(other)' has it here")]))
+            } else {
+                seen[key] = (user.name, location)
+            }
+        }
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: Substring {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
+    }
+}

@@ -1,0 +1,100 @@
+// Stable rule codes of the inventory validator (printed in brackets after each diagnostic).
+// Severity is per rule unless noted; the README table lists them with their meaning.
+
+extension RuleCode {
+    // Identities (SPEC §5: every identity parses as its IKE type and is safe in every output).
+    /// An IKE identity does not parse as its type or is unsafe in an output syntax.
+    public static let invalidIdentity = RuleCode("invalid-identity")
+    /// An FQDN identity with a single label (`vpn`): legal, but rarely what a certificate names.
+    public static let identitySingleLabel = RuleCode("identity-single-label")
+    /// Two users share an identity (compared case-insensitively, as strongSwan does).
+    public static let duplicateIdentity = RuleCode("duplicate-identity")
+
+    // Names (deployment, nodes, users): file names and config section name parts.
+    public static let invalidName = RuleCode("invalid-name")
+    /// A Windows device name (CON, NUL, COM1...): the output tree cannot be copied to Windows.
+    public static let reservedName = RuleCode("reserved-name")
+    public static let duplicateName = RuleCode("duplicate-name")
+    /// Names differing only in case: their output directories collide on case-insensitive file systems.
+    public static let nameCaseCollision = RuleCode("name-case-collision")
+
+    // Secrets.
+    /// A secret written into the inventory itself.
+    public static let literalSecret = RuleCode("literal-secret")
+    public static let weakPSK = RuleCode("weak-psk")
+    public static let weakPassword = RuleCode("weak-password")
+    /// A literal secret with characters some output cannot carry (control characters, NUL).
+    public static let unrepresentableSecret = RuleCode("unrepresentable-secret")
+    /// `env:` with an invalid variable name or `file:` with an empty path.
+    public static let invalidSecretReference = RuleCode("invalid-secret-reference")
+    /// The same PSK (literal, env: variable or file: path) on several nodes.
+    public static let pskReused = RuleCode("psk-reused")
+
+    // Proposals.
+    public static let invalidProposal = RuleCode("invalid-proposal")
+    /// Weak algorithm: error, or warning with `proposals.allow_weak`.
+    public static let weakProposal = RuleCode("weak-proposal")
+    /// No IKE or no ESP proposal at all.
+    public static let missingProposal = RuleCode("missing-proposal")
+    /// IKEv2 node whose proposals contain no combination an Apple profile can express.
+    public static let noAppleProposal = RuleCode("no-apple-proposal")
+    /// IKEv1 node whose IKE proposals are all AEAD (IKEv1 cannot negotiate AEAD IKE SAs).
+    public static let noIKEv1Proposal = RuleCode("no-ikev1-proposal")
+
+    // Pools.
+    public static let missingPool = RuleCode("missing-pool")
+    /// `pool` is not IPv4 or `pool6` is not IPv6.
+    public static let poolFamily = RuleCode("pool-family")
+    public static let poolTooSmall = RuleCode("pool-too-small")
+    /// IPv4 pool larger than a /16.
+    public static let poolLarge = RuleCode("pool-large")
+    public static let poolOverlap = RuleCode("pool-overlap")
+    /// Pool in a reserved range (0/8, loopback, link-local, multicast, class E, IPv6 specials).
+    public static let poolReserved = RuleCode("pool-reserved")
+    /// Pool contains a node's own address.
+    public static let poolContainsAddress = RuleCode("pool-contains-address")
+    /// Pool contains one of the node's DNS servers (a client could be leased its address).
+    public static let poolContainsDNS = RuleCode("pool-contains-dns")
+
+    // Addresses and DNS servers.
+    public static let invalidAddress = RuleCode("invalid-address")
+    /// Loopback/link-local address or single-label host name: clients elsewhere cannot reach it.
+    public static let unreachableAddress = RuleCode("unreachable-address")
+    public static let duplicateAddress = RuleCode("duplicate-address")
+    public static let invalidDNS = RuleCode("invalid-dns")
+    // duplicate-entry (the same entry twice in a list) is declared with the loader's codes.
+
+    // References: unknown-node is declared with the loader's codes (the decoder resolves user.nodes).
+
+    // Services and what they need.
+    public static let noServices = RuleCode("no-services")
+    public static let missingPSK = RuleCode("missing-psk")
+    public static let unusedPSK = RuleCode("unused-psk")
+    public static let invalidGroup = RuleCode("invalid-group")
+    public static let unusedGroup = RuleCode("unused-group")
+    public static let missingPassword = RuleCode("missing-password")
+    public static let unusedPassword = RuleCode("unused-password")
+    /// `cert: true` but none of the user's nodes offers ikev2-cert.
+    public static let certUnused = RuleCode("cert-unused")
+    /// A user (not revoked) who can use no service on any of their nodes with any of their devices.
+    public static let userWithoutService = RuleCode("user-without-service")
+    /// One of a user's devices can use no service on the user's nodes.
+    public static let deviceWithoutService = RuleCode("device-without-service")
+    /// ikev2-psk / ikev2-psk-eap: any PSK holder can impersonate the server.
+    public static let weakPSKService = RuleCode("weak-psk-service")
+    /// ipsec-xauth-psk with a group: IKEv1 aggressive mode exposes a crackable PSK hash.
+    public static let ikev1Aggressive = RuleCode("ikev1-aggressive")
+    /// ipsec-xauth-psk without a group (main mode): IKEv1 with a PSK shared by every user.
+    public static let ikev1Service = RuleCode("ikev1-service")
+
+    // Catalogue.
+    public static let invalidCountry = RuleCode("invalid-country")
+
+    // PKI settings.
+    public static let invalidDays = RuleCode("invalid-days")
+    /// server_days above 825: Apple clients reject longer-lived server certificates.
+    public static let serverDaysApple = RuleCode("server-days-apple")
+    /// The CA expires before the certificates it issues.
+    public static let caDaysShort = RuleCode("ca-days-short")
+    public static let invalidCAName = RuleCode("invalid-ca-name")
+}

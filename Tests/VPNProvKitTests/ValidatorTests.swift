@@ -1,0 +1,583 @@
+import Testing
+@testable import VPNProvKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Inventories built in code the way the decoder builds them: every field remembers the line and
+/// column where its value was written, so each rule's diagnostic can be asserted at its exact place.
+enum Fixture {
+    static let file = "inventory/prod.yaml"
+    static func at(_ line: Int, _ column: Int) -> VPNProvKit.SourceLocation { VPNProvKit.SourceLocation(file: file, line: line, column: column) }
+
+    static let nodeFields = ["address", "id", "pool", "pool6", "services", "psk", "group", "proposals", "dns", "country"]
+    static let userFields = ["password", "cert", "id", "nodes", "devices"]
+
+    /// A node whose key is at `line`, column 3; field k's value at line+1+k, column 14.
+    static func node(
+        _ name: String, line: Int, address: String, id: IKEIdentity? = nil, pool: String? = nil, pool6: String? = nil,
+        services: [Service], psk: SecretSource? = nil, group: String? = nil, proposals: Proposals = .defaults,
+        dns: [String] = ["1.1.1.1", "2606:4700:4700::1111"], country: String? = "DE"
+    ) -> Node {
+        var locations: [String: VPNProvKit.SourceLocation] = [:]
+        for (k, field) in nodeFields.enumerated() { locations[field] = at(line + 1 + k, 14) }
+        return Node(
+            name: name, address: address, id: id ?? IKEIdentity.classify(address), region: "eu-central", country: country,
+            pool: pool.map(cidr), pool6: pool6.map(cidr), services: services, psk: psk, group: group, proposals: proposals,
+            dns: dns, location: at(line, 3), fieldLocations: locations)
+    }
+
+    /// A user whose key is at `line`, column 3; field k's value at line+1+k, column 14.
+    static func user(
+        _ name: String, line: Int, password: SecretSource? = .generate, cert: Bool = false, id: IKEIdentity? = nil,
+        nodes: [String], devices: [Device] = Device.allCases, revoked: Bool = false
+    ) -> User {
+        var locations: [String: VPNProvKit.SourceLocation] = [:]
+        for (k, field) in userFields.enumerated() { locations[field] = at(line + 1 + k, 14) }
+        return User(
+            name: name, password: password, cert: cert, id: id ?? .userFQDN("\(name)@acme"), nodes: nodes, devices: devices,
+            revoked: revoked, location: at(line, 3), fieldLocations: locations)
+    }
+
+    static func cidr(_ text: String) -> CIDR {
+        let (address, prefix) = IPAddressText.parseCIDR(text)!
+        return CIDR(address: address, prefix: prefix)
+    }
+
+    /// Every service on one node or another, every device: only the weak-by-design warnings.
+    static func good() -> Inventory {
+        Inventory(
+            file: file, name: "acme",
+            pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .ecdsaP256, days: 3650)),
+            nodes: [
+                node("fra-1", line: 20, address: "fra-1.vpn.example.com", pool: "10.10.0.0/24", pool6: "fd00:10::/64",
+                    services: [.ikev2Cert, .ikev2EAP, .ikev2PSK, .ikev2PSKEAP, .ipsecXauthPSK], psk: .generate, group: "acme"),
+                node("ams-1", line: 40, address: "192.0.2.10", id: .fqdn("ams-1.vpn.example.com"), pool: "10.11.0.0/24",
+                    services: [.ikev2Cert], country: "NL"),
+                node("nyc-1", line: 60, address: "2001:db8::10", pool6: "fd00:12::/64", services: [.ikev2EAP],
+                    dns: ["2606:4700:4700::1111"], country: "US"),
+            ],
+            users: [
+                user("alice", line: 100, cert: true, id: .userFQDN("alice@example.com"), nodes: ["fra-1", "ams-1", "nyc-1"]),
+                user("bob", line: 110, password: .env("BOB_PASSWORD"), nodes: ["fra-1"], devices: [.android]),
+                user("carol", line: 120, password: nil, cert: true, id: .dn("C=DE, O=acme, CN=carol"), nodes: ["ams-1"], devices: [.apple, .linux]),
+                user("dave", line: 130, password: .file("secrets/dave"), nodes: ["ams-1"], devices: [.linux], revoked: true),
+            ],
+            fieldLocations: [
+                "name": at(2, 7), "pki": at(3, 1), "pki.ca": at(4, 7), "pki.ca.name": at(4, 15), "pki.ca.days": at(4, 52),
+                "pki.server_days": at(5, 16), "pki.client_days": at(6, 16),
+            ])
+    }
+
+    static let byDesign: Set<RuleCode> = [.weakPSKService, .ikev1Aggressive, .ikev1Service]
+
+    /// (code, line, column) of every diagnostic except the weak-by-design service warnings.
+    static func found(_ inventory: Inventory, keeping keep: Set<RuleCode> = []) -> [Found] {
+        Validator.validate(inventory).filter { !byDesign.contains($0.code) || keep.contains($0.code) }.map {
+            Found($0.code, $0.location?.line ?? 0, $0.location?.column ?? 0, $0.severity)
+        }
+    }
+}
+
+struct Found: Hashable, CustomStringConvertible {
+    var code: RuleCode
+    var line: Int
+    var column: Int
+    var severity: Severity
+    init(_ code: RuleCode, _ line: Int, _ column: Int, _ severity: Severity = .error) {
+        self.code = code
+        self.line = line
+        self.column = column
+        self.severity = severity
+    }
+    var description: String { "\(line):\(column) \(severity) [\(code)]" }
+}
+
+extension Inventory {
+    func with(_ change: (inout Inventory) -> Void) -> Inventory {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+}
+
+// Field lines of the fixture nodes (key at 20, 40, 60) and users (key at 100, 110, 120, 130).
+// node: address +1, id +2, pool +3, pool6 +4, services +5, psk +6, group +7, proposals +8, dns +9, country +10
+// user: password +1, cert +2, id +3, nodes +4, devices +5
+
+@Suite struct ValidatorTests {
+    typealias F = Found
+
+    @Test func goodInventoryHasOnlyTheWeakByDesignWarnings() {
+        let all = Validator.validate(Fixture.good())
+        #expect(!all.hasErrors)
+        #expect(all.map { F($0.code, $0.location!.line, $0.location!.column, $0.severity) } == [
+            F(.ikev1Aggressive, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning),
+        ])
+        #expect(all.filter { $0.code == .weakPSKService }.map(\.message).allSatisfy { $0.hasPrefix("node 'fra-1': ikev2-psk") })
+    }
+
+    // MARK: identities
+
+    @Test(arguments: [
+        "%any", "vpn..example.com", "-vpn.example.com", "vpn.example.com.", "@vpn.example.com", "alice smith@example.com",
+        "a@b@example.com", "*@example.com", "0.0.0.0", "::", "C=DE, XX=foo", "C=DE, CN=", "C=DE,, CN=x", "keyid:#abc",
+        "keyid:a b", "vpn.exa\"mple.com", "ipv4:10.0.0.1", "vpn_1.example.com", "10.0.0.999", " vpn.example.com",
+        "vpn.example.com\n", String(repeating: "a", count: 64) + ".example.com",
+    ])
+    func invalidServerIdentity(_ text: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].id = IKEIdentity.classify(text) }
+        #expect(Fixture.found(inventory) == [F(.invalidIdentity, 42, 14)], "\(text)")
+    }
+
+    @Test(arguments: ["C=DE, O=acme, CN=fra-1", "/C=DE/O=acme/CN=fra-1", "emailAddress=a@b.c, cn=x", "2001:db8::1", "keyid:acme", "u@v", "ams-1.vpn.example.com"])
+    func validServerIdentity(_ text: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].id = IKEIdentity.classify(text) }
+        #expect(Fixture.found(inventory) == [], "\(text)")
+    }
+
+    @Test func singleLabelIdentityWarns() {
+        let inventory = Fixture.good().with { $0.nodes[1].id = .fqdn("vpn") }
+        #expect(Fixture.found(inventory) == [F(.identitySingleLabel, 42, 14, .warning)])
+    }
+
+    @Test func defaultedIdentityPointsAtTheAddress() {
+        let inventory = Fixture.good().with { $0.nodes[1].fieldLocations["id"] = nil; $0.nodes[1].id = .fqdn("bad_name.example.com") }
+        #expect(Fixture.found(inventory) == [F(.invalidIdentity, 41, 14)])
+    }
+
+    @Test func invalidUserIdentity() {
+        let inventory = Fixture.good().with { $0.users[0].id = .userFQDN("alice,x@example.com") }
+        #expect(Fixture.found(inventory) == [F(.invalidIdentity, 103, 14)])
+    }
+
+    @Test func usersSharingAnIdentityCaseInsensitively() {
+        let inventory = Fixture.good().with { $0.users[2].id = .userFQDN("ALICE@example.com") }
+        let all = Validator.validate(inventory).filter { $0.code == .duplicateIdentity }
+        #expect(all.count == 1)
+        #expect(all.first?.location == Fixture.at(123, 14))
+        #expect(all.first?.notes.first?.location == Fixture.at(103, 14))
+        #expect(all.first?.message == "user 'carol': identity 'ALICE@example.com' is also used by user 'alice'; the server could not tell them apart")
+        // A revoked user's identity may be taken by a new user.
+        let revoked = inventory.with { $0.users[0].revoked = true }
+        #expect(Validator.validate(revoked).filter { $0.code == .duplicateIdentity }.isEmpty)
+    }
+
+    // MARK: names
+
+    @Test(arguments: ["", "a/b", "..", ".hidden", "-x", "a b", "a:b", String(repeating: "a", count: 65), "a\u{0}b", "zürich", "a..b", "x\\y"])
+    func unsafeNodeName(_ name: String) {
+        let inventory = Fixture.good().with { $0.nodes[2].name = name }
+        // nyc-1 is referenced by alice: an unusable name also makes her reference unknown.
+        #expect(Fixture.found(inventory) == [F(.invalidName, 60, 3), F(.unknownNode, 104, 14)], "\(name.debugDescription)")
+    }
+
+    @Test func unsafeUserAndDeploymentNames() {
+        let inventory = Fixture.good().with {
+            $0.users[1].name = "bob/../../etc"
+            $0.name = "acme corp"
+        }
+        #expect(Fixture.found(inventory) == [F(.invalidName, 2, 7), F(.invalidName, 110, 3)])
+        #expect(Validator.validate(inventory).first?.message == "deployment name 'acme corp' contains ' '; allowed are letters A-Z a-z, digits, '.', '_' and '-'")
+    }
+
+    @Test func windowsDeviceNameWarns() {
+        let inventory = Fixture.good().with { $0.users[1].name = "Aux.1" }
+        #expect(Fixture.found(inventory) == [F(.reservedName, 110, 3, .warning)])
+    }
+
+    @Test func namesDifferingOnlyInCase() {
+        let inventory = Fixture.good().with { $0.users[2].name = "Alice" }
+        let all = Validator.validate(inventory).filter { $0.code == .nameCaseCollision }
+        #expect(all.map(\.location) == [Fixture.at(120, 3)])
+        #expect(all.first?.notes.first?.location == Fixture.at(100, 3))
+        #expect(all.first?.severity == .error)
+    }
+
+    @Test func duplicateNodeName() {
+        let inventory = Fixture.good().with { $0.nodes[2].name = "fra-1"; $0.users[0].nodes = ["fra-1", "ams-1"] }
+        #expect(Fixture.found(inventory).filter { $0.code == .duplicateName } == [F(.duplicateName, 60, 3)])
+    }
+
+    // MARK: secrets
+
+    @Test func literalWeakPSK() {
+        let secret = "hunter2-acme"
+        let inventory = Fixture.good().with { $0.nodes[0].psk = .literal(secret) }
+        #expect(Fixture.found(inventory) == [F(.literalSecret, 26, 14, .warning), F(.weakPSK, 26, 14), F(.weakPSK, 26, 14)])
+        for d in Validator.validate(inventory) {
+            #expect(!d.message.contains(secret) && !d.message.contains("hunter"))
+        }
+    }
+
+    @Test func literalStrongPSKOnlyWarnsAboutBeingLiteral() {
+        let inventory = Fixture.good().with { $0.nodes[0].psk = .literal("Xq7#vR2pLk9@wT4mZs8!bN3c") }
+        #expect(Fixture.found(inventory) == [F(.literalSecret, 26, 14, .warning)])
+    }
+
+    @Test func literalWeakPassword() {
+        let inventory = Fixture.good().with { $0.users[0].password = .literal("Alice2024!") }
+        let found = Fixture.found(inventory)
+        #expect(found.first == F(.literalSecret, 101, 14, .warning))
+        #expect(Set(found.dropFirst()) == [F(.weakPassword, 101, 14)])
+    }
+
+    @Test func unrepresentableSecret() {
+        let inventory = Fixture.good().with { $0.nodes[0].psk = .literal("Xq7#vR2pLk9@wT4m\u{7}Zs8!bN3c") }
+        #expect(Fixture.found(inventory) == [F(.literalSecret, 26, 14, .warning), F(.unrepresentableSecret, 26, 14)])
+    }
+
+    @Test func invalidSecretReferences() {
+        let inventory = Fixture.good().with {
+            $0.nodes[0].psk = .env("1PSK")
+            $0.users[0].password = .file("")
+        }
+        #expect(Fixture.found(inventory) == [F(.invalidSecretReference, 26, 14), F(.invalidSecretReference, 101, 14)])
+    }
+
+    @Test func pskReusedAcrossNodes() {
+        let inventory = Fixture.good().with {
+            $0.nodes[0].psk = .env("VPN_PSK")
+            $0.nodes[2].services = [.ikev2EAP, .ikev2PSK]
+            $0.nodes[2].psk = .env("VPN_PSK")
+        }
+        let reuse = Validator.validate(inventory).filter { $0.code == .pskReused }
+        #expect(reuse.map(\.location) == [Fixture.at(66, 14)])
+        #expect(reuse.first?.notes.map(\.location) == [Fixture.at(26, 14)])
+        #expect(reuse.first?.severity == .warning)
+        #expect(reuse.first?.message.contains("node 'nyc-1' uses the PSK env:VPN_PSK as node 'fra-1'") == true)
+    }
+
+    @Test func pskReusedAsSameLiteralDoesNotShowIt() {
+        let secret = "Xq7#vR2pLk9@wT4mZs8!bN3c"
+        let inventory = Fixture.good().with {
+            $0.nodes[0].psk = .literal(secret)
+            $0.nodes[2].services = [.ikev2PSK]
+            $0.nodes[2].psk = .literal(secret)
+        }
+        let reuse = Validator.validate(inventory).filter { $0.code == .pskReused }
+        #expect(reuse.count == 1)
+        #expect(reuse.first?.message.contains("the same literal PSK") == true)
+        #expect(!Validator.validate(inventory).contains { $0.message.contains(secret) })
+    }
+
+    // MARK: SecretPolicy
+
+    @Test(arguments: [
+        ("password1234", SecretPolicy.Kind.password), ("aaaaaaaaaaaaaaaa", .password), ("qwertyuiopasdfgh", .password),
+        ("abcabcabcabcabcabc", .password), ("Tr0ub4dor&3", .password), ("alicealicealice1", .password),
+        ("P@ssw0rdP@ssw0rd!Vpn", .password), ("correcthorsebatter", .psk), ("0123456789abcdefghij", .psk),
+    ])
+    func weakSecrets(_ secret: String, kind: SecretPolicy.Kind) {
+        let problems = SecretPolicy.problems(secret: secret, kind: kind, names: ["alice", "acme"])
+        #expect(!problems.isEmpty, "\(secret)")
+        #expect(problems.allSatisfy { !$0.contains(secret) })
+    }
+
+    @Test(arguments: [
+        ("k7Qm#x2Lp9Vr", SecretPolicy.Kind.password), ("Xq7#vR2pLk9@wT4mZs8!bN3c", .psk),
+        ("8f3kq2m9x7w1v5b6n4z0", .psk), ("Blue-Anvil-Orbit-Mango-42", .password),
+    ])
+    func strongSecrets(_ secret: String, kind: SecretPolicy.Kind) {
+        #expect(SecretPolicy.problems(secret: secret, kind: kind, names: ["alice", "acme"]) == [], "\(secret)")
+    }
+
+    @Test func nameInsideASecretCountsForNothing() {
+        let without = SecretPolicy.estimatedBits(secret: "k7qmx2lpalice")
+        let with = SecretPolicy.estimatedBits(secret: "k7qmx2lpalice", names: ["alice"])
+        #expect(with < without)
+        #expect(SecretPolicy.check(secret: "k7Qm x2Lp9Vr\u{0}", kind: .password).contains { $0.category == .unrepresentable })
+        #expect(SecretPolicy.check(secret: " k7Qm#x2Lp9Vr", kind: .password).map(\.category) == [.unrepresentable])
+    }
+
+    // MARK: proposals
+
+    @Test func invalidAndWeakProposals() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].proposals = Proposals(ike: ["aes256gcm16-prfsha256-ecp256", "aes999-sha256-ecp256", "3des-sha1-modp1024"], esp: ["aes256gcm16", "aes256gcm16"])
+        }
+        #expect(Fixture.found(inventory) == [F(.duplicateEntry, 48, 14, .warning), F(.invalidProposal, 48, 14), F(.weakProposal, 48, 14)])
+        let weak = Validator.validate(inventory).first { $0.code == .weakProposal }
+        #expect(weak?.message == "node 'ams-1': IKE proposal '3des-sha1-modp1024' uses weak algorithms (3des, sha1, modp1024); remove them or set proposals.allow_weak: true")
+    }
+
+    @Test func weakProposalsAllowedAreWarnings() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].proposals = Proposals(ike: ["aes128-sha1-modp2048"], esp: ["aes128-sha1"], allowWeak: true)
+        }
+        #expect(Fixture.found(inventory) == [F(.weakProposal, 48, 14, .warning), F(.weakProposal, 48, 14, .warning)])
+    }
+
+    @Test func nestedProposalLocationsWinWhenGiven() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].proposals = Proposals(ike: [], esp: ["aes256gcm16"])
+            $0.nodes[1].fieldLocations["proposals.ike"] = Fixture.at(49, 12)
+        }
+        #expect(Fixture.found(inventory) == [F(.missingProposal, 49, 12)])
+    }
+
+    @Test func noProposalAppleCanExpress() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].proposals = Proposals(ike: ["aes256-sha256-ecp256bp", "camellia256-sha256-ecp256"], esp: ["aes256gcm16"])
+        }
+        #expect(Fixture.found(inventory) == [F(.noAppleProposal, 48, 14)])
+    }
+
+    @Test func ikev1NeedsANonAEADProposal() {
+        let inventory = Fixture.good().with { $0.nodes[0].proposals = Proposals(ike: ["aes256gcm16-prfsha256-ecp256"], esp: ["aes256gcm16"]) }
+        #expect(Fixture.found(inventory) == [F(.noIKEv1Proposal, 28, 14, .warning)])
+    }
+
+    // MARK: pools
+
+    @Test func missingPool() {
+        let inventory = Fixture.good().with { $0.nodes[1].pool = nil }
+        #expect(Fixture.found(inventory) == [F(.missingPool, 40, 3)])
+    }
+
+    @Test func poolOverlapReportedOnceAtTheLaterNode() {
+        let inventory = Fixture.good().with {
+            $0.nodes[0].pool = Fixture.cidr("10.10.0.0/23")
+            $0.nodes[1].pool = Fixture.cidr("10.10.1.0/24")
+            $0.nodes[2].pool6 = Fixture.cidr("fd00:10::/48")
+        }
+        let all = Validator.validate(inventory).filter { !Fixture.byDesign.contains($0.code) }
+        #expect(all.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.poolOverlap, 43, 14), F(.poolOverlap, 64, 14)])
+        #expect(all[0].message == "node 'ams-1': pool 10.10.1.0/24 overlaps node 'fra-1' (10.10.0.0/23)")
+        #expect(all[0].notes.map(\.location) == [Fixture.at(23, 14)])
+        #expect(all[1].message == "node 'nyc-1': pool6 fd00:10::/48 overlaps node 'fra-1' (fd00:10::/64)")
+    }
+
+    @Test func poolShapes() {
+        let inventory = Fixture.good().with {
+            $0.nodes[0].pool = Fixture.cidr("fd00:99::/64")  // wrong family
+            $0.nodes[1].pool = Fixture.cidr("10.11.0.0/31")  // too small
+            $0.nodes[2].pool = Fixture.cidr("10.0.0.0/8")  // large
+            $0.nodes[2].pool6 = Fixture.cidr("fe80::/64")  // reserved
+        }
+        #expect(Fixture.found(inventory) == [
+            F(.poolFamily, 23, 14), F(.poolTooSmall, 43, 14), F(.poolLarge, 63, 14, .warning), F(.poolOverlap, 63, 14), F(.poolReserved, 64, 14),
+        ])
+    }
+
+    @Test(arguments: ["0.0.0.0/24", "127.0.0.0/16", "224.1.0.0/16", "240.0.0.0/24", "169.254.0.0/24"])
+    func reservedIPv4Pools(_ pool: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].pool = Fixture.cidr(pool) }
+        #expect(Fixture.found(inventory).filter { $0.code != .poolLarge } == [F(.poolReserved, 43, 14)], "\(pool)")
+    }
+
+    @Test func poolContainingAddresses() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].pool = Fixture.cidr("192.0.2.0/24")  // contains its own address 192.0.2.10
+            $0.nodes[2].pool6 = Fixture.cidr("2001:db8::/64")  // contains its own address 2001:db8::10
+            $0.nodes[0].dns = ["10.10.0.1"]
+        }
+        #expect(Fixture.found(inventory) == [F(.poolContainsDNS, 23, 14, .warning), F(.poolContainsAddress, 43, 14), F(.poolContainsAddress, 64, 14)])
+    }
+
+    // MARK: addresses and DNS
+
+    @Test(arguments: ["", "vpn..example.com", "224.0.0.1", "0.0.0.0", "::", "ff02::1", "2001:db8::zz", "bad_host.example.com", "fra-1.example.com."])
+    func invalidAddress(_ address: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].address = address }
+        #expect(Fixture.found(inventory) == [F(.invalidAddress, 41, 14)], "\(address)")
+    }
+
+    @Test(arguments: ["127.0.0.1", "::1", "fe80::1", "169.254.1.1", "localhost"])
+    func unreachableAddress(_ address: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].address = address }
+        #expect(Fixture.found(inventory) == [F(.unreachableAddress, 41, 14, .warning)], "\(address)")
+    }
+
+    @Test func duplicateAddressComparesCanonicalForms() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].address = "FRA-1.vpn.example.com"
+            $0.nodes[2].address = "2001:DB8:0::10"
+            $0.nodes.append(Fixture.node("nyc-2", line: 80, address: "2001:db8::10", pool6: "fd00:13::/64", services: [.ikev2EAP], country: "US"))
+        }
+        let dup = Validator.validate(inventory).filter { $0.code == .duplicateAddress }
+        #expect(dup.map(\.location) == [Fixture.at(41, 14), Fixture.at(81, 14)])
+        #expect(dup.map { $0.notes.first?.location } == [Fixture.at(21, 14), Fixture.at(61, 14)])
+    }
+
+    @Test func invalidAndDuplicateDNSServers() {
+        let inventory = Fixture.good().with { $0.nodes[1].dns = ["1.1.1.1", "dns.example.com", "1.1.1.1", "224.0.0.1"] }
+        #expect(Fixture.found(inventory) == [F(.duplicateEntry, 49, 14, .warning), F(.invalidDNS, 49, 14), F(.invalidDNS, 49, 14)])
+    }
+
+    // MARK: references
+
+    @Test func unknownNodeWithHint() {
+        let inventory = Fixture.good().with { $0.users[1].nodes = ["fra-1", "fra1", "fra-1"] }
+        #expect(Fixture.found(inventory) == [F(.duplicateEntry, 114, 14, .warning), F(.unknownNode, 114, 14)])
+        #expect(Validator.validate(inventory).contains { $0.message == "user 'bob': unknown node 'fra1'; did you mean 'fra-1'?" })
+    }
+
+    // MARK: services
+
+    @Test func nodeWithoutServices() {
+        let inventory = Fixture.good().with { $0.nodes[2].services = []; $0.users[0].nodes = ["fra-1", "ams-1"] }
+        #expect(Fixture.found(inventory) == [F(.noServices, 65, 14)])
+    }
+
+    @Test func pskServicesNeedAPSK() {
+        let inventory = Fixture.good().with { $0.nodes[0].psk = nil }
+        #expect(Fixture.found(inventory) == [F(.missingPSK, 25, 14)])
+        #expect(Validator.validate(inventory).first { $0.code == .missingPSK }?.message
+            == "node 'fra-1': ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk need a PSK; set psk: gen")
+    }
+
+    @Test func unusedPSKAndGroup() {
+        let inventory = Fixture.good().with { $0.nodes[1].psk = .generate; $0.nodes[1].group = "acme" }
+        #expect(Fixture.found(inventory) == [F(.unusedPSK, 46, 14, .warning), F(.unusedGroup, 47, 14, .warning)])
+    }
+
+    @Test(arguments: ["", "acme group", "#acme", "%any", "acme-hybrid", "a\"b", String(repeating: "g", count: 65)])
+    func invalidGroup(_ group: String) {
+        let inventory = Fixture.good().with { $0.nodes[0].group = group }
+        #expect(Fixture.found(inventory) == [F(.invalidGroup, 27, 14)], "\(group)")
+    }
+
+    @Test func weakByDesignServicesWarnOncePerNodeAndService() {
+        let inventory = Fixture.good().with { $0.nodes[0].group = nil }
+        let found = Fixture.found(inventory, keeping: Fixture.byDesign)
+        #expect(found == [F(.ikev1Service, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning)])
+    }
+
+    @Test func passwordServicesNeedAPassword() {
+        let inventory = Fixture.good().with { $0.users[0].password = nil }
+        #expect(Fixture.found(inventory) == [F(.missingPassword, 100, 3)])
+        // A revoked user needs nothing.
+        #expect(Fixture.found(inventory.with { $0.users[0].revoked = true }) == [])
+    }
+
+    @Test func androidOnlyUserOnXAuthNodeNeedsNoPassword() {
+        let inventory = Fixture.good().with {
+            $0.nodes[0].services = [.ikev2Cert, .ipsecXauthPSK]
+            $0.users[1].password = nil
+            $0.users[1].cert = true
+        }
+        #expect(Fixture.found(inventory) == [])
+    }
+
+    @Test func unusedPasswordAndCertificate() {
+        let inventory = Fixture.good().with {
+            $0.users[2].password = .generate
+            $0.users[2].nodes = ["nyc-1"]
+            $0.users[2].devices = [.linux]
+        }
+        // carol on nyc-1 (ikev2-eap): the password is now used; the certificate is not.
+        #expect(Fixture.found(inventory) == [F(.certUnused, 122, 14, .warning)])
+        let unused = Fixture.good().with { $0.users[2].password = .generate }
+        #expect(Fixture.found(unused) == [F(.unusedPassword, 121, 14, .warning)])
+    }
+
+    @Test func userAndDeviceWithoutService() {
+        let noNodes = Fixture.good().with { $0.users[2].nodes = [] }
+        #expect(Fixture.found(noNodes) == [F(.userWithoutService, 120, 3, .warning), F(.certUnused, 122, 14, .warning)])
+        let androidOnCertOnly = Fixture.good().with {
+            $0.users[2].devices = [.android, .apple]
+            $0.users[2].cert = false
+            $0.users[2].password = .generate
+            $0.nodes[1].services = [.ikev2Cert]
+            $0.users[0].nodes = ["fra-1"]
+        }
+        #expect(Fixture.found(androidOnCertOnly) == [F(.userWithoutService, 120, 3, .warning), F(.unusedPassword, 121, 14, .warning)])
+        let androidOnPSK = Fixture.good().with {
+            $0.nodes[2].services = [.ikev2PSK]
+            $0.nodes[2].psk = .generate
+            $0.users[0].nodes = ["nyc-1"]
+            $0.users[0].cert = false
+            $0.users[0].password = nil
+        }
+        #expect(Fixture.found(androidOnPSK) == [F(.deviceWithoutService, 105, 14, .warning)])
+    }
+
+    // MARK: country
+
+    @Test(arguments: [("de", "must be upper case: 'DE'"), ("UK", "did you mean 'GB'?"), ("ZZ", "not an assigned"), ("DEU", "not an assigned")])
+    func invalidCountry(_ country: String, hint: String) {
+        let inventory = Fixture.good().with { $0.nodes[1].country = country }
+        #expect(Fixture.found(inventory) == [F(.invalidCountry, 50, 14)])
+        #expect(Validator.validate(inventory).contains { $0.code == .invalidCountry && $0.message.contains(hint) })
+    }
+
+    @Test func countryListIsTheAssignedSet() {
+        #expect(CountryCodes.assigned.count == 250)  // 249 assigned + XK
+        #expect(CountryCodes.assigned.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isUppercase) })
+        #expect(CountryCodes.problem("NO") == nil && CountryCodes.problem("XK") == nil && CountryCodes.problem("EU") != nil)
+    }
+
+    // MARK: PKI
+
+    @Test func pkiLifetimes() {
+        let inventory = Fixture.good().with {
+            $0.pki.serverDays = 3650
+            $0.pki.clientDays = 0
+        }
+        #expect(Fixture.found(inventory) == [F(.serverDaysApple, 5, 16, .warning), F(.invalidDays, 6, 16)])
+        let shortCA = Fixture.good().with { $0.pki.ca.days = 365; $0.pki.clientDays = 730 }
+        let found = Validator.validate(shortCA).filter { $0.code == .caDaysShort }
+        #expect(found.map(\.location) == [Fixture.at(4, 52), Fixture.at(4, 52)])
+        #expect(Set(found.flatMap { $0.notes.map(\.location) }) == [Fixture.at(5, 16), Fixture.at(6, 16)])
+    }
+
+    @Test func caName() {
+        let inventory = Fixture.good().with { $0.pki.ca.name = String(repeating: "n", count: 65) }
+        #expect(Fixture.found(inventory) == [F(.invalidCAName, 4, 15)])
+        let unlocated = inventory.with { $0.fieldLocations = [:] }
+        #expect(Fixture.found(unlocated) == [F(.invalidCAName, 1, 1)])
+    }
+
+    // MARK: order and scale
+
+    @Test func collectsEverythingInSourceOrder() {
+        let inventory = Fixture.good().with {
+            $0.users[3].revoked = false
+            $0.users[3].password = nil
+            $0.users[3].nodes = ["nyc-1"]
+            $0.nodes[2].country = "us"
+            $0.nodes[0].pool = nil
+            $0.nodes[0].pool6 = nil
+        }
+        let all = Validator.validate(inventory)
+        let lines = all.compactMap { $0.location.map { [$0.line, $0.column] } }
+        #expect(lines == lines.sorted { ($0[0], $0[1]) < ($1[0], $1[1]) })
+        #expect(Set(all.filter { $0.severity == .error }.map(\.code)) == [.missingPool, .invalidCountry, .missingPassword])
+    }
+
+    /// Not a timed test: prints how long 10,000 users take so the figure can be reported.
+    @Test func tenThousandUsers() {
+        let good = Fixture.good()
+        var users: [User] = []
+        for i in 0..<10_000 {
+            users.append(Fixture.user("user\(i)", line: 1000 + i * 7, password: i % 2 == 0 ? .generate : .literal("Xq7#vR2pLk9@wT4m-\(i)"),
+                cert: i % 3 == 0, id: .userFQDN("user\(i)@example.com"), nodes: ["fra-1", "ams-1", "nyc-1"]))
+        }
+        let inventory = good.with { $0.users = users }
+        var start = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        let all = Validator.validate(inventory)
+        var end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        let ms = Double(end.tv_sec - start.tv_sec) * 1000 + Double(end.tv_nsec - start.tv_nsec) / 1e6
+        print("validate: 10000 users, \(all.count) diagnostics in \(Int(ms)) ms")
+        var s2 = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &s2)
+        var n = 0
+        for u in users { if case .literal(let v) = u.password { n += SecretPolicy.problems(secret: v, kind: .password, names: [u.name]).count } }
+        var e2 = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &e2)
+        print("secret policy: 5000 passwords in \(Int(Double(e2.tv_sec - s2.tv_sec) * 1000 + Double(e2.tv_nsec - s2.tv_nsec) / 1e6)) ms (\(n))")
+        let sortInput = all.shuffled()
+        clock_gettime(CLOCK_MONOTONIC, &s2)
+        _ = Validator.sorted(sortInput)
+        clock_gettime(CLOCK_MONOTONIC, &e2)
+        print("sort: \(Int(Double(e2.tv_sec - s2.tv_sec) * 1000 + Double(e2.tv_nsec - s2.tv_nsec) / 1e6)) ms")
+        #expect(all.filter { $0.code == .literalSecret }.count == 5000)
+        #expect(!all.hasErrors)
+    }
+}

@@ -38,7 +38,7 @@ import Testing
         #expect(!files.contains { $0.path.hasSuffix("psk.sswan") || $0.path.hasSuffix("psk-eap.sswan") })
         // The README names the p12 password's place, never the password.
         let readme = String(decoding: byPath["clients/alice/README"]!.contents, as: UTF8.self)
-        #expect(readme.contains("users/alice/p12.password"))
+        #expect(readme.contains("secrets.json, under \"p12Passwords\" -> \"alice\""))
         for secret in ClientFixtures.secrets { #expect(!readme.contains(secret)) }
     }
 

@@ -3,9 +3,10 @@ import Foundation
 /// Everything under `clients/`: per user the Apple profile, Android profiles, the Linux swanctl
 /// client configuration, the p12 and a README. Renders from the ClientPlan, deterministically.
 public enum ClientRenderer {
-    /// Where the p12 password lives in the state directory (the PKI layer's layout). `<user>` is
-    /// replaced with the user's name. One constant so it can follow the state layout.
-    public static let p12PasswordLocation = "users/<user>/p12.password"
+    /// Where the p12 password lives in the state directory (State/StateIndex.swift: secrets.json,
+    /// `p12Passwords`). `<user>` is replaced with the user's name. One constant so it can follow
+    /// the state layout.
+    public static let p12PasswordLocation = "secrets.json, under \"p12Passwords\" -> \"<user>\""
 
     public static func render(
         inventory: Inventory, materials: Materials, templates: TemplateSet

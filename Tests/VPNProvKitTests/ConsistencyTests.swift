@@ -161,6 +161,13 @@ import Testing
         #expect(d.contains { $0.code == .caMismatch })
     }
 
+    @Test func usersGetOnlyTheServicesTheyHoldCredentialsFor() {
+        var inv = inventory
+        inv.users[0].password = nil
+        let services = ClientPlan.build(inventory: inv).connections(of: "alice").map(\.service)
+        #expect(Set(services) == [.ikev2Cert, .ikev2PSK])
+    }
+
     @Test func nodesAppleCannotExpressAreReportedOnce() throws {
         var inv = inventory
         inv.nodes[1].proposals = Proposals(ike: ["camellia256-sha256-modp2048"], esp: ["camellia256-sha256"])

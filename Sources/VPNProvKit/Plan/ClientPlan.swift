@@ -162,7 +162,9 @@ public struct ClientPlan: Sendable, Hashable {
                 for service in node.services.sorted() {
                     let devices = devices(supporting: service).filter { user.devices.contains($0) }
                     if devices.isEmpty { continue }
+                    // A user gets the services they hold credentials for (as the validator rules).
                     if service.needsClientCert && !user.cert { continue }
+                    if service.needsPassword && user.password == nil { continue }
                     var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
                     if devices.contains(.apple) && service.ikeVersion == 2 {
                         if let sa = AppleSA.derive(from: node.proposals) {

@@ -1,0 +1,28 @@
+// Rule codes of the client/server consistency check (SPEC §5: "a client's remote ID, local ID, auth
+// method and proposals are ones its server accepts"). Each points at the inventory field responsible.
+extension RuleCode {
+    /// No server connection of the node would be selected for a client connection.
+    public static let noServerConnection = RuleCode("no-server-connection")
+    /// The server's identity is not the one the client expects.
+    public static let remoteIDMismatch = RuleCode("remote-id-mismatch")
+    /// The server does not accept the identity the client sends.
+    public static let localIDMismatch = RuleCode("local-id-mismatch")
+    /// Auth methods or rounds differ between client and the server connection strongSwan selects.
+    public static let authMismatch = RuleCode("auth-mismatch")
+    /// No IKE proposal the client sends is accepted by the server.
+    public static let ikeProposalMismatch = RuleCode("ike-proposal-mismatch")
+    /// No ESP proposal the client sends is accepted by the server.
+    public static let espProposalMismatch = RuleCode("esp-proposal-mismatch")
+    /// The ESP proposals match initially but not on rekey (PFS group).
+    public static let pfsMismatch = RuleCode("pfs-mismatch")
+    /// The node's proposals cannot be expressed in an Apple profile.
+    public static let appleProposalUnsupported = RuleCode("apple-proposal-unsupported")
+    /// The server certificate's subjectAltName lacks the identity clients expect.
+    public static let serverCertificateSAN = RuleCode("server-cert-san")
+    /// The client certificate's subjectAltName lacks the client's identity.
+    public static let clientCertificateSAN = RuleCode("client-cert-san")
+    /// The client trusts another CA than the one that issued the server's configuration.
+    public static let caMismatch = RuleCode("ca-mismatch")
+    /// A secret or certificate a client profile or its server needs is missing.
+    public static let missingSecret = RuleCode("missing-secret")
+}

@@ -1,0 +1,259 @@
+// The client side of every connection, derived straight from the inventory (and the key type of
+// the user's certificate), independently of the server plan. Every client renderer renders from
+// this plan, and Consistency checks it against the server plan before anything is written.
+
+/// How one side of an IKE SA proves itself.
+public enum AuthMethod: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Certificate signature (swanctl `auth = pubkey`).
+    case pubkey
+    /// Pre-shared key (`auth = psk`).
+    case psk
+    /// EAP-MSCHAPv2 user name and password (`auth = eap-mschapv2`, IKEv2).
+    case eapMSCHAPv2 = "eap-mschapv2"
+    /// XAuth user name and password (`auth = xauth`, IKEv1 second round).
+    case xauth
+
+    public var description: String { rawValue }
+}
+
+/// One authentication round the client performs (swanctl `local*` section).
+public struct ClientAuthRound: Sendable, Hashable {
+    public var method: AuthMethod
+    /// EAP identity (user name) for `eap-mschapv2`.
+    public var eapID: String?
+    /// XAuth user name for `xauth`.
+    public var xauthID: String?
+    public init(method: AuthMethod, eapID: String? = nil, xauthID: String? = nil) {
+        self.method = method
+        self.eapID = eapID
+        self.xauthID = xauthID
+    }
+}
+
+/// Proposals one client kind sends, most preferred first (strongSwan keyword syntax).
+public struct ProposalOffer: Sendable, Hashable {
+    public var ike: [String]
+    public var esp: [String]
+    public init(ike: [String], esp: [String]) {
+        self.ike = ike
+        self.esp = esp
+    }
+}
+
+/// What an Apple IKEv2 profile pins: exactly one IKE and one Child SA parameter set.
+public struct AppleSA: Sendable, Hashable {
+    public var ike: AppleSAParameters
+    public var child: AppleSAParameters
+    /// Child SA rekeys with the child's DH group (EnablePFS).
+    public var enablePFS: Bool
+    public var ikeLifetimeMinutes: Int
+    public var childLifetimeMinutes: Int
+
+    /// Lifetimes that avoid the macOS 14 rekey trouble (field-lessons: 1410 minutes).
+    public static let defaultLifetimeMinutes = 1410
+
+    /// The proposals the device sends with these parameters.
+    public var offer: ProposalOffer {
+        ProposalOffer(
+            ike: [ike.strongSwanProposal(purpose: .ike)],
+            esp: [child.strongSwanProposal(purpose: .esp, pfs: enablePFS)])
+    }
+
+    /// Derives the parameters from a node's proposals: the first IKE proposal Apple can express and
+    /// the first ESP proposal it can express, so the single proposal the device sends is one of the
+    /// node's own. nil when no proposal of the node can be expressed.
+    public static func derive(from proposals: Proposals) -> AppleSA? {
+        var ike: AppleSAParameters?
+        for text in proposals.ike {
+            guard let p = try? Proposal.parse(text, purpose: .ike) else { continue }
+            if let params = AppleSAParameters.first(in: p) {
+                ike = params
+                break
+            }
+        }
+        guard let ike else { return nil }
+        for text in proposals.esp {
+            guard let p = try? Proposal.parse(text, purpose: .esp) else { continue }
+            if let params = AppleSAParameters.first(in: p, fallbackGroup: ike.diffieHellmanGroup) {
+                let pfs = p.groups.contains { $0.group == params.diffieHellmanGroup }
+                return AppleSA(
+                    ike: ike, child: params, enablePFS: pfs,
+                    ikeLifetimeMinutes: defaultLifetimeMinutes, childLifetimeMinutes: defaultLifetimeMinutes)
+            }
+        }
+        return nil
+    }
+}
+
+/// Material a client profile needs.
+public enum ClientCredential: String, Sendable, Hashable, Comparable, CaseIterable {
+    case caCertificate = "CA certificate"
+    case clientCertificate = "client certificate"
+    case password = "password"
+    case psk = "pre-shared key"
+
+    public static func < (lhs: ClientCredential, rhs: ClientCredential) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// One connection a user's clients make to one service of one node.
+public struct ClientConnection: Sendable, Hashable {
+    public var user: String
+    public var node: String
+    public var service: Service
+    /// Client kinds that get this connection (the user's devices that support the service).
+    public var devices: [Device]
+    /// `<node>-<service>`: swanctl connection name, .sswan file name stem.
+    public var name: String
+    /// What the client dials.
+    public var remoteAddress: String
+    /// The server identity the client expects (and sends as IDr).
+    public var remoteID: IKEIdentity
+    /// The identity the client sends as IDi (nil: none configured, the client uses its IP address).
+    public var localID: IKEIdentity?
+    public var ikeVersion: Int
+    /// IKEv1 Aggressive Mode (group name sent as key ID).
+    public var aggressive: Bool
+    /// How the client expects the server to prove itself.
+    public var serverAuth: AuthMethod
+    /// The client's own authentication rounds, in order.
+    public var localAuth: [ClientAuthRound]
+    /// Proposals each client kind sends.
+    public var offers: [Device: ProposalOffer]
+    /// Apple IKEv2 SA parameters (nil for IKEv1 and when the user has no Apple device).
+    public var apple: AppleSA?
+    /// Apple `CertificateType` of the client certificate (ikev2-cert) or of the server's key (ikev2-eap).
+    public var appleCertificateType: String?
+    public var credentials: Set<ClientCredential>
+    /// The node has an IPv6 pool: request an IPv6 virtual IP and route ::/0 too.
+    public var wantsIPv6: Bool
+
+    public func offer(for device: Device) -> ProposalOffer? { offers[device] }
+}
+
+/// Every client connection of every non-revoked user, in inventory order (users, then the user's
+/// nodes in node order, then services in service order).
+public struct ClientPlan: Sendable, Hashable {
+    public var connections: [ClientConnection]
+    /// Problems found while planning (a node whose proposals no Apple device can express...).
+    public var diagnostics: [Diagnostic]
+
+    public func connections(of user: String) -> [ClientConnection] { connections.filter { $0.user == user } }
+
+    /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
+    /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (formats.md §2.5).
+    public static let appleIPSecOffer = ProposalOffer(
+        ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
+        esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])
+
+    /// Client kinds that can use a service.
+    public static func devices(supporting service: Service) -> [Device] {
+        service.androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
+    }
+
+    public static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
+        var connections: [ClientConnection] = []
+        var diagnostics: [Diagnostic] = []
+        var reportedApple: Set<String> = []
+        for user in inventory.users where !user.revoked {
+            let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
+            for node in nodes {
+                for service in node.services.sorted() {
+                    let devices = devices(supporting: service).filter { user.devices.contains($0) }
+                    if devices.isEmpty { continue }
+                    // A user gets the services they hold credentials for (as the validator rules).
+                    if service.needsClientCert && !user.cert { continue }
+                    if service.needsPassword && user.password == nil { continue }
+                    var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
+                    if devices.contains(.apple) && service.ikeVersion == 2 {
+                        if let sa = AppleSA.derive(from: node.proposals) {
+                            connection.apple = sa
+                            connection.offers[.apple] = sa.offer
+                        } else {
+                            connection.devices.removeAll { $0 == .apple }
+                            if reportedApple.insert(node.name).inserted {
+                                diagnostics.append(.error(
+                                    .appleProposalUnsupported,
+                                    "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
+                                    at: node.location(of: "proposals")))
+                            }
+                        }
+                    }
+                    if !connection.devices.isEmpty { connections.append(connection) }
+                }
+            }
+        }
+        return ClientPlan(connections: connections, diagnostics: diagnostics)
+    }
+
+    private static func plan(
+        user: User, node: Node, service: Service, devices: [Device], inventory: Inventory, materials: Materials?
+    ) -> ClientConnection {
+        var localID: IKEIdentity? = user.id
+        var aggressive = false
+        let serverAuth: AuthMethod = service.serverUsesCert ? .pubkey : .psk
+        var rounds: [ClientAuthRound]
+        var credentials: Set<ClientCredential> = []
+        var certificateType: String?
+        switch service {
+        case .ikev2Cert:
+            rounds = [ClientAuthRound(method: .pubkey)]
+            credentials = [.caCertificate, .clientCertificate]
+            certificateType = appleCertificateType(materials?.users[user.name]?.keyType ?? inventory.pki.clientKey)
+        case .ikev2EAP:
+            rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
+            credentials = [.caCertificate, .password]
+            certificateType = appleCertificateType(inventory.pki.serverKey)
+        case .ikev2PSK:
+            rounds = [ClientAuthRound(method: .psk)]
+            credentials = [.psk]
+        case .ikev2PSKEAP:
+            // ikev2-eap and ikev2-psk-eap both take EAP clients; only the client identity can tell
+            // the server which one (and so how it must prove itself) the client expects.
+            localID = pskEAPLocalIdentity(in: inventory)
+            rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
+            credentials = [.psk, .password]
+        case .ipsecXauthPSK:
+            if let group = node.group {
+                localID = .keyID(group)
+                aggressive = true
+            } else {
+                localID = nil
+            }
+            rounds = [ClientAuthRound(method: .psk), ClientAuthRound(method: .xauth, xauthID: user.name)]
+            credentials = [.psk, .password]
+        }
+        var offers: [Device: ProposalOffer] = [:]
+        for device in devices {
+            switch (device, service.ikeVersion) {
+            case (.apple, 1): offers[.apple] = appleIPSecOffer
+            case (.apple, _): break  // set from AppleSA by the caller
+            case (.android, _):
+                offers[.android] = ProposalOffer(ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
+            case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            }
+        }
+        return ClientConnection(
+            user: user.name, node: node.name, service: service, devices: devices,
+            name: "\(node.name)-\(service.rawValue)", remoteAddress: node.address, remoteID: node.id,
+            localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
+            localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
+            credentials: credentials, wantsIPv6: node.pool6 != nil)
+    }
+
+    /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on
+    /// the server (the server plan's `pskEAPClientIdentity`; Consistency proves they agree).
+    public static func pskEAPLocalIdentity(in inventory: Inventory) -> IKEIdentity {
+        .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Apple `CertificateType` for a key type.
+    public static func appleCertificateType(_ key: KeyType) -> String {
+        switch key {
+        case .ecdsaP256: return "ECDSA256"
+        case .ecdsaP384: return "ECDSA384"
+        case .rsa2048, .rsa3072, .rsa4096: return "RSA"
+        }
+    }
+}

@@ -1,0 +1,424 @@
+// Client/server consistency (SPEC §5): before anything is written, every client connection of the
+// ClientPlan is checked against its node's server configuration by simulating how strongSwan's
+// responder picks a connection, then comparing identities, auth rounds, proposals, certificates and
+// secrets. Every finding points at the inventory field responsible.
+//
+// The server side comes in as a ServerView (the subset of the server plan the check needs), so the
+// client plan and the server plan stay two independent derivations of the same inventory.
+
+/// A remote-identity constraint on the server: `%any` or one exact identity.
+public enum IdentityPattern: Sendable, Hashable {
+    case any
+    case exactly(IKEIdentity)
+}
+
+/// One remote auth round of a server connection (`remote`, `remote-psk`, `remote-xauth`).
+public struct ServerRoundView: Sendable, Hashable {
+    public var auth: AuthMethod
+    public var id: IdentityPattern
+    public var eapID: IdentityPattern?
+    public init(auth: AuthMethod, id: IdentityPattern, eapID: IdentityPattern? = nil) {
+        self.auth = auth
+        self.id = id
+        self.eapID = eapID
+    }
+}
+
+/// What the check needs of one server connection, in swanctl.conf order.
+public struct ServerConnectionView: Sendable, Hashable {
+    public var name: String
+    public var version: Int
+    /// IKEv1: Aggressive (true) / Main (false) Mode; nil for IKEv2.
+    public var aggressive: Bool?
+    public var localAuth: AuthMethod
+    public var localID: IKEIdentity
+    public var remote: [ServerRoundView]
+    public var ikeProposals: [String]
+    public var espProposals: [String]
+    public var sendCertreq: Bool
+    public init(
+        name: String, version: Int, aggressive: Bool?, localAuth: AuthMethod, localID: IKEIdentity,
+        remote: [ServerRoundView], ikeProposals: [String], espProposals: [String], sendCertreq: Bool
+    ) {
+        self.name = name
+        self.version = version
+        self.aggressive = aggressive
+        self.localAuth = localAuth
+        self.localID = localID
+        self.remote = remote
+        self.ikeProposals = ikeProposals
+        self.espProposals = espProposals
+        self.sendCertreq = sendCertreq
+    }
+}
+
+/// The server configuration of one node as the consistency check sees it.
+public struct ServerView: Sendable, Hashable {
+    public var node: String
+    public var connections: [ServerConnectionView]
+    /// Identities the node's PSK is filed under (empty: no PSK in the node's secrets).
+    public var pskIdentities: [IKEIdentity]
+    /// Users whose password is in the node's secrets.
+    public var passwordUsers: [String]
+    /// The CA the node's configuration ships (x509ca/); nil: not known to the caller.
+    public var caCertificatePEM: String?
+    public init(
+        node: String, connections: [ServerConnectionView], pskIdentities: [IKEIdentity], passwordUsers: [String],
+        caCertificatePEM: String? = nil
+    ) {
+        self.node = node
+        self.connections = connections
+        self.pskIdentities = pskIdentities
+        self.passwordUsers = passwordUsers
+        self.caCertificatePEM = caCertificatePEM
+    }
+}
+
+/// What the check needs to know of a certificate (filled from the crypto layer's X.509 parser).
+public struct CertificateFacts: Sendable, Hashable {
+    public var dnsNames: [String]
+    /// 4 or 16 bytes each.
+    public var ipAddresses: [[UInt8]]
+    public var emails: [String]
+    public var issuerCommonName: String?
+    public init(dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil) {
+        self.dnsNames = dnsNames
+        self.ipAddresses = ipAddresses
+        self.emails = emails
+        self.issuerCommonName = issuerCommonName
+    }
+
+    /// The identity is in the subjectAltName with its own type (FQDN as dNSName, IP as iPAddress,
+    /// user@FQDN as rfc822Name). DNs and key IDs are never SANs.
+    public func contains(_ id: IKEIdentity) -> Bool {
+        switch id {
+        case .fqdn(let name): return dnsNames.contains { $0.lowercased() == name.lowercased() }
+        case .ipv4(let text), .ipv6(let text):
+            guard let bytes = IPAddressText.parse(text) else { return false }
+            return ipAddresses.contains(bytes)
+        case .userFQDN(let mail): return emails.contains { $0.lowercased() == mail.lowercased() }
+        case .dn, .keyID: return false
+        }
+    }
+}
+
+public enum Consistency {
+    /// Parses a PEM certificate into the facts the check needs; nil when it cannot.
+    public typealias CertificateInspector = @Sendable (String) -> CertificateFacts?
+
+    /// Checks every client connection of `plan` against the server view of its node. Returns the
+    /// plan's own diagnostics plus every mismatch (errors), without duplicates, in plan order.
+    /// `inspect` reads certificates for the SAN checks; without it those checks rely on the identity
+    /// the connection uses (the PKI issues node and user certificates for exactly those identities).
+    public static func check(
+        plan: ClientPlan, servers: [ServerView], inventory: Inventory, materials: Materials,
+        inspect: CertificateInspector? = nil
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = plan.diagnostics
+        var seen = Set(out)
+        func add(_ d: Diagnostic) { if seen.insert(d).inserted { out.append(d) } }
+        let views = Dictionary(servers.map { ($0.node, $0) }, uniquingKeysWith: { first, _ in first })
+        for c in plan.connections {
+            guard let node = inventory.node(named: c.node), let user = inventory.user(named: c.user) else { continue }
+            guard let view = views[c.node] else {
+                add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
+                continue
+            }
+            for d in check(connection: c, view: view, node: node, user: user, inventory: inventory, materials: materials, inspect: inspect) {
+                add(d)
+            }
+        }
+        return out
+    }
+
+    // MARK: - one connection
+
+    static func check(
+        connection c: ClientConnection, view: ServerView, node: Node, user: User, inventory: Inventory,
+        materials: Materials, inspect: CertificateInspector?
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        let what = "\(c.service.rawValue) client of node '\(c.node)'"
+        out += checkSecrets(c, view: view, node: node, user: user, materials: materials)
+
+        let selection = select(c, in: view.connections)
+        guard case .selected(let s) = selection else {
+            if case .none(let code, let field, let onUser, let reason) = selection {
+                out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
+                                  at: onUser ? user.location(of: field) : node.location(of: field)))
+            }
+            return out
+        }
+        // The server proves itself the way the client expects.
+        if s.localAuth != c.serverAuth {
+            out.append(.error(
+                .authMismatch,
+                "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
+                at: node.location(of: "services")))
+        }
+        // The client's rounds are the server's remote rounds, in order.
+        let clientRounds = c.localAuth.map(\.method)
+        let serverRounds = s.remote.map(\.auth)
+        if clientRounds != serverRounds {
+            out.append(.error(
+                .authMismatch,
+                "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
+                at: node.location(of: "services")))
+        }
+        for (round, server) in zip(c.localAuth, s.remote) {
+            if case .exactly(let id)? = server.eapID, let eapID = round.eapID, id.value != eapID {
+                out.append(.error(
+                    .localIDMismatch,
+                    "user '\(c.user)': connection '\(s.name)' of node '\(c.node)' accepts only EAP identity '\(id.value)'",
+                    at: user.location))
+            }
+        }
+        // Proposals, per client kind.
+        for device in c.devices {
+            guard let offer = c.offers[device] else { continue }
+            if !intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
+                out.append(.error(
+                    .ikeProposalMismatch,
+                    "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
+                    at: node.location(of: "proposals")))
+            }
+            if !intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
+                out.append(.error(
+                    .espProposalMismatch,
+                    "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
+                    at: node.location(of: "proposals")))
+            } else if c.ikeVersion == 2 && !intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true) {
+                out.append(.error(
+                    .pfsMismatch,
+                    "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
+                    at: node.location(of: "proposals")))
+            }
+        }
+        // Certificates.
+        if c.serverAuth == .pubkey {
+            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = inspect?(pem) {
+                if !facts.contains(c.remoteID) {
+                    out.append(.error(
+                        .serverCertificateSAN,
+                        "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
+                        at: node.location(of: "id")))
+                }
+                if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
+                    out.append(.error(
+                        .caMismatch,
+                        "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
+                        at: node.location))
+                }
+            }
+            if let serverCA = view.caCertificatePEM, normalized(serverCA) != normalized(materials.caCertificatePEM) {
+                out.append(.error(
+                    .caMismatch,
+                    "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                    at: node.location))
+            }
+        }
+        if c.credentials.contains(.clientCertificate), let localID = c.localID,
+            let pem = materials.users[c.user]?.certificatePEM, let facts = inspect?(pem)
+        {
+            if !facts.contains(localID) {
+                out.append(.error(
+                    .clientCertificateSAN,
+                    "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
+                    at: user.location(of: "id")))
+            }
+        }
+        return out
+    }
+
+    static func normalized(_ pem: String) -> String { pem.filter { !$0.isWhitespace } }
+
+    // MARK: - secrets
+
+    static func checkSecrets(_ c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        let um = materials.users[c.user]
+        if c.credentials.contains(.password) {
+            if (um?.password ?? "").isEmpty {
+                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
+                                  at: user.location(of: "password")))
+            } else if !view.passwordUsers.contains(c.user) {
+                out.append(.error(.missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
+                                  at: user.location(of: "password")))
+            }
+        }
+        if c.credentials.contains(.psk) {
+            if (materials.nodes[c.node]?.psk ?? "").isEmpty {
+                out.append(.error(.missingSecret, "node '\(c.node)': \(c.service.rawValue) needs a pre-shared key, and the node has none",
+                                  at: node.location(of: "psk")))
+            } else if view.pskIdentities.isEmpty {
+                out.append(.error(.missingSecret, "node '\(c.node)': its secrets hold no pre-shared key for \(c.service.rawValue)",
+                                  at: node.location(of: "psk")))
+            }
+        }
+        if c.credentials.contains(.clientCertificate) {
+            let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android)
+            let needsPEM = c.devices.contains(.linux)
+            let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
+            let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)
+            if missingP12 || missingPEM {
+                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",
+                                  at: user.location(of: "cert")))
+            }
+        }
+        if c.credentials.contains(.caCertificate) && materials.caCertificatePEM.isEmpty {
+            out.append(.error(.missingSecret, "no CA certificate for the client profiles", at: node.location))
+        }
+        return out
+    }
+
+    // MARK: - strongSwan's responder selection
+
+    enum Selection {
+        case selected(ServerConnectionView)
+        /// code, inventory field, whether the field is the user's, reason
+        case none(RuleCode, String, Bool, String)
+    }
+
+    /// strongSwan's identity match ranks (identification.c): exact 20, `%any` 1, none 0.
+    static func rank(_ pattern: IdentityPattern, _ id: IKEIdentity?) -> Int {
+        switch pattern {
+        case .any: return 1
+        case .exactly(let want):
+            guard let id else { return 0 }
+            return want == id ? 20 : 0
+        }
+    }
+
+    /// Simulates the responder. IKEv2: candidates are the version-2 connections whose local id is the
+    /// IDr the client sends and whose first remote round accepts its IDi, ranked by match quality,
+    /// file order among equals. A client without AUTH payload (EAP) gets the first candidate with an
+    /// EAP round; after a PSK AUTH strongSwan moves on to the first candidate whose round takes PSK;
+    /// a certificate client sends its certificate only on a CERTREQ, which the first IKEv2 connection
+    /// decides (IKE_SA_INIT happens before identities are known). IKEv1: the mode (Main/Aggressive)
+    /// and the auth method (PSK vs XAuth-PSK) must equal the connection's; identities as above.
+    static func select(_ c: ClientConnection, in connections: [ServerConnectionView]) -> Selection {
+        let versioned = connections.filter { ($0.version == c.ikeVersion || $0.version == 0) && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive) }
+        if versioned.isEmpty {
+            let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
+            return .none(.noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
+        }
+        let serverIDs = versioned.filter { $0.localID == c.remoteID }
+        if serverIDs.isEmpty {
+            let ids = Set(versioned.map(\.localID.value)).sorted().joined(separator: ", ")
+            return .none(.remoteIDMismatch, "id", false, "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
+        }
+        let ranked = serverIDs.enumerated()
+            .map { (index: $0.offset, conn: $0.element, rank: rank($0.element.remote.first?.id ?? .any, c.localID)) }
+            .filter { $0.rank > 0 }
+            .sorted { $0.rank != $1.rank ? $0.rank > $1.rank : $0.index < $1.index }
+            .map(\.conn)
+        if ranked.isEmpty {
+            let field = c.service == .ipsecXauthPSK ? "group" : "id"
+            return .none(.localIDMismatch, field, field == "id",
+                         "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
+        }
+        let first = c.localAuth.first?.method
+        if c.ikeVersion == 1 {
+            let rounds = c.localAuth.map(\.method)
+            guard let match = ranked.first(where: { $0.remote.map(\.auth) == rounds }) else {
+                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+            }
+            return .selected(match)
+        }
+        switch first {
+        case .eapMSCHAPv2?:
+            guard let match = ranked.first(where: { $0.remote.first?.auth == .eapMSCHAPv2 }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes EAP clients")
+            }
+            return .selected(match)
+        case .pubkey?:
+            if let initial = versioned.first, !initial.sendCertreq {
+                return .none(.authMismatch, "services", false,
+                             "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request")
+            }
+            guard let match = ranked.first(where: { $0.remote.first?.auth == .pubkey }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes certificate clients")
+            }
+            return .selected(match)
+        default:
+            guard let match = ranked.first(where: { $0.remote.first?.auth == first }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
+            }
+            return .selected(match)
+        }
+    }
+
+    // MARK: - proposals
+
+    /// Whether some proposal of `client` and some of `server` share an algorithm of every kind, the
+    /// way strongSwan selects proposals. `default` (or an unparseable keyword, which the validator
+    /// reports) on either side counts as a match. ESP groups only count for rekeying (`withGroups`).
+    static func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {
+        if client.contains("default") || server.contains("default") { return true }
+        let cs = client.compactMap { try? Proposal.parse($0, purpose: purpose) }
+        let ss = server.compactMap { try? Proposal.parse($0, purpose: purpose) }
+        if cs.count != client.count || ss.count != server.count { return true }
+        return cs.contains { c in ss.contains { s in compatible(c, s, withGroups: withGroups) } }
+    }
+
+    static func compatible(_ a: Proposal, _ b: Proposal, withGroups: Bool) -> Bool {
+        func common(_ x: [AlgorithmInfo], _ y: [AlgorithmInfo]) -> Bool {
+            let xs = Set(x.map(\.keyword))
+            return y.contains { xs.contains($0.keyword) }
+        }
+        guard common(a.encryption, b.encryption) else { return false }
+        if !a.isAEAD && !common(a.integrity, b.integrity) { return false }
+        if a.purpose == .ike {
+            guard common(a.effectivePRFs, b.effectivePRFs), common(a.groups, b.groups) else { return false }
+        } else if withGroups {
+            var ga = Set(a.groups.compactMap(\.group))
+            var gb = Set(b.groups.compactMap(\.group))
+            if a.groups.isEmpty || a.groupOptional { ga.insert(0) }
+            if b.groups.isEmpty || b.groupOptional { gb.insert(0) }
+            if ga.isDisjoint(with: gb) { return false }
+        }
+        return true
+    }
+}
+
+// MARK: - the server plan as the check sees it
+
+extension IdentityPattern {
+    init(_ match: IdentityMatch) {
+        switch match {
+        case .any: self = .any
+        case .exactly(let id): self = .exactly(id)
+        }
+    }
+}
+
+extension ServerView {
+    /// The view of a node's server plan. `caCertificatePEM`: the CA the node's configuration ships.
+    public init(_ plan: NodePlan, caCertificatePEM: String?) {
+        self.init(
+            node: plan.node,
+            connections: plan.connections.map { c in
+                ServerConnectionView(
+                    name: c.name, version: c.version, aggressive: c.aggressive,
+                    localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
+                    remote: c.remote.map { r in
+                        ServerRoundView(auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init))
+                    },
+                    ikeProposals: c.ikeProposals, espProposals: c.child.espProposals, sendCertreq: c.sendCertreq)
+            },
+            pskIdentities: plan.pskIdentities, passwordUsers: plan.passwordUsers, caCertificatePEM: caCertificatePEM)
+    }
+}
+
+extension Consistency {
+    /// The whole check as `validate`/`generate` run it: the client plan and the server plan of every
+    /// node, both derived from the inventory, compared. Errors mean: write nothing.
+    public static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil) -> [Diagnostic] {
+        let servers = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+        }
+        return check(
+            plan: ClientPlan.build(inventory: inventory, materials: materials), servers: servers, inventory: inventory,
+            materials: materials, inspect: inspect)
+    }
+}

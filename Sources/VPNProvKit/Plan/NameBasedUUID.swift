@@ -1,0 +1,41 @@
+import VPNProvCrypto
+
+/// Name-based UUIDs (RFC 4122 version 5, SHA-1) so that every profile, payload and catalogue entry
+/// gets the same UUID on every run: the namespace is derived from the deployment name, the name
+/// from what the UUID identifies (`apple/alice/vpn/fra-1/ikev2-eap`).
+public struct NameBasedUUID: Sendable, Hashable, CustomStringConvertible {
+    public let bytes: [UInt8]
+
+    /// RFC 4122 Appendix C URL namespace.
+    public static let urlNamespace = NameBasedUUID(bytes: [
+        0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+    ])
+
+    init(bytes: [UInt8]) {
+        precondition(bytes.count == 16)
+        self.bytes = bytes
+    }
+
+    /// Version 5 UUID of `name` in `namespace`.
+    public init(namespace: NameBasedUUID, name: String) {
+        var hash = Array(Digest.sha1(namespace.bytes + Array(name.utf8)).prefix(16))
+        hash[6] = (hash[6] & 0x0F) | 0x50  // version 5
+        hash[8] = (hash[8] & 0x3F) | 0x80  // RFC 4122 variant
+        self.init(bytes: hash)
+    }
+
+    /// The namespace of one deployment: v5 of `vpnprov:<deployment>` in the URL namespace.
+    public static func namespace(forDeployment name: String) -> NameBasedUUID {
+        NameBasedUUID(namespace: urlNamespace, name: "vpnprov:\(name)")
+    }
+
+    /// Upper-case canonical text, as Apple profiles usually carry it.
+    public var description: String {
+        let hex = bytes.map { byte -> String in
+            let s = String(byte, radix: 16, uppercase: true)
+            return s.count == 1 ? "0" + s : s
+        }
+        let groups = [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]]
+        return groups.map { $0.joined() }.joined(separator: "-")
+    }
+}

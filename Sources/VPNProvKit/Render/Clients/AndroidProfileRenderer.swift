@@ -1,0 +1,73 @@
+import Foundation
+
+/// `clients/<user>/<node>-<service>.sswan`: strongSwan Android app profiles (formats.md §3) for the
+/// services the app supports (ikev2-eap, ikev2-cert). The server CA travels in `remote.cert`; the
+/// proposals are the node's first IKE and ESP proposal (the app accepts any strongSwan proposal).
+public enum AndroidProfileRenderer {
+    struct Profile: Encodable {
+        struct Remote: Encodable {
+            var addr: String
+            var id: String
+            var cert: String
+        }
+        struct Local: Encodable {
+            var id: String?
+            var eapID: String?
+            var sharedSecret: String?
+            var p12: String?
+            enum CodingKeys: String, CodingKey {
+                case id
+                case eapID = "eap_id"
+                case sharedSecret = "shared_secret"
+                case p12
+            }
+        }
+        var uuid: String
+        var name: String
+        var type: String
+        var remote: Remote
+        var local: Local
+        var ikeProposal: String?
+        var espProposal: String?
+        enum CodingKeys: String, CodingKey {
+            case uuid, name, type, remote, local
+            case ikeProposal = "ike-proposal"
+            case espProposal = "esp-proposal"
+        }
+    }
+
+    public static func render(connection c: ClientConnection, inventory: Inventory, materials: Materials) throws -> OutputFile? {
+        guard c.devices.contains(.android), c.service.androidSupported else { return nil }
+        guard let caDER = PEMText.der(materials.caCertificatePEM) else { throw ClientRenderError("the CA certificate is not PEM") }
+        let user = materials.users[c.user]
+        var local = Profile.Local(id: c.localID?.value)
+        switch c.service {
+        case .ikev2EAP:
+            guard let password = user?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(c.user)': no password for \(c.service.rawValue)")
+            }
+            local.eapID = c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? c.user
+            local.sharedSecret = password
+        case .ikev2Cert:
+            guard let p12 = user?.p12 else { throw ClientRenderError("user '\(c.user)': no PKCS#12 bundle") }
+            local.p12 = Data(p12).base64EncodedString()
+        default:
+            return nil
+        }
+        let offer = c.offer(for: .android)
+        let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
+        let profile = Profile(
+            uuid: NameBasedUUID(namespace: namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)").description.lowercased(),
+            name: "\(inventory.name) \(c.node) (\(c.service.rawValue))",
+            type: c.service.rawValue,
+            remote: Profile.Remote(addr: c.remoteAddress, id: c.remoteID.value, cert: Data(caDER).base64EncodedString()),
+            local: local,
+            ikeProposal: offer?.ike.first,
+            espProposal: offer?.esp.first)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        var data = try encoder.encode(profile)
+        data.append(0x0A)
+        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: [UInt8](data), isPrivate: true)
+    }
+}

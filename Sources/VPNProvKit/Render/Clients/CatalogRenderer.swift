@@ -1,0 +1,135 @@
+import Foundation
+
+/// `catalog/servers.json`: per node and service what an app needs to build an
+/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (formats.md §4). No secret, no per-user data.
+public enum CatalogRenderer {
+    public struct Catalog: Codable, Sendable, Hashable {
+        public var version: Int
+        public var deployment: String
+        public var servers: [Server]
+    }
+
+    public struct SecurityAssociation: Codable, Sendable, Hashable {
+        /// Apple names: `AES-256-GCM`, `AES-256`, ... (NEVPNIKEv2EncryptionAlgorithm).
+        public var encryptionAlgorithm: String
+        /// `SHA2-256`, ... (NEVPNIKEv2IntegrityAlgorithm; the PRF for AEAD IKE SAs).
+        public var integrityAlgorithm: String
+        /// DH group number (NEVPNIKEv2DiffieHellmanGroup raw value).
+        public var diffieHellmanGroup: Int
+        public var lifetimeMinutes: Int
+        /// The equivalent strongSwan proposal.
+        public var proposal: String
+    }
+
+    public struct Server: Codable, Sendable, Hashable {
+        /// Stable: `<node>-<service>`.
+        public var id: String
+        public var name: String
+        public var node: String
+        public var service: String
+        public var region: String?
+        public var countryCode: String?
+        public var flag: String?
+        public var tier: String
+        /// NEVPNProtocol.serverAddress.
+        public var host: String
+        /// `IKEv2` or `IPSec`.
+        public var `protocol`: String
+        /// remoteIdentifier (the server's IKE identity).
+        public var remoteID: String
+        /// localIdentifier: the group name for IPSec with a group, the fixed `psk-eap.<deployment>` for
+        /// psk-eap; empty when it is per user (the user's IKE identity) or absent (IPSec Main Mode).
+        public var localID: String
+        /// The IPSec localIdentifier is a key ID (group name).
+        public var localIDType: String?
+        public var pskEnabled: Bool
+        /// `certificate`, `eap`, `psk`, `psk-eap`, `xauth-psk`.
+        public var authMethod: String
+        /// NEVPNIKEAuthenticationMethod: `certificate` or `sharedSecret`.
+        public var authenticationMethod: String
+        /// useExtendedAuthentication (EAP for IKEv2, XAuth for IPSec).
+        public var useExtendedAuthentication: Bool
+        /// The client needs its own certificate (identityData).
+        public var clientCertificate: Bool
+        /// serverCertificateIssuerCommonName when the server proves itself with a certificate.
+        public var serverCertificateIssuerCommonName: String?
+        /// IKEv2 only: the one IKE / Child SA parameter set to pin, and enablePFS.
+        public var ikeSecurityAssociation: SecurityAssociation?
+        public var childSecurityAssociation: SecurityAssociation?
+        public var enablePFS: Bool?
+    }
+
+    static func authMethod(_ service: Service) -> String {
+        switch service {
+        case .ikev2Cert: return "certificate"
+        case .ikev2EAP: return "eap"
+        case .ikev2PSK: return "psk"
+        case .ikev2PSKEAP: return "psk-eap"
+        case .ipsecXauthPSK: return "xauth-psk"
+        }
+    }
+
+    /// Regional-indicator flag for an ISO 3166-1 alpha-2 code (nil unless two ASCII letters).
+    public static func flag(_ countryCode: String) -> String? {
+        let letters = Array(countryCode.uppercased().unicodeScalars)
+        guard letters.count == 2, letters.allSatisfy({ $0.value >= 65 && $0.value <= 90 }) else { return nil }
+        var flag = String.UnicodeScalarView()
+        for letter in letters { flag.append(Unicode.Scalar(0x1F1E6 + letter.value - 65)!) }
+        return String(flag)
+    }
+
+    public static func catalog(inventory: Inventory) -> Catalog {
+        var servers: [Server] = []
+        for node in inventory.nodes {
+            let sa = AppleSA.derive(from: node.proposals)
+            for service in node.services.sorted() {
+                let v2 = service.ikeVersion == 2
+                let localID: String
+                var localIDType: String?
+                if service == .ipsecXauthPSK, let group = node.group {
+                    localID = group
+                    localIDType = "KeyID"
+                } else if service == .ikev2PSKEAP {
+                    // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.
+                    localID = ClientPlan.pskEAPLocalIdentity(in: inventory).value
+                } else {
+                    localID = ""
+                }
+                func association(_ p: AppleSAParameters?, purpose: Proposal.Purpose, lifetime: Int?) -> SecurityAssociation? {
+                    guard v2, let p, let sa, let lifetime else { return nil }
+                    return SecurityAssociation(
+                        encryptionAlgorithm: p.encryptionAlgorithm, integrityAlgorithm: p.integrityAlgorithm,
+                        diffieHellmanGroup: p.diffieHellmanGroup, lifetimeMinutes: lifetime,
+                        proposal: p.strongSwanProposal(purpose: purpose, pfs: sa.enablePFS))
+                }
+                let country = node.country?.uppercased()
+                servers.append(Server(
+                    id: "\(node.name)-\(service.rawValue)",
+                    name: "\(node.name) (\(service.rawValue))",
+                    node: node.name, service: service.rawValue,
+                    region: node.region, countryCode: country, flag: country.flatMap(flag),
+                    tier: node.tier.rawValue, host: node.address,
+                    protocol: v2 ? "IKEv2" : "IPSec",
+                    remoteID: node.id.value, localID: localID, localIDType: localIDType,
+                    pskEnabled: service.needsPSK, authMethod: authMethod(service),
+                    authenticationMethod: service.serverUsesCert ? "certificate" : "sharedSecret",
+                    useExtendedAuthentication: service.needsPassword,
+                    clientCertificate: service.needsClientCert,
+                    serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
+                    ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
+                    childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
+                    enablePFS: v2 ? sa?.enablePFS : nil))
+            }
+        }
+        return Catalog(version: 1, deployment: inventory.name, servers: servers)
+    }
+
+    public static func render(inventory: Inventory) -> [OutputFile] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Encoding plain strings, numbers and booleans cannot fail.
+        var data = try! encoder.encode(catalog(inventory: inventory))
+        data.append(0x0A)
+        return [OutputFile(path: "catalog/servers.json", contents: [UInt8](data))]
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// `clients/<user>/linux/swanctl/`: a strongSwan (swanctl) client configuration with one connection
+/// per node and service. A Linux user copies it to /etc/swanctl and runs
+/// `swanctl --load-all; swanctl --initiate --child <name>`.
+public enum LinuxClientRenderer {
+    public static let swanctlTemplate = "client/swanctl.conf.tmpl"
+    public static let secretsTemplate = "client/secrets.conf.tmpl"
+    static let caFileName = "ca.pem"
+
+    public static func render(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials,
+        templates: TemplateSet
+    ) throws -> [OutputFile] {
+        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.linux) }
+        if mine.isEmpty { return [] }
+        let base = "clients/\(user.name)/linux/swanctl/"
+        let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
+        var files = [
+            OutputFile(path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
+            OutputFile(path: base + "conf.d/secrets.conf", text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
+        ]
+        if mine.contains(where: { $0.serverAuth == .pubkey }) {
+            files.append(OutputFile(path: base + "x509ca/\(caFileName)", text: materials.caCertificatePEM))
+        }
+        if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
+            guard let cert = materials.users[user.name]?.certificatePEM, let key = materials.users[user.name]?.privateKeyPEM else {
+                throw ClientRenderError("user '\(user.name)': no client certificate and key")
+            }
+            files.append(OutputFile(path: base + "x509/\(user.name).pem", text: cert))
+            files.append(OutputFile(path: base + "private/\(user.name).key", text: key, isPrivate: true))
+        }
+        return files
+    }
+
+    /// A swanctl section name from free text: [A-Za-z0-9_-] kept, anything else becomes `_`.
+    static func sectionName(_ text: String) -> String {
+        String(text.unicodeScalars.map { s -> Character in
+            let ok = (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+            return ok ? Character(s) : "_"
+        })
+    }
+
+    /// `0s<base64>`: no character of the secret can break the syntax or be read as hex/base64 prefix.
+    static func encodedSecret(_ secret: String) -> String { "0s" + Data(secret.utf8).base64EncodedString() }
+
+    /// The contexts of `client/swanctl.conf.tmpl` and `client/secrets.conf.tmpl`.
+    public static func context(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+    ) throws -> (swanctl: TemplateValue, secrets: TemplateValue) {
+        var conns: [TemplateValue] = []
+        for c in connections {
+            var rounds: [TemplateValue] = []
+            for (index, round) in c.localAuth.enumerated() {
+                // Every key is always present (the engine refuses unknown names); "" = not written.
+                // The IKE identity belongs to the first round.
+                rounds.append(.object([
+                    "section": .identifier(c.localAuth.count == 1 ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
+                    "auth": .string(round.method.rawValue),
+                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                    "eap_id": .string(round.eapID ?? ""),
+                    "xauth_id": .string(round.xauthID ?? ""),
+                    "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
+                ]))
+            }
+            let remote: [String: TemplateValue] = [
+                "auth": .string(c.serverAuth.rawValue),
+                "id": .string(c.remoteID.swanctlValue),
+                "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
+            ]
+            let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
+            conns.append(.object([
+                "name": .identifier(sectionName(c.name)),
+                "node": .string(c.node),
+                "service": .string(c.service.rawValue),
+                "version": .int(c.ikeVersion),
+                "aggressive": .bool(c.aggressive),
+                "remote_addrs": .string(c.remoteAddress),
+                "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
+                "proposals": .string(offer.ike.joined(separator: ", ")),
+                "esp_proposals": .string(offer.esp.joined(separator: ", ")),
+                "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
+                "local_rounds": .list(rounds),
+                "remote": .object(remote),
+            ]))
+        }
+
+        // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
+        var eap: [TemplateValue] = []
+        let passwordRounds = connections.flatMap(\.localAuth).compactMap { $0.eapID ?? $0.xauthID }
+        if let first = passwordRounds.first {
+            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user.name)': no password")
+            }
+            var ids: [String] = []
+            for id in [first] + passwordRounds where !ids.contains(id) { ids.append(id) }
+            eap.append(.object([
+                "section": .identifier("eap-1"),
+                "ids": .list(ids.enumerated().map { .object(["key": .identifier("id-\($0.offset + 1)"), "id": .string($0.element)]) }),
+                "secret": .string(encodedSecret(password)),
+            ]))
+        }
+        var ike: [TemplateValue] = []
+        var pskNodes: [String] = []
+        for c in connections where c.credentials.contains(.psk) && !pskNodes.contains(c.node) {
+            pskNodes.append(c.node)
+            guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
+                throw ClientRenderError("node '\(c.node)': no pre-shared key")
+            }
+            ike.append(.object([
+                "section": .identifier("ike-\(pskNodes.count)"),
+                "node": .string(c.node),
+                "id": .string(c.remoteID.swanctlValue),
+                "secret": .string(encodedSecret(psk)),
+            ]))
+        }
+        let common: [String: TemplateValue] = [
+            "user": .string(user.name),
+            "deployment": .string(inventory.name),
+        ]
+        var swanctl = common
+        swanctl["connections"] = .list(conns)
+        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive })
+        var secrets = common
+        secrets["eap"] = .list(eap)
+        secrets["ike"] = .list(ike)
+        return (.object(swanctl), .object(secrets))
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+@Suite struct CatalogTests {
+    let inventory = ClientFixtures.inventory()
+
+    @Test func matchesGoldenFile() throws {
+        try Golden.check(CatalogRenderer.render(inventory: inventory), against: "catalog/two-nodes")
+    }
+
+    @Test func isDeterministicAndSecretFree() throws {
+        let a = CatalogRenderer.render(inventory: inventory)
+        #expect(a == CatalogRenderer.render(inventory: inventory))
+        #expect(a.count == 1 && a[0].path == "catalog/servers.json" && !a[0].isPrivate)
+        let text = String(decoding: a[0].contents, as: UTF8.self)
+        for secret in ClientFixtures.secrets { #expect(!text.contains(secret)) }
+    }
+
+    @Test func entriesHaveTheAppFieldsWithJSONTypes() throws {
+        let data = Data(CatalogRenderer.render(inventory: inventory)[0].contents)
+        let top = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(top["version"] as? Int == 1)
+        #expect(top["deployment"] as? String == "acme")
+        let servers = try #require(top["servers"] as? [[String: Any]])
+        #expect(servers.map { $0["id"] as? String } == [
+            "fra-1-ikev2-cert", "fra-1-ikev2-eap", "fra-1-ikev2-psk", "fra-1-ikev2-psk-eap", "fra-1-ipsec-xauth-psk",
+            "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
+        ])
+        let byID = Dictionary(uniqueKeysWithValues: servers.map { ($0["id"] as! String, $0) })
+        let eap = try #require(byID["fra-1-ikev2-eap"])
+        #expect(eap["protocol"] as? String == "IKEv2")
+        #expect(eap["flag"] as? String == "🇩🇪")
+        #expect(eap["countryCode"] as? String == "DE")
+        #expect(eap["pskEnabled"] as? Bool == false)
+        #expect(eap["authMethod"] as? String == "eap")
+        #expect(eap["localID"] as? String == "")
+        let ike = try #require(eap["ikeSecurityAssociation"] as? [String: Any])
+        #expect(ike["diffieHellmanGroup"] as? Int == 19)
+        #expect(ike["proposal"] as? String == "aes256gcm16-prfsha256-ecp256")
+        let ipsec = try #require(byID["fra-1-ipsec-xauth-psk"])
+        #expect(ipsec["protocol"] as? String == "IPSec")
+        #expect(ipsec["localID"] as? String == "acme")
+        #expect(ipsec["pskEnabled"] as? Bool == true)
+        #expect(ipsec["ikeSecurityAssociation"] == nil)
+        #expect(byID["fra-1-ikev2-psk-eap"]?["localID"] as? String == "psk-eap.acme")
+        #expect(byID["ams-1-ipsec-xauth-psk"]?["localID"] as? String == "")
+        #expect(byID["ams-1-ikev2-eap"]?["tier"] as? String == "pro")
+        #expect(byID["ams-1-ikev2-eap"]?["flag"] as? String == "🇳🇱")
+    }
+
+    @Test func flagNeedsTwoLetters() {
+        #expect(CatalogRenderer.flag("ch") == "🇨🇭")
+        #expect(CatalogRenderer.flag("CHE") == nil)
+        #expect(CatalogRenderer.flag("1A") == nil)
+    }
+}

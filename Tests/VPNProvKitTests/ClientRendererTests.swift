@@ -1,0 +1,296 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+@Suite struct ClientRendererTests {
+    let inventory = ClientFixtures.inventory()
+    let materials = ClientFixtures.materials()
+
+    func render() throws -> [OutputFile] {
+        try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+    }
+
+    @Test func matchesGoldenFiles() throws {
+        try Golden.check(try render(), against: "clients/all-services")
+    }
+
+    @Test func renderingTwiceGivesIdenticalBytes() throws {
+        #expect(try render() == render())
+    }
+
+    @Test func emitsTheExpectedFilesWithPrivateModes() throws {
+        let files = try render()
+        let byPath = Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0) })
+        // Revoked users get nothing; bob (Android only) gets only ikev2-eap: ikev2-cert needs a certificate.
+        #expect(!files.contains { $0.path.hasPrefix("clients/carol/") })
+        #expect(files.filter { $0.path.hasPrefix("clients/bob/") }.map(\.path).sorted() == ["clients/bob/README", "clients/bob/fra-1-ikev2-eap.sswan"])
+        for path in [
+            "clients/alice/alice.mobileconfig", "clients/alice/alice.p12", "clients/alice/fra-1-ikev2-cert.sswan",
+            "clients/alice/fra-1-ikev2-eap.sswan", "clients/alice/ams-1-ikev2-eap.sswan",
+            "clients/alice/linux/swanctl/conf.d/secrets.conf", "clients/alice/linux/swanctl/private/alice.key",
+        ] {
+            #expect(byPath[path]?.isPrivate == true, "\(path)")
+        }
+        for path in ["clients/alice/README", "clients/alice/linux/swanctl/swanctl.conf", "clients/alice/linux/swanctl/x509ca/ca.pem", "clients/alice/linux/swanctl/x509/alice.pem"] {
+            #expect(byPath[path]?.isPrivate == false, "\(path)")
+        }
+        // No .sswan for services the Android app cannot do.
+        #expect(!files.contains { $0.path.hasSuffix("psk.sswan") || $0.path.hasSuffix("psk-eap.sswan") })
+        // The README names the p12 password's place, never the password.
+        let readme = String(decoding: byPath["clients/alice/README"]!.contents, as: UTF8.self)
+        #expect(readme.contains("secrets.json, under \"p12Passwords\" -> \"alice\""))
+        for secret in ClientFixtures.secrets { #expect(!readme.contains(secret)) }
+    }
+
+    // MARK: - Apple
+
+    func profile() throws -> [String: Any] {
+        let file = try #require(try render().first { $0.path == "clients/alice/alice.mobileconfig" })
+        let plist = try PropertyListSerialization.propertyList(from: Data(file.contents), options: [], format: nil)
+        return try #require(plist as? [String: Any])
+    }
+
+    func vpnPayloads() throws -> [String: [String: Any]] {
+        let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
+        var out: [String: [String: Any]] = [:]
+        for payload in content where payload["PayloadType"] as? String == "com.apple.vpn.managed" {
+            out[payload["PayloadIdentifier"] as! String] = payload
+        }
+        return out
+    }
+
+    enum Kind { case int, bool, string, data, dict }
+    func expectType(_ value: Any?, _ kind: Kind, _ key: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        let ok: Bool
+        switch kind {
+        // Foundation decodes <integer> as Int and <true/>/<false/> as Bool; neither passes for the other.
+        // <integer> decodes as an NSNumber of an integer type, <true/>/<false/> as Swift Bool.
+        case .int:
+            ok = value.map { type(of: $0) != Bool.self } == true
+                && (value as? NSNumber).map { !["c", "B", "f", "d"].contains(String(cString: $0.objCType)) } == true
+        case .bool: ok = value.map { type(of: $0) == Bool.self } == true
+        case .string: ok = value is String
+        case .data: ok = value is Data
+        case .dict: ok = value is [String: Any]
+        }
+        #expect(ok, "\(key): \(value.map { String(describing: type(of: $0)) } ?? "missing") is not \(kind)", sourceLocation: sourceLocation)
+    }
+
+    @Test func appleProfileHasSchemaTypes() throws {
+        let top = try profile()
+        expectType(top["PayloadVersion"], .int, "PayloadVersion")
+        expectType(top["PayloadRemovalDisallowed"], .bool, "PayloadRemovalDisallowed")
+        #expect(top["PayloadType"] as? String == "Configuration")
+        let content = try #require(top["PayloadContent"] as? [[String: Any]])
+        let root = try #require(content.first { $0["PayloadType"] as? String == "com.apple.security.root" })
+        expectType(root["PayloadContent"], .data, "root PayloadContent")
+        let p12 = try #require(content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" })
+        expectType(p12["PayloadContent"], .data, "pkcs12 PayloadContent")
+        #expect(p12["PayloadContent"] as? Data == Data("fake p12 of alice".utf8))
+
+        let vpns = try vpnPayloads()
+        #expect(vpns.count == 7)  // fra-1: 5 services, ams-1: ikev2-eap + ipsec-xauth-psk
+        for (name, payload) in vpns {
+            expectType(payload["PayloadVersion"], .int, "\(name) PayloadVersion")
+            if payload["VPNType"] as? String == "IPSec" {
+                let ipsec = try #require(payload["IPSec"] as? [String: Any])
+                expectType(ipsec["SharedSecret"], .data, "\(name) IPSec.SharedSecret")
+                expectType(ipsec["XAuthEnabled"], .int, "\(name) XAuthEnabled")
+                expectType((payload["IPv4"] as? [String: Any])?["OverridePrimary"], .int, "\(name) OverridePrimary")
+                continue
+            }
+            let ike = try #require(payload["IKEv2"] as? [String: Any])
+            for key in ["ExtendedAuthEnabled", "EnablePFS", "DisableMOBIKE", "DisableRedirect", "EnableCertificateRevocationCheck", "UseConfigurationAttributeInternalIPSubnet"] {
+                expectType(ike[key], .int, "\(name) \(key)")
+            }
+            for key in ["RemoteAddress", "RemoteIdentifier", "LocalIdentifier", "AuthenticationMethod", "DeadPeerDetectionRate"] {
+                expectType(ike[key], .string, "\(name) \(key)")
+            }
+            for saKey in ["IKESecurityAssociationParameters", "ChildSecurityAssociationParameters"] {
+                let sa = try #require(ike[saKey] as? [String: Any])
+                expectType(sa["DiffieHellmanGroup"], .int, "\(name) \(saKey).DiffieHellmanGroup")
+                expectType(sa["LifeTimeInMinutes"], .int, "\(name) \(saKey).LifeTimeInMinutes")
+                expectType(sa["EncryptionAlgorithm"], .string, "\(name) \(saKey).EncryptionAlgorithm")
+                expectType(sa["IntegrityAlgorithm"], .string, "\(name) \(saKey).IntegrityAlgorithm")
+            }
+            if ike["SharedSecret"] != nil { expectType(ike["SharedSecret"], .string, "\(name) IKEv2.SharedSecret") }
+        }
+    }
+
+    @Test func appleProfileEncodesEachServiceAsTheSpecSays() throws {
+        let vpns = try vpnPayloads()
+        let base = "vpnprov.acme.alice.vpn."
+        func ike(_ s: String) throws -> [String: Any] { try #require(vpns[base + s]?["IKEv2"] as? [String: Any]) }
+
+        let eap = try ike("fra-1.ikev2-eap")
+        #expect(eap["AuthenticationMethod"] as? String == "Certificate")
+        #expect(eap["ExtendedAuthEnabled"] as? Int == 1)
+        #expect(eap["AuthName"] as? String == "alice")
+        #expect(eap["AuthPassword"] as? String == "alice pass # }{")
+        #expect(eap["PayloadCertificateUUID"] == nil)
+        #expect(eap["ServerCertificateIssuerCommonName"] as? String == "acme VPN Root CA")
+        #expect(eap["RemoteIdentifier"] as? String == "fra-1.vpn.example.com")
+
+        let cert = try ike("fra-1.ikev2-cert")
+        #expect(cert["AuthenticationMethod"] as? String == "Certificate")
+        #expect(cert["ExtendedAuthEnabled"] as? Int == 0)
+        #expect(cert["CertificateType"] as? String == "ECDSA256")
+        #expect(cert["LocalIdentifier"] as? String == "alice@acme.example")
+        let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
+        let p12UUID = content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" }?["PayloadUUID"] as? String
+        #expect(cert["PayloadCertificateUUID"] as? String == p12UUID)
+
+        let psk = try ike("fra-1.ikev2-psk")
+        #expect(psk["AuthenticationMethod"] as? String == "SharedSecret")
+        #expect(psk["SharedSecret"] as? String == "fra psk with \"quotes\" & <tags>")
+        #expect(psk["ExtendedAuthEnabled"] as? Int == 0)
+
+        let pskEAP = try ike("fra-1.ikev2-psk-eap")
+        #expect(pskEAP["AuthenticationMethod"] as? String == "SharedSecret")
+        #expect(pskEAP["ExtendedAuthEnabled"] as? Int == 1)
+        #expect(pskEAP["LocalIdentifier"] as? String == "psk-eap.acme")
+
+        // The SA parameters are the node's first proposals, as Apple expresses them.
+        let sa = try #require(eap["IKESecurityAssociationParameters"] as? [String: Any])
+        #expect(sa["EncryptionAlgorithm"] as? String == "AES-256-GCM")
+        #expect(sa["IntegrityAlgorithm"] as? String == "SHA2-256")
+        #expect(sa["DiffieHellmanGroup"] as? Int == 19)
+        #expect(eap["EnablePFS"] as? Int == 0)
+        // ams-1 pins modp2048 and rekeys ESP with PFS because its ESP proposal names a group.
+        let ams = try ike("ams-1.ikev2-eap")
+        #expect((ams["IKESecurityAssociationParameters"] as? [String: Any])?["DiffieHellmanGroup"] as? Int == 14)
+        #expect(ams["EnablePFS"] as? Int == 1)
+
+        let group = try #require(vpns[base + "fra-1.ipsec-xauth-psk"]?["IPSec"] as? [String: Any])
+        #expect(group["LocalIdentifier"] as? String == "acme")
+        #expect(group["LocalIdentifierType"] as? String == "KeyID")
+        #expect(group["SharedSecret"] as? Data == Data("fra psk with \"quotes\" & <tags>".utf8))
+        #expect(group["XAuthName"] as? String == "alice")
+        let main = try #require(vpns[base + "ams-1.ipsec-xauth-psk"]?["IPSec"] as? [String: Any])
+        #expect(main["LocalIdentifier"] == nil)
+    }
+
+    @Test func uuidsAreNameBasedAndDistinct() throws {
+        let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
+        let uuids = content.compactMap { $0["PayloadUUID"] as? String } + [try profile()["PayloadUUID"] as! String]
+        #expect(Set(uuids).count == uuids.count)
+        for uuid in uuids {
+            #expect(UUID(uuidString: uuid) != nil)
+            #expect(Array(uuid)[14] == "5")  // version 5
+        }
+        // RFC 4122 Appendix B-style known answer: v5 of "www.example.com" in the DNS namespace.
+        let dns = NameBasedUUID(bytes: [0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8])
+        #expect(NameBasedUUID(namespace: dns, name: "www.example.com").description == "2ED6657D-E927-568B-95E1-2665A8AEA6A2")
+    }
+
+    @Test func mobileconfigPassesPlutilLint() throws {
+        let plutil = "/opt/swift/usr/bin/plutil"
+        try #require(FileManager.default.isExecutableFile(atPath: plutil), "plutil not installed")
+        let file = try #require(try render().first { $0.path.hasSuffix(".mobileconfig") })
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-plutil-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("alice.mobileconfig")
+        try Data(file.contents).write(to: url)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: plutil)
+        process.arguments = ["-lint", url.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        process.waitUntilExit()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.contains("OK"))
+    }
+
+    // MARK: - Android
+
+    func sswan(_ path: String) throws -> [String: Any] {
+        let file = try #require(try render().first { $0.path == path })
+        return try #require(try JSONSerialization.jsonObject(with: Data(file.contents)) as? [String: Any])
+    }
+
+    @Test func androidProfilesHaveTheAppsKeysAndTypes() throws {
+        let eap = try sswan("clients/alice/fra-1-ikev2-eap.sswan")
+        #expect(eap["type"] as? String == "ikev2-eap")
+        #expect(UUID(uuidString: eap["uuid"] as? String ?? "") != nil)
+        #expect(eap["ike-proposal"] as? String == "aes256gcm16-prfsha256-ecp256")
+        #expect(eap["esp-proposal"] as? String == "aes256gcm16")
+        let remote = try #require(eap["remote"] as? [String: Any])
+        #expect(remote["addr"] as? String == "fra-1.vpn.example.com")
+        #expect(remote["id"] as? String == "fra-1.vpn.example.com")
+        let caDER = try #require(Data(base64Encoded: remote["cert"] as? String ?? ""))
+        #expect(String(decoding: caDER, as: UTF8.self) == "fake ca DER bytes for tests")
+        let local = try #require(eap["local"] as? [String: Any])
+        #expect(local["eap_id"] as? String == "alice")
+        #expect(local["shared_secret"] as? String == "alice pass # }{")
+        #expect(local["p12"] == nil)
+
+        let cert = try sswan("clients/alice/fra-1-ikev2-cert.sswan")
+        #expect(cert["type"] as? String == "ikev2-cert")
+        let certLocal = try #require(cert["local"] as? [String: Any])
+        #expect(Data(base64Encoded: certLocal["p12"] as? String ?? "") == Data("fake p12 of alice".utf8))
+        #expect(certLocal["id"] as? String == "alice@acme.example")
+        #expect(certLocal["shared_secret"] == nil)
+    }
+
+    // MARK: - Linux
+
+    @Test func linuxContextMatchesTheServerShape() throws {
+        let inventory = inventory
+        let plan = ClientPlan.build(inventory: inventory, materials: materials)
+        let alice = inventory.user(named: "alice")!
+        let linux = plan.connections(of: "alice").filter { $0.devices.contains(.linux) }
+        let ctx = try LinuxClientRenderer.context(user: alice, connections: linux, inventory: inventory, materials: materials)
+        guard case .object(let top) = ctx.swanctl, case .list(let conns)? = top["connections"] else {
+            Issue.record("no connections list")
+            return
+        }
+        #expect(conns.count == 7)
+        // IKEv1 with a group: Aggressive Mode, key ID local identity, PSK then XAuth round.
+        let aggressive = conns.compactMap { c -> [String: TemplateValue]? in
+            if case .object(let o) = c, o["name"] == .identifier("fra-1-ipsec-xauth-psk") { return o }
+            return nil
+        }.first
+        #expect(aggressive?["version"] == .int(1))
+        #expect(aggressive?["aggressive"] == .bool(true))
+        #expect(aggressive?["vips"] == .string("0.0.0.0"))
+        guard case .list(let rounds)? = aggressive?["local_rounds"], rounds.count == 2,
+            case .object(let psk) = rounds[0], case .object(let xauth) = rounds[1]
+        else {
+            Issue.record("rounds")
+            return
+        }
+        #expect(psk["section"] == .identifier("local-psk"))
+        #expect(psk["id"] == .string("keyid:acme"))
+        #expect(xauth["auth"] == .string("xauth"))
+        #expect(xauth["xauth_id"] == .string("alice"))
+        // Secrets are 0s-encoded: nothing of the secret itself reaches the file.
+        guard case .object(let secrets) = ctx.secrets, case .list(let ike)? = secrets["ike"] else {
+            Issue.record("secrets")
+            return
+        }
+        #expect(ike.count == 2)
+        if case .object(let first) = ike[0], case .string(let secret)? = first["secret"] {
+            #expect(secret == "0s" + Data("fra psk with \"quotes\" & <tags>".utf8).base64EncodedString())
+        }
+    }
+
+    @Test func templateFilesExistForTheLinuxRenderer() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for name in [LinuxClientRenderer.swanctlTemplate, LinuxClientRenderer.secretsTemplate] {
+            let text = try String(contentsOf: root.appendingPathComponent("templates/\(name)"), encoding: .utf8)
+            #expect(text.hasPrefix("{{! syntax: swanctl }}"))
+        }
+    }
+
+    @Test func missingMaterialThrowsWithoutRevealingSecrets() throws {
+        var m = materials
+        m.users["alice"]?.p12 = nil
+        #expect(throws: ClientRenderError.self) {
+            try ClientRenderer.render(inventory: inventory, materials: m, templates: try TemplateSet.builtin())
+        }
+    }
+}

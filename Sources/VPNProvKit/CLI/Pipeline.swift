@@ -67,21 +67,6 @@ public struct RevokeOptions: Sendable, Hashable {
 /// The work behind `generate`, `check` and `revoke` (filled in by the pipeline: state, PKI, renderers).
 /// Each returns the exit code; `loadInventory` is the shared front half (load, decode, validate, print).
 public enum Pipeline {
-    public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
-        console.err("vpnprov: error: generate is not yet implemented\n")
-        return ExitCode.environment
-    }
-
-    public static func check(_ options: CheckOptions, console: Console) -> Int32 {
-        console.err("vpnprov: error: check is not yet implemented\n")
-        return ExitCode.environment
-    }
-
-    public static func revoke(_ options: RevokeOptions, console: Console) -> Int32 {
-        console.err("vpnprov: error: revoke is not yet implemented\n")
-        return ExitCode.environment
-    }
-
     /// Outcome of reading and checking an inventory.
     public struct Loaded: Sendable {
         /// The inventory when it has no errors (and, with `strict`, no warnings).

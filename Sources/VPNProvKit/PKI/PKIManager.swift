@@ -41,7 +41,8 @@ public struct PKIChange: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = "\(kind.rawValue) \(holder)"
+        // "created CA", not "created CA CA".
+        var text = kind.rawValue.hasSuffix(" CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(holder)"
         if let serial { text += " (\(serial))" }
         if let reason { text += ": \(reason)" }
         return text

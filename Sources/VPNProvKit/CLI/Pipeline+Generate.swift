@@ -1,0 +1,254 @@
+import Foundation
+import VPNProvCrypto
+
+/// `generate`, `check` and `revoke`: inventory -> validation -> PKI/state -> renderers -> consistency
+/// -> output tree. Nothing is written (state or output) unless every stage before succeeded.
+extension Pipeline {
+    public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
+        run(console) { () throws -> Int32 in
+            guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+            // Everything checked: now the state, then the output tree.
+            try built.prepared.commit()
+            let written = try OutputTree.write(built.files, to: options.outDirectory)
+            report(built, written, options: options, console: console)
+            return ExitCode.success
+        }
+    }
+
+    public static func check(_ options: CheckOptions, console: Console) -> Int32 {
+        run(console) { () throws -> Int32 in
+            guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+            let drift = try OutputTree.compare(built.files, with: options.outDirectory)
+            let stateChanges = built.prepared.changes
+            if drift.isClean && stateChanges.isEmpty {
+                console.err("\(display(options.outDirectory)) is up to date (\(built.files.count) files)\n")
+                return ExitCode.success
+            }
+            var lines: [String] = []
+            lines += drift.missing.map { "missing: \($0)" }
+            lines += drift.stale.map { "stale: \($0)" }
+            lines += drift.unexpected.map { "unexpected: \($0)" }
+            lines += stateChanges.map { "state: would \($0)" }
+            console.out(lines.joined(separator: "\n") + "\n")
+            console.err(
+                "\(display(options.outDirectory)) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
+                    + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(stateChanges.count) state changes\n")
+            return ExitCode.failure
+        }
+    }
+
+    public static func revoke(_ options: RevokeOptions, console: Console) -> Int32 {
+        run(console) { () throws -> Int32 in
+            let loaded = try loadInventory(
+                display: options.inventory, path: options.inventoryPath, format: options.format, strict: false, console: console,
+                printJSONWhenClean: false)
+            if let code = loaded.exitCode { return code }
+            guard let inventory = loaded.inventory else { return ExitCode.failure }
+            guard let user = inventory.user(named: options.user) else {
+                let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
+                console.err("vpnprov: error: user '\(options.user)' is not in \(options.inventory)\(hint)\n")
+                return ExitCode.failure
+            }
+            let lock = try StateLock(stateDirectory: options.stateDirectory)
+            defer { lock.release() }
+            let result = try PKIManager.revoke(
+                user: user.name, stateDirectory: options.stateDirectory, environment: options.environment, lock: lock,
+                knownUser: true, holdUser: !user.revoked)
+            for change in result.changes { console.err("vpnprov: \(change)\n") }
+            if result.serial == nil { console.err("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn\n") }
+            if !user.revoked {
+                console.err(
+                    "vpnprov: note: '\(user.name)' stays revoked; set 'revoked: true' for them in \(options.inventory) to record it there\n")
+            }
+            let generateOptions = GenerateOptions(
+                inventory: options.inventory, inventoryPath: options.inventoryPath, outDirectory: options.outDirectory,
+                stateDirectory: options.stateDirectory, templatesDirectory: options.templatesDirectory, format: options.format,
+                strict: false, environment: options.environment)
+            guard let built = try build(generateOptions, console: console, persist: false, lock: lock, quietLoad: true) else {
+                return ExitCode.failure
+            }
+            try built.prepared.commit()
+            let written = try OutputTree.write(built.files, to: options.outDirectory)
+            report(built, written, options: generateOptions, console: console)
+            return ExitCode.success
+        }
+    }
+
+    // MARK: - stages
+
+    struct Built {
+        var prepared: PrepareResult
+        var files: [OutputFile]
+    }
+
+    /// Load + validate, PKI (not yet committed), render everything, check consistency. Prints the
+    /// diagnostics; nil when the inventory has errors (exit 1). Throws for usage/environment problems.
+    static func build(
+        _ options: GenerateOptions, console: Console, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
+    ) throws -> Built? {
+        let loaded = try loadInventory(
+            display: options.inventory, path: options.inventoryPath, format: options.format, strict: options.strict,
+            console: quietLoad ? Console { _, _ in } : console, printJSONWhenClean: false)
+        if loaded.exitCode != nil { return nil }
+        guard let inventory = loaded.inventory else { return nil }
+        let templates: TemplateSet
+        do {
+            templates = try TemplateSet.load(directory: options.templatesDirectory)
+        } catch {
+            throw CLIError.usage("templates: \(error)", command: nil)
+        }
+        let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
+        defer { if lock == nil { heldLock.release() } }
+        let progress = Progress(console: console, environment: options.environment, label: "issuing certificates")
+        let prepared: PrepareResult
+        do {
+            prepared = try PKIManager.prepare(
+                inventory: inventory, stateDirectory: options.stateDirectory,
+                inventoryDirectory: (options.inventoryPath as NSString).deletingLastPathComponent,
+                environment: options.environment, persist: persist, lock: heldLock, progress: progress.callback)
+        } catch let error as PKIError where error.isInventory {
+            printDiagnostics([error.diagnostic], options: options, console: console)
+            return nil
+        }
+        progress.finish()
+        var diagnostics = secretStrength(prepared.inventory, prepared.materials)
+        diagnostics += Consistency.check(inventory: prepared.inventory, materials: prepared.materials, inspect: inspectCertificate)
+        let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
+        if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
+        if failed { return nil }
+        for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
+        var files = try ServerRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
+        files += try ClientRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
+        files += CatalogRenderer.render(inventory: prepared.inventory)
+        return Built(prepared: prepared, files: files)
+    }
+
+    /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
+    /// the validator applies to literals (generated ones are strong by construction).
+    static func secretStrength(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        func external(_ source: SecretSource?) -> Bool {
+            switch source {
+            case .env?, .file?: return true
+            default: return false
+            }
+        }
+        for node in inventory.nodes where external(node.psk) {
+            guard let psk = materials.nodes[node.name]?.psk else { continue }
+            for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPSK : .unrepresentableSecret,
+                    "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)", at: node.location(of: "psk")))
+            }
+        }
+        for user in inventory.users where !user.revoked && external(user.password) {
+            guard let password = materials.users[user.name]?.password else { continue }
+            for problem in SecretPolicy.check(secret: password, kind: .password, names: [user.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPassword : .unrepresentableSecret,
+                    "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
+                    at: user.location(of: "password")))
+            }
+        }
+        return out
+    }
+
+    /// Real certificate contents for the consistency check's SAN and issuer checks.
+    static let inspectCertificate: Consistency.CertificateInspector = { pem in
+        guard let cert = try? X509Certificate(pem: pem) else { return nil }
+        var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName)
+        for name in cert.subjectAlternativeNames {
+            switch name {
+            case .dnsName(let v): facts.dnsNames.append(v)
+            case .ipAddress(let v): facts.ipAddresses.append(v)
+            case .rfc822Name(let v): facts.emails.append(v)
+            }
+        }
+        return facts
+    }
+
+    // MARK: - printing
+
+    static func printDiagnostics(_ diagnostics: [Diagnostic], options: GenerateOptions, console: Console) {
+        let source = (try? InventoryLoader.readFile(options.inventoryPath)) ?? []
+        let printer = DiagnosticPrinter(format: options.format, sources: [options.inventory: source])
+        let sorted = DiagnosticPrinter.sorted(diagnostics)
+        if options.format == .json {
+            console.out(printer.render(sorted))
+        } else {
+            console.err(printer.render(sorted))
+        }
+        if let summary = DiagnosticPrinter.summary(sorted) { console.err(summary + "\n") }
+    }
+
+    static func report(_ built: Built, _ written: WriteSummary, options: GenerateOptions, console: Console) {
+        for change in built.prepared.changes { console.err("vpnprov: \(change)\n") }
+        let nodes = built.prepared.inventory.nodes.count
+        let users = built.prepared.inventory.users.filter { !$0.revoked }.count
+        console.err(
+            "vpnprov: \(display(options.outDirectory)): \(nodes) nodes, \(users) users; \(written.written.count) files written, "
+                + "\(written.unchanged.count) unchanged, \(written.removed.count) removed\n")
+    }
+
+    static func display(_ path: String) -> String {
+        let cwd = FileManager.default.currentDirectoryPath
+        return path.hasPrefix(cwd + "/") ? String(path.dropFirst(cwd.count + 1)) : path
+    }
+
+    /// Runs a stage and maps every failure to its message and exit code in one place.
+    static func run(_ console: Console, _ body: () throws -> Int32) -> Int32 {
+        do {
+            return try body()
+        } catch let error as CLIError {
+            return CommandLineTool.report(error, console)
+        } catch let error as PKIError {
+            console.err("vpnprov: error: \(error.message)\n")
+            return error.isInventory ? ExitCode.failure : ExitCode.environment
+        } catch let error as OutputError {
+            console.err("vpnprov: error: \(error.message)\n")
+            return ExitCode.environment
+        } catch {
+            // Renderer errors name what is missing, never a secret value.
+            console.err("vpnprov: error: \(error)\n")
+            return ExitCode.environment
+        }
+    }
+}
+
+/// Progress on stderr while certificates are issued: only when stderr is a terminal and not in CI.
+final class Progress: @unchecked Sendable {
+    private let console: Console
+    private let enabled: Bool
+    private let label: String
+    private let lock = NSLock()
+    private var lastShown = -1
+    private var shownAny = false
+
+    init(console: Console, environment: [String: String], label: String) {
+        self.console = console
+        self.label = label
+        enabled = console.errorIsTerminal && environment["CI"] == nil
+    }
+
+    var callback: (@Sendable (Int, Int) -> Void)? {
+        guard enabled else { return nil }
+        return { [self] done, total in update(done, total) }
+    }
+
+    private func update(_ done: Int, _ total: Int) {
+        guard total >= 20 else { return }
+        let percent = done * 100 / total
+        lock.lock()
+        defer { lock.unlock() }
+        guard percent != lastShown else { return }
+        lastShown = percent
+        shownAny = true
+        console.err("\rvpnprov: \(label) \(done)/\(total) (\(percent)%)")
+    }
+
+    func finish() {
+        lock.lock()
+        defer { lock.unlock() }
+        if shownAny { console.err("\n") }
+    }
+}

@@ -85,6 +85,21 @@ public enum OutputTree {
             if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
             close(dir)
         }
+        // Directories emptied by those removals go too (a non-empty one simply stays).
+        var emptied = Set<String>()
+        for removed in summary.removed {
+            var parts = removed.split(separator: "/").map(String.init).dropLast()
+            while !parts.isEmpty {
+                emptied.insert(parts.joined(separator: "/"))
+                parts = parts.dropLast()
+            }
+        }
+        for dir in emptied.sorted(by: { $0.count > $1.count }) {
+            let parts = dir.split(separator: "/").map(String.init)
+            guard let parent = try? openDirectory(root, components: parts.dropLast()[...], create: false, display: dir) else { continue }
+            unlinkat(parent, parts.last!, AT_REMOVEDIR)
+            close(parent)
+        }
         let manifest = sorted.map(\.path).joined(separator: "\n") + "\n"
         if try !fileMatches(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode) {
             try atomicWrite(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode, display: manifestName)

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+import VPNProvCrypto
+@testable import VPNProvKit
+
+/// `generate`, `check` and `revoke` run in-process on a copy of the shipped example inventory.
+@Suite struct PipelineTests {
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../inventory/example.yaml").standardized.path
+
+    /// A temp directory holding `inventory.yaml` (the example unless `text` is given).
+    func workspace(_ text: String? = nil) throws -> String {
+        let dir = try temporaryDirectory()
+        let contents = try text ?? String(contentsOfFile: Self.example, encoding: .utf8)
+        try contents.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    /// sha256 of every file below `dir`, by relative path.
+    func snapshot(_ dir: String) throws -> [String: String] {
+        var result: [String: String] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: dir) else { return [:] }
+        for case let path as String in walker {
+            var isDir: ObjCBool = false
+            FileManager.default.fileExists(atPath: dir + "/" + path, isDirectory: &isDir)
+            if isDir.boolValue { continue }
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/" + path)))
+            result[path] = hexString(Digest.sha256(bytes))
+        }
+        return result
+    }
+
+    /// Every generated secret of the state, for "never printed" checks.
+    func stateSecrets(_ dir: String) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/state/secrets.json"))
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        var secrets: [String] = []
+        for key in ["psks", "passwords", "p12Passwords"] {
+            secrets += ((json[key] as? [String: String]) ?? [:]).values
+        }
+        return secrets
+    }
+
+    @Test func secondGenerateRewritesNothingAndIsByteIdentical() throws {
+        let dir = try workspace()
+        let first = vpnprov(["generate"], in: dir)
+        #expect(first.code == 0, "\(first.err)")
+        let before = try snapshot(dir)
+        #expect(before.keys.contains("out/servers/fra-1/swanctl/swanctl.conf"))
+        #expect(before.keys.contains("out/clients/alice/alice.mobileconfig"))
+        #expect(before.keys.contains("state/index.json"))
+        let second = vpnprov(["generate"], in: dir)
+        #expect(second.code == 0)
+        #expect(second.err.contains(" 0 files written,"), "\(second.err)")
+        #expect(!second.err.contains("issued"))
+        #expect(try snapshot(dir) == before)
+        let secrets = try stateSecrets(dir)
+        #expect(secrets.count >= 5)
+        for secret in secrets {
+            #expect(!first.out.contains(secret) && !first.err.contains(secret) && !second.err.contains(secret), "a generated secret was printed")
+        }
+    }
+
+    @Test func checkPassesThenReportsDriftAfterAnInventoryEditWithoutWriting() throws {
+        let dir = try workspace()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let clean = vpnprov(["check"], in: dir)
+        #expect(clean.code == 0, "\(clean.out)\(clean.err)")
+        #expect(clean.err.contains("is up to date"))
+
+        var text = try String(contentsOfFile: dir + "/inventory.yaml", encoding: .utf8)
+        text = text.replacingOccurrences(of: "pool: 10.30.0.0/24", with: "pool: 10.31.0.0/24")
+        text += "\n  frank:\n    password: gen\n"
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let before = try snapshot(dir)
+        let drift = vpnprov(["check"], in: dir)
+        #expect(drift.code == 1)
+        #expect(drift.out.contains("stale: servers/sgp-1/swanctl/swanctl.conf"))
+        #expect(drift.out.contains("missing: clients/frank/frank.mobileconfig"))
+        #expect(drift.out.contains("state: would generated secret user 'frank': password"))
+        #expect(try snapshot(dir) == before, "check must write nothing")
+        // An unexpected file is drift too.
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        try "x".write(toFile: dir + "/out/servers/stray.conf", atomically: true, encoding: .utf8)
+        let stray = vpnprov(["check"], in: dir)
+        #expect(stray.code == 1)
+        #expect(stray.out == "unexpected: servers/stray.conf\n")
+    }
+
+    @Test func revokeListsTheSerialKeepsTheUserOutAndReAddingIssuesAFreshCertificate() throws {
+        let dir = try workspace()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let oldCert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
+
+        let revoke = vpnprov(["revoke", "carol"], in: dir)
+        #expect(revoke.code == 0, "\(revoke.err)")
+        #expect(revoke.err.contains("revoked user 'carol' (\(oldCert.serialHex))"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/carol"))
+        let crl = try CertificateRevocationList(pem: String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/x509crl/crl.pem", encoding: .utf8))
+        #expect(crl.revoked.map { hexString($0.serial) }.contains(oldCert.serialHex))
+        // carol's EAP secret is gone from the servers.
+        let fraSecrets = try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/conf.d/secrets.conf", encoding: .utf8)
+        #expect(!fraSecrets.contains("\"carol\""))
+
+        // The inventory still lists carol as active: the next run keeps her out and says so.
+        let again = vpnprov(["generate"], in: dir)
+        #expect(again.code == 0)
+        #expect(again.err.contains("user 'carol' was revoked with 'vpnprov revoke'"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/carol"))
+
+        // Recording the revocation in the inventory clears the hold; re-adding her later issues anew.
+        var text = try String(contentsOfFile: dir + "/inventory.yaml", encoding: .utf8)
+        text = text.replacingOccurrences(of: "    nodes: [fra-1, nyc-1]\n", with: "    nodes: [fra-1, nyc-1]\n    revoked: true\n")
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let recorded = vpnprov(["generate"], in: dir)
+        #expect(recorded.code == 0)
+        #expect(!recorded.err.contains("was revoked with"))
+        text = text.replacingOccurrences(of: "    nodes: [fra-1, nyc-1]\n    revoked: true\n", with: "    nodes: [fra-1, nyc-1]\n")
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let newCert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
+        #expect(newCert.serialHex != oldCert.serialHex)
+    }
+
+    @Test func revokeOfAnUnknownUserIsAnInventoryError() throws {
+        let dir = try workspace()
+        let r = vpnprov(["revoke", "carl"], in: dir)
+        #expect(r.code == 1)
+        #expect(r.err.contains("user 'carl' is not in inventory.yaml; did you mean 'carol'?"))
+    }
+
+    @Test func aMissingSecretReferenceStopsBeforeAnythingIsWritten() throws {
+        let dir = try workspace(
+            """
+            vpnprov: 1
+            name: acme
+            nodes:
+              n1:
+                address: 192.0.2.1
+                pool: 10.1.0.0/24
+                services: [ikev2-psk]
+                psk: env:VPN_PSK_N1
+            users:
+              u1:
+                password: gen
+            """)
+        let r = vpnprov(["generate"], in: dir)
+        #expect(r.code == 1)
+        #expect(r.err.contains("env:VPN_PSK_N1"), "\(r.err)")
+        #expect(r.err.contains("inventory.yaml:8:"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/state/index.json"))
+    }
+
+    @Test func aWeakSecretFromAFileIsRefusedWithoutPrintingIt() throws {
+        let dir = try workspace(
+            """
+            vpnprov: 1
+            name: acme
+            nodes:
+              n1:
+                address: 192.0.2.1
+                pool: 10.1.0.0/24
+                services: [ikev2-psk]
+                psk: file:psk.txt
+            users:
+              u1:
+                password: gen
+            """)
+        try "password1234\n".write(toFile: dir + "/psk.txt", atomically: true, encoding: .utf8)
+        let r = vpnprov(["generate"], in: dir)
+        #expect(r.code == 1)
+        #expect(r.err.contains("[weak-psk]"), "\(r.err)")
+        #expect(!r.err.contains("password1234") && !r.out.contains("password1234"))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
+    }
+
+    @Test func aHeldLockIsAnEnvironmentError() throws {
+        let dir = try workspace()
+        let lock = try StateLock(stateDirectory: dir + "/state")
+        defer { lock.release() }
+        let r = vpnprov(["generate"], in: dir)
+        #expect(r.code == 3)
+        #expect(r.err.contains("lock"), "\(r.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
+    }
+}

@@ -184,4 +184,28 @@ import VPNProvCrypto
         #expect(r.err.contains("lock"), "\(r.err)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
     }
+
+    @Test func aDNServerIdentityIsCheckedAgainstTheCertificateSubject() throws {
+        let dir = try workspace(
+            """
+            vpnprov: 1
+            name: acme
+            nodes:
+              dn-1:
+                address: 2001:db8::10
+                id: "C=DE, O=acme, CN=dn-1"
+                pool: 10.5.0.0/24
+                services: [ikev2-eap]
+            users:
+              u1:
+                password: gen
+            """)
+        let r = vpnprov(["generate"], in: dir)
+        #expect(r.code == 0, "\(r.err)")
+        let cert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/servers/dn-1/swanctl/x509/dn-1.pem", encoding: .utf8))
+        #expect(cert.subject.description == "C=DE, O=acme, CN=dn-1")
+        let facts = CertificateFacts(subject: cert.subject.description)
+        #expect(facts.contains(.dn("C=DE,O=acme,CN=dn-1")))
+        #expect(!facts.contains(.dn("C=DE, O=acme, CN=dn-2")))
+    }
 }

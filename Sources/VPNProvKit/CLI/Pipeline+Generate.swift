@@ -156,7 +156,7 @@ extension Pipeline {
     /// Real certificate contents for the consistency check's SAN and issuer checks.
     static let inspectCertificate: Consistency.CertificateInspector = { pem in
         guard let cert = try? X509Certificate(pem: pem) else { return nil }
-        var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName)
+        var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
         for name in cert.subjectAlternativeNames {
             switch name {
             case .dnsName(let v): facts.dnsNames.append(v)

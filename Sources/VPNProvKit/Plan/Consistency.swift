@@ -1,3 +1,4 @@
+import VPNProvCrypto
 // Client/server consistency (SPEC §5): before anything is written, every client connection of the
 // ClientPlan is checked against its node's server configuration by simulating how strongSwan's
 // responder picks a connection, then comparing identities, auth rounds, proposals, certificates and
@@ -81,15 +82,22 @@ public struct CertificateFacts: Sendable, Hashable {
     public var ipAddresses: [[UInt8]]
     public var emails: [String]
     public var issuerCommonName: String?
-    public init(dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil) {
+    /// The certificate's subject in strongSwan's text form ("C=DE, O=acme, CN=x"): a DN identity
+    /// is matched against the subject, not the subjectAltName.
+    public var subject: String?
+    public init(
+        dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil,
+        subject: String? = nil
+    ) {
         self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses
         self.emails = emails
         self.issuerCommonName = issuerCommonName
+        self.subject = subject
     }
 
     /// The identity is in the subjectAltName with its own type (FQDN as dNSName, IP as iPAddress,
-    /// user@FQDN as rfc822Name). DNs and key IDs are never SANs.
+    /// user@FQDN as rfc822Name). A DN is the certificate's subject; key IDs are never in a certificate.
     public func contains(_ id: IKEIdentity) -> Bool {
         switch id {
         case .fqdn(let name): return dnsNames.contains { $0.lowercased() == name.lowercased() }
@@ -97,7 +105,10 @@ public struct CertificateFacts: Sendable, Hashable {
             guard let bytes = IPAddressText.parse(text) else { return false }
             return ipAddresses.contains(bytes)
         case .userFQDN(let mail): return emails.contains { $0.lowercased() == mail.lowercased() }
-        case .dn, .keyID: return false
+        case .dn(let text):
+            guard let subject, let wanted = DistinguishedName.parse(text), let have = DistinguishedName.parse(subject) else { return false }
+            return wanted == have
+        case .keyID: return false
         }
     }
 }

@@ -63,7 +63,7 @@ final class NodeUnderTest: @unchecked Sendable {
     /// What a proven handshake looked like.
     struct Proof {
         var ike: IKESA
-        /// The peer config the server ended up using (last "selected/switching to peer config" line).
+        /// The peer config (connection) the server's IKE_SA belongs to.
         var serverPeerConfig: String?
         /// Server log lines written during this handshake.
         var serverLog: String
@@ -98,7 +98,8 @@ final class NodeUnderTest: @unchecked Sendable {
             let ping6 = try scenario.pingThroughTunnel(tunnel, ipv6: true)
             guard ping6.succeeded else { throw HarnessError("\(label): ping6 through the tunnel failed: \(ping6)") }
         }
-        let peerConfig = Self.lastPeerConfig(in: log)
+        // The server names its IKE_SA after the peer config (connection) it chose.
+        let peerConfig = try server.securityAssociations().first { $0.state == "ESTABLISHED" }?.name
         return Proof(ike: sa, serverPeerConfig: peerConfig, serverLog: log)
     }
 
@@ -116,18 +117,6 @@ final class NodeUnderTest: @unchecked Sendable {
     static func since(_ mark: Int, _ log: String) -> String {
         let bytes = Array(log.utf8)
         return mark <= bytes.count ? String(decoding: bytes[mark...], as: UTF8.self) : log
-    }
-
-    static func lastPeerConfig(in log: String) -> String? {
-        var last: String?
-        for line in log.split(separator: "\n") {
-            for marker in ["selected peer config '", "switching to peer config '"] {
-                if let r = line.range(of: marker) {
-                    last = String(line[r.upperBound...].prefix { $0 != "'" })
-                }
-            }
-        }
-        return last
     }
 
     /// `swanctl --list-conns`, split into one block per connection (name → block text).

@@ -192,6 +192,23 @@ struct GeneratedTunnelTests {
         }
     }
 
+    @Test("A node's generated strongswan.d/vpnprov.conf is needed: without it Aggressive Mode PSK is refused")
+    func aggressiveModeNeedsTheGeneratedSetting() throws {
+        try StrongSwanEnvironment.require()
+        let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "no-include")
+        let node = try example.node("fra-1")
+        #expect(node.settingsInclude != nil, "fra-1 offers ipsec-xauth-psk with a group but has no strongswan.d snippet")
+        let nut = try NodeUnderTest.start(example, node: "fra-1", includeSettings: false)
+        defer { nut.teardown() }
+        let cases = try example.clientCases().filter { $0.node == "fra-1" && $0.service == "ipsec-xauth-psk" }
+        let picks = [cases.first { $0.kind == .apple }, cases.first { $0.kind == .linux }].compactMap { $0 }
+        #expect(picks.count == 2)
+        for c in picks {
+            let log = try nut.refuse(try c.make(), label: c.label)
+            #expect(log.contains("Aggressive Mode PSK disabled for security reasons"), "\(c.label): server log:\n\(log)")
+        }
+    }
+
     @Test("Every generated node loads into charon without a warning, and swanctl --list-conns shows the inventory")
     func nodesLoadCleanlyAndListAsAsked() throws {
         try StrongSwanEnvironment.require()

@@ -58,8 +58,9 @@ enum Inventories {
             password: file:ben.password
             nodes: [lab-dns]
             devices: [apple, linux]
-          vic:                      # certificate only; revoked by the test
+          vic:                      # certificate only, an identity with '#' and braces; revoked by the test
             cert: true
+            id: "vic+vpn#1{x}@lab.test"
             nodes: [lab-v4]
 
         """

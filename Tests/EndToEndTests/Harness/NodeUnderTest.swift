@@ -13,12 +13,14 @@ final class NodeUnderTest: @unchecked Sendable {
     var client: Charon { scenario.client }
 
     /// Starts both daemons; the server loads the node cleanly (any failed/invalid/ignored/discarded line throws).
-    static func start(_ deployment: GeneratedDeployment, node name: String, editConf: ((String) -> String)? = nil)
-        throws -> NodeUnderTest
-    {
+    /// `includeSettings: false` leaves out the node's strongswan.d snippet (to prove it is needed).
+    static func start(
+        _ deployment: GeneratedDeployment, node name: String, includeSettings: Bool = true,
+        editConf: ((String) -> String)? = nil
+    ) throws -> NodeUnderTest {
         let node = try deployment.node(name)
         let scenario = try TunnelScenario.start(
-            serverSettingsIncludes: node.settingsInclude.map { [$0] } ?? [],
+            serverSettingsIncludes: includeSettings ? node.settingsInclude.map { [$0] } ?? [] : [],
             clientHosts: deployment.clientHosts, extraServerAddresses: deployment.extraServerAddresses)
         do {
             if let editConf {

@@ -13,6 +13,8 @@ struct GeneratedTunnelTests {
         var refusals = 0
         /// "kind service peer-config", e.g. "apple ipsec-xauth-psk ipsec-xauth-psk-main".
         var covered: Set<String> = []
+        /// Handshakes per client kind.
+        var byKind: [String: Int] = [:]
     }
 
     /// What strongSwan must have negotiated / been configured with for an inventory's proposals.
@@ -57,7 +59,8 @@ struct GeneratedTunnelTests {
         for combination in required {
             #expect(tally.covered.contains(combination), "never proven: \(combination); proven: \(tally.covered.sorted())")
         }
-        print("e2e: \(tally.handshakes) handshakes proven, \(tally.refusals) refusals proven")
+        let kinds = tally.byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        print("e2e: \(tally.handshakes) handshakes proven (\(kinds)), \(tally.refusals) refusals proven")
     }
 
     /// Every client case of `deployment`, node by node (one server charon per node).
@@ -83,6 +86,7 @@ struct GeneratedTunnelTests {
                         if proof.serverLog.contains(proposals.configuredIKEv2) { sawConfiguredProposals = true }
                     }
                     tally.handshakes += 1
+                    tally.byKind[c.kind.rawValue, default: 0] += 1
                     tally.covered.insert("\(c.kind.rawValue) \(c.service) \(peer)")
                 } catch {
                     Issue.record("\(deployment.label): \(error)")

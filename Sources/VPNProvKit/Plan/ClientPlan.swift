@@ -231,6 +231,14 @@ public struct ClientPlan: Sendable, Hashable {
             case (.apple, _): break  // set from AppleSA by the caller
             case (.android, _):
                 offers[.android] = ProposalOffer(ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
+            case (.linux, 1):
+                // The server's own IKEv1 lists, same order: IKEv1 has no AEAD in Phase 1 (strongSwan drops
+                // `aes256gcm16-prfsha256-ecp256` to a bare `ecp256`), and in Aggressive Mode the KE sent with
+                // the first message is for the first proposal's group, so the first one must be the server's
+                // first choice or the responder fails with "unable to apply received KE value".
+                offers[.linux] = ProposalOffer(
+                    ike: ServerPlan.ikev1IKEProposals(from: node.proposals.ike),
+                    esp: ServerPlan.ikev1ESPProposals(from: node.proposals.esp))
             case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
             }
         }

@@ -113,7 +113,10 @@ public enum ServerRenderer {
                 rounds.append([
                     "section": .identifier(r.section),
                     "auth": .string(r.auth.rawValue),
-                    "id": .string(r.id.swanctlValue),
+                    // An XAuth round takes no IKE identity: strongSwan checks `id` of every round against the
+                    // identity that round authenticated, and an XAuth round authenticates none, so `id = %any`
+                    // there fails every IKEv1 client ("constraint check failed: identity '%any' required").
+                    "id": r.auth == .xauth ? "" : .string(r.id.swanctlValue),
                     "eap_id": .string(r.eapID?.swanctlValue ?? ""),
                     "certs": "",
                     "cacerts": list(r.caCertificates),

@@ -34,6 +34,10 @@ public final class StateLock: @unchecked Sendable {
 
     public func release() {
         if fd >= 0 {
+            // Unlock explicitly before closing: a child forked by another thread (Foundation's Process) holds a
+            // copy of this descriptor until it execs, and a flock lives as long as any copy does, so close()
+            // alone could leave the state locked for an instant and refuse the next run in this process.
+            flock(fd, LOCK_UN)
             close(fd)
             fd = -1
         }

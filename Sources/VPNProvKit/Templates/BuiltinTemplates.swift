@@ -205,7 +205,9 @@ connections {
 {{#rounds}}
       {{section}} {
          auth = {{auth}}
+{{#id}}
          id = {{id}}
+{{/id}}
 {{#eap_id}}
          eap_id = {{eap_id}}
 {{/eap_id}}

@@ -19,18 +19,31 @@ final class NetworkPair: @unchecked Sendable {
     let serverInnerAddress = "198.51.100.1"
     let serverInnerAddress6 = "2001:db8:ffff::1"
     let interfaceName = "veth0"
+    /// Names the client resolves to `serverAddress` (through `/etc/netns/<client>/hosts`, which `ip netns exec`
+    /// bind-mounts over /etc/hosts for every process it starts in the client namespace).
+    let clientHosts: [String]
+    /// More addresses the server answers on (on its loopback; the client routes them via `serverAddress`):
+    /// a node whose generated configs name e.g. 203.0.113.10 is then reached at exactly that address.
+    let extraServerAddresses: [String]
     private var tornDown = false
 
-    private init(server: String, client: String) {
+    private init(server: String, client: String, clientHosts: [String], extraServerAddresses: [String]) {
         serverNamespace = server
         clientNamespace = client
+        self.clientHosts = clientHosts
+        self.extraServerAddresses = extraServerAddresses
     }
 
+    /// `/etc/netns/<client namespace>`: the per-namespace /etc overlay (removed on teardown).
+    var clientEtcDirectory: String { "/etc/netns/\(clientNamespace)" }
+
     /// Creates both namespaces and the link; on any failure removes what was made.
-    static func create() throws -> NetworkPair {
+    static func create(clientHosts: [String] = [], extraServerAddresses: [String] = []) throws -> NetworkPair {
         removeStale()
         let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
-        let pair = NetworkPair(server: base + "-s", client: base + "-c")
+        let pair = NetworkPair(
+            server: base + "-s", client: base + "-c", clientHosts: clientHosts,
+            extraServerAddresses: extraServerAddresses)
         do {
             try pair.setUp()
         } catch {
@@ -59,6 +72,18 @@ final class NetworkPair: @unchecked Sendable {
         }
         try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress)/32", "dev", "lo"])
         try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress6)/128", "dev", "lo"])
+        for address in extraServerAddresses {
+            let v6 = address.contains(":")
+            try ip(["-n", serverNamespace, "addr", "add", "\(address)/\(v6 ? 128 : 32)", "dev", "lo"])
+            try ip(["-n", clientNamespace, "route", "add", "\(address)/\(v6 ? 128 : 32)",
+                    "via", v6 ? serverAddress6 : serverAddress])
+        }
+        if !clientHosts.isEmpty {
+            try FileManager.default.createDirectory(atPath: clientEtcDirectory, withIntermediateDirectories: true)
+            let hosts = "127.0.0.1 localhost\n::1 localhost\n"
+                + clientHosts.map { "\(serverAddress) \($0)\n" }.joined()
+            try hosts.write(toFile: clientEtcDirectory + "/hosts", atomically: true, encoding: .utf8)
+        }
     }
 
     /// Kills whatever still runs inside and deletes both namespaces. Safe to call twice.
@@ -100,6 +125,7 @@ final class NetworkPair: @unchecked Sendable {
             }
         }
         _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
     }
 
     /// Deletes `vpnp-<pid>-…` namespaces (and temp dirs) whose creating process no longer exists.
@@ -115,6 +141,14 @@ final class NetworkPair: @unchecked Sendable {
             guard fields.count == 4, let pid = Int32(fields[1]), pid != Scratch.pid, !Scratch.processExists(pid)
             else { continue }
             delete(namespace: name)
+        }
+        // /etc/netns overlays whose namespace is already gone.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/etc/netns")) ?? []
+        where name.hasPrefix("\(Scratch.prefix)-") {
+            let fields = name.split(separator: "-")
+            guard fields.count == 4, let pid = Int32(fields[1]), pid != Scratch.pid, !Scratch.processExists(pid)
+            else { continue }
+            try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
         }
     }
 }

@@ -26,9 +26,11 @@ final class TunnelScenario: @unchecked Sendable {
         serverSettingsIncludes: [String] = [],
         serverExtraSettings: String = "",
         clientSettingsIncludes: [String] = [],
-        clientExtraSettings: String = ""
+        clientExtraSettings: String = "",
+        clientHosts: [String] = [],
+        extraServerAddresses: [String] = []
     ) throws -> TunnelScenario {
-        let pair = try NetworkPair.create()
+        let pair = try NetworkPair.create(clientHosts: clientHosts, extraServerAddresses: extraServerAddresses)
         do {
             let server = try Charon.start(
                 in: pair.serverNamespace, label: "server",

@@ -56,6 +56,12 @@ extension Pipeline {
                 knownUser: true, holdUser: !user.revoked)
             for change in result.changes { console.err("vpnprov: \(change)\n") }
             if result.serial == nil { console.err("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn\n") }
+            let pskNodes = user.nodes.filter { inventory.node(named: $0)?.services.contains(.ikev2PSK) == true }
+            if !pskNodes.isEmpty {
+                console.err(
+                    "vpnprov: warning: '\(user.name)' could use ikev2-psk on \(pskNodes.joined(separator: ", ")); that service has no "
+                        + "per-user credential, so whoever knows a node's PSK can still connect until it changes\n")
+            }
             if !user.revoked {
                 console.err(
                     "vpnprov: note: '\(user.name)' stays revoked; set 'revoked: true' for them in \(options.inventory) to record it there\n")

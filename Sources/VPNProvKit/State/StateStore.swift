@@ -223,6 +223,8 @@ final class StateStore: @unchecked Sendable {
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
     func commit() throws {
+        // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
+        for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
         guard hasChanges else { return }
         for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
         let files = pending

@@ -26,4 +26,15 @@ import Testing
         #expect(diagnostics.contains { $0.location?.line == 7 && $0.severity == .error })
         #expect(!diagnostics.contains { $0.message.contains("\"\(secret)\"") })
     }
+
+    /// The excerpt of a diagnostic on a 15 MiB line decoded the whole line (and lowercased it to look
+    /// for secret keys): 10+ s and 300 MB for `vpnprov validate` on a huge scalar. Only the start is read.
+    @Test func excerptReadsOnlyTheStartOfAHugeLine() {
+        let bytes = Array("a: 1\nb: ".utf8) + Array(repeating: UInt8(ascii: "x"), count: 15 << 20) + [0x0A]
+        let line = DiagnosticPrinter.sourceLine(bytes, 2)
+        #expect(line?.hasPrefix("b: xxx") == true)
+        #expect((line?.utf8.count ?? .max) <= DiagnosticPrinter.maxExcerptBytes)
+        #expect(DiagnosticPrinter.sourceLine(bytes, 1) == "a: 1")
+        #expect(DiagnosticPrinter.sourceLine(bytes, 3) == "")
+    }
 }

@@ -27,6 +27,8 @@ let package = Package(
         .executableTarget(name: "vpnprov", dependencies: ["VPNProvKit"]),
         // Fleet-scale benchmark: `swift run -c release vpnprov-bench` (prints figures, asserts nothing).
         .executableTarget(name: "vpnprov-bench"),
+        // libFuzzer target for the loader and validator (README "Fuzzing"); a corpus replayer otherwise.
+        .executableTarget(name: "vpnprov-fuzz", dependencies: ["VPNProvKit"]),
         .testTarget(
             name: "VPNProvKitTests",
             dependencies: ["VPNProvKit", "VPNProvYAML", "VPNProvCrypto"],

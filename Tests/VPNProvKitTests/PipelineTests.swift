@@ -22,7 +22,7 @@ import VPNProvCrypto
         guard let walker = FileManager.default.enumerator(atPath: dir) else { return [:] }
         for case let path as String in walker {
             var isDir: ObjCBool = false
-            FileManager.default.fileExists(atPath: dir + "/" + path, isDirectory: &isDir)
+            _ = FileManager.default.fileExists(atPath: dir + "/" + path, isDirectory: &isDir)
             if isDir.boolValue { continue }
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/" + path)))
             result[path] = hexString(Digest.sha256(bytes))

@@ -92,12 +92,19 @@ public struct DiagnosticPrinter: Sendable {
         return "\(shown)\n\(caret)^\n"
     }
 
-    /// Line `number` (1-based) of `bytes`, without its line break or a leading BOM.
+    /// Bytes of a source line read for an excerpt (200 characters are shown).
+    static let maxExcerptBytes = 4096
+
+    /// Line `number` (1-based) of `bytes` (at most its first `maxExcerptBytes`), without its line
+    /// break or a leading BOM.
     static func sourceLine(_ bytes: [UInt8], _ number: Int) -> String? {
         var line = 1
         var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var i = start
         while i < bytes.count {
+            // Only the start of the line is ever shown: a multi-megabyte line (a huge scalar) must
+            // not be decoded and scanned whole.
+            if line == number && i - start >= maxExcerptBytes { break }
             let b = bytes[i]
             if b == 0x0A || b == 0x0D {
                 if line == number { break }

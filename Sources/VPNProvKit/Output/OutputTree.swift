@@ -100,6 +100,14 @@ public enum OutputTree {
             unlinkat(parent, parts.last!, AT_REMOVEDIR)
             close(parent)
         }
+        // Temporary files of a run killed between writing and renaming (`.<name>.tmp-<pid>`), in the
+        // directories this run writes to.
+        let directories = Set(sorted.map { $0.path.split(separator: "/").dropLast().map(String.init) })
+        for parts in directories {
+            guard let dir = try? openDirectory(root, components: parts[...], create: false, display: parts.joined(separator: "/")) else { continue }
+            removeTemporaries(dir)
+            close(dir)
+        }
         let manifest = sorted.map(\.path).joined(separator: "\n") + "\n"
         if try !fileMatches(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode) {
             try atomicWrite(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode, display: manifestName)
@@ -207,12 +215,31 @@ public enum OutputTree {
         }
         ok = ok && fsync(fd) == 0
         close(fd)
+        if ok { CrashTestHook.step() }
         guard ok, renameat(dir, temp, dir, name) == 0 else {
             let e = OutputError.errno("cannot write", display)
             unlinkat(dir, temp, 0)
             throw e
         }
+        CrashTestHook.step()
         fsync(dir)
+    }
+
+    /// Removes `.<name>.tmp-<digits>` files (left only by a killed run) from `dir`.
+    private static func removeTemporaries(_ dir: Int32) {
+        let copy = dup(dir)
+        guard copy >= 0, let stream = fdopendir(copy) else { return }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { continue }
+            let pid = name[range.upperBound...]
+            if !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber) { names.append(name) }
+        }
+        closedir(stream)
+        for name in names { unlinkat(dir, name, 0) }
     }
 
     private static func readManifest(_ root: Int32) -> Set<String> {

@@ -259,8 +259,10 @@ private struct Session {
             changes.append(PKIChange(.caAdopted, .ca, serial: ca.serialHex))
             return
         }
+        // A key without certificate is the CA key of a first run killed mid-commit: certify that key.
+        let orphanKey = store.caKeyPEM == nil ? nil : try store.caKey(passphrase: passphrase)
         do {
-            let key = try PrivateKey.generate(settings.key.algorithm)
+            let key = try orphanKey ?? PrivateKey.generate(settings.key.algorithm)
             let serial = try newSerial()
             let template = CertificateTemplate(
                 serial: bytesFromHex(serial)!,
@@ -268,16 +270,17 @@ private struct Session {
                 notBefore: now - PKIManager.backdate, notAfter: now + TimeInterval(settings.days) * 86400,
                 keyUsage: [.keyCertSign, .cRLSign], isCA: true)
             let cert = try CertificateIssuer.selfSigned(template, key: key)
-            let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
+            let keyPEM = try store.caKeyPEM ?? passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
-            store.stage(store.paths.caKey, Array(keyPEM.utf8), overwrite: false)
+            if orphanKey == nil { store.stage(store.paths.caKey, Array(keyPEM.utf8), overwrite: false) }
+            let keyType = orphanKey == nil ? settings.key : cert.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) ?? settings.key
             store.stage(store.paths.caCertificate, Array(cert.pem.utf8), overwrite: false)
             index.ca = CARecord(
-                serial: serial, commonName: settings.name, keyType: settings.key, fingerprint: hexString(cert.fingerprintSHA256),
+                serial: serial, commonName: settings.name, keyType: keyType, fingerprint: hexString(cert.fingerprintSHA256),
                 notAfter: cert.notAfter)
             index.certificates[serial] = CertificateRecord(
                 serial: serial, kind: .ca, holder: "", subject: template.subject.description, subjectAltNames: [],
-                keyType: settings.key, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
+                keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
             changes.append(PKIChange(.caCreated, .ca, serial: serial))
         } catch {
             throw cryptoFailure("cannot create the CA", error)

@@ -38,6 +38,7 @@ enum AtomicFile {
             errno = savedErrno
             throw ioError("cannot write \(path)")
         }
+        CrashTestHook.step()
         if overwrite {
             guard rename(temp, path) == 0 else {
                 let e = ioError("cannot rename into \(path)")
@@ -51,7 +52,17 @@ enum AtomicFile {
             unlink(temp)
             guard linked == 0 else { throw e }
         }
+        CrashTestHook.step()
         if sync { try syncDirectory(directory) }
+    }
+
+    /// Removes temporary files that `write` leaves behind only when the process dies between creating
+    /// and renaming them (`.<name>.tmp-<pid>-<random>`). Call with the state lock held.
+    static func removeTemporaries(in directory: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(".") && name.contains(".tmp-") {
+            unlink("\(directory)/\(name)")
+        }
     }
 
     static func syncDirectory(_ directory: String) throws {

@@ -108,7 +108,14 @@ final class StateStore: @unchecked Sendable {
         // The CA.
         let keyExists = AtomicFile.exists(paths.caKey)
         let certExists = AtomicFile.exists(paths.caCertificate)
-        if index.ca != nil || keyExists || certExists {
+        if index.ca == nil && keyExists && !certExists {
+            // A first run killed between writing the new CA's key and its certificate (commit writes
+            // the key first): nothing was committed with this key, so it is adopted and gets its
+            // certificate on this run (PKIManager.ensureCA).
+            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            store.caKeyPEM = keyPEM
+            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil { _ = try store.caKey(passphrase: caPassphrase) }
+        } else if index.ca != nil || keyExists || certExists {
             guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
             guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
             let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
@@ -223,16 +230,22 @@ final class StateStore: @unchecked Sendable {
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
     func commit() throws {
+        // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
+        for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
         guard hasChanges else { return }
         for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
-        let files = pending
+        // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
+        // order staged, so a kill between them leaves a key without certificate, which load adopts,
+        // never a certificate without its key.
+        for file in pending where !file.overwrite {
+            if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
+            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
+        }
+        let files = pending.filter(\.overwrite)
         _ = try parallelMap(files.count) { i in
             let file = files[i]
             // A file from an earlier crashed run may exist already: content-addressed names make it
-            // the same content (keys, certs, p12, CRL), except the CA which is never replaced.
-            if !file.overwrite && AtomicFile.exists(file.path) {
-                throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)")
-            }
+            // the same content (keys, certs, p12, CRL).
             try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
         }
         try AtomicFile.syncFileSystem(of: paths.root)

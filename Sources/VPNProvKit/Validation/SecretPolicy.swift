@@ -178,7 +178,7 @@ public enum SecretPolicy {
         }
         var effective = covered.filter { !$0 }.count
         // A string made of one shorter unit repeated counts as that unit.
-        for period in 1...(n / 2) where n % period == 0 {
+        for period in stride(from: 1, through: n / 2, by: 1) where n % period == 0 {  // empty for n < 2
             if (period..<n).allSatisfy({ scalars[$0] == scalars[$0 - period] }) {
                 if period < effective { effective = period; patterns.insert("a repeated pattern") }
                 break

@@ -1,0 +1,37 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Test-only fault injection for the crash-safety test (issue 8): with VPNPROV_CRASH_AFTER_WRITES=n
+/// in the environment, the process dies with SIGKILL at the n-th write step (1-based) of a state or
+/// output file. Every atomic write has two steps: its temporary file is complete but not yet renamed
+/// (step 2k-1), and it has been renamed into place (step 2k). Without the variable (every normal run)
+/// this does nothing beyond one environment lookup per process.
+enum CrashTestHook {
+    private static let limit: Int? = ProcessInfo.processInfo.environment["VPNPROV_CRASH_AFTER_WRITES"].flatMap { Int($0) }
+    private static let counter = StepCounter()
+
+    /// One write step happened; dies here when it is the chosen one.
+    static func step() {
+        guard let limit else { return }
+        if counter.increment() >= limit {
+            kill(getpid(), SIGKILL)
+            _exit(137)
+        }
+    }
+
+    private final class StepCounter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 0
+        func increment() -> Int {
+            lock.lock()
+            defer { lock.unlock() }
+            value += 1
+            return value
+        }
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+/// Runs the built `vpnprov` binary (next to the test bundle) as a child process.
+enum VPNProvBinary {
+    static var path: String {
+        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("vpnprov").path
+    }
+
+    struct Outcome {
+        var status: Int32
+        var killed: Bool
+        var out: String
+        var err: String
+    }
+
+    static func run(_ arguments: [String], in directory: String, environment extra: [String: String] = [:]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") }
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        // Files, not pipes: nothing can block on a full pipe.
+        let outPath = directory + "/../\(UUID().uuidString).out"
+        let errPath = directory + "/../\(UUID().uuidString).err"
+        guard FileManager.default.createFile(atPath: outPath, contents: nil),
+            FileManager.default.createFile(atPath: errPath, contents: nil)
+        else { throw CocoaError(.fileWriteUnknown) }
+        defer {
+            try? FileManager.default.removeItem(atPath: outPath)
+            try? FileManager.default.removeItem(atPath: errPath)
+        }
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
+            out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+}
+
+/// Issue 8 / issue 3: `generate` killed at many points never leaves a half-written file, the state
+/// always loads afterwards, and the CA never changes once created. The binary is killed with
+/// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES, see CrashTestHook): each atomic write
+/// has a step with its temporary file complete but not renamed and a step after the rename, so the
+/// points cover both sides of every rename in the state commit and across the output tree.
+@Suite(.serialized) struct CrashSafetyTests {
+    static let userCount = 80
+
+    /// `userCount` users, every fourth a certificate user; `changed` adds users, revokes one and
+    /// narrows another, so a run touches state (new keys, certificates, p12, CRL) and output.
+    static func inventory(changed: Bool) -> String {
+        var text = """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1:
+                address: fra-1.vpn.example.com
+                pool: 10.10.0.0/24
+                services: [ikev2-eap, ikev2-cert, ikev2-psk]
+                psk: gen
+              nyc-1:
+                address: 203.0.113.10
+                pool: 10.20.0.0/24
+                services: [ikev2-eap, ikev2-cert]
+            users:
+
+            """
+        for i in 0..<(changed ? userCount + 8 : userCount) {
+            text += "  user\(i):\n"
+            text += i % 4 == 0 ? "    cert: true\n" : "    password: gen\n"
+            if changed && i == 4 { text += "    revoked: true\n" }
+            if changed && i == 5 { text += "    devices: [linux]\n" }
+        }
+        return text
+    }
+
+    static func isTemporary(_ path: String) -> Bool {
+        let name = (path as NSString).lastPathComponent
+        return name.hasPrefix(".") && name.contains(".tmp-")
+    }
+
+    static func snapshot(_ root: String) -> [String: Data] {
+        var files: [String: Data] = [:]
+        for file in SecretLeaks.filesBelow(root) {
+            files[file] = FileManager.default.contents(atPath: root + "/" + file)
+        }
+        return files
+    }
+
+    static func copyTree(_ from: String, to: String) throws {
+        let cp = Process()
+        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
+        cp.arguments = ["-a", from, to]
+        try cp.run()
+        cp.waitUntilExit()
+        #expect(cp.terminationStatus == 0)
+    }
+
+    /// A complete state file: PEM blocks end with their END line, JSON parses.
+    static func expectComplete(_ path: String, _ data: Data) {
+        if path.hasSuffix(".pem") || path.hasSuffix(".key") || path.hasSuffix(".crt") {
+            let text = String(decoding: data, as: UTF8.self)
+            #expect(text.hasSuffix("-----\n") && text.contains("-----END "), "state file \(path) is cut off")
+        } else if path.hasSuffix(".json") {
+            #expect((try? JSONSerialization.jsonObject(with: data)) != nil, "state file \(path) is not whole JSON")
+        }
+    }
+
+    /// Kills `generate` of `inventory` at step `n` in a copy of `base` (nil: empty), then checks the
+    /// invariants and recovers. Returns false when the run finished before reaching step `n`.
+    static func crashAndRecover(base: String?, inventory: String, at n: Int) throws -> Bool {
+        let parent = try temporaryDirectory()
+        let dir = parent + "/site"
+        if let base { try copyTree(base, to: dir) } else { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let outBefore = snapshot(dir + "/out")
+        let caBefore = snapshot(dir + "/state/ca")
+
+        let crashed = try VPNProvBinary.run(["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"])
+        if !crashed.killed {
+            #expect(crashed.status == 0, "step \(n): generate failed without being killed: \(crashed.err.suffix(300))")
+            return false
+        }
+        let outCrashed = snapshot(dir + "/out")
+        let stateCrashed = snapshot(dir + "/state")
+        for (path, data) in stateCrashed where !isTemporary(path) { expectComplete(path, data) }
+        if !caBefore.isEmpty {
+            #expect(snapshot(dir + "/state/ca") == caBefore, "step \(n): the CA changed")
+        }
+
+        // (a) The state loads and a fresh run completes.
+        let recovered = try VPNProvBinary.run(["generate"], in: dir)
+        #expect(recovered.status == 0 && !recovered.killed, "step \(n): recovery failed: \(recovered.err.suffix(400))")
+        let outFinal = snapshot(dir + "/out")
+        let stateFinal = snapshot(dir + "/state")
+        // (b) Every output file the kill left was whole: the old version or the final one.
+        var halfWritten = 0
+        for (path, data) in outCrashed where !isTemporary(path) {
+            if data != outBefore[path] && data != outFinal[path] { halfWritten += 1 }
+        }
+        #expect(halfWritten == 0, "step \(n): \(halfWritten) output file(s) are neither the old nor the new version")
+        let leftovers = (outFinal.keys.filter(isTemporary) + stateFinal.keys.filter(isTemporary)).count
+        #expect(leftovers == 0, "step \(n): \(leftovers) temporary file(s) left after a completed run")
+        // (c) The CA never changes once created (committed by the crashed run or before it).
+        let caCommitted = caBefore.isEmpty && (stateCrashed["index.json"].map { String(decoding: $0, as: UTF8.self).contains("\"ca\"") } ?? false)
+        if !caBefore.isEmpty { #expect(snapshot(dir + "/state/ca") == caBefore, "step \(n): the CA changed on recovery") }
+        if caCommitted {
+            #expect(stateFinal.filter { $0.key.hasPrefix("ca/") } == stateCrashed.filter { $0.key.hasPrefix("ca/") }, "step \(n): the committed CA changed")
+        }
+        // No drift, and nothing printed a secret.
+        let check = try VPNProvBinary.run(["check"], in: dir)
+        #expect(check.status == 0, "step \(n): check after recovery: \(check.err.suffix(300))")
+        let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])
+        for output in [crashed.out, crashed.err, recovered.out, recovered.err, check.out, check.err] {
+            SecretLeaks.expectNone(in: output, secrets, what: "step \(n) output")
+        }
+        return true
+    }
+
+    @Test func binaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path), "swift test builds vpnprov next to the tests")
+    }
+
+    /// First run: the CA, node and user material are created; kills inside the state commit.
+    @Test(.timeLimit(.minutes(10)))
+    func killedFirstRunRecovers() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
+        for n in [1, 2, 3, 4, 5, 7, 10, 30, 100, 250] {
+            #expect(try Self.crashAndRecover(base: nil, inventory: Self.inventory(changed: false), at: n), "step \(n) was never reached")
+        }
+    }
+
+    /// A changing run on an existing state and output tree: kills at growing intervals through the
+    /// state commit and the whole output tree, until a run finishes before its kill point.
+    @Test(.timeLimit(.minutes(15)))
+    func killedChangingRunRecoversAtEveryPoint() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
+        let base = try temporaryDirectory() + "/site"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        try Self.inventory(changed: false).write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let first = try VPNProvBinary.run(["generate"], in: base)
+        try #require(first.status == 0, "\(first.err.suffix(300))")
+        var n = 1
+        var points = 0
+        while try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n) {
+            points += 1
+            n += max(1, n / 4)
+        }
+        #expect(points > 15, "only \(points) kill points before the run completed")
+    }
+}

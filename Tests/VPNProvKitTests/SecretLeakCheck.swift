@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+/// Issue 8, secrets: after a command, nothing it printed may hold a secret or a private key of its
+/// inventory or state; files holding one must be 0600.
+enum SecretLeaks {
+    /// Secrets shorter than this are not searched for (a literal "x" in a bad-inventory test would
+    /// match any output); generated secrets and key lines are far longer.
+    static let minimumLength = 8
+
+    /// Every secret a run on these inventories and state directories could know: the values in
+    /// secrets.json, each base64 line of every private key PEM in the state, and the literal and
+    /// file secrets of the inventories.
+    static func secrets(stateDirectories: [String], inventories: [String], environment: [String: String] = [:]) -> Set<String> {
+        var found = Set<String>()
+        for state in stateDirectories {
+            if let data = FileManager.default.contents(atPath: state + "/secrets.json"),
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                for case let group as [String: String] in json.values { found.formUnion(group.values) }
+            }
+            for file in filesBelow(state) where file.hasSuffix(".pem") || file.hasSuffix(".key") {
+                guard let text = try? String(contentsOfFile: state + "/" + file, encoding: .utf8), text.contains("PRIVATE KEY") else { continue }
+                found.formUnion(keyLines(text))
+            }
+        }
+        for path in inventories {
+            guard let (inventory, _) = try? InventoryLoader.load(path: path), let inventory else { continue }
+            let base = (path as NSString).deletingLastPathComponent
+            let sources = inventory.nodes.compactMap(\.psk) + inventory.users.compactMap(\.password)
+            for source in sources {
+                switch source {
+                case .literal(let value): found.insert(value)
+                case .file(let file):
+                    let full = file.hasPrefix("/") ? file : base + "/" + file
+                    if let text = try? String(contentsOfFile: full, encoding: .utf8) {
+                        found.insert(text.trimmingCharacters(in: .newlines))
+                    }
+                case .env(let name): if let value = environment[name] { found.insert(value) }
+                case .generate: break
+                }
+            }
+        }
+        return found.filter { $0.count >= minimumLength }
+    }
+
+    /// The base64 lines of a PEM private key (encrypted or not).
+    static func keyLines(_ pem: String) -> [String] {
+        pem.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("-----") && !$0.contains(":") && $0.count >= 16 }
+    }
+
+    /// Records an issue for every secret found in `output`, naming only where it came from.
+    static func expectNone(in output: String, _ secrets: Set<String>, what: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        let leaked = secrets.filter { output.contains($0) }.count
+        #expect(leaked == 0, "\(what) holds \(leaked) secret value(s) or private key line(s)", sourceLocation: sourceLocation)
+    }
+
+    /// Every regular file below `root` (relative paths, hidden files included, links not followed).
+    static func filesBelow(_ root: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+        var files: [String] = []
+        while let path = enumerator.nextObject() as? String {
+            var st = stat()
+            if lstat(root + "/" + path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG { files.append(path) }
+        }
+        return files.sorted()
+    }
+
+    /// Every file under `roots` that holds a secret, a private key or a PKCS#12 bundle is 0600.
+    static func expectPrivateFilesOwnerOnly(_ roots: [String], secrets: Set<String>, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+        var checked = 0
+        for root in roots {
+            for file in filesBelow(root) {
+                let path = root + "/" + file
+                guard let data = FileManager.default.contents(atPath: path) else { continue }
+                let text = String(decoding: data, as: UTF8.self)
+                let holdsSecret = file.hasSuffix(".p12") || file.hasSuffix(".mobileconfig") && text.contains("PKCS12")
+                    || text.contains("PRIVATE KEY") || secrets.contains { text.contains($0) }
+                guard holdsSecret else { continue }
+                checked += 1
+                var st = stat()
+                #expect(lstat(path, &st) == 0 && st.st_mode & 0o777 == 0o600,
+                    "\(file) holds a secret but has mode \(String(st.st_mode & 0o777, radix: 8))", sourceLocation: sourceLocation)
+            }
+        }
+        _ = checked
+    }
+}

@@ -185,11 +185,12 @@ struct RevokeCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.dropFirst().first, context)
         let options = RevokeOptions(
-            user: arguments.positionals[0], inventory: display, inventoryPath: path,
-            outDirectory: context.resolve(arguments.value("out") ?? "out"),
-            stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-            templatesDirectory: arguments.value("templates").map(context.resolve),
-            format: format, environment: context.environment)
+            user: arguments.positionals[0],
+            regenerate: GenerateOptions(
+                inventory: display, inventoryPath: path, outDirectory: context.resolve(arguments.value("out") ?? "out"),
+                stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
+                templatesDirectory: arguments.value("templates").map(context.resolve), format: format, strict: false,
+                environment: context.environment))
         return Pipeline.revoke(options, console: context.console)
     }
 }

@@ -7,10 +7,7 @@ extension Pipeline {
     public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
-            // Everything checked: now the state, then the output tree.
-            try built.prepared.commit()
-            let written = try OutputTree.write(built.files, to: options.outDirectory)
-            report(built, written, options: options, console: console)
+            try commitAndWrite(built, options: options, console: console)
             return ExitCode.success
         }
     }
@@ -38,21 +35,22 @@ extension Pipeline {
     }
 
     public static func revoke(_ options: RevokeOptions, console: Console) -> Int32 {
-        run(console) { () throws -> Int32 in
+        let generate = options.regenerate
+        return run(console) { () throws -> Int32 in
             let loaded = try loadInventory(
-                display: options.inventory, path: options.inventoryPath, format: options.format, strict: false, console: console,
+                display: generate.inventory, path: generate.inventoryPath, format: generate.format, strict: false, console: console,
                 printJSONWhenClean: false)
             if let code = loaded.exitCode { return code }
             guard let inventory = loaded.inventory else { return ExitCode.failure }
             guard let user = inventory.user(named: options.user) else {
                 let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
-                console.err("vpnprov: error: user '\(options.user)' is not in \(options.inventory)\(hint)\n")
+                console.err("vpnprov: error: user '\(options.user)' is not in \(generate.inventory)\(hint)\n")
                 return ExitCode.failure
             }
-            let lock = try StateLock(stateDirectory: options.stateDirectory)
+            let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
             let result = try PKIManager.revoke(
-                user: user.name, stateDirectory: options.stateDirectory, environment: options.environment, lock: lock,
+                user: user.name, stateDirectory: generate.stateDirectory, environment: generate.environment, lock: lock,
                 knownUser: true, holdUser: !user.revoked)
             for change in result.changes { console.err("vpnprov: \(change)\n") }
             if result.serial == nil { console.err("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn\n") }
@@ -64,18 +62,12 @@ extension Pipeline {
             }
             if !user.revoked {
                 console.err(
-                    "vpnprov: note: '\(user.name)' stays revoked; set 'revoked: true' for them in \(options.inventory) to record it there\n")
+                    "vpnprov: note: '\(user.name)' stays revoked; set 'revoked: true' for them in \(generate.inventory) to record it there\n")
             }
-            let generateOptions = GenerateOptions(
-                inventory: options.inventory, inventoryPath: options.inventoryPath, outDirectory: options.outDirectory,
-                stateDirectory: options.stateDirectory, templatesDirectory: options.templatesDirectory, format: options.format,
-                strict: false, environment: options.environment)
-            guard let built = try build(generateOptions, console: console, persist: false, lock: lock, quietLoad: true) else {
+            guard let built = try build(generate, console: console, persist: false, lock: lock, quietLoad: true) else {
                 return ExitCode.failure
             }
-            try built.prepared.commit()
-            let written = try OutputTree.write(built.files, to: options.outDirectory)
-            report(built, written, options: generateOptions, console: console)
+            try commitAndWrite(built, options: generate, console: console)
             return ExitCode.success
         }
     }
@@ -185,6 +177,13 @@ extension Pipeline {
             console.err(printer.render(sorted))
         }
         if let summary = DiagnosticPrinter.summary(sorted) { console.err(summary + "\n") }
+    }
+
+    /// Everything checked: now the state, then the output tree, then the summary.
+    static func commitAndWrite(_ built: Built, options: GenerateOptions, console: Console) throws {
+        try built.prepared.commit()
+        let written = try OutputTree.write(built.files, to: options.outDirectory)
+        report(built, written, options: options, console: console)
     }
 
     static func report(_ built: Built, _ written: WriteSummary, options: GenerateOptions, console: Console) {

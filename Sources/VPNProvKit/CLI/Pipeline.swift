@@ -38,29 +38,15 @@ public struct GenerateOptions: Sendable, Hashable {
 /// `check` takes exactly the options of `generate`.
 public typealias CheckOptions = GenerateOptions
 
-/// Parsed options of `revoke USER [INVENTORY]`.
+/// Parsed options of `revoke USER [INVENTORY]`: the user, and the options of the `generate` that follows
+/// (never strict: a warning must not stop a revocation half-way).
 public struct RevokeOptions: Sendable, Hashable {
     public var user: String
-    public var inventory: String
-    public var inventoryPath: String
-    public var outDirectory: String
-    public var stateDirectory: String
-    public var templatesDirectory: String?
-    public var format: DiagnosticPrinter.Format
-    public var environment: [String: String]
+    public var regenerate: GenerateOptions
 
-    public init(
-        user: String, inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
-        templatesDirectory: String? = nil, format: DiagnosticPrinter.Format = .text, environment: [String: String] = [:]
-    ) {
+    public init(user: String, regenerate: GenerateOptions) {
         self.user = user
-        self.inventory = inventory
-        self.inventoryPath = inventoryPath
-        self.outDirectory = outDirectory
-        self.stateDirectory = stateDirectory
-        self.templatesDirectory = templatesDirectory
-        self.format = format
-        self.environment = environment
+        self.regenerate = regenerate
     }
 }
 

@@ -7,9 +7,9 @@ extension Pipeline {
     public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
-            // Everything checked: now the state, then the output tree.
-            try built.prepared.commit()
-            let written = try OutputTree.write(built.files, to: options.outDirectory)
+            // Everything checked and rendered (changed files wait under temporary names): now the
+            // state, then the output tree.
+            let written = try write(built, to: options.outDirectory, environment: options.environment, console: console)
             report(built, written, options: options, console: console)
             return ExitCode.success
         }
@@ -18,10 +18,12 @@ extension Pipeline {
     public static func check(_ options: CheckOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
-            let drift = try OutputTree.compare(built.files, with: options.outDirectory)
+            let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
+            let count = try render(built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
+            let drift = try session.drift()
             let stateChanges = built.prepared.changes
             if drift.isClean && stateChanges.isEmpty {
-                console.err("\(display(options.outDirectory)) is up to date (\(built.files.count) files)\n")
+                console.err("\(display(options.outDirectory)) is up to date (\(count) files)\n")
                 return ExitCode.success
             }
             var lines: [String] = []
@@ -67,8 +69,7 @@ extension Pipeline {
             guard let built = try build(generateOptions, console: console, persist: false, lock: lock, quietLoad: true) else {
                 return ExitCode.failure
             }
-            try built.prepared.commit()
-            let written = try OutputTree.write(built.files, to: options.outDirectory)
+            let written = try write(built, to: options.outDirectory, environment: options.environment, console: console)
             report(built, written, options: generateOptions, console: console)
             return ExitCode.success
         }
@@ -78,11 +79,85 @@ extension Pipeline {
 
     struct Built {
         var prepared: PrepareResult
-        var files: [OutputFile]
+        var plan: ClientPlan
+        var templates: TemplateSet
     }
 
-    /// Load + validate, PKI (not yet committed), render everything, check consistency. Prints the
-    /// diagnostics; nil when the inventory has errors (exit 1). Throws for usage/environment problems.
+    /// Renders every file and stages it (write: changed files under temporary names), then commits
+    /// the state and publishes the output tree. A failure before the state commit removes the
+    /// temporary files: neither the state nor the visible output changed.
+    static func write(_ built: Built, to directory: String, environment: [String: String], console: Console) throws -> WriteSummary {
+        let session = try OutputTree.Session(directory: directory, mode: .write)
+        do {
+            _ = try render(built, into: session, progress: Progress(console: console, environment: environment, label: "writing profiles"))
+            try built.prepared.commit()
+        } catch {
+            session.abort()
+            throw error
+        }
+        return try session.publish()
+    }
+
+    /// Renders the servers, the catalogue and every user's files into `session`, users in parallel
+    /// batches (each batch rendered, compared and staged by one worker, so only the batches in
+    /// flight are in memory). Batches are added in inventory order and the first failure in that
+    /// order is the one reported, so the outcome does not depend on scheduling. Returns the number
+    /// of files.
+    static func render(_ built: Built, into session: OutputTree.Session, progress: Progress) throws -> Int {
+        let inventory = built.prepared.inventory
+        let materials = built.prepared.materials
+        let templates = built.templates
+        let users = inventory.users.filter { !$0.revoked }
+        let byUser = built.plan.connectionsByUser()
+        let batchSize = 8
+        let batches = 1 + (users.count + batchSize - 1) / batchSize
+        let done = ParallelSlots<Int>(1)
+        let report = progress.callback
+        let results = ParallelSlots<Result<OutputTree.Session.Batch, Error>>(batches)
+        DispatchQueue.concurrentPerform(iterations: batches) { b in
+            let result = Result { () throws -> OutputTree.Session.Batch in
+                var files: [OutputFile]
+                if b == 0 {
+                    files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
+                    files += CatalogRenderer.render(inventory: inventory)
+                } else {
+                    files = []
+                    for user in users[((b - 1) * batchSize)..<min(users.count, b * batchSize)] {
+                        files += try ClientRenderer.render(
+                            user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                    }
+                }
+                return try session.prepare(files)
+            }
+            results.lock.lock()
+            results.values[b] = result
+            done.values[0] = (done.values[0] ?? 0) + 1
+            let count = done.values[0]!
+            results.lock.unlock()
+            report?(count, batches)
+        }
+        progress.finish()
+        var count = 0
+        var failure: Error?
+        for result in results.values {
+            switch result! {
+            case .success(let batch):
+                if failure == nil {
+                    do { try session.add(batch) } catch { failure = error }
+                    count += batch.paths.count
+                } else {
+                    session.discard(batch)
+                }
+            case .failure(let error):
+                if failure == nil { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        return count
+    }
+
+    /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
+    /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
         _ options: GenerateOptions, console: Console, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
     ) throws -> Built? {
@@ -112,15 +187,17 @@ extension Pipeline {
         }
         progress.finish()
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        diagnostics += Consistency.check(inventory: prepared.inventory, materials: prepared.materials, inspect: inspectCertificate)
+        let plan = ClientPlan.build(inventory: prepared.inventory, materials: prepared.materials)
+        let servers = prepared.inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: prepared.inventory), caCertificatePEM: prepared.materials.caCertificatePEM)
+        }
+        diagnostics += Consistency.check(
+            plan: plan, servers: servers, inventory: prepared.inventory, materials: prepared.materials, inspect: inspectCertificate)
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
         if failed { return nil }
         for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
-        var files = try ServerRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
-        files += try ClientRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
-        files += CatalogRenderer.render(inventory: prepared.inventory)
-        return Built(prepared: prepared, files: files)
+        return Built(prepared: prepared, plan: plan, templates: templates)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

@@ -56,3 +56,25 @@ import Testing
         #expect(throws: XMLPropertyList.UnsupportedValue.self) { try XMLPropertyList.data(["d": Date(timeIntervalSince1970: 0)]) }
     }
 }
+
+/// The `.sswan` writer must be JSONEncoder's bytes.
+@Suite struct ProfileJSONTests {
+    static func foundation(_ profile: AndroidProfileRenderer.Profile) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return [UInt8](try encoder.encode(profile)) + [0x0A]
+    }
+
+    @Test func everyFieldAndEveryEscape() throws {
+        let awkward = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self) + "\"\\/ Grüße 東京 🚀 <&>"
+        let full = AndroidProfileRenderer.Profile(
+            uuid: "u", name: awkward, type: "ikev2-cert",
+            remote: .init(addr: "a/b", id: awkward, cert: "MII+/="),
+            local: .init(id: "x@y", eapID: "e", sharedSecret: awkward, p12: "p"),
+            ikeProposal: "aes256-sha256-modp2048", espProposal: "aes256gcm16")
+        #expect(full.prettyJSON() == (try Self.foundation(full)))
+        let sparse = AndroidProfileRenderer.Profile(
+            uuid: "", name: "", type: "", remote: .init(addr: "", id: "", cert: ""), local: .init(), ikeProposal: nil, espProposal: nil)
+        #expect(sparse.prettyJSON() == (try Self.foundation(sparse)))
+    }
+}

@@ -71,7 +71,7 @@ enum XMLPropertyList {
             }
             literal("<dict>\n", &out)
             // CFStringCompare without options: UTF-16 code-unit order.
-            for key in dict.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }) {
+            for key in dict.keys.sorted(by: precedes) {
                 tabs(indent + 1, &out)
                 literal("<key>", &out)
                 escaped(key, &out)
@@ -93,6 +93,15 @@ enum XMLPropertyList {
         default:
             throw UnsupportedValue(type: "\(type(of: value))")
         }
+    }
+
+    /// UTF-16 code-unit order. It is UTF-8 byte order unless a key has characters from U+E000 up
+    /// (lead bytes 0xEE and above), where the two orders can differ.
+    private static func precedes(_ a: String, _ b: String) -> Bool {
+        if a.utf8.contains(where: { $0 >= 0xEE }) || b.utf8.contains(where: { $0 >= 0xEE }) {
+            return a.utf16.lexicographicallyPrecedes(b.utf16)
+        }
+        return a.utf8.lexicographicallyPrecedes(b.utf8)
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)

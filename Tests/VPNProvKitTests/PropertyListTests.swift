@@ -23,6 +23,8 @@ import Testing
             "nested": ["IPv4": ["OverridePrimary": 1]],
             "list": ["x", 1, false, ["k": "v"], [1, 2]] as [Any],
             "a&b<c>": "key escaping",
+            // UTF-16 order differs from code-point order here: U+1F680 sorts before U+E000 and U+FF21.
+            "\u{E000}": 1, "\u{1F680}": 2, "\u{FF21}": 3, "x\u{E001}": 4, "x\u{1F600}": 5,
         ]
         #expect(try XMLPropertyList.data(value) == Self.foundation(value))
     }

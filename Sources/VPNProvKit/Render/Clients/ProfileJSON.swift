@@ -75,6 +75,16 @@ struct JSONObjectWriter {
     /// JSONEncoder's string escaping without slash escaping.
     static func string(_ text: String, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        var text = text
+        let plain = text.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]

@@ -36,13 +36,19 @@ enum XMLPropertyList {
     }
 
     private static func escaped(_ text: String, _ out: inout [UInt8]) {
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "<"): literal("&lt;", &out)
-            case UInt8(ascii: ">"): literal("&gt;", &out)
-            case UInt8(ascii: "&"): literal("&amp;", &out)
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for (i, byte) in bytes.enumerated() where byte == UInt8(ascii: "<") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "&") {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+                switch byte {
+                case UInt8(ascii: "<"): literal("&lt;", &out)
+                case UInt8(ascii: ">"): literal("&gt;", &out)
+                default: literal("&amp;", &out)
+                }
+                start = i + 1
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
     }
 
@@ -95,13 +101,20 @@ enum XMLPropertyList {
         }
     }
 
-    /// UTF-16 code-unit order. It is UTF-8 byte order unless a key has characters from U+E000 up
-    /// (lead bytes 0xEE and above), where the two orders can differ.
+    /// UTF-16 code-unit order. It is UTF-8 byte order unless the first differing bytes include one
+    /// from 0xEE up (U+E000 and above), where the two orders can differ.
     private static func precedes(_ a: String, _ b: String) -> Bool {
-        if a.utf8.contains(where: { $0 >= 0xEE }) || b.utf8.contains(where: { $0 >= 0xEE }) {
-            return a.utf16.lexicographicallyPrecedes(b.utf16)
+        var a = a, b = b
+        let order: Bool? = a.withUTF8 { x in
+            b.withUTF8 { y -> Bool? in
+                for i in 0..<min(x.count, y.count) where x[i] != y[i] {
+                    if x[i] >= 0xEE || y[i] >= 0xEE { return nil }
+                    return x[i] < y[i]
+                }
+                return x.count < y.count
+            }
         }
-        return a.utf8.lexicographicallyPrecedes(b.utf8)
+        return order ?? a.utf16.lexicographicallyPrecedes(b.utf16)
     }
 
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)

@@ -19,6 +19,7 @@ struct Options {
     /// 0: every certificate user (the default); N: time N users and scale.
     var opensslSample = 0
     var binary: String?
+    var workDirectory: String?
     var keep = false
 }
 
@@ -37,9 +38,10 @@ func parseOptions() -> Options {
         case "--cert-users": o.certUsers = Int(value()) ?? o.certUsers
         case "--openssl-sample": o.opensslSample = Int(value()) ?? o.opensslSample
         case "--binary": o.binary = value()
+        case "--workdir": o.workDirectory = value()
         case "--keep": o.keep = true
         case "-h", "--help":
-            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--keep]")
+            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep]")
             exit(0)
         default: fail("unknown option \(a)")
         }
@@ -109,7 +111,7 @@ let binary = options.binary ?? FileManager.default.currentDirectoryPath + "/.bui
 guard FileManager.default.isExecutableFile(atPath: binary) else {
     fail("no release binary at \(binary); run `swift build -c release` first or pass --binary")
 }
-let work = NSTemporaryDirectory() + "vpnprov-bench-\(getpid())"
+let work = (options.workDirectory ?? NSTemporaryDirectory()) + "/vpnprov-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
 /// Removes the work directory (with rm: FileManager takes minutes for a fleet's output tree).
 @MainActor func cleanUp() {

@@ -79,8 +79,44 @@ extension Pipeline {
 
     struct Built {
         var prepared: PrepareResult
-        var plan: ClientPlan
         var templates: TemplateSet
+    }
+
+    /// Users per slice of the client plan. The plan of a whole fleet (a connection per user, node
+    /// and service) is never held at once: each slice is planned, checked or rendered, and dropped.
+    static let usersPerSlice = 8
+
+    /// The inventory with only `users` (the client plan of a slice of users).
+    static func slice(_ inventory: Inventory, _ users: ArraySlice<User>) -> Inventory {
+        var sub = inventory
+        sub.users = Array(users)
+        return sub
+    }
+
+    /// The consistency check, slice by slice on all cores; findings in slice order, without
+    /// duplicates (a node's finding can come from every slice).
+    static func consistency(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        let servers = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+        }
+        let users = inventory.users
+        let perSlice = 256
+        let slices = max(1, (users.count + perSlice - 1) / perSlice)
+        let results = ParallelSlots<[Diagnostic]>(slices)
+        DispatchQueue.concurrentPerform(iterations: slices) { k in
+            let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
+            let plan = ClientPlan.build(inventory: sub, materials: materials)
+            let found = Consistency.check(plan: plan, servers: servers, inventory: sub, materials: materials, inspect: inspectCertificate)
+            results.lock.lock()
+            results.values[k] = found
+            results.lock.unlock()
+        }
+        var out: [Diagnostic] = []
+        var seen = Set<Diagnostic>()
+        for found in results.values {
+            for d in found ?? [] where seen.insert(d).inserted { out.append(d) }
+        }
+        return out
     }
 
     /// Renders every file and stages it (write: changed files under temporary names), then commits
@@ -108,8 +144,7 @@ extension Pipeline {
         let materials = built.prepared.materials
         let templates = built.templates
         let users = inventory.users.filter { !$0.revoked }
-        let byUser = built.plan.connectionsByUser()
-        let batchSize = 8
+        let batchSize = usersPerSlice
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let done = ParallelSlots<Int>(1)
         let report = progress.callback
@@ -122,7 +157,9 @@ extension Pipeline {
                     files += CatalogRenderer.render(inventory: inventory)
                 } else {
                     files = []
-                    for user in users[((b - 1) * batchSize)..<min(users.count, b * batchSize)] {
+                    let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
+                    let byUser = ClientPlan.build(inventory: slice(inventory, batch), materials: materials).connectionsByUser()
+                    for user in batch {
                         files += try ClientRenderer.render(
                             user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
                     }
@@ -187,17 +224,12 @@ extension Pipeline {
         }
         progress.finish()
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        let plan = ClientPlan.build(inventory: prepared.inventory, materials: prepared.materials)
-        let servers = prepared.inventory.nodes.map {
-            ServerView(ServerPlan.make(for: $0, in: prepared.inventory), caCertificatePEM: prepared.materials.caCertificatePEM)
-        }
-        diagnostics += Consistency.check(
-            plan: plan, servers: servers, inventory: prepared.inventory, materials: prepared.materials, inspect: inspectCertificate)
+        diagnostics += consistency(prepared.inventory, prepared.materials)
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
         if failed { return nil }
         for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
-        return Built(prepared: prepared, plan: plan, templates: templates)
+        return Built(prepared: prepared, templates: templates)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

@@ -99,12 +99,17 @@ public enum OutputTree {
             var changed: [Change] = []
         }
 
+        /// Only the path and two flags per file: a fleet has hundreds of thousands.
         struct Change: Sendable {
             var path: String
-            var components: [String]
-            var temp: String
+            /// Written under `temp` (write mode).
+            var staged: Bool
             var missing: Bool
+            var components: [String] { (try? checkRelativePath(path)) ?? [] }
+            var temp: String { staged ? Session.temporaryName(components.last ?? "") : "" }
         }
+
+        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(getpid())" }
 
         let directory: String
         let mode: Mode
@@ -144,23 +149,23 @@ public enum OutputTree {
                     batch.paths.append(file.path)
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
                     guard root >= 0 else {
-                        batch.changed.append(Change(path: file.path, components: parts, temp: "", missing: true))
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
                         continue
                     }
                     guard let dir = try cache.directory(parts.dropLast(), display: file.path) else {
-                        batch.changed.append(Change(path: file.path, components: parts, temp: "", missing: true))
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
                         continue
                     }
                     switch try state(dir, name: parts.last!, contents: file.contents, mode: mode) {
                     case .matches:
                         batch.unchanged.append(file.path)
                     case .differs(let missing):
-                        var change = Change(path: file.path, components: parts, temp: "", missing: missing)
                         if self.mode == .write {
-                            change.temp = ".\(parts.last!).tmp-\(getpid())"
-                            try writeTemporary(dir, name: change.temp, contents: file.contents, mode: mode, sync: syncPerFile, display: file.path)
+                            try writeTemporary(
+                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
+                                display: file.path)
                         }
-                        batch.changed.append(change)
+                        batch.changed.append(Change(path: file.path, staged: self.mode == .write, missing: missing))
                     }
                 }
             } catch {
@@ -172,7 +177,7 @@ public enum OutputTree {
 
         /// Takes a prepared batch (in order, on one thread). Two outputs for one path are an error.
         public func add(_ batch: Batch) throws(OutputError) {
-            pendingTemps += batch.changed.filter { !$0.temp.isEmpty }
+            pendingTemps += batch.changed.filter(\.staged)
             for path in batch.paths {
                 guard seen.insert(path).inserted else { throw OutputError("two outputs want the path '\(path)'") }
             }
@@ -194,9 +199,10 @@ public enum OutputTree {
             guard root >= 0 else { return }
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
-            for change in changes where !change.temp.isEmpty {
-                if let dir = try? cache.directory(change.components.dropLast(), display: change.path) {
-                    unlinkat(dir, change.temp, 0)
+            for change in changes where change.staged {
+                let components = change.components
+                if let dir = try? cache.directory(components.dropLast(), display: change.path) {
+                    unlinkat(dir, Session.temporaryName(components.last ?? ""), 0)
                 }
             }
         }
@@ -215,8 +221,9 @@ public enum OutputTree {
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
             for change in changed.sorted(by: { $0.path < $1.path }) {
-                guard let dir = try cache.directory(change.components.dropLast(), display: change.path),
-                    renameat(dir, change.temp, dir, change.components.last!) == 0
+                let components = change.components
+                guard let name = components.last, let dir = try cache.directory(components.dropLast(), display: change.path),
+                    renameat(dir, Session.temporaryName(name), dir, name) == 0
                 else {
                     let e = OutputError.errno("cannot write", change.path)
                     abort()

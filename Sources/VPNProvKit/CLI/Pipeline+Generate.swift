@@ -15,10 +15,12 @@ extension Pipeline {
     public static func check(_ options: CheckOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
-            let drift = try OutputTree.compare(built.files, with: options.outDirectory)
+            let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
+            let count = try render(built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
+            let drift = try session.drift()
             let stateChanges = built.prepared.changes
             if drift.isClean && stateChanges.isEmpty {
-                console.err("\(display(options.outDirectory)) is up to date (\(built.files.count) files)\n")
+                console.err("\(display(options.outDirectory)) is up to date (\(count) files)\n")
                 return ExitCode.success
             }
             var lines: [String] = []
@@ -76,11 +78,122 @@ extension Pipeline {
 
     struct Built {
         var prepared: PrepareResult
-        var files: [OutputFile]
+        var templates: TemplateSet
     }
 
-    /// Load + validate, PKI (not yet committed), render everything, check consistency. Prints the
-    /// diagnostics; nil when the inventory has errors (exit 1). Throws for usage/environment problems.
+    /// Users per slice of the client plan. The plan of a whole fleet (a connection per user, node
+    /// and service) is never held at once: each slice is planned, checked or rendered, and dropped.
+    static let usersPerSlice = 8
+
+    /// The inventory with only `users` (the client plan of a slice of users).
+    static func slice(_ inventory: Inventory, _ users: ArraySlice<User>) -> Inventory {
+        var sub = inventory
+        sub.users = Array(users)
+        return sub
+    }
+
+    /// The consistency check, slice by slice on all cores; findings in slice order, without
+    /// duplicates (a node's finding can come from every slice).
+    static func consistency(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        let servers = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+        }
+        let users = inventory.users
+        let perSlice = 256
+        let slices = max(1, (users.count + perSlice - 1) / perSlice)
+        let results = ParallelSlots<[Diagnostic]>(slices)
+        DispatchQueue.concurrentPerform(iterations: slices) { k in
+            let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
+            let plan = ClientPlan.build(inventory: sub, materials: materials)
+            let found = Consistency.check(plan: plan, servers: servers, inventory: sub, materials: materials, inspect: inspectCertificate)
+            results.lock.lock()
+            results.values[k] = found
+            results.lock.unlock()
+        }
+        var out: [Diagnostic] = []
+        var seen = Set<Diagnostic>()
+        for found in results.values {
+            for d in found ?? [] where seen.insert(d).inserted { out.append(d) }
+        }
+        return out
+    }
+
+    /// Renders every file and stages it (write: changed files under temporary names), then commits
+    /// the state and publishes the output tree. A failure before the state commit removes the
+    /// temporary files: neither the state nor the visible output changed.
+    static func write(_ built: Built, to directory: String, environment: [String: String], console: Console) throws -> WriteSummary {
+        let session = try OutputTree.Session(directory: directory, mode: .write)
+        do {
+            _ = try render(built, into: session, progress: Progress(console: console, environment: environment, label: "writing profiles"))
+            try built.prepared.commit()
+        } catch {
+            session.abort()
+            throw error
+        }
+        return try session.publish()
+    }
+
+    /// Renders the servers, the catalogue and every user's files into `session`, users in parallel
+    /// batches (each batch rendered, compared and staged by one worker, so only the batches in
+    /// flight are in memory). Batches are added in inventory order and the first failure in that
+    /// order is the one reported, so the outcome does not depend on scheduling. Returns the number
+    /// of files.
+    static func render(_ built: Built, into session: OutputTree.Session, progress: Progress) throws -> Int {
+        let inventory = built.prepared.inventory
+        let materials = built.prepared.materials
+        let templates = built.templates
+        let users = inventory.users.filter { !$0.revoked }
+        let batchSize = usersPerSlice
+        let batches = 1 + (users.count + batchSize - 1) / batchSize
+        let done = ParallelSlots<Int>(1)
+        let report = progress.callback
+        let results = ParallelSlots<Result<OutputTree.Session.Batch, Error>>(batches)
+        DispatchQueue.concurrentPerform(iterations: batches) { b in
+            let result = Result { () throws -> OutputTree.Session.Batch in
+                var files: [OutputFile]
+                if b == 0 {
+                    files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
+                    files += CatalogRenderer.render(inventory: inventory)
+                } else {
+                    files = []
+                    let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
+                    let byUser = ClientPlan.build(inventory: slice(inventory, batch), materials: materials).connectionsByUser()
+                    for user in batch {
+                        files += try ClientRenderer.render(
+                            user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                    }
+                }
+                return try session.prepare(files)
+            }
+            results.lock.lock()
+            results.values[b] = result
+            done.values[0] = (done.values[0] ?? 0) + 1
+            let count = done.values[0]!
+            results.lock.unlock()
+            report?(count, batches)
+        }
+        progress.finish()
+        var count = 0
+        var failure: Error?
+        for result in results.values {
+            switch result! {
+            case .success(let batch):
+                if failure == nil {
+                    do { try session.add(batch) } catch { failure = error }
+                    count += batch.paths.count
+                } else {
+                    session.discard(batch)
+                }
+            case .failure(let error):
+                if failure == nil { failure = error }
+            }
+        }
+        if let failure { throw failure }
+        return count
+    }
+
+    /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
+    /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
         _ options: GenerateOptions, console: Console, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
     ) throws -> Built? {
@@ -110,15 +223,12 @@ extension Pipeline {
         }
         progress.finish()
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        diagnostics += Consistency.check(inventory: prepared.inventory, materials: prepared.materials, inspect: inspectCertificate)
+        diagnostics += consistency(prepared.inventory, prepared.materials)
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
         if failed { return nil }
         for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
-        var files = try ServerRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
-        files += try ClientRenderer.render(inventory: prepared.inventory, materials: prepared.materials, templates: templates)
-        files += CatalogRenderer.render(inventory: prepared.inventory)
-        return Built(prepared: prepared, files: files)
+        return Built(prepared: prepared, templates: templates)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
@@ -181,8 +291,9 @@ extension Pipeline {
 
     /// Everything checked: now the state, then the output tree, then the summary.
     static func commitAndWrite(_ built: Built, options: GenerateOptions, console: Console) throws {
-        try built.prepared.commit()
-        let written = try OutputTree.write(built.files, to: options.outDirectory)
+        // Everything checked and rendered (changed files wait under temporary names): now the
+        // state, then the output tree.
+        let written = try write(built, to: options.outDirectory, environment: options.environment, console: console)
         report(built, written, options: options, console: console)
     }
 

@@ -36,8 +36,8 @@ public struct DriftReport: Sendable, Equatable {
 /// - nothing is written outside the output directory: every path is relative, has no `..` or empty
 ///   component, and every directory on the way is opened with O_NOFOLLOW, so a symlink planted inside
 ///   the output directory is never followed;
-/// - every file is written to a temporary name, fsynced and renamed into place, so a crash never
-///   leaves a half-written file;
+/// - every file is written to a temporary name, flushed to disk and renamed into place, so a crash
+///   never leaves a half-written file;
 /// - a file whose bytes and mode are already right is not touched (a no-op run rewrites nothing);
 /// - files written by an earlier run and no longer generated are removed (they are listed in the
 ///   manifest); files vpnprov never wrote are left alone.
@@ -58,95 +58,295 @@ public enum OutputTree {
     // MARK: writing
 
     public static func write(_ files: [OutputFile], to directory: String) throws(OutputError) -> WriteSummary {
-        var summary = WriteSummary()
-        let root = try openRoot(directory, create: true)
-        defer { close(root) }
-        let previous = readManifest(root)
-        let sorted = files.sorted { $0.path < $1.path }
-        var seen = Set<String>()
-        for file in sorted {
-            guard seen.insert(file.path).inserted else { throw OutputError("two outputs want the path '\(file.path)'") }
-            let parts = try checkRelativePath(file.path)
-            let dir = try openDirectory(root, components: parts.dropLast(), create: true, display: file.path)
-            defer { close(dir) }
-            let mode = file.isPrivate ? privateMode : publicMode
-            if try fileMatches(dir, name: parts.last!, contents: file.contents, mode: mode) {
-                summary.unchanged.append(file.path)
-            } else {
-                try atomicWrite(dir, name: parts.last!, contents: file.contents, mode: mode, display: file.path)
-                summary.written.append(file.path)
-            }
+        let session = try Session(directory: directory, mode: .write)
+        do {
+            try session.add(try session.prepare(files))
+            return try session.publish()
+        } catch {
+            session.abort()
+            throw error
         }
-        // Remove what an earlier run wrote and this one does not; never anything else.
-        for old in previous.sorted() where !seen.contains(old) {
-            guard let parts = try? checkRelativePath(old),
-                let dir = try? openDirectory(root, components: parts.dropLast(), create: false, display: old)
-            else { continue }
-            if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
-            close(dir)
-        }
-        // Directories emptied by those removals go too (a non-empty one simply stays).
-        var emptied = Set<String>()
-        for removed in summary.removed {
-            var parts = removed.split(separator: "/").map(String.init).dropLast()
-            while !parts.isEmpty {
-                emptied.insert(parts.joined(separator: "/"))
-                parts = parts.dropLast()
-            }
-        }
-        for dir in emptied.sorted(by: { $0.count > $1.count }) {
-            let parts = dir.split(separator: "/").map(String.init)
-            guard let parent = try? openDirectory(root, components: parts.dropLast()[...], create: false, display: dir) else { continue }
-            unlinkat(parent, parts.last!, AT_REMOVEDIR)
-            close(parent)
-        }
-        // Temporary files of a run killed between writing and renaming (`.<name>.tmp-<pid>`), in the
-        // directories this run writes to.
-        let directories = Set(sorted.map { $0.path.split(separator: "/").dropLast().map(String.init) })
-        for parts in directories {
-            guard let dir = try? openDirectory(root, components: parts[...], create: false, display: parts.joined(separator: "/")) else { continue }
-            removeTemporaries(dir)
-            close(dir)
-        }
-        let manifest = sorted.map(\.path).joined(separator: "\n") + "\n"
-        if try !fileMatches(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode) {
-            try atomicWrite(root, name: manifestName, contents: Array(manifest.utf8), mode: publicMode, display: manifestName)
-        }
-        fsync(root)
-        return summary
     }
 
     // MARK: comparing
 
     /// Compares the directory with what would be written, without writing anything.
     public static func compare(_ files: [OutputFile], with directory: String) throws(OutputError) -> DriftReport {
-        var report = DriftReport()
-        var present = Set<String>()
-        let root = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else {
-            guard errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
-            report.missing = files.map(\.path).sorted()
+        let session = try Session(directory: directory, mode: .compare)
+        try session.add(try session.prepare(files))
+        return try session.drift()
+    }
+
+    // MARK: streaming
+
+    /// Writes (or compares) an output tree batch by batch, so a fleet's files never have to be in
+    /// memory at once. `prepare` may run on several threads at once (one batch each); `add` takes
+    /// the batches in order on one thread; `publish` makes the new files visible:
+    /// - prepare compares each file with the tree and writes a changed one under a temporary name
+    ///   (`.<name>.tmp-<pid>`) next to its place; nothing visible changes yet;
+    /// - publish flushes the file system once, renames every temporary file into place, removes
+    ///   what an earlier run wrote and this one does not, writes the manifest and flushes again.
+    ///   A crash never leaves a half-written file, and one flush replaces an fsync per file;
+    /// - abort (after a failure before publish) removes the temporary files: nothing changed.
+    public final class Session: @unchecked Sendable {
+        public enum Mode: Sendable { case write, compare }
+
+        /// What `prepare` found for one batch.
+        public struct Batch: Sendable {
+            var paths: [String] = []
+            var unchanged: [String] = []
+            /// Written under a temporary name (write mode) / missing or stale (compare mode).
+            var changed: [Change] = []
+        }
+
+        /// Only the path and two flags per file: a fleet has hundreds of thousands.
+        struct Change: Sendable {
+            var path: String
+            /// Written under `temp` (write mode).
+            var staged: Bool
+            var missing: Bool
+            var components: [String] { (try? checkRelativePath(path)) ?? [] }
+            var temp: String { staged ? Session.temporaryName(components.last ?? "") : "" }
+        }
+
+        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(getpid())" }
+
+        let directory: String
+        let mode: Mode
+        /// -1 in compare mode when the directory does not exist.
+        let root: Int32
+        let syncPerFile: Bool
+        private var seen = Set<String>()
+        private var paths: [String] = []
+        private var unchanged: [String] = []
+        private var changed: [Change] = []
+        private var pendingTemps: [Change] = []
+
+        public init(directory: String, mode: Mode) throws(OutputError) {
+            self.directory = directory
+            self.mode = mode
+            syncPerFile = !FileSystemSync.available
+            if mode == .write {
+                root = try openRoot(directory, create: true)
+            } else {
+                let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                guard fd >= 0 || errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
+                root = fd
+            }
+        }
+
+        deinit { if root >= 0 { close(root) } }
+
+        /// Compares `files` with the tree and, in write mode, writes the changed ones under temporary
+        /// names. Thread-safe. On error, this batch's temporary files are already removed.
+        public func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
+            var batch = Batch()
+            let cache = DirectoryCache(root: root, create: mode == .write)
+            defer { cache.closeAll() }
+            do {
+                for file in files {
+                    let parts = try checkRelativePath(file.path)
+                    batch.paths.append(file.path)
+                    let mode: mode_t = file.isPrivate ? privateMode : publicMode
+                    guard root >= 0 else {
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
+                        continue
+                    }
+                    guard let dir = try cache.directory(parts.dropLast(), display: file.path) else {
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
+                        continue
+                    }
+                    switch try state(dir, name: parts.last!, contents: file.contents, mode: mode) {
+                    case .matches:
+                        batch.unchanged.append(file.path)
+                    case .differs(let missing):
+                        if self.mode == .write {
+                            try writeTemporary(
+                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
+                                display: file.path)
+                            CrashTestHook.step()
+                        }
+                        batch.changed.append(Change(path: file.path, staged: self.mode == .write, missing: missing))
+                    }
+                }
+            } catch {
+                discard(batch.changed)
+                throw error
+            }
+            return batch
+        }
+
+        /// Takes a prepared batch (in order, on one thread). Two outputs for one path are an error.
+        public func add(_ batch: Batch) throws(OutputError) {
+            pendingTemps += batch.changed.filter(\.staged)
+            for path in batch.paths {
+                guard seen.insert(path).inserted else { throw OutputError("two outputs want the path '\(path)'") }
+            }
+            paths += batch.paths
+            unchanged += batch.unchanged
+            changed += batch.changed
+        }
+
+        /// Removes the temporary files of a batch that is not going to be added (or of everything
+        /// added so far): used after a failure, so nothing visible changed.
+        public func discard(_ batch: Batch) { discard(batch.changed) }
+
+        public func abort() {
+            discard(pendingTemps)
+            pendingTemps = []
+        }
+
+        private func discard(_ changes: [Change]) {
+            guard root >= 0 else { return }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for change in changes where change.staged {
+                let components = change.components
+                if let dir = try? cache.directory(components.dropLast(), display: change.path) {
+                    unlinkat(dir, Session.temporaryName(components.last ?? ""), 0)
+                }
+            }
+        }
+
+        /// Write mode: makes every prepared file visible, removes stale outputs, writes the manifest.
+        public func publish() throws(OutputError) -> WriteSummary {
+            precondition(mode == .write)
+            var summary = WriteSummary()
+            if !syncPerFile {
+                guard FileSystemSync.sync(root) else {
+                    let e = OutputError.errno("cannot flush", directory)
+                    abort()
+                    throw e
+                }
+            }
+            let cache = DirectoryCache(root: root, create: true)
+            defer { cache.closeAll() }
+            for change in changed.sorted(by: { $0.path < $1.path }) {
+                let components = change.components
+                guard let name = components.last, let dir = try cache.directory(components.dropLast(), display: change.path),
+                    renameat(dir, Session.temporaryName(name), dir, name) == 0
+                else {
+                    let e = OutputError.errno("cannot write", change.path)
+                    abort()
+                    throw e
+                }
+                summary.written.append(change.path)
+                if syncPerFile { fsync(dir) }
+                CrashTestHook.step()
+            }
+            pendingTemps = []
+            summary.unchanged = unchanged.sorted()
+            // Remove what an earlier run wrote and this one does not; never anything else.
+            let previous = readManifest(root)
+            for old in previous.sorted() where !seen.contains(old) {
+                guard let parts = try? checkRelativePath(old),
+                    let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
+                else { continue }
+                if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
+            }
+            removeEmptiedDirectories(after: summary.removed, cache: cache)
+            // Temporary files of an earlier run killed between writing and renaming, in the
+            // directories this run writes to (this run's own are all renamed by now).
+            for directory in Set(paths.map { $0.split(separator: "/").dropLast().map(String.init) }) {
+                if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
+                    removeTemporaries(dir)
+                }
+            }
+            let manifest = Array((paths.sorted().joined(separator: "\n") + "\n").utf8)
+            if case .differs = try state(root, name: manifestName, contents: manifest, mode: publicMode) {
+                let temp = ".\(manifestName).tmp-\(getpid())"
+                try writeTemporary(root, name: temp, contents: manifest, mode: publicMode, sync: true, display: manifestName)
+                guard renameat(root, temp, root, manifestName) == 0 else {
+                    let e = OutputError.errno("cannot write", manifestName)
+                    unlinkat(root, temp, 0)
+                    throw e
+                }
+            }
+            // The renames and removals (directory entries) are durable after one more flush.
+            if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            return summary
+        }
+
+        /// Directories emptied by removing stale outputs go too (a non-empty one simply stays);
+        /// parents are opened without following links.
+        private func removeEmptiedDirectories(after removed: [String], cache: DirectoryCache) {
+            var emptied = Set<String>()
+            for path in removed {
+                var parts = path.split(separator: "/").map(String.init).dropLast()
+                while !parts.isEmpty {
+                    emptied.insert(parts.joined(separator: "/"))
+                    parts = parts.dropLast()
+                }
+            }
+            cache.closeAll()
+            for directory in emptied.sorted(by: { $0.count > $1.count }) {
+                let parts = directory.split(separator: "/").map(String.init)
+                guard let parent = try? cache.directory(parts.dropLast()[...], display: directory, create: false) else { continue }
+                unlinkat(parent, parts.last!, AT_REMOVEDIR)
+            }
+            cache.closeAll()
+        }
+
+        /// Compare mode: what differs from the tree.
+        public func drift() throws(OutputError) -> DriftReport {
+            var report = DriftReport()
+            guard root >= 0 else {
+                report.missing = paths.sorted()
+                return report
+            }
+            var present = Set<String>()
+            try listFiles(root, prefix: "", into: &present)
+            present.remove(manifestName)
+            for change in changed.sorted(by: { $0.path < $1.path }) {
+                if !present.contains(change.path) {
+                    report.missing.append(change.path)
+                } else {
+                    report.stale.append(change.path)
+                }
+            }
+            report.unexpected = present.subtracting(seen).sorted()
             return report
         }
-        defer { close(root) }
-        try listFiles(root, prefix: "", into: &present)
-        present.remove(manifestName)
-        var expected = Set<String>()
-        for file in files.sorted(by: { $0.path < $1.path }) {
-            expected.insert(file.path)
-            guard present.contains(file.path) else {
-                report.missing.append(file.path)
-                continue
-            }
-            let parts = try checkRelativePath(file.path)
-            let dir = try openDirectory(root, components: parts.dropLast(), create: false, display: file.path)
-            defer { close(dir) }
-            if try !fileMatches(dir, name: parts.last!, contents: file.contents, mode: file.isPrivate ? privateMode : publicMode) {
-                report.stale.append(file.path)
-            }
+    }
+
+    /// Directories below the root opened one component at a time with O_NOFOLLOW (a symlink fails
+    /// with ELOOP or ENOTDIR), creating missing ones when asked, and kept open while a batch's files
+    /// go to the same few directories.
+    final class DirectoryCache {
+        let root: Int32
+        let create: Bool
+        private var open: [String: Int32] = [:]
+
+        init(root: Int32, create: Bool) {
+            self.root = root
+            self.create = create
         }
-        report.unexpected = present.subtracting(expected).sorted()
-        return report
+
+        /// The directory's descriptor (owned by the cache), or nil when it is missing and not created.
+        func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError) -> Int32? {
+            let create = create ?? self.create
+            if components.isEmpty { return root }
+            let key = components.joined(separator: "/")
+            if let fd = open[key] { return fd }
+            if open.count >= 64 { closeAll() }
+            guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
+            let component = components.last!
+            if create && mkdirat(parent, component, 0o755) != 0 && errno != EEXIST {
+                throw OutputError.errno("cannot create directory for", display)
+            }
+            let fd = openat(parent, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                if !create && errno == ENOENT { return nil }
+                throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
+            }
+            open[key] = fd
+            return fd
+        }
+
+        func closeAll() {
+            for fd in open.values { close(fd) }
+            open = [:]
+        }
     }
 
     // MARK: primitives
@@ -160,50 +360,40 @@ public enum OutputTree {
         return fd
     }
 
-    /// Opens `components` below `base` one at a time with O_NOFOLLOW (a symlink fails with ELOOP or
-    /// ENOTDIR), creating missing directories when asked. `reopen` re-resolves the root when `base`
-    /// is closed over by the caller's scope (compare).
-    private static func openDirectory(
-        _ base: Int32, components: ArraySlice<String>, create: Bool, display: String, reopen: String? = nil
-    ) throws(OutputError) -> Int32 {
-        var current = reopen.map { open($0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) } ?? dup(base)
-        guard current >= 0 else { throw OutputError.errno("cannot open directory for", display) }
-        for component in components {
-            if create && mkdirat(current, component, 0o755) != 0 && errno != EEXIST {
-                let e = OutputError.errno("cannot create directory for", display)
-                close(current)
-                throw e
-            }
-            let next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-            close(current)
-            guard next >= 0 else {
-                throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
-            }
-            current = next
-        }
-        return current
+    enum FileState {
+        case matches
+        /// missing: no regular file of that name.
+        case differs(missing: Bool)
     }
 
-    private static func fileMatches(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
+    /// Whether `name` in `dir` is a regular file with exactly these bytes and mode. Reads in
+    /// chunks and stops at the first difference; the size is compared first.
+    static func state(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t) throws(OutputError) -> FileState {
         let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return false }  // missing, or a symlink: rewrite (rename replaces the link itself)
+        guard fd >= 0 else { return .differs(missing: true) }  // missing, or a symlink: rewrite (rename replaces the link itself)
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size == contents.count,
-            (st.st_mode & 0o7777) == mode
-        else { return false }
-        var buffer = [UInt8](repeating: 0, count: contents.count)
-        var offset = 0
-        while offset < buffer.count {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 { return false }
-            offset += n
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .differs(missing: true) }
+        guard st.st_size == contents.count, (st.st_mode & 0o7777) == mode else { return .differs(missing: false) }
+        let same = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { buffer -> Bool in
+            contents.withUnsafeBytes { expected -> Bool in
+                var offset = 0
+                while offset < expected.count {
+                    let n = read(fd, buffer.baseAddress!, min(buffer.count, expected.count - offset))
+                    if n <= 0 { return false }
+                    if memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) != 0 { return false }
+                    offset += n
+                }
+                // Exactly the expected size: nothing more to read.
+                return read(fd, buffer.baseAddress!, 1) == 0
+            }
         }
-        return buffer == contents
+        return same ? .matches : .differs(missing: false)
     }
 
-    private static func atomicWrite(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t, display: String) throws(OutputError) {
-        let temp = ".\(name).tmp-\(getpid())"
+    private static func writeTemporary(
+        _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String
+    ) throws(OutputError) {
         unlinkat(dir, temp, 0)
         let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw OutputError.errno("cannot write", display) }
@@ -213,16 +403,15 @@ public enum OutputTree {
             let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n <= 0 { ok = false } else { offset += n }
         }
-        ok = ok && fsync(fd) == 0
+        if ok && sync { ok = fsync(fd) == 0 }
+        let saved = errno
         close(fd)
-        if ok { CrashTestHook.step() }
-        guard ok, renameat(dir, temp, dir, name) == 0 else {
+        guard ok else {
+            errno = saved
             let e = OutputError.errno("cannot write", display)
             unlinkat(dir, temp, 0)
             throw e
         }
-        CrashTestHook.step()
-        fsync(dir)
     }
 
     /// Removes `.<name>.tmp-<digits>` files (left only by a killed run) from `dir`.
@@ -286,4 +475,16 @@ public enum OutputTree {
             }
         }
     }
+}
+
+/// syncfs(2): flushes one file system (Linux). The Glibc module does not export it; where it is
+/// missing, the writer fsyncs every file and directory instead.
+enum FileSystemSync {
+    typealias SyncFS = @convention(c) (Int32) -> Int32
+    static let function: SyncFS? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: SyncFS.self)
+    }()
+    static var available: Bool { function != nil }
+    static func sync(_ fd: Int32) -> Bool { function?(fd) == 0 }
 }

@@ -141,6 +141,9 @@ public struct ClientPlan: Sendable, Hashable {
 
     public func connections(of user: String) -> [ClientConnection] { connections.filter { $0.user == user } }
 
+    /// Every user's connections at once, in plan order (one pass, for rendering a whole fleet).
+    public func connectionsByUser() -> [String: [ClientConnection]] { Dictionary(grouping: connections, by: \.user) }
+
     /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
     /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (formats.md §2.5).
     public static let appleIPSecOffer = ProposalOffer(
@@ -156,6 +159,9 @@ public struct ClientPlan: Sendable, Hashable {
         var connections: [ClientConnection] = []
         var diagnostics: [Diagnostic] = []
         var reportedApple: Set<String> = []
+        // Per node, not per user and node: parsing proposals is the costly part of planning.
+        var appleSA: [String: AppleSA?] = [:]
+        for node in inventory.nodes where appleSA[node.name] == nil { appleSA[node.name] = AppleSA.derive(from: node.proposals) }
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
@@ -167,7 +173,7 @@ public struct ClientPlan: Sendable, Hashable {
                     if service.needsPassword && user.password == nil { continue }
                     var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
                     if devices.contains(.apple) && service.ikeVersion == 2 {
-                        if let sa = AppleSA.derive(from: node.proposals) {
+                        if let sa = appleSA[node.name] ?? AppleSA.derive(from: node.proposals) {
                             connection.apple = sa
                             connection.offers[.apple] = sa.offer
                         } else {

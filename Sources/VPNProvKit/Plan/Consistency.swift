@@ -129,28 +129,88 @@ public enum Consistency {
         var seen = Set(out)
         func add(_ d: Diagnostic) { if seen.insert(d).inserted { out.append(d) } }
         let views = Dictionary(servers.map { ($0.node, $0) }, uniquingKeysWith: { first, _ in first })
+        // Lookups by name and per-node facts are computed once: a fleet has thousands of users, each
+        // with a connection per node and service.
+        let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let users = Dictionary(inventory.users.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let context = CheckContext(servers: servers, materials: materials, inspect: inspect)
         for c in plan.connections {
-            guard let node = inventory.node(named: c.node), let user = inventory.user(named: c.user) else { continue }
+            guard let node = nodes[c.node], let user = users[c.user] else { continue }
             guard let view = views[c.node] else {
                 add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
                 continue
             }
-            for d in check(connection: c, view: view, node: node, user: user, inventory: inventory, materials: materials, inspect: inspect) {
+            for d in check(connection: c, view: view, node: node, user: user, materials: materials, context: context) {
                 add(d)
             }
         }
         return out
     }
 
+    /// What the per-connection check would otherwise recompute for every user: password users as
+    /// sets, whether each node ships the clients' CA, parsed certificates, proposal comparisons.
+    final class CheckContext {
+        let passwordUsers: [String: Set<String>]
+        let shipsOtherCA: [String: Bool]
+        let inspect: CertificateInspector?
+        private var facts: [String: CertificateFacts?] = [:]
+        private var intersections: [IntersectionKey: Bool] = [:]
+
+        struct IntersectionKey: Hashable {
+            var client: [String]
+            var server: [String]
+            var purpose: Proposal.Purpose
+            var withGroups: Bool
+        }
+
+        init(servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
+            var passwordUsers: [String: Set<String>] = [:]
+            var shipsOtherCA: [String: Bool] = [:]
+            let clientCA = Consistency.normalized(materials.caCertificatePEM)
+            for view in servers where passwordUsers[view.node] == nil {
+                passwordUsers[view.node] = Set(view.passwordUsers)
+                shipsOtherCA[view.node] = view.caCertificatePEM.map { Consistency.normalized($0) != clientCA } ?? false
+            }
+            self.passwordUsers = passwordUsers
+            self.shipsOtherCA = shipsOtherCA
+            self.inspect = inspect
+        }
+
+        func knowsPassword(_ view: ServerView, _ user: String) -> Bool {
+            passwordUsers[view.node]?.contains(user) ?? view.passwordUsers.contains(user)
+        }
+
+        func shipsOtherCA(_ view: ServerView, materials: Materials) -> Bool {
+            if let known = shipsOtherCA[view.node] { return known }
+            guard let serverCA = view.caCertificatePEM else { return false }
+            return Consistency.normalized(serverCA) != Consistency.normalized(materials.caCertificatePEM)
+        }
+
+        func facts(_ pem: String) -> CertificateFacts? {
+            guard let inspect else { return nil }
+            if let known = facts[pem] { return known }
+            let value = inspect(pem)
+            facts[pem] = value
+            return value
+        }
+
+        func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {
+            let key = IntersectionKey(client: client, server: server, purpose: purpose, withGroups: withGroups)
+            if let known = intersections[key] { return known }
+            let value = Consistency.intersects(client, server, purpose: purpose, withGroups: withGroups)
+            intersections[key] = value
+            return value
+        }
+    }
+
     // MARK: - one connection
 
     static func check(
-        connection c: ClientConnection, view: ServerView, node: Node, user: User, inventory: Inventory,
-        materials: Materials, inspect: CertificateInspector?
+        connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
         let what = "\(c.service.rawValue) client of node '\(c.node)'"
-        out += checkSecrets(c, view: view, node: node, user: user, materials: materials)
+        out += checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
 
         let selection = select(c, in: view.connections)
         guard case .selected(let s) = selection else {
@@ -187,18 +247,18 @@ public enum Consistency {
         // Proposals, per client kind.
         for device in c.devices {
             guard let offer = c.offers[device] else { continue }
-            if !intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
+            if !context.intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
                 out.append(.error(
                     .ikeProposalMismatch,
                     "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
                     at: node.location(of: "proposals")))
             }
-            if !intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
+            if !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
                 out.append(.error(
                     .espProposalMismatch,
                     "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
                     at: node.location(of: "proposals")))
-            } else if c.ikeVersion == 2 && !intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true) {
+            } else if c.ikeVersion == 2 && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true) {
                 out.append(.error(
                     .pfsMismatch,
                     "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
@@ -207,7 +267,7 @@ public enum Consistency {
         }
         // Certificates.
         if c.serverAuth == .pubkey {
-            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = inspect?(pem) {
+            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
                 if !facts.contains(c.remoteID) {
                     out.append(.error(
                         .serverCertificateSAN,
@@ -221,7 +281,7 @@ public enum Consistency {
                         at: node.location))
                 }
             }
-            if let serverCA = view.caCertificatePEM, normalized(serverCA) != normalized(materials.caCertificatePEM) {
+            if context.shipsOtherCA(view, materials: materials) {
                 out.append(.error(
                     .caMismatch,
                     "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
@@ -229,7 +289,7 @@ public enum Consistency {
             }
         }
         if c.credentials.contains(.clientCertificate), let localID = c.localID,
-            let pem = materials.users[c.user]?.certificatePEM, let facts = inspect?(pem)
+            let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
         {
             if !facts.contains(localID) {
                 out.append(.error(
@@ -245,14 +305,16 @@ public enum Consistency {
 
     // MARK: - secrets
 
-    static func checkSecrets(_ c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials) -> [Diagnostic] {
+    static func checkSecrets(
+        _ c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
         var out: [Diagnostic] = []
         let um = materials.users[c.user]
         if c.credentials.contains(.password) {
             if (um?.password ?? "").isEmpty {
                 out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
                                   at: user.location(of: "password")))
-            } else if !view.passwordUsers.contains(c.user) {
+            } else if !context.knowsPassword(view, c.user) {
                 out.append(.error(.missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
                                   at: user.location(of: "password")))
             }

@@ -31,11 +31,14 @@ public struct NameBasedUUID: Sendable, Hashable, CustomStringConvertible {
 
     /// Upper-case canonical text, as Apple profiles usually carry it.
     public var description: String {
-        let hex = bytes.map { byte -> String in
-            let s = String(byte, radix: 16, uppercase: true)
-            return s.count == 1 ? "0" + s : s
+        let digits = Array("0123456789ABCDEF".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(36)
+        for (i, byte) in bytes.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
         }
-        let groups = [hex[0..<4], hex[4..<6], hex[6..<8], hex[8..<10], hex[10..<16]]
-        return groups.map { $0.joined() }.joined(separator: "-")
+        return String(decoding: text, as: UTF8.self)
     }
 }

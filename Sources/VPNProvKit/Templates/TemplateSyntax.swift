@@ -17,6 +17,10 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     func escape(_ value: String, name: String) throws(TemplateError.Kind) -> String {
         switch self {
         case .swanctl:
+            // Most values need no escape: quote them as they are.
+            if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) {
+                return "\"" + value + "\""
+            }
             var out = "\""
             for scalar in value.unicodeScalars {
                 switch scalar {
@@ -35,6 +39,7 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             out += "\""
             return out
         case .text:
+            if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return value }
             for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
                 _ = scalar
                 throw .controlCharacter(name: name)

@@ -19,33 +19,41 @@ public enum ClientRenderer {
         plan: ClientPlan, inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
         var files: [OutputFile] = []
+        let byUser = plan.connectionsByUser()
         for user in inventory.users where !user.revoked {
-            let connections = plan.connections(of: user.name)
-            if connections.isEmpty { continue }
-            var userFiles: [OutputFile] = []
-            if let apple = try AppleProfileRenderer.render(user: user, connections: connections, inventory: inventory, materials: materials) {
-                userFiles.append(apple)
-            }
-            for connection in connections {
-                if let sswan = try AndroidProfileRenderer.render(connection: connection, inventory: inventory, materials: materials) {
-                    userFiles.append(sswan)
-                }
-            }
-            userFiles += try LinuxClientRenderer.render(
-                user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
-            let needsP12 = connections.contains {
-                $0.credentials.contains(.clientCertificate) && ($0.devices.contains(.apple) || $0.devices.contains(.android))
-            }
-            if needsP12 {
-                guard let p12 = materials.users[user.name]?.p12 else {
-                    throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle")
-                }
-                userFiles.append(OutputFile(path: "clients/\(user.name)/\(user.name).p12", contents: p12, isPrivate: true))
-            }
-            userFiles.append(readme(user: user, connections: connections, files: userFiles, inventory: inventory))
-            files += userFiles.sorted { $0.path < $1.path }
+            files += try render(user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
         }
         return files
+    }
+
+    /// One user's files (`clients/<user>/...`, sorted by path); `connections` are the user's own
+    /// (`ClientPlan.connectionsByUser()`). Empty for a user without connections.
+    public static func render(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
+    ) throws -> [OutputFile] {
+        if connections.isEmpty { return [] }
+        var userFiles: [OutputFile] = []
+        if let apple = try AppleProfileRenderer.render(user: user, connections: connections, inventory: inventory, materials: materials) {
+            userFiles.append(apple)
+        }
+        for connection in connections {
+            if let sswan = try AndroidProfileRenderer.render(connection: connection, inventory: inventory, materials: materials) {
+                userFiles.append(sswan)
+            }
+        }
+        userFiles += try LinuxClientRenderer.render(
+            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
+        let needsP12 = connections.contains {
+            $0.credentials.contains(.clientCertificate) && ($0.devices.contains(.apple) || $0.devices.contains(.android))
+        }
+        if needsP12 {
+            guard let p12 = materials.users[user.name]?.p12 else {
+                throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle")
+            }
+            userFiles.append(OutputFile(path: "clients/\(user.name)/\(user.name).p12", contents: p12, isPrivate: true))
+        }
+        userFiles.append(readme(user: user, connections: connections, files: userFiles, inventory: inventory))
+        return userFiles.sorted { $0.path < $1.path }
     }
 
     /// A short plain-text guide to the user's files.

@@ -64,7 +64,11 @@ public enum AndroidProfileRenderer {
             local: local,
             ikeProposal: offer?.ike.first,
             espProposal: offer?.esp.first)
-        // JSONEncoder's pretty-printed, sorted-key bytes, without its cost (ProfileJSON.swift).
-        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: profile.prettyJSON(), isPrivate: true)
+        // SPEC §3: JSON is written with Foundation's encoder.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        var data = try encoder.encode(profile)
+        data.append(0x0A)
+        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: [UInt8](data), isPrivate: true)
     }
 }

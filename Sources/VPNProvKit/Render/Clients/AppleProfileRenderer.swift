@@ -81,10 +81,10 @@ public enum AppleProfileRenderer {
             "PayloadUUID": uuid("profile"),
             "PayloadVersion": 1,
         ]
-        // PropertyListSerialization's XML, byte for byte, without its cost (XMLPropertyList.swift).
-        let data = try XMLPropertyList.data(profile)
+        // SPEC §3: plists are written with Foundation's encoder (XML, sorted keys).
+        let data = try PropertyListSerialization.data(fromPropertyList: profile, format: .xml, options: 0)
         // Always private: passwords, PSKs or the p12 with its password are inside.
-        return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)
+        return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: [UInt8](data), isPrivate: true)
     }
 
     static func saDictionary(_ p: AppleSAParameters, lifetime: Int) -> [String: Any] {

@@ -82,9 +82,9 @@ public enum AppleProfileRenderer {
             "PayloadVersion": 1,
         ]
         // SPEC §3: plists are written with Foundation's encoder (XML, sorted keys).
-        let data = try PropertyListSerialization.data(fromPropertyList: profile, format: .xml, options: 0)
+        let data = try PropertyListValue.xml(profile)
         // Always private: passwords, PSKs or the p12 with its password are inside.
-        return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: [UInt8](data), isPrivate: true)
+        return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)
     }
 
     static func saDictionary(_ p: AppleSAParameters, lifetime: Int) -> [String: Any] {

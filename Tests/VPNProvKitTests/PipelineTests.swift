@@ -208,4 +208,59 @@ import VPNProvCrypto
         #expect(facts.contains(.dn("C=DE,O=acme,CN=dn-1")))
         #expect(!facts.contains(.dn("C=DE, O=acme, CN=dn-2")))
     }
+
+    @Test func unchangedUsersAreTakenFromTheRenderCacheAndAnyInputChangeRendersAgain() throws {
+        let dir = try workspace()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let cachePath = dir + "/out/.vpnprov-cache"
+        let cache = try String(contentsOfFile: cachePath, encoding: .utf8)
+        #expect(cache.hasPrefix("vpnprov-cache 1\nuser alice "))
+
+        // Proof that a fresh user is not rendered: replace alice's README and record its digest in the
+        // cache; the next run keeps it (her inputs did not change, the file is as recorded).
+        let readme = dir + "/out/clients/alice/README"
+        let original = try String(contentsOfFile: readme, encoding: .utf8)
+        let replaced = original + "kept\n"
+        try replaced.write(toFile: readme, atomically: false, encoding: .utf8)
+        let oldDigest = hexString(Digest.sha256(Array(original.utf8)))
+        let newDigest = hexString(Digest.sha256(Array(replaced.utf8)))
+        try cache.replacingOccurrences(of: oldDigest, with: newDigest).write(toFile: cachePath, atomically: false, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        #expect(try String(contentsOfFile: readme, encoding: .utf8) == replaced)
+
+        // Without the matching digest the edit is drift, and generate repairs it.
+        try cache.write(toFile: cachePath, atomically: false, encoding: .utf8)
+        let drift = vpnprov(["check"], in: dir)
+        #expect(drift.code == 1)
+        #expect(drift.out == "stale: clients/alice/README\n")
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        #expect(try String(contentsOfFile: readme, encoding: .utf8) == original)
+
+        // A node change reaches every user's profiles although no user entry changed.
+        var text = try String(contentsOfFile: dir + "/inventory.yaml", encoding: .utf8)
+        text = text.replacingOccurrences(of: "address: sgp-1.vpn.example.com", with: "address: sgp-2.vpn.example.com")
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let moved = vpnprov(["check"], in: dir)
+        #expect(moved.code == 1)
+        #expect(moved.out.contains("stale: clients/alice/alice.mobileconfig"))
+        #expect(moved.out.contains("stale: clients/alice/sgp-1-ikev2-eap.sswan"))
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        #expect(try String(contentsOfFile: dir + "/out/clients/alice/sgp-1-ikev2-eap.sswan", encoding: .utf8).contains("sgp-2.vpn.example.com"))
+        #expect(vpnprov(["check"], in: dir).code == 0)
+    }
+
+    @Test func fingerprintsIgnoreDictionaryOrderAndSourceLocations() {
+        let a = SourceLocation(file: "a.yaml", line: 1, column: 1)
+        let b = SourceLocation(file: "a.yaml", line: 9, column: 3)
+        var node = Node(name: "n", address: "192.0.2.1", id: .ipv4("192.0.2.1"), services: [.ikev2EAP], location: a,
+                        fieldLocations: ["pool": a, "psk": b, "id": a, "dns": b])
+        let first = Fingerprint.digest([node])
+        node.location = b
+        node.fieldLocations = ["dns": a, "id": b, "psk": a, "pool": b]
+        #expect(Fingerprint.digest([node]) == first)
+        node.tier = .pro
+        #expect(Fingerprint.digest([node]) != first)
+        #expect(Fingerprint.digest([["x": 1, "y": 2, "z": 3]]) == Fingerprint.digest([["z": 3, "y": 2, "x": 1]]))
+        #expect(Fingerprint.digest(["ab", "c"]) != Fingerprint.digest(["a", "bc"]))
+    }
 }

@@ -79,6 +79,50 @@ extension Pipeline {
     struct Built {
         var prepared: PrepareResult
         var templates: TemplateSet
+        /// Per active user: the fingerprint of everything their files are rendered from.
+        var fingerprints: [String: String]
+        /// Users whose files are on disk exactly as the previous run rendered them from the same
+        /// inputs (render cache): neither checked nor rendered again.
+        var fresh: [String: RenderCache.Entry]
+    }
+
+    /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
+    /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
+    static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
+        var shared: [Any] = [CommandLineTool.version, inventory.name, inventory.pki, inventory.nodes]
+        for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
+        shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
+        for node in inventory.nodes {
+            let m = materials.nodes[node.name]
+            shared += [m?.certificatePEM ?? "", m?.psk ?? ""]
+        }
+        let common = Fingerprint.digest(shared)
+        let users = inventory.users.filter { !$0.revoked }
+        let results = ParallelSlots<String>(users.count)
+        DispatchQueue.concurrentPerform(iterations: users.count) { i in
+            let user = users[i]
+            let digest = Fingerprint.digest([common, user, materials.users[user.name] as Any])
+            results.lock.lock()
+            results.values[i] = digest
+            results.lock.unlock()
+        }
+        return Dictionary(uniqueKeysWithValues: zip(users.map(\.name), results.values.map { $0! }))
+    }
+
+    /// The users whose cached files are intact and rendered from the same inputs.
+    static func freshUsers(in directory: String, fingerprints: [String: String]) throws -> [String: RenderCache.Entry] {
+        let reader = try OutputTree.Session(directory: directory, mode: .compare)
+        let candidates = reader.previousRenderCache().entries.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
+        let intact = ParallelSlots<Bool>(candidates.count)
+        DispatchQueue.concurrentPerform(iterations: candidates.count) { i in
+            let ok = reader.isIntact(candidates[i].value)
+            intact.lock.lock()
+            intact.values[i] = ok
+            intact.lock.unlock()
+        }
+        var fresh: [String: RenderCache.Entry] = [:]
+        for (i, candidate) in candidates.enumerated() where intact.values[i] == true { fresh[candidate.key] = candidate.value }
+        return fresh
     }
 
     /// Users per slice of the client plan. The plan of a whole fleet (a connection per user, node
@@ -147,23 +191,36 @@ extension Pipeline {
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let done = ParallelSlots<Int>(1)
         let report = progress.callback
-        let results = ParallelSlots<Result<OutputTree.Session.Batch, Error>>(batches)
+        let results = ParallelSlots<Result<(OutputTree.Session.Batch, [String: RenderCache.Entry]), Error>>(batches)
         DispatchQueue.concurrentPerform(iterations: batches) { b in
-            let result = Result { () throws -> OutputTree.Session.Batch in
-                var files: [OutputFile]
+            let result = Result { () throws -> (OutputTree.Session.Batch, [String: RenderCache.Entry]) in
+                var files: [OutputFile] = []
+                var entries: [String: RenderCache.Entry] = [:]
+                var keptPaths: [String] = []
                 if b == 0 {
                     files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
                     files += CatalogRenderer.render(inventory: inventory)
                 } else {
-                    files = []
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
-                    let byUser = ClientPlan.build(inventory: slice(inventory, batch), materials: materials).connectionsByUser()
+                    let stale = batch.filter { built.fresh[$0.name] == nil }
+                    let byUser = stale.isEmpty
+                        ? [:] : ClientPlan.build(inventory: slice(inventory, stale[...]), materials: materials).connectionsByUser()
                     for user in batch {
-                        files += try ClientRenderer.render(
+                        if let entry = built.fresh[user.name] {
+                            entries[user.name] = entry
+                            keptPaths += entry.files.map(\.path)
+                            continue
+                        }
+                        let userFiles = try ClientRenderer.render(
                             user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                        entries[user.name] = RenderCache.entry(fingerprint: built.fingerprints[user.name]!, files: userFiles)
+                        files += userFiles
                     }
                 }
-                return try session.prepare(files)
+                var prepared = try session.prepare(files)
+                prepared.paths += keptPaths
+                prepared.unchanged += keptPaths
+                return (prepared, entries)
             }
             results.lock.lock()
             results.values[b] = result
@@ -175,12 +232,14 @@ extension Pipeline {
         progress.finish()
         var count = 0
         var failure: Error?
+        var cache = RenderCache(entries: [:])
         for result in results.values {
             switch result! {
-            case .success(let batch):
+            case .success(let (batch, entries)):
                 if failure == nil {
                     do { try session.add(batch) } catch { failure = error }
                     count += batch.paths.count
+                    cache.entries.merge(entries) { first, _ in first }
                 } else {
                     session.discard(batch)
                 }
@@ -189,6 +248,7 @@ extension Pipeline {
             }
         }
         if let failure { throw failure }
+        session.renderCache = cache.bytes
         return count
     }
 
@@ -222,13 +282,18 @@ extension Pipeline {
             return nil
         }
         progress.finish()
+        let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
+        let fresh = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        diagnostics += consistency(prepared.inventory, prepared.materials)
+        // A fresh user's connections were checked by the run that rendered them from the same inputs.
+        var toCheck = prepared.inventory
+        toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
+        diagnostics += consistency(toCheck, prepared.materials)
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
         if failed { return nil }
         for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
-        return Built(prepared: prepared, templates: templates)
+        return Built(prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

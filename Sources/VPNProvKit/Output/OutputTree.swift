@@ -1,3 +1,5 @@
+import VPNProvCrypto
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -252,19 +254,72 @@ public enum OutputTree {
                     removeTemporaries(dir)
                 }
             }
-            let manifest = Array((paths.sorted().joined(separator: "\n") + "\n").utf8)
-            if case .differs = try state(root, name: manifestName, contents: manifest, mode: publicMode) {
-                let temp = ".\(manifestName).tmp-\(getpid())"
-                try writeTemporary(root, name: temp, contents: manifest, mode: publicMode, sync: true, display: manifestName)
-                guard renameat(root, temp, root, manifestName) == 0 else {
-                    let e = OutputError.errno("cannot write", manifestName)
-                    unlinkat(root, temp, 0)
-                    throw e
-                }
+            try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8))
+            if let renderCache {
+                try replaceRootFile(RenderCache.fileName, with: renderCache)
+            } else {
+                unlinkat(root, RenderCache.fileName, 0)
             }
             // The renames and removals (directory entries) are durable after one more flush.
             if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
             return summary
+        }
+
+        /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
+        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) {
+            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return }
+            let temp = ".\(name).tmp-\(getpid())"
+            try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
+            guard renameat(root, temp, root, name) == 0 else {
+                let e = OutputError.errno("cannot write", name)
+                unlinkat(root, temp, 0)
+                throw e
+            }
+        }
+
+        // MARK: render cache
+
+        /// The new render cache, written by `publish` (nil removes it).
+        var renderCache: [UInt8]?
+
+        /// The render cache of the previous run (empty when absent or unreadable).
+        func previousRenderCache() -> RenderCache {
+            guard root >= 0 else { return RenderCache(bytes: nil) }
+            let fd = openat(root, RenderCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return RenderCache(bytes: nil) }
+            defer { close(fd) }
+            return RenderCache(bytes: readAll(fd, limit: 64 << 20))
+        }
+
+        /// Every file of `entry` is on disk as a regular file with its recorded mode and digest.
+        /// Thread-safe (read-only).
+        func isIntact(_ entry: RenderCache.Entry) -> Bool {
+            guard root >= 0 else { return false }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for file in entry.files {
+                guard let parts = try? checkRelativePath(file.path),
+                    let dir = try? cache.directory(parts.dropLast(), display: file.path)
+                else { return false }
+                let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else { return false }
+                defer { close(fd) }
+                var st = stat()
+                guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                    (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
+                    let bytes = readAll(fd, limit: Int(st.st_size) + 1), bytes.count == Int(st.st_size),
+                    hexString(Digest.sha256(bytes)) == file.sha256
+                else { return false }
+            }
+            return true
+        }
+
+        /// A batch for files known to be right without rendering them (a fresh cache entry).
+        func unchangedBatch(_ paths: [String]) -> Batch {
+            var batch = Batch()
+            batch.paths = paths
+            batch.unchanged = paths
+            return batch
         }
 
         /// Directories emptied by removing stale outputs go too (a non-empty one simply stays);
@@ -297,6 +352,7 @@ public enum OutputTree {
             var present = Set<String>()
             try listFiles(root, prefix: "", into: &present)
             present.remove(manifestName)
+            present.remove(RenderCache.fileName)
             for change in changed.sorted(by: { $0.path < $1.path }) {
                 if !present.contains(change.path) {
                     report.missing.append(change.path)
@@ -429,6 +485,19 @@ public enum OutputTree {
         }
         closedir(stream)
         for name in names { unlinkat(dir, name, 0) }
+    }
+
+    /// The whole file, or nil past `limit` bytes or on a read error.
+    static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 { return nil }
+            if n == 0 { return bytes }
+            bytes += chunk[0..<n]
+            if bytes.count > limit { return nil }
+        }
     }
 
     private static func readManifest(_ root: Int32) -> Set<String> {

@@ -69,6 +69,8 @@ public struct Template: Sendable {
 
     private let parts: [Part]
     private let source: [UInt8]
+    /// The template text as loaded (fingerprints of what was rendered from it).
+    var sourceBytes: [UInt8] { source }
 
     /// Parses `text`; `name` is used in error messages (e.g. "server/swanctl.conf.tmpl").
     public init(name: String, text: String) throws(TemplateError) {

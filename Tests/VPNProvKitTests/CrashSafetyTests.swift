@@ -81,9 +81,11 @@ enum VPNProvBinary {
         return text
     }
 
+    /// Temporary files, and the marker that a run is between its first temporary file and publish
+    /// (it tells the next run to look for temporaries; empty, never an output).
     static func isTemporary(_ path: String) -> Bool {
         let name = (path as NSString).lastPathComponent
-        return name.hasPrefix(".") && name.contains(".tmp-")
+        return name.hasPrefix(".") && name.contains(".tmp-") || path == ".vpnprov-writing"
     }
 
     static func snapshot(_ root: String) -> [String: Data] {

@@ -1,3 +1,4 @@
+import Foundation
 import VPNProvCrypto
 
 #if canImport(Glibc)
@@ -50,11 +51,12 @@ public enum OutputTree {
 
     /// Rejects paths that could leave the output directory or hide (`..`, `/x`, `a//b`, `.x`).
     public static func checkRelativePath(_ path: String) throws(OutputError) -> [String] {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        guard !path.isEmpty, !parts.contains(where: { $0.isEmpty || $0 == "." || $0 == ".." || $0.hasPrefix(".") }),
-            !path.utf8.contains(0), parts.allSatisfy({ $0.utf8.count <= 255 })
+        // On UTF-8 bytes: this runs for every file of every run.
+        let bytes = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        guard !path.isEmpty, !path.utf8.contains(0),
+            bytes.allSatisfy({ !$0.isEmpty && $0.first != UInt8(ascii: ".") && $0.count <= 255 })
         else { throw OutputError("refusing unsafe output path '\(path)'") }
-        return parts
+        return bytes.map { String(Substring($0)) }
     }
 
     // MARK: writing
@@ -123,6 +125,13 @@ public enum OutputTree {
         private var unchanged: [String] = []
         private var changed: [Change] = []
         private var pendingTemps: [Change] = []
+        /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
+        /// them all. Found at the start, it means a run was killed half-way: only then are all
+        /// directories searched for temporary files (a search a no-op run should not pay for).
+        static let writingMarker = ".vpnprov-writing"
+        private var killedRunLeftTemporaries = false
+        private let markerLock = NSLock()
+        private var markerWritten = false
 
         public init(directory: String, mode: Mode) throws(OutputError) {
             self.directory = directory
@@ -130,6 +139,8 @@ public enum OutputTree {
             syncPerFile = !FileSystemSync.available
             if mode == .write {
                 root = try openRoot(directory, create: true)
+                killedRunLeftTemporaries = faccessat(root, Session.writingMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+                markerWritten = killedRunLeftTemporaries
             } else {
                 let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                 guard fd >= 0 || errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
@@ -163,6 +174,7 @@ public enum OutputTree {
                         batch.unchanged.append(file.path)
                     case .differs(let missing):
                         if self.mode == .write {
+                            try markWriting()
                             try writeTemporary(
                                 dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
                                 display: file.path)
@@ -249,9 +261,13 @@ public enum OutputTree {
             removeEmptiedDirectories(after: summary.removed, cache: cache)
             // Temporary files of an earlier run killed between writing and renaming, in the
             // directories this run writes to (this run's own are all renamed by now).
-            for directory in Set(paths.map { $0.split(separator: "/").dropLast().map(String.init) }) {
-                if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
-                    removeTemporaries(dir)
+            if killedRunLeftTemporaries {
+                var directories = Set(paths.map { $0.split(separator: "/").dropLast().map(String.init) })
+                directories.insert([])
+                for directory in directories {
+                    if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
+                        removeTemporaries(dir)
+                    }
                 }
             }
             try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8))
@@ -262,12 +278,25 @@ public enum OutputTree {
             }
             // The renames and removals (directory entries) are durable after one more flush.
             if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            if markerWritten { unlinkat(root, Session.writingMarker, 0) }
             return summary
+        }
+
+        /// Creates the writing marker before the first temporary file (once, from any thread).
+        private func markWriting() throws(OutputError) {
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            guard !markerWritten else { return }
+            let fd = openat(root, Session.writingMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, publicMode)
+            guard fd >= 0 else { throw OutputError.errno("cannot write", Session.writingMarker) }
+            close(fd)
+            markerWritten = true
         }
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
         private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) {
             guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return }
+            try markWriting()
             let temp = ".\(name).tmp-\(getpid())"
             try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
             guard renameat(root, temp, root, name) == 0 else {
@@ -353,6 +382,7 @@ public enum OutputTree {
             try listFiles(root, prefix: "", into: &present)
             present.remove(manifestName)
             present.remove(RenderCache.fileName)
+            present.remove(Session.writingMarker)
             for change in changed.sorted(by: { $0.path < $1.path }) {
                 if !present.contains(change.path) {
                     report.missing.append(change.path)
@@ -511,7 +541,7 @@ public enum OutputTree {
             if n <= 0 { break }
             bytes += chunk[0..<n]
         }
-        return Set(String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init))
+        return Set(bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
     }
 
     /// Every regular file and symlink below `dir` (directories recursed without following links).

@@ -31,12 +31,13 @@ struct RenderCache: Sendable {
     /// Parses the cache file; anything unexpected gives an empty cache.
     init(bytes: [UInt8]?) {
         guard let bytes else { return }
-        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.first == Substring(Self.header) else { return }
+        // Parsed on bytes: a fleet's cache has a line per file.
+        let lines = bytes.split(separator: UInt8(ascii: "\n"))
+        guard let first = lines.first, first.elementsEqual(Self.header.utf8) else { return }
         var current: (String, Entry)?
         var parsed: [String: Entry] = [:]
-        for line in lines.dropFirst() where !line.isEmpty {
-            let fields = line.split(separator: " ", maxSplits: 3).map(String.init)
+        for line in lines.dropFirst() {
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3).map { String(decoding: $0, as: UTF8.self) }
             switch fields.first {
             case "user" where fields.count == 3:
                 if let (name, entry) = current { parsed[name] = entry }

@@ -253,6 +253,12 @@ public final class X509Certificate: @unchecked Sendable {
 
     public var fingerprintSHA256: [UInt8] { Digest.sha256(der) }
 
+    /// DER SubjectPublicKeyInfo of the certified key (as `PrivateKey.publicKeyDER()` of its key).
+    public func publicKeyDER() throws -> [UInt8] {
+        guard let pub = X509_get0_pubkey(x509) else { throw CryptoError.openSSL("the certificate has no public key") }
+        return try derEncode { i2d_PUBKEY(pub, $0) }
+    }
+
     /// The public key's algorithm.
     public var publicKeyAlgorithm: KeyAlgorithm? {
         guard let pub = X509_get0_pubkey(x509) else { return nil }

@@ -214,7 +214,8 @@ import VPNProvCrypto
         #expect(vpnprov(["generate"], in: dir).code == 0)
         let cachePath = dir + "/out/.vpnprov-cache"
         let cache = try String(contentsOfFile: cachePath, encoding: .utf8)
-        #expect(cache.hasPrefix("vpnprov-cache 1\nuser alice "))
+        #expect(cache.hasPrefix("vpnprov-cache 1\nuser @servers "))
+        #expect(cache.contains("\nuser alice "))
 
         // Proof that a fresh user is not rendered: replace alice's README and record its digest in the
         // cache; the next run keeps it (her inputs did not change, the file is as recorded).

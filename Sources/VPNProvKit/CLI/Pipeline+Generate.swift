@@ -100,14 +100,28 @@ extension Pipeline {
         let users = inventory.users.filter { !$0.revoked }
         let results = ParallelSlots<String>(users.count)
         DispatchQueue.concurrentPerform(iterations: users.count) { i in
-            let user = users[i]
-            let digest = Fingerprint.digest([common, user, materials.users[user.name] as Any])
+            // The user's entry as text (every field; locations cleared: moving a line changes no
+            // output) is much cheaper than reflecting it field by field, for thousands of users.
+            var user = users[i]
+            user.location = SourceLocation(file: "", line: 0, column: 0)
+            user.fieldLocations = [:]
+            let digest = Fingerprint.digest([common, String(reflecting: user), materials.users[user.name] as Any])
             results.lock.lock()
             results.values[i] = digest
             results.lock.unlock()
         }
-        return Dictionary(uniqueKeysWithValues: zip(users.map(\.name), results.values.map { $0! }))
+        var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), results.values.map { $0! }))
+        // The servers' files and the catalogue also hold the node keys, the CRL and every active
+        // user's secrets: their fingerprint covers all of those.
+        var servers: [Any] = [common, materials.crlPEM]
+        for node in inventory.nodes { servers.append(materials.nodes[node.name]?.privateKeyPEM ?? "") }
+        for name in digests.keys.sorted() { servers += [name, digests[name]!] }
+        digests[serversCacheKey] = Fingerprint.digest(servers)
+        return digests
     }
+
+    /// The render-cache entry of `servers/` and `catalog/` (not a valid user name).
+    static let serversCacheKey = "@servers"
 
     /// The users whose cached files are intact and rendered from the same inputs.
     static func freshUsers(in directory: String, fingerprints: [String: String]) throws -> [String: RenderCache.Entry] {
@@ -198,8 +212,14 @@ extension Pipeline {
                 var entries: [String: RenderCache.Entry] = [:]
                 var keptPaths: [String] = []
                 if b == 0 {
-                    files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
-                    files += CatalogRenderer.render(inventory: inventory)
+                    if let entry = built.fresh[serversCacheKey] {
+                        entries[serversCacheKey] = entry
+                        keptPaths = entry.files.map(\.path)
+                    } else {
+                        files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
+                        files += CatalogRenderer.render(inventory: inventory)
+                        entries[serversCacheKey] = RenderCache.entry(fingerprint: built.fingerprints[serversCacheKey]!, files: files)
+                    }
                 } else {
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
                     let stale = batch.filter { built.fresh[$0.name] == nil }

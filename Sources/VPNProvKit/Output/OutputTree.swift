@@ -336,7 +336,7 @@ public enum OutputTree {
                 var st = stat()
                 guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                     (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
-                    let bytes = readAll(fd, limit: Int(st.st_size) + 1), bytes.count == Int(st.st_size),
+                    let bytes = readExactly(fd, count: Int(st.st_size)),
                     hexString(Digest.sha256(bytes)) == file.sha256
                 else { return false }
             }
@@ -515,6 +515,23 @@ public enum OutputTree {
         }
         closedir(stream)
         for name in names { unlinkat(dir, name, 0) }
+    }
+
+    /// Exactly `count` bytes (the file's size), or nil when the file holds more or fewer.
+    static func readExactly(_ fd: Int32, count: Int) -> [UInt8]? {
+        var complete = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var offset = 0
+            while offset < count {
+                let n = read(fd, buffer.baseAddress! + offset, count - offset)
+                if n <= 0 { break }
+                offset += n
+            }
+            initialized = offset
+            var probe: UInt8 = 0
+            complete = offset == count && read(fd, &probe, 1) == 0
+        }
+        return complete ? bytes : nil
     }
 
     /// The whole file, or nil past `limit` bytes or on a read error.

@@ -463,7 +463,7 @@ private struct Session {
                     let key: PrivateKey
                     let keyPEM: String
                     if let reuse = job.reuse {
-                        (key, keyPEM) = (reuse.key, reuse.keyPEM)
+                        (key, keyPEM) = (try reuse.privateKey(), reuse.keyPEM)
                     } else {
                         key = try PrivateKey.generate(job.profile.keyType.algorithm)
                         keyPEM = try key.pkcs8PEM()
@@ -477,11 +477,12 @@ private struct Session {
                     let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
                     held = HeldCertificate(certificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
                 }
-                let keyID = hexString(Array(Digest.sha256(try held.key.publicKeyDER()).prefix(20)))
+                let keyID = hexString(Array(Digest.sha256(try held.certificate.publicKeyDER()).prefix(20)))
                 var p12: [UInt8]? = nil
                 if let password = job.p12Password {
                     p12 = try PKCS12.build(
-                        key: held.key, certificate: held.certificate, caCertificates: [ca], friendlyName: job.name, password: password)
+                        key: try held.privateKey(), certificate: held.certificate, caCertificates: [ca], friendlyName: job.name,
+                        password: password)
                 }
                 if let progress {
                     counter.lock.lock()
@@ -497,7 +498,8 @@ private struct Session {
         }
         for (job, output) in zip(jobs, outputs) {
             let paths = store.paths
-            var holder = HolderRecord(serial: job.serial, key: output.keyID, p12: nil)
+            var holder = HolderRecord(
+                serial: job.serial, key: output.keyID, p12: nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))))
             if !job.p12Only {
                 let cert = output.held.certificate
                 if output.newKey { store.stage(paths.key(output.keyID), Array(output.held.keyPEM.utf8)) }

@@ -62,9 +62,13 @@ struct CertificateRecord: Codable, Equatable {
 
 struct HolderRecord: Codable, Equatable {
     var serial: String
-    /// Key file id (keys/<id>.pem).
+    /// Key file id (keys/<id>.pem): the first 20 bytes of SHA-256 over the key's SubjectPublicKeyInfo.
     var key: String
     var p12: P12Record?
+    /// SHA-256 of the key file as written. With it, loading checks the key file by digest and the
+    /// certificate's public key against `key`, instead of parsing every private key on every run
+    /// (OpenSSL 3's decoders take ~1 ms a key). Absent in older states: the key is then parsed.
+    var keySHA256: String?
 }
 
 struct P12Record: Codable, Equatable {

@@ -32,8 +32,15 @@ struct StatePaths: Sendable {
 struct HeldCertificate: @unchecked Sendable {
     var certificate: X509Certificate
     var certificatePEM: String
-    var key: PrivateKey
+    /// The parsed key when it was at hand (new keys); otherwise parsed from `keyPEM` on demand.
+    var key: PrivateKey?
     var keyPEM: String
+
+    /// The private key (parsed now when the load only checked its digest).
+    func privateKey() throws -> PrivateKey {
+        if let key { return key }
+        return try PrivateKey(pem: keyPEM)
+    }
 }
 
 /// The state directory loaded and checked; changes are staged here and committed at once.
@@ -154,9 +161,21 @@ final class StateStore: @unchecked Sendable {
             let certPEM = String(decoding: try AtomicFile.read(certPath), as: UTF8.self)
             let keyPEM = String(decoding: try AtomicFile.read(keyPath), as: UTF8.self)
             guard let cert = try? X509Certificate(pem: certPEM) else { throw inconsistent("\(certPath) is not a certificate") }
-            guard let key = try? PrivateKey(pem: keyPEM) else { throw inconsistent("\(keyPath) is not a private key") }
             guard cert.serialHex == holder.serial else { throw inconsistent("\(certPath) has serial \(cert.serialHex)") }
-            guard key.matches(cert) else { throw inconsistent("the key of \(what) does not match its certificate") }
+            var key: PrivateKey? = nil
+            if let keyDigest = holder.keySHA256 {
+                // The key file is byte for byte what was written with this certificate's key.
+                guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
+                    throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
+                }
+                guard let spki = try? cert.publicKeyDER(), hexString(Array(Digest.sha256(spki).prefix(20))) == holder.key else {
+                    throw inconsistent("the key of \(what) does not match its certificate")
+                }
+            } else {
+                guard let parsed = try? PrivateKey(pem: keyPEM) else { throw inconsistent("\(keyPath) is not a private key") }
+                guard parsed.matches(cert) else { throw inconsistent("the key of \(what) does not match its certificate") }
+                key = parsed
+            }
             if let caCert, !cert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
             var p12: [UInt8]? = nil
             if let p12Record = holder.p12 {

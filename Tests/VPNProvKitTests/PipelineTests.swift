@@ -264,4 +264,22 @@ import VPNProvCrypto
         #expect(Fingerprint.digest([["x": 1, "y": 2, "z": 3]]) == Fingerprint.digest([["z": 3, "y": 2, "x": 1]]))
         #expect(Fingerprint.digest(["ab", "c"]) != Fingerprint.digest(["a", "bc"]))
     }
+
+    @Test func aTamperedStateCertificateOrKeyStopsTheRunAndChangesNothing() throws {
+        let dir = try workspace()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let certs = try FileManager.default.contentsOfDirectory(atPath: dir + "/state/certs").sorted()
+        let keys = try FileManager.default.contentsOfDirectory(atPath: dir + "/state/keys").sorted()
+        for path in [dir + "/state/certs/" + certs[0], dir + "/state/keys/" + keys[0]] {
+            let original = try Data(contentsOf: URL(fileURLWithPath: path))
+            try (original + Data("\n".utf8)).write(to: URL(fileURLWithPath: path))
+            let before = try snapshot(dir)
+            let r = vpnprov(["generate"], in: dir)
+            #expect(r.code == 3)
+            #expect(r.err.contains("has changed"), "\(r.err)")
+            #expect(try snapshot(dir) == before)
+            try original.write(to: URL(fileURLWithPath: path))
+        }
+        #expect(vpnprov(["check"], in: dir).code == 0)
+    }
 }

@@ -475,13 +475,14 @@ private struct Session {
                         subjectAlternativeNames: job.profile.subjectAltNames, extendedKeyUsages: job.profile.extendedKeyUsages,
                         keyUsage: job.profile.keyUsage)
                     let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
-                    held = HeldCertificate(certificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
+                    held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
                 }
-                let keyID = hexString(Array(Digest.sha256(try held.certificate.publicKeyDER()).prefix(20)))
+                let certificate = try held.certificate()
+                let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
                 var p12: [UInt8]? = nil
                 if let password = job.p12Password {
                     p12 = try PKCS12.build(
-                        key: try held.privateKey(), certificate: held.certificate, caCertificates: [ca], friendlyName: job.name,
+                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name,
                         password: password)
                 }
                 if let progress {
@@ -499,9 +500,10 @@ private struct Session {
         for (job, output) in zip(jobs, outputs) {
             let paths = store.paths
             var holder = HolderRecord(
-                serial: job.serial, key: output.keyID, p12: nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))))
+                serial: job.serial, key: output.keyID, p12: nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
+                certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
             if !job.p12Only {
-                let cert = output.held.certificate
+                let cert = try output.held.certificate()
                 if output.newKey { store.stage(paths.key(output.keyID), Array(output.held.keyPEM.utf8)) }
                 store.stage(paths.certificate(job.serial), Array(output.held.certificatePEM.utf8))
                 let previous = job.isNode ? index.nodes[job.name] : index.users[job.name]

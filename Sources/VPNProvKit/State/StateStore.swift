@@ -30,7 +30,8 @@ struct StatePaths: Sendable {
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.
 struct HeldCertificate: @unchecked Sendable {
-    var certificate: X509Certificate
+    /// The parsed certificate when it was at hand; otherwise parsed from `certificatePEM` on demand.
+    var parsedCertificate: X509Certificate?
     var certificatePEM: String
     /// The parsed key when it was at hand (new keys); otherwise parsed from `keyPEM` on demand.
     var key: PrivateKey?
@@ -40,6 +41,12 @@ struct HeldCertificate: @unchecked Sendable {
     func privateKey() throws -> PrivateKey {
         if let key { return key }
         return try PrivateKey(pem: keyPEM)
+    }
+
+    /// The certificate (parsed now when the load only checked its digest).
+    func certificate() throws -> X509Certificate {
+        if let parsedCertificate { return parsedCertificate }
+        return try X509Certificate(pem: certificatePEM)
     }
 }
 
@@ -160,23 +167,26 @@ final class StateStore: @unchecked Sendable {
             guard AtomicFile.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
             let certPEM = String(decoding: try AtomicFile.read(certPath), as: UTF8.self)
             let keyPEM = String(decoding: try AtomicFile.read(keyPath), as: UTF8.self)
-            guard let cert = try? X509Certificate(pem: certPEM) else { throw inconsistent("\(certPath) is not a certificate") }
-            guard cert.serialHex == holder.serial else { throw inconsistent("\(certPath) has serial \(cert.serialHex)") }
+            var cert: X509Certificate? = nil
             var key: PrivateKey? = nil
-            if let keyDigest = holder.keySHA256 {
-                // The key file is byte for byte what was written with this certificate's key.
+            if let keyDigest = holder.keySHA256, let certDigest = holder.certificateSHA256 {
+                // Both files are byte for byte what this state wrote when it issued the certificate
+                // (signed by its CA, for this key): checked without parsing either.
+                guard hexString(Digest.sha256(Array(certPEM.utf8))) == certDigest else {
+                    throw inconsistent("\(certPath) of \(what) has changed")
+                }
                 guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
                     throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
                 }
-                guard let spki = try? cert.publicKeyDER(), hexString(Array(Digest.sha256(spki).prefix(20))) == holder.key else {
-                    throw inconsistent("the key of \(what) does not match its certificate")
-                }
             } else {
+                // An older state without digests: parse and check everything.
+                guard let parsedCert = try? X509Certificate(pem: certPEM) else { throw inconsistent("\(certPath) is not a certificate") }
+                guard parsedCert.serialHex == holder.serial else { throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)") }
                 guard let parsed = try? PrivateKey(pem: keyPEM) else { throw inconsistent("\(keyPath) is not a private key") }
-                guard parsed.matches(cert) else { throw inconsistent("the key of \(what) does not match its certificate") }
-                key = parsed
+                guard parsed.matches(parsedCert) else { throw inconsistent("the key of \(what) does not match its certificate") }
+                if let caCert, !parsedCert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
+                (cert, key) = (parsedCert, parsed)
             }
-            if let caCert, !cert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
             var p12: [UInt8]? = nil
             if let p12Record = holder.p12 {
                 let path = paths.p12(p12Record.file)
@@ -185,7 +195,7 @@ final class StateStore: @unchecked Sendable {
                 guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else { throw inconsistent("\(path) has changed") }
                 p12 = bytes
             }
-            return (HeldCertificate(certificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12)
+            return (HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12)
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
             if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }

@@ -226,7 +226,9 @@ public enum OutputTree {
         public func publish() throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
-            if !syncPerFile {
+            // Flushes are for new data; a run that changes nothing must not flush the file system.
+            var wroteAnything = !changed.isEmpty
+            if !syncPerFile && !changed.isEmpty {
                 guard FileSystemSync.sync(root) else {
                     let e = OutputError.errno("cannot flush", directory)
                     abort()
@@ -270,14 +272,17 @@ public enum OutputTree {
                     }
                 }
             }
-            try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8))
+            wroteAnything = try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8)) || wroteAnything
             if let renderCache {
-                try replaceRootFile(RenderCache.fileName, with: renderCache)
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache) || wroteAnything
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
             }
+            wroteAnything = wroteAnything || !summary.removed.isEmpty
             // The renames and removals (directory entries) are durable after one more flush.
-            if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            if wroteAnything {
+                if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            }
             if markerWritten { unlinkat(root, Session.writingMarker, 0) }
             return summary
         }
@@ -294,8 +299,9 @@ public enum OutputTree {
         }
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
-        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) {
-            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return }
+        @discardableResult
+        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) -> Bool {
+            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return false }
             try markWriting()
             let temp = ".\(name).tmp-\(getpid())"
             try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
@@ -304,6 +310,7 @@ public enum OutputTree {
                 unlinkat(root, temp, 0)
                 throw e
             }
+            return true
         }
 
         // MARK: render cache

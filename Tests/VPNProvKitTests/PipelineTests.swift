@@ -16,6 +16,23 @@ import VPNProvCrypto
         return dir
     }
 
+    /// One node offering ikev2-psk with the given `psk` reference (on line 8), one user.
+    static func pskNode(psk: String) -> String {
+        """
+        vpnprov: 1
+        name: acme
+        nodes:
+          n1:
+            address: 192.0.2.1
+            pool: 10.1.0.0/24
+            services: [ikev2-psk]
+            psk: \(psk)
+        users:
+          u1:
+            password: gen
+        """
+    }
+
     /// sha256 of every file below `dir`, by relative path.
     func snapshot(_ dir: String) throws -> [String: String] {
         var result: [String: String] = [:]
@@ -130,20 +147,7 @@ import VPNProvCrypto
     }
 
     @Test func aMissingSecretReferenceStopsBeforeAnythingIsWritten() throws {
-        let dir = try workspace(
-            """
-            vpnprov: 1
-            name: acme
-            nodes:
-              n1:
-                address: 192.0.2.1
-                pool: 10.1.0.0/24
-                services: [ikev2-psk]
-                psk: env:VPN_PSK_N1
-            users:
-              u1:
-                password: gen
-            """)
+        let dir = try workspace(Self.pskNode(psk: "env:VPN_PSK_N1"))
         let r = vpnprov(["generate"], in: dir)
         #expect(r.code == 1)
         #expect(r.err.contains("env:VPN_PSK_N1"), "\(r.err)")
@@ -153,20 +157,7 @@ import VPNProvCrypto
     }
 
     @Test func aWeakSecretFromAFileIsRefusedWithoutPrintingIt() throws {
-        let dir = try workspace(
-            """
-            vpnprov: 1
-            name: acme
-            nodes:
-              n1:
-                address: 192.0.2.1
-                pool: 10.1.0.0/24
-                services: [ikev2-psk]
-                psk: file:psk.txt
-            users:
-              u1:
-                password: gen
-            """)
+        let dir = try workspace(Self.pskNode(psk: "file:psk.txt"))
         try "password1234\n".write(toFile: dir + "/psk.txt", atomically: true, encoding: .utf8)
         let r = vpnprov(["generate"], in: dir)
         #expect(r.code == 1)

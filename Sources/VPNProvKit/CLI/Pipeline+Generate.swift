@@ -89,7 +89,7 @@ extension Pipeline {
     /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
     /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
-        var shared: [Any] = [CommandLineTool.version, inventory.name, inventory.pki, inventory.nodes]
+        var shared: [Any] = [CommandLineTool.version, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         for node in inventory.nodes {
@@ -119,6 +119,14 @@ extension Pipeline {
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests
     }
+
+    /// The running program's own digest: a different build of vpnprov (a fixed renderer, the same
+    /// version string) renders everything again instead of trusting files an older build wrote.
+    /// Unreadable, it is unique to this run, so nothing is taken from the cache.
+    static let buildIdentity: String = {
+        if let bytes = FileManager.default.contents(atPath: "/proc/self/exe") { return hexString(Digest.sha256([UInt8](bytes))) }
+        return UUID().uuidString
+    }()
 
     /// The render-cache entry of `servers/` and `catalog/` (not a valid user name).
     static let serversCacheKey = "@servers"

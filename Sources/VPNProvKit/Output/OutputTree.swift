@@ -324,7 +324,7 @@ public enum OutputTree {
             let fd = openat(root, RenderCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { return RenderCache(bytes: nil) }
             defer { close(fd) }
-            return RenderCache(bytes: readAll(fd, limit: 64 << 20))
+            return RenderCache(bytes: readAll(fd, limit: 1 << 30))  // ~110 bytes a file: 60 MB at 20,000 users
         }
 
         /// Every file of `entry` is on disk as a regular file with its recorded mode and digest.

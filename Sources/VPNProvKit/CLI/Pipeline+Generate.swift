@@ -98,19 +98,15 @@ extension Pipeline {
         }
         let common = Fingerprint.digest(shared)
         let users = inventory.users.filter { !$0.revoked }
-        let results = ParallelSlots<String>(users.count)
-        DispatchQueue.concurrentPerform(iterations: users.count) { i in
+        let userDigests = parallelMap(users.count) { i -> String in
             // The user's entry as text (every field; locations cleared: moving a line changes no
             // output) is much cheaper than reflecting it field by field, for thousands of users.
             var user = users[i]
             user.location = SourceLocation(file: "", line: 0, column: 0)
             user.fieldLocations = [:]
-            let digest = Fingerprint.digest([common, String(reflecting: user), materials.users[user.name] as Any])
-            results.lock.lock()
-            results.values[i] = digest
-            results.lock.unlock()
+            return Fingerprint.digest([common, String(reflecting: user), materials.users[user.name] as Any])
         }
-        var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), results.values.map { $0! }))
+        var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), userDigests))
         // The servers' files and the catalogue also hold the node keys, the CRL and every active
         // user's secrets: their fingerprint covers all of those.
         var servers: [Any] = [common, materials.crlPEM]
@@ -135,15 +131,9 @@ extension Pipeline {
     static func freshUsers(in directory: String, fingerprints: [String: String]) throws -> [String: RenderCache.Entry] {
         let reader = try OutputTree.Session(directory: directory, mode: .compare)
         let candidates = reader.previousRenderCache().entries.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
-        let intact = ParallelSlots<Bool>(candidates.count)
-        DispatchQueue.concurrentPerform(iterations: candidates.count) { i in
-            let ok = reader.isIntact(candidates[i].value)
-            intact.lock.lock()
-            intact.values[i] = ok
-            intact.lock.unlock()
-        }
+        let intact = parallelMap(candidates.count) { reader.isIntact(candidates[$0].value) }
         var fresh: [String: RenderCache.Entry] = [:]
-        for (i, candidate) in candidates.enumerated() where intact.values[i] == true { fresh[candidate.key] = candidate.value }
+        for (i, candidate) in candidates.enumerated() where intact[i] { fresh[candidate.key] = candidate.value }
         return fresh
     }
 
@@ -167,19 +157,15 @@ extension Pipeline {
         let users = inventory.users
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
-        let results = ParallelSlots<[Diagnostic]>(slices)
-        DispatchQueue.concurrentPerform(iterations: slices) { k in
+        let results = parallelMap(slices) { k -> [Diagnostic] in
             let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
             let plan = ClientPlan.build(inventory: sub, materials: materials)
-            let found = Consistency.check(plan: plan, servers: servers, inventory: sub, materials: materials, inspect: inspectCertificate)
-            results.lock.lock()
-            results.values[k] = found
-            results.lock.unlock()
+            return Consistency.check(plan: plan, servers: servers, inventory: sub, materials: materials, inspect: inspectCertificate)
         }
         var out: [Diagnostic] = []
         var seen = Set<Diagnostic>()
-        for found in results.values {
-            for d in found ?? [] where seen.insert(d).inserted { out.append(d) }
+        for found in results {
+            for d in found where seen.insert(d).inserted { out.append(d) }
         }
         return out
     }
@@ -213,8 +199,7 @@ extension Pipeline {
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let done = ParallelSlots<Int>(1)
         let report = progress.callback
-        let results = ParallelSlots<Result<(OutputTree.Session.Batch, [String: RenderCache.Entry]), Error>>(batches)
-        DispatchQueue.concurrentPerform(iterations: batches) { b in
+        let results = parallelMap(batches) { b -> Result<(OutputTree.Session.Batch, [String: RenderCache.Entry]), Error> in
             let result = Result { () throws -> (OutputTree.Session.Batch, [String: RenderCache.Entry]) in
                 var files: [OutputFile] = []
                 var entries: [String: RenderCache.Entry] = [:]
@@ -250,19 +235,19 @@ extension Pipeline {
                 prepared.unchanged += keptPaths
                 return (prepared, entries)
             }
-            results.lock.lock()
-            results.values[b] = result
+            done.lock.lock()
             done.values[0] = (done.values[0] ?? 0) + 1
             let count = done.values[0]!
-            results.lock.unlock()
+            done.lock.unlock()
             report?(count, batches)
+            return result
         }
         progress.finish()
         var count = 0
         var failure: Error?
         var cache = RenderCache(entries: [:])
-        for result in results.values {
-            switch result! {
+        for result in results {
+            switch result {
             case .success(let (batch, entries)):
                 if failure == nil {
                     do { try session.add(batch) } catch { failure = error }

@@ -320,11 +320,7 @@ public enum OutputTree {
 
         /// The render cache of the previous run (empty when absent or unreadable).
         func previousRenderCache() -> RenderCache {
-            guard root >= 0 else { return RenderCache(bytes: nil) }
-            let fd = openat(root, RenderCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { return RenderCache(bytes: nil) }
-            defer { close(fd) }
-            return RenderCache(bytes: readAll(fd, limit: 1 << 30))  // ~110 bytes a file: 60 MB at 20,000 users
+            RenderCache(bytes: root >= 0 ? readRootFile(root, RenderCache.fileName) : nil)
         }
 
         /// Every file of `entry` is on disk as a regular file with its recorded mode and digest.
@@ -555,17 +551,17 @@ public enum OutputTree {
     }
 
     private static func readManifest(_ root: Int32) -> Set<String> {
-        let fd = openat(root, manifestName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
+        let bytes = readRootFile(root, manifestName) ?? []
         return Set(bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    /// A bookkeeping file at the top of the tree (not following a link), nil when absent or over
+    /// 1 GiB (the render cache takes ~110 bytes a file: 66 MB at 20,000 users).
+    static func readRootFile(_ root: Int32, _ name: String) -> [UInt8]? {
+        let fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return readAll(fd, limit: 1 << 30)
     }
 
     /// Every regular file and symlink below `dir` (directories recursed without following links).

@@ -291,32 +291,28 @@ final class StateStore: @unchecked Sendable {
 
 /// Runs `body` for 0..<count on all cores and returns the results in order; rethrows the first error.
 func parallelMap<T>(_ count: Int, _ body: (Int) throws -> T) throws -> [T] {
+    // The first error in index order, so the outcome does not depend on scheduling.
+    try parallelMap(count) { i in Result { try body(i) } }.map { try $0.get() }
+}
+
+/// `body(0..<count)` on all cores, results in index order.
+func parallelMap<T>(_ count: Int, _ body: (Int) -> T) -> [T] {
+    if count <= 1 { return (0..<count).map(body) }
     let slots = ParallelSlots<T>(count)
-    if count == 1 {
-        return [try body(0)]
-    }
     withoutActuallyEscaping(body) { body in
         let box = UncheckedBox(body)
         DispatchQueue.concurrentPerform(iterations: count) { i in
-            do {
-                let value = try box.value(i)
-                slots.lock.lock()
-                slots.values[i] = value
-                slots.lock.unlock()
-            } catch {
-                slots.lock.lock()
-                if slots.error == nil { slots.error = error }
-                slots.lock.unlock()
-            }
+            let value = box.value(i)
+            slots.lock.lock()
+            slots.values[i] = value
+            slots.lock.unlock()
         }
     }
-    if let error = slots.error { throw error }
     return slots.values.map { $0! }
 }
 
 final class ParallelSlots<T>: @unchecked Sendable {
     var values: [T?]
-    var error: Error?
     let lock = NSLock()
     init(_ count: Int) { values = Array(repeating: nil, count: count) }
 }

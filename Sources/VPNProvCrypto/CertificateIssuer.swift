@@ -87,34 +87,17 @@ public enum CertificateIssuer {
         guard let stack = vpnprov_sk_GENERAL_NAME_new_null() else { throw CryptoError.openSSL("cannot allocate names") }
         defer { vpnprov_GENERAL_NAMES_free(stack) }
         for name in names {
+            // dNSName and rfc822Name are IA5Strings, iPAddress an OCTET STRING of 4 or 16 bytes.
+            let (type, stringType, bytes): (Int32, Int32, [UInt8])
+            switch name {
+            case .dnsName(let v): (type, stringType, bytes) = (vpnprov_GEN_DNS(), V_ASN1_IA5STRING, Array(v.utf8))
+            case .rfc822Name(let v): (type, stringType, bytes) = (vpnprov_GEN_EMAIL(), V_ASN1_IA5STRING, Array(v.utf8))
+            case .ipAddress(let b): (type, stringType, bytes) = (vpnprov_GEN_IPADD(), V_ASN1_OCTET_STRING, b)
+            }
             guard let general = GENERAL_NAME_new() else { throw CryptoError.openSSL("cannot allocate a name") }
-            guard let string = ASN1_STRING_type_new(V_ASN1_IA5STRING) else {
+            guard let string = ASN1_STRING_type_new(stringType) else {
                 GENERAL_NAME_free(general)
                 throw CryptoError.openSSL("cannot allocate a string")
-            }
-            let type: Int32
-            let bytes: [UInt8]
-            switch name {
-            case .dnsName(let v): (type, bytes) = (vpnprov_GEN_DNS(), Array(v.utf8))
-            case .rfc822Name(let v): (type, bytes) = (vpnprov_GEN_EMAIL(), Array(v.utf8))
-            case .ipAddress(let b):
-                (type, bytes) = (vpnprov_GEN_IPADD(), b)
-                ASN1_STRING_free(string)
-                guard let octets = ASN1_OCTET_STRING_new() else {
-                    GENERAL_NAME_free(general)
-                    throw CryptoError.openSSL("cannot allocate a string")
-                }
-                guard ASN1_OCTET_STRING_set(octets, b, Int32(b.count)) == 1 else {
-                    ASN1_OCTET_STRING_free(octets)
-                    GENERAL_NAME_free(general)
-                    throw CryptoError.openSSL("cannot set an IP address")
-                }
-                GENERAL_NAME_set0_value(general, type, UnsafeMutableRawPointer(octets))
-                guard vpnprov_sk_GENERAL_NAME_push(stack, general) > 0 else {
-                    GENERAL_NAME_free(general)
-                    throw CryptoError.openSSL("cannot add a name")
-                }
-                continue
             }
             guard ASN1_STRING_set(string, bytes, Int32(bytes.count)) == 1 else {
                 ASN1_STRING_free(string)

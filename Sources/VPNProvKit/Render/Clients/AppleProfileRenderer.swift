@@ -15,147 +15,138 @@ public enum AppleProfileRenderer {
         let identifier = "vpnprov.\(inventory.name).\(user.name)"
         let userMaterials = materials.users[user.name]
 
-        var payloads: [[String: Any]] = []
+        var payloads: [AppleProfile.Payload] = []
         if mine.contains(where: { $0.credentials.contains(.caCertificate) }) {
             guard let der = PEMText.der(materials.caCertificatePEM) else {
                 throw ClientRenderError("the CA certificate is not PEM")
             }
-            payloads.append([
-                "PayloadCertificateFileName": "\(inventory.name)-ca.cer",
-                "PayloadContent": Data(der),
-                "PayloadDescription": "Certificate authority of the \(inventory.name) VPN servers",
-                "PayloadDisplayName": materials.caCommonName,
-                "PayloadIdentifier": "\(identifier).ca",
-                "PayloadType": "com.apple.security.root",
-                "PayloadUUID": uuid("ca"),
-                "PayloadVersion": 1,
-            ])
+            payloads.append(AppleProfile.Payload(
+                PayloadCertificateFileName: "\(inventory.name)-ca.cer",
+                PayloadContent: Data(der),
+                PayloadDescription: "Certificate authority of the \(inventory.name) VPN servers",
+                PayloadDisplayName: materials.caCommonName,
+                PayloadIdentifier: "\(identifier).ca",
+                PayloadType: "com.apple.security.root",
+                PayloadUUID: uuid("ca"),
+                PayloadVersion: 1))
         }
         let certificateUUID = uuid("pkcs12")
         if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
             guard let p12 = userMaterials?.p12, let password = userMaterials?.p12Password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle or password for the client certificate")
             }
-            payloads.append([
-                "Password": password,
-                "PayloadCertificateFileName": "\(user.name).p12",
-                "PayloadContent": Data(p12),
-                "PayloadDescription": "Client certificate of \(user.name)",
-                "PayloadDisplayName": "\(user.name) (\(inventory.name) VPN)",
-                "PayloadIdentifier": "\(identifier).pkcs12",
-                "PayloadType": "com.apple.security.pkcs12",
-                "PayloadUUID": certificateUUID,
-                "PayloadVersion": 1,
-            ])
+            payloads.append(AppleProfile.Payload(
+                Password: password,
+                PayloadCertificateFileName: "\(user.name).p12",
+                PayloadContent: Data(p12),
+                PayloadDescription: "Client certificate of \(user.name)",
+                PayloadDisplayName: "\(user.name) (\(inventory.name) VPN)",
+                PayloadIdentifier: "\(identifier).pkcs12",
+                PayloadType: "com.apple.security.pkcs12",
+                PayloadUUID: certificateUUID,
+                PayloadVersion: 1))
         }
         for connection in mine {
             let name = "\(inventory.name) \(connection.node) (\(connection.service.rawValue))"
-            var payload: [String: Any] = [
-                "PayloadDescription": "VPN \(connection.service.rawValue) to \(connection.remoteAddress)",
-                "PayloadDisplayName": name,
-                "PayloadIdentifier": "\(identifier).vpn.\(connection.node).\(connection.service.rawValue)",
-                "PayloadType": "com.apple.vpn.managed",
-                "PayloadUUID": uuid("vpn/\(connection.node)/\(connection.service.rawValue)"),
-                "PayloadVersion": 1,
-                "UserDefinedName": name,
-            ]
+            var payload = AppleProfile.Payload(
+                PayloadDescription: "VPN \(connection.service.rawValue) to \(connection.remoteAddress)",
+                PayloadDisplayName: name,
+                PayloadIdentifier: "\(identifier).vpn.\(connection.node).\(connection.service.rawValue)",
+                PayloadType: "com.apple.vpn.managed",
+                PayloadUUID: uuid("vpn/\(connection.node)/\(connection.service.rawValue)"),
+                PayloadVersion: 1,
+                UserDefinedName: name)
             if connection.ikeVersion == 1 {
-                payload["VPNType"] = "IPSec"
-                payload["IPSec"] = try ipsecDictionary(connection, materials: materials, user: userMaterials)
-                payload["IPv4"] = ["OverridePrimary": 1]
+                payload.VPNType = "IPSec"
+                payload.IPSec = try ipsecDictionary(connection, materials: materials, user: userMaterials)
+                payload.IPv4 = AppleProfile.IPv4(OverridePrimary: 1)
             } else {
-                payload["VPNType"] = "IKEv2"
-                payload["IKEv2"] = try ikev2Dictionary(
+                payload.VPNType = "IKEv2"
+                payload.IKEv2 = try ikev2Dictionary(
                     connection, materials: materials, user: userMaterials, certificateUUID: certificateUUID)
             }
             payloads.append(payload)
         }
-        let profile: [String: Any] = [
-            "PayloadContent": payloads,
-            "PayloadDescription": "VPN connections of the \(inventory.name) deployment for \(user.name)",
-            "PayloadDisplayName": "\(inventory.name) VPN (\(user.name))",
-            "PayloadIdentifier": identifier,
-            "PayloadOrganization": inventory.name,
-            "PayloadRemovalDisallowed": false,
-            "PayloadType": "Configuration",
-            "PayloadUUID": uuid("profile"),
-            "PayloadVersion": 1,
-        ]
+        let profile = AppleProfile(
+            PayloadContent: payloads,
+            PayloadDescription: "VPN connections of the \(inventory.name) deployment for \(user.name)",
+            PayloadDisplayName: "\(inventory.name) VPN (\(user.name))",
+            PayloadIdentifier: identifier,
+            PayloadOrganization: inventory.name,
+            PayloadRemovalDisallowed: false,
+            PayloadType: "Configuration",
+            PayloadUUID: uuid("profile"),
+            PayloadVersion: 1)
         // SPEC §3: plists are written with Foundation's encoder (XML, sorted keys).
-        let data = try PropertyListValue.xml(profile)
+        let data = try profile.xml()
         // Always private: passwords, PSKs or the p12 with its password are inside.
         return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)
     }
 
-    static func saDictionary(_ p: AppleSAParameters, lifetime: Int) -> [String: Any] {
-        [
-            "DiffieHellmanGroup": p.diffieHellmanGroup,
-            "EncryptionAlgorithm": p.encryptionAlgorithm,
-            "IntegrityAlgorithm": p.integrityAlgorithm,
-            "LifeTimeInMinutes": lifetime,
-        ]
+    static func securityAssociation(_ p: AppleSAParameters, lifetime: Int) -> AppleProfile.SecurityAssociation {
+        AppleProfile.SecurityAssociation(
+            DiffieHellmanGroup: p.diffieHellmanGroup, EncryptionAlgorithm: p.encryptionAlgorithm,
+            IntegrityAlgorithm: p.integrityAlgorithm, LifeTimeInMinutes: lifetime)
     }
 
     static func ikev2Dictionary(
         _ c: ClientConnection, materials: Materials, user: UserMaterials?, certificateUUID: String
-    ) throws -> [String: Any] {
+    ) throws -> AppleProfile.IKEv2 {
         guard let sa = c.apple else { throw ClientRenderError("\(c.name): no Apple SA parameters") }
-        var d: [String: Any] = [
-            "RemoteAddress": c.remoteAddress,
-            "RemoteIdentifier": c.remoteID.value,
-            "LocalIdentifier": c.localID?.value ?? "",
-            "DeadPeerDetectionRate": "Medium",
-            "DisableMOBIKE": 0,
-            "DisableRedirect": 0,
-            "EnableCertificateRevocationCheck": 0,
-            "EnablePFS": sa.enablePFS ? 1 : 0,
-            "UseConfigurationAttributeInternalIPSubnet": 0,
-            "IKESecurityAssociationParameters": saDictionary(sa.ike, lifetime: sa.ikeLifetimeMinutes),
-            "ChildSecurityAssociationParameters": saDictionary(sa.child, lifetime: sa.childLifetimeMinutes),
-        ]
         let usesEAP = c.localAuth.contains { $0.method == .eapMSCHAPv2 }
-        d["ExtendedAuthEnabled"] = usesEAP ? 1 : 0
+        var d = AppleProfile.IKEv2(
+            AuthenticationMethod: "Certificate",
+            ChildSecurityAssociationParameters: securityAssociation(sa.child, lifetime: sa.childLifetimeMinutes),
+            DeadPeerDetectionRate: "Medium",
+            DisableMOBIKE: 0,
+            DisableRedirect: 0,
+            EnableCertificateRevocationCheck: 0,
+            EnablePFS: sa.enablePFS ? 1 : 0,
+            ExtendedAuthEnabled: usesEAP ? 1 : 0,
+            IKESecurityAssociationParameters: securityAssociation(sa.ike, lifetime: sa.ikeLifetimeMinutes),
+            LocalIdentifier: c.localID?.value ?? "",
+            RemoteAddress: c.remoteAddress,
+            RemoteIdentifier: c.remoteID.value,
+            UseConfigurationAttributeInternalIPSubnet: 0)
         if usesEAP {
             guard let password = user?.password, !password.isEmpty else {
                 throw ClientRenderError("user '\(c.user)': no password for \(c.service.rawValue)")
             }
-            d["AuthName"] = c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? c.user
-            d["AuthPassword"] = password
+            d.AuthName = c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? c.user
+            d.AuthPassword = password
         }
         switch c.serverAuth {
         case .psk:
             guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
                 throw ClientRenderError("node '\(c.node)': no pre-shared key for \(c.service.rawValue)")
             }
-            d["AuthenticationMethod"] = "SharedSecret"
-            d["SharedSecret"] = psk  // a string in the IKEv2 dictionary
+            d.AuthenticationMethod = "SharedSecret"
+            d.SharedSecret = psk
         default:
-            d["AuthenticationMethod"] = "Certificate"
-            d["ServerCertificateIssuerCommonName"] = materials.caCommonName
-            if let type = c.appleCertificateType { d["CertificateType"] = type }
-            if c.credentials.contains(.clientCertificate) { d["PayloadCertificateUUID"] = certificateUUID }
+            d.ServerCertificateIssuerCommonName = materials.caCommonName
+            d.CertificateType = c.appleCertificateType
+            if c.credentials.contains(.clientCertificate) { d.PayloadCertificateUUID = certificateUUID }
         }
         return d
     }
 
-    static func ipsecDictionary(_ c: ClientConnection, materials: Materials, user: UserMaterials?) throws -> [String: Any] {
+    static func ipsecDictionary(_ c: ClientConnection, materials: Materials, user: UserMaterials?) throws -> AppleProfile.IPSec {
         guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
             throw ClientRenderError("node '\(c.node)': no pre-shared key for \(c.service.rawValue)")
         }
         guard let password = user?.password, !password.isEmpty else {
             throw ClientRenderError("user '\(c.user)': no password for \(c.service.rawValue)")
         }
-        var d: [String: Any] = [
-            "AuthenticationMethod": "SharedSecret",
-            "RemoteAddress": c.remoteAddress,
-            "SharedSecret": Data(psk.utf8),  // data in the IPSec dictionary
-            "XAuthEnabled": 1,
-            "XAuthName": c.localAuth.first { $0.method == .xauth }?.xauthID ?? c.user,
-            "XAuthPassword": password,
-        ]
+        var d = AppleProfile.IPSec(
+            AuthenticationMethod: "SharedSecret",
+            RemoteAddress: c.remoteAddress,
+            SharedSecret: Data(psk.utf8),
+            XAuthEnabled: 1,
+            XAuthName: c.localAuth.first { $0.method == .xauth }?.xauthID ?? c.user,
+            XAuthPassword: password)
         if case .keyID(let group)? = c.localID {
-            d["LocalIdentifier"] = group
-            d["LocalIdentifierType"] = "KeyID"
+            d.LocalIdentifier = group
+            d.LocalIdentifierType = "KeyID"
         }
         return d
     }

@@ -36,9 +36,34 @@ public enum AndroidProfileRenderer {
         }
     }
 
-    public static func render(connection c: ClientConnection, inventory: Inventory, materials: Materials) throws -> OutputFile? {
-        guard c.devices.contains(.android), c.service.androidSupported else { return nil }
+    /// The user's `.sswan` files, one per connection the app supports. The CA and the user's p12
+    /// are encoded once for all of them.
+    public static func render(
+        user: String, connections: [ClientConnection], inventory: Inventory, materials: Materials
+    ) throws -> [OutputFile] {
+        let mine = connections.filter { $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported }
+        if mine.isEmpty { return [] }
         guard let caDER = PEMText.der(materials.caCertificatePEM) else { throw ClientRenderError("the CA certificate is not PEM") }
+        let shared = Shared(
+            caBase64: Data(caDER).base64EncodedString(),
+            p12Base64: materials.users[user]?.p12.map { Data($0).base64EncodedString() },
+            namespace: NameBasedUUID.namespace(forDeployment: inventory.name))
+        // SPEC §3: JSON is written with Foundation's encoder.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try mine.compactMap { try render(connection: $0, inventory: inventory, materials: materials, shared: shared, encoder: encoder) }
+    }
+
+    /// What every profile of one user shares.
+    struct Shared {
+        var caBase64: String
+        var p12Base64: String?
+        var namespace: NameBasedUUID
+    }
+
+    static func render(
+        connection c: ClientConnection, inventory: Inventory, materials: Materials, shared: Shared, encoder: JSONEncoder
+    ) throws -> OutputFile? {
         let user = materials.users[c.user]
         var local = Profile.Local(id: c.localID?.value)
         switch c.service {
@@ -49,24 +74,21 @@ public enum AndroidProfileRenderer {
             local.eapID = c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? c.user
             local.sharedSecret = password
         case .ikev2Cert:
-            guard let p12 = user?.p12 else { throw ClientRenderError("user '\(c.user)': no PKCS#12 bundle") }
-            local.p12 = Data(p12).base64EncodedString()
+            guard let p12 = shared.p12Base64 else { throw ClientRenderError("user '\(c.user)': no PKCS#12 bundle") }
+            local.p12 = p12
         default:
             return nil
         }
         let offer = c.offer(for: .android)
-        let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
         let profile = Profile(
-            uuid: NameBasedUUID(namespace: namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)").description.lowercased(),
+            uuid: NameBasedUUID(namespace: shared.namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)").description
+                .lowercased(),
             name: "\(inventory.name) \(c.node) (\(c.service.rawValue))",
             type: c.service.rawValue,
-            remote: Profile.Remote(addr: c.remoteAddress, id: c.remoteID.value, cert: Data(caDER).base64EncodedString()),
+            remote: Profile.Remote(addr: c.remoteAddress, id: c.remoteID.value, cert: shared.caBase64),
             local: local,
             ikeProposal: offer?.ike.first,
             espProposal: offer?.esp.first)
-        // SPEC §3: JSON is written with Foundation's encoder.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         var data = try encoder.encode(profile)
         data.append(0x0A)
         return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: [UInt8](data), isPrivate: true)

@@ -36,11 +36,7 @@ public enum ClientRenderer {
         if let apple = try AppleProfileRenderer.render(user: user, connections: connections, inventory: inventory, materials: materials) {
             userFiles.append(apple)
         }
-        for connection in connections {
-            if let sswan = try AndroidProfileRenderer.render(connection: connection, inventory: inventory, materials: materials) {
-                userFiles.append(sswan)
-            }
-        }
+        userFiles += try AndroidProfileRenderer.render(user: user.name, connections: connections, inventory: inventory, materials: materials)
         userFiles += try LinuxClientRenderer.render(
             user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
         let needsP12 = connections.contains {

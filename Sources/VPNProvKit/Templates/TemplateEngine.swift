@@ -102,7 +102,8 @@ public struct Template: Sendable {
     public func render(_ context: TemplateValue) throws(TemplateError) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(source.count * 2)
-        try render(parts, stack: [context], into: &out)
+        var stack = [context]
+        try render(parts, stack: &stack, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -296,9 +297,13 @@ public struct Template: Sendable {
         return TemplateError(template: name, line: l, column: c, kind: kind)
     }
 
+    /// `[A-Za-z0-9_-]`: what an identifier value may hold.
+    private static func isIdentifierByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
+    }
+
     private func lookup(_ path: [String], in stack: [TemplateValue], offset: Int) throws(TemplateError) -> TemplateValue {
-        let dotted = path.joined(separator: ".")
-        if path == ["."] { return stack[stack.count - 1] }
+        if path.count == 1 && path[0] == "." { return stack[stack.count - 1] }
         var found: TemplateValue?
         for value in stack.reversed() {
             if case .object(let members) = value, let v = members[path[0]] {
@@ -306,54 +311,61 @@ public struct Template: Sendable {
                 break
             }
         }
-        guard var value = found else { throw fail(offset, .missingVariable(dotted)) }
+        guard var value = found else { throw fail(offset, .missingVariable(path.joined(separator: "."))) }
         for key in path.dropFirst() {
             guard case .object(let members) = value, let v = members[key] else {
-                throw fail(offset, .missingVariable(dotted))
+                throw fail(offset, .missingVariable(path.joined(separator: ".")))
             }
             value = v
         }
         return value
     }
 
-    private func render(_ parts: [Part], stack: [TemplateValue], into out: inout [UInt8]) throws(TemplateError) {
+    private func render(_ parts: [Part], stack: inout [TemplateValue], into out: inout [UInt8]) throws(TemplateError) {
         for part in parts {
             switch part {
             case .text(let t):
                 out += t
             case .variable(let path, let offset):
-                let dotted = path.joined(separator: ".")
+                // The dotted name is only spelled out for an error: this loop runs for every value
+                // of every profile of a fleet.
                 switch try lookup(path, in: stack, offset: offset) {
                 case .string(let s):
                     do {
-                        out += Array(try syntax.escape(s, name: dotted).utf8)
+                        out.append(contentsOf: try syntax.escape(s, name: "").utf8)
                     } catch {
-                        throw fail(offset, error)
+                        throw fail(offset, .controlCharacter(name: path.joined(separator: ".")))
                     }
                 case .identifier(let s):
-                    guard !s.isEmpty, s.unicodeScalars.allSatisfy({ $0.isASCIIAlnum || $0 == "_" || $0 == "-" }) else {
-                        throw fail(offset, .invalidIdentifier(name: dotted))
+                    guard !s.isEmpty, s.utf8.allSatisfy({ Template.isIdentifierByte($0) }) else {
+                        throw fail(offset, .invalidIdentifier(name: path.joined(separator: ".")))
                     }
-                    out += Array(s.utf8)
+                    out.append(contentsOf: s.utf8)
                 case .int(let n):
-                    out += Array(String(n).utf8)
+                    out.append(contentsOf: String(n).utf8)
                 case .bool, .list, .object:
-                    throw fail(offset, .notPrintable(dotted))
+                    throw fail(offset, .notPrintable(path.joined(separator: ".")))
                 }
             case .section(let path, let inverted, let body, let offset):
                 let value = try lookup(path, in: stack, offset: offset)
                 if inverted {
-                    if !value.isTruthy { try render(body, stack: stack, into: &out) }
+                    if !value.isTruthy { try render(body, stack: &stack, into: &out) }
                     continue
                 }
                 guard value.isTruthy else { continue }
                 switch value {
                 case .list(let items):
-                    for item in items { try render(body, stack: stack + [item], into: &out) }
+                    for item in items {
+                        stack.append(item)
+                        defer { stack.removeLast() }
+                        try render(body, stack: &stack, into: &out)
+                    }
                 case .bool:
-                    try render(body, stack: stack, into: &out)
+                    try render(body, stack: &stack, into: &out)
                 default:
-                    try render(body, stack: stack + [value], into: &out)
+                    stack.append(value)
+                    defer { stack.removeLast() }
+                    try render(body, stack: &stack, into: &out)
                 }
             }
         }

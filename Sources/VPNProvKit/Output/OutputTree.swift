@@ -237,19 +237,30 @@ public enum OutputTree {
             }
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
-            for change in changed.sorted(by: { $0.path < $1.path }) {
-                let components = change.components
-                guard let name = components.last, let dir = try cache.directory(components.dropLast(), display: change.path),
-                    renameat(dir, Session.temporaryName(name), dir, name) == 0
-                else {
-                    let e = OutputError.errno("cannot write", change.path)
-                    abort()
-                    throw e
+            let ordered = changed.sorted(by: { $0.path < $1.path })
+            // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
+            // each worker reuses its directory descriptors; the first failure in path order is reported.
+            let perRun = 512
+            let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
+                let runCache = DirectoryCache(root: root, create: true)
+                defer { runCache.closeAll() }
+                for change in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
+                    let components = change.components
+                    let dir: Int32?
+                    do throws(OutputError) { dir = try runCache.directory(components.dropLast(), display: change.path) } catch { return error }
+                    guard let name = components.last, let dir, renameat(dir, Session.temporaryName(name), dir, name) == 0 else {
+                        return OutputError.errno("cannot write", change.path)
+                    }
+                    if syncPerFile { fsync(dir) }
+                    CrashTestHook.step()
                 }
-                summary.written.append(change.path)
-                if syncPerFile { fsync(dir) }
-                CrashTestHook.step()
+                return nil
             }
+            if let failure = failures.lazy.compactMap({ $0 }).first {
+                abort()
+                throw failure
+            }
+            summary.written = ordered.map(\.path)
             pendingTemps = []
             summary.unchanged = unchanged.sorted()
             // Remove what an earlier run wrote and this one does not; never anything else.

@@ -161,7 +161,12 @@ public struct ClientPlan: Sendable, Hashable {
         var reportedApple: Set<String> = []
         // Per node, not per user and node: parsing proposals is the costly part of planning.
         var appleSA: [String: AppleSA?] = [:]
-        for node in inventory.nodes where appleSA[node.name] == nil { appleSA[node.name] = AppleSA.derive(from: node.proposals) }
+        var appleOffer: [String: ProposalOffer] = [:]
+        for node in inventory.nodes where appleSA[node.name] == nil {
+            let sa = AppleSA.derive(from: node.proposals)
+            appleSA[node.name] = sa
+            appleOffer[node.name] = sa?.offer
+        }
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
@@ -175,7 +180,7 @@ public struct ClientPlan: Sendable, Hashable {
                     if devices.contains(.apple) && service.ikeVersion == 2 {
                         if let sa = appleSA[node.name] ?? AppleSA.derive(from: node.proposals) {
                             connection.apple = sa
-                            connection.offers[.apple] = sa.offer
+                            connection.offers[.apple] = appleOffer[node.name] ?? sa.offer
                         } else {
                             connection.devices.removeAll { $0 == .apple }
                             if reportedApple.insert(node.name).inserted {

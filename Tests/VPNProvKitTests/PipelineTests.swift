@@ -273,4 +273,40 @@ import VPNProvCrypto
         }
         #expect(vpnprov(["check"], in: dir).code == 0)
     }
+
+    /// The consistency check runs inside the rendering workers. A mismatch there (here: a server
+    /// view that lost its password users) is reported with its rule and stops the run: no output
+    /// file, no temporary file and no state are left, and `check` fails the same way.
+    @Test func aConsistencyErrorFoundWhileRenderingWritesNothing() throws {
+        let dir = try workspace()
+        let options = GenerateOptions(
+            inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
+            stateDirectory: dir + "/state")
+        let (console, capture) = Console.capturing()
+        var built = try #require(try Pipeline.build(options, console: console, persist: false))
+        let materials = built.prepared.materials
+        let views = built.prepared.inventory.nodes.map { node -> ServerView in
+            var view = ServerView(ServerPlan.make(for: node, in: built.prepared.inventory), caCertificatePEM: materials.caCertificatePEM)
+            view.passwordUsers = []
+            return view
+        }
+        built.servers = Consistency.Servers(views, materials: materials, inspect: Pipeline.inspectCertificate)
+        #expect(try Pipeline.commitAndWrite(built, options: options, console: console) == false)
+        #expect(capture.stderr.contains("does not know the user's password [missing-secret]"), "\(capture.stderr)")
+        let left = try snapshot(dir + "/out")
+        #expect(left.isEmpty, "\(left.keys.sorted())")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/state/index.json"))
+
+        let session = try OutputTree.Session(directory: dir + "/out", mode: .compare)
+        let (quiet, _) = Console.capturing()
+        let rendered = try Pipeline.render(built, into: session, progress: Progress(console: quiet, environment: [:], label: ""))
+        #expect(rendered.count == 0 && rendered.diagnostics.hasErrors)
+        // Each finding once, although every batch of users found it.
+        #expect(Set(rendered.diagnostics).count == rendered.diagnostics.count)
+
+        // The real server views agree: the same run writes.
+        built.servers = Pipeline.checkedServers(built.prepared.inventory, materials)
+        #expect(try Pipeline.commitAndWrite(built, options: options, console: console))
+        #expect(vpnprov(["check"], in: dir).code == 0)
+    }
 }

@@ -7,8 +7,7 @@ extension Pipeline {
     public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
-            try commitAndWrite(built, options: options, console: console)
-            return ExitCode.success
+            return try commitAndWrite(built, options: options, console: console) ? ExitCode.success : ExitCode.failure
         }
     }
 
@@ -16,7 +15,10 @@ extension Pipeline {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
             let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
-            let count = try render(built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
+            let rendered = try render(
+                built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
+            guard settle(built, rendered, options: options, console: console) else { return ExitCode.failure }
+            let count = rendered.count
             let drift = try session.drift()
             let stateChanges = built.prepared.changes
             if drift.isClean && stateChanges.isEmpty {
@@ -69,8 +71,7 @@ extension Pipeline {
             guard let built = try build(generate, console: console, persist: false, lock: lock, quietLoad: true) else {
                 return ExitCode.failure
             }
-            try commitAndWrite(built, options: generate, console: console)
-            return ExitCode.success
+            return try commitAndWrite(built, options: generate, console: console) ? ExitCode.success : ExitCode.failure
         }
     }
 
@@ -84,6 +85,16 @@ extension Pipeline {
         /// Users whose files are on disk exactly as the previous run rendered them from the same
         /// inputs (render cache): neither checked nor rendered again.
         var fresh: [String: RenderCache.Entry]
+        /// Findings so far (warnings only); the consistency check's come with the rendering.
+        var diagnostics: [Diagnostic]
+        /// The server side of the consistency check, prepared once for every rendering worker.
+        var servers: Consistency.Servers
+    }
+
+    /// What rendering produced: the number of files and the consistency check's findings.
+    struct Rendered {
+        var count: Int
+        var diagnostics: [Diagnostic]
     }
 
     /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
@@ -148,35 +159,52 @@ extension Pipeline {
         return sub
     }
 
+    /// Every node's server view, with its certificate read, for the consistency check.
+    static func checkedServers(_ inventory: Inventory, _ materials: Materials) -> Consistency.Servers {
+        let views = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+        }
+        return Consistency.Servers(views, materials: materials, inspect: inspectCertificate)
+    }
+
+    /// Findings in order, each once (a node's finding can come from every slice of users).
+    static func merged(_ lists: [[Diagnostic]]) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var seen = Set<Diagnostic>()
+        for found in lists {
+            for d in found where seen.insert(d).inserted { out.append(d) }
+        }
+        return out
+    }
+
     /// The consistency check, slice by slice on all cores; findings in slice order, without
     /// duplicates (a node's finding can come from every slice).
     static func consistency(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
-        let servers = inventory.nodes.map {
-            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
-        }
+        let servers = checkedServers(inventory, materials)
         let users = inventory.users
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
         let results = parallelMap(slices) { k -> [Diagnostic] in
             let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
             let plan = ClientPlan.build(inventory: sub, materials: materials)
-            return Consistency.check(plan: plan, servers: servers, inventory: sub, materials: materials, inspect: inspectCertificate)
+            return Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
         }
-        var out: [Diagnostic] = []
-        var seen = Set<Diagnostic>()
-        for found in results {
-            for d in found where seen.insert(d).inserted { out.append(d) }
-        }
-        return out
+        return merged(results)
     }
 
     /// Renders every file and stages it (write: changed files under temporary names), then commits
     /// the state and publishes the output tree. A failure before the state commit removes the
     /// temporary files: neither the state nor the visible output changed.
-    static func write(_ built: Built, to directory: String, environment: [String: String], console: Console) throws -> WriteSummary {
-        let session = try OutputTree.Session(directory: directory, mode: .write)
+    /// nil when the consistency check failed (reported; nothing changed).
+    static func write(_ built: Built, options: GenerateOptions, console: Console) throws -> WriteSummary? {
+        let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
         do {
-            _ = try render(built, into: session, progress: Progress(console: console, environment: environment, label: "writing profiles"))
+            let rendered = try render(
+                built, into: session, progress: Progress(console: console, environment: options.environment, label: "writing profiles"))
+            guard settle(built, rendered, options: options, console: console) else {
+                session.abort()
+                return nil
+            }
             try built.prepared.commit()
         } catch {
             session.abort()
@@ -185,12 +213,24 @@ extension Pipeline {
         return try session.publish()
     }
 
+    /// Prints every finding (and the state's warnings) once the consistency check is complete;
+    /// false when they forbid writing (errors, or warnings under --strict).
+    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, console: Console) -> Bool {
+        let diagnostics = built.diagnostics + rendered.diagnostics
+        let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
+        if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
+        if failed { return false }
+        for warning in built.prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
+        return true
+    }
+
     /// Renders the servers, the catalogue and every user's files into `session`, users in parallel
-    /// batches (each batch rendered, compared and staged by one worker, so only the batches in
-    /// flight are in memory). Batches are added in inventory order and the first failure in that
-    /// order is the one reported, so the outcome does not depend on scheduling. Returns the number
-    /// of files.
-    static func render(_ built: Built, into session: OutputTree.Session, progress: Progress) throws -> Int {
+    /// batches (each batch planned, checked for consistency, rendered, compared and staged by one
+    /// worker, so only the batches in flight are in memory). Batches are added in inventory order
+    /// and the first failure in that order is the one reported, so the outcome does not depend on
+    /// scheduling. Consistency errors win over rendering failures (a batch with errors renders
+    /// nothing): the caller reports them and aborts the session.
+    static func render(_ built: Built, into session: OutputTree.Session, progress: Progress) throws -> Rendered {
         let inventory = built.prepared.inventory
         let materials = built.prepared.materials
         let templates = built.templates
@@ -199,8 +239,10 @@ extension Pipeline {
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let done = ParallelSlots<Int>(1)
         let report = progress.callback
-        let results = parallelMap(batches) { b -> Result<(OutputTree.Session.Batch, [String: RenderCache.Entry]), Error> in
-            let result = Result { () throws -> (OutputTree.Session.Batch, [String: RenderCache.Entry]) in
+        typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
+        let results = parallelMap(batches) { b -> (Result<BatchResult, Error>, [Diagnostic]) in
+            var findings: [Diagnostic] = []
+            let result = Result { () throws -> BatchResult in
                 var files: [OutputFile] = []
                 var entries: [String: RenderCache.Entry] = [:]
                 var keptPaths: [String] = []
@@ -216,8 +258,16 @@ extension Pipeline {
                 } else {
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
                     let stale = batch.filter { built.fresh[$0.name] == nil }
-                    let byUser = stale.isEmpty
-                        ? [:] : ClientPlan.build(inventory: slice(inventory, stale[...]), materials: materials).connectionsByUser()
+                    var byUser: [String: [ClientConnection]] = [:]
+                    if !stale.isEmpty {
+                        // One plan for the check and the files. A fresh user's connections were
+                        // checked by the run that rendered them from the same inputs.
+                        let sub = slice(inventory, stale[...])
+                        let plan = ClientPlan.build(inventory: sub, materials: materials)
+                        findings = Consistency.check(plan: plan, against: built.servers, inventory: sub, materials: materials)
+                        if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
+                        byUser = plan.connectionsByUser()
+                    }
                     for user in batch {
                         if let entry = built.fresh[user.name] {
                             entries[user.name] = entry
@@ -240,13 +290,18 @@ extension Pipeline {
             let count = done.values[0]!
             done.lock.unlock()
             report?(count, batches)
-            return result
+            return (result, findings)
         }
         progress.finish()
+        let diagnostics = merged(results.map(\.1))
+        if diagnostics.hasErrors {
+            for case (.success(let done), _) in results { session.discard(done.batch) }
+            return Rendered(count: 0, diagnostics: diagnostics)
+        }
         var count = 0
         var failure: Error?
         var cache = RenderCache(entries: [:])
-        for result in results {
+        for (result, _) in results {
             switch result {
             case .success(let (batch, entries)):
                 if failure == nil {
@@ -262,7 +317,7 @@ extension Pipeline {
         }
         if let failure { throw failure }
         session.renderCache = cache.bytes
-        return count
+        return Rendered(count: count, diagnostics: diagnostics)
     }
 
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
@@ -298,15 +353,19 @@ extension Pipeline {
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
         let fresh = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        // A fresh user's connections were checked by the run that rendered them from the same inputs.
-        var toCheck = prepared.inventory
-        toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
-        diagnostics += consistency(toCheck, prepared.materials)
-        let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
-        if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
-        if failed { return nil }
-        for warning in prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
-        return Built(prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh)
+        let servers = checkedServers(prepared.inventory, prepared.materials)
+        // The consistency check runs with the rendering (one client plan for both), unless this
+        // already fails: then it runs now, so every finding is reported at once.
+        if diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning }) {
+            // A fresh user's connections were checked by the run that rendered them from the same inputs.
+            var toCheck = prepared.inventory
+            toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
+            diagnostics += consistency(toCheck, prepared.materials)
+            printDiagnostics(diagnostics, options: options, console: console)
+            return nil
+        }
+        return Built(
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, diagnostics: diagnostics, servers: servers)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
@@ -367,12 +426,14 @@ extension Pipeline {
         if let summary = DiagnosticPrinter.summary(sorted) { console.err(summary + "\n") }
     }
 
-    /// Everything checked: now the state, then the output tree, then the summary.
-    static func commitAndWrite(_ built: Built, options: GenerateOptions, console: Console) throws {
+    /// Renders and checks, then the state, then the output tree, then the summary. False when the
+    /// consistency check failed (reported; nothing written).
+    static func commitAndWrite(_ built: Built, options: GenerateOptions, console: Console) throws -> Bool {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
-        let written = try write(built, to: options.outDirectory, environment: options.environment, console: console)
+        guard let written = try write(built, options: options, console: console) else { return false }
         report(built, written, options: options, console: console)
+        return true
     }
 
     static func report(_ built: Built, _ written: WriteSummary, options: GenerateOptions, console: Console) {

@@ -208,6 +208,14 @@ public enum OutputTree {
         public func abort() {
             discard(pendingTemps)
             pendingTemps = []
+            // Every temporary file of this session is gone; a killed run's may not be, and then the
+            // marker stays for the next run to clean up.
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            if markerWritten && !killedRunLeftTemporaries {
+                unlinkat(root, Session.writingMarker, 0)
+                markerWritten = false
+            }
         }
 
         private func discard(_ changes: [Change]) {

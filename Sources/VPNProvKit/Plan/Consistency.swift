@@ -125,18 +125,22 @@ public enum Consistency {
         plan: ClientPlan, servers: [ServerView], inventory: Inventory, materials: Materials,
         inspect: CertificateInspector? = nil
     ) -> [Diagnostic] {
+        check(plan: plan, against: Servers(servers, materials: materials, inspect: inspect), inventory: inventory, materials: materials)
+    }
+
+    /// The same check against server facts prepared once (`Servers`), for checking a fleet's plan
+    /// slice by slice on several threads.
+    public static func check(plan: ClientPlan, against servers: Servers, inventory: Inventory, materials: Materials) -> [Diagnostic] {
         var out: [Diagnostic] = plan.diagnostics
         var seen = Set(out)
         func add(_ d: Diagnostic) { if seen.insert(d).inserted { out.append(d) } }
-        let views = Dictionary(servers.map { ($0.node, $0) }, uniquingKeysWith: { first, _ in first })
-        // Lookups by name and per-node facts are computed once: a fleet has thousands of users, each
-        // with a connection per node and service.
+        // Lookups by name are computed once per call: a slice has a connection per user, node and service.
         let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let users = Dictionary(inventory.users.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let context = CheckContext(servers: servers, materials: materials, inspect: inspect)
+        let context = CheckContext(servers)
         for c in plan.connections {
             guard let node = nodes[c.node], let user = users[c.user] else { continue }
-            guard let view = views[c.node] else {
+            guard let view = servers.views[c.node] else {
                 add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
                 continue
             }
@@ -147,12 +151,44 @@ public enum Consistency {
         return out
     }
 
-    /// What the per-connection check would otherwise recompute for every user: password users as
-    /// sets, whether each node ships the clients' CA, parsed certificates, proposal comparisons.
-    final class CheckContext {
+    /// What the per-connection check would otherwise recompute for every user: the server views by
+    /// node, password users as sets, whether each node ships the clients' CA, the node certificates'
+    /// contents. Immutable: one instance serves every thread.
+    public final class Servers: Sendable {
+        let views: [String: ServerView]
         let passwordUsers: [String: Set<String>]
         let shipsOtherCA: [String: Bool]
         let inspect: CertificateInspector?
+        /// Facts of the node certificates, by PEM.
+        let nodeFacts: [String: CertificateFacts?]
+
+        public init(_ servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
+            var views: [String: ServerView] = [:]
+            var passwordUsers: [String: Set<String>] = [:]
+            var shipsOtherCA: [String: Bool] = [:]
+            let clientCA = Consistency.normalized(materials.caCertificatePEM)
+            for view in servers where views[view.node] == nil {
+                views[view.node] = view
+                passwordUsers[view.node] = Set(view.passwordUsers)
+                shipsOtherCA[view.node] = view.caCertificatePEM.map { Consistency.normalized($0) != clientCA } ?? false
+            }
+            var nodeFacts: [String: CertificateFacts?] = [:]
+            if let inspect {
+                for node in materials.nodes.values where nodeFacts[node.certificatePEM] == nil {
+                    nodeFacts[node.certificatePEM] = .some(inspect(node.certificatePEM))
+                }
+            }
+            self.views = views
+            self.passwordUsers = passwordUsers
+            self.shipsOtherCA = shipsOtherCA
+            self.inspect = inspect
+            self.nodeFacts = nodeFacts
+        }
+    }
+
+    /// One check's caches (certificates and proposal comparisons) over the shared server facts.
+    final class CheckContext {
+        let servers: Servers
         private var facts: [String: CertificateFacts?] = [:]
         private var intersections: [IntersectionKey: Bool] = [:]
 
@@ -163,32 +199,21 @@ public enum Consistency {
             var withGroups: Bool
         }
 
-        init(servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
-            var passwordUsers: [String: Set<String>] = [:]
-            var shipsOtherCA: [String: Bool] = [:]
-            let clientCA = Consistency.normalized(materials.caCertificatePEM)
-            for view in servers where passwordUsers[view.node] == nil {
-                passwordUsers[view.node] = Set(view.passwordUsers)
-                shipsOtherCA[view.node] = view.caCertificatePEM.map { Consistency.normalized($0) != clientCA } ?? false
-            }
-            self.passwordUsers = passwordUsers
-            self.shipsOtherCA = shipsOtherCA
-            self.inspect = inspect
-        }
+        init(_ servers: Servers) { self.servers = servers }
 
         func knowsPassword(_ view: ServerView, _ user: String) -> Bool {
-            passwordUsers[view.node]?.contains(user) ?? view.passwordUsers.contains(user)
+            servers.passwordUsers[view.node]?.contains(user) ?? view.passwordUsers.contains(user)
         }
 
         func shipsOtherCA(_ view: ServerView, materials: Materials) -> Bool {
-            if let known = shipsOtherCA[view.node] { return known }
+            if let known = servers.shipsOtherCA[view.node] { return known }
             guard let serverCA = view.caCertificatePEM else { return false }
             return Consistency.normalized(serverCA) != Consistency.normalized(materials.caCertificatePEM)
         }
 
         func facts(_ pem: String) -> CertificateFacts? {
-            guard let inspect else { return nil }
-            if let known = facts[pem] { return known }
+            guard let inspect = servers.inspect else { return nil }
+            if let known = servers.nodeFacts[pem] ?? facts[pem] { return known }
             let value = inspect(pem)
             facts[pem] = value
             return value
@@ -209,7 +234,7 @@ public enum Consistency {
         connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
-        let what = "\(c.service.rawValue) client of node '\(c.node)'"
+        var what: String { "\(c.service.rawValue) client of node '\(c.node)'" }
         out += checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
 
         let selection = select(c, in: view.connections)

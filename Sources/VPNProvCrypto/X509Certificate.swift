@@ -254,9 +254,11 @@ public final class X509Certificate: @unchecked Sendable {
     public var fingerprintSHA256: [UInt8] { Digest.sha256(der) }
 
     /// DER SubjectPublicKeyInfo of the certified key (as `PrivateKey.publicKeyDER()` of its key).
+    /// The certificate's own SubjectPublicKeyInfo is re-encoded as stored, without OpenSSL 3's
+    /// key encoder (which costs more than signing the certificate).
     public func publicKeyDER() throws -> [UInt8] {
-        guard let pub = X509_get0_pubkey(x509) else { throw CryptoError.openSSL("the certificate has no public key") }
-        return try derEncode { i2d_PUBKEY(pub, $0) }
+        guard let spki = X509_get_X509_PUBKEY(x509) else { throw CryptoError.openSSL("the certificate has no public key") }
+        return try derEncode { i2d_X509_PUBKEY(spki, $0) }
     }
 
     /// The public key's algorithm.

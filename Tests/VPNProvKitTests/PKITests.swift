@@ -83,6 +83,12 @@ import VPNProvCrypto
         #expect(server.keyUsage == [.digitalSignature, .keyEncipherment])
         #expect(server.signatureAlgorithm == "ecdsa-with-SHA384")
         #expect(materials.users["alice"]!.keyType == .ecdsaP384)
+        // The certificate's SubjectPublicKeyInfo (the state's key ID) is the key's own, for RSA and EC.
+        let serverKey = try PrivateKey(pem: materials.nodes["fra-1"]!.privateKeyPEM)
+        #expect(try server.publicKeyDER() == serverKey.publicKeyDER())
+        let alice = try X509Certificate(pem: materials.users["alice"]!.certificatePEM!)
+        #expect(try alice.publicKeyDER() == PrivateKey(pem: materials.users["alice"]!.privateKeyPEM!).publicKeyDER())
+        #expect(try alice.publicKeyDER() != serverKey.publicKeyDER())
     }
 
     @Test func opensslAndStrongSwanAcceptTheCertificates() throws {

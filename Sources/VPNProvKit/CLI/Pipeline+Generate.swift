@@ -353,7 +353,10 @@ extension Pipeline {
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
         let fresh = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        let servers = checkedServers(prepared.inventory, prepared.materials)
+        // Only users rendered again are checked: a run where every user is fresh needs no server facts.
+        let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
+        let servers = stale
+            ? checkedServers(prepared.inventory, prepared.materials) : Consistency.Servers([], materials: prepared.materials, inspect: nil)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
         if diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning }) {

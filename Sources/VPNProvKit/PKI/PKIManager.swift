@@ -214,8 +214,11 @@ private struct Session {
         self.passphrase = passphrase
     }
 
+    /// The store's index, mutated in place: with a plain get/set pair, `index.users[name] = x`
+    /// copied the whole dictionary for every certificate (quadratic for thousands of users).
     var index: StateIndex {
         get { store.index }
+        nonmutating _modify { yield &store.index }
         nonmutating set { store.index = newValue }
     }
 

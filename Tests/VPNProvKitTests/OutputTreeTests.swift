@@ -35,6 +35,26 @@ import Testing
         #expect(try OutputTree.compare(files, with: dir).isClean)
     }
 
+    /// Modes are exact whatever the umask: a restrictive one must not hide public files, a permissive
+    /// one must not expose private ones (the binary runs under `sh -c 'umask …'`).
+    @Test(arguments: ["077", "000", "022"]) func modesDoNotDependOnTheUmask(umask: String) throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let inventory = try String(contentsOfFile: PipelineTests.example, encoding: .utf8)
+        try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "umask \(umask) && exec \"$0\" generate >/dev/null 2>&1", VPNProvBinary.path]
+        process.currentDirectoryURL = URL(fileURLWithPath: dir)
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(try mode(dir + "/out/clients/alice/README") == 0o644)
+        #expect(try mode(dir + "/out/clients/alice/alice.mobileconfig") == 0o600)
+        #expect(try mode(dir + "/out/servers/fra-1/swanctl/swanctl.conf") == 0o644)
+        #expect(try mode(dir + "/out/servers/fra-1/swanctl/conf.d/secrets.conf") == 0o600)
+    }
+
     @Test func aChangedModeIsRepaired() throws {
         let dir = try tempDir()
         defer { try? fm.removeItem(atPath: dir) }

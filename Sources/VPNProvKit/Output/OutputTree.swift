@@ -113,7 +113,8 @@ public enum OutputTree {
             var temp: String { staged ? Session.temporaryName(components.last ?? "") : "" }
         }
 
-        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(getpid())" }
+        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
+        private static let processID = getpid()
 
         let directory: String
         let mode: Mode
@@ -169,7 +170,10 @@ public enum OutputTree {
                         batch.changed.append(Change(path: file.path, staged: false, missing: true))
                         continue
                     }
-                    switch try state(dir, name: parts.last!, contents: file.contents, mode: mode) {
+                    // A directory this batch created holds only what the batch wrote: nothing to compare.
+                    let current = cache.created(parts.dropLast()) ? .differs(missing: true)
+                        : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
+                    switch current {
                     case .matches:
                         batch.unchanged.append(file.path)
                     case .differs(let missing):
@@ -322,7 +326,7 @@ public enum OutputTree {
         private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) -> Bool {
             guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return false }
             try markWriting()
-            let temp = ".\(name).tmp-\(getpid())"
+            let temp = Session.temporaryName(name)
             try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
             guard renameat(root, temp, root, name) == 0 else {
                 let e = OutputError.errno("cannot write", name)
@@ -424,6 +428,8 @@ public enum OutputTree {
         let root: Int32
         let create: Bool
         private var open: [String: Int32] = [:]
+        /// Directories this cache made (mkdirat succeeded): empty when made.
+        private var made: Set<String> = []
 
         init(root: Int32, create: Bool) {
             self.root = root
@@ -439,8 +445,12 @@ public enum OutputTree {
             if open.count >= 64 { closeAll() }
             guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
             let component = components.last!
-            if create && mkdirat(parent, component, 0o755) != 0 && errno != EEXIST {
-                throw OutputError.errno("cannot create directory for", display)
+            if create {
+                if mkdirat(parent, component, 0o755) == 0 {
+                    made.insert(key)
+                } else if errno != EEXIST {
+                    throw OutputError.errno("cannot create directory for", display)
+                }
             }
             let fd = openat(parent, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else {
@@ -454,6 +464,11 @@ public enum OutputTree {
         func closeAll() {
             for fd in open.values { close(fd) }
             open = [:]
+        }
+
+        /// Whether this cache created the directory (so it held nothing before this cache wrote to it).
+        func created(_ components: ArraySlice<String>) -> Bool {
+            !made.isEmpty && made.contains(components.joined(separator: "/"))
         }
     }
 
@@ -502,10 +517,16 @@ public enum OutputTree {
     private static func writeTemporary(
         _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String
     ) throws(OutputError) {
-        unlinkat(dir, temp, 0)
-        let fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var fd = openat(dir, temp, flags, mode)
+        if fd < 0 && errno == EEXIST {
+            // A temporary file of this process's pid (a run killed long ago): replace it.
+            unlinkat(dir, temp, 0)
+            fd = openat(dir, temp, flags, mode)
+        }
         guard fd >= 0 else { throw OutputError.errno("cannot write", display) }
-        var ok = fchmod(fd, mode) == 0
+        // The exact mode, whatever the umask (the call is skipped when the umask left it intact).
+        var ok = FileMode.umaskKeeps(mode) || fchmod(fd, mode) == 0
         var offset = 0
         while ok && offset < contents.count {
             let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -625,4 +646,22 @@ enum FileSystemSync {
     }()
     static var available: Bool { function != nil }
     static func sync(_ fd: Int32) -> Bool { function?(fd) == 0 }
+}
+
+/// The process's file-creation mask, read once from /proc (umask(2) cannot be read without
+/// changing it, which would race with other threads creating files).
+enum FileMode {
+    static let processUmask: mode_t? = {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Umask:") {
+            return mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        }
+        return nil
+    }()
+
+    /// True when a file created with `mode` gets exactly `mode` (unknown umask: false).
+    static func umaskKeeps(_ mode: mode_t) -> Bool {
+        guard let mask = processUmask else { return false }
+        return mode & mask == 0
+    }
 }

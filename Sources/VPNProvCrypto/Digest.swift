@@ -2,9 +2,21 @@ internal import CCrypto
 
 /// Message digests.
 public enum Digest {
-    public static func sha1(_ bytes: [UInt8]) -> [UInt8] { run(EVP_sha1(), bytes) }
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { run(EVP_sha256(), bytes) }
-    public static func sha384(_ bytes: [UInt8]) -> [UInt8] { run(EVP_sha384(), bytes) }
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha1.md, bytes) }
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha256.md, bytes) }
+    public static func sha384(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha384.md, bytes) }
+
+    /// A digest implementation fetched from the default provider once. `EVP_sha256()` and friends
+    /// make OpenSSL 3 fetch the implementation again on every call, under a global lock: tens of
+    /// thousands of file digests and name-based UUIDs per run contended on it. Fetched methods are
+    /// immutable and safe to share between threads; they live as long as the process.
+    private struct Fetched: @unchecked Sendable {
+        let md: OpaquePointer?
+        init(_ name: String, fallback: () -> OpaquePointer?) { md = EVP_MD_fetch(nil, name, nil) ?? fallback() }
+        static let sha1 = Fetched("SHA1") { EVP_sha1() }
+        static let sha256 = Fetched("SHA256") { EVP_sha256() }
+        static let sha384 = Fetched("SHA384") { EVP_sha384() }
+    }
 
     private static func run(_ md: OpaquePointer?, _ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+import VPNProvCrypto
+
+/// The digests behind state digests, render-cache digests and name-based UUIDs: FIPS 180 test
+/// vectors, and the same answers from many threads at once (the method is fetched once and shared).
+@Suite struct DigestTests {
+    static let abc = Array("abc".utf8)
+
+    func hex(_ bytes: [UInt8]) -> String { hexString(bytes).lowercased() }
+
+    @Test func knownAnswers() {
+        #expect(hex(Digest.sha1(Self.abc)) == "a9993e364706816aba3e25717850c26c9cd0d89d")
+        #expect(hex(Digest.sha256(Self.abc)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(hex(Digest.sha256([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(
+            hex(Digest.sha384(Self.abc))
+                == "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7")
+    }
+
+    @Test func sameAnswersFromManyThreads() {
+        let expected = Digest.sha256(Array(repeating: 0x61, count: 1_000_000))
+        let results = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 64)
+        defer { results.deallocate() }
+        let box = UncheckedSendable(results)
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            box.value[i] = Digest.sha256(Array(repeating: 0x61, count: 1_000_000)) == expected
+                && hexString(Digest.sha1(Self.abc)).lowercased() == "a9993e364706816aba3e25717850c26c9cd0d89d"
+        }
+        #expect(results.allSatisfy { $0 })
+        #expect(hex(expected) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
+
+private struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}

@@ -110,12 +110,10 @@ extension Pipeline {
         let common = Fingerprint.digest(shared)
         let users = inventory.users.filter { !$0.revoked }
         let userDigests = parallelMap(users.count) { i -> String in
-            // The user's entry as text (every field; locations cleared: moving a line changes no
-            // output) is much cheaper than reflecting it field by field, for thousands of users.
-            var user = users[i]
-            user.location = SourceLocation(file: "", line: 0, column: 0)
-            user.fieldLocations = [:]
-            return Fingerprint.digest([common, String(reflecting: user), materials.users[user.name] as Any])
+            // Every field of the user's entry but its source locations (moving a line changes no
+            // output), and the user's materials.
+            let user = users[i]
+            return Fingerprint.digest([common, Fingerprint.userInputs(user, materials.users[user.name])])
         }
         var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), userDigests))
         // The servers' files and the catalogue also hold the node keys, the CRL and every active

@@ -136,3 +136,47 @@ enum Fingerprint {
         tag(")")
     }
 }
+
+extension Fingerprint {
+    /// A user's own inputs, field by field: every field of the inventory entry except its source
+    /// locations, and every field of the user's materials. Written out instead of reflected:
+    /// reflection over thousands of users cost more than rendering a small fleet. `FingerprintTests`
+    /// fails when `User` or `UserMaterials` gains a field that is not listed here.
+    static func userInputs(_ user: User, _ materials: UserMaterials?) -> [UInt8] {
+        var out: [UInt8] = []
+        func text(_ value: String) {
+            out += "s\(value.utf8.count):".utf8
+            out += value.utf8
+        }
+        func bytes(_ value: [UInt8]?) {
+            guard let value else { return text("-") }
+            out += "b\(value.count):".utf8
+            out += value
+        }
+        text(user.name)
+        text(String(reflecting: user.password))  // small enums: reflection is cheap here
+        text(user.cert ? "cert" : "no-cert")
+        text(String(reflecting: user.id))
+        text("\(user.nodes.count)")
+        for node in user.nodes { text(node) }
+        text(user.devices.map(\.rawValue).joined(separator: ","))
+        text(user.revoked ? "revoked" : "active")
+        guard let materials else {
+            text("no-materials")
+            return out
+        }
+        text("materials")
+        bytes(materials.password.map { Array($0.utf8) })
+        bytes(materials.certificatePEM.map { Array($0.utf8) })
+        bytes(materials.privateKeyPEM.map { Array($0.utf8) })
+        bytes(materials.p12)
+        bytes(materials.p12Password.map { Array($0.utf8) })
+        text(String(reflecting: materials.keyType))
+        return out
+    }
+
+    /// The stored properties `userInputs` covers (and, for `User`, the ones it leaves out on purpose).
+    static let coveredUserFields = ["name", "password", "cert", "id", "nodes", "devices", "revoked"]
+    static let skippedUserFields = ["location", "fieldLocations"]
+    static let coveredMaterialFields = ["password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType"]
+}

@@ -284,6 +284,9 @@ import VPNProvCrypto
             stateDirectory: dir + "/state")
         let (console, capture) = Console.capturing()
         var built = try #require(try Pipeline.build(options, console: console, persist: false))
+        // The state stays locked from loading to committing: another run cannot prepare from the
+        // same state in between and then commit over this one.
+        #expect(throws: PKIError.self) { try StateLock(stateDirectory: dir + "/state") }
         let materials = built.prepared.materials
         let views = built.prepared.inventory.nodes.map { node -> ServerView in
             var view = ServerView(ServerPlan.make(for: node, in: built.prepared.inventory), caCertificatePEM: materials.caCertificatePEM)
@@ -307,6 +310,8 @@ import VPNProvCrypto
         // The real server views agree: the same run writes.
         built.servers = Pipeline.checkedServers(built.prepared.inventory, materials)
         #expect(try Pipeline.commitAndWrite(built, options: options, console: console))
+        #expect(vpnprov(["check"], in: dir).code == 3)  // still locked by this run
+        built.lock.release()
         #expect(vpnprov(["check"], in: dir).code == 0)
     }
 }

@@ -7,6 +7,7 @@ extension Pipeline {
     public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+            defer { built.lock.release() }
             return try commitAndWrite(built, options: options, console: console) ? ExitCode.success : ExitCode.failure
         }
     }
@@ -14,6 +15,7 @@ extension Pipeline {
     public static func check(_ options: CheckOptions, console: Console) -> Int32 {
         run(console) { () throws -> Int32 in
             guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+            defer { built.lock.release() }
             let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
             let rendered = try render(
                 built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
@@ -89,6 +91,8 @@ extension Pipeline {
         var diagnostics: [Diagnostic]
         /// The server side of the consistency check, prepared once for every rendering worker.
         var servers: Consistency.Servers
+        /// The state lock, held from loading the state until it is committed and the output published.
+        var lock: StateLock
     }
 
     /// What rendering produced: the number of files and the consistency check's findings.
@@ -334,8 +338,11 @@ extension Pipeline {
         } catch {
             throw CLIError.usage("templates: \(error)", command: nil)
         }
+        // The lock stays held (in Built) until the state is committed and the tree published: two
+        // runs must not both prepare from the same state and then both commit.
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
-        defer { if lock == nil { heldLock.release() } }
+        var handedOver = false
+        defer { if lock == nil && !handedOver { heldLock.release() } }
         let progress = Progress(console: console, environment: options.environment, label: "issuing certificates")
         let prepared: PrepareResult
         do {
@@ -365,8 +372,10 @@ extension Pipeline {
             printDiagnostics(diagnostics, options: options, console: console)
             return nil
         }
+        handedOver = true
         return Built(
-            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, diagnostics: diagnostics, servers: servers)
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, diagnostics: diagnostics, servers: servers,
+            lock: heldLock)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

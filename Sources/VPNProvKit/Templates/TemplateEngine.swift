@@ -331,11 +331,10 @@ public struct Template: Sendable {
                 // of every profile of a fleet.
                 switch try lookup(path, in: stack, offset: offset) {
                 case .string(let s):
-                    do {
-                        out.append(contentsOf: try syntax.escape(s, name: "").utf8)
-                    } catch {
+                    guard let escaped = syntax.escape(s) else {
                         throw fail(offset, .controlCharacter(name: path.joined(separator: ".")))
                     }
+                    out.append(contentsOf: escaped.utf8)
                 case .identifier(let s):
                     guard !s.isEmpty, s.utf8.allSatisfy({ Template.isIdentifierByte($0) }) else {
                         throw fail(offset, .invalidIdentifier(name: path.joined(separator: ".")))

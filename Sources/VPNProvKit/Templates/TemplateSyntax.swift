@@ -13,8 +13,9 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// (including newlines) are refused so a value cannot forge extra lines.
     case text
 
-    /// Writes one string value in this syntax, or throws (the message never contains the value).
-    func escape(_ value: String, name: String) throws(TemplateError.Kind) -> String {
+    /// One string value written in this syntax; nil when it holds a control character the syntax
+    /// cannot carry (the caller names the variable in its error, never the value).
+    func escape(_ value: String) -> String? {
         switch self {
         case .swanctl:
             // Most values need no escape: quote them as they are.
@@ -30,21 +31,14 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
                 case "\r": out += "\\r"
                 case "\t": out += "\\t"
                 default:
-                    if scalar.value < 0x20 || scalar.value == 0x7F {
-                        throw .controlCharacter(name: name)
-                    }
+                    if scalar.value < 0x20 || scalar.value == 0x7F { return nil }
                     out.unicodeScalars.append(scalar)
                 }
             }
             out += "\""
             return out
         case .text:
-            if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return value }
-            for scalar in value.unicodeScalars where scalar.value < 0x20 || scalar.value == 0x7F {
-                _ = scalar
-                throw .controlCharacter(name: name)
-            }
-            return value
+            return value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) ? nil : value
         }
     }
 }

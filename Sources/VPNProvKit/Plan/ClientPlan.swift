@@ -160,12 +160,10 @@ public struct ClientPlan: Sendable, Hashable {
         var diagnostics: [Diagnostic] = []
         var reportedApple: Set<String> = []
         // Per node, not per user and node: parsing proposals is the costly part of planning.
-        var appleSA: [String: AppleSA?] = [:]
-        var appleOffer: [String: ProposalOffer] = [:]
+        // The parameters and the proposals they make the device send, nil when Apple cannot express any.
+        var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
         for node in inventory.nodes where appleSA[node.name] == nil {
-            let sa = AppleSA.derive(from: node.proposals)
-            appleSA[node.name] = sa
-            appleOffer[node.name] = sa?.offer
+            appleSA[node.name] = .some(AppleSA.derive(from: node.proposals).map { ($0, $0.offer) })
         }
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
@@ -178,9 +176,9 @@ public struct ClientPlan: Sendable, Hashable {
                     if service.needsPassword && user.password == nil { continue }
                     var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
                     if devices.contains(.apple) && service.ikeVersion == 2 {
-                        if let sa = appleSA[node.name] ?? AppleSA.derive(from: node.proposals) {
-                            connection.apple = sa
-                            connection.offers[.apple] = appleOffer[node.name] ?? sa.offer
+                        if let apple = appleSA[node.name] ?? nil {
+                            connection.apple = apple.sa
+                            connection.offers[.apple] = apple.offer
                         } else {
                             connection.devices.removeAll { $0 == .apple }
                             if reportedApple.insert(node.name).inserted {

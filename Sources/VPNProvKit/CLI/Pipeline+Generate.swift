@@ -181,8 +181,7 @@ extension Pipeline {
 
     /// The consistency check, slice by slice on all cores; findings in slice order, without
     /// duplicates (a node's finding can come from every slice).
-    static func consistency(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
-        let servers = checkedServers(inventory, materials)
+    static func consistency(_ inventory: Inventory, _ materials: Materials, _ servers: Consistency.Servers) -> [Diagnostic] {
         let users = inventory.users
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
@@ -368,7 +367,7 @@ extension Pipeline {
             // A fresh user's connections were checked by the run that rendered them from the same inputs.
             var toCheck = prepared.inventory
             toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
-            diagnostics += consistency(toCheck, prepared.materials)
+            diagnostics += consistency(toCheck, prepared.materials, servers)
             printDiagnostics(diagnostics, options: options, console: console)
             return nil
         }

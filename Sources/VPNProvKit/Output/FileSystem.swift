@@ -1,0 +1,37 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// syncfs(2): flushes one file system (Linux). The Glibc module does not export it; where it is
+/// missing, the writer fsyncs every file and directory instead.
+enum FileSystemSync {
+    typealias SyncFS = @convention(c) (Int32) -> Int32
+    static let function: SyncFS? = {
+        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: SyncFS.self)
+    }()
+    static var available: Bool { function != nil }
+    static func sync(_ fd: Int32) -> Bool { function?(fd) == 0 }
+}
+
+/// The process's file-creation mask, read once from /proc (umask(2) cannot be read without
+/// changing it, which would race with other threads creating files).
+enum FileMode {
+    static let processUmask: mode_t? = {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Umask:") {
+            return mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        }
+        return nil
+    }()
+
+    /// True when a file created with `mode` gets exactly `mode` (unknown umask: false).
+    static func umaskKeeps(_ mode: mode_t) -> Bool {
+        guard let mask = processUmask else { return false }
+        return mode & mask == 0
+    }
+}

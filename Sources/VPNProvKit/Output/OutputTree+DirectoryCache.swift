@@ -1,0 +1,61 @@
+import Foundation
+import VPNProvCrypto
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension OutputTree {
+    /// Directories below the root opened one component at a time with O_NOFOLLOW (a symlink fails
+    /// with ELOOP or ENOTDIR), creating missing ones when asked, and kept open while a batch's files
+    /// go to the same few directories.
+    final class DirectoryCache {
+        let root: Int32
+        let create: Bool
+        private var open: [String: Int32] = [:]
+        /// Directories this cache made (mkdirat succeeded): empty when made.
+        private var made: Set<String> = []
+
+        init(root: Int32, create: Bool) {
+            self.root = root
+            self.create = create
+        }
+
+        /// The directory's descriptor (owned by the cache), or nil when it is missing and not created.
+        func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError) -> Int32? {
+            let create = create ?? self.create
+            if components.isEmpty { return root }
+            let key = components.joined(separator: "/")
+            if let fd = open[key] { return fd }
+            if open.count >= 64 { closeAll() }
+            guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
+            let component = components.last!
+            if create {
+                if mkdirat(parent, component, 0o755) == 0 {
+                    made.insert(key)
+                } else if errno != EEXIST {
+                    throw OutputError.errno("cannot create directory for", display)
+                }
+            }
+            let fd = openat(parent, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                if !create && errno == ENOENT { return nil }
+                throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
+            }
+            open[key] = fd
+            return fd
+        }
+
+        func closeAll() {
+            for fd in open.values { close(fd) }
+            open = [:]
+        }
+
+        /// Whether this cache created the directory (so it held nothing before this cache wrote to it).
+        func created(_ components: ArraySlice<String>) -> Bool {
+            !made.isEmpty && made.contains(components.joined(separator: "/"))
+        }
+    }
+}

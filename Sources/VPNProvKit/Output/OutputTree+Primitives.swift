@@ -1,0 +1,175 @@
+import Foundation
+import VPNProvCrypto
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The file-system primitives under the output tree: opening the root, comparing a file with
+/// what would be written, temporary files, bounded reads, the manifest and listing a directory.
+extension OutputTree {
+    // MARK: primitives
+
+    static func openRoot(_ directory: String, create: Bool) throws(OutputError) -> Int32 {
+        if create && mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            throw OutputError.errno("cannot create output directory", directory)
+        }
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw OutputError.errno("cannot open output directory", directory) }
+        return fd
+    }
+
+    enum FileState {
+        case matches
+        /// missing: no regular file of that name.
+        case differs(missing: Bool)
+    }
+
+    /// Whether `name` in `dir` is a regular file with exactly these bytes and mode. Reads in
+    /// chunks and stops at the first difference; the size is compared first.
+    static func state(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t) throws(OutputError) -> FileState {
+        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return .differs(missing: true) }  // missing, or a symlink: rewrite (rename replaces the link itself)
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .differs(missing: true) }
+        guard st.st_size == contents.count, (st.st_mode & 0o7777) == mode else { return .differs(missing: false) }
+        let same = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { buffer -> Bool in
+            contents.withUnsafeBytes { expected -> Bool in
+                var offset = 0
+                while offset < expected.count {
+                    let n = read(fd, buffer.baseAddress!, min(buffer.count, expected.count - offset))
+                    if n <= 0 { return false }
+                    if memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) != 0 { return false }
+                    offset += n
+                }
+                // Exactly the expected size: nothing more to read.
+                return read(fd, buffer.baseAddress!, 1) == 0
+            }
+        }
+        return same ? .matches : .differs(missing: false)
+    }
+
+    static func writeTemporary(
+        _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String
+    ) throws(OutputError) {
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var fd = openat(dir, temp, flags, mode)
+        if fd < 0 && errno == EEXIST {
+            // A temporary file of this process's pid (a run killed long ago): replace it.
+            unlinkat(dir, temp, 0)
+            fd = openat(dir, temp, flags, mode)
+        }
+        guard fd >= 0 else { throw OutputError.errno("cannot write", display) }
+        // The exact mode, whatever the umask (the call is skipped when the umask left it intact).
+        var ok = FileMode.umaskKeeps(mode) || fchmod(fd, mode) == 0
+        var offset = 0
+        while ok && offset < contents.count {
+            let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n <= 0 { ok = false } else { offset += n }
+        }
+        if ok && sync { ok = fsync(fd) == 0 }
+        let saved = errno
+        close(fd)
+        guard ok else {
+            errno = saved
+            let e = OutputError.errno("cannot write", display)
+            unlinkat(dir, temp, 0)
+            throw e
+        }
+    }
+
+    /// Removes `.<name>.tmp-<digits>` files (left only by a killed run) from `dir`.
+    static func removeTemporaries(_ dir: Int32) {
+        let copy = dup(dir)
+        guard copy >= 0, let stream = fdopendir(copy) else { return }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { continue }
+            let pid = name[range.upperBound...]
+            if !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber) { names.append(name) }
+        }
+        closedir(stream)
+        for name in names { unlinkat(dir, name, 0) }
+    }
+
+    /// Exactly `count` bytes (the file's size), or nil when the file holds more or fewer.
+    static func readExactly(_ fd: Int32, count: Int) -> [UInt8]? {
+        var complete = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var offset = 0
+            while offset < count {
+                let n = read(fd, buffer.baseAddress! + offset, count - offset)
+                if n <= 0 { break }
+                offset += n
+            }
+            initialized = offset
+            var probe: UInt8 = 0
+            complete = offset == count && read(fd, &probe, 1) == 0
+        }
+        return complete ? bytes : nil
+    }
+
+    /// The whole file, or nil past `limit` bytes or on a read error.
+    static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 { return nil }
+            if n == 0 { return bytes }
+            bytes += chunk[0..<n]
+            if bytes.count > limit { return nil }
+        }
+    }
+
+    static func readManifest(_ root: Int32) -> Set<String> {
+        let bytes = readRootFile(root, manifestName) ?? []
+        return Set(bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    /// A bookkeeping file at the top of the tree (not following a link), nil when absent or over
+    /// 1 GiB (the render cache takes ~110 bytes a file: 66 MB at 20,000 users).
+    static func readRootFile(_ root: Int32, _ name: String) -> [UInt8]? {
+        let fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return readAll(fd, limit: 1 << 30)
+    }
+
+    /// Every regular file and symlink below `dir` (directories recursed without following links).
+    static func listFiles(_ dir: Int32, prefix: String, into result: inout Set<String>) throws(OutputError) {
+        let copy = dup(dir)
+        guard copy >= 0, let stream = fdopendir(copy) else { throw OutputError.errno("cannot list", prefix.isEmpty ? "." : prefix) }
+        defer { closedir(stream) }
+        var entries: [(String, UInt8)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            entries.append((name, entry.pointee.d_type))
+        }
+        for (name, type) in entries {
+            let path = prefix.isEmpty ? name : "\(prefix)/\(name)"
+            var isDirectory = type == UInt8(DT_DIR)
+            if type == UInt8(DT_UNKNOWN) {
+                var st = stat()
+                isDirectory = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+            }
+            if isDirectory {
+                let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard sub >= 0 else { throw OutputError.errno("cannot list", path) }
+                defer { close(sub) }
+                try listFiles(sub, prefix: path, into: &result)
+            } else {
+                result.insert(path)
+            }
+        }
+    }
+}

@@ -1,0 +1,350 @@
+import Foundation
+import VPNProvCrypto
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension OutputTree {
+    // MARK: streaming
+
+    /// Writes (or compares) an output tree batch by batch, so a fleet's files never have to be in
+    /// memory at once. `prepare` may run on several threads at once (one batch each); `add` takes
+    /// the batches in order on one thread; `publish` makes the new files visible:
+    /// - prepare compares each file with the tree and writes a changed one under a temporary name
+    ///   (`.<name>.tmp-<pid>`) next to its place; nothing visible changes yet;
+    /// - publish flushes the file system once, renames every temporary file into place, removes
+    ///   what an earlier run wrote and this one does not, writes the manifest and flushes again.
+    ///   A crash never leaves a half-written file, and one flush replaces an fsync per file;
+    /// - abort (after a failure before publish) removes the temporary files: nothing changed.
+    public final class Session: @unchecked Sendable {
+        public enum Mode: Sendable { case write, compare }
+
+        /// What `prepare` found for one batch.
+        public struct Batch: Sendable {
+            var paths: [String] = []
+            var unchanged: [String] = []
+            /// Written under a temporary name (write mode) / missing or stale (compare mode).
+            var changed: [Change] = []
+        }
+
+        /// Only the path and two flags per file: a fleet has hundreds of thousands.
+        struct Change: Sendable {
+            var path: String
+            /// Written under `temp` (write mode).
+            var staged: Bool
+            var missing: Bool
+            var components: [String] { (try? checkRelativePath(path)) ?? [] }
+            var temp: String { staged ? Session.temporaryName(components.last ?? "") : "" }
+        }
+
+        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
+        private static let processID = getpid()
+
+        let directory: String
+        let mode: Mode
+        /// -1 in compare mode when the directory does not exist.
+        let root: Int32
+        let syncPerFile: Bool
+        private var seen = Set<String>()
+        private var paths: [String] = []
+        private var unchanged: [String] = []
+        private var changed: [Change] = []
+        private var pendingTemps: [Change] = []
+        /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
+        /// them all. Found at the start, it means a run was killed half-way: only then are all
+        /// directories searched for temporary files (a search a no-op run should not pay for).
+        static let writingMarker = ".vpnprov-writing"
+        private var killedRunLeftTemporaries = false
+        private let markerLock = NSLock()
+        private var markerWritten = false
+
+        public init(directory: String, mode: Mode) throws(OutputError) {
+            self.directory = directory
+            self.mode = mode
+            syncPerFile = !FileSystemSync.available
+            if mode == .write {
+                root = try openRoot(directory, create: true)
+                killedRunLeftTemporaries = faccessat(root, Session.writingMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+                markerWritten = killedRunLeftTemporaries
+            } else {
+                let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                guard fd >= 0 || errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
+                root = fd
+            }
+        }
+
+        deinit { if root >= 0 { close(root) } }
+
+        /// Compares `files` with the tree and, in write mode, writes the changed ones under temporary
+        /// names. Thread-safe. On error, this batch's temporary files are already removed.
+        public func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
+            var batch = Batch()
+            let cache = DirectoryCache(root: root, create: mode == .write)
+            defer { cache.closeAll() }
+            do {
+                for file in files {
+                    let parts = try checkRelativePath(file.path)
+                    batch.paths.append(file.path)
+                    let mode: mode_t = file.isPrivate ? privateMode : publicMode
+                    guard root >= 0 else {
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
+                        continue
+                    }
+                    guard let dir = try cache.directory(parts.dropLast(), display: file.path) else {
+                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
+                        continue
+                    }
+                    // A directory this batch created holds only what the batch wrote: nothing to compare.
+                    let current = cache.created(parts.dropLast()) ? .differs(missing: true)
+                        : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
+                    switch current {
+                    case .matches:
+                        batch.unchanged.append(file.path)
+                    case .differs(let missing):
+                        if self.mode == .write {
+                            try markWriting()
+                            try writeTemporary(
+                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
+                                display: file.path)
+                            CrashTestHook.step()
+                        }
+                        batch.changed.append(Change(path: file.path, staged: self.mode == .write, missing: missing))
+                    }
+                }
+            } catch {
+                discard(batch.changed)
+                throw error
+            }
+            return batch
+        }
+
+        /// Takes a prepared batch (in order, on one thread). Two outputs for one path are an error.
+        public func add(_ batch: Batch) throws(OutputError) {
+            pendingTemps += batch.changed.filter(\.staged)
+            for path in batch.paths {
+                guard seen.insert(path).inserted else { throw OutputError("two outputs want the path '\(path)'") }
+            }
+            paths += batch.paths
+            unchanged += batch.unchanged
+            changed += batch.changed
+        }
+
+        /// Removes the temporary files of a batch that is not going to be added (or of everything
+        /// added so far): used after a failure, so nothing visible changed.
+        public func discard(_ batch: Batch) { discard(batch.changed) }
+
+        public func abort() {
+            discard(pendingTemps)
+            pendingTemps = []
+            // Every temporary file of this session is gone; a killed run's may not be, and then the
+            // marker stays for the next run to clean up.
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            if markerWritten && !killedRunLeftTemporaries {
+                unlinkat(root, Session.writingMarker, 0)
+                markerWritten = false
+            }
+        }
+
+        private func discard(_ changes: [Change]) {
+            guard root >= 0 else { return }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for change in changes where change.staged {
+                let components = change.components
+                if let dir = try? cache.directory(components.dropLast(), display: change.path) {
+                    unlinkat(dir, Session.temporaryName(components.last ?? ""), 0)
+                }
+            }
+        }
+
+        /// Write mode: makes every prepared file visible, removes stale outputs, writes the manifest.
+        public func publish() throws(OutputError) -> WriteSummary {
+            precondition(mode == .write)
+            var summary = WriteSummary()
+            // Flushes are for new data; a run that changes nothing must not flush the file system.
+            var wroteAnything = !changed.isEmpty
+            if !syncPerFile && !changed.isEmpty {
+                guard FileSystemSync.sync(root) else {
+                    let e = OutputError.errno("cannot flush", directory)
+                    abort()
+                    throw e
+                }
+            }
+            let cache = DirectoryCache(root: root, create: true)
+            defer { cache.closeAll() }
+            let ordered = changed.sorted(by: { $0.path < $1.path })
+            // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
+            // each worker reuses its directory descriptors; the first failure in path order is reported.
+            let perRun = 512
+            let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
+                let runCache = DirectoryCache(root: root, create: true)
+                defer { runCache.closeAll() }
+                for change in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
+                    let components = change.components
+                    let dir: Int32?
+                    do throws(OutputError) { dir = try runCache.directory(components.dropLast(), display: change.path) } catch { return error }
+                    guard let name = components.last, let dir, renameat(dir, Session.temporaryName(name), dir, name) == 0 else {
+                        return OutputError.errno("cannot write", change.path)
+                    }
+                    if syncPerFile { fsync(dir) }
+                    CrashTestHook.step()
+                }
+                return nil
+            }
+            if let failure = failures.lazy.compactMap({ $0 }).first {
+                abort()
+                throw failure
+            }
+            summary.written = ordered.map(\.path)
+            pendingTemps = []
+            summary.unchanged = unchanged.sorted()
+            // Remove what an earlier run wrote and this one does not; never anything else.
+            let previous = readManifest(root)
+            for old in previous.sorted() where !seen.contains(old) {
+                guard let parts = try? checkRelativePath(old),
+                    let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
+                else { continue }
+                if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
+            }
+            removeEmptiedDirectories(after: summary.removed, cache: cache)
+            // Temporary files of an earlier run killed between writing and renaming, in the
+            // directories this run writes to (this run's own are all renamed by now).
+            if killedRunLeftTemporaries {
+                var directories = Set(paths.map { $0.split(separator: "/").dropLast().map(String.init) })
+                directories.insert([])
+                for directory in directories {
+                    if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
+                        removeTemporaries(dir)
+                    }
+                }
+            }
+            wroteAnything = try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8)) || wroteAnything
+            if let renderCache {
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache) || wroteAnything
+            } else {
+                unlinkat(root, RenderCache.fileName, 0)
+            }
+            wroteAnything = wroteAnything || !summary.removed.isEmpty
+            // The renames and removals (directory entries) are durable after one more flush.
+            if wroteAnything {
+                if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            }
+            if markerWritten { unlinkat(root, Session.writingMarker, 0) }
+            return summary
+        }
+
+        /// Creates the writing marker before the first temporary file (once, from any thread).
+        private func markWriting() throws(OutputError) {
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            guard !markerWritten else { return }
+            let fd = openat(root, Session.writingMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, publicMode)
+            guard fd >= 0 else { throw OutputError.errno("cannot write", Session.writingMarker) }
+            close(fd)
+            markerWritten = true
+        }
+
+        /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
+        @discardableResult
+        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) -> Bool {
+            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return false }
+            try markWriting()
+            let temp = Session.temporaryName(name)
+            try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
+            guard renameat(root, temp, root, name) == 0 else {
+                let e = OutputError.errno("cannot write", name)
+                unlinkat(root, temp, 0)
+                throw e
+            }
+            return true
+        }
+
+        // MARK: render cache
+
+        /// The new render cache, written by `publish` (nil removes it).
+        var renderCache: [UInt8]?
+
+        /// The render cache of the previous run (empty when absent or unreadable).
+        func previousRenderCache() -> RenderCache {
+            RenderCache(bytes: root >= 0 ? readRootFile(root, RenderCache.fileName) : nil)
+        }
+
+        /// Every file of `entry` is on disk as a regular file with its recorded mode and digest.
+        /// Thread-safe (read-only).
+        func isIntact(_ entry: RenderCache.Entry) -> Bool {
+            guard root >= 0 else { return false }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for file in entry.files {
+                guard let parts = try? checkRelativePath(file.path),
+                    let dir = try? cache.directory(parts.dropLast(), display: file.path)
+                else { return false }
+                let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else { return false }
+                defer { close(fd) }
+                var st = stat()
+                guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                    (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
+                    let bytes = readExactly(fd, count: Int(st.st_size)),
+                    hexString(Digest.sha256(bytes)) == file.sha256
+                else { return false }
+            }
+            return true
+        }
+
+        /// A batch for files known to be right without rendering them (a fresh cache entry).
+        func unchangedBatch(_ paths: [String]) -> Batch {
+            var batch = Batch()
+            batch.paths = paths
+            batch.unchanged = paths
+            return batch
+        }
+
+        /// Directories emptied by removing stale outputs go too (a non-empty one simply stays);
+        /// parents are opened without following links.
+        private func removeEmptiedDirectories(after removed: [String], cache: DirectoryCache) {
+            var emptied = Set<String>()
+            for path in removed {
+                var parts = path.split(separator: "/").map(String.init).dropLast()
+                while !parts.isEmpty {
+                    emptied.insert(parts.joined(separator: "/"))
+                    parts = parts.dropLast()
+                }
+            }
+            cache.closeAll()
+            for directory in emptied.sorted(by: { $0.count > $1.count }) {
+                let parts = directory.split(separator: "/").map(String.init)
+                guard let parent = try? cache.directory(parts.dropLast()[...], display: directory, create: false) else { continue }
+                unlinkat(parent, parts.last!, AT_REMOVEDIR)
+            }
+            cache.closeAll()
+        }
+
+        /// Compare mode: what differs from the tree.
+        public func drift() throws(OutputError) -> DriftReport {
+            var report = DriftReport()
+            guard root >= 0 else {
+                report.missing = paths.sorted()
+                return report
+            }
+            var present = Set<String>()
+            try listFiles(root, prefix: "", into: &present)
+            present.remove(manifestName)
+            present.remove(RenderCache.fileName)
+            present.remove(Session.writingMarker)
+            for change in changed.sorted(by: { $0.path < $1.path }) {
+                if !present.contains(change.path) {
+                    report.missing.append(change.path)
+                } else {
+                    report.stale.append(change.path)
+                }
+            }
+            report.unexpected = present.subtracting(seen).sorted()
+            return report
+        }
+    }
+}

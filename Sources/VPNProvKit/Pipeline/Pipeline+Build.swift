@@ -1,0 +1,172 @@
+import Foundation
+import VPNProvCrypto
+
+/// The first half of `generate`, `check` and `revoke`: load and validate the inventory, prepare the
+/// PKI and state (not yet committed), fingerprint every user's inputs for the render cache.
+extension Pipeline {
+    struct Built {
+        var prepared: PrepareResult
+        var templates: TemplateSet
+        /// Per active user: the fingerprint of everything their files are rendered from.
+        var fingerprints: [String: String]
+        /// Users whose files are on disk exactly as the previous run rendered them from the same
+        /// inputs (render cache): neither checked nor rendered again.
+        var fresh: [String: RenderCache.Entry]
+        /// Findings so far (warnings only); the consistency check's come with the rendering.
+        var diagnostics: [Diagnostic]
+        /// The server side of the consistency check, prepared once for every rendering worker.
+        var servers: Consistency.Servers
+        /// The state lock, held from loading the state until it is committed and the output published.
+        var lock: StateLock
+    }
+
+
+    /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
+    /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
+    static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
+        var shared: [Any] = [CommandLineTool.version, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
+        for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
+        shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
+        for node in inventory.nodes {
+            let m = materials.nodes[node.name]
+            shared += [m?.certificatePEM ?? "", m?.psk ?? ""]
+        }
+        let common = Fingerprint.digest(shared)
+        let users = inventory.users.filter { !$0.revoked }
+        let userDigests = parallelMap(users.count) { i -> String in
+            // Every field of the user's entry but its source locations (moving a line changes no
+            // output), and the user's materials.
+            let user = users[i]
+            return Fingerprint.digest([common, Fingerprint.userInputs(user, materials.users[user.name])])
+        }
+        var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), userDigests))
+        // The servers' files and the catalogue also hold the node keys, the CRL and every active
+        // user's secrets: their fingerprint covers all of those.
+        var servers: [Any] = [common, materials.crlPEM]
+        for node in inventory.nodes { servers.append(materials.nodes[node.name]?.privateKeyPEM ?? "") }
+        for name in digests.keys.sorted() { servers += [name, digests[name]!] }
+        digests[serversCacheKey] = Fingerprint.digest(servers)
+        return digests
+    }
+
+    /// The running program's own digest: a different build of vpnprov (a fixed renderer, the same
+    /// version string) renders everything again instead of trusting files an older build wrote.
+    /// Unreadable, it is unique to this run, so nothing is taken from the cache.
+    static let buildIdentity: String = {
+        if let bytes = FileManager.default.contents(atPath: "/proc/self/exe") { return hexString(Digest.sha256([UInt8](bytes))) }
+        return UUID().uuidString
+    }()
+
+    /// The render-cache entry of `servers/` and `catalog/` (not a valid user name).
+    static let serversCacheKey = "@servers"
+
+    /// The users whose cached files are intact and rendered from the same inputs.
+    static func freshUsers(in directory: String, fingerprints: [String: String]) throws -> [String: RenderCache.Entry] {
+        let reader = try OutputTree.Session(directory: directory, mode: .compare)
+        let candidates = reader.previousRenderCache().entries.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
+        let intact = parallelMap(candidates.count) { reader.isIntact(candidates[$0].value) }
+        var fresh: [String: RenderCache.Entry] = [:]
+        for (i, candidate) in candidates.enumerated() where intact[i] { fresh[candidate.key] = candidate.value }
+        return fresh
+    }
+
+    /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
+    /// the inventory has errors (exit 1). Throws for usage/environment problems.
+    static func build(
+        _ options: GenerateOptions, console: Console, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
+    ) throws -> Built? {
+        let loaded = try loadInventory(
+            display: options.inventory, path: options.inventoryPath, format: options.format, strict: options.strict,
+            console: quietLoad ? Console { _, _ in } : console, printJSONWhenClean: false)
+        if loaded.exitCode != nil { return nil }
+        guard let inventory = loaded.inventory else { return nil }
+        let templates: TemplateSet
+        do {
+            templates = try TemplateSet.load(directory: options.templatesDirectory)
+        } catch {
+            throw CLIError.usage("templates: \(error)", command: nil)
+        }
+        // The lock stays held (in Built) until the state is committed and the tree published: two
+        // runs must not both prepare from the same state and then both commit.
+        let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
+        var handedOver = false
+        defer { if lock == nil && !handedOver { heldLock.release() } }
+        let progress = Progress(console: console, environment: options.environment, label: "issuing certificates")
+        let prepared: PrepareResult
+        do {
+            prepared = try PKIManager.prepare(
+                inventory: inventory, stateDirectory: options.stateDirectory,
+                inventoryDirectory: (options.inventoryPath as NSString).deletingLastPathComponent,
+                environment: options.environment, persist: persist, lock: heldLock, progress: progress.callback)
+        } catch let error as PKIError where error.isInventory {
+            printDiagnostics([error.diagnostic], options: options, console: console)
+            return nil
+        }
+        progress.finish()
+        let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
+        let fresh = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
+        var diagnostics = secretStrength(prepared.inventory, prepared.materials)
+        // Only users rendered again are checked: a run where every user is fresh needs no server facts.
+        let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
+        let servers = stale
+            ? checkedServers(prepared.inventory, prepared.materials) : Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        // The consistency check runs with the rendering (one client plan for both), unless this
+        // already fails: then it runs now, so every finding is reported at once.
+        if diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning }) {
+            // A fresh user's connections were checked by the run that rendered them from the same inputs.
+            var toCheck = prepared.inventory
+            toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
+            diagnostics += consistency(toCheck, prepared.materials, servers)
+            printDiagnostics(diagnostics, options: options, console: console)
+            return nil
+        }
+        handedOver = true
+        return Built(
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, diagnostics: diagnostics, servers: servers,
+            lock: heldLock)
+    }
+
+    /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
+    /// the validator applies to literals (generated ones are strong by construction).
+    static func secretStrength(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        func external(_ source: SecretSource?) -> Bool {
+            switch source {
+            case .env?, .file?: return true
+            default: return false
+            }
+        }
+        for node in inventory.nodes where external(node.psk) {
+            guard let psk = materials.nodes[node.name]?.psk else { continue }
+            for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPSK : .unrepresentableSecret,
+                    "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)", at: node.location(of: "psk")))
+            }
+        }
+        for user in inventory.users where !user.revoked && external(user.password) {
+            guard let password = materials.users[user.name]?.password else { continue }
+            for problem in SecretPolicy.check(secret: password, kind: .password, names: [user.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPassword : .unrepresentableSecret,
+                    "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
+                    at: user.location(of: "password")))
+            }
+        }
+        return out
+    }
+
+    /// Real certificate contents for the consistency check's SAN and issuer checks.
+    static let inspectCertificate: Consistency.CertificateInspector = { pem in
+        guard let cert = try? X509Certificate(pem: pem) else { return nil }
+        var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
+        for name in cert.subjectAlternativeNames {
+            switch name {
+            case .dnsName(let v): facts.dnsNames.append(v)
+            case .ipAddress(let v): facts.ipAddresses.append(v)
+            case .rfc822Name(let v): facts.emails.append(v)
+            }
+        }
+        return facts
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvCrypto
 @testable import VPNProvKit
 
 @Suite struct ClientRendererTests {
@@ -86,7 +87,7 @@ import Testing
         expectType(root["PayloadContent"], .data, "root PayloadContent")
         let p12 = try #require(content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" })
         expectType(p12["PayloadContent"], .data, "pkcs12 PayloadContent")
-        #expect(p12["PayloadContent"] as? Data == Data("fake p12 of alice".utf8))
+        #expect(p12["PayloadContent"] as? Data == Data(materials.users["alice"]!.p12!))
 
         let vpns = try vpnPayloads()
         #expect(vpns.count == 7)  // fra-1: 5 services, ams-1: ikev2-eap + ipsec-xauth-psk
@@ -134,7 +135,11 @@ import Testing
         let cert = try ike("fra-1.ikev2-cert")
         #expect(cert["AuthenticationMethod"] as? String == "Certificate")
         #expect(cert["ExtendedAuthEnabled"] as? Int == 0)
-        #expect(cert["CertificateType"] as? String == "ECDSA256")
+        #expect(cert["CertificateType"] as? String == "RSA")  // the test PKI's keys are RSA (deterministic signatures)
+        // Every key type maps to the CertificateType value Apple's schema names.
+        #expect([KeyType.ecdsaP256, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096].map(ClientPlan.appleCertificateType) == [
+            "ECDSA256", "ECDSA384", "RSA", "RSA", "RSA",
+        ])
         #expect(cert["LocalIdentifier"] as? String == "alice@acme.example")
         let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
         let p12UUID = content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" }?["PayloadUUID"] as? String
@@ -222,7 +227,7 @@ import Testing
         #expect(remote["addr"] as? String == "fra-1.vpn.example.com")
         #expect(remote["id"] as? String == "fra-1.vpn.example.com")
         let caDER = try #require(Data(base64Encoded: remote["cert"] as? String ?? ""))
-        #expect(String(decoding: caDER, as: UTF8.self) == "fake ca DER bytes for tests")
+        #expect(try X509Certificate(der: [UInt8](caDER)).pem == materials.caCertificatePEM)
         let local = try #require(eap["local"] as? [String: Any])
         #expect(local["eap_id"] as? String == "alice")
         #expect(local["shared_secret"] as? String == "alice pass # }{")
@@ -231,7 +236,7 @@ import Testing
         let cert = try sswan("clients/alice/fra-1-ikev2-cert.sswan")
         #expect(cert["type"] as? String == "ikev2-cert")
         let certLocal = try #require(cert["local"] as? [String: Any])
-        #expect(Data(base64Encoded: certLocal["p12"] as? String ?? "") == Data("fake p12 of alice".utf8))
+        #expect(Data(base64Encoded: certLocal["p12"] as? String ?? "") == Data(materials.users["alice"]!.p12!))
         #expect(certLocal["id"] as? String == "alice@acme.example")
         #expect(certLocal["shared_secret"] == nil)
     }

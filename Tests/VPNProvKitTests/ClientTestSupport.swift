@@ -2,9 +2,8 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Inventories, fake materials and golden-file helpers for the client renderer, catalogue and
-/// consistency tests. Fake materials: the renderers only move certificate bytes around, so a
-/// syntactically valid PEM with arbitrary content is enough for goldens.
+/// Inventories, materials from the deterministic test PKI and golden-file helpers for the client
+/// renderer, catalogue and consistency tests.
 enum ClientFixtures {
     static let file = "inventory/test.yaml"
     static func loc(_ line: Int, _ column: Int = 3) -> VPNProvKit.SourceLocation { VPNProvKit.SourceLocation(file: file, line: line, column: column) }
@@ -39,21 +38,31 @@ enum ClientFixtures {
             location: loc(35), fieldLocations: ["password": loc(36, 15)])
         let carol = User(name: "carol", password: .generate, id: .userFQDN("carol@acme.example"), nodes: ["fra-1"], revoked: true, location: loc(40))
         return Inventory(
-            file: file, name: "acme", pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .ecdsaP256, days: 3650)),
+            file: file, name: "acme", pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .rsa2048, days: 3650)),
             nodes: [fra, ams], users: [alice, bob, carol])
     }
 
+    /// Real materials from the deterministic test PKI (`TestPKI`): goldens hold real certificate,
+    /// CRL and PKCS#12 bytes.
     static func materials() -> Materials {
-        Materials(
-            caCertificatePEM: pem("ca"), caCommonName: "acme VPN Root CA", caKeyType: .ecdsaP256, crlPEM: pem("crl", type: "X509 CRL"),
+        let inventory = inventory()
+        func node(_ name: String) -> Node { inventory.nodes.first { $0.name == name }! }
+        let alice = inventory.users.first { $0.name == "alice" }!
+        return Materials(
+            caCertificatePEM: TestPKI.ca.pem, caCommonName: TestPKI.caName, caKeyType: .rsa2048,
+            crlPEM: TestPKI.crlPEM(revokedUsers: ["carol"]),
             nodes: [
-                "fra-1": NodeMaterials(certificatePEM: pem("fra-1"), privateKeyPEM: pem("fra-1 key", type: "PRIVATE KEY"), psk: "fra psk with \"quotes\" & <tags>"),
-                "ams-1": NodeMaterials(certificatePEM: pem("ams-1"), privateKeyPEM: pem("ams-1 key", type: "PRIVATE KEY"), psk: "ams-psk-0123456789"),
+                "fra-1": NodeMaterials(
+                    certificatePEM: TestPKI.serverCertificatePEM(node("fra-1"), in: inventory), privateKeyPEM: TestPKI.keyPEM("server"),
+                    psk: "fra psk with \"quotes\" & <tags>"),
+                "ams-1": NodeMaterials(
+                    certificatePEM: TestPKI.serverCertificatePEM(node("ams-1"), in: inventory), privateKeyPEM: TestPKI.keyPEM("server"),
+                    psk: "ams-psk-0123456789"),
             ],
             users: [
                 "alice": UserMaterials(
-                    password: "alice pass # }{", certificatePEM: pem("alice"), privateKeyPEM: pem("alice key", type: "PRIVATE KEY"),
-                    p12: Array("fake p12 of alice".utf8), p12Password: "p12-secret-alice", keyType: .ecdsaP256),
+                    password: "alice pass # }{", certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory),
+                    privateKeyPEM: TestPKI.keyPEM("client"), p12: TestPKI.storedP12, p12Password: TestPKI.p12Password, keyType: .rsa2048),
                 "bob": UserMaterials(password: "bob-password-123"),
             ])
     }

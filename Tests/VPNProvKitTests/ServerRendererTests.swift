@@ -44,12 +44,12 @@ enum ServerFixtures {
             ])
     }
 
+    /// Real materials from the deterministic test PKI: goldens hold real certificate and CRL bytes.
     static func materials(_ inventory: Inventory) -> Materials {
         var nodes: [String: NodeMaterials] = [:]
         for node in inventory.nodes {
             nodes[node.name] = NodeMaterials(
-                certificatePEM: "-----BEGIN CERTIFICATE-----\nNODE \(node.name)\n-----END CERTIFICATE-----\n",
-                privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nKEY \(node.name)\n-----END PRIVATE KEY-----\n",
+                certificatePEM: TestPKI.serverCertificatePEM(node, in: inventory), privateKeyPEM: TestPKI.keyPEM("server"),
                 psk: node.psk == nil ? nil : "psk of \(node.name) with # and \"quotes\"")
         }
         let passwords = [
@@ -60,9 +60,8 @@ enum ServerFixtures {
             users[user.name] = UserMaterials(password: passwords[user.name])
         }
         return Materials(
-            caCertificatePEM: "-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n",
-            caCommonName: "acme VPN Root CA", caKeyType: .ecdsaP256,
-            crlPEM: "-----BEGIN X509 CRL-----\nCRL\n-----END X509 CRL-----\n", nodes: nodes, users: users)
+            caCertificatePEM: TestPKI.ca.pem, caCommonName: TestPKI.caName, caKeyType: .rsa2048,
+            crlPEM: TestPKI.crlPEM(revokedUsers: inventory.users.filter(\.revoked).map(\.name)), nodes: nodes, users: users)
     }
 
     /// Golden cases: name -> nodes.

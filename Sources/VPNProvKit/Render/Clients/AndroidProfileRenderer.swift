@@ -48,10 +48,7 @@ public enum AndroidProfileRenderer {
             caBase64: Data(caDER).base64EncodedString(),
             p12Base64: materials.users[user]?.p12.map { Data($0).base64EncodedString() },
             namespace: NameBasedUUID.namespace(forDeployment: inventory.name))
-        // SPEC §3: JSON is written with Foundation's encoder.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try mine.compactMap { try render(connection: $0, inventory: inventory, materials: materials, shared: shared, encoder: encoder) }
+        return try mine.compactMap { try render(connection: $0, inventory: inventory, materials: materials, shared: shared) }
     }
 
     /// What every profile of one user shares.
@@ -62,7 +59,7 @@ public enum AndroidProfileRenderer {
     }
 
     static func render(
-        connection c: ClientConnection, inventory: Inventory, materials: Materials, shared: Shared, encoder: JSONEncoder
+        connection c: ClientConnection, inventory: Inventory, materials: Materials, shared: Shared
     ) throws -> OutputFile? {
         let user = materials.users[c.user]
         var local = Profile.Local(id: c.localID?.value)
@@ -89,8 +86,9 @@ public enum AndroidProfileRenderer {
             local: local,
             ikeProposal: offer?.ike.first,
             espProposal: offer?.esp.first)
-        var data = try encoder.encode(profile)
+        // The bytes JSONEncoder would write (sorted keys, pretty-printed), proven by DocumentWriterTests.
+        var data = JSONWriter.json(try DocumentEncoder.encode(profile))
         data.append(0x0A)
-        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: [UInt8](data), isPrivate: true)
+        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: data, isPrivate: true)
     }
 }

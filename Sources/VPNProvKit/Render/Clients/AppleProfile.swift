@@ -1,10 +1,10 @@
 import Foundation
 
-/// The configuration profile as typed values, in Apple's key names and plist types (formats.md §2):
-/// integer 0/1 flags, IPSec SharedSecret and certificates as data, IKEv2 SharedSecret as string.
-/// Foundation's `PropertyListEncoder` writes it (SPEC §3): XML, dictionary keys sorted, absent
-/// optionals left out. Concrete String/Int/Data leaves take the encoder's direct path, which is
-/// what keeps thousands of 40-payload profiles cheap.
+/// The configuration profile as typed values, in Apple's key names and plist types (Apple's schema,
+/// https://github.com/apple/device-management, `mdm/profiles/com.apple.vpn.managed.yaml`): integer 0/1
+/// flags, IPSec SharedSecret and certificates as data, IKEv2 SharedSecret as string. Written as an
+/// XML property list by `PropertyListWriter`: the bytes Foundation's encoder would write (dictionary
+/// keys sorted, absent optionals left out), proven by `DocumentWriterTests` and the goldens.
 struct AppleProfile: Encodable {
     var PayloadContent: [Payload]
     var PayloadDescription: String
@@ -79,10 +79,8 @@ struct AppleProfile: Encodable {
         var OverridePrimary: Int
     }
 
-    /// XML property list bytes via Foundation's `PropertyListEncoder`.
+    /// XML property list bytes.
     func xml() throws -> [UInt8] {
-        let encoder = PropertyListEncoder()
-        encoder.outputFormat = .xml
-        return [UInt8](try encoder.encode(self))
+        PropertyListWriter.xml(try DocumentEncoder.encode(self))
     }
 }

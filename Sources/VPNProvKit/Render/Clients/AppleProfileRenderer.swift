@@ -77,7 +77,6 @@ public enum AppleProfileRenderer {
             PayloadType: "Configuration",
             PayloadUUID: uuid("profile"),
             PayloadVersion: 1)
-        // SPEC §3: plists are written with Foundation's encoder (XML, sorted keys).
         let data = try profile.xml()
         // Always private: passwords, PSKs or the p12 with its password are inside.
         return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)

@@ -125,11 +125,9 @@ public enum CatalogRenderer {
     }
 
     public static func render(inventory: Inventory) -> [OutputFile] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain strings, numbers and booleans cannot fail.
-        var data = try! encoder.encode(catalog(inventory: inventory))
+        // Encoding plain strings, integers and booleans cannot fail.
+        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog(inventory: inventory)))
         data.append(0x0A)
-        return [OutputFile(path: "catalog/servers.json", contents: [UInt8](data))]
+        return [OutputFile(path: "catalog/servers.json", contents: data)]
     }
 }

@@ -8,16 +8,11 @@ import Testing
 /// indentation), the bytes must equal what Foundation's serializers make of the same values, and
 /// what Foundation's encoders make of the Encodable documents vpnprov writes.
 @Suite struct DocumentWriterTests {
-    /// A small deterministic generator (SplitMix64), so a failure names a reproducible seed.
+    /// The seeded generator of the mutation tests, so a failure names a reproducible seed.
     struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
+        var seeded: SeededGenerator
+        init(state: UInt64) { seeded = SeededGenerator(seed: state) }
+        mutating func next() -> UInt64 { seeded.next() }
         mutating func int(_ n: Int) -> Int { Int(next() % UInt64(n)) }
     }
 

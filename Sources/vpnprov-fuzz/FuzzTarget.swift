@@ -1,4 +1,4 @@
-// Fuzz target for the inventory loader and the validator (README "Fuzzing").
+// Fuzz target for the inventory loader and the validator (docs/testing.md, "Fuzzing").
 //
 // Built with `-D VPNPROV_FUZZ -sanitize=fuzzer -parse-as-library`, this file only exports libFuzzer's
 // entry point and libFuzzer supplies `main`. (Not named main.swift: with -parse-as-library even an

@@ -1,7 +1,7 @@
 /// The commented starter inventory `vpnprov init` writes. It must validate clean.
 enum StarterInventory {
     static let text = #"""
-        # vpnprov inventory (schema version 1). Reference: README.md, "Inventory reference".
+        # vpnprov inventory (schema version 1). Reference: docs/inventory.md in the vpnprov repository.
         # Check it with:     vpnprov validate inventory.yaml
         # Generate with:     vpnprov generate inventory.yaml --out out
         vpnprov: 1

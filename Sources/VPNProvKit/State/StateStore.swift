@@ -1,7 +1,7 @@
 import Foundation
 import VPNProvCrypto
 
-/// Where things live in a state directory (see README "State directory"):
+/// Where things live in a state directory (docs/state.md):
 ///
 ///     .lock                 flock target (empty)
 ///     index.json            certificate database + what is current (no secrets)

@@ -1,5 +1,5 @@
 // Stable rule codes of the inventory validator (printed in brackets after each diagnostic).
-// Severity is per rule unless noted; the README table lists them with their meaning.
+// Severity is per rule unless noted; docs/diagnostics.md lists them with their meaning.
 
 extension RuleCode {
     // Identities (SPEC §5: every identity parses as its IKE type and is safe in every output).

@@ -56,7 +56,7 @@ enum ProposalRules {
                 "\(owner): no IKE and ESP proposal pair an Apple IKEv2 profile can express; add e.g. \(Proposals.defaults.ike[0]) and \(Proposals.defaults.esp[0])",
                 at: node.location(nested: "proposals")))
         }
-        if node.services.contains(.ipsecXauthPSK) && !ike.contains(where: { !$0.isAEAD }) {
+        if node.services.contains(where: { $0.ikeVersion == 1 }) && !ike.contains(where: { !$0.isAEAD }) {
             d.append(.warning(.noIKEv1Proposal,
                 "\(owner): ipsec-xauth-psk needs a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
                 at: node.location(nested: "proposals.ike")))

@@ -25,8 +25,16 @@ import Testing
         let servers = try #require(top["servers"] as? [[String: Any]])
         #expect(servers.map { $0["id"] as? String } == [
             "fra-1-ikev2-cert", "fra-1-ikev2-eap", "fra-1-ikev2-psk", "fra-1-ikev2-psk-eap", "fra-1-ipsec-xauth-psk",
-            "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
+            "fra-1-ipsec-xauth-hybrid", "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
         ])
+        // The seed app's four-field model: extended authentication always on, no client certificate,
+        // the device's default proposals (the fixture nodes accept aes256-sha256-modp2048 / aes256-sha256).
+        let fourField = servers.filter { $0["fourFieldModel"] as? Bool == true }.map { $0["service"] as? String }
+        #expect(fourField == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid", "ikev2-eap", "ipsec-xauth-psk"])
+        let hybrid = try #require(servers.first { $0["id"] as? String == "fra-1-ipsec-xauth-hybrid" })
+        #expect(hybrid["protocol"] as? String == "IPSec" && hybrid["pskEnabled"] as? Bool == false)
+        #expect(hybrid["localID"] as? String == "acme-hybrid" && hybrid["localIDType"] as? String == "KeyID")
+        #expect(hybrid["authenticationMethod"] as? String == "sharedSecret" && hybrid["authMethod"] as? String == "xauth-hybrid")
         let byID = Dictionary(uniqueKeysWithValues: servers.map { ($0["id"] as! String, $0) })
         let eap = try #require(byID["fra-1-ikev2-eap"])
         #expect(eap["protocol"] as? String == "IKEv2")

@@ -253,7 +253,7 @@ import VPNProvCrypto
             Issue.record("no connections list")
             return
         }
-        #expect(conns.count == 7)
+        #expect(conns.count == 8)
         // IKEv1 with a group: Aggressive Mode, key ID local identity, PSK then XAuth round.
         let aggressive = conns.compactMap { c -> [String: TemplateValue]? in
             if case .object(let o) = c, o["name"] == .identifier("fra-1-ipsec-xauth-psk") { return o }

@@ -17,6 +17,17 @@ import Testing
         for secret in ClientFixtures.secrets { #expect(!text.contains(secret)) }
     }
 
+    @Test func fourFieldModelNeedsTheDeviceDefaultProposals() throws {
+        // A node without AES-256/SHA2-256/MODP2048 (IKE) cannot take the seed's IKEv2 clients; IKEv1 always can.
+        var inventory = inventory
+        inventory.nodes[0].proposals = Proposals(ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
+        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let marked = catalog.servers.filter { $0.node == "fra-1" && $0.fourFieldModel }.map(\.service)
+        #expect(marked == ["ipsec-xauth-psk", "ipsec-xauth-hybrid"])
+        #expect(FourFieldModel.service(ikeVersion: 2, pskEnabled: true) == .ikev2PSKEAP)
+        #expect(FourFieldModel.service(ikeVersion: 1, pskEnabled: false) == .ipsecXauthHybrid)
+    }
+
     @Test func entriesHaveTheAppFieldsWithJSONTypes() throws {
         let data = Data(CatalogRenderer.render(inventory: inventory)[0].contents)
         let top = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

@@ -11,7 +11,8 @@
 // Measured on 5.9.8 (real-strongswan.md): with the EAP connection first a certificate client was
 // stuck on it ("no trusted ECDSA public key found"); with the certificate connection first,
 // certificate, EAP and PSK clients all reached their connection. Hence:
-//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive
+//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive,
+//     ipsec-xauth-hybrid-aggressive
 // ikev2-eap and ikev2-psk-eap both take EAP clients and differ only in how the *server* proves
 // itself, which the client's request does not reveal; so ikev2-psk-eap requires a fixed client
 // identity (pskEAPClientIdentity) that ranks it first for exactly those clients.

@@ -17,6 +17,17 @@ import Testing
         for secret in ClientFixtures.secrets { #expect(!text.contains(secret)) }
     }
 
+    @Test func fourFieldModelNeedsTheDeviceDefaultProposals() throws {
+        // A node without AES-256/SHA2-256/MODP2048 (IKE) cannot take the seed's IKEv2 clients; IKEv1 always can.
+        var inventory = inventory
+        inventory.nodes[0].proposals = Proposals(ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
+        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let marked = catalog.servers.filter { $0.node == "fra-1" && $0.fourFieldModel }.map(\.service)
+        #expect(marked == ["ipsec-xauth-psk", "ipsec-xauth-hybrid"])
+        #expect(FourFieldModel.service(ikeVersion: 2, pskEnabled: true) == .ikev2PSKEAP)
+        #expect(FourFieldModel.service(ikeVersion: 1, pskEnabled: false) == .ipsecXauthHybrid)
+    }
+
     @Test func entriesHaveTheAppFieldsWithJSONTypes() throws {
         let data = Data(CatalogRenderer.render(inventory: inventory)[0].contents)
         let top = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -25,8 +36,16 @@ import Testing
         let servers = try #require(top["servers"] as? [[String: Any]])
         #expect(servers.map { $0["id"] as? String } == [
             "fra-1-ikev2-cert", "fra-1-ikev2-eap", "fra-1-ikev2-psk", "fra-1-ikev2-psk-eap", "fra-1-ipsec-xauth-psk",
-            "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
+            "fra-1-ipsec-xauth-hybrid", "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
         ])
+        // The seed app's four-field model: extended authentication always on, no client certificate,
+        // the device's default proposals (the fixture nodes accept aes256-sha256-modp2048 / aes256-sha256).
+        let fourField = servers.filter { $0["fourFieldModel"] as? Bool == true }.map { $0["service"] as? String }
+        #expect(fourField == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid", "ikev2-eap", "ipsec-xauth-psk"])
+        let hybrid = try #require(servers.first { $0["id"] as? String == "fra-1-ipsec-xauth-hybrid" })
+        #expect(hybrid["protocol"] as? String == "IPSec" && hybrid["pskEnabled"] as? Bool == false)
+        #expect(hybrid["localID"] as? String == "acme-hybrid" && hybrid["localIDType"] as? String == "KeyID")
+        #expect(hybrid["authenticationMethod"] as? String == "sharedSecret" && hybrid["authMethod"] as? String == "xauth-hybrid")
         let byID = Dictionary(uniqueKeysWithValues: servers.map { ($0["id"] as! String, $0) })
         let eap = try #require(byID["fra-1-ikev2-eap"])
         #expect(eap["protocol"] as? String == "IKEv2")

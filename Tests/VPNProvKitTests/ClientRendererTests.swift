@@ -175,6 +175,34 @@ import VPNProvCrypto
         #expect(main["LocalIdentifier"] == nil)
     }
 
+    @Test func appleHybridPayloadOnlyForNodesIdentifiedByAddress() throws {
+        // ams-1 (identity = its IPv4 address) gains ipsec-xauth-hybrid; fra-1 (a DNS name) already has it.
+        var inventory = inventory
+        inventory.nodes[1].services.append(.ipsecXauthHybrid)
+        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
+        let plist = try #require(try PropertyListSerialization.propertyList(from: Data(file.contents), options: [], format: nil) as? [String: Any])
+        let content = try #require(plist["PayloadContent"] as? [[String: Any]])
+        let ids = content.compactMap { $0["PayloadIdentifier"] as? String }
+        #expect(!ids.contains("vpnprov.acme.alice.vpn.fra-1.ipsec-xauth-hybrid"))
+        let payload = try #require(content.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.ams-1.ipsec-xauth-hybrid" })
+        #expect(payload["VPNType"] as? String == "IPSec")
+        let ipsec = try #require(payload["IPSec"] as? [String: Any])
+        // Apple's schema: hybrid is SharedSecret with a group name ending in "hybrid"; the SharedSecret Apple's
+        // IKEv1 client insists on is the group name, never the node PSK.
+        #expect(ipsec["AuthenticationMethod"] as? String == "SharedSecret")
+        #expect(ipsec["LocalIdentifier"] as? String == "acme-hybrid")
+        #expect(ipsec["LocalIdentifierType"] as? String == "KeyID")
+        #expect(ipsec["SharedSecret"] as? Data == Data("acme-hybrid".utf8))
+        #expect(ipsec["XAuthEnabled"] as? Int == 1 && ipsec["XAuthName"] as? String == "alice")
+        #expect(ipsec["PayloadCertificateUUID"] == nil)
+        #expect(content.contains { $0["PayloadType"] as? String == "com.apple.security.root" })
+        // Linux gets both nodes' hybrid connections.
+        let linux = try #require(files.first { $0.path == "clients/alice/linux/swanctl/swanctl.conf" })
+        let conf = String(decoding: linux.contents, as: UTF8.self)
+        #expect(conf.contains("fra-1-ipsec-xauth-hybrid {") && conf.contains("ams-1-ipsec-xauth-hybrid {"))
+    }
+
     @Test func uuidsAreNameBasedAndDistinct() throws {
         let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
         let uuids = content.compactMap { $0["PayloadUUID"] as? String } + [try profile()["PayloadUUID"] as! String]
@@ -253,7 +281,7 @@ import VPNProvCrypto
             Issue.record("no connections list")
             return
         }
-        #expect(conns.count == 7)
+        #expect(conns.count == 8)
         // IKEv1 with a group: Aggressive Mode, key ID local identity, PSK then XAuth round.
         let aggressive = conns.compactMap { c -> [String: TemplateValue]? in
             if case .object(let o) = c, o["name"] == .identifier("fra-1-ipsec-xauth-psk") { return o }

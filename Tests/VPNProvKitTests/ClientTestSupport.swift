@@ -98,6 +98,13 @@ enum ClientFixtures {
                 conns.append(v1("ipsec-xauth-psk-main", aggressive: false, id: .any))
                 if let group = node.group { conns.append(v1("ipsec-xauth-psk-aggressive", aggressive: true, id: .exactly(.keyID(group)))) }
             }
+            if s.contains(.ipsecXauthHybrid) {
+                conns.append(ServerConnectionView(
+                    name: "ipsec-xauth-hybrid-aggressive", version: 1, aggressive: true, localAuth: .pubkey,
+                    localID: node.id, remote: [ServerRoundView(auth: .xauth, id: .any)],
+                    ikeProposals: ["aes256-sha256-modp2048", "aes128-sha1-modp2048"], espProposals: ["aes256-sha256", "aes128-sha1"],
+                    sendCertreq: false))
+            }
             let users = inventory.users.filter { !$0.revoked && $0.nodes.contains(node.name) }.map(\.name)
             return ServerView(
                 node: node.name, connections: conns, pskIdentities: node.services.contains(where: \.needsPSK) ? [node.id] : [],

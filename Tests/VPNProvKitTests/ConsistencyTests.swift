@@ -33,6 +33,18 @@ import Testing
         #expect(d.isEmpty, "\(d.map(\.message))")
     }
 
+    @Test func hybridClientsNeedTheHybridConnection() {
+        // Without the hybrid connection the Aggressive Mode PSK connection (group key ID) is no substitute:
+        // IKEv1 selects by auth method first.
+        let d = check(servers: { views in
+            views.map { v in var v = v; v.connections.removeAll { $0.name == "ipsec-xauth-hybrid-aggressive" }; return v }
+        })
+        #expect(d.contains { $0.code == .authMismatch && $0.message.contains("ipsec-xauth-hybrid client") })
+        // A hybrid connection whose server proves itself by PSK is an auth mismatch too.
+        let psk = check(servers: changing("fra-1", "ipsec-xauth-hybrid-aggressive") { $0.localAuth = .psk })
+        #expect(psk.contains { $0.code == .authMismatch && $0.message.contains("proves the server with psk") })
+    }
+
     @Test func wrongRemoteIDPointsAtTheNodeID() throws {
         let d = check(servers: changing("fra-1", "ikev2-eap") { $0.localID = .fqdn("other.example.com") })
         // The EAP client falls through to nothing with the expected identity... except psk-eap's,

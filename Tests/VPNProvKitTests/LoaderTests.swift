@@ -99,8 +99,11 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         #expect(!diagnostics.hasErrors)
         let inv = try #require(inventory)
         #expect(inv.nodes.map(\.name) == ["fra-1", "nyc-1", "sgp-1"])
-        #expect(Set(inv.nodes.flatMap(\.services)) == Set(Service.allCases))
-        #expect(inv.nodes.contains { Set($0.services) == Set(Service.allCases) })
+        // Every service but ipsec-xauth-hybrid, which needs RSA server keys (the example's are ECDSA); the
+        // seed-app end-to-end inventory covers it.
+        let exampleServices = Set(Service.allCases).subtracting([.ipsecXauthHybrid])
+        #expect(Set(inv.nodes.flatMap(\.services)) == exampleServices)
+        #expect(inv.nodes.contains { Set($0.services) == exampleServices })
         #expect(inv.nodes.contains { $0.pool6 != nil })
         #expect(inv.users.contains { $0.revoked })
         #expect(inv.users.contains { $0.cert && $0.password == nil })

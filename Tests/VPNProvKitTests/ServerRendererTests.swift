@@ -229,7 +229,7 @@ enum ServerFixtures {
         #expect(
             plan.connections.map(\.name) == [
                 "ikev2-cert", "ikev2-eap", "ikev2-psk-eap", "ikev2-psk", "ipsec-xauth-psk-main",
-                "ipsec-xauth-psk-aggressive",
+                "ipsec-xauth-psk-aggressive", "ipsec-xauth-hybrid-aggressive",
             ])
         #expect(plan.needsAggressiveModePSK)
         #expect(plan.pskIdentities == [.fqdn("n1.vpn.example.com"), .keyID("g")])

@@ -326,6 +326,25 @@ extension Inventory {
         #expect(Fixture.found(inventory) == [F(.noAppleProposal, 48, 14)])
     }
 
+    @Test func hybridNeedsAnRSAServerKeyWarnsIKEv1AndNamedNodesLoseApple() {
+        // fra-1 (identity = its DNS name) adds ipsec-xauth-hybrid; the fixture's server key is ECDSA.
+        let ecdsa = Fixture.good().with { $0.nodes[0].services.append(.ipsecXauthHybrid) }
+        #expect(Fixture.found(ecdsa, keeping: [.ikev1Hybrid]) == [
+            F(.hybridAppleIdentity, 22, 14, .warning), F(.hybridServerKey, 25, 14), F(.ikev1Hybrid, 25, 14, .warning),
+        ])
+        // With an RSA server key the error goes; on a node whose identity is its IP address, so does the Apple warning.
+        let rsa = ecdsa.with {
+            $0.pki.serverKey = .rsa3072
+            $0.nodes[0].id = .ipv4("192.0.2.20")
+            $0.nodes[0].address = "192.0.2.20"
+        }
+        #expect(Fixture.found(rsa, keeping: [.ikev1Hybrid]) == [F(.ikev1Hybrid, 25, 14, .warning)])
+        // The Apple profile leaves the named node's hybrid connection out, Linux keeps it.
+        let plan = ClientPlan.build(inventory: ecdsa)
+        let hybrid = plan.connections.filter { $0.service == .ipsecXauthHybrid }
+        #expect(!hybrid.isEmpty && hybrid.allSatisfy { !$0.devices.contains(.apple) && $0.devices.contains(.linux) })
+    }
+
     @Test func ikev1NeedsANonAEADProposal() {
         let inventory = Fixture.good().with { $0.nodes[0].proposals = Proposals(ike: ["aes256gcm16-prfsha256-ecp256"], esp: ["aes256gcm16"]) }
         #expect(Fixture.found(inventory) == [F(.noIKEv1Proposal, 28, 14, .warning)])

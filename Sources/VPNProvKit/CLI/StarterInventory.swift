@@ -13,7 +13,7 @@ enum StarterInventory {
         #   client_days: 365
 
         defaults:                         # any node field, applied to every node (a node's own value wins)
-          services: [ikev2-eap]           # ikev2-eap | ikev2-cert | ikev2-psk | ikev2-psk-eap | ipsec-xauth-psk
+          services: [ikev2-eap]           # ikev2-eap | ikev2-cert | ikev2-psk | ikev2-psk-eap | ipsec-xauth-psk | ipsec-xauth-hybrid
           dns: [192.0.2.53]
 
         nodes:

@@ -18,17 +18,21 @@ public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparab
     case ikev2PSK = "ikev2-psk"
     case ikev2PSKEAP = "ikev2-psk-eap"
     case ipsecXauthPSK = "ipsec-xauth-psk"
+    /// IKEv1 Hybrid Mode: server certificate, client XAuth user/password only (no PSK, no client certificate).
+    case ipsecXauthHybrid = "ipsec-xauth-hybrid"
 
     /// IKE major version the service runs on.
-    public var ikeVersion: Int { self == .ipsecXauthPSK ? 1 : 2 }
+    public var ikeVersion: Int { self == .ipsecXauthPSK || self == .ipsecXauthHybrid ? 1 : 2 }
     /// The node needs a pre-shared key for this service.
     public var needsPSK: Bool { self == .ikev2PSK || self == .ikev2PSKEAP || self == .ipsecXauthPSK }
     /// Users need a password (EAP-MSCHAPv2 or XAuth) for this service.
-    public var needsPassword: Bool { self == .ikev2EAP || self == .ikev2PSKEAP || self == .ipsecXauthPSK }
+    public var needsPassword: Bool {
+        self == .ikev2EAP || self == .ikev2PSKEAP || self == .ipsecXauthPSK || self == .ipsecXauthHybrid
+    }
     /// Users need a client certificate for this service.
     public var needsClientCert: Bool { self == .ikev2Cert }
     /// The server proves itself with its certificate.
-    public var serverUsesCert: Bool { self == .ikev2Cert || self == .ikev2EAP }
+    public var serverUsesCert: Bool { self == .ikev2Cert || self == .ikev2EAP || self == .ipsecXauthHybrid }
     /// The strongSwan Android app can use it (.sswan).
     public var androidSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
 

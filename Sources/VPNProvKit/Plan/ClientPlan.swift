@@ -169,7 +169,10 @@ public struct ClientPlan: Sendable, Hashable {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
                 for service in node.services.sorted() {
-                    let devices = devices(supporting: service).filter { user.devices.contains($0) }
+                    var devices = devices(supporting: service).filter { user.devices.contains($0) }
+                    // Apple devices check an IPSec hybrid server against the IP address they dial
+                    // (the validator warns `hybrid-apple-identity`).
+                    if service == .ipsecXauthHybrid && !node.id.isIPAddress { devices.removeAll { $0 == .apple } }
                     if devices.isEmpty { continue }
                     // A user gets the services they hold credentials for (as the validator rules).
                     if service.needsClientCert && !user.cert { continue }
@@ -232,6 +235,14 @@ public struct ClientPlan: Sendable, Hashable {
             }
             rounds = [ClientAuthRound(method: .psk), ClientAuthRound(method: .xauth, xauthID: user.name)]
             credentials = [.psk, .password]
+        case .ipsecXauthHybrid:
+            // Hybrid: XAuth is the client's only round; the group name ending in "hybrid" is what
+            // makes Apple devices use hybrid authentication, and with a group name they use
+            // Aggressive Mode (so every client kind does, against one server connection).
+            localID = .keyID(ServerPlan.hybridGroupName(in: inventory))
+            aggressive = true
+            rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
+            credentials = [.caCertificate, .password]
         }
         var offers: [Device: ProposalOffer] = [:]
         for device in devices {
@@ -271,6 +282,16 @@ public struct ClientPlan: Sendable, Hashable {
         case .ecdsaP256: return "ECDSA256"
         case .ecdsaP384: return "ECDSA384"
         case .rsa2048, .rsa3072, .rsa4096: return "RSA"
+        }
+    }
+}
+
+extension IKEIdentity {
+    /// An IPv4 or IPv6 identity.
+    public var isIPAddress: Bool {
+        switch self {
+        case .ipv4, .ipv6: return true
+        default: return false
         }
     }
 }

@@ -395,10 +395,19 @@ public enum Consistency {
     /// decides (IKE_SA_INIT happens before identities are known). IKEv1: the mode (Main/Aggressive)
     /// and the auth method (PSK vs XAuth-PSK) must equal the connection's; identities as above.
     static func select(_ c: ClientConnection, in connections: [ServerConnectionView]) -> Selection {
-        let versioned = connections.filter { ($0.version == c.ikeVersion || $0.version == 0) && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive) }
+        var versioned = connections.filter { ($0.version == c.ikeVersion || $0.version == 0) && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive) }
         if versioned.isEmpty {
             let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
             return .none(.noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
+        }
+        if c.ikeVersion == 1 {
+            // An IKEv1 initiator names its auth method (XAuthInitPSK, HybridInitRSA) in its first
+            // message; phase1.c select_config only looks at connections that give that method.
+            let rounds = c.localAuth.map(\.method)
+            versioned = versioned.filter { $0.remote.map(\.auth) == rounds }
+            if versioned.isEmpty {
+                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+            }
         }
         let serverIDs = versioned.filter { $0.localID == c.remoteID }
         if serverIDs.isEmpty {

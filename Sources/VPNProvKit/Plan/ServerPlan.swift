@@ -11,12 +11,26 @@
 // Measured on 5.9.8 (real-strongswan.md): with the EAP connection first a certificate client was
 // stuck on it ("no trusted ECDSA public key found"); with the certificate connection first,
 // certificate, EAP and PSK clients all reached their connection. Hence:
-//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive
+//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive,
+//     ipsec-xauth-hybrid-aggressive
 // ikev2-eap and ikev2-psk-eap both take EAP clients and differ only in how the *server* proves
 // itself, which the client's request does not reveal; so ikev2-psk-eap requires a fixed client
 // identity (pskEAPClientIdentity) that ranks it first for exactly those clients.
 // IKEv1 Main and Aggressive Mode never compete (strongSwan only selects a connection whose
 // `aggressive` flag equals the request's mode), and IKEv1/IKEv2 are separated by `version`.
+//
+// IKEv1 Hybrid (ipsec-xauth-hybrid) comes last. An IKEv1 initiator names its authentication method
+// in the very first SA payload (XAuthInitPSK vs. HybridInitRSA), and strongSwan's phase1.c
+// select_config only considers connections whose auth rounds give that method and whose
+// `aggressive` flag equals the request's mode; so the PSK-XAuth and Hybrid connections never take
+// each other's clients, whichever comes first. Measured on 5.9.8 with both orders (the
+// end-to-end test "IKEv1 connection order" loads the hybrid connection first and last): every
+// PSK-XAuth client (Main and Aggressive Mode) and every Hybrid client reached its own connection.
+// Last is chosen so that adding the service leaves the existing connections where they were.
+// Hybrid is Aggressive Mode only: Apple's documented switch to hybrid is a group name ending in
+// "hybrid" (com.apple.vpn.managed IPSec LocalIdentifier), and Apple's IKEv1 client uses
+// Aggressive Mode whenever a group name is set; the PSK-hash weakness of Aggressive Mode does not
+// exist here (the server signs), and the identity sent is a public constant.
 
 /// How one side authenticates in a swanctl auth round (the `auth` key).
 public enum ServerAuthMethod: String, Sendable, Hashable {
@@ -239,6 +253,11 @@ public enum ServerPlan {
         .fqdn("psk-eap.\(inventory.name)")
     }
 
+    /// The group name (Apple LocalIdentifier, key ID) ipsec-xauth-hybrid clients send: Apple
+    /// switches an IPSec configuration to hybrid authentication when it ends in "hybrid". The
+    /// server accepts any key ID there (the client is authenticated by XAuth alone).
+    public static func hybridGroupName(in inventory: Inventory) -> String { "\(inventory.name)-hybrid" }
+
     /// Users whose password this node must know: allowed on the node, not revoked, with a password,
     /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
     public static func passwordUsers(for node: Node, in inventory: Inventory) -> [User] {
@@ -279,15 +298,21 @@ public enum ServerPlan {
                 child: ServerChild(
                     name: childName, localTS: v2TS, espProposals: node.proposals.esp, rekeyTime: 0, dpdAction: "clear"))
         }
-        func v1(_ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch) -> ServerConnection {
-            ServerConnection(
-                name: name, service: .ipsecXauthPSK, summary: summary, version: 1, aggressive: aggressive,
-                ikeProposals: ikev1IKEProposals(from: node.proposals.ike), local: serverPSK,
-                remote: [
-                    RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
-                    RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any),
-                ],
-                pools: v1Pools, sendCert: .never, sendCertreq: false, unique: "no", fragmentation: "yes",
+        func v1(
+            _ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch,
+            service: Service = .ipsecXauthPSK
+        ) -> ServerConnection {
+            // PSK + XAuth: two rounds; Hybrid: XAuth as the first (only) round, server by certificate.
+            let hybrid = service == .ipsecXauthHybrid
+            let remote = hybrid
+                ? [RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: remoteID)]
+                : [RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
+                   RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any)]
+            return ServerConnection(
+                name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
+                ikeProposals: ikev1IKEProposals(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
+                remote: remote,
+                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no", fragmentation: "yes",
                 dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
                 child: ServerChild(
                     name: childName, localTS: v1TS, espProposals: ikev1ESPProposals(from: node.proposals.esp),
@@ -337,6 +362,13 @@ public enum ServerPlan {
             }
         }
 
+        if offers.contains(.ipsecXauthHybrid) {
+            connections.append(
+                v1("ipsec-xauth-hybrid-aggressive", aggressive: true,
+                   summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password",
+                   remoteID: .any, service: .ipsecXauthHybrid))
+        }
+
         var pskIDs: [IKEIdentity] = []
         if node.services.contains(where: \.needsPSK) {
             pskIDs.append(node.id)
@@ -345,7 +377,7 @@ public enum ServerPlan {
         return NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
             passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
-            needsAggressiveModePSK: connections.contains { $0.aggressive == true })
+            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk })
     }
 
     // MARK: - IKEv1 proposals

@@ -3,7 +3,7 @@
 //
 // Decisions: every IKEv2 node must offer an Apple-expressible IKE and ESP combination (Apple profiles
 // pin exactly one; error `no-apple-proposal`); Android and Linux use strongSwan, which speaks every
-// keyword in the table. IKEv1 (ipsec-xauth-psk) cannot negotiate AEAD IKE SAs: if every IKE proposal
+// keyword in the table. IKEv1 (ipsec-xauth-psk, ipsec-xauth-hybrid) cannot negotiate AEAD IKE SAs: if every IKE proposal
 // is AEAD the node warns (`no-ikev1-proposal`) because the server plan then has to fall back to its
 // own IKEv1 set.
 
@@ -56,9 +56,9 @@ enum ProposalRules {
                 "\(owner): no IKE and ESP proposal pair an Apple IKEv2 profile can express; add e.g. \(Proposals.defaults.ike[0]) and \(Proposals.defaults.esp[0])",
                 at: node.location(nested: "proposals")))
         }
-        if node.services.contains(.ipsecXauthPSK) && !ike.contains(where: { !$0.isAEAD }) {
+        if node.services.contains(where: { $0.ikeVersion == 1 }) && !ike.contains(where: { !$0.isAEAD }) {
             d.append(.warning(.noIKEv1Proposal,
-                "\(owner): ipsec-xauth-psk needs a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
+                "\(owner): \(node.services.filter { $0.ikeVersion == 1 }.map(\.rawValue).joined(separator: " and ")) \(node.services.filter { $0.ikeVersion == 1 }.count == 1 ? "needs" : "need") a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
                 at: node.location(nested: "proposals.ike")))
         }
     }

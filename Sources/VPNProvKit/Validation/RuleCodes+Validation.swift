@@ -86,6 +86,13 @@ extension RuleCode {
     public static let ikev1Aggressive = RuleCode("ikev1-aggressive")
     /// ipsec-xauth-psk without a group (main mode): IKEv1 with a PSK shared by every user.
     public static let ikev1Service = RuleCode("ikev1-service")
+    /// ipsec-xauth-hybrid: IKEv1, where the user's password is the only client credential.
+    public static let ikev1Hybrid = RuleCode("ikev1-hybrid")
+    /// ipsec-xauth-hybrid with a non-RSA server key: IKEv1 hybrid authentication is RSA-only.
+    public static let hybridServerKey = RuleCode("hybrid-server-key")
+    /// ipsec-xauth-hybrid on a node whose identity is not an IP address: Apple devices check the
+    /// hybrid server against the address they dial, so they get no profile for it.
+    public static let hybridAppleIdentity = RuleCode("hybrid-apple-identity")
 
     // Catalogue.
     public static let invalidCountry = RuleCode("invalid-country")

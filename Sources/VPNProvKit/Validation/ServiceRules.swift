@@ -9,6 +9,11 @@
 // server and Apple's LocalIdentifier: 1...64 printable ASCII characters without space, '"' or '\',
 // not starting with '#' (strongSwan would read hex) or '%', and not ending in "hybrid" (Apple would
 // switch to hybrid authentication).
+// ipsec-xauth-hybrid: IKEv1 hybrid authentication is defined for RSA signatures only (strongSwan's
+// hybrid authenticator signs with an RSA key; Apple's client calls it hybrid_rsa_client), so an
+// ECDSA server key is an error (`hybrid-server-key`); the service warns `ikev1-hybrid` (IKEv1, the
+// password is the only client credential); and a node whose identity is not an IP address warns
+// `hybrid-apple-identity` (Apple devices match the hybrid server against the address they dial).
 
 enum ServiceRules {
     static func groupProblem(_ group: String) -> String? {
@@ -35,6 +40,12 @@ enum ServiceRules {
         for node in inventory.nodes {
             checkNode(node, into: &d)
             servicesByNode[node.name, default: []].formUnion(node.services)
+        }
+        let rsaServerKey = [.rsa2048, .rsa3072, .rsa4096].contains(inventory.pki.serverKey)
+        for node in inventory.nodes where node.services.contains(.ipsecXauthHybrid) && !rsaServerKey {
+            d.append(.error(.hybridServerKey,
+                "node '\(node.name)': ipsec-xauth-hybrid needs an RSA server key (IKEv1 hybrid authentication is RSA only), but pki.server_key is \(inventory.pki.serverKey.rawValue); set pki: server_key: rsa-3072",
+                at: node.location(of: "services")))
         }
         let nodeNames = inventory.nodes.map(\.name)
         for user in inventory.users {
@@ -82,6 +93,17 @@ enum ServiceRules {
                     d.append(.warning(.ikev1Service,
                         "\(owner): ipsec-xauth-psk is IKEv1 with a PSK every user holds; any user can impersonate this server",
                         at: servicesLocation))
+                }
+            case .ipsecXauthHybrid:
+                d.append(.warning(.ikev1Hybrid,
+                    "\(owner): ipsec-xauth-hybrid is IKEv1 (superseded by IKEv2) and the user's password is the only client credential; prefer ikev2-eap where clients can use it",
+                    at: servicesLocation))
+                switch node.id {
+                case .ipv4, .ipv6: break
+                default:
+                    d.append(.warning(.hybridAppleIdentity,
+                        "\(owner): id is not an IP address; Apple devices check an IPSec hybrid server against the address they dial, so Apple profiles get no ipsec-xauth-hybrid connection for this node",
+                        at: node.location(of: "id")))
                 }
             case .ikev2Cert, .ikev2EAP:
                 break

@@ -27,9 +27,9 @@ enum VPNProvBinary {
     }
 }
 
-/// The five services of the SPEC, longest first so `<node>-<service>` names split unambiguously.
+/// The services, longest first so `<node>-<service>` names split unambiguously.
 enum Service {
-    static let all = ["ikev2-psk-eap", "ipsec-xauth-psk", "ikev2-cert", "ikev2-eap", "ikev2-psk"]
+    static let all = ["ipsec-xauth-hybrid", "ikev2-psk-eap", "ipsec-xauth-psk", "ikev2-cert", "ikev2-eap", "ikev2-psk"]
 }
 
 /// One `vpnprov generate` run: the output tree, the state, and what the tests need to know about them.

@@ -7,8 +7,9 @@ import Foundation
 ///
 /// Supported: VPNType IKEv2 with Certificate+EAP-MSCHAPv2, Certificate (client cert from a pkcs12 payload),
 /// SharedSecret, SharedSecret+EAP-MSCHAPv2; VPNType IPSec (IKEv1) with SharedSecret, optional group name
-/// (aggressive mode, ID_KEY_ID) and XAuth. Not supported (throws): EAP-TLS, EAP-only (None), IKEv1
-/// certificate/hybrid, PPK, password prompts without a `DeviceInputs` password.
+/// (aggressive mode, ID_KEY_ID) and XAuth, and hybrid (group name ending in "hybrid": server certificate + XAuth).
+/// Not supported (throws): EAP-TLS, EAP-only (None), IKEv1 certificate, PPK, password prompts without a
+/// `DeviceInputs` password.
 enum AppleProfileTranslator {
     static let connectionName = "home"
     static let childName = "home"
@@ -224,11 +225,21 @@ enum AppleProfileTranslator {
         let method = try d.string("AuthenticationMethod") ?? "SharedSecret"
         guard method == "SharedSecret" else { throw TranslationError("IPSec AuthenticationMethod \(method) not translated") }
         let group = try d.string("LocalIdentifier").flatMap { $0.isEmpty ? nil : $0 }
-        if let group, group.hasSuffix("hybrid") { throw TranslationError("IPSec hybrid mode not translated") }
+        // Apple's schema: a group name ending in "hybrid" selects hybrid authentication (server certificate,
+        // XAuth, no group PSK). Apple's vpnd then verifies the server's identity against the address it dials
+        // (verify_identifier with peers_identifier address) and its certificate against the trusted roots.
+        let hybrid = group?.hasSuffix("hybrid") ?? false
         if let type = try d.string("LocalIdentifierType"), type != "KeyID" {
             throw TranslationError("IPSec LocalIdentifierType \(type) unknown")
         }
+        // vpnd refuses a SharedSecret/hybrid configuration without a SharedSecret, even though hybrid never uses it.
         guard let psk = try d.data("SharedSecret") else { throw TranslationError("IPSec.SharedSecret (data) missing") }
+        if hybrid {
+            guard IPText.bytes(profileAddress) != nil else {
+                throw TranslationError("IPSec hybrid: the device checks the server against RemoteAddress, which is not an IP address")
+            }
+            guard !certs.roots.isEmpty else { throw TranslationError("IPSec hybrid without a root certificate payload") }
+        }
         let xauth = (try d.integer("XAuthEnabled") ?? 0) == 1
         let xauthName = try d.string("XAuthName")
         var xauthPassword = try d.string("XAuthPassword")
@@ -252,23 +263,30 @@ enum AppleProfileTranslator {
                 try w.set("remote_addrs", remoteAddress)
                 w.raw("vips", "0.0.0.0")
                 w.raw("proposals", ikev1Proposals.joined(separator: ", "))
-                try w.section("local") { w in
-                    w.raw("auth", "psk")
-                    if let group { try w.set("id", "keyid:\(group)") }
+                if !hybrid {
+                    try w.section("local") { w in
+                        w.raw("auth", "psk")
+                        if let group { try w.set("id", "keyid:\(group)") }
+                    }
+                } else if !xauth {
+                    throw TranslationError("IPSec hybrid without XAuthEnabled")
                 }
                 if xauth {
                     guard let name = xauthName else { throw TranslationError("IPSec.XAuthName missing") }
                     guard let password = xauthPassword ?? inputs.password else {
                         throw TranslationError("IPSec.XAuthPassword missing and no DeviceInputs.password")
                     }
-                    try w.section("local-xauth") { w in
+                    // Hybrid: XAuth is the first (only) client round, carrying the group name as key ID.
+                    try w.section(hybrid ? "local" : "local-xauth") { w in
                         w.raw("auth", "xauth")
+                        if hybrid, let group { try w.set("id", "keyid:\(group)") }
                         try w.set("xauth_id", name)
                     }
                     secrets.append(("xauth-user", [("id", name), ("secret", password)]))
                 }
-                w.section("remote") { w in
-                    w.raw("auth", "psk")
+                try w.section("remote") { w in
+                    w.raw("auth", hybrid ? "pubkey" : "psk")
+                    if hybrid { try w.set("id", profileAddress) }
                 }
                 w.section("children") { w in
                     w.section(childName) { w in
@@ -278,11 +296,14 @@ enum AppleProfileTranslator {
                 }
             }
         }
-        var ids: [(String, String)] = []
-        if let group { ids.append(("id", "keyid:\(group)")) }
-        secrets.append(("ike-group", ids + [("secretdata", "")]))
+        if !hybrid {
+            var ids: [(String, String)] = []
+            if let group { ids.append(("id", "keyid:\(group)")) }
+            secrets.append(("ike-group", ids + [("secretdata", "")]))
+        }
         try writeSecrets(secrets, into: &w, pskBytes: psk)
-        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text, files: [:])
+        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text,
+                           files: hybrid ? certs.roots : [:])
     }
 
     // MARK: shared

@@ -69,7 +69,7 @@ struct AppleProfile: Encodable {
         var LocalIdentifier: String?
         var LocalIdentifierType: String?
         var RemoteAddress: String
-        var SharedSecret: Data  // data in the IPSec dictionary
+        var SharedSecret: Data?  // data in the IPSec dictionary; absent for hybrid
         var XAuthEnabled: Int
         var XAuthName: String
         var XAuthPassword: String

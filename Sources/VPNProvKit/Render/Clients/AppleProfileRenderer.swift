@@ -130,8 +130,18 @@ public enum AppleProfileRenderer {
     }
 
     static func ipsecDictionary(_ c: ClientConnection, materials: Materials, user: UserMaterials?) throws -> AppleProfile.IPSec {
-        guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
-            throw ClientRenderError("node '\(c.node)': no pre-shared key for \(c.service.rawValue)")
+        // Hybrid (ipsec-xauth-hybrid): Apple's schema has no method of its own for it; the IPSec
+        // LocalIdentifier (group name) ending in "hybrid" selects it, with AuthenticationMethod
+        // SharedSecret. Apple's IKEv1 client (vpnd) still refuses a SharedSecret/hybrid
+        // configuration without a SharedSecret, which hybrid authentication never uses: it gets
+        // the group name, nothing secret. The server is checked against the CA payload.
+        let hybrid = c.serverAuth == .pubkey
+        var psk: String? = c.localID?.value
+        if !hybrid {
+            guard let secret = materials.nodes[c.node]?.psk, !secret.isEmpty else {
+                throw ClientRenderError("node '\(c.node)': no pre-shared key for \(c.service.rawValue)")
+            }
+            psk = secret
         }
         guard let password = user?.password, !password.isEmpty else {
             throw ClientRenderError("user '\(c.user)': no password for \(c.service.rawValue)")
@@ -139,7 +149,7 @@ public enum AppleProfileRenderer {
         var d = AppleProfile.IPSec(
             AuthenticationMethod: "SharedSecret",
             RemoteAddress: c.remoteAddress,
-            SharedSecret: Data(psk.utf8),
+            SharedSecret: psk.map { Data($0.utf8) },
             XAuthEnabled: 1,
             XAuthName: c.localAuth.first { $0.method == .xauth }?.xauthID ?? c.user,
             XAuthPassword: password)

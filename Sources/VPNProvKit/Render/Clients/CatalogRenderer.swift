@@ -43,7 +43,7 @@ public enum CatalogRenderer {
         /// The IPSec localIdentifier is a key ID (group name).
         public var localIDType: String?
         public var pskEnabled: Bool
-        /// `certificate`, `eap`, `psk`, `psk-eap`, `xauth-psk`.
+        /// `certificate`, `eap`, `psk`, `psk-eap`, `xauth-psk`, `xauth-hybrid`.
         public var authMethod: String
         /// NEVPNIKEAuthenticationMethod: `certificate` or `sharedSecret`.
         public var authenticationMethod: String
@@ -57,6 +57,9 @@ public enum CatalogRenderer {
         public var ikeSecurityAssociation: SecurityAssociation?
         public var childSecurityAssociation: SecurityAssociation?
         public var enablePFS: Bool?
+        /// An app that knows only protocol, localID, remoteID and pskEnabled (always turning extended
+        /// authentication on, no SA parameters) gets exactly this connection from those four fields.
+        public var fourFieldModel: Bool
     }
 
     static func authMethod(_ service: Service) -> String {
@@ -66,6 +69,7 @@ public enum CatalogRenderer {
         case .ikev2PSK: return "psk"
         case .ikev2PSKEAP: return "psk-eap"
         case .ipsecXauthPSK: return "xauth-psk"
+        case .ipsecXauthHybrid: return "xauth-hybrid"
         }
     }
 
@@ -88,6 +92,10 @@ public enum CatalogRenderer {
                 var localIDType: String?
                 if service == .ipsecXauthPSK, let group = node.group {
                     localID = group
+                    localIDType = "KeyID"
+                } else if service == .ipsecXauthHybrid {
+                    // Ends in "hybrid": Apple's switch to hybrid authentication.
+                    localID = ServerPlan.hybridGroupName(in: inventory)
                     localIDType = "KeyID"
                 } else if service == .ikev2PSKEAP {
                     // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.
@@ -112,13 +120,15 @@ public enum CatalogRenderer {
                     protocol: v2 ? "IKEv2" : "IPSec",
                     remoteID: node.id.value, localID: localID, localIDType: localIDType,
                     pskEnabled: service.needsPSK, authMethod: authMethod(service),
-                    authenticationMethod: service.serverUsesCert ? "certificate" : "sharedSecret",
+                    // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
+                    authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
                     useExtendedAuthentication: service.needsPassword,
                     clientCertificate: service.needsClientCert,
                     serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
                     ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
                     childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
-                    enablePFS: v2 ? sa?.enablePFS : nil))
+                    enablePFS: v2 ? sa?.enablePFS : nil,
+                    fourFieldModel: FourFieldModel.usable(service, on: node)))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

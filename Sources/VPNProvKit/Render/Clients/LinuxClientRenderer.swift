@@ -120,7 +120,8 @@ public enum LinuxClientRenderer {
         ]
         var swanctl = common
         swanctl["connections"] = .list(conns)
-        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive })
+        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
+        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
         var secrets = common
         secrets["eap"] = .list(eap)
         secrets["ike"] = .list(ike)

@@ -366,13 +366,17 @@ enum WindowsScriptTranslator {
 
     // MARK: - the strongSwan client
 
+    /// What Windows 7-11 offer for IKEv2 when no custom IPsec policy is set (strongSwan's Windows Clients page).
+    static let windowsDefaultIKE = "3des-aes128-aes192-aes256-sha1-sha256-sha384-modp1024"
+    static let windowsDefaultESP = "aes256-aes128-3des-des-null-sha1"
+
     /// The strongSwan client of one connection. `password`: what the person types at the first connect.
     static func setup(
         _ c: Connection, of script: Result, password: String?, remoteAddress: String? = nil
     ) throws -> ClientSetup {
-        guard let ipsec = c.ipsec else {
-            throw TranslationError("\(c.name): no Set-VpnConnectionIPsecConfiguration, Windows would offer MODP1024 only")
-        }
+        // Without Set-VpnConnectionIPsecConfiguration Windows offers its built-in set, whose only DH group is MODP1024.
+        let ike = try c.ipsec.map(ikeProposal) ?? windowsDefaultIKE
+        let esp = try c.ipsec.map(espProposal) ?? windowsDefaultESP
         guard c.splitTunneling == false else { throw TranslationError("\(c.name): split tunneling not translated") }
         var files: [String: Data] = [:]
         for (index, der) in script.rootCertificates.enumerated() { files["x509ca/root-\(index).der"] = der }
@@ -383,7 +387,7 @@ enum WindowsScriptTranslator {
                 w.raw("version", "2")
                 try w.set("remote_addrs", remoteAddress ?? c.serverAddress)
                 w.raw("vips", "0.0.0.0, ::")
-                try w.set("proposals", try ikeProposal(ipsec))
+                try w.set("proposals", ike)
                 try w.section("local") { w in
                     switch c.authenticationMethod {
                     case "Eap":
@@ -411,7 +415,7 @@ enum WindowsScriptTranslator {
                 try w.section("children") { w in
                     try w.section("windows") { w in
                         try w.set("remote_ts", "0.0.0.0/0, ::/0")
-                        try w.set("esp_proposals", try espProposal(ipsec))
+                        try w.set("esp_proposals", esp)
                     }
                 }
             }

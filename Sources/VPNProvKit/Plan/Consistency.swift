@@ -89,8 +89,9 @@ public struct CertificateFacts: Sendable, Hashable {
     public var extendedKeyUsages: [String]? = nil
     public init(
         dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil,
-        subject: String? = nil
+        subject: String? = nil, extendedKeyUsages: [String]? = nil
     ) {
+        self.extendedKeyUsages = extendedKeyUsages
         self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses
         self.emails = emails
@@ -383,7 +384,7 @@ public enum Consistency {
                     .windowsCertificate, "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
                     at: user.location(of: "cert")))
             }
-            if let id = windows.localID, !facts.contains(id) {
+            if let id = windows.localID, facts.subject != nil, !facts.contains(id) {
                 out.append(.error(
                     .windowsCertificate, "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
                     at: user.location(of: "id")))

@@ -57,6 +57,20 @@ public enum CatalogRenderer {
         public var ikeSecurityAssociation: SecurityAssociation?
         public var childSecurityAssociation: SecurityAssociation?
         public var enablePFS: Bool?
+        /// Windows' built-in IKEv2 client (ikev2-eap, ikev2-cert): the Set-VpnConnectionIPsecConfiguration values.
+        public var windowsIPsec: WindowsIPsecValues? = nil
+    }
+
+    /// The six values of `Set-VpnConnectionIPsecConfiguration` (cmdlet spelling) and the proposals they send.
+    public struct WindowsIPsecValues: Codable, Sendable, Hashable {
+        public var encryptionMethod: String
+        public var integrityCheckMethod: String
+        public var dhGroup: String
+        public var cipherTransformConstants: String
+        public var authenticationTransformConstants: String
+        public var pfsGroup: String
+        public var ikeProposal: String
+        public var espProposal: String
     }
 
     static func authMethod(_ service: Service) -> String {
@@ -82,6 +96,13 @@ public enum CatalogRenderer {
         var servers: [Server] = []
         for node in inventory.nodes {
             let sa = AppleSA.derive(from: node.proposals)
+            let windows = WindowsIPsec.derive(from: node.proposals).map {
+                WindowsIPsecValues(
+                    encryptionMethod: $0.encryptionMethod, integrityCheckMethod: $0.integrityCheckMethod, dhGroup: $0.dhGroup,
+                    cipherTransformConstants: $0.cipherTransformConstants,
+                    authenticationTransformConstants: $0.authenticationTransformConstants, pfsGroup: $0.pfsGroup,
+                    ikeProposal: $0.ikeProposal, espProposal: $0.espProposal)
+            }
             for service in node.services.sorted() {
                 let v2 = service.ikeVersion == 2
                 let localID: String
@@ -118,7 +139,8 @@ public enum CatalogRenderer {
                     serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
                     ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
                     childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
-                    enablePFS: v2 ? sa?.enablePFS : nil))
+                    enablePFS: v2 ? sa?.enablePFS : nil,
+                    windowsIPsec: service.windowsSupported ? windows : nil))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

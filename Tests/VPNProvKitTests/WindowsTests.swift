@@ -89,3 +89,67 @@ import Testing
         #expect(!d.contains { $0.message.contains("certificate subject") })
     }
 }
+
+/// Certificates issued without what Windows checks are renewed on the next run, and the summary says why.
+@Suite struct WindowsCertificateRenewalTests {
+    /// Rewrites the state's index.json with `change` applied to the certificate records (JSON objects by serial).
+    func editIndex(_ state: String, _ change: (inout [String: Any]) -> Void) throws {
+        let url = URL(fileURLWithPath: state + "/index.json")
+        var index = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var certificates = try #require(index["certificates"] as? [String: Any])
+        change(&certificates)
+        index["certificates"] = certificates
+        try JSONSerialization.data(withJSONObject: index, options: [.sortedKeys]).write(to: url)
+    }
+
+    func serial(_ state: String, node: String? = nil, user: String? = nil) throws -> String {
+        let index = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: state + "/index.json"))) as? [String: Any])
+        let holders = try #require(index[node != nil ? "nodes" : "users"] as? [String: [String: Any]])
+        return try #require(holders[node ?? user!]?["serial"] as? String)
+    }
+
+    @Test func aCertificateWithoutTheEKUWindowsNeedsIsReissuedWithTheReason() throws {
+        let state = makeTempDirectory()
+        try prepare(standardInventory(), state: state)
+        let fra = try serial(state, node: "fra-1")
+        let alice = try serial(state, user: "alice")
+        try editIndex(state) { certs in
+            var f = certs[fra] as! [String: Any]
+            f["extendedKeyUsages"] = ["1.3.6.1.5.5.8.2.2"]
+            certs[fra] = f
+            var a = certs[alice] as! [String: Any]
+            a["extendedKeyUsages"] = [String]()
+            certs[alice] = a
+        }
+        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(\.description)
+        #expect(changes.count == 2)
+        #expect(changes.contains { $0.hasPrefix("re-issued node 'fra-1'") && $0.hasSuffix(": lacks the serverAuth extended key usage Windows requires") })
+        #expect(changes.contains { $0.hasPrefix("re-issued user 'alice'") && $0.hasSuffix(": lacks the clientAuth extended key usage Windows requires") })
+        #expect(try prepare(standardInventory(), state: state).changes.isEmpty)
+    }
+
+    @Test func stateWithoutRecordedEKUsIsCompletedWithoutReissuing() throws {
+        let state = makeTempDirectory()
+        try prepare(standardInventory(), state: state)
+        try editIndex(state) { certs in
+            for (k, v) in certs { var r = v as! [String: Any]; r.removeValue(forKey: "extendedKeyUsages"); certs[k] = r }
+        }
+        #expect(try prepare(standardInventory(), state: state).changes.isEmpty)
+        let text = try String(contentsOfFile: state + "/index.json", encoding: .utf8)
+        #expect(text.contains("\"extendedKeyUsages\""))
+    }
+
+    @Test func aServerCertificateWithoutTheAddressAsDNSNameIsReissuedForWindows() throws {
+        let state = makeTempDirectory()
+        try prepare(standardInventory(), state: state)
+        let ams = try serial(state, node: "ams-1")
+        try editIndex(state) { certs in
+            var r = certs[ams] as! [String: Any]
+            r["subjectAltNames"] = (r["subjectAltNames"] as! [String]).filter { $0 != "DNS:203.0.113.10" }
+            certs[ams] = r
+        }
+        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(\.description)
+        #expect(changes.count == 1)
+        #expect(changes.first?.hasSuffix(": no dNSName for its IP address (203.0.113.10), which Windows requires") == true, "\(changes)")
+    }
+}

@@ -55,6 +55,7 @@ struct GeneratedTunnelTests {
             "linux ikev2-cert ikev2-cert", "linux ikev2-eap ikev2-eap", "linux ikev2-psk ikev2-psk",
             "linux ikev2-psk-eap ikev2-psk-eap", "linux ipsec-xauth-psk ipsec-xauth-psk-aggressive",
             "linux ipsec-xauth-psk ipsec-xauth-psk-main",
+            "windows ikev2-cert ikev2-cert", "windows ikev2-eap ikev2-eap",
         ]
         for combination in required {
             #expect(tally.covered.contains(combination), "never proven: \(combination); proven: \(tally.covered.sorted())")
@@ -75,7 +76,16 @@ struct GeneratedTunnelTests {
             var sawConfiguredProposals = false
             for c in nodeCases {
                 do {
-                    let proof = try nut.prove(try c.make(), label: c.label, ikeVersion: c.ikeVersion)
+                    let loadable = try c.make()
+                    // Windows: judge the server certificate this handshake brings the way Windows does.
+                    let before = c.kind == .windows ? try WindowsClientChecks.prepare(nut) : []
+                    let proof = try nut.prove(loadable, label: c.label, ikeVersion: c.ikeVersion)
+                    if let dialled = c.windowsDialled,
+                        let reason = try WindowsClientChecks.refusal(nut, dialled: dialled, before: before)
+                    {
+                        throw HarnessError("\(c.label): Windows would refuse the server certificate: \(reason)")
+                    }
+                    if c.kind == .windows { Self.expectWindowsIdentity(c, proof.serverLog) }
                     let peer = proof.serverPeerConfig ?? "?"
                     // The server used the connection of this service (not another one that happened to match).
                     let rightConnection = c.ikeVersion == 2 ? peer == c.service : peer.hasPrefix(c.service + "-")
@@ -95,6 +105,19 @@ struct GeneratedTunnelTests {
             if nodeCases.contains(where: { $0.ikeVersion == 2 }) {
                 #expect(sawConfiguredProposals, "\(node.name): server never logged \(proposals.configuredIKEv2)")
             }
+        }
+    }
+
+    /// Windows sends its IP address as identity with EAP and its certificate's subject DN with a machine
+    /// certificate; the server's log names the identity it authenticated.
+    static func expectWindowsIdentity(_ c: ClientCase, _ log: String) {
+        if c.service == "ikev2-eap" {
+            let ip = log.range(of: #"authentication of '[0-9.]+' with EAP successful"#, options: .regularExpression)
+            #expect(ip != nil, "\(c.label): the server did not authenticate an IP-address identity with EAP:\n\(log)")
+            #expect(log.contains("received EAP identity '\(c.user)'"), "\(c.label): no EAP identity \(c.user)")
+        } else {
+            let dn = log.range(of: #"authentication of 'O=[^']*CN=[^']*' with [A-Za-z0-9_-]+ successful"#, options: .regularExpression)
+            #expect(dn != nil, "\(c.label): the server did not authenticate a subject-DN identity:\n\(log)")
         }
     }
 
@@ -120,7 +143,7 @@ struct GeneratedTunnelTests {
                                             connection: connection, child: child))
             }
         }
-        #expect(vicBefore.count >= 3, "vic should have Apple, Android and Linux cert profiles: \(vicBefore.map(\.0))")
+        #expect(vicBefore.count >= 4, "vic should have Apple, Android, Linux and Windows cert profiles: \(vicBefore.map(\.0))")
 
         let nut = try NodeUnderTest.start(lab, node: "lab-v4")
         defer { nut.teardown() }
@@ -167,7 +190,7 @@ struct GeneratedTunnelTests {
         // Only the certificate profiles: vic's ikev2-psk profiles hold the node PSK, which a revoke cannot take
         // back (the SPEC's warning about PSK services); they are not what this check is about.
         let certProfiles = vicBefore.filter { $0.0.hasSuffix("lab-v4 ikev2-cert") }
-        #expect(Set(certProfiles.map { $0.0.prefix { $0 != " " } }) == ["apple", "android", "linux"])
+        #expect(Set(certProfiles.map { $0.0.prefix { $0 != " " } }) == ["apple", "android", "linux", "windows"])
         for (label, loadable) in certProfiles {
             expectRefused("revoked: \(label)", loadable, because: ["certificate was revoked"])
         }

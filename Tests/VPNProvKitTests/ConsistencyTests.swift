@@ -64,8 +64,8 @@ import Testing
         let d = check(servers: changing("fra-1", "ikev2-eap") { $0.ikeProposals = ["aes128-sha1-modp2048"] })
         let e = try #require(d.first { $0.code == .ikeProposalMismatch })
         #expect(e.location == ClientFixtures.loc(5))
-        // Every client kind of the connection is reported: Apple, Android and Linux.
-        #expect(Set(d.filter { $0.code == .ikeProposalMismatch }.map { $0.message.split(separator: " ").first! }) == ["apple", "android", "linux"])
+        // Every client kind of the connection is reported: Apple, Android, Linux and Windows.
+        #expect(Set(d.filter { $0.code == .ikeProposalMismatch }.map { $0.message.split(separator: " ").first! }) == ["apple", "android", "linux", "windows"])
 
         let esp = check(servers: changing("fra-1", "ikev2-eap") { $0.espProposals = ["aes128-sha1"] })
         #expect(esp.contains { $0.code == .espProposalMismatch })

@@ -32,6 +32,6 @@ enum StarterInventory {
             password: gen                 # gen | env:VAR | file:PATH; generated once, kept in state/
             # cert: true                  # also issue a client certificate (ikev2-cert)
             # nodes: [vpn-1]              # default: every node
-            # devices: [apple, android, linux]   # default: all
+            # devices: [apple, android, linux, windows]   # default: all
         """#
 }

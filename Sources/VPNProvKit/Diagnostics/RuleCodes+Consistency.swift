@@ -17,6 +17,10 @@ extension RuleCode {
     public static let pfsMismatch = RuleCode("pfs-mismatch")
     /// The node's proposals cannot be expressed in an Apple profile.
     public static let appleProposalUnsupported = RuleCode("apple-proposal-unsupported")
+    /// The node's proposals cannot be set in Windows' IKEv2 client (Set-VpnConnectionIPsecConfiguration).
+    public static let windowsProposalUnsupported = RuleCode("windows-proposal-unsupported")
+    /// A certificate lacks what Windows checks (EKU, dNSName of the dialled address).
+    public static let windowsCertificate = RuleCode("windows-certificate")
     /// The server certificate's subjectAltName lacks the identity clients expect.
     public static let serverCertificateSAN = RuleCode("server-cert-san")
     /// The client certificate's subjectAltName lacks the client's identity.

@@ -35,6 +35,9 @@ public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparab
     public var serverUsesCert: Bool { self == .ikev2Cert || self == .ikev2EAP || self == .ipsecXauthHybrid }
     /// The strongSwan Android app can use it (.sswan).
     public var androidSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
+    /// Windows' built-in IKEv2 client can use it: EAP-MSCHAPv2 or a machine certificate. It has no
+    /// IKEv2 PSK authentication (`Add-VpnConnection` knows a PSK only for L2TP) and no IKEv1 XAuth.
+    public var windowsSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
 
     /// Stable order used everywhere output is generated (the SPEC table order).
     public var order: Int { Service.allCases.firstIndex(of: self)! }
@@ -46,6 +49,8 @@ public enum Device: String, Sendable, Hashable, Codable, CaseIterable {
     case apple
     case android
     case linux
+    /// Windows' built-in IKEv2 client, set up by a PowerShell script (`<user>-windows.ps1`).
+    case windows
 }
 
 public enum Tier: String, Sendable, Hashable, Codable, CaseIterable {

@@ -22,6 +22,20 @@ extension PKISession {
         var p12: [UInt8]?
     }
 
+    /// Completes the records of current certificates issued before the index recorded their extended key
+    /// usages, from the certificates themselves, so `renewalReason` can tell one Windows would refuse (no
+    /// serverAuth / clientAuth). Once per state: the completed records are committed with the index.
+    mutating func recordExtendedKeyUsages() throws {
+        for (isNode, holders) in [(true, index.nodes), (false, index.users)] {
+            for (name, holder) in holders where index.certificates[holder.serial]?.extendedKeyUsages == nil {
+                guard let held = isNode ? store.nodes[name] : store.users[name], index.certificates[holder.serial] != nil else { continue }
+                let certificate: X509Certificate
+                do { certificate = try held.certificate() } catch { throw cryptoFailure("cannot read the certificate of '\(name)'", error) }
+                index.certificates[holder.serial]!.extendedKeyUsages = certificate.extendedKeyUsageOIDs
+            }
+        }
+    }
+
     /// Why the current certificate must be replaced, or nil to keep it.
     func renewalReason(_ profile: CertificateProfile, holder: HolderRecord?, notAfter: Date) -> (String, reuseKey: Bool)? {
         guard let holder, let record = index.certificates[holder.serial] else { return nil }
@@ -29,9 +43,25 @@ extension PKISession {
         if record.kind != profile.kind || record.subject != profile.subject.description
             || record.subjectAltNames != profile.subjectAltNames.map(\.description)
         {
+            // Certificates from before vpnprov added an IP address as dNSName too: say that Windows needs it.
+            let wanted = profile.subjectAltNames.map(\.description)
+            let missing = wanted.filter { !record.subjectAltNames.contains($0) }
+            if record.kind == profile.kind && record.subject == profile.subject.description
+                && record.subjectAltNames.allSatisfy(wanted.contains) && !missing.isEmpty
+                && missing.allSatisfy({ $0.hasPrefix("DNS:") && IPAddressText.parse(String($0.dropFirst(4))) != nil })
+            {
+                return ("no dNSName for its IP address (\(missing.map { String($0.dropFirst(4)) }.joined(separator: ", "))), which Windows requires", keyOK)
+            }
             return ("identity changed", keyOK)
         }
         if !keyOK { return ("key type changed", false) }
+        if let have = record.extendedKeyUsages {
+            let lacking = profile.extendedKeyUsages.filter { !have.contains($0.oid) }
+            if !lacking.isEmpty {
+                let names = lacking.map { "\($0)" }.joined(separator: " and ")
+                return ("lacks the \(names) extended key usage\(lacking.count > 1 ? "s" : "")\(lacking.contains(.ikeIntermediate) && lacking.count == 1 ? "" : " Windows requires")", true)
+            }
+        }
         if record.days != profile.days { return ("lifetime changed", true) }
         if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
             let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
@@ -55,6 +85,7 @@ extension PKISession {
         func notAfter(_ profile: CertificateProfile) -> Date {
             min(now + TimeInterval(profile.days) * 86400, ca.notAfter)
         }
+        try recordExtendedKeyUsages()
         for (node, profile) in zip(inventory.nodes, profiles.nodes) {
             let holder = index.nodes[node.name]
             if holder == nil {
@@ -148,7 +179,8 @@ extension PKISession {
                 index.certificates[job.serial] = CertificateRecord(
                     serial: job.serial, kind: job.profile.kind, holder: job.name, subject: job.profile.subject.description,
                     subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
-                    notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
+                    notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
+                    extendedKeyUsages: cert.extendedKeyUsageOIDs)
                 changes.append(
                     PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
                         reason: job.reason))

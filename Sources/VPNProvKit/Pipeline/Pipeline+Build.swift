@@ -160,6 +160,7 @@ extension Pipeline {
     static let inspectCertificate: Consistency.CertificateInspector = { pem in
         guard let cert = try? X509Certificate(pem: pem) else { return nil }
         var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
+        facts.extendedKeyUsages = cert.extendedKeyUsageOIDs
         for name in cert.subjectAlternativeNames {
             switch name {
             case .dnsName(let v): facts.dnsNames.append(v)

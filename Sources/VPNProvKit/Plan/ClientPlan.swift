@@ -128,6 +128,8 @@ public struct ClientConnection: Sendable, Hashable {
     public var credentials: Set<ClientCredential>
     /// The node has an IPv6 pool: request an IPv6 virtual IP and route ::/0 too.
     public var wantsIPv6: Bool
+    /// How Windows makes this connection (nil when the user has no Windows device for it).
+    public var windows: WindowsConnection? = nil
 
     public func offer(for device: Device) -> ProposalOffer? { offers[device] }
 }
@@ -152,7 +154,9 @@ public struct ClientPlan: Sendable, Hashable {
 
     /// Client kinds that can use a service.
     public static func devices(supporting service: Service) -> [Device] {
-        service.androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
+        var devices: [Device] = service.androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
+        if service.windowsSupported { devices.append(.windows) }
+        return devices
     }
 
     public static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
@@ -165,6 +169,8 @@ public struct ClientPlan: Sendable, Hashable {
         for node in inventory.nodes where appleSA[node.name] == nil {
             appleSA[node.name] = .some(AppleSA.derive(from: node.proposals).map { ($0, $0.offer) })
         }
+        var windowsIPsec: [String: WindowsIPsec?] = [:]
+        var reportedWindows: Set<String> = []
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
@@ -188,6 +194,21 @@ public struct ClientPlan: Sendable, Hashable {
                                 diagnostics.append(.error(
                                     .appleProposalUnsupported,
                                     "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
+                                    at: node.location(of: "proposals")))
+                            }
+                        }
+                    }
+                    if devices.contains(.windows) {
+                        if windowsIPsec[node.name] == nil { windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals)) }
+                        if let ipsec = windowsIPsec[node.name] ?? nil {
+                            connection.windows = windowsConnection(user: user, service: service, ipsec: ipsec, inventory: inventory, materials: materials)
+                            connection.offers[.windows] = ipsec.offer
+                        } else {
+                            connection.devices.removeAll { $0 == .windows }
+                            if reportedWindows.insert(node.name).inserted {
+                                diagnostics.append(.error(
+                                    .windowsProposalUnsupported,
+                                    "node '\(node.name)': no IKE/ESP proposal pair Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); Windows clients of this node get no \(service.rawValue) connection",
                                     at: node.location(of: "proposals")))
                             }
                         }
@@ -260,6 +281,7 @@ public struct ClientPlan: Sendable, Hashable {
                     ike: ServerPlan.ikev1IKEProposals(from: node.proposals.ike),
                     esp: ServerPlan.ikev1ESPProposals(from: node.proposals.esp))
             case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            case (.windows, _): break  // set from WindowsIPsec by the caller
             }
         }
         return ClientConnection(
@@ -268,6 +290,17 @@ public struct ClientPlan: Sendable, Hashable {
             localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
             credentials: credentials, wantsIPv6: node.pool6 != nil)
+    }
+
+    /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a
+    /// machine certificate (Windows sends the certificate's subject DN).
+    static func windowsConnection(user: User, service: Service, ipsec: WindowsIPsec, inventory: Inventory, materials: Materials?) -> WindowsConnection {
+        if service == .ikev2Cert {
+            // The subject vpnprov issues the certificate with (the PKI re-issues when it would differ).
+            let subject = (try? CertificateProfile.client(user, inventory: inventory))?.subject.description
+            return WindowsConnection(authenticationMethod: "MachineCertificate", localID: subject.map { .dn($0) }, ipsec: ipsec)
+        }
+        return WindowsConnection(authenticationMethod: "Eap", localID: nil, ipsec: ipsec)
     }
 
     /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on

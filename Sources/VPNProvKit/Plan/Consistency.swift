@@ -85,10 +85,13 @@ public struct CertificateFacts: Sendable, Hashable {
     /// The certificate's subject in strongSwan's text form ("C=DE, O=acme, CN=x"): a DN identity
     /// is matched against the subject, not the subjectAltName.
     public var subject: String?
+    /// Extended key usage OIDs in dotted form; nil when the inspector does not read them.
+    public var extendedKeyUsages: [String]? = nil
     public init(
         dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil,
-        subject: String? = nil
+        subject: String? = nil, extendedKeyUsages: [String]? = nil
     ) {
+        self.extendedKeyUsages = extendedKeyUsages
         self.dnsNames = dnsNames
         self.ipAddresses = ipAddresses
         self.emails = emails
@@ -313,6 +316,9 @@ public enum Consistency {
                     at: node.location))
             }
         }
+        if c.devices.contains(.windows), let windows = c.windows {
+            out += checkWindows(c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
+        }
         if c.credentials.contains(.clientCertificate), let localID = c.localID,
             let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
         {
@@ -327,6 +333,65 @@ public enum Consistency {
     }
 
     static func normalized(_ pem: String) -> String { pem.filter { !$0.isWhitespace } }
+
+    // MARK: - Windows
+
+    static let serverAuthOID = "1.3.6.1.5.5.7.3.1"
+    static let clientAuthOID = "1.3.6.1.5.5.7.3.2"
+
+    /// What Windows does differently from the other clients: it sends its IP address (EAP) or its
+    /// certificate's subject DN (machine certificate) as identity, and it refuses a server certificate
+    /// without the serverAuth EKU or without the address it dialled as a dNSName subjectAltName (also
+    /// for an IP address: error 13801), and a client certificate without clientAuth (error 13806).
+    /// Sources: https://docs.strongswan.org/docs/latest/interop/windowsCertRequirements.html and the
+    /// strongSwan Windows EAP / machine-certificate status pages.
+    static func checkWindows(
+        _ c: ClientConnection, _ windows: WindowsConnection, selected: ServerConnectionView, view: ServerView, node: Node,
+        user: User, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var asWindows = c
+        asWindows.localID = windows.localID
+        switch select(asWindows, in: view.connections) {
+        case .selected(let w) where w.name != selected.name:
+            out.append(.error(
+                .authMismatch,
+                "windows \(c.service.rawValue) client of node '\(c.node)': strongSwan selects connection '\(w.name)' for the identity Windows sends, not '\(selected.name)'",
+                at: node.location(of: "services")))
+        case .none(let code, _, _, let reason):
+            out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its windows \(c.service.rawValue) client: \(reason)",
+                              at: node.location(of: "services")))
+        default: break
+        }
+        if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+            if !facts.dnsNames.contains(where: { $0.lowercased() == c.remoteAddress.lowercased() }) {
+                out.append(.error(
+                    .windowsCertificate,
+                    "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
+                    at: node.location(of: "address")))
+            }
+            if let ekus = facts.extendedKeyUsages, !ekus.contains(serverAuthOID) {
+                out.append(.error(
+                    .windowsCertificate, "node '\(c.node)': its certificate lacks the serverAuth extended key usage Windows requires (error 13801)",
+                    at: node.location))
+            }
+        }
+        if windows.authenticationMethod == "MachineCertificate", let pem = materials.users[c.user]?.certificatePEM,
+            let facts = context.facts(pem)
+        {
+            if let ekus = facts.extendedKeyUsages, !ekus.contains(clientAuthOID) {
+                out.append(.error(
+                    .windowsCertificate, "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
+                    at: user.location(of: "cert")))
+            }
+            if let id = windows.localID, facts.subject != nil, !facts.contains(id) {
+                out.append(.error(
+                    .windowsCertificate, "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
+                    at: user.location(of: "id")))
+            }
+        }
+        return out
+    }
 
     // MARK: - secrets
 
@@ -354,7 +419,7 @@ public enum Consistency {
             }
         }
         if c.credentials.contains(.clientCertificate) {
-            let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android)
+            let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
             let needsPEM = c.devices.contains(.linux)
             let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
             let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)

@@ -58,6 +58,9 @@ struct CertificateRecord: Codable, Equatable {
     var status: CertificateStatus
     var revokedAt: Date?
     var revocationReason: String?
+    /// Extended key usage OIDs the certificate carries; absent in states written before vpnprov recorded
+    /// them (the certificate is then read once and the record completed).
+    var extendedKeyUsages: [String]? = nil
 }
 
 struct HolderRecord: Codable, Equatable {

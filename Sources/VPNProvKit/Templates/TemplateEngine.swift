@@ -86,10 +86,11 @@ public struct Template: Sendable {
         }
         self.syntax = syntax
         let cleaned = Template.applyStandaloneRule(tokens)
-        if syntax == .swanctl {
-            // `key = "{{v}}"` would emit `""v""`: catch the mistake at parse time.
+        if syntax == .swanctl || syntax == .powershell {
+            // `key = "{{v}}"` would emit `""v""` (PowerShell: `'{{v}}'` -> `''v''`): catch it at parse time.
+            let quotes: Set<UInt8> = syntax == .swanctl ? [UInt8(ascii: "\"")] : [UInt8(ascii: "\""), UInt8(ascii: "'")]
             for case .tag(let tag) in cleaned where tag.kind == .variable {
-                if tag.offset > 0 && bytes[tag.offset - 1] == UInt8(ascii: "\"") {
+                if tag.offset > 0 && quotes.contains(bytes[tag.offset - 1]) {
                     let (l, c) = Template.position(of: tag.offset, in: bytes)
                     throw TemplateError(template: name, line: l, column: c, kind: .quotedTag(tag.content))
                 }

@@ -12,6 +12,11 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// Plain text for people (READMEs): values are written as they are, but control characters
     /// (including newlines) are refused so a value cannot forge extra lines.
     case text
+    /// PowerShell scripts: every string value becomes a verbatim (single-quoted) string literal, the
+    /// only PowerShell string in which nothing is expanded (`$`, backtick and `"` are plain characters).
+    /// The language specification's single-quote-character is any of U+0027, U+2018, U+2019, U+201A and
+    /// U+201B, and one is written inside the literal by doubling it; control characters are refused.
+    case powershell
 
     /// One string value written in this syntax; nil when it holds a control character the syntax
     /// cannot carry (the caller names the variable in its error, never the value).
@@ -39,6 +44,17 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             return out
         case .text:
             return value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) ? nil : value
+        case .powershell:
+            var out = "'"
+            for scalar in value.unicodeScalars {
+                if scalar.value < 0x20 || scalar.value == 0x7F { return nil }
+                out.unicodeScalars.append(scalar)
+                if Self.powerShellSingleQuotes.contains(scalar.value) { out.unicodeScalars.append(scalar) }
+            }
+            return out + "'"
         }
     }
+
+    /// PowerShell's single-quote-character: ' and the typographic quotes U+2018-U+201B.
+    static let powerShellSingleQuotes: Set<UInt32> = [0x27, 0x2018, 0x2019, 0x201A, 0x201B]
 }

@@ -38,6 +38,8 @@ extension RuleCode {
     public static let missingProposal = RuleCode("missing-proposal")
     /// IKEv2 node whose proposals contain no combination an Apple profile can express.
     public static let noAppleProposal = RuleCode("no-apple-proposal")
+    /// A node Windows users reach whose proposals contain no combination Windows' IKEv2 client can be set to.
+    public static let noWindowsProposal = RuleCode("no-windows-proposal")
     /// IKEv1 node whose IKE proposals are all AEAD (IKEv1 cannot negotiate AEAD IKE SAs).
     public static let noIKEv1Proposal = RuleCode("no-ikev1-proposal")
 

@@ -8,6 +8,7 @@ public enum Validator {
         IdentityRules.check(inventory, into: &diagnostics)
         SecretRules.check(inventory, into: &diagnostics)
         ProposalRules.check(inventory, into: &diagnostics)
+        WindowsRules.check(inventory, into: &diagnostics)
         NetworkRules.check(inventory, into: &diagnostics)
         ServiceRules.check(inventory, into: &diagnostics)
         PKIRules.check(inventory, into: &diagnostics)

@@ -78,6 +78,8 @@ enum Inventories {
     }
 
     static func generateLab(label: String = "lab") throws -> GeneratedDeployment {
-        try GeneratedDeployment.generate(inventory: try writeLab(), label: label, environment: labEnvironment)
+        var lab = try GeneratedDeployment.generate(inventory: try writeLab(), label: label, environment: labEnvironment)
+        lab.typedPasswords = ["ann": annPassword, "ben": benPassword]
+        return lab
     }
 }

@@ -59,6 +59,9 @@ struct GeneratedDeployment: @unchecked Sendable {
     let environment: [String: String]
     let generateOutput: CommandResult
     private(set) var nodes: [Node] = []
+    /// Passwords a person types (Windows asks at the first connect) for users whose password is an `env:`/`file:`
+    /// reference; generated ones are read from the state.
+    var typedPasswords: [String: String] = [:]
 
     /// Runs `vpnprov generate INVENTORY --out … --state …` in a fresh scratch directory; throws unless it exits 0.
     static func generate(inventory: String, label: String, environment: [String: String] = [:]) throws
@@ -117,6 +120,12 @@ struct GeneratedDeployment: @unchecked Sendable {
         return ((json as? [String: Any])?["p12Passwords"] as? [String: String])?[user]
     }
 
+    /// A user's EAP password from the state (what a Windows user types at the first connect).
+    func password(user: String) throws -> String? {
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
+        return ((json as? [String: Any])?["passwords"] as? [String: String])?[user]
+    }
+
     /// DNS names and (non-192.0.2.1) addresses the client namespace must reach the server at.
     var clientHosts: [String] { nodes.filter { !$0.hostIsAddress }.map(\.host) }
     var extraServerAddresses: [String] {
@@ -149,6 +158,9 @@ struct GeneratedDeployment: @unchecked Sendable {
                         json: Data(contentsOf: url), inputs: DeviceInputs(p12Password: password)))
                 })
             }
+            if let script = files.first(where: { $0.hasSuffix("-windows.ps1") }) {
+                cases += try windowsCases(user: user, file: dir.appendingPathComponent(script))
+            }
             let linuxConf = dir.appendingPathComponent("linux/swanctl/swanctl.conf").path
             if FileManager.default.fileExists(atPath: linuxConf) {
                 for name in try Self.connectionNames(inFile: linuxConf) {
@@ -160,6 +172,21 @@ struct GeneratedDeployment: @unchecked Sendable {
             }
         }
         return cases
+    }
+
+    /// One case per VPN connection the Windows script creates; its name is `<deployment> <node> <service>`.
+    private func windowsCases(user: String, file: URL) throws -> [ClientCase] {
+        let result = try WindowsScriptTranslator.interpret(script: try String(contentsOf: file, encoding: .utf8))
+        let password = try typedPasswords[user] ?? password(user: user)
+        return try result.connections.map { c in
+            let words = c.name.split(separator: " ").map(String.init)
+            guard words.count == 3, nodes.contains(where: { $0.name == words[1] }) else {
+                throw HarnessError("\(file.path): connection name \(c.name) does not name a node and a service")
+            }
+            return ClientCase(user: user, kind: .windows, node: words[1], service: words[2], windowsDialled: c.serverAddress) {
+                .translated(try WindowsScriptTranslator.setup(c, of: result, password: password))
+            }
+        }
     }
 
     private func appleCases(user: String, file: URL) throws -> [ClientCase] {
@@ -220,7 +247,7 @@ struct GeneratedDeployment: @unchecked Sendable {
 
 /// One generated client configuration to try against its node.
 struct ClientCase: @unchecked Sendable {
-    enum Kind: String, Sendable { case apple, android, linux }
+    enum Kind: String, Sendable { case apple, android, linux, windows }
     enum Loadable {
         /// A device profile turned into the strongSwan client it amounts to.
         case translated(ClientSetup)
@@ -234,6 +261,8 @@ struct ClientCase: @unchecked Sendable {
     var service: String
     var applePayload: [String: Any]? = nil
     var appleOthers: [[String: Any]] = []
+    /// Windows: the address the connection dials (its server certificate must name it as dNSName).
+    var windowsDialled: String? = nil
     var make: () throws -> Loadable
 
     var label: String { "\(kind.rawValue) \(user) → \(node) \(service)" }

@@ -105,6 +105,20 @@ final class NodeUnderTest: @unchecked Sendable {
         return Proof(ike: sa, serverPeerConfig: peerConfig, serverLog: log)
     }
 
+    /// The end-entity certificates the client daemon holds (its own and those received from servers, which
+    /// charon keeps in its certificate cache once verified), as PEM.
+    func clientEndEntityCertificates() throws -> [String] {
+        let result = try client.swanctl(["--list-certs", "--type", "x509", "--pem"])
+        guard result.succeeded else { throw HarnessError("list-certs failed: \(result)") }
+        var out: [String] = []
+        var rest = Substring(result.stdout)
+        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"), let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex) {
+            out.append(String(rest[begin.lowerBound..<end.upperBound]) + "\n")
+            rest = rest[end.upperBound...]
+        }
+        return out
+    }
+
     /// Initiates and expects failure; returns the server log lines of the attempt (for the reason).
     func refuse(_ loadable: ClientCase.Loadable, label: String) throws -> String {
         let (ike, child) = try load(loadable, label: label)

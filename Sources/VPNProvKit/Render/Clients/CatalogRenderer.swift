@@ -60,6 +60,20 @@ public enum CatalogRenderer {
         /// An app that knows only protocol, localID, remoteID and pskEnabled (always turning extended
         /// authentication on, no SA parameters) gets exactly this connection from those four fields.
         public var fourFieldModel: Bool
+        /// Windows' built-in IKEv2 client (ikev2-eap, ikev2-cert): the Set-VpnConnectionIPsecConfiguration values.
+        public var windowsIPsec: WindowsIPsecValues? = nil
+    }
+
+    /// The six values of `Set-VpnConnectionIPsecConfiguration` (cmdlet spelling) and the proposals they send.
+    public struct WindowsIPsecValues: Codable, Sendable, Hashable {
+        public var encryptionMethod: String
+        public var integrityCheckMethod: String
+        public var dhGroup: String
+        public var cipherTransformConstants: String
+        public var authenticationTransformConstants: String
+        public var pfsGroup: String
+        public var ikeProposal: String
+        public var espProposal: String
     }
 
     static func authMethod(_ service: Service) -> String {
@@ -86,6 +100,13 @@ public enum CatalogRenderer {
         var servers: [Server] = []
         for node in inventory.nodes {
             let sa = AppleSA.derive(from: node.proposals)
+            let windows = WindowsIPsec.derive(from: node.proposals).map {
+                WindowsIPsecValues(
+                    encryptionMethod: $0.encryptionMethod, integrityCheckMethod: $0.integrityCheckMethod, dhGroup: $0.dhGroup,
+                    cipherTransformConstants: $0.cipherTransformConstants,
+                    authenticationTransformConstants: $0.authenticationTransformConstants, pfsGroup: $0.pfsGroup,
+                    ikeProposal: $0.ikeProposal, espProposal: $0.espProposal)
+            }
             for service in node.services.sorted() {
                 let v2 = service.ikeVersion == 2
                 let localID: String
@@ -128,7 +149,8 @@ public enum CatalogRenderer {
                     ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
                     childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
                     enablePFS: v2 ? sa?.enablePFS : nil,
-                    fourFieldModel: FourFieldModel.usable(service, on: node)))
+                    fourFieldModel: FourFieldModel.usable(service, on: node),
+                    windowsIPsec: service.windowsSupported ? windows : nil))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

@@ -39,6 +39,8 @@ public enum ClientRenderer {
         userFiles += try AndroidProfileRenderer.render(user: user.name, connections: connections, inventory: inventory, materials: materials)
         userFiles += try LinuxClientRenderer.render(
             user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
+        userFiles += try WindowsClientRenderer.render(
+            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
         let needsP12 = connections.contains {
             $0.credentials.contains(.clientCertificate) && ($0.devices.contains(.apple) || $0.devices.contains(.android))
         }
@@ -93,6 +95,18 @@ public enum ClientRenderer {
                 ]
             }
             lines.append("")
+        }
+        let windowsScript = WindowsClientRenderer.fileName(user: user.name)
+        if names.contains(windowsScript) {
+            lines += [
+                windowsScript,
+                "  Windows 10/11 (built-in VPN client): run it once from an elevated PowerShell",
+                "  (Run as administrator): powershell.exe -ExecutionPolicy Bypass -File .\\\(windowsScript)",
+                "  It trusts the certificate authority, imports the certificate where needed and adds one VPN",
+                "  connection per server and service; running it again replaces them. Password logins ask for",
+                "  the user name '\(user.name)' and the VPN password at the first connect.",
+                "",
+            ]
         }
         if names.contains("\(user.name).p12") {
             let location = p12PasswordLocation.replacingOccurrences(of: "<user>", with: user.name)

@@ -28,43 +28,65 @@ struct RenderCache: Sendable {
 
     var entries: [String: Entry] = [:]
 
-    /// Parses the cache file; anything unexpected gives an empty cache.
+    /// Parses the cache file; anything unexpected gives an empty cache. Lines are read in place (a
+    /// fleet's cache has hundreds of thousands), never split into an array first.
     init(bytes: [UInt8]?) {
         guard let bytes else { return }
-        // Parsed on bytes: a fleet's cache has a line per file.
-        let lines = bytes.split(separator: UInt8(ascii: "\n"))
-        guard let first = lines.first, first.elementsEqual(Self.header.utf8) else { return }
         var current: (String, Entry)?
         var parsed: [String: Entry] = [:]
-        for line in lines.dropFirst() {
-            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3).map { String(decoding: $0, as: UTF8.self) }
-            switch fields.first {
-            case "user" where fields.count == 3:
+        var start = 0
+        var first = true
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            let line = bytes[start..<end]
+            start = end + 1
+            if line.isEmpty { continue }
+            if first {
+                guard line.elementsEqual(Self.header.utf8) else { return }
+                first = false
+                continue
+            }
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
+            func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
+            if fields.count == 3, fields[0].elementsEqual("user".utf8) {
                 if let (name, entry) = current { parsed[name] = entry }
-                current = (fields[1], Entry(fingerprint: fields[2], files: []))
-            case "file" where fields.count == 4 && current != nil:
-                current!.1.files.append(File(path: fields[3], sha256: fields[1], isPrivate: fields[2] == "0600"))
-            default:
+                current = (text(1), Entry(fingerprint: text(2), files: []))
+            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil {
+                current!.1.files.append(File(path: text(3), sha256: text(1), isPrivate: fields[2].elementsEqual("0600".utf8)))
+            } else {
                 return
             }
         }
+        if first { return }
         if let (name, entry) = current { parsed[name] = entry }
         entries = parsed
     }
 
     init(entries: [String: Entry]) { self.entries = entries }
 
-    /// Deterministic text: users and files sorted.
+    /// Deterministic text: users and files sorted. Written straight into bytes: a fleet's cache has a
+    /// line per file (hundreds of thousands), and a String built first would double the peak.
     var bytes: [UInt8] {
-        var text = Self.header + "\n"
+        var out: [UInt8] = []
+        out.reserveCapacity(entries.count * 512)
+        out += Self.header.utf8
+        out.append(0x0A)
         for name in entries.keys.sorted() {
             let entry = entries[name]!
-            text += "user \(name) \(entry.fingerprint)\n"
+            out += "user ".utf8
+            out += name.utf8
+            out.append(0x20)
+            out += entry.fingerprint.utf8
+            out.append(0x0A)
             for file in entry.files.sorted(by: { $0.path < $1.path }) {
-                text += "file \(file.sha256) \(file.isPrivate ? "0600" : "0644") \(file.path)\n"
+                out += "file ".utf8
+                out += file.sha256.utf8
+                out += (file.isPrivate ? " 0600 " : " 0644 ").utf8
+                out += file.path.utf8
+                out.append(0x0A)
             }
         }
-        return Array(text.utf8)
+        return out
     }
 
     static func entry(fingerprint: String, files: [OutputFile]) -> Entry {

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+@testable import VPNProvKit
+
+/// The render cache file reads back exactly what was written, and anything unexpected reads as empty
+/// (an unreadable cache only means rendering everything again).
+@Suite struct RenderCacheTests {
+    static let sample = RenderCache(entries: [
+        "alice": .init(fingerprint: "f1", files: [
+            .init(path: "clients/alice/b file.sswan", sha256: String(repeating: "a", count: 64), isPrivate: true),
+            .init(path: "clients/alice/README", sha256: String(repeating: "b", count: 64), isPrivate: false),
+        ]),
+        "@servers": .init(fingerprint: "f2", files: [.init(path: "catalog/servers.json", sha256: String(repeating: "c", count: 64), isPrivate: false)]),
+        "empty": .init(fingerprint: "f3", files: []),
+    ])
+
+    @Test func roundTrips() {
+        let bytes = Self.sample.bytes
+        let read = RenderCache(bytes: bytes)
+        #expect(read.entries.count == 3)
+        for (name, entry) in Self.sample.entries {
+            #expect(read.entries[name]?.fingerprint == entry.fingerprint)
+            #expect(Set(read.entries[name]?.files ?? []) == Set(entry.files))
+        }
+        #expect(RenderCache(bytes: read.bytes).bytes == bytes)
+    }
+
+    @Test func anythingUnexpectedReadsAsEmpty() {
+        let good = Self.sample.bytes
+        for bad in [
+            [UInt8](), Array("not a cache\n".utf8), Array("vpnprov-cache 1\nfile x 0600 a\n".utf8),
+            Array("vpnprov-cache 1\nuser a f\nsomething else\n".utf8), Array(good.dropFirst()),
+        ] {
+            #expect(RenderCache(bytes: bad).entries.isEmpty)
+        }
+        #expect(RenderCache(bytes: nil).entries.isEmpty)
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvCrypto
 @testable import VPNProvKit
 
 /// The render cache file reads back exactly what was written, and anything unexpected reads as empty
@@ -7,10 +8,10 @@ import Testing
 @Suite struct RenderCacheTests {
     static let sample = RenderCache(entries: [
         "alice": .init(fingerprint: "f1", files: [
-            .init(path: "clients/alice/b file.sswan", sha256: String(repeating: "a", count: 64), isPrivate: true),
-            .init(path: "clients/alice/README", sha256: String(repeating: "b", count: 64), isPrivate: false),
+            .init(path: "clients/alice/b file.sswan", sha256: .init(hex: Array(String(repeating: "a", count: 64).utf8))!, isPrivate: true),
+            .init(path: "clients/alice/README", sha256: .init(hex: Array(String(repeating: "b", count: 64).utf8))!, isPrivate: false),
         ]),
-        "@servers": .init(fingerprint: "f2", files: [.init(path: "catalog/servers.json", sha256: String(repeating: "c", count: 64), isPrivate: false)]),
+        "@servers": .init(fingerprint: "f2", files: [.init(path: "catalog/servers.json", sha256: .init(hex: Array(String(repeating: "c", count: 64).utf8))!, isPrivate: false)]),
         "empty": .init(fingerprint: "f3", files: []),
     ])
 
@@ -34,5 +35,14 @@ import Testing
             #expect(RenderCache(bytes: bad).entries.isEmpty)
         }
         #expect(RenderCache(bytes: nil).entries.isEmpty)
+    }
+
+    @Test func digestsRoundTripThroughHex() {
+        let bytes = (0..<32).map { UInt8($0 * 7 + 1) }
+        let value = RenderCache.SHA256Value(bytes)
+        #expect(value.hex == hexString(bytes))
+        #expect(RenderCache.SHA256Value(hex: Array(value.hex.utf8)) == value)
+        #expect(RenderCache.SHA256Value(hex: Array(value.hex.uppercased().utf8)) == nil)
+        #expect(RenderCache.SHA256Value(hex: Array(value.hex.dropLast().utf8)) == nil)
     }
 }

@@ -128,9 +128,28 @@ extension OutputTree {
         }
     }
 
-    static func readManifest(_ root: Int32) -> Set<String> {
+    /// Calls `body` with each path of the previous run's manifest, read in place: a fleet's manifest
+    /// has hundreds of thousands of lines, never held as a set.
+    static func forEachManifestPath(_ root: Int32, _ body: (String) -> Void) {
         let bytes = readRootFile(root, manifestName) ?? []
-        return Set(bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) })
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            if end > start { body(String(decoding: bytes[start..<end], as: UTF8.self)) }
+            start = end + 1
+        }
+    }
+
+    /// The manifest's bytes: one path a line, sorted (a lone newline for an empty tree).
+    static func manifestBytes(_ paths: [String]) -> [UInt8] {
+        if paths.isEmpty { return [0x0A] }
+        var out: [UInt8] = []
+        out.reserveCapacity(paths.count * 48)
+        for path in paths.sorted() {
+            out += path.utf8
+            out.append(0x0A)
+        }
+        return out
     }
 
     /// A bookkeeping file at the top of the tree (not following a link), nil when absent or over

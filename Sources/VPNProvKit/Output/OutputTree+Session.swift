@@ -203,8 +203,9 @@ extension OutputTree {
             pendingTemps = []
             summary.unchanged = unchanged.sorted()
             // Remove what an earlier run wrote and this one does not; never anything else.
-            let previous = readManifest(root)
-            for old in previous.sorted() where !seen.contains(old) {
+            var stale: [String] = []
+            forEachManifestPath(root) { if !seen.contains($0) { stale.append($0) } }
+            for old in Set(stale).sorted() {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
                 else { continue }
@@ -222,7 +223,7 @@ extension OutputTree {
                     }
                 }
             }
-            wroteAnything = try replaceRootFile(manifestName, with: Array((paths.sorted().joined(separator: "\n") + "\n").utf8)) || wroteAnything
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths)) || wroteAnything
             if let renderCache {
                 wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache) || wroteAnything
             } else {
@@ -290,7 +291,7 @@ extension OutputTree {
                 guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                     (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
                     let bytes = readExactly(fd, count: Int(st.st_size)),
-                    hexString(Digest.sha256(bytes)) == file.sha256
+                    RenderCache.SHA256Value(Digest.sha256(bytes)) == file.sha256
                 else { return false }
             }
             return true

@@ -17,8 +17,58 @@ struct RenderCache: Sendable {
 
     struct File: Sendable, Hashable {
         var path: String
-        var sha256: String
+        var sha256: SHA256Value
         var isPrivate: Bool
+    }
+
+    /// A SHA-256 value held inline (32 bytes, no heap allocation): a fleet's cache holds one per file.
+    struct SHA256Value: Sendable, Hashable {
+        var words: (UInt64, UInt64, UInt64, UInt64)
+
+        init(_ bytes: [UInt8]) {
+            precondition(bytes.count == 32)
+            func word(_ i: Int) -> UInt64 { bytes[(i * 8)..<(i * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+            words = (word(0), word(1), word(2), word(3))
+        }
+
+        /// From 64 lowercase hexadecimal digits; nil for anything else.
+        init?<S: Collection>(hex: S) where S.Element == UInt8 {
+            guard hex.count == 64 else { return nil }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(32)
+            var high: UInt8? = nil
+            for c in hex {
+                let v: UInt8
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+                default: return nil
+                }
+                if let h = high {
+                    bytes.append(h << 4 | v)
+                    high = nil
+                } else {
+                    high = v
+                }
+            }
+            self.init(bytes)
+        }
+
+        var hex: String {
+            let w = [words.0, words.1, words.2, words.3]
+            return w.map { word in
+                let s = String(word, radix: 16)
+                return String(repeating: "0", count: 16 - s.count) + s
+            }.joined()
+        }
+
+        static func == (a: SHA256Value, b: SHA256Value) -> Bool { a.words == b.words }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(words.0)
+            hasher.combine(words.1)
+            hasher.combine(words.2)
+            hasher.combine(words.3)
+        }
     }
 
     struct Entry: Sendable, Hashable {
@@ -51,8 +101,8 @@ struct RenderCache: Sendable {
             if fields.count == 3, fields[0].elementsEqual("user".utf8) {
                 if let (name, entry) = current { parsed[name] = entry }
                 current = (text(1), Entry(fingerprint: text(2), files: []))
-            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil {
-                current!.1.files.append(File(path: text(3), sha256: text(1), isPrivate: fields[2].elementsEqual("0600".utf8)))
+            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
+                current!.1.files.append(File(path: text(3), sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8)))
             } else {
                 return
             }
@@ -80,7 +130,7 @@ struct RenderCache: Sendable {
             out.append(0x0A)
             for file in entry.files.sorted(by: { $0.path < $1.path }) {
                 out += "file ".utf8
-                out += file.sha256.utf8
+                out += file.sha256.hex.utf8
                 out += (file.isPrivate ? " 0600 " : " 0644 ").utf8
                 out += file.path.utf8
                 out.append(0x0A)
@@ -90,7 +140,7 @@ struct RenderCache: Sendable {
     }
 
     static func entry(fingerprint: String, files: [OutputFile]) -> Entry {
-        Entry(fingerprint: fingerprint, files: files.map { File(path: $0.path, sha256: hexString(Digest.sha256($0.contents)), isPrivate: $0.isPrivate) })
+        Entry(fingerprint: fingerprint, files: files.map { File(path: $0.path, sha256: SHA256Value(Digest.sha256($0.contents)), isPrivate: $0.isPrivate) })
     }
 }
 

@@ -42,7 +42,8 @@ import VPNProvCrypto
         let value = RenderCache.SHA256Value(bytes)
         #expect(value.hex == hexString(bytes))
         #expect(RenderCache.SHA256Value(hex: Array(value.hex.utf8)) == value)
-        #expect(RenderCache.SHA256Value(hex: Array(value.hex.uppercased().utf8)) == nil)
+        #expect(RenderCache.SHA256Value(hex: Array(value.hex.lowercased().utf8)) == value)
+        #expect(RenderCache.SHA256Value(hex: Array(("g" + value.hex.dropFirst()).utf8)) == nil)
         #expect(RenderCache.SHA256Value(hex: Array(value.hex.dropLast().utf8)) == nil)
     }
 }

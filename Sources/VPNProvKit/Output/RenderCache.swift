@@ -31,7 +31,7 @@ struct RenderCache: Sendable {
             words = (word(0), word(1), word(2), word(3))
         }
 
-        /// From 64 lowercase hexadecimal digits; nil for anything else.
+        /// From 64 hexadecimal digits; nil for anything else.
         init?<S: Collection>(hex: S) where S.Element == UInt8 {
             guard hex.count == 64 else { return nil }
             var bytes: [UInt8] = []
@@ -42,6 +42,7 @@ struct RenderCache: Sendable {
                 switch c {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
                 case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
                 default: return nil
                 }
                 if let h = high {
@@ -54,10 +55,11 @@ struct RenderCache: Sendable {
             self.init(bytes)
         }
 
+        /// Upper-case hexadecimal, as the cache file has always written digests.
         var hex: String {
             let w = [words.0, words.1, words.2, words.3]
             return w.map { word in
-                let s = String(word, radix: 16)
+                let s = String(word, radix: 16, uppercase: true)
                 return String(repeating: "0", count: 16 - s.count) + s
             }.joined()
         }

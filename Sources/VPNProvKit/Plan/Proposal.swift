@@ -69,6 +69,19 @@ public enum AlgorithmTable {
         return table
     }()
 
+    /// Additional key exchanges of strongSwan 6 (RFC 9370 `ke1_`…`ke7_` prefixes) and ML-KEM: deliberately not in
+    /// `all`. No strongSwan vpnprov is proven against computes ML-KEM (5.9 has no such keyword; Debian 13's 6.0.1
+    /// negotiates it and then fails with "negotiated key exchange method ML_KEM_768 not supported"), so offering
+    /// it would break every client that accepts it (docs/strongswan-versions.md).
+    public static func isAdditionalKeyExchange(_ token: String) -> Bool {
+        let t = token.lowercased()
+        if t.contains("mlkem") || t.contains("ml_kem") { return true }
+        guard t.count > 4, t.hasPrefix("ke"), let digit = t.dropFirst(2).first, ("1"..."7").contains(digit) else {
+            return false
+        }
+        return t.dropFirst(3).first == "_"
+    }
+
     /// `none`/`modpnone`: makes a DH group optional in ESP proposals (PFS on rekey).
     public static let noGroupKeywords: Set<String> = ["none", "modpnone"]
 }
@@ -118,6 +131,11 @@ public struct Proposal: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             guard let info = AlgorithmTable.all[token] else {
+                if AlgorithmTable.isAdditionalKeyExchange(token) {
+                    throw ProposalError(message: "'\(token)' in '\(text)': post-quantum/additional key exchanges are "
+                        + "not supported (strongSwan 5.9 rejects them; Debian 13's 6.0.1 accepts ML-KEM in config, "
+                        + "then fails every handshake that selects it)")
+                }
                 throw ProposalError(message: "unknown algorithm '\(token)' in '\(text)'")
             }
             switch info.kind {

@@ -68,6 +68,7 @@ struct GeneratedTunnelTests {
     func matrix() throws {
         try StrongSwanEnvironment.require()
         let line = try fullMatrix(.host)
+        print("e2e: \(line)")
         MatrixSummary.shared.record(StrongSwanBuild.host.name, line)
     }
 
@@ -90,8 +91,8 @@ struct GeneratedTunnelTests {
         MatrixSummary.shared.record(StrongSwanBuild.trixie.name, line)
     }
 
-    /// example.yaml and the lab inventory with every client, then the refusals, on one build pair; prints and
-    /// returns the summary ("5.9.8: 60 handshakes proven (…), 5 refusals proven").
+    /// example.yaml and the lab inventory with every client, then the refusals, on one build pair; returns the
+    /// summary ("5.9.8: 60 handshakes proven (…), 5 refusals proven").
     private func fullMatrix(_ builds: BuildPair) throws -> String {
         var tally = Tally()
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "example")
@@ -102,10 +103,8 @@ struct GeneratedTunnelTests {
         try refusals(lab, builds: builds, tally: &tally)
 
         try expectCoversEveryCombination(tally, builds)
-        let line = "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
+        return "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
             + "\(tally.refusals) refusals proven"
-        print("e2e: \(line)")
-        return line
     }
 
     private func expectCoversEveryCombination(_ tally: Tally, _ builds: BuildPair) throws {
@@ -126,6 +125,11 @@ struct GeneratedTunnelTests {
             #expect(!nodeCases.isEmpty, "no client for node \(node.name)")
             let nut = try NodeUnderTest.start(deployment, node: node.name, builds: builds)
             defer { nut.teardown() }
+            // The daemons really are the versions this run claims to prove.
+            for (charon, build) in [(nut.server, builds.server), (nut.client, builds.client)] {
+                let version = try charon.swanctl(["--version", "--daemon"]).stdout
+                #expect(version.contains("strongSwan \(build.version) charon-systemd"), "\(charon.label): \(version)")
+            }
             var sawConfiguredProposals = false
             for c in nodeCases {
                 do {

@@ -28,6 +28,35 @@ struct StrongSwanVersionTests {
         #expect(loaded.split(separator: " ").contains("xauth-generic"), "\(build): \(loaded)")
     }
 
+    @Test("A 6.0 daemon's bind mounts exist only in its own mount namespace and leave nothing behind in the tree")
+    func treeMountsArePrivateAndTemporary() throws {
+        try StrongSwanBuild.trixie.require()
+        let root = try #require(StrongSwanBuild.trixie.root)
+        /// Mount points (field 5 of mountinfo), as the process sees them (relative to its root).
+        func mountPoints(_ pid: String) -> [String] {
+            let text = (try? String(contentsOfFile: "/proc/\(pid)/mountinfo", encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: " ")
+                return fields.count > 4 ? String(fields[4]) : nil
+            }
+        }
+        func hostMountsInTree() -> [String] { mountPoints("self").filter { $0.hasPrefix(root + "/") } }
+        let pair = try NetworkPair.create()
+        defer { pair.teardown() }
+        let charon = try Charon.start(in: pair.serverNamespace, build: .trixie, label: "mounts")
+        // charon is chrooted: its mountinfo shows only the mounts inside the tree, relative to it.
+        let inside = mountPoints(String(charon.pid))
+        for path in ["/dev", "/proc", "/etc/hosts", "/tmp", Scratch.directory.path] {
+            #expect(inside.contains(path), "\(path) not mounted for charon: \(inside)")
+        }
+        #expect(hostMountsInTree().isEmpty, "the host sees mounts in the tree: \(hostMountsInTree())")
+        charon.stop()
+        #expect(hostMountsInTree().isEmpty)
+        // The scratch mount point lived on a private tmpfs: the tree's own /tmp has no trace of this run.
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: root + "/tmp")) ?? []
+        #expect(!leftovers.contains(Scratch.directory.lastPathComponent), "\(leftovers)")
+    }
+
     @Test("On 6.0 the load check stays strict: naming the missing gcm plugin, or a one-line section, is a problem")
     func loadCheckIsStrictOnStrongSwan6() throws {
         try StrongSwanBuild.trixie.require()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvKit
 
 /// What the harness and vpnprov assume about the two strongSwan versions they prove against (the host's 5.9 and
 /// the Debian 13 tree's 6.0), checked on the daemons themselves. docs/strongswan-versions.md explains the
@@ -95,6 +96,60 @@ struct StrongSwanVersionTests {
         return "connections {\n  pq {\n    version = 2\n    proposals = \(proposal)\n" + peer + "  }\n}\n"
             + (server ? "pools {\n  p {\n    addrs = 10.9.0.0/24\n  }\n}\n" : "")
             + "secrets {\n  ike-1 {\n    secret = \(secret)\n  }\n}\n"
+    }
+
+    /// One IKE proposal per keyword vpnprov accepts (aliases included), built around it with algorithms every
+    /// build has, so that a handshake offering only that proposal tests exactly that keyword.
+    static func probeProposals() -> [(keyword: String, proposal: String)] {
+        AlgorithmTable.all.keys.sorted().compactMap { keyword in
+            let info = AlgorithmTable.all[keyword]!
+            switch info.kind {
+            case .encryption:
+                return (keyword, info.isAEAD ? "\(keyword)-prfsha256-ecp256" : "\(keyword)-sha256-ecp256")
+            case .integrity: return (keyword, "aes128-\(keyword)-ecp256")
+            case .prf: return (keyword, "aes128gcm16-\(keyword)-ecp256")
+            case .keyExchange: return (keyword, "aes128gcm16-prfsha256-\(keyword)")
+            }
+        }
+    }
+
+    @Test("Every proposal keyword the validator accepts negotiates on each proven strongSwan", arguments: StrongSwanBuild.all)
+    func everyAcceptedKeywordNegotiates(_ build: StrongSwanBuild) throws {
+        try build.require()
+        let probes = Self.probeProposals()
+        let secret = SwanctlWriter.secret("keyword probe secret, not weak 5Rq")
+        // The server offers every probe proposal in one connection; each client connection offers one.
+        var server = "connections {\n  probe {\n    version = 2\n    local_addrs = 192.0.2.1\n    pools = p\n"
+            + "    proposals = \(probes.map(\.proposal).joined(separator: ", "))\n"
+            + "    local {\n      auth = psk\n      id = srv\n    }\n    remote {\n      auth = psk\n    }\n"
+            + "    children {\n      probe {\n        local_ts = 0.0.0.0/0\n        esp_proposals = aes256gcm16\n      }\n    }\n"
+            + "  }\n}\npools {\n  p {\n    addrs = 10.9.0.0/24\n  }\n}\n"
+        server += "secrets {\n  ike-1 {\n    secret = \(secret)\n  }\n}\n"
+        var client = "connections {\n"
+        for (i, probe) in probes.enumerated() {
+            client += "  p\(i) {\n    version = 2\n    remote_addrs = 192.0.2.1\n    vips = 0.0.0.0\n"
+                + "    proposals = \(probe.proposal)\n"
+                + "    local {\n      auth = psk\n      id = cli\n    }\n    remote {\n      auth = psk\n      id = srv\n    }\n"
+                + "    children {\n      p\(i) {\n        remote_ts = 198.51.100.1/32\n        esp_proposals = aes256gcm16\n      }\n    }\n  }\n"
+        }
+        client += "}\nsecrets {\n  ike-1 {\n    secret = \(secret)\n  }\n}\n"
+        let serverDir = try SwanctlDirectory.make(label: "probe-server", conf: server)
+        let clientDir = try SwanctlDirectory.make(label: "probe-client", conf: client)
+
+        let s = try TunnelScenario.start(builds: BuildPair(server: build, client: build))
+        defer { s.teardown() }
+        try s.server.loadAllCleanly(confFile: serverDir.confFile)
+        try s.client.loadAllCleanly(confFile: clientDir.confFile)
+        var failed: [String] = []
+        for (i, probe) in probes.enumerated() {
+            let result = try s.client.initiate(child: "p\(i)", ike: "p\(i)", timeout: .seconds(8))
+            if !result.succeeded {
+                let reason = result.lines.last { $0.contains("[IKE]") || $0.contains("[CFG]") }.map(String.init) ?? ""
+                failed.append("\(probe.keyword) (\(probe.proposal)): \(reason)")
+            }
+            _ = try? s.client.terminate(ike: "p\(i)", timeout: .seconds(3))
+        }
+        #expect(failed.isEmpty, "\(build) cannot negotiate:\n\(failed.joined(separator: "\n"))")
     }
 
     @Test("ML-KEM: 6.0.1 accepts ke1_mlkem768 in config and negotiates it, then cannot compute it; 5.9 rejects the keyword")

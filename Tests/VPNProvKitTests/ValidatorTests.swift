@@ -485,6 +485,13 @@ extension Inventory {
         }
         let message = Validator.validate(Fixture.good()).first { $0.code == .ikev1Build }?.message ?? ""
         #expect(message.contains("ipsec-xauth-psk needs a charon built with IKEv1") && message.contains("README"), "\(message)")
+        // The hybrid service is IKEv1 too; with both, still one warning naming both.
+        for (services, says) in [([Service.ikev2Cert, .ipsecXauthHybrid], "ipsec-xauth-hybrid needs"),
+                                 ([.ipsecXauthPSK, .ipsecXauthHybrid], "ipsec-xauth-psk and ipsec-xauth-hybrid need")] {
+            let inventory = Fixture.good().with { $0.nodes[0].services = services }
+            let found = Validator.validate(inventory).filter { $0.code == .ikev1Build }
+            #expect(found.count == 1 && found[0].message.contains(says), "\(found.map(\.message))")
+        }
         // A node without it: no such warning.
         let withoutIKEv1 = Fixture.good().with { $0.nodes[0].services = [.ikev2Cert, .ikev2EAP, .ikev2PSK, .ikev2PSKEAP] }
         #expect(Fixture.found(withoutIKEv1, keeping: [.ikev1Build]).filter { $0.code == .ikev1Build }.isEmpty)

@@ -262,9 +262,10 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
   swanctl --load-all
 
 {{#ikev1}}
-ipsec-xauth-psk is IKEv1: this server's charon must be built with IKEv1, which strongSwan's own
-build lets distributions leave out (--disable-ikev1; newer releases are reported to make that the
-default). Debian 12 (strongSwan 5.9.8) and Debian 13 (6.0.1) include it. To check, as root:
+The IPSec services (ipsec-xauth-psk, ipsec-xauth-hybrid) are IKEv1: this server's charon must be
+built with IKEv1, which strongSwan's own build lets distributions leave out (--disable-ikev1; newer
+releases are reported to make that the default). Debian 12 (strongSwan 5.9.8) and Debian 13 (6.0.1)
+include it. To check, as root:
 
   swanctl --version --daemon    the running charon's version
   swanctl --stats               "loaded plugins:" must list xauth-generic (strongSwan builds it

@@ -15,6 +15,24 @@ struct GeneratedTunnelTests {
         var covered: Set<String> = []
         /// Handshakes per client kind.
         var byKind: [String: Int] = [:]
+        var kinds: String { byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
+    }
+
+    /// The matrix tests' lines, so whichever finishes last prints one line with both versions' counts.
+    final class MatrixSummary: @unchecked Sendable {
+        static let shared = MatrixSummary()
+        private let lock = NSLock()
+        private var lines: [String: String] = [:]
+
+        func record(_ build: String, _ line: String) {
+            lock.lock()
+            lines[build] = line
+            let all = lines
+            lock.unlock()
+            if StrongSwanBuild.all.allSatisfy({ all[$0.name] != nil }) {
+                print("e2e summary: " + StrongSwanBuild.all.compactMap { all[$0.name] }.joined(separator: " | "))
+            }
+        }
     }
 
     /// What strongSwan must have negotiated / been configured with for an inventory's proposals.
@@ -34,45 +52,84 @@ struct GeneratedTunnelTests {
         configuredIKEv2: "configured proposals: IKE:AES_GCM_16_128/PRF_HMAC_SHA2_384/ECP_384, "
             + "IKE:AES_CBC_256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048")
 
-    @Test("Generated matrix: every client of example.yaml and the lab inventory connects; bad ones are refused")
+    /// The service × client kind combinations a full run must prove, both IKEv1 modes included.
+    static let requiredCombinations = [
+        "apple ikev2-cert ikev2-cert", "apple ikev2-eap ikev2-eap", "apple ikev2-psk ikev2-psk",
+        "apple ikev2-psk-eap ikev2-psk-eap", "apple ipsec-xauth-psk ipsec-xauth-psk-aggressive",
+        "apple ipsec-xauth-psk ipsec-xauth-psk-main",
+        "android ikev2-cert ikev2-cert", "android ikev2-eap ikev2-eap",
+        "linux ikev2-cert ikev2-cert", "linux ikev2-eap ikev2-eap", "linux ikev2-psk ikev2-psk",
+        "linux ikev2-psk-eap ikev2-psk-eap", "linux ipsec-xauth-psk ipsec-xauth-psk-aggressive",
+        "linux ipsec-xauth-psk ipsec-xauth-psk-main",
+        "windows ikev2-cert ikev2-cert", "windows ikev2-eap ikev2-eap",
+    ]
+
+    @Test("Generated matrix on strongSwan 5.9 (the host): every client of example.yaml and the lab inventory connects; bad ones are refused")
     func matrix() throws {
         try StrongSwanEnvironment.require()
-        var tally = Tally()
+        let line = try fullMatrix(.host)
+        print("e2e: \(line)")
+        MatrixSummary.shared.record(StrongSwanBuild.host.name, line)
+    }
 
+    @Test(
+        "Generated matrix on strongSwan 6.0 (Debian 13 tree) as on 5.9, and mixed pairs: 6.0 server with 5.9 clients and the reverse",
+        .strongSwan6)
+    func matrixOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        var line = try fullMatrix(.trixie)
+        // Mixed pairs: the lab inventory has every service × client kind (both IKEv1 modes), so it is the whole
+        // matrix again with the server of one version and the clients of the other.
+        for builds in [BuildPair(server: .trixie, client: .host), BuildPair(server: .host, client: .trixie)] {
+            var tally = Tally()
+            let lab = try Inventories.generateLab(label: "lab-mixed")
+            try proveAll(lab, proposals: Self.labProposals, builds: builds, tally: &tally)
+            try expectCoversEveryCombination(tally, builds)
+            line += "; \(builds): \(tally.handshakes) handshakes (\(tally.kinds))"
+        }
+        print("e2e: \(line)")
+        MatrixSummary.shared.record(StrongSwanBuild.trixie.name, line)
+    }
+
+    /// example.yaml and the lab inventory with every client, then the refusals, on one build pair; returns the
+    /// summary ("5.9.8: 60 handshakes proven (…), 5 refusals proven").
+    private func fullMatrix(_ builds: BuildPair) throws -> String {
+        var tally = Tally()
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "example")
-        try proveAll(example, proposals: Self.exampleProposals, tally: &tally)
+        try proveAll(example, proposals: Self.exampleProposals, builds: builds, tally: &tally)
 
         let lab = try Inventories.generateLab()
-        try proveAll(lab, proposals: Self.labProposals, tally: &tally)
-        try refusals(lab, tally: &tally)
+        try proveAll(lab, proposals: Self.labProposals, builds: builds, tally: &tally)
+        try refusals(lab, builds: builds, tally: &tally)
 
-        // The matrix really covered every service × client kind the SPEC has, both IKEv1 modes included.
-        let required = [
-            "apple ikev2-cert ikev2-cert", "apple ikev2-eap ikev2-eap", "apple ikev2-psk ikev2-psk",
-            "apple ikev2-psk-eap ikev2-psk-eap", "apple ipsec-xauth-psk ipsec-xauth-psk-aggressive",
-            "apple ipsec-xauth-psk ipsec-xauth-psk-main",
-            "android ikev2-cert ikev2-cert", "android ikev2-eap ikev2-eap",
-            "linux ikev2-cert ikev2-cert", "linux ikev2-eap ikev2-eap", "linux ikev2-psk ikev2-psk",
-            "linux ikev2-psk-eap ikev2-psk-eap", "linux ipsec-xauth-psk ipsec-xauth-psk-aggressive",
-            "linux ipsec-xauth-psk ipsec-xauth-psk-main",
-            "windows ikev2-cert ikev2-cert", "windows ikev2-eap ikev2-eap",
-        ]
-        for combination in required {
-            #expect(tally.covered.contains(combination), "never proven: \(combination); proven: \(tally.covered.sorted())")
+        try expectCoversEveryCombination(tally, builds)
+        return "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
+            + "\(tally.refusals) refusals proven"
+    }
+
+    private func expectCoversEveryCombination(_ tally: Tally, _ builds: BuildPair) throws {
+        for combination in Self.requiredCombinations {
+            #expect(tally.covered.contains(combination),
+                    "\(builds): never proven: \(combination); proven: \(tally.covered.sorted())")
         }
-        let kinds = tally.byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        print("e2e: \(tally.handshakes) handshakes proven (\(kinds)), \(tally.refusals) refusals proven")
     }
 
     /// Every client case of `deployment`, node by node (one server charon per node).
-    private func proveAll(_ deployment: GeneratedDeployment, proposals: ExpectedProposals, tally: inout Tally) throws {
+    private func proveAll(
+        _ deployment: GeneratedDeployment, proposals: ExpectedProposals, builds: BuildPair, tally: inout Tally
+    ) throws {
         let cases = try deployment.clientCases()
         #expect(!cases.isEmpty)
         for node in deployment.nodes {
             let nodeCases = cases.filter { $0.node == node.name }
             #expect(!nodeCases.isEmpty, "no client for node \(node.name)")
-            let nut = try NodeUnderTest.start(deployment, node: node.name)
+            let nut = try NodeUnderTest.start(deployment, node: node.name, builds: builds)
             defer { nut.teardown() }
+            // The daemons really are the versions this run claims to prove.
+            for (charon, build) in [(nut.server, builds.server), (nut.client, builds.client)] {
+                let version = try charon.swanctl(["--version", "--daemon"]).stdout
+                #expect(version.contains("strongSwan \(build.version) charon-systemd"), "\(charon.label): \(version)")
+            }
             var sawConfiguredProposals = false
             for c in nodeCases {
                 do {
@@ -99,11 +156,11 @@ struct GeneratedTunnelTests {
                     tally.byKind[c.kind.rawValue, default: 0] += 1
                     tally.covered.insert("\(c.kind.rawValue) \(c.service) \(peer)")
                 } catch {
-                    Issue.record("\(deployment.label): \(error)")
+                    Issue.record("\(deployment.label) on \(builds): \(error)")
                 }
             }
             if nodeCases.contains(where: { $0.ikeVersion == 2 }) {
-                #expect(sawConfiguredProposals, "\(node.name): server never logged \(proposals.configuredIKEv2)")
+                #expect(sawConfiguredProposals, "\(builds) \(node.name): server never logged \(proposals.configuredIKEv2)")
             }
         }
     }
@@ -123,7 +180,7 @@ struct GeneratedTunnelTests {
 
     /// Wrong PSK, wrong remote ID, a proposal the server does not offer, and a revoked certificate: each refused,
     /// and the server log says why.
-    private func refusals(_ lab: GeneratedDeployment, tally: inout Tally) throws {
+    private func refusals(_ lab: GeneratedDeployment, builds: BuildPair, tally: inout Tally) throws {
         let cases = try lab.clientCases()
         func find(_ kind: ClientCase.Kind, _ user: String, _ node: String, _ service: String) throws -> ClientCase {
             guard let c = cases.first(where: {
@@ -145,16 +202,16 @@ struct GeneratedTunnelTests {
         }
         #expect(vicBefore.count >= 4, "vic should have Apple, Android, Linux and Windows cert profiles: \(vicBefore.map(\.0))")
 
-        let nut = try NodeUnderTest.start(lab, node: "lab-v4")
+        let nut = try NodeUnderTest.start(lab, node: "lab-v4", builds: builds)
         defer { nut.teardown() }
         func expectRefused(_ label: String, _ loadable: ClientCase.Loadable, because reasons: [String]) {
             do {
                 let log = try nut.refuse(loadable, label: label)
                 let found = reasons.allSatisfy { log.contains($0) }
-                #expect(found, "\(label): refused, but the server log does not say \(reasons):\n\(log)")
+                #expect(found, "\(builds) \(label): refused, but the server log does not say \(reasons):\n\(log)")
                 if found { tally.refusals += 1 }
             } catch {
-                Issue.record("\(label): \(error)")
+                Issue.record("\(builds) \(label): \(error)")
             }
         }
 
@@ -199,8 +256,18 @@ struct GeneratedTunnelTests {
     @Test("A generated server config broken on purpose (local identity changed) refuses its clients, log says why")
     func brokenServerIdentityIsCaught() throws {
         try StrongSwanEnvironment.require()
+        try brokenServerIdentityIsCaught(.host)
+    }
+
+    @Test("strongSwan 6.0: a server config broken on purpose refuses its clients, log says why", .strongSwan6)
+    func brokenServerIdentityIsCaughtOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try brokenServerIdentityIsCaught(.trixie)
+    }
+
+    private func brokenServerIdentityIsCaught(_ builds: BuildPair) throws {
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "broken")
-        let nut = try NodeUnderTest.start(example, node: "fra-1") { conf in
+        let nut = try NodeUnderTest.start(example, node: "fra-1", builds: builds) { conf in
             conf.replacingOccurrences(of: "id = \"fra-1.vpn.example.com\"", with: "id = \"broken.vpn.example.com\"")
         }
         defer { nut.teardown() }
@@ -215,30 +282,52 @@ struct GeneratedTunnelTests {
         #expect(picks.count == 3)
         for c in picks {
             let log = try nut.refuse(try c.make(), label: c.label)
-            #expect(log.contains("no matching peer config found"), "\(c.label): server log:\n\(log)")
+            #expect(log.contains("no matching peer config found"), "\(builds) \(c.label): server log:\n\(log)")
         }
     }
 
     @Test("A node's generated strongswan.d/vpnprov.conf is needed: without it Aggressive Mode PSK is refused")
     func aggressiveModeNeedsTheGeneratedSetting() throws {
         try StrongSwanEnvironment.require()
+        try aggressiveModeNeedsTheGeneratedSetting(.host)
+    }
+
+    @Test("strongSwan 6.0: without the generated strongswan.d/vpnprov.conf Aggressive Mode PSK is refused", .strongSwan6)
+    func aggressiveModeNeedsTheGeneratedSettingOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try aggressiveModeNeedsTheGeneratedSetting(.trixie)
+    }
+
+    private func aggressiveModeNeedsTheGeneratedSetting(_ builds: BuildPair) throws {
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "no-include")
         let node = try example.node("fra-1")
         #expect(node.settingsInclude != nil, "fra-1 offers ipsec-xauth-psk with a group but has no strongswan.d snippet")
-        let nut = try NodeUnderTest.start(example, node: "fra-1", includeSettings: false)
+        let nut = try NodeUnderTest.start(example, node: "fra-1", builds: builds, includeSettings: false)
         defer { nut.teardown() }
         let cases = try example.clientCases().filter { $0.node == "fra-1" && $0.service == "ipsec-xauth-psk" }
         let picks = [cases.first { $0.kind == .apple }, cases.first { $0.kind == .linux }].compactMap { $0 }
         #expect(picks.count == 2)
         for c in picks {
             let log = try nut.refuse(try c.make(), label: c.label)
-            #expect(log.contains("Aggressive Mode PSK disabled for security reasons"), "\(c.label): server log:\n\(log)")
+            #expect(log.contains("Aggressive Mode PSK disabled for security reasons"),
+                    "\(builds) \(c.label): server log:\n\(log)")
         }
     }
 
     @Test("Every generated node loads into charon without a warning, and swanctl --list-conns shows the inventory")
     func nodesLoadCleanlyAndListAsAsked() throws {
         try StrongSwanEnvironment.require()
+        try nodesLoadCleanlyAndListAsAsked(.host)
+    }
+
+    @Test("strongSwan 6.0: every generated node loads without a warning, and --list-conns shows the inventory",
+          .strongSwan6)
+    func nodesLoadCleanlyAndListAsAskedOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try nodesLoadCleanlyAndListAsAsked(.trixie)
+    }
+
+    private func nodesLoadCleanlyAndListAsAsked(_ builds: BuildPair) throws {
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "list")
         let lab = try Inventories.generateLab(label: "lab-list")
         // What example.yaml and the lab inventory ask for, as strongSwan prints it (connection → fragments).
@@ -286,16 +375,16 @@ struct GeneratedTunnelTests {
         #expect(example.nodes.count + lab.nodes.count == expected.count, "a generated node has no expectation")
         for (deployment, name, connections) in expected {
             // start() loads with loadAllCleanly: a failed/invalid/ignored/discarded line fails here.
-            let nut = try NodeUnderTest.start(deployment, node: name)
+            let nut = try NodeUnderTest.start(deployment, node: name, builds: builds)
             defer { nut.teardown() }
             #expect(nut.serverLoad.output.contains("successfully loaded \(connections.count) connections, 0 unloaded"),
-                    "\(name): \(nut.serverLoad.output)")
+                    "\(builds) \(name): \(nut.serverLoad.output)")
             let listed = try nut.listConnections()
-            #expect(Set(listed.keys) == Set(connections.keys), "\(name): listed \(listed.keys.sorted())")
+            #expect(Set(listed.keys) == Set(connections.keys), "\(builds) \(name): listed \(listed.keys.sorted())")
             for (connection, fragments) in connections {
                 let block = listed[connection] ?? ""
                 for fragment in fragments {
-                    #expect(block.contains(fragment), "\(name) \(connection) lacks \(fragment.debugDescription):\n\(block)")
+                    #expect(block.contains(fragment), "\(builds) \(name) \(connection) lacks \(fragment.debugDescription):\n\(block)")
                 }
             }
         }

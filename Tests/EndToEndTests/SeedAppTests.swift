@@ -23,6 +23,16 @@ struct SeedAppTests {
     @Test("The seed app's code path: every fourFieldModel entry connects and pings, on an IPv4 and a DNS-name node")
     func fourFieldEntriesConnect() throws {
         try StrongSwanEnvironment.require()
+        try fourFieldEntriesConnect(.host)
+    }
+
+    @Test("The seed app's code path on strongSwan 6.0 as on 5.9", .strongSwan6)
+    func fourFieldEntriesConnectOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try fourFieldEntriesConnect(.trixie)
+    }
+
+    private func fourFieldEntriesConnect(_ builds: BuildPair) throws {
         let seed = try Inventories.generateSeed()
         let servers = try Self.catalogue(seed)
         var proven: [String] = []
@@ -31,7 +41,7 @@ struct SeedAppTests {
             let marked = entries.filter { $0["fourFieldModel"] as? Bool == true }.compactMap { $0["service"] as? String }
             #expect(Set(marked) == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid"],
                     "\(node.name): marked \(marked)")
-            let nut = try NodeUnderTest.start(seed, node: node.name)
+            let nut = try NodeUnderTest.start(seed, node: node.name, builds: builds)
             defer { nut.teardown() }
             let credentials = try Self.credentials(seed, node: node.name)
             for entry in entries {
@@ -66,13 +76,23 @@ struct SeedAppTests {
             }
         }
         // IKEv2 and IPSec, with and without PSK, on both nodes.
-        #expect(proven.count == 8, "proven: \(proven)")
-        print("e2e seed app: \(proven.count) four-field handshakes proven (\(proven.joined(separator: ", ")))")
+        #expect(proven.count == 8, "\(builds): proven: \(proven)")
+        print("e2e seed app on strongSwan \(builds): \(proven.count) four-field handshakes proven (\(proven.joined(separator: ", ")))")
     }
 
     @Test("ipsec-xauth-hybrid through the generated Apple and Linux clients; wrong XAuth password and untrusted server refused")
     func hybridThroughGeneratedClients() throws {
         try StrongSwanEnvironment.require()
+        try hybridThroughGeneratedClients(.host)
+    }
+
+    @Test("ipsec-xauth-hybrid on strongSwan 6.0 as on 5.9: generated Apple and Linux clients, refusals", .strongSwan6)
+    func hybridThroughGeneratedClientsOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try hybridThroughGeneratedClients(.trixie)
+    }
+
+    private func hybridThroughGeneratedClients(_ builds: BuildPair) throws {
         let seed = try Inventories.generateSeed(label: "seed-hybrid")
         let cases = try seed.clientCases().filter { $0.service == "ipsec-xauth-hybrid" }
         let kinds = Set(cases.map { "\($0.kind.rawValue) \($0.node)" })
@@ -82,7 +102,7 @@ struct SeedAppTests {
         do {
             // A server certificate the device does not trust: the profile's root payload is another CA. First, on a
             // fresh client daemon (loaded CA certificates stay loaded for later clients).
-            let nut = try NodeUnderTest.start(seed, node: "seed-v4")
+            let nut = try NodeUnderTest.start(seed, node: "seed-v4", builds: builds)
             defer { nut.teardown() }
             let other = try TestPKI.make(name: "Somebody Else's CA", keyType: "rsa")
             let others = try apple.appleOthers.map { p -> [String: Any] in
@@ -98,7 +118,7 @@ struct SeedAppTests {
             #expect(clientLog.contains("no trusted RSA public key found for '192.0.2.1'"), "client log:\n\(clientLog)")
         }
         for node in seed.nodes {
-            let nut = try NodeUnderTest.start(seed, node: node.name)
+            let nut = try NodeUnderTest.start(seed, node: node.name, builds: builds)
             defer { nut.teardown() }
             for c in cases where c.node == node.name {
                 let proof = try nut.prove(try c.make(), label: c.label, ikeVersion: 1)
@@ -107,7 +127,7 @@ struct SeedAppTests {
             }
         }
 
-        let nut = try NodeUnderTest.start(seed, node: "seed-v4")
+        let nut = try NodeUnderTest.start(seed, node: "seed-v4", builds: builds)
         defer { nut.teardown() }
         // Wrong XAuth password.
         var payload = try #require(apple.applePayload)
@@ -123,6 +143,16 @@ struct SeedAppTests {
     @Test("IKEv1 connection order: with the hybrid connection first or last, PSK-XAuth and hybrid clients reach their own")
     func ikev1OrderDoesNotDecide() throws {
         try StrongSwanEnvironment.require()
+        try ikev1OrderDoesNotDecide(.host)
+    }
+
+    @Test("IKEv1 connection order on strongSwan 6.0 as on 5.9: it does not decide", .strongSwan6)
+    func ikev1OrderDoesNotDecideOnStrongSwan6() throws {
+        try BuildPair.trixie.require()
+        try ikev1OrderDoesNotDecide(.trixie)
+    }
+
+    private func ikev1OrderDoesNotDecide(_ builds: BuildPair) throws {
         let seed = try Inventories.generateSeed(label: "seed-order")
         // seed-v4 has a group (PSK-XAuth in Aggressive Mode, like hybrid), seed-dns none (PSK-XAuth in Main Mode).
         let expected: [String: Set<String>] = [
@@ -145,7 +175,7 @@ struct SeedAppTests {
             let cases = try seed.clientCases().filter { $0.node == node && $0.service.hasPrefix("ipsec") }
             #expect(Set(cases.map { "\($0.kind.rawValue) \($0.service)" }) == kinds, "\(node)")
             for (order, edit) in [("hybrid last", nil), ("hybrid first", hybridFirst)] as [(String, ((String) -> String)?)] {
-                let nut = try NodeUnderTest.start(seed, node: node, editConf: edit)
+                let nut = try NodeUnderTest.start(seed, node: node, builds: builds, editConf: edit)
                 defer { nut.teardown() }
                 let names = try GeneratedDeployment.connectionNames(inFile: nut.node.confFile).filter { $0.hasPrefix("ipsec") }
                 let hybridIndex = try #require(names.firstIndex(of: "ipsec-xauth-hybrid-aggressive"))

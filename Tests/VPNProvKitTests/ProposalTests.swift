@@ -31,6 +31,46 @@ import Testing
         }
     }
 
+    /// Debian 13's strongSwan 6.0.1 loads `ke1_mlkem768`, selects it, then fails the exchange ("negotiated key
+    /// exchange method ML_KEM_768 not supported"; measured in StrongSwanVersionTests), and 5.9 has no such keyword:
+    /// no proven server computes ML-KEM, so the validator must not accept it, in any spelling or position.
+    @Test(arguments: [
+        ("aes256gcm16-prfsha256-ecp256-ke1_mlkem768", Proposal.Purpose.ike, "ke1_mlkem768"),
+        ("aes256gcm16-prfsha256-mlkem768", .ike, "mlkem768"),
+        ("aes256gcm16-prfsha256-ecp384-ke1_mlkem1024", .ike, "ke1_mlkem1024"),
+        ("aes256gcm16-prfsha256-x25519-ke2_mlkem512", .ike, "ke2_mlkem512"),
+        ("aes256-sha256-ecp256-ke1_ecp384", .ike, "ke1_ecp384"),
+        ("aes256gcm16-ecp256-ke1_mlkem768", .esp, "ke1_mlkem768"),
+    ])
+    func refusesPostQuantumAndAdditionalKeyExchanges(text: String, purpose: Proposal.Purpose, token: String) {
+        do {
+            _ = try Proposal.parse(text, purpose: purpose)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.message.contains("'\(token)'") && error.message.contains("not supported"), "\(error.message)")
+        }
+    }
+
+    /// XCBC and CMAC come from plugins a server installed with the node README's packages does not have
+    /// (StrongSwanVersionTests' keyword probe: "key derivation failed" on both 5.9 and 6.0 without them).
+    @Test(arguments: ["aes128-aesxcbc-ecp256", "aes128-aescmac-ecp256", "aes128gcm16-prfaesxcbc-ecp256",
+                      "aes128gcm16-prfaescmac-ecp256"])
+    func refusesKeywordsNoProvenServerComputes(text: String) {
+        do {
+            _ = try Proposal.parse(text, purpose: .ike)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.message.contains("libstrongswan-extra-plugins"), "\(error.message)")
+        }
+        #expect(AlgorithmTable.notOffered.keys.allSatisfy { AlgorithmTable.all[$0] == nil })
+    }
+
+    @Test func acceptedKeywordsNameNoAdditionalKeyExchange() {
+        let offending = AlgorithmTable.all.keys.filter { AlgorithmTable.isAdditionalKeyExchange($0) }
+        #expect(offending.isEmpty, "\(offending.sorted())")
+        #expect(!AlgorithmTable.isAdditionalKeyExchange("ecp256") && !AlgorithmTable.isAdditionalKeyExchange("keyid"))
+    }
+
     @Test func appleParametersRoundTripToTheServerProposal() throws {
         let ike = try Proposal.parse("aes256gcm16-prfsha256-ecp256", purpose: .ike)
         let params = try #require(AppleSAParameters.first(in: ike))

@@ -72,7 +72,7 @@ enum Fixture {
             ])
     }
 
-    static let byDesign: Set<RuleCode> = [.weakPSKService, .ikev1Aggressive, .ikev1Service]
+    static let byDesign: Set<RuleCode> = [.weakPSKService, .ikev1Aggressive, .ikev1Service, .ikev1Build]
 
     /// (code, line, column) of every diagnostic except the weak-by-design service warnings.
     static func found(_ inventory: Inventory, keeping keep: Set<RuleCode> = []) -> [Found] {
@@ -115,7 +115,8 @@ extension Inventory {
         let all = Validator.validate(Fixture.good())
         #expect(!all.hasErrors)
         #expect(all.map { F($0.code, $0.location!.line, $0.location!.column, $0.severity) } == [
-            F(.ikev1Aggressive, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning),
+            F(.ikev1Aggressive, 25, 14, .warning), F(.ikev1Build, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning),
+            F(.weakPSKService, 25, 14, .warning),
         ])
         #expect(all.filter { $0.code == .weakPSKService }.map(\.message).allSatisfy { $0.hasPrefix("node 'fra-1': ikev2-psk") })
     }
@@ -304,6 +305,15 @@ extension Inventory {
         #expect(weak?.message == "node 'ams-1': IKE proposal '3des-sha1-modp1024' uses weak algorithms (3des, sha1, modp1024); remove them or set proposals.allow_weak: true")
     }
 
+    @Test func postQuantumKeyExchangeIsAnInvalidProposal() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].proposals = Proposals(ike: ["aes256gcm16-prfsha256-ecp256-ke1_mlkem768"], esp: ["aes256gcm16"])
+        }
+        #expect(Fixture.found(inventory) == [F(.invalidProposal, 48, 14)])
+        let message = Validator.validate(inventory).first { $0.code == .invalidProposal }?.message ?? ""
+        #expect(message.contains("'ke1_mlkem768'") && message.contains("not supported"), "\(message)")
+    }
+
     @Test func weakProposalsAllowedAreWarnings() {
         let inventory = Fixture.good().with {
             $0.nodes[1].proposals = Proposals(ike: ["aes128-sha1-modp2048"], esp: ["aes128-sha1"], allowWeak: true)
@@ -464,7 +474,27 @@ extension Inventory {
     @Test func weakByDesignServicesWarnOncePerNodeAndService() {
         let inventory = Fixture.good().with { $0.nodes[0].group = nil }
         let found = Fixture.found(inventory, keeping: Fixture.byDesign)
-        #expect(found == [F(.ikev1Service, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning)])
+        #expect(found == [F(.ikev1Build, 25, 14, .warning), F(.ikev1Service, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning)])
+    }
+
+    @Test func ipsecXauthPSKWarnsThatItNeedsACharonWithIKEv1() {
+        // Once per node offering ipsec-xauth-psk, at its services, in main and aggressive mode alike.
+        for group in [nil, "acme"] as [String?] {
+            let inventory = Fixture.good().with { $0.nodes[0].group = group }
+            #expect(Fixture.found(inventory, keeping: [.ikev1Build]) == [F(.ikev1Build, 25, 14, .warning)])
+        }
+        let message = Validator.validate(Fixture.good()).first { $0.code == .ikev1Build }?.message ?? ""
+        #expect(message.contains("ipsec-xauth-psk needs a charon built with IKEv1") && message.contains("README"), "\(message)")
+        // The hybrid service is IKEv1 too; with both, still one warning naming both.
+        for (services, says) in [([Service.ikev2Cert, .ipsecXauthHybrid], "ipsec-xauth-hybrid needs"),
+                                 ([.ipsecXauthPSK, .ipsecXauthHybrid], "ipsec-xauth-psk and ipsec-xauth-hybrid need")] {
+            let inventory = Fixture.good().with { $0.nodes[0].services = services }
+            let found = Validator.validate(inventory).filter { $0.code == .ikev1Build }
+            #expect(found.count == 1 && found[0].message.contains(says), "\(found.map(\.message))")
+        }
+        // A node without it: no such warning.
+        let withoutIKEv1 = Fixture.good().with { $0.nodes[0].services = [.ikev2Cert, .ikev2EAP, .ikev2PSK, .ikev2PSKEAP] }
+        #expect(Fixture.found(withoutIKEv1, keeping: [.ikev1Build]).filter { $0.code == .ikev1Build }.isEmpty)
     }
 
     @Test func passwordServicesNeedAPassword() {

@@ -46,10 +46,10 @@ public enum AlgorithmTable {
             enc("blowfish128", weak: true), enc("cast128", weak: true), enc("null", weak: true),
             integ("sha1", weak: true, apple: "SHA1-96"), integ("sha256", apple: "SHA2-256"),
             integ("sha384", apple: "SHA2-384"), integ("sha512", apple: "SHA2-512"),
-            integ("md5", weak: true), integ("aesxcbc"), integ("aescmac"),
+            integ("md5", weak: true),
             prf("prfsha1", weak: true, apple: "SHA1-96"), prf("prfsha256", apple: "SHA2-256"),
             prf("prfsha384", apple: "SHA2-384"), prf("prfsha512", apple: "SHA2-512"),
-            prf("prfmd5", weak: true), prf("prfaesxcbc"), prf("prfaescmac"),
+            prf("prfmd5", weak: true),
             ke("modp768", 1, weak: true), ke("modp1024", 2, weak: true), ke("modp1536", 5, weak: true),
             ke("modp2048", 14, apple: true), ke("modp3072", 15, apple: true), ke("modp4096", 16, apple: true),
             ke("modp6144", 17, apple: true), ke("modp8192", 18, apple: true),
@@ -68,6 +68,30 @@ public enum AlgorithmTable {
         for (alias, target) in aliases { table[alias] = table[target] }
         return table
     }()
+
+    /// strongSwan keywords left out of `all` because a server installed as the node README says (charon-systemd,
+    /// strongswan-swanctl, libcharon-extra-plugins) may lack the plugin that computes them: Debian 13 ships xcbc,
+    /// and Debian 12 and 13 ship cmac, only in libstrongswan-extra-plugins, and without the plugin charon
+    /// negotiates the keyword and then fails with "key derivation failed" (measured on 5.9.8 and 6.0.1). Each maps
+    /// to the reason the validator gives.
+    public static let notOffered: [String: String] = {
+        let xcbc = "needs strongSwan's xcbc plugin, which Debian 13 ships only in libstrongswan-extra-plugins"
+        let cmac = "needs strongSwan's cmac plugin, which Debian ships only in libstrongswan-extra-plugins"
+        return ["aesxcbc": xcbc, "prfaesxcbc": xcbc, "aescmac": cmac, "prfaescmac": cmac]
+    }()
+
+    /// Additional key exchanges of strongSwan 6 (RFC 9370 `ke1_`…`ke7_` prefixes) and ML-KEM: deliberately not in
+    /// `all`. No strongSwan vpnprov is proven against computes ML-KEM (5.9 has no such keyword; Debian 13's 6.0.1
+    /// negotiates it and then fails with "negotiated key exchange method ML_KEM_768 not supported"), so offering
+    /// it would break every client that accepts it (docs/strongswan-versions.md).
+    public static func isAdditionalKeyExchange(_ token: String) -> Bool {
+        let t = token.lowercased()
+        if t.contains("mlkem") || t.contains("ml_kem") { return true }
+        guard t.count > 4, t.hasPrefix("ke"), let digit = t.dropFirst(2).first, ("1"..."7").contains(digit) else {
+            return false
+        }
+        return t.dropFirst(3).first == "_"
+    }
 
     /// `none`/`modpnone`: makes a DH group optional in ESP proposals (PFS on rekey).
     public static let noGroupKeywords: Set<String> = ["none", "modpnone"]
@@ -118,6 +142,14 @@ public struct Proposal: Sendable, Hashable, CustomStringConvertible {
                 continue
             }
             guard let info = AlgorithmTable.all[token] else {
+                if AlgorithmTable.isAdditionalKeyExchange(token) {
+                    throw ProposalError(message: "'\(token)' in '\(text)': post-quantum/additional key exchanges are "
+                        + "not supported (strongSwan 5.9 rejects them; Debian 13's 6.0.1 accepts ML-KEM in config, "
+                        + "then fails every handshake that selects it)")
+                }
+                if let reason = AlgorithmTable.notOffered[token] {
+                    throw ProposalError(message: "'\(token)' in '\(text)' is not supported: it \(reason)")
+                }
                 throw ProposalError(message: "unknown algorithm '\(token)' in '\(text)'")
             }
             switch info.kind {

@@ -82,6 +82,7 @@ public enum ServerRenderer {
             "connections": .list(
                 plan.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
             "daemon_settings": .bool(daemonSettings),
+            "ikev1": .bool(node.services.contains(.ipsecXauthPSK) || node.services.contains(.ipsecXauthHybrid)),
         ])
         files.append(OutputFile(path: "\(dir)/README", text: readme))
 

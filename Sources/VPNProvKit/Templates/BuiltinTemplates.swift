@@ -261,6 +261,20 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
 {{/daemon_settings}}
   swanctl --load-all
 
+{{#ikev1}}
+The IPSec services (ipsec-xauth-psk, ipsec-xauth-hybrid) are IKEv1: this server's charon must be
+built with IKEv1, which strongSwan's own build lets distributions leave out (--disable-ikev1; newer
+releases are reported to make that the default). Debian 12 (strongSwan 5.9.8) and Debian 13 (6.0.1)
+include it. To check, as root:
+
+  swanctl --version --daemon    the running charon's version
+  swanctl --stats               "loaded plugins:" must list xauth-generic (strongSwan builds it
+                                by default only together with IKEv1)
+
+A charon without IKEv1 refuses every IKEv1 client, logging "received unsupported IKE version 1.0
+from <address>, sending INVALID_MAJOR_VERSION".
+
+{{/ikev1}}
 swanctl.conf replaces the distribution's default; like it, it includes conf.d/*.conf.
 Files that vpnprov no longer writes (an old user's secret, a removed node's certificate) are not
 removed by copying: remove them by hand or deploy into an empty /etc/swanctl.

@@ -95,6 +95,9 @@ extension RuleCode {
     /// ipsec-xauth-hybrid on a node whose identity is not an IP address: Apple devices check the
     /// hybrid server against the address they dial, so they get no profile for it.
     public static let hybridAppleIdentity = RuleCode("hybrid-apple-identity")
+    /// ipsec-xauth-psk / ipsec-xauth-hybrid: the node's charon must be built with IKEv1 (default builds from strongSwan 6.1 on
+    /// reportedly leave it out; docs/strongswan-versions.md).
+    public static let ikev1Build = RuleCode("ikev1-build")
 
     // Catalogue.
     public static let invalidCountry = RuleCode("invalid-country")

@@ -5,7 +5,9 @@
 // of the user's devices can use (Android only speaks ikev2-eap and ikev2-cert); revoked users are
 // exempt from needs and usability checks. Weak-by-design services warn once per node and service:
 // ikev2-psk / ikev2-psk-eap `weak-psk-service`; ipsec-xauth-psk `ikev1-aggressive` with a group
-// (aggressive mode), else `ikev1-service` (main mode). A group name becomes `keyid:<group>` on the
+// (aggressive mode), else `ikev1-service` (main mode); `ikev1-build` once per node with an IKEv1 service
+// (ipsec-xauth-psk, ipsec-xauth-hybrid: the server's charon must have been built with IKEv1, which newer
+// strongSwan releases reportedly leave out by default). A group name becomes `keyid:<group>` on the
 // server and Apple's LocalIdentifier: 1...64 printable ASCII characters without space, '"' or '\',
 // not starting with '#' (strongSwan would read hex) or '%', and not ending in "hybrid" (Apple would
 // switch to hybrid authentication).
@@ -109,6 +111,13 @@ enum ServiceRules {
             case .ikev2Cert, .ikev2EAP:
                 break
             }
+        }
+        let ikev1 = Service.allCases.filter { seen.contains($0) && $0.rawValue.hasPrefix("ipsec-") }
+        if !ikev1.isEmpty {
+            let names = ikev1.map(\.rawValue).joined(separator: " and ")
+            d.append(.warning(.ikev1Build,
+                "\(owner): \(names) \(ikev1.count == 1 ? "needs" : "need") a charon built with IKEv1, which strongSwan 6.1 and later reportedly leave out of default builds (the node's README says how to check)",
+                at: servicesLocation))
         }
         if let country = node.country, let p = CountryCodes.problem(country) {
             d.append(.error(.invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)", at: node.location(of: "country")))

@@ -5,25 +5,16 @@ import Glibc
 #endif
 
 /// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
-/// log file in its own run directory. `swanctl` calls made through it talk to this daemon only.
+/// log file in its own run directory. `swanctl` calls made through it talk to this daemon only, with the
+/// `swanctl` of the same strongSwan build (`StrongSwanBuild`: the host's 5.9 or the Debian 13 tree's 6.0).
 ///
 ///     let server = try Charon.start(in: pair.serverNamespace, label: "server",
 ///                                   settingsIncludes: [generatedDir + "/strongswan.d/vpnprov.conf"])
 ///     defer { server.stop() }
 ///     try server.loadAllCleanly(confFile: generatedDir + "/swanctl/swanctl.conf")
 final class Charon: @unchecked Sendable {
-    /// Plugins charon loads (Debian 12 packages). `des` and `curve25519` are not packaged as plugins there
-    /// (openssl provides both); naming them only produces "failed to load" noise.
-    static let charonPlugins = """
-        random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 revocation constraints pubkey sha1 sha2 md5 hmac kdf \
-        gmp aes gcm kernel-libipsec kernel-netlink socket-default vici updown eap-identity eap-mschapv2 eap-md5 \
-        xauth-generic attr
-        """
-    /// Plugins swanctl loads to parse credentials (its default is "all compiled in", which prints
-    /// "failed to load" lines for plugins Debian does not ship). rc2 opens `openssl pkcs12 -legacy` cert bags.
-    static let swanctlPlugins = "random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 pubkey sha1 sha2 md5 hmac aes gcm rc2 gmp"
-
     let namespace: String
+    let build: StrongSwanBuild
     let label: String
     let runDirectory: URL
     let settingsPath: String
@@ -36,8 +27,9 @@ final class Charon: @unchecked Sendable {
     var pid: Int32 { process.processIdentifier }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
 
-    private init(namespace: String, label: String, runDirectory: URL, process: Process) {
+    private init(namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: Process) {
         self.namespace = namespace
+        self.build = build
         self.label = label
         self.runDirectory = runDirectory
         self.settingsPath = runDirectory.appendingPathComponent("strongswan.conf").path
@@ -51,19 +43,24 @@ final class Charon: @unchecked Sendable {
     ///   - settingsIncludes: strongswan.conf snippets to `include` at top level (e.g. a node's generated
     ///     `strongswan.d/vpnprov.conf`); absolute paths.
     ///   - extraSettings: more strongswan.conf text appended verbatim.
+    ///   - build: which strongSwan runs (the host's by default).
     static func start(
         in namespace: String,
+        build: StrongSwanBuild = .host,
         label: String,
         settingsIncludes: [String] = [],
         extraSettings: String = "",
         timeout: Duration = .seconds(15)
     ) throws -> Charon {
+        try build.require()
         let dir = try Scratch.makeDirectory("charon-\(label)")
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
-        // `ip netns exec` execs charon in place: the pid we hold is charon's.
-        process.arguments = ["netns", "exec", namespace, StrongSwanEnvironment.charonPath]
-        let charon = Charon(namespace: namespace, label: label, runDirectory: dir, process: process)
+        // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec charon in place: the pid we hold is
+        // charon's, so stopping it also ends the mount namespace of a tree build.
+        let (executable, arguments) = build.command(in: namespace, StrongSwanBuild.charonPath, [])
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
         try charon.writeSettings(includes: settingsIncludes, extra: extraSettings)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
@@ -85,7 +82,7 @@ final class Charon: @unchecked Sendable {
                 let log = charon.log
                 charon.stop()
                 throw HarnessError(
-                    "charon (\(label)) did not open \(charon.socketPath): "
+                    "charon (\(label), \(build)) did not open \(charon.socketPath): "
                         + (process.isRunning ? "timeout" : "exited") + "\n\(out)\n\(log)")
             }
             usleep(5_000)
@@ -97,7 +94,7 @@ final class Charon: @unchecked Sendable {
         var text = """
             # written by the vpnprov end-to-end harness
             charon-systemd {
-              load = \(Self.charonPlugins)
+              load = \(build.charonPlugins)
               plugins {
                 vici {
                   socket = unix://\(socketPath)
@@ -123,7 +120,7 @@ final class Charon: @unchecked Sendable {
             }
             swanctl {
               socket = unix://\(socketPath)
-              load = \(Self.swanctlPlugins)
+              load = \(build.swanctlPlugins)
             }
 
             """
@@ -151,9 +148,13 @@ final class Charon: @unchecked Sendable {
 
     // MARK: swanctl
 
-    /// Runs `swanctl <arguments>` against this daemon.
+    /// Runs `swanctl <arguments>` (of the daemon's build, in the daemon's namespace) against this daemon.
     func swanctl(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
-        try Command.run(StrongSwanEnvironment.swanctlPath, arguments, environment: environment, timeout: timeout)
+        if build.root == nil {
+            return try Command.run(StrongSwanBuild.swanctlPath, arguments, environment: environment, timeout: timeout)
+        }
+        let (executable, args) = build.command(in: namespace, StrongSwanBuild.swanctlPath, arguments)
+        return try Command.run(executable, args, environment: environment, timeout: timeout)
     }
 
     /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).

@@ -15,11 +15,12 @@ final class NodeUnderTest: @unchecked Sendable {
     /// Starts both daemons; the server loads the node cleanly (any failed/invalid/ignored/discarded line throws).
     /// `includeSettings: false` leaves out the node's strongswan.d snippet (to prove it is needed).
     static func start(
-        _ deployment: GeneratedDeployment, node name: String, includeSettings: Bool = true,
+        _ deployment: GeneratedDeployment, node name: String, builds: BuildPair = .host, includeSettings: Bool = true,
         editConf: ((String) -> String)? = nil
     ) throws -> NodeUnderTest {
         let node = try deployment.node(name)
         let scenario = try TunnelScenario.start(
+            builds: builds,
             serverSettingsIncludes: includeSettings ? node.settingsInclude.map { [$0] } ?? [] : [],
             clientHosts: deployment.clientHosts, extraServerAddresses: deployment.extraServerAddresses)
         do {

@@ -23,6 +23,7 @@ final class TunnelScenario: @unchecked Sendable {
     }
 
     static func start(
+        builds: BuildPair = .host,
         serverSettingsIncludes: [String] = [],
         serverExtraSettings: String = "",
         clientSettingsIncludes: [String] = [],
@@ -33,11 +34,11 @@ final class TunnelScenario: @unchecked Sendable {
         let pair = try NetworkPair.create(clientHosts: clientHosts, extraServerAddresses: extraServerAddresses)
         do {
             let server = try Charon.start(
-                in: pair.serverNamespace, label: "server",
+                in: pair.serverNamespace, build: builds.server, label: "server",
                 settingsIncludes: serverSettingsIncludes, extraSettings: serverExtraSettings)
             do {
                 let client = try Charon.start(
-                    in: pair.clientNamespace, label: "client",
+                    in: pair.clientNamespace, build: builds.client, label: "client",
                     settingsIncludes: clientSettingsIncludes, extraSettings: clientExtraSettings)
                 return TunnelScenario(pair: pair, server: server, client: client)
             } catch {
@@ -88,5 +89,25 @@ final class TunnelScenario: @unchecked Sendable {
             throw HarnessError("no \(ipv6 ? "IPv6" : "IPv4") virtual IP in \(tunnel.virtualIPs)")
         }
         return try pair.pingServerThroughTunnel(source: source)
+    }
+}
+
+/// Which strongSwan build runs the server and which the client of a scenario.
+struct BuildPair: Sendable, Hashable, CustomStringConvertible {
+    var server: StrongSwanBuild
+    var client: StrongSwanBuild
+
+    static let host = BuildPair(server: .host, client: .host)
+    static let trixie = BuildPair(server: .trixie, client: .trixie)
+
+    var isMixed: Bool { server != client }
+    /// "5.9.8" or "6.0.1 server, 5.9.8 client".
+    var description: String {
+        isMixed ? "\(server.version) server, \(client.version) client" : server.version
+    }
+
+    func require() throws {
+        try server.require()
+        try client.require()
     }
 }

@@ -344,7 +344,10 @@ extension OutputTree {
                     report.stale.append(change.path)
                 }
             }
-            report.unexpected = present.subtracting(seen).sorted()
+            let previous = readManifest(root)
+            for path in present.subtracting(seen).sorted() {
+                if previous.contains(path) { report.unexpected.append(path) } else { report.untracked.append(path) }
+            }
             return report
         }
     }

@@ -135,7 +135,7 @@ public enum CommandLineTool {
                 code = report(error, context.console)
                 context.output.collect(error)
             }
-            context.output.finish(ok: code == ExitCode.success)
+            context.output.finish(exitCode: code)
             return code
         }
     }

@@ -129,9 +129,10 @@ public final class CommandOutput: @unchecked Sendable {
         body[key] = AnyEncodable(value)
     }
 
-    /// Prints the document (json, sarif) once; later calls do nothing. `ok` is false when the
-    /// command fails (exit status other than 0).
-    public func finish(ok: Bool) {
+    /// Prints the document (json, sarif) once; later calls do nothing. `ok` is true for exit
+    /// status 0; SARIF's `executionSuccessful` also for 1 (the run worked and found problems).
+    public func finish(exitCode: Int32) {
+        let ok = exitCode == ExitCode.success
         lock.lock()
         if finished {
             lock.unlock()
@@ -148,7 +149,9 @@ public final class CommandOutput: @unchecked Sendable {
         case .json:
             console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
         case .sarif:
-            console.out(Self.encode(SARIFLog(diagnostics: diagnostics + sarifResults, command: command, ok: ok, primaryFile: primaryFile)))
+            console.out(Self.encode(SARIFLog(
+                diagnostics: diagnostics + sarifResults, command: command,
+                executionSuccessful: exitCode == ExitCode.success || exitCode == ExitCode.failure, primaryFile: primaryFile)))
         }
     }
 

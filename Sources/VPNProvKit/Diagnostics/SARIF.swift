@@ -5,7 +5,8 @@
 struct SARIFLog: Encodable {
     var diagnostics: [Diagnostic]
     var command: String
-    var ok: Bool
+    /// The run itself worked (findings or not): exit status 0 or 1.
+    var executionSuccessful: Bool
     /// Where a finding without a place in a file is shown (code scanning wants a location for every
     /// result): the inventory the command read.
     var primaryFile: String?
@@ -48,7 +49,7 @@ struct SARIFLog: Encodable {
         }
         return Run(
             tool: .init(driver: .init(rules: rules)),
-            invocations: [.init(executionSuccessful: ok, commandLine: "vpnprov \(command)")],
+            invocations: [.init(executionSuccessful: executionSuccessful, commandLine: "vpnprov \(command)")],
             results: results)
     }
 

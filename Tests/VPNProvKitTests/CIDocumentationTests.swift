@@ -183,7 +183,7 @@ import VPNProvYAML
         // A request: the gate passes (warnings only) and leaves SARIF logs that match the schema.
         _ = try sandbox.run(gateJob)
         let logs = ["vpnprov-validate.sarif", "vpnprov-check.sarif"].map { sandbox.repo + "/" + $0 }
-        let (status, report) = try MachineOutputTests().checkSARIF(logs)
+        let (status, report) = try MachineOutputTests().checkOutput("sarif", logs)
         #expect(status == 0, "\(report)")
         #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"uri\" : \"inventory/vpn.yaml\""))
 

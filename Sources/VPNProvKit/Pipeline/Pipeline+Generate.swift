@@ -127,7 +127,8 @@ extension Pipeline {
             guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true) else {
                 return ExitCode.failure
             }
-            return try commitAndWrite(built, options: generate, output: output) ? ExitCode.success : ExitCode.failure
+            return try commitAndWrite(built, options: generate, output: output, earlierChanges: result.changes)
+                ? ExitCode.success : ExitCode.failure
         }
     }
 }

@@ -10,19 +10,25 @@ extension Pipeline {
 
     /// Renders and checks, then the state, then the output tree, then the summary. False when the
     /// consistency check failed (reported; nothing written).
-    static func commitAndWrite(_ built: Built, options: GenerateOptions, output: CommandOutput) throws -> Bool {
+    /// `earlierChanges`: state changes this command made before (revoke's), for the summary.
+    static func commitAndWrite(
+        _ built: Built, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+    ) throws -> Bool {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
         OutputLocation.record(options)
-        report(built, written, options: options, output: output)
+        report(built, written, options: options, output: output, earlierChanges: earlierChanges)
         return true
     }
 
     /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
     /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
-    static func report(_ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput) {
-        let summary = RunSummary(built.prepared, written, out: display(options.outDirectory, options))
+    static func report(
+        _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+    ) {
+        let summary = RunSummary(
+            built.prepared, written, out: display(options.outDirectory, options), changes: earlierChanges + built.prepared.changes)
         output.set("summary", summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         output.info(
@@ -145,7 +151,7 @@ struct RunSummary: Encodable {
     var certificates: Certificates
     var next: Next
 
-    init(_ prepared: PrepareResult, _ written: WriteSummary, out: String) {
+    init(_ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange]) {
         self.out = out
         let inventory = prepared.inventory
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
@@ -170,7 +176,7 @@ struct RunSummary: Encodable {
             written: written.written.count, unchanged: written.unchanged.count, removed: written.removed.count,
             writtenPaths: written.written.sorted(), removedPaths: written.removed.sorted())
         var certificates = Certificates()
-        state = prepared.changes.map { change in
+        state = changes.map { change in
             let (holder, name): (String, String?) = {
                 switch change.holder {
                 case .ca: return ("ca", nil)

@@ -106,9 +106,11 @@ public final class CommandOutput: @unchecked Sendable {
 
     /// The command's own text result (the `validate` ok line, `check`'s drift list, `init`'s next
     /// step): standard output in text format, standard error when standard output holds a document.
-    public func result(_ text: String) {
+    /// With --quiet only a `failing` result is printed (`check`'s drift list: why it fails).
+    public func result(_ text: String, failing: Bool = false) {
+        if quiet && !failing { return }
         if isMachineReadable {
-            if !quiet { console.err(text) }
+            console.err(text)
         } else {
             console.out(text)
         }

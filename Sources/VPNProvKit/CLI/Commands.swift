@@ -99,7 +99,11 @@ struct ValidateCommand: Command {
         if let inventory = loaded.inventory {
             let n = inventory.nodes.count, u = inventory.users.count
             context.output.set("inventory", ValidatedInventory(file: display, nodes: n, users: u, secretsChecked: secrets))
-            context.output.result("\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s"))\n")
+            // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
+            // "generate will find them".
+            let external = Pipeline.externalSecrets(inventory).count
+            let unresolved = secrets || external == 0 ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
+            context.output.result("\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(unresolved))\n")
         }
         return ExitCode.success
     }

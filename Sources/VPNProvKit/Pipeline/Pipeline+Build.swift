@@ -150,32 +150,48 @@ extension Pipeline {
             }
             return nil
         }
-        for node in inventory.nodes where node.services.contains(where: \.needsPSK) {
-            guard let source = node.psk else { continue }
-            switch source {
-            case .env, .file: psks[node.name] = resolve(source, "node '\(node.name)' psk", node.location(of: "psk"))
-            default: continue
-            }
-        }
-        for user in inventory.users where !user.revoked {
-            guard let source = user.password else { continue }
-            switch source {
-            case .env, .file: passwords[user.name] = resolve(source, "user '\(user.name)' password", user.location(of: "password"))
-            default: continue
+        for secret in externalSecrets(inventory) {
+            let value = resolve(secret.source, secret.what, secret.location)
+            switch secret.owner {
+            case .node(let name): psks[name] = value
+            case .user(let name): passwords[name] = value
             }
         }
         return out + secretStrength(inventory, psks: psks, passwords: passwords)
     }
 
+    /// An env:/file: secret a run reads: its owner, how messages name it, where it is written.
+    struct ExternalSecret {
+        enum Owner {
+            case node(String)
+            case user(String)
+        }
+        var owner: Owner
+        var source: SecretSource
+        var what: String
+        var location: SourceLocation?
+    }
+
+    /// The env:/file: secrets a run resolves: PSKs of nodes with a PSK service, active users' passwords.
+    static func externalSecrets(_ inventory: Inventory) -> [ExternalSecret] {
+        var out: [ExternalSecret] = []
+        for node in inventory.nodes where node.services.contains(where: \.needsPSK) {
+            guard let source = node.psk, source.isExternal else { continue }
+            out.append(ExternalSecret(owner: .node(node.name), source: source, what: "node '\(node.name)' psk", location: node.location(of: "psk")))
+        }
+        for user in inventory.users where !user.revoked {
+            guard let source = user.password, source.isExternal else { continue }
+            out.append(
+                ExternalSecret(
+                    owner: .user(user.name), source: source, what: "user '\(user.name)' password", location: user.location(of: "password")))
+        }
+        return out
+    }
+
     /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user).
     static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String]) -> [Diagnostic] {
         var out: [Diagnostic] = []
-        func external(_ source: SecretSource?) -> Bool {
-            switch source {
-            case .env?, .file?: return true
-            default: return false
-            }
-        }
+        func external(_ source: SecretSource?) -> Bool { source?.isExternal ?? false }
         for node in inventory.nodes where external(node.psk) {
             guard let psk = psks[node.name] else { continue }
             for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
@@ -209,5 +225,15 @@ extension Pipeline {
             }
         }
         return facts
+    }
+}
+
+extension SecretSource {
+    /// Read at run time from the environment or a file (`env:` / `file:`).
+    var isExternal: Bool {
+        switch self {
+        case .env, .file: return true
+        case .generate, .literal: return false
+        }
     }
 }

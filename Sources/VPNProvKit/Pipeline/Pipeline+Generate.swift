@@ -63,7 +63,7 @@ extension Pipeline {
             lines += drift.unexpected.map { "unexpected: \($0)" }
             lines += drift.untracked.map { "untracked: \($0)" }
             lines += stateChanges.map { "state: would \($0)" }
-            output.result(lines.joined(separator: "\n") + "\n")
+            output.result(lines.joined(separator: "\n") + "\n", failing: true)
             // In SARIF, each drifted file is a result at that file.
             var findings: [Diagnostic] = []
             func finding(_ path: String, _ what: String) {

@@ -137,6 +137,12 @@ import Testing
         #expect(status == 0, "\(report)")
     }
 
+    @Test func longNameListsInTheTextSummaryAreCut() {
+        #expect(Pipeline.listed(["a", "b"]) == "a, b")
+        let many = (1...25).map { "u\($0)" }
+        #expect(Pipeline.listed(many) == many.prefix(20).joined(separator: ", ") + " and 5 more (all in --format json)")
+    }
+
     @Test func sarifIsOnlyOfferedByValidateAndCheck() {
         let r = vpnprov(["generate", "--format", "sarif"])
         #expect(r.code == 2)

@@ -35,22 +35,29 @@ extension Pipeline {
             "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
                 + "\(written.unchanged.count) unchanged, \(written.removed.count) removed")
         if !summary.nodes.changed.isEmpty {
-            output.info("vpnprov: changed nodes: \(summary.nodes.changed.joined(separator: ", "))")
+            output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
         }
         if !summary.nodes.removed.isEmpty {
-            output.info("vpnprov: removed nodes: \(summary.nodes.removed.joined(separator: ", ")) (take them out of service by hand)")
+            output.info("vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service by hand)")
         }
         if let rollout = summary.next.rollout {
             output.info("vpnprov: next: roll the changed nodes out with\n  \(rollout)")
         }
         if !summary.users.changed.isEmpty {
             output.info(
-                "vpnprov: next: hand new profiles to \(summary.users.changed.joined(separator: ", ")) "
+                "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
                     + "(\(summary.out)/clients/<user>/)")
         }
         if !summary.users.removed.isEmpty {
-            output.info("vpnprov: profiles removed: \(summary.users.removed.joined(separator: ", "))")
+            output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
         }
+    }
+
+    /// Names for a summary line: a fleet's first run changes every user, so long lists are cut
+    /// (`--format json` has them all).
+    static func listed(_ names: [String], limit: Int = 20) -> String {
+        guard names.count > limit else { return names.joined(separator: ", ") }
+        return names.prefix(limit).joined(separator: ", ") + " and \(names.count - limit) more (all in --format json)"
     }
 
     /// `path` relative to the working directory when it is below it.

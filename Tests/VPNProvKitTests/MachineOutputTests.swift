@@ -187,8 +187,14 @@ import Testing
         try drift.out.write(toFile: dir + "/check.sarif", atomically: true, encoding: .utf8)
         let clean = vpnprov(["validate", "--format", "sarif"], in: dir)
         try clean.out.write(toFile: dir + "/clean.sarif", atomically: true, encoding: .utf8)
+        // An inventory named by absolute path (with a space) is a file: URI.
+        try bad.write(toFile: dir + "/my bad.yaml", atomically: true, encoding: .utf8)
+        let absolute = vpnprov(["validate", dir + "/my bad.yaml", "--format", "sarif"], in: dir)
+        try absolute.out.write(toFile: dir + "/absolute.sarif", atomically: true, encoding: .utf8)
+        #expect(absolute.out.contains("\"uri\" : \"file://\(dir)/my%20bad.yaml\""), "\(absolute.out)")
 
-        let (status, report) = try checkOutput("sarif", [dir + "/validate.sarif", dir + "/check.sarif", dir + "/clean.sarif"])
+        let (status, report) = try checkOutput(
+            "sarif", [dir + "/validate.sarif", dir + "/check.sarif", dir + "/clean.sarif", dir + "/absolute.sarif"])
         #expect(status == 0, "\(report)")
         // The checker is not a rubber stamp: a log without its version fails.
         var broken = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])

@@ -44,7 +44,7 @@ struct SARIFLog: Encodable {
                 ruleId: d.code.rawValue, ruleIndex: codes.firstIndex(of: d.code.rawValue)!, level: Self.level(d.severity),
                 message: .init(text: d.message),
                 locations: d.location.map { [Location(physicalLocation: Self.physical($0))] }
-                    ?? primaryFile.map { [Location(physicalLocation: PhysicalLocation(artifactLocation: .init(uri: Self.uri($0))))] },
+                    ?? primaryFile.map { [Location(physicalLocation: PhysicalLocation(artifactLocation: Self.artifact($0)))] },
                 relatedLocations: related)
         }
         return Run(
@@ -63,11 +63,16 @@ struct SARIFLog: Encodable {
 
     static func physical(_ location: SourceLocation) -> PhysicalLocation {
         PhysicalLocation(
-            artifactLocation: .init(uri: uri(location.file)),
+            artifactLocation: artifact(location.file),
             region: location.line >= 1 ? .init(startLine: location.line, startColumn: max(1, location.column)) : nil)
     }
 
-    /// A relative path as a URI reference: each segment percent-encoded where RFC 3986 requires it.
+    /// A relative path is relative to the source root (`%SRCROOT%`); an absolute one a file: URI.
+    static func artifact(_ path: String) -> ArtifactLocation {
+        path.hasPrefix("/") ? ArtifactLocation(uri: "file://" + uri(path), uriBaseId: nil) : ArtifactLocation(uri: uri(path))
+    }
+
+    /// A path as a URI reference: each segment percent-encoded where RFC 3986 requires it.
     static func uri(_ path: String) -> String {
         var out = ""
         for byte in path.utf8 {
@@ -111,7 +116,7 @@ struct SARIFLog: Encodable {
 
     struct ArtifactLocation: Encodable {
         var uri: String
-        var uriBaseId = "%SRCROOT%"
+        var uriBaseId: String? = "%SRCROOT%"
     }
 
     struct PhysicalLocation: Encodable {

@@ -44,6 +44,7 @@ public enum RuleHelp {
         "missing-proposal": "An empty 'ike' or 'esp' proposal list.",
         "no-apple-proposal": "An IKEv2 node offers no IKE and ESP combination an Apple profile can express.",
         "no-ikev1-proposal": "An ipsec-xauth-psk node whose IKE proposals are all AEAD; IKEv1 falls back to the built-in iPhone set.",
+        "no-windows-proposal": "A node Windows users reach offers no IKE and ESP combination Windows' IKEv2 client can be set to.",
         "missing-pool": "A node has neither 'pool' nor 'pool6'.",
         "pool-family": "'pool' is not IPv4 or 'pool6' is not IPv6.",
         "pool-too-small": "A pool with fewer than 2 addresses.",
@@ -88,6 +89,8 @@ public enum RuleHelp {
         "apple-proposal-unsupported": "The node's proposals cannot be expressed in an Apple profile.",
         "server-cert-san": "The server certificate's subjectAltName lacks the identity clients expect.",
         "client-cert-san": "The client certificate's subjectAltName lacks the client's identity.",
+        "windows-proposal-unsupported": "The node's proposals cannot be set in Windows' IKEv2 client.",
+        "windows-certificate": "A certificate lacks what Windows checks: serverAuth, the dialled address as dNSName, clientAuth.",
         "ca-mismatch": "The client trusts another CA than the one of its server.",
         "missing-secret": "A password, PSK or certificate a profile or its server needs is missing.",
         // State, secrets and the run

@@ -71,6 +71,7 @@ public enum RuleHelp {
         "ikev1-aggressive": "ipsec-xauth-psk with a group: IKEv1 Aggressive Mode exposes a hash of the PSK.",
         "ikev1-service": "ipsec-xauth-psk without a group (IKEv1 Main Mode).",
         "ikev1-hybrid": "ipsec-xauth-hybrid: IKEv1, where the user's password is the only client credential.",
+        "ikev1-build": "A node offers an IKEv1 service: its charon must be built with IKEv1 support (the node README says how to check).",
         "hybrid-server-key": "ipsec-xauth-hybrid needs an RSA server key (IKEv1 hybrid signs with RSA only); set pki.server_key to an RSA type.",
         "hybrid-apple-identity": "ipsec-xauth-hybrid on a node whose id is not an IP address: Apple devices match the server against the address they dial, so Apple profiles leave that connection out.",
         "invalid-country": "Not an assigned ISO 3166-1 alpha-2 country code.",

@@ -344,8 +344,10 @@ extension OutputTree {
                     report.stale.append(change.path)
                 }
             }
-            let previous = readManifest(root)
-            for path in present.subtracting(seen).sorted() {
+            let extra = present.subtracting(seen)
+            var previous = Set<String>()
+            if !extra.isEmpty { forEachManifestPath(root) { if extra.contains($0) { previous.insert($0) } } }
+            for path in extra.sorted() {
                 if previous.contains(path) { report.unexpected.append(path) } else { report.untracked.append(path) }
             }
             return report

@@ -141,10 +141,14 @@ func temporaryDirectory() throws -> String {
         #expect(r.err.contains("duplicate-node-key.yaml:6:5: note: first defined here"))
     }
 
-    @Test func jsonFormatIsAJSONArray() throws {
+    @Test func jsonFormatIsOneDocumentWithTheDiagnostics() throws {
         let r = vpnprov(["validate", "--format", "json", "bad-service.yaml"], in: badDir)
         #expect(r.code == 1)
-        let array = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]])
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(doc["vpnprov"] as? Int == 1)
+        #expect(doc["command"] as? String == "validate")
+        #expect(doc["ok"] as? Bool == false)
+        let array = try #require(doc["diagnostics"] as? [[String: Any]])
         #expect(array.count == 1)
         #expect(array[0]["code"] as? String == "invalid-value")
         #expect(array[0]["line"] as? Int == 7)
@@ -152,11 +156,17 @@ func temporaryDirectory() throws -> String {
         #expect(array[0]["file"] as? String == "bad-service.yaml")
         #expect(array[0]["severity"] as? String == "error")
         #expect((array[0]["message"] as? String)?.contains("ikve2-cert") == true)
-        #expect(r.err == "1 error\n")
+        // The human text stays on stderr, as in text format.
+        #expect(r.err.contains("bad-service.yaml:7:27: error:"))
+        #expect(r.err.hasSuffix("1 error\n"))
 
         let clean = vpnprov(["validate", "--format=json", "minimal.yaml"], in: goodDir)
         #expect(clean.code == 0)
-        #expect(clean.out == "[\n\n]\n")
+        let cleanDoc = try #require(try JSONSerialization.jsonObject(with: Data(clean.out.utf8)) as? [String: Any])
+        #expect(cleanDoc["ok"] as? Bool == true)
+        #expect((cleanDoc["diagnostics"] as? [Any])?.isEmpty == true)
+        #expect((cleanDoc["inventory"] as? [String: Any])?["file"] as? String == "minimal.yaml")
+        #expect(clean.err.contains("minimal.yaml: ok"))
     }
 
     @Test func strictMakesWarningsFail() throws {
@@ -182,6 +192,15 @@ func temporaryDirectory() throws -> String {
         let validated = vpnprov(["validate", "site/inventory.yaml", "--strict"], in: dir)
         #expect(validated.code == 0)
         #expect(validated.err.isEmpty)
+        // A user appended with `>>` starts on a line of its own and is read.
+        #expect(text.hasSuffix("\n"))
+        let handle = try #require(FileHandle(forWritingAtPath: dir + "/site/inventory.yaml"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("  bob:\n    password: gen\n".utf8))
+        try handle.close()
+        let appended = vpnprov(["validate", "site/inventory.yaml", "--strict"], in: dir)
+        #expect(appended.code == 0, "\(appended.err)")
+        #expect(appended.out.contains("(1 node, 2 users)"), "\(appended.out)")
 
         try "keep me".write(toFile: dir + "/site/inventory.yaml", atomically: true, encoding: .utf8)
         let again = vpnprov(["init", "site"], in: dir)
@@ -200,7 +219,12 @@ func temporaryDirectory() throws -> String {
         #expect(vpnprov(["init"], in: dir).code == 0)
         let generate = try GenerateCommand(
             ParsedArguments.parse(["--out", "o", "--state=/s", "--format", "json", "--strict"], for: GenerateCommand.configuration))
-        let context = CommandContext(console: Console.capturing().0, environment: ["A": "b"], currentDirectory: dir)
+        let console = Console.capturing().0
+        let format = try CommonOptions.format(
+            ParsedArguments.parse(["--format", "json"], for: GenerateCommand.configuration), for: GenerateCommand.configuration)
+        let context = CommandContext(
+            console: console, environment: ["A": "b"], currentDirectory: dir,
+            output: CommandOutput(command: "generate", format: format, console: console))
         let options = try generate.options(context)
         #expect(options.inventory == "inventory.yaml")
         #expect(options.inventoryPath == dir + "/inventory.yaml")

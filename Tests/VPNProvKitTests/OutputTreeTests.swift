@@ -87,7 +87,12 @@ import Testing
         let report = try OutputTree.compare(files + [OutputFile(path: "d", text: "3")], with: dir)
         #expect(report.missing == ["d"])
         #expect(report.stale == ["a"])
-        #expect(report.unexpected == ["b/extra"])
+        #expect(report.unexpected.isEmpty)
+        #expect(report.untracked == ["b/extra"])
+        // A file the manifest lists (an earlier run wrote it) and no longer generated: generate removes it.
+        let dropped = try OutputTree.compare([OutputFile(path: "a", text: "changed"), OutputFile(path: "d", text: "3")], with: dir)
+        #expect(dropped.unexpected == ["b/c"])
+        #expect(dropped.untracked == ["b/extra"])
         let absent = try OutputTree.compare(files, with: dir + "/nope")
         #expect(absent.missing == ["a", "b/c"])
     }

@@ -29,11 +29,14 @@ public struct CommandContext: Sendable {
     public var console: Console
     public var environment: [String: String]
     public var currentDirectory: String
+    /// Where the running command reports (diagnostics, messages, the JSON/SARIF document).
+    public var output: CommandOutput
 
-    public init(console: Console, environment: [String: String], currentDirectory: String) {
+    public init(console: Console, environment: [String: String], currentDirectory: String, output: CommandOutput? = nil) {
         self.console = console
         self.environment = environment
         self.currentDirectory = currentDirectory
+        self.output = output ?? CommandOutput(command: "vpnprov", console: console)
     }
 
     /// `path` made absolute against the current directory.
@@ -117,9 +120,23 @@ public enum CommandLineTool {
                 context.console.out(type.configuration.help)
                 return ExitCode.success
             }
-            let command = try type.init(parsed)
-            try command.validate(context)
-            return try command.run(context)
+            // From here on the format is known: however the command ends, a json or sarif run
+            // prints its one document.
+            let format = try CommonOptions.format(parsed, for: type.configuration)
+            var context = context
+            context.output = CommandOutput(
+                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"))
+            let code: Int32
+            do {
+                let command = try type.init(parsed)
+                try command.validate(context)
+                code = try command.run(context)
+            } catch {
+                code = report(error, context.console)
+                context.output.collect(error)
+            }
+            context.output.finish(exitCode: code)
+            return code
         }
     }
 

@@ -5,20 +5,27 @@ enum CommonOptions {
     static let inventoryArgument = CommandConfiguration.Argument(
         "inventory", help: "The inventory file (default: inventory.yaml, else inventory.yml, in the current directory).",
         optional: true)
-    static let format = CommandConfiguration.Option("format", value: "format", help: "Diagnostics as text (default, stderr) or json (stdout).")
+    static let format = CommandConfiguration.Option(
+        "format", value: "text|json", help: "text (default), or json: one JSON document on stdout (docs/json-output.md).")
+    static let formatWithSARIF = CommandConfiguration.Option(
+        "format", value: "text|json|sarif", help: "text (default), json (docs/json-output.md) or sarif (SARIF 2.1.0), on stdout.")
+    static let quiet = CommandConfiguration.Option("quiet", help: "Print errors only (stderr).")
     static let strict = CommandConfiguration.Option("strict", help: "Treat warnings as errors.")
-    static let out = CommandConfiguration.Option("out", value: "dir", help: "Output tree (default: out).")
+    static let out = CommandConfiguration.Option("out", value: "dir", help: "Output tree (default: out beside the inventory).")
     static let state = CommandConfiguration.Option("state", value: "dir", help: "State directory: CA, keys, serials, generated secrets (default: state beside the inventory).")
     static let templates = CommandConfiguration.Option("templates", value: "dir", help: "Directory of templates overriding the built-in ones.")
 
     /// Names tried, in order, when no inventory is given.
     static let defaultInventoryNames = ["inventory.yaml", "inventory.yml"]
 
-    static func format(_ arguments: ParsedArguments, command: String) throws(CLIError) -> DiagnosticPrinter.Format {
+    /// `--format`, checked against the formats the command's `--format` option lists ("text|json").
+    static func format(_ arguments: ParsedArguments, for configuration: CommandConfiguration) throws(CLIError) -> DiagnosticPrinter.Format {
         guard let text = arguments.value("format") else { return .text }
-        guard let format = DiagnosticPrinter.Format(rawValue: text) else {
-            let hint = Spelling.closest(to: text, among: DiagnosticPrinter.Format.allCases.map(\.rawValue)).map { "; did you mean '\($0)'?" } ?? ""
-            throw CLIError.usage("invalid value '\(text)' for '--format <format>': expected text or json\(hint)", command: command)
+        let allowed = (configuration.options.first { $0.name == "format" }?.valueName ?? "text").split(separator: "|").map(String.init)
+        guard allowed.contains(text), let format = DiagnosticPrinter.Format(rawValue: text) else {
+            let hint = Spelling.closest(to: text, among: allowed).map { "; did you mean '\($0)'?" } ?? ""
+            let expected = allowed.count == 2 ? allowed.joined(separator: " or ") : allowed.dropLast().joined(separator: ", ") + " or " + allowed.last!
+            throw CLIError.usage("invalid value '\(text)' for '--format <format>': expected \(expected)\(hint)", command: configuration.name)
         }
         return format
     }
@@ -47,6 +54,14 @@ enum CommonOptions {
         let dir = (inventoryPath as NSString).deletingLastPathComponent
         return (dir.isEmpty ? context.currentDirectory : dir) + "/state"
     }
+
+    /// `--out`, else `out` beside the inventory (like the state: where the command is run from
+    /// does not matter, so one deployment never gets a second tree of secrets).
+    static func outDirectory(_ given: String?, inventoryPath: String, _ context: CommandContext) -> String {
+        if let given { return context.resolve(given) }
+        let dir = (inventoryPath as NSString).deletingLastPathComponent
+        return (dir.isEmpty ? context.currentDirectory : dir) + "/out"
+    }
 }
 
 // MARK: - validate
@@ -56,29 +71,49 @@ struct ValidateCommand: Command {
         name: "validate",
         abstract: "Parse and check an inventory; print its diagnostics.",
         discussion: "Diagnostics are GCC-style (file:line:column: severity: message [code]). Exit status 1 when the "
-            + "inventory has errors, or warnings with --strict.",
+            + "inventory has errors, or warnings with --strict. With --secrets, env: and file: secrets are resolved "
+            + "(never printed) and unset variables, unreadable files and weak values are reported where they are referenced.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [CommonOptions.format, CommonOptions.strict])
+        options: [
+            CommonOptions.formatWithSARIF, CommonOptions.strict,
+            .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed)."),
+            CommonOptions.quiet,
+        ])
 
     var inventory: String?
-    var format: DiagnosticPrinter.Format
     var strict: Bool
+    var secrets: Bool
 
     init(_ arguments: ParsedArguments) throws(CLIError) {
         inventory = arguments.positionals.first
-        format = try CommonOptions.format(arguments, command: Self.configuration.name)
         strict = arguments.flag("strict")
+        secrets = arguments.flag("secrets")
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let (display, path) = try CommonOptions.inventory(inventory, context)
-        let loaded = try Pipeline.loadInventory(display: display, path: path, format: format, strict: strict, console: context.console)
+        let loaded = try Pipeline.loadInventory(
+            display: display, path: path, strict: strict, output: context.output,
+            secretsEnvironment: secrets ? context.environment : nil)
         if let code = loaded.exitCode { return code }
-        if format == .text, let inventory = loaded.inventory {
+        if let inventory = loaded.inventory {
             let n = inventory.nodes.count, u = inventory.users.count
-            context.console.out("\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s"))\n")
+            context.output.set("inventory", ValidatedInventory(file: display, nodes: n, users: u, secretsChecked: secrets))
+            // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
+            // "generate will find them".
+            let external = Pipeline.externalSecrets(inventory).count
+            let unresolved = secrets || external == 0 ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
+            context.output.result("\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(unresolved))\n")
         }
         return ExitCode.success
+    }
+
+    /// `"inventory"` of `validate --format json`.
+    struct ValidatedInventory: Encodable {
+        var file: String
+        var nodes: Int
+        var users: Int
+        var secretsChecked: Bool
     }
 }
 
@@ -91,24 +126,26 @@ struct GenerateCommand: Command {
         discussion: "Keys, certificates and generated secrets are kept in the state directory and reused; "
             + "re-running on an unchanged inventory rewrites nothing.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.format, CommonOptions.strict])
+        options: [
+            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.format, CommonOptions.strict,
+            CommonOptions.quiet,
+        ])
 
     var arguments: ParsedArguments
-    var format: DiagnosticPrinter.Format
 
     init(_ arguments: ParsedArguments) throws(CLIError) {
         self.arguments = arguments
-        format = try CommonOptions.format(arguments, command: Self.configuration.name)
     }
 
     func options(_ context: CommandContext) throws(CLIError) -> GenerateOptions {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
         return GenerateOptions(
             inventory: display, inventoryPath: path,
-            outDirectory: context.resolve(arguments.value("out") ?? "out"),
+            outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
             stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
             templatesDirectory: arguments.value("templates").map(context.resolve),
-            format: format, strict: arguments.flag("strict"), environment: context.environment)
+            format: context.output.format, strict: arguments.flag("strict"), environment: context.environment,
+            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -121,7 +158,7 @@ struct GenerateCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.generate(try options(context), console: context.console)
+        Pipeline.generate(try options(context), output: context.output)
     }
 }
 
@@ -131,7 +168,10 @@ struct CheckCommand: Command {
         abstract: "Check that the output tree is up to date with the inventory (CI drift gate).",
         discussion: "Exit status 1 when generating would change, add or remove any file under --out.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.format, CommonOptions.strict])
+        options: [
+            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.formatWithSARIF, CommonOptions.strict,
+            CommonOptions.quiet,
+        ])
 
     var generate: GenerateCommand
 
@@ -152,7 +192,7 @@ struct CheckCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.check(try generate.options(context), console: context.console)
+        Pipeline.check(try generate.options(context), output: context.output)
     }
 }
 
@@ -166,14 +206,12 @@ struct RevokeCommand: Command {
             .init("user", help: "The user whose certificate is revoked."),
             CommonOptions.inventoryArgument,
         ],
-        options: [CommonOptions.state, CommonOptions.out, CommonOptions.templates, CommonOptions.format])
+        options: [CommonOptions.state, CommonOptions.out, CommonOptions.templates, CommonOptions.format, CommonOptions.quiet])
 
     var arguments: ParsedArguments
-    var format: DiagnosticPrinter.Format
 
     init(_ arguments: ParsedArguments) throws(CLIError) {
         self.arguments = arguments
-        format = try CommonOptions.format(arguments, command: Self.configuration.name)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -187,11 +225,12 @@ struct RevokeCommand: Command {
         let options = RevokeOptions(
             user: arguments.positionals[0],
             regenerate: GenerateOptions(
-                inventory: display, inventoryPath: path, outDirectory: context.resolve(arguments.value("out") ?? "out"),
+                inventory: display, inventoryPath: path,
+                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: format, strict: false,
-                environment: context.environment))
-        return Pipeline.revoke(options, console: context.console)
+                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+        return Pipeline.revoke(options, output: context.output)
     }
 }
 
@@ -202,7 +241,8 @@ struct InitCommand: Command {
         name: "init",
         abstract: "Write a commented starter inventory.",
         discussion: "Creates DIR/inventory.yaml (DIR is created if needed). An existing file is never overwritten.",
-        arguments: [.init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)])
+        arguments: [.init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)],
+        options: [CommonOptions.format, CommonOptions.quiet])
 
     var directory: String?
 
@@ -223,7 +263,8 @@ struct InitCommand: Command {
         } catch {
             throw CLIError.environment("cannot write '\(display)': \(error.localizedDescription)")
         }
-        context.console.out("wrote \(display)\nnext: edit it, then run 'vpnprov validate \(display)'\n")
+        context.output.set("created", display)
+        context.output.result("wrote \(display)\nnext: edit it, then run 'vpnprov validate \(display)'\n")
         return ExitCode.success
     }
 }

@@ -1,4 +1,5 @@
-/// The commented starter inventory `vpnprov init` writes. It must validate clean.
+/// The commented starter inventory `vpnprov init` writes. It must validate clean, and it ends with a
+/// newline: a user appended with `cat >> inventory.yaml` must start on a line of its own.
 enum StarterInventory {
     static let text = #"""
         # vpnprov inventory (schema version 1). Reference: docs/inventory.md in the vpnprov repository.
@@ -33,5 +34,6 @@ enum StarterInventory {
             # cert: true                  # also issue a client certificate (ikev2-cert)
             # nodes: [vpn-1]              # default: every node
             # devices: [apple, android, linux, windows]   # default: all
+
         """#
 }

@@ -5,6 +5,8 @@ public struct DiagnosticPrinter: Sendable {
     public enum Format: String, Sendable, CaseIterable {
         case text
         case json
+        /// SARIF 2.1.0 (`validate` and `check` only).
+        case sarif
     }
 
     public var format: Format
@@ -41,7 +43,7 @@ public struct DiagnosticPrinter: Sendable {
     public func render(_ diagnostics: [Diagnostic]) -> String {
         let ordered = Self.sorted(diagnostics)
         switch format {
-        case .json: return json(ordered)
+        case .json, .sarif: return json(ordered)
         case .text: return ordered.map(text).joined()
         }
     }
@@ -149,17 +151,22 @@ public struct DiagnosticPrinter: Sendable {
         var code: String
         var message: String
         var notes: [Note]?
+
+        init(_ d: Diagnostic) {
+            file = d.location?.file
+            line = d.location?.line
+            column = d.location?.column
+            severity = d.severity.rawValue
+            code = d.code.rawValue
+            message = d.message
+            notes = d.notes.isEmpty
+                ? nil
+                : d.notes.map { .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, message: $0.message) }
+        }
     }
 
     func json(_ diagnostics: [Diagnostic]) -> String {
-        let items = diagnostics.map { d in
-            JSONDiagnostic(
-                file: d.location?.file, line: d.location?.line, column: d.location?.column,
-                severity: d.severity.rawValue, code: d.code.rawValue, message: d.message,
-                notes: d.notes.isEmpty
-                    ? nil
-                    : d.notes.map { .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, message: $0.message) })
-        }
+        let items = diagnostics.map(JSONDiagnostic.init)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(items)) ?? Data("[]".utf8)

@@ -86,7 +86,11 @@ public struct InventoryDecoder: Sendable {
         }
 
         var nodes: [Node] = []
+        // Every name under 'nodes:', decoded or not: a user naming a node that failed to decode gets
+        // no second error (the node's own error says what is wrong).
+        var declaredNodes = Set<String>()
         if let n = value("nodes"), !n.isNull, let list = cx.mapping(n, "'nodes'") {
+            declaredNodes = Set(list.map(\.key))
             for entry in list {
                 if let node = decodeNode(name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx) {
                     nodes.append(node)
@@ -98,7 +102,10 @@ public struct InventoryDecoder: Sendable {
         if let u = value("users"), !u.isNull, let list = cx.mapping(u, "'users'") {
             let nodeNames = nodes.map(\.name)
             for entry in list {
-                if let user = decodeUser(name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames, cx) {
+                if let user = decodeUser(
+                    name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
+                    declaredNodes: declaredNodes, cx)
+                {
                     users.append(user)
                 }
             }
@@ -226,6 +233,7 @@ public struct InventoryDecoder: Sendable {
 
     private func decodeNode(name: String, keyNode: YAMLNode, value: YAMLNode, defaults: NodeFields, _ cx: DecodingContext) -> Node? {
         let what = "node '\(DecodingContext.printable(name))'"
+        if Self.misplacedField(name, keyNode, value, keys: Self.nodeKeys, under: "nodes", kind: "node", cx) { return nil }
         let own = value.isNull ? NodeFields() : decodeNodeFields(value, what, cx)
         if case .mapping = value.kind {} else if !value.isNull { return nil }
 
@@ -257,10 +265,26 @@ public struct InventoryDecoder: Sendable {
 
     // MARK: - Users
 
+    /// A field written one level too far left (`pool:` under `nodes:` instead of under its node)
+    /// reads as an entry named after the field with a scalar value: say so, instead of "node 'pool'
+    /// must be a mapping". True when reported.
+    static func misplacedField(_ name: String, _ keyNode: YAMLNode, _ value: YAMLNode, keys: [String], under list: String, kind: String, _ cx: DecodingContext) -> Bool {
+        guard keys.contains(name) else { return false }
+        if case .mapping = value.kind { return false }
+        cx.error(
+            .typeMismatch,
+            "'\(name)' is a \(kind) field, but it is indented as a \(kind) name directly under '\(list):'; "
+                + "indent it to line up with the other fields of the \(kind) it belongs to",
+            at: keyNode)
+        return true
+    }
+
     private func decodeUser(
-        name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], _ cx: DecodingContext
+        name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
+        _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
+        if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
         var password: SecretSource?
         var cert = false
         var id: IKEIdentity?
@@ -291,6 +315,7 @@ public struct InventoryDecoder: Sendable {
                     var chosen = Set<String>()
                     for (n, item) in list {
                         if !nodeNames.contains(n) {
+                            if declaredNodes.contains(n) { continue }
                             cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
                         } else if !chosen.insert(n).inserted {
                             cx.warning(.duplicateEntry, "\(field): '\(n)' is listed twice", at: item)

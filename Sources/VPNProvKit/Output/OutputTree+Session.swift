@@ -344,7 +344,12 @@ extension OutputTree {
                     report.stale.append(change.path)
                 }
             }
-            report.unexpected = present.subtracting(seen).sorted()
+            let extra = present.subtracting(seen)
+            var previous = Set<String>()
+            if !extra.isEmpty { forEachManifestPath(root) { if extra.contains($0) { previous.insert($0) } } }
+            for path in extra.sorted() {
+                if previous.contains(path) { report.unexpected.append(path) } else { report.untracked.append(path) }
+            }
             return report
         }
     }

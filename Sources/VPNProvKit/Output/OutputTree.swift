@@ -30,9 +30,12 @@ public struct DriftReport: Sendable, Equatable {
     public var missing: [String] = []
     /// Present, but contents or mode differ from what `generate` would write now.
     public var stale: [String] = []
-    /// Present, but `generate` would not write it.
+    /// Present, written by an earlier run, and no longer generated: `generate` would remove it.
     public var unexpected: [String] = []
-    public var isClean: Bool { missing.isEmpty && stale.isEmpty && unexpected.isEmpty }
+    /// Present, but vpnprov never wrote it (not in the manifest): `generate` leaves it alone, and the
+    /// tree is deployed and handed out as it is, so it stays drift until someone removes it.
+    public var untracked: [String] = []
+    public var isClean: Bool { missing.isEmpty && stale.isEmpty && unexpected.isEmpty && untracked.isEmpty }
 }
 
 /// Writes and compares the output tree safely:

@@ -86,7 +86,8 @@ public enum PKIManager {
             }
             effective.users[i].revoked = true
             warnings.append(
-                "user '\(name)' was revoked with 'vpnprov revoke' and gets no profiles; set 'revoked: true' for them in the inventory")
+                "user '\(name)' was revoked with 'vpnprov revoke' and gets no profiles; record it with 'revoked: true' for them "
+                    + "in the inventory, or restore them with 'vpnprov unrevoke \(name)'")
         }
         store.index.revokedByCommand = holds.isEmpty ? nil : holds
         return (effective, warnings)

@@ -42,7 +42,7 @@ public struct PKIChange: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         // "created CA", not "created CA CA".
-        var text = kind.rawValue.hasSuffix(" CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(holder)"
+        var text = kind.rawValue.hasSuffix(" CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(kind == .secretGenerated ? "for " : "")\(holder)"
         if let serial { text += " (\(serial))" }
         if let reason { text += ": \(reason)" }
         return text

@@ -73,11 +73,10 @@ extension Pipeline {
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
     /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
-        _ options: GenerateOptions, console: Console, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
+        _ options: GenerateOptions, output: CommandOutput, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
     ) throws -> Built? {
         let loaded = try loadInventory(
-            display: options.inventory, path: options.inventoryPath, format: options.format, strict: options.strict,
-            console: quietLoad ? Console { _, _ in } : console, printJSONWhenClean: false)
+            display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output, report: !quietLoad)
         if loaded.exitCode != nil { return nil }
         guard let inventory = loaded.inventory else { return nil }
         let templates: TemplateSet
@@ -91,7 +90,7 @@ extension Pipeline {
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
         var handedOver = false
         defer { if lock == nil && !handedOver { heldLock.release() } }
-        let progress = Progress(console: console, environment: options.environment, label: "issuing certificates")
+        let progress = Progress(console: output.console, environment: options.environment, label: "issuing certificates")
         let prepared: PrepareResult
         do {
             prepared = try PKIManager.prepare(
@@ -99,7 +98,7 @@ extension Pipeline {
                 inventoryDirectory: (options.inventoryPath as NSString).deletingLastPathComponent,
                 environment: options.environment, persist: persist, lock: heldLock, progress: progress.callback)
         } catch let error as PKIError where error.isInventory {
-            printDiagnostics([error.diagnostic], options: options, console: console)
+            printDiagnostics([error.diagnostic], output: output)
             return nil
         }
         progress.finish()
@@ -117,7 +116,7 @@ extension Pipeline {
             var toCheck = prepared.inventory
             toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
             diagnostics += consistency(toCheck, prepared.materials, servers)
-            printDiagnostics(diagnostics, options: options, console: console)
+            printDiagnostics(diagnostics, output: output)
             return nil
         }
         handedOver = true
@@ -129,15 +128,72 @@ extension Pipeline {
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
     /// the validator applies to literals (generated ones are strong by construction).
     static func secretStrength(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        secretStrength(
+            inventory, psks: materials.nodes.compactMapValues(\.psk), passwords: materials.users.compactMapValues(\.password))
+    }
+
+    /// `validate --secrets`: resolves every env:/file: secret a run would read (never printing one)
+    /// and reports, at the line that references it, an unset or empty variable, an unreadable file
+    /// and a value that fails the strength rules.
+    static func checkSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String]) -> [Diagnostic] {
         var out: [Diagnostic] = []
-        func external(_ source: SecretSource?) -> Bool {
-            switch source {
-            case .env?, .file?: return true
-            default: return false
+        var psks: [String: String] = [:]
+        var passwords: [String: String] = [:]
+        func resolve(_ source: SecretSource, _ what: String, _ location: SourceLocation?) -> String? {
+            do {
+                return try SecretResolver.resolve(
+                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment)
+            } catch let error as PKIError {
+                out.append(error.diagnostic)
+            } catch {
+                out.append(.error(RuleCode(PKIError.Code.secretUnavailable.rawValue), "\(what): \(source.reference) cannot be read", at: location))
+            }
+            return nil
+        }
+        for secret in externalSecrets(inventory) {
+            let value = resolve(secret.source, secret.what, secret.location)
+            switch secret.owner {
+            case .node(let name): psks[name] = value
+            case .user(let name): passwords[name] = value
             }
         }
+        return out + secretStrength(inventory, psks: psks, passwords: passwords)
+    }
+
+    /// An env:/file: secret a run reads: its owner, how messages name it, where it is written.
+    struct ExternalSecret {
+        enum Owner {
+            case node(String)
+            case user(String)
+        }
+        var owner: Owner
+        var source: SecretSource
+        var what: String
+        var location: SourceLocation?
+    }
+
+    /// The env:/file: secrets a run resolves: PSKs of nodes with a PSK service, active users' passwords.
+    static func externalSecrets(_ inventory: Inventory) -> [ExternalSecret] {
+        var out: [ExternalSecret] = []
+        for node in inventory.nodes where node.services.contains(where: \.needsPSK) {
+            guard let source = node.psk, source.isExternal else { continue }
+            out.append(ExternalSecret(owner: .node(node.name), source: source, what: "node '\(node.name)' psk", location: node.location(of: "psk")))
+        }
+        for user in inventory.users where !user.revoked {
+            guard let source = user.password, source.isExternal else { continue }
+            out.append(
+                ExternalSecret(
+                    owner: .user(user.name), source: source, what: "user '\(user.name)' password", location: user.location(of: "password")))
+        }
+        return out
+    }
+
+    /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user).
+    static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String]) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        func external(_ source: SecretSource?) -> Bool { source?.isExternal ?? false }
         for node in inventory.nodes where external(node.psk) {
-            guard let psk = materials.nodes[node.name]?.psk else { continue }
+            guard let psk = psks[node.name] else { continue }
             for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
                 out.append(.error(
                     problem.category == .weak ? .weakPSK : .unrepresentableSecret,
@@ -145,7 +201,7 @@ extension Pipeline {
             }
         }
         for user in inventory.users where !user.revoked && external(user.password) {
-            guard let password = materials.users[user.name]?.password else { continue }
+            guard let password = passwords[user.name] else { continue }
             for problem in SecretPolicy.check(secret: password, kind: .password, names: [user.name, inventory.name]) {
                 out.append(.error(
                     problem.category == .weak ? .weakPassword : .unrepresentableSecret,
@@ -169,5 +225,15 @@ extension Pipeline {
             }
         }
         return facts
+    }
+}
+
+extension SecretSource {
+    /// Read at run time from the environment or a file (`env:` / `file:`).
+    var isExternal: Bool {
+        switch self {
+        case .env, .file: return true
+        case .generate, .literal: return false
+        }
     }
 }

@@ -4,53 +4,107 @@ import VPNProvCrypto
 /// `generate`, `check` and `revoke`: inventory -> validation -> PKI/state -> renderers -> consistency
 /// -> output tree. Nothing is written (state or output) unless every stage before succeeded.
 extension Pipeline {
-    public static func generate(_ options: GenerateOptions, console: Console) -> Int32 {
-        run(console) { () throws -> Int32 in
-            guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+    public static func generate(_ options: GenerateOptions, output: CommandOutput) -> Int32 {
+        run(output) { () throws -> Int32 in
+            if let code = checkOutputLocation(options, output: output) { return code }
+            guard let built = try build(options, output: output, persist: false) else { return ExitCode.failure }
             defer { built.lock.release() }
-            return try commitAndWrite(built, options: options, console: console) ? ExitCode.success : ExitCode.failure
+            return try commitAndWrite(built, options: options, output: output) ? ExitCode.success : ExitCode.failure
         }
     }
 
-    public static func check(_ options: CheckOptions, console: Console) -> Int32 {
-        run(console) { () throws -> Int32 in
-            guard let built = try build(options, console: console, persist: false) else { return ExitCode.failure }
+    /// Refuses (exit 2) an output directory other than the deployment's recorded tree; warns about a
+    /// tree left at the former default. Nil to carry on.
+    static func checkOutputLocation(_ options: GenerateOptions, output: CommandOutput) -> Int32? {
+        if let message = OutputLocation.conflict(options) {
+            output.error(.outputLocation, message)
+            return ExitCode.usage
+        }
+        if let message = OutputLocation.formerDefault(options) { output.warning(.outputLocation, message) }
+        return nil
+    }
+
+    /// `"drift"` of `check --format json`.
+    struct Drift: Encodable {
+        var out: String
+        var files: Int
+        var missing: [String]
+        var stale: [String]
+        var unexpected: [String]
+        var untracked: [String]
+        var state: [String]
+    }
+
+    public static func check(_ options: CheckOptions, output: CommandOutput) -> Int32 {
+        run(output) { () throws -> Int32 in
+            if let code = checkOutputLocation(options, output: output) { return code }
+            guard let built = try build(options, output: output, persist: false) else { return ExitCode.failure }
             defer { built.lock.release() }
             let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
             let rendered = try render(
-                built, into: session, progress: Progress(console: console, environment: options.environment, label: "comparing profiles"))
-            guard settle(built, rendered, options: options, console: console) else { return ExitCode.failure }
+                built, into: session, progress: Progress(console: output.console, environment: options.environment, label: "comparing profiles"))
+            guard settle(built, rendered, options: options, output: output) else { return ExitCode.failure }
             let count = rendered.count
             let drift = try session.drift()
-            let stateChanges = built.prepared.changes
+            let stateChanges = built.prepared.changes.map(\.pendingDescription)
+            let out = display(options.outDirectory, options)
+            output.set(
+                "drift",
+                Drift(
+                    out: out, files: count, missing: drift.missing, stale: drift.stale, unexpected: drift.unexpected,
+                    untracked: drift.untracked, state: stateChanges))
             if drift.isClean && stateChanges.isEmpty {
-                console.err("\(display(options.outDirectory)) is up to date (\(count) files)\n")
+                output.info("\(out) is up to date (\(count) files)")
                 return ExitCode.success
             }
             var lines: [String] = []
             lines += drift.missing.map { "missing: \($0)" }
             lines += drift.stale.map { "stale: \($0)" }
             lines += drift.unexpected.map { "unexpected: \($0)" }
+            lines += drift.untracked.map { "untracked: \($0)" }
             lines += stateChanges.map { "state: would \($0)" }
-            console.out(lines.joined(separator: "\n") + "\n")
-            console.err(
-                "\(display(options.outDirectory)) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
-                    + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(stateChanges.count) state changes\n")
+            output.result(lines.joined(separator: "\n") + "\n", failing: true)
+            // In SARIF, each drifted file is a result at that file.
+            var findings: [Diagnostic] = []
+            func finding(_ path: String, _ what: String) {
+                findings.append(.error(.drift, "\(out)/\(path): \(what)", at: SourceLocation(file: "\(out)/\(path)", line: 0, column: 0)))
+            }
+            for path in drift.missing { finding(path, "missing; 'vpnprov generate' would write it") }
+            for path in drift.stale { finding(path, "differs from what 'vpnprov generate' would write now") }
+            for path in drift.unexpected { finding(path, "no longer generated; 'vpnprov generate' would remove it") }
+            for path in drift.untracked { finding(path, "not written by vpnprov; remove it or keep it outside the output tree") }
+            for change in stateChanges { findings.append(.error(.drift, "the state would change: \(change)", at: nil)) }
+            output.sarifOnly(findings)
+            if !drift.untracked.isEmpty {
+                output.info(
+                    "vpnprov: note: 'untracked' files were not written by vpnprov, so 'generate' leaves them alone; the tree "
+                        + "is deployed and handed out as it is, so check fails until they are removed or kept outside \(out)")
+            }
+            output.info(
+                "\(out) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
+                    + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(drift.untracked.count) untracked, "
+                    + "\(stateChanges.count) state changes")
             return ExitCode.failure
         }
     }
 
-    public static func revoke(_ options: RevokeOptions, console: Console) -> Int32 {
+    /// `"revoked"` of `revoke --format json`.
+    struct Revoked: Encodable {
+        var user: String
+        /// The revoked certificate's serial; absent when the user had none (their access is withdrawn).
+        var serial: String?
+    }
+
+    public static func revoke(_ options: RevokeOptions, output: CommandOutput) -> Int32 {
         let generate = options.regenerate
-        return run(console) { () throws -> Int32 in
-            let loaded = try loadInventory(
-                display: generate.inventory, path: generate.inventoryPath, format: generate.format, strict: false, console: console,
-                printJSONWhenClean: false)
+        return run(output) { () throws -> Int32 in
+            if let code = checkOutputLocation(generate, output: output) { return code }
+            let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
             if let code = loaded.exitCode { return code }
             guard let inventory = loaded.inventory else { return ExitCode.failure }
             guard let user = inventory.user(named: options.user) else {
                 let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
-                console.err("vpnprov: error: user '\(options.user)' is not in \(generate.inventory)\(hint)\n")
+                output.error(.noSuchUser, "user '\(options.user)' is not in \(generate.inventory)\(hint)")
                 return ExitCode.failure
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
@@ -58,22 +112,51 @@ extension Pipeline {
             let result = try PKIManager.revoke(
                 user: user.name, stateDirectory: generate.stateDirectory, environment: generate.environment, lock: lock,
                 knownUser: true, holdUser: !user.revoked)
-            for change in result.changes { console.err("vpnprov: \(change)\n") }
-            if result.serial == nil { console.err("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn\n") }
+            output.set("revoked", Revoked(user: user.name, serial: result.serial))
+            for change in result.changes { output.info("vpnprov: \(change)") }
+            if result.serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
             let pskNodes = user.nodes.filter { inventory.node(named: $0)?.services.contains(.ikev2PSK) == true }
             if !pskNodes.isEmpty {
-                console.err(
-                    "vpnprov: warning: '\(user.name)' could use ikev2-psk on \(pskNodes.joined(separator: ", ")); that service has no "
-                        + "per-user credential, so whoever knows a node's PSK can still connect until it changes\n")
+                output.warning(
+                    .revokedUser,
+                    "'\(user.name)' could use ikev2-psk on \(pskNodes.joined(separator: ", ")); that service has no "
+                        + "per-user credential, so whoever knows a node's PSK can still connect until it changes")
             }
-            if !user.revoked {
-                console.err(
-                    "vpnprov: note: '\(user.name)' stays revoked; set 'revoked: true' for them in \(generate.inventory) to record it there\n")
-            }
-            guard let built = try build(generate, console: console, persist: false, lock: lock, quietLoad: true) else {
+            // While the inventory still lists the user as active, every run (this one's regeneration
+            // included) warns once that they are held revoked, and how to record or undo it.
+            guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true) else {
                 return ExitCode.failure
             }
-            return try commitAndWrite(built, options: generate, console: console) ? ExitCode.success : ExitCode.failure
+            return try commitAndWrite(built, options: generate, output: output, earlierChanges: result.changes)
+                ? ExitCode.success : ExitCode.failure
         }
+    }
+}
+
+extension RuleCode {
+    /// `revoke` of a name the inventory does not list.
+    public static let noSuchUser = RuleCode("no-such-user")
+    /// `check`: the output tree or the state differs from what `generate` would make of them.
+    public static let drift = RuleCode("drift")
+}
+
+extension PKIChange {
+    /// The change as something that would happen ("generate secret for user 'ivan': password"), for
+    /// `check`, which changes nothing.
+    public var pendingDescription: String {
+        let verb: String
+        switch kind {
+        case .caCreated: verb = "create CA"
+        case .caAdopted: verb = "adopt CA"
+        case .issued: verb = "issue"
+        case .reissued: verb = "re-issue"
+        case .revoked: verb = "revoke"
+        case .crlUpdated: verb = "update CRL"
+        case .secretGenerated: verb = "generate secret for"
+        }
+        var text = verb.hasSuffix(" CA") && holder == .ca ? verb : "\(verb) \(holder)"
+        if let serial { text += " (\(serial))" }
+        if let reason { text += ": \(reason)" }
+        return text
     }
 }

@@ -57,12 +57,12 @@ extension Pipeline {
     /// the state and publishes the output tree. A failure before the state commit removes the
     /// temporary files: neither the state nor the visible output changed.
     /// nil when the consistency check failed (reported; nothing changed).
-    static func write(_ built: Built, options: GenerateOptions, console: Console) throws -> WriteSummary? {
+    static func write(_ built: Built, options: GenerateOptions, output: CommandOutput) throws -> WriteSummary? {
         let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
         do {
             let rendered = try render(
-                built, into: session, progress: Progress(console: console, environment: options.environment, label: "writing profiles"))
-            guard settle(built, rendered, options: options, console: console) else {
+                built, into: session, progress: Progress(console: output.console, environment: options.environment, label: "writing profiles"))
+            guard settle(built, rendered, options: options, output: output) else {
                 session.abort()
                 return nil
             }
@@ -76,12 +76,12 @@ extension Pipeline {
 
     /// Prints every finding (and the state's warnings) once the consistency check is complete;
     /// false when they forbid writing (errors, or warnings under --strict).
-    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, console: Console) -> Bool {
+    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: CommandOutput) -> Bool {
         let diagnostics = built.diagnostics + rendered.diagnostics
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
-        if !diagnostics.isEmpty { printDiagnostics(diagnostics, options: options, console: console) }
+        if !diagnostics.isEmpty { printDiagnostics(diagnostics, output: output) }
         if failed { return false }
-        for warning in built.prepared.warnings { console.err("vpnprov: warning: \(warning)\n") }
+        for warning in built.prepared.warnings { output.warning(.stateNotice, warning) }
         return true
     }
 

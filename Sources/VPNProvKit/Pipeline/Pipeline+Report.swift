@@ -2,58 +2,239 @@ import Foundation
 
 /// What a run prints: diagnostics, the end-of-run summary, and every failure mapped to its exit code.
 extension Pipeline {
-    static func printDiagnostics(_ diagnostics: [Diagnostic], options: GenerateOptions, console: Console) {
-        let source = (try? InventoryLoader.readFile(options.inventoryPath)) ?? []
-        let printer = DiagnosticPrinter(format: options.format, sources: [options.inventory: source])
+    static func printDiagnostics(_ diagnostics: [Diagnostic], output: CommandOutput) {
         let sorted = DiagnosticPrinter.sorted(diagnostics)
-        if options.format == .json {
-            console.out(printer.render(sorted))
-        } else {
-            console.err(printer.render(sorted))
-        }
-        if let summary = DiagnosticPrinter.summary(sorted) { console.err(summary + "\n") }
+        output.diagnostics(sorted)
+        output.countSummary(sorted)
     }
 
     /// Renders and checks, then the state, then the output tree, then the summary. False when the
     /// consistency check failed (reported; nothing written).
-    static func commitAndWrite(_ built: Built, options: GenerateOptions, console: Console) throws -> Bool {
+    /// `earlierChanges`: state changes this command made before (revoke's), for the summary.
+    static func commitAndWrite(
+        _ built: Built, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+    ) throws -> Bool {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
-        guard let written = try write(built, options: options, console: console) else { return false }
-        report(built, written, options: options, console: console)
+        guard let written = try write(built, options: options, output: output) else { return false }
+        OutputLocation.record(options)
+        report(built, written, options: options, output: output, earlierChanges: earlierChanges)
         return true
     }
 
-    static func report(_ built: Built, _ written: WriteSummary, options: GenerateOptions, console: Console) {
-        for change in built.prepared.changes { console.err("vpnprov: \(change)\n") }
-        let nodes = built.prepared.inventory.nodes.count
-        let users = built.prepared.inventory.users.filter { !$0.revoked }.count
-        console.err(
-            "vpnprov: \(display(options.outDirectory)): \(nodes) nodes, \(users) users; \(written.written.count) files written, "
-                + "\(written.unchanged.count) unchanged, \(written.removed.count) removed\n")
+    /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
+    /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
+    static func report(
+        _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+    ) {
+        let summary = RunSummary(
+            built.prepared, written, out: display(options.outDirectory, options), changes: earlierChanges + built.prepared.changes)
+        output.set("summary", summary)
+        for change in built.prepared.changes { output.info("vpnprov: \(change)") }
+        output.info(
+            "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
+                + "\(written.unchanged.count) unchanged, \(written.removed.count) removed")
+        if !summary.nodes.changed.isEmpty {
+            output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
+        }
+        if !summary.nodes.removed.isEmpty {
+            output.info("vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service by hand)")
+        }
+        if let rollout = summary.next.rollout {
+            output.info("vpnprov: next: roll the changed nodes out with\n  \(rollout)")
+        }
+        if !summary.users.changed.isEmpty {
+            output.info(
+                "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
+                    + "(\(summary.out)/clients/<user>/)")
+        }
+        if !summary.users.removed.isEmpty {
+            output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
+        }
     }
 
-    static func display(_ path: String) -> String {
-        let cwd = FileManager.default.currentDirectoryPath
+    /// Names for a summary line: a fleet's first run changes every user, so long lists are cut
+    /// (`--format json` has them all).
+    static func listed(_ names: [String], limit: Int = 20) -> String {
+        guard names.count > limit else { return names.joined(separator: ", ") }
+        return names.prefix(limit).joined(separator: ", ") + " and \(names.count - limit) more (all in --format json)"
+    }
+
+    /// `path` relative to the working directory when it is below it.
+    static func display(_ path: String, _ options: GenerateOptions) -> String {
+        let cwd = options.currentDirectory.hasSuffix("/") ? String(options.currentDirectory.dropLast()) : options.currentDirectory
+        if path == cwd { return "." }
         return path.hasPrefix(cwd + "/") ? String(path.dropFirst(cwd.count + 1)) : path
     }
 
     /// Runs a stage and maps every failure to its message and exit code in one place.
-    static func run(_ console: Console, _ body: () throws -> Int32) -> Int32 {
+    static func run(_ output: CommandOutput, _ body: () throws -> Int32) -> Int32 {
         do {
             return try body()
         } catch let error as CLIError {
-            return CommandLineTool.report(error, console)
+            let code = CommandLineTool.report(error, output.console)
+            output.collect(error)
+            return code
         } catch let error as PKIError {
-            console.err("vpnprov: error: \(error.message)\n")
+            output.error(RuleCode(error.code.rawValue), error.message)
             return error.isInventory ? ExitCode.failure : ExitCode.environment
         } catch let error as OutputError {
-            console.err("vpnprov: error: \(error.message)\n")
+            output.error(.outputIO, error.message)
             return ExitCode.environment
         } catch {
             // Renderer errors name what is missing, never a secret value.
-            console.err("vpnprov: error: \(error)\n")
+            output.error(.renderFailure, "\(error)")
             return ExitCode.environment
+        }
+    }
+}
+
+extension RuleCode {
+    /// A remark about the state that does not stop the run (a CA kept with other settings, a user
+    /// held revoked by command).
+    public static let stateNotice = RuleCode("state-notice")
+    /// About a revocation: how it is recorded, how to undo it, what it cannot withdraw.
+    public static let revokedUser = RuleCode("revoked-user")
+    /// The output tree cannot be read or written.
+    public static let outputIO = RuleCode("output-io")
+    /// The deployment's output tree is elsewhere than this run would write it.
+    public static let outputLocation = RuleCode("output-location")
+    /// A profile or configuration could not be rendered.
+    public static let renderFailure = RuleCode("render-failure")
+}
+
+/// The `"summary"` of `generate` and `revoke` in `--format json` (never a secret: names, paths,
+/// counts, serial numbers).
+struct RunSummary: Encodable {
+    struct Names: Encodable {
+        var count: Int
+        /// Nodes whose server files changed / users whose profiles changed (they need the new ones).
+        var changed: [String]
+        /// Nodes or users whose files were removed (no longer in the inventory, or revoked).
+        var removed: [String]
+    }
+
+    struct Files: Encodable {
+        var written: Int
+        var unchanged: Int
+        var removed: Int
+        var writtenPaths: [String]
+        var removedPaths: [String]
+    }
+
+    struct StateChange: Encodable {
+        var action: String
+        var holder: String
+        var name: String?
+        var serial: String?
+        var reason: String?
+        var text: String
+    }
+
+    struct Certificate: Encodable {
+        var holder: String
+        var name: String?
+        var serial: String?
+    }
+
+    struct Certificates: Encodable {
+        var issued: [Certificate] = []
+        var renewed: [Certificate] = []
+        var revoked: [Certificate] = []
+    }
+
+    struct Next: Encodable {
+        /// The command that rolls the changed nodes out (absent when no node changed).
+        var rollout: String?
+        /// Users to hand their new profiles to.
+        var profiles: [String]
+    }
+
+    var out: String
+    var nodes: Names
+    var users: Names
+    var files: Files
+    var state: [StateChange]
+    var certificates: Certificates
+    var next: Next
+
+    init(_ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange]) {
+        self.out = out
+        let inventory = prepared.inventory
+        let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
+        func owners(_ paths: [String], under top: String) -> Set<String> {
+            var names = Set<String>()
+            for path in paths {
+                let parts = path.split(separator: "/", maxSplits: 2)
+                if parts.count >= 2, parts[0] == top { names.insert(String(parts[1])) }
+            }
+            return names
+        }
+        let nodeNames = inventory.nodes.map(\.name)
+        let nodesWritten = owners(written.written, under: "servers"), nodesRemoved = owners(written.removed, under: "servers")
+        let usersWritten = owners(written.written, under: "clients"), usersRemoved = owners(written.removed, under: "clients")
+        let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
+        nodes = Names(
+            count: nodeNames.count, changed: changedNodes,
+            removed: nodesRemoved.subtracting(nodeNames).sorted())
+        let changedUsers = activeUsers.filter { usersWritten.contains($0) }
+        users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
+        files = Files(
+            written: written.written.count, unchanged: written.unchanged.count, removed: written.removed.count,
+            writtenPaths: written.written.sorted(), removedPaths: written.removed.sorted())
+        var certificates = Certificates()
+        state = changes.map { change in
+            let (holder, name): (String, String?) = {
+                switch change.holder {
+                case .ca: return ("ca", nil)
+                case .node(let n): return ("node", n)
+                case .user(let n): return ("user", n)
+                }
+            }()
+            let certificate = Certificate(holder: holder, name: name, serial: change.serial)
+            switch change.kind {
+            case .issued, .caCreated: certificates.issued.append(certificate)
+            case .reissued: certificates.renewed.append(certificate)
+            case .revoked: certificates.revoked.append(certificate)
+            default: break
+            }
+            return StateChange(
+                action: change.kind.action, holder: holder, name: name, serial: change.serial, reason: change.reason,
+                text: change.description)
+        }
+        self.certificates = certificates
+        next = Next(
+            rollout: changedNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: changedNodes),
+            profiles: changedUsers)
+    }
+
+    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.
+    static func rolloutCommand(out: String, nodes: [String]) -> String {
+        let dir = ShellWord.quote(out)
+        return "ansible-playbook -i \(dir)/deploy/inventory.yml \(dir)/deploy/site.yml --limit \(ShellWord.quote(nodes.joined(separator: ",")))"
+    }
+}
+
+/// Quoting for command lines printed for an operator to paste into a POSIX shell.
+enum ShellWord {
+    static func quote(_ word: String) -> String {
+        let safe = word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./,:=@%+".contains($0)) }
+        if safe && !word.isEmpty { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+extension PKIChange.Kind {
+    /// Stable machine name of the change (`--format json`).
+    var action: String {
+        switch self {
+        case .caCreated: return "ca-created"
+        case .caAdopted: return "ca-adopted"
+        case .issued: return "issued"
+        case .reissued: return "renewed"
+        case .revoked: return "revoked"
+        case .crlUpdated: return "crl-updated"
+        case .secretGenerated: return "secret-generated"
         }
     }
 }

@@ -7,7 +7,7 @@ public struct GenerateOptions: Sendable, Hashable {
     public var inventory: String
     /// Absolute inventory path.
     public var inventoryPath: String
-    /// Output tree (`--out`, default `out` in the working directory).
+    /// Output tree (`--out`, default `out` beside the inventory).
     public var outDirectory: String
     /// State directory (`--state`, default `state` beside the inventory).
     public var stateDirectory: String
@@ -18,12 +18,18 @@ public struct GenerateOptions: Sendable, Hashable {
     public var strict: Bool
     /// Environment for `env:VAR` secrets.
     public var environment: [String: String]
+    /// `--out` was given (else `outDirectory` is the default beside the inventory).
+    public var outGiven: Bool
+    /// The working directory, for paths shown relative to it.
+    public var currentDirectory: String
 
     public init(
         inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
         templatesDirectory: String? = nil, format: DiagnosticPrinter.Format = .text, strict: Bool = false,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath
     ) {
+        self.outGiven = outGiven
+        self.currentDirectory = currentDirectory
         self.inventory = inventory
         self.inventoryPath = inventoryPath
         self.outDirectory = outDirectory
@@ -62,13 +68,12 @@ public enum Pipeline {
         public var exitCode: Int32?
     }
 
-    /// Reads `path`, decodes and validates it, prints the diagnostics (text to stderr or JSON to stdout)
-    /// and the summary. Throws `CLIError.usage` when the file cannot be read (exit 2).
-    /// With `printJSONWhenClean` false, a clean run in JSON format prints nothing (so a later stage can
-    /// print its own diagnostics); `validate` passes true so JSON output is always an array.
+    /// Reads `path`, decodes and validates it (with `secretsEnvironment`, also resolves and checks
+    /// its env:/file: secrets) and reports the diagnostics to `output` (none when `report` is false:
+    /// a second load in the same run). Throws `CLIError.usage` when the file cannot be read (exit 2).
     public static func loadInventory(
-        display: String, path: String, format: DiagnosticPrinter.Format, strict: Bool, console: Console,
-        extraDiagnostics: [Diagnostic] = [], printJSONWhenClean: Bool = true
+        display: String, path: String, strict: Bool, output: CommandOutput, report: Bool = true,
+        secretsEnvironment: [String: String]? = nil
     ) throws(CLIError) -> Loaded {
         let bytes: [UInt8]
         do {
@@ -80,17 +85,17 @@ public enum Pipeline {
         var diagnostics = decoded.diagnostics
         if let inventory = decoded.inventory {
             diagnostics += Validator.validate(inventory)
+            if let environment = secretsEnvironment, !diagnostics.hasErrors {
+                diagnostics += checkSecrets(
+                    inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent, environment: environment)
+            }
         }
-        diagnostics += extraDiagnostics
-        let printer = DiagnosticPrinter(format: format, sources: [display: bytes], hiddenLines: [display: decoded.secretLines])
         let failed = diagnostics.hasErrors || (strict && diagnostics.contains { $0.severity == .warning })
-        if format == .json {
-            if printJSONWhenClean || !diagnostics.isEmpty { console.out(printer.render(diagnostics)) }
-        } else {
-            console.err(printer.render(diagnostics))
-        }
-        if let summary = DiagnosticPrinter.summary(diagnostics) {
-            console.err("\(summary)\(failed && !diagnostics.hasErrors ? " (warnings are errors with --strict)" : "")\n")
+        if report {
+            output.primaryFile = output.primaryFile ?? display
+            output.addSource(display, bytes, hidden: decoded.secretLines)
+            output.diagnostics(DiagnosticPrinter.sorted(diagnostics))
+            output.countSummary(diagnostics, strictFailure: failed && !diagnostics.hasErrors)
         }
         return Loaded(inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, exitCode: failed ? ExitCode.failure : nil)
     }

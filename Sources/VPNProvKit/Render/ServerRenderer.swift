@@ -83,10 +83,21 @@ public enum ServerRenderer {
                 plan.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
             "daemon_settings": .bool(daemonSettings),
             "ikev1": .bool(node.services.contains(.ipsecXauthPSK) || node.services.contains(.ipsecXauthHybrid)),
+            // The file table's rows that hold the node name, padded to the table's description column.
+            "certificate_column": .string(readmeColumn("swanctl/x509/\(node.name).pem")),
+            "key_column": .string(readmeColumn("swanctl/private/\(node.name).key")),
         ])
         files.append(OutputFile(path: "\(dir)/README", text: readme))
 
         return files.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+    }
+
+    /// Column of the descriptions in the README's file table (after "  ").
+    static let readmeDescriptionColumn = 30
+
+    /// `path` padded to the README's description column (two spaces at least, for long node names).
+    static func readmeColumn(_ path: String) -> String {
+        path + String(repeating: " ", count: max(2, readmeDescriptionColumn - path.count))
     }
 
     // MARK: - Contexts

@@ -240,8 +240,8 @@ Files
   swanctl/swanctl.conf          connections and address pools (no secrets)
   swanctl/conf.d/secrets.conf   node PSK and user passwords (mode 0600)
   swanctl/x509ca/ca.pem         the deployment's CA certificate
-  swanctl/x509/{{node}}.pem  this node's certificate
-  swanctl/private/{{node}}.key  this node's private key (mode 0600)
+  {{certificate_column}}this node's certificate
+  {{key_column}}this node's private key (mode 0600)
   swanctl/x509crl/crl.pem       revoked client certificates
 {{#daemon_settings}}
   strongswan.d/vpnprov.conf     charon settings the connections need
@@ -257,7 +257,7 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
   systemctl restart strongswan
 {{/daemon_settings}}
 {{^daemon_settings}}
-  rm -f /etc/strongswan.d/vpnprov.conf    (left from an earlier configuration, if any)
+  rm -f /etc/strongswan.d/vpnprov.conf    # left from an earlier configuration, if any
 {{/daemon_settings}}
   swanctl --load-all
 

@@ -1,0 +1,201 @@
+import Foundation
+
+/// Everything a command reports besides the files it writes: diagnostics, run-level warnings and
+/// notes, and its result (summary, drift, status...).
+///
+/// The rule, whatever `--format` says: standard error carries the human-readable text (diagnostics
+/// with their excerpts, notes, the end-of-run summary); with `--format json` (or `sarif`) standard
+/// output carries exactly one document, printed by `finish` when the command ends, however it ends.
+/// `--quiet` leaves only errors on standard error. See docs/json-output.md for the JSON shape.
+///
+/// A command reports through the one `CommandOutput` of its run (`context.output`):
+/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `set(_:_:)` for its
+/// command-specific keys ("summary", "drift", "status"...).
+public final class CommandOutput: @unchecked Sendable {
+    /// Version of the JSON document's shape (`"vpnprov": 1`). Raised only for incompatible changes.
+    public static let schemaVersion = 1
+
+    public let command: String
+    public let format: DiagnosticPrinter.Format
+    public let console: Console
+    /// Only errors on standard error.
+    public let quiet: Bool
+    /// The inventory the command reads, as written (SARIF shows unlocated findings there).
+    public var primaryFile: String?
+
+    private let lock = NSLock()
+    private var collected: [Diagnostic] = []
+    private var sources: [String: [UInt8]] = [:]
+    private var hiddenLines: [String: Set<Int>] = [:]
+    private var body: [String: AnyEncodable] = [:]
+    private var sarifResults: [Diagnostic] = []
+    private var finished = false
+
+    public init(command: String, format: DiagnosticPrinter.Format = .text, console: Console, quiet: Bool = false) {
+        self.command = command
+        self.format = format
+        self.console = console
+        self.quiet = quiet
+    }
+
+    /// Every diagnostic reported so far, in report order.
+    public var diagnostics: [Diagnostic] {
+        lock.lock()
+        defer { lock.unlock() }
+        return collected
+    }
+
+    /// True when the document goes to standard output (json, sarif).
+    public var isMachineReadable: Bool { format != .text }
+
+    /// Source text of an input file, for excerpts under text diagnostics; `hidden` lines (literal
+    /// secrets) are never shown.
+    public func addSource(_ file: String, _ bytes: [UInt8], hidden: Set<Int> = []) {
+        lock.lock()
+        defer { lock.unlock() }
+        sources[file] = bytes
+        hiddenLines[file, default: []].formUnion(hidden)
+    }
+
+    /// Reports findings: printed as text on standard error now (errors even with --quiet) and kept
+    /// for the document.
+    public func diagnostics(_ found: [Diagnostic]) {
+        guard !found.isEmpty else { return }
+        lock.lock()
+        collected += found
+        let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines)
+        lock.unlock()
+        let shown = quiet ? found.filter { $0.severity == .error } : found
+        console.err(printer.render(shown))
+    }
+
+    /// Keeps the error that ended the command for the document (it was printed already).
+    func collect(_ error: CLIError) {
+        let diagnostic: Diagnostic
+        switch error {
+        case .usage(let message, _): diagnostic = .error(RuleCode("usage"), message, at: nil)
+        case .environment(let message): diagnostic = .error(RuleCode("environment"), message, at: nil)
+        case .failure: return
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        collected.append(diagnostic)
+    }
+
+    /// "2 errors, 1 warning" for `batch` (nothing with --quiet, or when empty).
+    public func countSummary(_ batch: [Diagnostic], strictFailure: Bool = false) {
+        guard !quiet, let summary = DiagnosticPrinter.summary(batch) else { return }
+        console.err("\(summary)\(strictFailure ? " (warnings are errors with --strict)" : "")\n")
+    }
+
+    /// A run-level warning (not about a place in the inventory): a diagnostic without location.
+    public func warning(_ code: RuleCode, _ message: String) {
+        diagnostics([.warning(code, message, at: nil)])
+    }
+
+    /// A run-level error that ends the command (state, environment, usage): a diagnostic without
+    /// location, printed even with --quiet.
+    public func error(_ code: RuleCode, _ message: String) {
+        diagnostics([.error(code, message, at: nil)])
+    }
+
+    /// An informational line on standard error (not with --quiet). `text` has no trailing newline.
+    public func info(_ text: String) {
+        if !quiet { console.err(text + "\n") }
+    }
+
+    /// The command's own text result (the `validate` ok line, `check`'s drift list, `init`'s next
+    /// step): standard output in text format, standard error when standard output holds a document.
+    /// With --quiet only a `failing` result is printed (`check`'s drift list: why it fails).
+    public func result(_ text: String, failing: Bool = false) {
+        if quiet && !failing { return }
+        if isMachineReadable {
+            console.err(text)
+        } else {
+            console.out(text)
+        }
+    }
+
+    /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has
+    /// them under "drift", the text on standard output).
+    public func sarifOnly(_ found: [Diagnostic]) {
+        lock.lock()
+        defer { lock.unlock() }
+        sarifResults += found
+    }
+
+    /// Sets a command-specific key of the JSON document ("summary", "drift", "status"...).
+    public func set<Value: Encodable>(_ key: String, _ value: Value) {
+        lock.lock()
+        defer { lock.unlock() }
+        body[key] = AnyEncodable(value)
+    }
+
+    /// Prints the document (json, sarif) once; later calls do nothing. `ok` is true for exit
+    /// status 0; SARIF's `executionSuccessful` also for 1 (the run worked and found problems).
+    public func finish(exitCode: Int32) {
+        let ok = exitCode == ExitCode.success
+        lock.lock()
+        if finished {
+            lock.unlock()
+            return
+        }
+        finished = true
+        let diagnostics = DiagnosticPrinter.sorted(collected)
+        let body = self.body
+        let sarifResults = self.sarifResults
+        lock.unlock()
+        switch format {
+        case .text:
+            return
+        case .json:
+            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
+        case .sarif:
+            console.out(Self.encode(SARIFLog(
+                diagnostics: diagnostics + sarifResults, command: command,
+                executionSuccessful: exitCode == ExitCode.success || exitCode == ExitCode.failure, primaryFile: primaryFile)))
+        }
+    }
+
+    /// Pretty-printed, sorted keys, a trailing newline: byte-stable for the same content.
+    static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the command's own keys.
+    struct Envelope: Encodable {
+        var command: String
+        var ok: Bool
+        var diagnostics: [Diagnostic]
+        var body: [String: AnyEncodable]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(_ s: String) { stringValue = s }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(CommandOutput.schemaVersion, forKey: Key("vpnprov"))
+            try c.encode(command, forKey: Key("command"))
+            try c.encode(ok, forKey: Key("ok"))
+            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: Key("diagnostics"))
+            for (key, value) in body where !["vpnprov", "command", "ok", "diagnostics"].contains(key) {
+                try c.encode(value, forKey: Key(key))
+            }
+        }
+    }
+}
+
+/// Any `Encodable`, for the command-specific keys of the document.
+struct AnyEncodable: Encodable, @unchecked Sendable {
+    private let encodeValue: (Encoder) throws -> Void
+    init<T: Encodable>(_ value: T) { encodeValue = value.encode(to:) }
+    func encode(to encoder: Encoder) throws { try encodeValue(encoder) }
+}

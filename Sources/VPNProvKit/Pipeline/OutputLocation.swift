@@ -1,0 +1,67 @@
+import Foundation
+
+/// Where a deployment's output tree is. `--out` defaults to `out` beside the inventory (like the
+/// state), and the state records the tree's location after every successful run
+/// (`state/output-location`), so a run that would write or check a second tree of the same
+/// deployment elsewhere is refused while the recorded tree still exists. Moving the tree is moving
+/// the directory, then running with `--out` at its new place.
+enum OutputLocation {
+    static let fileName = "output-location"
+
+    /// The recorded tree: relative to the state directory's parent when below it (the record stays
+    /// right when the whole checkout moves, as on CI runners), else absolute.
+    static func recorded(stateDirectory: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: stateDirectory + "/" + fileName) else { return nil }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: 4096),
+            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .newlines), !text.isEmpty
+        else { return nil }
+        if text.hasPrefix("/") { return text }
+        return base(stateDirectory) + "/" + text
+    }
+
+    static func base(_ stateDirectory: String) -> String {
+        let parent = (stateDirectory as NSString).deletingLastPathComponent
+        return parent.isEmpty ? "/" : parent
+    }
+
+    static func hasTree(_ directory: String) -> Bool {
+        FileManager.default.fileExists(atPath: directory + "/" + OutputTree.manifestName)
+    }
+
+    static func standardized(_ path: String) -> String {
+        (path as NSString).standardizingPath
+    }
+
+    /// Nil when `options.outDirectory` may be used; else the message that refuses it (exit 2).
+    static func conflict(_ options: GenerateOptions) -> String? {
+        let out = standardized(options.outDirectory)
+        if let recorded = recorded(stateDirectory: options.stateDirectory).map(standardized), recorded != out, hasTree(recorded) {
+            let shown = Pipeline.display(recorded, options)
+            return "the output tree of this deployment is at '\(shown)' (recorded in the state); this run would "
+                + "\(options.outGiven ? "write a second one at" : "use") '\(Pipeline.display(out, options))'. "
+                + "Pass '--out \(shown)', or move that directory to where you want it and pass its new place to --out"
+        }
+        return nil
+    }
+
+    /// A tree left where vpnprov wrote by default before (`out` in the working directory) when this
+    /// deployment has no recorded tree yet: worth a warning, not a refusal.
+    static func formerDefault(_ options: GenerateOptions) -> String? {
+        guard !options.outGiven, recorded(stateDirectory: options.stateDirectory) == nil else { return nil }
+        let former = standardized(options.currentDirectory + "/out")
+        guard former != standardized(options.outDirectory), hasTree(former) else { return nil }
+        return "'\(Pipeline.display(former, options))' holds an output tree (--out used to default to the working directory); "
+            + "this deployment's tree is '\(Pipeline.display(options.outDirectory, options))', beside the inventory. "
+            + "Remove the old one, or pass --out to keep using it"
+    }
+
+    /// Records `options.outDirectory` as the deployment's tree (best effort: the run has succeeded).
+    static func record(_ options: GenerateOptions) {
+        let out = standardized(options.outDirectory)
+        let base = base(standardized(options.stateDirectory))
+        let text = out.hasPrefix(base == "/" ? "/" : base + "/") && base != "/" ? String(out.dropFirst(base.count + 1)) : out
+        if recorded(stateDirectory: options.stateDirectory).map(standardized) == out { return }
+        try? AtomicFile.write(Array((text + "\n").utf8), to: options.stateDirectory + "/" + fileName)
+    }
+}

@@ -15,6 +15,8 @@ struct GeneratedTunnelTests {
         var covered: Set<String> = []
         /// Handshakes per client kind.
         var byKind: [String: Int] = [:]
+        /// Client kinds whose "no IPv6 outside the tunnel" was proven (node without pool6), with counts.
+        var ipv6Blocked: [String: Int] = [:]
         var kinds: String { byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
     }
 
@@ -103,8 +105,9 @@ struct GeneratedTunnelTests {
         try refusals(lab, builds: builds, tally: &tally)
 
         try expectCoversEveryCombination(tally, builds)
+        let blocked = tally.ipv6Blocked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         return "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
-            + "\(tally.refusals) refusals proven"
+            + "\(tally.refusals) refusals proven, IPv6 outside the tunnel blocked (\(blocked))"
     }
 
     private func expectCoversEveryCombination(_ tally: Tally, _ builds: BuildPair) throws {
@@ -112,6 +115,8 @@ struct GeneratedTunnelTests {
             #expect(tally.covered.contains(combination),
                     "\(builds): never proven: \(combination); proven: \(tally.covered.sorted())")
         }
+        #expect(tally.ipv6Blocked["android", default: 0] > 0 && tally.ipv6Blocked["apple", default: 0] > 0,
+                "\(builds): IPv6 blocking never proven: \(tally.ipv6Blocked)")
     }
 
     /// Every client case of `deployment`, node by node (one server charon per node).
@@ -155,6 +160,12 @@ struct GeneratedTunnelTests {
                     tally.handshakes += 1
                     tally.byKind[c.kind.rawValue, default: 0] += 1
                     tally.covered.insert("\(c.kind.rawValue) \(c.service) \(peer)")
+                    if proof.ipv6Blocked { tally.ipv6Blocked[c.kind.rawValue, default: 0] += 1 }
+                    // On a node without an IPv6 pool every Android profile and every Apple IKEv2 payload
+                    // (kill switch on by default) must carry, and its device apply, the IPv6 block.
+                    if node.pool6 == nil && (c.kind == .android || c.kind == .apple && c.ikeVersion == 2) {
+                        #expect(proof.ipv6Blocked, "\(c.label): node without pool6 but the profile does not block IPv6")
+                    }
                 } catch {
                     Issue.record("\(deployment.label) on \(builds): \(error)")
                 }

@@ -92,8 +92,20 @@ public enum ClientRenderer {
                 "  on older macOS) > the profile > Install, and type the Mac's login password.",
                 "  The profile holds one VPN per server and service, the certificate authority and, for",
                 "  certificate logins, the user's certificate.",
-                "",
             ]
+            if inventory.pki.profileSigning != nil {
+                lines += [
+                    "  The profile is signed: the install screen names the signer, and says \"Verified\" when",
+                    "  the device trusts the signer's root certificate.",
+                ]
+            } else {
+                lines += [
+                    "  The install screen says \"Not Verified\": the profile carries no signature, so the device",
+                    "  cannot tell who made it. That is expected for these files; install it only if it reached",
+                    "  you from your VPN operator over a channel you trust.",
+                ]
+            }
+            lines.append("")
         }
         let sswan = names.filter { $0.hasSuffix(".sswan") }.sorted()
         if !sswan.isEmpty {

@@ -264,6 +264,70 @@ struct GeneratedTunnelTests {
         }
     }
 
+    @Test("Apple PFS: a CHILD_SA rekey with the child DH group completes on the generated node, not without its ESP group")
+    func applePFSRekeyCompletes() throws {
+        try StrongSwanEnvironment.require()
+        let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "pfs")
+        let apple = try #require(try example.clientCases().first {
+            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+        })
+        let payload = try #require(apple.applePayload?["IKEv2"] as? [String: Any])
+        #expect(payload["EnablePFS"] as? Int == 1)
+        #expect((payload["ChildSecurityAssociationParameters"] as? [String: Any])?["DiffieHellmanGroup"] as? Int == 19)
+
+        /// Connects, rekeys the CHILD_SA from the client and returns (rekeyed with ECP_256, server log of the rekey).
+        func rekey(_ nut: NodeUnderTest) throws -> (Bool, String) {
+            guard case .translated(let setup) = try apple.make() else { throw HarnessError("not translated") }
+            #expect(setup.swanctlConf.contains("esp_proposals = aes256gcm16-ecp256"))
+            _ = try nut.prove(.translated(setup), label: apple.label, ikeVersion: 2)
+            // prove() terminated the SA: connect again and keep it up for the rekey.
+            let (ike, child) = try nut.load(.translated(setup), label: apple.label)
+            defer { _ = try? nut.client.terminate(ike: ike) }
+            let up = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
+            guard up.succeeded else { throw HarnessError("initiate failed: \(up)") }
+            func childPart(_ raw: String) -> String { raw.components(separatedBy: "child-sas").dropFirst().joined() }
+            // The first CHILD_SA comes with IKE_AUTH, which carries no key exchange: no group yet.
+            let before = try nut.client.swanctl(["--list-sas", "--raw"]).stdout
+            #expect(!childPart(before).contains("dh-group="), "\(before)")
+            let mark = nut.server.log.utf8.count
+            let rekeyed = try nut.client.swanctl(["--rekey", "--child", child])
+            #expect(rekeyed.succeeded, "\(rekeyed)")
+            // The rekey is asynchronous: poll (bounded) until the client lists a CHILD_SA negotiated with a DH group
+            // or the server has answered.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var withGroup = false
+            var serverSaid = ""
+            while ContinuousClock.now < deadline {
+                let sas = try nut.client.swanctl(["--list-sas", "--raw"]).stdout
+                withGroup = childPart(sas).contains("dh-group=ECP_256") && childPart(sas).contains("state=INSTALLED")
+                serverSaid = NodeUnderTest.since(mark, nut.server.log)
+                if withGroup || serverSaid.contains("no acceptable proposal found") { break }
+                Thread.sleep(forTimeInterval: 0.1)  // polling interval of the bounded wait above
+            }
+            return (withGroup, serverSaid)
+        }
+
+        do {
+            let nut = try NodeUnderTest.start(example, node: "fra-1")
+            defer { nut.teardown() }
+            #expect(nut.serverLoad.succeeded)
+            let (ok, log) = try rekey(nut)
+            #expect(ok, "the CHILD_SA was not rekeyed with ECP_256; server log:\n\(log)")
+            #expect(log.contains("CREATE_CHILD_SA") && !log.contains("no acceptable proposal found"), "\(log)")
+        }
+        do {
+            // The same device against the node's ESP proposals as written (no group): the rekey is refused,
+            // which is what the server side of `pfs` prevents.
+            let nut = try NodeUnderTest.start(example, node: "fra-1") { conf in
+                conf.replacingOccurrences(of: "aes256gcm16-ecp256-modpnone", with: "aes256gcm16")
+            }
+            defer { nut.teardown() }
+            let (ok, log) = try rekey(nut)
+            #expect(!ok)
+            #expect(log.contains("no acceptable proposal found"), "server log of the refused rekey:\n\(log)")
+        }
+    }
+
     @Test("A generated server config broken on purpose (local identity changed) refuses its clients, log says why")
     func brokenServerIdentityIsCaught() throws {
         try StrongSwanEnvironment.require()

@@ -178,7 +178,7 @@ public struct ClientConnection: Sendable, Hashable {
         return devices.filter { device in
             switch device {
             case .android: return false
-            case .linux: return true
+            case .linux, .windows: return true
             case .apple: return ikeVersion == 1 || appleSettings?.includeAllNetworks != true
             }
         }

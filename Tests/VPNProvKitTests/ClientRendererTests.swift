@@ -47,8 +47,8 @@ import VPNProvCrypto
         for secret in ClientFixtures.secrets { #expect(!readme.contains(secret)) }
         // The .sswan certificate profile embeds the empty-password container, not the protected one.
         let sswan = String(decoding: byPath["clients/alice/fra-1-ikev2-cert.sswan"]!.contents, as: UTF8.self)
-        #expect(sswan.contains(Data("fake open p12 of alice".utf8).base64EncodedString()))
-        #expect(!sswan.contains(Data("fake p12 of alice".utf8).base64EncodedString()))
+        #expect(sswan.contains(Data(materials.users["alice"]!.openP12!).base64EncodedString()))
+        #expect(!sswan.contains(Data(materials.users["alice"]!.p12!).base64EncodedString()))
     }
 
     // MARK: - Apple

@@ -201,10 +201,15 @@ final class StateStore: @unchecked Sendable {
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
             if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
-            if let file = holder.p12?.file, let bytes = results[i].1 {
-                guard store.secrets.p12Passwords[name] != nil else { throw inconsistent("the p12 password of user '\(name)' is missing from secrets.json") }
-                store.p12s[file] = bytes
+            if !isNode, holder.p12 != nil, store.secrets.p12Passwords[name] == nil {
+                // secrets.json is committed before index.json: a run killed between the two (one that
+                // revoked this user) leaves a p12 whose password is gone. Nothing can open it, so its
+                // records are dropped and the run rebuilds what the inventory still needs.
+                store.index.users[name]?.p12 = nil
+                store.index.users[name]?.openP12 = nil
+                continue
             }
+            if let file = holder.p12?.file, let bytes = results[i].1 { store.p12s[file] = bytes }
             if let (file, bytes) = results[i].open { store.p12s[file] = bytes }
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvCrypto
 import Testing
 
 /// The project's main promise, proven with real strongSwan: every client configuration `vpnprov generate` writes
@@ -327,6 +328,53 @@ struct GeneratedTunnelTests {
             #expect(!ok)
             #expect(log.contains("no acceptable proposal found"), "server log of the refused rekey:\n\(log)")
         }
+    }
+
+    @Test("Apple revocation checking: a server certificate its CA revoked is refused by the checking profile, not without the check")
+    func appleRevocationCheckRefusesARevokedServer() throws {
+        try StrongSwanEnvironment.require()
+        let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "crl")
+        let apple = try #require(try example.clientCases().first {
+            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+        })
+        var payload = try #require(apple.applePayload)
+        var ikev2 = try #require(payload["IKEv2"] as? [String: Any])
+        #expect(ikev2["EnableCertificateRevocationCheck"] as? Int == 1)
+        // vpnprov never revokes a server certificate; the test does, with the deployment's CA, as after a
+        // server compromise, and hands the CRL to the device as if fetched.
+        let ca = try X509Certificate(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
+        let caKey = try PrivateKey(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
+        let node = try example.node("fra-1")
+        let server = try X509Certificate(pem: String(
+            contentsOf: node.directory.appendingPathComponent("swanctl/x509/fra-1.pem"), encoding: .utf8))
+        let crl = try CertificateRevocationList.build(
+            issuer: ca, issuerKey: caKey, number: 1000, thisUpdate: Date() - 60, nextUpdate: Date() + 86400,
+            revoked: [RevokedCertificate(serial: server.serial, revocationDate: Date() - 60)])
+        let inputs = DeviceInputs(fetchableCRLs: [Data(crl.pem.utf8)])
+
+        do {
+            let nut = try NodeUnderTest.start(example, node: "fra-1")
+            defer { nut.teardown() }
+            let checking = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+            #expect(checking.revocationCheck && checking.files.keys.contains("x509crl/fetched-1.crl"))
+            let (ike, child) = try nut.load(.translated(checking), label: "revocation check")
+            let mark = nut.client.log.utf8.count
+            let attempt = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(8))
+            _ = try? nut.client.terminate(ike: ike, timeout: .seconds(3))
+            #expect(!attempt.succeeded, "connected to a revoked server")
+            let clientLog = NodeUnderTest.since(mark, nut.client.log)
+            #expect(clientLog.contains("certificate was revoked"), "client log:\n\(clientLog)")
+        }
+
+        // The same profile without the check never consults the CRL and connects (fresh daemons: charon
+        // caches a CRL it has loaded).
+        ikev2["EnableCertificateRevocationCheck"] = 0
+        payload["IKEv2"] = ikev2
+        let unchecked = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+        #expect(!unchecked.files.keys.contains { $0.hasPrefix("x509crl/") })
+        let nut = try NodeUnderTest.start(example, node: "fra-1")
+        defer { nut.teardown() }
+        _ = try nut.prove(.translated(unchecked), label: "no revocation check", ikeVersion: 2)
     }
 
     @Test("A generated server config broken on purpose (local identity changed) refuses its clients, log says why")

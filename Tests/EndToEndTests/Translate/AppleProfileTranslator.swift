@@ -205,6 +205,10 @@ enum AppleProfileTranslator {
         try d.finish()
 
         var files: [String: Data] = certs.roots
+        // A device that checks revocation has the CRLs it could fetch; one that does not never consults them.
+        if revocationCheck {
+            for (i, crl) in inputs.fetchableCRLs.enumerated() { files["x509crl/fetched-\(i + 1).crl"] = crl }
+        }
         var w = SwanctlWriter()
         var secrets: [(String, [(String, String)])] = []
         try w.section("connections") { w in

@@ -67,11 +67,15 @@ struct DeviceInputs: Sendable {
     var password: String?
     /// PKCS#12 password when the profile leaves it out (.sswan never carries it).
     var p12Password: String?
+    /// CRLs the device would fetch while checking the server certificate's revocation (PEM or DER); used
+    /// only by a profile that asks for the check.
+    var fetchableCRLs: [Data] = []
 
-    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil) {
+    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = []) {
         self.remoteAddress = remoteAddress
         self.password = password
         self.p12Password = p12Password
+        self.fetchableCRLs = fetchableCRLs
     }
 }
 

@@ -5,6 +5,7 @@
 #include <openssl/x509v3.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
+#include <openssl/cms.h>
 #include <openssl/rand.h>
 #include <openssl/err.h>
 #include <openssl/bio.h>

@@ -4,12 +4,30 @@ import Foundation
 /// PKCS#12 containers in the legacy form Apple and Android import: key and certificate bags
 /// encrypted with pbeWithSHA1And3-KeyTripleDES-CBC, SHA-1 MAC, 2048 iterations.
 public enum PKCS12 {
+    /// A container protected by `password`, which must not be empty: macOS and iOS decode an empty
+    /// PKCS#12 password differently, and some importers refuse one outright.
     public static func build(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
         password: String
     ) throws -> [UInt8] {
-        ERR_clear_error()
         guard !password.isEmpty else { throw CryptoError("a PKCS#12 password must not be empty") }
+        return try build(key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName, anyPassword: password)
+    }
+
+    /// A container with the empty password ("" encoded as the two-byte BMPString terminator), same
+    /// algorithms. Only for importers that try the empty password before they ask (Android's
+    /// certificate installer, strongSwan's pkcs12 plugin); never for Apple devices.
+    public static func buildWithEmptyPassword(
+        key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String
+    ) throws -> [UInt8] {
+        try build(key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName, anyPassword: "")
+    }
+
+    private static func build(
+        key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
+        anyPassword password: String
+    ) throws -> [UInt8] {
+        ERR_clear_error()
         guard let stack = vpnprov_sk_X509_new_null() else { throw CryptoError.openSSL("cannot allocate a stack") }
         defer { vpnprov_sk_X509_free(stack) }
         for ca in caCertificates {

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvCrypto
 import Testing
 
 /// The project's main promise, proven with real strongSwan: every client configuration `vpnprov generate` writes
@@ -15,6 +16,8 @@ struct GeneratedTunnelTests {
         var covered: Set<String> = []
         /// Handshakes per client kind.
         var byKind: [String: Int] = [:]
+        /// Client kinds whose "no IPv6 outside the tunnel" was proven (node without pool6), with counts.
+        var ipv6Blocked: [String: Int] = [:]
         var kinds: String { byKind.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") }
     }
 
@@ -103,8 +106,12 @@ struct GeneratedTunnelTests {
         try refusals(lab, builds: builds, tally: &tally)
 
         try expectCoversEveryCombination(tally, builds)
+        // example.yaml's sgp-1 has no IPv6 pool: its Android and Apple IKEv2 clients prove the IPv6 block.
+        #expect(tally.ipv6Blocked["android", default: 0] > 0 && tally.ipv6Blocked["apple", default: 0] > 0,
+                "\(builds): IPv6 blocking never proven: \(tally.ipv6Blocked)")
+        let blocked = tally.ipv6Blocked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         return "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
-            + "\(tally.refusals) refusals proven"
+            + "\(tally.refusals) refusals proven, IPv6 outside the tunnel blocked (\(blocked))"
     }
 
     private func expectCoversEveryCombination(_ tally: Tally, _ builds: BuildPair) throws {
@@ -155,6 +162,12 @@ struct GeneratedTunnelTests {
                     tally.handshakes += 1
                     tally.byKind[c.kind.rawValue, default: 0] += 1
                     tally.covered.insert("\(c.kind.rawValue) \(c.service) \(peer)")
+                    if proof.ipv6Blocked { tally.ipv6Blocked[c.kind.rawValue, default: 0] += 1 }
+                    // On a node without an IPv6 pool every Android profile and every Apple IKEv2 payload
+                    // (kill switch on by default) must carry, and its device apply, the IPv6 block.
+                    if node.pool6 == nil && (c.kind == .android || c.kind == .apple && c.ikeVersion == 2) {
+                        #expect(proof.ipv6Blocked, "\(c.label): node without pool6 but the profile does not block IPv6")
+                    }
                 } catch {
                     Issue.record("\(deployment.label) on \(builds): \(error)")
                 }
@@ -251,6 +264,117 @@ struct GeneratedTunnelTests {
         for (label, loadable) in certProfiles {
             expectRefused("revoked: \(label)", loadable, because: ["certificate was revoked"])
         }
+    }
+
+    @Test("Apple PFS: a CHILD_SA rekey with the child DH group completes on the generated node, not without its ESP group")
+    func applePFSRekeyCompletes() throws {
+        try StrongSwanEnvironment.require()
+        let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "pfs")
+        let apple = try #require(try example.clientCases().first {
+            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+        })
+        let payload = try #require(apple.applePayload?["IKEv2"] as? [String: Any])
+        #expect(payload["EnablePFS"] as? Int == 1)
+        #expect((payload["ChildSecurityAssociationParameters"] as? [String: Any])?["DiffieHellmanGroup"] as? Int == 19)
+
+        /// Connects, rekeys the CHILD_SA from the client and returns (rekeyed with ECP_256, server log of the rekey).
+        func rekey(_ nut: NodeUnderTest) throws -> (Bool, String) {
+            guard case .translated(let setup) = try apple.make() else { throw HarnessError("not translated") }
+            #expect(setup.swanctlConf.contains("esp_proposals = aes256gcm16-ecp256"))
+            _ = try nut.prove(.translated(setup), label: apple.label, ikeVersion: 2)
+            // prove() terminated the SA: connect again and keep it up for the rekey.
+            let (ike, child) = try nut.load(.translated(setup), label: apple.label)
+            defer { _ = try? nut.client.terminate(ike: ike) }
+            let up = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
+            guard up.succeeded else { throw HarnessError("initiate failed: \(up)") }
+            func childPart(_ raw: String) -> String { raw.components(separatedBy: "child-sas").dropFirst().joined() }
+            // The first CHILD_SA comes with IKE_AUTH, which carries no key exchange: no group yet.
+            let before = try nut.client.swanctl(["--list-sas", "--raw"]).stdout
+            #expect(!childPart(before).contains("dh-group="), "\(before)")
+            let mark = nut.server.log.utf8.count
+            let rekeyed = try nut.client.swanctl(["--rekey", "--child", child])
+            #expect(rekeyed.succeeded, "\(rekeyed)")
+            // The rekey is asynchronous: poll (bounded) until the client lists a CHILD_SA negotiated with a DH group
+            // or the server has answered.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var withGroup = false
+            var serverSaid = ""
+            while ContinuousClock.now < deadline {
+                let sas = try nut.client.swanctl(["--list-sas", "--raw"]).stdout
+                withGroup = childPart(sas).contains("dh-group=ECP_256") && childPart(sas).contains("state=INSTALLED")
+                serverSaid = NodeUnderTest.since(mark, nut.server.log)
+                if withGroup || serverSaid.contains("no acceptable proposal found") { break }
+                Thread.sleep(forTimeInterval: 0.1)  // polling interval of the bounded wait above
+            }
+            return (withGroup, serverSaid)
+        }
+
+        do {
+            let nut = try NodeUnderTest.start(example, node: "fra-1")
+            defer { nut.teardown() }
+            #expect(nut.serverLoad.succeeded)
+            let (ok, log) = try rekey(nut)
+            #expect(ok, "the CHILD_SA was not rekeyed with ECP_256; server log:\n\(log)")
+            #expect(log.contains("CREATE_CHILD_SA") && !log.contains("no acceptable proposal found"), "\(log)")
+        }
+        do {
+            // The same device against the node's ESP proposals as written (no group): the rekey is refused,
+            // which is what the server side of `pfs` prevents.
+            let nut = try NodeUnderTest.start(example, node: "fra-1") { conf in
+                conf.replacingOccurrences(of: "aes256gcm16-ecp256-modpnone", with: "aes256gcm16")
+            }
+            defer { nut.teardown() }
+            let (ok, log) = try rekey(nut)
+            #expect(!ok)
+            #expect(log.contains("no acceptable proposal found"), "server log of the refused rekey:\n\(log)")
+        }
+    }
+
+    @Test("Apple revocation checking: a server certificate its CA revoked is refused by the checking profile, not without the check")
+    func appleRevocationCheckRefusesARevokedServer() throws {
+        try StrongSwanEnvironment.require()
+        let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "crl")
+        let apple = try #require(try example.clientCases().first {
+            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+        })
+        var payload = try #require(apple.applePayload)
+        var ikev2 = try #require(payload["IKEv2"] as? [String: Any])
+        #expect(ikev2["EnableCertificateRevocationCheck"] as? Int == 1)
+        // vpnprov never revokes a server certificate; the test does, with the deployment's CA, as after a
+        // server compromise, and hands the CRL to the device as if fetched.
+        let ca = try X509Certificate(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
+        let caKey = try PrivateKey(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
+        let node = try example.node("fra-1")
+        let server = try X509Certificate(pem: String(
+            contentsOf: node.directory.appendingPathComponent("swanctl/x509/fra-1.pem"), encoding: .utf8))
+        let crl = try CertificateRevocationList.build(
+            issuer: ca, issuerKey: caKey, number: 1000, thisUpdate: Date() - 60, nextUpdate: Date() + 86400,
+            revoked: [RevokedCertificate(serial: server.serial, revocationDate: Date() - 60)])
+        let inputs = DeviceInputs(fetchableCRLs: [Data(crl.pem.utf8)])
+
+        do {
+            let nut = try NodeUnderTest.start(example, node: "fra-1")
+            defer { nut.teardown() }
+            let checking = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+            #expect(checking.revocationCheck && checking.files.keys.contains("x509crl/fetched-1.crl"))
+            let (ike, child) = try nut.load(.translated(checking), label: "revocation check")
+            let mark = nut.client.log.utf8.count
+            let attempt = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(8))
+            _ = try? nut.client.terminate(ike: ike, timeout: .seconds(3))
+            #expect(!attempt.succeeded, "connected to a revoked server")
+            let clientLog = NodeUnderTest.since(mark, nut.client.log)
+            #expect(clientLog.contains("certificate was revoked"), "client log:\n\(clientLog)")
+        }
+
+        // The same profile without the check never consults the CRL and connects (fresh daemons: charon
+        // caches a CRL it has loaded).
+        ikev2["EnableCertificateRevocationCheck"] = 0
+        payload["IKEv2"] = ikev2
+        let unchecked = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+        #expect(!unchecked.files.keys.contains { $0.hasPrefix("x509crl/") })
+        let nut = try NodeUnderTest.start(example, node: "fra-1")
+        defer { nut.teardown() }
+        _ = try nut.prove(.translated(unchecked), label: "no revocation check", ikeVersion: 2)
     }
 
     @Test("A generated server config broken on purpose (local identity changed) refuses its clients, log says why")

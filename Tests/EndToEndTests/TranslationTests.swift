@@ -164,6 +164,50 @@ import Testing
         #expect(throws: TranslationError.self) { try SswanTranslator.translate(profile: bad) }
     }
 
+    @Test func sswanBlockIPv6BecomesTheDevicesPolicy() throws {
+        var profile: [String: Any] = [
+            "uuid": "6f1c5a4e-3b2d-4c1e-9f00-000000000002", "name": "n", "type": "ikev2-eap",
+            "remote": ["addr": "vpn.example.com"] as [String: Any],
+            "local": ["eap_id": "alice", "shared_secret": "pw"] as [String: Any],
+        ]
+        #expect(try SswanTranslator.translate(profile: profile).device.blockIPv6 == .none)
+        profile["split-tunneling"] = ["block-ipv6": true] as [String: Any]
+        #expect(try SswanTranslator.translate(profile: profile).device.blockIPv6 == .all)
+        profile["split-tunneling"] = ["block-ipv4": true] as [String: Any]
+        #expect(throws: TranslationError.self) { try SswanTranslator.translate(profile: profile) }
+        profile["split-tunneling"] = ["block-ipv6": true, "block-v6": true] as [String: Any]  // not a key the app reads
+        #expect(throws: TranslationError.self) { try SswanTranslator.translate(profile: profile) }
+    }
+
+    @Test func appleKillSwitchOnDemandAndIdleAreHonoured() throws {
+        #expect(try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload()).device.blockIPv6 == .none)
+        let setup = try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
+            "IncludeAllNetworks": 1, "ExcludeLocalNetworks": 1, "OnDemandEnabled": 1,
+            "OnDemandRules": [
+                ["Action": "Disconnect", "InterfaceTypeMatch": "WiFi", "SSIDMatch": ["Home"]] as [String: Any],
+                ["Action": "Connect"] as [String: Any],
+            ],
+            "DisconnectOnIdle": 1, "DisconnectOnIdleTimer": 600, "EnableCertificateRevocationCheck": 1,
+        ]))
+        #expect(setup.device.blockIPv6 == .exceptLocalNetworks)
+        #expect(setup.onDemand?.action(interface: "WiFi", ssid: "Home") == "Disconnect")
+        #expect(setup.onDemand?.action(interface: "WiFi", ssid: "Cafe") == "Connect")
+        #expect(setup.onDemand?.action(interface: "Cellular") == "Connect")
+        #expect(setup.swanctlConf.contains("inactivity = 600s\n"))
+        #expect(setup.swanctlConf.contains("revocation = relaxed\n") && setup.revocationCheck)
+        let all = try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload(["IncludeAllNetworks": 1]))
+        #expect(all.device.blockIPv6 == .all)  // macOS default: local networks go into the tunnel too
+        for bad: [String: Any] in [
+            ["OnDemandEnabled": 1, "OnDemandRules": [["Action": "Maybe"] as [String: Any]]],
+            ["OnDemandEnabled": 1, "OnDemandRules": [["Action": "Connect", "SSIDMatches": ["x"]] as [String: Any]]],
+            ["OnDemandEnabled": 1],
+            ["DisconnectOnIdle": 1],
+            ["IncludeAllNetwork": 1],
+        ] {
+            #expect(throws: TranslationError.self, "\(bad)") { try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload(bad)) }
+        }
+    }
+
     @Test func quotingOfValues() throws {
         #expect(try SwanctlWriter.quote("a\"b\\c#d") == "\"a\\\"b\\\\c#d\"")
         #expect(throws: TranslationError.self) { try SwanctlWriter.quote("a\u{1}b") }

@@ -68,6 +68,31 @@ import Testing
         #expect(byID["ams-1-ikev2-eap"]?["flag"] as? String == "🇳🇱")
     }
 
+    @Test func carriesTheSameDeviceOptionsAsTheProfiles() throws {
+        var inventory = inventory
+        inventory.nodes[0].apple = AppleOptions(onDemand: true, trustedSSIDs: ["Home"], dpd: .low, disconnectOnIdle: 300)
+        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let fraEAP = try #require(catalog.servers.first { $0.id == "fra-1-ikev2-eap" })
+        #expect(fraEAP.onDemandEnabled == true)
+        #expect(fraEAP.onDemandRules == [
+            .init(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: ["Home"]), .init(action: "connect"),
+        ])
+        #expect(fraEAP.deadPeerDetectionRate == "low" && fraEAP.disconnectOnIdleSeconds == 300)
+        #expect(fraEAP.carriesIPv6 == true && fraEAP.blockIPv6 == false && fraEAP.includeAllNetworks == false)
+        // ams-1 has no IPv6 pool: block IPv6 and the kill switch, as its Apple profiles and .sswan do.
+        let ams = try #require(catalog.servers.first { $0.id == "ams-1-ikev2-eap" })
+        #expect(ams.blockIPv6 == true && ams.includeAllNetworks == true && ams.excludeLocalNetworks == true)
+        // The SA parameters and PFS are exactly what the Apple profile pins.
+        let plan = ClientPlan.build(inventory: inventory, materials: ClientFixtures.materials())
+        let connection = try #require(plan.connections.first { $0.node == "fra-1" && $0.service == .ikev2EAP && $0.user == "alice" })
+        #expect(fraEAP.enablePFS == connection.apple?.enablePFS)
+        #expect(fraEAP.childSecurityAssociation?.proposal == connection.apple?.offer.esp.first)
+        #expect(fraEAP.enableRevocationCheck == connection.appleSettings?.crlCheck)
+        // IPSec entries cannot carry the kill switch.
+        let ipsec = try #require(catalog.servers.first { $0.id == "fra-1-ipsec-xauth-psk" })
+        #expect(ipsec.includeAllNetworks == nil && ipsec.enablePFS == nil)
+    }
+
     @Test func flagNeedsTwoLetters() {
         #expect(CatalogRenderer.flag("ch") == "🇨🇭")
         #expect(CatalogRenderer.flag("CHE") == nil)

@@ -37,10 +37,18 @@ import VPNProvCrypto
         }
         // No .sswan for services the Android app cannot do.
         #expect(!files.contains { $0.path.hasSuffix("psk.sswan") || $0.path.hasSuffix("psk-eap.sswan") })
-        // The README names the p12 password's place, never the password.
+        // The p12's password is handed over beside it (0600, named for what it is); the README
+        // names that file, never the password.
+        let passwordFile = try #require(byPath["clients/alice/alice-p12-password.txt"])
+        #expect(passwordFile.isPrivate)
+        #expect(String(decoding: passwordFile.contents, as: UTF8.self).contains("\np12-secret-alice\n"))
         let readme = String(decoding: byPath["clients/alice/README"]!.contents, as: UTF8.self)
-        #expect(readme.contains("secrets.json, under \"p12Passwords\" -> \"alice\""))
+        #expect(readme.contains("alice-p12-password.txt"))
         for secret in ClientFixtures.secrets { #expect(!readme.contains(secret)) }
+        // The .sswan certificate profile embeds the empty-password container, not the protected one.
+        let sswan = String(decoding: byPath["clients/alice/fra-1-ikev2-cert.sswan"]!.contents, as: UTF8.self)
+        #expect(sswan.contains(Data(materials.users["alice"]!.openP12!).base64EncodedString()))
+        #expect(!sswan.contains(Data(materials.users["alice"]!.p12!).base64EncodedString()))
     }
 
     // MARK: - Apple
@@ -160,11 +168,21 @@ import VPNProvCrypto
         #expect(sa["EncryptionAlgorithm"] as? String == "AES-256-GCM")
         #expect(sa["IntegrityAlgorithm"] as? String == "SHA2-256")
         #expect(sa["DiffieHellmanGroup"] as? Int == 19)
-        #expect(eap["EnablePFS"] as? Int == 0)
+        // PFS on by default: the server's ESP proposal gains the group (ServerPlan), the device rekeys with it.
+        #expect(eap["EnablePFS"] as? Int == 1)
+        // Revocation checking where the server proves itself with a certificate; DPD medium by default.
+        #expect(eap["EnableCertificateRevocationCheck"] as? Int == 1)
+        #expect(psk["EnableCertificateRevocationCheck"] as? Int == 0)
+        #expect(eap["DeadPeerDetectionRate"] as? String == "Medium")
+        // fra-1 has an IPv6 pool: no kill switch by default; ams-1 has none: IncludeAllNetworks keeps IPv6 in.
+        #expect(eap["IncludeAllNetworks"] == nil)
+        #expect(eap["OnDemandEnabled"] == nil)
         // ams-1 pins modp2048 and rekeys ESP with PFS because its ESP proposal names a group.
         let ams = try ike("ams-1.ikev2-eap")
         #expect((ams["IKESecurityAssociationParameters"] as? [String: Any])?["DiffieHellmanGroup"] as? Int == 14)
         #expect(ams["EnablePFS"] as? Int == 1)
+        #expect(ams["IncludeAllNetworks"] as? Int == 1)
+        #expect(ams["ExcludeLocalNetworks"] as? Int == 1)
 
         let group = try #require(vpns[base + "fra-1.ipsec-xauth-psk"]?["IPSec"] as? [String: Any])
         #expect(group["LocalIdentifier"] as? String == "acme")
@@ -260,13 +278,68 @@ import VPNProvCrypto
         #expect(local["eap_id"] as? String == "alice")
         #expect(local["shared_secret"] as? String == "alice pass # }{")
         #expect(local["p12"] == nil)
+        // fra-1 has an IPv6 pool: nothing to block.
+        #expect(eap["split-tunneling"] == nil)
+        let ams = try sswan("clients/alice/ams-1-ikev2-eap.sswan")
+        // ams-1 has none: the app must drop IPv6 while connected (the key the app's importer reads).
+        #expect((ams["split-tunneling"] as? [String: Any])?["block-ipv6"] as? Bool == true)
 
         let cert = try sswan("clients/alice/fra-1-ikev2-cert.sswan")
         #expect(cert["type"] as? String == "ikev2-cert")
         let certLocal = try #require(cert["local"] as? [String: Any])
-        #expect(Data(base64Encoded: certLocal["p12"] as? String ?? "") == Data(materials.users["alice"]!.p12!))
+        #expect(Data(base64Encoded: certLocal["p12"] as? String ?? "") == Data(materials.users["alice"]!.openP12!))
         #expect(certLocal["id"] as? String == "alice@acme.example")
         #expect(certLocal["shared_secret"] == nil)
+    }
+
+    @Test func appleOptionsFromNodeAndUser() throws {
+        var inventory = inventory
+        inventory.nodes[0].apple = AppleOptions(
+            onDemand: true, trustedSSIDs: ["Home", "Office 5G"], includeAllNetworks: true, excludeLocalNetworks: false,
+            pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600)
+        // The user's own choice wins over the node's.
+        inventory.users[0].apple = AppleOptions(trustedSSIDs: ["Home"], disconnectOnIdle: 0)
+        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
+        let plist = try #require(try PropertyListSerialization.propertyList(from: Data(file.contents), format: nil) as? [String: Any])
+        let payloads = try #require(plist["PayloadContent"] as? [[String: Any]])
+        let eap = try #require(payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap" }?["IKEv2"] as? [String: Any])
+        #expect(eap["OnDemandEnabled"] as? Int == 1)
+        let rules = try #require(eap["OnDemandRules"] as? [[String: Any]])
+        // Apple evaluates the rules in order: the trusted Wi-Fi disconnects before the catch-all connects.
+        #expect(rules.count == 2)
+        #expect(rules[0]["Action"] as? String == "Disconnect")
+        #expect(rules[0]["InterfaceTypeMatch"] as? String == "WiFi")
+        #expect(rules[0]["SSIDMatch"] as? [String] == ["Home"])
+        #expect(rules[1]["Action"] as? String == "Connect" && rules[1].count == 1)
+        #expect(eap["IncludeAllNetworks"] as? Int == 1)
+        #expect(eap["ExcludeLocalNetworks"] as? Int == 0)
+        #expect(eap["EnablePFS"] as? Int == 0)
+        #expect(eap["EnableCertificateRevocationCheck"] as? Int == 0)
+        #expect(eap["DeadPeerDetectionRate"] as? String == "High")
+        #expect(eap["DisconnectOnIdle"] == nil && eap["DisconnectOnIdleTimer"] == nil)
+        let ipsec = try #require(payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ipsec-xauth-psk" }?["IPSec"] as? [String: Any])
+        #expect(ipsec["OnDemandEnabled"] as? Int == 1)
+        // Without the user's override the node's idle timer applies.
+        inventory.users[0].apple = AppleOptions()
+        let again = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let plist2 = try #require(try PropertyListSerialization.propertyList(
+            from: Data(again.first { $0.path == "clients/alice/alice.mobileconfig" }!.contents), format: nil) as? [String: Any])
+        let eap2 = try #require((plist2["PayloadContent"] as? [[String: Any]])?.first {
+            $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap" }?["IKEv2"] as? [String: Any])
+        #expect(eap2["DisconnectOnIdle"] as? Int == 1 && eap2["DisconnectOnIdleTimer"] as? Int == 600)
+        #expect((eap2["OnDemandRules"] as? [[String: Any]])?.first?["SSIDMatch"] as? [String] == ["Home", "Office 5G"])
+    }
+
+    @Test func pfsPutsTheAppleChildGroupIntoTheServersESPProposal() {
+        let p = Proposals(ike: ["aes256gcm16-prfsha256-ecp256"], esp: ["aes256gcm16", "aes256-sha256"])
+        #expect(AppleSA.serverESPProposals(from: p, pfs: true) == ["aes256gcm16-ecp256-modpnone", "aes256-sha256"])
+        #expect(AppleSA.serverESPProposals(from: p, pfs: false) == ["aes256gcm16", "aes256-sha256"])
+        // A proposal that names the group already is left alone.
+        let named = Proposals(ike: ["aes256-sha256-modp2048"], esp: ["aes256-sha256-modp2048-modpnone"])
+        #expect(AppleSA.serverESPProposals(from: named, pfs: true) == named.esp)
+        #expect(AppleSA.derive(from: p, pfs: true)?.offer.esp == ["aes256gcm16-ecp256"])
+        #expect(AppleSA.derive(from: p, pfs: false)?.offer.esp == ["aes256gcm16"])
     }
 
     // MARK: - Linux

@@ -62,7 +62,8 @@ enum ClientFixtures {
             users: [
                 "alice": UserMaterials(
                     password: "alice pass # }{", certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory),
-                    privateKeyPEM: TestPKI.keyPEM("client"), p12: TestPKI.storedP12, p12Password: TestPKI.p12Password, keyType: .rsa2048),
+                    privateKeyPEM: TestPKI.keyPEM("client"), p12: TestPKI.storedP12, p12Password: TestPKI.p12Password, keyType: .rsa2048,
+                    openP12: TestPKI.storedOpenP12),
                 "bob": UserMaterials(password: "bob-password-123"),
             ])
     }
@@ -78,7 +79,8 @@ enum ClientFixtures {
             func v2(_ name: String, _ local: AuthMethod, _ remote: ServerRoundView, certreq: Bool = false) -> ServerConnectionView {
                 ServerConnectionView(
                     name: name, version: 2, aggressive: nil, localAuth: local, localID: node.id, remote: [remote],
-                    ikeProposals: node.proposals.ike, espProposals: node.proposals.esp, sendCertreq: certreq)
+                    ikeProposals: node.proposals.ike,
+                    espProposals: AppleSA.serverESPProposals(from: node.proposals, pfs: node.apple.pfs ?? true), sendCertreq: certreq)
             }
             func v1(_ name: String, aggressive: Bool, id: IdentityPattern) -> ServerConnectionView {
                 ServerConnectionView(

@@ -15,7 +15,8 @@ import Testing
 
     static func materials() -> UserMaterials {
         UserMaterials(
-            password: "pw", certificatePEM: "CERT", privateKeyPEM: "KEY", p12: [1, 2, 3], p12Password: "p12pw", keyType: .ecdsaP256)
+            password: "pw", certificatePEM: "CERT", privateKeyPEM: "KEY", p12: [1, 2, 3], p12Password: "p12pw", keyType: .ecdsaP256,
+            openP12: [4, 5])
     }
 
     /// A new stored property in User or UserMaterials fails here until `Fingerprint.userInputs`
@@ -30,7 +31,7 @@ import Testing
     @Test func everyCoveredFieldChangesTheFingerprint() {
         let base = Fingerprint.userInputs(Self.user(), Self.materials())
         var users: [User] = []
-        for change in 0..<8 {
+        for change in 0..<9 {
             var u = Self.user()
             switch change {
             case 0: u.name = "alicia"
@@ -40,13 +41,14 @@ import Testing
             case 4: u.nodes = ["n1"]
             case 5: u.nodes = ["n2", "n1"]
             case 6: u.devices = [.apple]
+            case 7: u.apple.onDemand = true
             default: u.revoked = true
             }
             users.append(u)
         }
         for u in users { #expect(Fingerprint.userInputs(u, Self.materials()) != base, "\(u)") }
         var materials: [UserMaterials?] = [nil]
-        for change in 0..<6 {
+        for change in 0..<7 {
             var m = Self.materials()
             switch change {
             case 0: m.password = "pw2"
@@ -54,6 +56,7 @@ import Testing
             case 2: m.privateKeyPEM = "KEY2"
             case 3: m.p12 = [1, 2]
             case 4: m.p12Password = "x"
+            case 5: m.openP12 = [4]
             default: m.keyType = .rsa2048
             }
             materials.append(m)

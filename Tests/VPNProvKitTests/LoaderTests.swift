@@ -247,6 +247,24 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         #expect(d.notes.map(\.location) == [SourceLocation(file: "t.yaml", line: 5, column: 5)])
     }
 
+    @Test func appleOptionsMergeDefaultsNodeAndUser() throws {
+        let inventory = try #require(InventoryLoader.decode(bytes: try InventoryFixtures.bytes("good", "apple-options.yaml"), file: "a.yaml").inventory)
+        let node = inventory.nodes[0]
+        #expect(node.apple == AppleOptions(
+            onDemand: true, trustedSSIDs: ["Home", "Café Wi-Fi"], includeAllNetworks: true, excludeLocalNetworks: false,
+            pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600))
+        #expect(node.location(of: "apple.disconnect_on_idle").line == 14)
+        let user = inventory.users[0]
+        #expect(user.apple == AppleOptions(onDemand: false, disconnectOnIdle: 0))
+        let resolved = ClientPlan.appleSettings(user: user, node: node)
+        #expect(!resolved.onDemand && resolved.disconnectOnIdle == 0 && resolved.trustedSSIDs == ["Home", "Café Wi-Fi"])
+        // Unknown keys under apple: get a hint; server-side keys are not user keys.
+        let typo = decode("vpnprov: 1\nname: x\nnodes:\n  n:\n    address: a.example\n    pool: 10.0.0.0/24\n    apple: {kill_switch: true, include_all_network: true}\n")
+        #expect(typo.diagnostics.contains { $0.message.contains("did you mean 'include_all_networks'?") })
+        let userPFS = decode("vpnprov: 1\nname: x\nusers:\n  u:\n    apple: {pfs: false}\n")
+        #expect(userPFS.diagnostics.contains { $0.code == .unknownKey && $0.message.contains("'apple.pfs'") == false && $0.message.contains("unknown key 'pfs'") })
+    }
+
     @Test func unknownKeyHintUsesEditDistance() {
         #expect(Spelling.closest(to: "pks", among: InventoryDecoder.nodeKeys) == "psk")
         #expect(Spelling.closest(to: "servces", among: InventoryDecoder.nodeKeys) == "services")

@@ -169,6 +169,26 @@ import VPNProvCrypto
         #expect(wrong.status != 0)
     }
 
+    @Test func sswanContainerHasTheEmptyPasswordAndTheSameLegacyAlgorithms() throws {
+        let state = makeTempDirectory()
+        let first = try prepare(standardInventory(), state: state).materials.users["alice"]!
+        let open = try #require(first.openP12)
+        #expect(open != first.p12)
+        let opened = try PKCS12.parse(open, password: "")
+        #expect(opened.certificate.der == (try X509Certificate(pem: first.certificatePEM!)).der)
+        #expect(opened.key.matches(opened.certificate))
+        let dir = makeTempDirectory()
+        _ = FileManager.default.createFile(atPath: "\(dir)/open.p12", contents: Data(open))
+        let info = try runTool(["openssl", "pkcs12", "-info", "-noout", "-in", "\(dir)/open.p12", "-passin", "pass:"])
+        #expect(info.status == 0, "\(info.output)")
+        #expect(info.output.contains("MAC: sha1"))
+        #expect(info.output.contains("Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC"))
+        #expect(!info.output.contains("AES") && !info.output.contains("RC2"))
+        // Stored in the state: the next run hands out the same bytes.
+        let again = try prepare(standardInventory(), state: state).materials.users["alice"]!
+        #expect(again.openP12 == open && again.p12 == first.p12)
+    }
+
     @Test func crlListsRevokedCertificatesAndVerifies() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state)

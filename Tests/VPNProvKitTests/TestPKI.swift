@@ -75,6 +75,17 @@ enum TestPKI {
         (try? [UInt8](Data(contentsOf: directory.appendingPathComponent("client.p12")))) ?? []
     }
 
+    /// The stored empty-password p12 for `.sswan` goldens (same key and certificate as `storedP12`).
+    static var storedOpenP12: [UInt8] {
+        (try? [UInt8](Data(contentsOf: directory.appendingPathComponent("client-open.p12")))) ?? []
+    }
+
+    /// The empty-password p12 of the client key and `certificatePEM`, built now (random salts).
+    static func buildOpenP12(certificatePEM: String, friendlyName: String) throws -> [UInt8] {
+        try PKCS12.buildWithEmptyPassword(
+            key: key("client"), certificate: try X509Certificate(pem: certificatePEM), caCertificates: [ca], friendlyName: friendlyName)
+    }
+
     /// A p12 of the client key and `certificatePEM` built now by the product's code (random salts).
     static func buildP12(certificatePEM: String, friendlyName: String) throws -> [UInt8] {
         try PKCS12.build(

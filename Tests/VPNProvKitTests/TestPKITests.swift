@@ -65,4 +65,15 @@ import VPNProvCrypto
         let stored = try PKCS12.parse(TestPKI.storedP12, password: TestPKI.p12Password)
         #expect(stored.certificate.pem == TestPKI.clientCertificatePEM(alice, in: inventory), "re-record: scripts/regenerate-goldens")
     }
+
+    @Test func storedEmptyPasswordP12HoldsTodaysCertificate() throws {
+        let certificate = try TestPKI.clientCertificatePEM(alice, in: inventory)
+        let storedCertificate = try? PKCS12.parse(TestPKI.storedOpenP12, password: "").certificate.pem
+        if ProcessInfo.processInfo.environment["VPNPROV_RECORD_P12"] == "1", storedCertificate != certificate {
+            let now = try TestPKI.buildOpenP12(certificatePEM: certificate, friendlyName: "alice")
+            try Data(now).write(to: TestPKI.directory.appendingPathComponent("client-open.p12"))
+        }
+        let stored = try PKCS12.parse(TestPKI.storedOpenP12, password: "")
+        #expect(stored.certificate.pem == certificate, "re-record: VPNPROV_RECORD_P12=1")
+    }
 }

@@ -72,9 +72,10 @@ enum Fixture {
             ])
     }
 
-    static let byDesign: Set<RuleCode> = [.weakPSKService, .ikev1Aggressive, .ikev1Service, .ikev1Build]
+    /// ams-1 has no IPv6 pool and carol has a Linux device there: `ipv6-leak` is by design too.
+    static let byDesign: Set<RuleCode> = [.weakPSKService, .ikev1Aggressive, .ikev1Service, .ikev1Build, .ipv6Leak]
 
-    /// (code, line, column) of every diagnostic except the weak-by-design service warnings.
+    /// (code, line, column) of every diagnostic except the by-design warnings.
     static func found(_ inventory: Inventory, keeping keep: Set<RuleCode> = []) -> [Found] {
         Validator.validate(inventory).filter { !byDesign.contains($0.code) || keep.contains($0.code) }.map {
             Found($0.code, $0.location?.line ?? 0, $0.location?.column ?? 0, $0.severity)
@@ -117,6 +118,7 @@ extension Inventory {
         #expect(all.map { F($0.code, $0.location!.line, $0.location!.column, $0.severity) } == [
             F(.ikev1Aggressive, 25, 14, .warning), F(.ikev1Build, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning),
             F(.weakPSKService, 25, 14, .warning),
+            F(.ipv6Leak, 43, 14, .warning),
         ])
         #expect(all.filter { $0.code == .weakPSKService }.map(\.message).allSatisfy { $0.hasPrefix("node 'fra-1': ikev2-psk") })
     }
@@ -473,7 +475,7 @@ extension Inventory {
 
     @Test func weakByDesignServicesWarnOncePerNodeAndService() {
         let inventory = Fixture.good().with { $0.nodes[0].group = nil }
-        let found = Fixture.found(inventory, keeping: Fixture.byDesign)
+        let found = Fixture.found(inventory, keeping: Fixture.byDesign.subtracting([.ipv6Leak]))
         #expect(found == [F(.ikev1Build, 25, 14, .warning), F(.ikev1Service, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning), F(.weakPSKService, 25, 14, .warning)])
     }
 
@@ -495,6 +497,39 @@ extension Inventory {
         // A node without it: no such warning.
         let withoutIKEv1 = Fixture.good().with { $0.nodes[0].services = [.ikev2Cert, .ikev2EAP, .ikev2PSK, .ikev2PSKEAP] }
         #expect(Fixture.found(withoutIKEv1, keeping: [.ikev1Build]).filter { $0.code == .ikev1Build }.isEmpty)
+    }
+
+    // MARK: client leaks and Apple options
+
+    @Test func ipv6LeakNamesTheClientsThatCannotBlock() throws {
+        // ams-1 has no pool6; carol (Apple, Linux) uses it with a certificate. Apple IKEv2 blocks by default.
+        let leaks = Validator.validate(Fixture.good()).filter { $0.code == .ipv6Leak }
+        #expect(leaks.map { F($0.code, $0.location!.line, $0.location!.column, $0.severity) } == [F(.ipv6Leak, 43, 14, .warning)])
+        #expect(leaks.first?.message.contains("node 'ams-1'") == true)
+        #expect(leaks.first?.message.contains("Linux (swanctl)") == true)
+        #expect(leaks.first?.message.contains("Apple") == false)
+        // The kill switch turned off for ams-1: Apple is named too.
+        let off = Fixture.good().with { $0.nodes[1].apple.includeAllNetworks = false }
+        let named = Validator.validate(off).filter { $0.code == .ipv6Leak }.map(\.message)
+        #expect(named.count == 1 && named[0].contains("Apple IKEv2 (apple.include_all_networks is off)"))
+        // Android only (bob on fra-1, which has a pool6 anyway) or a pool6 everywhere: nothing to say.
+        let covered = Fixture.good().with { $0.nodes[1].pool6 = Fixture.cidr("fd00:11::/64") }
+        #expect(Validator.validate(covered).filter { $0.code == .ipv6Leak }.isEmpty)
+        let androidOnly = Fixture.good().with { $0.users[2].devices = [.android]; $0.users[0].devices = [.apple, .android] }
+        #expect(Validator.validate(androidOnly).filter { $0.code == .ipv6Leak }.isEmpty)
+    }
+
+    @Test func appleOptionsWithoutEffectWarn() {
+        let inventory = Fixture.good().with {
+            $0.nodes[1].apple = AppleOptions(trustedSSIDs: ["Home"], includeAllNetworks: false, excludeLocalNetworks: true)
+        }
+        let found = Validator.validate(inventory).filter { $0.code == .appleOptionUnused }.map(\.message)
+        #expect(found.sorted() == [
+            "node 'ams-1': apple.exclude_local_networks has no effect with apple.include_all_networks: false",
+            "node 'ams-1': apple.trusted_ssids has no effect without apple.on_demand: true",
+        ])
+        let fine = Fixture.good().with { $0.nodes[1].apple = AppleOptions(onDemand: true, trustedSSIDs: ["Home"]) }
+        #expect(Validator.validate(fine).filter { $0.code == .appleOptionUnused }.isEmpty)
     }
 
     @Test func passwordServicesNeedAPassword() {

@@ -24,7 +24,8 @@ enum StarterInventory {
             country: DE                   # ISO 3166-1 alpha-2
             tier: free                    # free | pro
             pool: 10.10.0.0/24            # virtual IPs handed to clients
-            # pool6: fd00:10::/112
+            pool6: fd00:10::/112          # IPv6 too; without it IPv6 bypasses the VPN on clients that cannot block it
+            # apple: { on_demand: true, trusted_ssids: [Home], include_all_networks: true }
             # services: [ikev2-eap, ikev2-cert]
             # psk: gen                    # needed by ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk
 

@@ -27,6 +27,8 @@ extension RuleCode {
     public static let clientCertificateSAN = RuleCode("client-cert-san")
     /// The client trusts another CA than the one that issued the server's configuration.
     public static let caMismatch = RuleCode("ca-mismatch")
+    /// A client kind lets IPv6 bypass the tunnel of a node without an IPv6 pool (it cannot block it).
+    public static let ipv6Leak = RuleCode("ipv6-leak")
     /// A secret or certificate a client profile or its server needs is missing.
     public static let missingSecret = RuleCode("missing-secret")
 }

@@ -43,6 +43,8 @@ public enum RuleHelp {
         "weak-proposal": "The proposal names a weak algorithm (3DES, DES, MD5, SHA-1, MODP up to 1536...); 'allow_weak: true' makes this a warning.",
         "missing-proposal": "An empty 'ike' or 'esp' proposal list.",
         "no-apple-proposal": "An IKEv2 node offers no IKE and ESP combination an Apple profile can express.",
+        "ipv6-leak": "A node without an IPv6 pool has clients that cannot keep IPv6 outside the tunnel; they are named.",
+        "apple-option-unused": "An Apple option that has no effect as written (trusted SSIDs without on-demand, ...).",
         "no-ikev1-proposal": "An ipsec-xauth-psk node whose IKE proposals are all AEAD; IKEv1 falls back to the built-in iPhone set.",
         "no-windows-proposal": "A node Windows users reach offers no IKE and ESP combination Windows' IKEv2 client can be set to.",
         "missing-pool": "A node has neither 'pool' nor 'pool6'.",

@@ -15,15 +15,28 @@ public struct InventoryDecoder: Sendable {
     public static let supportedSchemaVersion = 1
 
     static let topLevelKeys = ["vpnprov", "name", "pki", "defaults", "nodes", "users"]
-    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key"]
+    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing"]
+    static let profileSigningKeys = ["cert", "key", "chain"]
     static let caKeys = ["name", "key", "days"]
     /// Keys of a node (and of `defaults:`).
     public static let nodeKeys = [
         "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals", "dns",
+        "apple",
     ]
+    /// Keys of a node's (and `defaults:`) `apple:` mapping.
+    public static let nodeAppleKeys = [
+        "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "pfs", "crl_check", "dpd",
+        "disconnect_on_idle",
+    ]
+    /// Keys of a user's `apple:` mapping (what concerns the device, not the server).
+    public static let userAppleKeys = [
+        "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "disconnect_on_idle",
+    ]
+    /// Longest idle time accepted for `disconnect_on_idle` (seconds; one day).
+    public static let maxDisconnectOnIdle = 86_400
     static let proposalKeys = ["ike", "esp"]
     /// Keys of a user.
-    public static let userKeys = ["password", "cert", "id", "nodes", "devices", "revoked"]
+    public static let userKeys = ["password", "cert", "id", "nodes", "devices", "revoked", "apple"]
 
     /// Default services of a node when neither the node nor `defaults:` names any.
     public static let defaultServices: [Service] = [.ikev2EAP]
@@ -125,8 +138,11 @@ public struct InventoryDecoder: Sendable {
         guard let entries = cx.mapping(node, "'pki'", allowed: Self.pkiKeys) else { return nil }
         var serverKey: KeyType?
         var clientKey: KeyType?
+        var signing: ProfileSigningSettings?
         for (key, _, value) in entries {
             switch key {
+            case "profile_signing":
+                signing = decodeProfileSigning(value, cx)
             case "ca":
                 if value.isNull { continue }
                 guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
@@ -150,9 +166,36 @@ public struct InventoryDecoder: Sendable {
                 clientKey = cx.choice(value, "'pki.client_key'", KeyType.self)
             }
         }
-        return PKISettings(
+        var pki = PKISettings(
             ca: settings.ca, serverDays: settings.serverDays, clientDays: settings.clientDays,
             serverKey: serverKey, clientKey: clientKey)
+        pki.profileSigning = signing
+        return pki
+    }
+
+    /// `pki.profile_signing: { cert: file:…, key: file:…, chain: file:… }`: each env:VAR or file:PATH
+    /// (a PEM does not fit a YAML scalar written inline, and `gen` cannot make a trusted identity).
+    private func decodeProfileSigning(_ node: YAMLNode, _ cx: DecodingContext) -> ProfileSigningSettings? {
+        if node.isNull { return nil }
+        guard let entries = cx.mapping(node, "'pki.profile_signing'", allowed: Self.profileSigningKeys) else { return nil }
+        var found: [String: SecretSource] = [:]
+        for (key, _, value) in entries {
+            let field = "'pki.profile_signing.\(key)'"
+            guard let source = cx.secret(value, field) else {
+                if value.isNull { cx.error(.invalidValue, "\(field) needs env:VAR or file:PATH", at: value) }
+                continue
+            }
+            switch source {
+            case .env, .file: found[key] = source
+            case .generate, .literal:
+                cx.error(.invalidValue, "\(field) must be env:VAR or file:PATH (a PEM file or a variable holding one)", at: value)
+            }
+        }
+        for required in ["cert", "key"] where found[required] == nil && !entries.contains(where: { $0.key == required }) {
+            cx.error(.missingKey, "'pki.profile_signing': missing required key '\(required)'", at: node)
+        }
+        guard let cert = found["cert"], let key = found["key"] else { return nil }
+        return ProfileSigningSettings(certificate: cert, key: key, chain: found["chain"])
     }
 
     // MARK: - Nodes
@@ -172,7 +215,46 @@ public struct InventoryDecoder: Sendable {
         var ike: [String]?
         var esp: [String]?
         var dns: [String]?
+        var apple = AppleOptions()
         var locations: [String: SourceLocation] = [:]
+    }
+
+    /// An `apple:` mapping (keys limited to `allowed`); field locations go to `locations` as "apple.<key>".
+    private func decodeApple(
+        _ node: YAMLNode, _ what: String, allowed: [String], locations: inout [String: SourceLocation], _ cx: DecodingContext
+    ) -> AppleOptions {
+        var o = AppleOptions()
+        guard let entries = cx.mapping(node, "\(what): 'apple'", allowed: allowed) else { return o }
+        for (key, _, value) in entries {
+            if value.isNull { continue }
+            let field = "\(what): 'apple.\(key)'"
+            switch key {
+            case "on_demand": o.onDemand = cx.bool(value, field)
+            case "include_all_networks": o.includeAllNetworks = cx.bool(value, field)
+            case "exclude_local_networks": o.excludeLocalNetworks = cx.bool(value, field)
+            case "pfs": o.pfs = cx.bool(value, field)
+            case "crl_check": o.crlCheck = cx.bool(value, field)
+            case "dpd": o.dpd = cx.choice(value, field, AppleDPDRate.self)
+            case "disconnect_on_idle":
+                o.disconnectOnIdle = cx.integer(value, field, minimum: 0, maximum: Self.maxDisconnectOnIdle)
+            default:  // trusted_ssids
+                guard let list = cx.stringList(value, field) else { continue }
+                var ssids: [String] = []
+                for (ssid, item) in list {
+                    // 802.11 SSIDs are 1 to 32 octets.
+                    if ssid.isEmpty || ssid.utf8.count > 32 {
+                        cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(ssid))' is not a Wi-Fi network name (1 to 32 bytes)", at: item)
+                    } else if ssids.contains(ssid) {
+                        cx.warning(.duplicateEntry, "\(field): '\(DecodingContext.printable(ssid))' is listed twice", at: item)
+                    } else {
+                        ssids.append(ssid)
+                    }
+                }
+                o.trustedSSIDs = ssids
+            }
+            locations["apple.\(key)"] = cx.location(value)
+        }
+        return o
     }
 
     private func decodeNodeFields(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
@@ -213,6 +295,8 @@ public struct InventoryDecoder: Sendable {
                     if pk == "ike" { f.ike = list } else { f.esp = list }
                     if list != nil { f.locations["proposals.\(pk)"] = cx.location(pv) }
                 }
+            case "apple":
+                f.apple = decodeApple(value, what, allowed: Self.nodeAppleKeys, locations: &f.locations, cx)
             default:  // dns
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -252,7 +336,7 @@ public struct InventoryDecoder: Sendable {
         if locations["proposals"] == nil {
             locations["proposals"] = locations["proposals.ike"] ?? locations["proposals.esp"]
         }
-        return Node(
+        var node = Node(
             name: name, address: address, id: id,
             region: own.region ?? defaults.region, country: own.country ?? defaults.country,
             tier: own.tier ?? defaults.tier ?? .free,
@@ -261,6 +345,8 @@ public struct InventoryDecoder: Sendable {
             psk: own.psk ?? defaults.psk, group: own.group ?? defaults.group,
             proposals: proposals, dns: own.dns ?? defaults.dns ?? [],
             location: cx.location(keyNode), fieldLocations: locations)
+        node.apple = own.apple.over(defaults.apple)
+        return node
     }
 
     // MARK: - Users
@@ -291,6 +377,7 @@ public struct InventoryDecoder: Sendable {
         var nodes = nodeNames
         var devices = Device.allCases
         var revoked = false
+        var apple = AppleOptions()
         var locations: [String: SourceLocation] = [:]
 
         if !value.isNull {
@@ -328,6 +415,8 @@ public struct InventoryDecoder: Sendable {
                     } else {
                         ok = false
                     }
+                case "apple":
+                    apple = decodeApple(v, what, allowed: Self.userAppleKeys, locations: &locations, cx)
                 default:  // revoked
                     if let b = cx.bool(v, field) { revoked = b } else { ok = false }
                 }
@@ -335,9 +424,11 @@ public struct InventoryDecoder: Sendable {
             }
         }
         if id == nil { id = .userFQDN("\(name)@\(deployment)") }
-        return User(
+        var user = User(
             name: name, password: password, cert: cert, id: id!, nodes: nodes, devices: devices, revoked: revoked,
             location: cx.location(keyNode), fieldLocations: locations)
+        user.apple = apple
+        return user
     }
 }
 

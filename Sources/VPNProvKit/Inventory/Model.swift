@@ -144,7 +144,25 @@ public struct CASettings: Sendable, Hashable {
     }
 }
 
+/// Where the identity that signs the Apple profiles comes from (`pki.profile_signing`): PEM files
+/// or environment variables (`file:PATH`, `env:VAR`), like other secrets.
+public struct ProfileSigningSettings: Sendable, Hashable {
+    /// The signing certificate (PEM).
+    public var certificate: SecretSource
+    /// Its private key (PEM, unencrypted).
+    public var key: SecretSource
+    /// Intermediate certificates sent along (PEM, one or more), if any.
+    public var chain: SecretSource?
+    public init(certificate: SecretSource, key: SecretSource, chain: SecretSource? = nil) {
+        self.certificate = certificate
+        self.key = key
+        self.chain = chain
+    }
+}
+
 public struct PKISettings: Sendable, Hashable {
+    /// Sign every `.mobileconfig` (CMS SignedData); nil: profiles stay unsigned.
+    public var profileSigning: ProfileSigningSettings?
     public var ca: CASettings
     public var serverDays: Int
     public var clientDays: Int
@@ -177,6 +195,8 @@ public struct Node: Sendable, Hashable {
     public var group: String?
     public var proposals: Proposals
     public var dns: [String]
+    /// Apple profile options (`defaults:` merged in, field by field).
+    public var apple = AppleOptions()
     /// Where the node's mapping starts.
     public var location: SourceLocation
     /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
@@ -219,6 +239,8 @@ public struct User: Sendable, Hashable {
     public var nodes: [String]
     public var devices: [Device]
     public var revoked: Bool
+    /// The user's own Apple options (on-demand, trusted SSIDs, kill switch, idle disconnect).
+    public var apple = AppleOptions()
     public var location: SourceLocation
     public var fieldLocations: [String: SourceLocation]
 
@@ -298,5 +320,60 @@ extension IKEIdentity {
         }
         if text.contains("@") { return .userFQDN(text) }
         return .fqdn(text)
+    }
+}
+
+/// Apple dead peer detection rate (`DeadPeerDetectionRate`: keepalive every 30, 10 or 1 minutes).
+public enum AppleDPDRate: String, Sendable, Hashable, CaseIterable {
+    case none, low, medium, high
+
+    /// The profile value.
+    public var profileValue: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+}
+
+/// Apple profile options as written under `apple:` of a node, of `defaults:` or of a user (nil: not
+/// written). A user's value wins over the node's, the node's over `defaults:`, and that over the
+/// built-in default (see `ClientPlan.appleOptions`).
+public struct AppleOptions: Sendable, Hashable {
+    /// Connect on demand (OnDemandEnabled with OnDemandRules).
+    public var onDemand: Bool?
+    /// Wi-Fi networks (SSIDs) where an on-demand VPN disconnects and stays down.
+    public var trustedSSIDs: [String]?
+    /// Kill switch: all traffic through the tunnel (IncludeAllNetworks).
+    public var includeAllNetworks: Bool?
+    /// With the kill switch: local networks stay reachable outside the tunnel (ExcludeLocalNetworks).
+    public var excludeLocalNetworks: Bool?
+    /// Child SA rekeys with a fresh Diffie-Hellman exchange (EnablePFS); node only.
+    public var pfs: Bool?
+    /// The device checks the server certificate's revocation (EnableCertificateRevocationCheck); node only.
+    public var crlCheck: Bool?
+    /// DeadPeerDetectionRate; node only.
+    public var dpd: AppleDPDRate?
+    /// Seconds of idle time before the device disconnects (DisconnectOnIdle, DisconnectOnIdleTimer); 0 = never.
+    public var disconnectOnIdle: Int?
+
+    public init(
+        onDemand: Bool? = nil, trustedSSIDs: [String]? = nil, includeAllNetworks: Bool? = nil,
+        excludeLocalNetworks: Bool? = nil, pfs: Bool? = nil, crlCheck: Bool? = nil, dpd: AppleDPDRate? = nil,
+        disconnectOnIdle: Int? = nil
+    ) {
+        self.onDemand = onDemand
+        self.trustedSSIDs = trustedSSIDs
+        self.includeAllNetworks = includeAllNetworks
+        self.excludeLocalNetworks = excludeLocalNetworks
+        self.pfs = pfs
+        self.crlCheck = crlCheck
+        self.dpd = dpd
+        self.disconnectOnIdle = disconnectOnIdle
+    }
+
+    /// Field by field: `self` where written, else `fallback`.
+    public func over(_ fallback: AppleOptions) -> AppleOptions {
+        AppleOptions(
+            onDemand: onDemand ?? fallback.onDemand, trustedSSIDs: trustedSSIDs ?? fallback.trustedSSIDs,
+            includeAllNetworks: includeAllNetworks ?? fallback.includeAllNetworks,
+            excludeLocalNetworks: excludeLocalNetworks ?? fallback.excludeLocalNetworks, pfs: pfs ?? fallback.pfs,
+            crlCheck: crlCheck ?? fallback.crlCheck, dpd: dpd ?? fallback.dpd,
+            disconnectOnIdle: disconnectOnIdle ?? fallback.disconnectOnIdle)
     }
 }

@@ -235,6 +235,7 @@ extension Fingerprint {
         for node in user.nodes { text(node) }
         text(user.devices.map(\.rawValue).joined(separator: ","))
         text(user.revoked ? "revoked" : "active")
+        text(String(reflecting: user.apple))
         guard let materials else {
             text("no-materials")
             return out
@@ -246,11 +247,12 @@ extension Fingerprint {
         bytes(materials.p12)
         bytes(materials.p12Password.map { Array($0.utf8) })
         text(String(reflecting: materials.keyType))
+        bytes(materials.openP12)
         return out
     }
 
     /// The stored properties `userInputs` covers (and, for `User`, the ones it leaves out on purpose).
-    static let coveredUserFields = ["name", "password", "cert", "id", "nodes", "devices", "revoked"]
+    static let coveredUserFields = ["name", "password", "cert", "id", "nodes", "devices", "revoked", "apple"]
     static let skippedUserFields = ["location", "fieldLocations"]
-    static let coveredMaterialFields = ["password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType"]
+    static let coveredMaterialFields = ["password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType", "openP12"]
 }

@@ -25,10 +25,15 @@ public struct UserMaterials: Sendable, Hashable {
     public var p12: [UInt8]?
     public var p12Password: String?
     public var keyType: KeyType?
+    /// The same key and certificate with the empty password (same algorithms), embedded in the
+    /// Android `.sswan` profiles: the Android certificate installer tries the empty password before
+    /// it asks, so importing needs no typing. Never given to Apple devices.
+    public var openP12: [UInt8]?
     public init(
         password: String?, certificatePEM: String? = nil, privateKeyPEM: String? = nil, p12: [UInt8]? = nil,
-        p12Password: String? = nil, keyType: KeyType? = nil
+        p12Password: String? = nil, keyType: KeyType? = nil, openP12: [UInt8]? = nil
     ) {
+        self.openP12 = openP12
         self.password = password
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
@@ -38,7 +43,22 @@ public struct UserMaterials: Sendable, Hashable {
     }
 }
 
+/// The identity that signs Apple profiles, as read for this run (PEM text).
+public struct ProfileSigner: Sendable, Hashable {
+    public var certificatePEM: String
+    public var keyPEM: String
+    /// Intermediate certificates (PEM, possibly several), "" when none.
+    public var chainPEM: String
+    public init(certificatePEM: String, keyPEM: String, chainPEM: String) {
+        self.certificatePEM = certificatePEM
+        self.keyPEM = keyPEM
+        self.chainPEM = chainPEM
+    }
+}
+
 public struct Materials: Sendable, Hashable {
+    /// Signs every `.mobileconfig` when set (`pki.profile_signing`).
+    public var profileSigner: ProfileSigner?
     public var caCertificatePEM: String
     /// The CA's subject common name (Apple ServerCertificateIssuerCommonName).
     public var caCommonName: String

@@ -48,6 +48,9 @@ public enum PKIManager {
                 resolvedPasswords[user.name] = value
             }
         }
+        let signer = try inventory.pki.profileSigning.map {
+            try ProfileSigningLoader.load($0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
+        }
         let profiles = try (
             nodes: inventory.nodes.map { try CertificateProfile.server($0, inventory: inventory) },
             users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) })
@@ -65,7 +68,8 @@ public enum PKIManager {
         try session.generateSecrets()
         try session.issue(profiles: profiles, progress: progress)
         try session.updateCRL()
-        let materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
+        var materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
+        materials.profileSigner = signer
         if persist { try store.commit() }
         return PrepareResult(
             materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,

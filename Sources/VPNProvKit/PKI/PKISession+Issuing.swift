@@ -13,6 +13,8 @@ extension PKISession {
         var p12Password: String?
         /// Only the p12 needs building (certificate and key unchanged).
         var p12Only: Bool
+        /// With `p12Only`: the password-protected p12 exists and is kept (only the open one is built).
+        var keepP12 = false
     }
 
     struct JobOutput: @unchecked Sendable {
@@ -20,6 +22,8 @@ extension PKISession {
         var keyID: String
         var newKey: Bool
         var p12: [UInt8]?
+        /// The empty-password p12 for `.sswan` profiles (user certificates only).
+        var openP12: [UInt8]?
     }
 
     /// Completes the records of current certificates issued before the index recorded their extended key
@@ -105,10 +109,10 @@ extension PKISession {
                 jobs.append(
                     Job(isNode: false, name: user.name, profile: profile, serial: try serial(), reuse: reuseKey ? store.users[user.name] : nil,
                         reason: reason, p12Password: password, p12Only: false))
-            } else if holder?.p12 == nil {
+            } else if holder?.p12 == nil || holder?.openP12 == nil {
                 jobs.append(
                     Job(isNode: false, name: user.name, profile: profile, serial: holder!.serial, reuse: store.users[user.name],
-                        reason: nil, p12Password: password, p12Only: true))
+                        reason: nil, p12Password: password, p12Only: true, keepP12: holder?.p12 != nil))
             }
         }
         guard !jobs.isEmpty else { return }
@@ -145,10 +149,15 @@ extension PKISession {
                 let certificate = try held.certificate()
                 let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
                 var p12: [UInt8]? = nil
+                var openP12: [UInt8]? = nil
                 if let password = job.p12Password {
-                    p12 = try PKCS12.build(
-                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name,
-                        password: password)
+                    if !job.keepP12 {
+                        p12 = try PKCS12.build(
+                            key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name,
+                            password: password)
+                    }
+                    openP12 = try PKCS12.buildWithEmptyPassword(
+                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name)
                 }
                 if let progress {
                     counter.lock.lock()
@@ -157,7 +166,7 @@ extension PKISession {
                     counter.lock.unlock()
                     progress(done, total)
                 }
-                return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12)
+                return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
             } catch {
                 throw cryptoFailure("cannot issue the certificate of \(what)", error)
             }
@@ -165,7 +174,7 @@ extension PKISession {
         for (job, output) in zip(jobs, outputs) {
             let paths = store.paths
             var holder = HolderRecord(
-                serial: job.serial, key: output.keyID, p12: nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
+                serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
                 certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
             if !job.p12Only {
                 let cert = try output.held.certificate()
@@ -190,6 +199,12 @@ extension PKISession {
                 store.stage(paths.p12(file), p12)
                 store.p12s[file] = p12
                 holder.p12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
+            }
+            if let p12 = output.openP12 {
+                let file = "\(job.serial)-\(hexString(Array(Digest.sha256(p12).prefix(8))))-open.p12"
+                store.stage(paths.p12(file), p12)
+                store.p12s[file] = p12
+                holder.openP12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
             }
             if job.isNode {
                 index.nodes[job.name] = holder

@@ -29,6 +29,7 @@ extension PKISession {
                 entry.p12 = bytes
                 entry.p12Password = store.secrets.p12Passwords[user.name]
                 entry.keyType = index.certificates[holder.serial]?.keyType
+                entry.openP12 = holder.openP12.flatMap { store.p12s[$0.file] }
             }
             users[user.name] = entry
         }

@@ -27,6 +27,7 @@ extension Pipeline {
         var shared: [Any] = [CommandLineTool.version, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
+        if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
         for node in inventory.nodes {
             let m = materials.nodes[node.name]
             shared += [m?.certificatePEM ?? "", m?.psk ?? ""]

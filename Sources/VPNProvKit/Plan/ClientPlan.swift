@@ -61,8 +61,32 @@ public struct AppleSA: Sendable, Hashable {
 
     /// Derives the parameters from a node's proposals: the first IKE proposal Apple can express and
     /// the first ESP proposal it can express, so the single proposal the device sends is one of the
-    /// node's own. nil when no proposal of the node can be expressed.
-    public static func derive(from proposals: Proposals) -> AppleSA? {
+    /// node's own. nil when no proposal of the node can be expressed. With `pfs` the device rekeys
+    /// Child SAs with the child group (EnablePFS); the server accepts that because its ESP proposals
+    /// are `serverESPProposals(from:pfs:)`. Without, PFS is on only when the node's ESP proposal
+    /// itself names the group.
+    public static func derive(from proposals: Proposals, pfs: Bool = false) -> AppleSA? {
+        guard let found = choose(from: proposals) else { return nil }
+        return AppleSA(
+            ike: found.ike, child: found.child, enablePFS: pfs || found.namesGroup,
+            ikeLifetimeMinutes: defaultLifetimeMinutes, childLifetimeMinutes: defaultLifetimeMinutes)
+    }
+
+    /// The node's ESP proposals as its server offers them: with `pfs`, the proposal the Apple Child SA
+    /// parameters come from gains the child DH group and `modpnone` when it names no group, so the
+    /// device's PFS rekey (KE payload with that group) is accepted and clients without PFS still are
+    /// (`aes256gcm16` -> `aes256gcm16-ecp256-modpnone`). Everything else stays as written.
+    public static func serverESPProposals(from proposals: Proposals, pfs: Bool) -> [String] {
+        guard pfs, let found = choose(from: proposals), !found.namesGroup else { return proposals.esp }
+        var esp = proposals.esp
+        let group = AlgorithmTable.all.values.filter { $0.group == found.child.diffieHellmanGroup }.map(\.keyword).min()!
+        esp[found.espIndex] += "-\(group)-modpnone"
+        return esp
+    }
+
+    private static func choose(from proposals: Proposals)
+        -> (ike: AppleSAParameters, child: AppleSAParameters, espIndex: Int, namesGroup: Bool)?
+    {
         var ike: AppleSAParameters?
         for text in proposals.ike {
             guard let p = try? Proposal.parse(text, purpose: .ike) else { continue }
@@ -72,17 +96,30 @@ public struct AppleSA: Sendable, Hashable {
             }
         }
         guard let ike else { return nil }
-        for text in proposals.esp {
+        for (index, text) in proposals.esp.enumerated() {
             guard let p = try? Proposal.parse(text, purpose: .esp) else { continue }
             if let params = AppleSAParameters.first(in: p, fallbackGroup: ike.diffieHellmanGroup) {
-                let pfs = p.groups.contains { $0.group == params.diffieHellmanGroup }
-                return AppleSA(
-                    ike: ike, child: params, enablePFS: pfs,
-                    ikeLifetimeMinutes: defaultLifetimeMinutes, childLifetimeMinutes: defaultLifetimeMinutes)
+                let namesGroup = p.groups.contains { $0.group == params.diffieHellmanGroup }
+                return (ike, params, index, namesGroup)
             }
         }
         return nil
     }
+}
+
+/// What an Apple profile sets for one connection beyond the SA parameters, resolved from the user's,
+/// the node's and the built-in defaults (`ClientPlan.appleSettings`).
+public struct AppleDeviceSettings: Sendable, Hashable {
+    public var onDemand: Bool
+    /// SSIDs where the on-demand VPN disconnects (a Disconnect rule before the Connect rule).
+    public var trustedSSIDs: [String]
+    public var includeAllNetworks: Bool
+    public var excludeLocalNetworks: Bool
+    /// EnableCertificateRevocationCheck (only where the server proves itself with a certificate).
+    public var crlCheck: Bool
+    public var dpd: AppleDPDRate
+    /// Seconds; 0 = never.
+    public var disconnectOnIdle: Int
 }
 
 /// Material a client profile needs.
@@ -130,6 +167,22 @@ public struct ClientConnection: Sendable, Hashable {
     public var wantsIPv6: Bool
     /// How Windows makes this connection (nil when the user has no Windows device for it).
     public var windows: WindowsConnection? = nil
+    /// Apple profile settings (nil when the user has no Apple device for this connection).
+    public var appleSettings: AppleDeviceSettings?
+
+    /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
+    /// pool; else Linux (a swanctl client cannot block other traffic), Apple IKEv1 ("IPSec" has no
+    /// IncludeAllNetworks) and Apple IKEv2 without the kill switch. Android blocks with block-ipv6.
+    public var ipv6LeakingDevices: [Device] {
+        if wantsIPv6 { return [] }
+        return devices.filter { device in
+            switch device {
+            case .android: return false
+            case .linux, .windows: return true
+            case .apple: return ikeVersion == 1 || appleSettings?.includeAllNetworks != true
+            }
+        }
+    }
 
     public func offer(for device: Device) -> ProposalOffer? { offers[device] }
 }
@@ -167,7 +220,8 @@ public struct ClientPlan: Sendable, Hashable {
         // The parameters and the proposals they make the device send, nil when Apple cannot express any.
         var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
         for node in inventory.nodes where appleSA[node.name] == nil {
-            appleSA[node.name] = .some(AppleSA.derive(from: node.proposals).map { ($0, $0.offer) })
+            appleSA[node.name] = .some(
+                AppleSA.derive(from: node.proposals, pfs: appleSettings(user: nil, node: node).pfs).map { ($0, $0.offer) })
         }
         var windowsIPsec: [String: WindowsIPsec?] = [:]
         var reportedWindows: Set<String> = []
@@ -184,6 +238,14 @@ public struct ClientPlan: Sendable, Hashable {
                     if service.needsClientCert && !user.cert { continue }
                     if service.needsPassword && user.password == nil { continue }
                     var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
+                    if devices.contains(.apple) {
+                        let resolved = appleSettings(user: user, node: node)
+                        connection.appleSettings = AppleDeviceSettings(
+                            onDemand: resolved.onDemand, trustedSSIDs: resolved.trustedSSIDs,
+                            includeAllNetworks: resolved.includeAllNetworks, excludeLocalNetworks: resolved.excludeLocalNetworks,
+                            crlCheck: resolved.crlCheck && service.serverUsesCert, dpd: resolved.dpd,
+                            disconnectOnIdle: resolved.disconnectOnIdle)
+                    }
                     if devices.contains(.apple) && service.ikeVersion == 2 {
                         if let apple = appleSA[node.name] ?? nil {
                             connection.apple = apple.sa
@@ -289,7 +351,23 @@ public struct ClientPlan: Sendable, Hashable {
             name: "\(node.name)-\(service.rawValue)", remoteAddress: node.address, remoteID: node.id,
             localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
-            credentials: credentials, wantsIPv6: node.pool6 != nil)
+            credentials: credentials, wantsIPv6: node.pool6 != nil, appleSettings: nil)
+    }
+
+    /// Apple options in effect: the user's, else the node's (with `defaults:`), else the built-in ones:
+    /// no on-demand, PFS on, revocation checking on, DPD medium, no idle disconnect, local networks
+    /// outside the kill switch, and the kill switch on exactly when the node has no IPv6 pool (it is
+    /// how an Apple device keeps IPv6 from bypassing an IPv4-only tunnel: IncludeAllNetworks routes
+    /// every packet into the tunnel, and one the tunnel cannot carry is dropped).
+    public static func appleSettings(user: User?, node: Node) -> (
+        onDemand: Bool, trustedSSIDs: [String], includeAllNetworks: Bool, excludeLocalNetworks: Bool, pfs: Bool,
+        crlCheck: Bool, dpd: AppleDPDRate, disconnectOnIdle: Int
+    ) {
+        let o = (user?.apple ?? AppleOptions()).over(node.apple)
+        return (
+            o.onDemand ?? false, o.trustedSSIDs ?? [], o.includeAllNetworks ?? (node.pool6 == nil),
+            o.excludeLocalNetworks ?? true, o.pfs ?? true, o.crlCheck ?? true, o.dpd ?? .medium, o.disconnectOnIdle ?? 0
+        )
     }
 
     /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a

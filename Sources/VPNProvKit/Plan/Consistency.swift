@@ -422,6 +422,7 @@ public enum Consistency {
             let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
             let needsPEM = c.devices.contains(.linux)
             let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
+                || c.devices.contains(.android) && um?.openP12 == nil
             let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)
             if missingP12 || missingPEM {
                 out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",

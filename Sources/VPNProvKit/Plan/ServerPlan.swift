@@ -283,6 +283,9 @@ public enum ServerPlan {
         let v1Pools = node.pool != nil ? [ipv4PoolName] : (node.pool6 != nil ? [ipv6PoolName] : [])
         let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
 
+        // With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
+        let v2ESP = AppleSA.serverESPProposals(from: node.proposals, pfs: ClientPlan.appleSettings(user: nil, node: node).pfs)
+
         let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
         let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
         let eapRound = RemoteAuthRound(section: "remote", auth: .eapMSCHAPv2, id: .any, eapID: .any)
@@ -296,7 +299,7 @@ public enum ServerPlan {
                 sendCert: local.auth == .pubkey ? .always : .never, sendCertreq: service == .ikev2Cert,
                 unique: "no", fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
                 child: ServerChild(
-                    name: childName, localTS: v2TS, espProposals: node.proposals.esp, rekeyTime: 0, dpdAction: "clear"))
+                    name: childName, localTS: v2TS, espProposals: v2ESP, rekeyTime: 0, dpdAction: "clear"))
         }
         func v1(
             _ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch,

@@ -68,6 +68,10 @@ struct HolderRecord: Codable, Equatable {
     /// Key file id (keys/<id>.pem): the first 20 bytes of SHA-256 over the key's SubjectPublicKeyInfo.
     var key: String
     var p12: P12Record?
+    /// The same key and certificate in a PKCS#12 with the empty password, for the Android `.sswan`
+    /// profiles (the Android certificate installer opens it without asking). Absent in older states
+    /// and for nodes; built on the next run.
+    var openP12: P12Record?
     /// SHA-256 of the key file as written. With it, loading checks the key file by digest and the
     /// certificate's public key against `key`, instead of parsing every private key on every run
     /// (OpenSSL 3's decoders take ~1 ms a key). Absent in older states: the key is then parsed.

@@ -154,7 +154,7 @@ final class StateStore: @unchecked Sendable {
         // Current node and user certificates, keys and p12 containers (checked in parallel).
         let holders = index.nodes.map { (true, $0.key, $0.value) } + index.users.map { (false, $0.key, $0.value) }
         let caCert = store.caCertificate
-        let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?) in
+        let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?, open: (String, [UInt8])?) in
             let (isNode, name, holder) = holders[i]
             let what = isNode ? "node '\(name)'" : "user '\(name)'"
             guard let record = index.certificates[holder.serial] else {
@@ -187,22 +187,30 @@ final class StateStore: @unchecked Sendable {
                 if let caCert, !parsedCert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
                 (cert, key) = (parsedCert, parsed)
             }
-            var p12: [UInt8]? = nil
-            if let p12Record = holder.p12 {
+            func container(_ p12Record: P12Record?) throws -> [UInt8]? {
+                guard let p12Record else { return nil }
                 let path = paths.p12(p12Record.file)
                 guard AtomicFile.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
                 let bytes = try AtomicFile.read(path)
                 guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else { throw inconsistent("\(path) has changed") }
-                p12 = bytes
+                return bytes
             }
-            return (HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12)
+            let p12 = try container(holder.p12)
+            let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
+            return (HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open)
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
             if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
-            if let file = holder.p12?.file, let bytes = results[i].1 {
-                guard store.secrets.p12Passwords[name] != nil else { throw inconsistent("the p12 password of user '\(name)' is missing from secrets.json") }
-                store.p12s[file] = bytes
+            if !isNode, holder.p12 != nil, store.secrets.p12Passwords[name] == nil {
+                // secrets.json is committed before index.json: a run killed between the two (one that
+                // revoked this user) leaves a p12 whose password is gone. Nothing can open it, so its
+                // records are dropped and the run rebuilds what the inventory still needs.
+                store.index.users[name]?.p12 = nil
+                store.index.users[name]?.openP12 = nil
+                continue
             }
+            if let file = holder.p12?.file, let bytes = results[i].1 { store.p12s[file] = bytes }
+            if let (file, bytes) = results[i].open { store.p12s[file] = bytes }
         }
 
         if let crl = index.crl {

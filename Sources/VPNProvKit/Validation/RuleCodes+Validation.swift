@@ -109,4 +109,6 @@ extension RuleCode {
     /// The CA expires before the certificates it issues.
     public static let caDaysShort = RuleCode("ca-days-short")
     public static let invalidCAName = RuleCode("invalid-ca-name")
+    /// An Apple option that has no effect as written (trusted SSIDs without on-demand...).
+    public static let appleOptionUnused = RuleCode("apple-option-unused")
 }

@@ -12,6 +12,7 @@ public enum Validator {
         NetworkRules.check(inventory, into: &diagnostics)
         ServiceRules.check(inventory, into: &diagnostics)
         PKIRules.check(inventory, into: &diagnostics)
+        ClientRules.check(inventory, into: &diagnostics)
         return sorted(diagnostics)
     }
 

@@ -152,10 +152,9 @@ struct GeneratedDeployment: @unchecked Sendable {
             for file in files where file.hasSuffix(".sswan") {
                 let (node, service) = try split(String(file.dropLast(".sswan".count)), context: file)
                 let url = dir.appendingPathComponent(file)
-                let password = try p12Password(user: user)
+                // Nothing typed: the import must not need the operator's state (no p12 password).
                 cases.append(ClientCase(user: user, kind: .android, node: node, service: service) {
-                    .translated(try SswanTranslator.translate(
-                        json: Data(contentsOf: url), inputs: DeviceInputs(p12Password: password)))
+                    .translated(try SswanTranslator.translate(json: Data(contentsOf: url)))
                 })
             }
             if let script = files.first(where: { $0.hasSuffix("-windows.ps1") }) {

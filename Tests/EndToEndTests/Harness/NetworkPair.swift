@@ -6,7 +6,10 @@ import Foundation
 /// - link: server 192.0.2.1/24 + 2001:db8::1/64, client 192.0.2.2/24 + 2001:db8::2/64 (interface `veth0` on both);
 /// - server "inner" addresses on its loopback, 198.51.100.1/32 and 2001:db8:ffff::1/128. The client has no route to
 ///   them except through the tunnel, so a ping to them proves the CHILD_SA carries traffic both ways
-///   (a ping to 192.0.2.1 would not: kernel-libipsec excludes the IKE peer address from the tunnel route).
+///   (a ping to 192.0.2.1 would not: kernel-libipsec excludes the IKE peer address from the tunnel route);
+/// - an "outside" IPv6 host, 2001:db8:beef::1 on the server's loopback, which the client reaches through its
+///   IPv6 default route via 2001:db8::1, not through the tunnel: a device that lets IPv6 bypass the VPN reaches
+///   it while connected, one that blocks IPv6 outside the tunnel does not.
 ///
 /// Names are `vpnp-<pid>-<n>-s` / `-c`; namespaces left by killed runs (pid gone) are removed on the next `create()`.
 final class NetworkPair: @unchecked Sendable {
@@ -18,6 +21,9 @@ final class NetworkPair: @unchecked Sendable {
     let clientAddress6 = "2001:db8::2"
     let serverInnerAddress = "198.51.100.1"
     let serverInnerAddress6 = "2001:db8:ffff::1"
+    let outsideAddress6 = "2001:db8:beef::1"
+    /// The client's directly attached IPv6 network (what "local networks" means for the device).
+    let linkPrefix6 = "2001:db8::/64"
     let interfaceName = "veth0"
     /// Names the client resolves to `serverAddress` (through `/etc/netns/<client>/hosts`, which `ip netns exec`
     /// bind-mounts over /etc/hosts for every process it starts in the client namespace).
@@ -72,6 +78,8 @@ final class NetworkPair: @unchecked Sendable {
         }
         try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress)/32", "dev", "lo"])
         try ip(["-n", serverNamespace, "addr", "add", "\(serverInnerAddress6)/128", "dev", "lo"])
+        try ip(["-n", serverNamespace, "addr", "add", "\(outsideAddress6)/128", "dev", "lo"])
+        try ip(["-n", clientNamespace, "-6", "route", "add", "default", "via", serverAddress6])
         for address in extraServerAddresses {
             let v6 = address.contains(":")
             try ip(["-n", serverNamespace, "addr", "add", "\(address)/\(v6 ? 128 : 32)", "dev", "lo"])
@@ -111,6 +119,33 @@ final class NetworkPair: @unchecked Sendable {
     func pingServerThroughTunnel(source: String? = nil) throws -> CommandResult {
         let target = source?.contains(":") == true ? serverInnerAddress6 : serverInnerAddress
         return try ping(from: clientNamespace, source: source, to: target)
+    }
+
+    /// Rule priorities of the device policy: after strongSwan's routing table 220 (priority 220), so
+    /// traffic the tunnel carries still goes into it, and before the main table (32766).
+    static let deviceRulePriorityLocal = "300"
+    static let deviceRulePriorityBlock = "301"
+
+    /// Applies what a device does on its own while connected (DevicePolicy) in the client namespace.
+    func applyDevicePolicy(_ policy: DevicePolicy) throws {
+        switch policy.blockIPv6 {
+        case .none: return
+        case .exceptLocalNetworks:
+            try ip(["-n", clientNamespace, "-6", "rule", "add", "priority", Self.deviceRulePriorityLocal,
+                    "to", linkPrefix6, "lookup", "main"])
+            fallthrough
+        case .all:
+            try ip(["-n", clientNamespace, "-6", "rule", "add", "priority", Self.deviceRulePriorityBlock, "prohibit"])
+        }
+    }
+
+    /// Undoes `applyDevicePolicy` (rules that are not there are ignored).
+    func removeDevicePolicy() {
+        for priority in [Self.deviceRulePriorityLocal, Self.deviceRulePriorityBlock] {
+            _ = try? Command.run(
+                StrongSwanEnvironment.ipPath, ["-n", clientNamespace, "-6", "rule", "del", "priority", priority],
+                timeout: .seconds(10))
+        }
     }
 
     @discardableResult

@@ -70,14 +70,29 @@ final class NodeUnderTest: @unchecked Sendable {
         var serverPeerConfig: String?
         /// Server log lines written during this handshake.
         var serverLog: String
+        /// The device's policy was applied and IPv6 outside the tunnel proven blocked.
+        var ipv6Blocked = false
     }
 
     /// Initiates, checks the virtual IPs come from the node's pools, pings the server's inner address through the
     /// tunnel (and its inner IPv6 address for IKEv2 when the node has an IPv6 pool), then terminates.
+    ///
+    /// A translated device that blocks IPv6 outside the tunnel (DevicePolicy) gets its policy applied once the
+    /// tunnel is up, and must then fail to reach the outside IPv6 host it reached before connecting (and, with
+    /// local networks excluded, still reach the server's link address).
     func prove(_ loadable: ClientCase.Loadable, label: String, ikeVersion: Int) throws -> Proof {
         let (ike, child) = try load(loadable, label: label)
+        var policy = DevicePolicy()
+        if case .translated(let setup) = loadable { policy = setup.device }
+        if policy.blockIPv6 != .none {
+            let before = try scenario.pair.ping(from: scenario.pair.clientNamespace, to: scenario.pair.outsideAddress6)
+            guard before.succeeded else { throw HarnessError("\(label): outside IPv6 host unreachable before connecting: \(before)") }
+        }
         let mark = server.log.utf8.count
-        defer { _ = try? client.terminate(ike: ike) }
+        defer {
+            scenario.pair.removeDevicePolicy()
+            _ = try? client.terminate(ike: ike)
+        }
         let result = try client.initiate(child: child, ike: ike, timeout: .seconds(15))
         let log = Self.since(mark, server.log)
         guard result.succeeded else {
@@ -101,9 +116,23 @@ final class NodeUnderTest: @unchecked Sendable {
             let ping6 = try scenario.pingThroughTunnel(tunnel, ipv6: true)
             guard ping6.succeeded else { throw HarnessError("\(label): ping6 through the tunnel failed: \(ping6)") }
         }
+        if policy.blockIPv6 != .none {
+            try scenario.pair.applyDevicePolicy(policy)
+            let outside = try scenario.pair.ping(from: scenario.pair.clientNamespace, to: scenario.pair.outsideAddress6)
+            guard !outside.succeeded else {
+                throw HarnessError("\(label): IPv6 leaks: the outside host answered while connected with \(policy)")
+            }
+            if policy.blockIPv6 == .exceptLocalNetworks {
+                let local = try scenario.pair.ping(from: scenario.pair.clientNamespace, to: scenario.pair.serverAddress6)
+                guard local.succeeded else { throw HarnessError("\(label): local network unreachable with \(policy): \(local)") }
+            }
+            // IPv4 still goes through the tunnel with the policy in place.
+            let again = try scenario.pingThroughTunnel(tunnel)
+            guard again.succeeded else { throw HarnessError("\(label): tunnel ping failed with \(policy): \(again)") }
+        }
         // The server names its IKE_SA after the peer config (connection) it chose.
         let peerConfig = try server.securityAssociations().first { $0.state == "ESTABLISHED" }?.name
-        return Proof(ike: sa, serverPeerConfig: peerConfig, serverLog: log)
+        return Proof(ike: sa, serverPeerConfig: peerConfig, serverLog: log, ipv6Blocked: policy.blockIPv6 != .none)
     }
 
     /// The end-entity certificates the client daemon holds (its own and those received from servers, which

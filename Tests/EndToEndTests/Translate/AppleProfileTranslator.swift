@@ -84,14 +84,73 @@ enum AppleProfileTranslator {
 
     // MARK: IKEv2
 
-    /// Keys of the IKEv2 dictionary that only steer the device (on-demand, routing, MTU, keepalive …).
+    /// Keys of the IKEv2 dictionary that only steer the device and change nothing a Linux host can show
+    /// (cellular/APNs/companion exclusions, MTU, keepalive offload, fallback, internal subnet attributes,
+    /// redirect, the on-demand toggle lock). Every other device-side key is translated below.
     static let ikev2DeviceSideKeys = [
-        "OnDemandEnabled", "OnDemandRules", "OnDemandUserOverrideDisabled", "IncludeAllNetworks",
-        "ExcludeLocalNetworks", "ExcludeCellularServices", "ExcludeAPNs", "ExcludeDeviceCommunication",
-        "EnforceRoutes", "MTU", "NATKeepAliveOffloadEnable", "NATKeepAliveInterval", "EnableFallback",
-        "DisconnectOnIdle", "DisconnectOnIdleTimer", "UseConfigurationAttributeInternalIPSubnet",
-        "DisableRedirect", "EnableCertificateRevocationCheck",
+        "OnDemandUserOverrideDisabled", "ExcludeCellularServices", "ExcludeAPNs", "ExcludeDeviceCommunication",
+        "MTU", "NATKeepAliveOffloadEnable", "NATKeepAliveInterval", "EnableFallback",
+        "UseConfigurationAttributeInternalIPSubnet", "DisableRedirect",
     ]
+
+    /// IncludeAllNetworks / ExcludeLocalNetworks / EnforceRoutes as the routing the device applies:
+    /// with IncludeAllNetworks every packet goes into the tunnel, so IPv6 the tunnel cannot carry is dropped
+    /// (except towards local networks with ExcludeLocalNetworks; absent, macOS's default 0 is assumed).
+    static func devicePolicy(_ d: inout StrictDictionary) throws -> DevicePolicy {
+        let all = try d.integer("IncludeAllNetworks") ?? 0
+        let local = try d.integer("ExcludeLocalNetworks")
+        guard [0, 1].contains(all), local == nil || [0, 1].contains(local!) else {
+            throw TranslationError("IncludeAllNetworks/ExcludeLocalNetworks must be 0 or 1")
+        }
+        if try d.integer("EnforceRoutes") == 1 && all == 0 { throw TranslationError("EnforceRoutes not translated") }
+        var policy = DevicePolicy()
+        if all == 1 { policy.blockIPv6 = local == 1 ? .exceptLocalNetworks : .all }
+        return policy
+    }
+
+    /// OnDemandEnabled and OnDemandRules, checked against Apple's schema (Action values, match keys).
+    static func onDemand(_ d: inout StrictDictionary, context: String) throws -> OnDemand? {
+        let enabled = try d.integer("OnDemandEnabled") ?? 0
+        guard [0, 1].contains(enabled) else { throw TranslationError("\(context).OnDemandEnabled must be 0 or 1") }
+        guard let raw = d.any("OnDemandRules") else {
+            if enabled == 1 { throw TranslationError("\(context): OnDemandEnabled without OnDemandRules") }
+            return nil
+        }
+        guard let list = raw as? [Any] else { throw TranslationError("\(context).OnDemandRules is not an array") }
+        var rules: [OnDemand.Rule] = []
+        for (i, item) in list.enumerated() {
+            var r = try StrictDictionary(item, context: "\(context).OnDemandRules[\(i)]")
+            let action = try r.requiredString("Action")
+            guard ["Allow", "Connect", "Disconnect", "EvaluateConnection", "Ignore"].contains(action) else {
+                throw TranslationError("OnDemandRules Action \(action) unknown")
+            }
+            let interface = try r.string("InterfaceTypeMatch")
+            if let interface, !["Ethernet", "WiFi", "Cellular"].contains(interface) {
+                throw TranslationError("OnDemandRules InterfaceTypeMatch \(interface) unknown")
+            }
+            var ssids: [String]?
+            if let value = r.any("SSIDMatch") {
+                guard let strings = value as? [String] else { throw TranslationError("SSIDMatch is not a string array") }
+                ssids = strings
+            }
+            for key in ["DNSDomainMatch", "DNSServerAddressMatch", "URLStringProbe", "ActionParameters"] where r.has(key) {
+                throw TranslationError("OnDemandRules \(key) not translated")
+            }
+            try r.finish()
+            rules.append(OnDemand.Rule(action: action, interface: interface, ssids: ssids))
+        }
+        return enabled == 1 ? OnDemand(rules: rules) : nil
+    }
+
+    /// DisconnectOnIdle + DisconnectOnIdleTimer: strongSwan's CHILD_SA `inactivity` closes an idle tunnel.
+    static func idleTimeout(_ d: inout StrictDictionary) throws -> Int? {
+        let on = try d.integer("DisconnectOnIdle") ?? 0
+        let timer = try d.integer("DisconnectOnIdleTimer")
+        guard [0, 1].contains(on) else { throw TranslationError("DisconnectOnIdle must be 0 or 1") }
+        guard on == 1 else { return nil }
+        guard let timer, timer > 0 else { throw TranslationError("DisconnectOnIdle without a positive DisconnectOnIdleTimer") }
+        return timer
+    }
 
     private static func ikev2(_ d: StrictDictionary, certs: CertificatePayloads, inputs: DeviceInputs) throws
         -> ClientSetup
@@ -129,6 +188,12 @@ enum AppleProfileTranslator {
         }
         let disableMOBIKE = (try d.integer("DisableMOBIKE") ?? 0) == 1
         let pfs = (try d.integer("EnablePFS") ?? 0) == 1
+        // Apple: a best-effort check ("server response timeouts won't cause it to fail"): strongSwan's
+        // `revocation = relaxed` fails only on a definite "revoked", with CRLs the device has fetched.
+        let revocationCheck = (try d.integer("EnableCertificateRevocationCheck") ?? 0) == 1
+        let device = try devicePolicy(&d)
+        let onDemand = try onDemand(&d, context: "IKEv2")
+        let idle = try idleTimeout(&d)
         let ikeSA = try SAParameters(try d.dictionary("IKESecurityAssociationParameters"))
         // "Child defaults to IKE values if omitted" (formats.md §2.3).
         let childSA = d.has("ChildSecurityAssociationParameters")
@@ -140,6 +205,10 @@ enum AppleProfileTranslator {
         try d.finish()
 
         var files: [String: Data] = certs.roots
+        // A device that checks revocation has the CRLs it could fetch; one that does not never consults them.
+        if revocationCheck {
+            for (i, crl) in inputs.fetchableCRLs.enumerated() { files["x509crl/fetched-\(i + 1).crl"] = crl }
+        }
         var w = SwanctlWriter()
         var secrets: [(String, [(String, String)])] = []
         try w.section("connections") { w in
@@ -186,12 +255,14 @@ enum AppleProfileTranslator {
                 try w.section("remote") { w in
                     w.raw("auth", method == "SharedSecret" ? "psk" : "pubkey")
                     try w.set("id", remoteID)
+                    if revocationCheck { w.raw("revocation", "relaxed") }
                 }
                 w.section("children") { w in
                     w.section(childName) { w in
                         w.raw("remote_ts", "0.0.0.0/0, ::/0")
                         w.raw("esp_proposals", childSA.espProposal(pfs: pfs))
                         w.raw("rekey_time", "\(childSA.lifetimeMinutes)m")
+                        if let idle { w.raw("inactivity", "\(idle)s") }
                     }
                 }
             }
@@ -203,7 +274,9 @@ enum AppleProfileTranslator {
             secrets.append(("ike-psk", ids + [("secret", psk)]))
         }
         try writeSecrets(secrets, into: &w)
-        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files)
+        return ClientSetup(
+            connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files, device: device,
+            onDemand: onDemand, revocationCheck: revocationCheck)
     }
 
     // MARK: IPSec (IKEv1)
@@ -249,8 +322,11 @@ enum AppleProfileTranslator {
         }
         if try d.boolean("PromptForVPNPIN") == true { throw TranslationError("PromptForVPNPIN not translated") }
         if d.has("PayloadCertificateUUID") { throw TranslationError("IPSec certificate auth not translated") }
-        d.accept(["DisconnectOnIdle", "DisconnectOnIdleTimer", "OnDemandEnabled", "OnDemandRules",
-                  "OnDemandMatchDomainsAlways", "OnDemandMatchDomainsNever", "OnDemandMatchDomainsOnRetry"])
+        for key in ["OnDemandMatchDomainsAlways", "OnDemandMatchDomainsNever", "OnDemandMatchDomainsOnRetry"] where d.has(key) {
+            throw TranslationError("IPSec.\(key) not translated")
+        }
+        let onDemand = try onDemand(&d, context: "IPSec")
+        let idle = try idleTimeout(&d)
         try d.finish()
 
         var w = SwanctlWriter()
@@ -292,6 +368,7 @@ enum AppleProfileTranslator {
                     w.section(childName) { w in
                         w.raw("remote_ts", "0.0.0.0/0")
                         w.raw("esp_proposals", ikev1ESPProposals.joined(separator: ", "))
+                        if let idle { w.raw("inactivity", "\(idle)s") }
                     }
                 }
             }
@@ -302,8 +379,9 @@ enum AppleProfileTranslator {
             secrets.append(("ike-group", ids + [("secretdata", "")]))
         }
         try writeSecrets(secrets, into: &w, pskBytes: psk)
-        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text,
-                           files: hybrid ? certs.roots : [:])
+        return ClientSetup(
+            connectionName: connectionName, childName: childName, swanctlConf: w.text, files: hybrid ? certs.roots : [:],
+            onDemand: onDemand)
     }
 
     // MARK: shared

@@ -10,9 +10,52 @@ struct ClientSetup: Sendable {
     var swanctlConf: String
     /// Paths relative to the swanctl dir (`x509ca/…`, `pkcs12/…`) and their bytes.
     var files: [String: Data]
+    /// What the device does to its own routing while the tunnel is up (applied in the client namespace).
+    var device = DevicePolicy()
+    /// Connect-on-demand rules (Apple), nil when on-demand is off.
+    var onDemand: OnDemand?
+    /// The device checks the server certificate's revocation (Apple EnableCertificateRevocationCheck).
+    var revocationCheck = false
 
     func write(label: String) throws -> SwanctlDirectory {
         try SwanctlDirectory.make(label: label, conf: swanctlConf, files: files)
+    }
+}
+
+/// Routing a device applies on its own while connected, beyond the routes strongSwan installs for the
+/// negotiated traffic selectors. The harness applies it in the client namespace while the tunnel is up.
+struct DevicePolicy: Sendable, Equatable {
+    enum IPv6Block: Sendable, Equatable {
+        /// IPv6 outside the tunnel is left alone (it leaks when the tunnel carries none).
+        case none
+        /// Every IPv6 packet outside the tunnel is dropped (Android without allowFamily(AF_INET6)).
+        case all
+        /// Dropped except towards the directly attached networks (Apple IncludeAllNetworks with
+        /// ExcludeLocalNetworks).
+        case exceptLocalNetworks
+    }
+    var blockIPv6: IPv6Block = .none
+}
+
+/// Apple's connect-on-demand rules: evaluated in order on a network change, the first match decides.
+struct OnDemand: Sendable, Equatable {
+    struct Rule: Sendable, Equatable {
+        var action: String
+        var interface: String?
+        var ssids: [String]?
+
+        func matches(interface current: String, ssid: String?) -> Bool {
+            if let interface, interface != current { return false }
+            if let ssids { return ssid.map(ssids.contains) ?? false }
+            return true
+        }
+    }
+    var rules: [Rule]
+
+    /// The action for a network (`interface`: WiFi, Cellular, Ethernet); nil when no rule matches
+    /// (the device then leaves the VPN alone).
+    func action(interface: String, ssid: String? = nil) -> String? {
+        rules.first { $0.matches(interface: interface, ssid: ssid) }?.action
     }
 }
 
@@ -24,11 +67,15 @@ struct DeviceInputs: Sendable {
     var password: String?
     /// PKCS#12 password when the profile leaves it out (.sswan never carries it).
     var p12Password: String?
+    /// CRLs the device would fetch while checking the server certificate's revocation (PEM or DER); used
+    /// only by a profile that asks for the check.
+    var fetchableCRLs: [Data] = []
 
-    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil) {
+    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = []) {
         self.remoteAddress = remoteAddress
         self.password = password
         self.p12Password = p12Password
+        self.fetchableCRLs = fetchableCRLs
     }
 }
 

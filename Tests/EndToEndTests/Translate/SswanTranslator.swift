@@ -52,14 +52,19 @@ enum SswanTranslator {
         let ikeProposal = try p.string("ike-proposal")
         let espProposal = try p.string("esp-proposal")
         var remoteTS = ["0.0.0.0/0", "::/0"]
+        var device = DevicePolicy()
         if var split = try p.dictionary("split-tunneling") {
             if let subnets = try list(split.any("subnets"), "split-tunneling.subnets") { remoteTS = subnets }
             if try list(split.any("excluded"), "split-tunneling.excluded")?.isEmpty == false {
                 throw TranslationError("sswan.split-tunneling.excluded not translated")
             }
-            if try split.boolean("block-ipv4") == true || split.boolean("block-ipv6") == true {
-                throw TranslationError("sswan.split-tunneling.block-* not translated")
+            if try split.boolean("block-ipv4") == true {
+                throw TranslationError("sswan.split-tunneling.block-ipv4 not translated")
             }
+            // CharonVpnService.applyData: with SPLIT_TUNNELING_BLOCK_IPV6 and no IPv6 from the server the
+            // app never calls allowFamily(AF_INET6), so Android drops every IPv6 packet while the VPN is up
+            // (local networks included; the app's own IKE socket is protected and unaffected).
+            if try split.boolean("block-ipv6") == true { device.blockIPv6 = .all }
             try split.finish()
         }
         if try p.boolean("ipv6-transport") == true { throw TranslationError("sswan.ipv6-transport not translated") }
@@ -95,12 +100,13 @@ enum SswanTranslator {
                         guard let p12, let bytes = Data(base64Encoded: p12) else {
                             throw TranslationError("ikev2-cert without a base64 local.p12")
                         }
-                        guard let p12Password = inputs.p12Password else {
-                            throw TranslationError("ikev2-cert needs DeviceInputs.p12Password (typed at import)")
-                        }
+                        // The app hands the container to Android's certificate installer, which tries the
+                        // empty password first and prompts only when that fails. Without a typed password
+                        // (DeviceInputs.p12Password) the empty one is configured, so a container that needs a
+                        // real password fails the load ("configured decryption secret ... invalid").
                         w.raw("auth", "pubkey")
                         files["pkcs12/client.p12"] = bytes
-                        secrets.append(("pkcs12-client", [("file", "client.p12"), ("secret", p12Password)]))
+                        secrets.append(("pkcs12-client", [("file", "client.p12"), ("secret", inputs.p12Password ?? "")]))
                     }
                     if let localID { try w.set("id", localID) }
                 }
@@ -117,7 +123,7 @@ enum SswanTranslator {
             }
         }
         try AppleProfileTranslator.writeSecrets(secrets, into: &w)
-        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files)
+        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files, device: device)
     }
 
     /// JSON array of strings or one space-separated string (what the app accepts).

@@ -27,12 +27,20 @@ public enum AndroidProfileRenderer {
         var type: String
         var remote: Remote
         var local: Local
+        /// `split-tunneling` (VpnProfileImportActivity.parseProfile reads `block-ipv4`/`block-ipv6`
+        /// with optBoolean into VpnProfile.SPLIT_TUNNELING_BLOCK_IPV*).
+        struct SplitTunneling: Encodable {
+            var blockIPv6: Bool
+            enum CodingKeys: String, CodingKey { case blockIPv6 = "block-ipv6" }
+        }
         var ikeProposal: String?
         var espProposal: String?
+        var splitTunneling: SplitTunneling?
         enum CodingKeys: String, CodingKey {
             case uuid, name, type, remote, local
             case ikeProposal = "ike-proposal"
             case espProposal = "esp-proposal"
+            case splitTunneling = "split-tunneling"
         }
     }
 
@@ -46,7 +54,10 @@ public enum AndroidProfileRenderer {
         guard let caDER = PEMText.der(materials.caCertificatePEM) else { throw ClientRenderError("the CA certificate is not PEM") }
         let shared = Shared(
             caBase64: Data(caDER).base64EncodedString(),
-            p12Base64: materials.users[user]?.p12.map { Data($0).base64EncodedString() },
+            // The empty-password container: the app hands it to Android's certificate installer
+            // (KeyChain.createInstallIntent with EXTRA_PKCS12), which tries the empty password before
+            // it shows a password prompt, so the import asks for nothing.
+            p12Base64: materials.users[user]?.openP12.map { Data($0).base64EncodedString() },
             namespace: NameBasedUUID.namespace(forDeployment: inventory.name))
         return try mine.compactMap { try render(connection: $0, inventory: inventory, materials: materials, shared: shared) }
     }
@@ -85,7 +96,11 @@ public enum AndroidProfileRenderer {
             remote: Profile.Remote(addr: c.remoteAddress, id: c.remoteID.value, cert: shared.caBase64),
             local: local,
             ikeProposal: offer?.ike.first,
-            espProposal: offer?.esp.first)
+            espProposal: offer?.esp.first,
+            // A node without an IPv6 pool: the app would let IPv6 bypass the tunnel (CharonVpnService
+            // calls allowFamily(AF_INET6) when no IPv6 address or route came from the server);
+            // with block-ipv6 it leaves the family out and Android drops IPv6 while connected.
+            splitTunneling: c.wantsIPv6 ? nil : Profile.SplitTunneling(blockIPv6: true))
         // The bytes JSONEncoder would write (sorted keys, pretty-printed), proven by DocumentWriterTests.
         var data = JSONWriter.json(try DocumentEncoder.encode(profile))
         data.append(0x0A)

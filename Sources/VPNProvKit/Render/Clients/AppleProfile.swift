@@ -44,11 +44,17 @@ struct AppleProfile: Encodable {
         var DeadPeerDetectionRate: String
         var DisableMOBIKE: Int
         var DisableRedirect: Int
+        var DisconnectOnIdle: Int?
+        var DisconnectOnIdleTimer: Int?
         var EnableCertificateRevocationCheck: Int
         var EnablePFS: Int
+        var ExcludeLocalNetworks: Int?
         var ExtendedAuthEnabled: Int
         var IKESecurityAssociationParameters: SecurityAssociation
+        var IncludeAllNetworks: Int?
         var LocalIdentifier: String
+        var OnDemandEnabled: Int?
+        var OnDemandRules: [OnDemandRule]?
         var PayloadCertificateUUID: String?
         var RemoteAddress: String
         var RemoteIdentifier: String
@@ -64,10 +70,21 @@ struct AppleProfile: Encodable {
         var LifeTimeInMinutes: Int
     }
 
+    /// One `OnDemandRules` element; the device evaluates them in order and the first match wins.
+    struct OnDemandRule: Encodable {
+        var Action: String
+        var InterfaceTypeMatch: String?
+        var SSIDMatch: [String]?
+    }
+
     struct IPSec: Encodable {
         var AuthenticationMethod: String
+        var DisconnectOnIdle: Int?
+        var DisconnectOnIdleTimer: Int?
         var LocalIdentifier: String?
         var LocalIdentifierType: String?
+        var OnDemandEnabled: Int?
+        var OnDemandRules: [OnDemandRule]?
         var RemoteAddress: String
         var SharedSecret: Data?  // data in the IPSec dictionary; absent for hybrid
         var XAuthEnabled: Int

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvCrypto
 
 /// `clients/<user>/<user>.mobileconfig`: one configuration profile per user with a
 /// `com.apple.vpn.managed` payload per node and service, the CA as `com.apple.security.root` and the
@@ -77,9 +78,21 @@ public enum AppleProfileRenderer {
             PayloadType: "Configuration",
             PayloadUUID: uuid("profile"),
             PayloadVersion: 1)
-        let data = try profile.xml()
+        var data = try profile.xml()
+        if let signer = materials.profileSigner { data = try sign(data, with: signer) }
         // Always private: passwords, PSKs or the p12 with its password are inside.
         return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)
+    }
+
+    /// The profile as CMS SignedData (DER) with the plist inside: the form a device shows as signed.
+    static func sign(_ plist: [UInt8], with signer: ProfileSigner) throws -> [UInt8] {
+        do {
+            return try CMSSignedData.sign(
+                content: plist, certificate: try X509Certificate(pem: signer.certificatePEM), key: try PrivateKey(pem: signer.keyPEM),
+                chain: signer.chainPEM.isEmpty ? [] : try X509Certificate.all(pem: signer.chainPEM))
+        } catch {
+            throw ClientRenderError("cannot sign the Apple profile: \(error)")
+        }
     }
 
     static func securityAssociation(_ p: AppleSAParameters, lifetime: Int) -> AppleProfile.SecurityAssociation {
@@ -96,10 +109,10 @@ public enum AppleProfileRenderer {
         var d = AppleProfile.IKEv2(
             AuthenticationMethod: "Certificate",
             ChildSecurityAssociationParameters: securityAssociation(sa.child, lifetime: sa.childLifetimeMinutes),
-            DeadPeerDetectionRate: "Medium",
+            DeadPeerDetectionRate: (c.appleSettings?.dpd ?? .medium).profileValue,
             DisableMOBIKE: 0,
             DisableRedirect: 0,
-            EnableCertificateRevocationCheck: 0,
+            EnableCertificateRevocationCheck: c.appleSettings?.crlCheck == true ? 1 : 0,
             EnablePFS: sa.enablePFS ? 1 : 0,
             ExtendedAuthEnabled: usesEAP ? 1 : 0,
             IKESecurityAssociationParameters: securityAssociation(sa.ike, lifetime: sa.ikeLifetimeMinutes),
@@ -107,6 +120,14 @@ public enum AppleProfileRenderer {
             RemoteAddress: c.remoteAddress,
             RemoteIdentifier: c.remoteID.value,
             UseConfigurationAttributeInternalIPSubnet: 0)
+        if let settings = c.appleSettings {
+            if settings.includeAllNetworks {
+                d.IncludeAllNetworks = 1
+                d.ExcludeLocalNetworks = settings.excludeLocalNetworks ? 1 : 0
+            }
+            (d.OnDemandEnabled, d.OnDemandRules) = onDemand(settings)
+            (d.DisconnectOnIdle, d.DisconnectOnIdleTimer) = idle(settings)
+        }
         if usesEAP {
             guard let password = user?.password, !password.isEmpty else {
                 throw ClientRenderError("user '\(c.user)': no password for \(c.service.rawValue)")
@@ -157,6 +178,27 @@ public enum AppleProfileRenderer {
             d.LocalIdentifier = group
             d.LocalIdentifierType = "KeyID"
         }
+        if let settings = c.appleSettings {
+            (d.OnDemandEnabled, d.OnDemandRules) = onDemand(settings)
+            (d.DisconnectOnIdle, d.DisconnectOnIdleTimer) = idle(settings)
+        }
         return d
+    }
+
+    /// OnDemandEnabled and OnDemandRules, in the order the device evaluates them (first match wins):
+    /// on a trusted Wi-Fi network disconnect (and stay down), everywhere else connect.
+    static func onDemand(_ s: AppleDeviceSettings) -> (Int?, [AppleProfile.OnDemandRule]?) {
+        guard s.onDemand else { return (nil, nil) }
+        var rules: [AppleProfile.OnDemandRule] = []
+        if !s.trustedSSIDs.isEmpty {
+            rules.append(AppleProfile.OnDemandRule(Action: "Disconnect", InterfaceTypeMatch: "WiFi", SSIDMatch: s.trustedSSIDs))
+        }
+        rules.append(AppleProfile.OnDemandRule(Action: "Connect"))
+        return (1, rules)
+    }
+
+    /// DisconnectOnIdle and its timer (seconds), left out when off.
+    static func idle(_ s: AppleDeviceSettings) -> (Int?, Int?) {
+        s.disconnectOnIdle > 0 ? (1, s.disconnectOnIdle) : (nil, nil)
     }
 }

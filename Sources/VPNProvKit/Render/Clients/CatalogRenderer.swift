@@ -21,6 +21,16 @@ public enum CatalogRenderer {
         public var proposal: String
     }
 
+    /// One NEOnDemandRule, in evaluation order (first match wins): `disconnect` with
+    /// interfaceTypeMatch `wiFi` and ssidMatch for trusted networks, then `connect`.
+    public struct OnDemandRule: Codable, Sendable, Hashable {
+        /// `connect` or `disconnect`.
+        public var action: String
+        /// NEOnDemandRuleInterfaceType: `wiFi`, `cellular`, `ethernet`; absent: any.
+        public var interfaceTypeMatch: String?
+        public var ssidMatch: [String]?
+    }
+
     public struct Server: Codable, Sendable, Hashable {
         /// Stable: `<node>-<service>`.
         public var id: String
@@ -62,6 +72,23 @@ public enum CatalogRenderer {
         public var fourFieldModel: Bool
         /// Windows' built-in IKEv2 client (ikev2-eap, ikev2-cert): the Set-VpnConnectionIPsecConfiguration values.
         public var windowsIPsec: WindowsIPsecValues? = nil
+        /// The node carries IPv6 (it has an IPv6 pool). When false an app must keep IPv6 off the
+        /// physical network while connected (`blockIPv6`), as the generated profiles do.
+        public var carriesIPv6: Bool?
+        /// Drop IPv6 outside the tunnel while connected (no IPv6 pool on the node).
+        public var blockIPv6: Bool?
+        /// NEVPNProtocol.includeAllNetworks (kill switch) and excludeLocalNetworks; IKEv2 only
+        /// (IPSec profiles cannot set them).
+        public var includeAllNetworks: Bool?
+        public var excludeLocalNetworks: Bool?
+        /// NEVPNManager.isOnDemandEnabled and onDemandRules (the node's settings; users may differ).
+        public var onDemandEnabled: Bool?
+        public var onDemandRules: [OnDemandRule]?
+        /// NEVPNProtocolIKEv2.enableRevocationCheck and deadPeerDetectionRate (`none`, `low`, `medium`, `high`).
+        public var enableRevocationCheck: Bool?
+        public var deadPeerDetectionRate: String?
+        /// Seconds of idle time after which the profiles disconnect (0 = never).
+        public var disconnectOnIdleSeconds: Int?
     }
 
     /// The six values of `Set-VpnConnectionIPsecConfiguration` (cmdlet spelling) and the proposals they send.
@@ -99,7 +126,13 @@ public enum CatalogRenderer {
     public static func catalog(inventory: Inventory) -> Catalog {
         var servers: [Server] = []
         for node in inventory.nodes {
-            let sa = AppleSA.derive(from: node.proposals)
+            let apple = ClientPlan.appleSettings(user: nil, node: node)
+            let sa = AppleSA.derive(from: node.proposals, pfs: apple.pfs)
+            var rules: [OnDemandRule]? = nil
+            if apple.onDemand {
+                rules = (apple.trustedSSIDs.isEmpty ? [] : [OnDemandRule(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)])
+                    + [OnDemandRule(action: "connect")]
+            }
             let windows = WindowsIPsec.derive(from: node.proposals).map {
                 WindowsIPsecValues(
                     encryptionMethod: $0.encryptionMethod, integrityCheckMethod: $0.integrityCheckMethod, dhGroup: $0.dhGroup,
@@ -150,7 +183,14 @@ public enum CatalogRenderer {
                     childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
                     enablePFS: v2 ? sa?.enablePFS : nil,
                     fourFieldModel: FourFieldModel.usable(service, on: node),
-                    windowsIPsec: service.windowsSupported ? windows : nil))
+                    windowsIPsec: service.windowsSupported ? windows : nil,
+                    carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
+                    includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
+                    excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
+                    onDemandEnabled: apple.onDemand, onDemandRules: rules,
+                    enableRevocationCheck: v2 ? apple.crlCheck && service.serverUsesCert : nil,
+                    deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
+                    disconnectOnIdleSeconds: apple.disconnectOnIdle))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

@@ -1,0 +1,78 @@
+import Foundation
+import VPNProvCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads the profile-signing identity (`pki.profile_signing`) for one run: every file read is
+/// bounded, the key must belong to the certificate, and errors name the reference, never a value.
+enum ProfileSigningLoader {
+    /// Largest PEM file accepted (a certificate chain is a few KiB).
+    static let maxFileSize = 1 << 20
+
+    static func load(
+        _ settings: ProfileSigningSettings, inventory: Inventory, inventoryDirectory: String, environment: [String: String]
+    ) throws -> ProfileSigner {
+        let location = inventory.location(of: "pki.profile_signing")
+        func text(_ source: SecretSource, _ what: String) throws -> String {
+            switch source {
+            case .env(let name):
+                guard let value = environment[name], !value.isEmpty else {
+                    throw PKIError(.secretUnavailable, "pki.profile_signing \(what): environment variable \(name) is not set (\(source.reference))", at: location)
+                }
+                return value
+            case .file(let path):
+                let full = path.hasPrefix("/") ? path : (inventoryDirectory as NSString).appendingPathComponent(path)
+                return try readBounded(full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
+            case .generate, .literal:
+                throw PKIError(.secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
+            }
+        }
+        let certificatePEM = try text(settings.certificate, "cert")
+        let keyPEM = try text(settings.key, "key")
+        let chainPEM = try settings.chain.map { try text($0, "chain") } ?? ""
+        do {
+            let certificate = try X509Certificate(pem: certificatePEM)
+            let key = try PrivateKey(pem: keyPEM)
+            guard key.matches(certificate) else {
+                throw PKIError(.crypto, "pki.profile_signing: the key (\(settings.key.reference)) does not belong to the certificate (\(settings.certificate.reference))", at: location)
+            }
+            if !chainPEM.isEmpty { _ = try X509Certificate.all(pem: chainPEM) }
+        } catch let error as PKIError {
+            throw error
+        } catch {
+            throw PKIError(.crypto, "pki.profile_signing: cannot read the certificate, key or chain as PEM (\(settings.certificate.reference), \(settings.key.reference))", at: location)
+        }
+        return ProfileSigner(certificatePEM: certificatePEM, keyPEM: keyPEM, chainPEM: chainPEM)
+    }
+
+    /// A regular file's text, refused past `maxFileSize`.
+    static func readBounded(_ path: String, what: String, reference: String, location: SourceLocation?) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+            throw PKIError(.secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location)
+            }
+            if n == 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > maxFileSize {
+                throw PKIError(.secretUnavailable, "\(what): \(path) is larger than \(maxFileSize >> 20) MiB (\(reference))", at: location)
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw PKIError(.secretUnavailable, "\(what): \(path) is not UTF-8 text (\(reference))", at: location)
+        }
+        return text
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import VPNProvCrypto
+@testable import VPNProvKit
+
+/// `pki.profile_signing`: every .mobileconfig is a CMS SignedData over the plist, checked with the
+/// openssl CLI against the signing chain; without it profiles stay plain XML.
+@Suite struct ProfileSigningTests {
+    /// root -> intermediate -> leaf (RSA), made with the openssl CLI, in `dir`.
+    static func makeSigningChain(in dir: String) throws {
+        func run(_ args: [String]) throws {
+            let r = try runTool(["openssl"] + args)
+            #expect(r.status == 0, "openssl \(args.first ?? ""): \(r.output)")
+        }
+        write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n", to: "\(dir)/ca.ext")
+        write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n", to: "\(dir)/leaf.ext")
+        try run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/root.key", "-out", "\(dir)/root.pem",
+                 "-subj", "/CN=Test Signing Root", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
+                 "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        for (name, issuer, ext) in [("int", "root", "ca.ext"), ("leaf", "int", "leaf.ext")] {
+            try run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
+                     "-subj", "/CN=Test Signing \(name)"])
+            try run(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/\(issuer).pem", "-CAkey", "\(dir)/\(issuer).key",
+                     "-set_serial", name == "int" ? "2" : "3", "-days", "30", "-extfile", "\(dir)/\(ext)", "-out", "\(dir)/\(name).pem"])
+        }
+    }
+
+    static let inventory = """
+        vpnprov: 1
+        name: acme
+        pki:
+          profile_signing: { cert: file:sign/leaf.pem, key: file:sign/leaf.key, chain: file:sign/int.pem }
+        nodes:
+          fra-1:
+            address: 192.0.2.1
+            pool: 10.1.0.0/24
+            pool6: fd00:1::/112
+        users:
+          alice:
+            password: gen
+            devices: [apple]
+
+        """
+
+    @Test func everyProfileIsSignedAndVerifiesAgainstTheChain() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
+        try Self.makeSigningChain(in: dir + "/sign")
+        write(Self.inventory, to: dir + "/inventory.yaml")
+        let run = vpnprov(["generate"], in: dir)
+        #expect(run.code == 0, "\(run.err)")
+        let profile = dir + "/out/clients/alice/alice.mobileconfig"
+        let bytes = try #require(FileManager.default.contents(atPath: profile))
+        #expect(!bytes.starts(with: Array("<?xml".utf8)))  // DER, not the plain plist
+        let verify = try runTool([
+            "openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/root.pem",
+            "-purpose", "any", "-out", dir + "/content.plist", "-signer", dir + "/signer.pem",
+        ])
+        #expect(verify.status == 0, "\(verify.output)")
+        #expect(verify.output.contains("Verification successful"))
+        // The signed content is the profile's plist, and the signer is the leaf sent with its intermediate.
+        let content = try #require(FileManager.default.contents(atPath: dir + "/content.plist"))
+        #expect(Array(content) == (try CMSSignedData.content(of: Array(bytes))))
+        let plist = try PropertyListSerialization.propertyList(from: content, format: nil) as? [String: Any]
+        #expect(plist?["PayloadType"] as? String == "Configuration")
+        // Verified with only the root given: the intermediate travelled inside the SignedData.
+        let signer = try runTool(["openssl", "x509", "-in", dir + "/signer.pem", "-noout", "-subject"])
+        #expect(signer.output.contains("Test Signing leaf"), "\(signer.output)")
+        // A root that did not issue the chain does not verify it.
+        let other = try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/leaf.pem",
+                                 "-purpose", "any", "-out", "/dev/null"])
+        #expect(other.status != 0)
+        let tampered = Array(bytes.prefix(bytes.count - 1)) + [bytes.last! ^ 0xFF]
+        FileManager.default.createFile(atPath: dir + "/tampered", contents: Data(tampered))
+        let bad = try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", dir + "/tampered",
+                               "-CAfile", dir + "/sign/root.pem", "-purpose", "any", "-out", "/dev/null"])
+        #expect(bad.status != 0)
+        // RSA signatures without signed attributes: the same inputs give the same bytes (check finds no drift).
+        let check = vpnprov(["check"], in: dir)
+        #expect(check.code == 0, "\(check.err)")
+        #expect(FileManager.default.contents(atPath: profile) == bytes)
+    }
+
+    @Test func withoutSigningProfilesStayPlainXML() throws {
+        let dir = try temporaryDirectory()
+        write(Self.inventory.replacingOccurrences(
+            of: "pki:\n  profile_signing: { cert: file:sign/leaf.pem, key: file:sign/leaf.key, chain: file:sign/int.pem }\n", with: ""),
+            to: dir + "/inventory.yaml")
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let bytes = try #require(FileManager.default.contents(atPath: dir + "/out/clients/alice/alice.mobileconfig"))
+        #expect(bytes.starts(with: Array("<?xml".utf8)))
+    }
+
+    @Test func aKeyThatIsNotTheCertificatesIsRefusedWithoutEchoingIt() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
+        try Self.makeSigningChain(in: dir + "/sign")
+        write(Self.inventory.replacingOccurrences(of: "key: file:sign/leaf.key", with: "key: file:sign/int.key"), to: dir + "/inventory.yaml")
+        let run = vpnprov(["generate"], in: dir)
+        #expect(run.code == 3)
+        #expect(run.err.contains("does not belong to the certificate"))
+        let key = try String(contentsOfFile: dir + "/sign/int.key", encoding: .utf8)
+        for line in SecretLeaks.keyLines(key) { #expect(!run.err.contains(line)) }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/alice/alice.mobileconfig"))
+    }
+
+    @Test func profileSigningReferencesAreValidated() {
+        let bad = decode("""
+            vpnprov: 1
+            name: x
+            pki:
+              profile_signing: { cert: gen, key: "-----BEGIN", chian: file:c.pem }
+            """)
+        let messages = bad.diagnostics.map(\.message)
+        #expect(messages.contains { $0.contains("'pki.profile_signing.cert' must be env:VAR or file:PATH") })
+        #expect(messages.contains { $0.contains("'pki.profile_signing.key' must be env:VAR or file:PATH") })
+        #expect(messages.contains { $0.contains("did you mean 'chain'?") })
+        // The literal key text is never shown.
+        #expect(!messages.contains { $0.contains("-----BEGIN") })
+    }
+}

@@ -202,6 +202,12 @@ import VPNProvCrypto
             #expect(r.err.contains(message), "\(arguments): \(r.err)")
         }
         #expect(vpnprov(["rotate-psk"], in: dir).code == 2)
+        // JSON: one document, the refusal inside it with its rule code and inventory line.
+        let json = vpnprov(["rotate-psk", "nyc-1", "--format", "json"], in: dir, environment: env)
+        let document = Self.json(json.out)
+        #expect(json.code == 1 && document["ok"] as? Bool == false && document["command"] as? String == "rotate-psk")
+        let found = (document["diagnostics"] as? [[String: Any]] ?? []).first { $0["code"] as? String == "secret-not-generated" }
+        #expect(found?["line"] as? Int == 13, "\(json.out)")
         #expect(snapshot(dir + "/state") == state)
     }
 

@@ -102,10 +102,7 @@ struct StatusCommand: Command {
         }
         if let report, report.expiring?.isEmpty == false { code = ExitCode.failure }
         if format == .json {
-            var diagnostics: Any = [Any]()
-            if let data = captured.stdout.data(using: .utf8), !data.isEmpty, let parsed = try? JSONSerialization.jsonObject(with: data) {
-                diagnostics = parsed
-            }
+            let diagnostics = Pipeline.jsonDiagnostics(captured.stdout)
             var document: [String: Any] = ["vpnprov": 1, "command": "status", "ok": code == ExitCode.success, "diagnostics": diagnostics]
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601

@@ -39,12 +39,7 @@ extension Pipeline {
             stream == .error ? console.err(text) : capturing.out(text)
         }
         let (code, summary) = lifecycleRun(options, console: forward)
-        var diagnostics: Any = [Any]()
-        if let data = captured.stdout.data(using: .utf8), !data.isEmpty,
-            let parsed = try? JSONSerialization.jsonObject(with: data) as? [Any]
-        {
-            diagnostics = parsed
-        }
+        let diagnostics = jsonDiagnostics(captured.stdout)
         var document: [String: Any] = ["vpnprov": 1, "command": options.command, "ok": code == ExitCode.success, "diagnostics": diagnostics]
         if let summary, let data = try? JSONEncoder().encode(summary), let object = try? JSONSerialization.jsonObject(with: data) {
             document["summary"] = object
@@ -53,6 +48,35 @@ extension Pipeline {
             console.out(String(decoding: data, as: UTF8.self) + "\n")
         }
         return code
+    }
+
+    /// The diagnostics the stages printed as JSON arrays (each stage prints its own), merged into one.
+    static func jsonDiagnostics(_ text: String) -> [Any] {
+        var out: [Any] = []
+        var depth = 0, inString = false, escaped = false
+        var start: String.Index?
+        for i in text.indices {
+            let c = text[i]
+            if inString {
+                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { inString = false }
+                continue
+            }
+            switch c {
+            case "\"": inString = true
+            case "[", "{":
+                if depth == 0 { start = i }
+                depth += 1
+            case "]", "}":
+                depth -= 1
+                if depth == 0, let s = start,
+                    let parsed = try? JSONSerialization.jsonObject(with: Data(text[s...i].utf8)) as? [Any]
+                {
+                    out += parsed
+                }
+            default: break
+            }
+        }
+        return out
     }
 
     private static func lifecycleRun(_ options: LifecycleOptions, console: Console) -> (code: Int32, summary: LifecycleSummary?) {
@@ -64,9 +88,15 @@ extension Pipeline {
                 printJSONWhenClean: false)
             if let code = loaded.exitCode { return code }
             guard let inventory = loaded.inventory else { return ExitCode.failure }
-            if let problem = precondition(options.action, inventory: inventory, file: generate.inventory) {
-                console.err("vpnprov: error: \(problem)\n")
+            switch precondition(options.action, inventory: inventory, file: generate.inventory) {
+            case .message(let text)?:
+                console.err("vpnprov: error: \(text)\n")
                 return ExitCode.failure
+            case .diagnostic(let diagnostic)?:
+                printDiagnostics([diagnostic], options: generate, console: console)
+                return ExitCode.failure
+            case nil:
+                break
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
@@ -94,32 +124,54 @@ extension Pipeline {
         return (code, summary)
     }
 
-    /// What the inventory must say for the action to make sense; nil when it does.
-    static func precondition(_ action: PKIManager.StateAction, inventory: Inventory, file: String) -> String? {
-        func unknown(_ what: String, _ name: String, _ names: [String]) -> String {
+    /// Why the inventory does not allow the action: a plain message for an unknown name, else a
+    /// diagnostic at the inventory line that decides it. nil: go ahead.
+    enum Refusal {
+        case message(String)
+        case diagnostic(Diagnostic)
+    }
+
+    static func precondition(_ action: PKIManager.StateAction, inventory: Inventory, file: String) -> Refusal? {
+        func unknown(_ what: String, _ name: String, _ names: [String]) -> Refusal {
             let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
-            return "\(what) '\(name)' is not in \(file)\(hint)"
+            return .message("\(what) '\(name)' is not in \(file)\(hint)")
+        }
+        func refuse(_ code: PKIError.Code, _ message: String, _ location: SourceLocation) -> Refusal {
+            .diagnostic(.error(RuleCode(code.rawValue), message, at: location))
         }
         switch action {
         case .rotatePSK(let name):
             guard let node = inventory.node(named: name) else { return unknown("node", name, inventory.nodes.map(\.name)) }
-            guard node.services.contains(where: \.needsPSK) else { return "node '\(name)' offers no PSK service; it has no PSK to rotate" }
+            guard node.services.contains(where: \.needsPSK) else {
+                return refuse(.secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate", node.location(of: "services"))
+            }
             guard node.psk == .generate else {
-                return "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
-                    + "vpnprov rotates only PSKs it generates ('psk: gen')"
+                return refuse(
+                    .secretNotGenerated,
+                    "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
+                        + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: "psk"))
             }
         case .rotatePassword(let name):
             guard let user = inventory.user(named: name) else { return unknown("user", name, inventory.users.map(\.name)) }
-            guard !user.revoked else { return "user '\(name)' is revoked in \(file); they have no password to rotate" }
-            guard user.password == .generate else {
-                return user.password == nil
-                    ? "user '\(name)' has no password"
-                    : "the password of user '\(name)' comes from \(user.password!.reference), which is yours to change; "
-                        + "vpnprov rotates only passwords it generates ('password: gen')"
+            guard !user.revoked else {
+                return refuse(.secretNotGenerated, "user '\(name)' is revoked; they have no password to rotate", user.location(of: "revoked"))
+            }
+            guard let password = user.password else {
+                return refuse(.secretNotGenerated, "user '\(name)' has no password", user.location)
+            }
+            guard password == .generate else {
+                return refuse(
+                    .secretNotGenerated,
+                    "the password of user '\(name)' comes from \(password.reference), which is yours to change; "
+                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: "password"))
             }
         case .unrevoke(let name):
             guard let user = inventory.user(named: name) else { return unknown("user", name, inventory.users.map(\.name)) }
-            if user.revoked { return "user '\(name)' is revoked in \(file) ('revoked: true'); set it to false instead" }
+            if user.revoked {
+                return refuse(
+                    .nothingToUnrevoke, "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
+                    user.location(of: "revoked"))
+            }
         case .startCARotation, .finishCARotation:
             break
         }

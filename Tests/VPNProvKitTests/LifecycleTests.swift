@@ -252,6 +252,12 @@ import VPNProvCrypto
         let caFiles = snapshot(dir + "/state/ca")
 
         #expect(vpnprov(["rotate-ca", "--finish"], in: dir, environment: env).code == 1)
+        // Nothing to rotate before the first generate: an error, and no state is created.
+        let fresh = try temporaryDirectory()
+        try Self.inventory(users: "  ann:\n    cert: true\n").write(toFile: fresh + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let early = vpnprov(["rotate-ca"], in: fresh, environment: env)
+        #expect(early.code == 1 && early.err.contains("run 'vpnprov generate' first"), "\(early.err)")
+        #expect(!FileManager.default.fileExists(atPath: fresh + "/state/index.json"))
         let start = vpnprov(["rotate-ca"], in: dir, environment: env)
         #expect(start.code == 0, "\(start.err)")
         #expect(start.out.contains("nodes to roll out: fra-1, nyc-1\n"))

@@ -12,7 +12,7 @@ import VPNProvCrypto
 /// docs/lifecycle.md explains why this shape and what was proven against strongSwan.
 extension PKISession {
     mutating func startCARotation() throws {
-        guard let previous = index.ca, let previousCert = store.caCertificate else {
+        guard let previous = index.ca, let previousCert = store.caCertificate, !changes.contains(where: { $0.kind == .caCreated }) else {
             throw PKIError(.caRotation, "the state has no CA yet: run 'vpnprov generate' first")
         }
         if let rotation = index.rotation {

@@ -48,6 +48,13 @@ struct LifecycleTunnelTests {
         return result
     }
 
+    /// Runs `body` against a freshly started node (new server and client charon), then tears it down.
+    func session(_ deployment: GeneratedDeployment, _ body: (NodeUnderTest) -> Void) throws {
+        let nut = try NodeUnderTest.start(deployment, node: "life-1")
+        defer { nut.teardown() }
+        body(nut)
+    }
+
     func connects(_ nut: NodeUnderTest, _ cases: [(ClientCase, ClientCase.Loadable)], _ what: String) -> Int {
         var proven = 0
         for (c, loadable) in cases {
@@ -97,12 +104,16 @@ struct LifecycleTunnelTests {
         let password = try Self.vpnprov(["rotate-password", "cora"], deployment)
         #expect(password.stdout.contains("nodes to roll out: life-1") && password.stdout.contains("users who need new profiles: cora"))
         let rotatedSecrets = try Self.saved(deployment, tag: "secrets")
-        do {
-            let nut = try NodeUnderTest.start(deployment, node: "life-1")
-            defer { nut.teardown() }
-            refusals += refused(nut, original.filter { $0.0.service == "ikev2-psk" }, "old PSK", because: "MAC mismatched")
-            refusals += refused(nut, original.filter { $0.0.service == "ikev2-eap" }, "old password", because: "EAP-MS-CHAPv2 verification failed")
-            handshakes += connects(nut, rotatedSecrets.filter { $0.0.service != "ikev2-cert" }, "new secrets")
+        // A fresh server and client per group: the client charon keeps credentials it loaded earlier (a
+        // newer certificate or secret could stand in for a saved one), and the server ignores a peer with
+        // five half-open attempts.
+        try session(deployment) { handshakes += connects($0, rotatedSecrets.filter { $0.0.service != "ikev2-cert" }, "new secrets") }
+        try session(deployment) {
+            refusals += refused($0, original.filter { $0.0.service == "ikev2-psk" }, "old PSK", because: "MAC mismatched")
+        }
+        try session(deployment) {
+            refusals += refused(
+                $0, original.filter { $0.0.service == "ikev2-eap" }, "old password", because: "EAP-MS-CHAPv2 verification failed")
         }
 
         // 2. CA rotation: profiles from before it and new ones both connect during the overlap.
@@ -127,12 +138,10 @@ struct LifecycleTunnelTests {
         _ = try Self.vpnprov(["rotate-ca", "--finish"], deployment)
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: x509ca.path)) == ["ca.pem"])
         let finished = try Self.saved(deployment, tag: "finished")
-        do {
-            let nut = try NodeUnderTest.start(deployment, node: "life-1")
-            defer { nut.teardown() }
+        try session(deployment) { handshakes += connects($0, finished.filter { $0.0.service != "ikev2-psk" }, "after --finish") }
+        try session(deployment) {
             refusals += refused(
-                nut, rotatedSecrets.filter { $0.0.service == "ikev2-cert" }, "old CA after --finish", because: "no trusted ECDSA public key found")
-            handshakes += connects(nut, finished.filter { $0.0.service != "ikev2-psk" }, "after --finish")
+                $0, rotatedSecrets.filter { $0.0.service == "ikev2-cert" }, "old CA after --finish", because: "no trusted ECDSA public key found")
         }
         print("e2e lifecycle: \(handshakes) handshakes, \(refusals) refusals proven")
     }

@@ -181,7 +181,7 @@ import VPNProvCrypto
 
         let password = vpnprov(["rotate-password", "dan", "--format", "json"], in: dir, environment: env)
         #expect(password.code == 0, "\(password.err)")
-        let summary = Self.json(password.out)["summary"] as? [String: Any] ?? [:]
+        let summary = Self.json(password.out)["lifecycle"] as? [String: Any] ?? [:]
         #expect(summary["nodesToRollOut"] as? [String] == ["fra-1", "nyc-1"])
         #expect(summary["usersNeedingNewProfiles"] as? [String] == ["dan"])
         #expect(Self.json(password.out)["command"] as? String == "rotate-password")
@@ -309,7 +309,7 @@ import VPNProvCrypto
         // --finish: only the new CA on the servers; old client certificates no longer verify there.
         let finish = vpnprov(["rotate-ca", "--finish", "--format", "json"], in: dir, environment: env)
         #expect(finish.code == 0, "\(finish.err)")
-        let summary = Self.json(finish.out)["summary"] as? [String: Any] ?? [:]
+        let summary = Self.json(finish.out)["lifecycle"] as? [String: Any] ?? [:]
         #expect(summary["nodesToRollOut"] as? [String] == ["fra-1", "nyc-1"] && summary["caRotation"] as? String == "none")
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: server + "/x509ca")) == ["ca.pem"])
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: server + "/x509crl")) == ["crl.pem"])

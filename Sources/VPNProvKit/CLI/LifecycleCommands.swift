@@ -3,26 +3,25 @@ import Foundation
 /// The lifecycle commands: `status` (read-only) and the state-changing `rotate-ca`, `rotate-psk`,
 /// `rotate-password` and `unrevoke`, which regenerate the output like `generate` afterwards.
 enum LifecycleCommandSupport {
-    static let lifecycleFormat = CommandConfiguration.Option(
-        "format", value: "format", help: "Output as text (default) or json (one document on stdout).")
+    static let lifecycleFormat = CommonOptions.format
 
     /// The regenerate options of a state-changing command; `inventoryIndex` is the positional of INVENTORY.
     static func options(
         _ arguments: ParsedArguments, inventoryIndex: Int, command: String, action: PKIManager.StateAction, _ context: CommandContext
     ) throws(CLIError) -> LifecycleOptions {
-        let format = try CommonOptions.format(arguments, command: command)
         let given = arguments.positionals.count > inventoryIndex ? arguments.positionals[inventoryIndex] : nil
         let (display, path) = try CommonOptions.inventory(given, context)
         return LifecycleOptions(
             command: command, action: action,
             regenerate: GenerateOptions(
-                inventory: display, inventoryPath: path, outDirectory: context.resolve(arguments.value("out") ?? "out"),
+                inventory: display, inventoryPath: path,
+                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: format, strict: false,
-                environment: context.environment))
+                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
     }
 
-    static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat]
+    static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet]
     static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
 
@@ -55,17 +54,15 @@ struct StatusCommand: Command {
             + "(or has expired), for a daily CI job.",
         arguments: [CommonOptions.inventoryArgument],
         options: [
-            CommonOptions.state, LifecycleCommandSupport.lifecycleFormat,
+            CommonOptions.state, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
             .init("expiring", value: "days", help: "Exit 1 when something expires within this many days (listing what and when)."),
         ])
 
     var arguments: ParsedArguments
-    var format: DiagnosticPrinter.Format
     var expiring: Int?
 
     init(_ arguments: ParsedArguments) throws(CLIError) {
         self.arguments = arguments
-        format = try CommonOptions.format(arguments, command: Self.configuration.name)
         if let text = arguments.value("expiring") {
             guard let days = Int(text), days >= 0, days <= 36500 else {
                 throw CLIError.usage("invalid value '\(text)' for '--expiring <days>': expected a whole number of days (0-36500)",
@@ -79,43 +76,24 @@ struct StatusCommand: Command {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
         let now = try LifecycleCommandSupport.now(context)
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
-        let console = context.console
-        // JSON: the inventory's diagnostics go into the document, not onto stdout.
-        let (capturing, captured) = Console.capturing()
-        let loadConsole = format == .json
-            ? Console(errorIsTerminal: console.errorIsTerminal) { stream, text in stream == .error ? console.err(text) : capturing.out(text) }
-            : console
-        let loaded = try Pipeline.loadInventory(
-            display: display, path: path, format: format, strict: false, console: loadConsole, printJSONWhenClean: false)
-        var report: StatusReport?
-        var code: Int32 = loaded.exitCode ?? ExitCode.success
-        if let inventory = loaded.inventory, loaded.exitCode == nil {
-            do {
-                report = try StatusReport.make(inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
-            } catch let error as PKIError {
-                console.err("vpnprov: error: \(error.message)\n")
-                code = ExitCode.environment
-            } catch {
-                console.err("vpnprov: error: \(error)\n")
-                code = ExitCode.environment
-            }
+        let output = context.output
+        let loaded = try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
+        if let code = loaded.exitCode { return code }
+        guard let inventory = loaded.inventory else { return ExitCode.failure }
+        let report: StatusReport
+        do {
+            report = try StatusReport.make(inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
+        } catch let error as PKIError {
+            output.error(RuleCode(error.code.rawValue), error.message)
+            return ExitCode.environment
+        } catch {
+            output.error(RuleCode("state-unreadable"), "\(error)")
+            return ExitCode.environment
         }
-        if let report, report.expiring?.isEmpty == false { code = ExitCode.failure }
-        if format == .json {
-            let diagnostics = Pipeline.jsonDiagnostics(captured.stdout)
-            var document: [String: Any] = ["vpnprov": 1, "command": "status", "ok": code == ExitCode.success, "diagnostics": diagnostics]
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            if let report, let data = try? encoder.encode(report), let object = try? JSONSerialization.jsonObject(with: data) {
-                document["status"] = object
-            }
-            if let data = try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) {
-                console.out(String(decoding: data, as: UTF8.self) + "\n")
-            }
-        } else if let report {
-            console.out(report.text)
-        }
-        return code
+        output.set("status", report)
+        let expired = report.expiring?.isEmpty == false
+        output.result(report.text, failing: expired)
+        return expired ? ExitCode.failure : ExitCode.success
     }
 }
 
@@ -140,7 +118,7 @@ struct RotateCACommand: Command {
         let action: PKIManager.StateAction = arguments.flag("finish") ? .finishCARotation : .startCARotation
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 0, command: Self.configuration.name, action: action, context)
-        return Pipeline.lifecycle(options, console: context.console)
+        return Pipeline.lifecycle(options, output: context.output)
     }
 }
 
@@ -165,7 +143,7 @@ struct RotatePSKCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePSK(node: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, console: context.console)
+        return Pipeline.lifecycle(options, output: context.output)
     }
 }
 
@@ -189,7 +167,7 @@ struct RotatePasswordCommand: Command {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePassword(user: arguments.positionals[0]),
             context)
-        return Pipeline.lifecycle(options, console: context.console)
+        return Pipeline.lifecycle(options, output: context.output)
     }
 }
 
@@ -212,6 +190,6 @@ struct UnrevokeCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, console: context.console)
+        return Pipeline.lifecycle(options, output: context.output)
     }
 }

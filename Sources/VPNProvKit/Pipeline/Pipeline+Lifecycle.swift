@@ -29,99 +29,45 @@ public struct LifecycleSummary: Sendable, Hashable, Encodable {
 
 extension Pipeline {
     /// Checks the command against the inventory, changes the state, regenerates like `generate`, and
-    /// reports the nodes to roll out and the users who need new profiles.
-    public static func lifecycle(_ options: LifecycleOptions, console: Console) -> Int32 {
+    /// reports the nodes to roll out and the users who need new profiles (JSON: "summary").
+    public static func lifecycle(_ options: LifecycleOptions, output: CommandOutput) -> Int32 {
         let generate = options.regenerate
-        guard generate.format == .json else { return lifecycleRun(options, console: console).code }
-        // JSON: one document on stdout, the diagnostics inside it.
-        let (capturing, captured) = Console.capturing()
-        let forward = Console(errorIsTerminal: console.errorIsTerminal) { stream, text in
-            stream == .error ? console.err(text) : capturing.out(text)
-        }
-        let (code, summary) = lifecycleRun(options, console: forward)
-        let diagnostics = jsonDiagnostics(captured.stdout)
-        var document: [String: Any] = ["vpnprov": 1, "command": options.command, "ok": code == ExitCode.success, "diagnostics": diagnostics]
-        if let summary, let data = try? JSONEncoder().encode(summary), let object = try? JSONSerialization.jsonObject(with: data) {
-            document["summary"] = object
-        }
-        if let data = try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) {
-            console.out(String(decoding: data, as: UTF8.self) + "\n")
-        }
-        return code
-    }
-
-    /// The diagnostics the stages printed as JSON arrays (each stage prints its own), merged into one.
-    static func jsonDiagnostics(_ text: String) -> [Any] {
-        var out: [Any] = []
-        var depth = 0, inString = false, escaped = false
-        var start: String.Index?
-        for i in text.indices {
-            let c = text[i]
-            if inString {
-                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { inString = false }
-                continue
-            }
-            switch c {
-            case "\"": inString = true
-            case "[", "{":
-                if depth == 0 { start = i }
-                depth += 1
-            case "]", "}":
-                depth -= 1
-                if depth == 0, let s = start,
-                    let parsed = try? JSONSerialization.jsonObject(with: Data(text[s...i].utf8)) as? [Any]
-                {
-                    out += parsed
-                }
-            default: break
-            }
-        }
-        return out
-    }
-
-    private static func lifecycleRun(_ options: LifecycleOptions, console: Console) -> (code: Int32, summary: LifecycleSummary?) {
-        let generate = options.regenerate
-        var summary: LifecycleSummary?
-        let code = run(console) { () throws -> Int32 in
-            let loaded = try loadInventory(
-                display: generate.inventory, path: generate.inventoryPath, format: generate.format, strict: false, console: console,
-                printJSONWhenClean: false)
+        return run(output) { () throws -> Int32 in
+            if let code = checkOutputLocation(generate, output: output) { return code }
+            let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
             if let code = loaded.exitCode { return code }
             guard let inventory = loaded.inventory else { return ExitCode.failure }
             switch precondition(options.action, inventory: inventory, file: generate.inventory) {
             case .message(let text)?:
-                console.err("vpnprov: error: \(text)\n")
+                output.error(.noSuchUser, text)
                 return ExitCode.failure
             case .diagnostic(let diagnostic)?:
-                printDiagnostics([diagnostic], options: generate, console: console)
+                printDiagnostics([diagnostic], output: output)
                 return ExitCode.failure
             case nil:
                 break
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
-            guard let built = try build(generate, console: console, persist: false, lock: lock, quietLoad: true, action: options.action)
+            guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true, action: options.action)
             else { return ExitCode.failure }
-            guard let written = try write(built, options: generate, console: console) else { return ExitCode.failure }
-            report(built, written, options: generate, console: console)
+            guard let written = try write(built, options: generate, output: output) else { return ExitCode.failure }
+            report(built, written, options: generate, output: output)
             let result = rollout(written, inventory: built.prepared.inventory, changes: built.prepared.changes,
                                  rotating: built.prepared.materials.rotation != nil)
-            summary = result
-            if generate.format == .text {
-                var text = "nodes to roll out: \(result.nodesToRollOut.isEmpty ? "none" : result.nodesToRollOut.joined(separator: ", "))\n"
-                text += "users who need new profiles: "
-                    + "\(result.usersNeedingNewProfiles.isEmpty ? "none" : result.usersNeedingNewProfiles.joined(separator: ", "))\n"
-                if case .startCARotation = options.action {
-                    text += "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
-                        + "which you run once every device has its new profile\n"
-                } else if case .finishCARotation = options.action {
-                    text += "CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n"
-                }
-                console.out(text)
+            output.set("lifecycle", result)
+            var text = "nodes to roll out: \(result.nodesToRollOut.isEmpty ? "none" : result.nodesToRollOut.joined(separator: ", "))\n"
+            text += "users who need new profiles: "
+                + "\(result.usersNeedingNewProfiles.isEmpty ? "none" : result.usersNeedingNewProfiles.joined(separator: ", "))\n"
+            if case .startCARotation = options.action {
+                text += "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
+                    + "which you run once every device has its new profile\n"
+            } else if case .finishCARotation = options.action {
+                text += "CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n"
             }
+            output.result(text)
             return ExitCode.success
         }
-        return (code, summary)
     }
 
     /// Why the inventory does not allow the action: a plain message for an unknown name, else a

@@ -243,6 +243,10 @@ extension PKIChange.Kind {
         case .revoked: return "revoked"
         case .crlUpdated: return "crl-updated"
         case .secretGenerated: return "secret-generated"
+        case .secretRotated: return "secret-rotated"
+        case .caRotationStarted: return "ca-rotation-started"
+        case .caRotationFinished: return "ca-rotation-finished"
+        case .unrevoked: return "unrevoked"
         }
     }
 }

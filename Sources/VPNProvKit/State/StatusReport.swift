@@ -7,14 +7,14 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         public var serial: String
         public var commonName: String
         public var generation: Int
-        public var notAfter: Date
+        @ISODate public var notAfter: Date
         public var daysLeft: Int
     }
 
     public struct Rotation: Sendable, Hashable, Encodable {
         /// "none" or "overlap".
         public var phase: String
-        public var startedAt: Date?
+        @ISODateOptional public var startedAt: Date?
         /// The CA being replaced (trusted by the servers until `rotate-ca --finish`).
         public var previous: CA?
     }
@@ -27,7 +27,7 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         /// The certified identity: the first subjectAltName, else the subject.
         public var identity: String
         public var serial: String
-        public var notAfter: Date
+        @ISODate public var notAfter: Date
         public var daysLeft: Int
         /// "active", "superseded", "revoked" or "held" (revoked with `vpnprov revoke`, still listed
         /// as active in the inventory).
@@ -40,7 +40,7 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         /// Serial of the CA that signs it.
         public var issuer: String
         public var number: Int
-        public var nextUpdate: Date
+        @ISODate public var nextUpdate: Date
         public var daysLeft: Int
         public var revoked: Int
     }
@@ -54,12 +54,12 @@ public struct StatusReport: Sendable, Hashable, Encodable {
 
     public struct Expiring: Sendable, Hashable, Encodable {
         public var what: String
-        public var notAfter: Date
+        @ISODate public var notAfter: Date
         public var daysLeft: Int
     }
 
     public var stateDirectory: String
-    public var now: Date
+    @ISODate public var now: Date
     public var ca: CA?
     public var rotation: Rotation
     public var certificates: [Certificate]
@@ -208,5 +208,26 @@ public struct StatusReport: Sendable, Hashable, Encodable {
             }
         }
         return out
+    }
+}
+
+/// Dates in the JSON document as ISO 8601 text (UTC), like the state's index.
+@propertyWrapper
+public struct ISODate: Sendable, Hashable, Encodable {
+    public var wrappedValue: Date
+    public init(wrappedValue: Date) { self.wrappedValue = wrappedValue }
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(ISO8601DateFormatter().string(from: wrappedValue))
+    }
+}
+
+@propertyWrapper
+public struct ISODateOptional: Sendable, Hashable, Encodable {
+    public var wrappedValue: Date?
+    public init(wrappedValue: Date?) { self.wrappedValue = wrappedValue }
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let date = wrappedValue { try container.encode(ISO8601DateFormatter().string(from: date)) } else { try container.encodeNil() }
     }
 }

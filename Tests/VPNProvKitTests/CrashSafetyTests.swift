@@ -198,4 +198,64 @@ enum VPNProvBinary {
         }
         #expect(points > 15, "only \(points) kill points before the run completed")
     }
+
+    /// `rotate-ca` killed at growing intervals through its state commit and output: the state is
+    /// afterwards either the old one (index.json and secrets.json byte for byte as before, no
+    /// rotation) or the new one (the rotation committed), never a mix; it loads, the CA files from
+    /// before are untouched, a plain `generate` brings the output in line, and an interrupted
+    /// rotation can simply be started again.
+    @Test(.timeLimit(.minutes(15)))
+    func killedCARotationLeavesTheOldOrTheNewState() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
+        let base = try temporaryDirectory() + "/site"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        // Few users: the kill points cover the state commit densely without running for minutes.
+        let small = Self.inventory(changed: false).components(separatedBy: "\n  user12:\n")[0] + "\n"
+        try small.write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let first = try VPNProvBinary.run(["generate"], in: base)
+        try #require(first.status == 0, "\(first.err.suffix(300))")
+        let indexBefore = FileManager.default.contents(atPath: base + "/state/index.json")
+        let secretsBefore = FileManager.default.contents(atPath: base + "/state/secrets.json")
+        let caBefore = Self.snapshot(base + "/state/ca")
+        var n = 1
+        var (old, new) = (0, 0)
+        while true {
+            let parent = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: parent) }
+            let dir = parent + "/site"
+            try Self.copyTree(base, to: dir)
+            let crashed = try VPNProvBinary.run(["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"])
+            if !crashed.killed {
+                #expect(crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
+                break
+            }
+            let state = Self.snapshot(dir + "/state")
+            for (path, data) in state where !Self.isTemporary(path) { Self.expectComplete(path, data) }
+            #expect(Self.snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore, "step \(n): a CA file changed")
+            let index = state["index.json"]
+            let status = try VPNProvBinary.run(["status"], in: dir)
+            #expect(status.status == 0, "step \(n): status after the kill: \(status.err.suffix(300))")
+            if index == indexBefore {
+                old += 1
+                #expect(state["secrets.json"] == secretsBefore, "step \(n): index.json is the old one but secrets.json changed")
+                #expect(status.out.contains("CA rotation: none"), "step \(n)")
+                // Leftovers of the killed run (a new CA key without its index entry) do not block a new start.
+                let again = try VPNProvBinary.run(["rotate-ca"], in: dir)
+                #expect(again.status == 0, "step \(n): rotate-ca after the kill: \(again.err.suffix(300))")
+            } else {
+                new += 1
+                #expect(String(decoding: index ?? Data(), as: UTF8.self).contains("\"rotation\""), "step \(n): index.json changed without the rotation")
+                #expect(status.out.contains("CA rotation: overlap since"), "step \(n)")
+                let recovered = try VPNProvBinary.run(["generate"], in: dir)
+                #expect(recovered.status == 0, "step \(n): generate after the kill: \(recovered.err.suffix(300))")
+                let twice = try VPNProvBinary.run(["rotate-ca"], in: dir)
+                #expect(twice.status == 1, "step \(n): a committed rotation must not start again")
+            }
+            let check = try VPNProvBinary.run(["check"], in: dir)
+            #expect(check.status == 0, "step \(n): check after recovery: \(check.err.suffix(300))")
+            n += max(1, n / 5)
+        }
+        print("rotate-ca kill points: \(old) left the old state, \(new) the new one")
+        #expect(old >= 3 && new >= 2, "kill points: \(old) left the old state, \(new) the new one")
+    }
 }

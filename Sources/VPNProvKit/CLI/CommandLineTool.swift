@@ -67,7 +67,10 @@ public enum CommandLineTool {
     public static let version = "0.1.0"
 
     static var commands: [any Command.Type] {
-        [ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self]
+        [
+            ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
+            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self, UnrevokeCommand.self,
+        ]
     }
 
     static var commandNames: [String] {

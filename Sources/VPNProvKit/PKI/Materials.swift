@@ -56,9 +56,25 @@ public struct ProfileSigner: Sendable, Hashable {
     }
 }
 
+/// What servers need during the overlap of a CA rotation (see PKISession+Rotation).
+public struct RotationMaterials: Sendable, Hashable {
+    /// The previous CA: still the servers' trust root, so profiles that pin it keep working.
+    public var previousCACertificatePEM: String
+    /// The new CA's name and key certified by the previous CA; servers send it with their certificate.
+    public var crossCertificatePEM: String
+    /// The previous CA's CRL.
+    public var previousCRLPEM: String
+    public init(previousCACertificatePEM: String, crossCertificatePEM: String, previousCRLPEM: String) {
+        self.previousCACertificatePEM = previousCACertificatePEM
+        self.crossCertificatePEM = crossCertificatePEM
+        self.previousCRLPEM = previousCRLPEM
+    }
+}
+
 public struct Materials: Sendable, Hashable {
     /// Signs every `.mobileconfig` when set (`pki.profile_signing`).
     public var profileSigner: ProfileSigner?
+    /// The CA new profiles trust (during a rotation: the new one).
     public var caCertificatePEM: String
     /// The CA's subject common name (Apple ServerCertificateIssuerCommonName).
     public var caCommonName: String
@@ -68,6 +84,8 @@ public struct Materials: Sendable, Hashable {
     public var nodes: [String: NodeMaterials]
     /// Only users that are not revoked.
     public var users: [String: UserMaterials]
+    /// Set during the overlap of a CA rotation.
+    public var rotation: RotationMaterials?
     public init(
         caCertificatePEM: String, caCommonName: String, caKeyType: KeyType, crlPEM: String,
         nodes: [String: NodeMaterials], users: [String: UserMaterials]

@@ -21,6 +21,12 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let badIdentity = Code(rawValue: "certificate-identity")
         /// `revoke` of a user without a current certificate (inventory flavour).
         public static let nothingToRevoke = Code(rawValue: "nothing-to-revoke")
+        /// `unrevoke` of a user who is not held revoked by command (inventory flavour).
+        public static let nothingToUnrevoke = Code(rawValue: "nothing-to-unrevoke")
+        /// `rotate-psk` / `rotate-password` of a secret vpnprov did not generate (inventory flavour).
+        public static let secretNotGenerated = Code(rawValue: "secret-not-generated")
+        /// `rotate-ca` while a rotation is in progress, `--finish` without one (inventory flavour).
+        public static let caRotation = Code(rawValue: "ca-rotation")
     }
 
     public var code: Code
@@ -34,7 +40,7 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         self.location = location
     }
 
-    public var isInventory: Bool { [.secretUnavailable, .badIdentity, .nothingToRevoke].contains(code) }
+    public var isInventory: Bool { [.secretUnavailable, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation].contains(code) }
     public var isEnvironment: Bool { !isInventory }
 
     public var description: String { message }

@@ -23,7 +23,7 @@ public enum PKIManager {
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     public static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
-        now: Date = Date(), persist: Bool = true, lock: StateLock? = nil,
+        now: Date = Date(), persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
@@ -59,13 +59,33 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        var unrevoked: [PKIChange] = []
+        if case .unrevoke(let user) = action {
+            guard store.index.revokedByCommand?[user] != nil else {
+                throw PKIError(.nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
+            }
+            store.index.revokedByCommand?[user] = nil
+            if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
+            unrevoked.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
+        }
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
+        session.changes += unrevoked
 
         try session.ensureCA()
+        switch action {
+        case .startCARotation?: try session.startCARotation()
+        case .finishCARotation?: try session.finishCARotation()
+        default: break
+        }
         try session.retireAbsentHolders()
         try session.generateSecrets()
+        switch action {
+        case .rotatePSK(let node)?: try session.rotatePSK(node: node)
+        case .rotatePassword(let user)?: try session.rotatePassword(user: user)
+        default: break
+        }
         try session.issue(profiles: profiles, progress: progress)
         try session.updateCRL()
         var materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
@@ -74,6 +94,20 @@ public enum PKIManager {
         return PrepareResult(
             materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,
             pendingStore: persist ? nil : store)
+    }
+
+    /// A one-off change a lifecycle command makes before the usual work of `prepare`.
+    public enum StateAction: Sendable, Hashable {
+        /// A new generated PSK for the node (its `psk` must be `gen`).
+        case rotatePSK(node: String)
+        /// A new generated password for the user (their `password` must be `gen`).
+        case rotatePassword(user: String)
+        /// Lifts a `vpnprov revoke` hold: the user gets a fresh certificate (new serial) and secrets.
+        case unrevoke(user: String)
+        /// Creates a new CA (cross-certified by the current one) and re-issues every certificate under it.
+        case startCARotation
+        /// Ends the overlap: the previous CA is retired.
+        case finishCARotation
     }
 
     /// Users revoked by command stay revoked while the inventory lists them as active; the hold is

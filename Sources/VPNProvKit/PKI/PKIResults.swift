@@ -11,6 +11,10 @@ public struct PKIChange: Sendable, Hashable, CustomStringConvertible {
         case revoked
         case crlUpdated = "updated CRL"
         case secretGenerated = "generated secret"
+        case secretRotated = "rotated secret"
+        case caRotationStarted = "started CA rotation"
+        case caRotationFinished = "finished CA rotation"
+        case unrevoked
     }
 
     public enum Holder: Sendable, Hashable, CustomStringConvertible {
@@ -42,7 +46,7 @@ public struct PKIChange: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         // "created CA", not "created CA CA".
-        var text = kind.rawValue.hasSuffix(" CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(kind == .secretGenerated ? "for " : "")\(holder)"
+        var text = kind.rawValue.contains("CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(kind == .secretGenerated ? "for " : "")\(holder)"
         if let serial { text += " (\(serial))" }
         if let reason { text += ": \(reason)" }
         return text

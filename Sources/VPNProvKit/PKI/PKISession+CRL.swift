@@ -1,28 +1,56 @@
 import Foundation
 import VPNProvCrypto
 
-/// The CRL: re-signed when the revoked set changes or it nears its next update.
+/// The CRL: re-signed when the revoked set changes or it nears its next update. During a CA
+/// rotation the previous CA's CRL is kept current as well (its certificates are still trusted).
 extension PKISession {
     mutating func updateCRL() throws {
-        guard let ca = store.caCertificate else { return }
+        guard let ca = store.caCertificate, let record = index.ca else { return }
         let revoked = index.certificates.values.filter { $0.status == .revoked }.sorted { $0.serial < $1.serial }
-        let serials = revoked.map(\.serial)
-        if let crl = index.crl, crl.revokedSerials == serials, crl.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow,
-            store.crlPEM != nil
+        // Certificates without an issuer predate the first rotation, which names it on all of them:
+        // they are the current CA's as long as no rotation ever happened.
+        let mine = revoked.filter { ($0.issuer ?? record.serial) == record.serial }
+        if let crl = try signedCRL(
+            mine, previous: index.crl, issuer: ca, key: { try store.caKey(passphrase: passphrase) }, hasPEM: store.crlPEM != nil,
+            path: { store.paths.crl($0, of: record) })
         {
-            return
+            store.crlPEM = crl.pem
+            index.crl = crl.record
+            changes.append(PKIChange(.crlUpdated, .ca, serial: String(crl.record.number), reason: "\(mine.count) revoked"))
         }
-        let number = (index.crl?.number ?? 0) + 1
+        if var rotation = index.rotation, let previousCA = store.previousCACertificate {
+            let theirs = revoked.filter { $0.issuer == rotation.previous.serial }
+            if let crl = try signedCRL(
+                theirs, previous: rotation.previousCRL, issuer: previousCA, key: { try store.previousCAKey(passphrase: passphrase) },
+                hasPEM: store.previousCRLPEM != nil, path: { store.paths.crl($0, of: rotation.previous) })
+            {
+                store.previousCRLPEM = crl.pem
+                rotation.previousCRL = crl.record
+                index.rotation = rotation
+                changes.append(
+                    PKIChange(.crlUpdated, .ca, serial: String(crl.record.number), reason: "previous CA, \(theirs.count) revoked"))
+            }
+        }
+    }
+
+    /// A new CRL when `revoked` differs from `previous` or it nears its next update; nil: keep it.
+    private func signedCRL(
+        _ revoked: [CertificateRecord], previous: CRLRecord?, issuer: X509Certificate, key: () throws -> PrivateKey, hasPEM: Bool,
+        path: (Int) -> String
+    ) throws -> (pem: String, record: CRLRecord)? {
+        let serials = revoked.map(\.serial)
+        if let previous, previous.revokedSerials == serials, previous.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow, hasPEM {
+            return nil
+        }
+        let number = (previous?.number ?? 0) + 1
         let nextUpdate = now + TimeInterval(PKIManager.crlDays) * 86400
         do {
             let crl = try CertificateRevocationList.build(
-                issuer: ca, issuerKey: try store.caKey(passphrase: passphrase), number: number, thisUpdate: now, nextUpdate: nextUpdate,
+                issuer: issuer, issuerKey: try key(), number: number, thisUpdate: now, nextUpdate: nextUpdate,
                 revoked: revoked.map { RevokedCertificate(serial: bytesFromHex($0.serial)!, revocationDate: $0.revokedAt ?? now) })
             let pem = crl.pem
-            store.stage(store.paths.crl(number), Array(pem.utf8))
-            store.crlPEM = pem
-            index.crl = CRLRecord(number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials)
-            changes.append(PKIChange(.crlUpdated, .ca, serial: String(number), reason: "\(serials.count) revoked"))
+            store.stage(path(number), Array(pem.utf8))
+            return (pem, CRLRecord(number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials))
         } catch {
             throw cryptoFailure("cannot build the CRL", error)
         }

@@ -59,6 +59,7 @@ extension PKISession {
             return ("identity changed", keyOK)
         }
         if !keyOK { return ("key type changed", false) }
+        if let issuer = record.issuer, issuer != index.ca?.serial { return ("CA rotated", true) }
         if let have = record.extendedKeyUsages {
             let lacking = profile.extendedKeyUsages.filter { !have.contains($0.oid) }
             if !lacking.isEmpty {
@@ -189,7 +190,7 @@ extension PKISession {
                     serial: job.serial, kind: job.profile.kind, holder: job.name, subject: job.profile.subject.description,
                     subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
                     notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
-                    extendedKeyUsages: cert.extendedKeyUsageOIDs)
+                    extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial)
                 changes.append(
                     PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
                         reason: job.reason))

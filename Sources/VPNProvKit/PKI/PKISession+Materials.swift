@@ -33,9 +33,17 @@ extension PKISession {
             }
             users[user.name] = entry
         }
-        return Materials(
+        var materials = Materials(
             caCertificatePEM: ca.pem, caCommonName: ca.subject.commonName ?? record.commonName, caKeyType: record.keyType,
             crlPEM: crlPEM, nodes: nodes, users: users)
+        if index.rotation != nil {
+            guard let previous = store.previousCACertificate, let cross = store.crossCertificate, let previousCRL = store.previousCRLPEM else {
+                throw PKIError(.stateInconsistent, "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")
+            }
+            materials.rotation = RotationMaterials(
+                previousCACertificatePEM: previous.pem, crossCertificatePEM: cross.pem, previousCRLPEM: previousCRL)
+        }
+        return materials
     }
 }
 

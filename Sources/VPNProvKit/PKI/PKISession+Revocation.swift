@@ -37,6 +37,16 @@ extension PKISession {
             record.revocationReason = reason
             index.certificates[holder.serial] = record
         }
+        // Earlier certificates of the same holder that have not expired (a renewal, a CA rotation
+        // in its overlap) would still be accepted: they go onto the CRL too.
+        let kind: CertificateKind = node ? .server : .client
+        for (serial, var older) in index.certificates
+        where older.status == .superseded && older.kind == kind && older.holder == name && older.notAfter > now {
+            older.status = .revoked
+            older.revokedAt = now
+            older.revocationReason = reason
+            index.certificates[serial] = older
+        }
         if node {
             index.nodes[name] = nil
             store.nodes[name] = nil

@@ -34,4 +34,26 @@ extension PKISession {
         store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
         store.secrets.p12Passwords = store.secrets.p12Passwords.filter { keepP12.contains($0.key) }
     }
+
+    /// Replaces a node's generated PSK (the caller checked that the inventory says `psk: gen`).
+    mutating func rotatePSK(node: String) throws {
+        guard let old = store.secrets.psks[node] else {
+            throw PKIError(.secretNotGenerated, "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
+        }
+        var new = old
+        while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
+        store.secrets.psks[node] = new
+        changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
+    }
+
+    /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).
+    mutating func rotatePassword(user: String) throws {
+        guard let old = store.secrets.passwords[user] else {
+            throw PKIError(.secretNotGenerated, "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
+        }
+        var new = old
+        while new == old { new = try SecretResolver.generate(length: SecretResolver.passwordLength) }
+        store.secrets.passwords[user] = new
+        changes.append(PKIChange(.secretRotated, .user(user), reason: "password"))
+    }
 }

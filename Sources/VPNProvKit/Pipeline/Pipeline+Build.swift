@@ -44,6 +44,9 @@ extension Pipeline {
         // The servers' files and the catalogue also hold the node keys, the CRL and every active
         // user's secrets: their fingerprint covers all of those.
         var servers: [Any] = [common, materials.crlPEM]
+        if let rotation = materials.rotation {
+            servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
+        }
         for node in inventory.nodes { servers.append(materials.nodes[node.name]?.privateKeyPEM ?? "") }
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
@@ -74,7 +77,8 @@ extension Pipeline {
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
     /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
-        _ options: GenerateOptions, output: CommandOutput, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false
+        _ options: GenerateOptions, output: CommandOutput, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false,
+        action: PKIManager.StateAction? = nil
     ) throws -> Built? {
         let loaded = try loadInventory(
             display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output, report: !quietLoad)
@@ -97,7 +101,7 @@ extension Pipeline {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
                 inventoryDirectory: (options.inventoryPath as NSString).deletingLastPathComponent,
-                environment: options.environment, persist: persist, lock: heldLock, progress: progress.callback)
+                environment: options.environment, persist: persist, lock: heldLock, action: action, progress: progress.callback)
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil

@@ -153,8 +153,12 @@ extension PKIChange {
         case .revoked: verb = "revoke"
         case .crlUpdated: verb = "update CRL"
         case .secretGenerated: verb = "generate secret for"
+        case .secretRotated: verb = "rotate secret of"
+        case .caRotationStarted: verb = "start CA rotation"
+        case .caRotationFinished: verb = "finish CA rotation"
+        case .unrevoked: verb = "unrevoke"
         }
-        var text = verb.hasSuffix(" CA") && holder == .ca ? verb : "\(verb) \(holder)"
+        var text = verb.contains("CA") && holder == .ca ? verb : "\(verb) \(holder)"
         if let serial { text += " (\(serial))" }
         if let reason { text += ": \(reason)" }
         return text

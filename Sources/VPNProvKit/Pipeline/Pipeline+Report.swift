@@ -31,6 +31,14 @@ extension Pipeline {
             built.prepared, written, out: display(options.outDirectory, options), changes: earlierChanges + built.prepared.changes)
         output.set("summary", summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
+        if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
+            // Said once: only the run that creates the CA gets here.
+            output.info(
+                "vpnprov: note: \(display(options.stateDirectory, options)) now holds the CA key: back the whole directory up now and "
+                    + "after every run that changes it (copy it while no vpnprov runs, e.g. 'tar -C \(display(options.stateDirectory, options)) "
+                    + "-czf vpnprov-state.tgz .', and keep the copy encrypted and offline). Without it no certificate can be issued, "
+                    + "renewed or revoked for the installed profiles; see docs/lifecycle.md")
+        }
         output.info(
             "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
                 + "\(written.unchanged.count) unchanged, \(written.removed.count) removed")
@@ -235,6 +243,10 @@ extension PKIChange.Kind {
         case .revoked: return "revoked"
         case .crlUpdated: return "crl-updated"
         case .secretGenerated: return "secret-generated"
+        case .secretRotated: return "secret-rotated"
+        case .caRotationStarted: return "ca-rotation-started"
+        case .caRotationFinished: return "ca-rotation-finished"
+        case .unrevoked: return "unrevoked"
         }
     }
 }

@@ -232,6 +232,9 @@ public enum ServerPlan {
     /// swanctl file names (relative to x509ca/, x509crl/).
     public static let caFileName = "ca.pem"
     public static let crlFileName = "crl.pem"
+    /// During a CA rotation: the new CA cross-certified by the previous one, and the new CA's CRL.
+    public static let nextCAFileName = "ca-next.pem"
+    public static let nextCRLFileName = "crl-next.pem"
     public static let childName = "net"
     static let dpdDelay = 30
     static let ikev1DPDTimeout = 150

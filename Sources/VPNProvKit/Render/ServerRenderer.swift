@@ -60,11 +60,23 @@ public enum ServerRenderer {
             secretsContext(plan, node: node, materials: materials, nodeMaterials: nodeMaterials))
         files.append(OutputFile(path: "\(dir)/swanctl/conf.d/secrets.conf", text: secrets, isPrivate: true))
 
-        files.append(OutputFile(path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)", text: materials.caCertificatePEM))
+        // During a CA rotation the previous CA stays the trust root (ca.pem, crl.pem) and the new CA
+        // comes as its cross certificate (ca-next.pem, crl-next.pem): strongSwan then sends the cross
+        // certificate with the node's own, and accepts client certificates of both CAs. The new
+        // CA's self-signed certificate must not be here as well: charon would pick either as the
+        // issuer of the node certificate and might stop sending the cross certificate.
+        let rotation = materials.rotation
+        files.append(
+            OutputFile(
+                path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)", text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM))
+        if let rotation {
+            files.append(OutputFile(path: "\(dir)/swanctl/x509ca/\(ServerPlan.nextCAFileName)", text: rotation.crossCertificatePEM))
+            files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
+        }
         files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
         files.append(
             OutputFile(path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
-        files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)", text: materials.crlPEM))
+        files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)", text: rotation?.previousCRLPEM ?? materials.crlPEM))
 
         let daemonSettings = plan.needsAggressiveModePSK
         if daemonSettings {

@@ -19,6 +19,23 @@ struct StateIndex: Codable, Equatable {
     /// `revoked: true` (the hold is then redundant and cleared) or drops them. Absent when empty, so
     /// older states read and re-encode unchanged.
     var revokedByCommand: [String: String]?
+    /// A CA rotation in its overlap phase (`vpnprov rotate-ca` until `rotate-ca --finish`): `ca` is
+    /// already the new CA, this holds the previous one. Absent outside a rotation.
+    var rotation: CARotationRecord?
+    /// CAs that a finished rotation retired, oldest first (kept for the record; never trusted again).
+    var retiredCAs: [CARecord]?
+}
+
+/// The overlap of a CA rotation: servers trust the previous CA and present the new CA's
+/// certificates together with a cross certificate (the new CA's key and name, signed by the
+/// previous CA), so profiles that trust only the previous CA keep verifying the servers.
+struct CARotationRecord: Codable, Equatable {
+    var startedAt: Date
+    var previous: CARecord
+    /// Serial of the cross certificate (certs/<serial>.pem).
+    var crossSerial: String
+    /// The previous CA's CRL, kept current during the overlap (its certificates are still trusted).
+    var previousCRL: CRLRecord?
 }
 
 struct CARecord: Codable, Equatable {
@@ -28,10 +45,15 @@ struct CARecord: Codable, Equatable {
     /// SHA-256 of the CA certificate's DER, hex.
     var fingerprint: String
     var notAfter: Date
+    /// 1 (absent) for the deployment's first CA, stored as ca/ca.key + ca/ca.pem; later CAs (from
+    /// `rotate-ca`) are stored as ca/<serial>.key + ca/<serial>.pem, so no CA file is ever replaced.
+    var generation: Int?
 }
 
 enum CertificateKind: String, Codable, Equatable {
     case ca, server, client
+    /// A CA's key and name certified by the previous CA (CA rotation).
+    case cross
 }
 
 enum CertificateStatus: String, Codable, Equatable {
@@ -61,6 +83,9 @@ struct CertificateRecord: Codable, Equatable {
     /// Extended key usage OIDs the certificate carries; absent in states written before vpnprov recorded
     /// them (the certificate is then read once and the record completed).
     var extendedKeyUsages: [String]? = nil
+    /// Serial of the issuing CA. Absent on certificates from before the first CA rotation: they
+    /// were issued by the first CA (a rotation records it on every certificate it finds without).
+    var issuer: String? = nil
 }
 
 struct HolderRecord: Codable, Equatable {

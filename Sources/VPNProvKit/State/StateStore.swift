@@ -6,7 +6,8 @@ import VPNProvCrypto
 ///     .lock                 flock target (empty)
 ///     index.json            certificate database + what is current (no secrets)
 ///     secrets.json          generated PSKs/passwords and p12 passwords
-///     ca/ca.key ca/ca.pem   the CA (key never overwritten; optionally encrypted)
+///     ca/ca.key ca/ca.pem   the first CA (key never overwritten; optionally encrypted)
+///     ca/<SERIAL>.key .pem  CAs created by `rotate-ca` (same rules)
 ///     certs/<SERIAL>.pem    every certificate ever issued
 ///     keys/<KEYID>.pem      node and user keys (KEYID = SHA-256 of the public key, 40 hex)
 ///     p12/<SERIAL>-<HASH>.p12   PKCS#12 containers, stored so their bytes are stable
@@ -21,10 +22,19 @@ struct StatePaths: Sendable {
     var caDirectory: String { "\(root)/ca" }
     var caKey: String { "\(root)/ca/ca.key" }
     var caCertificate: String { "\(root)/ca/ca.pem" }
+    /// The files of a CA: the first one's at ca/ca.key and ca/ca.pem, a rotated-in one's by serial.
+    func caKey(_ record: CARecord) -> String { (record.generation ?? 1) <= 1 ? caKey : "\(root)/ca/\(record.serial).key" }
+    func caCertificate(_ record: CARecord) -> String {
+        (record.generation ?? 1) <= 1 ? caCertificate : "\(root)/ca/\(record.serial).pem"
+    }
     func certificate(_ serial: String) -> String { "\(root)/certs/\(serial).pem" }
     func key(_ id: String) -> String { "\(root)/keys/\(id).pem" }
     func p12(_ file: String) -> String { "\(root)/p12/\(file)" }
     func crl(_ number: Int) -> String { "\(root)/crl/\(number).pem" }
+    /// CRLs of a CA other than the first: by the CA's serial, so two CAs' numbers never collide.
+    func crl(_ number: Int, of ca: CARecord) -> String {
+        (ca.generation ?? 1) <= 1 ? crl(number) : "\(root)/crl/\(ca.serial)-\(number).pem"
+    }
     var subdirectories: [String] { ["ca", "certs", "keys", "p12", "crl"].map { "\(root)/\($0)" } }
 }
 
@@ -62,6 +72,11 @@ final class StateStore: @unchecked Sendable {
     var caCertificate: X509Certificate?
     var caKeyPEM: String?
     private var decryptedCAKey: PrivateKey?
+    /// During a CA rotation: the previous CA, its key (PEM, decrypted on use) and the cross certificate.
+    var previousCACertificate: X509Certificate?
+    var previousCAKeyPEM: String?
+    var crossCertificate: X509Certificate?
+    var previousCRLPEM: String?
     /// Current node and user material by holder name.
     var nodes: [String: HeldCertificate] = [:]
     var users: [String: HeldCertificate] = [:]
@@ -120,31 +135,32 @@ final class StateStore: @unchecked Sendable {
         let store = StateStore(paths: paths, index: index, secrets: secrets, secretsFileExisted: secretsExist)
 
         // The CA.
-        let keyExists = AtomicFile.exists(paths.caKey)
-        let certExists = AtomicFile.exists(paths.caCertificate)
-        if index.ca == nil && keyExists && !certExists {
-            // A first run killed between writing the new CA's key and its certificate (commit writes
-            // the key first): nothing was committed with this key, so it is adopted and gets its
-            // certificate on this run (PKIManager.ensureCA).
-            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
-            store.caKeyPEM = keyPEM
-            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil { _ = try store.caKey(passphrase: caPassphrase) }
-        } else if index.ca != nil || keyExists || certExists {
-            guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
-            guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
-            let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
-            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
-            let ca: X509Certificate
-            do { ca = try X509Certificate(pem: certPEM) } catch { throw inconsistent("\(paths.caCertificate) is not a certificate") }
-            guard ca.isCA else { throw inconsistent("\(paths.caCertificate) is not a CA certificate") }
-            if let record = index.ca, record.fingerprint != hexString(ca.fingerprintSHA256) {
-                throw inconsistent("\(paths.caCertificate) is not the CA recorded in index.json")
-            }
-            store.caCertificate = ca
+        if let record = index.ca, (record.generation ?? 1) > 1 {
+            let (cert, keyPEM) = try loadCA(record, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+            store.caCertificate = cert
             store.caKeyPEM = keyPEM
             if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
                 let key = try store.caKey(passphrase: caPassphrase)
-                guard key.matches(ca) else { throw inconsistent("the CA key does not match the CA certificate") }
+                guard key.matches(cert) else { throw inconsistent("the CA key does not match the CA certificate") }
+            }
+        } else {
+            try loadFirstCA(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
+        }
+        if let rotation = index.rotation {
+            let (cert, keyPEM) = try loadCA(rotation.previous, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+            store.previousCACertificate = cert
+            store.previousCAKeyPEM = keyPEM
+            let crossPath = paths.certificate(rotation.crossSerial)
+            guard AtomicFile.exists(crossPath),
+                let cross = try? X509Certificate(pem: String(decoding: try AtomicFile.read(crossPath), as: UTF8.self))
+            else { throw inconsistent("the cross certificate \(crossPath) is missing or unreadable") }
+            guard let current = store.caCertificate, cross.isSigned(by: cert), (try? cross.publicKeyDER()) == (try? current.publicKeyDER())
+            else { throw inconsistent("\(crossPath) is not the current CA certified by the previous CA") }
+            store.crossCertificate = cross
+            if let crl = rotation.previousCRL {
+                let path = paths.crl(crl.number, of: rotation.previous)
+                guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
+                store.previousCRLPEM = String(decoding: try AtomicFile.read(path), as: UTF8.self)
             }
         }
         if index.ca == nil && !(index.nodes.isEmpty && index.users.isEmpty && index.crl == nil) {
@@ -214,7 +230,7 @@ final class StateStore: @unchecked Sendable {
         }
 
         if let crl = index.crl {
-            let path = paths.crl(crl.number)
+            let path = index.ca.map { paths.crl(crl.number, of: $0) } ?? paths.crl(crl.number)
             guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
             let pem = String(decoding: try AtomicFile.read(path), as: UTF8.self)
             guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
@@ -224,6 +240,72 @@ final class StateStore: @unchecked Sendable {
             store.crlPEM = pem
         }
         return store
+    }
+
+    /// The first CA (ca/ca.key + ca/ca.pem), including the adoption of a key whose certificate a killed
+    /// first run never wrote.
+    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> PKIError) throws {
+        let paths = store.paths
+        let index = store.index
+        let keyExists = AtomicFile.exists(paths.caKey)
+        let certExists = AtomicFile.exists(paths.caCertificate)
+        if index.ca == nil && keyExists && !certExists {
+            // A first run killed between writing the new CA's key and its certificate (commit writes
+            // the key first): nothing was committed with this key, so it is adopted and gets its
+            // certificate on this run (PKIManager.ensureCA).
+            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            store.caKeyPEM = keyPEM
+            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil { _ = try store.caKey(passphrase: caPassphrase) }
+        } else if index.ca != nil || keyExists || certExists {
+            guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
+            guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
+            let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
+            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            let ca: X509Certificate
+            do { ca = try X509Certificate(pem: certPEM) } catch { throw inconsistent("\(paths.caCertificate) is not a certificate") }
+            guard ca.isCA else { throw inconsistent("\(paths.caCertificate) is not a CA certificate") }
+            if let record = index.ca, record.fingerprint != hexString(ca.fingerprintSHA256) {
+                throw inconsistent("\(paths.caCertificate) is not the CA recorded in index.json")
+            }
+            store.caCertificate = ca
+            store.caKeyPEM = keyPEM
+            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
+                let key = try store.caKey(passphrase: caPassphrase)
+                guard key.matches(ca) else { throw inconsistent("the CA key does not match the CA certificate") }
+            }
+        }
+    }
+
+    /// A CA recorded in the index: its certificate (checked against the recorded fingerprint) and key PEM.
+    private static func loadCA(
+        _ record: CARecord, paths: StatePaths, caPassphrase: String?, inconsistent: (String) -> PKIError
+    ) throws -> (X509Certificate, String) {
+        let certPath = paths.caCertificate(record), keyPath = paths.caKey(record)
+        guard AtomicFile.exists(keyPath) else { throw inconsistent("the CA key \(keyPath) is missing") }
+        guard AtomicFile.exists(certPath) else { throw inconsistent("the CA certificate \(certPath) is missing") }
+        guard let cert = try? X509Certificate(pem: String(decoding: try AtomicFile.read(certPath), as: UTF8.self)), cert.isCA else {
+            throw inconsistent("\(certPath) is not a CA certificate")
+        }
+        guard record.fingerprint == hexString(cert.fingerprintSHA256) else {
+            throw inconsistent("\(certPath) is not the CA recorded in index.json")
+        }
+        return (cert, String(decoding: try AtomicFile.read(keyPath), as: UTF8.self))
+    }
+
+    /// The previous CA's key during a rotation (signs its CRL until the rotation is finished).
+    func previousCAKey(passphrase: String?) throws -> PrivateKey {
+        guard let pem = previousCAKeyPEM else { throw PKIError(.stateInconsistent, "the state has no previous CA key") }
+        if PrivateKey.isEncryptedPEM(pem) {
+            guard let passphrase, !passphrase.isEmpty else {
+                throw PKIError(.caPassphrase, "the previous CA key is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+            }
+            guard let key = try? PrivateKey(pem: pem, passphrase: passphrase) else {
+                throw PKIError(.caPassphrase, "cannot decrypt the previous CA key: wrong VPNPROV_CA_PASSPHRASE?")
+            }
+            return key
+        }
+        guard let key = try? PrivateKey(pem: pem) else { throw PKIError(.stateInconsistent, "the previous CA key is not a private key") }
+        return key
     }
 
     /// The CA key, decrypting it on first use when it is stored encrypted.

@@ -21,6 +21,8 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let badIdentity = Code(rawValue: "certificate-identity")
         /// `revoke` of a user without a current certificate (inventory flavour).
         public static let nothingToRevoke = Code(rawValue: "nothing-to-revoke")
+        /// A node identity on a client certificate the state issued (inventory flavour).
+        public static let serverIdentityOverlap = Code(rawValue: RuleCode.serverIdentityOverlap.rawValue)
     }
 
     public var code: Code
@@ -34,7 +36,7 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         self.location = location
     }
 
-    public var isInventory: Bool { [.secretUnavailable, .badIdentity, .nothingToRevoke].contains(code) }
+    public var isInventory: Bool { [.secretUnavailable, .badIdentity, .nothingToRevoke, .serverIdentityOverlap].contains(code) }
     public var isEnvironment: Bool { !isInventory }
 
     public var description: String { message }

@@ -59,6 +59,7 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings

@@ -446,7 +446,7 @@ public enum InventoryLoader {
     }
 
     /// Largest inventory accepted (bytes).
-    public static let maxFileSize = 16 << 20
+    public static let maxFileSize = BoundedFile.inventoryLimit
 
     /// Reads and decodes the inventory at `path` (shown as `displayPath ?? path` in diagnostics).
     /// Throws only when the file cannot be read.
@@ -488,28 +488,12 @@ public enum InventoryLoader {
         return .error(code, error.message, at: at ?? SourceLocation(file: file, line: 1, column: 1), notes: notes)
     }
 
-    /// Reads a whole file, refusing directories and oversized files.
+    /// Reads a whole file, refusing anything but a regular file and oversized files (BoundedFile).
     public static func readFile(_ path: String) throws(FileError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw FileError(path: path, reason: "not a regular file") }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, reason: String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > maxFileSize {
-                throw FileError(path: path, reason: "larger than \(maxFileSize >> 20) MiB")
-            }
+        do {
+            return try BoundedFile.read(path, limit: maxFileSize)
+        } catch {
+            throw FileError(path: path, reason: error.reason)
         }
-        return bytes
     }
 }

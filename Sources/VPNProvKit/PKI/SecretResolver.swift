@@ -35,23 +35,42 @@ enum SecretResolver {
             guard !value.isEmpty else {
                 throw PKIError(.secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))", at: location)
             }
+            // The process environment is decoded with invalid bytes replaced by U+FFFD: refuse it
+            // the way a file with the same bytes is refused, instead of using a changed secret.
+            guard !value.unicodeScalars.contains("\u{FFFD}") else {
+                throw PKIError(
+                    .secretUnavailable, "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
+            }
+            guard value.utf8.count <= SecretPolicy.maxBytes else {
+                throw PKIError(
+                    .secretUnavailable,
+                    "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))", at: location)
+            }
             return value
         case .file(let path):
             let full = path.hasPrefix("/") ? path : (inventoryDirectory as NSString).appendingPathComponent(path)
-            guard let data = FileManager.default.contents(atPath: full) else {
-                throw PKIError(.secretUnavailable, "\(what): cannot read file \(full) (\(source.reference))", at: location)
+            func failure(_ reason: String) -> PKIError {
+                PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
             }
-            guard var value = String(data: data, encoding: .utf8) else {
-                throw PKIError(.secretUnavailable, "\(what): file \(full) is not UTF-8 text (\(source.reference))", at: location)
+            var bytes: [UInt8]
+            do {
+                bytes = try BoundedFile.read(full, limit: BoundedFile.secretLimit)
+            } catch {
+                throw failure(error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))"
+                    ? "holds more than a \(SecretPolicy.maxBytes)-byte secret" : "cannot be read: \(error.reason)")
             }
-            if value.hasSuffix("\r\n") {
-                value.removeLast(2)
-            } else if value.hasSuffix("\n") {
-                value.removeLast()
+            guard !bytes.isEmpty else { throw failure("is empty") }
+            // Exactly one line ending, "\n" or "\r\n", taken off the bytes (in a String "\r\n" is a
+            // single Character).
+            if bytes.last == 0x0A {
+                bytes.removeLast()
+                if bytes.last == 0x0D { bytes.removeLast() }
+                guard !bytes.isEmpty else { throw failure("holds only a line ending") }
             }
-            guard !value.isEmpty else {
-                throw PKIError(.secretUnavailable, "\(what): file \(full) is empty (\(source.reference))", at: location)
+            guard let value = String(validating: bytes, as: UTF8.self), !value.unicodeScalars.contains("\u{FFFD}") else {
+                throw failure("is not valid UTF-8 text")
             }
+            guard bytes.count <= SecretPolicy.maxBytes else { throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret") }
             return value
         }
     }

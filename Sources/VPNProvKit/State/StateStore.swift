@@ -95,7 +95,7 @@ final class StateStore: @unchecked Sendable {
         let hasIndex = AtomicFile.exists(paths.index)
         if hasIndex {
             do {
-                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index))
+                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit))
             } catch let error as PKIError {
                 throw error
             } catch {
@@ -108,7 +108,7 @@ final class StateStore: @unchecked Sendable {
         let secretsExist = AtomicFile.exists(paths.secrets)
         if secretsExist {
             do {
-                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets))
+                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit))
             } catch let error as PKIError {
                 throw error
             } catch {
@@ -216,7 +216,7 @@ final class StateStore: @unchecked Sendable {
         if let crl = index.crl {
             let path = paths.crl(crl.number)
             guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
-            let pem = String(decoding: try AtomicFile.read(path), as: UTF8.self)
+            let pem = String(decoding: try AtomicFile.read(path, limit: BoundedFile.stateIndexLimit), as: UTF8.self)
             guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
                 throw inconsistent("\(path) is not CRL number \(crl.number)")
             }

@@ -223,9 +223,11 @@ extension OutputTree {
                     }
                 }
             }
-            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths)) || wroteAnything
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths), mode: publicMode) || wroteAnything
             if let renderCache {
-                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache) || wroteAnything
+                // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
+                // they are (a readable digest of a secret file lets anyone confirm a guess offline).
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache, mode: privateMode) || wroteAnything
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
             }
@@ -251,11 +253,11 @@ extension OutputTree {
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
         @discardableResult
-        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) -> Bool {
-            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return false }
+        private func replaceRootFile(_ name: String, with contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
+            guard case .differs = try state(root, name: name, contents: contents, mode: mode) else { return false }
             try markWriting()
             let temp = Session.temporaryName(name)
-            try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
+            try writeTemporary(root, name: temp, contents: contents, mode: mode, sync: true, display: name)
             guard renameat(root, temp, root, name) == 0 else {
                 let e = OutputError.errno("cannot write", name)
                 unlinkat(root, temp, 0)

@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+import VPNProvCrypto
+@testable import VPNProvKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What vpnprov leaves on disk and where it agrees to write: nothing derived from a secret is more
+/// readable than the secret, overlapping or system directories are refused, and the state directory
+/// is not followed through symbolic links.
+@Suite struct FileSystemSafetyTests {
+    static let inventory = """
+        vpnprov: 1
+        name: acme
+        nodes:
+          n1:
+            address: 192.0.2.1
+            pool: 10.10.0.0/24
+            services: [ikev2-eap, ikev2-cert]
+        users:
+          alice:
+            password: gen
+          bob:
+            cert: true
+
+        """
+
+    static func directory() throws -> String {
+        let dir = try temporaryDirectory()
+        try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        return dir
+    }
+
+    static func mode(_ path: String) -> mode_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_mode & 0o7777 : nil
+    }
+
+    // MARK: render cache
+
+    @Test func renderCacheIsAsPrivateAsTheSecretsItDigests() throws {
+        let dir = try Self.directory()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let cache = dir + "/out/" + RenderCache.fileName
+        let text = try String(contentsOfFile: cache, encoding: .utf8)
+        // It records the digest of every private file (secrets.conf among them)...
+        let secrets = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/out/servers/n1/swanctl/conf.d/secrets.conf")))
+        #expect(text.contains(hexString(Digest.sha256(secrets))))
+        // ...so only the owner may read it.
+        #expect(Self.mode(cache) == 0o600)
+        // A cache an older version left readable is tightened on the next run, contents unchanged.
+        #expect(chmod(cache, 0o644) == 0)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        #expect(Self.mode(cache) == 0o600)
+        #expect(try String(contentsOfFile: cache, encoding: .utf8) == text)
+        #expect(vpnprov(["check"], in: dir).code == 0)
+    }
+}

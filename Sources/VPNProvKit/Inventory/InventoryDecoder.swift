@@ -114,10 +114,15 @@ public struct InventoryDecoder: Sendable {
         var users: [User] = []
         if let u = value("users"), !u.isNull, let list = cx.mapping(u, "'users'") {
             let nodeNames = nodes.map(\.name)
+            // Each node name's first position: user node lists are checked and ordered with it, not
+            // by scanning every node per user.
+            var nodePositions: [String: Int] = [:]
+            nodePositions.reserveCapacity(nodeNames.count)
+            for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
             for entry in list {
                 if let user = decodeUser(
                     name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
-                    declaredNodes: declaredNodes, cx)
+                    declaredNodes: declaredNodes, nodePositions: nodePositions, cx)
                 {
                     users.append(user)
                 }
@@ -367,7 +372,7 @@ public struct InventoryDecoder: Sendable {
 
     private func decodeUser(
         name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
-        _ cx: DecodingContext
+        nodePositions: [String: Int], _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
         if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
@@ -401,14 +406,14 @@ public struct InventoryDecoder: Sendable {
                     }
                     var chosen = Set<String>()
                     for (n, item) in list {
-                        if !nodeNames.contains(n) {
+                        if nodePositions[n] == nil {
                             if declaredNodes.contains(n) { continue }
                             cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
                         } else if !chosen.insert(n).inserted {
                             cx.warning(.duplicateEntry, "\(field): '\(n)' is listed twice", at: item)
                         }
                     }
-                    nodes = nodeNames.filter(chosen.contains)
+                    nodes = chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }
                 case "devices":
                     if let d = cx.choiceList(v, field, Device.self) {
                         devices = Device.allCases.filter(d.contains)

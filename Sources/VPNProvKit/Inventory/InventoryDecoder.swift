@@ -53,12 +53,16 @@ public struct InventoryDecoder: Sendable {
         public var diagnostics: [Diagnostic]
         /// Lines of the source holding literal secrets; diagnostic printers must not show them.
         public var secretLines: Set<Int>
+        /// Literal secret values, and scalar values of unknown keys: hidden from every message.
+        public var secretValues: Set<String> = []
     }
 
     public func decode(_ root: YAMLNode?) -> Result {
         let cx = DecodingContext(file: file)
         let inventory = decode(root, cx)
-        return Result(inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines)
+        return Result(
+            inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines,
+            secretValues: cx.secretValues)
     }
 
     // MARK: - Top level

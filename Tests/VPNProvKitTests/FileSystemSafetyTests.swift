@@ -57,4 +57,39 @@ import Glibc
         #expect(try String(contentsOfFile: cache, encoding: .utf8) == text)
         #expect(vpnprov(["check"], in: dir).code == 0)
     }
+
+    // MARK: --out and --state
+
+    @Test(arguments: [
+        (["--out", "state"], "are the same directory"),
+        (["--out", "state/out"], "is inside the state directory"),
+        (["--state", "out/state"], "the CA key would be distributed"),
+        (["--out", "."], "the CA key would be distributed"),
+        (["--out", "out", "--state", "out/../out/./state"], "the CA key would be distributed"),
+        (["--out", "link"], "are the same directory"),
+        (["--out", "/"], "is the root directory"),
+        (["--out", "/etc"], "a system directory (/etc)"),
+        (["--out", "/usr/"], "a system directory (/usr)"),
+        (["--out", "/proc/sys/vpn"], "a system directory (/proc/sys/vpn)"),
+        // (The test's leak check scans the state directory given: an empty system directory.)
+        (["--state", "/media"], "a system directory (/media)"),
+    ])
+    func overlappingOrSystemDirectoriesAreRefused(_ arguments: [String], _ message: String) throws {
+        let dir = try Self.directory()
+        try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/link", withDestinationPath: "state")
+        for command in [["generate"], ["check"], ["revoke", "alice"]] {
+            let r = vpnprov(command + arguments, in: dir)
+            #expect(r.code == 2, "\(command) \(arguments): \(r.err)")
+            #expect(r.err.contains(message), "\(command) \(arguments): \(r.err)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir + "/state").isEmpty)
+    }
+
+    @Test func separateDirectoriesAreFine() throws {
+        let dir = try Self.directory()
+        #expect(vpnprov(["generate", "--out", "o", "--state", "s"], in: dir).code == 0)
+        #expect(vpnprov(["generate", "--out", "o/", "--state", "./s"], in: dir).code == 0)
+    }
 }

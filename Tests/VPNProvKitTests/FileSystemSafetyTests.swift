@@ -92,4 +92,50 @@ import Glibc
         #expect(vpnprov(["generate", "--out", "o", "--state", "s"], in: dir).code == 0)
         #expect(vpnprov(["generate", "--out", "o/", "--state", "./s"], in: dir).code == 0)
     }
+
+    // MARK: state symlinks
+
+    /// Entries inside the state directory that must not be links, each replaced by a link to a copy
+    /// elsewhere: the run refuses (exit 3) and writes nothing through the link.
+    @Test(arguments: ["certs", "keys", "p12", "crl", "ca", "index.json", "secrets.json", ".lock"])
+    func linkInsideTheStateIsNotFollowed(_ entry: String) throws {
+        let dir = try Self.directory()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        // A changed inventory (a new certificate user), so the next run has something to write.
+        try (Self.inventory + "  carol:\n    cert: true\n").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let elsewhere = dir + "/elsewhere"
+        try FileManager.default.moveItem(atPath: dir + "/state/" + entry, toPath: elsewhere)
+        try FileManager.default.createSymbolicLink(atPath: dir + "/state/" + entry, withDestinationPath: elsewhere)
+        let before = Self.listing(elsewhere)
+        for command in ["generate", "check"] {
+            let r = vpnprov([command], in: dir)
+            #expect(r.code == 3, "\(entry) \(command): \(r.err)")
+            #expect(r.err.contains("is a symbolic link; vpnprov does not follow links inside the state directory"), "\(r.err)")
+        }
+        #expect(Self.listing(elsewhere) == before, "something was written through the link")
+    }
+
+    @Test func linkedFileInsideAStateDirectoryIsNotRead() throws {
+        let dir = try Self.directory()
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let certs = dir + "/state/certs"
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: certs).first { $0.hasSuffix(".pem") })
+        let copy = dir + "/copy.pem"
+        try FileManager.default.moveItem(atPath: certs + "/" + name, toPath: copy)
+        try FileManager.default.createSymbolicLink(atPath: certs + "/" + name, withDestinationPath: copy)
+        let r = vpnprov(["generate"], in: dir)
+        #expect(r.code == 3, "\(r.err)")
+        #expect(r.err.contains("\(name): is a symbolic link"), "\(r.err)")
+    }
+
+    /// Names and sizes below `path` (a file or a directory), following nothing.
+    static func listing(_ path: String) -> [String: Int] {
+        var out: [String: Int] = [:]
+        var st = stat()
+        if lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFDIR { return [".": Int(st.st_size)] }
+        for name in (try? FileManager.default.subpathsOfDirectory(atPath: path)) ?? [] {
+            if lstat(path + "/" + name, &st) == 0 { out[name] = Int(st.st_size) }
+        }
+        return out
+    }
 }

@@ -26,6 +26,23 @@ struct StatePaths: Sendable {
     func p12(_ file: String) -> String { "\(root)/p12/\(file)" }
     func crl(_ number: Int) -> String { "\(root)/crl/\(number).pem" }
     var subdirectories: [String] { ["ca", "certs", "keys", "p12", "crl"].map { "\(root)/\($0)" } }
+
+    /// Refuses a symbolic link anywhere vpnprov reads or writes inside the state directory (its
+    /// subdirectories, index.json, secrets.json, the lock): like the output tree, the state is never
+    /// followed elsewhere. The state directory itself may be a link (the operator's choice of disk).
+    /// Files inside the subdirectories are opened with O_NOFOLLOW and replaced by rename, which
+    /// replaces a link instead of writing through it.
+    func refuseSymlinks() throws {
+        for path in subdirectories + [index, secrets, "\(root)/.lock"] {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFLNK {
+                throw PKIError(
+                    .stateUnreadable,
+                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)")
+            }
+        }
+    }
 }
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.
@@ -87,6 +104,7 @@ final class StateStore: @unchecked Sendable {
     /// nothing is changed.
     static func load(directory: String, caPassphrase: String?) throws -> StateStore {
         let paths = StatePaths(root: directory)
+        try paths.refuseSymlinks()
         func inconsistent(_ message: String) -> PKIError {
             PKIError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
         }
@@ -267,6 +285,7 @@ final class StateStore: @unchecked Sendable {
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
     func commit() throws {
+        try paths.refuseSymlinks()
         // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
         for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
         guard hasChanges else { return }

@@ -77,3 +77,34 @@ import Testing
         #expect(!json.contains("abcdef") && json.contains("<hidden>"))
     }
 }
+
+/// Diagnostics at the place the value is written, and YAML tags refused.
+@Suite struct DecoderPlacementTests {
+    @Test func deploymentNameAndPKIErrorsPointAtTheirLines() {
+        let text = "# comment\nvpnprov: 1\n\nname: \"acme corp\"\npki:\n  ca:\n    days: 100\n  server_days: 900\nnodes:\n  n1:\n    address: 192.0.2.1\n"
+            + "    pool: 10.10.0.0/24\n    services: [ikev2-eap]\nusers:\n  a:\n    password: gen\n"
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "i.yaml")
+        let inventory = try! #require(decoded.inventory)
+        let found = Validator.validate(inventory).map { "\($0.code) \($0.location!.line):\($0.location!.column)" }
+        #expect(found.contains("invalid-name 4:7"), "\(found)")
+        #expect(found.contains("server-days-apple 8:16"), "\(found)")
+        #expect(found.contains("ca-days-short 7:11"), "\(found)")
+        #expect(!found.contains { $0.hasSuffix(" 1:1") }, "\(found)")
+    }
+
+    @Test(arguments: [
+        ("vpnprov: !!str 1\nname: acme\n", "'!!str'", 1, 10),
+        ("vpnprov: 1\nname: !!binary YWNtZQ==\n", "'!!binary'", 2, 7),
+        ("vpnprov: 1\nname: !custom acme\n", "'!custom'", 2, 7),
+        ("vpnprov: 1\nname: acme\nnodes: !!map\n  n1: {address: 192.0.2.1}\n", "'!!map'", 3, 8),
+        ("vpnprov: 1\nname: acme\nusers:\n  a:\n    nodes: !!seq [n1]\n", "'!!seq'", 5, 12),
+        ("vpnprov: 1\nname: acme\nusers:\n  a:\n    cert: ! true\n", "'!'", 5, 11),
+    ])
+    func explicitTagsAreRefused(_ text: String, _ tag: String, _ line: Int, _ column: Int) {
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "i.yaml")
+        #expect(decoded.inventory == nil)
+        #expect(decoded.diagnostics.map(\.code) == [.yamlTag])
+        #expect(decoded.diagnostics.first?.message.contains("YAML tag \(tag) is not supported") == true, "\(decoded.diagnostics)")
+        #expect(decoded.diagnostics.first?.location == SourceLocation(file: "i.yaml", line: line, column: column))
+    }
+}

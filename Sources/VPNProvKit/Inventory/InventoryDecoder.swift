@@ -87,15 +87,18 @@ public struct InventoryDecoder: Sendable {
         }
 
         var name: String?
+        // Where top-level and pki values are written, so their diagnostics point there (not at 1:1).
+        var locations: [String: SourceLocation] = [:]
         if let n = value("name") {
             name = cx.string(n, "'name'")
+            locations["name"] = cx.location(n)
             if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
         } else {
             cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
         }
         let deployment = name ?? "vpnprov"
 
-        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, cx) } ?? Self.defaultPKI(deployment: deployment)
+        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) } ?? Self.defaultPKI(deployment: deployment)
 
         var defaults = NodeFields()
         if let d = value("defaults"), !d.isNull {
@@ -134,21 +137,27 @@ public struct InventoryDecoder: Sendable {
         }
 
         guard let name else { return nil }
-        return Inventory(file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users)
+        return Inventory(
+            file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users,
+            fieldLocations: locations)
     }
 
     static func defaultPKI(deployment: String) -> PKISettings {
         PKISettings(ca: CASettings(name: "\(deployment) VPN Root CA", key: .ecdsaP256, days: 3650))
     }
 
-    private func decodePKI(_ node: YAMLNode, deployment: String, _ cx: DecodingContext) -> PKISettings? {
+    private func decodePKI(
+        _ node: YAMLNode, deployment: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+    ) -> PKISettings? {
         var settings = Self.defaultPKI(deployment: deployment)
+        locations["pki"] = cx.location(node)
         if node.isNull { return settings }
         guard let entries = cx.mapping(node, "'pki'", allowed: Self.pkiKeys) else { return nil }
         var serverKey: KeyType?
         var clientKey: KeyType?
         var signing: ProfileSigningSettings?
         for (key, _, value) in entries {
+            locations["pki.\(key)"] = cx.location(value)
             switch key {
             case "profile_signing":
                 signing = decodeProfileSigning(value, cx)
@@ -156,6 +165,7 @@ public struct InventoryDecoder: Sendable {
                 if value.isNull { continue }
                 guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
                 for (caKey, _, caValue) in ca {
+                    locations["pki.ca.\(caKey)"] = cx.location(caValue)
                     switch caKey {
                     case "name":
                         if let s = cx.string(caValue, "'pki.ca.name'") { settings.ca.name = s }
@@ -487,6 +497,7 @@ public enum InventoryLoader {
         case .invalidUTF8: code = .invalidUTF8
         case .invalidCharacter: code = .invalidCharacter
         case .scalarTooLong: code = .scalarTooLong
+        case .tag: code = .yamlTag
         }
         let at = error.mark.map { SourceLocation(file: file, line: $0.line, column: $0.column) }
         var notes: [Diagnostic.Note] = []

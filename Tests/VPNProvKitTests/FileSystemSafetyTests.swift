@@ -138,4 +138,79 @@ import Glibc
         }
         return out
     }
+
+    // MARK: full disks
+
+    /// A small tmpfs at `path` for the duration of `body` (root only: the unit tests run as root,
+    /// like the end-to-end ones). `resize` grows it, as an operator freeing space would.
+    static func withSmallDisk(at path: String, kilobytes: Int, _ body: (_ resize: (Int) throws -> Void) throws -> Void) throws {
+        func run(_ arguments: [String]) throws {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/mount")
+            p.arguments = arguments
+            try p.run()
+            p.waitUntilExit()
+            guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        try run(["-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0755", "tmpfs", path])
+        defer {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/umount")
+            p.arguments = [path]
+            try? p.run()
+            p.waitUntilExit()
+        }
+        try body { size in try run(["-o", "remount,size=\(size)k", path]) }
+    }
+
+    static func fleet(users: Int) -> String {
+        var text = "vpnprov: 1\nname: acme\nnodes:\n  n1:\n    address: 192.0.2.1\n    pool: 10.10.0.0/24\n    services: [ikev2-eap, ikev2-cert]\nusers:\n"
+        for u in 0..<users { text += "  u\(u):\n    password: gen\n    cert: true\n" }
+        return text
+    }
+
+    /// Every entry below `root` (relative paths), links not followed.
+    static func entries(_ root: String) -> [String] {
+        ((try? FileManager.default.subpathsOfDirectory(atPath: root)) ?? []).sorted()
+    }
+
+    @Test(.enabled(if: getuid() == 0)) func fullOutputDiskLeavesNoDebris() throws {
+        let dir = try temporaryDirectory()
+        try Self.fleet(users: 30).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.withSmallDisk(at: dir + "/disk", kilobytes: 64) { resize in
+            let r = vpnprov(["generate", "--out", "disk/out"], in: dir)
+            #expect(r.code == 3, "\(r.err)")
+            #expect(r.err.contains("No space left on device"), "\(r.err)")
+            // Neither temporary files nor the directories made for them: the tree it created is gone.
+            #expect(Self.entries(dir + "/disk") == [], "\(Self.entries(dir + "/disk"))")
+            // Nothing was committed to the state either (the state is committed after the output is staged).
+            #expect(!Self.entries(dir + "/state").contains("index.json"))
+            try resize(16 << 10)
+            #expect(vpnprov(["generate", "--out", "disk/out"], in: dir).code == 0)
+            #expect(vpnprov(["check", "--out", "disk/out"], in: dir).code == 0)
+        }
+    }
+
+    @Test(.enabled(if: getuid() == 0)) func fullStateDiskLeavesNoUnrecordedFiles() throws {
+        let dir = try temporaryDirectory()
+        try Self.fleet(users: 10).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.withSmallDisk(at: dir + "/disk", kilobytes: 32) { resize in
+            let r = vpnprov(["generate", "--state", "disk/state"], in: dir)
+            #expect(r.code == 3, "\(r.err)")
+            #expect(r.err.contains("No space left on device"), "\(r.err)")
+            // The commit was taken back: no certificate, key, p12 or CRL without index.json, only the lock.
+            #expect(Self.entries(dir + "/disk/state") == [".lock"], "\(Self.entries(dir + "/disk/state"))")
+            // And the output it had staged was removed with the directories made for it.
+            #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
+            try resize(16 << 10)
+            #expect(vpnprov(["generate", "--state", "disk/state"], in: dir).code == 0)
+            #expect(vpnprov(["check", "--state", "disk/state"], in: dir).code == 0)
+            // Everything in the state is recorded in index.json now.
+            let index = try String(contentsOfFile: dir + "/disk/state/index.json", encoding: .utf8)
+            for entry in Self.entries(dir + "/disk/state/certs") {
+                #expect(index.contains(String(entry.dropLast(4))), "\(entry) is not recorded")
+            }
+        }
+    }
 }

@@ -60,12 +60,18 @@ extension OutputTree {
         private var killedRunLeftTemporaries = false
         private let markerLock = NSLock()
         private var markerWritten = false
+        /// Directories `prepare` created (relative paths) and whether the root itself was created:
+        /// `abort` removes them again when they are empty, so a failed run (a full disk) leaves no
+        /// empty directories behind. Guarded by `markerLock`.
+        private var createdDirectories: Set<String> = []
+        private var createdRoot = false
 
         public init(directory: String, mode: Mode) throws(OutputError) {
             self.directory = directory
             self.mode = mode
             syncPerFile = !FileSystemSync.available
             if mode == .write {
+                createdRoot = access(directory, F_OK) != 0
                 root = try openRoot(directory, create: true)
                 killedRunLeftTemporaries = faccessat(root, Session.writingMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0
                 markerWritten = killedRunLeftTemporaries
@@ -83,7 +89,14 @@ extension OutputTree {
         public func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
             var batch = Batch()
             let cache = DirectoryCache(root: root, create: mode == .write)
-            defer { cache.closeAll() }
+            defer {
+                cache.closeAll()
+                if !cache.createdDirectories.isEmpty {
+                    markerLock.lock()
+                    createdDirectories.formUnion(cache.createdDirectories)
+                    markerLock.unlock()
+                }
+            }
             do {
                 for file in files {
                     let parts = try checkRelativePath(file.path)
@@ -147,6 +160,12 @@ extension OutputTree {
                 unlinkat(root, Session.writingMarker, 0)
                 markerWritten = false
             }
+            // Directories this run created, deepest first; unlinkat(AT_REMOVEDIR) removes only empty ones.
+            for path in createdDirectories.sorted(by: { $0.count > $1.count }) {
+                unlinkat(root, path, AT_REMOVEDIR)
+            }
+            createdDirectories = []
+            if createdRoot { rmdir(directory) }
         }
 
         private func discard(_ changes: [Change]) {

@@ -289,28 +289,51 @@ final class StateStore: @unchecked Sendable {
         // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
         for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
         guard hasChanges else { return }
-        for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
-        // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
-        // order staged, so a kill between them leaves a key without certificate, which load adopts,
-        // never a certificate without its key.
-        for file in pending where !file.overwrite {
-            if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
-            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
-        }
-        let files = pending.filter(\.overwrite)
-        _ = try parallelMap(files.count) { i in
-            let file = files[i]
-            // A file from an earlier crashed run may exist already: content-addressed names make it
-            // the same content (keys, certs, p12, CRL).
-            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
-        }
-        try AtomicFile.syncFileSystem(of: paths.root)
-        for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
-        if secrets != originalSecrets || !secretsFileExisted {
-            try AtomicFile.write(try StateJSON.encode(secrets), to: paths.secrets)
-        }
-        if index != originalIndex || !AtomicFile.exists(paths.index) {
-            try AtomicFile.write(try StateJSON.encode(index), to: paths.index)
+        // What this commit creates, so a failure (a full disk) can take it back: files and
+        // subdirectories that do not exist yet. Before index.json is committed nothing refers to them.
+        let createdDirectories = paths.subdirectories.filter { !AtomicFile.exists($0) }
+        let createdFiles = pending.map(\.path).filter { !AtomicFile.exists($0) }
+        let newIndex = try StateJSON.encode(index)
+        let newSecrets = try StateJSON.encode(secrets)
+        let writesSecrets = secrets != originalSecrets || !secretsFileExisted
+        let writesIndex = index != originalIndex || !AtomicFile.exists(paths.index)
+        let previousSecrets = writesSecrets && secretsFileExisted ? try? AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
+        do {
+            for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
+            // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
+            // order staged, so a kill between them leaves a key without certificate, which load adopts,
+            // never a certificate without its key.
+            for file in pending where !file.overwrite {
+                if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
+                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
+            }
+            let files = pending.filter(\.overwrite)
+            _ = try parallelMap(files.count) { i in
+                let file = files[i]
+                // A file from an earlier crashed run may exist already: content-addressed names make it
+                // the same content (keys, certs, p12, CRL).
+                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
+            }
+            try AtomicFile.syncFileSystem(of: paths.root)
+            for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
+            if writesSecrets { try AtomicFile.write(newSecrets, to: paths.secrets) }
+            if writesIndex { try AtomicFile.write(newIndex, to: paths.index) }
+        } catch {
+            // Committed after all when index.json already holds the new index (only its directory
+            // sync failed): then everything stays.
+            let committed = !writesIndex || (try? AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
+            if !committed {
+                for path in createdFiles { unlink(path) }
+                if writesSecrets {
+                    if let previousSecrets {
+                        try? AtomicFile.write(previousSecrets, to: paths.secrets)
+                    } else if !secretsFileExisted {
+                        unlink(paths.secrets)
+                    }
+                }
+                for directory in createdDirectories.reversed() { rmdir(directory) }
+            }
+            throw error
         }
         pending = []
     }

@@ -52,26 +52,44 @@ enum SecretResolver {
             func failure(_ reason: String) -> PKIError {
                 PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
             }
-            var bytes: [UInt8]
+            let bytes: [UInt8]
             do {
                 bytes = try BoundedFile.read(full, limit: BoundedFile.secretLimit)
             } catch {
                 throw failure(error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))"
                     ? "holds more than a \(SecretPolicy.maxBytes)-byte secret" : "cannot be read: \(error.reason)")
             }
-            guard !bytes.isEmpty else { throw failure("is empty") }
-            // Exactly one line ending, "\n" or "\r\n", taken off the bytes (in a String "\r\n" is a
-            // single Character).
-            if bytes.last == 0x0A {
-                bytes.removeLast()
-                if bytes.last == 0x0D { bytes.removeLast() }
-                guard !bytes.isEmpty else { throw failure("holds only a line ending") }
+            switch SecretFile.value(of: bytes) {
+            case .success(let value): return value
+            case .failure(let problem): throw failure(problem.reason)
             }
-            guard let value = String(validating: bytes, as: UTF8.self), !value.unicodeScalars.contains("\u{FFFD}") else {
-                throw failure("is not valid UTF-8 text")
-            }
-            guard bytes.count <= SecretPolicy.maxBytes else { throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret") }
-            return value
         }
+    }
+}
+
+/// The secret a `file:` secret's bytes hold: the bytes with exactly one trailing line ending ("\n"
+/// or "\r\n") taken off (on bytes: in a String "\r\n" is a single Character), which must then be
+/// non-empty UTF-8 of at most `SecretPolicy.maxBytes` bytes. Public for the fuzz target.
+public enum SecretFile {
+    public struct Problem: Error, Sendable, Hashable {
+        /// Completes "file X ...": never contains the bytes.
+        public var reason: String
+    }
+
+    public static func value(of input: [UInt8]) -> Result<String, Problem> {
+        var bytes = input[...]
+        guard !bytes.isEmpty else { return .failure(Problem(reason: "is empty")) }
+        if bytes.last == 0x0A {
+            bytes.removeLast()
+            if bytes.last == 0x0D { bytes.removeLast() }
+            guard !bytes.isEmpty else { return .failure(Problem(reason: "holds only a line ending")) }
+        }
+        guard bytes.count <= SecretPolicy.maxBytes else {
+            return .failure(Problem(reason: "holds more than a \(SecretPolicy.maxBytes)-byte secret"))
+        }
+        guard let value = String(validating: bytes, as: UTF8.self), !value.unicodeScalars.contains("\u{FFFD}") else {
+            return .failure(Problem(reason: "is not valid UTF-8 text"))
+        }
+        return .success(value)
     }
 }

@@ -132,7 +132,7 @@ import Glibc
             path = kind
         }
         try Self.inventory(password: "file:\(path)").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        expectRefused(dir, "cannot be read: is not a regular file")
+        expectRefused(dir, "cannot read file \(path.hasPrefix("/") ? path : dir + "/" + path): is not a regular file (file:\(path))")
     }
 
     @Test(.timeLimit(.minutes(1))) func oversizedOrSpecialTemplateIsRefused() throws {

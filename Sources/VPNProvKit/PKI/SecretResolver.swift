@@ -56,8 +56,10 @@ enum SecretResolver {
             do {
                 bytes = try BoundedFile.read(full, limit: BoundedFile.secretLimit)
             } catch {
-                throw failure(error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))"
-                    ? "holds more than a \(SecretPolicy.maxBytes)-byte secret" : "cannot be read: \(error.reason)")
+                if error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))" {
+                    throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
+                }
+                throw PKIError(.secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))", at: location)
             }
             switch SecretFile.value(of: bytes) {
             case .success(let value): return value

@@ -92,7 +92,7 @@ extension Pipeline {
         do {
             secrets = try PKIManager.resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: options.environment)
         } catch let error as PKIError where error.isInventory {
-            printDiagnostics([error.diagnostic], options: options, console: console)
+            printDiagnostics([error.diagnostic], output: output)
             return nil
         }
         // The lock stays held (in Built) until the state is committed and the tree published: two

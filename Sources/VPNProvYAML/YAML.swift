@@ -126,6 +126,8 @@ public struct YAMLError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidCharacter
         /// A single scalar is larger than the limit.
         case scalarTooLong
+        /// An explicit tag (`!!str`, `!custom`): the schema reads every value by the type it expects.
+        case tag
     }
 
     public var kind: Kind
@@ -342,6 +344,21 @@ private struct Builder {
 
     private var depth: Int { stack.count }
 
+    /// An explicit tag is an error: `vpnprov: !!str 1` must not quietly read as the integer 1, and a
+    /// custom tag means nothing to the schema. The tag is shown as written (`!!str` for the standard
+    /// `tag:yaml.org,2002:` ones).
+    private static func refuseTag(_ tag: UnsafeMutablePointer<yaml_char_t>?, at mark: YAMLMark) throws(YAMLError) {
+        guard let full = string(tag) else { return }
+        let standard = "tag:yaml.org,2002:"
+        var shown = full.hasPrefix(standard) ? "!!" + full.dropFirst(standard.count) : full
+        if shown.unicodeScalars.count > 40 || shown.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            shown = String(shown.unicodeScalars.prefix(40).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }) + "..."
+        }
+        throw YAMLError(
+            .tag, "YAML tag '\(shown)' is not supported: vpnprov reads every value by the type the schema expects; remove the tag",
+            at: mark)
+    }
+
     private mutating func handle(_ event: yaml_event_t) throws(YAMLError) {
         let start = Self.mark(event.start_mark)
         let end = Self.mark(event.end_mark)
@@ -353,6 +370,7 @@ private struct Builder {
             }
         case YAML_SCALAR_EVENT:
             let s = event.data.scalar
+            try Self.refuseTag(s.tag, at: start)
             guard s.length <= limits.maxScalarBytes else {
                 throw YAMLError(.scalarTooLong, "scalar of \(s.length) bytes is longer than the limit of \(limits.maxScalarBytes) bytes", at: start)
             }
@@ -383,12 +401,14 @@ private struct Builder {
             guard depth < limits.maxDepth else {
                 throw YAMLError(.depthLimit, "collections nested deeper than \(limits.maxDepth) levels", at: start)
             }
+            try Self.refuseTag(event.data.sequence_start.tag, at: start)
             try count(1, at: start)
             stack.append(Frame(isMapping: false, start: start, anchor: Self.string(event.data.sequence_start.anchor)))
         case YAML_MAPPING_START_EVENT:
             guard depth < limits.maxDepth else {
                 throw YAMLError(.depthLimit, "collections nested deeper than \(limits.maxDepth) levels", at: start)
             }
+            try Self.refuseTag(event.data.mapping_start.tag, at: start)
             try count(1, at: start)
             stack.append(Frame(isMapping: true, start: start, anchor: Self.string(event.data.mapping_start.anchor)))
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:

@@ -2,6 +2,7 @@
 // work done the openssl-CLI way. Run from the repository root:
 //
 //     swift build -c release && swift run -c release vpnprov-bench [--nodes 20] [--users 2000] [--cert-users 400]
+//     swift run -c release vpnprov-bench --validate-scaling 12500   # validate at 12,500 ... 100,000 nodes
 //
 // It writes a synthetic inventory into a temporary directory, runs the release `vpnprov` binary as a
 // child process (so peak memory is that process's own), and prints wall time, per-user cost and peak
@@ -21,6 +22,8 @@ struct Options {
     var binary: String?
     var workDirectory: String?
     var keep = false
+    /// N > 0: only time `validate` on N, 2N, 4N and 8N nodes (one user per node), to show how it scales.
+    var validateScaling = 0
 }
 
 func parseOptions() -> Options {
@@ -40,8 +43,9 @@ func parseOptions() -> Options {
         case "--binary": o.binary = value()
         case "--workdir": o.workDirectory = value()
         case "--keep": o.keep = true
+        case "--validate-scaling": o.validateScaling = Int(value()) ?? 0
         case "-h", "--help":
-            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep]")
+            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep] [--validate-scaling N]")
             exit(0)
         default: fail("unknown option \(a)")
         }
@@ -121,6 +125,40 @@ try FileManager.default.createDirectory(atPath: work, withIntermediateDirectorie
         _ = run(["rm", "-rf", work])
     }
 }
+/// A fleet of `nodes` nodes with IPv4 addresses, IPv4 and IPv6 pools, and one user per node who
+/// lists two nodes: every per-node check (addresses, pools, overlaps, identities) and every user
+/// reference has work to do.
+func writeScalingInventory(nodes: Int, to path: String) throws {
+    var s = "vpnprov: 1\nname: bench\ndefaults:\n  services: [ikev2-cert, ikev2-eap]\n  dns: [192.0.2.53]\nnodes:\n"
+    for n in 0..<nodes {
+        let a = n * 64
+        s += "  node-\(n):\n    address: 100.\(64 + (n >> 16) & 63).\((n >> 8) & 255).\(n & 255)\n    id: node-\(n).vpn.example.com\n"
+        s += "    country: DE\n    pool: 10.\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255)/26\n    pool6: fd00:\(String(n, radix: 16))::/64\n"
+    }
+    s += "users:\n"
+    for u in 0..<nodes {
+        s += "  user-\(u):\n    password: gen\n    cert: true\n    nodes: [node-\(u), node-\((u + 1) % nodes)]\n"
+    }
+    try s.write(toFile: path, atomically: true, encoding: .utf8)
+}
+
+if options.validateScaling > 0 {
+    // Validation must stay O(n log n) in nodes: each doubling should about double the time.
+    print("vpnprov-bench: validate scaling from \(options.validateScaling) nodes, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    var previous: Double?
+    for factor in [1, 2, 4, 8] {
+        let nodes = options.validateScaling * factor
+        let path = work + "/scaling-\(nodes).yaml"
+        try writeScalingInventory(nodes: nodes, to: path)
+        let r = run([binary, "validate", path], stderrPath: work + "/stderr.log")
+        let ratio = previous.map { String(format: "  x%.2f for twice the nodes", r.seconds / max($0, 1e-9)) } ?? ""
+        print(String(format: "  %7d nodes  validate %@  peak %@  exit %d%@", nodes, secs(r.seconds), mib(r.maxRSSKiB), r.status, ratio))
+        previous = r.seconds
+    }
+    cleanUp()
+    exit(0)
+}
+
 let inventory = work + "/inventory.yaml"
 try writeInventory(options, to: inventory)
 

@@ -9,13 +9,23 @@
 //     swift run vpnprov-fuzz fuzz/corpus crash-1234...
 import VPNProvKit
 
-/// One fuzz input: YAML -> typed inventory -> validation. Any outcome is fine except a crash, a hang
-/// or unbounded memory; when the inventory decodes, validation must run to completion.
+/// One fuzz input: YAML -> typed inventory -> validation -> the diagnostics as printed (text and
+/// JSON, with secret lines and values hidden); and the same bytes as a `file:` secret. Any outcome
+/// is fine except a crash, a hang or unbounded memory; when the inventory decodes, validation must
+/// run to completion.
 func fuzzOne(_ bytes: [UInt8]) {
     let result = InventoryLoader.decode(bytes: bytes, file: "fuzz.yaml")
+    var diagnostics = result.diagnostics
     if let inventory = result.inventory {
-        _ = Validator.validate(inventory)
+        diagnostics += Validator.validate(inventory)
     }
+    for format in [DiagnosticPrinter.Format.text, .json] {
+        let printer = DiagnosticPrinter(
+            format: format, sources: ["fuzz.yaml": bytes], hiddenLines: ["fuzz.yaml": result.secretLines],
+            hiddenValues: result.secretValues)
+        _ = printer.render(diagnostics)
+    }
+    _ = SecretFile.value(of: bytes)
 }
 
 #if VPNPROV_FUZZ

@@ -126,9 +126,9 @@ extension Inventory {
     // MARK: identities
 
     @Test(arguments: [
-        "%any", "vpn..example.com", "-vpn.example.com", "vpn.example.com.", "@vpn.example.com", "alice smith@example.com",
-        "a@b@example.com", "*@example.com", "0.0.0.0", "::", "C=DE, XX=foo", "C=DE, CN=", "C=DE,, CN=x", "keyid:#abc",
-        "keyid:a b", "vpn.exa\"mple.com", "ipv4:10.0.0.1", "vpn_1.example.com", "10.0.0.999", " vpn.example.com",
+        "vpn..example.com", "-vpn.example.com", "vpn.example.com.", "alice smith@example.com",
+        "a@b@example.com", "C=DE, XX=foo", "C=DE, CN=", "C=DE,, CN=x", "keyid:#abc",
+        "keyid:a b", "vpn.exa\"mple.com", "vpn_1.example.com", "10.0.0.999", " vpn.example.com",
         "vpn.example.com\n", String(repeating: "a", count: 64) + ".example.com",
     ])
     func invalidServerIdentity(_ text: String) {

@@ -27,6 +27,8 @@ public final class CommandOutput: @unchecked Sendable {
     private var collected: [Diagnostic] = []
     private var sources: [String: [UInt8]] = [:]
     private var hiddenLines: [String: Set<Int>] = [:]
+    /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
+    private var hiddenValues: Set<String> = []
     private var body: [String: AnyEncodable] = [:]
     private var sarifResults: [Diagnostic] = []
     private var finished = false
@@ -50,11 +52,14 @@ public final class CommandOutput: @unchecked Sendable {
 
     /// Source text of an input file, for excerpts under text diagnostics; `hidden` lines (literal
     /// secrets) are never shown.
-    public func addSource(_ file: String, _ bytes: [UInt8], hidden: Set<Int> = []) {
+    /// `hiddenValues` (literal secrets, values of unknown keys) are replaced by `<hidden>` in the
+    /// message and notes of every diagnostic reported afterwards, in text, JSON and SARIF alike.
+    public func addSource(_ file: String, _ bytes: [UInt8], hidden: Set<Int> = [], hiddenValues: Set<String> = []) {
         lock.lock()
         defer { lock.unlock() }
         sources[file] = bytes
         hiddenLines[file, default: []].formUnion(hidden)
+        self.hiddenValues.formUnion(hiddenValues)
     }
 
     /// Reports findings: printed as text on standard error now (errors even with --quiet) and kept
@@ -62,6 +67,8 @@ public final class CommandOutput: @unchecked Sendable {
     public func diagnostics(_ found: [Diagnostic]) {
         guard !found.isEmpty else { return }
         lock.lock()
+        // Scrubbed once, here, so the document (JSON, SARIF) holds the same text as standard error.
+        let found = hiddenValues.isEmpty ? found : found.map(DiagnosticPrinter(hiddenValues: hiddenValues).scrubbed)
         collected += found
         let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines)
         lock.unlock()

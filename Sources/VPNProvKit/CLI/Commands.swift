@@ -139,13 +139,16 @@ struct GenerateCommand: Command {
 
     func options(_ context: CommandContext) throws(CLIError) -> GenerateOptions {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
-        return GenerateOptions(
+        let options = GenerateOptions(
             inventory: display, inventoryPath: path,
             outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
             stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
             templatesDirectory: arguments.value("templates").map(context.resolve),
             format: context.output.format, strict: arguments.flag("strict"), environment: context.environment,
             outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory)
+        try DirectoryChecks.check(
+            out: options.outDirectory, state: options.stateDirectory, environment: context.environment, command: Self.configuration.name)
+        return options
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -230,6 +233,9 @@ struct RevokeCommand: Command {
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
                 templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
                 environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+        try DirectoryChecks.check(
+            out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,
+            command: Self.configuration.name)
         return Pipeline.revoke(options, output: context.output)
     }
 }

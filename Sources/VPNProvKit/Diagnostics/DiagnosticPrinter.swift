@@ -15,10 +15,42 @@ public struct DiagnosticPrinter: Sendable {
     /// Lines never shown in excerpts per file (they hold literal secrets).
     public var hiddenLines: [String: Set<Int>]
 
-    public init(format: Format = .text, sources: [String: [UInt8]] = [:], hiddenLines: [String: Set<Int>] = [:]) {
+    /// Values that are, or might be, secrets (literal secrets, values of unknown keys): replaced by
+    /// `hiddenValueMark` wherever a message or note would contain them, in text and JSON alike.
+    public let hiddenValues: Set<String>
+
+    public static let hiddenValueMark = "<hidden>"
+
+    public init(
+        format: Format = .text, sources: [String: [UInt8]] = [:], hiddenLines: [String: Set<Int>] = [:],
+        hiddenValues: Set<String> = []
+    ) {
         self.format = format
         self.sources = sources
         self.hiddenLines = hiddenLines
+        // Longest first, so a secret that contains another is hidden whole.
+        self.hiddenValues = hiddenValues
+        self.orderedHiddenValues = hiddenValues.filter { !$0.isEmpty }.sorted { $0.count != $1.count ? $0.count > $1.count : $0 < $1 }
+    }
+
+    private let orderedHiddenValues: [String]
+
+    /// `d` with every hidden value replaced in its message and notes.
+    public func scrubbed(_ d: Diagnostic) -> Diagnostic {
+        guard !orderedHiddenValues.isEmpty else { return d }
+        var copy = d
+        copy.message = scrub(d.message)
+        copy.notes = d.notes.map { Diagnostic.Note(location: $0.location, message: scrub($0.message)) }
+        return copy
+    }
+
+    /// `message` with every hidden value replaced.
+    func scrub(_ message: String) -> String {
+        var text = message
+        for value in orderedHiddenValues where text.contains(value) {
+            text = text.replacingOccurrences(of: value, with: Self.hiddenValueMark)
+        }
+        return text
     }
 
     /// Diagnostics in a stable order: by file, line, column; unlocated ones first; ties keep their order.
@@ -61,10 +93,10 @@ public struct DiagnosticPrinter: Sendable {
     // MARK: - Text
 
     func text(_ d: Diagnostic) -> String {
-        var out = line(d.location, d.severity.rawValue, "\(d.message) [\(d.code)]")
+        var out = line(d.location, d.severity.rawValue, "\(scrub(d.message)) [\(d.code)]")
         out += excerpt(d.location)
         for note in d.notes {
-            out += line(note.location ?? d.location, "note", note.message)
+            out += line(note.location ?? d.location, "note", scrub(note.message))
         }
         return out
     }
@@ -166,7 +198,7 @@ public struct DiagnosticPrinter: Sendable {
     }
 
     func json(_ diagnostics: [Diagnostic]) -> String {
-        let items = diagnostics.map(JSONDiagnostic.init)
+        let items = diagnostics.map { JSONDiagnostic(scrubbed($0)) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(items)) ?? Data("[]".utf8)

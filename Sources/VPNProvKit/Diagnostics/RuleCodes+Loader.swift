@@ -19,6 +19,8 @@ extension RuleCode {
     public static let invalidCharacter = RuleCode("invalid-character")
     /// A scalar longer than the limit (1 MiB).
     public static let scalarTooLong = RuleCode("scalar-too-long")
+    /// An explicit YAML tag (`!!str`, `!custom`): the schema does not take tags.
+    public static let yamlTag = RuleCode("yaml-tag")
     /// The file holds no YAML document.
     public static let emptyInventory = RuleCode("empty-inventory")
 

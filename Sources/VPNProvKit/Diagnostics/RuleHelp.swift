@@ -16,6 +16,7 @@ public enum RuleHelp {
         "invalid-utf8": "The file is not valid UTF-8.",
         "invalid-character": "NUL, another control character, or a byte-order mark that is not at the start of the file.",
         "scalar-too-long": "One value is longer than 1 MiB.",
+        "yaml-tag": "An explicit YAML tag (!!str, !!int, !custom...): values are read by the type the schema expects, never by tags.",
         "empty-inventory": "The file holds no YAML document; an inventory needs at least 'vpnprov: 1' and 'name:'.",
         "schema-version": "'vpnprov:' is not a schema version this vpnprov reads (1).",
         "unknown-key": "A key the schema does not know; the message suggests the closest known key.",
@@ -27,6 +28,8 @@ public enum RuleHelp {
         "duplicate-entry": "The same entry twice in 'services', 'devices' or a user's 'nodes'; the duplicate is ignored.",
         // Validator
         "invalid-identity": "An IKE identity does not parse as its type or is unsafe in an output syntax (control characters, quotes, backslashes, edge spaces, wildcards...).",
+        "identity-pattern": "An identity strongSwan would match as a pattern or another type: '*', '%any', empty, 0.0.0.0/::, an IP subnet or range, a type prefix (fqdn:, email:, asn1dn:, {N}:), a leading '@' (docs/security.md).",
+        "server-identity-overlap": "A node identity that a client certificate of the same CA also carries (a cert user's identity or subject, or an unexpired client certificate in the state): its holder could pose as the server.",
         "identity-single-label": "A single-label FQDN identity; clients may not resolve or match it.",
         "duplicate-identity": "Two active users share an IKE identity (compared case-insensitively).",
         "invalid-name": "A deployment, node or user name that is empty, longer than 64 characters, or not a safe file name ([A-Za-z0-9._-], not starting with '.' or '-').",

@@ -7,6 +7,8 @@ final class DecodingContext {
     private(set) var diagnostics: [Diagnostic] = []
     /// Source lines that hold secret values (never shown in diagnostic excerpts).
     private(set) var secretLines: Set<Int> = []
+    /// Values that are, or might be, secrets: never quoted in a diagnostic message.
+    private(set) var secretValues: Set<String> = []
 
     init(file: String) {
         self.file = file
@@ -32,8 +34,11 @@ final class DecodingContext {
 
     func append(_ diagnostic: Diagnostic) { diagnostics.append(diagnostic) }
 
+    /// `node` holds a secret: its lines are never shown, and its value is hidden from every message
+    /// (an anchored secret may be aliased into a field whose diagnostic would quote it).
     func markSecret(_ node: YAMLNode) {
         for line in node.line...max(node.line, node.endLine) { secretLines.insert(line) }
+        if let value = node.scalar, !value.isEmpty { secretValues.insert(value) }
     }
 
     // MARK: - Mappings with known keys
@@ -52,6 +57,8 @@ final class DecodingContext {
                 continue
             }
             if let allowed, !allowed.contains(key) {
+                // An unknown key may be a misspelt secret key (`pasword:`): its scalar value counts as a secret.
+                if pair.value.scalar != nil { markSecret(pair.value) }
                 error(.unknownKey, "\(what): unknown key '\(Self.printable(key))'" + Self.hint(for: key, among: allowed), at: pair.key)
                 continue
             }

@@ -53,12 +53,16 @@ public struct InventoryDecoder: Sendable {
         public var diagnostics: [Diagnostic]
         /// Lines of the source holding literal secrets; diagnostic printers must not show them.
         public var secretLines: Set<Int>
+        /// Literal secret values, and scalar values of unknown keys: hidden from every message.
+        public var secretValues: Set<String> = []
     }
 
     public func decode(_ root: YAMLNode?) -> Result {
         let cx = DecodingContext(file: file)
         let inventory = decode(root, cx)
-        return Result(inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines)
+        return Result(
+            inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines,
+            secretValues: cx.secretValues)
     }
 
     // MARK: - Top level
@@ -83,15 +87,18 @@ public struct InventoryDecoder: Sendable {
         }
 
         var name: String?
+        // Where top-level and pki values are written, so their diagnostics point there (not at 1:1).
+        var locations: [String: SourceLocation] = [:]
         if let n = value("name") {
             name = cx.string(n, "'name'")
+            locations["name"] = cx.location(n)
             if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
         } else {
             cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
         }
         let deployment = name ?? "vpnprov"
 
-        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, cx) } ?? Self.defaultPKI(deployment: deployment)
+        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) } ?? Self.defaultPKI(deployment: deployment)
 
         var defaults = NodeFields()
         if let d = value("defaults"), !d.isNull {
@@ -114,10 +121,15 @@ public struct InventoryDecoder: Sendable {
         var users: [User] = []
         if let u = value("users"), !u.isNull, let list = cx.mapping(u, "'users'") {
             let nodeNames = nodes.map(\.name)
+            // Each node name's first position: user node lists are checked and ordered with it, not
+            // by scanning every node per user.
+            var nodePositions: [String: Int] = [:]
+            nodePositions.reserveCapacity(nodeNames.count)
+            for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
             for entry in list {
                 if let user = decodeUser(
                     name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
-                    declaredNodes: declaredNodes, cx)
+                    declaredNodes: declaredNodes, nodePositions: nodePositions, cx)
                 {
                     users.append(user)
                 }
@@ -125,21 +137,27 @@ public struct InventoryDecoder: Sendable {
         }
 
         guard let name else { return nil }
-        return Inventory(file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users)
+        return Inventory(
+            file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users,
+            fieldLocations: locations)
     }
 
     static func defaultPKI(deployment: String) -> PKISettings {
         PKISettings(ca: CASettings(name: "\(deployment) VPN Root CA", key: .ecdsaP256, days: 3650))
     }
 
-    private func decodePKI(_ node: YAMLNode, deployment: String, _ cx: DecodingContext) -> PKISettings? {
+    private func decodePKI(
+        _ node: YAMLNode, deployment: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+    ) -> PKISettings? {
         var settings = Self.defaultPKI(deployment: deployment)
+        locations["pki"] = cx.location(node)
         if node.isNull { return settings }
         guard let entries = cx.mapping(node, "'pki'", allowed: Self.pkiKeys) else { return nil }
         var serverKey: KeyType?
         var clientKey: KeyType?
         var signing: ProfileSigningSettings?
         for (key, _, value) in entries {
+            locations["pki.\(key)"] = cx.location(value)
             switch key {
             case "profile_signing":
                 signing = decodeProfileSigning(value, cx)
@@ -147,6 +165,7 @@ public struct InventoryDecoder: Sendable {
                 if value.isNull { continue }
                 guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
                 for (caKey, _, caValue) in ca {
+                    locations["pki.ca.\(caKey)"] = cx.location(caValue)
                     switch caKey {
                     case "name":
                         if let s = cx.string(caValue, "'pki.ca.name'") { settings.ca.name = s }
@@ -367,7 +386,7 @@ public struct InventoryDecoder: Sendable {
 
     private func decodeUser(
         name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
-        _ cx: DecodingContext
+        nodePositions: [String: Int], _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
         if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
@@ -401,14 +420,14 @@ public struct InventoryDecoder: Sendable {
                     }
                     var chosen = Set<String>()
                     for (n, item) in list {
-                        if !nodeNames.contains(n) {
+                        if nodePositions[n] == nil {
                             if declaredNodes.contains(n) { continue }
                             cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
                         } else if !chosen.insert(n).inserted {
                             cx.warning(.duplicateEntry, "\(field): '\(n)' is listed twice", at: item)
                         }
                     }
-                    nodes = nodeNames.filter(chosen.contains)
+                    nodes = chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }
                 case "devices":
                     if let d = cx.choiceList(v, field, Device.self) {
                         devices = Device.allCases.filter(d.contains)
@@ -446,7 +465,7 @@ public enum InventoryLoader {
     }
 
     /// Largest inventory accepted (bytes).
-    public static let maxFileSize = 16 << 20
+    public static let maxFileSize = BoundedFile.inventoryLimit
 
     /// Reads and decodes the inventory at `path` (shown as `displayPath ?? path` in diagnostics).
     /// Throws only when the file cannot be read.
@@ -478,6 +497,7 @@ public enum InventoryLoader {
         case .invalidUTF8: code = .invalidUTF8
         case .invalidCharacter: code = .invalidCharacter
         case .scalarTooLong: code = .scalarTooLong
+        case .tag: code = .yamlTag
         }
         let at = error.mark.map { SourceLocation(file: file, line: $0.line, column: $0.column) }
         var notes: [Diagnostic.Note] = []
@@ -488,28 +508,12 @@ public enum InventoryLoader {
         return .error(code, error.message, at: at ?? SourceLocation(file: file, line: 1, column: 1), notes: notes)
     }
 
-    /// Reads a whole file, refusing directories and oversized files.
+    /// Reads a whole file, refusing anything but a regular file and oversized files (BoundedFile).
     public static func readFile(_ path: String) throws(FileError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileError(path: path, reason: String(cString: strerror(errno))) }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw FileError(path: path, reason: "not a regular file") }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError(path: path, reason: String(cString: strerror(errno)))
-            }
-            if n == 0 { break }
-            bytes.append(contentsOf: chunk[0..<n])
-            if bytes.count > maxFileSize {
-                throw FileError(path: path, reason: "larger than \(maxFileSize >> 20) MiB")
-            }
+        do {
+            return try BoundedFile.read(path, limit: maxFileSize)
+        } catch {
+            throw FileError(path: path, reason: error.reason)
         }
-        return bytes
     }
 }

@@ -53,6 +53,9 @@ extension OutputTree {
             open = [:]
         }
 
+        /// Every directory this cache created (relative paths).
+        var createdDirectories: Set<String> { made }
+
         /// Whether this cache created the directory (so it held nothing before this cache wrote to it).
         func created(_ components: ArraySlice<String>) -> Bool {
             !made.isEmpty && made.contains(components.joined(separator: "/"))

@@ -60,12 +60,18 @@ extension OutputTree {
         private var killedRunLeftTemporaries = false
         private let markerLock = NSLock()
         private var markerWritten = false
+        /// Directories `prepare` created (relative paths) and whether the root itself was created:
+        /// `abort` removes them again when they are empty, so a failed run (a full disk) leaves no
+        /// empty directories behind. Guarded by `markerLock`.
+        private var createdDirectories: Set<String> = []
+        private var createdRoot = false
 
         public init(directory: String, mode: Mode) throws(OutputError) {
             self.directory = directory
             self.mode = mode
             syncPerFile = !FileSystemSync.available
             if mode == .write {
+                createdRoot = access(directory, F_OK) != 0
                 root = try openRoot(directory, create: true)
                 killedRunLeftTemporaries = faccessat(root, Session.writingMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0
                 markerWritten = killedRunLeftTemporaries
@@ -83,7 +89,14 @@ extension OutputTree {
         public func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
             var batch = Batch()
             let cache = DirectoryCache(root: root, create: mode == .write)
-            defer { cache.closeAll() }
+            defer {
+                cache.closeAll()
+                if !cache.createdDirectories.isEmpty {
+                    markerLock.lock()
+                    createdDirectories.formUnion(cache.createdDirectories)
+                    markerLock.unlock()
+                }
+            }
             do {
                 for file in files {
                     let parts = try checkRelativePath(file.path)
@@ -147,6 +160,12 @@ extension OutputTree {
                 unlinkat(root, Session.writingMarker, 0)
                 markerWritten = false
             }
+            // Directories this run created, deepest first; unlinkat(AT_REMOVEDIR) removes only empty ones.
+            for path in createdDirectories.sorted(by: { $0.count > $1.count }) {
+                unlinkat(root, path, AT_REMOVEDIR)
+            }
+            createdDirectories = []
+            if createdRoot { rmdir(directory) }
         }
 
         private func discard(_ changes: [Change]) {
@@ -223,9 +242,11 @@ extension OutputTree {
                     }
                 }
             }
-            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths)) || wroteAnything
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths), mode: publicMode) || wroteAnything
             if let renderCache {
-                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache) || wroteAnything
+                // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
+                // they are (a readable digest of a secret file lets anyone confirm a guess offline).
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache, mode: privateMode) || wroteAnything
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
             }
@@ -251,11 +272,11 @@ extension OutputTree {
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
         @discardableResult
-        private func replaceRootFile(_ name: String, with contents: [UInt8]) throws(OutputError) -> Bool {
-            guard case .differs = try state(root, name: name, contents: contents, mode: publicMode) else { return false }
+        private func replaceRootFile(_ name: String, with contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
+            guard case .differs = try state(root, name: name, contents: contents, mode: mode) else { return false }
             try markWriting()
             let temp = Session.temporaryName(name)
-            try writeTemporary(root, name: temp, contents: contents, mode: publicMode, sync: true, display: name)
+            try writeTemporary(root, name: temp, contents: contents, mode: mode, sync: true, display: name)
             guard renameat(root, temp, root, name) == 0 else {
                 let e = OutputError.errno("cannot write", name)
                 unlinkat(root, temp, 0)

@@ -27,6 +27,8 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let secretNotGenerated = Code(rawValue: "secret-not-generated")
         /// `rotate-ca` while a rotation is in progress, `--finish` without one (inventory flavour).
         public static let caRotation = Code(rawValue: "ca-rotation")
+        /// A node identity on a client certificate the state issued (inventory flavour).
+        public static let serverIdentityOverlap = Code(rawValue: RuleCode.serverIdentityOverlap.rawValue)
     }
 
     public var code: Code
@@ -40,7 +42,10 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         self.location = location
     }
 
-    public var isInventory: Bool { [.secretUnavailable, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation].contains(code) }
+    public var isInventory: Bool {
+        [.secretUnavailable, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation, .serverIdentityOverlap]
+            .contains(code)
+    }
     public var isEnvironment: Bool { !isInventory }
 
     public var description: String { message }

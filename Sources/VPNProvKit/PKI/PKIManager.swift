@@ -23,31 +23,14 @@ public enum PKIManager {
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     public static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
-        now: Date = Date(), persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil,
+        now: Date = Date(), persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil, secrets: ResolvedSecrets? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         // Inventory-side secrets first: a missing variable or file touches nothing.
-        var resolvedPSKs: [String: String] = [:]
-        var resolvedPasswords: [String: String] = [:]
-        for node in inventory.nodes {
-            if let source = node.psk, node.services.contains(where: \.needsPSK),
-                let value = try SecretResolver.resolve(
-                    source, what: "node '\(node.name)' psk", at: node.location(of: "psk"), inventoryDirectory: inventoryDirectory,
-                    environment: environment)
-            {
-                resolvedPSKs[node.name] = value
-            }
-        }
-        for user in inventory.users where !user.revoked {
-            if let source = user.password,
-                let value = try SecretResolver.resolve(
-                    source, what: "user '\(user.name)' password", at: user.location(of: "password"),
-                    inventoryDirectory: inventoryDirectory, environment: environment)
-            {
-                resolvedPasswords[user.name] = value
-            }
-        }
+        let resolved = try secrets ?? resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: environment)
+        let resolvedPSKs = resolved.psks
+        let resolvedPasswords = resolved.passwords
         let signer = try inventory.pki.profileSigning.map {
             try ProfileSigningLoader.load($0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
         }
@@ -59,6 +42,7 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         var unrevoked: [PKIChange] = []
         if case .unrevoke(let user) = action {
             guard store.index.revokedByCommand?[user] != nil else {
@@ -108,6 +92,39 @@ public enum PKIManager {
         case startCARotation
         /// Ends the overlap: the previous CA is retired.
         case finishCARotation
+    }
+
+    /// The values of the inventory's `env:`, `file:` and literal secrets (by node and user name).
+    public struct ResolvedSecrets: Sendable {
+        var psks: [String: String] = [:]
+        var passwords: [String: String] = [:]
+    }
+
+    /// Reads every `env:`/`file:` secret the run needs, before anything is created: a missing,
+    /// oversized or malformed one stops the run with the state and output untouched.
+    public static func resolveSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String]) throws
+        -> ResolvedSecrets
+    {
+        var resolved = ResolvedSecrets()
+        for node in inventory.nodes {
+            if let source = node.psk, node.services.contains(where: \.needsPSK),
+                let value = try SecretResolver.resolve(
+                    source, what: "node '\(node.name)' psk", at: node.location(of: "psk"), inventoryDirectory: inventoryDirectory,
+                    environment: environment)
+            {
+                resolved.psks[node.name] = value
+            }
+        }
+        for user in inventory.users where !user.revoked {
+            if let source = user.password,
+                let value = try SecretResolver.resolve(
+                    source, what: "user '\(user.name)' password", at: user.location(of: "password"),
+                    inventoryDirectory: inventoryDirectory, environment: environment)
+            {
+                resolved.passwords[user.name] = value
+            }
+        }
+        return resolved
     }
 
     /// Users revoked by command stay revoked while the inventory lists them as active; the hold is

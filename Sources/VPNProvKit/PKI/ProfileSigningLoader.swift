@@ -49,7 +49,8 @@ enum ProfileSigningLoader {
 
     /// A regular file's text, refused past `maxFileSize`.
     static func readBounded(_ path: String, what: String, reference: String, location: SourceLocation?) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO without a writer is refused below instead of blocking the run.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location) }
         defer { close(fd) }
         var st = stat()

@@ -35,24 +35,63 @@ enum SecretResolver {
             guard !value.isEmpty else {
                 throw PKIError(.secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))", at: location)
             }
+            // The process environment is decoded with invalid bytes replaced by U+FFFD: refuse it
+            // the way a file with the same bytes is refused, instead of using a changed secret.
+            guard !value.unicodeScalars.contains("\u{FFFD}") else {
+                throw PKIError(
+                    .secretUnavailable, "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
+            }
+            guard value.utf8.count <= SecretPolicy.maxBytes else {
+                throw PKIError(
+                    .secretUnavailable,
+                    "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))", at: location)
+            }
             return value
         case .file(let path):
             let full = path.hasPrefix("/") ? path : (inventoryDirectory as NSString).appendingPathComponent(path)
-            guard let data = FileManager.default.contents(atPath: full) else {
-                throw PKIError(.secretUnavailable, "\(what): cannot read file \(full) (\(source.reference))", at: location)
+            func failure(_ reason: String) -> PKIError {
+                PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
             }
-            guard var value = String(data: data, encoding: .utf8) else {
-                throw PKIError(.secretUnavailable, "\(what): file \(full) is not UTF-8 text (\(source.reference))", at: location)
+            let bytes: [UInt8]
+            do {
+                bytes = try BoundedFile.read(full, limit: BoundedFile.secretLimit)
+            } catch {
+                if error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))" {
+                    throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
+                }
+                throw PKIError(.secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))", at: location)
             }
-            if value.hasSuffix("\r\n") {
-                value.removeLast(2)
-            } else if value.hasSuffix("\n") {
-                value.removeLast()
+            switch SecretFile.value(of: bytes) {
+            case .success(let value): return value
+            case .failure(let problem): throw failure(problem.reason)
             }
-            guard !value.isEmpty else {
-                throw PKIError(.secretUnavailable, "\(what): file \(full) is empty (\(source.reference))", at: location)
-            }
-            return value
         }
+    }
+}
+
+/// The secret a `file:` secret's bytes hold: the bytes with exactly one trailing line ending ("\n"
+/// or "\r\n") taken off (on bytes: in a String "\r\n" is a single Character), which must then be
+/// non-empty UTF-8 of at most `SecretPolicy.maxBytes` bytes. Public for the fuzz target.
+public enum SecretFile {
+    public struct Problem: Error, Sendable, Hashable {
+        /// Completes "file X ...": never contains the bytes.
+        public var reason: String
+    }
+
+    public static func value(of input: [UInt8]) -> Result<String, Problem> {
+        var bytes = input[...]
+        guard !bytes.isEmpty else { return .failure(Problem(reason: "is empty")) }
+        if bytes.last == 0x0A {
+            bytes.removeLast()
+            if bytes.last == 0x0D { bytes.removeLast() }
+            guard !bytes.isEmpty else { return .failure(Problem(reason: "holds only a line ending")) }
+        }
+        guard bytes.count <= SecretPolicy.maxBytes else {
+            return .failure(Problem(reason: "holds more than a \(SecretPolicy.maxBytes)-byte secret"))
+        }
+        guard let value = String(validating: bytes, as: UTF8.self), !value.unicodeScalars.contains("\u{FFFD}") else {
+            return .failure(Problem(reason: "is not valid UTF-8 text"))
+        }
+        return .success(value)
     }
 }

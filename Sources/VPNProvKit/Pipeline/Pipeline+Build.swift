@@ -90,6 +90,15 @@ extension Pipeline {
         } catch {
             throw CLIError.usage("templates: \(error)", command: nil)
         }
+        let inventoryDirectory = (options.inventoryPath as NSString).deletingLastPathComponent
+        // Secrets before the lock: a bad secret reference leaves no state directory behind.
+        let secrets: PKIManager.ResolvedSecrets
+        do {
+            secrets = try PKIManager.resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: options.environment)
+        } catch let error as PKIError where error.isInventory {
+            printDiagnostics([error.diagnostic], output: output)
+            return nil
+        }
         // The lock stays held (in Built) until the state is committed and the tree published: two
         // runs must not both prepare from the same state and then both commit.
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
@@ -100,8 +109,8 @@ extension Pipeline {
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
-                inventoryDirectory: (options.inventoryPath as NSString).deletingLastPathComponent,
-                environment: options.environment, persist: persist, lock: heldLock, action: action, progress: progress.callback)
+                inventoryDirectory: inventoryDirectory, environment: options.environment, persist: persist, lock: heldLock,
+                action: action, secrets: secrets, progress: progress.callback)
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil

@@ -91,9 +91,10 @@ public enum Pipeline {
             }
         }
         let failed = diagnostics.hasErrors || (strict && diagnostics.contains { $0.severity == .warning })
+        // Every load registers the lines and values to hide: later stages report through `output` too.
+        output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues)
         if report {
             output.primaryFile = output.primaryFile ?? display
-            output.addSource(display, bytes, hidden: decoded.secretLines)
             output.diagnostics(DiagnosticPrinter.sorted(diagnostics))
             output.countSummary(diagnostics, strictFailure: failed && !diagnostics.hasErrors)
         }

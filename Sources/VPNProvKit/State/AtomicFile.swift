@@ -99,11 +99,14 @@ enum AtomicFile {
         guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw ioError("cannot create directory \(path)") }
     }
 
-    static func read(_ path: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw PKIError(.stateUnreadable, "cannot read \(path)")
+    /// A state file, bounded (BoundedFile.stateFileLimit unless `limit` says otherwise), never
+    /// through a symbolic link.
+    static func read(_ path: String, limit: Int = BoundedFile.stateFileLimit) throws -> [UInt8] {
+        do {
+            return try BoundedFile.read(path, limit: limit, followSymlinks: false)
+        } catch {
+            throw PKIError(.stateUnreadable, "cannot read \(path): \(error.reason)")
         }
-        return [UInt8](data)
     }
 
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }

@@ -17,8 +17,13 @@ public final class StateLock: @unchecked Sendable {
         directory = stateDirectory
         try AtomicFile.makeDirectory(stateDirectory)
         let path = "\(stateDirectory)/.lock"
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw AtomicFile.ioError("cannot open the lock file \(path)") }
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            if errno == ELOOP {
+                throw PKIError(.stateUnreadable, "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
+            }
+            throw AtomicFile.ioError("cannot open the lock file \(path)")
+        }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let busy = errno == EWOULDBLOCK
             close(fd)

@@ -36,6 +36,23 @@ struct StatePaths: Sendable {
         (ca.generation ?? 1) <= 1 ? crl(number) : "\(root)/crl/\(ca.serial)-\(number).pem"
     }
     var subdirectories: [String] { ["ca", "certs", "keys", "p12", "crl"].map { "\(root)/\($0)" } }
+
+    /// Refuses a symbolic link anywhere vpnprov reads or writes inside the state directory (its
+    /// subdirectories, index.json, secrets.json, the lock): like the output tree, the state is never
+    /// followed elsewhere. The state directory itself may be a link (the operator's choice of disk).
+    /// Files inside the subdirectories are opened with O_NOFOLLOW and replaced by rename, which
+    /// replaces a link instead of writing through it.
+    func refuseSymlinks() throws {
+        for path in subdirectories + [index, secrets, "\(root)/.lock"] {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            if st.st_mode & S_IFMT == S_IFLNK {
+                throw PKIError(
+                    .stateUnreadable,
+                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)")
+            }
+        }
+    }
 }
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.
@@ -102,6 +119,7 @@ final class StateStore: @unchecked Sendable {
     /// nothing is changed.
     static func load(directory: String, caPassphrase: String?) throws -> StateStore {
         let paths = StatePaths(root: directory)
+        try paths.refuseSymlinks()
         func inconsistent(_ message: String) -> PKIError {
             PKIError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
         }
@@ -110,7 +128,7 @@ final class StateStore: @unchecked Sendable {
         let hasIndex = AtomicFile.exists(paths.index)
         if hasIndex {
             do {
-                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index))
+                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit))
             } catch let error as PKIError {
                 throw error
             } catch {
@@ -123,7 +141,7 @@ final class StateStore: @unchecked Sendable {
         let secretsExist = AtomicFile.exists(paths.secrets)
         if secretsExist {
             do {
-                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets))
+                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit))
             } catch let error as PKIError {
                 throw error
             } catch {
@@ -232,7 +250,7 @@ final class StateStore: @unchecked Sendable {
         if let crl = index.crl {
             let path = index.ca.map { paths.crl(crl.number, of: $0) } ?? paths.crl(crl.number)
             guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
-            let pem = String(decoding: try AtomicFile.read(path), as: UTF8.self)
+            let pem = String(decoding: try AtomicFile.read(path, limit: BoundedFile.stateIndexLimit), as: UTF8.self)
             guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
                 throw inconsistent("\(path) is not CRL number \(crl.number)")
             }
@@ -349,31 +367,55 @@ final class StateStore: @unchecked Sendable {
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
     func commit() throws {
+        try paths.refuseSymlinks()
         // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
         for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
         guard hasChanges else { return }
-        for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
-        // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
-        // order staged, so a kill between them leaves a key without certificate, which load adopts,
-        // never a certificate without its key.
-        for file in pending where !file.overwrite {
-            if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
-            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
-        }
-        let files = pending.filter(\.overwrite)
-        _ = try parallelMap(files.count) { i in
-            let file = files[i]
-            // A file from an earlier crashed run may exist already: content-addressed names make it
-            // the same content (keys, certs, p12, CRL).
-            try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
-        }
-        try AtomicFile.syncFileSystem(of: paths.root)
-        for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
-        if secrets != originalSecrets || !secretsFileExisted {
-            try AtomicFile.write(try StateJSON.encode(secrets), to: paths.secrets)
-        }
-        if index != originalIndex || !AtomicFile.exists(paths.index) {
-            try AtomicFile.write(try StateJSON.encode(index), to: paths.index)
+        // What this commit creates, so a failure (a full disk) can take it back: files and
+        // subdirectories that do not exist yet. Before index.json is committed nothing refers to them.
+        let createdDirectories = paths.subdirectories.filter { !AtomicFile.exists($0) }
+        let createdFiles = pending.map(\.path).filter { !AtomicFile.exists($0) }
+        let newIndex = try StateJSON.encode(index)
+        let newSecrets = try StateJSON.encode(secrets)
+        let writesSecrets = secrets != originalSecrets || !secretsFileExisted
+        let writesIndex = index != originalIndex || !AtomicFile.exists(paths.index)
+        let previousSecrets = writesSecrets && secretsFileExisted ? try? AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
+        do {
+            for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
+            // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
+            // order staged, so a kill between them leaves a key without certificate, which load adopts,
+            // never a certificate without its key.
+            for file in pending where !file.overwrite {
+                if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
+                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
+            }
+            let files = pending.filter(\.overwrite)
+            _ = try parallelMap(files.count) { i in
+                let file = files[i]
+                // A file from an earlier crashed run may exist already: content-addressed names make it
+                // the same content (keys, certs, p12, CRL).
+                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
+            }
+            try AtomicFile.syncFileSystem(of: paths.root)
+            for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
+            if writesSecrets { try AtomicFile.write(newSecrets, to: paths.secrets) }
+            if writesIndex { try AtomicFile.write(newIndex, to: paths.index) }
+        } catch {
+            // Committed after all when index.json already holds the new index (only its directory
+            // sync failed): then everything stays.
+            let committed = !writesIndex || (try? AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
+            if !committed {
+                for path in createdFiles { unlink(path) }
+                if writesSecrets {
+                    if let previousSecrets {
+                        try? AtomicFile.write(previousSecrets, to: paths.secrets)
+                    } else if !secretsFileExisted {
+                        unlink(paths.secrets)
+                    }
+                }
+                for directory in createdDirectories.reversed() { rmdir(directory) }
+            }
+            throw error
         }
         pending = []
     }

@@ -13,7 +13,8 @@ import Foundation
 public struct TemplateSetError: Error, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
         case directoryNotFound
-        case unreadable
+        /// Not UTF-8 text, or BoundedFile's reason (not a regular file, too large, an errno).
+        case unreadable(String)
         case unknownTemplate
         case invalid(TemplateError)
         case missing
@@ -24,7 +25,7 @@ public struct TemplateSetError: Error, Hashable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .directoryNotFound: return "\(path): templates directory not found"
-        case .unreadable: return "\(path): cannot read template (not UTF-8 or unreadable)"
+        case .unreadable(let reason): return "\(path): cannot read template: \(reason)"
         case .unknownTemplate:
             return "\(path): unknown template (known: \(TemplateSet.knownNames.joined(separator: ", ")))"
         case .invalid(let error): return error.description
@@ -73,9 +74,15 @@ public struct TemplateSet: Sendable {
             guard BuiltinTemplates.files[relative] != nil else {
                 throw TemplateSetError(path: path, kind: .unknownTemplate)
             }
-            guard let data = FileManager.default.contents(atPath: path),
-                let text = String(data: data, encoding: .utf8)
-            else { throw TemplateSetError(path: path, kind: .unreadable) }
+            let bytes: [UInt8]
+            do {
+                bytes = try BoundedFile.read(path, limit: BoundedFile.templateLimit)
+            } catch {
+                throw TemplateSetError(path: path, kind: .unreadable(error.reason))
+            }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw TemplateSetError(path: path, kind: .unreadable("not UTF-8 text"))
+            }
             do {
                 set.templates[relative] = try Template(name: path, text: text)
             } catch {

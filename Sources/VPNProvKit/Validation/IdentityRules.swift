@@ -4,7 +4,7 @@
 //
 // Decisions: a single-label FQDN (`vpn`) warns; a trailing dot is an error (strongSwan compares
 // identities literally, so `vpn.example.com.` never matches a certificate for `vpn.example.com`);
-// 0.0.0.0 and :: are errors (strongSwan reads them as "any"); user@FQDN domains may contain '_'
+// wildcards, ranges and type markers are errors (IdentityPatterns); user@FQDN domains may contain '_'
 // (default user ids are derived from the deployment name, which may); DN attribute types are the
 // ones strongSwan knows by name, case-insensitive, or a dotted OID. Two users (not revoked) with the
 // same identity, compared case-insensitively, are an error: the server could not tell them apart.
@@ -28,16 +28,15 @@ enum IdentityRules {
         var out: [Finding] = []
         func error(_ m: String) { out.append(Finding(severity: .error, code: .invalidIdentity, message: m)) }
         let value = id.value
-        // Safety in every output syntax, whatever the type.
-        if value.isEmpty {
-            error("is empty")
-            return out
+        // Never a pattern: a peer must match exactly this identity (see IdentityPatterns).
+        if let problem = IdentityPatterns.problem(id) {
+            return [Finding(severity: .error, code: .identityPattern, message: "\(TextCheck.quoted(id.swanctlValue)) \(problem)")]
         }
+        // Safety in every output syntax, whatever the type.
         let q = TextCheck.quoted(value)
         if TextCheck.hasControlCharacters(value) { error("\(q) contains control characters") }
         if value.contains("\"") || value.contains("\\") { error("\(q) contains '\"' or '\\'") }
         if value.first == " " || value.last == " " { error("\(q) starts or ends with a space") }
-        if value.hasPrefix("%") { error("\(q) starts with '%' (strongSwan reads %any and friends as wildcards)") }
         if !out.isEmpty { return out }
 
         switch id {
@@ -61,11 +60,7 @@ enum IdentityRules {
                 error("'\(v)': the domain \(p)")
             }
         case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) {
-                if bytes.allSatisfy({ $0 == 0 }) { error("'\(v)' is the unspecified address, which strongSwan reads as \"any\"") }
-            } else {
-                error("'\(v)' is not a valid IP address")
-            }
+            if IPAddressText.parse(v) == nil { error("'\(v)' is not a valid IP address") }
         case .dn(let v):
             if let p = dnProblem(v) { error("'\(v)' (a distinguished name) \(p)") }
         case .keyID(let v):

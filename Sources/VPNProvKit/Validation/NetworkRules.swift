@@ -120,6 +120,9 @@ enum NetworkRules {
 
     static func checkPools(_ inventory: Inventory, nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)], into d: inout [Diagnostic]) {
         var pools: [(node: String, field: String, cidr: CIDR, location: SourceLocation)] = []
+        let addresses = SortedAddresses(nodeIPs.map(\.bytes))
+        var ownAddress: [String: [UInt8]] = [:]
+        for ip in nodeIPs where ownAddress[ip.name] == nil { ownAddress[ip.name] = ip.bytes }
         for node in inventory.nodes {
             let owner = "node '\(node.name)'"
             if node.pool == nil && node.pool6 == nil {
@@ -146,10 +149,19 @@ enum NetworkRules {
                     usable = false
                     break
                 }
-                for ip in nodeIPs where contains(cidr, ip.bytes) {
-                    let whose = ip.name == node.name ? "its own address" : "the address of node '\(ip.name)'"
-                    d.append(.error(.poolContainsAddress, "\(owner): \(field) \(cidr) contains \(whose) (\(IPAddressText.format(ip.bytes)))", at: location,
-                        notes: ip.name == node.name ? [] : [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
+                // Node addresses inside the pool, found by binary search in the sorted addresses: its own,
+                // and the first other one (with how many more), not one diagnostic per pair.
+                let inside = addresses.range(of: cidr)
+                var others = inside.count
+                if let own = ownAddress[node.name], contains(cidr, own) {
+                    others -= 1
+                    d.append(.error(.poolContainsAddress, "\(owner): \(field) \(cidr) contains its own address (\(IPAddressText.format(own)))", at: location))
+                }
+                if others > 0, let first = inside.first(where: { nodeIPs[addresses.order[$0]].name != node.name }) {
+                    let ip = nodeIPs[addresses.order[first]]
+                    let more = others > 1 ? " and \(others - 1) more node address\(others > 2 ? "es" : "")" : ""
+                    d.append(.error(.poolContainsAddress, "\(owner): \(field) \(cidr) contains the address of node '\(ip.name)' (\(IPAddressText.format(ip.bytes)))\(more)", at: location,
+                        notes: [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
                 }
                 for server in node.dns {
                     if let bytes = IPAddressText.parse(server), contains(cidr, bytes) {
@@ -160,13 +172,109 @@ enum NetworkRules {
                 if usable { pools.append((node.name, field, cidr, location)) }
             }
         }
-        // Pairwise overlap across nodes: O(pools²), pools are per node.
+        // Overlaps across nodes, each later pool reported once against the earliest pool it overlaps.
+        // Two CIDR networks overlap exactly when one contains the other, so for each pool it is enough
+        // to look up its own prefixes (earlier pools containing it) and one entry for the pools inside
+        // it: O(pools × address bits) instead of comparing every pair. (A node's two pools are of
+        // different families and never overlap.)
+        var exact: [PrefixKey: Int] = [:]  // earliest pool that is exactly this network
+        var within: [PrefixKey: Int] = [:]  // earliest pool inside this network
         for j in pools.indices {
-            for i in 0..<j where pools[i].node != pools[j].node && overlaps(pools[i].cidr, pools[j].cidr) {
+            let pool = pools[j].cidr
+            var earliest = within[PrefixKey(pool.address, bits: pool.prefix)]
+            for bits in 0...pool.prefix {
+                if let i = exact[PrefixKey(pool.address, bits: bits)], earliest == nil || i < earliest! { earliest = i }
+            }
+            if let i = earliest {
                 let (a, b) = (pools[i], pools[j])
                 d.append(.error(.poolOverlap, "node '\(b.node)': \(b.field) \(b.cidr) overlaps node '\(a.node)' (\(a.cidr))", at: b.location,
                     notes: [.init(location: a.location, message: "node '\(a.node)' \(a.field) defined here")]))
             }
+            let own = PrefixKey(pool.address, bits: pool.prefix)
+            if exact[own] == nil { exact[own] = j }
+            for bits in 0...pool.prefix {
+                let key = PrefixKey(pool.address, bits: bits)
+                if within[key] == nil { within[key] = j }
+            }
+        }
+    }
+
+    /// Addresses in sorted order, to find those inside a network by binary search.
+    struct SortedAddresses {
+        let keys: [PrefixKey]
+        /// Index into the original list, per sorted position.
+        let order: [Int]
+
+        init(_ addresses: [[UInt8]]) {
+            let keyed = addresses.enumerated().map { (PrefixKey($0.element, bits: $0.element.count * 8), $0.offset) }.sorted { $0.0 < $1.0 }
+            keys = keyed.map(\.0)
+            order = keyed.map(\.1)
+        }
+
+        /// Sorted positions of the addresses inside `cidr` (contiguous, in address order): two binary
+        /// searches, whatever the count.
+        func range(of cidr: CIDR) -> Swift.Range<Int> {
+            let full = cidr.isIPv6 ? 128 : 32
+            let first = PrefixKey(cidr.address, bits: full)
+            let last = PrefixKey(PrefixKey.last(cidr.address, prefix: cidr.prefix), bits: full)
+            let start = lowerBound(first)
+            return start..<max(start, upperBound(last))
+        }
+
+        private func lowerBound(_ key: PrefixKey) -> Int {
+            var lo = 0, hi = keys.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if keys[mid] < key { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+
+        private func upperBound(_ key: PrefixKey) -> Int {
+            var lo = 0, hi = keys.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if key < keys[mid] { hi = mid } else { lo = mid + 1 }
+            }
+            return lo
+        }
+    }
+
+    /// The first `bits` bits of an IPv4 or IPv6 address (the rest zero), as a hashable key.
+    struct PrefixKey: Hashable, Comparable {
+        var high: UInt64
+        var low: UInt64
+        var bits: UInt8
+        var isIPv6: Bool
+
+        init(_ address: [UInt8], bits: Int) {
+            var high: UInt64 = 0, low: UInt64 = 0
+            for (i, byte) in address.enumerated() {
+                if i < 8 { high |= UInt64(byte) << (56 - 8 * UInt64(i)) } else { low |= UInt64(byte) << (56 - 8 * UInt64(i - 8)) }
+            }
+            func mask(_ n: Int) -> UInt64 { n <= 0 ? 0 : (n >= 64 ? ~0 : ~(~UInt64(0) >> UInt64(n))) }
+            self.high = high & mask(bits)
+            self.low = low & mask(bits - 64)
+            self.bits = UInt8(bits)
+            self.isIPv6 = address.count == 16
+        }
+
+        /// The last address of the network `address`/`prefix` (every host bit set).
+        static func last(_ address: [UInt8], prefix: Int) -> [UInt8] {
+            var bytes = address
+            for i in bytes.indices {
+                let networkBits = min(max(prefix - 8 * i, 0), 8)
+                bytes[i] |= networkBits >= 8 ? 0 : UInt8(0xFF) >> UInt8(networkBits)
+            }
+            return bytes
+        }
+
+        /// Address order (IPv4 before IPv6); only meaningful between full-length keys.
+        static func < (a: PrefixKey, b: PrefixKey) -> Bool {
+            if a.isIPv6 != b.isIPv6 { return !a.isIPv6 }
+            if a.high != b.high { return a.high < b.high }
+            if a.low != b.low { return a.low < b.low }
+            return a.bits < b.bits
         }
     }
 }

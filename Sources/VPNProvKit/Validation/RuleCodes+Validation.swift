@@ -5,6 +5,13 @@ extension RuleCode {
     // Identities (SPEC §5: every identity parses as its IKE type and is safe in every output).
     /// An IKE identity does not parse as its type or is unsafe in an output syntax.
     public static let invalidIdentity = RuleCode("invalid-identity")
+    /// An identity strongSwan would read as a pattern: a wildcard (`*`, `%any`, the unspecified
+    /// address, empty), an IP subnet or range, a type prefix (`fqdn:`, `{N}:`, regular expressions) or
+    /// a leading `@` type marker.
+    public static let identityPattern = RuleCode("identity-pattern")
+    /// A node identity that a client certificate of the same CA also carries: its holder could pose as
+    /// the server.
+    public static let serverIdentityOverlap = RuleCode("server-identity-overlap")
     /// An FQDN identity with a single label (`vpn`): legal, but rarely what a certificate names.
     public static let identitySingleLabel = RuleCode("identity-single-label")
     /// Two users share an identity (compared case-insensitively, as strongSwan does).

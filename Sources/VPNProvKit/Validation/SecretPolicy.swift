@@ -46,12 +46,23 @@ public enum SecretPolicy {
         check(secret: secret, kind: kind, names: names).map(\.message)
     }
 
+    /// Longest secret accepted (UTF-8 bytes): far beyond any strength need, and small enough for
+    /// every output (EAP-MSCHAPv2 passwords are at most 256 characters in Windows' own tools).
+    public static let maxBytes = 1024
+
     /// Like `problems`, with the category of each problem.
     public static func check(secret: String, kind: Kind, names: [String] = []) -> [Problem] {
         var out: [Problem] = []
         let scalars = Array(secret.unicodeScalars)
         if scalars.isEmpty {
             return [Problem(category: .weak, message: "is empty")]
+        }
+        if secret.utf8.count > maxBytes {
+            return [Problem(category: .unrepresentable, message: "is longer than \(maxBytes) bytes")]
+        }
+        if scalars.contains("\u{FFFD}") {
+            out.append(Problem(category: .unrepresentable,
+                message: "contains U+FFFD, the replacement character: its bytes were not valid UTF-8"))
         }
         if scalars.contains(where: TextCheck.isControl) {
             out.append(Problem(category: .unrepresentable,

@@ -6,6 +6,7 @@ public enum Validator {
         var diagnostics: [Diagnostic] = []
         NameRules.check(inventory, into: &diagnostics)
         IdentityRules.check(inventory, into: &diagnostics)
+        ServerIdentityRules.check(inventory, into: &diagnostics)
         SecretRules.check(inventory, into: &diagnostics)
         ProposalRules.check(inventory, into: &diagnostics)
         WindowsRules.check(inventory, into: &diagnostics)

@@ -291,7 +291,17 @@ Files
   strongswan.d/vpnprov.conf     charon settings the connections need
 {{/daemon_settings}}
 
-Deploy (as root on the server; Debian: apt-get install charon-systemd strongswan-swanctl
+Deploy with Ansible (from the directory holding deploy/ and servers/; see deploy/site.yml):
+
+  ansible-playbook -i deploy/inventory.yml deploy/site.yml --limit {{node}}
+
+It installs these files with their modes, removes the ones an earlier rollout installed that vpnprov
+no longer writes (files it did not install, such as your own conf.d/local.conf, are left alone),
+reloads with swanctl --load-all only when something changed (established tunnels stay up), checks
+that strongSwan runs exactly the connections above, and ends the tunnels of users who were revoked
+or removed since the last rollout. Add --check --diff to see what it would change.
+
+Deploy by hand (as root on the server; Debian: apt-get install charon-systemd strongswan-swanctl
 libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by default):
 
   cp -R --preserve=mode swanctl/. /etc/swanctl/
@@ -321,7 +331,8 @@ from <address>, sending INVALID_MAJOR_VERSION".
 {{/ikev1}}
 swanctl.conf replaces the distribution's default; like it, it includes conf.d/*.conf.
 Files that vpnprov no longer writes (an old user's secret, a removed node's certificate) are not
-removed by copying: remove them by hand or deploy into an empty /etc/swanctl.
+removed by copying: remove them by hand or deploy into an empty /etc/swanctl. A revoked user's
+live tunnel stays up until you end it: swanctl --list-sas, then swanctl --terminate --ike-id N.
 
 """##,
         "server/secrets.conf.tmpl": ##"""

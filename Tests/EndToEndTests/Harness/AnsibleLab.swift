@@ -168,7 +168,7 @@ final class AnsibleLab: @unchecked Sendable {
         try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.
-        let settings = Charon.settings(socketPath: socket, logPath: node.run.path + "/charon.log")
+        let settings = Charon.settings(build: .host, socketPath: socket, logPath: node.run.path + "/charon.log")
             + "include strongswan.d/*.conf\n"
         try settings.write(toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
     }

@@ -92,7 +92,7 @@ final class Charon: @unchecked Sendable {
 
     /// The strongswan.conf of a harness charon: the plugin set, the vici socket (for charon and swanctl) and a
     /// file log.
-    static func settings(socketPath: String, logPath: String) -> String {
+    static func settings(build: StrongSwanBuild, socketPath: String, logPath: String) -> String {
         return """
             # written by the vpnprov end-to-end harness
             charon-systemd {
@@ -129,7 +129,7 @@ final class Charon: @unchecked Sendable {
     }
 
     private func writeSettings(includes: [String], extra: String) throws {
-        var text = Self.settings(socketPath: socketPath, logPath: logPath)
+        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath)
         for include in includes { text += "include \(include)\n" }
         text += extra
         if !text.hasSuffix("\n") { text += "\n" }

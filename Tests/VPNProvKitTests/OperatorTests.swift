@@ -82,19 +82,22 @@ import Testing
         for node in ["a-rather-long-node-name-01", "short"] {
             let readme = try String(contentsOfFile: dir + "/out/servers/\(node)/README", encoding: .utf8)
             let lines = readme.components(separatedBy: "\n")
-            // The commands: the indented lines after "Deploy", up to the next paragraph.
-            let start = try #require(lines.firstIndex { $0.hasPrefix("Deploy") })
-            let commands = lines[(start + 1)...].drop { !$0.hasPrefix("  ") }.prefix { !$0.isEmpty }
-            #expect(commands.count >= 3)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-n", "-c", commands.joined(separator: "\n")]
-            let pipe = Pipe()
-            process.standardError = pipe
-            try process.run()
-            let complaint = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(node): \(complaint)")
+            // The commands: the indented lines after "Deploy with Ansible" and "Deploy by hand", up to the
+            // next paragraph.
+            for (header, minimum) in [("Deploy with Ansible", 1), ("Deploy by hand", 3)] {
+                let start = try #require(lines.firstIndex { $0.hasPrefix(header) })
+                let commands = lines[(start + 1)...].drop { !$0.hasPrefix("  ") }.prefix { !$0.isEmpty }
+                #expect(commands.count >= minimum, "\(header)")
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/bin/sh")
+                process.arguments = ["-n", "-c", commands.joined(separator: "\n")]
+                let pipe = Pipe()
+                process.standardError = pipe
+                try process.run()
+                let complaint = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 0, "\(node): \(header): \(complaint)")
+            }
             // Every row of the file table starts its description in one column (short names).
             let table = lines.drop { $0 != "Files" }.dropFirst().prefix { !$0.isEmpty }
             let columns = Set(table.map { row -> Int in

@@ -89,7 +89,7 @@ import Testing
 
     @Test func parseErrors() {
         #expect(kind { _ = try Template(name: "t", text: "no header {{x}}") } == .missingHeader)
-        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: yaml }}\n") } == .unknownSyntax("yaml"))
+        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: toml }}\n") } == .unknownSyntax("toml"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{{raw}}}") } == .unsupportedTag("{raw"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{&raw}}") } == .unsupportedTag("&raw"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x") } == .unclosedSection("a"))

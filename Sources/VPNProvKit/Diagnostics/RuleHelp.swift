@@ -61,6 +61,8 @@ public enum RuleHelp {
         "invalid-address": "The address is neither an IP address nor a host name.",
         "unreachable-address": "A loopback, link-local or single-label address clients cannot dial.",
         "duplicate-address": "Two nodes have the same address.",
+        "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",
+        "invalid-deploy-user": "deploy.user is not a portable login name (letters, digits, '.', '_', '-'; at most 32; not starting with '-').",
         "invalid-dns": "A DNS entry that is not a usable IP address.",
         "no-services": "A node that offers no service.",
         "missing-psk": "A PSK service on a node without 'psk'.",

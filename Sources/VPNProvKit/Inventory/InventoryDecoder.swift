@@ -22,6 +22,7 @@ public struct InventoryDecoder: Sendable {
     public static let nodeKeys = [
         "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals", "dns",
         "apple",
+        "deploy",
     ]
     /// Keys of a node's (and `defaults:`) `apple:` mapping.
     public static let nodeAppleKeys = [
@@ -35,6 +36,8 @@ public struct InventoryDecoder: Sendable {
     /// Longest idle time accepted for `disconnect_on_idle` (seconds; one day).
     public static let maxDisconnectOnIdle = 86_400
     static let proposalKeys = ["ike", "esp"]
+    /// Keys of a node's `deploy:` (how Ansible reaches it).
+    public static let deployKeys = ["host", "port", "user", "become"]
     /// Keys of a user.
     public static let userKeys = ["password", "cert", "id", "nodes", "devices", "revoked", "apple"]
 
@@ -235,6 +238,10 @@ public struct InventoryDecoder: Sendable {
         var esp: [String]?
         var dns: [String]?
         var apple = AppleOptions()
+        var deployHost: String?
+        var deployPort: Int?
+        var deployUser: String?
+        var deployBecome: Bool?
         var locations: [String: SourceLocation] = [:]
     }
 
@@ -316,6 +323,19 @@ public struct InventoryDecoder: Sendable {
                 }
             case "apple":
                 f.apple = decodeApple(value, what, allowed: Self.nodeAppleKeys, locations: &f.locations, cx)
+            case "deploy":
+                guard let d = cx.mapping(value, field, allowed: Self.deployKeys) else { continue }
+                for (dk, _, dv) in d {
+                    if dv.isNull { continue }
+                    let sub = "\(what): 'deploy.\(dk)'"
+                    switch dk {
+                    case "host": f.deployHost = cx.string(dv, sub)
+                    case "port": f.deployPort = cx.integer(dv, sub, minimum: 1, maximum: 65535)
+                    case "user": f.deployUser = cx.string(dv, sub)
+                    default: f.deployBecome = cx.bool(dv, sub)  // become
+                    }
+                    f.locations["deploy.\(dk)"] = cx.location(dv)
+                }
             default:  // dns
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -363,6 +383,9 @@ public struct InventoryDecoder: Sendable {
             services: own.services ?? defaults.services ?? Self.defaultServices,
             psk: own.psk ?? defaults.psk, group: own.group ?? defaults.group,
             proposals: proposals, dns: own.dns ?? defaults.dns ?? [],
+            deploy: DeployTarget(
+                host: own.deployHost ?? defaults.deployHost, port: own.deployPort ?? defaults.deployPort ?? 22,
+                user: own.deployUser ?? defaults.deployUser ?? "root", become: own.deployBecome ?? defaults.deployBecome ?? false),
             location: cx.location(keyNode), fieldLocations: locations)
         node.apple = own.apple.over(defaults.apple)
         return node

@@ -178,6 +178,24 @@ public struct PKISettings: Sendable, Hashable {
     }
 }
 
+/// How Ansible reaches a node to roll its configuration out (`deploy:`; every key optional).
+public struct DeployTarget: Sendable, Hashable {
+    /// SSH host name or address; nil means the node's `address`.
+    public var host: String?
+    /// SSH port (1...65535).
+    public var port: Int
+    /// Remote login user.
+    public var user: String
+    /// Whether Ansible escalates privileges (`become`) after logging in.
+    public var become: Bool
+    public init(host: String? = nil, port: Int = 22, user: String = "root", become: Bool = false) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.become = become
+    }
+}
+
 /// A VPN server. Defaults from the inventory's `defaults:` are already merged in.
 public struct Node: Sendable, Hashable {
     public var name: String
@@ -197,6 +215,8 @@ public struct Node: Sendable, Hashable {
     public var dns: [String]
     /// Apple profile options (`defaults:` merged in, field by field).
     public var apple = AppleOptions()
+    /// How Ansible reaches the node (`deploy:`).
+    public var deploy: DeployTarget
     /// Where the node's mapping starts.
     public var location: SourceLocation
     /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
@@ -206,7 +226,7 @@ public struct Node: Sendable, Hashable {
         name: String, address: String, id: IKEIdentity, region: String? = nil, country: String? = nil,
         tier: Tier = .free, pool: CIDR? = nil, pool6: CIDR? = nil, services: [Service],
         psk: SecretSource? = nil, group: String? = nil, proposals: Proposals = .defaults, dns: [String] = [],
-        location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+        deploy: DeployTarget = DeployTarget(), location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
     ) {
         self.name = name
         self.address = address
@@ -221,12 +241,16 @@ public struct Node: Sendable, Hashable {
         self.group = group
         self.proposals = proposals
         self.dns = dns
+        self.deploy = deploy
         self.location = location
         self.fieldLocations = fieldLocations
     }
 
     /// Best location for a field: its own, else the node's.
     public func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+
+    /// The SSH host Ansible connects to: `deploy.host`, else the address clients dial.
+    public var deployHost: String { deploy.host ?? address }
 }
 
 public struct User: Sendable, Hashable {

@@ -114,6 +114,7 @@ extension Pipeline {
                     } else {
                         files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
                         files += CatalogRenderer.render(inventory: inventory)
+                        files += try DeployRenderer.render(inventory: inventory, templates: templates)
                         entries[serversCacheKey] = RenderCache.entry(fingerprint: built.fingerprints[serversCacheKey]!, files: files)
                     }
                 } else {

@@ -17,6 +17,11 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// The language specification's single-quote-character is any of U+0027, U+2018, U+2019, U+201A and
     /// U+201B, and one is written inside the literal by doubling it; control characters are refused.
     case powershell
+    /// Ansible YAML (inventories, variable files): every string value becomes a double-quoted YAML
+    /// scalar (`\\`, `\"`, `\n`, `\r`, `\t` escapes; other control characters refused). A value
+    /// holding `{` is tagged `!unsafe`, so Ansible never evaluates it as a Jinja2 template
+    /// (https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_advanced_syntax.html).
+    case yaml
 
     /// One string value written in this syntax; nil when it holds a control character the syntax
     /// cannot carry (the caller names the variable in its error, never the value).
@@ -52,6 +57,10 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
                 if Self.powerShellSingleQuotes.contains(scalar.value) { out.unicodeScalars.append(scalar) }
             }
             return out + "'"
+        case .yaml:
+            // YAML's double-quoted style takes the same escapes as swanctl's quoted strings.
+            guard let quoted = TemplateSyntax.swanctl.escape(value) else { return nil }
+            return value.contains("{") ? "!unsafe " + quoted : quoted
         }
     }
 

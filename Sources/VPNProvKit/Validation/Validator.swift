@@ -14,6 +14,7 @@ public enum Validator {
         ServiceRules.check(inventory, into: &diagnostics)
         PKIRules.check(inventory, into: &diagnostics)
         ClientRules.check(inventory, into: &diagnostics)
+        DeployRules.check(inventory, into: &diagnostics)
         return sorted(diagnostics)
     }
 

@@ -90,8 +90,10 @@ final class Charon: @unchecked Sendable {
         return charon
     }
 
-    private func writeSettings(includes: [String], extra: String) throws {
-        var text = """
+    /// The strongswan.conf of a harness charon: the plugin set, the vici socket (for charon and swanctl) and a
+    /// file log.
+    static func settings(build: StrongSwanBuild, socketPath: String, logPath: String) -> String {
+        return """
             # written by the vpnprov end-to-end harness
             charon-systemd {
               load = \(build.charonPlugins)
@@ -124,6 +126,10 @@ final class Charon: @unchecked Sendable {
             }
 
             """
+    }
+
+    private func writeSettings(includes: [String], extra: String) throws {
+        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath)
         for include in includes { text += "include \(include)\n" }
         text += extra
         if !text.hasSuffix("\n") { text += "\n" }
@@ -257,6 +263,10 @@ struct IKESA: Sendable {
     var dhGroup: String?
     var localVirtualIPs: [String]
     var children: [Child]
+    /// The daemon's unique ID of this IKE_SA (the same SA keeps it across rekeying).
+    var uniqueID = ""
+    /// The peer's EAP or XAuth identity, when it authenticated with one.
+    var remoteEAPID: String?
 
     /// Parses the vici "raw" text: `list-sa event {name {k=v k=[a b] child-sas {c {k=v}}}}` one event per line.
     static func parse(raw: String) -> [IKESA] {
@@ -292,7 +302,8 @@ struct IKESA: Sendable {
                 localID: str(ike, "local-id") ?? "", remoteID: str(ike, "remote-id") ?? "",
                 encryption: str(ike, "encr-alg") ?? "", integrity: str(ike, "integ-alg"),
                 prf: str(ike, "prf-alg"), dhGroup: str(ike, "dh-group"),
-                localVirtualIPs: list(ike, "local-vips"), children: children)
+                localVirtualIPs: list(ike, "local-vips"), children: children,
+                uniqueID: str(ike, "uniqueid") ?? "", remoteEAPID: str(ike, "remote-eap-id") ?? str(ike, "remote-xauth-id"))
         }
     }
 }

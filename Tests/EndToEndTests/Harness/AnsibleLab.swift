@@ -1,0 +1,382 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the end-to-end tests find Ansible: `VPNPROV_ANSIBLE_BIN` (a directory holding `ansible-playbook`,
+/// e.g. a virtual environment's `bin/`), else `<package>/.build/ansible-venv/bin`, which `.ci/run` creates.
+enum AnsibleTools {
+    static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static let binDirectory: String = {
+        if let dir = ProcessInfo.processInfo.environment["VPNPROV_ANSIBLE_BIN"], !dir.isEmpty { return dir }
+        return packageRoot.appendingPathComponent(".build/ansible-venv/bin").path
+    }()
+
+    static var playbook: String { binDirectory + "/ansible-playbook" }
+    static var lint: String { binDirectory + "/ansible-lint" }
+    static let sshdPath = "/usr/sbin/sshd"
+    static let sshKeygenPath = "/usr/bin/ssh-keygen"
+
+    /// Why the Ansible end-to-end test cannot run here, or nil.
+    static var unavailableReason: String? {
+        if case .unavailable(let reason) = StrongSwanEnvironment.availability { return reason }
+        for (path, what) in [
+            (playbook, "ansible-playbook (.ci/run installs ansible-core into .build/ansible-venv; or set VPNPROV_ANSIBLE_BIN)"),
+            (sshdPath, "sshd (apt: openssh-server)"),
+            (sshKeygenPath, "ssh-keygen (apt: openssh-client)"),
+            ("/usr/bin/ssh", "ssh (apt: openssh-client)"),
+            ("/usr/bin/python3", "python3 on the managed nodes"),
+        ] where !FileManager.default.isExecutableFile(atPath: path) {
+            return "\(what) not found at \(path)"
+        }
+        return nil
+    }
+
+    /// Throws (failing the test) when the environment cannot run the test.
+    static func require() throws {
+        if let reason = unavailableReason {
+            throw HarnessError("the Ansible end-to-end test cannot run: \(reason)")
+        }
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the test when real strongSwan and Ansible are usable, or when `VPNPROV_REQUIRE_E2E=1`
+    /// (then `AnsibleTools.require()` fails it).
+    static var ansible: Self {
+        .enabled(
+            if: AnsibleTools.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+            Comment(rawValue: AnsibleTools.unavailableReason.map { "Ansible end-to-end test cannot run: \($0) (set VPNPROV_REQUIRE_E2E=1 to make this a failure)" } ?? "available"))
+    }
+}
+
+/// A fleet of VPN nodes managed over SSH, all on one machine. Every host is a network namespace on one
+/// bridge (192.0.2.0/24, in a hub namespace that is also the Ansible controller):
+/// - node k (1-based): `192.0.2.k` on the bridge, an "inner" address `198.51.100.k/32` on its loopback
+///   (reached by clients only through a tunnel), its own `/etc` overlay `/etc/netns/<ns>/` holding
+///   `ssh/` (sshd config, host key, the controller's public key), `swanctl/`, `strongswan.d/` and a
+///   `strongswan.conf` whose vici socket is the node's own. `ip netns exec` bind-mounts each of those over
+///   `/etc/<name>` for whatever it starts, so the node's sshd, everything Ansible runs through it, and the
+///   node's charon all see the node's files at the standard paths, as on a real server;
+/// - client namespaces (`addClient`) at `192.0.2.(100+n)` with a charon of their own (harness `Charon`).
+/// Names are `vpnp-<pid>-<n>-<role>` so stale ones are cleaned like the other harness namespaces.
+final class AnsibleLab: @unchecked Sendable {
+    struct Node {
+        var name: String
+        var namespace: String
+        var address: String
+        var innerAddress: String
+        var etc: String
+        var run: URL
+        var swanctlDirectory: String { etc + "/swanctl" }
+        var settingsDirectory: String { etc + "/strongswan.d" }
+    }
+
+    let base: String
+    let hub: String
+    let scratch: URL
+    let keyFile: String
+    private(set) var nodes: [Node] = []
+    private(set) var clients: [String: (namespace: String, charon: Charon)] = [:]
+    private var daemons: [String: Process] = [:]  // "<node>/charon"
+    private var sshdPIDs: [Int32] = []
+    private var namespaces: [String] = []
+    private var tornDown = false
+
+    private init(base: String, scratch: URL) {
+        self.base = base
+        self.hub = base + "-hub"
+        self.scratch = scratch
+        self.keyFile = scratch.appendingPathComponent("controller_ed25519").path
+    }
+
+    /// Creates the hub and one namespace per node name, each with sshd and charon running.
+    static func start(nodes names: [String]) throws -> AnsibleLab {
+        NetworkPair.removeStale()
+        let lab = AnsibleLab(
+            base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())", scratch: try Scratch.makeDirectory("ansible-lab"))
+        do {
+            try lab.setUp(names)
+        } catch {
+            lab.teardown()
+            throw error
+        }
+        return lab
+    }
+
+    private func setUp(_ names: [String]) throws {
+        try addNamespace(hub)
+        try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
+        try ip(["-n", hub, "link", "set", "br0", "up"])
+        try ip(["-n", hub, "addr", "add", "192.0.2.254/24", "dev", "br0"])
+        try Command.check(AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-C", "vpnprov-e2e", "-f", keyFile])
+        let publicKey = try String(contentsOfFile: keyFile + ".pub", encoding: .utf8)
+        for (i, name) in names.enumerated() {
+            let ns = base + "-" + name.filter { $0.isLetter || $0.isNumber }
+            let node = Node(
+                name: name, namespace: ns, address: "192.0.2.\(i + 1)", innerAddress: "198.51.100.\(i + 1)",
+                etc: "/etc/netns/\(ns)", run: try Scratch.makeDirectory("node-\(name)"))
+            try attach(ns, address: node.address, port: "n\(i + 1)")
+            try ip(["-n", ns, "addr", "add", "\(node.innerAddress)/32", "dev", "lo"])
+            try writeEtc(node, publicKey: publicKey)
+            nodes.append(node)
+            try startSSHD(node)
+            try startCharon(node)
+        }
+    }
+
+    private func addNamespace(_ ns: String) throws {
+        try ip(["netns", "add", ns])
+        namespaces.append(ns)
+        try ip(["-n", ns, "link", "set", "lo", "up"])
+    }
+
+    /// A namespace on the hub's bridge at `address`/24 (veth `port` in the hub, `eth0` inside).
+    private func attach(_ ns: String, address: String, port: String) throws {
+        try addNamespace(ns)
+        try ip(["link", "add", port, "netns", hub, "type", "veth", "peer", "name", "eth0", "netns", ns])
+        try ip(["-n", hub, "link", "set", port, "master", "br0", "up"])
+        try ip(["-n", ns, "link", "set", "eth0", "up"])
+        try ip(["-n", ns, "addr", "add", "\(address)/24", "dev", "eth0"])
+    }
+
+    private func writeEtc(_ node: Node, publicKey: String) throws {
+        let fm = FileManager.default
+        for dir in ["ssh", "swanctl/conf.d", "strongswan.d"] {
+            try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
+        }
+        try Command.check(AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
+        try publicKey.write(toFile: node.etc + "/ssh/authorized_keys", atomically: true, encoding: .utf8)
+        // Paths as the node's processes see them: /etc/ssh is the overlay.
+        let sshd = """
+            ListenAddress \(node.address)
+            HostKey /etc/ssh/ssh_host_ed25519_key
+            AuthorizedKeysFile /etc/ssh/authorized_keys
+            PermitRootLogin prohibit-password
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            UsePAM no
+            StrictModes no
+            PidFile \(node.run.path)/sshd.pid
+            Subsystem sftp internal-sftp
+
+            """
+        try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
+        let socket = node.run.appendingPathComponent("charon.vici").path
+        // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.
+        let settings = Charon.settings(build: .host, socketPath: socket, logPath: node.run.path + "/charon.log")
+            + "include strongswan.d/*.conf\n"
+        try settings.write(toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
+    }
+
+    private func startDaemon(_ key: String, namespace: String, _ arguments: [String], log: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
+        // `ip netns exec` execs in place: the pid is the daemon's.
+        process.arguments = ["netns", "exec", namespace] + arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["STRONGSWAN_CONF"] = nil
+        process.environment = environment
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let output = try FileHandle(forWritingTo: log)
+        defer { try? output.close() }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        daemons[key] = process
+        return process
+    }
+
+    /// Waits (bounded) until `condition` holds or the process dies.
+    private func waitFor(_ what: String, _ process: Process, timeout: Duration = .seconds(20), _ condition: () -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() {
+            if !process.isRunning { throw HarnessError("\(what) exited") }
+            if ContinuousClock.now > deadline { throw HarnessError("\(what): timeout") }
+            usleep(10_000)
+        }
+    }
+
+    /// sshd daemonizes itself (`-D` would keep it our child, but sshd closes every inherited descriptor,
+    /// which Foundation's Process takes for the child's exit and then waits for it forever); it is stopped
+    /// by the pid it writes.
+    private func startSSHD(_ node: Node) throws {
+        try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+        let pidFile = node.run.path + "/sshd.pid"
+        try Command.check(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", node.namespace, AnsibleTools.sshdPath, "-f", "/etc/ssh/sshd_config", "-E", node.run.path + "/sshd.log"],
+            timeout: .seconds(20))
+        let deadline = ContinuousClock.now + .seconds(20)
+        while true {
+            if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                sshdPIDs.append(pid)
+                return
+            }
+            if ContinuousClock.now > deadline { throw HarnessError("sshd on \(node.name) wrote no pid file") }
+            usleep(10_000)
+        }
+    }
+
+    /// Starts (or restarts) the node's charon and waits for its vici socket.
+    func startCharon(_ node: Node) throws {
+        let socket = node.run.appendingPathComponent("charon.vici").path
+        try? FileManager.default.removeItem(atPath: socket)
+        let process = try startDaemon(
+            "\(node.name)/charon", namespace: node.namespace, [StrongSwanEnvironment.charonPath],
+            log: node.run.appendingPathComponent("charon.stdout"))
+        try waitFor("charon on \(node.name)", process) { FileManager.default.fileExists(atPath: socket) }
+    }
+
+    /// Stops the node's charon (SIGTERM, bounded wait, then SIGKILL).
+    func stopCharon(_ node: Node) {
+        guard let process = daemons.removeValue(forKey: "\(node.name)/charon") else { return }
+        Self.stop(process)
+    }
+
+    private static func stop(_ process: Process) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            let killed = ContinuousClock.now + .seconds(5)
+            while process.isRunning && ContinuousClock.now < killed { usleep(10_000) }
+        }
+    }
+
+    func node(_ name: String) throws -> Node {
+        guard let node = nodes.first(where: { $0.name == name }) else { throw HarnessError("no lab node \(name)") }
+        return node
+    }
+
+    /// `swanctl ARGS` on the node, as the node sees it (its /etc/strongswan.conf, its charon).
+    func swanctl(_ node: Node, _ arguments: [String]) throws -> CommandResult {
+        try Command.run(
+            StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace, StrongSwanEnvironment.swanctlPath] + arguments,
+            environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
+    }
+
+    /// The node charon's established IKE SAs.
+    func securityAssociations(_ node: Node) throws -> [IKESA] {
+        let result = try swanctl(node, ["--list-sas", "--raw"])
+        guard result.succeeded else { throw HarnessError("list-sas on \(node.name) failed: \(result)") }
+        return IKESA.parse(raw: result.stdout)
+    }
+
+    /// The node charon's log so far.
+    func log(_ node: Node) -> String {
+        (try? String(contentsOfFile: node.run.path + "/charon.log", encoding: .utf8)) ?? ""
+    }
+
+    /// A client namespace on the bridge with its own charon (`label` names it in errors).
+    func addClient(_ label: String) throws -> Charon {
+        let n = clients.count + 1
+        let ns = "\(base)-c\(n)"
+        try attach(ns, address: "192.0.2.\(100 + n)", port: "c\(n)")
+        let charon = try Charon.start(in: ns, label: "client-\(label)")
+        clients[label] = (ns, charon)
+        return charon
+    }
+
+    /// Pings `destination` from a client namespace, from `source` (one echo, bounded).
+    func ping(fromClient label: String, source: String, to destination: String) throws -> CommandResult {
+        guard let client = clients[label] else { throw HarnessError("no client \(label)") }
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I", source, destination],
+            timeout: .seconds(15))
+    }
+
+    /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key.
+    func playbook(_ arguments: [String], timeout: Duration = .seconds(900)) throws -> CommandResult {
+        let environment = [
+            "PATH": AnsibleTools.binDirectory + ":/usr/sbin:/usr/bin:/sbin:/bin",
+            "ANSIBLE_HOST_KEY_CHECKING": "False",
+            "ANSIBLE_PRIVATE_KEY_FILE": keyFile,
+            // One SSH connection per node for the whole run (closed with the hub namespace at teardown).
+            "ANSIBLE_SSH_ARGS": "-o UserKnownHostsFile=/dev/null -o ControlMaster=auto -o ControlPersist=300s",
+            "ANSIBLE_SSH_CONTROL_PATH_DIR": scratch.appendingPathComponent("cp").path,
+            "ANSIBLE_PIPELINING": "True",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_FORCE_COLOR": "0",
+            "ANSIBLE_LOCAL_TEMP": scratch.appendingPathComponent("ansible-local").path,
+            "ANSIBLE_REMOTE_TEMP": scratch.appendingPathComponent("ansible-remote").path,
+            "ANSIBLE_CONFIG": scratch.appendingPathComponent("no-ansible.cfg").path,
+            "HOME": scratch.path,
+        ]
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+                + [AnsibleTools.playbook] + arguments,
+            timeout: timeout)
+    }
+
+    /// Stops every daemon, deletes every namespace and /etc overlay. Safe to call twice.
+    func teardown() {
+        if tornDown { return }
+        tornDown = true
+        for (_, client) in clients { client.charon.stop() }
+        for key in daemons.keys.sorted() { Self.stop(daemons[key]!) }
+        daemons = [:]
+        for pid in sshdPIDs {
+            kill(pid, SIGTERM)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while Scratch.processExists(pid) && ContinuousClock.now < deadline { usleep(10_000) }
+            if Scratch.processExists(pid) { kill(pid, SIGKILL) }
+        }
+        for ns in namespaces.reversed() {
+            if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
+                for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+            }
+            _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+            try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
+        }
+        try? FileManager.default.removeItem(at: scratch)
+    }
+
+    deinit { teardown() }
+
+    @discardableResult
+    private func ip(_ args: [String]) throws -> CommandResult {
+        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    }
+}
+
+/// A play recap line per host: `n1 : ok=13 changed=0 unreachable=0 failed=0 skipped=4 ...`.
+struct PlayRecap: Equatable {
+    var ok = 0, changed = 0, unreachable = 0, failed = 0, skipped = 0
+
+    static func parse(_ output: String) -> [String: PlayRecap] {
+        var result: [String: PlayRecap] = [:]
+        var inRecap = false
+        for line in output.split(separator: "\n") {
+            if line.hasPrefix("PLAY RECAP") { inRecap = true; continue }
+            guard inRecap, let colon = line.firstIndex(of: ":") else { continue }
+            let host = line[..<colon].trimmingCharacters(in: .whitespaces)
+            var recap = PlayRecap()
+            for field in line[line.index(after: colon)...].split(separator: " ") {
+                let kv = field.split(separator: "=")
+                guard kv.count == 2, let n = Int(kv[1]) else { continue }
+                switch kv[0] {
+                case "ok": recap.ok = n
+                case "changed": recap.changed = n
+                case "unreachable": recap.unreachable = n
+                case "failed": recap.failed = n
+                case "skipped": recap.skipped = n
+                default: break
+                }
+            }
+            result[host] = recap
+        }
+        return result
+    }
+}

@@ -100,7 +100,7 @@ struct HandWrittenTunnelTests {
     }
 }
 
-/// The load checker catches the one-line-section trap (real-strongswan.md "Traps seen").
+/// The load checker catches the one-line-section trap (docs/decisions.md, "One key = value per line").
 @Suite(.serialized, .strongSwan)
 struct SwanctlLoadCheckTests {
     @Test("A `{ id = a secret = b }` one-liner is reported as a load problem")

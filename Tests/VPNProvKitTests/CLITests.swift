@@ -4,7 +4,7 @@ import Testing
 
 /// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr).
 /// Afterwards it checks that neither output holds a secret of the inventory or the state involved
-/// (issue 8; see `SecretLeaks`).
+/// (see `SecretLeaks`).
 func vpnprov(
     _ arguments: [String], in directory: String = FileManager.default.temporaryDirectory.path,
     environment: [String: String] = [:], sourceLocation: Testing.SourceLocation = #_sourceLocation

@@ -45,7 +45,7 @@ enum VPNProvBinary {
     }
 }
 
-/// Issue 8 / issue 3: `generate` killed at many points never leaves a half-written file, the state
+/// Crash safety: `generate` killed at many points never leaves a half-written file, the state
 /// always loads afterwards, and the CA never changes once created. The binary is killed with
 /// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES, see CrashTestHook): each atomic write
 /// has a step with its temporary file complete but not renamed and a step after the rename, so the

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// One test per crash found by fuzzing or by MutationTests (issue 8): the input that crashed, which
+/// One test per crash found by fuzzing or by MutationTests: the input that crashed, which
 /// must now end in diagnostics.
 @Suite struct FuzzRegressionTests {
     static func decodeAndValidate(_ text: String) -> [Diagnostic] {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Issue 8 through the CLI: hostile inventories are rejected with their rule code, names that would
+/// Hostile input through the CLI: hostile inventories are rejected with their rule code, names that would
 /// escape the output tree are invalid, and a symlink planted in the output directory is never followed.
 @Suite struct HardeningTests {
     /// Hostile inventories, each with the rule code that must reject it.

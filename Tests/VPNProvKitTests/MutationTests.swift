@@ -15,7 +15,7 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
-/// Deterministic mutation testing of the loader and the validator (issue 8): thousands of inventories
+/// Deterministic mutation testing of the loader and the validator: thousands of inventories
 /// derived from the fixtures by byte flips, deletions, line duplications and splices go through
 /// decode + validate in-process. Each must end in an inventory or an error diagnostic — a crash fails
 /// the whole test run, a hang trips the time limit.

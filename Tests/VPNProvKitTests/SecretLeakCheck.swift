@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Issue 8, secrets: after a command, nothing it printed may hold a secret or a private key of its
+/// Secrets: after a command, nothing it printed may hold a secret or a private key of its
 /// inventory or state; files holding one must be 0600.
 enum SecretLeaks {
     /// Secrets shorter than this are not searched for (a literal "x" in a bad-inventory test would

@@ -13,7 +13,7 @@ public enum CLIError: Error, Sendable, Hashable {
     case failure(Int32)
 }
 
-/// Exit codes (SPEC §1).
+/// Exit codes (README, "Command reference").
 public enum ExitCode {
     public static let success: Int32 = 0
     /// The inventory has errors (or warnings with --strict), or `check` found drift.

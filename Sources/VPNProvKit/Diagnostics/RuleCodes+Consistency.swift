@@ -1,4 +1,4 @@
-// Rule codes of the client/server consistency check (SPEC §5: "a client's remote ID, local ID, auth
+// Rule codes of the client/server consistency check (the consistency guarantee: "a client's remote ID, local ID, auth
 // method and proposals are ones its server accepts"). Each points at the inventory field responsible.
 extension RuleCode {
     /// No server connection of the node would be selected for a client connection.

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// YAML document -> typed `Inventory` (schema version 1, SPEC §2), decoding every value by the type
+/// YAML document -> typed `Inventory` (schema version 1, docs/inventory.md), decoding every value by the type
 /// the schema expects (so `country: NO` stays "NO") and reporting every problem with its position.
 /// Defaults from `defaults:` are merged into each node (the node's own value wins).
 /// The inventory is returned only when decoding found no error; rule checks are the Validator's job.
@@ -308,7 +308,7 @@ public struct InventoryDecoder: Sendable {
             case "pool6":
                 f.pool6 = cx.cidr(value, field, ipv6: true)
             case "services":
-                // Stored in the SPEC table order, unique.
+                // Stored in `Service.allCases` order, unique.
                 f.services = cx.choiceList(value, field, Service.self)?.sorted()
             case "psk":
                 f.psk = cx.secret(value, field)

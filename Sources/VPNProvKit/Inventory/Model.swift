@@ -1,4 +1,4 @@
-// The typed inventory (schema version 1, SPEC §2). Immutable value types, decoded from YAML by
+// The typed inventory (schema version 1, docs/inventory.md). Immutable value types, decoded from YAML by
 // InventoryDecoder and checked by the Validator. Every entity remembers where its fields were
 // written so diagnostics can point at the exact line and column.
 
@@ -11,7 +11,7 @@ public enum KeyType: String, Sendable, Hashable, Codable, CaseIterable {
     case rsa4096 = "rsa-4096"
 }
 
-/// Connection kinds a node offers (SPEC §2 services table).
+/// Connection kinds a node offers (docs/formats.md, "Services on each side").
 public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparable {
     case ikev2Cert = "ikev2-cert"
     case ikev2EAP = "ikev2-eap"
@@ -39,7 +39,7 @@ public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparab
     /// IKEv2 PSK authentication (`Add-VpnConnection` knows a PSK only for L2TP) and no IKEv1 XAuth.
     public var windowsSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
 
-    /// Stable order used everywhere output is generated (the SPEC table order).
+    /// Stable order used everywhere output is generated (the order servers load connections in).
     public var order: Int { Service.allCases.firstIndex(of: self)! }
     public static func < (lhs: Service, rhs: Service) -> Bool { lhs.order < rhs.order }
 }
@@ -80,7 +80,7 @@ public enum SecretSource: Sendable, Hashable {
     }
 }
 
-/// IKE identity types (SPEC §5). The string forms are exactly what strongSwan parses.
+/// IKE identity types. The string forms are exactly what strongSwan parses.
 public enum IKEIdentity: Sendable, Hashable {
     case fqdn(String)  // vpn.example.com
     case userFQDN(String)  // alice@example.com

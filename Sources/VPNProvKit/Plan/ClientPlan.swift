@@ -49,7 +49,7 @@ public struct AppleSA: Sendable, Hashable {
     public var ikeLifetimeMinutes: Int
     public var childLifetimeMinutes: Int
 
-    /// Lifetimes that avoid the macOS 14 rekey trouble (field-lessons: 1410 minutes).
+    /// Lifetimes that avoid the macOS 14 rekey trouble (1410 minutes: docs/decisions.md, "Clients").
     public static let defaultLifetimeMinutes = 1410
 
     /// The proposals the device sends with these parameters.
@@ -200,7 +200,7 @@ public struct ClientPlan: Sendable, Hashable {
     public func connectionsByUser() -> [String: [ClientConnection]] { Dictionary(grouping: connections, by: \.user) }
 
     /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
-    /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (formats.md §2.5).
+    /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (docs/decisions.md, "Clients").
     public static let appleIPSecOffer = ProposalOffer(
         ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
         esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])

@@ -1,5 +1,5 @@
 import VPNProvCrypto
-// Client/server consistency (SPEC §5): before anything is written, every client connection of the
+// Client/server consistency (docs/architecture.md): before anything is written, every client connection of the
 // ClientPlan is checked against its node's server configuration by simulating how strongSwan's
 // responder picks a connection, then comparing identities, auth rounds, proposals, certificates and
 // secrets. Every finding points at the inventory field responsible.

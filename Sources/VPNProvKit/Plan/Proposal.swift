@@ -1,6 +1,6 @@
 // strongSwan proposal keywords (5.9.8, proposal_keywords_static.txt) and what each client kind can
 // use. One table serves the validator, the server plan and every client renderer, so a proposal is
-// understood the same way everywhere (formats.md §1.6, §2.4, §3, §4).
+// understood the same way everywhere (strongSwan's proposal_keywords_static.txt, Apple's schema, the Android app's importer; docs/formats.md).
 
 /// One algorithm keyword's meaning.
 public struct AlgorithmInfo: Sendable, Hashable {
@@ -189,7 +189,7 @@ public struct Proposal: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// The single IKE/Child SA parameter set an Apple IKEv2 profile pins (formats.md §2.4): Apple sends
+/// The single IKE/Child SA parameter set an Apple IKEv2 profile pins (Apple's schema, IKESecurityAssociationParameters): Apple sends
 /// exactly one proposal built from these, so it must be one the server accepts.
 public struct AppleSAParameters: Sendable, Hashable {
     public var encryptionAlgorithm: String  // e.g. "AES-256-GCM"

@@ -8,7 +8,7 @@
 // A candidate is dropped when the client cannot fit it: a client that wants EAP (no AUTH payload in
 // IKE_AUTH) skips connections without an EAP remote round, and after a PSK or certificate AUTH the
 // daemon moves on to the first candidate whose remote round accepts that kind of authentication.
-// Measured on 5.9.8 (real-strongswan.md): with the EAP connection first a certificate client was
+// Measured on 5.9.8 (docs/decisions.md, "Connection order"): with the EAP connection first a certificate client was
 // stuck on it ("no trusted ECDSA public key found"); with the certificate connection first,
 // certificate, EAP and PSK clients all reached their connection. Hence:
 //     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive,
@@ -240,7 +240,7 @@ public enum ServerPlan {
     static let ikev1DPDTimeout = 150
 
     /// Extra IKEv1 Phase 1 proposals after the ones derived from the node's: what iOS/macOS "Cisco
-    /// IPSec" clients offer, as accepted by setup-ipsec-vpn's tested server (formats.md §2.5). 3DES
+    /// IPSec" clients offer, as accepted by setup-ipsec-vpn's tested server (docs/decisions.md, "Clients"). 3DES
     /// and MODP1024 are deliberately absent.
     public static let ikev1FallbackIKEProposals = [
         "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048",

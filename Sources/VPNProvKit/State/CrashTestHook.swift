@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Test-only fault injection for the crash-safety test (issue 8): with VPNPROV_CRASH_AFTER_WRITES=n
+/// Test-only fault injection for the crash-safety test: with VPNPROV_CRASH_AFTER_WRITES=n
 /// in the environment, the process dies with SIGKILL at the n-th write step (1-based) of a state or
 /// output file. Every atomic write has two steps: its temporary file is complete but not yet renamed
 /// (step 2k-1), and it has been renamed into place (step 2k). Without the variable (every normal run)

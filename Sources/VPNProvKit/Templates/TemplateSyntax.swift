@@ -7,7 +7,7 @@
 public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// strongSwan settings files (swanctl.conf, strongswan.conf and their includes): every string value
     /// becomes a quoted string `"..."` with `\\`, `\"`, `\n`, `\r`, `\t` escapes; any other control
-    /// character is refused (formats.md §1.2).
+    /// character is refused (strongSwan's settings grammar, settings_lexer.l; docs/formats.md).
     case swanctl
     /// Plain text for people (READMEs): values are written as they are, but control characters
     /// (including newlines) are refused so a value cannot forge extra lines.

@@ -1,5 +1,5 @@
-// IKE identities (SPEC §5): each must parse as its type the way strongSwan parses it
-// (identification.c; formats.md §1.4) and be safe in swanctl.conf, Apple plists, .sswan JSON and
+// IKE identities: each must parse as its type the way strongSwan parses it
+// (strongSwan's src/libstrongswan/utils/identification.c) and be safe in swanctl.conf, Apple plists, .sswan JSON and
 // certificates.
 //
 // Decisions: a single-label FQDN (`vpn`) warns; a trailing dot is an error (strongSwan compares

@@ -1,4 +1,4 @@
-// Virtual IP pools, node addresses and DNS servers (SPEC §5: pools valid and disjoint).
+// Virtual IP pools, node addresses and DNS servers (pools must be valid and disjoint).
 //
 // Decisions: a node without any pool is an error (`missing-pool`: clients need a virtual IP); a pool
 // must lease at least two addresses (IPv4 /30, IPv6 /126 at most: strongSwan skips the network and

@@ -1,4 +1,4 @@
-// PKI settings (SPEC §2 pki:). Key types are a closed enum already.
+// PKI settings (the inventory's `pki:`, docs/inventory.md). Key types are a closed enum already.
 //
 // Decisions: every lifetime is 1...36500 days (X.509 dates stay far below 9999); server_days above
 // 825 warns (Apple rejects longer-lived server certificates); a CA living shorter than the server or

@@ -1,5 +1,5 @@
 // IKE/ESP proposals: syntax with the shared keyword table (Plan/Proposal.swift), weak algorithms, and
-// whether every client kind the node serves can agree with it (SPEC §5, formats.md §1.6, §2.4).
+// whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's IKESecurityAssociationParameters).
 //
 // Decisions: every IKEv2 node must offer an Apple-expressible IKE and ESP combination (Apple profiles
 // pin exactly one; error `no-apple-proposal`); Android and Linux use strongSwan, which speaks every

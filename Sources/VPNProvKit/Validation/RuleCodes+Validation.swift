@@ -2,7 +2,7 @@
 // Severity is per rule unless noted; docs/diagnostics.md lists them with their meaning.
 
 extension RuleCode {
-    // Identities (SPEC §5: every identity parses as its IKE type and is safe in every output).
+    // Identities (every identity parses as its IKE type and is safe in every output).
     /// An IKE identity does not parse as its type or is unsafe in an output syntax.
     public static let invalidIdentity = RuleCode("invalid-identity")
     /// An identity strongSwan would read as a pattern: a wildcard (`*`, `%any`, the unspecified

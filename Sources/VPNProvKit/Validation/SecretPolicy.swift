@@ -1,4 +1,4 @@
-// Strength and representability of PSKs and passwords (SPEC §5). Used by the validator for literal
+// Strength and representability of PSKs and passwords. Used by the validator for literal
 // secrets in the inventory and by the PKI/state layer for env:/file: values at generate time.
 // Messages never contain the secret or any part of it.
 

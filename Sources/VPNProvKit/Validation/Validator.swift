@@ -1,4 +1,4 @@
-/// Checks an inventory against every rule of SPEC §5 that needs no certificate, collecting all problems.
+/// Checks an inventory against every consistency rule that needs no certificate, collecting all problems.
 /// Rules live beside this file, one family per file; each appends to one list, which is sorted at the
 /// end so the output does not depend on the order the rules run in.
 public enum Validator {

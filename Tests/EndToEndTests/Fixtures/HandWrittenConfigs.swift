@@ -15,7 +15,7 @@ enum HandWritten {
     static let xauthPassword = "bob pw"
     static let p12Password = "p12 pass"
 
-    /// swanctl string literal: always quoted, `\` and `"` escaped (formats.md §1.2).
+    /// swanctl string literal: always quoted, `\` and `"` escaped (docs/formats.md, "swanctl").
     static func quoted(_ s: String) -> String {
         "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
@@ -29,7 +29,7 @@ enum HandWritten {
         """
 
     /// A server offering IKEv2 client-cert, IKEv2 EAP-MSCHAPv2, IKEv2 PSK and IKEv1 XAuth-PSK aggressive mode,
-    /// in the order that lets all of them connect (real-strongswan.md: client-cert connection first).
+    /// in the order that lets all of them connect (docs/decisions.md, "Connection order": client-cert connection first).
     static func serverConf() -> String {
         """
         connections {

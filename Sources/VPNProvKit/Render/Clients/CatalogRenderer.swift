@@ -1,7 +1,7 @@
 import Foundation
 
 /// `catalog/servers.json`: per node and service what an app needs to build an
-/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (formats.md §4). No secret, no per-user data.
+/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user data.
 public enum CatalogRenderer {
     public struct Catalog: Codable, Sendable, Hashable {
         public var version: Int

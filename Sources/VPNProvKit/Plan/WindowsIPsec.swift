@@ -20,7 +20,7 @@
 // whose group is optional (`none`/`modpnone`) or absent gets PfsGroup None.
 
 /// The six values `Set-VpnConnectionIPsecConfiguration` takes (cmdlet spelling) and what they amount to.
-public struct WindowsIPsec: Sendable, Hashable {
+public struct WindowsIPsec: Sendable, Hashable, Codable {
     public var encryptionMethod: String
     public var integrityCheckMethod: String
     public var dhGroup: String

@@ -71,7 +71,7 @@ public enum CatalogRenderer {
         /// authentication on, no SA parameters) gets exactly this connection from those four fields.
         public var fourFieldModel: Bool
         /// Windows' built-in IKEv2 client (ikev2-eap, ikev2-cert): the Set-VpnConnectionIPsecConfiguration values.
-        public var windowsIPsec: WindowsIPsecValues? = nil
+        public var windowsIPsec: WindowsIPsec? = nil
         /// The node carries IPv6 (it has an IPv6 pool). When false an app must keep IPv6 off the
         /// physical network while connected (`blockIPv6`), as the generated profiles do.
         public var carriesIPv6: Bool?
@@ -89,18 +89,6 @@ public enum CatalogRenderer {
         public var deadPeerDetectionRate: String?
         /// Seconds of idle time after which the profiles disconnect (0 = never).
         public var disconnectOnIdleSeconds: Int?
-    }
-
-    /// The six values of `Set-VpnConnectionIPsecConfiguration` (cmdlet spelling) and the proposals they send.
-    public struct WindowsIPsecValues: Codable, Sendable, Hashable {
-        public var encryptionMethod: String
-        public var integrityCheckMethod: String
-        public var dhGroup: String
-        public var cipherTransformConstants: String
-        public var authenticationTransformConstants: String
-        public var pfsGroup: String
-        public var ikeProposal: String
-        public var espProposal: String
     }
 
     static func authMethod(_ service: Service) -> String {
@@ -133,13 +121,7 @@ public enum CatalogRenderer {
                 rules = (apple.trustedSSIDs.isEmpty ? [] : [OnDemandRule(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)])
                     + [OnDemandRule(action: "connect")]
             }
-            let windows = WindowsIPsec.derive(from: node.proposals).map {
-                WindowsIPsecValues(
-                    encryptionMethod: $0.encryptionMethod, integrityCheckMethod: $0.integrityCheckMethod, dhGroup: $0.dhGroup,
-                    cipherTransformConstants: $0.cipherTransformConstants,
-                    authenticationTransformConstants: $0.authenticationTransformConstants, pfsGroup: $0.pfsGroup,
-                    ikeProposal: $0.ikeProposal, espProposal: $0.espProposal)
-            }
+            let windows = WindowsIPsec.derive(from: node.proposals)
             for service in node.services.sorted() {
                 let v2 = service.ikeVersion == 2
                 let localID: String

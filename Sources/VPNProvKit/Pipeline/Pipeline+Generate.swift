@@ -88,6 +88,16 @@ extension Pipeline {
         }
     }
 
+    /// The inventory a state-changing command (revoke, the lifecycle commands) works on, or nil and the
+    /// exit code that ends the command (an output tree elsewhere, inventory errors).
+    static func inventoryForStateCommand(_ generate: GenerateOptions, output: CommandOutput) throws -> (Inventory?, Int32) {
+        if let code = checkOutputLocation(generate, output: output) { return (nil, code) }
+        let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
+        if let code = loaded.exitCode { return (nil, code) }
+        guard let inventory = loaded.inventory else { return (nil, ExitCode.failure) }
+        return (inventory, ExitCode.success)
+    }
+
     /// `"revoked"` of `revoke --format json`.
     struct Revoked: Encodable {
         var user: String
@@ -98,10 +108,8 @@ extension Pipeline {
     public static func revoke(_ options: RevokeOptions, output: CommandOutput) -> Int32 {
         let generate = options.regenerate
         return run(output) { () throws -> Int32 in
-            if let code = checkOutputLocation(generate, output: output) { return code }
-            let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
-            if let code = loaded.exitCode { return code }
-            guard let inventory = loaded.inventory else { return ExitCode.failure }
+            let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
+            guard let inventory = loadedInventory else { return code }
             guard let user = inventory.user(named: options.user) else {
                 let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
                 output.error(.noSuchUser, "user '\(options.user)' is not in \(generate.inventory)\(hint)")

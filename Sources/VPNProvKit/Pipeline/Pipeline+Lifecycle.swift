@@ -33,10 +33,8 @@ extension Pipeline {
     public static func lifecycle(_ options: LifecycleOptions, output: CommandOutput) -> Int32 {
         let generate = options.regenerate
         return run(output) { () throws -> Int32 in
-            if let code = checkOutputLocation(generate, output: output) { return code }
-            let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
-            if let code = loaded.exitCode { return code }
-            guard let inventory = loaded.inventory else { return ExitCode.failure }
+            let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
+            guard let inventory = loadedInventory else { return code }
             switch precondition(options.action, inventory: inventory, file: generate.inventory) {
             case .message(let text)?:
                 output.error(.noSuchUser, text)

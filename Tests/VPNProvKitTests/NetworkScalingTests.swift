@@ -4,17 +4,11 @@ import Testing
 /// The pool checks find overlaps and contained addresses with lookups instead of comparing every
 /// pair of nodes; these prove they report exactly what the pairwise definition says.
 @Suite struct NetworkScalingTests {
-    /// Deterministic pseudo-random numbers (SplitMix64), so a failure reproduces.
+    /// The mutation tests' seeded generator (SplitMix64), so a failure reproduces.
     struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+        var seeded: SeededGenerator
+        init(state: UInt64) { seeded = SeededGenerator(seed: state) }
+        mutating func below(_ n: Int) -> Int { Int(seeded.next() % UInt64(n)) }
     }
 
     static func network(_ bytes: [UInt8], prefix: Int) -> CIDR {

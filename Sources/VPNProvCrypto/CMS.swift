@@ -46,3 +46,40 @@ public enum CMSSignedData {
         return asn1StringBytes(UnsafePointer(octets))
     }
 }
+
+extension CMSSignedData {
+    /// The encapsulated content of `der` when it is a SignedData that `certificate` signed (the
+    /// signature verifies with that certificate, which is its only signer) and that carries exactly
+    /// `certificate` and `chain`; nil for anything else. The chain is not verified: the question is
+    /// only whether these bytes are a signature this signer made over that content.
+    public static func contentSigned(_ der: [UInt8], by certificate: X509Certificate, chain: [X509Certificate]) -> [UInt8]? {
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        let cms: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_CMS_ContentInfo(nil, &pointer, buffer.count)
+        }
+        guard let cms else { return nil }
+        defer { CMS_ContentInfo_free(cms) }
+        guard let certificates = CMS_get1_certs(cms) else { return nil }
+        defer { vpnprov_sk_X509_pop_free(certificates) }
+        var carried: [[UInt8]] = []
+        for i in 0..<vpnprov_sk_X509_num(certificates) {
+            guard let x509 = vpnprov_sk_X509_value(certificates, i),
+                let bytes = try? derEncode({ i2d_X509(x509, $0) })
+            else { return nil }
+            carried.append(bytes)
+        }
+        let expected = [certificate.der] + chain.map(\.der)
+        guard carried.count == expected.count, Set(carried) == Set(expected) else { return nil }
+        guard let out = try? MemoryBIO() else { return nil }
+        let flags = UInt32(CMS_BINARY | CMS_NO_SIGNER_CERT_VERIFY)
+        guard CMS_verify(cms, nil, nil, nil, out.bio, flags) == 1 else { return nil }
+        guard let signers = CMS_get0_signers(cms) else { return nil }
+        defer { vpnprov_sk_X509_free(signers) }
+        guard vpnprov_sk_X509_num(signers) == 1, let signer = vpnprov_sk_X509_value(signers, 0),
+            X509_cmp(signer, certificate.x509) == 0
+        else { return nil }
+        return out.bytes
+    }
+}

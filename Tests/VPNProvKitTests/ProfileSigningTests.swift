@@ -6,8 +6,8 @@ import VPNProvCrypto
 /// `pki.profile_signing`: every .mobileconfig is a CMS SignedData over the plist, checked with the
 /// openssl CLI against the signing chain; without it profiles stay plain XML.
 @Suite struct ProfileSigningTests {
-    /// root -> intermediate -> leaf (RSA), made with the openssl CLI, in `dir`.
-    static func makeSigningChain(in dir: String) throws {
+    /// root -> intermediate -> leaf (RSA, or an ECDSA P-256 leaf), made with the openssl CLI, in `dir`.
+    static func makeSigningChain(in dir: String, ecdsaLeaf: Bool = false) throws {
         func run(_ args: [String]) throws {
             let r = try runTool(["openssl"] + args)
             #expect(r.status == 0, "openssl \(args.first ?? ""): \(r.output)")
@@ -18,7 +18,8 @@ import VPNProvCrypto
                  "-subj", "/CN=Test Signing Root", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
         for (name, issuer, ext) in [("int", "root", "ca.ext"), ("leaf", "int", "leaf.ext")] {
-            try run(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
+            let key = name == "leaf" && ecdsaLeaf ? ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] : ["-newkey", "rsa:2048"]
+            try run(["req"] + key + ["-nodes", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
                      "-subj", "/CN=Test Signing \(name)"])
             try run(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/\(issuer).pem", "-CAkey", "\(dir)/\(issuer).key",
                      "-set_serial", name == "int" ? "2" : "3", "-days", "30", "-extfile", "\(dir)/\(ext)", "-out", "\(dir)/\(name).pem"])
@@ -79,6 +80,54 @@ import VPNProvCrypto
         let check = vpnprov(["check"], in: dir)
         #expect(check.code == 0, "\(check.err)")
         #expect(FileManager.default.contents(atPath: profile) == bytes)
+    }
+
+    @Test func anECDSASignedProfileKeepsItsBytesWhileItsContentIsUnchanged() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
+        try Self.makeSigningChain(in: dir + "/sign", ecdsaLeaf: true)
+        write(Self.inventory, to: dir + "/inventory.yaml")
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let profile = dir + "/out/clients/alice/alice.mobileconfig"
+        func verified() throws -> Bool {
+            try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/root.pem",
+                         "-purpose", "any", "-out", "/dev/null"]).status == 0
+        }
+        let first = try #require(FileManager.default.contents(atPath: profile))
+        #expect(try verified())
+        // What makes this necessary: two ECDSA signatures over the same plist differ.
+        let plist = try CMSSignedData.content(of: Array(first))
+        let leaf = try X509Certificate(pem: String(contentsOfFile: dir + "/sign/leaf.pem", encoding: .utf8))
+        let key = try PrivateKey(pem: String(contentsOfFile: dir + "/sign/leaf.key", encoding: .utf8))
+        #expect(try CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: [])
+            != CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: []))
+
+        // Without the render cache every profile is rendered and signed again: the tree's profile is kept,
+        // so check finds no drift and generate writes nothing.
+        try FileManager.default.removeItem(atPath: dir + "/out/.vpnprov-cache")
+        let check = vpnprov(["check"], in: dir)
+        #expect(check.code == 0, "\(check.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/.vpnprov-cache"))  // check writes nothing
+        let again = vpnprov(["generate"], in: dir)
+        #expect(again.err.contains("0 files written"), "\(again.err)")
+        #expect(FileManager.default.contents(atPath: profile) == first)
+
+        // A changed profile is signed anew, and verifies.
+        write(Self.inventory.replacingOccurrences(of: "    devices: [apple]\n", with: "    devices: [apple]\n    apple: { disconnect_on_idle: 300 }\n"),
+              to: dir + "/inventory.yaml")
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let changed = try #require(FileManager.default.contents(atPath: profile))
+        #expect(changed != first)
+        #expect(try verified())
+        // An old signature over other content is not kept in its place.
+        try first.write(to: URL(fileURLWithPath: profile))
+        try FileManager.default.removeItem(atPath: dir + "/out/.vpnprov-cache")
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let rewritten = try #require(FileManager.default.contents(atPath: profile))
+        #expect(rewritten != first)
+        let rewrittenPlist = try CMSSignedData.content(of: Array(rewritten))
+        #expect(rewrittenPlist == (try CMSSignedData.content(of: Array(changed))))
+        #expect(try verified())
     }
 
     @Test func withoutSigningProfilesStayPlainXML() throws {

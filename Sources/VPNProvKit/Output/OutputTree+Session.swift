@@ -318,6 +318,21 @@ extension OutputTree {
             return true
         }
 
+        /// The bytes of a file the tree holds now (not following links), nil when it is missing, not a
+        /// regular file, unreadable or over `limit` bytes. Thread-safe.
+        func existingContents(_ path: String, limit: Int) -> [UInt8]? {
+            guard root >= 0, let parts = try? checkRelativePath(path) else { return nil }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            guard let dir = try? cache.directory(parts.dropLast(), display: path) else { return nil }
+            let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= limit else { return nil }
+            return readAll(fd, limit: limit)
+        }
+
         /// A batch for files known to be right without rendering them (a fresh cache entry).
         func unchangedBatch(_ paths: [String]) -> Batch {
             var batch = Batch()

@@ -49,6 +49,9 @@ public struct ProfileSigner: Sendable, Hashable {
     public var keyPEM: String
     /// Intermediate certificates (PEM, possibly several), "" when none.
     public var chainPEM: String
+    /// The key's signatures differ from one signing to the next (ECDSA with a random nonce, as in
+    /// OpenSSL 3.0): an unchanged profile already in the tree is then kept rather than re-signed.
+    public var randomizedSignatures = false
     public init(certificatePEM: String, keyPEM: String, chainPEM: String) {
         self.certificatePEM = certificatePEM
         self.keyPEM = keyPEM

@@ -32,9 +32,12 @@ enum ProfileSigningLoader {
         let certificatePEM = try text(settings.certificate, "cert")
         let keyPEM = try text(settings.key, "key")
         let chainPEM = try settings.chain.map { try text($0, "chain") } ?? ""
+        var randomized = false
         do {
             let certificate = try X509Certificate(pem: certificatePEM)
             let key = try PrivateKey(pem: keyPEM)
+            // PKCS#1 v1.5 (RSA) signatures are a function of key and content; ECDSA's are not.
+            randomized = !(key.algorithm?.isRSA ?? false)
             guard key.matches(certificate) else {
                 throw PKIError(.crypto, "pki.profile_signing: the key (\(settings.key.reference)) does not belong to the certificate (\(settings.certificate.reference))", at: location)
             }
@@ -44,7 +47,9 @@ enum ProfileSigningLoader {
         } catch {
             throw PKIError(.crypto, "pki.profile_signing: cannot read the certificate, key or chain as PEM (\(settings.certificate.reference), \(settings.key.reference))", at: location)
         }
-        return ProfileSigner(certificatePEM: certificatePEM, keyPEM: keyPEM, chainPEM: chainPEM)
+        var signer = ProfileSigner(certificatePEM: certificatePEM, keyPEM: keyPEM, chainPEM: chainPEM)
+        signer.randomizedSignatures = randomized
+        return signer
     }
 
     /// A regular file's text, refused past `maxFileSize`.

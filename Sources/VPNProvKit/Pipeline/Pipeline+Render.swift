@@ -136,8 +136,15 @@ extension Pipeline {
                             keptPaths += entry.files.map(\.path)
                             continue
                         }
-                        let userFiles = try ClientRenderer.render(
+                        var userFiles = try ClientRenderer.render(
                             user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                        if let signer = materials.profileSigner, signer.randomizedSignatures {
+                            userFiles = userFiles.map { file in
+                                AppleProfileRenderer.keepingPreviousSignature(file, signer: signer) {
+                                    session.existingContents($0, limit: AppleProfileRenderer.previousProfileLimit)
+                                }
+                            }
+                        }
                         entries[user.name] = RenderCache.entry(fingerprint: built.fingerprints[user.name]!, files: userFiles)
                         files += userFiles
                     }

@@ -95,6 +95,26 @@ public enum AppleProfileRenderer {
         }
     }
 
+    /// Largest signed profile read back from the tree (a profile with a p12 and many payloads is tens of KiB).
+    static let previousProfileLimit = 16 << 20
+
+    /// The profile already in the tree instead of `file`, when the signer's signatures are randomized and
+    /// the existing bytes are this signer's signature (same certificates) over the same plist: so an
+    /// unchanged profile keeps its bytes across runs, and `check` sees no drift. Otherwise `file`.
+    static func keepingPreviousSignature(
+        _ file: OutputFile, signer: ProfileSigner, previous: (String) -> [UInt8]?
+    ) -> OutputFile {
+        guard signer.randomizedSignatures, file.path.hasSuffix(".mobileconfig"), let old = previous(file.path), old != file.contents,
+            let certificate = try? X509Certificate(pem: signer.certificatePEM),
+            let chain = signer.chainPEM.isEmpty ? [] : try? X509Certificate.all(pem: signer.chainPEM),
+            let plist = try? CMSSignedData.content(of: file.contents),
+            CMSSignedData.contentSigned(old, by: certificate, chain: chain) == plist
+        else { return file }
+        var kept = file
+        kept.contents = old
+        return kept
+    }
+
     static func securityAssociation(_ p: AppleSAParameters, lifetime: Int) -> AppleProfile.SecurityAssociation {
         AppleProfile.SecurityAssociation(
             DiffieHellmanGroup: p.diffieHellmanGroup, EncryptionAlgorithm: p.encryptionAlgorithm,

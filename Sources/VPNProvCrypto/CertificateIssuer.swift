@@ -12,6 +12,8 @@ public struct CertificateTemplate: Sendable, Hashable {
     public var keyUsage: KeyUsage
     /// basicConstraints cA (critical for a CA).
     public var isCA: Bool
+    /// URIs of the CRL distribution point (one DistributionPoint with these full names); empty: none.
+    public var crlDistributionPoints: [String] = []
 
     public init(
         serial: [UInt8], subject: DistinguishedName, notBefore: Date, notAfter: Date,
@@ -75,6 +77,13 @@ public enum CertificateIssuer {
         try add(NID_authority_key_identifier, "keyid:always")
         if !template.subjectAlternativeNames.isEmpty {
             try addSubjectAlternativeNames(template.subjectAlternativeNames, to: x509)
+        }
+        if !template.crlDistributionPoints.isEmpty {
+            // OpenSSL's configuration syntax separates names with commas; callers pass URIs without them.
+            guard template.crlDistributionPoints.allSatisfy({ !$0.contains(",") && !$0.contains("\n") }) else {
+                throw CryptoError.openSSL("a CRL distribution point URI contains a comma or a line break")
+            }
+            try add(NID_crl_distribution_points, template.crlDistributionPoints.map { "URI:" + $0 }.joined(separator: ","))
         }
         let algorithm = issuerKey.algorithm ?? .ecdsaP256
         guard X509_sign(x509, issuerKey.pkey, algorithm.signingDigest) > 0 else {

@@ -377,6 +377,69 @@ struct GeneratedTunnelTests {
         _ = try nut.prove(.translated(unchecked), label: "no revocation check", ikeVersion: 2)
     }
 
+    @Test("pki.crl_url: the checking Apple client downloads the published CRL from the server certificate's URL and refuses a revoked server")
+    func appleClientFetchesTheCRLFromTheDistributionPoint() throws {
+        try StrongSwanEnvironment.require()
+        // The server namespace answers on 192.0.2.1: the operator's web server for the CRL runs there.
+        let url = "http://192.0.2.1:8080/acme.crl"
+        let dir = try Scratch.makeDirectory("crl-url")
+        let inventory = dir.appendingPathComponent("inventory.yaml")
+        let example = try String(contentsOfFile: Inventories.example, encoding: .utf8)
+        #expect(example.contains("\n  client_days: 365\n"))
+        try example.replacingOccurrences(of: "\n  client_days: 365\n", with: "\n  client_days: 365\n  crl_url: \(url)\n")
+            .write(to: inventory, atomically: true, encoding: .utf8)
+        let deployment = try GeneratedDeployment.generate(inventory: inventory.path, label: "crl-url")
+        let node = try deployment.node("fra-1")
+        let serverPEM = node.directory.appendingPathComponent("swanctl/x509/fra-1.pem").path
+        let extensionText = try Command.check("/usr/bin/openssl", ["x509", "-in", serverPEM, "-noout", "-ext", "crlDistributionPoints"])
+        #expect(extensionText.stdout.contains("URI:\(url)"), "\(extensionText.stdout)")
+        let published = try Data(contentsOf: deployment.out.appendingPathComponent("crl/crl.der"))
+
+        let apple = try #require(try deployment.clientCases().first {
+            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+        })
+        let payload = try #require(apple.applePayload)
+        // The device has no CRL of its own: everything it learns comes from the URL.
+        let setup = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: DeviceInputs())
+        #expect(setup.revocationCheck && !setup.files.keys.contains { $0.hasPrefix("x509crl/") })
+        // The client charon fetches over HTTP with strongSwan's curl plugin, as a device fetches the URL.
+        let fetching = "charon-systemd {\n  load = \(StrongSwanBuild.host.charonPlugins) curl\n}\n"
+
+        // Fresh daemons for each CRL: charon caches a CRL it has fetched.
+        func attempt(serving crl: Data, label: String) throws -> (connected: Bool, clientLog: String, requests: String) {
+            let webroot = try Scratch.makeDirectory("webroot")
+            try crl.write(to: webroot.appendingPathComponent("acme.crl"))
+            let nut = try NodeUnderTest.start(deployment, node: "fra-1", clientExtraSettings: fetching)
+            defer { nut.teardown() }
+            let web = try HTTPFileServer(namespace: nut.scenario.pair.serverNamespace, address: "192.0.2.1", port: 8080, directory: webroot)
+            defer { web.stop() }
+            let (ike, child) = try nut.load(.translated(setup), label: label)
+            let mark = nut.client.log.utf8.count
+            let result = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(10))
+            _ = try? nut.client.terminate(ike: ike, timeout: .seconds(3))
+            return (result.succeeded, NodeUnderTest.since(mark, nut.client.log), web.requestLog)
+        }
+
+        // The CRL vpnprov published (nothing revoked): fetched, valid, the server is accepted.
+        let clean = try attempt(serving: published, label: "published CRL")
+        #expect(clean.requests.contains("GET /acme.crl"), "requests:\n\(clean.requests)")
+        #expect(clean.connected, "client log:\n\(clean.clientLog)")
+        #expect(!clean.clientLog.contains("certificate was revoked"))
+
+        // The same CA's next CRL lists the server certificate (made by the test, as after a server
+        // compromise): the device downloads it and refuses the server.
+        let ca = try X509Certificate(pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
+        let caKey = try PrivateKey(pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
+        let server = try X509Certificate(pem: String(contentsOfFile: serverPEM, encoding: .utf8))
+        let revoking = try CertificateRevocationList.build(
+            issuer: ca, issuerKey: caKey, number: 1000, thisUpdate: Date() - 60, nextUpdate: Date() + 86400,
+            revoked: [RevokedCertificate(serial: server.serial, revocationDate: Date() - 60)])
+        let refused = try attempt(serving: Data(revoking.der), label: "revoking CRL")
+        #expect(refused.requests.contains("GET /acme.crl"), "requests:\n\(refused.requests)")
+        #expect(!refused.connected, "connected to a revoked server")
+        #expect(refused.clientLog.contains("certificate was revoked"), "client log:\n\(refused.clientLog)")
+    }
+
     @Test("A generated server config broken on purpose (local identity changed) refuses its clients, log says why")
     func brokenServerIdentityIsCaught() throws {
         try StrongSwanEnvironment.require()

@@ -265,6 +265,33 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         #expect(userPFS.diagnostics.contains { $0.code == .unknownKey && $0.message.contains("'apple.pfs'") == false && $0.message.contains("unknown key 'pfs'") })
     }
 
+    @Test func crlURLIsAnHTTPURLOrAnErrorAtItsLine() throws {
+        func load(_ url: String) -> InventoryDecoder.Result {
+            decode("vpnprov: 1\nname: x\npki:\n  crl_url: \(url)\n")
+        }
+        let good = try #require(load("http://crl.example.com:8080/acme.crl").inventory)
+        #expect(good.pki.crlURL == "http://crl.example.com:8080/acme.crl")
+        #expect(try #require(load("https://[2001:db8::1]/c.crl").inventory).pki.crlURL == "https://[2001:db8::1]/c.crl")
+        #expect(try #require(decode("vpnprov: 1\nname: x\n").inventory).pki.crlURL == nil)
+        let bad: [(String, String)] = [
+            ("ftp://crl.example.com/c.crl", "must be an http:// or https:// URL"),
+            ("crl.example.com/c.crl", "must be an http:// or https:// URL"),
+            ("http:///c.crl", "has no host"),
+            ("'http://a.example/x,y'", "contains ','"),
+            ("'http://a.example/x y'", "contains U+0020"),
+            ("http://user:pw@a.example/c.crl", "user name or password"),
+            ("http://a.example:99999/c.crl", "bad port"),
+            ("'http://a.example/ü'", "contains 'ü'"),
+        ]
+        for (url, message) in bad {
+            let result = load(url)
+            #expect(result.inventory == nil, "\(url)")
+            #expect(summary(result.diagnostics) == ["invalid-value 4:12"], "\(url)")
+            #expect(result.diagnostics.first?.message.contains(message) == true, "\(url): \(result.diagnostics.first?.message ?? "")")
+        }
+        #expect(load("[a]").diagnostics.first?.code == .typeMismatch)
+    }
+
     @Test func unknownKeyHintUsesEditDistance() {
         #expect(Spelling.closest(to: "pks", among: InventoryDecoder.nodeKeys) == "psk")
         #expect(Spelling.closest(to: "servces", among: InventoryDecoder.nodeKeys) == "services")

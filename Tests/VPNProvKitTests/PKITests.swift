@@ -314,6 +314,32 @@ import VPNProvCrypto
         #expect(second.changes.allSatisfy { $0.reason == "lifetime changed" })
     }
 
+    @Test func crlURLPutsADistributionPointInServerCertificatesOnly() throws {
+        let state = makeTempDirectory()
+        let first = try prepare(standardInventory(), state: state)
+        var inventory = standardInventory()
+        inventory.pki.crlURL = "http://crl.example.com/vpn.crl"
+        let second = try prepare(inventory, state: state, now: testNow + 60)
+        // Only the servers are re-issued, with their keys; users keep their certificates.
+        #expect(Set(second.changes.filter { $0.kind == .reissued }.map(\.holder)) == Set(inventory.nodes.map { .node($0.name) }))
+        #expect(second.changes.filter { $0.kind == .reissued }.allSatisfy { $0.reason == "CRL distribution point changed" })
+        #expect(second.materials.users == first.materials.users)
+        #expect(second.materials.nodes["fra-1"]!.privateKeyPEM == first.materials.nodes["fra-1"]!.privateKeyPEM)
+        // openssl reads the extension back from the certificate as issued; a user certificate has none.
+        let dir = makeTempDirectory()
+        write(second.materials.nodes["fra-1"]!.certificatePEM, to: "\(dir)/fra-1.pem")
+        write(second.materials.users["alice"]!.certificatePEM!, to: "\(dir)/alice.pem")
+        let server = try runTool(["openssl", "x509", "-in", "\(dir)/fra-1.pem", "-noout", "-ext", "crlDistributionPoints"])
+        #expect(server.status == 0 && server.output.contains("URI:http://crl.example.com/vpn.crl"), "\(server.output)")
+        let user = try runTool(["openssl", "x509", "-in", "\(dir)/alice.pem", "-noout", "-ext", "crlDistributionPoints"])
+        #expect(!user.output.contains("URI:"), "\(user.output)")
+        // Stable: the same setting re-issues nothing; removing it re-issues the servers again.
+        let third = try prepare(inventory, state: state, now: testNow + 120)
+        #expect(third.changes.filter { $0.kind == .reissued }.isEmpty)
+        let fourth = try prepare(standardInventory(), state: state, now: testNow + 180)
+        #expect(fourth.changes.filter { $0.kind == .reissued }.count == inventory.nodes.count)
+    }
+
     @Test func removedUsersAndNodesAreRevoked() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state)

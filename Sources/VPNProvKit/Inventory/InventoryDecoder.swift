@@ -15,7 +15,7 @@ public struct InventoryDecoder: Sendable {
     public static let supportedSchemaVersion = 1
 
     static let topLevelKeys = ["vpnprov", "name", "pki", "defaults", "nodes", "users"]
-    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing"]
+    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing", "crl_url"]
     static let profileSigningKeys = ["cert", "key", "chain"]
     static let caKeys = ["name", "key", "days"]
     /// Keys of a node (and of `defaults:`).
@@ -159,11 +159,20 @@ public struct InventoryDecoder: Sendable {
         var serverKey: KeyType?
         var clientKey: KeyType?
         var signing: ProfileSigningSettings?
+        var crlURL: String?
         for (key, _, value) in entries {
             locations["pki.\(key)"] = cx.location(value)
             switch key {
             case "profile_signing":
                 signing = decodeProfileSigning(value, cx)
+            case "crl_url":
+                if value.isNull { continue }
+                guard let url = cx.string(value, "'pki.crl_url'") else { continue }
+                if let problem = Self.crlURLProblem(url) {
+                    cx.error(.invalidValue, "'pki.crl_url' \(problem)", at: value)
+                } else {
+                    crlURL = url
+                }
             case "ca":
                 if value.isNull { continue }
                 guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
@@ -192,7 +201,42 @@ public struct InventoryDecoder: Sendable {
             ca: settings.ca, serverDays: settings.serverDays, clientDays: settings.clientDays,
             serverKey: serverKey, clientKey: clientKey)
         pki.profileSigning = signing
+        pki.crlURL = crlURL
         return pki
+    }
+
+    /// Why `url` cannot be a CRL distribution point, or nil. Devices fetch CRLs over HTTP (RFC 5280
+    /// 4.2.1.13: a DER CRL at an http URI; https is accepted too), the URI goes into every server
+    /// certificate as written, and OpenSSL's extension syntax would split it at a comma.
+    static func crlURLProblem(_ url: String) -> String? {
+        let lower = url.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: lower.hasPrefix) else {
+            return "must be an http:// or https:// URL (where clients download the CRL), got '\(url)'"
+        }
+        guard url.utf8.count <= 1024 else { return "is longer than 1024 characters" }
+        let forbidden = Set(" ,\"<>\\^`{|}")
+        if let bad = url.unicodeScalars.first(where: { !$0.isASCII || $0.value < 0x21 || $0.value == 0x7F || forbidden.contains(Character($0)) }) {
+            let shown = bad.value < 0x21 || bad.value == 0x7F ? String(format: "U+%04X", bad.value) : "'\(bad)'"
+            return "contains \(shown), which a URL in a certificate cannot carry (percent-encode it)"
+        }
+        let rest = url.dropFirst(scheme.count)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if authority.contains("@") { return "must not carry a user name or password" }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return "has an unclosed '[' in its host" }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        if host.isEmpty { return "has no host" }
+        let afterHost = authority.dropFirst(host.count + (authority.hasPrefix("[") ? 2 : 0))
+        if let colon = afterHost.first {
+            guard colon == ":", let port = Int(afterHost.dropFirst()), (1...65535).contains(port) else {
+                return "has a bad port (1 to 65535)"
+            }
+        }
+        return nil
     }
 
     /// `pki.profile_signing: { cert: file:…, key: file:…, chain: file:… }`: each env:VAR or file:PATH

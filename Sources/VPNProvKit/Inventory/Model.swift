@@ -163,6 +163,9 @@ public struct ProfileSigningSettings: Sendable, Hashable {
 public struct PKISettings: Sendable, Hashable {
     /// Sign every `.mobileconfig` (CMS SignedData); nil: profiles stay unsigned.
     public var profileSigning: ProfileSigningSettings?
+    /// `pki.crl_url`: the http(s) URL where the operator publishes the CA's CRL (`crl/crl.der`); server
+    /// certificates name it as their CRL distribution point. nil: certificates name none.
+    public var crlURL: String?
     public var ca: CASettings
     public var serverDays: Int
     public var clientDays: Int

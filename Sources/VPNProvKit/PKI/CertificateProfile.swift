@@ -9,6 +9,9 @@ struct CertificateProfile: Equatable {
     var subjectAltNames: [GeneralName]
     var keyType: KeyType
     var days: Int
+    /// Where clients fetch the CA's CRL (server certificates only: a server reads the CRL from its own
+    /// `x509crl/`, while a device checking the server's certificate needs a URL in it).
+    var crlDistributionPoints: [String] = []
 
     var extendedKeyUsages: [ExtendedKeyUsage] {
         kind == .server ? [.serverAuth, .ikeIntermediate] : [.clientAuth]
@@ -21,6 +24,7 @@ struct CertificateProfile: Equatable {
     func matches(_ record: CertificateRecord) -> Bool {
         record.kind == kind && record.subject == subject.description
             && record.subjectAltNames == subjectAltNames.map(\.description) && record.keyType == keyType && record.days == days
+            && (record.crlDistributionPoints ?? []) == crlDistributionPoints
     }
 
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
@@ -51,7 +55,8 @@ struct CertificateProfile: Equatable {
             add(.dnsName(node.address))
         }
         return CertificateProfile(
-            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey, days: inventory.pki.serverDays)
+            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey, days: inventory.pki.serverDays,
+            crlDistributionPoints: inventory.pki.crlURL.map { [$0] } ?? [])
     }
 
     /// Client certificate: the user's IKE identity in the SAN and as subject CN.

@@ -68,6 +68,7 @@ extension PKISession {
             }
         }
         if record.days != profile.days { return ("lifetime changed", true) }
+        if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints { return ("CRL distribution point changed", true) }
         if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
             let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
             return ("expires in \(days) days", true)
@@ -139,11 +140,12 @@ extension PKISession {
                         keyPEM = try key.pkcs8PEM()
                         newKey = true
                     }
-                    let template = CertificateTemplate(
+                    var template = CertificateTemplate(
                         serial: bytesFromHex(job.serial)!, subject: job.profile.subject, notBefore: issueTime - PKIManager.backdate,
                         notAfter: min(issueTime + TimeInterval(job.profile.days) * 86400, ca.notAfter),
                         subjectAlternativeNames: job.profile.subjectAltNames, extendedKeyUsages: job.profile.extendedKeyUsages,
                         keyUsage: job.profile.keyUsage)
+                    template.crlDistributionPoints = job.profile.crlDistributionPoints
                     let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
                     held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
                 }
@@ -190,7 +192,8 @@ extension PKISession {
                     serial: job.serial, kind: job.profile.kind, holder: job.name, subject: job.profile.subject.description,
                     subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
                     notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
-                    extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial)
+                    extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
+                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty ? nil : job.profile.crlDistributionPoints)
                 changes.append(
                     PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
                         reason: job.reason))

@@ -56,6 +56,9 @@ extension Pipeline {
                 "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
                     + "(\(summary.out)/clients/<user>/)")
         }
+        if let publish = summary.next.publishCRL {
+            output.info("vpnprov: next: publish \(publish.file) at \(publish.url) (devices that check revocation fetch it there)")
+        }
         if !summary.users.removed.isEmpty {
             output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
         }
@@ -156,6 +159,13 @@ struct RunSummary: Encodable {
         var rollout: String?
         /// Users to hand their new profiles to.
         var profiles: [String]
+        /// The CRL file to publish and where (`pki.crl_url`), when this run changed it.
+        var publishCRL: PublishCRL?
+    }
+
+    struct PublishCRL: Encodable {
+        var file: String
+        var url: String
     }
 
     var out: String
@@ -213,7 +223,11 @@ struct RunSummary: Encodable {
         self.certificates = certificates
         next = Next(
             rollout: changedNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: changedNodes),
-            profiles: changedUsers)
+            profiles: changedUsers,
+            publishCRL: inventory.pki.crlURL.flatMap { url in
+                written.written.contains(ServerRenderer.publishedCRLPath)
+                    ? PublishCRL(file: "\(out)/\(ServerRenderer.publishedCRLPath)", url: url) : nil
+            })
     }
 
     /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvCrypto
 
 // Writes servers/<node>/ for every node: swanctl.conf (from the NodePlan), secrets.conf, the
 // certificates and key from Materials, strongswan.d/vpnprov.conf when the connections need daemon
@@ -39,7 +40,19 @@ public enum ServerRenderer {
         for node in inventory.nodes {
             out += try render(node: node, inventory: inventory, materials: materials, templates: templates)
         }
+        if inventory.pki.crlURL != nil { out.append(try publishedCRL(materials)) }
         return out
+    }
+
+    /// Where the published CRL is written: the file to serve at `pki.crl_url`.
+    public static let publishedCRLPath = "crl/crl.der"
+
+    /// The current CA's CRL in DER, as devices expect it at a certificate's CRL distribution point
+    /// (RFC 5280 4.2.1.13). During a CA rotation the nodes' certificates come from the new CA, so its
+    /// CRL is the one they point to.
+    static func publishedCRL(_ materials: Materials) throws -> OutputFile {
+        let crl = try CertificateRevocationList(pem: materials.crlPEM)
+        return OutputFile(path: publishedCRLPath, contents: crl.der)
     }
 
     /// One node's files (paths relative to the output directory: `servers/<node>/...`).

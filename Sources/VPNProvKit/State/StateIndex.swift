@@ -86,6 +86,8 @@ struct CertificateRecord: Codable, Equatable {
     /// Serial of the issuing CA. Absent on certificates from before the first CA rotation: they
     /// were issued by the first CA (a rotation records it on every certificate it finds without).
     var issuer: String? = nil
+    /// The CRL distribution point URIs it carries; absent: none (the `pki.crl_url` setting it was issued under).
+    var crlDistributionPoints: [String]? = nil
 }
 
 struct HolderRecord: Codable, Equatable {

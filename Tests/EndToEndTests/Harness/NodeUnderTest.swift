@@ -13,15 +13,17 @@ final class NodeUnderTest: @unchecked Sendable {
     var client: Charon { scenario.client }
 
     /// Starts both daemons; the server loads the node cleanly (any failed/invalid/ignored/discarded line throws).
-    /// `includeSettings: false` leaves out the node's strongswan.d snippet (to prove it is needed).
+    /// `includeSettings: false` leaves out the node's strongswan.d snippet (to prove it is needed);
+    /// `clientExtraSettings` is appended to the client's strongswan.conf.
     static func start(
         _ deployment: GeneratedDeployment, node name: String, builds: BuildPair = .host, includeSettings: Bool = true,
-        editConf: ((String) -> String)? = nil
+        clientExtraSettings: String = "", editConf: ((String) -> String)? = nil
     ) throws -> NodeUnderTest {
         let node = try deployment.node(name)
         let scenario = try TunnelScenario.start(
             builds: builds,
             serverSettingsIncludes: includeSettings ? node.settingsInclude.map { [$0] } ?? [] : [],
+            clientExtraSettings: clientExtraSettings,
             clientHosts: deployment.clientHosts, extraServerAddresses: deployment.extraServerAddresses)
         do {
             if let editConf {

@@ -26,6 +26,28 @@ import Testing
         #expect(userLabels.sorted() == (Fingerprint.coveredUserFields + Fingerprint.skippedUserFields).sorted())
         let materialLabels = Mirror(reflecting: Self.materials()).children.compactMap(\.label)
         #expect(materialLabels.sorted() == Fingerprint.coveredMaterialFields.sorted())
+        let appleLabels = Mirror(reflecting: AppleOptions()).children.compactMap(\.label)
+        #expect(appleLabels.sorted() == Fingerprint.coveredAppleFields.sorted())
+    }
+
+    @Test func everyAppleOptionChangesTheFingerprint() {
+        let base = Fingerprint.userInputs(Self.user(), nil)
+        var seen = Set([base])
+        for change in 0..<9 {
+            var u = Self.user()
+            switch change {
+            case 0: u.apple.onDemand = false
+            case 1: u.apple.trustedSSIDs = []
+            case 2: u.apple.trustedSSIDs = ["a", "b"]
+            case 3: u.apple.includeAllNetworks = true
+            case 4: u.apple.excludeLocalNetworks = true
+            case 5: u.apple.pfs = true
+            case 6: u.apple.crlCheck = false
+            case 7: u.apple.dpd = .high
+            default: u.apple.disconnectOnIdle = 0
+            }
+            #expect(seen.insert(Fingerprint.userInputs(u, nil)).inserted, "\(u.apple)")
+        }
     }
 
     @Test func everyCoveredFieldChangesTheFingerprint() {

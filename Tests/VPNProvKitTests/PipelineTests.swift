@@ -245,6 +245,21 @@ import VPNProvCrypto
         #expect(vpnprov(["generate"], in: dir).code == 0)
         #expect(try String(contentsOfFile: dir + "/out/clients/alice/sgp-1-ikev2-eap.sswan", encoding: .utf8).contains("sgp-2.vpn.example.com"))
         #expect(vpnprov(["check"], in: dir).code == 0)
+
+        // A run where every user is fresh leaves the cache file alone (same inode: not even rewritten);
+        // a removed user's entry goes with the next change.
+        func inode() throws -> UInt64 { (try FileManager.default.attributesOfItem(atPath: cachePath)[.systemFileNumber] as? UInt64) ?? 0 }
+        let before = try inode()
+        let kept = try String(contentsOfFile: cachePath, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        #expect(try inode() == before)
+        #expect(try String(contentsOfFile: cachePath, encoding: .utf8) == kept)
+        text = text.replacingOccurrences(of: "\n  alice:", with: "\n  alicia:")
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let renamed = try String(contentsOfFile: cachePath, encoding: .utf8)
+        #expect(!renamed.contains("\nuser alice ") && renamed.contains("\nuser alicia "))
+        #expect(vpnprov(["check"], in: dir).code == 0)
     }
 
     @Test func fingerprintsIgnoreDictionaryOrderAndSourceLocations() {

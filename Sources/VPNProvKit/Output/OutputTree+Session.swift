@@ -243,7 +243,9 @@ extension OutputTree {
                 }
             }
             wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths), mode: publicMode) || wroteAnything
-            if let renderCache {
+            if keepRenderCache {
+                // Unchanged: nothing to write.
+            } else if let renderCache {
                 // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
                 wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache, mode: privateMode) || wroteAnything
@@ -287,8 +289,10 @@ extension OutputTree {
 
         // MARK: render cache
 
-        /// The new render cache, written by `publish` (nil removes it).
+        /// The new render cache, written by `publish` (nil removes it, unless `keepRenderCache`).
         var renderCache: [UInt8]?
+        /// The render cache on disk is already what this run would write: `publish` leaves it alone.
+        var keepRenderCache = false
 
         /// The render cache of the previous run (empty when absent or unreadable).
         func previousRenderCache() -> RenderCache {

@@ -59,7 +59,7 @@ public enum OutputTree {
         guard !path.isEmpty, !path.utf8.contains(0),
             bytes.allSatisfy({ !$0.isEmpty && $0.first != UInt8(ascii: ".") && $0.count <= 255 })
         else { throw OutputError("refusing unsafe output path '\(path)'") }
-        return bytes.map { String(Substring($0)) }
+        return bytes.map { String(decoding: $0, as: UTF8.self) }
     }
 
     // MARK: writing

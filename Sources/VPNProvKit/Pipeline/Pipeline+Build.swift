@@ -12,6 +12,9 @@ extension Pipeline {
         /// Users whose files are on disk exactly as the previous run rendered them from the same
         /// inputs (render cache): neither checked nor rendered again.
         var fresh: [String: RenderCache.Entry]
+        /// Entries of the previous render cache: when every one of them is fresh and nothing is
+        /// rendered, the cache file is left as it is instead of being serialized again.
+        var previousCacheEntries = 0
         /// Findings so far (warnings only); the consistency check's come with the rendering.
         var diagnostics: [Diagnostic]
         /// The server side of the consistency check, prepared once for every rendering worker.
@@ -65,13 +68,16 @@ extension Pipeline {
     static let serversCacheKey = "@servers"
 
     /// The users whose cached files are intact and rendered from the same inputs.
-    static func freshUsers(in directory: String, fingerprints: [String: String]) throws -> [String: RenderCache.Entry] {
+    static func freshUsers(
+        in directory: String, fingerprints: [String: String]
+    ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int) {
         let reader = try OutputTree.Session(directory: directory, mode: .compare)
-        let candidates = reader.previousRenderCache().entries.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
+        let previous = reader.previousRenderCache().entries
+        let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
         let intact = parallelMap(candidates.count) { reader.isIntact(candidates[$0].value) }
         var fresh: [String: RenderCache.Entry] = [:]
         for (i, candidate) in candidates.enumerated() where intact[i] { fresh[candidate.key] = candidate.value }
-        return fresh
+        return (fresh, previous.count)
     }
 
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
@@ -117,7 +123,7 @@ extension Pipeline {
         }
         progress.finish()
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
-        let fresh = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
+        let (fresh, previousCacheEntries) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
         // Only users rendered again are checked: a run where every user is fresh needs no server facts.
         let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
@@ -135,8 +141,8 @@ extension Pipeline {
         }
         handedOver = true
         return Built(
-            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, diagnostics: diagnostics, servers: servers,
-            lock: heldLock)
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, previousCacheEntries: previousCacheEntries,
+            diagnostics: diagnostics, servers: servers, lock: heldLock)
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

@@ -185,7 +185,13 @@ extension Pipeline {
             }
         }
         if let failure { throw failure }
-        session.renderCache = cache.bytes
+        // Every entry of the previous cache is fresh and nothing new was rendered: the file on disk is
+        // already these bytes (a fleet's cache is tens of MB to serialize and compare).
+        if cache.entries.count == built.fresh.count && built.fresh.count == built.previousCacheEntries {
+            session.keepRenderCache = true
+        } else {
+            session.renderCache = cache.bytes
+        }
         return Rendered(count: count, diagnostics: diagnostics)
     }
 }

@@ -243,9 +243,12 @@ extension OutputTree {
                 }
             }
             wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths), mode: publicMode) || wroteAnything
-            if keepRenderCache {
+            var st = stat()
+            if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                (st.st_mode & 0o7777) == privateMode
+            {
                 // Unchanged: nothing to write.
-            } else if let renderCache {
+            } else if let renderCache = keepRenderCache ? readRootFile(root, RenderCache.fileName) : renderCache {
                 // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
                 wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache, mode: privateMode) || wroteAnything
@@ -253,6 +256,16 @@ extension OutputTree {
                 unlinkat(root, RenderCache.fileName, 0)
             }
             wroteAnything = wroteAnything || !summary.removed.isEmpty
+            // Last, so its own time is later than every change it records.
+            if wroteAnything || refreshStats {
+                if let cacheBytes = keepRenderCache ? readRootFile(root, RenderCache.fileName) : renderCache,
+                    let stats = StatCache.encode(cache: cacheBytes, root: root)
+                {
+                    try replaceRootFile(StatCache.fileName, with: stats, mode: privateMode)
+                } else {
+                    unlinkat(root, StatCache.fileName, 0)
+                }
+            }
             // The renames and removals (directory entries) are durable after one more flush.
             if wroteAnything {
                 if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
@@ -289,27 +302,67 @@ extension OutputTree {
 
         // MARK: render cache
 
+        /// The stat records must be written again although nothing else changed (some were missing,
+        /// stale or not trusted, so this run hashed files).
+        var refreshStats = false
+
         /// The new render cache, written by `publish` (nil removes it, unless `keepRenderCache`).
         var renderCache: [UInt8]?
         /// The render cache on disk is already what this run would write: `publish` leaves it alone.
         var keepRenderCache = false
 
-        /// The render cache of the previous run (empty when absent or unreadable).
-        func previousRenderCache() -> RenderCache {
-            RenderCache(bytes: root >= 0 ? readRootFile(root, RenderCache.fileName) : nil)
+        /// The render cache of the previous run as read (nil when absent), and the stat records that go
+        /// with exactly those bytes (nil when missing, stale or unreadable).
+        func previousCaches() -> (cache: [UInt8]?, stats: StatCache?) {
+            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else { return (nil, nil) }
+            let fd = openat(root, StatCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return (cache, nil) }
+            defer { close(fd) }
+            var st = stat()
+            // 32 bytes a file: 20 MB for a fleet of 600,000 files; far beyond that it is not ours.
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, let bytes = readAll(fd, limit: 1 << 30) else {
+                return (cache, nil)
+            }
+            return (cache, StatCache(bytes: bytes, cacheDigest: hexString(Digest.sha256(cache)), written: st.st_mtim))
         }
 
-        /// Every file of `entry` is on disk as a regular file with its recorded mode and digest.
-        /// Thread-safe (read-only).
-        func isIntact(_ entry: RenderCache.Entry) -> Bool {
+        /// Every file of `entry` is on disk as a regular file with its recorded mode and digest: by its
+        /// stat record when `stats` vouches for it, else by reading and hashing it (`hashed` is then
+        /// set, so the run records fresh stats). Thread-safe (read-only).
+        func isIntact(_ entry: RenderCache.Entry, stats: StatCache? = nil, hashed: inout Bool) -> Bool {
             guard root >= 0 else { return false }
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
-            for file in entry.files {
-                guard let parts = try? checkRelativePath(file.path),
-                    let dir = try? cache.directory(parts.dropLast(), display: file.path)
-                else { return false }
-                let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            // A user's files sit in a few directories: the parent is checked and opened once, and for the
+            // files after the first only the name is checked (a fleet has hundreds of thousands of paths).
+            var parent: (path: Substring, fd: Int32)?
+            for (k, file) in entry.files.enumerated() {
+                let slash = file.path.utf8.lastIndex(of: UInt8(ascii: "/"))
+                let parentPath = slash.map { file.path[..<$0] } ?? ""
+                let nameText = slash.map { file.path[file.path.index(after: $0)...] } ?? file.path[...]
+                let dir: Int32
+                if let parent, parent.path == parentPath {
+                    guard Self.isPlainName(nameText) else { return false }
+                    dir = parent.fd
+                } else {
+                    guard let parts = try? checkRelativePath(file.path),
+                        let opened = try? cache.directory(parts.dropLast(), display: file.path)
+                    else { return false }
+                    dir = opened
+                    parent = (parentPath, opened)
+                }
+                let name = String(nameText)
+                if let stats, entry.firstOrdinal >= 0 {
+                    var st = stat()
+                    if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                        (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
+                        stats.trusts(st, ordinal: Int(entry.firstOrdinal) + k)
+                    {
+                        continue
+                    }
+                }
+                hashed = true
+                let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
                 guard fd >= 0 else { return false }
                 defer { close(fd) }
                 var st = stat()
@@ -320,6 +373,14 @@ extension OutputTree {
                 else { return false }
             }
             return true
+        }
+
+        /// One path component as `checkRelativePath` accepts it: not empty, no leading dot, no NUL, at
+        /// most 255 bytes (the caller has split at "/").
+        static func isPlainName(_ name: Substring) -> Bool {
+            let bytes = name.utf8
+            return !bytes.isEmpty && bytes.count <= 255 && bytes.first != UInt8(ascii: ".") && !bytes.contains(0)
+                && !bytes.contains(UInt8(ascii: "/"))
         }
 
         /// The bytes of a file the tree holds now (not following links), nil when it is missing, not a
@@ -376,6 +437,7 @@ extension OutputTree {
             try listFiles(root, prefix: "", into: &present)
             present.remove(manifestName)
             present.remove(RenderCache.fileName)
+            present.remove(StatCache.fileName)
             present.remove(Session.writingMarker)
             for change in changed.sorted(by: { $0.path < $1.path }) {
                 if !present.contains(change.path) {

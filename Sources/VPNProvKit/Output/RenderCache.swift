@@ -76,6 +76,9 @@ struct RenderCache: Sendable {
     struct Entry: Sendable, Hashable {
         var fingerprint: String
         var files: [File]
+        /// Position of the first file among all `file` lines of the cache file it was read from (its
+        /// files follow in order): the key into `.vpnprov-stat`. -1 for an entry not read from a file.
+        var firstOrdinal: Int32 = -1
     }
 
     var entries: [String: Entry] = [:]
@@ -86,6 +89,7 @@ struct RenderCache: Sendable {
         guard let bytes else { return }
         var current: (String, Entry)?
         var parsed: [String: Entry] = [:]
+        var ordinal: Int32 = 0
         var start = 0
         var first = true
         while start < bytes.count {
@@ -102,9 +106,10 @@ struct RenderCache: Sendable {
             func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
             if fields.count == 3, fields[0].elementsEqual("user".utf8) {
                 if let (name, entry) = current { parsed[name] = entry }
-                current = (text(1), Entry(fingerprint: text(2), files: []))
+                current = (text(1), Entry(fingerprint: text(2), files: [], firstOrdinal: ordinal))
             } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
                 current!.1.files.append(File(path: text(3), sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8)))
+                ordinal += 1
             } else {
                 return
             }

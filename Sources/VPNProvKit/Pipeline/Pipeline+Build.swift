@@ -15,6 +15,8 @@ extension Pipeline {
         /// Entries of the previous render cache: when every one of them is fresh and nothing is
         /// rendered, the cache file is left as it is instead of being serialized again.
         var previousCacheEntries = 0
+        /// Files were hashed because their stat records did not vouch for them: record them anew.
+        var refreshStats = false
         /// Findings so far (warnings only); the consistency check's come with the rendering.
         var diagnostics: [Diagnostic]
         /// The server side of the consistency check, prepared once for every rendering worker.
@@ -70,14 +72,19 @@ extension Pipeline {
     /// The users whose cached files are intact and rendered from the same inputs.
     static func freshUsers(
         in directory: String, fingerprints: [String: String]
-    ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int) {
+    ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int, refreshStats: Bool) {
         let reader = try OutputTree.Session(directory: directory, mode: .compare)
-        let previous = reader.previousRenderCache().entries
+        let (cacheBytes, stats) = reader.previousCaches()
+        let previous = RenderCache(bytes: cacheBytes).entries
         let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
-        let intact = parallelMap(candidates.count) { reader.isIntact(candidates[$0].value) }
+        let checked = parallelMap(candidates.count) { i -> (intact: Bool, hashed: Bool) in
+            var hashed = false
+            let intact = reader.isIntact(candidates[i].value, stats: stats, hashed: &hashed)
+            return (intact, hashed)
+        }
         var fresh: [String: RenderCache.Entry] = [:]
-        for (i, candidate) in candidates.enumerated() where intact[i] { fresh[candidate.key] = candidate.value }
-        return (fresh, previous.count)
+        for (i, candidate) in candidates.enumerated() where checked[i].intact { fresh[candidate.key] = candidate.value }
+        return (fresh, previous.count, checked.contains { $0.hashed })
     }
 
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
@@ -123,7 +130,7 @@ extension Pipeline {
         }
         progress.finish()
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
-        let (fresh, previousCacheEntries) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
+        let (fresh, previousCacheEntries, refreshStats) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
         // Only users rendered again are checked: a run where every user is fresh needs no server facts.
         let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
@@ -141,7 +148,7 @@ extension Pipeline {
         }
         handedOver = true
         return Built(
-            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, previousCacheEntries: previousCacheEntries,
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
             diagnostics: diagnostics, servers: servers, lock: heldLock)
     }
 

@@ -187,6 +187,7 @@ extension Pipeline {
         if let failure { throw failure }
         // Every entry of the previous cache is fresh and nothing new was rendered: the file on disk is
         // already these bytes (a fleet's cache is tens of MB to serialize and compare).
+        session.refreshStats = built.refreshStats
         if cache.entries.count == built.fresh.count && built.fresh.count == built.previousCacheEntries {
             session.keepRenderCache = true
         } else {

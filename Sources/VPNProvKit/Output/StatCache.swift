@@ -1,0 +1,123 @@
+import Foundation
+import VPNProvCrypto
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `out/.vpnprov-stat`: what each file of the render cache looked like on disk (inode, size, mode,
+/// change time) when vpnprov last wrote or verified it, so a run can trust an untouched file without
+/// reading and hashing it (a fleet's tree is hundreds of MB). The same idea as git's index.
+///
+/// A file is trusted only when all of those are unchanged *and* its change time is older than this
+/// file itself: any write, rename or chmod moves the change time, which a program cannot set back,
+/// and a change in the same clock tick as the recording is treated as possibly unrecorded
+/// ("racy") and the file is hashed. Records are by position: record *i* is the *i*-th `file` line of
+/// the render cache, whose SHA-256 the header names, so a stat file that belongs to another cache is
+/// ignored. It is machine-local bookkeeping (an inode means nothing on another machine): unlike every
+/// other file of the tree it is not derived from the inputs, it is never compared by `check`, and
+/// losing it only costs one run the time to hash the tree.
+struct StatCache: Sendable {
+    static let fileName = ".vpnprov-stat"
+    static let magic = "vpnprov-stat 1 "
+    static let recordSize = 32
+
+    struct Record: Sendable, Equatable {
+        var inode: UInt64
+        var size: Int64
+        var changedSeconds: Int64
+        var changedNanoseconds: UInt32
+        var mode: UInt32
+
+        init(_ st: stat) {
+            inode = UInt64(st.st_ino)
+            size = Int64(st.st_size)
+            changedSeconds = Int64(st.st_ctim.tv_sec)
+            changedNanoseconds = UInt32(truncatingIfNeeded: st.st_ctim.tv_nsec)
+            mode = UInt32(st.st_mode)
+        }
+    }
+
+    private let bytes: [UInt8]
+    private let count: Int
+    private let offset: Int
+    /// The stat file's own modification time: records changed at or after it are not trusted.
+    private let writtenSeconds: Int64
+    private let writtenNanoseconds: Int64
+
+    /// The records of `bytes` when they belong to the cache with this digest; nil otherwise.
+    init?(bytes: [UInt8], cacheDigest: String, written: timespec) {
+        guard let newline = bytes.firstIndex(of: 0x0A) else { return nil }
+        let header = String(decoding: bytes[..<newline], as: UTF8.self)
+        guard header.hasPrefix(Self.magic) else { return nil }
+        let fields = header.dropFirst(Self.magic.count).split(separator: " ")
+        guard fields.count == 2, fields[0] == cacheDigest, let count = Int(fields[1]), count >= 0,
+            bytes.count - (newline + 1) == count * Self.recordSize
+        else { return nil }
+        self.bytes = bytes
+        self.count = count
+        offset = newline + 1
+        writtenSeconds = Int64(written.tv_sec)
+        writtenNanoseconds = Int64(written.tv_nsec)
+    }
+
+    private func record(_ i: Int) -> Record {
+        var r = Record(stat())
+        bytes.withUnsafeBytes { raw in
+            let base = offset + i * Self.recordSize
+            func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T { T(littleEndian: raw.loadUnaligned(fromByteOffset: base + at, as: T.self)) }
+            r.inode = load(0, UInt64.self)
+            r.size = load(8, Int64.self)
+            r.changedSeconds = load(16, Int64.self)
+            r.changedNanoseconds = load(24, UInt32.self)
+            r.mode = load(28, UInt32.self)
+        }
+        return r
+    }
+
+    /// Whether the file at `ordinal`, now described by `st`, is as recorded and was recorded after its
+    /// last change.
+    func trusts(_ st: stat, ordinal: Int) -> Bool {
+        guard ordinal >= 0, ordinal < count else { return false }
+        let now = Record(st)
+        guard record(ordinal) == now else { return false }
+        return (now.changedSeconds, Int64(now.changedNanoseconds)) < (writtenSeconds, writtenNanoseconds)
+    }
+
+    /// The stat file for the render cache `cache`: one record per `file` line, in order, from the files
+    /// below `root` as they are now; nil when one of them cannot be examined.
+    static func encode(cache: [UInt8], root: Int32) -> [UInt8]? {
+        let filePrefix = Array("file ".utf8)
+        var records: [UInt8] = []
+        var count = 0
+        let directories = OutputTree.DirectoryCache(root: root, create: false)
+        defer { directories.closeAll() }
+        var start = 0
+        while start < cache.count {
+            let end = cache[start...].firstIndex(of: 0x0A) ?? cache.count
+            let line = cache[start..<end]
+            start = end + 1
+            guard line.starts(with: filePrefix) else { continue }
+            // "file <digest> <mode> <path>": the path is everything after the third space.
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
+            guard fields.count == 4 else { return nil }
+            let path = String(decoding: fields[3], as: UTF8.self)
+            guard let parts = try? OutputTree.checkRelativePath(path),
+                let dir = try? directories.directory(parts.dropLast(), display: path)
+            else { return nil }
+            var st = stat()
+            guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+            let r = Record(st)
+            func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { records += $0 } }
+            put(r.inode)
+            put(r.size)
+            put(r.changedSeconds)
+            put(r.changedNanoseconds)
+            put(r.mode)
+            count += 1
+        }
+        return Array("\(magic)\(hexString(Digest.sha256(cache))) \(count)\n".utf8) + records
+    }
+}

@@ -42,16 +42,30 @@ extension PKISession {
 
     /// The number and entries of a new CRL listing `revoked` after `previous`, or nil when `previous`
     /// lists the same serials and is not near its next update (and its file is at hand). From the
-    /// index alone.
+    /// index alone; an index.json whose records cannot make a CRL (a serial that is not hexadecimal,
+    /// a CRL number with no next one) is state-inconsistent, named after `stateDirectory`.
     static func crlContents(
-        _ revoked: [CertificateRecord], previous: CRLRecord?, hasPEM: Bool, now: Date
-    ) -> (number: Int, entries: [RevokedCertificate], serials: [String])? {
+        _ revoked: [CertificateRecord], previous: CRLRecord?, hasPEM: Bool, now: Date, stateDirectory: String
+    ) throws -> (number: Int, entries: [RevokedCertificate], serials: [String])? {
         let serials = revoked.map(\.serial)
         if let previous, previous.revokedSerials == serials, previous.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow, hasPEM {
             return nil
         }
-        let number = (previous?.number ?? 0) + 1
-        return (number, revoked.map { RevokedCertificate(serial: bytesFromHex($0.serial)!, revocationDate: $0.revokedAt ?? now) }, serials)
+        func inconsistent(_ message: String) -> PKIError {
+            PKIError(.stateInconsistent, "state directory \(stateDirectory) is inconsistent: index.json \(message); nothing was changed")
+        }
+        let previousNumber = previous?.number ?? 0
+        guard (0..<Int.max).contains(previousNumber) else {
+            throw inconsistent("gives the CRL number \(previousNumber), which has no next number")
+        }
+        let entries = try revoked.map { record in
+            // Serials vpnprov writes are hex; anything else cannot be listed (and was not written by it).
+            guard !record.serial.isEmpty, let serial = bytesFromHex(record.serial) else {
+                throw inconsistent("lists the revoked certificate '\(record.serial.prefix(64))', whose serial is not hexadecimal")
+            }
+            return RevokedCertificate(serial: serial, revocationDate: record.revokedAt ?? now)
+        }
+        return (previousNumber + 1, entries, serials)
     }
 
     /// A new CRL when `revoked` differs from `previous` or it nears its next update; nil: keep it.
@@ -59,7 +73,9 @@ extension PKISession {
         _ revoked: [CertificateRecord], previous: CRLRecord?, issuer: X509Certificate, key: () throws -> PrivateKey, hasPEM: Bool,
         path: (Int) -> String
     ) throws -> (pem: String, record: CRLRecord)? {
-        guard let (number, entries, serials) = Self.crlContents(revoked, previous: previous, hasPEM: hasPEM, now: now) else { return nil }
+        guard let (number, entries, serials) = try Self.crlContents(
+            revoked, previous: previous, hasPEM: hasPEM, now: now, stateDirectory: store.paths.root)
+        else { return nil }
         let nextUpdate = now + TimeInterval(PKIManager.crlDays) * 86400
         do {
             let crl = try CertificateRevocationList.build(

@@ -34,11 +34,13 @@ public enum StateInputs {
         var generation: Int? = nil
         if let ca = index.ca {
             let (mine, theirs) = PKISession.revokedByCA(index, current: ca)
-            numbers.append(PKISession.crlContents(mine, previous: index.crl, hasPEM: true, now: now)?.number)
+            numbers.append(try PKISession.crlContents(mine, previous: index.crl, hasPEM: true, now: now, stateDirectory: stateDirectory)?.number)
             if let rotation = index.rotation {
-                numbers.append(PKISession.crlContents(theirs, previous: rotation.previousCRL, hasPEM: true, now: now)?.number)
+                numbers.append(
+                    try PKISession.crlContents(theirs, previous: rotation.previousCRL, hasPEM: true, now: now, stateDirectory: stateDirectory)?
+                        .number)
             }
-            generation = PKISession.nextGeneration(after: ca)
+            generation = try PKISession.nextGeneration(after: ca, stateDirectory: stateDirectory)
         }
         return IndexContents(
             certificates: index.certificates.count, revoked: index.certificates.values.filter { $0.status == .revoked }.count,

@@ -1,4 +1,5 @@
-// Fuzz target for the inventory loader and the validator (docs/testing.md, "Fuzzing").
+// Fuzz target for the inventory loader and validator, and for the state directory's files as `status`,
+// `generate`, `revoke` and the lifecycle commands read them (docs/testing.md, "Fuzzing").
 //
 // Built with `-D VPNPROV_FUZZ -sanitize=fuzzer -parse-as-library`, this file only exports libFuzzer's
 // entry point and libFuzzer supplies `main`. (Not named main.swift: with -parse-as-library even an
@@ -7,13 +8,21 @@
 // fuzzer can be reproduced and debugged without the fuzzer runtime:
 //
 //     swift run vpnprov-fuzz fuzz/corpus crash-1234...
+import Foundation
 import VPNProvKit
 
-/// One fuzz input: YAML -> typed inventory -> validation -> the diagnostics as printed (text and
-/// JSON, with secret lines and values hidden); and the same bytes as a `file:` secret. Any outcome
-/// is fine except a crash, a hang or unbounded memory; when the inventory decodes, validation must
-/// run to completion.
+/// One fuzz input, given to every reader in turn (no selector byte: a seed or a crash file is the
+/// file itself, an inventory, an index.json or a PEM file; each reader rejects the others' inputs
+/// quickly). Any outcome is fine except a crash, a hang or unbounded memory.
 func fuzzOne(_ bytes: [UInt8]) {
+    fuzzInventory(bytes)
+    fuzzState(bytes)
+}
+
+/// YAML -> typed inventory -> validation -> the diagnostics as printed (text and JSON, with secret
+/// lines and values hidden); and the same bytes as a `file:` secret. When the inventory decodes,
+/// validation must run to completion.
+func fuzzInventory(_ bytes: [UInt8]) {
     let result = InventoryLoader.decode(bytes: bytes, file: "fuzz.yaml")
     var diagnostics = result.diagnostics
     if let inventory = result.inventory {
@@ -27,6 +36,46 @@ func fuzzOne(_ bytes: [UInt8]) {
     }
     _ = SecretFile.value(of: bytes)
 }
+
+/// The same bytes as each file of a state directory, through the functions the commands use on the
+/// files (StateInputs; no file is opened): index.json as the lifecycle commands load it (and the
+/// CRL entries and numbers it decides), secrets.json, `status` over index.json (text and JSON, with
+/// --expiring) and over secrets.json, `output-location`, and PEM certificates, CRLs and keys.
+func fuzzState(_ bytes: [UInt8]) {
+    _ = try? StateInputs.readIndex(bytes, now: fuzzNow)
+    _ = try? StateInputs.readSecrets(bytes)
+    _ = try? StateInputs.status(indexJSON: bytes, secretsJSON: nil, inventory: statusInventory, now: fuzzNow, expiringWithin: 30)
+    _ = try? StateInputs.status(indexJSON: emptyIndex, secretsJSON: bytes, inventory: statusInventory, now: fuzzNow, expiringWithin: nil)
+    _ = StateInputs.readOutputLocation(bytes)
+    _ = StateInputs.readPEM(String(decoding: bytes, as: UTF8.self))
+}
+
+/// The fixed clock of every status report and CRL decision: 2026-11-30T00:00:00Z.
+let fuzzNow = Date(timeIntervalSince1970: 1_795_996_800)
+
+/// An index.json with nothing in it, for `status` over secrets.json inputs.
+let emptyIndex = Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8)
+
+/// The inventory `status` reports against: some of the names the seed states hold (fuzz/corpus/state-*),
+/// so both "in the inventory" and "not in the inventory" are reached.
+let statusInventory: Inventory = {
+    let text = """
+        vpnprov: 1
+        name: acme
+        nodes:
+          fra-1: {address: fra-1.vpn.example.com}
+          nyc-1: {address: 203.0.113.10}
+        users:
+          alice: {password: gen}
+          bob: {cert: true}
+          carol: {password: gen, cert: true}
+          mallory: {password: gen, cert: true, revoked: true}
+        """
+    guard let inventory = InventoryLoader.decode(bytes: Array(text.utf8), file: "status.yaml").inventory else {
+        fatalError("vpnprov-fuzz: the built-in status inventory does not decode")
+    }
+    return inventory
+}()
 
 #if VPNPROV_FUZZ
 
@@ -56,8 +105,6 @@ public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePoi
 
 #else
 
-import Foundation
-
 @main
 struct Replayer {
     static func main() {
@@ -76,7 +123,7 @@ struct Replayer {
             }
         }
         if inputs.isEmpty {
-            FileHandle.standardError.write(Data("usage: vpnprov-fuzz FILE|DIRECTORY...  (replays inputs through decode + validate)\n".utf8))
+            FileHandle.standardError.write(Data("usage: vpnprov-fuzz FILE|DIRECTORY...  (replays inputs through the inventory and state readers)\n".utf8))
             exit(2)
         }
         for path in inputs {

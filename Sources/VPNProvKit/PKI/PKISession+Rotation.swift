@@ -23,7 +23,7 @@ extension PKISession {
         }
         let previousKey = try store.caKey(passphrase: passphrase)
         let settings = inventory.pki.ca
-        let generation = (previous.generation ?? 1) + 1
+        let generation = try Self.nextGeneration(after: previous, stateDirectory: store.paths.root)
         // The name differs from the previous CA's (chain building matches issuers by name), the
         // common name stays what the inventory says: Apple profiles name the issuer by its CN.
         let subject = DistinguishedName([
@@ -98,6 +98,18 @@ extension PKISession {
         store.previousCRLPEM = nil
         store.crossCertificate = nil
         changes.append(PKIChange(.caRotationFinished, .ca, serial: index.ca?.serial, reason: "retired CA \(rotation.previous.serial)"))
+    }
+
+    /// The generation of the CA that a rotation away from `ca` creates (index.json alone decides it).
+    static func nextGeneration(after ca: CARecord, stateDirectory: String) throws -> Int {
+        let generation = ca.generation ?? 1
+        guard generation < Int.max else {
+            throw PKIError(
+                .stateInconsistent,
+                "state directory \(stateDirectory) is inconsistent: index.json gives the CA generation \(generation), which has no next "
+                    + "generation; nothing was changed")
+        }
+        return generation + 1
     }
 
     static func day(_ date: Date) -> String {

@@ -13,9 +13,16 @@ enum OutputLocation {
     static func recorded(stateDirectory: String) -> String? {
         guard let handle = FileHandle(forReadingAtPath: stateDirectory + "/" + fileName) else { return nil }
         defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: 4096),
-            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .newlines), !text.isEmpty
-        else { return nil }
+        guard let data = try? handle.read(upToCount: maxBytes) else { return nil }
+        return recorded(Array(data), stateDirectory: stateDirectory)
+    }
+
+    /// Largest record read (the rest of a longer file is ignored).
+    static let maxBytes = 4096
+
+    /// The recorded tree from the file's bytes (at most `maxBytes`); touches no file.
+    static func recorded(_ bytes: [UInt8], stateDirectory: String) -> String? {
+        guard let text = String(data: Data(bytes), encoding: .utf8)?.trimmingCharacters(in: .newlines), !text.isEmpty else { return nil }
         if text.hasPrefix("/") { return text }
         return base(stateDirectory) + "/" + text
     }

@@ -127,26 +127,11 @@ final class StateStore: @unchecked Sendable {
         var secrets = SecretsFile()
         let hasIndex = AtomicFile.exists(paths.index)
         if hasIndex {
-            do {
-                index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit))
-            } catch let error as PKIError {
-                throw error
-            } catch {
-                throw PKIError(.stateUnreadable, "cannot read \(paths.index): it is not a valid vpnprov index (\(error)); nothing was changed")
-            }
-            guard index.version == StateIndex.currentVersion else {
-                throw PKIError(.stateUnreadable, "\(paths.index) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
-            }
+            index = try decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
         }
         let secretsExist = AtomicFile.exists(paths.secrets)
         if secretsExist {
-            do {
-                secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit))
-            } catch let error as PKIError {
-                throw error
-            } catch {
-                throw PKIError(.stateUnreadable, "cannot read \(paths.secrets): it is not valid JSON of vpnprov; nothing was changed")
-            }
+            secrets = try decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
         } else if hasIndex && index.ca != nil {
             throw inconsistent("index.json exists but secrets.json is missing")
         }
@@ -258,6 +243,31 @@ final class StateStore: @unchecked Sendable {
             store.crlPEM = pem
         }
         return store
+    }
+
+    /// The bytes of index.json (read from `path`) as `load` takes them: decoded and of the version this
+    /// vpnprov reads, else state-unreadable. Touches no file (the fuzzer and the mutation tests call it).
+    static func decodeIndex(_ bytes: [UInt8], path: String) throws -> StateIndex {
+        let index: StateIndex
+        do {
+            index = try StateJSON.decode(StateIndex.self, bytes)
+        } catch {
+            throw PKIError(.stateUnreadable, "cannot read \(path): it is not a valid vpnprov index (\(error)); nothing was changed")
+        }
+        guard index.version == StateIndex.currentVersion else {
+            throw PKIError(.stateUnreadable, "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
+        }
+        return index
+    }
+
+    /// The bytes of secrets.json (read from `path`) as `load` takes them. The error never quotes the
+    /// decoder's message, which could show part of a secret.
+    static func decodeSecrets(_ bytes: [UInt8], path: String) throws -> SecretsFile {
+        do {
+            return try StateJSON.decode(SecretsFile.self, bytes)
+        } catch {
+            throw PKIError(.stateUnreadable, "cannot read \(path): it is not valid JSON of vpnprov; nothing was changed")
+        }
     }
 
     /// The first CA (ca/ca.key + ca/ca.pem), including the adoption of a key whose certificate a killed

@@ -84,16 +84,42 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         guard AtomicFile.exists(paths.index) else {
             throw PKIError(.stateUnreadable, "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
         }
-        let index: StateIndex
-        var secrets = SecretsFile()
+        // Read and decode in this order (index, then secrets), so the first problem is the one reported.
+        let index = try decodeIndex(try AtomicFile.read(paths.index), stateDirectory: stateDirectory)
+        let secrets = AtomicFile.exists(paths.secrets)
+            ? try decodeSecrets(try AtomicFile.read(paths.secrets), stateDirectory: stateDirectory) : SecretsFile()
+        return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+    }
+
+    /// The report from the bytes of index.json and secrets.json (nil: there is none), decoded as `make`
+    /// decodes the files; touches no file (the fuzzer and the mutation tests call it).
+    public static func make(
+        inventory: Inventory, stateDirectory: String, indexJSON: [UInt8], secretsJSON: [UInt8]?, now: Date, expiringWithin days: Int? = nil
+    ) throws -> StatusReport {
+        let index = try decodeIndex(indexJSON, stateDirectory: stateDirectory)
+        let secrets = try secretsJSON.map { try decodeSecrets($0, stateDirectory: stateDirectory) } ?? SecretsFile()
+        return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+    }
+
+    static func decodeIndex(_ bytes: [UInt8], stateDirectory: String) throws -> StateIndex {
         do {
-            index = try StateJSON.decode(StateIndex.self, try AtomicFile.read(paths.index))
-            if AtomicFile.exists(paths.secrets) { secrets = try StateJSON.decode(SecretsFile.self, try AtomicFile.read(paths.secrets)) }
-        } catch let error as PKIError {
-            throw error
+            return try StateJSON.decode(StateIndex.self, bytes)
         } catch {
             throw PKIError(.stateUnreadable, "cannot read the state in \(stateDirectory): \(error)")
         }
+    }
+
+    static func decodeSecrets(_ bytes: [UInt8], stateDirectory: String) throws -> SecretsFile {
+        do {
+            return try StateJSON.decode(SecretsFile.self, bytes)
+        } catch {
+            throw PKIError(.stateUnreadable, "cannot read the state in \(stateDirectory): \(error)")
+        }
+    }
+
+    static func make(
+        inventory: Inventory, stateDirectory: String, index: StateIndex, secrets: SecretsFile, now: Date, expiringWithin days: Int?
+    ) -> StatusReport {
         func ca(_ r: CARecord) -> CA {
             CA(serial: r.serial, commonName: r.commonName, generation: r.generation ?? 1, notAfter: r.notAfter, daysLeft: daysLeft(r.notAfter, now))
         }

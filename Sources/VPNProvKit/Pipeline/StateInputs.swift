@@ -1,0 +1,129 @@
+import Foundation
+import VPNProvCrypto
+
+/// The state directory's files as bytes, taken by the same functions `status`, `generate`, `revoke`
+/// and the lifecycle commands (`rotate-ca`, `rotate-psk`, `rotate-password`, `unrevoke`) apply to the
+/// files, without opening any file: for the fuzzer (`vpnprov-fuzz`, docs/testing.md "Fuzzing") and
+/// the mutation tests. Each function returns, or throws an error that says what is wrong; none may
+/// trap, whatever the bytes.
+public enum StateInputs {
+    /// The state directory the messages name (no file in it is ever opened here).
+    public static let stateDirectory = "/srv/vpn/state"
+
+    /// What `readIndex` found: enough for a test to tell a decoded seed from a rejected one.
+    public struct IndexContents: Sendable, Hashable {
+        public var certificates: Int
+        public var revoked: Int
+        public var nodes: Int
+        public var users: Int
+        public var heldUsers: Int
+        /// The number the next CRL of the current CA (and, in a rotation, of the previous CA) would
+        /// carry; nil where the CRL is current.
+        public var nextCRLNumbers: [Int?]
+        /// The generation of the CA that `rotate-ca` would create.
+        public var nextCAGeneration: Int?
+    }
+
+    /// index.json as `generate`, `revoke` and the lifecycle commands load it (decoded, version
+    /// checked), then what the index alone decides for them: the CRL entries by CA, each CRL's next
+    /// number (the CRL file counts as present) and the next CA generation.
+    @discardableResult
+    public static func readIndex(_ bytes: [UInt8], now: Date) throws -> IndexContents {
+        let index = try StateStore.decodeIndex(bytes, path: stateDirectory + "/index.json")
+        var numbers: [Int?] = []
+        var generation: Int? = nil
+        if let ca = index.ca {
+            let (mine, theirs) = PKISession.revokedByCA(index, current: ca)
+            numbers.append(try PKISession.crlContents(mine, previous: index.crl, hasPEM: true, now: now, stateDirectory: stateDirectory)?.number)
+            if let rotation = index.rotation {
+                numbers.append(
+                    try PKISession.crlContents(theirs, previous: rotation.previousCRL, hasPEM: true, now: now, stateDirectory: stateDirectory)?
+                        .number)
+            }
+            generation = try PKISession.nextGeneration(after: ca, stateDirectory: stateDirectory)
+        }
+        return IndexContents(
+            certificates: index.certificates.count, revoked: index.certificates.values.filter { $0.status == .revoked }.count,
+            nodes: index.nodes.count, users: index.users.count, heldUsers: index.revokedByCommand?.count ?? 0,
+            nextCRLNumbers: numbers, nextCAGeneration: generation)
+    }
+
+    /// secrets.json as `generate`, `revoke` and the lifecycle commands load it. Returns how many
+    /// names it holds (never a value).
+    @discardableResult
+    public static func readSecrets(_ bytes: [UInt8]) throws -> Int {
+        let secrets = try StateStore.decodeSecrets(bytes, path: stateDirectory + "/secrets.json")
+        return secrets.psks.count + secrets.passwords.count + secrets.p12Passwords.count
+    }
+
+    /// `status` from the bytes of index.json and secrets.json (nil: no secrets.json), for
+    /// `inventory`: the report, its text and the JSON document `status --format json` prints.
+    public static func status(
+        indexJSON: [UInt8], secretsJSON: [UInt8]?, inventory: Inventory, now: Date, expiringWithin days: Int?
+    ) throws -> (report: StatusReport, text: String, json: String) {
+        let report = try StatusReport.make(
+            inventory: inventory, stateDirectory: stateDirectory, indexJSON: indexJSON, secretsJSON: secretsJSON, now: now,
+            expiringWithin: days)
+        let (console, capture) = Console.capturing()
+        let output = CommandOutput(command: "status", format: .json, console: console)
+        let expired = report.expiring?.isEmpty == false
+        output.set("status", report)
+        output.result(report.text, failing: expired)
+        output.finish(exitCode: expired ? ExitCode.failure : ExitCode.success)
+        return (report, report.text, capture.stdout)
+    }
+
+    /// `state/output-location` as the output-location check of `generate`, `check`, `revoke` and the
+    /// lifecycle commands reads it (its first 4 KiB): the recorded output tree, or nil.
+    public static func readOutputLocation(_ bytes: [UInt8]) -> String? {
+        OutputLocation.recorded(Array(bytes.prefix(OutputLocation.maxBytes)), stateDirectory: stateDirectory)
+    }
+
+    /// What `readPEM` found.
+    public struct PEMContents: Sendable, Hashable {
+        /// Certificates of the bundle (as a profile-signing chain is read), at least the first one.
+        public var certificates: Int
+        public var firstIsCA: Bool
+        public var crlNumber: Int?
+        public var crlEntries: Int
+        /// The CRL verifies with the first certificate's key.
+        public var crlSignedByFirst: Bool
+        public var privateKey: Bool
+    }
+
+    /// PEM text as the state loader reads its files (`ca/*.pem`, `certs/*.pem`, `crl/*.pem`,
+    /// `keys/*.pem`) and the profile-signing loader its chain: the first certificate with every
+    /// property the loader, the consistency check and the CA adoption look at, each certificate of the
+    /// bundle, the first CRL (number, dates, entries, signature against the first certificate) and an
+    /// unencrypted private key (checked against the first certificate). An encrypted key is not
+    /// decrypted: the loader asks for the passphrase first.
+    public static func readPEM(_ text: String) -> PEMContents {
+        var contents = PEMContents(certificates: 0, firstIsCA: false, crlNumber: nil, crlEntries: 0, crlSignedByFirst: false, privateKey: false)
+        let first = try? X509Certificate(pem: text)
+        if let first {
+            contents.certificates = 1
+            contents.firstIsCA = first.isCA
+            _ = (first.serialHex, hexString(first.fingerprintSHA256), try? first.publicKeyDER(), first.notBefore, first.notAfter)
+            _ = (first.keyUsage, first.extensions, first.subjectKeyIdentifier, first.authorityKeyIdentifier, first.signatureAlgorithm)
+            _ = first.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:))
+            _ = first.isSigned(by: first)
+            _ = Pipeline.inspectCertificate(text)
+            _ = first.pem
+        }
+        if let bundle = try? X509Certificate.all(pem: text), !bundle.isEmpty {
+            contents.certificates = max(contents.certificates, bundle.count)
+            for certificate in bundle { _ = (certificate.subject.description, certificate.issuer.description, certificate.der) }
+        }
+        if let crl = try? CertificateRevocationList(pem: text) {
+            contents.crlNumber = crl.number
+            contents.crlEntries = crl.revoked.map { hexString($0.serial) }.count
+            _ = (crl.thisUpdate, crl.nextUpdate, crl.issuer.description, crl.pem, crl.der)
+            if let first { contents.crlSignedByFirst = crl.isSigned(by: first) }
+        }
+        if !PrivateKey.isEncryptedPEM(text), let key = try? PrivateKey(pem: text) {
+            contents.privateKey = true
+            if let first { _ = key.matches(first) }
+        }
+        return contents
+    }
+}

@@ -97,6 +97,48 @@ import Testing
     /// The same state through the commands: `generate` on a state whose index.json lists a revoked
     /// certificate with a serial that is not hex ends with exit 3 and the reason, and changes nothing;
     /// `rotate-ca` on a CA of generation Int.max likewise.
+    /// Key ids, serials and p12 file names of index.json become state file paths: one that is not a
+    /// name vpnprov writes (`../`) is refused before any file is read or written.
+    @Test func indexNamesThatWouldLeaveTheStateDirectoryAreRefused() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1: {address: fra-1.vpn.example.com, pool: 10.10.0.0/24, services: [ikev2-cert]}
+            users:
+              bob: {cert: true}
+            """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let indexPath = dir + "/state/index.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        for (field, value) in [("key", "../../../etc/hostname"), ("serial", "../x"), ("p12", "../../escape.p12")] {
+            var json = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+            var users = json["users"] as! [String: Any]
+            var bob = users["bob"] as! [String: Any]
+            if field == "p12" {
+                var p12 = bob["p12"] as! [String: Any]
+                p12["file"] = value
+                bob["p12"] = p12
+            } else {
+                bob[field] = value
+            }
+            users["bob"] = bob
+            json["users"] = users
+            let broken = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
+            try broken.write(to: URL(fileURLWithPath: indexPath))
+            for command in [["generate"], ["status"]] {
+                let run = vpnprov(command, in: dir)
+                #expect(run.code == ExitCode.environment, "\(command) \(field): \(run.err)")
+                #expect(run.err.contains("names a state file '\(value)' that is not a name vpnprov writes"), "\(run.err)")
+            }
+            #expect(try Data(contentsOf: URL(fileURLWithPath: indexPath)) == broken)
+        }
+        try original.write(to: URL(fileURLWithPath: indexPath))
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+    }
+
     @Test func commandsOnAnIndexThatCannotMakeACRLFailCleanly() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -127,6 +127,14 @@ import VPNProvCrypto
             .write(toFile: dir + "/other.yaml", atomically: true, encoding: .utf8)
         let other = vpnprov(["status", "other.yaml", "--state", "state"], in: dir)
         #expect(other.out.contains("in the state, not in the inventory: user ann"), "\(other.out)")
+
+        // A fleet's index is megabytes (about 1 KB a certificate): status reads it within the same bound
+        // as generate. Whitespace makes this one 2 MiB without changing what it says.
+        let indexPath = dir + "/state/index.json"
+        let index = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        try (index + Data(repeating: 0x20, count: 2 << 20)).write(to: URL(fileURLWithPath: indexPath))
+        let large = vpnprov(["status"], in: dir)
+        #expect(large.code == 0 && large.out.contains("certificates: 2 active, 1 superseded, 2 revoked, 1 held"), "\(large.err)")
     }
 
     @Test func expiringExitsOneWithinTheWindowAndZeroOutsideIt() throws {

@@ -108,6 +108,32 @@ struct HolderRecord: Codable, Equatable {
     var certificateSHA256: String?
 }
 
+extension StateIndex {
+    /// The first string of the index that becomes part of a state file's path (serials, key ids, p12
+    /// file names) without being one of the names vpnprov writes: hexadecimal serials and key ids,
+    /// `<hex>-<hex>.p12`, `<hex>-<hex>-open.p12`. Such a name could lead a read out of the state directory (`../`); nil when all
+    /// are plain.
+    var firstUnsafeFileName: String? {
+        func isHex(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 128 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) } }
+        func isP12(_ s: String) -> Bool {
+            guard s.hasSuffix(".p12") else { return false }
+            let parts = s.dropLast(4).split(separator: "-", omittingEmptySubsequences: false)
+            // <serial>-<digest>.p12, and <serial>-<digest>-open.p12 for the empty-password container.
+            let hex = parts.count == 3 && parts[2] == "open" ? parts.dropLast() : parts[...]
+            return hex.count == 2 && hex.allSatisfy { isHex(String($0)) }
+        }
+        // The serials read as files: current certificates (certs/<serial>.pem) and CAs (ca/<serial>.*).
+        var serials = [ca?.serial, rotation?.previous.serial, rotation?.crossSerial].compactMap { $0 }
+        serials += (retiredCAs ?? []).map(\.serial)
+        for (_, holder) in nodes.sorted(by: { $0.key < $1.key }) + users.sorted(by: { $0.key < $1.key }) {
+            serials.append(holder.serial)
+            if !isHex(holder.key) { return holder.key }
+            for p12 in [holder.p12, holder.openP12].compactMap({ $0 }) where !isP12(p12.file) { return p12.file }
+        }
+        return serials.sorted().first { !isHex($0) }
+    }
+}
+
 struct P12Record: Codable, Equatable {
     /// File name under p12/.
     var file: String

@@ -257,6 +257,9 @@ final class StateStore: @unchecked Sendable {
         guard index.version == StateIndex.currentVersion else {
             throw PKIError(.stateUnreadable, "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
         }
+        if let bad = index.firstUnsafeFileName {
+            throw PKIError(.stateUnreadable, "\(path) names a state file '\(bad)' that is not a name vpnprov writes; nothing was changed")
+        }
         return index
     }
 

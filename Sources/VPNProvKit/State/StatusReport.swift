@@ -85,9 +85,10 @@ public struct StatusReport: Sendable, Hashable, Encodable {
             throw PKIError(.stateUnreadable, "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
         }
         // Read and decode in this order (index, then secrets), so the first problem is the one reported.
-        let index = try decodeIndex(try AtomicFile.read(paths.index), stateDirectory: stateDirectory)
+        // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).
+        let index = try decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), stateDirectory: stateDirectory)
         let secrets = AtomicFile.exists(paths.secrets)
-            ? try decodeSecrets(try AtomicFile.read(paths.secrets), stateDirectory: stateDirectory) : SecretsFile()
+            ? try decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), stateDirectory: stateDirectory) : SecretsFile()
         return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
     }
 
@@ -101,12 +102,9 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
     }
 
+    /// As `generate` decodes it (version and the file names it lists checked too).
     static func decodeIndex(_ bytes: [UInt8], stateDirectory: String) throws -> StateIndex {
-        do {
-            return try StateJSON.decode(StateIndex.self, bytes)
-        } catch {
-            throw PKIError(.stateUnreadable, "cannot read the state in \(stateDirectory): \(error)")
-        }
+        try StateStore.decodeIndex(bytes, path: StatePaths(root: stateDirectory).index)
     }
 
     static func decodeSecrets(_ bytes: [UInt8], stateDirectory: String) throws -> SecretsFile {

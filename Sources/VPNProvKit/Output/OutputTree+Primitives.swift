@@ -162,9 +162,24 @@ extension OutputTree {
     }
 
     /// Every regular file and symlink below `dir` (directories recursed without following links).
-    static func listFiles(_ dir: Int32, prefix: String, into result: inout Set<String>) throws(OutputError) {
+    static func listFiles(_ dir: Int32, prefix: String, visit: (String) -> Void) throws(OutputError) {
+        for (name, type) in try directoryEntries(dir, display: prefix.isEmpty ? "." : prefix) {
+            let path = prefix.isEmpty ? name : "\(prefix)/\(name)"
+            if isDirectory(dir, name, type) {
+                let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard sub >= 0 else { throw OutputError.errno("cannot list", path) }
+                defer { close(sub) }
+                try listFiles(sub, prefix: path, visit: visit)
+            } else {
+                visit(path)
+            }
+        }
+    }
+
+    /// The names in `dir` (without "." and "..") with their d_type.
+    static func directoryEntries(_ dir: Int32, display: String) throws(OutputError) -> [(String, UInt8)] {
         let copy = dup(dir)
-        guard copy >= 0, let stream = fdopendir(copy) else { throw OutputError.errno("cannot list", prefix.isEmpty ? "." : prefix) }
+        guard copy >= 0, let stream = fdopendir(copy) else { throw OutputError.errno("cannot list", display) }
         defer { closedir(stream) }
         var entries: [(String, UInt8)] = []
         while let entry = readdir(stream) {
@@ -174,21 +189,59 @@ extension OutputTree {
             if name == "." || name == ".." { continue }
             entries.append((name, entry.pointee.d_type))
         }
-        for (name, type) in entries {
-            let path = prefix.isEmpty ? name : "\(prefix)/\(name)"
-            var isDirectory = type == UInt8(DT_DIR)
-            if type == UInt8(DT_UNKNOWN) {
-                var st = stat()
-                isDirectory = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+        return entries
+    }
+
+    /// Whether the entry is a directory itself (a link to one is not).
+    static func isDirectory(_ dir: Int32, _ name: String, _ type: UInt8) -> Bool {
+        if type != UInt8(DT_UNKNOWN) { return type == UInt8(DT_DIR) }
+        var st = stat()
+        return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// The files below `root` (as `listFiles` finds them) for which `keep` holds. The directories two
+    /// levels down (a user's or a node's folder) are listed on all cores.
+    static func listFilesInParallel(_ root: Int32, keep: (String) -> Bool) throws(OutputError) -> [String] {
+        var kept: [String] = []
+        var jobs: [(parent: Int32, name: String, path: String)] = []
+        var opened: [Int32] = []
+        defer { for fd in opened { close(fd) } }
+        for (name, type) in try directoryEntries(root, display: ".") {
+            guard isDirectory(root, name, type) else {
+                if keep(name) { kept.append(name) }
+                continue
             }
-            if isDirectory {
-                let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard sub >= 0 else { throw OutputError.errno("cannot list", path) }
-                defer { close(sub) }
-                try listFiles(sub, prefix: path, into: &result)
-            } else {
-                result.insert(path)
+            let sub = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard sub >= 0 else { throw OutputError.errno("cannot list", name) }
+            opened.append(sub)
+            for (child, childType) in try directoryEntries(sub, display: name) {
+                let path = "\(name)/\(child)"
+                if isDirectory(sub, child, childType) {
+                    jobs.append((sub, child, path))
+                } else if keep(path) {
+                    kept.append(path)
+                }
             }
         }
+        let listed = parallelMap(jobs.count) { i -> Result<[String], OutputError> in
+            let job = jobs[i]
+            let fd = openat(job.parent, job.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return .failure(OutputError.errno("cannot list", job.path)) }
+            defer { close(fd) }
+            var found: [String] = []
+            do throws(OutputError) {
+                try listFiles(fd, prefix: job.path) { if keep($0) { found.append($0) } }
+            } catch {
+                return .failure(error)
+            }
+            return .success(found)
+        }
+        for result in listed {
+            switch result {
+            case .success(let found): kept += found
+            case .failure(let error): throw error
+            }
+        }
+        return kept
     }
 }

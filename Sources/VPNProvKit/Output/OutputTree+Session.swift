@@ -433,22 +433,29 @@ extension OutputTree {
                 report.missing = paths.sorted()
                 return report
             }
-            var present = Set<String>()
-            try listFiles(root, prefix: "", into: &present)
-            present.remove(manifestName)
-            present.remove(RenderCache.fileName)
-            present.remove(StatCache.fileName)
-            present.remove(Session.writingMarker)
+            // Only what is not expected is kept from the listing (a fleet's tree has hundreds of thousands
+            // of files; a set of them all cost more than the listing itself).
+            let bookkeeping: Set<String> = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker]
+            let expected = seen
+            let extra = try listFilesInParallel(root) { !expected.contains($0) && !bookkeeping.contains($0) }
+            let directories = DirectoryCache(root: root, create: false)
+            defer { directories.closeAll() }
             for change in changed.sorted(by: { $0.path < $1.path }) {
-                if !present.contains(change.path) {
-                    report.missing.append(change.path)
-                } else {
+                // Listed means: reached without following a link, and not a directory.
+                var st = stat()
+                if let parts = try? checkRelativePath(change.path), let dir = try? directories.directory(parts.dropLast(), display: change.path),
+                    fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) != S_IFDIR
+                {
                     report.stale.append(change.path)
+                } else {
+                    report.missing.append(change.path)
                 }
             }
-            let extra = present.subtracting(seen)
             var previous = Set<String>()
-            if !extra.isEmpty { forEachManifestPath(root) { if extra.contains($0) { previous.insert($0) } } }
+            if !extra.isEmpty {
+                let extraSet = Set(extra)
+                forEachManifestPath(root) { if extraSet.contains($0) { previous.insert($0) } }
+            }
             for path in extra.sorted() {
                 if previous.contains(path) { report.unexpected.append(path) } else { report.untracked.append(path) }
             }

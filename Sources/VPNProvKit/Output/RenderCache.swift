@@ -31,28 +31,29 @@ struct RenderCache: Sendable {
             words = (word(0), word(1), word(2), word(3))
         }
 
-        /// From 64 hexadecimal digits; nil for anything else.
+        /// From 64 hexadecimal digits; nil for anything else. Straight into the four words: a fleet's
+        /// cache has hundreds of thousands of digests to read.
         init?<S: Collection>(hex: S) where S.Element == UInt8 {
             guard hex.count == 64 else { return nil }
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(32)
-            var high: UInt8? = nil
+            var (w0, w1, w2, w3): (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            var i = 0
             for c in hex {
-                let v: UInt8
+                let v: UInt64
                 switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt64(c - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = UInt64(c - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = UInt64(c - UInt8(ascii: "A") + 10)
                 default: return nil
                 }
-                if let h = high {
-                    bytes.append(h << 4 | v)
-                    high = nil
-                } else {
-                    high = v
+                switch i >> 4 {
+                case 0: w0 = w0 << 4 | v
+                case 1: w1 = w1 << 4 | v
+                case 2: w2 = w2 << 4 | v
+                default: w3 = w3 << 4 | v
                 }
+                i += 1
             }
-            self.init(bytes)
+            words = (w0, w1, w2, w3)
         }
 
         /// Upper-case hexadecimal, as the cache file has always written digests.

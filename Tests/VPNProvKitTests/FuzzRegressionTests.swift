@@ -94,14 +94,9 @@ import Testing
                 certificates: 1, revoked: 1, nodes: 0, users: 0, heldUsers: 0, nextCRLNumbers: [Int.max], nextCAGeneration: 8))
     }
 
-    /// The same state through the commands: `generate` on a state whose index.json lists a revoked
-    /// certificate with a serial that is not hex ends with exit 3 and the reason, and changes nothing;
-    /// `rotate-ca` on a CA of generation Int.max likewise.
-    /// Key ids, serials and p12 file names of index.json become state file paths: one that is not a
-    /// name vpnprov writes (`../`) is refused before any file is read or written.
-    @Test func indexNamesThatWouldLeaveTheStateDirectoryAreRefused() throws {
+    /// A generated deployment of one node and one certificate user, to break the state of.
+    static func generatedWorkspace() throws -> String {
         let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         try """
             vpnprov: 1
             name: acme
@@ -111,6 +106,14 @@ import Testing
               bob: {cert: true}
             """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
+        return dir
+    }
+
+    /// Key ids, serials and p12 file names of index.json become state file paths: one that is not a
+    /// name vpnprov writes (`../`) is refused before any file is read or written.
+    @Test func indexNamesThatWouldLeaveTheStateDirectoryAreRefused() throws {
+        let dir = try Self.generatedWorkspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let indexPath = dir + "/state/index.json"
         let original = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         for (field, value) in [("key", "../../../etc/hostname"), ("serial", "../x"), ("p12", "../../escape.p12")] {
@@ -139,18 +142,12 @@ import Testing
         #expect(vpnprov(["generate"], in: dir).code == 0)
     }
 
+    /// The same state through the commands: `generate` on a state whose index.json lists a revoked
+    /// certificate with a serial that is not hex ends with exit 3 and the reason, and changes nothing;
+    /// `rotate-ca` on a CA of generation Int.max likewise.
     @Test func commandsOnAnIndexThatCannotMakeACRLFailCleanly() throws {
-        let dir = try temporaryDirectory()
+        let dir = try Self.generatedWorkspace()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try """
-            vpnprov: 1
-            name: acme
-            nodes:
-              fra-1: {address: fra-1.vpn.example.com, pool: 10.10.0.0/24, services: [ikev2-cert]}
-            users:
-              bob: {cert: true}
-            """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        #expect(vpnprov(["generate"], in: dir).code == 0)
         let indexPath = dir + "/state/index.json"
         func edit(_ change: (inout [String: Any]) -> Void) throws -> Data {
             var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: indexPath))) as? [String: Any])

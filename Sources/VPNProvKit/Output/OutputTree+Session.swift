@@ -311,19 +311,22 @@ extension OutputTree {
         /// The render cache on disk is already what this run would write: `publish` leaves it alone.
         var keepRenderCache = false
 
-        /// The render cache of the previous run as read (nil when absent), and the stat records that go
-        /// with exactly those bytes (nil when missing, stale or unreadable).
-        func previousCaches() -> (cache: [UInt8]?, stats: StatCache?) {
-            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else { return (nil, nil) }
+        /// The render cache of the previous run (empty when absent), and the stat records that go with
+        /// exactly its bytes (nil when missing, stale or unreadable). The cache's bytes (tens of MB for a
+        /// fleet) are let go as soon as they are parsed.
+        func previousCaches() -> (cache: RenderCache, stats: StatCache?) {
+            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else { return (RenderCache(bytes: nil), nil) }
+            return (RenderCache(bytes: cache), stats(for: cache))
+        }
+
+        private func stats(for cache: [UInt8]) -> StatCache? {
             let fd = openat(root, StatCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-            guard fd >= 0 else { return (cache, nil) }
+            guard fd >= 0 else { return nil }
             defer { close(fd) }
             var st = stat()
             // 32 bytes a file: 20 MB for a fleet of 600,000 files; far beyond that it is not ours.
-            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, let bytes = readAll(fd, limit: 1 << 30) else {
-                return (cache, nil)
-            }
-            return (cache, StatCache(bytes: bytes, cacheDigest: hexString(Digest.sha256(cache)), written: st.st_mtim))
+            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, let bytes = readAll(fd, limit: 1 << 30) else { return nil }
+            return StatCache(bytes: bytes, cacheDigest: hexString(Digest.sha256(cache)), written: st.st_mtim)
         }
 
         /// Every file of `entry` is on disk as a regular file with its recorded mode and digest: by its

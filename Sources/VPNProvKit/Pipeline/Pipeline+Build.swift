@@ -74,8 +74,8 @@ extension Pipeline {
         in directory: String, fingerprints: [String: String]
     ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int, refreshStats: Bool) {
         let reader = try OutputTree.Session(directory: directory, mode: .compare)
-        let (cacheBytes, stats) = reader.previousCaches()
-        let previous = RenderCache(bytes: cacheBytes).entries
+        let (cache, stats) = reader.previousCaches()
+        let previous = cache.entries
         let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
         let checked = parallelMap(candidates.count) { i -> (intact: Bool, hashed: Bool) in
             var hashed = false

@@ -29,7 +29,7 @@ import Testing
         let before = try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
         let second = try OutputTree.write(files, to: dir)
         #expect(second.written.isEmpty)
-        #expect(second.unchanged.count == 2)
+        #expect(second.unchangedCount == 2)
         let after = try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
         #expect(before == after)
         #expect(try OutputTree.compare(files, with: dir).isClean)

@@ -144,7 +144,7 @@ extension OutputTree {
     static func manifestBytes(_ paths: [String]) -> [UInt8] {
         if paths.isEmpty { return [0x0A] }
         var out: [UInt8] = []
-        out.reserveCapacity(paths.count * 48)
+        out.reserveCapacity(paths.reduce(0) { $0 + $1.utf8.count + 1 })
         for path in paths.sorted() {
             out += path.utf8
             out.append(0x0A)

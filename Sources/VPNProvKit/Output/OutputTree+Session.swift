@@ -50,7 +50,7 @@ extension OutputTree {
         let syncPerFile: Bool
         private var seen = Set<String>()
         private var paths: [String] = []
-        private var unchanged: [String] = []
+        private var unchangedCount = 0
         private var changed: [Change] = []
         private var pendingTemps: [Change] = []
         /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
@@ -141,7 +141,7 @@ extension OutputTree {
                 guard seen.insert(path).inserted else { throw OutputError("two outputs want the path '\(path)'") }
             }
             paths += batch.paths
-            unchanged += batch.unchanged
+            unchangedCount += batch.unchanged.count
             changed += batch.changed
         }
 
@@ -220,7 +220,7 @@ extension OutputTree {
             }
             summary.written = ordered.map(\.path)
             pendingTemps = []
-            summary.unchanged = unchanged.sorted()
+            summary.unchangedCount = unchangedCount
             // Remove what an earlier run wrote and this one does not; never anything else.
             var stale: [String] = []
             forEachManifestPath(root) { if !seen.contains($0) { stale.append($0) } }

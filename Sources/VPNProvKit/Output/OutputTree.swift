@@ -21,7 +21,9 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
 /// What `OutputTree.write` did.
 public struct WriteSummary: Sendable, Equatable {
     public var written: [String] = []
-    public var unchanged: [String] = []
+    /// How many files were already as they should be (a count: a fleet's no-op run has hundreds of
+    /// thousands, and nobody reads their names).
+    public var unchangedCount = 0
     public var removed: [String] = []
 }
 

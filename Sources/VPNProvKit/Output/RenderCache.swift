@@ -125,8 +125,15 @@ struct RenderCache: Sendable {
     /// Deterministic text: users and files sorted. Written straight into bytes: a fleet's cache has a
     /// line per file (hundreds of thousands), and a String built first would double the peak.
     var bytes: [UInt8] {
+        // The exact size first: a fleet's cache is tens of MB, and growing by doubling would hold up to
+        // twice that at the end of the run, when memory peaks anyway.
+        var size = Self.header.utf8.count + 1
+        for (name, entry) in entries {
+            size += 5 + name.utf8.count + 1 + entry.fingerprint.utf8.count + 1
+            for file in entry.files { size += 5 + 64 + 6 + file.path.utf8.count + 1 }
+        }
         var out: [UInt8] = []
-        out.reserveCapacity(entries.count * 512)
+        out.reserveCapacity(size)
         out += Self.header.utf8
         out.append(0x0A)
         for name in entries.keys.sorted() {

@@ -41,7 +41,7 @@ extension Pipeline {
         }
         output.info(
             "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
-                + "\(written.unchanged.count) unchanged, \(written.removed.count) removed")
+                + "\(written.unchangedCount) unchanged, \(written.removed.count) removed")
         if !summary.nodes.changed.isEmpty {
             output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
         }
@@ -198,7 +198,7 @@ struct RunSummary: Encodable {
         let changedUsers = activeUsers.filter { usersWritten.contains($0) }
         users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
         files = Files(
-            written: written.written.count, unchanged: written.unchanged.count, removed: written.removed.count,
+            written: written.written.count, unchanged: written.unchangedCount, removed: written.removed.count,
             writtenPaths: written.written.sorted(), removedPaths: written.removed.sorted())
         var certificates = Certificates()
         state = changes.map { change in

@@ -46,6 +46,36 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir + "/state"))
     }
 
+    /// `state/output-location` is read like every state file: a FIFO (which a plain open would wait on
+    /// for ever), a link or an oversized file is no record, and the read returns at once.
+    @Test func outputLocationThatIsAFIFOALinkOrTooLongIsNoRecord() throws {
+        let dir = try temporaryDirectory()
+        let state = dir + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let record = state + "/" + OutputLocation.fileName
+        write("out\n", to: record)
+        #expect(OutputLocation.recorded(stateDirectory: state) == dir + "/out")
+
+        #expect(unlink(record) == 0 && mkfifo(record, 0o600) == 0)
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: String? = "not returned"
+        Thread.detachNewThread {
+            result = OutputLocation.recorded(stateDirectory: state)
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 20) == .success, "reading a FIFO blocked")
+        #expect(result == nil)
+
+        #expect(unlink(record) == 0)
+        write("/elsewhere/out\n", to: dir + "/planted")
+        #expect(symlink(dir + "/planted", record) == 0)
+        #expect(OutputLocation.recorded(stateDirectory: state) == nil)
+
+        #expect(unlink(record) == 0)
+        write(String(repeating: "x", count: OutputLocation.maxBytes + 1), to: record)
+        #expect(OutputLocation.recorded(stateDirectory: state) == nil)
+    }
+
     @Test func oversizedFileIsRefusedBeforeParsing() throws {
         let dir = try temporaryDirectory()
         let big = Data(repeating: UInt8(ascii: "#"), count: InventoryLoader.maxFileSize + 1)

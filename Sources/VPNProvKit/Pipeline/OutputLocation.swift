@@ -11,13 +11,12 @@ enum OutputLocation {
     /// The recorded tree: relative to the state directory's parent when below it (the record stays
     /// right when the whole checkout moves, as on CI runners), else absolute.
     static func recorded(stateDirectory: String) -> String? {
-        guard let handle = FileHandle(forReadingAtPath: stateDirectory + "/" + fileName) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: maxBytes) else { return nil }
-        return recorded(Array(data), stateDirectory: stateDirectory)
+        // Bounded like every state read: a regular file, not a link, not a FIFO that would block.
+        guard let bytes = try? BoundedFile.read(stateDirectory + "/" + fileName, limit: maxBytes, followSymlinks: false) else { return nil }
+        return recorded(bytes, stateDirectory: stateDirectory)
     }
 
-    /// Largest record read (the rest of a longer file is ignored).
+    /// Largest record read (a longer file is not a record vpnprov wrote, and is ignored).
     static let maxBytes = 4096
 
     /// The recorded tree from the file's bytes (at most `maxBytes`); touches no file.

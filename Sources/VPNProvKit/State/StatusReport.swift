@@ -107,12 +107,9 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         try StateStore.decodeIndex(bytes, path: StatePaths(root: stateDirectory).index)
     }
 
+    /// As `generate` decodes it: the error never quotes the decoder, whose message could show part of a secret.
     static func decodeSecrets(_ bytes: [UInt8], stateDirectory: String) throws -> SecretsFile {
-        do {
-            return try StateJSON.decode(SecretsFile.self, bytes)
-        } catch {
-            throw PKIError(.stateUnreadable, "cannot read the state in \(stateDirectory): \(error)")
-        }
+        try StateStore.decodeSecrets(bytes, path: StatePaths(root: stateDirectory).secrets)
     }
 
     static func make(

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvCrypto
 
 /// `index.json`: the certificate database and what is current. Encoded with sorted keys and ISO 8601
 /// dates so an unchanged state re-encodes to the same bytes.
@@ -114,7 +115,8 @@ extension StateIndex {
     /// `<hex>-<hex>.p12`, `<hex>-<hex>-open.p12`. Such a name could lead a read out of the state directory (`../`); nil when all
     /// are plain.
     var firstUnsafeFileName: String? {
-        func isHex(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 128 && s.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 | 0x20 >= 97 && $0 | 0x20 <= 102) } }
+        // Hex as vpnprov writes it (whole bytes), the same rule the CRL applies to serials.
+        func isHex(_ s: String) -> Bool { !s.isEmpty && s.utf8.count <= 128 && bytesFromHex(s) != nil }
         func isP12(_ s: String) -> Bool {
             guard s.hasSuffix(".p12") else { return false }
             let parts = s.dropLast(4).split(separator: "-", omittingEmptySubsequences: false)

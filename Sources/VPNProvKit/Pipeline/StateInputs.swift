@@ -29,7 +29,7 @@ public enum StateInputs {
     /// number (the CRL file counts as present) and the next CA generation.
     @discardableResult
     public static func readIndex(_ bytes: [UInt8], now: Date) throws -> IndexContents {
-        let index = try StateStore.decodeIndex(bytes, path: stateDirectory + "/index.json")
+        let index = try StateStore.decodeIndex(bytes, path: StatePaths(root: stateDirectory).index)
         var numbers: [Int?] = []
         var generation: Int? = nil
         if let ca = index.ca {
@@ -52,7 +52,7 @@ public enum StateInputs {
     /// names it holds (never a value).
     @discardableResult
     public static func readSecrets(_ bytes: [UInt8]) throws -> Int {
-        let secrets = try StateStore.decodeSecrets(bytes, path: stateDirectory + "/secrets.json")
+        let secrets = try StateStore.decodeSecrets(bytes, path: StatePaths(root: stateDirectory).secrets)
         return secrets.psks.count + secrets.passwords.count + secrets.p12Passwords.count
     }
 

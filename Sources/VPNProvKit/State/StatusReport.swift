@@ -86,9 +86,11 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         }
         // Read and decode in this order (index, then secrets), so the first problem is the one reported.
         // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).
-        let index = try decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), stateDirectory: stateDirectory)
+        // Decoded as generate decodes them (version and file names checked; no decoder text quoted).
+        let index = try StateStore.decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
         let secrets = AtomicFile.exists(paths.secrets)
-            ? try decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), stateDirectory: stateDirectory) : SecretsFile()
+            ? try StateStore.decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
+            : SecretsFile()
         return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
     }
 
@@ -97,19 +99,10 @@ public struct StatusReport: Sendable, Hashable, Encodable {
     public static func make(
         inventory: Inventory, stateDirectory: String, indexJSON: [UInt8], secretsJSON: [UInt8]?, now: Date, expiringWithin days: Int? = nil
     ) throws -> StatusReport {
-        let index = try decodeIndex(indexJSON, stateDirectory: stateDirectory)
-        let secrets = try secretsJSON.map { try decodeSecrets($0, stateDirectory: stateDirectory) } ?? SecretsFile()
+        let paths = StatePaths(root: stateDirectory)
+        let index = try StateStore.decodeIndex(indexJSON, path: paths.index)
+        let secrets = try secretsJSON.map { try StateStore.decodeSecrets($0, path: paths.secrets) } ?? SecretsFile()
         return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
-    }
-
-    /// As `generate` decodes it (version and the file names it lists checked too).
-    static func decodeIndex(_ bytes: [UInt8], stateDirectory: String) throws -> StateIndex {
-        try StateStore.decodeIndex(bytes, path: StatePaths(root: stateDirectory).index)
-    }
-
-    /// As `generate` decodes it: the error never quotes the decoder, whose message could show part of a secret.
-    static func decodeSecrets(_ bytes: [UInt8], stateDirectory: String) throws -> SecretsFile {
-        try StateStore.decodeSecrets(bytes, path: StatePaths(root: stateDirectory).secrets)
     }
 
     static func make(

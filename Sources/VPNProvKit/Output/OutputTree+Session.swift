@@ -345,7 +345,7 @@ extension OutputTree {
                 let nameText = slash.map { file.path[file.path.index(after: $0)...] } ?? file.path[...]
                 let dir: Int32
                 if let parent, parent.path == parentPath {
-                    guard Self.isPlainName(nameText) else { return false }
+                    guard isPlainComponent(nameText.utf8) else { return false }
                     dir = parent.fd
                 } else {
                     guard let parts = try? checkRelativePath(file.path),
@@ -376,14 +376,6 @@ extension OutputTree {
                 else { return false }
             }
             return true
-        }
-
-        /// One path component as `checkRelativePath` accepts it: not empty, no leading dot, no NUL, at
-        /// most 255 bytes (the caller has split at "/").
-        static func isPlainName(_ name: Substring) -> Bool {
-            let bytes = name.utf8
-            return !bytes.isEmpty && bytes.count <= 255 && bytes.first != UInt8(ascii: ".") && !bytes.contains(0)
-                && !bytes.contains(UInt8(ascii: "/"))
         }
 
         /// The bytes of a file the tree holds now (not following links), nil when it is missing, not a

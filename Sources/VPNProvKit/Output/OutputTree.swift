@@ -58,10 +58,14 @@ public enum OutputTree {
     public static func checkRelativePath(_ path: String) throws(OutputError) -> [String] {
         // On UTF-8 bytes: this runs for every file of every run.
         let bytes = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard !path.isEmpty, !path.utf8.contains(0),
-            bytes.allSatisfy({ !$0.isEmpty && $0.first != UInt8(ascii: ".") && $0.count <= 255 })
-        else { throw OutputError("refusing unsafe output path '\(path)'") }
+        guard !path.isEmpty, bytes.allSatisfy(isPlainComponent) else { throw OutputError("refusing unsafe output path '\(path)'") }
         return bytes.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// One component of a safe output path: not empty, no leading dot (no `.`, `..` or hidden name), no
+    /// NUL, at most 255 bytes.
+    static func isPlainComponent<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        !bytes.isEmpty && bytes.first != UInt8(ascii: ".") && bytes.count <= 255 && !bytes.contains(0)
     }
 
     // MARK: writing

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Profiles are encoded with Foundation's PropertyListEncoder from typed values; the bytes must be
+/// Profiles are written directly from typed values; the bytes must be
 /// exactly what PropertyListSerialization writes for the same property list (the format Apple's
 /// tools produce), with the plist types Apple's schema asks for.
 @Suite struct AppleProfileEncodingTests {
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func matchesPropertyListSerializationByteForByte() throws {
-        let ours = try Self.sample().xml()
+        let ours = Self.sample().xml()
         let parsed = try PropertyListSerialization.propertyList(from: Data(ours), format: nil)
         let theirs = try PropertyListSerialization.data(fromPropertyList: parsed, format: .xml, options: 0)
         #expect(ours == [UInt8](theirs))

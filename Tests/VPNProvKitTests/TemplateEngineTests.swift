@@ -174,3 +174,55 @@ import Testing
         }
     }
 }
+
+/// The escapes work on UTF-8 bytes; here each is compared with the rule written out per Unicode scalar,
+/// over generated strings of every escape class and PowerShell's typographic quotes.
+@Suite struct TemplateEscapeTests {
+    static func reference(_ syntax: TemplateSyntax, _ value: String) -> String? {
+        let controls = value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+        switch syntax {
+        case .text:
+            return controls ? nil : value
+        case .swanctl, .yaml:
+            var out = ""
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\\": out += "\\\\"
+                case "\"": out += "\\\""
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                default:
+                    if scalar.value < 0x20 || scalar.value == 0x7F { return nil }
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+            let quoted = "\"" + out + "\""
+            return syntax == .yaml && value.contains("{") ? "!unsafe " + quoted : quoted
+        case .powershell:
+            if controls { return nil }
+            var out = "'"
+            for scalar in value.unicodeScalars {
+                out.unicodeScalars.append(scalar)
+                if [0x27, 0x2018, 0x2019, 0x201A, 0x201B].contains(scalar.value) { out.unicodeScalars.append(scalar) }
+            }
+            return out + "'"
+        }
+    }
+
+    @Test(arguments: TemplateSyntax.allCases)
+    func byteEscapesMatchTheRulePerScalar(syntax: TemplateSyntax) {
+        var g = DocumentWriterTests.Generator(state: 77)
+        let extra = ["\u{2018}", "\u{2019}", "\u{201A}", "\u{201B}", "\u{201C}", "\u{2017}", "\u{E2}", "{", "'", "''", "\u{85}"]
+        var refused = 0, changed = 0
+        for _ in 0..<3000 {
+            let value = (0..<g.int(6)).map { _ in
+                g.int(3) == 0 ? extra[g.int(extra.count)] : DocumentWriterTests.pieces[g.int(DocumentWriterTests.pieces.count)]
+            }.joined()
+            let expected = Self.reference(syntax, value)
+            #expect(syntax.escape(value) == expected)
+            if expected == nil { refused += 1 } else if expected != value { changed += 1 }
+        }
+        #expect(refused > 0 && (syntax == .text || changed > 0))
+    }
+}

@@ -332,10 +332,9 @@ public struct Template: Sendable {
                 // of every profile of a fleet.
                 switch try lookup(path, in: stack, offset: offset) {
                 case .string(let s):
-                    guard let escaped = syntax.escape(s) else {
+                    guard syntax.write(s, into: &out) else {
                         throw fail(offset, .controlCharacter(name: path.joined(separator: ".")))
                     }
-                    out.append(contentsOf: escaped.utf8)
                 case .identifier(let s):
                     guard !s.isEmpty, s.utf8.allSatisfy({ Template.isIdentifierByte($0) }) else {
                         throw fail(offset, .invalidIdentifier(name: path.joined(separator: ".")))

@@ -26,44 +26,76 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// One string value written in this syntax; nil when it holds a control character the syntax
     /// cannot carry (the caller names the variable in its error, never the value).
     func escape(_ value: String) -> String? {
-        switch self {
-        case .swanctl:
-            // Most values need no escape: quote them as they are.
-            if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") }) {
-                return "\"" + value + "\""
-            }
-            var out = "\""
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\\": out += "\\\\"
-                case "\"": out += "\\\""
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                default:
-                    if scalar.value < 0x20 || scalar.value == 0x7F { return nil }
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-            out += "\""
-            return out
-        case .text:
-            return value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) ? nil : value
-        case .powershell:
-            var out = "'"
-            for scalar in value.unicodeScalars {
-                if scalar.value < 0x20 || scalar.value == 0x7F { return nil }
-                out.unicodeScalars.append(scalar)
-                if Self.powerShellSingleQuotes.contains(scalar.value) { out.unicodeScalars.append(scalar) }
-            }
-            return out + "'"
-        case .yaml:
-            // YAML's double-quoted style takes the same escapes as swanctl's quoted strings.
-            guard let quoted = TemplateSyntax.swanctl.escape(value) else { return nil }
-            return value.contains("{") ? "!unsafe " + quoted : quoted
-        }
+        var out: [UInt8] = []
+        return write(value, into: &out) ? String(decoding: out, as: UTF8.self) : nil
     }
 
-    /// PowerShell's single-quote-character: ' and the typographic quotes U+2018-U+201B.
-    static let powerShellSingleQuotes: Set<UInt32> = [0x27, 0x2018, 0x2019, 0x201A, 0x201B]
+    /// Appends `value` written in this syntax to `out`; false (with `out` partly written) when it holds
+    /// a control character the syntax cannot carry. Works on UTF-8 bytes: every character it treats
+    /// specially is ASCII, and no byte of a multi-byte sequence is below 0x80.
+    func write(_ value: String, into out: inout [UInt8]) -> Bool {
+        var value = value
+        return value.withUTF8 { write(utf8: $0, into: &out) }
+    }
+
+    private func write(utf8 v: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
+        func isControl(_ b: UInt8) -> Bool { b < 0x20 || b == 0x7F }
+        switch self {
+        case .swanctl:
+            out.append(UInt8(ascii: "\""))
+            var start = 0
+            for i in 0..<v.count {
+                let escape: UInt8
+                switch v[i] {
+                case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
+                case UInt8(ascii: "\""): escape = UInt8(ascii: "\"")
+                case 0x0A: escape = UInt8(ascii: "n")
+                case 0x0D: escape = UInt8(ascii: "r")
+                case 0x09: escape = UInt8(ascii: "t")
+                case let b where isControl(b): return false
+                default: continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<i]))
+                out.append(UInt8(ascii: "\\"))
+                out.append(escape)
+                start = i + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
+            out.append(UInt8(ascii: "\""))
+            return true
+        case .text:
+            if v.contains(where: isControl) { return false }
+            out.append(contentsOf: v)
+            return true
+        case .powershell:
+            out.append(UInt8(ascii: "'"))
+            var start = 0
+            var i = 0
+            while i < v.count {
+                let b = v[i]
+                if isControl(b) { return false }
+                // ' is doubled, and so are U+2018...U+201B (UTF-8 E2 80 98...9B).
+                var quote = 0
+                if b == UInt8(ascii: "'") {
+                    quote = 1
+                } else if b == 0xE2, i + 2 < v.count, v[i + 1] == 0x80, (0x98...0x9B).contains(v[i + 2]) {
+                    quote = 3
+                }
+                if quote == 0 {
+                    i += 1
+                    continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<(i + quote)]))
+                start = i
+                i += quote
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
+            out.append(UInt8(ascii: "'"))
+            return true
+        case .yaml:
+            // YAML's double-quoted style takes the same escapes as swanctl's quoted strings.
+            if v.contains(UInt8(ascii: "{")) { out += "!unsafe ".utf8 }
+            return TemplateSyntax.swanctl.write(utf8: v, into: &out)
+        }
+    }
 }

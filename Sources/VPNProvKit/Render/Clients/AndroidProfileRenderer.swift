@@ -101,9 +101,49 @@ public enum AndroidProfileRenderer {
             // calls allowFamily(AF_INET6) when no IPv6 address or route came from the server);
             // with block-ipv6 it leaves the family out and Android drops IPv6 while connected.
             splitTunneling: c.wantsIPv6 ? nil : Profile.SplitTunneling(blockIPv6: true))
-        // The bytes JSONEncoder would write (sorted keys, pretty-printed), proven by DocumentWriterTests.
-        var data = JSONWriter.json(try DocumentEncoder.encode(profile))
-        data.append(0x0A)
-        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: data, isPrivate: true)
+        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: profile.json(), isPrivate: true)
+    }
+}
+
+extension AndroidProfileRenderer.Profile {
+    /// The bytes `JSONEncoder` writes for this value (sorted keys, pretty-printed, absent optionals
+    /// left out) and a newline, written directly: keys in UTF-8 byte order. `DirectProfileWriterTests`
+    /// proves them against `JSONEncoder` and `JSONSerialization` (the `Encodable` conformance is
+    /// what they compare with).
+    func json() -> [UInt8] {
+        var s = JSONStream(capacity: 1024 + remote.cert.utf8.count + (local.p12?.utf8.count ?? 0))
+        func member(_ key: String, _ value: String?) {
+            if let value { s.key(key); s.string(value) }
+        }
+        s.beginObject()
+        member("esp-proposal", espProposal)
+        member("ike-proposal", ikeProposal)
+        s.key("local")
+        s.beginObject()
+        member("eap_id", local.eapID)
+        member("id", local.id)
+        member("p12", local.p12)
+        member("shared_secret", local.sharedSecret)
+        s.endObject()
+        member("name", name)
+        s.key("remote")
+        s.beginObject()
+        member("addr", remote.addr)
+        member("cert", remote.cert)
+        member("id", remote.id)
+        s.endObject()
+        if let split = splitTunneling {
+            s.key("split-tunneling")
+            s.beginObject()
+            s.key("block-ipv6")
+            s.bool(split.blockIPv6)
+            s.endObject()
+        }
+        member("type", type)
+        member("uuid", uuid)
+        s.endObject()
+        var bytes = s.bytes
+        bytes.append(0x0A)
+        return bytes
     }
 }

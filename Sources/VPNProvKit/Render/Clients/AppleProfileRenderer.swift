@@ -78,7 +78,7 @@ public enum AppleProfileRenderer {
             PayloadType: "Configuration",
             PayloadUUID: uuid("profile"),
             PayloadVersion: 1)
-        var data = try profile.xml()
+        var data = profile.xml()
         if let signer = materials.profileSigner { data = try sign(data, with: signer) }
         // Always private: passwords, PSKs or the p12 with its password are inside.
         return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)

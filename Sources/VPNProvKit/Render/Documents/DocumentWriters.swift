@@ -1,13 +1,22 @@
 import Foundation
 
-/// Writes a `DocumentValue` as an XML property list, byte for byte what Foundation's
-/// `PropertyListEncoder` (XML) and `PropertyListSerialization` write for the same values: tab
-/// indentation, keys sorted, `<`, `>` and `&` escaped (nothing else), data as base64 in lines of
-/// 76 − 8 × indent characters indented by that many tabs (indent counted up to 8), empty containers as `<dict/>`/`<array/>`.
-/// `DocumentWriterTests` proves the equality over generated values of every escape class. (Foundation's
-/// `PropertyListEncoder` orders non-ASCII keys by normalized comparison instead; every key vpnprov
-/// writes is an ASCII field name, where all of Foundation's orders agree.)
-enum PropertyListWriter {
+/// Writes an XML property list as it goes, byte for byte what Foundation's `PropertyListEncoder`
+/// (XML) and `PropertyListSerialization` write for the same values: tab indentation, `<`, `>` and
+/// `&` escaped (nothing else), data as base64 in lines of 76 − 8 × indent characters indented by that
+/// many tabs (indent counted up to 8), empty containers as `<dict/>`/`<array/>`.
+///
+/// Foundation sorts dictionary keys; a stream writes them in the order it is given, so a caller that
+/// writes a document directly (the Apple profile) gives them sorted by UTF-16 code unit, and
+/// `PropertyListWriter` sorts a `DocumentValue`'s. `DocumentWriterTests` proves the equality with
+/// Foundation over generated values of every escape class, and `DirectProfileWriterTests` the
+/// profile's direct writer against the same profile through Foundation.
+struct PropertyListStream {
+    private(set) var bytes: [UInt8]
+    /// Nesting depth of the next line.
+    private var depth = 0
+    /// Where each open container's first child would start (to write an empty one as `<dict/>`).
+    private var opened: [Int] = []
+
     static let header = Array(
         """
         <?xml version="1.0" encoding="UTF-8"?>
@@ -16,156 +25,304 @@ enum PropertyListWriter {
 
         """.utf8)
 
-    static func xml(_ value: DocumentValue) -> [UInt8] {
-        var out = header
-        out.reserveCapacity(4096)
-        write(value, indent: 0, into: &out)
-        out += Array("</plist>\n".utf8)
-        return out
+    init(capacity: Int = 4096) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes += Self.header
+        opened.reserveCapacity(8)
     }
 
-    private static func tabs(_ n: Int, _ out: inout [UInt8]) {
-        for _ in 0..<n { out.append(0x09) }
+    /// The document's bytes, closed with `</plist>`.
+    mutating func finish() -> [UInt8] {
+        append("</plist>\n")
+        return bytes
     }
 
-    private static func append(_ s: String, _ out: inout [UInt8]) { out.append(contentsOf: s.utf8) }
+    private mutating func tabs(_ n: Int) {
+        for _ in 0..<n { bytes.append(0x09) }
+    }
 
-    private static func escaped(_ s: String, _ out: inout [UInt8]) {
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "<"): append("&lt;", &out)
-            case UInt8(ascii: ">"): append("&gt;", &out)
-            case UInt8(ascii: "&"): append("&amp;", &out)
-            default: out.append(b)
+    private mutating func append(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// `s` with `<`, `>` and `&` as entities; a string without them is copied in one piece.
+    private mutating func escaped(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            var start = 0
+            for i in 0..<utf8.count {
+                let entity: StaticString
+                switch utf8[i] {
+                case UInt8(ascii: "<"): entity = "&lt;"
+                case UInt8(ascii: ">"): entity = "&gt;"
+                case UInt8(ascii: "&"): entity = "&amp;"
+                default: continue
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                append(entity)
+                start = i + 1
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
     }
 
-    private static func write(_ value: DocumentValue, indent: Int, into out: inout [UInt8]) {
-        tabs(indent, &out)
-        switch value {
-        case .string(let s):
-            append("<string>", &out)
-            escaped(s, &out)
-            append("</string>\n", &out)
-        case .integer(let i):
-            append("<integer>\(i)</integer>\n", &out)
-        case .unsignedInteger(let u):
-            append("<integer>\(u)</integer>\n", &out)
-        case .bool(let b):
-            append(b ? "<true/>\n" : "<false/>\n", &out)
-        case .data(let bytes):
-            append("<data>\n", &out)
-            let base64 = Array(Data(bytes).base64EncodedString().utf8)
-            // Foundation indents the base64 lines (not the tags) by at most 8 tabs.
-            let line = 76 - 8 * min(indent, 8)
+    mutating func key(_ key: String) {
+        tabs(depth)
+        append("<key>")
+        escaped(key)
+        append("</key>\n")
+    }
+
+    mutating func string(_ s: String) {
+        tabs(depth)
+        append("<string>")
+        escaped(s)
+        append("</string>\n")
+    }
+
+    mutating func integer(_ i: Int64) {
+        tabs(depth)
+        append("<integer>")
+        bytes += String(i).utf8
+        append("</integer>\n")
+    }
+
+    mutating func integer(_ i: Int) { integer(Int64(i)) }
+
+    mutating func unsignedInteger(_ u: UInt64) {
+        tabs(depth)
+        append("<integer>")
+        bytes += String(u).utf8
+        append("</integer>\n")
+    }
+
+    mutating func bool(_ b: Bool) {
+        tabs(depth)
+        append(b ? "<true/>\n" : "<false/>\n")
+    }
+
+    mutating func data(_ contents: [UInt8]) {
+        tabs(depth)
+        append("<data>\n")
+        let base64 = Data(contents).base64EncodedData()
+        // Foundation indents the base64 lines (not the tags) by at most 8 tabs.
+        let indent = min(depth, 8)
+        let line = 76 - 8 * indent
+        base64.withUnsafeBytes { all in
             var start = 0
-            while start < base64.count {
-                let end = min(start + line, base64.count)
-                tabs(min(indent, 8), &out)
-                out.append(contentsOf: base64[start..<end])
-                out.append(0x0A)
+            while start < all.count {
+                let end = min(start + line, all.count)
+                tabs(indent)
+                bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: all[start..<end]))
+                bytes.append(0x0A)
                 start = end
             }
-            tabs(indent, &out)
-            append("</data>\n", &out)
-        case .array(let items):
-            if items.isEmpty {
-                append("<array/>\n", &out)
-                return
-            }
-            append("<array>\n", &out)
-            for item in items { write(item, indent: indent + 1, into: &out) }
-            tabs(indent, &out)
-            append("</array>\n", &out)
-        case .dictionary(let entries):
-            if entries.isEmpty {
-                append("<dict/>\n", &out)
-                return
-            }
-            append("<dict>\n", &out)
-            for (key, item) in DocumentValue.sortedByUTF16(entries) {
-                tabs(indent + 1, &out)
-                append("<key>", &out)
-                escaped(key, &out)
-                append("</key>\n", &out)
-                write(item, indent: indent + 1, into: &out)
-            }
-            tabs(indent, &out)
-            append("</dict>\n", &out)
+        }
+        tabs(depth)
+        append("</data>\n")
+    }
+
+    mutating func beginDictionary() {
+        tabs(depth)
+        append("<dict>\n")
+        opened.append(bytes.count)
+        depth += 1
+    }
+
+    mutating func endDictionary() {
+        depth -= 1
+        if opened.removeLast() == bytes.count {
+            bytes.removeLast(2)  // ">\n" of "<dict>\n"
+            append("/>\n")
+        } else {
+            tabs(depth)
+            append("</dict>\n")
+        }
+    }
+
+    mutating func beginArray() {
+        tabs(depth)
+        append("<array>\n")
+        opened.append(bytes.count)
+        depth += 1
+    }
+
+    mutating func endArray() {
+        depth -= 1
+        if opened.removeLast() == bytes.count {
+            bytes.removeLast(2)
+            append("/>\n")
+        } else {
+            tabs(depth)
+            append("</array>\n")
         }
     }
 }
 
-/// Writes a `DocumentValue` as JSON, byte for byte what Foundation's `JSONEncoder` writes with
+/// Writes a `DocumentValue` as an XML property list through `PropertyListStream`, dictionary keys
+/// sorted by UTF-16 code unit as Foundation sorts them. (Foundation's `PropertyListEncoder` orders
+/// non-ASCII keys by normalized comparison instead; every key vpnprov writes is an ASCII field name,
+/// where all of Foundation's orders agree.)
+enum PropertyListWriter {
+    static func xml(_ value: DocumentValue) -> [UInt8] {
+        var stream = PropertyListStream()
+        write(value, into: &stream)
+        return stream.finish()
+    }
+
+    private static func write(_ value: DocumentValue, into s: inout PropertyListStream) {
+        switch value {
+        case .string(let v): s.string(v)
+        case .integer(let i): s.integer(i)
+        case .unsignedInteger(let u): s.unsignedInteger(u)
+        case .bool(let b): s.bool(b)
+        case .data(let bytes): s.data(bytes)
+        case .array(let items):
+            s.beginArray()
+            for item in items { write(item, into: &s) }
+            s.endArray()
+        case .dictionary(let entries):
+            s.beginDictionary()
+            for (key, item) in DocumentValue.sortedByUTF16(entries) {
+                s.key(key)
+                write(item, into: &s)
+            }
+            s.endDictionary()
+        }
+    }
+}
+
+/// Writes JSON as it goes, byte for byte what Foundation's `JSONEncoder` writes with
 /// `[.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]` (and `JSONSerialization` with the same
-/// options): two-space indentation, `"key" : value`, keys sorted by UTF-8 byte, `"` and `\` escaped, control
-/// characters as `\b \f \n \r \t` or `\u00xx`, everything else (`/`, non-ASCII) as it is, data as
-/// base64 strings, empty containers as `[` or `{`, an empty line, and the closing bracket.
-/// (`JSONSerialization` orders keys with non-ASCII or control characters differently; every key vpnprov
-/// writes is ASCII, where the two agree.)
-enum JSONWriter {
-    static func json(_ value: DocumentValue) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(2048)
-        write(value, indent: 0, into: &out)
-        return out
+/// options): two-space indentation, `"key" : value`, `"` and `\` escaped, control characters as
+/// `\b \f \n \r \t` or `\u00xx`, everything else (`/`, non-ASCII) as it is, data as base64 strings,
+/// empty containers as `[` or `{`, an empty line, and the closing bracket.
+///
+/// Keys are written in the order given: a direct writer (the `.sswan` profile) gives them sorted by
+/// UTF-8 byte, `JSONWriter` sorts a `DocumentValue`'s. Each value is announced by `key(_:)` in an
+/// object or `item()` in an array.
+struct JSONStream {
+    private(set) var bytes: [UInt8] = []
+    private var depth = 0
+    /// Per open container: whether it has a member yet (the next one is preceded by a comma).
+    private var hasMember: [Bool] = []
+
+    init(capacity: Int = 2048) {
+        bytes.reserveCapacity(capacity)
+        hasMember.reserveCapacity(8)
     }
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    private static func spaces(_ n: Int, _ out: inout [UInt8]) {
-        for _ in 0..<n { out.append(0x20) }
+    private mutating func append(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    static func string(_ s: String, _ out: inout [UInt8]) {
-        out.append(0x22)
-        for b in s.utf8 {
-            switch b {
-            case 0x22: out += [0x5C, 0x22]
-            case 0x5C: out += [0x5C, 0x5C]
-            case 0x08: out += [0x5C, UInt8(ascii: "b")]
-            case 0x0C: out += [0x5C, UInt8(ascii: "f")]
-            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
-            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
-            case 0x09: out += [0x5C, UInt8(ascii: "t")]
-            case 0..<0x20: out += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]]
-            default: out.append(b)
+    /// A quoted, escaped string; a string with nothing to escape is copied in one piece.
+    mutating func quoted(_ s: String) {
+        bytes.append(0x22)
+        var s = s
+        s.withUTF8 { utf8 in
+            var start = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                start = i + 1
+                switch b {
+                case 0x22: append("\\\"")
+                case 0x5C: append("\\\\")
+                case 0x08: append("\\b")
+                case 0x0C: append("\\f")
+                case 0x0A: append("\\n")
+                case 0x0D: append("\\r")
+                case 0x09: append("\\t")
+                default:
+                    append("\\u00")
+                    bytes.append(Self.hex[Int(b >> 4)])
+                    bytes.append(Self.hex[Int(b & 0xF)])
+                }
             }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
-        out.append(0x22)
+        bytes.append(0x22)
     }
 
-    private static func write(_ value: DocumentValue, indent: Int, into out: inout [UInt8]) {
+    private mutating func nextMember() {
+        if hasMember[hasMember.count - 1] { append(",\n") } else { hasMember[hasMember.count - 1] = true }
+        for _ in 0..<depth { bytes.append(0x20) }
+    }
+
+    /// The next member of the open object: its key (then its value).
+    mutating func key(_ key: String) {
+        nextMember()
+        quoted(key)
+        append(" : ")
+    }
+
+    /// The next element of the open array (then its value).
+    mutating func item() { nextMember() }
+
+    mutating func string(_ s: String) { quoted(s) }
+    mutating func integer(_ i: Int64) { bytes += String(i).utf8 }
+    mutating func unsignedInteger(_ u: UInt64) { bytes += String(u).utf8 }
+    mutating func bool(_ b: Bool) { append(b ? "true" : "false") }
+    mutating func data(_ contents: [UInt8]) { quoted(Data(contents).base64EncodedString()) }
+
+    mutating func beginObject() { open(UInt8(ascii: "{")) }
+    mutating func endObject() { close(UInt8(ascii: "}")) }
+    mutating func beginArray() { open(UInt8(ascii: "[")) }
+    mutating func endArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func open(_ bracket: UInt8) {
+        bytes.append(bracket)
+        bytes.append(0x0A)
+        hasMember.append(false)
+        depth += 2
+    }
+
+    /// Members end with a newline before the bracket; an empty container gets an empty line.
+    private mutating func close(_ bracket: UInt8) {
+        hasMember.removeLast()
+        depth -= 2
+        bytes.append(0x0A)
+        for _ in 0..<depth { bytes.append(0x20) }
+        bytes.append(bracket)
+    }
+}
+
+/// Writes a `DocumentValue` as JSON through `JSONStream`, keys sorted by UTF-8 byte as `JSONEncoder`
+/// sorts them. (`JSONSerialization` orders keys with non-ASCII or control characters differently;
+/// every key vpnprov writes is ASCII, where the two agree.)
+enum JSONWriter {
+    static func json(_ value: DocumentValue) -> [UInt8] {
+        var stream = JSONStream()
+        write(value, into: &stream)
+        return stream.bytes
+    }
+
+    private static func write(_ value: DocumentValue, into s: inout JSONStream) {
         switch value {
-        case .string(let s): string(s, &out)
-        case .integer(let i): out.append(contentsOf: String(i).utf8)
-        case .unsignedInteger(let u): out.append(contentsOf: String(u).utf8)
-        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .data(let bytes): string(Data(bytes).base64EncodedString(), &out)
+        case .string(let v): s.string(v)
+        case .integer(let i): s.integer(i)
+        case .unsignedInteger(let u): s.unsignedInteger(u)
+        case .bool(let b): s.bool(b)
+        case .data(let bytes): s.data(bytes)
         case .array(let items):
-            out.append(contentsOf: "[\n".utf8)
-            if items.isEmpty { out.append(0x0A) }
-            for (i, item) in items.enumerated() {
-                spaces(indent + 2, &out)
-                write(item, indent: indent + 2, into: &out)
-                out.append(contentsOf: (i == items.count - 1 ? "\n" : ",\n").utf8)
+            s.beginArray()
+            for item in items {
+                s.item()
+                write(item, into: &s)
             }
-            spaces(indent, &out)
-            out.append(UInt8(ascii: "]"))
+            s.endArray()
         case .dictionary(let entries):
-            out.append(contentsOf: "{\n".utf8)
-            if entries.isEmpty { out.append(0x0A) }
-            let sorted = DocumentValue.sortedByUTF8(entries)
-            for (i, (key, item)) in sorted.enumerated() {
-                spaces(indent + 2, &out)
-                string(key, &out)
-                out.append(contentsOf: " : ".utf8)
-                write(item, indent: indent + 2, into: &out)
-                out.append(contentsOf: (i == sorted.count - 1 ? "\n" : ",\n").utf8)
+            s.beginObject()
+            for (key, item) in DocumentValue.sortedByUTF8(entries) {
+                s.key(key)
+                write(item, into: &s)
             }
-            spaces(indent, &out)
-            out.append(UInt8(ascii: "}"))
+            s.endObject()
         }
     }
 }

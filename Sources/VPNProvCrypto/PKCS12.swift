@@ -2,7 +2,8 @@ internal import CCrypto
 import Foundation
 
 /// PKCS#12 containers in the legacy form Apple and Android import: key and certificate bags
-/// encrypted with pbeWithSHA1And3-KeyTripleDES-CBC, SHA-1 MAC, 2048 iterations.
+/// encrypted with pbeWithSHA1And3-KeyTripleDES-CBC, SHA-1 MAC, 2048 iterations (one for the
+/// empty-password container).
 public enum PKCS12 {
     /// A container protected by `password`, which must not be empty: macOS and iOS decode an empty
     /// PKCS#12 password differently, and some importers refuse one outright.
@@ -17,6 +18,11 @@ public enum PKCS12 {
     /// A container with the empty password ("" encoded as the two-byte BMPString terminator), same
     /// algorithms. Only for importers that try the empty password before they ask (Android's
     /// certificate installer, strongSwan's pkcs12 plugin); never for Apple devices.
+    ///
+    /// Its key derivations and MAC use one iteration: the iteration count only slows down guessing a
+    /// password, and this one is known, so 2,048 would buy nothing and cost five key derivations of
+    /// 2,048 SHA-1 rounds per container. One iteration is the older form, what OpenSSL's `pkcs12
+    /// -noiter -nomaciter` writes for importers that predate iteration counts.
     public static func buildWithEmptyPassword(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String
     ) throws -> [UInt8] {
@@ -34,7 +40,7 @@ public enum PKCS12 {
             guard vpnprov_sk_X509_push(stack, ca.x509) > 0 else { throw CryptoError.openSSL("cannot add a CA") }
         }
         let nid = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
-        let iterations = vpnprov_PKCS12_DEFAULT_ITER()
+        let iterations = password.isEmpty ? 1 : vpnprov_PKCS12_DEFAULT_ITER()
         let p12: OpaquePointer? = password.withCString { pass in
             friendlyName.withCString { name in
                 PKCS12_create(pass, name, key.pkey, certificate.x509, stack, nid, nid, iterations, -1, 0)

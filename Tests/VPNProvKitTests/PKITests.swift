@@ -181,9 +181,20 @@ import VPNProvCrypto
         _ = FileManager.default.createFile(atPath: "\(dir)/open.p12", contents: Data(open))
         let info = try runTool(["openssl", "pkcs12", "-info", "-noout", "-in", "\(dir)/open.p12", "-passin", "pass:"])
         #expect(info.status == 0, "\(info.output)")
-        #expect(info.output.contains("MAC: sha1"))
-        #expect(info.output.contains("Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC"))
+        // One iteration: the password is known, so a count would only cost time (openssl -noiter -nomaciter).
+        #expect(info.output.contains("MAC: sha1, Iteration 1\n"))
+        #expect(info.output.contains("Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 1\n"))
+        #expect(info.output.contains("PKCS7 Encrypted data: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 1\n"))
         #expect(!info.output.contains("AES") && !info.output.contains("RC2"))
+        // The password-protected container keeps 2048.
+        let protected = try PKCS12.parse(first.p12!, password: first.p12Password!)
+        #expect(protected.certificate.der == opened.certificate.der)
+        _ = FileManager.default.createFile(atPath: "\(dir)/protected.p12", contents: Data(first.p12!))
+        let protectedInfo = try runTool(
+            ["openssl", "pkcs12", "-info", "-noout", "-in", "\(dir)/protected.p12", "-passin", "env:VPNPROV_TEST_P12"],
+            environment: ["VPNPROV_TEST_P12": first.p12Password!])
+        #expect(protectedInfo.output.contains("MAC: sha1, Iteration 2048\n"))
+        #expect(protectedInfo.output.contains("Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048\n"))
         // Stored in the state: the next run hands out the same bytes.
         let again = try prepare(standardInventory(), state: state).materials.users["alice"]!
         #expect(again.openP12 == open && again.p12 == first.p12)

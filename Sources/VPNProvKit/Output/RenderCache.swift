@@ -58,11 +58,22 @@ struct RenderCache: Sendable {
 
         /// Upper-case hexadecimal, as the cache file has always written digests.
         var hex: String {
-            let w = [words.0, words.1, words.2, words.3]
-            return w.map { word in
-                let s = String(word, radix: 16, uppercase: true)
-                return String(repeating: "0", count: 16 - s.count) + s
-            }.joined()
+            var out: [UInt8] = []
+            appendHex(to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+
+        private static let digits = Array("0123456789ABCDEF".utf8)
+
+        /// `hex`, appended as 64 bytes.
+        func appendHex(to out: inout [UInt8]) {
+            func put(_ word: UInt64) {
+                for shift in stride(from: 60, through: 0, by: -4) { out.append(Self.digits[Int((word >> UInt64(shift)) & 0xF)]) }
+            }
+            put(words.0)
+            put(words.1)
+            put(words.2)
+            put(words.3)
         }
 
         static func == (a: SHA256Value, b: SHA256Value) -> Bool { a.words == b.words }
@@ -145,7 +156,7 @@ struct RenderCache: Sendable {
             out.append(0x0A)
             for file in entry.files.sorted(by: { $0.path < $1.path }) {
                 out += "file ".utf8
-                out += file.sha256.hex.utf8
+                file.sha256.appendHex(to: &out)
                 out += (file.isPrivate ? " 0600 " : " 0644 ").utf8
                 out += file.path.utf8
                 out.append(0x0A)

@@ -87,13 +87,11 @@ struct StatCache: Sendable {
     }
 
     /// The stat file for the render cache `cache`: one record per `file` line, in order, from the files
-    /// below `root` as they are now; nil when one of them cannot be examined.
+    /// below `root` as they are now; nil when one of them cannot be examined. The files are examined
+    /// on all cores, in runs of neighbouring paths that share directory descriptors.
     static func encode(cache: [UInt8], root: Int32) -> [UInt8]? {
         let filePrefix = Array("file ".utf8)
-        var records: [UInt8] = []
-        var count = 0
-        let directories = OutputTree.DirectoryCache(root: root, create: false)
-        defer { directories.closeAll() }
+        var paths: [Range<Int>] = []
         var start = 0
         while start < cache.count {
             let end = cache[start...].firstIndex(of: 0x0A) ?? cache.count
@@ -103,21 +101,38 @@ struct StatCache: Sendable {
             // "file <digest> <mode> <path>": the path is everything after the third space.
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
             guard fields.count == 4 else { return nil }
-            let path = String(decoding: fields[3], as: UTF8.self)
-            guard let parts = try? OutputTree.checkRelativePath(path),
-                let dir = try? directories.directory(parts.dropLast(), display: path)
-            else { return nil }
-            var st = stat()
-            guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-            let r = Record(st)
-            func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { records += $0 } }
-            put(r.inode)
-            put(r.size)
-            put(r.changedSeconds)
-            put(r.changedNanoseconds)
-            put(r.mode)
-            count += 1
+            paths.append(fields[3].startIndex..<fields[3].endIndex)
         }
+        let perRun = 1024
+        let runs = parallelMap((paths.count + perRun - 1) / perRun) { k -> [UInt8]? in
+            let directories = OutputTree.DirectoryCache(root: root, create: false)
+            defer { directories.closeAll() }
+            var records: [UInt8] = []
+            records.reserveCapacity(perRun * recordSize)
+            for range in paths[(k * perRun)..<min(paths.count, (k + 1) * perRun)] {
+                let path = String(decoding: cache[range], as: UTF8.self)
+                guard let parts = try? OutputTree.checkRelativePath(path),
+                    let dir = try? directories.directory(parts.dropLast(), display: path)
+                else { return nil }
+                var st = stat()
+                guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+                let r = Record(st)
+                func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { records += $0 } }
+                put(r.inode)
+                put(r.size)
+                put(r.changedSeconds)
+                put(r.changedNanoseconds)
+                put(r.mode)
+            }
+            return records
+        }
+        var records: [UInt8] = []
+        records.reserveCapacity(paths.count * recordSize)
+        for run in runs {
+            guard let run else { return nil }
+            records += run
+        }
+        let count = paths.count
         return Array("\(magic)\(hexString(Digest.sha256(cache))) \(count)\n".utf8) + records
     }
 }

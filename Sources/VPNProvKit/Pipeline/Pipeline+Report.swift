@@ -180,11 +180,20 @@ struct RunSummary: Encodable {
         self.out = out
         let inventory = prepared.inventory
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
+        // The second component of the paths under `top`. Paths arrive sorted, so one folder's files are
+        // neighbours and its name is made once.
         func owners(_ paths: [String], under top: String) -> Set<String> {
+            let prefix = Array((top + "/").utf8)
             var names = Set<String>()
+            var last: [UInt8] = []
             for path in paths {
-                let parts = path.split(separator: "/", maxSplits: 2)
-                if parts.count >= 2, parts[0] == top { names.insert(String(parts[1])) }
+                let utf8 = path.utf8
+                guard utf8.starts(with: prefix) else { continue }
+                let rest = utf8.dropFirst(prefix.count)
+                let name = rest[..<(rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex)]
+                guard !name.isEmpty, !name.elementsEqual(last) else { continue }
+                last = Array(name)
+                names.insert(String(decoding: last, as: UTF8.self))
             }
             return names
         }

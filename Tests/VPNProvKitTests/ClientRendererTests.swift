@@ -356,7 +356,7 @@ import VPNProvCrypto
         }
         #expect(conns.count == 8)
         // IKEv1 with a group: Aggressive Mode, key ID local identity, PSK then XAuth round.
-        let aggressive = conns.compactMap { c -> [String: TemplateValue]? in
+        let aggressive = conns.compactMap { c -> TemplateObject? in
             if case .object(let o) = c, o["name"] == .identifier("fra-1-ipsec-xauth-psk") { return o }
             return nil
         }.first

@@ -226,3 +226,17 @@ import Testing
         #expect(refused > 0 && (syntax == .text || changed > 0))
     }
 }
+
+@Suite struct TemplateObjectTests {
+    @Test func membersAreLookedUpReplacedAndRemovedAndOrderDoesNotMatter() {
+        var a: TemplateObject = ["x": .string("1"), "y": .int(2)]
+        let b: TemplateObject = ["y": .int(2), "x": .string("1")]
+        #expect(a == b && a.hashValue == b.hashValue)
+        a["x"] = .string("3")
+        #expect(a["x"] == .string("3") && a.count == 2 && a != b)
+        a["x"] = nil
+        #expect(a["x"] == nil && a.count == 1 && a["y"] == .int(2))
+        let later: TemplateValue = ["k": "first", "k": "second"]
+        #expect(later == .object(["k": "second"]))
+    }
+}

@@ -16,7 +16,7 @@ public indirect enum TemplateValue: Sendable, Hashable {
     /// Sections loop over the items (each pushed as the current context); empty = false.
     case list([TemplateValue])
     /// Named members, looked up with `{{name}}` or `{{outer.inner}}`.
-    case object([String: TemplateValue])
+    case object(TemplateObject)
 
     /// Whether a `{{#section}}` renders (and `{{^section}}` does not).
     var isTruthy: Bool {
@@ -38,6 +38,57 @@ extension TemplateValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
     public init(integerLiteral value: Int) { self = .int(value) }
     public init(arrayLiteral elements: TemplateValue...) { self = .list(elements) }
     public init(dictionaryLiteral elements: (String, TemplateValue)...) {
-        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+        var object = TemplateObject()
+        for (key, value) in elements { object[key] = value }
+        self = .object(object)
+    }
+}
+
+/// The members of a `TemplateValue.object`: a handful of short names, looked up by comparing them in
+/// turn. Hashing each name (as a dictionary does) cost more than the comparisons, for the millions of
+/// lookups a fleet's client files make. Equal when they hold the same members in any order.
+public struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
+    private var keys: [String] = []
+    private var values: [TemplateValue] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, TemplateValue)...) {
+        for (key, value) in elements { self[key] = value }
+    }
+
+    public var count: Int { keys.count }
+
+    /// The member's value; setting one replaces it, setting nil removes it.
+    public subscript(key: String) -> TemplateValue? {
+        get { keys.firstIndex(of: key).map { values[$0] } }
+        set {
+            if let i = keys.firstIndex(of: key) {
+                if let newValue { values[i] = newValue } else {
+                    keys.remove(at: i)
+                    values.remove(at: i)
+                }
+            } else if let newValue {
+                keys.append(key)
+                values.append(newValue)
+            }
+        }
+    }
+
+    public static func == (a: TemplateObject, b: TemplateObject) -> Bool {
+        a.count == b.count && zip(a.keys, a.values).allSatisfy { b[$0.0] == $0.1 }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        // Independent of the order: the members' hashes combined commutatively.
+        var combined = 0
+        for (key, value) in zip(keys, values) {
+            var h = Hasher()
+            h.combine(key)
+            h.combine(value)
+            combined ^= h.finalize()
+        }
+        hasher.combine(count)
+        hasher.combine(combined)
     }
 }

@@ -63,7 +63,7 @@ public enum LinuxClientRenderer {
                     "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
                 ]))
             }
-            let remote: [String: TemplateValue] = [
+            let remote: TemplateObject = [
                 "auth": .string(c.serverAuth.rawValue),
                 "id": .string(c.remoteID.swanctlValue),
                 "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
@@ -114,7 +114,7 @@ public enum LinuxClientRenderer {
                 "secret": .string(encodedSecret(psk)),
             ]))
         }
-        let common: [String: TemplateValue] = [
+        let common: TemplateObject = [
             "user": .string(user.name),
             "deployment": .string(inventory.name),
         ]

@@ -52,7 +52,7 @@ public enum WindowsClientRenderer {
                 ]),
             ]))
         }
-        var top: [String: TemplateValue] = [
+        var top: TemplateObject = [
             "user": .string(user.name),
             "deployment": .string(inventory.name),
             "ca_base64": .string(try derBase64(materials.caCertificatePEM)),

@@ -217,3 +217,21 @@ import Testing
         #expect(d.contains { $0.code == .appleProposalUnsupported })
     }
 }
+
+@Suite struct NameComparisonTests {
+    /// The ASCII shortcut agrees with comparing lowercased strings, also where Unicode case mapping
+    /// changes a name's length or only non-ASCII letters differ.
+    @Test func caseInsensitiveComparisonAgreesWithLowercasing() {
+        let names = ["vpn.example.com", "VPN.Example.COM", "vpn.example.co", "vpn-example.com", "ÄBC.example", "äbc.example",
+                     "İx", "i̇x", "ix", "[email protected]", "[email protected]", "", "a", "A", "@", "`", "[", "{"]
+        var equalPairs = 0
+        for a in names {
+            for b in names {
+                let expected = a.lowercased() == b.lowercased()
+                #expect(CertificateFacts.sameIgnoringCase(a, b) == expected, "\(a) vs \(b)")
+                if expected && a != b { equalPairs += 1 }
+            }
+        }
+        #expect(equalPairs >= 4)
+    }
+}

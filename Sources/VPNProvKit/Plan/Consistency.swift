@@ -103,16 +103,31 @@ public struct CertificateFacts: Sendable, Hashable {
     /// user@FQDN as rfc822Name). A DN is the certificate's subject; key IDs are never in a certificate.
     public func contains(_ id: IKEIdentity) -> Bool {
         switch id {
-        case .fqdn(let name): return dnsNames.contains { $0.lowercased() == name.lowercased() }
+        case .fqdn(let name): return dnsNames.contains { Self.sameIgnoringCase($0, name) }
         case .ipv4(let text), .ipv6(let text):
             guard let bytes = IPAddressText.parse(text) else { return false }
             return ipAddresses.contains(bytes)
-        case .userFQDN(let mail): return emails.contains { $0.lowercased() == mail.lowercased() }
+        case .userFQDN(let mail): return emails.contains { Self.sameIgnoringCase($0, mail) }
         case .dn(let text):
             guard let subject, let wanted = DistinguishedName.parse(text), let have = DistinguishedName.parse(subject) else { return false }
             return wanted == have
         case .keyID: return false
         }
+    }
+}
+
+extension CertificateFacts {
+    /// `a.lowercased() == b.lowercased()`, without making either when both are ASCII (as names almost
+    /// always are): the check compares names for every connection of a fleet.
+    static func sameIgnoringCase(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return a.lowercased() == b.lowercased() }
+        for (p, q) in zip(x, y) where p != q {
+            guard p < 0x80, q < 0x80 else { return a.lowercased() == b.lowercased() }
+            func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c | 0x20 : c }
+            if lower(p) != lower(q) { return false }
+        }
+        return true
     }
 }
 
@@ -222,6 +237,22 @@ public enum Consistency {
             return value
         }
 
+        private var names: [String: DistinguishedName?] = [:]
+
+        /// `facts.contains(id)`, with each DN text parsed once per check (a user's identity is checked
+        /// against its certificate once per node and service).
+        func certificate(_ facts: CertificateFacts, contains id: IKEIdentity) -> Bool {
+            guard case .dn(let text) = id else { return facts.contains(id) }
+            func parsed(_ text: String) -> DistinguishedName? {
+                if let known = names[text] { return known }
+                let value = DistinguishedName.parse(text)
+                names[text] = value
+                return value
+            }
+            guard let subject = facts.subject, let wanted = parsed(text), let have = parsed(subject) else { return false }
+            return wanted == have
+        }
+
         func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {
             let key = IntersectionKey(client: client, server: server, purpose: purpose, withGroups: withGroups)
             if let known = intersections[key] { return known }
@@ -296,7 +327,7 @@ public enum Consistency {
         // Certificates.
         if c.serverAuth == .pubkey {
             if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
-                if !facts.contains(c.remoteID) {
+                if !context.certificate(facts, contains: c.remoteID) {
                     out.append(.error(
                         .serverCertificateSAN,
                         "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
@@ -322,7 +353,7 @@ public enum Consistency {
         if c.credentials.contains(.clientCertificate), let localID = c.localID,
             let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
         {
-            if !facts.contains(localID) {
+            if !context.certificate(facts, contains: localID) {
                 out.append(.error(
                     .clientCertificateSAN,
                     "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
@@ -364,7 +395,7 @@ public enum Consistency {
         default: break
         }
         if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
-            if !facts.dnsNames.contains(where: { $0.lowercased() == c.remoteAddress.lowercased() }) {
+            if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
                 out.append(.error(
                     .windowsCertificate,
                     "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
@@ -384,7 +415,7 @@ public enum Consistency {
                     .windowsCertificate, "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
                     at: user.location(of: "cert")))
             }
-            if let id = windows.localID, facts.subject != nil, !facts.contains(id) {
+            if let id = windows.localID, facts.subject != nil, !context.certificate(facts, contains: id) {
                 out.append(.error(
                     .windowsCertificate, "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
                     at: user.location(of: "id")))

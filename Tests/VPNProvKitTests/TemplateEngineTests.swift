@@ -240,3 +240,19 @@ import Testing
         #expect(later == .object(["k": "second"]))
     }
 }
+
+@Suite struct ByteOrderTests {
+    /// The in-place comparison is the UTF-8 byte order, also where `<` (Unicode order) disagrees.
+    @Test func precedesByUTF8IsTheByteOrder() {
+        var g = DocumentWriterTests.Generator(state: 5)
+        var disagreesWithLess = 0
+        for _ in 0..<5000 {
+            let a = DocumentWriterTests.string(&g), b = DocumentWriterTests.string(&g)
+            let expected = Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
+            #expect(a.precedesByUTF8(b) == expected)
+            if expected != (a < b) { disagreesWithLess += 1 }
+        }
+        #expect(disagreesWithLess > 0)
+        #expect(!"".precedesByUTF8("") && "".precedesByUTF8("a") && "a".precedesByUTF8("ab") && "Z".precedesByUTF8("a"))
+    }
+}

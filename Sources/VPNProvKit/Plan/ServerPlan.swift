@@ -267,7 +267,7 @@ public enum ServerPlan {
         guard node.services.contains(where: \.needsPassword) else { return [] }
         return inventory.users
             .filter { !$0.revoked && $0.password != nil && $0.nodes.contains(node.name) }
-            .sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+            .sorted { $0.name.precedesByUTF8($1.name) }
     }
 
     public static func make(for node: Node, in inventory: Inventory) -> NodePlan {

@@ -25,7 +25,7 @@ public enum DeployRenderer {
         for (path, text) in BuiltinDeployFiles.files {
             files.append(OutputFile(path: "deploy/\(path)", text: text))
         }
-        return files.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+        return files.sorted { $0.path.precedesByUTF8($1.path) }
     }
 
     /// The Ansible group of a region: `vpnprov_region_` and the region with every character outside
@@ -69,7 +69,7 @@ public enum DeployRenderer {
         if node.services.contains(.ikev2Cert) {
             identities += inventory.users.filter { !$0.revoked && $0.cert && $0.nodes.contains(node.name) }.map(\.id.swanctlValue)
         }
-        let sorted = Set(identities).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
         return [
             "node": .string(node.name),
             "connections": .list(plan.connections.map { .string($0.name) }),

@@ -114,7 +114,7 @@ public enum ServerRenderer {
         ])
         files.append(OutputFile(path: "\(dir)/README", text: readme))
 
-        return files.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
+        return files.sorted { $0.path.precedesByUTF8($1.path) }
     }
 
     /// Column of the descriptions in the README's file table (after "  ").

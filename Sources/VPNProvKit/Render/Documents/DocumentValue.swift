@@ -31,7 +31,7 @@ enum DocumentValue: Equatable {
 
     /// Dictionary keys in the order Foundation's `JSONEncoder` uses: by UTF-8 byte.
     static func sortedByUTF8(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] {
-        entries.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        entries.sorted { $0.0.precedesByUTF8($1.0) }
     }
 }
 

@@ -1,0 +1,21 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension String {
+    /// Whether `self` sorts before `other` by UTF-8 byte, the order vpnprov writes names and paths in
+    /// (the same on every machine and for every normalization, unlike `<`). Compares the bytes in
+    /// place: sorting a fleet's users with arrays made per comparison was a visible part of a run.
+    func precedesByUTF8(_ other: String) -> Bool {
+        var a = self, b = other
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let n = Swift.min(x.count, y.count)
+                let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+                return c != 0 ? c < 0 : x.count < y.count
+            }
+        }
+    }
+}

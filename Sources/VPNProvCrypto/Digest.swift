@@ -18,6 +18,31 @@ public enum Digest {
         static let sha384 = Fetched("SHA384") { EVP_sha384() }
     }
 
+    /// SHA-256 over data that arrives in pieces (a file written as it is made).
+    public final class SHA256Stream {
+        private let context: OpaquePointer?
+
+        public init() {
+            context = EVP_MD_CTX_new()
+            precondition(context != nil && EVP_DigestInit_ex(context, Fetched.sha256.md, nil) == 1, "EVP_DigestInit_ex failed")
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        public func update(_ bytes: [UInt8]) {
+            let ok = bytes.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+            precondition(ok == 1, "EVP_DigestUpdate failed")
+        }
+
+        /// The digest of everything given so far (the stream is done after this).
+        public func finish() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+            var length: UInt32 = 0
+            precondition(EVP_DigestFinal_ex(context, &out, &length) == 1, "EVP_DigestFinal_ex failed")
+            return Array(out.prefix(Int(length)))
+        }
+    }
+
     private static func run(_ md: OpaquePointer?, _ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0

@@ -18,6 +18,25 @@ import VPNProvCrypto
                 == "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7")
     }
 
+    /// The streamed digest equals the one-shot digest however the data is cut, and FIPS 180's
+    /// million-a vector fed in uneven pieces.
+    @Test func streamedSHA256MatchesOneShot() {
+        let data = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        for cuts in [[], [0], [1], [63, 64, 65], [4_999, 5_000], [9_999]] {
+            let stream = Digest.SHA256Stream()
+            var start = 0
+            for cut in cuts + [data.count] {
+                stream.update(Array(data[start..<cut]))
+                start = cut
+            }
+            #expect(stream.finish() == Digest.sha256(data), "cuts \(cuts)")
+        }
+        let million = Digest.SHA256Stream()
+        for size in [1, 999, 100_000, 899_000] { million.update(Array(repeating: 0x61, count: size)) }
+        #expect(hex(million.finish()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(hex(Digest.SHA256Stream().finish()) == hex(Digest.sha256([])))
+    }
+
     @Test func sameAnswersFromManyThreads() {
         let expected = Digest.sha256(Array(repeating: 0x61, count: 1_000_000))
         let results = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 64)

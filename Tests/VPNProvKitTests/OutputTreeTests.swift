@@ -77,6 +77,34 @@ import Testing
         #expect(!fm.fileExists(atPath: dir + "/clients/bob/bob.sswan"))
     }
 
+    /// Two outputs for one path, in one batch or in two: refused before anything is visible, with no
+    /// temporary file left, when writing and when comparing.
+    @Test func twoOutputsForOnePathAreRefused() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        _ = try OutputTree.write([OutputFile(path: "a/x.txt", text: "old")], to: dir)
+        let before = try fm.subpathsOfDirectory(atPath: dir).sorted()
+        func refused(_ body: () throws -> Void) -> Bool {
+            do { try body() } catch { return "\(error)".contains("two outputs want the path 'a/x.txt'") }
+            return false
+        }
+        #expect(refused { _ = try OutputTree.write([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "2")], to: dir) })
+        #expect(refused {
+            let session = try OutputTree.Session(directory: dir, mode: .write)
+            do {
+                try session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "b.txt", text: "b")]))
+                try session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "2")]))
+                _ = try session.publish()
+            } catch {
+                session.abort()
+                throw error
+            }
+        })
+        #expect(try fm.subpathsOfDirectory(atPath: dir).sorted() == before)
+        #expect(try String(contentsOfFile: dir + "/a/x.txt", encoding: .utf8) == "old")
+        #expect(refused { _ = try OutputTree.compare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "1")], with: dir) })
+    }
+
     @Test func driftListsMissingStaleAndUnexpected() throws {
         let dir = try tempDir()
         defer { try? fm.removeItem(atPath: dir) }

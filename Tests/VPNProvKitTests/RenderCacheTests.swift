@@ -26,6 +26,24 @@ import VPNProvCrypto
         #expect(RenderCache(bytes: read.bytes).bytes == bytes)
     }
 
+    /// The cache written in pieces (as `publish` streams it to its file) is the same bytes however it
+    /// is cut, a refused piece stops it, and the paths come in the order of its `file` lines.
+    @Test func writtenInPiecesIsTheSameBytes() {
+        let bytes = Self.sample.bytes
+        for size in [1, 40, 100, 1 << 20, .max] {
+            var pieces: [[UInt8]] = []
+            #expect(Self.sample.write(pieceSize: size) { pieces.append($0); return true })
+            #expect(Array(pieces.joined()) == bytes, "piece size \(size)")
+            #expect(size > bytes.count || pieces.count > 1)
+        }
+        var calls = 0
+        #expect(!Self.sample.write(pieceSize: 1) { _ in calls += 1; return false })
+        #expect(calls == 1)
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("file ") }
+        #expect(Self.sample.orderedPaths == lines.map { String($0.split(separator: " ", maxSplits: 3)[3]) })
+        #expect(Self.sample.orderedPaths.count == 3)
+    }
+
     @Test func anythingUnexpectedReadsAsEmpty() {
         let good = Self.sample.bytes
         for bad in [

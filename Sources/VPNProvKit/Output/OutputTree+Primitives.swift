@@ -55,6 +55,15 @@ extension OutputTree {
     static func writeTemporary(
         _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String
     ) throws(OutputError) {
+        try writeTemporary(dir, name: temp, mode: mode, sync: sync, display: display) { put in put(contents) }
+    }
+
+    /// `writeTemporary` for contents made piece by piece: `produce` hands each piece to `put`, which
+    /// returns false once writing failed (`produce` then stops and returns false).
+    static func writeTemporary(
+        _ dir: Int32, name temp: String, mode: mode_t, sync: Bool, display: String,
+        produce: (_ put: ([UInt8]) -> Bool) -> Bool
+    ) throws(OutputError) {
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         var fd = openat(dir, temp, flags, mode)
         if fd < 0 && errno == EEXIST {
@@ -65,10 +74,16 @@ extension OutputTree {
         guard fd >= 0 else { throw OutputError.errno("cannot write", display) }
         // The exact mode, whatever the umask (the call is skipped when the umask left it intact).
         var ok = FileMode.umaskKeeps(mode) || fchmod(fd, mode) == 0
-        var offset = 0
-        while ok && offset < contents.count {
-            let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 { ok = false } else { offset += n }
+        if ok {
+            ok = produce { contents in
+                var offset = 0
+                while offset < contents.count {
+                    let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                    if n <= 0 { return false }
+                    offset += n
+                }
+                return true
+            }
         }
         if ok && sync { ok = fsync(fd) == 0 }
         let saved = errno
@@ -140,12 +155,13 @@ extension OutputTree {
         }
     }
 
-    /// The manifest's bytes: one path a line, sorted (a lone newline for an empty tree).
-    static func manifestBytes(_ paths: [String]) -> [UInt8] {
+    /// The manifest's bytes: one path a line, in the order given (the caller sorts them in place), a
+    /// lone newline for an empty tree.
+    static func manifestBytes(sorted paths: [String]) -> [UInt8] {
         if paths.isEmpty { return [0x0A] }
         var out: [UInt8] = []
         out.reserveCapacity(paths.reduce(0) { $0 + $1.utf8.count + 1 })
-        for path in paths.sorted() {
+        for path in paths {
             out += path.utf8
             out.append(0x0A)
         }

@@ -12,7 +12,7 @@ extension OutputTree {
 
     /// Writes (or compares) an output tree batch by batch, so a fleet's files never have to be in
     /// memory at once. `prepare` may run on several threads at once (one batch each); `add` takes
-    /// the batches in order on one thread; `publish` makes the new files visible:
+    /// the batches in order, one call at a time; `publish` makes the new files visible:
     /// - prepare compares each file with the tree and writes a changed one under a temporary name
     ///   (`.<name>.tmp-<pid>`) next to its place; nothing visible changes yet;
     /// - publish flushes the file system once, renames every temporary file into place, removes
@@ -25,7 +25,8 @@ extension OutputTree {
         /// What `prepare` found for one batch.
         public struct Batch: Sendable {
             var paths: [String] = []
-            var unchanged: [String] = []
+            /// How many files were already right (a count: a no-op run of a fleet has 600,000).
+            var unchanged = 0
             /// Written under a temporary name (write mode) / missing or stale (compare mode).
             var changed: [Change] = []
         }
@@ -48,11 +49,15 @@ extension OutputTree {
         /// -1 in compare mode when the directory does not exist.
         let root: Int32
         let syncPerFile: Bool
+        /// Compare mode: every path added (`drift` tests the tree's listing against it on all cores).
+        /// Write mode keeps only `paths` and finds duplicates by sorting them in `publish`: a fleet
+        /// has 600,000 paths, and the set was a tenth of a run's memory.
         private var seen = Set<String>()
         private var paths: [String] = []
         private var unchangedCount = 0
         private var changed: [Change] = []
-        private var pendingTemps: [Change] = []
+        /// `publish` has renamed the staged files into place: `abort` has none left to remove.
+        private var published = false
         /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
         /// them all. Found at the start, it means a run was killed half-way: only then are all
         /// directories searched for temporary files (a search a no-op run should not pay for).
@@ -115,7 +120,7 @@ extension OutputTree {
                         : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
                     switch current {
                     case .matches:
-                        batch.unchanged.append(file.path)
+                        batch.unchanged += 1
                     case .differs(let missing):
                         if self.mode == .write {
                             try markWriting()
@@ -134,15 +139,29 @@ extension OutputTree {
             return batch
         }
 
-        /// Takes a prepared batch (in order, on one thread). Two outputs for one path are an error.
+        /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error.
         public func add(_ batch: Batch) throws(OutputError) {
-            pendingTemps += batch.changed.filter(\.staged)
-            for path in batch.paths {
-                guard seen.insert(path).inserted else { throw OutputError("two outputs want the path '\(path)'") }
+            // First, so `abort` removes this batch's staged files also when it is refused below.
+            changed += batch.changed
+            if mode == .compare {
+                for path in batch.paths {
+                    guard seen.insert(path).inserted else { throw Self.duplicate(path) }
+                }
             }
             paths += batch.paths
-            unchangedCount += batch.unchanged.count
-            changed += batch.changed
+            unchangedCount += batch.unchanged
+        }
+
+        static func duplicate(_ path: String) -> OutputError { OutputError("two outputs want the path '\(path)'") }
+
+        /// Whether `sorted` (ascending by `<`) holds `path`, by binary search.
+        static func sortedContains(_ sorted: [String], _ path: String) -> Bool {
+            var low = 0, high = sorted.count
+            while low < high {
+                let mid = (low + high) / 2
+                if sorted[mid] < path { low = mid + 1 } else { high = mid }
+            }
+            return low < sorted.count && sorted[low] == path
         }
 
         /// Removes the temporary files of a batch that is not going to be added (or of everything
@@ -150,8 +169,7 @@ extension OutputTree {
         public func discard(_ batch: Batch) { discard(batch.changed) }
 
         public func abort() {
-            discard(pendingTemps)
-            pendingTemps = []
+            if !published { discard(changed) }
             // Every temporary file of this session is gone; a killed run's may not be, and then the
             // marker stays for the next run to clean up.
             markerLock.lock()
@@ -185,6 +203,13 @@ extension OutputTree {
             precondition(mode == .write)
             var summary = WriteSummary()
             // Flushes are for new data; a run that changes nothing must not flush the file system.
+            // Sorted in place (the manifest lists them sorted); two outputs for one path are neighbours.
+            paths.sort()
+            if let i = paths.indices.dropFirst().first(where: { paths[$0] == paths[$0 - 1] }) {
+                let e = Self.duplicate(paths[i])
+                abort()
+                throw e
+            }
             var wroteAnything = !changed.isEmpty
             if !syncPerFile && !changed.isEmpty {
                 guard FileSystemSync.sync(root) else {
@@ -195,7 +220,9 @@ extension OutputTree {
             }
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
-            let ordered = changed.sorted(by: { $0.path < $1.path })
+            // Sorted in place: a fleet's lists are tens of MB, and a sorted copy would be one more.
+            changed.sort(by: { $0.path < $1.path })
+            let ordered = changed
             // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
             // each worker reuses its directory descriptors; the first failure in path order is reported.
             let perRun = 512
@@ -219,11 +246,12 @@ extension OutputTree {
                 throw failure
             }
             summary.written = ordered.map(\.path)
-            pendingTemps = []
+            changed = []
+            published = true
             summary.unchangedCount = unchangedCount
             // Remove what an earlier run wrote and this one does not; never anything else.
             var stale: [String] = []
-            forEachManifestPath(root) { if !seen.contains($0) { stale.append($0) } }
+            forEachManifestPath(root) { if !Self.sortedContains(paths, $0) { stale.append($0) } }
             for old in Set(stale).sorted() {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
@@ -242,25 +270,35 @@ extension OutputTree {
                     }
                 }
             }
-            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(paths), mode: publicMode) || wroteAnything
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(sorted: paths), mode: publicMode) || wroteAnything
+            paths = []
             var st = stat()
+            var newCacheDigest: String?
             if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                 (st.st_mode & 0o7777) == privateMode
             {
                 // Unchanged: nothing to write.
-            } else if let renderCache = keepRenderCache ? readRootFile(root, RenderCache.fileName) : renderCache {
+            } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
                 // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
-                wroteAnything = try replaceRootFile(RenderCache.fileName, with: renderCache, mode: privateMode) || wroteAnything
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
+            } else if let renderCache {
+                newCacheDigest = try writeRenderCache(renderCache)
+                wroteAnything = true
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
             }
             wroteAnything = wroteAnything || !summary.removed.isEmpty
             // Last, so its own time is later than every change it records.
             if wroteAnything || refreshStats {
-                if let cacheBytes = keepRenderCache ? readRootFile(root, RenderCache.fileName) : renderCache,
-                    let stats = StatCache.encode(cache: cacheBytes, root: root)
-                {
+                var stats: [UInt8]?
+                if let renderCache, let newCacheDigest {
+                    let paths = renderCache.orderedPaths
+                    stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCacheDigest, root: root)
+                } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
+                    stats = StatCache.encode(cache: bytes, root: root)
+                }
+                if let stats {
                     try replaceRootFile(StatCache.fileName, with: stats, mode: privateMode)
                 } else {
                     unlinkat(root, StatCache.fileName, 0)
@@ -285,6 +323,27 @@ extension OutputTree {
             markerWritten = true
         }
 
+        /// Writes the render cache at the top of the tree (atomically, 0600) piece by piece, so a fleet's
+        /// cache (tens of MB) is never in memory at once; returns the SHA-256 (hex) of what it wrote.
+        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> String {
+            try markWriting()
+            let name = RenderCache.fileName
+            let temp = Session.temporaryName(name)
+            let digest = Digest.SHA256Stream()
+            try writeTemporary(root, name: temp, mode: privateMode, sync: true, display: name) { put in
+                cache.write { piece in
+                    digest.update(piece)
+                    return put(piece)
+                }
+            }
+            guard renameat(root, temp, root, name) == 0 else {
+                let e = OutputError.errno("cannot write", name)
+                unlinkat(root, temp, 0)
+                throw e
+            }
+            return hexString(digest.finish())
+        }
+
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
         @discardableResult
         private func replaceRootFile(_ name: String, with contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
@@ -307,7 +366,7 @@ extension OutputTree {
         var refreshStats = false
 
         /// The new render cache, written by `publish` (nil removes it, unless `keepRenderCache`).
-        var renderCache: [UInt8]?
+        var renderCache: RenderCache?
         /// The render cache on disk is already what this run would write: `publish` leaves it alone.
         var keepRenderCache = false
 
@@ -397,7 +456,7 @@ extension OutputTree {
         func unchangedBatch(_ paths: [String]) -> Batch {
             var batch = Batch()
             batch.paths = paths
-            batch.unchanged = paths
+            batch.unchanged = paths.count
             return batch
         }
 

@@ -99,40 +99,53 @@ struct StatCache: Sendable {
             start = end + 1
             guard line.starts(with: filePrefix) else { continue }
             // "file <digest> <mode> <path>": the path is everything after the third space.
-            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
-            guard fields.count == 4 else { return nil }
-            paths.append(fields[3].startIndex..<fields[3].endIndex)
-        }
-        let perRun = 1024
-        let runs = parallelMap((paths.count + perRun - 1) / perRun) { k -> [UInt8]? in
-            let directories = OutputTree.DirectoryCache(root: root, create: false)
-            defer { directories.closeAll() }
-            var records: [UInt8] = []
-            records.reserveCapacity(perRun * recordSize)
-            for range in paths[(k * perRun)..<min(paths.count, (k + 1) * perRun)] {
-                let path = String(decoding: cache[range], as: UTF8.self)
-                guard let parts = try? OutputTree.checkRelativePath(path),
-                    let dir = try? directories.directory(parts.dropLast(), display: path)
-                else { return nil }
-                var st = stat()
-                guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-                let r = Record(st)
-                func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { records += $0 } }
-                put(r.inode)
-                put(r.size)
-                put(r.changedSeconds)
-                put(r.changedNanoseconds)
-                put(r.mode)
+            var at = line.startIndex
+            for _ in 0..<3 {
+                guard let space = line[at...].firstIndex(of: UInt8(ascii: " ")) else { return nil }
+                at = space + 1
             }
-            return records
+            paths.append(at..<line.endIndex)
         }
-        var records: [UInt8] = []
-        records.reserveCapacity(paths.count * recordSize)
-        for run in runs {
-            guard let run else { return nil }
-            records += run
+        return encode(count: paths.count, path: { String(decoding: cache[paths[$0]], as: UTF8.self) },
+                      cacheDigest: hexString(Digest.sha256(cache)), root: root)
+    }
+
+    /// The stat file for the render cache with SHA-256 `cacheDigest` whose `file` lines name, in order,
+    /// `path(0)`, ..., `path(count - 1)`; nil when one of them cannot be examined.
+    static func encode(count: Int, path: (Int) -> String, cacheDigest: String, root: Int32) -> [UInt8]? {
+        // The records go straight into the file's bytes, each run of paths into its own part.
+        let header = Array("\(magic)\(cacheDigest) \(count)\n".utf8)
+        var out = [UInt8](repeating: 0, count: header.count + count * recordSize)
+        let perRun = 1024
+        let complete = out.withUnsafeMutableBytes { buffer -> Bool in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(start: header, count: header.count))
+            let records = UnsafeMutableRawBufferPointer(rebasing: buffer[header.count...])
+            let runs = parallelMap((count + perRun - 1) / perRun) { k -> Bool in
+                let directories = OutputTree.DirectoryCache(root: root, create: false)
+                defer { directories.closeAll() }
+                for i in (k * perRun)..<min(count, (k + 1) * perRun) {
+                    let path = path(i)
+                    guard let parts = try? OutputTree.checkRelativePath(path),
+                        let dir = try? directories.directory(parts.dropLast(), display: path)
+                    else { return false }
+                    var st = stat()
+                    guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+                    let r = Record(st)
+                    var at = i * recordSize
+                    func put<T: FixedWidthInteger>(_ v: T) {
+                        withUnsafeBytes(of: v.littleEndian) { records[at..<(at + $0.count)].copyBytes(from: $0) }
+                        at += MemoryLayout<T>.size
+                    }
+                    put(r.inode)
+                    put(r.size)
+                    put(r.changedSeconds)
+                    put(r.changedNanoseconds)
+                    put(r.mode)
+                }
+                return true
+            }
+            return runs.allSatisfy { $0 }
         }
-        let count = paths.count
-        return Array("\(magic)\(hexString(Digest.sha256(cache))) \(count)\n".utf8) + records
+        return complete ? out : nil
     }
 }

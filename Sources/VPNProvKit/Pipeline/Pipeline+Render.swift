@@ -98,12 +98,14 @@ extension Pipeline {
         let users = inventory.users.filter { !$0.revoked }
         let batchSize = usersPerSlice
         let batches = 1 + (users.count + batchSize - 1) / batchSize
-        let done = ParallelSlots<Int>(1)
         let report = progress.callback
-        typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
-        let results = parallelMap(batches) { b -> (Result<BatchResult, Error>, [Diagnostic]) in
+        // Each finished batch goes into the session as soon as every batch before it has: a fleet's
+        // batches together list 600,000 paths, which then never wait in memory beside the session's own
+        // lists. The first failure in batch order stops the adding; later batches are discarded.
+        let adding = InOrderAdding(session: session, users: users.count)
+        parallelMap(batches) { b in
             var findings: [Diagnostic] = []
-            let result = Result { () throws -> BatchResult in
+            let result = Result { () throws -> InOrderAdding.BatchResult in
                 var files: [OutputFile] = []
                 var entries: [String: RenderCache.Entry] = [:]
                 var keptPaths: [String] = []
@@ -151,48 +153,75 @@ extension Pipeline {
                 }
                 var prepared = try session.prepare(files)
                 prepared.paths += keptPaths
-                prepared.unchanged += keptPaths
+                prepared.unchanged += keptPaths.count
                 return (prepared, entries)
             }
-            done.lock.lock()
-            done.values[0] = (done.values[0] ?? 0) + 1
-            let count = done.values[0]!
-            done.lock.unlock()
+            let count = adding.finished(b, result, findings)
             report?(count, batches)
-            return (result, findings)
         }
         progress.finish()
-        let diagnostics = merged(results.map(\.1))
-        if diagnostics.hasErrors {
-            for case (.success(let done), _) in results { session.discard(done.batch) }
-            return Rendered(count: 0, diagnostics: diagnostics)
-        }
-        var count = 0
-        var failure: Error?
-        var cache = RenderCache(entries: [:])
-        for (result, _) in results {
-            switch result {
-            case .success(let (batch, entries)):
-                if failure == nil {
-                    do { try session.add(batch) } catch { failure = error }
-                    count += batch.paths.count
-                    cache.entries.merge(entries) { first, _ in first }
-                } else {
-                    session.discard(batch)
-                }
-            case .failure(let error):
-                if failure == nil { failure = error }
-            }
-        }
-        if let failure { throw failure }
+        let diagnostics = merged(adding.findings)
+        // The caller reports the findings and aborts the session, which removes every staged file.
+        if diagnostics.hasErrors { return Rendered(count: 0, diagnostics: diagnostics) }
+        if let failure = adding.failure { throw failure }
+        let cache = adding.cache
+        let count = adding.count
         // Every entry of the previous cache is fresh and nothing new was rendered: the file on disk is
         // already these bytes (a fleet's cache is tens of MB to serialize and compare).
         session.refreshStats = built.refreshStats
         if cache.entries.count == built.fresh.count && built.fresh.count == built.previousCacheEntries {
             session.keepRenderCache = true
         } else {
-            session.renderCache = cache.bytes
+            session.renderCache = cache
         }
         return Rendered(count: count, diagnostics: diagnostics)
+    }
+}
+
+/// The batches of `Pipeline.render`, added to the session in batch order as they finish (on
+/// whichever worker completes the next one in order), with their render-cache entries and findings.
+private final class InOrderAdding: @unchecked Sendable {
+    typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
+
+    private let lock = NSLock()
+    private let session: OutputTree.Session
+    private var waiting: [Int: Result<BatchResult, Error>] = [:]
+    private var next = 0
+    private var done = 0
+    private(set) var findings: [[Diagnostic]] = []
+    private(set) var failure: Error?
+    private(set) var count = 0
+    private(set) var cache = RenderCache(entries: [:])
+
+    init(session: OutputTree.Session, users: Int) {
+        self.session = session
+        cache.entries.reserveCapacity(users + 1)
+    }
+
+    /// Takes batch `b`'s outcome and adds every batch that is now next in order; returns how many
+    /// batches have finished (for progress).
+    func finished(_ b: Int, _ result: Result<BatchResult, Error>, _ batchFindings: [Diagnostic]) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        if findings.count <= b { findings += Array(repeating: [], count: b + 1 - findings.count) }
+        findings[b] = batchFindings
+        waiting[b] = result
+        while let result = waiting.removeValue(forKey: next) {
+            next += 1
+            switch result {
+            case .success(let (batch, entries)):
+                guard failure == nil else {
+                    session.discard(batch)
+                    continue
+                }
+                do { try session.add(batch) } catch { failure = error }
+                count += batch.paths.count
+                cache.entries.merge(entries) { first, _ in first }
+            case .failure(let error):
+                if failure == nil { failure = error }
+            }
+        }
+        done += 1
+        return done
     }
 }

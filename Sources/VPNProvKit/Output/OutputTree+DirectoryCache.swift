@@ -17,6 +17,9 @@ extension OutputTree {
         private var open: [String: Int32] = [:]
         /// Directories this cache made (mkdirat succeeded): empty when made.
         private var made: Set<String> = []
+        /// The directory asked for last: files come in runs of the same directory, and comparing a
+        /// few short names costs less than joining them into a key to look up.
+        private var last: (components: [String], fd: Int32)?
 
         init(root: Int32, create: Bool) {
             self.root = root
@@ -27,8 +30,12 @@ extension OutputTree {
         func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError) -> Int32? {
             let create = create ?? self.create
             if components.isEmpty { return root }
+            if let last, last.components.elementsEqual(components) { return last.fd }
             let key = components.joined(separator: "/")
-            if let fd = open[key] { return fd }
+            if let fd = open[key] {
+                last = (Array(components), fd)
+                return fd
+            }
             if open.count >= 64 { closeAll() }
             guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
             let component = components.last!
@@ -45,12 +52,14 @@ extension OutputTree {
                 throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
             }
             open[key] = fd
+            last = (Array(components), fd)
             return fd
         }
 
         func closeAll() {
             for fd in open.values { close(fd) }
             open = [:]
+            last = nil
         }
 
         /// Every directory this cache created (relative paths).

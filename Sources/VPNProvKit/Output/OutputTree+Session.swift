@@ -29,6 +29,13 @@ extension OutputTree {
             var unchanged = 0
             /// Written under a temporary name (write mode) / missing or stale (compare mode).
             var changed: [Change] = []
+
+            /// Adds another prepared batch's files to this one.
+            mutating func append(_ other: Batch) {
+                paths += other.paths
+                unchanged += other.unchanged
+                changed += other.changed
+            }
         }
 
         /// Only the path and two flags per file: a fleet has hundreds of thousands.

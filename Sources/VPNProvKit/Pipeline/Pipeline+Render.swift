@@ -109,15 +109,26 @@ extension Pipeline {
                 var files: [OutputFile] = []
                 var entries: [String: RenderCache.Entry] = [:]
                 var keptPaths: [String] = []
+                var staged = OutputTree.Session.Batch()
                 if b == 0 {
                     if let entry = built.fresh[serversCacheKey] {
                         entries[serversCacheKey] = entry
                         keptPaths = entry.files.map(\.path)
                     } else {
-                        files = try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates)
-                        files += CatalogRenderer.render(inventory: inventory)
-                        files += try DeployRenderer.render(inventory: inventory, templates: templates)
-                        entries[serversCacheKey] = RenderCache.entry(fingerprint: built.fingerprints[serversCacheKey]!, files: files)
+                        // Staged a node at a time: each node's files hold every user's secrets.
+                        var cached: [RenderCache.File] = []
+                        func stage(_ part: [OutputFile]) throws {
+                            staged.append(try session.prepare(part))
+                            cached += RenderCache.entry(fingerprint: "", files: part).files
+                        }
+                        do {
+                            try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)
+                            try stage(CatalogRenderer.render(inventory: inventory) + DeployRenderer.render(inventory: inventory, templates: templates))
+                        } catch {
+                            session.discard(staged)
+                            throw error
+                        }
+                        entries[serversCacheKey] = RenderCache.Entry(fingerprint: built.fingerprints[serversCacheKey]!, files: cached)
                     }
                 } else {
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
@@ -152,6 +163,7 @@ extension Pipeline {
                     }
                 }
                 var prepared = try session.prepare(files)
+                prepared.append(staged)
                 prepared.paths += keptPaths
                 prepared.unchanged += keptPaths.count
                 return (prepared, entries)

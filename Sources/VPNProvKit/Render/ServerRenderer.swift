@@ -37,11 +37,19 @@ public enum ServerRenderer {
         -> [OutputFile]
     {
         var out: [OutputFile] = []
-        for node in inventory.nodes {
-            out += try render(node: node, inventory: inventory, materials: materials, templates: templates)
-        }
-        if inventory.pki.crlURL != nil { out.append(try publishedCRL(materials)) }
+        try render(inventory: inventory, materials: materials, templates: templates) { out += $0 }
         return out
+    }
+
+    /// The same files handed to `each` a node at a time (then the published CRL), so a fleet's node
+    /// files, which each hold every user's secrets, need not all be in memory at once.
+    public static func render(
+        inventory: Inventory, materials: Materials, templates: TemplateSet, each: ([OutputFile]) throws -> Void
+    ) throws {
+        for node in inventory.nodes {
+            try each(render(node: node, inventory: inventory, materials: materials, templates: templates))
+        }
+        if inventory.pki.crlURL != nil { try each([publishedCRL(materials)]) }
     }
 
     /// Where the published CRL is written: the file to serve at `pki.crl_url`.

@@ -105,6 +105,27 @@ import Testing
         #expect(refused { _ = try OutputTree.compare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "1")], with: dir) })
     }
 
+    /// The shortcut for files in the directory of the file before keeps `checkRelativePath`'s rules.
+    @Test func parentOfAPathFollowsThePathRules() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        try fm.createDirectory(atPath: dir + "/a/b", withIntermediateDirectories: true)
+        let root = open(dir, O_RDONLY | O_DIRECTORY)
+        defer { close(root) }
+        let cache = OutputTree.DirectoryCache(root: root, create: false)
+        defer { cache.closeAll() }
+        for bad in ["../x", "a/../x", "a/.x", "a//x", "a/b/", "", ".x", "a/b/..", "/a/x"] {
+            #expect(throws: OutputError.self, "\(bad)") { _ = try cache.parent(of: bad) }
+        }
+        let first = try #require(try cache.parent(of: "a/b/one"))
+        let second = try #require(try cache.parent(of: "a/b/two"))
+        #expect(first.name == "one" && second.name == "two" && first.dir == second.dir)
+        #expect(try cache.parent(of: "top")?.dir == root)
+        #expect(try cache.parent(of: "a/x")?.name == "x")
+        #expect(try cache.parent(of: "missing/x") == nil)
+        #expect(throws: OutputError.self) { _ = try cache.parent(of: "a/b/../../x") }
+    }
+
     @Test func driftListsMissingStaleAndUnexpected() throws {
         let dir = try tempDir()
         defer { try? fm.removeItem(atPath: dir) }

@@ -60,6 +60,24 @@ extension OutputTree {
             for fd in open.values { close(fd) }
             open = [:]
             last = nil
+            lastParent = nil
+        }
+
+        private var lastParent: (path: Substring, fd: Int32)?
+
+        /// The directory holding `path` and the file's name in it, with `checkRelativePath`'s rules;
+        /// nil when the directory is missing and not created. A file in the same directory as the one
+        /// before costs no splitting of its path (stat records and renames go through long runs).
+        func parent(of path: String) throws(OutputError) -> (dir: Int32, name: String)? {
+            let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+            let parentPath = slash.map { path[..<$0] } ?? ""
+            let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
+            guard OutputTree.isPlainComponent(name.utf8) else { throw OutputError("refusing unsafe output path '\(path)'") }
+            if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name)) }
+            let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
+            guard let fd = try directory(components[...], display: path) else { return nil }
+            lastParent = (parentPath, fd)
+            return (fd, String(name))
         }
 
         /// Every directory this cache created (relative paths).

@@ -237,12 +237,12 @@ extension OutputTree {
                 let runCache = DirectoryCache(root: root, create: true)
                 defer { runCache.closeAll() }
                 for change in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
-                    let components = change.components
-                    let dir: Int32?
-                    do throws(OutputError) { dir = try runCache.directory(components.dropLast(), display: change.path) } catch { return error }
-                    guard let name = components.last, let dir, renameat(dir, Session.temporaryName(name), dir, name) == 0 else {
+                    let place: (dir: Int32, name: String)?
+                    do throws(OutputError) { place = try runCache.parent(of: change.path) } catch { return error }
+                    guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0 else {
                         return OutputError.errno("cannot write", change.path)
                     }
+                    let dir = place.dir
                     if syncPerFile { fsync(dir) }
                     CrashTestHook.step()
                 }

@@ -124,12 +124,9 @@ struct StatCache: Sendable {
                 let directories = OutputTree.DirectoryCache(root: root, create: false)
                 defer { directories.closeAll() }
                 for i in (k * perRun)..<min(count, (k + 1) * perRun) {
-                    let path = path(i)
-                    guard let parts = try? OutputTree.checkRelativePath(path),
-                        let dir = try? directories.directory(parts.dropLast(), display: path)
-                    else { return false }
+                    guard let place = try? directories.parent(of: path(i)) else { return false }
                     var st = stat()
-                    guard fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+                    guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
                     let r = Record(st)
                     var at = i * recordSize
                     func put<T: FixedWidthInteger>(_ v: T) {

@@ -265,9 +265,12 @@ public enum ServerPlan {
     /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
     public static func passwordUsers(for node: Node, in inventory: Inventory) -> [User] {
         guard node.services.contains(where: \.needsPassword) else { return [] }
-        return inventory.users
-            .filter { !$0.revoked && $0.password != nil && $0.nodes.contains(node.name) }
-            .sorted { $0.name.precedesByUTF8($1.name) }
+        // Positions are sorted, not the users: a fleet's user values are large to move around.
+        let users = inventory.users
+        return users.indices
+            .filter { users[$0].password != nil && !users[$0].revoked && users[$0].nodes.contains(node.name) }
+            .sorted { users[$0].name.precedesByUTF8(users[$1].name) }
+            .map { users[$0] }
     }
 
     public static func make(for node: Node, in inventory: Inventory) -> NodePlan {

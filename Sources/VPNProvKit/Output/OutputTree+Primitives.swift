@@ -133,6 +133,12 @@ extension OutputTree {
     /// The whole file, or nil past `limit` bytes or on a read error.
     static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []
+        // Sized from the file's length when it has one: growing by doubling would hold up to twice a
+        // fleet's render cache (tens of MB) while reading it.
+        var st = stat()
+        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0 {
+            bytes.reserveCapacity(min(Int(st.st_size), limit) + 1)
+        }
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }

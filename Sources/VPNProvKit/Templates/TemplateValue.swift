@@ -38,9 +38,7 @@ extension TemplateValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
     public init(integerLiteral value: Int) { self = .int(value) }
     public init(arrayLiteral elements: TemplateValue...) { self = .list(elements) }
     public init(dictionaryLiteral elements: (String, TemplateValue)...) {
-        var object = TemplateObject()
-        for (key, value) in elements { object[key] = value }
-        self = .object(object)
+        self = .object(TemplateObject(elements))
     }
 }
 
@@ -54,7 +52,21 @@ public struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLiteral
     public init() {}
 
     public init(dictionaryLiteral elements: (String, TemplateValue)...) {
-        for (key, value) in elements { self[key] = value }
+        self.init(elements)
+    }
+
+    /// The members in the order given, a later one replacing an earlier one of the same name.
+    init(_ elements: [(String, TemplateValue)]) {
+        keys.reserveCapacity(elements.count)
+        values.reserveCapacity(elements.count)
+        for (key, value) in elements {
+            if let i = keys.firstIndex(of: key) {
+                values[i] = value
+            } else {
+                keys.append(key)
+                values.append(value)
+            }
+        }
     }
 
     public var count: Int { keys.count }

@@ -123,39 +123,31 @@ struct PropertyListStream {
         append("</data>\n")
     }
 
-    mutating func beginDictionary() {
+    mutating func beginDictionary() { open("dict") }
+    mutating func endDictionary() { close("dict") }
+    mutating func beginArray() { open("array") }
+    mutating func endArray() { close("array") }
+
+    private mutating func open(_ tag: StaticString) {
         tabs(depth)
-        append("<dict>\n")
+        append("<")
+        append(tag)
+        append(">\n")
         opened.append(bytes.count)
         depth += 1
     }
 
-    mutating func endDictionary() {
+    /// An empty container is written as `<dict/>` or `<array/>`, as Foundation writes it.
+    private mutating func close(_ tag: StaticString) {
         depth -= 1
         if opened.removeLast() == bytes.count {
-            bytes.removeLast(2)  // ">\n" of "<dict>\n"
+            bytes.removeLast(2)  // the ">\n" of the opening tag
             append("/>\n")
         } else {
             tabs(depth)
-            append("</dict>\n")
-        }
-    }
-
-    mutating func beginArray() {
-        tabs(depth)
-        append("<array>\n")
-        opened.append(bytes.count)
-        depth += 1
-    }
-
-    mutating func endArray() {
-        depth -= 1
-        if opened.removeLast() == bytes.count {
-            bytes.removeLast(2)
-            append("/>\n")
-        } else {
-            tabs(depth)
-            append("</array>\n")
+            append("</")
+            append(tag)
+            append(">\n")
         }
     }
 }

@@ -209,7 +209,6 @@ extension OutputTree {
         public func publish() throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
-            // Flushes are for new data; a run that changes nothing must not flush the file system.
             // Sorted in place (the manifest lists them sorted); two outputs for one path are neighbours.
             paths.sort()
             if let i = paths.indices.dropFirst().first(where: { paths[$0] == paths[$0 - 1] }) {
@@ -217,6 +216,7 @@ extension OutputTree {
                 abort()
                 throw e
             }
+            // Flushes are for new data; a run that changes nothing must not flush the file system.
             var wroteAnything = !changed.isEmpty
             if !syncPerFile && !changed.isEmpty {
                 guard FileSystemSync.sync(root) else {

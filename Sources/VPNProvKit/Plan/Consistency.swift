@@ -101,7 +101,10 @@ public struct CertificateFacts: Sendable, Hashable {
 
     /// The identity is in the subjectAltName with its own type (FQDN as dNSName, IP as iPAddress,
     /// user@FQDN as rfc822Name). A DN is the certificate's subject; key IDs are never in a certificate.
-    public func contains(_ id: IKEIdentity) -> Bool {
+    public func contains(_ id: IKEIdentity) -> Bool { contains(id, parse: DistinguishedName.parse) }
+
+    /// `contains(_:)` with DN texts parsed by `parse` (a check parses each one once and remembers it).
+    func contains(_ id: IKEIdentity, parse: (String) -> DistinguishedName?) -> Bool {
         switch id {
         case .fqdn(let name): return dnsNames.contains { Self.sameIgnoringCase($0, name) }
         case .ipv4(let text), .ipv6(let text):
@@ -109,7 +112,7 @@ public struct CertificateFacts: Sendable, Hashable {
             return ipAddresses.contains(bytes)
         case .userFQDN(let mail): return emails.contains { Self.sameIgnoringCase($0, mail) }
         case .dn(let text):
-            guard let subject, let wanted = DistinguishedName.parse(text), let have = DistinguishedName.parse(subject) else { return false }
+            guard let subject, let wanted = parse(text), let have = parse(subject) else { return false }
             return wanted == have
         case .keyID: return false
         }
@@ -242,15 +245,12 @@ public enum Consistency {
         /// `facts.contains(id)`, with each DN text parsed once per check (a user's identity is checked
         /// against its certificate once per node and service).
         func certificate(_ facts: CertificateFacts, contains id: IKEIdentity) -> Bool {
-            guard case .dn(let text) = id else { return facts.contains(id) }
-            func parsed(_ text: String) -> DistinguishedName? {
+            facts.contains(id) { text in
                 if let known = names[text] { return known }
                 let value = DistinguishedName.parse(text)
                 names[text] = value
                 return value
             }
-            guard let subject = facts.subject, let wanted = parsed(text), let have = parsed(subject) else { return false }
-            return wanted == have
         }
 
         func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {

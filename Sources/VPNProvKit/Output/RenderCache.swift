@@ -133,18 +133,10 @@ struct RenderCache: Sendable {
 
     init(entries: [String: Entry]) { self.entries = entries }
 
-    /// Deterministic text: users and files sorted. Written straight into bytes: a fleet's cache has a
-    /// line per file (hundreds of thousands), and a String built first would double the peak.
+    /// Deterministic text: users and files sorted, in one array (`publish` streams a fleet's cache to
+    /// its file with `write` instead).
     var bytes: [UInt8] {
-        // The exact size first: a fleet's cache is tens of MB, and growing by doubling would hold up to
-        // twice that at the end of the run, when memory peaks anyway.
-        var size = Self.header.utf8.count + 1
-        for (name, entry) in entries {
-            size += 5 + name.utf8.count + 1 + entry.fingerprint.utf8.count + 1
-            for file in entry.files { size += 5 + 64 + 6 + file.path.utf8.count + 1 }
-        }
         var out: [UInt8] = []
-        out.reserveCapacity(size)
         _ = write(pieceSize: .max) { piece in
             out += piece
             return true

@@ -159,29 +159,8 @@ struct PropertyListStream {
 enum PropertyListWriter {
     static func xml(_ value: DocumentValue) -> [UInt8] {
         var stream = PropertyListStream()
-        write(value, into: &stream)
+        value.write(into: &stream)
         return stream.finish()
-    }
-
-    private static func write(_ value: DocumentValue, into s: inout PropertyListStream) {
-        switch value {
-        case .string(let v): s.string(v)
-        case .integer(let i): s.integer(i)
-        case .unsignedInteger(let u): s.unsignedInteger(u)
-        case .bool(let b): s.bool(b)
-        case .data(let bytes): s.data(bytes)
-        case .array(let items):
-            s.beginArray()
-            for item in items { write(item, into: &s) }
-            s.endArray()
-        case .dictionary(let entries):
-            s.beginDictionary()
-            for (key, item) in DocumentValue.sortedByUTF16(entries) {
-                s.key(key)
-                write(item, into: &s)
-            }
-            s.endDictionary()
-        }
     }
 }
 
@@ -290,12 +269,45 @@ struct JSONStream {
 enum JSONWriter {
     static func json(_ value: DocumentValue) -> [UInt8] {
         var stream = JSONStream()
-        write(value, into: &stream)
+        value.write(into: &stream)
         return stream.bytes
     }
+}
 
-    private static func write(_ value: DocumentValue, into s: inout JSONStream) {
-        switch value {
+/// What `DocumentValue.write(into:)` needs of a stream: its leaves, containers and keys.
+protocol DocumentStream {
+    mutating func string(_ s: String)
+    mutating func integer(_ i: Int64)
+    mutating func unsignedInteger(_ u: UInt64)
+    mutating func bool(_ b: Bool)
+    mutating func data(_ contents: [UInt8])
+    mutating func beginArray()
+    /// Before each element of an array.
+    mutating func item()
+    mutating func endArray()
+    mutating func beginDictionary()
+    mutating func key(_ key: String)
+    mutating func endDictionary()
+    /// Dictionary entries in the order Foundation writes this format's keys.
+    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)]
+}
+
+extension PropertyListStream: DocumentStream {
+    /// An array element needs nothing before it in a plist.
+    mutating func item() {}
+    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] { DocumentValue.sortedByUTF16(entries) }
+}
+
+extension JSONStream: DocumentStream {
+    mutating func beginDictionary() { beginObject() }
+    mutating func endDictionary() { endObject() }
+    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] { DocumentValue.sortedByUTF8(entries) }
+}
+
+extension DocumentValue {
+    /// The value into `s`, dictionary keys in the stream's order.
+    func write<S: DocumentStream>(into s: inout S) {
+        switch self {
         case .string(let v): s.string(v)
         case .integer(let i): s.integer(i)
         case .unsignedInteger(let u): s.unsignedInteger(u)
@@ -305,16 +317,16 @@ enum JSONWriter {
             s.beginArray()
             for item in items {
                 s.item()
-                write(item, into: &s)
+                item.write(into: &s)
             }
             s.endArray()
         case .dictionary(let entries):
-            s.beginObject()
-            for (key, item) in DocumentValue.sortedByUTF8(entries) {
+            s.beginDictionary()
+            for (key, item) in S.ordered(entries) {
                 s.key(key)
-                write(item, into: &s)
+                item.write(into: &s)
             }
-            s.endObject()
+            s.endDictionary()
         }
     }
 }

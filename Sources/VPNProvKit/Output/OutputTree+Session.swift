@@ -44,8 +44,6 @@ extension OutputTree {
             /// Written under `temp` (write mode).
             var staged: Bool
             var missing: Bool
-            var components: [String] { (try? checkRelativePath(path)) ?? [] }
-            var temp: String { staged ? Session.temporaryName(components.last ?? "") : "" }
         }
 
         static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
@@ -198,9 +196,8 @@ extension OutputTree {
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
             for change in changes where change.staged {
-                let components = change.components
-                if let dir = try? cache.directory(components.dropLast(), display: change.path) {
-                    unlinkat(dir, Session.temporaryName(components.last ?? ""), 0)
+                if let place = try? cache.parent(of: change.path) {
+                    unlinkat(place.dir, Session.temporaryName(place.name), 0)
                 }
             }
         }

@@ -49,8 +49,6 @@ public struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLiteral
     private var keys: [String] = []
     private var values: [TemplateValue] = []
 
-    public init() {}
-
     public init(dictionaryLiteral elements: (String, TemplateValue)...) {
         self.init(elements)
     }
@@ -59,14 +57,7 @@ public struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLiteral
     init(_ elements: [(String, TemplateValue)]) {
         keys.reserveCapacity(elements.count)
         values.reserveCapacity(elements.count)
-        for (key, value) in elements {
-            if let i = keys.firstIndex(of: key) {
-                values[i] = value
-            } else {
-                keys.append(key)
-                values.append(value)
-            }
-        }
+        for (key, value) in elements { self[key] = value }
     }
 
     public var count: Int { keys.count }

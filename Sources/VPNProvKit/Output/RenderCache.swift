@@ -187,7 +187,12 @@ struct RenderCache: Sendable {
     }
 
     static func entry(fingerprint: String, files: [OutputFile]) -> Entry {
-        Entry(fingerprint: fingerprint, files: files.map { File(path: $0.path, sha256: SHA256Value(Digest.sha256($0.contents)), isPrivate: $0.isPrivate) })
+        Entry(fingerprint: fingerprint, files: Self.files(files))
+    }
+
+    /// Each file's path, digest and mode.
+    static func files(_ files: [OutputFile]) -> [File] {
+        files.map { File(path: $0.path, sha256: SHA256Value(Digest.sha256($0.contents)), isPrivate: $0.isPrivate) }
     }
 }
 

@@ -119,7 +119,7 @@ extension Pipeline {
                         var cached: [RenderCache.File] = []
                         func stage(_ part: [OutputFile]) throws {
                             staged.append(try session.prepare(part))
-                            cached += RenderCache.entry(fingerprint: "", files: part).files
+                            cached += RenderCache.files(part)
                         }
                         do {
                             try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)

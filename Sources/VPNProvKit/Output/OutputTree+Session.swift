@@ -277,7 +277,7 @@ extension OutputTree {
             wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(sorted: paths), mode: publicMode) || wroteAnything
             paths = []
             var st = stat()
-            var newCacheDigest: String?
+            var newCache: (digest: String, paths: [String])?
             if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                 (st.st_mode & 0o7777) == privateMode
             {
@@ -287,7 +287,7 @@ extension OutputTree {
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
                 wroteAnything = try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
             } else if let renderCache {
-                newCacheDigest = try writeRenderCache(renderCache)
+                newCache = try writeRenderCache(renderCache)
                 wroteAnything = true
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
@@ -296,9 +296,9 @@ extension OutputTree {
             // Last, so its own time is later than every change it records.
             if wroteAnything || refreshStats {
                 var stats: [UInt8]?
-                if let renderCache, let newCacheDigest {
-                    let paths = renderCache.orderedPaths
-                    stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCacheDigest, root: root)
+                if let newCache {
+                    let paths = newCache.paths
+                    stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
                 } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
                 }
@@ -329,38 +329,40 @@ extension OutputTree {
 
         /// Writes the render cache at the top of the tree (atomically, 0600) piece by piece, so a fleet's
         /// cache (tens of MB) is never in memory at once; returns the SHA-256 (hex) of what it wrote.
-        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> String {
-            try markWriting()
-            let name = RenderCache.fileName
-            let temp = Session.temporaryName(name)
+        /// Also returns the paths of its `file` lines in order (the stat records' order).
+        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> (digest: String, paths: [String]) {
             let digest = Digest.SHA256Stream()
-            try writeTemporary(root, name: temp, mode: privateMode, sync: true, display: name) { put in
-                cache.write { piece in
+            var paths: [String] = []
+            try writeRootFile(RenderCache.fileName, mode: privateMode) { put in
+                cache.write(eachPath: { paths.append($0) }) { piece in
                     digest.update(piece)
                     return put(piece)
                 }
             }
-            guard renameat(root, temp, root, name) == 0 else {
-                let e = OutputError.errno("cannot write", name)
-                unlinkat(root, temp, 0)
-                throw e
-            }
-            return hexString(digest.finish())
+            return (hexString(digest.finish()), paths)
         }
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
         @discardableResult
         private func replaceRootFile(_ name: String, with contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
             guard case .differs = try state(root, name: name, contents: contents, mode: mode) else { return false }
+            try writeRootFile(name, mode: mode) { put in put(contents) }
+            return true
+        }
+
+        /// Writes a bookkeeping file at the top of the tree atomically (a temporary file, flushed, then
+        /// renamed), its contents made by `produce` as `writeTemporary` takes them.
+        private func writeRootFile(
+            _ name: String, mode: mode_t, produce: (_ put: ([UInt8]) -> Bool) -> Bool
+        ) throws(OutputError) {
             try markWriting()
             let temp = Session.temporaryName(name)
-            try writeTemporary(root, name: temp, contents: contents, mode: mode, sync: true, display: name)
+            try writeTemporary(root, name: temp, mode: mode, sync: true, display: name, produce: produce)
             guard renameat(root, temp, root, name) == 0 else {
                 let e = OutputError.errno("cannot write", name)
                 unlinkat(root, temp, 0)
                 throw e
             }
-            return true
         }
 
         // MARK: render cache

@@ -145,20 +145,24 @@ struct RenderCache: Sendable {
     }
 
     /// `bytes` handed to `body` in pieces of about `pieceSize` bytes, in order, so a fleet's cache
-    /// (tens of MB) can go to a file without being in memory at once. Stops at the first piece
-    /// `body` refuses (returns false), and then returns false.
-    func write(pieceSize: Int = 1 << 20, _ body: ([UInt8]) -> Bool) -> Bool {
+    /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path of each
+    /// `file` line in order (the stat records' order). Stops at the first piece `body` refuses (returns
+    /// false), and then returns false.
+    func write(pieceSize: Int = 1 << 20, eachPath: (String) -> Void = { _ in }, _ body: ([UInt8]) -> Bool) -> Bool {
         var out: [UInt8] = []
         out.reserveCapacity(min(pieceSize, 1 << 20) + 4096)
         out += Self.header.utf8
         out.append(0x0A)
-        for (name, files) in inOrder() {
+        // Users sorted by name, each with its files sorted by path.
+        for name in entries.keys.sorted() {
+            let entry = entries[name]!
             out += "user ".utf8
             out += name.utf8
             out.append(0x20)
-            out += entries[name]!.fingerprint.utf8
+            out += entry.fingerprint.utf8
             out.append(0x0A)
-            for file in files {
+            for file in entry.files.sorted(by: { $0.path < $1.path }) {
+                eachPath(file.path)
                 out += "file ".utf8
                 file.sha256.appendHex(to: &out)
                 out += (file.isPrivate ? " 0600 " : " 0644 ").utf8
@@ -171,19 +175,6 @@ struct RenderCache: Sendable {
             }
         }
         return out.isEmpty || body(out)
-    }
-
-    /// The paths of the `file` lines, in the order `bytes` lists them (the stat records' order).
-    var orderedPaths: [String] {
-        var paths: [String] = []
-        paths.reserveCapacity(entries.values.reduce(0) { $0 + $1.files.count })
-        for (_, files) in inOrder() { paths += files.lazy.map(\.path) }
-        return paths
-    }
-
-    /// Users sorted by name, each with its files sorted by path.
-    private func inOrder() -> LazyMapSequence<[String], (String, [File])> {
-        entries.keys.sorted().lazy.map { name in (name, entries[name]!.files.sorted(by: { $0.path < $1.path })) }
     }
 
     static func entry(fingerprint: String, files: [OutputFile]) -> Entry {

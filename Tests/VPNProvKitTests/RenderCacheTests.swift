@@ -41,7 +41,7 @@ import VPNProvCrypto
         #expect(calls == 1)
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("file ") }
         var paths: [String] = []
-        #expect(Self.sample.write(eachPath: { paths.append($0) }) { _ in true })
+        #expect(Self.sample.write(eachPath: { paths.append(String(decoding: $0, as: UTF8.self)) }) { _ in true })
         #expect(paths == lines.map { String($0.split(separator: " ", maxSplits: 3)[3]) })
         #expect(paths.count == 3)
     }

@@ -161,14 +161,14 @@ extension OutputTree {
         }
     }
 
-    /// The manifest's bytes: one path a line, in the order given (the caller sorts them in place), a
-    /// lone newline for an empty tree.
-    static func manifestBytes(sorted paths: [String]) -> [UInt8] {
+    /// The manifest's bytes: one path a line, in the list's order (the caller sorts it), a lone newline
+    /// for an empty tree.
+    static func manifestBytes(_ paths: PathList) -> [UInt8] {
         if paths.isEmpty { return [0x0A] }
         var out: [UInt8] = []
-        out.reserveCapacity(paths.reduce(0) { $0 + $1.utf8.count + 1 })
-        for path in paths {
-            out += path.utf8
+        out.reserveCapacity(paths.utf8Count + paths.count)
+        for i in paths.indices {
+            out += paths.utf8(i)
             out.append(0x0A)
         }
         return out

@@ -22,28 +22,24 @@ extension OutputTree {
     public final class Session: @unchecked Sendable {
         public enum Mode: Sendable { case write, compare }
 
-        /// What `prepare` found for one batch.
+        /// What `prepare` found for one batch: every path, each with its status (packed: a fleet has
+        /// hundreds of thousands).
         public struct Batch: Sendable {
-            var paths: [String] = []
-            /// How many files were already right (a count: a no-op run of a fleet has 600,000).
+            var files = PathList()
+            /// How many files were already right (a no-op run of a fleet has 600,000).
             var unchanged = 0
-            /// Written under a temporary name (write mode) / missing or stale (compare mode).
-            var changed: [Change] = []
 
             /// Adds another prepared batch's files to this one.
             mutating func append(_ other: Batch) {
-                paths += other.paths
+                files.append(contentsOf: other.files)
                 unchanged += other.unchanged
-                changed += other.changed
             }
-        }
 
-        /// Only the path and two flags per file: a fleet has hundreds of thousands.
-        struct Change: Sendable {
-            var path: String
-            /// Written under `temp` (write mode).
-            var staged: Bool
-            var missing: Bool
+            /// Adds files known to be right without rendering them (a fresh render-cache entry).
+            mutating func keep(_ cached: RenderCache.FileList) {
+                cached.forEachFile { _, _, path in files.append(utf8: path) }
+                unchanged += cached.count
+            }
         }
 
         static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
@@ -55,12 +51,12 @@ extension OutputTree {
         let root: Int32
         let syncPerFile: Bool
         /// Compare mode: every path added (`drift` tests the tree's listing against it on all cores).
-        /// Write mode keeps only `paths` and finds duplicates by sorting them in `publish`: a fleet
+        /// Write mode keeps only `files` and finds duplicates by sorting them in `publish`: a fleet
         /// has 600,000 paths, and the set was a tenth of a run's memory.
         private var seen = Set<String>()
-        private var paths: [String] = []
+        /// Every path added, with what `prepare` found (staged, missing or stale, or right).
+        private var files = PathList()
         private var unchangedCount = 0
-        private var changed: [Change] = []
         /// `publish` has renamed the staged files into place: `abort` has none left to remove.
         private var published = false
         /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
@@ -110,14 +106,9 @@ extension OutputTree {
             do {
                 for file in files {
                     let parts = try checkRelativePath(file.path)
-                    batch.paths.append(file.path)
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
-                    guard root >= 0 else {
-                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
-                        continue
-                    }
-                    guard let dir = try cache.directory(parts.dropLast(), display: file.path) else {
-                        batch.changed.append(Change(path: file.path, staged: false, missing: true))
+                    guard root >= 0, let dir = try cache.directory(parts.dropLast(), display: file.path) else {
+                        batch.files.append(file.path, [.changed, .missing])
                         continue
                     }
                     // A directory this batch created holds only what the batch wrote: nothing to compare.
@@ -125,6 +116,7 @@ extension OutputTree {
                         : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
                     switch current {
                     case .matches:
+                        batch.files.append(file.path)
                         batch.unchanged += 1
                     case .differs(let missing):
                         if self.mode == .write {
@@ -134,11 +126,14 @@ extension OutputTree {
                                 display: file.path)
                             CrashTestHook.step()
                         }
-                        batch.changed.append(Change(path: file.path, staged: self.mode == .write, missing: missing))
+                        var status: PathList.Status = .changed
+                        if self.mode == .write { status.insert(.staged) }
+                        if missing { status.insert(.missing) }
+                        batch.files.append(file.path, status)
                     }
                 }
             } catch {
-                discard(batch.changed)
+                discard(batch.files)
                 throw error
             }
             return batch
@@ -147,34 +142,23 @@ extension OutputTree {
         /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error.
         public func add(_ batch: Batch) throws(OutputError) {
             // First, so `abort` removes this batch's staged files also when it is refused below.
-            changed += batch.changed
+            files.append(contentsOf: batch.files)
+            unchangedCount += batch.unchanged
             if mode == .compare {
-                for path in batch.paths {
+                for path in batch.files {
                     guard seen.insert(path).inserted else { throw Self.duplicate(path) }
                 }
             }
-            paths += batch.paths
-            unchangedCount += batch.unchanged
         }
 
         static func duplicate(_ path: String) -> OutputError { OutputError("two outputs want the path '\(path)'") }
 
-        /// Whether `sorted` (ascending by `<`) holds `path`, by binary search.
-        static func sortedContains(_ sorted: [String], _ path: String) -> Bool {
-            var low = 0, high = sorted.count
-            while low < high {
-                let mid = (low + high) / 2
-                if sorted[mid] < path { low = mid + 1 } else { high = mid }
-            }
-            return low < sorted.count && sorted[low] == path
-        }
-
         /// Removes the temporary files of a batch that is not going to be added (or of everything
         /// added so far): used after a failure, so nothing visible changed.
-        public func discard(_ batch: Batch) { discard(batch.changed) }
+        public func discard(_ batch: Batch) { discard(batch.files) }
 
         public func abort() {
-            if !published { discard(changed) }
+            if !published { discard(files) }
             // Every temporary file of this session is gone; a killed run's may not be, and then the
             // marker stays for the next run to clean up.
             markerLock.lock()
@@ -191,12 +175,12 @@ extension OutputTree {
             if createdRoot { rmdir(directory) }
         }
 
-        private func discard(_ changes: [Change]) {
+        private func discard(_ list: PathList) {
             guard root >= 0 else { return }
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
-            for change in changes where change.staged {
-                if let place = try? cache.parent(of: change.path) {
+            for i in list.indices where list.status(i).contains(.staged) {
+                if let place = try? cache.parent(of: list[i]) {
                     unlinkat(place.dir, Session.temporaryName(place.name), 0)
                 }
             }
@@ -206,16 +190,20 @@ extension OutputTree {
         public func publish() throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
-            // Sorted in place (the manifest lists them sorted); two outputs for one path are neighbours.
-            paths.sort()
-            if let i = paths.indices.dropFirst().first(where: { paths[$0] == paths[$0 - 1] }) {
-                let e = Self.duplicate(paths[i])
+            // Sorted once, into buffers of exactly their size (the manifest lists the paths sorted; the
+            // renames go in runs of neighbours); two outputs for one path are neighbours.
+            files = files.subset(files.sortedOrder())
+            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) {
+                let e = Self.duplicate(files[i])
                 abort()
                 throw e
             }
+            // In path order, so the first failure reported is the first path, and each run of renames
+            // reuses its directory descriptors.
+            let ordered = files.indices.filter { files.status($0).contains(.staged) }
             // Flushes are for new data; a run that changes nothing must not flush the file system.
-            var wroteAnything = !changed.isEmpty
-            if !syncPerFile && !changed.isEmpty {
+            var wroteAnything = !ordered.isEmpty
+            if !syncPerFile && !ordered.isEmpty {
                 guard FileSystemSync.sync(root) else {
                     let e = OutputError.errno("cannot flush", directory)
                     abort()
@@ -224,20 +212,18 @@ extension OutputTree {
             }
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
-            // Sorted in place: a fleet's lists are tens of MB, and a sorted copy would be one more.
-            changed.sort(by: { $0.path < $1.path })
-            let ordered = changed
             // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
             // each worker reuses its directory descriptors; the first failure in path order is reported.
             let perRun = 512
             let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
                 let runCache = DirectoryCache(root: root, create: true)
                 defer { runCache.closeAll() }
-                for change in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
+                for position in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
+                    let path = files[position]
                     let place: (dir: Int32, name: String)?
-                    do throws(OutputError) { place = try runCache.parent(of: change.path) } catch { return error }
+                    do throws(OutputError) { place = try runCache.parent(of: path) } catch { return error }
                     guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0 else {
-                        return OutputError.errno("cannot write", change.path)
+                        return OutputError.errno("cannot write", path)
                     }
                     let dir = place.dir
                     if syncPerFile { fsync(dir) }
@@ -249,13 +235,13 @@ extension OutputTree {
                 abort()
                 throw failure
             }
-            summary.written = ordered.map(\.path)
-            changed = []
+            // A first run writes every file: the list is then shared, not copied.
+            summary.written = ordered.count == files.count ? files : files.subset(ordered.lazy.map { Int32($0) })
             published = true
             summary.unchangedCount = unchangedCount
             // Remove what an earlier run wrote and this one does not; never anything else.
             var stale: [String] = []
-            forEachManifestPath(root) { if !Self.sortedContains(paths, $0) { stale.append($0) } }
+            forEachManifestPath(root) { if !files.containsSorted($0) { stale.append($0) } }
             for old in Set(stale).sorted() {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
@@ -266,7 +252,7 @@ extension OutputTree {
             // Temporary files of an earlier run killed between writing and renaming, in the
             // directories this run writes to (this run's own are all renamed by now).
             if killedRunLeftTemporaries {
-                var directories = Set(paths.map { $0.split(separator: "/").dropLast().map(String.init) })
+                var directories = Set(files.map { $0.split(separator: "/").dropLast().map(String.init) })
                 directories.insert([])
                 for directory in directories {
                     if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
@@ -274,10 +260,10 @@ extension OutputTree {
                     }
                 }
             }
-            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(sorted: paths), mode: publicMode) || wroteAnything
-            paths = []
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
+            self.files = PathList()
             var st = stat()
-            var newCache: (digest: String, paths: [String])?
+            var newCache: (digest: String, paths: PathList)?
             if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                 (st.st_mode & 0o7777) == privateMode
             {
@@ -330,11 +316,11 @@ extension OutputTree {
         /// Writes the render cache at the top of the tree (atomically, 0600) piece by piece, so a fleet's
         /// cache (tens of MB) is never in memory at once; returns the SHA-256 (hex) of what it wrote.
         /// Also returns the paths of its `file` lines in order (the stat records' order).
-        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> (digest: String, paths: [String]) {
+        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> (digest: String, paths: PathList) {
             let digest = Digest.SHA256Stream()
-            var paths: [String] = []
+            var paths = PathList()
             try writeRootFile(RenderCache.fileName, mode: privateMode) { put in
-                cache.write(eachPath: { paths.append($0) }) { piece in
+                cache.write(eachPath: { paths.append(utf8: $0) }) { piece in
                     digest.update(piece)
                     return put(piece)
                 }
@@ -458,14 +444,6 @@ extension OutputTree {
             return readAll(fd, limit: limit)
         }
 
-        /// A batch for files known to be right without rendering them (a fresh cache entry).
-        func unchangedBatch(_ paths: [String]) -> Batch {
-            var batch = Batch()
-            batch.paths = paths
-            batch.unchanged = paths.count
-            return batch
-        }
-
         /// Directories emptied by removing stale outputs go too (a non-empty one simply stays);
         /// parents are opened without following links.
         private func removeEmptiedDirectories(after removed: [String], cache: DirectoryCache) {
@@ -489,8 +467,9 @@ extension OutputTree {
         /// Compare mode: what differs from the tree.
         public func drift() throws(OutputError) -> DriftReport {
             var report = DriftReport()
+            let order = files.sortedOrder()
             guard root >= 0 else {
-                report.missing = paths.sorted()
+                report.missing = order.map { files[Int($0)] }
                 return report
             }
             // Only what is not expected is kept from the listing (a fleet's tree has hundreds of thousands
@@ -500,15 +479,16 @@ extension OutputTree {
             let extra = try listFilesInParallel(root) { !expected.contains($0) && !bookkeeping.contains($0) }
             let directories = DirectoryCache(root: root, create: false)
             defer { directories.closeAll() }
-            for change in changed.sorted(by: { $0.path < $1.path }) {
+            for position in order where files.status(Int(position)).contains(.changed) {
+                let path = files[Int(position)]
                 // Listed means: reached without following a link, and not a directory.
                 var st = stat()
-                if let parts = try? checkRelativePath(change.path), let dir = try? directories.directory(parts.dropLast(), display: change.path),
+                if let parts = try? checkRelativePath(path), let dir = try? directories.directory(parts.dropLast(), display: path),
                     fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) != S_IFDIR
                 {
-                    report.stale.append(change.path)
+                    report.stale.append(path)
                 } else {
-                    report.missing.append(change.path)
+                    report.missing.append(path)
                 }
             }
             var previous = Set<String>()

@@ -25,6 +25,8 @@ struct RenderCache: Sendable {
     struct SHA256Value: Sendable, Hashable {
         var words: (UInt64, UInt64, UInt64, UInt64)
 
+        init(words: (UInt64, UInt64, UInt64, UInt64)) { self.words = words }
+
         init(_ bytes: [UInt8]) {
             precondition(bytes.count == 32)
             func word(_ i: Int) -> UInt64 { bytes[(i * 8)..<(i * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
@@ -85,9 +87,92 @@ struct RenderCache: Sendable {
         }
     }
 
+    /// A user's files packed into one buffer: for each, its digest (32 bytes), whether it is private
+    /// (1 byte), its path's length (4 bytes) and its path. A fleet's cache has 600,000 files, held from
+    /// rendering to the end of the run; as a `File` apiece (with a `String` each) they were a quarter
+    /// of the run's memory.
+    struct FileList: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral {
+        private var bytes: [UInt8] = []
+        private(set) var count = 0
+
+        init() {}
+
+        init(arrayLiteral files: File...) { self.init(files) }
+
+        init<S: Sequence>(_ files: S) where S.Element == File {
+            for file in files { append(file) }
+        }
+
+        mutating func append(_ file: File) {
+            var path = file.path
+            path.withUTF8 { append(sha256: file.sha256, isPrivate: file.isPrivate, path: $0) }
+        }
+
+        mutating func append<C: Collection>(sha256: SHA256Value, isPrivate: Bool, path: C) where C.Element == UInt8 {
+            withUnsafeBytes(of: sha256.words) { bytes += $0 }
+            bytes.append(isPrivate ? 1 : 0)
+            withUnsafeBytes(of: UInt32(path.count).littleEndian) { bytes += $0 }
+            bytes += path
+            count += 1
+        }
+
+        mutating func append(contentsOf other: FileList) {
+            bytes += other.bytes
+            count += other.count
+        }
+
+        /// Room for files with `pathBytes` bytes of paths between them.
+        mutating func reserveCapacity(files: Int, pathBytes: Int) { bytes.reserveCapacity(bytes.count + files * 37 + pathBytes) }
+
+        /// The buffer cut to its size (a fleet's cache holds 20,000 of them to the end of the run).
+        mutating func shrinkToFit() { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
+
+        /// Calls `body` with each file in order, its path as UTF-8 bytes in place.
+        func forEachFile(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+            try bytes.withUnsafeBufferPointer { buffer in
+                var at = 0
+                while at < buffer.count {
+                    let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[at...]))
+                    let words = raw.loadUnaligned(as: (UInt64, UInt64, UInt64, UInt64).self)
+                    let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 33, as: UInt32.self)))
+                    let start = at + 37
+                    try body(SHA256Value(words: words), buffer[at + 32] != 0, UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
+                    at = start + length
+                }
+            }
+        }
+
+        /// The paths, in order.
+        var paths: [String] {
+            var out: [String] = []
+            out.reserveCapacity(count)
+            forEachFile { _, _, path in out.append(String(decoding: path, as: UTF8.self)) }
+            return out
+        }
+
+        func makeIterator() -> Array<File>.Iterator {
+            var files: [File] = []
+            files.reserveCapacity(count)
+            forEachFile { sha256, isPrivate, path in files.append(File(path: String(decoding: path, as: UTF8.self), sha256: sha256, isPrivate: isPrivate)) }
+            return files.makeIterator()
+        }
+
+        /// The same files ordered by path (UTF-8 byte order); itself when already so.
+        func sortedByPath() -> FileList {
+            var previous: UnsafeBufferPointer<UInt8>?
+            var inOrder = true
+            forEachFile { _, _, path in
+                if inOrder, let p = previous, !p.lexicographicallyPrecedes(path) { inOrder = false }
+                previous = path
+            }
+            if inOrder { return self }
+            return FileList(self.sorted { $0.path.precedesByUTF8($1.path) })
+        }
+    }
+
     struct Entry: Sendable, Hashable {
         var fingerprint: String
-        var files: [File]
+        var files: FileList
         /// Position of the first file among all `file` lines of the cache file it was read from (its
         /// files follow in order): the key into `.vpnprov-stat`. -1 for an entry not read from a file.
         var firstOrdinal: Int32 = -1
@@ -117,17 +202,23 @@ struct RenderCache: Sendable {
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
             func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
             if fields.count == 3, fields[0].elementsEqual("user".utf8) {
-                if let (name, entry) = current { parsed[name] = entry }
-                current = (text(1), Entry(fingerprint: text(2), files: [], firstOrdinal: ordinal))
+                if var (name, entry) = current {
+                    entry.files.shrinkToFit()
+                    parsed[name] = entry
+                }
+                current = (text(1), Entry(fingerprint: text(2), files: FileList(), firstOrdinal: ordinal))
             } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
-                current!.1.files.append(File(path: text(3), sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8)))
+                current!.1.files.append(sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
                 ordinal += 1
             } else {
                 return
             }
         }
         if first { return }
-        if let (name, entry) = current { parsed[name] = entry }
+        if var (name, entry) = current {
+            entry.files.shrinkToFit()
+            parsed[name] = entry
+        }
         entries = parsed
     }
 
@@ -145,10 +236,12 @@ struct RenderCache: Sendable {
     }
 
     /// `bytes` handed to `body` in pieces of about `pieceSize` bytes, in order, so a fleet's cache
-    /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path of each
-    /// `file` line in order (the stat records' order). Stops at the first piece `body` refuses (returns
-    /// false), and then returns false.
-    func write(pieceSize: Int = 1 << 20, eachPath: (String) -> Void = { _ in }, _ body: ([UInt8]) -> Bool) -> Bool {
+    /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path (UTF-8)
+    /// of each `file` line in order (the stat records' order). Stops at the first piece `body` refuses
+    /// (returns false), and then returns false.
+    func write(
+        pieceSize: Int = 1 << 20, eachPath: (UnsafeBufferPointer<UInt8>) -> Void = { _ in }, _ body: ([UInt8]) -> Bool
+    ) -> Bool {
         var out: [UInt8] = []
         out.reserveCapacity(min(pieceSize, 1 << 20) + 4096)
         out += Self.header.utf8
@@ -161,12 +254,12 @@ struct RenderCache: Sendable {
             out.append(0x20)
             out += entry.fingerprint.utf8
             out.append(0x0A)
-            for file in entry.files.sorted(by: { $0.path < $1.path }) {
-                eachPath(file.path)
+            entry.files.sortedByPath().forEachFile { sha256, isPrivate, path in
+                eachPath(path)
                 out += "file ".utf8
-                file.sha256.appendHex(to: &out)
-                out += (file.isPrivate ? " 0600 " : " 0644 ").utf8
-                out += file.path.utf8
+                sha256.appendHex(to: &out)
+                out += (isPrivate ? " 0600 " : " 0644 ").utf8
+                out += path
                 out.append(0x0A)
             }
             if out.count >= pieceSize {
@@ -181,9 +274,14 @@ struct RenderCache: Sendable {
         Entry(fingerprint: fingerprint, files: Self.files(files))
     }
 
-    /// Each file's path, digest and mode.
-    static func files(_ files: [OutputFile]) -> [File] {
-        files.map { File(path: $0.path, sha256: SHA256Value(Digest.sha256($0.contents)), isPrivate: $0.isPrivate) }
+    /// Each file's path, digest and mode, ordered by path.
+    static func files(_ files: [OutputFile]) -> FileList {
+        var list = FileList()
+        list.reserveCapacity(files: files.count, pathBytes: files.reduce(0) { $0 + $1.path.utf8.count })
+        for file in files.sorted(by: { $0.path.precedesByUTF8($1.path) }) {
+            list.append(File(path: file.path, sha256: SHA256Value(Digest.sha256(file.contents)), isPrivate: file.isPrivate))
+        }
+        return list
     }
 }
 

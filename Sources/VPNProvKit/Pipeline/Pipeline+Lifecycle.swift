@@ -125,7 +125,7 @@ extension Pipeline {
     /// Nodes and users whose files this run wrote or removed.
     static func rollout(_ written: WriteSummary, inventory: Inventory, changes: [PKIChange], rotating: Bool) -> LifecycleSummary {
         var nodes = Set<String>(), users = Set<String>()
-        for path in written.written + written.removed {
+        for path in Array(written.written) + written.removed {
             let parts = path.split(separator: "/", maxSplits: 2)
             guard parts.count >= 2 else { continue }
             if parts[0] == "servers" { nodes.insert(String(parts[1])) }

@@ -108,18 +108,18 @@ extension Pipeline {
             let result = Result { () throws -> InOrderAdding.BatchResult in
                 var files: [OutputFile] = []
                 var entries: [String: RenderCache.Entry] = [:]
-                var keptPaths: [String] = []
+                var kept = OutputTree.Session.Batch()
                 var staged = OutputTree.Session.Batch()
                 if b == 0 {
                     if let entry = built.fresh[serversCacheKey] {
                         entries[serversCacheKey] = entry
-                        keptPaths = entry.files.map(\.path)
+                        kept.keep(entry.files)
                     } else {
                         // Staged a node at a time: each node's files hold every user's secrets.
-                        var cached: [RenderCache.File] = []
+                        var cached = RenderCache.FileList()
                         func stage(_ part: [OutputFile]) throws {
                             staged.append(try session.prepare(part))
-                            cached += RenderCache.files(part)
+                            cached.append(contentsOf: RenderCache.files(part))
                         }
                         do {
                             try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)
@@ -146,7 +146,7 @@ extension Pipeline {
                     for user in batch {
                         if let entry = built.fresh[user.name] {
                             entries[user.name] = entry
-                            keptPaths += entry.files.map(\.path)
+                            kept.keep(entry.files)
                             continue
                         }
                         var userFiles = try ClientRenderer.render(
@@ -164,8 +164,7 @@ extension Pipeline {
                 }
                 var prepared = try session.prepare(files)
                 prepared.append(staged)
-                prepared.paths += keptPaths
-                prepared.unchanged += keptPaths.count
+                prepared.append(kept)
                 return (prepared, entries)
             }
             let count = adding.finished(b, result, findings)
@@ -227,7 +226,7 @@ private final class InOrderAdding: @unchecked Sendable {
                     continue
                 }
                 do { try session.add(batch) } catch { failure = error }
-                count += batch.paths.count
+                count += batch.files.count
                 cache.entries.merge(entries) { first, _ in first }
             case .failure(let error):
                 if failure == nil { failure = error }

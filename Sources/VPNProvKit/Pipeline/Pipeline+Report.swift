@@ -129,7 +129,8 @@ struct RunSummary: Encodable {
         var written: Int
         var unchanged: Int
         var removed: Int
-        var writtenPaths: [String]
+        /// Sorted.
+        var writtenPaths: PathList
         var removedPaths: [String]
     }
 
@@ -182,7 +183,7 @@ struct RunSummary: Encodable {
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
         // The second component of the paths under `top`. Paths arrive sorted, so one folder's files are
         // neighbours and its name is made once.
-        func owners(_ paths: [String], under top: String) -> Set<String> {
+        func owners<S: Sequence>(_ paths: S, under top: String) -> Set<String> where S.Element == String {
             let prefix = Array((top + "/").utf8)
             var names = Set<String>()
             var last: [UInt8] = []
@@ -208,7 +209,7 @@ struct RunSummary: Encodable {
         users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
         files = Files(
             written: written.written.count, unchanged: written.unchangedCount, removed: written.removed.count,
-            writtenPaths: written.written.sorted(), removedPaths: written.removed.sorted())
+            writtenPaths: written.written, removedPaths: written.removed.sorted())
         var certificates = Certificates()
         state = changes.map { change in
             let (holder, name): (String, String?) = {

@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Output paths packed into one byte buffer, with a small status each. A fleet's tree has 600,000
+/// files: as a `String` apiece (each its own allocation, held from rendering to publishing) they were
+/// the largest part of a run's memory, and so many long-lived small blocks slowed every later
+/// allocation. Reads as a collection of `String`s; order is insertion order.
+public struct PathList: Sendable, Equatable, RandomAccessCollection, ExpressibleByArrayLiteral {
+    /// What `OutputTree.Session.prepare` found for a path.
+    struct Status: OptionSet, Sendable, Equatable {
+        let rawValue: UInt8
+        /// Missing or stale (compare mode), or written under a temporary name (write mode).
+        static let changed = Status(rawValue: 1)
+        /// Written under its temporary name (write mode).
+        static let staged = Status(rawValue: 2)
+        /// No regular file of that name was there.
+        static let missing = Status(rawValue: 4)
+    }
+
+    private var bytes: [UInt8] = []
+    /// Where each path ends in `bytes` (it starts where the one before ends).
+    private var ends: [UInt32] = []
+    private var statuses: [UInt8] = []
+
+    public init() {}
+
+    public init(arrayLiteral paths: String...) {
+        for path in paths { append(path) }
+    }
+
+    public init<S: Sequence>(_ paths: S) where S.Element == String {
+        for path in paths { append(path) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { ends.count }
+
+    public subscript(i: Int) -> String { String(decoding: bytes[range(i)], as: UTF8.self) }
+
+    func status(_ i: Int) -> Status { Status(rawValue: statuses[i]) }
+
+    func range(_ i: Int) -> Range<Int> { (i == 0 ? 0 : Int(ends[i - 1]))..<Int(ends[i]) }
+
+    /// The UTF-8 bytes of path `i`, in place.
+    func utf8(_ i: Int) -> ArraySlice<UInt8> { bytes[range(i)] }
+
+    mutating func append(_ path: String, _ status: Status = []) {
+        var path = path
+        path.withUTF8 { append(utf8: $0, status) }
+    }
+
+    mutating func append<C: Collection>(utf8 path: C, _ status: Status = []) where C.Element == UInt8 {
+        bytes += path
+        precondition(bytes.count <= UInt32.max, "output paths over 4 GiB")
+        ends.append(UInt32(bytes.count))
+        statuses.append(status.rawValue)
+    }
+
+    mutating func append(contentsOf other: PathList) {
+        let base = UInt32(bytes.count)
+        precondition(bytes.count + other.bytes.count <= UInt32.max, "output paths over 4 GiB")
+        bytes += other.bytes
+        ends += other.ends.lazy.map { $0 + base }
+        statuses += other.statuses
+    }
+
+    /// Room for `count` more paths of about `averageLength` bytes each.
+    mutating func reserveCapacity(_ count: Int, averageLength: Int) {
+        bytes.reserveCapacity(bytes.count + count * averageLength)
+        ends.reserveCapacity(ends.count + count)
+        statuses.reserveCapacity(statuses.count + count)
+    }
+
+    /// Whether path `i` sorts before path `j` by UTF-8 byte (for ASCII paths, as `String`'s `<`).
+    func precedes(_ i: Int, _ j: Int) -> Bool { compare(i, j) < 0 }
+
+    /// memcmp-style order of paths `i` and `j`.
+    func compare(_ i: Int, _ j: Int) -> Int32 {
+        let a = range(i), b = range(j)
+        return bytes.withUnsafeBufferPointer { base in
+            let n = Swift.min(a.count, b.count)
+            let c = n == 0 ? 0 : memcmp(base.baseAddress! + a.lowerBound, base.baseAddress! + b.lowerBound, n)
+            return c != 0 ? c : (a.count < b.count ? -1 : (a.count > b.count ? 1 : 0))
+        }
+    }
+
+    /// memcmp-style order of path `i` and `path`.
+    func compare(_ i: Int, _ path: String) -> Int32 {
+        let a = range(i)
+        var path = path
+        return bytes.withUnsafeBufferPointer { base in
+            path.withUTF8 { b in
+                let n = Swift.min(a.count, b.count)
+                let c = n == 0 ? 0 : memcmp(base.baseAddress! + a.lowerBound, b.baseAddress!, n)
+                return c != 0 ? c : (a.count < b.count ? -1 : (a.count > b.count ? 1 : 0))
+            }
+        }
+    }
+
+    /// The positions of the paths, ordered by UTF-8 byte (ties in insertion order).
+    func sortedOrder() -> [Int32] {
+        precondition(count <= Int32.max)
+        var order = Array(0..<Int32(count))
+        bytes.withUnsafeBufferPointer { base in
+            ends.withUnsafeBufferPointer { ends in
+                order.sort { a, b in
+                    let aStart = a == 0 ? 0 : Int(ends[Int(a) - 1]), aCount = Int(ends[Int(a)]) - aStart
+                    let bStart = b == 0 ? 0 : Int(ends[Int(b) - 1]), bCount = Int(ends[Int(b)]) - bStart
+                    let n = Swift.min(aCount, bCount)
+                    let c = n == 0 ? 0 : memcmp(base.baseAddress! + aStart, base.baseAddress! + bStart, n)
+                    if c != 0 { return c < 0 }
+                    return aCount != bCount ? aCount < bCount : a < b
+                }
+            }
+        }
+        return order
+    }
+
+    /// Whether the list, sorted by UTF-8 byte, holds `path` (binary search).
+    func containsSorted(_ path: String) -> Bool {
+        var low = 0, high = count
+        while low < high {
+            let mid = (low + high) / 2
+            if compare(mid, path) < 0 { low = mid + 1 } else { high = mid }
+        }
+        return low < count && compare(low, path) == 0
+    }
+
+    /// The bytes of all paths together.
+    var utf8Count: Int { bytes.count }
+
+    /// The paths at `positions`, in that order, with their statuses (in buffers of exactly their size).
+    func subset<C: Collection>(_ positions: C) -> PathList where C.Element == Int32 {
+        var out = PathList()
+        out.bytes.reserveCapacity(positions.reduce(0) { $0 + range(Int($1)).count })
+        out.ends.reserveCapacity(positions.count)
+        out.statuses.reserveCapacity(positions.count)
+        for i in positions { out.append(utf8: utf8(Int(i)), status(Int(i))) }
+        return out
+    }
+
+    /// Whether every path has `status` (all of its flags).
+    func all(_ status: Status) -> Bool { statuses.allSatisfy { $0 & status.rawValue == status.rawValue } }
+
+    public static func == (a: PathList, b: PathList) -> Bool { a.elementsEqual(b) }
+}
+
+extension PathList: Encodable {
+    /// An array of strings.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.unkeyedContainer()
+        for path in self { try container.encode(path) }
+    }
+}

@@ -44,16 +44,17 @@ enum ClientRules {
     }
 
     static func unusedAppleOptions(_ inventory: Inventory, into diagnostics: inout [Diagnostic]) {
-        func check(_ own: AppleOptions, merged: AppleOptions, what: String, at location: (String) -> SourceLocation) -> Bool {
+        // `what` is made only for a finding: a fleet has a (user, node) pair per user and node.
+        func check(_ own: AppleOptions, merged: AppleOptions, what: @autoclosure () -> String, at location: (String) -> SourceLocation) -> Bool {
             let before = diagnostics.count
             if let ssids = own.trustedSSIDs, !ssids.isEmpty, merged.onDemand != true {
                 diagnostics.append(.warning(
-                    .appleOptionUnused, "\(what): apple.trusted_ssids has no effect without apple.on_demand: true",
+                    .appleOptionUnused, "\(what()): apple.trusted_ssids has no effect without apple.on_demand: true",
                     at: location("apple.trusted_ssids")))
             }
             if own.excludeLocalNetworks != nil, merged.includeAllNetworks == false {
                 diagnostics.append(.warning(
-                    .appleOptionUnused, "\(what): apple.exclude_local_networks has no effect with apple.include_all_networks: false",
+                    .appleOptionUnused, "\(what()): apple.exclude_local_networks has no effect with apple.include_all_networks: false",
                     at: location("apple.exclude_local_networks")))
             }
             return diagnostics.count > before
@@ -62,6 +63,8 @@ enum ClientRules {
             _ = check(node.apple, merged: node.apple, what: "node '\(node.name)'", at: node.location(of:))
         }
         for user in inventory.users where !user.revoked {
+            // Only a user's own option can be reported: most users set none.
+            guard user.apple.trustedSSIDs?.isEmpty == false || user.apple.excludeLocalNetworks != nil else { continue }
             for name in user.nodes {
                 guard let node = inventory.node(named: name) else { continue }
                 // Reported once per user, at the first node where the option does nothing.

@@ -27,7 +27,7 @@ enum IdentityPatterns {
     static func problem(_ id: IKEIdentity) -> String? {
         let value = id.value
         if value.isEmpty { return "is empty, which strongSwan reads as %any (any identity)" }
-        if value.contains("*") {
+        if value.utf8.contains(UInt8(ascii: "*")) {
             return "contains '*', which strongSwan treats as a wildcard (a DN value '*' matches any value, a leading '*' in an FQDN or e-mail identity any prefix)"
         }
         if value.hasPrefix("%") { return "starts with '%', which strongSwan reads as %any (any identity)" }

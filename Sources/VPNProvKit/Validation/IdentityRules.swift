@@ -33,9 +33,9 @@ enum IdentityRules {
             return [Finding(severity: .error, code: .identityPattern, message: "\(TextCheck.quoted(id.swanctlValue)) \(problem)")]
         }
         // Safety in every output syntax, whatever the type.
-        let q = TextCheck.quoted(value)
+        var q: String { TextCheck.quoted(value) }
         if TextCheck.hasControlCharacters(value) { error("\(q) contains control characters") }
-        if value.contains("\"") || value.contains("\\") { error("\(q) contains '\"' or '\\'") }
+        if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { error("\(q) contains '\"' or '\\'") }
         if value.first == " " || value.last == " " { error("\(q) starts or ends with a space") }
         if !out.isEmpty { return out }
 

@@ -183,12 +183,12 @@ struct RunSummary: Encodable {
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
         // The second component of the paths under `top`. Paths arrive sorted, so one folder's files are
         // neighbours and its name is made once.
-        func owners<S: Sequence>(_ paths: S, under top: String) -> Set<String> where S.Element == String {
+        func owners(_ paths: PathList, under top: String) -> Set<String> {
             let prefix = Array((top + "/").utf8)
             var names = Set<String>()
             var last: [UInt8] = []
-            for path in paths {
-                let utf8 = path.utf8
+            for i in paths.indices {
+                let utf8 = paths.utf8(i)
                 guard utf8.starts(with: prefix) else { continue }
                 let rest = utf8.dropFirst(prefix.count)
                 let name = rest[..<(rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex)]
@@ -199,8 +199,9 @@ struct RunSummary: Encodable {
             return names
         }
         let nodeNames = inventory.nodes.map(\.name)
-        let nodesWritten = owners(written.written, under: "servers"), nodesRemoved = owners(written.removed, under: "servers")
-        let usersWritten = owners(written.written, under: "clients"), usersRemoved = owners(written.removed, under: "clients")
+        let removed = PathList(written.removed.sorted())
+        let nodesWritten = owners(written.written, under: "servers"), nodesRemoved = owners(removed, under: "servers")
+        let usersWritten = owners(written.written, under: "clients"), usersRemoved = owners(removed, under: "clients")
         let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
         nodes = Names(
             count: nodeNames.count, changed: changedNodes,

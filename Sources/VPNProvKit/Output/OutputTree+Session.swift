@@ -50,11 +50,9 @@ extension OutputTree {
         /// -1 in compare mode when the directory does not exist.
         let root: Int32
         let syncPerFile: Bool
-        /// Compare mode: every path added (`drift` tests the tree's listing against it on all cores).
-        /// Write mode keeps only `files` and finds duplicates by sorting them in `publish`: a fleet
-        /// has 600,000 paths, and the set was a tenth of a run's memory.
-        private var seen = Set<String>()
-        /// Every path added, with what `prepare` found (staged, missing or stale, or right).
+        /// Every path added, with what `prepare` found (staged, missing or stale, or right). `publish`
+        /// and `drift` sort it once and find two outputs for one path as neighbours (a fleet has
+        /// 600,000 paths: a set of them was a tenth of a run's memory).
         private var files = PathList()
         private var unchangedCount = 0
         /// `publish` has renamed the staged files into place: `abort` has none left to remove.
@@ -139,16 +137,11 @@ extension OutputTree {
             return batch
         }
 
-        /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error.
+        /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error
+        /// (`publish` and `drift` throw it).
         public func add(_ batch: Batch) throws(OutputError) {
-            // First, so `abort` removes this batch's staged files also when it is refused below.
             files.append(contentsOf: batch.files)
             unchangedCount += batch.unchanged
-            if mode == .compare {
-                for path in batch.files {
-                    guard seen.insert(path).inserted else { throw Self.duplicate(path) }
-                }
-            }
         }
 
         static func duplicate(_ path: String) -> OutputError { OutputError("two outputs want the path '\(path)'") }
@@ -190,13 +183,10 @@ extension OutputTree {
         public func publish() throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
-            // Sorted once, into buffers of exactly their size (the manifest lists the paths sorted; the
-            // renames go in runs of neighbours); two outputs for one path are neighbours.
-            files = files.subset(files.sortedOrder())
-            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) {
-                let e = Self.duplicate(files[i])
+            // Sorted once (the manifest lists the paths sorted; the renames go in runs of neighbours).
+            do { try sortFiles() } catch {
                 abort()
-                throw e
+                throw error
             }
             // In path order, so the first failure reported is the first path, and each run of renames
             // reuses its directory descriptors.
@@ -300,6 +290,13 @@ extension OutputTree {
             }
             if markerWritten { unlinkat(root, Session.writingMarker, 0) }
             return summary
+        }
+
+        /// Sorts `files` by path into buffers of exactly their size; two outputs for one path, neighbours
+        /// then, are an error.
+        private func sortFiles() throws(OutputError) {
+            files = files.subset(files.sortedOrder())
+            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) { throw Self.duplicate(files[i]) }
         }
 
         /// Creates the writing marker before the first temporary file (once, from any thread).
@@ -467,20 +464,20 @@ extension OutputTree {
         /// Compare mode: what differs from the tree.
         public func drift() throws(OutputError) -> DriftReport {
             var report = DriftReport()
-            let order = files.sortedOrder()
+            try sortFiles()
             guard root >= 0 else {
-                report.missing = order.map { files[Int($0)] }
+                report.missing = Array(files)
                 return report
             }
             // Only what is not expected is kept from the listing (a fleet's tree has hundreds of thousands
             // of files; a set of them all cost more than the listing itself).
             let bookkeeping: Set<String> = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker]
-            let expected = seen
-            let extra = try listFilesInParallel(root) { !expected.contains($0) && !bookkeeping.contains($0) }
+            let expected = files
+            let extra = try listFilesInParallel(root) { !expected.containsSorted($0) && !bookkeeping.contains($0) }
             let directories = DirectoryCache(root: root, create: false)
             defer { directories.closeAll() }
-            for position in order where files.status(Int(position)).contains(.changed) {
-                let path = files[Int(position)]
+            for i in files.indices where files.status(i).contains(.changed) {
+                let path = files[i]
                 // Listed means: reached without following a link, and not a directory.
                 var st = stat()
                 if let parts = try? checkRelativePath(path), let dir = try? directories.directory(parts.dropLast(), display: path),

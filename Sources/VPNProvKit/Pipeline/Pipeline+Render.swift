@@ -103,7 +103,7 @@ extension Pipeline {
         // batches together list 600,000 paths, which then never wait in memory beside the session's own
         // lists. The first failure in batch order stops the adding; later batches are discarded.
         let adding = InOrderAdding(session: session, users: users.count)
-        parallelMap(batches) { b in
+        _ = parallelMap(batches) { b in
             var findings: [Diagnostic] = []
             let result = Result { () throws -> InOrderAdding.BatchResult in
                 var files: [OutputFile] = []

@@ -56,6 +56,17 @@ import Testing
         #expect(asciiList.sortedOrder().map { ascii[Int($0)] } == ascii.sorted())
     }
 
+    /// A list long enough to be sorted in two halves and merged sorts as a single sort would.
+    @Test func aLongListSortsInHalvesAsInOne() {
+        let paths = Self.samplePaths(count: 120_000, seed: 5)
+        let order = PathList(paths).sortedOrder()
+        let utf8 = paths.map { Array($0.utf8) }
+        let expected = utf8.indices.sorted { a, b in
+            utf8[a].lexicographicallyPrecedes(utf8[b]) || (utf8[a] == utf8[b] && a < b)
+        }
+        #expect(order.map(Int.init) == expected)
+    }
+
     @Test func encodesAsAnArrayOfStrings() throws {
         let list: PathList = ["b", "a/é", ""]
         let data = try JSONEncoder().encode(list)

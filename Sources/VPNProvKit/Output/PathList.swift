@@ -100,22 +100,33 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
         }
     }
 
-    /// The positions of the paths, ordered by UTF-8 byte (ties in insertion order).
+    /// The positions of the paths, ordered by UTF-8 byte (ties in insertion order). A long list is
+    /// sorted in two halves on two cores and merged (it is sorted at the end of a run, when nothing
+    /// else is running).
     func sortedOrder() -> [Int32] {
         precondition(count <= Int32.max)
-        var order = Array(0..<Int32(count))
-        bytes.withUnsafeBufferPointer { base in
-            ends.withUnsafeBufferPointer { ends in
-                order.sort { a, b in
-                    let aStart = a == 0 ? 0 : Int(ends[Int(a) - 1]), aCount = Int(ends[Int(a)]) - aStart
-                    let bStart = b == 0 ? 0 : Int(ends[Int(b) - 1]), bCount = Int(ends[Int(b)]) - bStart
-                    let n = Swift.min(aCount, bCount)
-                    let c = n == 0 ? 0 : memcmp(base.baseAddress! + aStart, base.baseAddress! + bStart, n)
-                    if c != 0 { return c < 0 }
-                    return aCount != bCount ? aCount < bCount : a < b
-                }
+        let before = { (a: Int32, b: Int32) -> Bool in
+            let c = self.compare(Int(a), Int(b))
+            return c != 0 ? c < 0 : a < b
+        }
+        guard count >= 100_000 else { return Array(0..<Int32(count)).sorted(by: before) }
+        let half = Int32(count / 2)
+        let halves = parallelMap(2) { k in (k == 0 ? Array(0..<half) : Array(half..<Int32(count))).sorted(by: before) }
+        var order: [Int32] = []
+        order.reserveCapacity(count)
+        var i = 0, j = 0
+        let (left, right) = (halves[0], halves[1])
+        while i < left.count && j < right.count {
+            if before(right[j], left[i]) {
+                order.append(right[j])
+                j += 1
+            } else {
+                order.append(left[i])
+                i += 1
             }
         }
+        order += left[i...]
+        order += right[j...]
         return order
     }
 

@@ -2,20 +2,21 @@
 /// Rules live beside this file, one family per file; each appends to one list, which is sorted at the
 /// end so the output does not depend on the order the rules run in.
 public enum Validator {
+    /// The rules, each a pure function of the inventory.
+    static let rules: [@Sendable (Inventory, inout [Diagnostic]) -> Void] = [
+        NameRules.check, IdentityRules.check, ServerIdentityRules.check, SecretRules.check, ProposalRules.check,
+        WindowsRules.check, NetworkRules.check, ServiceRules.check, PKIRules.check, ClientRules.check, DeployRules.check,
+    ]
+
     public static func validate(_ inventory: Inventory) -> [Diagnostic] {
-        var diagnostics: [Diagnostic] = []
-        NameRules.check(inventory, into: &diagnostics)
-        IdentityRules.check(inventory, into: &diagnostics)
-        ServerIdentityRules.check(inventory, into: &diagnostics)
-        SecretRules.check(inventory, into: &diagnostics)
-        ProposalRules.check(inventory, into: &diagnostics)
-        WindowsRules.check(inventory, into: &diagnostics)
-        NetworkRules.check(inventory, into: &diagnostics)
-        ServiceRules.check(inventory, into: &diagnostics)
-        PKIRules.check(inventory, into: &diagnostics)
-        ClientRules.check(inventory, into: &diagnostics)
-        DeployRules.check(inventory, into: &diagnostics)
-        return sorted(diagnostics)
+        // The rules run on all cores (a fleet's validation ran alone before anything else could start);
+        // the findings are sorted, so the order they come in does not matter.
+        let found = parallelMap(rules.count) { i -> [Diagnostic] in
+            var diagnostics: [Diagnostic] = []
+            rules[i](inventory, &diagnostics)
+            return diagnostics
+        }
+        return sorted(found.flatMap { $0 })
     }
 
     /// Deterministic order: (file, line, column, code), then severity and message; unlocated first.

@@ -20,14 +20,14 @@ import Testing
         var list = PathList()
         var other = PathList()
         for (i, path) in paths.enumerated() {
-            let status: PathList.Status = i % 3 == 0 ? [] : (i % 3 == 1 ? .changed : [.changed, .staged, .missing])
+            let status: PathList.Status = i % 3 == 0 ? [] : (i % 3 == 1 ? .changed : [.changed, .staged])
             if i < 200 { list.append(path, status) } else { other.append(path, status) }
         }
         list.append(contentsOf: other)
         #expect(Array(list) == paths)
         #expect(list.count == paths.count)
         for i in paths.indices {
-            let expected: PathList.Status = i % 3 == 0 ? [] : (i % 3 == 1 ? .changed : [.changed, .staged, .missing])
+            let expected: PathList.Status = i % 3 == 0 ? [] : (i % 3 == 1 ? .changed : [.changed, .staged])
             #expect(list.status(i) == expected)
             #expect(Array(list.utf8(i)) == Array(paths[i].utf8))
         }
@@ -65,6 +65,29 @@ import Testing
             utf8[a].lexicographicallyPrecedes(utf8[b]) || (utf8[a] == utf8[b] && a < b)
         }
         #expect(order.map(Int.init) == expected)
+    }
+
+    /// The paths of a manifest the list does not hold are found the same whether the manifest is in
+    /// order (one walk), shuffled, reversed, has duplicates or mixes in lines below its highest one.
+    @Test func manifestLinesMissingFromTheListAreFoundInAnyOrder() {
+        var rng = SeededGenerator(seed: 6)
+        let listed = Self.samplePaths(count: 3000, seed: 7)
+        let list = PathList(listed)
+        let sorted = list.subset(list.sortedOrder())
+        let held = Set(listed.map { Array($0.utf8) })
+        let manifest = Self.samplePaths(count: 3000, seed: 8).filter { !$0.isEmpty } + listed.filter { !$0.isEmpty }.prefix(2000)
+        let inOrder = manifest.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let orders: [[String]] = [
+            inOrder, Array(inOrder.reversed()), manifest.shuffled(using: &rng), inOrder + inOrder,
+            // Mostly ascending, with a few lines from earlier in the order mixed in.
+            inOrder.enumerated().flatMap { i, line in i % 50 == 49 ? [line, inOrder[i / 3]] : [line] },
+        ]
+        for (k, lines) in orders.enumerated() {
+            let found = sorted.missing { body in for line in lines { body(Array(line.utf8)[...]) } }
+            let expected = lines.filter { !held.contains(Array($0.utf8)) }
+            let same = found == expected
+            #expect(same, "order \(k): \(found.count) found, \(expected.count) expected")
+        }
     }
 
     @Test func encodesAsAnArrayOfStrings() throws {

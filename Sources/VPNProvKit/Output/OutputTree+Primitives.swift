@@ -152,11 +152,16 @@ extension OutputTree {
     /// Calls `body` with each path of the previous run's manifest, read in place: a fleet's manifest
     /// has hundreds of thousands of lines, never held as a set.
     static func forEachManifestPath(_ root: Int32, _ body: (String) -> Void) {
+        forEachManifestLine(root) { body(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// `forEachManifestPath` with each path as its UTF-8 bytes in place.
+    static func forEachManifestLine(_ root: Int32, _ body: (ArraySlice<UInt8>) -> Void) {
         let bytes = readRootFile(root, manifestName) ?? []
         var start = 0
         while start < bytes.count {
             let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
-            if end > start { body(String(decoding: bytes[start..<end], as: UTF8.self)) }
+            if end > start { body(bytes[start..<end]) }
             start = end + 1
         }
     }

@@ -106,7 +106,7 @@ extension OutputTree {
                     let parts = try checkRelativePath(file.path)
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
                     guard root >= 0, let dir = try cache.directory(parts.dropLast(), display: file.path) else {
-                        batch.files.append(file.path, [.changed, .missing])
+                        batch.files.append(file.path, .changed)
                         continue
                     }
                     // A directory this batch created holds only what the batch wrote: nothing to compare.
@@ -116,7 +116,7 @@ extension OutputTree {
                     case .matches:
                         batch.files.append(file.path)
                         batch.unchanged += 1
-                    case .differs(let missing):
+                    case .differs:
                         if self.mode == .write {
                             try markWriting()
                             try writeTemporary(
@@ -124,10 +124,7 @@ extension OutputTree {
                                 display: file.path)
                             CrashTestHook.step()
                         }
-                        var status: PathList.Status = .changed
-                        if self.mode == .write { status.insert(.staged) }
-                        if missing { status.insert(.missing) }
-                        batch.files.append(file.path, status)
+                        batch.files.append(file.path, self.mode == .write ? [.changed, .staged] : .changed)
                     }
                 }
             } catch {
@@ -230,8 +227,7 @@ extension OutputTree {
             published = true
             summary.unchangedCount = unchangedCount
             // Remove what an earlier run wrote and this one does not; never anything else.
-            var stale: [String] = []
-            forEachManifestPath(root) { if !files.containsSorted($0) { stale.append($0) } }
+            let stale = files.missing { forEachManifestLine(root, $0) }
             for old in Set(stale).sorted() {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)

@@ -147,14 +147,6 @@ struct RenderCache: Sendable {
             }
         }
 
-        /// The paths, in order.
-        var paths: [String] {
-            var out: [String] = []
-            out.reserveCapacity(count)
-            forEachFile { _, _, path in out.append(String(decoding: path, as: UTF8.self)) }
-            return out
-        }
-
         func makeIterator() -> Array<File>.Iterator {
             var files: [File] = []
             files.reserveCapacity(count)
@@ -191,6 +183,12 @@ struct RenderCache: Sendable {
         guard let bytes else { return }
         var current: (String, Entry)?
         var parsed: [String: Entry] = [:]
+        func finish(_ item: (String, Entry)?) {
+            guard let (name, read) = item else { return }
+            var entry = read
+            entry.files.shrinkToFit()
+            parsed[name] = entry
+        }
         var ordinal: Int32 = 0
         var start = 0
         var first = true
@@ -207,10 +205,7 @@ struct RenderCache: Sendable {
             let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
             func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
             if fields.count == 3, fields[0].elementsEqual("user".utf8) {
-                if var (name, entry) = current {
-                    entry.files.shrinkToFit()
-                    parsed[name] = entry
-                }
+                finish(current)
                 current = (text(1), Entry(fingerprint: text(2), files: FileList(), firstOrdinal: ordinal))
             } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
                 current!.1.files.append(sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
@@ -220,10 +215,7 @@ struct RenderCache: Sendable {
             }
         }
         if first { return }
-        if var (name, entry) = current {
-            entry.files.shrinkToFit()
-            parsed[name] = entry
-        }
+        finish(current)
         entries = parsed
     }
 

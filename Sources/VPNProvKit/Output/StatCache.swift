@@ -118,7 +118,7 @@ struct StatCache: Sendable {
         var out = [UInt8](repeating: 0, count: header.count + count * recordSize)
         let perRun = 1024
         let complete = out.withUnsafeMutableBytes { buffer -> Bool in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(start: header, count: header.count))
+            header.withUnsafeBytes { buffer.copyMemory(from: $0) }
             let records = UnsafeMutableRawBufferPointer(rebasing: buffer[header.count...])
             let runs = parallelMap((count + perRun - 1) / perRun) { k -> Bool in
                 let directories = OutputTree.DirectoryCache(root: root, create: false)

@@ -65,16 +65,6 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
         statuses += other.statuses
     }
 
-    /// Room for `count` more paths of about `averageLength` bytes each.
-    mutating func reserveCapacity(_ count: Int, averageLength: Int) {
-        bytes.reserveCapacity(bytes.count + count * averageLength)
-        ends.reserveCapacity(ends.count + count)
-        statuses.reserveCapacity(statuses.count + count)
-    }
-
-    /// Whether path `i` sorts before path `j` by UTF-8 byte (for ASCII paths, as `String`'s `<`).
-    func precedes(_ i: Int, _ j: Int) -> Bool { compare(i, j) < 0 }
-
     /// memcmp-style order of paths `i` and `j`.
     func compare(_ i: Int, _ j: Int) -> Int32 {
         let a = range(i), b = range(j)
@@ -193,9 +183,6 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
         for i in positions { out.append(utf8: utf8(Int(i)), status(Int(i))) }
         return out
     }
-
-    /// Whether every path has `status` (all of its flags).
-    func all(_ status: Status) -> Bool { statuses.allSatisfy { $0 & status.rawValue == status.rawValue } }
 
     public static func == (a: PathList, b: PathList) -> Bool { a.elementsEqual(b) }
 }

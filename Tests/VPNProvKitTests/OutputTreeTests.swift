@@ -92,8 +92,8 @@ import Testing
         #expect(refused {
             let session = try OutputTree.Session(directory: dir, mode: .write)
             do {
-                try session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "b.txt", text: "b")]))
-                try session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "2")]))
+                session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "b.txt", text: "b")]))
+                session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "2")]))
                 _ = try session.publish()
             } catch {
                 session.abort()

@@ -136,7 +136,7 @@ extension OutputTree {
 
         /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error
         /// (`publish` and `drift` throw it).
-        public func add(_ batch: Batch) throws(OutputError) {
+        public func add(_ batch: Batch) {
             files.append(contentsOf: batch.files)
             unchangedCount += batch.unchanged
         }
@@ -212,8 +212,7 @@ extension OutputTree {
                     guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0 else {
                         return OutputError.errno("cannot write", path)
                     }
-                    let dir = place.dir
-                    if syncPerFile { fsync(dir) }
+                    if syncPerFile { fsync(place.dir) }
                     CrashTestHook.step()
                 }
                 return nil

@@ -74,7 +74,7 @@ public enum OutputTree {
     public static func write(_ files: [OutputFile], to directory: String) throws(OutputError) -> WriteSummary {
         let session = try Session(directory: directory, mode: .write)
         do {
-            try session.add(try session.prepare(files))
+            session.add(try session.prepare(files))
             return try session.publish()
         } catch {
             session.abort()
@@ -87,7 +87,7 @@ public enum OutputTree {
     /// Compares the directory with what would be written, without writing anything.
     public static func compare(_ files: [OutputFile], with directory: String) throws(OutputError) -> DriftReport {
         let session = try Session(directory: directory, mode: .compare)
-        try session.add(try session.prepare(files))
+        session.add(try session.prepare(files))
         return try session.drift()
     }
 }

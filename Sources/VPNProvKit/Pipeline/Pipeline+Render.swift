@@ -227,7 +227,7 @@ private final class InOrderAdding: @unchecked Sendable {
                     session.discard(batch)
                     continue
                 }
-                do { try session.add(batch) } catch { failure = error }
+                session.add(batch)
                 count += batch.files.count
                 cache.entries.merge(entries) { first, _ in first }
             case .failure(let error):

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Output paths packed into one byte buffer, with a small status each. A fleet's tree has 600,000
 /// files: as a `String` apiece (each its own allocation, held from rendering to publishing) they were
 /// the largest part of a run's memory, and so many long-lived small blocks slowed every later
@@ -67,12 +61,7 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
 
     /// memcmp-style order of paths `i` and `j`.
     func compare(_ i: Int, _ j: Int) -> Int32 {
-        let a = range(i), b = range(j)
-        return bytes.withUnsafeBufferPointer { base in
-            let n = Swift.min(a.count, b.count)
-            let c = n == 0 ? 0 : memcmp(base.baseAddress! + a.lowerBound, base.baseAddress! + b.lowerBound, n)
-            return c != 0 ? c : (a.count < b.count ? -1 : (a.count > b.count ? 1 : 0))
-        }
+        bytes.withUnsafeBufferPointer { compare(i, utf8: UnsafeBufferPointer(rebasing: $0[range(j)])) }
     }
 
     /// memcmp-style order of path `i` and `path`.
@@ -83,12 +72,7 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
 
     /// memcmp-style order of path `i` and the path with these UTF-8 bytes.
     func compare(_ i: Int, utf8 path: UnsafeBufferPointer<UInt8>) -> Int32 {
-        let a = range(i)
-        return bytes.withUnsafeBufferPointer { base in
-            let n = Swift.min(a.count, path.count)
-            let c = n == 0 ? 0 : memcmp(base.baseAddress! + a.lowerBound, path.baseAddress!, n)
-            return c != 0 ? c : (a.count < path.count ? -1 : (a.count > path.count ? 1 : 0))
-        }
+        bytes.withUnsafeBufferPointer { compareUTF8(UnsafeBufferPointer(rebasing: $0[range(i)]), path) }
     }
 
     /// The positions of the paths, ordered by UTF-8 byte (ties in insertion order). A long list is

@@ -249,6 +249,7 @@ extension OutputTree {
             self.files = PathList()
             var st = stat()
             var newCache: (digest: String, paths: PathList)?
+            var keptCache: [UInt8]?
             if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                 (st.st_mode & 0o7777) == privateMode
             {
@@ -257,6 +258,7 @@ extension OutputTree {
                 // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
                 wroteAnything = try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
+                keptCache = bytes
             } else if let renderCache {
                 newCache = try writeRenderCache(renderCache)
                 wroteAnything = true
@@ -270,7 +272,7 @@ extension OutputTree {
                 if let newCache {
                     let paths = newCache.paths
                     stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
-                } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
+                } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
                 }
                 if let stats {

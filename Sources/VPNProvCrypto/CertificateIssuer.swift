@@ -14,12 +14,15 @@ public struct CertificateTemplate: Sendable, Hashable {
     public var isCA: Bool
     /// URIs of the CRL distribution point (one DistributionPoint with these full names); empty: none.
     public var crlDistributionPoints: [String] = []
+    /// Certificate policy OIDs (dotted decimal), in this order; empty: no certificatePolicies extension.
+    public var policies: [String] = []
 
     public init(
         serial: [UInt8], subject: DistinguishedName, notBefore: Date, notAfter: Date,
         subjectAlternativeNames: [GeneralName] = [], extendedKeyUsages: [ExtendedKeyUsage] = [],
-        keyUsage: KeyUsage, isCA: Bool = false
+        keyUsage: KeyUsage, isCA: Bool = false, policies: [String] = []
     ) {
+        self.policies = policies
         self.serial = serial
         self.subject = subject
         self.notBefore = notBefore
@@ -84,6 +87,22 @@ public enum CertificateIssuer {
                 throw CryptoError.openSSL("a CRL distribution point URI contains a comma or a line break")
             }
             try add(NID_crl_distribution_points, template.crlDistributionPoints.map { "URI:" + $0 }.joined(separator: ","))
+        }
+        if !template.policies.isEmpty {
+            // Plain dotted OIDs only: the configuration syntax would read anything else as a section
+            // reference or a qualifier.
+            guard template.policies.allSatisfy({ oid in
+                !oid.isEmpty && oid.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }
+            }) else {
+                throw CryptoError.openSSL("a certificate policy is not a dotted decimal OID")
+            }
+            // OpenSSL builds this extension only with a configuration database at hand, though plain
+            // OIDs never read from it: an empty one.
+            guard let conf = NCONF_new(nil) else { throw CryptoError.openSSL("cannot allocate a configuration") }
+            defer { NCONF_free(conf) }
+            X509V3_set_nconf(&ctx, conf)
+            defer { X509V3_set_nconf(&ctx, nil) }
+            try add(NID_certificate_policies, template.policies.joined(separator: ","))
         }
         let algorithm = issuerKey.algorithm ?? .ecdsaP256
         guard X509_sign(x509, issuerKey.pkey, algorithm.signingDigest) > 0 else {

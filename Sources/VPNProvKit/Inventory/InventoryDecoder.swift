@@ -23,7 +23,12 @@ public struct InventoryDecoder: Sendable {
         "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals", "dns",
         "apple",
         "deploy",
+        "network",
     ]
+    /// Keys of a node's `network:` (forwarding, NAT, firewall).
+    public static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6"]
+    /// The MSS range accepted for `network.mss` (RFC 879's 536 up to Ethernet's 1460).
+    public static let mssRange = 536...1460
     /// Keys of a node's (and `defaults:`) `apple:` mapping.
     public static let nodeAppleKeys = [
         "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "pfs", "crl_check", "dpd",
@@ -286,6 +291,11 @@ public struct InventoryDecoder: Sendable {
         var deployPort: Int?
         var deployUser: String?
         var deployBecome: Bool?
+        var uplink: String?
+        var mss: NodeNetwork.MSS?
+        var isolateClients: Bool?
+        var ipsec: NodeNetwork.IPsecPath?
+        var ipv6: NodeNetwork.IPv6Mode?
         var locations: [String: SourceLocation] = [:]
     }
 
@@ -380,6 +390,8 @@ public struct InventoryDecoder: Sendable {
                     }
                     f.locations["deploy.\(dk)"] = cx.location(dv)
                 }
+            case "network":
+                decodeNetwork(value, what, into: &f, cx)
             default:  // dns
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -396,6 +408,55 @@ public struct InventoryDecoder: Sendable {
             if ok { f.locations[key] = cx.location(value) }
         }
         return f
+    }
+
+    /// A `network:` mapping. Interface names follow the kernel's rules (1 to 15 bytes, no `/`, no
+    /// space), narrowed to the characters every output that names them can carry unquoted.
+    private func decodeNetwork(_ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext) {
+        guard let entries = cx.mapping(value, "\(what): 'network'", allowed: Self.networkKeys) else { return }
+        for (key, _, v) in entries {
+            if v.isNull { continue }
+            let field = "\(what): 'network.\(key)'"
+            switch key {
+            case "uplink":
+                guard let name = cx.string(v, field) else { continue }
+                guard Self.isInterfaceName(name) else {
+                    cx.error(
+                        .invalidValue,
+                        "\(field): '\(DecodingContext.printable(name))' is not a network interface name (1 to 15 of A-Z a-z 0-9 . _ -, not '.' or '..')",
+                        at: v)
+                    continue
+                }
+                f.uplink = name
+            case "mss":
+                if case .scalar(let text, _) = v.kind, text == "auto" {
+                    f.mss = .routeMTU
+                } else if let n = cx.integer(v, field, minimum: Self.mssRange.lowerBound, maximum: Self.mssRange.upperBound) {
+                    f.mss = .fixed(n)
+                } else {
+                    continue
+                }
+            case "isolate_clients":
+                guard let b = cx.bool(v, field) else { continue }
+                f.isolateClients = b
+            case "ipsec":
+                guard let c = cx.choice(v, field, NodeNetwork.IPsecPath.self) else { continue }
+                f.ipsec = c
+            default:  // ipv6
+                guard let c = cx.choice(v, field, NodeNetwork.IPv6Mode.self) else { continue }
+                f.ipv6 = c
+            }
+            f.locations["network.\(key)"] = cx.location(v)
+        }
+    }
+
+    /// A Linux interface name vpnprov writes into nftables and sysctl files.
+    static func isInterfaceName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
+        return bytes.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F || b == 0x2D
+        }
     }
 
     private func decodeNode(name: String, keyNode: YAMLNode, value: YAMLNode, defaults: NodeFields, _ cx: DecodingContext) -> Node? {
@@ -432,6 +493,10 @@ public struct InventoryDecoder: Sendable {
                 user: own.deployUser ?? defaults.deployUser ?? "root", become: own.deployBecome ?? defaults.deployBecome ?? false),
             location: cx.location(keyNode), fieldLocations: locations)
         node.apple = own.apple.over(defaults.apple)
+        node.network = NodeNetwork(
+            uplink: own.uplink ?? defaults.uplink, mss: own.mss ?? defaults.mss ?? .fixed(NodeNetwork.defaultMSS),
+            isolateClients: own.isolateClients ?? defaults.isolateClients ?? true, ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
+            ipv6: own.ipv6 ?? defaults.ipv6)
         return node
     }
 

@@ -199,6 +199,59 @@ public struct DeployTarget: Sendable, Hashable {
     }
 }
 
+/// How a node forwards its clients' traffic (`network:` of a node or of `defaults:`): what the
+/// rendered sysctl and nftables files of `servers/<node>/` say. Every field has a default that works
+/// on a one-NIC cloud VM.
+public struct NodeNetwork: Sendable, Hashable {
+    /// Which kernel path carries the node's IPsec traffic, so the firewall knows what "came through
+    /// the tunnel" looks like: the kernel's XFRM (the normal case; decrypted packets carry a security
+    /// path, `meta ipsec exists`) or charon's `kernel-libipsec` (decrypted packets come out of its TUN
+    /// device, `ipsec*`).
+    public enum IPsecPath: String, Sendable, Hashable, CaseIterable {
+        case xfrm
+        case libipsec
+    }
+
+    /// How the IPv6 pool reaches the world: translated to the node's address, or routed (the
+    /// operator routes the pool's prefix to the node).
+    public enum IPv6Mode: String, Sendable, Hashable, CaseIterable {
+        case nat
+        case routed
+    }
+
+    /// TCP MSS written into forwarded SYNs of pool traffic.
+    public enum MSS: Sendable, Hashable {
+        /// Clamp to this value (only SYNs announcing more are changed).
+        case fixed(Int)
+        /// Clamp to the route's MTU (`rt mtu`).
+        case routeMTU
+    }
+
+    /// strongSwan's recommended value for IPsec over a 1500-byte path: the ESP-in-UDP overhead
+    /// leaves 1400 bytes for the inner packet, 40 of them TCP/IP headers.
+    public static let defaultMSS = 1360
+
+    /// The interface pool traffic leaves by; nil: any (masquerade applies whatever the route).
+    public var uplink: String?
+    public var mss: MSS
+    /// Clients of the node cannot reach each other's pool addresses.
+    public var isolateClients: Bool
+    public var ipsec: IPsecPath
+    /// nil: by the pool6 prefix (unique local -> nat, global -> routed).
+    public var ipv6: IPv6Mode?
+
+    public init(
+        uplink: String? = nil, mss: MSS = .fixed(NodeNetwork.defaultMSS), isolateClients: Bool = true,
+        ipsec: IPsecPath = .xfrm, ipv6: IPv6Mode? = nil
+    ) {
+        self.uplink = uplink
+        self.mss = mss
+        self.isolateClients = isolateClients
+        self.ipsec = ipsec
+        self.ipv6 = ipv6
+    }
+}
+
 /// A VPN server. Defaults from the inventory's `defaults:` are already merged in.
 public struct Node: Sendable, Hashable {
     public var name: String
@@ -220,6 +273,8 @@ public struct Node: Sendable, Hashable {
     public var apple = AppleOptions()
     /// How Ansible reaches the node (`deploy:`).
     public var deploy: DeployTarget
+    /// Forwarding, NAT and firewall settings (`network:`).
+    public var network = NodeNetwork()
     /// Where the node's mapping starts.
     public var location: SourceLocation
     /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
@@ -254,6 +309,13 @@ public struct Node: Sendable, Hashable {
 
     /// The SSH host Ansible connects to: `deploy.host`, else the address clients dial.
     public var deployHost: String { deploy.host ?? address }
+
+    /// How the IPv6 pool leaves the node: as written, else NAT for a unique local prefix (fc00::/7)
+    /// and routing for a global one. nil without an IPv6 pool.
+    public var ipv6Mode: NodeNetwork.IPv6Mode? {
+        guard let pool6 else { return nil }
+        return network.ipv6 ?? ((pool6.address[0] & 0xFE) == 0xFC ? .nat : .routed)
+    }
 }
 
 public struct User: Sendable, Hashable {

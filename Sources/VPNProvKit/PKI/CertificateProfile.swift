@@ -12,6 +12,8 @@ struct CertificateProfile: Equatable {
     /// Where clients fetch the CA's CRL (server certificates only: a server reads the CRL from its own
     /// `x509crl/`, while a device checking the server's certificate needs a URL in it).
     var crlDistributionPoints: [String] = []
+    /// Certificate policy OIDs (client certificates: the nodes the holder may use, NodeAccessPolicy).
+    var policies: [String] = []
 
     var extendedKeyUsages: [ExtendedKeyUsage] {
         kind == .server ? [.serverAuth, .ikeIntermediate] : [.clientAuth]
@@ -24,7 +26,7 @@ struct CertificateProfile: Equatable {
     func matches(_ record: CertificateRecord) -> Bool {
         record.kind == kind && record.subject == subject.description
             && record.subjectAltNames == subjectAltNames.map(\.description) && record.keyType == keyType && record.days == days
-            && (record.crlDistributionPoints ?? []) == crlDistributionPoints
+            && (record.crlDistributionPoints ?? []) == crlDistributionPoints && (record.policies ?? []) == policies
     }
 
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
@@ -76,7 +78,8 @@ struct CertificateProfile: Equatable {
         case .keyID: break
         }
         return CertificateProfile(
-            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey, days: inventory.pki.clientDays)
+            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey, days: inventory.pki.clientDays,
+            policies: NodeAccessPolicy.oids(for: user))
     }
 }
 

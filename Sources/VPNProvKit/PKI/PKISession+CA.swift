@@ -36,7 +36,7 @@ extension PKISession {
                 serial: bytesFromHex(serial)!,
                 subject: DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", settings.name)]),
                 notBefore: now - PKIManager.backdate, notAfter: now + TimeInterval(settings.days) * 86400,
-                keyUsage: [.keyCertSign, .cRLSign], isCA: true)
+                keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cert = try CertificateIssuer.selfSigned(template, key: key)
             let keyPEM = try store.caKeyPEM ?? passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)

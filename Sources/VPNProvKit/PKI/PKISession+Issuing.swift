@@ -69,6 +69,9 @@ extension PKISession {
         }
         if record.days != profile.days { return ("lifetime changed", true) }
         if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints { return ("CRL distribution point changed", true) }
+        if (record.policies ?? []) != profile.policies {
+            return (record.policies == nil ? "not yet scoped to the user's nodes" : "nodes changed", true)
+        }
         if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
             let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
             return ("expires in \(days) days", true)
@@ -146,6 +149,7 @@ extension PKISession {
                         subjectAlternativeNames: job.profile.subjectAltNames, extendedKeyUsages: job.profile.extendedKeyUsages,
                         keyUsage: job.profile.keyUsage)
                     template.crlDistributionPoints = job.profile.crlDistributionPoints
+                    template.policies = job.profile.policies
                     let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
                     held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
                 }
@@ -193,7 +197,8 @@ extension PKISession {
                     subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
                     notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
                     extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
-                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty ? nil : job.profile.crlDistributionPoints)
+                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty ? nil : job.profile.crlDistributionPoints,
+                    policies: job.profile.policies.isEmpty ? nil : job.profile.policies)
                 changes.append(
                     PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
                         reason: job.reason))

@@ -37,13 +37,13 @@ extension PKISession {
             let notAfter = now + TimeInterval(settings.days) * 86400
             let template = CertificateTemplate(
                 serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate, notAfter: notAfter,
-                keyUsage: [.keyCertSign, .cRLSign], isCA: true)
+                keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cert = try CertificateIssuer.selfSigned(template, key: key)
             // The cross certificate: same subject and key, issued by the previous CA, valid as long
             // as both CAs are.
             let crossTemplate = CertificateTemplate(
                 serial: bytesFromHex(crossSerial)!, subject: subject, notBefore: now - PKIManager.backdate,
-                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true)
+                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cross = try CertificateIssuer.issue(crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
             let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             let record = CARecord(

@@ -89,10 +89,14 @@ public struct RemoteAuthRound: Sendable, Hashable {
     /// `revocation` policy for client certificates (pubkey rounds): "relaxed" refuses certificates
     /// listed in a loaded CRL (x509crl/), and keeps working if the CRL is stale.
     public var revocation: String?
+    /// Certificate policy OIDs the client certificate must carry (`cert_policy`; pubkey rounds): the
+    /// node's access policy, so a certificate opens only the nodes its user may use.
+    public var certPolicies: [String]
     public init(
         section: String, auth: ServerAuthMethod, id: IdentityMatch, eapID: IdentityMatch? = nil,
-        caCertificates: [String] = [], revocation: String? = nil
+        caCertificates: [String] = [], revocation: String? = nil, certPolicies: [String] = []
     ) {
+        self.certPolicies = certPolicies
         self.section = section
         self.auth = auth
         self.id = id
@@ -191,6 +195,30 @@ public struct ServerPool: Sendable, Hashable {
     }
 }
 
+/// How the node forwards its pools' traffic: the sysctl and nftables files of `servers/<node>/`.
+public struct NodeNetworkPlan: Sendable, Hashable {
+    public var pool4: CIDR?
+    public var pool6: CIDR?
+    /// How the IPv6 pool leaves the node (nil without one).
+    public var ipv6Mode: NodeNetwork.IPv6Mode?
+    public var uplink: String?
+    public var mss: NodeNetwork.MSS
+    public var isolateClients: Bool
+    public var ipsec: NodeNetwork.IPsecPath
+    public init(
+        pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
+        isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
+    ) {
+        self.pool4 = pool4
+        self.pool6 = pool6
+        self.ipv6Mode = ipv6Mode
+        self.uplink = uplink
+        self.mss = mss
+        self.isolateClients = isolateClients
+        self.ipsec = ipsec
+    }
+}
+
 /// Everything one node's strongSwan needs, before rendering.
 public struct NodePlan: Sendable, Hashable {
     public var node: String
@@ -205,11 +233,14 @@ public struct NodePlan: Sendable, Hashable {
     /// An Aggressive Mode PSK connection exists: charon needs
     /// `i_dont_care_about_security_and_use_aggressive_mode_psk = yes`.
     public var needsAggressiveModePSK: Bool
+    /// Forwarding, NAT and firewall of the pools.
+    public var network: NodeNetworkPlan
 
     public init(
         node: String, identity: IKEIdentity, connections: [ServerConnection], pools: [ServerPool],
-        pskIdentities: [IKEIdentity], passwordUsers: [String], needsAggressiveModePSK: Bool
+        pskIdentities: [IKEIdentity], passwordUsers: [String], needsAggressiveModePSK: Bool, network: NodeNetworkPlan
     ) {
+        self.network = network
         self.node = node
         self.identity = identity
         self.connections = connections
@@ -338,7 +369,7 @@ public enum ServerPlan {
                     remote: [
                         RemoteAuthRound(
                             section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
-                            revocation: "relaxed")
+                            revocation: "relaxed", certPolicies: [NodeAccessPolicy.oid(forNode: node.name)])
                     ]))
         }
         if offers.contains(.ikev2EAP) {
@@ -386,7 +417,10 @@ public enum ServerPlan {
         return NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
             passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
-            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk })
+            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
+            network: NodeNetworkPlan(
+                pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink, mss: node.network.mss,
+                isolateClients: node.network.isolateClients, ipsec: node.network.ipsec))
     }
 
     // MARK: - IKEv1 proposals

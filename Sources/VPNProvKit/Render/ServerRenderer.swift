@@ -31,6 +31,11 @@ public enum ServerRenderer {
     public static let secretsTemplate = "server/secrets.conf.tmpl"
     public static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
     public static let readmeTemplate = "server/README.tmpl"
+    public static let nftablesTemplate = "server/nftables.nft.tmpl"
+    public static let sysctlTemplate = "server/sysctl.conf.tmpl"
+    /// Where a node's network files go under `servers/<node>/` (and, on the node, under /etc).
+    public static let nftablesFile = "network/vpnprov.nft"
+    public static let sysctlFile = "network/60-vpnprov.conf"
 
     /// Every node's files, nodes in inventory order, each node's files sorted by path.
     public static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
@@ -108,6 +113,11 @@ public enum ServerRenderer {
             files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
         }
 
+        files.append(
+            OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(networkContext(plan))))
+        files.append(
+            OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(networkContext(plan))))
+
         let readme = try templates.template(readmeTemplate).render([
             "node": .string(node.name),
             "address": .string(node.address),
@@ -135,6 +145,25 @@ public enum ServerRenderer {
 
     // MARK: - Contexts
 
+    /// The context of server/nftables.nft.tmpl and server/sysctl.conf.tmpl.
+    public static func networkContext(_ plan: NodePlan) -> TemplateValue {
+        let n = plan.network
+        var mssFixed = ""
+        if case .fixed(let value) = n.mss { mssFixed = String(value) }
+        return [
+            "node": .string(plan.node),
+            "pool4": .string(n.pool4?.description ?? ""),
+            "pool6": .string(n.pool6?.description ?? ""),
+            "pool6_nat": .bool(n.ipv6Mode == .nat),
+            "uplink": .string(n.uplink ?? ""),
+            "mss_fixed": .string(mssFixed),
+            "mss_route": .bool(n.mss == .routeMTU),
+            "isolate": .bool(n.isolateClients),
+            "xfrm": .bool(n.ipsec == .xfrm),
+            "libipsec": .bool(n.ipsec == .libipsec),
+        ]
+    }
+
     /// The context of server/swanctl.conf.tmpl for a plan (public so tests and custom templates can
     /// see exactly what a template receives).
     public static func swanctlContext(_ plan: NodePlan) -> TemplateValue {
@@ -152,6 +181,7 @@ public enum ServerRenderer {
                     "certs": list(c.local.certificates),
                     "cacerts": "",
                     "revocation": "",
+                    "cert_policy": "",
                 ]
             ]
             for r in c.remote {
@@ -166,6 +196,7 @@ public enum ServerRenderer {
                     "certs": "",
                     "cacerts": list(r.caCertificates),
                     "revocation": .string(r.revocation ?? ""),
+                    "cert_policy": list(r.certPolicies),
                 ])
             }
             return [

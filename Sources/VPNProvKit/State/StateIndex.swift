@@ -89,6 +89,8 @@ struct CertificateRecord: Codable, Equatable {
     var issuer: String? = nil
     /// The CRL distribution point URIs it carries; absent: none (the `pki.crl_url` setting it was issued under).
     var crlDistributionPoints: [String]? = nil
+    /// The certificate policy OIDs it carries (a client certificate: the nodes it opens); absent: none.
+    var policies: [String]? = nil
 }
 
 struct HolderRecord: Codable, Equatable {

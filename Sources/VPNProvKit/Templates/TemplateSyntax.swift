@@ -22,6 +22,11 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// holding `{` is tagged `!unsafe`, so Ansible never evaluates it as a Jinja2 template
     /// (https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_advanced_syntax.html).
     case yaml
+    /// nftables rulesets (`nft -f`): values are written bare and may hold only `A-Z a-z 0-9 . : / _ -`
+    /// (addresses, prefixes, numbers, interface names — the template puts quotes where nft wants
+    /// them); anything else is refused, so no value can open a block, start a comment, end a
+    /// statement or close a quoted name.
+    case nftables
 
     /// One string value written in this syntax; nil when it holds a control character the syntax
     /// cannot carry (the caller names the variable in its error, never the value).
@@ -91,6 +96,14 @@ public enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
             out.append(UInt8(ascii: "'"))
+            return true
+        case .nftables:
+            let allowed = v.allSatisfy { b in
+                (b >= 0x30 && b <= 0x3A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x2F
+                    || b == 0x5F || b == 0x2D
+            }
+            if !allowed || v.isEmpty { return false }
+            out.append(contentsOf: v)
             return true
         case .yaml:
             // YAML's double-quoted style takes the same escapes as swanctl's quoted strings.

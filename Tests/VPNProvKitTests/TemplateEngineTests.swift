@@ -207,6 +207,9 @@ import Testing
                 if [0x27, 0x2018, 0x2019, 0x201A, 0x201B].contains(scalar.value) { out.unicodeScalars.append(scalar) }
             }
             return out + "'"
+        case .nftables:
+            let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:/_-".unicodeScalars)
+            return !value.isEmpty && value.unicodeScalars.allSatisfy { allowed.contains($0) } ? value : nil
         }
     }
 

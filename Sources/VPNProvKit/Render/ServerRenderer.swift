@@ -148,8 +148,13 @@ public enum ServerRenderer {
     /// The context of server/nftables.nft.tmpl and server/sysctl.conf.tmpl.
     public static func networkContext(_ plan: NodePlan) -> TemplateValue {
         let n = plan.network
+        // `network.mss` is the IPv4 value; IPv6's header is 20 bytes longer.
         var mssFixed = ""
-        if case .fixed(let value) = n.mss { mssFixed = String(value) }
+        var mss6Fixed = ""
+        if case .fixed(let value) = n.mss {
+            mssFixed = String(value)
+            mss6Fixed = String(value - 20)
+        }
         return [
             "node": .string(plan.node),
             "pool4": .string(n.pool4?.description ?? ""),
@@ -157,6 +162,7 @@ public enum ServerRenderer {
             "pool6_nat": .bool(n.ipv6Mode == .nat),
             "uplink": .string(n.uplink ?? ""),
             "mss_fixed": .string(mssFixed),
+            "mss6_fixed": .string(mss6Fixed),
             "mss_route": .bool(n.mss == .routeMTU),
             "isolate": .bool(n.isolateClients),
             "xfrm": .bool(n.ipsec == .xfrm),

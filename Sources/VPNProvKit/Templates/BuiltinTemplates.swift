@@ -402,8 +402,8 @@ table inet vpnprov {
 		ip daddr @pool4 tcp flags syn / syn,rst tcp option maxseg size > {{mss_fixed}} tcp option maxseg size set {{mss_fixed}}
 {{/pool4}}
 {{#pool6}}
-		ip6 saddr @pool6 tcp flags syn / syn,rst tcp option maxseg size > {{mss_fixed}} tcp option maxseg size set {{mss_fixed}}
-		ip6 daddr @pool6 tcp flags syn / syn,rst tcp option maxseg size > {{mss_fixed}} tcp option maxseg size set {{mss_fixed}}
+		ip6 saddr @pool6 tcp flags syn / syn,rst tcp option maxseg size > {{mss6_fixed}} tcp option maxseg size set {{mss6_fixed}}
+		ip6 daddr @pool6 tcp flags syn / syn,rst tcp option maxseg size > {{mss6_fixed}} tcp option maxseg size set {{mss6_fixed}}
 {{/pool6}}
 {{/mss_fixed}}
 {{#mss_route}}

@@ -13,10 +13,13 @@ final class HTTPFileServer: @unchecked Sendable {
     private let logURL: URL
 
     private static let script = """
-        import functools, http.server, sys
+        import functools, http.server, socket, sys
         directory, address, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
         handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=directory)
-        server = http.server.ThreadingHTTPServer((address, port), handler)
+        class Server(http.server.ThreadingHTTPServer):
+            # "::" serves IPv6 and (as ::ffff:a.b.c.d) IPv4.
+            address_family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        server = Server((address, port), handler)
         print("listening", flush=True)
         server.serve_forever()
         """

@@ -127,12 +127,15 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
     static let charonPath = "/usr/sbin/charon-systemd"
     static let swanctlPath = "/usr/sbin/swanctl"
 
+    /// Plugins in the order Debian's charon loads them (its default list): x509 before openssl, so
+    /// certificates are parsed by the x509 plugin, the one that reads certificate policies (the openssl
+    /// plugin's parser reports none, and nodes require their policy of client certificates).
     /// Debian 12 packages. `des` and `curve25519` are not packaged as plugins there (openssl provides both);
     /// rc2 opens `openssl pkcs12 -legacy` cert bags.
     static let host = StrongSwanBuild(
         name: "5.9", root: nil,
         charonPlugins: """
-            random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 revocation constraints pubkey sha1 sha2 md5 hmac kdf \
+            random nonce x509 revocation constraints pubkey pkcs1 pkcs8 pkcs12 pem openssl sha1 sha2 md5 hmac kdf \
             gmp aes gcm kernel-libipsec kernel-netlink socket-default vici updown eap-identity eap-mschapv2 eap-md5 \
             xauth-generic attr
             """,
@@ -143,7 +146,7 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
     static let trixie = StrongSwanBuild(
         name: "6.0", root: trixieRoot,
         charonPlugins: """
-            random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 revocation constraints pubkey sha1 sha2 md5 hmac kdf \
+            random nonce x509 revocation constraints pubkey pkcs1 pkcs8 pkcs12 pem openssl sha1 sha2 md5 hmac kdf \
             gmp aes kernel-libipsec kernel-netlink socket-default vici updown eap-identity eap-mschapv2 eap-md5 \
             xauth-generic attr
             """,

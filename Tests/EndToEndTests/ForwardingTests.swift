@@ -1,0 +1,395 @@
+import Foundation
+import Testing
+
+/// A node that carries traffic: with only the generated files applied (the node's sysctl file, its
+/// nftables table and its swanctl tree), every client of every service reaches a host *behind* the
+/// node — ping, a DNS query to the pushed resolver and a 2 MB HTTP download — and that host sees the
+/// node's address, not the pool's. The node's uplink leads to an "internet" namespace whose host drops
+/// ICMP "fragmentation needed" / "packet too big" (a path MTU discovery black hole): the tunnel's MTU is
+/// 1400 and the client announces a full-size MSS, so the download only completes because the node
+/// clamps the MSS (proven by loading the same ruleset without its MSS rules first). Also: client
+/// isolation, no forwarding of pool addresses from outside the tunnel, and certificate users scoped to
+/// their nodes by charon itself.
+@Suite(.serialized, .strongSwan)
+struct ForwardingTests {
+    static let inventory = """
+        vpnprov: 1
+        name: fwd
+        defaults:
+          pool: 10.90.0.0/24
+          pool6: fd00:90::/112
+          dns: [203.0.113.80, 2001:db8:80::80]
+          network:
+            ipsec: libipsec
+        nodes:
+          fwd-1:
+            address: fwd-1.vpn.test
+            services: [ikev2-cert, ikev2-eap, ikev2-psk, ipsec-xauth-psk]
+            psk: gen
+            group: fwd
+          fwd-2:
+            address: fwd-2.vpn.test
+            pool: 10.91.0.0/24
+            pool6: fd00:91::/112
+            services: [ikev2-cert, ikev2-eap]
+            network:
+              isolate_clients: false
+        users:
+          dora:
+            cert: true
+            password: gen
+          emil:
+            password: gen
+            devices: [linux]
+          finn:
+            cert: true
+            nodes: [fwd-1]
+            devices: [linux]
+
+        """
+
+    /// The host behind the node.
+    static let hostAddress = "203.0.113.80"
+    static let hostAddress6 = "2001:db8:80::80"
+    static let nodeUplinkAddress = "203.0.113.1"
+    static let nodeUplinkAddress6 = "2001:db8:80::1"
+    static let hosts = ["fwd-1.vpn.test", "fwd-2.vpn.test"]
+
+    /// The inventory written to a scratch file, generated.
+    static func generate(_ label: String, inventory: String = ForwardingTests.inventory) throws -> GeneratedDeployment {
+        let path = try Scratch.makeDirectory("inv-\(label)").appendingPathComponent("inventory.yaml").path
+        try inventory.write(toFile: path, atomically: true, encoding: .utf8)
+        return try GeneratedDeployment.generate(inventory: path, label: label)
+    }
+
+    @Test("Every client reaches a host behind the node through it, NATed, MSS-clamped, with DNS", arguments: StrongSwanBuild.all)
+    func clientsReachTheInternetThroughTheNode(_ build: StrongSwanBuild) throws {
+        try build.require()
+        let d = try Self.generate("fwd-\(build.name)")
+        let node = try d.node("fwd-1")
+        let nut = try NodeUnderTest.start(d, node: "fwd-1", builds: BuildPair(server: build, client: build))
+        defer { nut.teardown() }
+        let internet = try Internet.attach(to: nut.scenario.pair.serverNamespace)
+        defer { internet.teardown() }
+        let web = try Scratch.makeDirectory("fwd-web")
+        let payload = [UInt8]((0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        try Data(payload).write(to: web.appendingPathComponent("blob"))
+        let http = try HTTPFileServer(namespace: internet.namespace, address: "::", port: 80, directory: web)
+        defer { http.stop() }
+        let dns = try Dnsmasq.start(in: internet.namespace)
+        defer { dns.stop() }
+
+        // Without the ruleset the host behind the node is unreachable from the pools (no NAT, and no
+        // forwarding): the proof below is the generated files' doing.
+        try internet.applyGenerated(node: node, in: nut.scenario.pair.serverNamespace, mssRules: false)
+
+        var proven = 0
+        var mssProven = false
+        for c in try d.clientCases() where c.node == "fwd-1" {
+            let loadable = try c.make()
+            let (ike, child) = try nut.load(loadable, label: c.label)
+            defer { _ = try? nut.client.terminate(ike: ike) }
+            let up = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
+            guard up.succeeded else {
+                Issue.record("\(c.label): no tunnel: \(up)\n\(nut.server.log.suffix(3000))")
+                continue
+            }
+            let sa = try #require(try nut.client.securityAssociations().first { $0.name == ike && $0.state == "ESTABLISHED" })
+            let tunnel = TunnelScenario.Tunnel(ike: sa, virtualIPs: sa.localVirtualIPs)
+            let vip = try #require(tunnel.virtualIPv4, "\(c.label): no IPv4 virtual IP")
+            // The client announces a full-size MSS (its tunnel device at 1500) while the node's tunnel
+            // carries 1400: only the node's clamping keeps the host's segments small enough.
+            try sh(StrongSwanEnvironment.ipPath, ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
+            if !mssProven {
+                let stalled = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip, maxTime: 6)
+                #expect(!stalled.succeeded, "\(c.label): without MSS clamping the 2 MB download should stall at the black hole")
+                try internet.applyGenerated(node: node, in: nut.scenario.pair.serverNamespace, mssRules: true)
+                mssProven = true
+            }
+            let ping = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress)
+            #expect(ping.succeeded, "\(c.label): ping to the host behind the node: \(ping)")
+            let query = try Command.run(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", nut.scenario.pair.clientNamespace, "dig", "+short", "+time=3", "+tries=1", "-b", vip,
+                 "@\(Self.hostAddress)", "web.vpn.test", "A"])
+            #expect(query.stdout.contains(Self.hostAddress), "\(c.label): DNS through the tunnel: \(query)")
+            let got = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip, maxTime: 30)
+            #expect(got.succeeded && got.stdout.hasPrefix("200 \(payload.count)"), "\(c.label): 2 MB download: \(got)")
+            // The host saw the node's uplink address, never the pool's.
+            #expect(http.requestLog.contains(Self.nodeUplinkAddress), "\(c.label): HTTP request log: \(http.requestLog)")
+            #expect(!http.requestLog.contains("10.90.0."), "\(c.label): the pool address reached the host")
+            if c.ikeVersion == 2, let vip6 = tunnel.virtualIPv6 {
+                let ping6 = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vip6, to: Self.hostAddress6)
+                #expect(ping6.succeeded, "\(c.label): ping6 to the host behind the node: \(ping6)")
+                let got6 = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip6, maxTime: 30, ipv6: true)
+                #expect(got6.succeeded && got6.stdout.hasPrefix("200 \(payload.count)"), "\(c.label): 2 MB download over IPv6: \(got6)")
+                #expect(http.requestLog.contains(Self.nodeUplinkAddress6), "\(c.label): IPv6 HTTP request log")
+                #expect(!http.requestLog.contains("fd00:90:"), "\(c.label): the IPv6 pool address reached the host")
+            }
+            proven += 1
+        }
+        #expect(proven >= 8, "only \(proven) client cases proven")
+        #expect(dns.log.contains("web.vpn.test"), "the resolver never saw a query")
+
+        // A packet from a pool address that arrives outside the tunnel is not forwarded: the host's
+        // counter of echo requests does not move (and does move for one through the tunnel above).
+        let spoofer = nut.scenario.pair.clientNamespace
+        try sh(StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
+        try sh(StrongSwanEnvironment.ipPath, ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
+        let before = try internet.echoRequestsSeen()
+        #expect(before > 0, "the host's counter saw none of the tunnel's pings")
+        _ = try nut.scenario.pair.ping(from: spoofer, source: "10.90.0.250", to: Self.hostAddress, count: 2)
+        #expect(try internet.echoRequestsSeen() == before, "a pool address from outside the tunnel was forwarded")
+        print("forwarding \(build.name): \(proven) client cases reached the host behind the node")
+    }
+
+    @Test("Client isolation: on by default, off where the inventory says", arguments: [StrongSwanBuild.host])
+    func clientIsolation(_ build: StrongSwanBuild) throws {
+        try build.require()
+        let d = try Self.generate("fwd-iso")
+        for (name, isolated) in [("fwd-1", true), ("fwd-2", false)] {
+            let node = try d.node(name)
+            let nut = try NodeUnderTest.start(d, node: name, builds: BuildPair(server: build, client: build))
+            defer { nut.teardown() }
+            let internet = try Internet.attach(to: nut.scenario.pair.serverNamespace)
+            defer { internet.teardown() }
+            try internet.applyGenerated(node: node, in: nut.scenario.pair.serverNamespace, mssRules: true)
+            let second = try SecondClient.start(beside: nut.scenario.pair, build: build)
+            defer { second.stop() }
+            // Two users' Linux profiles, one in each client namespace.
+            let cases = try d.clientCases().filter { $0.node == name && $0.kind == .linux && $0.service == "ikev2-eap" }
+            guard cases.count >= 2 else { Issue.record("need two EAP users on \(name)"); return }
+            let (ikeA, childA) = try nut.load(try cases[0].make(), label: cases[0].label)
+            defer { _ = try? nut.client.terminate(ike: ikeA) }
+            #expect(try nut.client.initiate(child: childA, ike: ikeA).succeeded)
+            guard case .asWritten(let confB, let ikeB, let childB) = try cases[1].make() else { return }
+            try second.charon.loadAllCleanly(confFile: confB)
+            #expect(try second.charon.initiate(child: childB, ike: ikeB).succeeded)
+            let vipA = try #require(try nut.client.virtualIPs(ike: ikeA).first { !$0.contains(":") })
+            let vipB = try #require(try second.charon.virtualIPs(ike: ikeB).first { !$0.contains(":") })
+            let ping = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vipA, to: vipB)
+            #expect(ping.succeeded == !isolated, "\(name): client A → client B (\(vipB)) with isolation \(isolated ? "on" : "off"): \(ping)")
+        }
+    }
+
+    @Test("A certificate opens only the user's nodes; adding a node re-issues it and opens that node", arguments: StrongSwanBuild.all)
+    func certificateUsersAreScopedToTheirNodes(_ build: StrongSwanBuild) throws {
+        try build.require()
+        let d = try Self.generate("fwd-scope-\(build.name)")
+        // finn (nodes: [fwd-1]) aims his certificate profile at fwd-2.
+        let finnConf = d.out.appendingPathComponent("clients/finn/linux/swanctl/swanctl.conf").path
+        let aimed = try Scratch.makeDirectory("fwd-aimed").appendingPathComponent("swanctl")
+        try FileManager.default.copyItem(
+            at: URL(fileURLWithPath: finnConf).deletingLastPathComponent(), to: aimed)
+        let aimedConf = aimed.appendingPathComponent("swanctl.conf").path
+        let text = try String(contentsOfFile: aimedConf, encoding: .utf8)
+        try text.replacingOccurrences(of: "fwd-1", with: "fwd-2").write(toFile: aimedConf, atomically: true, encoding: .utf8)
+        let connection = try #require(try GeneratedDeployment.connectionNames(inFile: aimedConf).first { $0.hasSuffix("ikev2-cert") })
+        do {
+            let nut = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
+            defer { nut.teardown() }
+            let log = try nut.refuse(.asWritten(confFile: aimedConf, connection: connection, child: connection), label: "finn → fwd-2")
+            // charon names the node's policy that finn's certificate does not carry.
+            let policy = try #require(
+                GeneratedDeployment.values(of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)).first)
+            #expect(log.contains("constraint requires cert policy \(policy)"), "fwd-2 refused finn, but why?\n\(log)")
+        }
+        // The operator gives finn fwd-2: generate re-issues his certificate and says so.
+        let widened = Self.inventory.replacingOccurrences(of: "nodes: [fwd-1]", with: "nodes: [fwd-1, fwd-2]")
+        try widened.write(toFile: d.inventory, atomically: true, encoding: .utf8)
+        let run = try VPNProvBinary.run(["generate", d.inventory, "--out", d.out.path, "--state", d.state.path])
+        #expect(run.succeeded, "\(run)")
+        #expect(run.stdout.contains("finn") || run.stderr.contains("finn"), "the summary does not name finn: \(run)")
+        let nut = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
+        defer { nut.teardown() }
+        let proof = try nut.prove(
+            .asWritten(confFile: finnConf, connection: connection, child: connection), label: "finn → fwd-2 after the change",
+            ikeVersion: 2)
+        #expect(proof.serverPeerConfig == "ikev2-cert")
+    }
+}
+
+/// Runs a tool; throws with its output unless it exits 0.
+@discardableResult
+func sh(_ executable: String, _ arguments: [String]) throws -> CommandResult {
+    let result = try Command.run(executable, arguments)
+    guard result.succeeded else { throw HarnessError("\(executable) \(arguments.joined(separator: " ")) failed: \(result)") }
+    return result
+}
+
+/// The node's uplink: a third namespace ("internet") with one host, 203.0.113.80 / 2001:db8:80::80,
+/// joined to the node's namespace by a veth. The host knows no route to the pools: only NAT brings
+/// its answers back. It drops ICMP "fragmentation needed" and "packet too big" (a PMTUD black hole)
+/// and counts the echo requests it receives.
+final class Internet: @unchecked Sendable {
+    let namespace: String
+    private var tornDown = false
+
+    private init(namespace: String) { self.namespace = namespace }
+
+    static func attach(to serverNamespace: String) throws -> Internet {
+        let internet = Internet(namespace: serverNamespace + "-i")
+        do {
+            let ip = StrongSwanEnvironment.ipPath
+            try sh(ip, ["netns", "add", internet.namespace])
+            try sh(ip, ["link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns", internet.namespace])
+            try sh(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
+            try sh(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0", "nodad"])
+            try sh(ip, ["-n", serverNamespace, "link", "set", "up0", "up"])
+            try sh(ip, ["-n", internet.namespace, "link", "set", "lo", "up"])
+            try sh(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
+            try sh(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
+            try sh(ip, ["-n", internet.namespace, "link", "set", "eth0", "up"])
+            let rules = """
+                table inet host {
+                    chain input {
+                        type filter hook input priority filter; policy accept;
+                        icmp type destination-unreachable icmp code frag-needed drop
+                        icmpv6 type packet-too-big drop
+                        icmp type echo-request counter name echoes
+                    }
+                    counter echoes {}
+                }
+                """
+            try internet.nft(rules, in: internet.namespace)
+        } catch {
+            internet.teardown()
+            throw error
+        }
+        return internet
+    }
+
+    func teardown() {
+        if tornDown { return }
+        tornDown = true
+        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
+            .split(separator: "\n").forEach { kill(pid_t($0) ?? 0, SIGKILL) }
+        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
+    }
+
+    deinit { teardown() }
+
+    func nft(_ rules: String, in ns: String) throws {
+        let file = try Scratch.makeDirectory("nft").appendingPathComponent("rules.nft")
+        try rules.write(to: file, atomically: true, encoding: .utf8)
+        try sh(StrongSwanEnvironment.ipPath, ["netns", "exec", ns, "nft", "-f", file.path])
+    }
+
+    /// The node's generated sysctl file and nftables table, applied as the node README says
+    /// (`mssRules: false` loads the same table without its MSS lines).
+    func applyGenerated(node: GeneratedDeployment.Node, in serverNamespace: String, mssRules: Bool) throws {
+        let network = node.directory.appendingPathComponent("network")
+        try sh(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", serverNamespace, "sysctl", "-q", "-p", network.appendingPathComponent("60-vpnprov.conf").path])
+        var rules = try String(contentsOf: network.appendingPathComponent("vpnprov.nft"), encoding: .utf8)
+        if !mssRules {
+            rules = rules.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("maxseg") }.joined(separator: "\n")
+        }
+        try nft(rules, in: serverNamespace)
+    }
+
+    /// `curl` from `source` in `namespace`: prints "<status> <bytes>".
+    func download(from namespace: String, source: String, maxTime: Int, ipv6: Bool = false) throws -> CommandResult {
+        let url = ipv6 ? "http://[\(ForwardingTests.hostAddress6)]/blob" : "http://\(ForwardingTests.hostAddress)/blob"
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, "curl", "-s", "-o", "/dev/null", "--interface", source, "--max-time", String(maxTime),
+             "-w", "%{http_code} %{size_download}", url],
+            timeout: .seconds(maxTime + 10))
+    }
+
+    /// Echo requests the host has received so far.
+    func echoRequestsSeen() throws -> Int {
+        let out = try sh(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]).stdout
+        guard let range = out.range(of: "packets ") else { throw HarnessError("no counter in: \(out)") }
+        return Int(out[range.upperBound...].prefix { $0.isNumber }) ?? -1
+    }
+}
+
+/// dnsmasq on the host behind the node, answering web.vpn.test with the host's address and logging
+/// every query. It runs as a daemon (dnsmasq closes every inherited descriptor, which Foundation's
+/// Process would take for its exit) and is stopped by the pid it writes.
+final class Dnsmasq: @unchecked Sendable {
+    private let pidFile: URL
+    private let logURL: URL
+
+    private init(pidFile: URL, logURL: URL) {
+        self.pidFile = pidFile
+        self.logURL = logURL
+    }
+
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    static func start(in namespace: String) throws -> Dnsmasq {
+        let dir = try Scratch.makeDirectory("dnsmasq")
+        let logURL = dir.appendingPathComponent("queries.log")
+        let pidFile = dir.appendingPathComponent("dnsmasq.pid")
+        try sh(StrongSwanEnvironment.ipPath, [
+            "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
+            "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces", "--listen-address=\(ForwardingTests.hostAddress)",
+            "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries", "--log-facility=\(logURL.path)",
+        ])
+        let d = Dnsmasq(pidFile: pidFile, logURL: logURL)
+        // The parent exits once the daemon's socket is bound: it answers from here on.
+        let probe = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(ForwardingTests.hostAddress)", "web.vpn.test"])
+        guard probe.stdout.contains(ForwardingTests.hostAddress) else {
+            d.stop()
+            throw HarnessError("dnsmasq does not answer in \(namespace): \(probe)")
+        }
+        return d
+    }
+
+    func stop() {
+        if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGKILL)
+        }
+    }
+}
+
+/// A second client namespace beside a NetworkPair, linked to the server namespace by its own veth
+/// (198.18.0.0/24, RFC 2544's benchmarking range), with its own charon: two clients of one node at once.
+final class SecondClient: @unchecked Sendable {
+    let namespace: String
+    let charon: Charon
+    private let etc: String
+
+    private init(namespace: String, charon: Charon, etc: String) {
+        self.namespace = namespace
+        self.charon = charon
+        self.etc = etc
+    }
+
+    static func start(beside pair: NetworkPair, build: StrongSwanBuild) throws -> SecondClient {
+        let ns = pair.serverNamespace + "-c2"
+        let ip = StrongSwanEnvironment.ipPath
+        let etc = "/etc/netns/\(ns)"
+        do {
+            try sh(ip, ["netns", "add", ns])
+            try sh(ip, ["link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0", "netns", ns])
+            try sh(ip, ["-n", pair.serverNamespace, "addr", "add", "198.18.0.1/24", "dev", "veth2"])
+            try sh(ip, ["-n", pair.serverNamespace, "link", "set", "veth2", "up"])
+            try sh(ip, ["-n", ns, "link", "set", "lo", "up"])
+            try sh(ip, ["-n", ns, "addr", "add", "198.18.0.2/24", "dev", "veth0"])
+            try sh(ip, ["-n", ns, "link", "set", "veth0", "up"])
+            try sh(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
+            try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+            let hosts = "127.0.0.1 localhost\n::1 localhost\n" + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
+            try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
+            let charon = try Charon.start(in: ns, build: build, label: "client2")
+            return SecondClient(namespace: ns, charon: charon, etc: etc)
+        } catch {
+            _ = try? Command.run(ip, ["netns", "delete", ns])
+            try? FileManager.default.removeItem(atPath: etc)
+            throw error
+        }
+    }
+
+    func stop() {
+        charon.stop()
+        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
+        try? FileManager.default.removeItem(atPath: etc)
+    }
+}

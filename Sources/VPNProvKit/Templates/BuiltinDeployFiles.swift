@@ -40,6 +40,13 @@ vpnprov_extra_connections: []  # noqa: var-naming[no-role-prefix]
         "roles/vpnprov_node/handlers/main.yml": ##"""
 ---
 # Handlers run in the order written here: settings first, then the configuration that may need them.
+#
+# --clear first empties charon's credentials (vici clear-creds: loaded certificates, CA certificates, CRLs,
+# keys and secrets) and its certificate cache, then everything is loaded from the files again. Without it
+# charon keeps what it held: a CA vpnprov no longer ships stays trusted, and the cache keeps the CRL that
+# was current at the last authentication and consults it before the new one (revocation_validator.c
+# stops at the first CRL that is not stale), so a revoked certificate would still be accepted.
+# Established tunnels stay up; no restart.
 - name: Reload strongSwan settings
   ansible.builtin.command:
     argv: [swanctl, --reload-settings]
@@ -47,7 +54,7 @@ vpnprov_extra_connections: []  # noqa: var-naming[no-role-prefix]
 
 - name: Load swanctl configuration
   ansible.builtin.command:
-    argv: [swanctl, --load-all, --noprompt, --file, "{{ vpnprov_swanctl_dir }}/swanctl.conf"]
+    argv: [swanctl, --load-all, --clear, --noprompt, --file, "{{ vpnprov_swanctl_dir }}/swanctl.conf"]
   changed_when: true
 
 """##,

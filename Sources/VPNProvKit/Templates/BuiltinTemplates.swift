@@ -316,9 +316,9 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
   swanctl --load-all --clear
 
 --clear matters: it empties charon's loaded credentials and its certificate cache before loading the
-files again. Without it charon keeps a CA this configuration no longer holds (after rotate-ca --finish)
-and keeps using the CRL it last checked a client with, so a revoked certificate is still accepted.
-Established tunnels stay up.
+files again. Without it charon keeps using the CRL it last checked a client with, so a revoked
+certificate is still accepted, and keeps trusting a CA this configuration no longer holds (after
+rotate-ca --finish). Established tunnels stay up.
 
 {{#ikev1}}
 The IPSec services (ipsec-xauth-psk, ipsec-xauth-hybrid) are IKEv1: this server's charon must be

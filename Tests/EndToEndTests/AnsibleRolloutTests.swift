@@ -343,7 +343,8 @@ import Glibc
         _ = try rollout("v1")
 
         // Every user connects with the profile vpnprov wrote, copied away (later runs remove or replace it).
-        let kept = try Scratch.makeDirectory("revocation-profiles")
+        let kept = dir.appendingPathComponent("profiles")
+        try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
         struct User { var name: String; var service: String; var presented: String }
         let users = [
             User(name: "ann", service: "ikev2-eap", presented: "remote-eap-id = ann"),

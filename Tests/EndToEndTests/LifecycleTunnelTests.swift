@@ -83,6 +83,64 @@ struct LifecycleTunnelTests {
         return proven
     }
 
+    /// The manual deploy of servers/<node>/README on a running node: a client certificate that was accepted
+    /// (so charon cached the CRL it checked it with) is revoked, the README's `swanctl --load-all` line is run
+    /// against the live charon, and the client is refused at once, for the reason the log gives. Without
+    /// `--clear` charon kept using its cached CRL and accepted it.
+    func manualRevocation(_ builds: BuildPair) throws {
+        try builds.require()
+        let dir = try Scratch.makeDirectory("manual-revocation")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("life.yaml").path
+        try """
+            vpnprov: 1
+            name: life
+            nodes:
+              life-1:
+                address: 192.0.2.1
+                pool: 10.80.0.0/24
+                services: [ikev2-cert]
+            users:
+              bob:
+                cert: true
+              frank:
+                cert: true
+
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+        let deployment = try GeneratedDeployment.generate(inventory: path, label: "manual")
+        defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
+        let kept = dir.appendingPathComponent("bob")
+        try FileManager.default.copyItem(at: deployment.out.appendingPathComponent("clients/bob/linux/swanctl"), to: kept)
+        let bob = ClientCase.Loadable.asWritten(
+            confFile: kept.appendingPathComponent("swanctl.conf").path, connection: "life-1-ikev2-cert", child: "life-1-ikev2-cert")
+        let nut = try NodeUnderTest.start(deployment, node: "life-1", builds: builds)
+        defer { nut.teardown() }
+        _ = try nut.prove(bob, label: "\(builds): bob before the revocation", ikeVersion: 2)
+
+        _ = try Self.vpnprov(["revoke", "bob"], deployment)
+        let readme = try String(contentsOf: deployment.out.appendingPathComponent("servers/life-1/README"), encoding: .utf8)
+        let line = try #require(
+            readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("swanctl --load-all") },
+            "the README says how to load the configuration")
+        // The README's command as written; --file points it at the generated tree instead of /etc/swanctl.
+        let arguments = Array(line.split(separator: " ").dropFirst().map(String.init)) + ["--file", nut.node.confFile]
+        let load = try nut.server.swanctl(arguments)
+        #expect(load.succeeded, "\(builds): \(line): \(load)")
+        let log = try nut.refuse(bob, label: "\(builds): bob after the revocation")
+        #expect(log.contains("certificate was revoked"), "\(builds): bob refused, but not as revoked:\n\(log)")
+        // The node still has everything else: frank connects.
+        let frank = ClientCase.Loadable.asWritten(
+            confFile: deployment.out.appendingPathComponent("clients/frank/linux/swanctl/swanctl.conf").path,
+            connection: "life-1-ikev2-cert", child: "life-1-ikev2-cert")
+        _ = try nut.prove(frank, label: "\(builds): frank after the reload", ikeVersion: 2)
+    }
+
+    @Test("The node README's manual reload makes a revocation count on a running strongSwan 5.9 node")
+    func manualRevocationOnALiveNode() throws { try manualRevocation(.host) }
+
+    @Test("The node README's manual reload makes a revocation count on a running strongSwan 6.0 node", .strongSwan6)
+    func manualRevocationOnALiveNode6() throws { try manualRevocation(.trixie) }
+
     @Test("rotate-psk, rotate-password and rotate-ca (with --finish) against real strongSwan")
     func lifecycle() throws {
         try StrongSwanEnvironment.require()

@@ -107,8 +107,9 @@ import Testing
         #expect(context == [
             "node": "fra-1",
             "connections": .list(plan.connections.map { .string($0.name) }),
-            // carol is revoked: not allowed. alice has a certificate and a password.
-            "identities": ["alice", "alice@acme.example", "bob"],
+            // carol is revoked: not allowed. alice has a certificate and a password; her client may present
+            // the certificate's SAN or its subject.
+            "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
         ])
     }
 

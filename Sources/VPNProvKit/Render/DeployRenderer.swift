@@ -63,11 +63,21 @@ public enum DeployRenderer {
 
     /// What the role checks on a node: its connections, as the node's plan names them, and the remote
     /// identities allowed there (EAP/XAuth user names and client certificate identities).
+    ///
+    /// A certificate user is listed under every identity a client can present with the certificate:
+    /// the identity as the inventory writes it (the certificate's SAN, or its subject when the identity
+    /// is a DN) and the certificate's subject DN as strongSwan prints it ("O=acme, CN=dave@acme"), which
+    /// a client may send instead (the role compares DNs RDN by RDN, whatever the spacing or order).
     public static func hostVarsContext(node: Node, inventory: Inventory) -> TemplateValue {
         let plan = ServerPlan.make(for: node, in: inventory)
         var identities = plan.passwordUsers
         if node.services.contains(.ikev2Cert) {
-            identities += inventory.users.filter { !$0.revoked && $0.cert && $0.nodes.contains(node.name) }.map(\.id.swanctlValue)
+            for user in inventory.users where !user.revoked && user.cert && user.nodes.contains(node.name) {
+                identities.append(user.id.swanctlValue)
+                if let subject = try? CertificateProfile.client(user, inventory: inventory).subject {
+                    identities.append(subject.description)
+                }
+            }
         }
         let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
         return [

@@ -313,7 +313,12 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
 {{^daemon_settings}}
   rm -f /etc/strongswan.d/vpnprov.conf    # left from an earlier configuration, if any
 {{/daemon_settings}}
-  swanctl --load-all
+  swanctl --load-all --clear
+
+--clear matters: it empties charon's loaded credentials and its certificate cache before loading the
+files again. Without it charon keeps using the CRL it last checked a client with, so a revoked
+certificate is still accepted, and keeps trusting a CA this configuration no longer holds (after
+rotate-ca --finish). Established tunnels stay up.
 
 {{#ikev1}}
 The IPSec services (ipsec-xauth-psk, ipsec-xauth-hybrid) are IKEv1: this server's charon must be
@@ -331,8 +336,11 @@ from <address>, sending INVALID_MAJOR_VERSION".
 {{/ikev1}}
 swanctl.conf replaces the distribution's default; like it, it includes conf.d/*.conf.
 Files that vpnprov no longer writes (an old user's secret, a removed node's certificate) are not
-removed by copying: remove them by hand or deploy into an empty /etc/swanctl. A revoked user's
-live tunnel stays up until you end it: swanctl --list-sas, then swanctl --terminate --ike-id N.
+removed by copying: remove them by hand or deploy into an empty /etc/swanctl. A revoked or removed
+user's live tunnel stays up until you end it: swanctl --list-sas shows each IKE SA's number and the
+identity the client sent (remote-id, or remote-eap-id for EAP users; a certificate user may appear
+under the identity in the inventory or under the certificate's subject, e.g. "O=<deployment>,
+CN=<identity>"); end it with swanctl --terminate --ike-id N --force.
 
 """##,
         "server/nftables.nft.tmpl": ##"""

@@ -78,6 +78,12 @@ final class AnsibleLab: @unchecked Sendable {
 
     let base: String
     let hub: String
+    /// The strongSwan of the nodes' charons. With the Debian 13 tree (6.0) each node's charon runs chrooted
+    /// there (`StrongSwanBuild.command`) and reads a copy of the node's strongswan.conf from its run directory
+    /// (below the scratch directory, which the tree sees at the same path): the vici socket and log are the
+    /// same, the node's strongswan.d/ is not included. Everything else on the node (sshd, Python, the
+    /// `swanctl` Ansible runs) is the host's: swanctl 5.9 talks vici to the 6.0 charon.
+    let build: StrongSwanBuild
     let scratch: URL
     let keyFile: String
     private(set) var nodes: [Node] = []
@@ -87,18 +93,21 @@ final class AnsibleLab: @unchecked Sendable {
     private var namespaces: [String] = []
     private var tornDown = false
 
-    private init(base: String, scratch: URL) {
+    private init(base: String, scratch: URL, build: StrongSwanBuild) {
         self.base = base
+        self.build = build
         self.hub = base + "-hub"
         self.scratch = scratch
         self.keyFile = scratch.appendingPathComponent("controller_ed25519").path
     }
 
     /// Creates the hub and one namespace per node name, each with sshd and charon running.
-    static func start(nodes names: [String]) throws -> AnsibleLab {
+    static func start(nodes names: [String], build: StrongSwanBuild = .host) throws -> AnsibleLab {
+        try build.require()
         NetworkPair.removeStale()
         let lab = AnsibleLab(
-            base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())", scratch: try Scratch.makeDirectory("ansible-lab"))
+            base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())", scratch: try Scratch.makeDirectory("ansible-lab"),
+            build: build)
         do {
             try lab.setUp(names)
         } catch {
@@ -168,18 +177,22 @@ final class AnsibleLab: @unchecked Sendable {
         try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.
-        let settings = Charon.settings(build: .host, socketPath: socket, logPath: node.run.path + "/charon.log")
-            + "include strongswan.d/*.conf\n"
-        try settings.write(toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
+        let settings = Charon.settings(build: build, socketPath: socket, logPath: node.run.path + "/charon.log")
+        try (settings + "include strongswan.d/*.conf\n").write(toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
+        if build.root != nil {
+            try settings.write(toFile: node.run.path + "/strongswan.conf", atomically: true, encoding: .utf8)
+        }
     }
 
-    private func startDaemon(_ key: String, namespace: String, _ arguments: [String], log: URL) throws -> Process {
+    private func startDaemon(
+        _ key: String, _ command: (String, [String]), log: URL, settings: String? = nil
+    ) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
-        // `ip netns exec` execs in place: the pid is the daemon's.
-        process.arguments = ["netns", "exec", namespace] + arguments
+        // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec in place: the pid is the daemon's.
+        process.executableURL = URL(fileURLWithPath: command.0)
+        process.arguments = command.1
         var environment = ProcessInfo.processInfo.environment
-        environment["STRONGSWAN_CONF"] = nil
+        environment["STRONGSWAN_CONF"] = settings
         process.environment = environment
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
@@ -230,8 +243,9 @@ final class AnsibleLab: @unchecked Sendable {
         let socket = node.run.appendingPathComponent("charon.vici").path
         try? FileManager.default.removeItem(atPath: socket)
         let process = try startDaemon(
-            "\(node.name)/charon", namespace: node.namespace, [StrongSwanEnvironment.charonPath],
-            log: node.run.appendingPathComponent("charon.stdout"))
+            "\(node.name)/charon", build.command(in: node.namespace, StrongSwanBuild.charonPath, []),
+            log: node.run.appendingPathComponent("charon.stdout"),
+            settings: build.root == nil ? nil : node.run.path + "/strongswan.conf")
         try waitFor("charon on \(node.name)", process) { FileManager.default.fileExists(atPath: socket) }
     }
 

@@ -206,6 +206,21 @@ struct ForwardingTests {
             .asWritten(confFile: finnConf, connection: connection, child: connection), label: "finn → fwd-2 after the change",
             ikeVersion: 2)
         #expect(proof.serverPeerConfig == "ikev2-cert")
+        nut.teardown()
+
+        // And back: the certificate that opened fwd-2 is revoked (it would stay valid otherwise), so
+        // the profile finn holds from the widened run is refused there after the next rollout.
+        let widenedCopy = try Scratch.makeDirectory("fwd-widened").appendingPathComponent("swanctl")
+        try FileManager.default.copyItem(at: URL(fileURLWithPath: finnConf).deletingLastPathComponent(), to: widenedCopy)
+        try Self.inventory.write(toFile: d.inventory, atomically: true, encoding: .utf8)
+        let narrowed = try VPNProvBinary.run(["generate", d.inventory, "--out", d.out.path, "--state", d.state.path])
+        #expect(narrowed.succeeded, "\(narrowed)")
+        let again = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
+        defer { again.teardown() }
+        let log = try again.refuse(
+            .asWritten(confFile: widenedCopy.appendingPathComponent("swanctl.conf").path, connection: connection, child: connection),
+            label: "finn's widened profile → fwd-2 after narrowing")
+        #expect(log.contains("certificate was revoked"), "refused, but not as revoked:\n\(log)")
     }
 }
 

@@ -190,6 +190,14 @@ extension PKISession {
                 let previous = job.isNode ? index.nodes[job.name] : index.users[job.name]
                 if let previous, var old = index.certificates[previous.serial], old.status == .valid {
                     old.status = .superseded
+                    // A certificate that opened a node its holder no longer may use must stop working
+                    // at the next rollout, not when it expires: it goes onto the CRL.
+                    if let had = old.policies, !Set(had).isSubset(of: job.profile.policies) {
+                        old.status = .revoked
+                        old.revokedAt = now
+                        old.revocationReason = "no longer allowed on every node it names"
+                        changes.append(PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
+                    }
                     index.certificates[previous.serial] = old
                 }
                 index.certificates[job.serial] = CertificateRecord(

@@ -25,6 +25,7 @@ public enum RuleHelp {
         "invalid-value": "The value has the right type but is not allowed: tier, key type, service, device, DNS address, days out of range, empty env:/file:.",
         "invalid-cidr": "'pool'/'pool6' is not a CIDR network of the right address family, or has host bits set.",
         "unknown-node": "A user's 'nodes:' names a node the inventory does not define.",
+        "unrepresentable-text": "A value that goes into an Apple profile (apple.trusted_ssids) holds a character an XML property list cannot carry (U+0000 to U+001F, U+FFFE, U+FFFF) or another control character (DEL, U+0080 to U+009F, U+2028, U+2029).",
         "duplicate-entry": "The same entry twice in 'services', 'devices' or a user's 'nodes'; the duplicate is ignored.",
         // Validator
         "invalid-identity": "An IKE identity does not parse as its type or is unsafe in an output syntax (control characters, quotes, backslashes, edge spaces, wildcards...).",

@@ -73,6 +73,15 @@ import Testing
         #expect(found.first?.notes.first?.location == Fixture.at(42, 14))
     }
 
+    @Test func nodesWithOneWrongIdentityAreReportedForItOnly() {
+        // Both identities are %any: each is an identity-pattern error, not also a duplicate.
+        let inventory = Fixture.good().with {
+            $0.nodes[1].id = .ipv4("0.0.0.0")
+            $0.nodes[2].id = .ipv4("0.0.0.0")
+        }
+        #expect(Fixture.found(inventory) == [F(.identityPattern, 42, 14), F(.identityPattern, 62, 14)])
+    }
+
     @Test func nodeWhoseAddressIsAnotherNodesIdentityIsRefused() {
         // nyc-1's certificate would carry ams-1's identity as a dNSName: its key could pose as ams-1.
         let inventory = Fixture.good().with { $0.nodes[2].address = "ams-1.vpn.example.com" }

@@ -50,8 +50,10 @@ enum NodeIdentityRules {
         var sections: [String: Node] = [:]
         for node in inventory.nodes {
             let idLocation = node.fieldLocations["id"] ?? node.location(of: "address")
-            var reported = false
-            if let k = nodeKey(node.id) {
+            // An identity that is itself wrong (invalid-identity, identity-pattern) is reported once, as that.
+            let valid = !IdentityRules.findings(node.id).contains { $0.severity == .error }
+            var reported = !valid
+            if valid, let k = nodeKey(node.id) {
                 if let other = nodeKeys[k] {
                     reported = true
                     d.append(.error(

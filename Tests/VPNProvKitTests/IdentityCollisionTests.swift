@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import VPNProvKit
 
@@ -110,5 +111,56 @@ import Testing
         let found = Validator.validate(inventory).filter { $0.code == .connectionNameCollision }
         #expect(found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.connectionNameCollision, 60, 3)])
         #expect(found.first?.message.contains("'ams_1-<service>'") == true)
+    }
+}
+
+/// `vpnprov validate` on inventories with each collision exits 1 and names the rule.
+@Suite struct IdentityCollisionCLITests {
+    /// Two nodes (`first` and `second` are their extra lines) and a password user.
+    static func inventory(first: String = "", second: String = "", names: (String, String) = ("a.b", "n2"), user: String = "alice") -> String {
+        """
+        vpnprov: 1
+        name: acme
+        nodes:
+          \(names.0):
+            pool: 10.70.0.0/24
+            \(first.isEmpty ? "address: 192.0.2.1" : first)
+          \(names.1):
+            pool: 10.71.0.0/24
+            \(second.isEmpty ? "address: 192.0.2.2" : second)
+        users:
+          \(user):
+            password: gen
+
+        """
+    }
+
+    static let cases: [(String, String)] = [
+        (inventory(names: ("a.b", "a_b")), "connection-name-collision"),
+        (inventory(second: "address: 192.0.2.2\n    id: 192.0.2.1"), "duplicate-node-identity"),
+        (inventory(second: "address: 192.0.2.2\n    id: \"::ffff:192.0.2.1\""), "duplicate-node-identity"),
+        (inventory(first: "address: 192.0.2.1\n    id: vpn.example.com", second: "address: vpn.example.com\n    id: 192.0.2.9"),
+         "node-certificate-overlap"),
+        (inventory(user: "192.0.2.2"), "password-identity-overlap"),
+        (inventory(user: "0.0.0.0"), "identity-pattern"),
+    ]
+
+    @Test(arguments: 0..<cases.count)
+    func validateExitsOne(_ index: Int) throws {
+        let (text, code) = Self.cases[index]
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let result = vpnprov(["validate", dir + "/inventory.yaml"])
+        #expect(result.code == 1, "\(result.err)")
+        #expect(result.err.contains("[\(code)]"), "\(result.err)")
+    }
+
+    @Test func theBaseInventoryValidates() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Self.inventory().write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let result = vpnprov(["validate", dir + "/inventory.yaml"])
+        #expect(result.code == 0, "\(result.err)")
     }
 }

@@ -81,6 +81,9 @@ extension DistinguishedName {
         return table
     }()
 
+    /// Inventory keywords and OpenSSL's names (made once: a fleet's check reads a subject per connection).
+    private static let byAnyName: [String: DNAttributeType] = byKeyword.merging(byOpenSSLName) { a, _ in a }
+
     /// The attribute type of an inventory keyword, nil when strongSwan or OpenSSL does not know it.
     public static func attributeType(keyword: String) -> DNAttributeType? { byKeyword[keyword.lowercased()] }
 
@@ -125,7 +128,7 @@ extension DistinguishedName {
     /// Parses `description` of a DN vpnprov issued or read from a certificate (OpenSSL's names,
     /// `title=x`), for comparing with identities; inventory keywords are accepted too.
     public static func parseDescription(_ text: String) -> DistinguishedName? {
-        try? parse(text, lookup: byKeyword.merging(byOpenSSLName) { a, _ in a }).get()
+        try? parse(text, lookup: byAnyName).get()
     }
 
     private static func parse(_ text: String, lookup: [String: DNAttributeType]) -> Result<DistinguishedName, Problem> {

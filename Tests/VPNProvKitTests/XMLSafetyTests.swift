@@ -52,6 +52,24 @@ import Testing
         #expect(result.diagnostics.first?.message.contains("U+0001") == true)
     }
 
+    /// The other free-text strings an Apple profile holds are refused by their own rules.
+    @Test(arguments: ["\u{FFFE}", "\u{FFFF}", "\u{1}"])
+    func otherProfileStringsXMLCannotCarryAreRefused(_ bad: String) {
+        let cases: [(RuleCode, (inout Inventory) -> Void)] = [
+            (.invalidCAName, { $0.pki.ca.name = "acme\(bad) CA" }),
+            (.invalidIdentity, { $0.nodes[1].id = .fqdn("ams\(bad).example.com") }),
+            (.invalidIdentity, { $0.users[0].id = .userFQDN("alice\(bad)@example.com") }),
+            (.unrepresentableSecret, { $0.users[1].password = .literal("Correct-Horse-Battery-\(bad)-Staple-42") }),
+            (.unrepresentableSecret, { $0.nodes[0].psk = .literal("Correct-Horse-Battery-\(bad)-Staple-4242-zz") }),
+            (.invalidName, { $0.name = "acme\(bad)" }),
+        ]
+        for (i, (code, change)) in cases.enumerated() {
+            let diagnostics = Validator.validate(Fixture.good().with(change))
+            #expect(diagnostics.contains { $0.code == code && $0.severity == .error },
+                "case \(i) with U+\(String(bad.unicodeScalars.first!.value, radix: 16)): no \(code)")
+        }
+    }
+
     @Test func thePlistWriterNeverWritesACharacterXMLCannotCarry() throws {
         let hostile = ["a\u{0}b", "\u{1}\u{8}", "\u{B}\u{C}\u{1F}", "x\u{FFFE}y", "\u{FFFF}", "ok\t\n <&> é 😀"]
         let doc = DocumentValue.dictionary([("k", .array(hostile.map { .string($0) }))])

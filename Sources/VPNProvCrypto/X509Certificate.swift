@@ -41,43 +41,9 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
 
     public var commonName: String? { attributes.last { $0.type == "CN" }?.value }
 
-    /// Parses a strongSwan-style DN ("C=DE, O=acme, CN=x" or "/C=DE/O=acme/CN=x"). Attribute names
-    /// are those strongSwan knows (C, ST/S, L, O, OU, CN, E/Email/emailAddress, SN, G, T, UID, DC,
-    /// serialNumber, dnQualifier, N, I, ...). Returns nil when malformed or an attribute is unknown.
-    public static func parse(_ text: String) -> DistinguishedName? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let parts: [Substring]
-        if trimmed.hasPrefix("/") {
-            parts = trimmed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        } else {
-            parts = trimmed.split(separator: ",", omittingEmptySubsequences: false)
-        }
-        var attributes: [NameAttribute] = []
-        for part in parts {
-            guard let eq = part.firstIndex(of: "=") else { return nil }
-            let key = part[..<eq].trimmingCharacters(in: .whitespaces)
-            let value = part[part.index(after: eq)...].trimmingCharacters(in: .whitespaces)
-            guard !value.isEmpty, let type = canonicalType(key) else { return nil }
-            attributes.append(NameAttribute(type, value))
-        }
-        return attributes.isEmpty ? nil : DistinguishedName(attributes)
-    }
-
-    static func canonicalType(_ key: String) -> String? {
-        let aliases: [String: String] = [
-            "c": "C", "st": "ST", "s": "ST", "l": "L", "o": "O", "ou": "OU", "cn": "CN",
-            "e": "emailAddress", "email": "emailAddress", "emailaddress": "emailAddress",
-            "sn": "SN", "g": "GN", "gn": "GN", "t": "title", "title": "title", "uid": "UID", "dc": "DC",
-            "serialnumber": "serialNumber", "dnq": "dnQualifier", "dnqualifier": "dnQualifier",
-            "n": "name", "name": "name", "i": "initials", "initials": "initials", "id": "x500UniqueIdentifier",
-            "street": "street", "postalcode": "postalCode", "pseudonym": "pseudonym",
-        ]
-        guard let type = aliases[key.lowercased()] else { return nil }
-        return OBJ_txt2nid(type) == NID_undef ? nil : type
-    }
-
     /// An X509_NAME for this DN (caller frees). String types follow strongSwan's DN encoder:
-    /// PrintableString when the value allows it, IA5String for e-mail, UTF8String otherwise.
+    /// PrintableString when the value allows it, IA5String for e-mail, DC and unstructuredName,
+    /// UTF8String otherwise. DNs come from `parse` (DistinguishedNameGrammar.swift).
     func makeName() throws -> OpaquePointer {
         guard let name = X509_NAME_new() else { throw CryptoError.openSSL("cannot allocate a name") }
         for attribute in attributes {
@@ -88,7 +54,7 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
             }
             let bytes = Array(attribute.value.utf8)
             let type: Int32
-            if nid == NID_pkcs9_emailAddress || nid == NID_domainComponent {
+            if DistinguishedName.isIA5(attribute.type) {
                 type = V_ASN1_IA5STRING
             } else if DistinguishedName.isPrintable(bytes) {
                 type = V_ASN1_PRINTABLESTRING

@@ -22,14 +22,20 @@ import Testing
         "日本", "😀", "\u{10FFFF}", "👩‍👩‍👧", "e\u{301}", "-", "_", "0", " ", "  ", "#", "%", "{", "}", "[", "]",
     ]
 
-    static func string(_ g: inout Generator) -> String {
-        (0..<g.int(5)).map { _ in pieces[g.int(pieces.count)] }.joined()
+    /// `pieces` with the characters XML 1.0 cannot carry (which the plist writer replaces, and the
+    /// validator refuses before: `XMLSafetyTests`) swapped for other controls it can, index for index.
+    static let xmlPieces: [String] = pieces.map { piece in
+        piece.unicodeScalars.allSatisfy(PropertyListStream.canCarry) ? piece : "\u{7F}\u{9}"
     }
 
-    static func value(_ g: inout Generator, depth: Int) -> DocumentValue {
+    static func string(_ g: inout Generator, xml: Bool = false) -> String {
+        (0..<g.int(5)).map { _ in (xml ? xmlPieces : pieces)[g.int(pieces.count)] }.joined()
+    }
+
+    static func value(_ g: inout Generator, depth: Int, xml: Bool = false) -> DocumentValue {
         let kind = depth > 10 ? g.int(5) : g.int(8)
         switch kind {
-        case 0: return .string(string(&g))
+        case 0: return .string(string(&g, xml: xml))
         case 1:
             let extremes: [Int64] = [0, -1, 1, Int64.max, Int64.min, 1410, -999_999_999_999]
             return .integer(g.int(2) == 0 ? extremes[g.int(extremes.count)] : Int64(bitPattern: g.next()))
@@ -40,12 +46,12 @@ import Testing
             var keys = Set<String>()
             var entries: [(String, DocumentValue)] = []
             for _ in 0..<g.int(5) {
-                let key = string(&g)
-                if keys.insert(key).inserted { entries.append((key, value(&g, depth: depth + 1))) }
+                let key = string(&g, xml: xml)
+                if keys.insert(key).inserted { entries.append((key, value(&g, depth: depth + 1, xml: xml))) }
             }
             return .dictionary(entries)
         default:
-            return .array((0..<g.int(4)).map { _ in value(&g, depth: depth + 1) })
+            return .array((0..<g.int(4)).map { _ in value(&g, depth: depth + 1, xml: xml) })
         }
     }
 
@@ -150,17 +156,23 @@ import Testing
         var g = Generator(state: UInt64(batch) &* 7919 &+ 1)
         let encoder = Self.jsonEncoder()
         for round in 0..<150 {
-            // A top-level dictionary, as every document vpnprov writes has.
-            var entries: [(String, DocumentValue)] = []
-            var keys = Set<String>()
-            for _ in 0..<(1 + g.int(6)) {
-                let key = Self.string(&g)
-                if keys.insert(key).inserted { entries.append((key, Self.value(&g, depth: 0))) }
+            // A top-level dictionary, as every document vpnprov writes has; the plist one from the
+            // same draws without the characters XML cannot carry.
+            func document(_ g: inout Generator, xml: Bool) -> DocumentValue {
+                var entries: [(String, DocumentValue)] = []
+                var keys = Set<String>()
+                for _ in 0..<(1 + g.int(6)) {
+                    let key = Self.string(&g, xml: xml)
+                    if keys.insert(key).inserted { entries.append((key, Self.value(&g, depth: 0, xml: xml))) }
+                }
+                return DocumentValue.dictionary(entries)
             }
-            let doc = DocumentValue.dictionary(entries)
-            let plist = try PropertyListSerialization.data(fromPropertyList: Self.foundation(doc, json: false), format: .xml, options: 0)
-            let plistSame = PropertyListWriter.xml(doc) == [UInt8](plist)
-            #expect(plistSame, "plist differs from PropertyListSerialization (batch \(batch), round \(round)): \(Self.difference(PropertyListWriter.xml(doc), [UInt8](plist)))")
+            var xmlDraws = g
+            let doc = document(&g, xml: false)
+            let xmlDoc = document(&xmlDraws, xml: true)
+            let plist = try PropertyListSerialization.data(fromPropertyList: Self.foundation(xmlDoc, json: false), format: .xml, options: 0)
+            let plistSame = PropertyListWriter.xml(xmlDoc) == [UInt8](plist)
+            #expect(plistSame, "plist differs from PropertyListSerialization (batch \(batch), round \(round)): \(Self.difference(PropertyListWriter.xml(xmlDoc), [UInt8](plist)))")
             let ours = JSONWriter.json(doc)
             let theirs = [UInt8](try encoder.encode(Dynamic(value: doc)))
             #expect(ours == theirs, "JSON differs from JSONEncoder (batch \(batch), round \(round)): \(Self.difference(ours, theirs))")
@@ -205,12 +217,12 @@ import Testing
         var g = Generator(state: 42)
         for _ in 0..<100 {
             let sample = Sample(
-                name: Self.string(&g), count: Int(bitPattern: UInt(truncatingIfNeeded: g.next())), flag: g.int(2) == 0,
-                blob: Data((0..<g.int(90)).map { _ in UInt8(truncatingIfNeeded: g.next()) }), missing: nil, present: Self.string(&g),
-                list: (0..<g.int(3)).map { _ in Sample.Inner(x: Int64(bitPattern: g.next()), y: g.next(), s: Self.string(&g)) }, empty: [],
+                name: Self.string(&g, xml: true), count: Int(bitPattern: UInt(truncatingIfNeeded: g.next())), flag: g.int(2) == 0,
+                blob: Data((0..<g.int(90)).map { _ in UInt8(truncatingIfNeeded: g.next()) }), missing: nil, present: Self.string(&g, xml: true),
+                list: (0..<g.int(3)).map { _ in Sample.Inner(x: Int64(bitPattern: g.next()), y: g.next(), s: Self.string(&g, xml: true)) }, empty: [],
                 // Keys of Encodable documents are field names (ASCII): for non-ASCII keys Foundation's own
                 // encoders and serializers disagree on the order (normalized vs. code-unit comparison).
-                map: Dictionary(uniqueKeysWithValues: (0..<g.int(4)).map { i in ("\(Self.string(&g).unicodeScalars.filter(\.isASCII))#\(i)", i) }))
+                map: Dictionary(uniqueKeysWithValues: (0..<g.int(4)).map { i in ("\(Self.string(&g, xml: true).unicodeScalars.filter(\.isASCII))#\(i)", i) }))
             let plistEncoder = PropertyListEncoder()
             plistEncoder.outputFormat = .xml
             let doc = try DocumentEncoder.encode(sample)

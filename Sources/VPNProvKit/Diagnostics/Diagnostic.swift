@@ -79,3 +79,44 @@ public struct Diagnostic: Sendable, Hashable {
 extension Array where Element == Diagnostic {
     public var hasErrors: Bool { contains { $0.severity == .error } }
 }
+
+extension Array where Element == Diagnostic {
+    /// At most this many findings with one rule code, severity and location are reported.
+    public static var repeatLimit: Int { 10 }
+
+    /// The findings with repeats capped: of the findings that share a rule code, a severity and a
+    /// location, the first `limit` (in order) are kept and the rest become one finding of the same
+    /// code and severity there, "... and K more like this here". An inventory whose anchors are
+    /// aliased thousands of times repeats one finding at one place thousands of times, which must
+    /// not turn into megabytes of output. Without repeats the result is the input.
+    public func cappingRepeats(limit: Int = repeatLimit) -> [Diagnostic] {
+        typealias Key = RepeatKey
+        var counts: [Key: Int] = [:]
+        var out: [Diagnostic] = []
+        var dropped: [Key] = []
+        for d in self {
+            let key = Key(code: d.code, severity: d.severity, location: d.location)
+            let n = counts[key, default: 0] + 1
+            counts[key] = n
+            if n <= limit {
+                out.append(d)
+            } else if n == limit + 1 {
+                dropped.append(key)
+            }
+        }
+        for key in dropped {
+            let more = counts[key]! - limit
+            out.append(Diagnostic(
+                key.severity, key.code, "... and \(more) more like \(limit == 1 ? "this" : "these") here",
+                at: key.location))
+        }
+        return out
+    }
+}
+
+/// What makes two findings repeats of each other (`cappingRepeats`).
+struct RepeatKey: Hashable {
+    var code: RuleCode
+    var severity: Severity
+    var location: SourceLocation?
+}

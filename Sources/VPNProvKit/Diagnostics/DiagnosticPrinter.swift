@@ -101,9 +101,45 @@ public struct DiagnosticPrinter: Sendable {
         return out
     }
 
+    /// One printed line, made safe by `escapedLine`: a message quotes inventory values (proposals,
+    /// keys, URLs...), and the file name comes from the command line.
     private func line(_ location: SourceLocation?, _ severity: String, _ message: String) -> String {
         let prefix = location.map { "\($0.file):\($0.line):\($0.column): " } ?? "vpnprov: "
-        return "\(prefix)\(severity): \(message)\n"
+        return Self.escapedLine("\(prefix)\(severity): \(message)") + "\n"
+    }
+
+    /// Whether `u` is never printed as it is in text output: C0 controls (line breaks, ESC...), DEL,
+    /// C1 controls (NEL, CSI...), the line and paragraph separators U+2028/U+2029, and the bidi
+    /// embedding, override and isolate controls (U+061C, U+200E/F, U+202A...E, U+2066...9), which
+    /// reorder what a reader sees.
+    static func isUnprintable(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
+    }
+
+    /// `text` as one line that cannot pass for anything else in a terminal or a CI log: every
+    /// unprintable character (`isUnprintable`) written as `\u{1B}` (upper-case hex, Swift's escape
+    /// syntax), and a line that would start with `::` after its leading blanks (a GitHub Actions
+    /// workflow command such as `::error::`) with its first `:` written `\u{3A}`.
+    static func escapedLine(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for u in text.unicodeScalars {
+            if isUnprintable(u) {
+                out.append(contentsOf: "\\u{\(String(u.value, radix: 16, uppercase: true))}".unicodeScalars)
+            } else {
+                out.append(u)
+            }
+        }
+        return neutralisingWorkflowCommand(String(out), colon: "\\u{3A}")
+    }
+
+    /// `line` with its first `:` replaced by `colon` when, after leading spaces and tabs, it starts with `::`.
+    static func neutralisingWorkflowCommand(_ line: String, colon: String) -> String {
+        let body = line.drop { $0 == " " || $0 == "\t" }
+        guard body.hasPrefix("::") else { return line }
+        return String(line[..<body.startIndex]) + colon + String(body.dropFirst())
     }
 
     /// The offending source line and a caret under the column (tabs kept so the caret lines up).
@@ -150,8 +186,11 @@ public struct DiagnosticPrinter: Sendable {
         }
         guard line == number, start <= bytes.count else { return nil }
         let text = String(decoding: bytes[start..<min(i, bytes.count)], as: UTF8.self)
-        // Never print control characters from the file (terminal escapes).
-        return String(text.unicodeScalars.map { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F ? "?" : Character($0) })
+        // Never print control characters from the file (terminal escapes, C1, line separators, bidi
+        // overrides): each becomes one '?', so the caret still lines up. Nor a line a CI log reads as a
+        // workflow command (`::error::...`).
+        let shown = String(text.unicodeScalars.map { $0 != "\t" && isUnprintable($0) ? "?" : Character($0) })
+        return neutralisingWorkflowCommand(shown, colon: "?")
     }
 
     static func looksSecret(_ line: String) -> Bool {

@@ -41,4 +41,6 @@ extension RuleCode {
     public static let unknownNode = RuleCode("unknown-node")
     /// The same entry twice in a list (services, devices, nodes); the duplicate is ignored.
     public static let duplicateEntry = RuleCode("duplicate-entry")
+    /// A value that goes into an Apple profile (an XML plist) holds a character XML 1.0 cannot carry, or a control character.
+    public static let unrepresentableText = RuleCode("unrepresentable-text")
 }

@@ -25,6 +25,7 @@ public enum RuleHelp {
         "invalid-value": "The value has the right type but is not allowed: tier, key type, service, device, DNS address, days out of range, empty env:/file:.",
         "invalid-cidr": "'pool'/'pool6' is not a CIDR network of the right address family, or has host bits set.",
         "unknown-node": "A user's 'nodes:' names a node the inventory does not define.",
+        "unrepresentable-text": "A value that goes into an Apple profile (apple.trusted_ssids) holds a character an XML property list cannot carry (U+0000 to U+001F, U+FFFE, U+FFFF) or another control character (DEL, U+0080 to U+009F, U+2028, U+2029).",
         "duplicate-entry": "The same entry twice in 'services', 'devices' or a user's 'nodes'; the duplicate is ignored.",
         // Validator
         "invalid-identity": "An IKE identity does not parse as its type or is unsafe in an output syntax (control characters, quotes, backslashes, edge spaces, wildcards...).",
@@ -32,6 +33,10 @@ public enum RuleHelp {
         "server-identity-overlap": "A node identity that a client certificate of the same CA also carries (a cert user's identity or subject, or an unexpired client certificate in the state): its holder could pose as the server.",
         "identity-single-label": "A single-label FQDN identity; clients may not resolve or match it.",
         "duplicate-identity": "Two active users share an IKE identity (compared case-insensitively).",
+        "password-identity-overlap": "A password user's name, which is the password's identity in the nodes' secrets.conf, equals a node's identity (compared as strongSwan compares them): strongSwan would accept that password for any EAP name and, with XAuth, for every user. Rename the user.",
+        "duplicate-node-identity": "Two nodes have the same identity (compared as strongSwan compares them): either could pose as the other. Give each node its own 'id'.",
+        "node-certificate-overlap": "Two nodes' certificates would carry a common identity (a node's 'id' or address on the other's certificate): either could pose as the other. Make identities and addresses distinct.",
+        "connection-name-collision": "Two node names that become the same client connection name ('a.b' and 'a_b' both give 'a_b-<service>' in the Linux swanctl.conf). Rename one node.",
         "invalid-name": "A deployment, node or user name that is empty, longer than 64 characters, or not a safe file name ([A-Za-z0-9._-], not starting with '.' or '-').",
         "reserved-name": "A Windows device name (CON, NUL, COM1...); its files cannot be created on Windows.",
         "duplicate-name": "The same node or user name twice.",

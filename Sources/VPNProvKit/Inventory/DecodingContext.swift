@@ -34,6 +34,31 @@ final class DecodingContext {
 
     func append(_ diagnostic: Diagnostic) { diagnostics.append(diagnostic) }
 
+    /// The repeated entries of one list, so each repeated value is reported once (at its first
+    /// repeat, with how often it is listed) however often it is repeated.
+    struct Repeats {
+        private var order: [String] = []
+        private var found: [String: (times: Int, at: YAMLNode)] = [:]
+
+        /// `value` is listed again (its first occurrence was kept) at `item`.
+        mutating func add(_ value: String, at item: YAMLNode) {
+            if let (times, at) = found[value] {
+                found[value] = (times + 1, at)
+            } else {
+                order.append(value)
+                found[value] = (2, item)
+            }
+        }
+
+        /// One `duplicate-entry` warning per repeated value: "'<what>: 'x' is listed twice" / "N times".
+        func report(_ what: String, shown: (String) -> String = { $0 }, into cx: DecodingContext) {
+            for value in order {
+                let (times, at) = found[value]!
+                cx.warning(.duplicateEntry, "\(what): '\(shown(value))' is listed \(times == 2 ? "twice" : "\(times) times")", at: at)
+            }
+        }
+    }
+
     /// `node` holds a secret: its lines are never shown, and its value is hidden from every message
     /// (an anchored secret may be aliased into a field whose diagnostic would quote it).
     func markSecret(_ node: YAMLNode) {
@@ -166,6 +191,7 @@ final class DecodingContext {
         let all = T.allCases.map(\.rawValue)
         var result: [T] = []
         var ok = true
+        var repeats = Repeats()
         for (s, item) in items {
             guard let value = T(rawValue: s) else {
                 error(.invalidValue, "\(what): unknown entry '\(Self.printable(s))'; allowed: \(Self.list(all))" + Self.hint(for: s, among: all), at: item)
@@ -173,11 +199,12 @@ final class DecodingContext {
                 continue
             }
             if result.contains(value) {
-                warning(.duplicateEntry, "\(what): '\(s)' is listed twice", at: item)
+                repeats.add(s, at: item)
                 continue
             }
             result.append(value)
         }
+        repeats.report(what, into: self)
         return ok ? result : nil
     }
 

@@ -320,12 +320,20 @@ public struct InventoryDecoder: Sendable {
             default:  // trusted_ssids
                 guard let list = cx.stringList(value, field) else { continue }
                 var ssids: [String] = []
+                var repeats = DecodingContext.Repeats()
+                defer { repeats.report(field, shown: DecodingContext.printable, into: cx) }
                 for (ssid, item) in list {
                     // 802.11 SSIDs are 1 to 32 octets.
                     if ssid.isEmpty || ssid.utf8.count > 32 {
                         cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(ssid))' is not a Wi-Fi network name (1 to 32 bytes)", at: item)
+                    } else if let bad = ssid.unicodeScalars.first(where: { !PropertyListStream.canCarry($0) || TextCheck.isControl($0) }) {
+                        // The name goes into the Apple profile's XML (SSIDMatch), which cannot carry
+                        // U+0000...U+001F but tab and line breaks, U+FFFE or U+FFFF, and a device would
+                        // not match a name with any other control character either.
+                        cx.error(.unrepresentableText,
+                            "\(field): '\(DecodingContext.printable(ssid))' contains \(String(format: "U+%04X", bad.value)), which an Apple profile cannot carry", at: item)
                     } else if ssids.contains(ssid) {
-                        cx.warning(.duplicateEntry, "\(field): '\(DecodingContext.printable(ssid))' is listed twice", at: item)
+                        repeats.add(ssid, at: item)
                     } else {
                         ssids.append(ssid)
                     }
@@ -551,12 +559,14 @@ public struct InventoryDecoder: Sendable {
                         break
                     }
                     var chosen = Set<String>()
+                    var repeats = DecodingContext.Repeats()
+                    defer { repeats.report(field, into: cx) }
                     for (n, item) in list {
                         if nodePositions[n] == nil {
                             if declaredNodes.contains(n) { continue }
                             cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
                         } else if !chosen.insert(n).inserted {
-                            cx.warning(.duplicateEntry, "\(field): '\(n)' is listed twice", at: item)
+                            repeats.add(n, at: item)
                         }
                     }
                     nodes = chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }

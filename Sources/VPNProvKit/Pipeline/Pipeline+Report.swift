@@ -3,7 +3,7 @@ import Foundation
 /// What a run prints: diagnostics, the end-of-run summary, and every failure mapped to its exit code.
 extension Pipeline {
     static func printDiagnostics(_ diagnostics: [Diagnostic], output: CommandOutput) {
-        let sorted = DiagnosticPrinter.sorted(diagnostics)
+        let sorted = DiagnosticPrinter.sorted(diagnostics.cappingRepeats())
         output.diagnostics(sorted)
         output.countSummary(sorted)
     }

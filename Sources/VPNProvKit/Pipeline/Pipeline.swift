@@ -90,6 +90,8 @@ public enum Pipeline {
                     inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent, environment: environment)
             }
         }
+        // One finding repeated at one place (an aliased anchor) is reported a bounded number of times.
+        diagnostics = diagnostics.cappingRepeats()
         let failed = diagnostics.hasErrors || (strict && diagnostics.contains { $0.severity == .warning })
         // Every load registers the lines and values to hide: later stages report through `output` too.
         output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues)

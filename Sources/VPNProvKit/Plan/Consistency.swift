@@ -112,7 +112,8 @@ public struct CertificateFacts: Sendable, Hashable {
             return ipAddresses.contains(bytes)
         case .userFQDN(let mail): return emails.contains { Self.sameIgnoringCase($0, mail) }
         case .dn(let text):
-            guard let subject, let wanted = parse(text), let have = parse(subject) else { return false }
+            // The identity in the inventory's grammar, the subject as the certificate reader writes it.
+            guard let subject, let wanted = parse(text), let have = DistinguishedName.parseDescription(subject) else { return false }
             return wanted == have
         case .keyID: return false
         }

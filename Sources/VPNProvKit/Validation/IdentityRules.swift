@@ -1,3 +1,5 @@
+import VPNProvCrypto
+
 // IKE identities: each must parse as its type the way strongSwan parses it
 // (strongSwan's src/libstrongswan/utils/identification.c) and be safe in swanctl.conf, Apple plists, .sswan JSON and
 // certificates.
@@ -5,8 +7,9 @@
 // Decisions: a single-label FQDN (`vpn`) warns; a trailing dot is an error (strongSwan compares
 // identities literally, so `vpn.example.com.` never matches a certificate for `vpn.example.com`);
 // wildcards, ranges and type markers are errors (IdentityPatterns); user@FQDN domains may contain '_'
-// (default user ids are derived from the deployment name, which may); DN attribute types are the
-// ones strongSwan knows by name, case-insensitive, or a dotted OID. Two users (not revoked) with the
+// (default user ids are derived from the deployment name, which may); DNs follow the one DN grammar
+// (VPNProvCrypto's DistinguishedNameGrammar.swift): attribute keywords strongSwan and OpenSSL both
+// know as the same OID, case-insensitive; no dotted OIDs. Two users (not revoked) with the
 // same identity, compared case-insensitively, are an error: the server could not tell them apart.
 
 enum IdentityRules {
@@ -15,13 +18,6 @@ enum IdentityRules {
         var code: RuleCode
         var message: String
     }
-
-    /// strongSwan's named DN attribute types (identification.c x501rdns), lower-cased.
-    static let dnAttributes: Set<String> = [
-        "nd", "uid", "dc", "cn", "s", "sn", "serialnumber", "c", "l", "st", "o", "ou", "t", "d", "n", "g", "i",
-        "dnqualifier", "dmdname", "pseudonym", "id", "en", "employeenumber", "e", "email", "emailaddress",
-        "un", "unstructuredname", "ua", "unstructuredaddress", "tcgid",
-    ]
 
     /// Every problem of one identity.
     static func findings(_ id: IKEIdentity) -> [Finding] {
@@ -113,27 +109,10 @@ enum IdentityRules {
         return nil
     }
 
-    /// strongSwan's DN text form: `/C=DE/O=acme/CN=x` or `C=DE, O=acme, CN=x` (no escaping).
+    /// Why `v` is not a DN identity: the grammar issuing uses too (DistinguishedName.parseIdentity in
+    /// VPNProvCrypto), so every DN that validates is one `generate` issues and strongSwan reads back.
     static func dnProblem(_ v: String) -> String? {
-        let pairs: [Substring]
-        if v.hasPrefix("/") {
-            pairs = v.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        } else {
-            pairs = v.split(separator: ",", omittingEmptySubsequences: false)
-        }
-        for raw in pairs {
-            let pair = raw.trimmingSpaces
-            if pair.isEmpty { return "has an empty component" }
-            guard let eq = pair.firstIndex(of: "=") else { return "has a component without '=' ('\(pair)')" }
-            let attribute = pair[..<eq].trimmingSpaces
-            let value = pair[pair.index(after: eq)...].trimmingSpaces
-            if attribute.isEmpty { return "has a component without an attribute type" }
-            let isOID = attribute.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") } && attribute.contains(".")
-            if !isOID && !dnAttributes.contains(attribute.lowercased()) {
-                return "has an unknown attribute type '\(attribute)' (known: C, ST, L, O, OU, CN, E/emailAddress, DC, SN, serialNumber, UID...)"
-            }
-            if value.isEmpty { return "has an empty value for '\(attribute)'" }
-        }
+        if case .failure(let problem) = DistinguishedName.parseIdentity(v) { return problem.description }
         return nil
     }
 
@@ -173,14 +152,5 @@ enum IdentityRules {
                 seen[key] = (user.name, location)
             }
         }
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: Substring {
-        var s = self
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return s
     }
 }

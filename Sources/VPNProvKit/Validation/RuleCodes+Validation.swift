@@ -16,6 +16,15 @@ extension RuleCode {
     public static let identitySingleLabel = RuleCode("identity-single-label")
     /// Two users share an identity (compared case-insensitively, as strongSwan does).
     public static let duplicateIdentity = RuleCode("duplicate-identity")
+    /// A password user's name (the password's identity in secrets.conf) equals a node's identity:
+    /// strongSwan would offer that password for any EAP or XAuth name.
+    public static let passwordIdentityOverlap = RuleCode("password-identity-overlap")
+    /// Two nodes with the same identity.
+    public static let duplicateNodeIdentity = RuleCode("duplicate-node-identity")
+    /// Two nodes whose server certificates would carry a common identity (subject or subjectAltName).
+    public static let nodeCertificateOverlap = RuleCode("node-certificate-overlap")
+    /// Two nodes whose client connection names coincide once made section names (`a.b`, `a_b`).
+    public static let connectionNameCollision = RuleCode("connection-name-collision")
 
     // Names (deployment, nodes, users): file names and config section name parts.
     public static let invalidName = RuleCode("invalid-name")

@@ -84,7 +84,7 @@ extension ServerIdentityRules {
             let record = index.certificates[serial]!
             guard record.kind == .client, record.notAfter > now else { continue }
             var carried: [MatchKey] = []
-            if let subject = DistinguishedName.parse(record.subject) { carried.append(key(subject)) }
+            if let subject = DistinguishedName.parseDescription(record.subject) { carried.append(key(subject)) }
             carried += record.subjectAltNames.compactMap(parseSubjectAltName).map(key)
             for k in carried {
                 guard let node = nodeKeys[k] else { continue }

@@ -30,6 +30,10 @@ static inline int vpnprov_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { 
 static inline ASN1_OBJECT *vpnprov_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
 static inline void vpnprov_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *e) { EXTENDED_KEY_USAGE_free(e); }
 
+static inline int vpnprov_sk_POLICYINFO_num(const CERTIFICATEPOLICIES *sk) { return sk_POLICYINFO_num(sk); }
+static inline const ASN1_OBJECT *vpnprov_POLICYINFO_oid(const CERTIFICATEPOLICIES *sk, int i) { return sk_POLICYINFO_value(sk, i)->policyid; }
+static inline void vpnprov_CERTIFICATEPOLICIES_free(CERTIFICATEPOLICIES *p) { CERTIFICATEPOLICIES_free(p); }
+
 static inline STACK_OF(X509) *vpnprov_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int vpnprov_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 static inline int vpnprov_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }

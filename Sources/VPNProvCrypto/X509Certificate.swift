@@ -184,6 +184,14 @@ public final class X509Certificate: @unchecked Sendable {
         return (0..<vpnprov_sk_ASN1_OBJECT_num(usages)).map { objectText(vpnprov_sk_ASN1_OBJECT_value(usages, $0)) }
     }
 
+    /// Certificate policy OIDs in dotted form, in the certificate's order (empty without the extension).
+    public var certificatePolicyOIDs: [String] {
+        guard let raw = X509_get_ext_d2i(x509, NID_certificate_policies, nil, nil) else { return [] }
+        let policies = OpaquePointer(raw)
+        defer { vpnprov_CERTIFICATEPOLICIES_free(policies) }
+        return (0..<vpnprov_sk_POLICYINFO_num(policies)).map { objectText(vpnprov_POLICYINFO_oid(policies, $0)) }
+    }
+
     /// keyUsage bits (empty when the extension is absent).
     public var keyUsage: KeyUsage {
         let flags = X509_get_extension_flags(x509)

@@ -45,7 +45,11 @@ import Glibc
 
             """
         if version >= 2 { text += "    revoked: true\n  dave:\n    password: gen\n" }
-        if version >= 3 { text += "  erin:\n    password: gen\n" }
+        if version >= 3 {
+            text += "  erin:\n    password: gen\n"
+            // And n1's MSS: a change of its nftables table for check mode to show.
+            text = text.replacingOccurrences(of: "    pool: 10.81.0.0/24\n", with: "    pool: 10.81.0.0/24\n    network: {mss: 1300}\n")
+        }
         return text
     }
 
@@ -81,7 +85,7 @@ import Glibc
     /// path (relative to the node's /etc overlay) -> (mode, SHA-free contents): the node's files as they are.
     static func snapshot(_ node: AnsibleLab.Node) throws -> [String: String] {
         var result: [String: String] = [:]
-        for top in ["swanctl", "strongswan.d"] {
+        for top in ["swanctl", "strongswan.d", "sysctl.d", "vpnprov"] {
             let dir = node.etc + "/" + top
             for case let path as String in FileManager.default.enumerator(atPath: dir)?.allObjects ?? [] {
                 let full = dir + "/" + path
@@ -129,6 +133,9 @@ import Glibc
         let operatorText = "# the operator's own settings, not vpnprov's\n"
         for node in [n1, n2] { try operatorText.write(toFile: node.etc + "/" + operatorFile, atomically: true, encoding: .utf8) }
 
+        // An operator's own nftables table, which no rollout may touch.
+        for node in [n1, n2] { try lab.nft(node, "add table inet operator\nadd chain inet operator mine { type filter hook input priority 10; }\n") }
+
         // 1. First rollout, verbose and with diffs: every generated file lands with its mode, nothing secret is printed.
         try fleet.generate(version: 1)
         let secretsV1 = try fleet.secrets()
@@ -162,6 +169,17 @@ import Glibc
             }
         }
         #expect(try FileManager.default.attributesOfItem(atPath: n1.etc + "/swanctl/conf.d/secrets.conf")[.posixPermissions] as? Int == 0o600)
+        // The node forwards, and its table is loaded beside the operator's.
+        for node in [n1, n2] {
+            let generated = fleet.out.appendingPathComponent("servers/\(node.name)/network")
+            #expect(FileManager.default.contents(atPath: node.etc + "/vpnprov/vpnprov.nft")
+                == FileManager.default.contents(atPath: generated.appendingPathComponent("vpnprov.nft").path), "\(node.name): nftables file")
+            #expect(FileManager.default.contents(atPath: node.etc + "/sysctl.d/60-vpnprov.conf")
+                == FileManager.default.contents(atPath: generated.appendingPathComponent("60-vpnprov.conf").path), "\(node.name): sysctl file")
+            #expect(try lab.run(node, ["sysctl", "-n", "net.ipv4.ip_forward"]).stdout == "1\n", "\(node.name) forwards")
+            #expect(try lab.run(node, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("masquerade"), "\(node.name): table loaded")
+            #expect(try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded, "\(node.name): the operator's table survived")
+        }
         #expect(FileManager.default.fileExists(atPath: n1.etc + "/strongswan.d/vpnprov.conf"))
         let conns = try lab.swanctl(n1, ["--list-conns"])
         #expect(conns.stdout.contains("ipsec-xauth-psk-aggressive:"), "n1 runs the generated connections: \(conns)")
@@ -221,6 +239,9 @@ import Glibc
         let third = try lab.playbook(fleet.playbookArguments + Self.labVariables)
         try #require(third.succeeded, "third rollout: \(third)")
         #expect(Self.recap(third)["n1"]?.changed == 0 && Self.recap(third)["n2"]?.changed == 0, "\(Self.recap(third))")
+        for node in [n1, n2] {
+            #expect(try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded, "\(node.name): the operator's table survived")
+        }
 
         // 5. Check mode on a changed tree: it reports changes and changes nothing.
         try fleet.generate(version: 3)
@@ -228,6 +249,8 @@ import Glibc
         let check = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["--check", "--diff"])
         try #require(check.succeeded, "check mode: \(check)")
         #expect((Self.recap(check)["n1"]?.changed ?? 0) > 0, "check mode reports what it would change")
+        #expect(check.output.contains("+\t\tip saddr @pool4 tcp flags syn / syn,rst tcp option maxseg size > 1300"), "--diff shows n1's new MSS rule")
+        #expect(try lab.run(n1, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("maxseg size > 1360"), "check mode changed the loaded table")
         let secretsV3 = try fleet.secrets()
         let checkLeaks = secretsV3.contains { check.output.contains($0) }
         #expect(!checkLeaks, "a secret reached the --diff output")
@@ -245,6 +268,23 @@ import Glibc
         let n2Untouched = try Self.snapshot(n2) == before.1
         #expect(n2Untouched, "n2 changed although the rollout stopped at n1")
         #expect(broken.output.contains("fatal: [n1]"))
+
+        // 7. n2 leaves the fleet: retire.yml takes vpnprov off it and leaves the operator's things.
+        let retireArguments = [
+            "-i", fleet.out.appendingPathComponent("deploy/inventory.yml").path,
+            fleet.out.appendingPathComponent("deploy/retire.yml").path, "--limit", "n2",
+        ]
+        let retired = try lab.playbook(retireArguments + Self.labVariables)
+        try #require(retired.succeeded, "retire: \(retired)")
+        #expect(!(try lab.run(n2, ["nft", "list", "table", "inet", "vpnprov"])).succeeded, "n2's table is gone")
+        #expect(try lab.run(n2, ["nft", "list", "table", "inet", "operator"]).succeeded, "the operator's table stayed")
+        for path in ["vpnprov/vpnprov.nft", "sysctl.d/60-vpnprov.conf", "swanctl/conf.d/secrets.conf", "swanctl/private/n2.key"] {
+            #expect(!FileManager.default.fileExists(atPath: n2.etc + "/" + path), "n2: \(path) stayed")
+        }
+        #expect((try? String(contentsOfFile: n2.etc + "/" + operatorFile, encoding: .utf8)) == operatorText)
+        #expect(!(try lab.swanctl(n2, ["--list-conns"])).stdout.contains("ikev2-eap"), "n2's charon still has vpnprov's connections")
+        let retiredAgain = try lab.playbook(retireArguments + Self.labVariables)
+        #expect(retiredAgain.succeeded && Self.recap(retiredAgain)["n2"]?.changed == 0, "retire twice: \(Self.recap(retiredAgain))")
     }
 
     /// The fleet of `revocationTakesEffectOnTheLiveNode`: one node with certificate and EAP users, whose

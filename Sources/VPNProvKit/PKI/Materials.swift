@@ -89,6 +89,10 @@ public struct Materials: Sendable, Hashable {
     public var users: [String: UserMaterials]
     /// Set during the overlap of a CA rotation.
     public var rotation: RotationMaterials?
+    /// The nodes' trust root allows the node policies of client certificates, so nodes require them
+    /// (`cert_policy`). False while the trust root is a CA from before node scoping (no `anyPolicy`),
+    /// which strongSwan 5.9 would hold against every client certificate.
+    public var nodeScoping = true
     public init(
         caCertificatePEM: String, caCommonName: String, caKeyType: KeyType, crlPEM: String,
         nodes: [String: NodeMaterials], users: [String: UserMaterials]

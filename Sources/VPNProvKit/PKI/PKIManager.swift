@@ -74,6 +74,13 @@ public enum PKIManager {
         try session.updateCRL()
         var materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
         materials.profileSigner = signer
+        if !materials.nodeScoping && inventory.nodes.contains(where: { $0.services.contains(.ikev2Cert) }) {
+            session.warnings.append(
+                "the nodes' CA was created before vpnprov scoped certificate users to their nodes (its certificate carries "
+                    + "no anyPolicy, which strongSwan 5.9 needs): until it is replaced, every certificate of the CA opens every "
+                    + "node offering ikev2-cert; run 'vpnprov rotate-ca', and 'vpnprov rotate-ca --finish' once devices have "
+                    + "their new profiles (docs/security.md, section 13)")
+        }
         if persist { try store.commit() }
         return PrepareResult(
             materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,

@@ -45,7 +45,7 @@ extension PKISession {
             store.stage(store.paths.caCertificate, Array(cert.pem.utf8), overwrite: false)
             index.ca = CARecord(
                 serial: serial, commonName: settings.name, keyType: keyType, fingerprint: hexString(cert.fingerprintSHA256),
-                notAfter: cert.notAfter)
+                notAfter: cert.notAfter, anyPolicy: true)
             index.certificates[serial] = CertificateRecord(
                 serial: serial, kind: .ca, holder: "", subject: template.subject.description, subjectAltNames: [],
                 keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)

@@ -69,8 +69,17 @@ extension PKISession {
         }
         if record.days != profile.days { return ("lifetime changed", true) }
         if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints { return ("CRL distribution point changed", true) }
-        if (record.policies ?? []) != profile.policies {
-            return (record.policies == nil ? "not yet scoped to the user's nodes" : "nodes changed", true)
+        if let had = record.policies {
+            // A node added to the user's nodes needs a new certificate; so does one taken away while it
+            // is still in the inventory. A node that left the inventory needs nothing (its own
+            // certificate is revoked), so removing a node does not re-issue every user.
+            let have = Set(had), want = Set(profile.policies)
+            if !want.isSubset(of: have) { return ("nodes added", true) }
+            if !have.subtracting(want).isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }) {
+                return ("nodes removed", true)
+            }
+        } else if !profile.policies.isEmpty {
+            return ("not yet scoped to the user's nodes", true)
         }
         if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
             let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
@@ -192,7 +201,10 @@ extension PKISession {
                     old.status = .superseded
                     // A certificate that opened a node its holder no longer may use must stop working
                     // at the next rollout, not when it expires: it goes onto the CRL.
-                    if let had = old.policies, !Set(had).isSubset(of: job.profile.policies) {
+                    // (A node that left the inventory needs nothing: its own certificate is revoked.)
+                    if let had = old.policies,
+                        !Set(had).subtracting(job.profile.policies).isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) })
+                    {
                         old.status = .revoked
                         old.revokedAt = now
                         old.revocationReason = "no longer allowed on every node it names"

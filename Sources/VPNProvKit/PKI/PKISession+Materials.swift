@@ -36,6 +36,8 @@ extension PKISession {
         var materials = Materials(
             caCertificatePEM: ca.pem, caCommonName: ca.subject.commonName ?? record.commonName, caKeyType: record.keyType,
             crlPEM: crlPEM, nodes: nodes, users: users)
+        // The nodes' trust root: during a rotation still the previous CA.
+        materials.nodeScoping = (index.rotation?.previous ?? index.ca)?.anyPolicy == true
         if index.rotation != nil {
             guard let previous = store.previousCACertificate, let cross = store.crossCertificate, let previousCRL = store.previousCRLPEM else {
                 throw PKIError(.stateInconsistent, "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")

@@ -48,7 +48,7 @@ extension PKISession {
             let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             let record = CARecord(
                 serial: serial, commonName: settings.name, keyType: settings.key, fingerprint: hexString(cert.fingerprintSHA256),
-                notAfter: cert.notAfter, generation: generation)
+                notAfter: cert.notAfter, generation: generation, anyPolicy: true)
             // Key first, then certificate, never replacing a file (see StateStore.commit).
             store.stage(store.paths.caKey(record), Array(keyPEM.utf8), overwrite: false)
             store.stage(store.paths.caCertificate(record), Array(cert.pem.utf8), overwrite: false)

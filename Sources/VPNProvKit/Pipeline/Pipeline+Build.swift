@@ -48,7 +48,7 @@ extension Pipeline {
         var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), userDigests))
         // The servers' files and the catalogue also hold the node keys, the CRL and every active
         // user's secrets: their fingerprint covers all of those.
-        var servers: [Any] = [common, materials.crlPEM]
+        var servers: [Any] = [common, materials.crlPEM, materials.nodeScoping]
         if let rotation = materials.rotation {
             servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
         }

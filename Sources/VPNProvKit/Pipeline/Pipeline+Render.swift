@@ -26,7 +26,7 @@ extension Pipeline {
         // A node at a time on all cores: each view lists the node's password users (20,000 for a fleet).
         let nodes = inventory.nodes
         let views = parallelMap(nodes.count) {
-            ServerView(ServerPlan.make(for: nodes[$0], in: inventory), caCertificatePEM: materials.caCertificatePEM)
+            ServerView(ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
         }
         return Consistency.Servers(views, materials: materials, inspect: inspectCertificate)
     }

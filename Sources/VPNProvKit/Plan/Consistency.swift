@@ -622,7 +622,7 @@ extension Consistency {
     /// node, both derived from the inventory, compared. Errors mean: write nothing.
     public static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil) -> [Diagnostic] {
         let servers = inventory.nodes.map {
-            ServerView(ServerPlan.make(for: $0, in: inventory), caCertificatePEM: materials.caCertificatePEM)
+            ServerView(ServerPlan.make(for: $0, in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
         }
         return check(
             plan: ClientPlan.build(inventory: inventory, materials: materials), servers: servers, inventory: inventory,

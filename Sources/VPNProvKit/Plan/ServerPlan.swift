@@ -304,7 +304,9 @@ public enum ServerPlan {
             .map { users[$0] }
     }
 
-    public static func make(for node: Node, in inventory: Inventory) -> NodePlan {
+    /// `nodeScoping: false` (a trust root from before node scoping, Materials.nodeScoping) leaves out
+    /// the node policy that certificate clients must carry.
+    public static func make(for node: Node, in inventory: Inventory, nodeScoping: Bool = true) -> NodePlan {
         var pools: [ServerPool] = []
         let v4DNS = node.dns.filter { IPAddressText.parse($0)?.count == 4 }
         let v6DNS = node.dns.filter { IPAddressText.parse($0)?.count == 16 }
@@ -369,7 +371,7 @@ public enum ServerPlan {
                     remote: [
                         RemoteAuthRound(
                             section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
-                            revocation: "relaxed", certPolicies: [NodeAccessPolicy.oid(forNode: node.name)])
+                            revocation: "relaxed", certPolicies: nodeScoping ? [NodeAccessPolicy.oid(forNode: node.name)] : [])
                     ]))
         }
         if offers.contains(.ikev2EAP) {

@@ -75,7 +75,7 @@ public enum ServerRenderer {
         guard let nodeMaterials = materials.nodes[node.name] else {
             throw ServerRenderError(kind: .missingNodeMaterials(node: node.name))
         }
-        let plan = ServerPlan.make(for: node, in: inventory)
+        let plan = ServerPlan.make(for: node, in: inventory, nodeScoping: materials.nodeScoping)
         let dir = "servers/\(node.name)"
         var files: [OutputFile] = []
 

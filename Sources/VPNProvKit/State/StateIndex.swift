@@ -49,6 +49,9 @@ struct CARecord: Codable, Equatable {
     /// 1 (absent) for the deployment's first CA, stored as ca/ca.key + ca/ca.pem; later CAs (from
     /// `rotate-ca`) are stored as ca/<serial>.key + ca/<serial>.pem, so no CA file is ever replaced.
     var generation: Int?
+    /// The CA certificate carries `anyPolicy`, so strongSwan 5.9 accepts the node policies of client
+    /// certificates under it (NodeAccessPolicy); absent on CAs created before vpnprov scoped them.
+    var anyPolicy: Bool? = nil
 }
 
 enum CertificateKind: String, Codable, Equatable {

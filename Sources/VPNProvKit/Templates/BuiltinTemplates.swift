@@ -287,6 +287,8 @@ Files
   {{certificate_column}}this node's certificate
   {{key_column}}this node's private key (mode 0600)
   swanctl/x509crl/crl.pem       revoked client certificates
+  network/vpnprov.nft           the node's nftables table (forwarding, NAT, MSS, isolation)
+  network/60-vpnprov.conf       kernel settings forwarding needs (for /etc/sysctl.d)
 {{#daemon_settings}}
   strongswan.d/vpnprov.conf     charon settings the connections need
 {{/daemon_settings}}
@@ -295,7 +297,8 @@ Deploy with Ansible (from the directory holding deploy/ and servers/; see deploy
 
   ansible-playbook -i deploy/inventory.yml deploy/site.yml --limit {{node}}
 
-It installs these files with their modes, removes the ones an earlier rollout installed that vpnprov
+It applies the kernel settings and loads the nftables table (below), installs the strongSwan files
+with their modes, removes the ones an earlier rollout installed that vpnprov
 no longer writes (files it did not install, such as your own conf.d/local.conf, are left alone),
 reloads with swanctl --load-all only when something changed (established tunnels stay up), checks
 that strongSwan runs exactly the connections above, and ends the tunnels of users who were revoked
@@ -314,6 +317,15 @@ libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by defaul
   rm -f /etc/strongswan.d/vpnprov.conf    # left from an earlier configuration, if any
 {{/daemon_settings}}
   swanctl --load-all --clear
+  apt-get install nftables
+  cp network/60-vpnprov.conf /etc/sysctl.d/ && sysctl -p /etc/sysctl.d/60-vpnprov.conf
+  mkdir -p /etc/vpnprov && cp network/vpnprov.nft /etc/vpnprov/ && nft -f /etc/vpnprov/vpnprov.nft
+
+The nftables file replaces the table inet vpnprov in one transaction and touches no other table. It
+does not survive a reboot by itself (Debian's nftables.service flushes the whole ruleset when it
+starts): load it at boot after nftables.service, as the Ansible role's vpnprov-nftables.service does.
+Its chains accept by default; if a firewall of yours drops by default, open UDP 500 and 4500 and ESP
+there as well.
 
 --clear matters: it empties charon's loaded credentials and its certificate cache before loading the
 files again. Without it charon keeps using the CRL it last checked a client with, so a revoked

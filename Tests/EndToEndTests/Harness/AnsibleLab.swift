@@ -155,7 +155,8 @@ final class AnsibleLab: @unchecked Sendable {
 
     private func writeEtc(_ node: Node, publicKey: String) throws {
         let fm = FileManager.default
-        for dir in ["ssh", "swanctl/conf.d", "strongswan.d"] {
+        // sysctl.d and vpnprov: where the role puts the node's kernel settings and nftables table.
+        for dir in ["ssh", "swanctl/conf.d", "strongswan.d", "sysctl.d", "vpnprov"] {
             try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
         }
         try Command.check(AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
@@ -277,6 +278,19 @@ final class AnsibleLab: @unchecked Sendable {
         try Command.run(
             StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace, StrongSwanEnvironment.swanctlPath] + arguments,
             environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
+    }
+
+    /// A tool run in the node's namespace (its /etc overlay), e.g. `nft` or `sysctl`.
+    func run(_ node: Node, _ arguments: [String]) throws -> CommandResult {
+        try Command.run(StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace] + arguments, timeout: .seconds(30))
+    }
+
+    /// Loads nftables commands into the node's namespace; throws unless nft accepts them.
+    func nft(_ node: Node, _ commands: String) throws {
+        let file = try Scratch.makeDirectory("nft-\(node.name)").appendingPathComponent("rules.nft")
+        try commands.write(to: file, atomically: true, encoding: .utf8)
+        let result = try run(node, ["nft", "-f", file.path])
+        guard result.succeeded else { throw HarnessError("nft on \(node.name): \(result)") }
     }
 
     /// The node charon's established IKE SAs.

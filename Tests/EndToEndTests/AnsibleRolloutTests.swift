@@ -21,6 +21,9 @@ import Glibc
         var text = """
             vpnprov: 1
             name: lab
+            defaults:
+              network:
+                ipsec: libipsec   # the lab's charons run kernel-libipsec
             nodes:
               n1:
                 address: 192.0.2.1
@@ -157,7 +160,9 @@ import Glibc
         for node in [n1, n2] {
             #expect(Self.recap(first)[node.name]?.failed == 0)
             let generated = fleet.out.appendingPathComponent("servers/\(node.name)")
-            for case let path as String in FileManager.default.enumerator(atPath: generated.path)?.allObjects ?? [] where path != "README" {
+            // network/ goes to /etc/sysctl.d and /etc/vpnprov (checked below).
+            for case let path as String in FileManager.default.enumerator(atPath: generated.path)?.allObjects ?? []
+            where path != "README" && !path.hasPrefix("network") {
                 let source = generated.appendingPathComponent(path).path
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
@@ -294,6 +299,9 @@ import Glibc
         var text = """
             vpnprov: 1
             name: acme
+            defaults:
+              network:
+                ipsec: libipsec   # the lab's charons run kernel-libipsec
             nodes:
               n1:
                 address: 192.0.2.1

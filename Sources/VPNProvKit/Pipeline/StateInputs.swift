@@ -108,6 +108,11 @@ public enum StateInputs {
             _ = first.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:))
             _ = first.isSigned(by: first)
             _ = Pipeline.inspectCertificate(text)
+            // How status, the index and the consistency messages show the subjectAltName.
+            for name in first.subjectAlternativeNames {
+                _ = name.description
+                if case .ipAddress(let bytes) = name { _ = IPAddressText.format(bytes) }
+            }
             _ = first.pem
         }
         if let bundle = try? X509Certificate.all(pem: text), !bundle.isEmpty {

@@ -84,21 +84,11 @@ extension OutputTree {
         }
     }
 
-    /// Removes `.<name>.tmp-<digits>` files (left only by a killed run) from `dir`.
-    static func removeTemporaries(_ dir: Int32) {
-        let copy = dup(dir)
-        guard copy >= 0, let stream = fdopendir(copy) else { return }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { continue }
-            let pid = name[range.upperBound...]
-            if !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber) { names.append(name) }
-        }
-        closedir(stream)
-        for name in names { unlinkat(dir, name, 0) }
+    /// `.<name>.tmp-<digits>`: a file staged by a run (`Session.temporaryName`), never an output.
+    static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { return false }
+        let pid = name[range.upperBound...]
+        return !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber)
     }
 
     /// The whole file (a regular file, at most `limit` bytes), or nil: BoundedFile, the one reader of

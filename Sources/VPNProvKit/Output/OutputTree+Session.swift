@@ -234,16 +234,26 @@ extension OutputTree {
                 if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
             }
             removeEmptiedDirectories(after: summary.removed, cache: cache)
-            // Temporary files of an earlier run killed between writing and renaming, in the
-            // directories this run writes to (this run's own are all renamed by now).
+            // Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
+            // renaming, anywhere in the tree: the killed run may have staged files where this run writes
+            // nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
+            // Directories left empty (created by the killed run for them) go too.
             if killedRunLeftTemporaries {
-                var directories = Set(files.map { $0.split(separator: "/").dropLast().map(String.init) })
-                directories.insert([])
-                for directory in directories {
-                    if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
-                        removeTemporaries(dir)
+                var leftovers: [String] = []
+                try? listFiles(root, prefix: "") { path in
+                    let name = path.split(separator: "/").last.map(String.init) ?? path
+                    if isTemporaryName(name) { leftovers.append(path) }
+                }
+                var removedTemporaries: [String] = []
+                for path in leftovers {
+                    // By its directory (a temporary name is not a path `parent(of:)` accepts).
+                    var parts = path.split(separator: "/").map(String.init)
+                    let name = parts.removeLast()
+                    if let dir = try? cache.directory(parts[...], display: path, create: false), unlinkat(dir, name, 0) == 0 {
+                        removedTemporaries.append(path)
                     }
                 }
+                removeEmptiedDirectories(after: removedTemporaries, cache: cache)
             }
             wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
@@ -285,7 +295,8 @@ extension OutputTree {
             if wroteAnything {
                 if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
             }
-            if markerWritten { unlinkat(root, Session.writingMarker, 0) }
+            // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
+            if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
             return summary
         }
 

@@ -43,6 +43,7 @@ public enum PKIManager {
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
+        let adopted = adoptInterruptedIssues(store, now: now)
         var unrevoked: [PKIChange] = []
         if case .unrevoke(let user) = action {
             guard store.index.revokedByCommand?[user] != nil else {
@@ -55,7 +56,7 @@ public enum PKIManager {
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
-        session.changes += unrevoked
+        session.changes += adopted + unrevoked
 
         try session.ensureCA()
         switch action {
@@ -127,6 +128,29 @@ public enum PKIManager {
         return resolved
     }
 
+    /// Certificates a killed run signed (its issuing journal) that index.json does not record: recorded
+    /// now, as revoked, so the CRL lists them and `status` shows them. Each may have reached the state
+    /// directory or a temporary file of the output tree before the kill, and nothing vouches that it
+    /// did not leave the machine.
+    static func adoptInterruptedIssues(_ store: StateStore, now: Date) -> [PKIChange] {
+        guard let journal = store.foundJournal else { return [] }
+        var changes: [PKIChange] = []
+        for serial in journal.certificates.keys.sorted() where store.index.certificates[serial] == nil {
+            var record = journal.certificates[serial]!
+            record.status = .revoked
+            record.revokedAt = now
+            record.revocationReason = "signed by an interrupted run"
+            store.index.certificates[serial] = record
+            let holder: PKIChange.Holder = switch record.kind {
+            case .server: .node(record.holder)
+            case .client: .user(record.holder)
+            case .ca, .cross: .ca
+            }
+            changes.append(PKIChange(.revoked, holder, serial: serial, reason: "signed by an interrupted run that never recorded it"))
+        }
+        return changes
+    }
+
     /// Users revoked by command stay revoked while the inventory lists them as active; the hold is
     /// cleared once the inventory says `revoked: true` or no longer has the user, so re-adding the name
     /// later (`revoked: false`, or a new entry) issues a fresh certificate.
@@ -164,12 +188,14 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        let adopted = adoptInterruptedIssues(store, now: now)
         let holder = store.index.users[user]
         guard holder != nil || knownUser else {
             throw PKIError(.nothingToRevoke, "user '\(user)' has no current certificate in \(stateDirectory)")
         }
         let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
+        session.changes += adopted
         session.revokeUser(user, reason: "revoked by command", dropPassword: true)
         if holdUser {
             var holds = store.index.revokedByCommand ?? [:]

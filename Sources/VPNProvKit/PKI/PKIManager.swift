@@ -53,6 +53,10 @@ public enum PKIManager {
             if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
             unrevoked.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
         }
+        if case .revoke(let user, let hold) = action {
+            // In memory like every other change of this run: committed with it, or not at all.
+            unrevoked += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
+        }
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
@@ -93,6 +97,9 @@ public enum PKIManager {
         case startCARotation
         /// Ends the overlap: the previous CA is retired.
         case finishCARotation
+        /// `vpnprov revoke USER`: the user's certificates are revoked and their generated secrets
+        /// dropped; with `hold`, the user stays revoked while the inventory lists them as active.
+        case revoke(user: String, hold: Bool)
     }
 
     /// The values of the inventory's `env:`, `file:` and literal secrets (by node and user name).
@@ -193,17 +200,28 @@ public enum PKIManager {
         guard holder != nil || knownUser else {
             throw PKIError(.nothingToRevoke, "user '\(user)' has no current certificate in \(stateDirectory)")
         }
+        var (session, serial) = revokeByCommand(user, hold: holdUser, store: store, now: now, passphrase: passphrase)
+        session.changes = adopted + session.changes
+        try session.updateCRL()
+        try store.commit()
+        return RevokeResult(serial: serial, changes: session.changes)
+    }
+
+    /// The reason `vpnprov revoke` records.
+    static let revokedByCommandReason = "revoked by command"
+
+    /// `user`'s certificates revoked and generated secrets dropped in `store` (not committed), and
+    /// the hold placed with `hold`. Returns the session that made the changes and the revoked serial.
+    static func revokeByCommand(_ user: String, hold: Bool, store: StateStore, now: Date, passphrase: String?) -> (PKISession, String?) {
+        let holder = store.index.users[user]
         let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
-        session.changes += adopted
-        session.revokeUser(user, reason: "revoked by command", dropPassword: true)
-        if holdUser {
+        session.revokeUser(user, reason: revokedByCommandReason, dropPassword: true)
+        if hold {
             var holds = store.index.revokedByCommand ?? [:]
             holds[user] = holder?.serial ?? ""
             store.index.revokedByCommand = holds
         }
-        try session.updateCRL()
-        try store.commit()
-        return RevokeResult(serial: holder?.serial, changes: session.changes)
+        return (session, holder?.serial)
     }
 }

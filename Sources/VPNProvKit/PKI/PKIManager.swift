@@ -118,7 +118,7 @@ public enum PKIManager {
             if let source = node.psk, node.services.contains(where: \.needsPSK),
                 let value = try SecretResolver.resolve(
                     source, what: "node '\(node.name)' psk", at: node.location(of: "psk"), inventoryDirectory: inventoryDirectory,
-                    environment: environment)
+                    environment: environment, settings: inventory.secrets)
             {
                 resolved.psks[node.name] = value
             }
@@ -127,7 +127,7 @@ public enum PKIManager {
             if let source = user.password,
                 let value = try SecretResolver.resolve(
                     source, what: "user '\(user.name)' password", at: user.location(of: "password"),
-                    inventoryDirectory: inventoryDirectory, environment: environment)
+                    inventoryDirectory: inventoryDirectory, environment: environment, settings: inventory.secrets)
             {
                 resolved.passwords[user.name] = value
             }

@@ -169,7 +169,8 @@ extension Pipeline {
         func resolve(_ source: SecretSource, _ what: String, _ location: SourceLocation?) -> String? {
             do {
                 return try SecretResolver.resolve(
-                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment)
+                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment,
+                    settings: inventory.secrets)
             } catch let error as PKIError {
                 out.append(error.diagnostic)
             } catch {

@@ -44,23 +44,23 @@ public enum PKIManager {
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         let adopted = adoptInterruptedIssues(store, now: now)
-        var unrevoked: [PKIChange] = []
+        var commanded: [PKIChange] = []
         if case .unrevoke(let user) = action {
             guard store.index.revokedByCommand?[user] != nil else {
                 throw PKIError(.nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
             }
             store.index.revokedByCommand?[user] = nil
             if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
-            unrevoked.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
+            commanded.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
         }
         if case .revoke(let user, let hold) = action {
             // In memory like every other change of this run: committed with it, or not at all.
-            unrevoked += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
+            commanded += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
         }
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
-        session.changes += adopted + unrevoked
+        session.changes += adopted + commanded
 
         try session.ensureCA()
         switch action {

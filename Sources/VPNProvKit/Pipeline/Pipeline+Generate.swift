@@ -135,11 +135,11 @@ extension Pipeline {
                 let serial = built.prepared.changes.first {
                     $0.kind == .revoked && $0.holder == .user(user.name) && $0.reason == PKIManager.revokedByCommandReason
                 }?.serial
-                output.set("revoked", Revoked(user: user.name, serial: serial))
                 guard try commitAndWrite(built, options: generate, output: output) else {
                     output.info(notRevoked)
                     return ExitCode.failure
                 }
+                output.set("revoked", Revoked(user: user.name, serial: serial))
                 if serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
             } catch {
                 output.info(notRevoked)

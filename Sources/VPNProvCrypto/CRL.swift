@@ -37,20 +37,19 @@ public final class CertificateRevocationList: @unchecked Sendable {
         }
         for entry in revoked {
             guard let rev = X509_REVOKED_new() else { throw CryptoError.openSSL("cannot allocate a CRL entry") }
+            // Owned here until the CRL takes it (X509_CRL_add0_revoked): every throw before frees it.
+            var owned = true
+            defer { if owned { X509_REVOKED_free(rev) } }
             let serial = try makeInteger(entry.serial)
             defer { ASN1_INTEGER_free(serial) }
-            guard let time = ASN1_TIME_new() else {
-                X509_REVOKED_free(rev)
-                throw CryptoError.openSSL("cannot allocate a time")
-            }
+            guard let time = ASN1_TIME_new() else { throw CryptoError.openSSL("cannot allocate a time") }
             defer { ASN1_TIME_free(time) }
             try ASN1Time.set(time, entry.revocationDate)
-            guard X509_REVOKED_set_serialNumber(rev, serial) == 1, X509_REVOKED_set_revocationDate(rev, time) == 1,
-                X509_CRL_add0_revoked(crl, rev) == 1
-            else {
-                X509_REVOKED_free(rev)
-                throw CryptoError.openSSL("cannot add a CRL entry")
+            guard X509_REVOKED_set_serialNumber(rev, serial) == 1, X509_REVOKED_set_revocationDate(rev, time) == 1 else {
+                throw CryptoError.openSSL("cannot set a CRL entry")
             }
+            guard X509_CRL_add0_revoked(crl, rev) == 1 else { throw CryptoError.openSSL("cannot add a CRL entry") }
+            owned = false
         }
         let numberInteger = try makeInteger(number == 0 ? [0] : withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })
         defer { ASN1_INTEGER_free(numberInteger) }
@@ -80,13 +79,11 @@ public final class CertificateRevocationList: @unchecked Sendable {
         self.init(owning: crl)
     }
 
-    public var pem: String {
-        let bio = try! MemoryBIO()
-        precondition(PEM_write_bio_X509_CRL(bio.bio, crl) == 1, "PEM_write_bio_X509_CRL failed")
-        return bio.string
-    }
+    /// PEM of `der` (armoured in Swift, like `X509Certificate.pem`).
+    public var pem: String { PEMArmour.wrap(der, label: "X509 CRL") }
 
-    public var der: [UInt8] { try! derEncode { i2d_X509_CRL(crl, $0) } }
+    /// The DER encoding (empty instead of a trap if libcrypto could not encode it; see `X509Certificate.der`).
+    public var der: [UInt8] { (try? derEncode { i2d_X509_CRL(crl, $0) }) ?? [] }
 
     public var number: Int? {
         guard let raw = X509_CRL_get_ext_d2i(crl, NID_crl_number, nil, nil) else { return nil }

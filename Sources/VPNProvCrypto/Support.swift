@@ -154,3 +154,20 @@ public func bytesFromHex(_ text: String) -> [UInt8]? {
     }
     return out
 }
+
+/// PEM armour as OpenSSL's PEM writers produce it: the label lines and base64 in lines of 64.
+enum PEMArmour {
+    static func wrap(_ der: [UInt8], label: String) -> String {
+        let base64 = Data(der).base64EncodedString()
+        var text = "-----BEGIN \(label)-----\n"
+        text.reserveCapacity(base64.utf8.count + base64.utf8.count / 64 + 64)
+        var line = Substring(base64)
+        while !line.isEmpty {
+            text += line.prefix(64)
+            text += "\n"
+            line = line.dropFirst(64)
+        }
+        text += "-----END \(label)-----\n"
+        return text
+    }
+}

@@ -4,7 +4,7 @@ import Foundation
 /// One subjectAltName entry.
 public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
     case dnsName(String)
-    /// 4 or 16 bytes.
+    /// 4 or 16 bytes in a well-formed certificate; a parsed one may carry any length.
     case ipAddress([UInt8])
     case rfc822Name(String)
 
@@ -14,8 +14,13 @@ public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
         case .rfc822Name(let v): return "email:\(v)"
         case .ipAddress(let b):
             if b.count == 4 { return "IP:" + b.map(String.init).joined(separator: ".") }
-            return "IP:" + stride(from: 0, to: b.count, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }
-                .joined(separator: ":")
+            if b.count == 16 {
+                return "IP:" + stride(from: 0, to: 16, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }
+                    .joined(separator: ":")
+            }
+            // Any other length is no address (a crafted or damaged certificate): shown as its bytes,
+            // never read past its end.
+            return "IP:#" + hexString(b).lowercased()
         }
     }
 }
@@ -139,13 +144,13 @@ public final class X509Certificate: @unchecked Sendable {
         self.init(owning: x509)
     }
 
-    public var pem: String {
-        let bio = try! MemoryBIO()
-        precondition(PEM_write_bio_X509(bio.bio, x509) == 1, "PEM_write_bio_X509 failed")
-        return bio.string
-    }
+    /// PEM of `der` (armoured in Swift: no allocation inside libcrypto that could fail).
+    public var pem: String { PEMArmour.wrap(der, label: "CERTIFICATE") }
 
-    public var der: [UInt8] { try! derEncode { i2d_X509(x509, $0) } }
+    /// The DER encoding. A parsed or signed certificate keeps its encoding inside libcrypto, so this
+    /// does not fail in practice; if it ever did, the result is empty (which every reader refuses)
+    /// instead of a trap.
+    public var der: [UInt8] { (try? derEncode { i2d_X509(x509, $0) }) ?? [] }
 
     /// Serial number, big-endian magnitude.
     public var serial: [UInt8] { integerBytes(X509_get0_serialNumber(x509)) }

@@ -44,6 +44,7 @@ func fuzzInventory(_ bytes: [UInt8]) {
 func fuzzState(_ bytes: [UInt8]) {
     _ = try? StateInputs.readIndex(bytes, now: fuzzNow)
     _ = try? StateInputs.readSecrets(bytes)
+    _ = try? StateInputs.readIssuingJournal(bytes, now: fuzzNow)
     _ = try? StateInputs.status(indexJSON: bytes, secretsJSON: nil, inventory: statusInventory, now: fuzzNow, expiringWithin: 30)
     _ = try? StateInputs.status(indexJSON: emptyIndex, secretsJSON: bytes, inventory: statusInventory, now: fuzzNow, expiringWithin: nil)
     _ = StateInputs.readOutputLocation(bytes)

@@ -258,4 +258,134 @@ enum VPNProvBinary {
         print("rotate-ca kill points: \(old) left the old state, \(new) the new one")
         #expect(old >= 3 && new >= 2, "kill points: \(old) left the old state, \(new) the new one")
     }
+
+    // MARK: SIGINT and SIGTERM (issue 29, item 2)
+
+    /// A small site (12 users, fra-1 with a generated PSK) after `generate` and `revoke user8`, so every
+    /// state-changing command has something to work on.
+    static func signalBase() throws -> String {
+        let base = try temporaryDirectory() + "/site"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        let small = Self.inventory(changed: false).components(separatedBy: "\n  user12:\n")[0] + "\n"
+        try small.write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        for arguments in [["generate"], ["revoke", "user8"]] {
+            let run = try VPNProvBinary.run(arguments, in: base)
+            try #require(run.status == 0, "\(arguments): \(run.err.suffix(300))")
+        }
+        return base
+    }
+
+    /// Serials of the certificates a state directory holds as files (certs/<serial>.pem), and those
+    /// index.json records, with their status.
+    static func certificateFiles(_ state: String) -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: state + "/certs")) ?? []
+        return Set(names.filter { $0.hasSuffix(".pem") && !$0.hasPrefix(".") }.map { String($0.dropLast(4)) })
+    }
+
+    static func indexedCertificates(_ data: Data?) -> [String: String] {
+        guard let data, let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let certificates = json["certificates"] as? [String: [String: Any]]
+        else { return [:] }
+        return certificates.compactMapValues { $0["status"] as? String }
+    }
+
+    /// Kills `arguments` with `signal` at write step `n` in a copy of `base`, then checks that the run
+    /// ended where the signal arrived (the state is the old or the new one and loads), that the next
+    /// `generate` removes every temporary file the killed run left anywhere in the tree, and that
+    /// every certificate it signed is recorded in index.json (revoked when the run never committed
+    /// it), so none is left that vpnprov could not revoke. False when the run finished before step `n`.
+    static func signalAndRecover(_ arguments: [String], base: String, signal: String, at n: Int) throws -> Bool {
+        let parent = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let dir = parent + "/site"
+        try copyTree(base, to: dir)
+        let indexBefore = FileManager.default.contents(atPath: dir + "/state/index.json")
+        let caBefore = snapshot(dir + "/state/ca")
+        let what = "\(arguments.joined(separator: " ")) SIG\(signal) at step \(n)"
+        let crashed = try VPNProvBinary.run(
+            arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)", "VPNPROV_CRASH_SIGNAL": signal])
+        if !crashed.killed {
+            #expect(crashed.status == 0, "\(what): failed without being killed: \(crashed.err.suffix(300))")
+            return false
+        }
+        #expect(crashed.status == (signal == "INT" ? SIGINT : SIGTERM), "\(what): ended by signal \(crashed.status)")
+        let stateCrashed = snapshot(dir + "/state")
+        for (path, data) in stateCrashed where !isTemporary(path) { expectComplete(path, data) }
+        #expect(snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore, "\(what): a CA file changed")
+        // Every certificate the killed run may have left in a file is named: in index.json or in the journal.
+        let committed = stateCrashed["index.json"] != indexBefore
+        let journal = indexedCertificates(stateCrashed["issuing.json"])
+        let indexCrashed = indexedCertificates(stateCrashed["index.json"])
+        for serial in certificateFiles(dir + "/state") where indexCrashed[serial] == nil {
+            #expect(journal[serial] != nil, "\(what): certs/\(serial).pem is in neither index.json nor issuing.json")
+        }
+        let status = try VPNProvBinary.run(["status"], in: dir)
+        #expect(status.status == 0, "\(what): status after the kill: \(status.err.suffix(300))")
+
+        let recovered = try VPNProvBinary.run(["generate"], in: dir)
+        #expect(recovered.status == 0 && !recovered.killed, "\(what): generate after the kill: \(recovered.err.suffix(400))")
+        let outFinal = snapshot(dir + "/out"), stateFinal = snapshot(dir + "/state")
+        let leftovers = outFinal.keys.filter(isTemporary) + stateFinal.keys.filter(isTemporary)
+        #expect(leftovers.isEmpty, "\(what): temporaries left after the next run: \(leftovers.sorted().prefix(5))")
+        #expect(stateFinal["issuing.json"] == nil, "\(what): the issuing journal outlived the next run")
+        let indexFinal = indexedCertificates(stateFinal["index.json"])
+        for serial in certificateFiles(dir + "/state") {
+            #expect(indexFinal[serial] != nil, "\(what): certs/\(serial).pem is not in index.json after the next run")
+        }
+        if !committed, let journalData = stateCrashed["issuing.json"] {
+            // Signed by the killed run and never committed: revoked, and on the CRL of the CA that
+            // signed it when the index knows that CA (a CA from an interrupted rotation never was).
+            let final = (try? JSONSerialization.jsonObject(with: stateFinal["index.json"] ?? Data())) as? [String: Any]
+            let listed = Set((final?["crl"] as? [String: Any])?["revokedSerials"] as? [String] ?? [])
+            let caSerial = (final?["ca"] as? [String: Any])?["serial"] as? String
+            let records = ((try? JSONSerialization.jsonObject(with: journalData)) as? [String: Any])?["certificates"] as? [String: [String: Any]] ?? [:]
+            for (serial, record) in records where indexedCertificates(indexBefore)[serial] == nil {
+                #expect(indexFinal[serial] == "revoked", "\(what): \(serial), signed by the killed run, is \(indexFinal[serial] ?? "unrecorded")")
+                if (record["issuer"] as? String ?? caSerial) == caSerial {
+                    #expect(listed.contains(serial), "\(what): \(serial), signed by the killed run, is not on the CRL")
+                }
+            }
+        }
+        let check = try VPNProvBinary.run(["check"], in: dir)
+        #expect(check.status == 0, "\(what): check after recovery: \(check.out.suffix(300)) \(check.err.suffix(300))")
+        let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])
+        for output in [crashed.out, crashed.err, recovered.out, recovered.err, check.out, check.err] {
+            SecretLeaks.expectNone(in: output, secrets, what: "\(what) output")
+        }
+        return true
+    }
+
+    /// How many output files `arguments` writes on a copy of `base` (its staging steps come first).
+    static func filesWritten(_ arguments: [String], base: String) throws -> Int {
+        let parent = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        try copyTree(base, to: parent + "/site")
+        let run = try VPNProvBinary.run(arguments, in: parent + "/site")
+        try #require(run.status == 0, "\(arguments): \(run.err.suffix(300))")
+        let match = run.err.split(separator: "\n").first { $0.contains(" files written") }
+        let words = match?.split(separator: ";").last?.split(separator: " ") ?? []
+        return Int(words.first ?? "") ?? 0
+    }
+
+    /// SIGINT and SIGTERM (Ctrl-C, a service manager) end every state-changing command the way a kill
+    /// does, at two points each: early (while the output tree is staged, before the state commit) and
+    /// inside the state commit (a few files past the staged output and the issuing journal).
+    @Test(.timeLimit(.minutes(10)), arguments: [
+        ["unrevoke", "user8"], ["generate"], ["revoke", "user4"], ["rotate-ca"], ["rotate-psk", "fra-1"], ["rotate-password", "user1"],
+    ])
+    func interruptedCommandLeavesNothingBehind(_ arguments: [String]) throws {
+        try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
+        let base = try Self.signalBase()
+        defer { try? FileManager.default.removeItem(atPath: (base as NSString).deletingLastPathComponent) }
+        // `generate` on an unchanged site writes nothing: give it a change (a new certificate user).
+        if arguments == ["generate"] {
+            let text = try String(contentsOfFile: base + "/inventory.yaml", encoding: .utf8)
+            try (text + "  user12:\n    cert: true\n").write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        }
+        let staged = try Self.filesWritten(arguments, base: base)
+        #expect(staged > 0, "\(arguments) writes no output file")
+        // Steps 1-2: the issuing journal (when the command signs), then one step per staged file.
+        #expect(try Self.signalAndRecover(arguments, base: base, signal: "INT", at: 3), "\(arguments): step 3 never reached")
+        #expect(try Self.signalAndRecover(arguments, base: base, signal: "TERM", at: staged + 6), "\(arguments): step \(staged + 6) never reached")
+    }
 }

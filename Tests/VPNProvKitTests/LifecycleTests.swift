@@ -21,7 +21,7 @@ import VPNProvCrypto
             address: 203.0.113.10
             pool: 10.20.0.0/24
             services: [ikev2-eap, ikev2-cert, ikev2-psk]
-            psk: env:NYC_PSK
+            psk: env:VPN_NYC_PSK
         """)
         users:
         \(users)
@@ -65,16 +65,16 @@ import VPNProvCrypto
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
-        let first = vpnprov(["generate"], in: dir, environment: ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
+        let first = vpnprov(["generate"], in: dir, environment: ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
         #expect(first.code == 0, "\(first.err)")
         #expect(first.err.contains("holds the CA key: back the whole directory up"))
-        let second = vpnprov(["generate"], in: dir, environment: ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
+        let second = vpnprov(["generate"], in: dir, environment: ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
         #expect(second.code == 0)
         #expect(!second.err.contains("holds the CA key"))
     }
 
     @Test func statusCountsActiveRenewedRevokedAndHeldCertificates() throws {
-        let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
+        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
@@ -170,7 +170,7 @@ import VPNProvCrypto
     }
 
     @Test func rotatePSKAndPasswordReplaceOnlyGeneratedSecrets() throws {
-        let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
+        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
@@ -199,7 +199,7 @@ import VPNProvCrypto
         // The operator's secrets, unknown names, a node without PSK: clear errors, nothing changes.
         let state = snapshot(dir + "/state")
         for (arguments, message) in [
-            (["rotate-psk", "nyc-1"], "comes from env:NYC_PSK, which is yours to change"),
+            (["rotate-psk", "nyc-1"], "comes from env:VPN_NYC_PSK, which is yours to change"),
             (["rotate-password", "eve"], "comes from file:eve.password, which is yours to change"),
             (["rotate-password", "ben"], "user 'ben' has no password"),
             (["rotate-psk", "fra-2"], "node 'fra-2' is not in inventory.yaml; did you mean 'fra-1'?"),
@@ -220,7 +220,7 @@ import VPNProvCrypto
     }
 
     @Test func unrevokeIssuesAFreshCertificateAndKeepsTheOldSerialOnTheCRL() throws {
-        let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
+        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
@@ -247,7 +247,7 @@ import VPNProvCrypto
     }
 
     @Test func rotateCAOverlapsThenFinishes() throws {
-        let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
+        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
@@ -334,12 +334,12 @@ import VPNProvCrypto
     }
 
     @Test func rotateCAWithAnEncryptedCAKeyNeedsThePassphrase() throws {
-        let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3", "VPNPROV_CA_PASSPHRASE": "correct horse battery staple 42"]
+        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3", "VPNPROV_CA_PASSPHRASE": "correct horse battery staple 42"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
-        let without = vpnprov(["rotate-ca"], in: dir, environment: ["NYC_PSK": env["NYC_PSK"]!])
+        let without = vpnprov(["rotate-ca"], in: dir, environment: ["VPN_NYC_PSK": env["VPN_NYC_PSK"]!])
         #expect(without.code == 3 && without.err.contains("VPNPROV_CA_PASSPHRASE"), "\(without.err)")
         #expect(vpnprov(["rotate-ca"], in: dir, environment: env).code == 0)
         let keys = try FileManager.default.contentsOfDirectory(atPath: dir + "/state/ca").filter { $0.hasSuffix(".key") }

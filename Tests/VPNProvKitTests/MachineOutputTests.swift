@@ -250,16 +250,16 @@ import Testing
                 psk: file:secrets/n2.psk
             users:
               u1:
-                password: env:U1_PASSWORD
+                password: env:VPN_U1_PASSWORD
               u2:
                 password: file:secrets/missing
               u3:
-                password: env:U3_PASSWORD
+                password: env:VPN_U3_PASSWORD
             """
         let dir = try workspace(text)
         try FileManager.default.createDirectory(atPath: dir + "/secrets", withIntermediateDirectories: true)
         try "Kq7mZt2RwX9pLv4NcB8hYd3F\n".write(toFile: dir + "/secrets/n2.psk", atomically: true, encoding: .utf8)
-        let environment = ["U1_PASSWORD": "password1234", "U3_PASSWORD": "vT8qLm2XzR4wNk9P"]
+        let environment = ["VPN_U1_PASSWORD": "password1234", "VPN_U3_PASSWORD": "vT8qLm2XzR4wNk9P"]
         // Without --secrets only the references' form is checked.
         let plain = vpnprov(["validate"], in: dir, environment: environment)
         #expect(plain.code == 0)
@@ -274,7 +274,7 @@ import Testing
         // The weak value is judged, never shown (the vpnprov helper also checks every value above).
         #expect(!r.err.contains("password1234") && !r.out.contains("password1234"))
 
-        let fixed = environment.merging(["VPN_PSK_N1": "Zr8kWm3QxT7nLp2VbH9cJd4G", "U1_PASSWORD": "Hx4mPq9TzW2kRv7L"]) { $1 }
+        let fixed = environment.merging(["VPN_PSK_N1": "Zr8kWm3QxT7nLp2VbH9cJd4G", "VPN_U1_PASSWORD": "Hx4mPq9TzW2kRv7L"]) { $1 }
         try "Yt6nKw2RmX8qLz4PcV9bHd3J\n".write(toFile: dir + "/secrets/missing", atomically: true, encoding: .utf8)
         let ok = vpnprov(["validate", "--secrets"], in: dir, environment: fixed)
         #expect(ok.code == 0, "\(ok.err)")

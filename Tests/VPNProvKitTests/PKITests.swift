@@ -386,14 +386,14 @@ import VPNProvCrypto
         try FileManager.default.createDirectory(atPath: "\(inventoryDir)/secrets", withIntermediateDirectories: true)
         write("file-password-value\n", to: "\(inventoryDir)/secrets/bob")
         let inventory = makeInventory(
-            nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK], psk: .env("FRA_PSK"))],
+            nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK], psk: .env("VPN_FRA_PSK"))],
             users: [
                 makeUser("alice", cert: false, password: .literal("literal-password-value")),
                 makeUser("bob", cert: false, password: .file("secrets/bob")),
             ])
         let result = try PKIManager.prepare(
             inventory: inventory, stateDirectory: state, inventoryDirectory: inventoryDir,
-            environment: ["FRA_PSK": "env-psk-value-0123456789"], now: testNow)
+            environment: ["VPN_FRA_PSK": "env-psk-value-0123456789"], now: testNow)
         #expect(result.materials.nodes["fra-1"]!.psk == "env-psk-value-0123456789")
         #expect(result.materials.users["alice"]!.password == "literal-password-value")
         #expect(result.materials.users["bob"]!.password == "file-password-value")
@@ -402,7 +402,7 @@ import VPNProvCrypto
     @Test func missingSecretReferencesAreInventoryErrorsWithoutValues() throws {
         let state = makeTempDirectory()
         let inventory = makeInventory(
-            nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK], psk: .env("FRA_PSK"))],
+            nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK], psk: .env("VPN_FRA_PSK"))],
             users: [makeUser("bob", cert: false, password: .file("does/not/exist"))])
         do {
             _ = try prepare(inventory, state: state, env: ["OTHER": "s3cr3t-value-xyz"])
@@ -410,7 +410,7 @@ import VPNProvCrypto
         } catch let error as PKIError {
             #expect(error.isInventory && !error.isEnvironment)
             #expect(error.code == .secretUnavailable)
-            #expect(error.message.contains("env:FRA_PSK"))
+            #expect(error.message.contains("env:VPN_FRA_PSK"))
             #expect(!error.message.contains("s3cr3t"))
         }
         do {
@@ -440,9 +440,9 @@ import VPNProvCrypto
         }
         // An error of a later run names references only.
         var broken = inventory
-        broken.users[0].password = .env("ALICE_PW")
+        broken.users[0].password = .env("VPN_ALICE_PW")
         do {
-            _ = try prepare(broken, state: state, env: ["ALICE_PWX": secrets[1]])
+            _ = try prepare(broken, state: state, env: ["VPN_ALICE_PWX": secrets[1]])
             Issue.record("expected an error")
         } catch let error as PKIError {
             for secret in secrets { #expect(!error.description.contains(secret)) }

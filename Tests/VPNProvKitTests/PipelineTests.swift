@@ -110,6 +110,35 @@ import VPNProvCrypto
         #expect(vpnprov(["check"], in: dir).code == 0)
     }
 
+    /// `revoke` printed "revoked user 'alice'" and "updated CRL" and committed the state, then failed
+    /// (exit 1) on another user's unset `env:` secret without regenerating: out/ kept the old CRL and
+    /// alice's files. Now everything is resolved and rendered before anything is committed (issue 29, item 7).
+    @Test func revokeThatCannotFinishChangesNothingAndSaysSo() throws {
+        let dir = try workspace(
+            String(contentsOfFile: Self.example, encoding: .utf8) + "\n  zed:\n    password: env:VPN_ZED_PASSWORD\n    nodes: [fra-1]\n")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let env = ["VPN_ZED_PASSWORD": "Qm7vRt2xLp9sKw4nZc8j"]
+        let first = vpnprov(["generate"], in: dir, environment: env)
+        #expect(first.code == 0, "\(first.err)")
+        let stateBefore = CrashSafetyTests.snapshot(dir + "/state")
+        let outBefore = CrashSafetyTests.snapshot(dir + "/out")
+
+        let revoke = vpnprov(["revoke", "carol"], in: dir)
+        #expect(revoke.code == 1, "\(revoke.err)")
+        #expect(revoke.err.contains("environment variable VPN_ZED_PASSWORD is not set"), "\(revoke.err)")
+        #expect(!revoke.err.contains("revoked user 'carol'") && !revoke.err.contains("updated CRL"), "\(revoke.err)")
+        #expect(revoke.err.contains("user 'carol' is not revoked: the run stopped before changing anything"), "\(revoke.err)")
+        #expect(CrashSafetyTests.snapshot(dir + "/state").filter { $0.key != ".lock" } == stateBefore.filter { $0.key != ".lock" })
+        #expect(CrashSafetyTests.snapshot(dir + "/out") == outBefore)
+        #expect(vpnprov(["check"], in: dir, environment: env).code == 0)
+
+        // With the secret at hand, the same command revokes and regenerates.
+        let done = vpnprov(["revoke", "carol"], in: dir, environment: env)
+        #expect(done.code == 0 && done.err.contains("revoked user 'carol'"), "\(done.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/carol"))
+        #expect(vpnprov(["check"], in: dir, environment: env).code == 0)
+    }
+
     @Test func revokeListsTheSerialKeepsTheUserOutAndReAddingIssuesAFreshCertificate() throws {
         let dir = try workspace()
         #expect(vpnprov(["generate"], in: dir).code == 0)

@@ -131,7 +131,10 @@ import Glibc
         default:
             path = kind
         }
-        try Self.inventory(password: "file:\(path)").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        // A device is outside the inventory's directory: the operator widens the secrets directory to /dev
+        // (docs/inventory.md, `secrets`), so the file is opened and refused as what it is.
+        let widened = path.hasPrefix("/") ? "secrets:\n  file_dir: /dev\n" : ""
+        try (Self.inventory(password: "file:\(path)") + widened).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         expectRefused(dir, "cannot read file \(path.hasPrefix("/") ? path : dir + "/" + path): is not a regular file (file:\(path))")
     }
 
@@ -165,20 +168,20 @@ import Glibc
 
     @Test func environmentSecretWithReplacementCharacterIsRefused() throws {
         let dir = try temporaryDirectory()
-        try Self.inventory(password: "env:PW").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        expectRefused(dir, environment: ["PW": "Xk9vBq2Lm\u{FFFD}Zt7Rw4Np8Hs"], "environment variable PW is not valid UTF-8 text (env:PW)")
-        expectRefused(dir, environment: ["PW": String(repeating: "Xk9vBq2LmZt7Rw4Np8Hs", count: 60)],
-                      "environment variable PW is longer than 1024 bytes (env:PW)")
+        try Self.inventory(password: "env:VPN_PW").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        expectRefused(dir, environment: ["VPN_PW": "Xk9vBq2Lm\u{FFFD}Zt7Rw4Np8Hs"], "environment variable VPN_PW is not valid UTF-8 text (env:VPN_PW)")
+        expectRefused(dir, environment: ["VPN_PW": String(repeating: "Xk9vBq2LmZt7Rw4Np8Hs", count: 60)],
+                      "environment variable VPN_PW is longer than 1024 bytes (env:VPN_PW)")
     }
 
     /// The real process environment: invalid bytes reach vpnprov as U+FFFD and are refused like the
     /// same bytes in a file.
     @Test func environmentSecretWithInvalidUTF8IsRefusedByTheBinary() throws {
         let dir = try temporaryDirectory()
-        try Self.inventory(password: "env:PW").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.inventory(password: "env:VPN_PW").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "PW=\"$(printf 'Xk9vBq2Lm\\377Zt7Rw4Np8Hs')\" exec \"$0\" generate", VPNProvBinary.path]
+        process.arguments = ["-c", "VPN_PW=\"$(printf 'Xk9vBq2Lm\\377Zt7Rw4Np8Hs')\" exec \"$0\" generate", VPNProvBinary.path]
         process.currentDirectoryURL = URL(fileURLWithPath: dir)
         let err = Pipe()
         process.standardError = err
@@ -187,7 +190,7 @@ import Glibc
         let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 1, "\(text)")
-        #expect(text.contains("environment variable PW is not valid UTF-8 text (env:PW)"), "\(text)")
+        #expect(text.contains("environment variable VPN_PW is not valid UTF-8 text (env:VPN_PW)"), "\(text)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/state"))
     }
 

@@ -47,6 +47,19 @@ import VPNProvCrypto
 
     // MARK: The seeds decode to their values
 
+    /// issuing.json: the seed names one certificate; a serial that is no serial vpnprov writes, or a
+    /// key that differs from the record's serial, is refused (the loader stops rather than guess).
+    @Test func issuingJournalSeedDecodesAndBadSerialsAreRefused() throws {
+        let bytes = try Self.seed("journal-issuing.json")
+        #expect(try StateInputs.readIssuingJournal(bytes, now: Self.now) == 1)
+        let text = String(decoding: bytes, as: UTF8.self)
+        for bad in [text.replacingOccurrences(of: "\"5A17E0C0FFEE0000000000000000BEEF\": {", with: "\"../../x\": {"),
+                    text.replacingOccurrences(of: "\"serial\": \"5A17E0C0FFEE0000000000000000BEEF\"", with: "\"serial\": \"AB\""),
+                    text.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2"), "{}"] {
+            #expect(throws: PKIError.self) { try StateInputs.readIssuingJournal(Array(bad.utf8), now: Self.now) }
+        }
+    }
+
     @Test func revokedIndexSeedDecodesToItsRecords() throws {
         let bytes = try Self.seed("state-index-revoked.json")
         let index = try StateStore.decodeIndex(bytes, path: "index.json")

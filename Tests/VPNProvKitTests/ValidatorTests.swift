@@ -62,7 +62,7 @@ enum Fixture {
             ],
             users: [
                 user("alice", line: 100, cert: true, id: .userFQDN("alice@example.com"), nodes: ["fra-1", "ams-1", "nyc-1"]),
-                user("bob", line: 110, password: .env("BOB_PASSWORD"), nodes: ["fra-1"], devices: [.android]),
+                user("bob", line: 110, password: .env("VPN_BOB_PASSWORD"), nodes: ["fra-1"], devices: [.android]),
                 user("carol", line: 120, password: nil, cert: true, id: .dn("C=DE, O=acme, CN=carol"), nodes: ["ams-1"], devices: [.apple, .linux]),
                 user("dave", line: 130, password: .file("secrets/dave"), nodes: ["ams-1"], devices: [.linux], revoked: true),
             ],

@@ -81,7 +81,8 @@ public enum CommandLineTool {
 
     /// Runs with the process's real streams, environment and working directory.
     public static func main(arguments: [String]) -> Int32 {
-        run(
+        Interruption.makeInterruptible()
+        return run(
             arguments: arguments, console: .standard, environment: ProcessInfo.processInfo.environment,
             currentDirectory: FileManager.default.currentDirectoryPath)
     }
@@ -191,5 +192,23 @@ public enum CommandLineTool {
         out += "\n  See 'vpnprov help <subcommand>' for detailed help.\n"
         out += "\nEXIT STATUS: 0 success, 1 inventory errors (or check found drift), 2 usage error, 3 environment error.\n"
         return out
+    }
+}
+
+/// How Ctrl-C (SIGINT) and `kill`/a service manager (SIGTERM) end a run: at their default action,
+/// exactly where they arrive, like a kill (docs/state.md, "Interrupted runs"). Nothing is cleaned up
+/// in a handler (a handler could not know which renames have happened); the next run removes the
+/// temporaries and revokes what the interrupted run signed but did not record.
+enum Interruption {
+    /// Unblocks SIGINT and SIGTERM on the main thread before any other thread exists (threads inherit
+    /// its mask). A program started from a thread that blocks them (a test runner's or a dispatch
+    /// worker's `posix_spawn`) inherits that mask and could otherwise not be interrupted at all. An
+    /// ignored signal stays ignored: that is the caller's choice (`nohup`, a background job).
+    static func makeInterruptible() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 }

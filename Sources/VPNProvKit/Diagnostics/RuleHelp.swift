@@ -46,6 +46,7 @@ public enum RuleHelp {
         "weak-password": "The password fails the strength policy (at least 12 characters and about 60 bits after discounting patterns and names).",
         "unrepresentable-secret": "A secret with control characters, NUL or leading/trailing whitespace cannot be written into every output.",
         "invalid-secret-reference": "A bad env: variable name or an empty file: path.",
+        "secret-source": "A secret from where secrets may not come: vpnprov's own VPNPROV_* variables, a variable without an allowed prefix (secrets.env_prefix, default VPN_), a file outside the secrets directory (secrets.file_dir, default the inventory's directory; symbolic links followed).",
         "psk-reused": "The same PSK on several nodes: whoever holds it can impersonate all of them.",
         "invalid-proposal": "strongSwan would reject the proposal (unknown keyword, AEAD without PRF, IKE without DH group...).",
         "weak-proposal": "The proposal names a weak algorithm (3DES, DES, MD5, SHA-1, MODP up to 1536...); 'allow_weak: true' makes this a warning.",

@@ -22,6 +22,10 @@ enum BoundedFile {
     static let stateFileLimit = 1 << 20
     /// Largest `index.json` and `secrets.json` (about 2 KiB per certificate or user: 100,000s fit).
     static let stateIndexLimit = 512 << 20
+    /// Largest file of the output tree read back: its bookkeeping (manifest, render cache, stat
+    /// records: ~110 bytes a file, 66 MB at 20,000 users) and a file the render cache vouches for.
+    /// Anything larger is not what vpnprov wrote: a cache is then ignored, a file rewritten.
+    static let outputFileLimit = 1 << 30
 
     struct Failure: Error {
         var reason: String
@@ -37,13 +41,24 @@ enum BoundedFile {
             throw Failure(reason: String(cString: strerror(errno)))
         }
         defer { close(fd) }
+        return try read(fd: fd, limit: limit)
+    }
+
+    /// The whole of the open file `fd` (from its current offset), with the same rules as
+    /// `read(_:limit:)`: refused before a byte is read when it is not a regular file or `fstat` says it
+    /// is over `limit` (a sparse 200 GB file costs nothing), and while reading once more than `limit`
+    /// bytes arrive. Every reader of a file vpnprov did not just write ends here, the output tree's
+    /// caches and the files they vouch for included.
+    static func read(fd: Int32, limit: Int) throws(Failure) -> [UInt8] {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw Failure(reason: String(cString: strerror(errno))) }
         guard st.st_mode & S_IFMT == S_IFREG else { throw Failure(reason: "is not a regular file") }
         let tooLarge = Failure(reason: "is larger than \(describe(limit))")
-        guard st.st_size <= limit else { throw tooLarge }
+        guard st.st_size >= 0, st.st_size <= limit else { throw tooLarge }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(Int(st.st_size))
+        // Sized from the file's length (checked against the limit above): growing by doubling would
+        // hold up to twice a fleet's render cache while reading it.
+        bytes.reserveCapacity(Int(st.st_size) + 1)
         var chunk = [UInt8](repeating: 0, count: min(65536, limit + 1))
         while true {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
@@ -56,6 +71,26 @@ enum BoundedFile {
             if bytes.count > limit { throw tooLarge }
         }
         return bytes
+    }
+
+    /// Whether the open file `fd` holds exactly `expected` (the caller has checked that it is a regular
+    /// file of that size): read in chunks, stopping at the first difference, never more than
+    /// `expected.count + 1` bytes, so no file is held in memory to be compared.
+    static func holds(fd: Int32, exactly expected: [UInt8]) -> Bool {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { buffer -> Bool in
+            expected.withUnsafeBytes { expected -> Bool in
+                var offset = 0
+                while offset < expected.count {
+                    let n = Glibc.read(fd, buffer.baseAddress!, min(buffer.count, expected.count - offset))
+                    if n < 0 && errno == EINTR { continue }
+                    if n <= 0 { return false }
+                    if memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) != 0 { return false }
+                    offset += n
+                }
+                // Exactly the expected size: nothing more to read.
+                return Glibc.read(fd, buffer.baseAddress!, 1) == 0
+            }
+        }
     }
 
     /// "16 MiB", "1 KiB", "1026 bytes".

@@ -18,8 +18,14 @@ public enum IPAddressText {
         return withUnsafeBytes(of: &a) { Array($0) }
     }
 
-    /// Canonical text form (RFC 5952 for IPv6, as inet_ntop prints it).
+    /// Canonical text form (RFC 5952 for IPv6, as inet_ntop prints it). Bytes of any other length
+    /// than 4 or 16 (a damaged certificate's iPAddress) are no address: `#` and their hex, never
+    /// handed to inet_ntop, which would read 4 or 16 bytes whatever the array holds.
     public static func format(_ bytes: [UInt8]) -> String {
+        guard bytes.count == 4 || bytes.count == 16 else {
+            let digits = Array("0123456789abcdef".utf8)
+            return "#" + String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+        }
         var buffer = [CChar](repeating: 0, count: 64)
         let family = bytes.count == 16 ? AF_INET6 : AF_INET
         _ = bytes.withUnsafeBytes { raw in

@@ -14,7 +14,8 @@ public struct InventoryDecoder: Sendable {
     /// Schema versions this build reads.
     public static let supportedSchemaVersion = 1
 
-    static let topLevelKeys = ["vpnprov", "name", "pki", "defaults", "nodes", "users"]
+    static let topLevelKeys = ["vpnprov", "name", "pki", "secrets", "defaults", "nodes", "users"]
+    static let secretsKeys = ["env_prefix", "file_dir"]
     static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing", "crl_url"]
     static let profileSigningKeys = ["cert", "key", "chain"]
     static let caKeys = ["name", "key", "days"]
@@ -144,10 +145,56 @@ public struct InventoryDecoder: Sendable {
             }
         }
 
+        let secrets = value("secrets").map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
+
         guard let name else { return nil }
-        return Inventory(
+        var inventory = Inventory(
             file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users,
             fieldLocations: locations)
+        inventory.secrets = secrets
+        return inventory
+    }
+
+    /// `secrets: {env_prefix: VPN_ | [A_, B_], file_dir: DIR}`.
+    private func decodeSecrets(_ node: YAMLNode, locations: inout [String: SourceLocation], _ cx: DecodingContext) -> SecretSettings {
+        var settings = SecretSettings()
+        locations["secrets"] = cx.location(node)
+        if node.isNull { return settings }
+        guard let entries = cx.mapping(node, "'secrets'", allowed: Self.secretsKeys) else { return settings }
+        for (key, _, value) in entries {
+            locations["secrets.\(key)"] = cx.location(value)
+            if value.isNull { continue }
+            switch key {
+            case "env_prefix":
+                let prefixes: [(String, YAMLNode)]?
+                if case .sequence = value.kind {
+                    prefixes = cx.stringList(value, "'secrets.env_prefix'")
+                } else {
+                    prefixes = cx.string(value, "'secrets.env_prefix'").map { [($0, value)] }
+                }
+                guard let prefixes else { continue }
+                var valid: [String] = []
+                for (prefix, at) in prefixes {
+                    if prefix.isEmpty || !SecretRules.isValidEnvironmentName(prefix) {
+                        cx.error(
+                            .invalidValue,
+                            "'secrets.env_prefix' entry '\(DecodingContext.printable(prefix))' is not the start of an environment variable name "
+                                + "(letters, digits, '_', not starting with a digit)", at: at)
+                    } else {
+                        valid.append(prefix)
+                    }
+                }
+                settings.envPrefixes = valid
+            default:
+                guard let dir = cx.string(value, "'secrets.file_dir'") else { continue }
+                if dir.isEmpty || TextCheck.hasControlCharacters(dir) {
+                    cx.error(.invalidValue, "'secrets.file_dir' must be a directory path without control characters", at: value)
+                } else {
+                    settings.fileDirectory = dir
+                }
+            }
+        }
+        return settings
     }
 
     static func defaultPKI(deployment: String) -> PKISettings {

@@ -160,6 +160,26 @@ public struct ProfileSigningSettings: Sendable, Hashable {
     }
 }
 
+/// Top-level `secrets:`: where `env:` and `file:` secrets may come from (docs/inventory.md, "Where
+/// secrets may come from"; docs/security.md section 3).
+public struct SecretSettings: Sendable, Hashable {
+    /// Without `secrets.env_prefix`: variables named `VPN_...`.
+    public static let defaultEnvPrefixes = ["VPN_"]
+    /// vpnprov's own variables (`VPNPROV_CA_PASSPHRASE`, ...): never a secret of the inventory.
+    public static let reservedPrefix = "VPNPROV_"
+
+    /// An `env:` variable's name must start with one of these.
+    public var envPrefixes: [String]
+    /// The directory `file:` secrets must lie in (after resolving `..` and symbolic links), as
+    /// written: relative to the inventory's directory, or absolute. nil: the inventory's directory.
+    public var fileDirectory: String?
+
+    public init(envPrefixes: [String] = SecretSettings.defaultEnvPrefixes, fileDirectory: String? = nil) {
+        self.envPrefixes = envPrefixes
+        self.fileDirectory = fileDirectory
+    }
+}
+
 public struct PKISettings: Sendable, Hashable {
     /// Sign every `.mobileconfig` (CMS SignedData); nil: profiles stay unsigned.
     public var profileSigning: ProfileSigningSettings?
@@ -367,6 +387,8 @@ public struct Inventory: Sendable, Hashable {
     /// "pki.ca.days", "pki.server_days", "pki.client_days", "pki.server_key", "pki.client_key");
     /// absent for defaults.
     public var fieldLocations: [String: SourceLocation]
+    /// Where `env:`/`file:` secrets may come from (`secrets:`).
+    public var secrets = SecretSettings()
 
     public init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],

@@ -22,7 +22,8 @@ enum FileSystemSync {
 /// changing it, which would race with other threads creating files).
 enum FileMode {
     static let processUmask: mode_t? = {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        guard let bytes = try? BoundedFile.read("/proc/self/status", limit: 64 << 10) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self)
         for line in text.split(separator: "\n") where line.hasPrefix("Umask:") {
             return mode_t(line.dropFirst("Umask:".count).trimmingCharacters(in: .whitespaces), radix: 8)
         }

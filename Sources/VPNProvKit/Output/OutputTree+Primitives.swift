@@ -30,25 +30,13 @@ extension OutputTree {
     /// Whether `name` in `dir` is a regular file with exactly these bytes and mode. Reads in
     /// chunks and stops at the first difference; the size is compared first.
     static func state(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t) throws(OutputError) -> FileState {
-        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .differs(missing: true) }  // missing, or a symlink: rewrite (rename replaces the link itself)
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .differs(missing: true) }
         guard st.st_size == contents.count, (st.st_mode & 0o7777) == mode else { return .differs(missing: false) }
-        let same = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { buffer -> Bool in
-            contents.withUnsafeBytes { expected -> Bool in
-                var offset = 0
-                while offset < expected.count {
-                    let n = read(fd, buffer.baseAddress!, min(buffer.count, expected.count - offset))
-                    if n <= 0 { return false }
-                    if memcmp(buffer.baseAddress!, expected.baseAddress! + offset, n) != 0 { return false }
-                    offset += n
-                }
-                // Exactly the expected size: nothing more to read.
-                return read(fd, buffer.baseAddress!, 1) == 0
-            }
-        }
+        let same = BoundedFile.holds(fd: fd, exactly: contents)
         return same ? .matches : .differs(missing: false)
     }
 
@@ -96,57 +84,17 @@ extension OutputTree {
         }
     }
 
-    /// Removes `.<name>.tmp-<digits>` files (left only by a killed run) from `dir`.
-    static func removeTemporaries(_ dir: Int32) {
-        let copy = dup(dir)
-        guard copy >= 0, let stream = fdopendir(copy) else { return }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { continue }
-            let pid = name[range.upperBound...]
-            if !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber) { names.append(name) }
-        }
-        closedir(stream)
-        for name in names { unlinkat(dir, name, 0) }
+    /// `.<name>.tmp-<digits>`: a file staged by a run (`Session.temporaryName`), never an output.
+    static func isTemporaryName(_ name: String) -> Bool {
+        guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { return false }
+        let pid = name[range.upperBound...]
+        return !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber)
     }
 
-    /// Exactly `count` bytes (the file's size), or nil when the file holds more or fewer.
-    static func readExactly(_ fd: Int32, count: Int) -> [UInt8]? {
-        var complete = false
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var offset = 0
-            while offset < count {
-                let n = read(fd, buffer.baseAddress! + offset, count - offset)
-                if n <= 0 { break }
-                offset += n
-            }
-            initialized = offset
-            var probe: UInt8 = 0
-            complete = offset == count && read(fd, &probe, 1) == 0
-        }
-        return complete ? bytes : nil
-    }
-
-    /// The whole file, or nil past `limit` bytes or on a read error.
+    /// The whole file (a regular file, at most `limit` bytes), or nil: BoundedFile, the one reader of
+    /// outside files, on a descriptor the tree opened without following links.
     static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        // Sized from the file's length when it has one: growing by doubling would hold up to twice a
-        // fleet's render cache (tens of MB) while reading it.
-        var st = stat()
-        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0 {
-            bytes.reserveCapacity(min(Int(st.st_size), limit) + 1)
-        }
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
-            if n < 0 { return nil }
-            if n == 0 { return bytes }
-            bytes += chunk[0..<n]
-            if bytes.count > limit { return nil }
-        }
+        try? BoundedFile.read(fd: fd, limit: limit)
     }
 
     /// Calls `body` with each path of the previous run's manifest, read in place: a fleet's manifest
@@ -179,13 +127,13 @@ extension OutputTree {
         return out
     }
 
-    /// A bookkeeping file at the top of the tree (not following a link), nil when absent or over
-    /// 1 GiB (the render cache takes ~110 bytes a file: 66 MB at 20,000 users).
+    /// A bookkeeping file at the top of the tree (not following a link, not waiting on a FIFO), nil
+    /// when absent, not a regular file or over BoundedFile.outputFileLimit.
     static func readRootFile(_ root: Int32, _ name: String) -> [UInt8]? {
-        let fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = openat(root, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        return readAll(fd, limit: 1 << 30)
+        return readAll(fd, limit: BoundedFile.outputFileLimit)
     }
 
     /// Every regular file and symlink below `dir` (directories recursed without following links).

@@ -234,16 +234,26 @@ extension OutputTree {
                 if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
             }
             removeEmptiedDirectories(after: summary.removed, cache: cache)
-            // Temporary files of an earlier run killed between writing and renaming, in the
-            // directories this run writes to (this run's own are all renamed by now).
+            // Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
+            // renaming, anywhere in the tree: the killed run may have staged files where this run writes
+            // nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
+            // Directories left empty (created by the killed run for them) go too.
             if killedRunLeftTemporaries {
-                var directories = Set(files.map { $0.split(separator: "/").dropLast().map(String.init) })
-                directories.insert([])
-                for directory in directories {
-                    if let dir = try? cache.directory(directory[...], display: directory.joined(separator: "/"), create: false) {
-                        removeTemporaries(dir)
+                var leftovers: [String] = []
+                try? listFiles(root, prefix: "") { path in
+                    let name = path.split(separator: "/").last.map(String.init) ?? path
+                    if isTemporaryName(name) { leftovers.append(path) }
+                }
+                var removedTemporaries: [String] = []
+                for path in leftovers {
+                    // By its directory (a temporary name is not a path `parent(of:)` accepts).
+                    var parts = path.split(separator: "/").map(String.init)
+                    let name = parts.removeLast()
+                    if let dir = try? cache.directory(parts[...], display: path, create: false), unlinkat(dir, name, 0) == 0 {
+                        removedTemporaries.append(path)
                     }
                 }
+                removeEmptiedDirectories(after: removedTemporaries, cache: cache)
             }
             wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
@@ -285,7 +295,8 @@ extension OutputTree {
             if wroteAnything {
                 if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
             }
-            if markerWritten { unlinkat(root, Session.writingMarker, 0) }
+            // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
+            if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
             return summary
         }
 
@@ -365,12 +376,12 @@ extension OutputTree {
         }
 
         private func stats(for cache: [UInt8]) -> StatCache? {
-            let fd = openat(root, StatCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            let fd = openat(root, StatCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             guard fd >= 0 else { return nil }
             defer { close(fd) }
             var st = stat()
             // 32 bytes a file: 20 MB for a fleet of 600,000 files; far beyond that it is not ours.
-            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, let bytes = readAll(fd, limit: 1 << 30) else { return nil }
+            guard fstat(fd, &st) == 0, let bytes = readAll(fd, limit: BoundedFile.outputFileLimit) else { return nil }
             return StatCache(bytes: bytes, cacheDigest: hexString(Digest.sha256(cache)), written: st.st_mtim)
         }
 
@@ -410,13 +421,15 @@ extension OutputTree {
                     }
                 }
                 hashed = true
-                let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
                 guard fd >= 0 else { return false }
                 defer { close(fd) }
                 var st = stat()
+                // Bounded like every outside read: a huge (or sparse) file at a cached path is simply
+                // not intact, and is rendered and written again.
                 guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
                     (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
-                    let bytes = readExactly(fd, count: Int(st.st_size)),
+                    let bytes = readAll(fd, limit: BoundedFile.outputFileLimit),
                     RenderCache.SHA256Value(Digest.sha256(bytes)) == file.sha256
                 else { return false }
             }
@@ -430,11 +443,9 @@ extension OutputTree {
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
             guard let dir = try? cache.directory(parts.dropLast(), display: path) else { return nil }
-            let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             guard fd >= 0 else { return nil }
             defer { close(fd) }
-            var st = stat()
-            guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= limit else { return nil }
             return readAll(fd, limit: limit)
         }
 

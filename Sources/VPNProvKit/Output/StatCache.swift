@@ -53,9 +53,11 @@ struct StatCache: Sendable {
         let header = String(decoding: bytes[..<newline], as: UTF8.self)
         guard header.hasPrefix(Self.magic) else { return nil }
         let fields = header.dropFirst(Self.magic.count).split(separator: " ")
-        guard fields.count == 2, fields[0] == cacheDigest, let count = Int(fields[1]), count >= 0,
-            bytes.count - (newline + 1) == count * Self.recordSize
-        else { return nil }
+        // A hint, never trusted blindly: a count whose records would not fit (or whose byte size
+        // overflows) makes the whole file void instead of a trap.
+        guard fields.count == 2, fields[0] == cacheDigest, let count = Int(fields[1]), count >= 0 else { return nil }
+        let (size, overflow) = count.multipliedReportingOverflow(by: Self.recordSize)
+        guard !overflow, bytes.count - (newline + 1) == size else { return nil }
         self.bytes = bytes
         self.count = count
         offset = newline + 1

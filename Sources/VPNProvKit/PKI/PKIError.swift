@@ -17,6 +17,8 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let crypto = Code(rawValue: "crypto-failure")
         /// env:/file: reference that cannot be resolved (inventory flavour).
         public static let secretUnavailable = Code(rawValue: "secret-unavailable")
+        /// A secret reference the inventory's `secrets:` rules do not allow (inventory flavour).
+        public static let secretSource = Code(rawValue: "secret-source")
         /// An identity that cannot be put into a certificate (inventory flavour).
         public static let badIdentity = Code(rawValue: "certificate-identity")
         /// `revoke` of a user without a current certificate (inventory flavour).
@@ -43,7 +45,7 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     public var isInventory: Bool {
-        [.secretUnavailable, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation, .serverIdentityOverlap]
+        [.secretUnavailable, .secretSource, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation, .serverIdentityOverlap]
             .contains(code)
     }
     public var isEnvironment: Bool { !isInventory }

@@ -43,19 +43,24 @@ public enum PKIManager {
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
-        var unrevoked: [PKIChange] = []
+        let adopted = adoptInterruptedIssues(store, now: now)
+        var commanded: [PKIChange] = []
         if case .unrevoke(let user) = action {
             guard store.index.revokedByCommand?[user] != nil else {
                 throw PKIError(.nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
             }
             store.index.revokedByCommand?[user] = nil
             if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
-            unrevoked.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
+            commanded.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
+        }
+        if case .revoke(let user, let hold) = action {
+            // In memory like every other change of this run: committed with it, or not at all.
+            commanded += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
         }
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
-        session.changes += unrevoked
+        session.changes += adopted + commanded
 
         try session.ensureCA()
         switch action {
@@ -99,6 +104,9 @@ public enum PKIManager {
         case startCARotation
         /// Ends the overlap: the previous CA is retired.
         case finishCARotation
+        /// `vpnprov revoke USER`: the user's certificates are revoked and their generated secrets
+        /// dropped; with `hold`, the user stays revoked while the inventory lists them as active.
+        case revoke(user: String, hold: Bool)
     }
 
     /// The values of the inventory's `env:`, `file:` and literal secrets (by node and user name).
@@ -117,7 +125,7 @@ public enum PKIManager {
             if let source = node.psk, node.services.contains(where: \.needsPSK),
                 let value = try SecretResolver.resolve(
                     source, what: "node '\(node.name)' psk", at: node.location(of: "psk"), inventoryDirectory: inventoryDirectory,
-                    environment: environment)
+                    environment: environment, settings: inventory.secrets)
             {
                 resolved.psks[node.name] = value
             }
@@ -126,12 +134,35 @@ public enum PKIManager {
             if let source = user.password,
                 let value = try SecretResolver.resolve(
                     source, what: "user '\(user.name)' password", at: user.location(of: "password"),
-                    inventoryDirectory: inventoryDirectory, environment: environment)
+                    inventoryDirectory: inventoryDirectory, environment: environment, settings: inventory.secrets)
             {
                 resolved.passwords[user.name] = value
             }
         }
         return resolved
+    }
+
+    /// Certificates a killed run signed (its issuing journal) that index.json does not record: recorded
+    /// now, as revoked, so the CRL lists them and `status` shows them. Each may have reached the state
+    /// directory or a temporary file of the output tree before the kill, and nothing vouches that it
+    /// did not leave the machine.
+    static func adoptInterruptedIssues(_ store: StateStore, now: Date) -> [PKIChange] {
+        guard let journal = store.foundJournal else { return [] }
+        var changes: [PKIChange] = []
+        for serial in journal.certificates.keys.sorted() where store.index.certificates[serial] == nil {
+            var record = journal.certificates[serial]!
+            record.status = .revoked
+            record.revokedAt = now
+            record.revocationReason = "signed by an interrupted run"
+            store.index.certificates[serial] = record
+            let holder: PKIChange.Holder = switch record.kind {
+            case .server: .node(record.holder)
+            case .client: .user(record.holder)
+            case .ca, .cross: .ca
+            }
+            changes.append(PKIChange(.revoked, holder, serial: serial, reason: "signed by an interrupted run that never recorded it"))
+        }
+        return changes
     }
 
     /// Users revoked by command stay revoked while the inventory lists them as active; the hold is
@@ -171,20 +202,33 @@ public enum PKIManager {
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
         let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        let adopted = adoptInterruptedIssues(store, now: now)
         let holder = store.index.users[user]
         guard holder != nil || knownUser else {
             throw PKIError(.nothingToRevoke, "user '\(user)' has no current certificate in \(stateDirectory)")
         }
+        var (session, serial) = revokeByCommand(user, hold: holdUser, store: store, now: now, passphrase: passphrase)
+        session.changes = adopted + session.changes
+        try session.updateCRL()
+        try store.commit()
+        return RevokeResult(serial: serial, changes: session.changes)
+    }
+
+    /// The reason `vpnprov revoke` records.
+    static let revokedByCommandReason = "revoked by command"
+
+    /// `user`'s certificates revoked and generated secrets dropped in `store` (not committed), and
+    /// the hold placed with `hold`. Returns the session that made the changes and the revoked serial.
+    static func revokeByCommand(_ user: String, hold: Bool, store: StateStore, now: Date, passphrase: String?) -> (PKISession, String?) {
+        let holder = store.index.users[user]
         let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
         var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
-        session.revokeUser(user, reason: "revoked by command", dropPassword: true)
-        if holdUser {
+        session.revokeUser(user, reason: revokedByCommandReason, dropPassword: true)
+        if hold {
             var holds = store.index.revokedByCommand ?? [:]
             holds[user] = holder?.serial ?? ""
             store.index.revokedByCommand = holds
         }
-        try session.updateCRL()
-        try store.commit()
-        return RevokeResult(serial: holder?.serial, changes: session.changes)
+        return (session, holder?.serial)
     }
 }

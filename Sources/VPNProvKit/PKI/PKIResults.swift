@@ -69,6 +69,17 @@ public struct PrepareResult: Sendable {
     public func commit() throws {
         try pendingStore?.commit()
     }
+
+    /// Records every certificate this run signed in the state's issuing journal, before the first of
+    /// them is written anywhere (the output tree's temporary files included).
+    func recordIssuing() throws {
+        try pendingStore?.recordIssuing()
+    }
+
+    /// Takes the journal back after a failure that removed everything this run wrote.
+    func abandonIssuing() {
+        pendingStore?.abandonIssuing()
+    }
 }
 
 public struct RevokeResult: Sendable {

@@ -16,6 +16,10 @@ enum ProfileSigningLoader {
     ) throws -> ProfileSigner {
         let location = inventory.location(of: "pki.profile_signing")
         func text(_ source: SecretSource, _ what: String) throws -> String {
+            // The same rules as every env:/file: secret: the signing key is one.
+            if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {
+                throw PKIError(.secretSource, "pki.profile_signing \(what): \(problem)", at: location)
+            }
             switch source {
             case .env(let name):
                 guard let value = environment[name], !value.isEmpty else {
@@ -23,7 +27,12 @@ enum ProfileSigningLoader {
                 }
                 return value
             case .file(let path):
-                let full = path.hasPrefix("/") ? path : (inventoryDirectory as NSString).appendingPathComponent(path)
+                let full: String
+                do {
+                    full = try SecretSourcePolicy.confinedFile(path, inventory.secrets, inventoryDirectory: inventoryDirectory)
+                } catch {
+                    throw PKIError(.secretSource, "pki.profile_signing \(what): \(error.message)", at: location)
+                }
                 return try readBounded(full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
             case .generate, .literal:
                 throw PKIError(.secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
@@ -52,29 +61,19 @@ enum ProfileSigningLoader {
         return signer
     }
 
-    /// A regular file's text, refused past `maxFileSize`.
+    /// A regular file's text, refused past `maxFileSize` (BoundedFile, like every outside read).
     static func readBounded(_ path: String, what: String, reference: String, location: SourceLocation?) throws -> String {
-        // O_NONBLOCK: a FIFO without a writer is refused below instead of blocking the run.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
-            throw PKIError(.secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
-        }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location)
-            }
-            if n == 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > maxFileSize {
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(path, limit: maxFileSize)
+        } catch {
+            if error.reason == "is larger than \(BoundedFile.describe(maxFileSize))" {
                 throw PKIError(.secretUnavailable, "\(what): \(path) is larger than \(maxFileSize >> 20) MiB (\(reference))", at: location)
             }
+            if error.reason == "is not a regular file" {
+                throw PKIError(.secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
+            }
+            throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location)
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw PKIError(.secretUnavailable, "\(what): \(path) is not UTF-8 text (\(reference))", at: location)

@@ -21,8 +21,11 @@ enum SecretResolver {
     /// the reference, never a value.
     static func resolve(
         _ source: SecretSource, what: String, at location: SourceLocation?, inventoryDirectory: String,
-        environment: [String: String]
+        environment: [String: String], settings: SecretSettings = SecretSettings()
     ) throws -> String? {
+        if let problem = SecretSourcePolicy.problem(source, settings) {
+            throw PKIError(.secretSource, "\(what): \(problem)", at: location)
+        }
         switch source {
         case .generate:
             return nil
@@ -48,7 +51,12 @@ enum SecretResolver {
             }
             return value
         case .file(let path):
-            let full = path.hasPrefix("/") ? path : (inventoryDirectory as NSString).appendingPathComponent(path)
+            let full: String
+            do {
+                full = try SecretSourcePolicy.confinedFile(path, settings, inventoryDirectory: inventoryDirectory)
+            } catch {
+                throw PKIError(.secretSource, "\(what): \(error.message)", at: location)
+            }
             func failure(_ reason: String) -> PKIError {
                 PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
             }

@@ -62,7 +62,7 @@ extension Pipeline {
     /// version string) renders everything again instead of trusting files an older build wrote.
     /// Unreadable, it is unique to this run, so nothing is taken from the cache.
     static let buildIdentity: String = {
-        if let bytes = FileManager.default.contents(atPath: "/proc/self/exe") { return hexString(Digest.sha256([UInt8](bytes))) }
+        if let bytes = try? BoundedFile.read("/proc/self/exe", limit: BoundedFile.outputFileLimit) { return hexString(Digest.sha256(bytes)) }
         return UUID().uuidString
     }()
 
@@ -169,7 +169,8 @@ extension Pipeline {
         func resolve(_ source: SecretSource, _ what: String, _ location: SourceLocation?) -> String? {
             do {
                 return try SecretResolver.resolve(
-                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment)
+                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment,
+                    settings: inventory.secrets)
             } catch let error as PKIError {
                 out.append(error.diagnostic)
             } catch {

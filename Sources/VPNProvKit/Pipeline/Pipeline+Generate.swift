@@ -117,12 +117,34 @@ extension Pipeline {
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
-            let result = try PKIManager.revoke(
-                user: user.name, stateDirectory: generate.stateDirectory, environment: generate.environment, lock: lock,
-                knownUser: true, holdUser: !user.revoked)
-            output.set("revoked", Revoked(user: user.name, serial: result.serial))
-            for change in result.changes { output.info("vpnprov: \(change)") }
-            if result.serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
+            // The revocation is one more change of the regeneration's state, committed with it: every
+            // secret is resolved and every file rendered first, so a failure (an unset env: secret of
+            // another user) leaves the state and the output tree as they were.
+            let notRevoked = "vpnprov: user '\(user.name)' is not revoked: the run stopped before changing anything "
+                + "(the state and \(display(generate.outDirectory, generate)) are as they were)"
+            do {
+                // While the inventory still lists the user as active, every run (this one included) warns
+                // once that they are held revoked, and how to record or undo it.
+                guard let built = try build(
+                    generate, output: output, persist: false, lock: lock, quietLoad: true,
+                    action: .revoke(user: user.name, hold: !user.revoked))
+                else {
+                    output.info(notRevoked)
+                    return ExitCode.failure
+                }
+                let serial = built.prepared.changes.first {
+                    $0.kind == .revoked && $0.holder == .user(user.name) && $0.reason == PKIManager.revokedByCommandReason
+                }?.serial
+                guard try commitAndWrite(built, options: generate, output: output) else {
+                    output.info(notRevoked)
+                    return ExitCode.failure
+                }
+                output.set("revoked", Revoked(user: user.name, serial: serial))
+                if serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
+            } catch {
+                output.info(notRevoked)
+                throw error
+            }
             let pskNodes = user.nodes.filter { inventory.node(named: $0)?.services.contains(.ikev2PSK) == true }
             if !pskNodes.isEmpty {
                 output.warning(
@@ -130,13 +152,7 @@ extension Pipeline {
                     "'\(user.name)' could use ikev2-psk on \(pskNodes.joined(separator: ", ")); that service has no "
                         + "per-user credential, so whoever knows a node's PSK can still connect until it changes")
             }
-            // While the inventory still lists the user as active, every run (this one's regeneration
-            // included) warns once that they are held revoked, and how to record or undo it.
-            guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true) else {
-                return ExitCode.failure
-            }
-            return try commitAndWrite(built, options: generate, output: output, earlierChanges: result.changes)
-                ? ExitCode.success : ExitCode.failure
+            return ExitCode.success
         }
     }
 }

@@ -116,7 +116,7 @@ extension Pipeline {
                     .nothingToUnrevoke, "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
                     user.location(of: "revoked"))
             }
-        case .startCARotation, .finishCARotation:
+        case .startCARotation, .finishCARotation, .revoke:
             break
         }
         return nil

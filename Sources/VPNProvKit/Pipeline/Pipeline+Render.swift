@@ -62,15 +62,20 @@ extension Pipeline {
     static func write(_ built: Built, options: GenerateOptions, output: CommandOutput) throws -> WriteSummary? {
         let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
         do {
+            // Every certificate this run signed is named in the state before the first of them is
+            // staged in the output tree: a run killed from here on leaves none the next run cannot revoke.
+            try built.prepared.recordIssuing()
             let rendered = try render(
                 built, into: session, progress: Progress(console: output.console, environment: options.environment, label: "writing profiles"))
             guard settle(built, rendered, options: options, output: output) else {
                 session.abort()
+                built.prepared.abandonIssuing()
                 return nil
             }
             try built.prepared.commit()
         } catch {
             session.abort()
+            built.prepared.abandonIssuing()
             throw error
         }
         return try session.publish()

@@ -10,25 +10,24 @@ extension Pipeline {
 
     /// Renders and checks, then the state, then the output tree, then the summary. False when the
     /// consistency check failed (reported; nothing written).
-    /// `earlierChanges`: state changes this command made before (revoke's), for the summary.
     static func commitAndWrite(
-        _ built: Built, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+        _ built: Built, options: GenerateOptions, output: CommandOutput
     ) throws -> Bool {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
         OutputLocation.record(options)
-        report(built, written, options: options, output: output, earlierChanges: earlierChanges)
+        report(built, written, options: options, output: output)
         return true
     }
 
     /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
     /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
     static func report(
-        _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput, earlierChanges: [PKIChange] = []
+        _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput
     ) {
         let summary = RunSummary(
-            built.prepared, written, out: display(options.outDirectory, options), changes: earlierChanges + built.prepared.changes)
+            built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes)
         output.set("summary", summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {

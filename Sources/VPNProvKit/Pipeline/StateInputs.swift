@@ -48,6 +48,25 @@ public enum StateInputs {
             nextCRLNumbers: numbers, nextCAGeneration: generation)
     }
 
+    /// issuing.json (certificates a killed run signed, docs/state.md "Interrupted runs") as the state
+    /// loader takes it, and the records the next run would add to index.json (revoked) from it, against
+    /// an empty index. Returns how many it would record.
+    @discardableResult
+    public static func readIssuingJournal(_ bytes: [UInt8], now: Date) throws -> Int {
+        let journal = try StateStore.decodeJournal(bytes, path: StatePaths(root: stateDirectory).issuingJournal)
+        var index = StateIndex()
+        for serial in journal.certificates.keys.sorted() where index.certificates[serial] == nil {
+            var record = journal.certificates[serial]!
+            record.status = .revoked
+            record.revokedAt = now
+            index.certificates[serial] = record
+        }
+        // The CRL the adoption makes must be buildable from those records.
+        let revoked = index.certificates.values.filter { $0.status == .revoked }.sorted { $0.serial < $1.serial }
+        _ = try PKISession.crlContents(revoked, previous: nil, hasPEM: false, now: now, stateDirectory: stateDirectory)
+        return index.certificates.count
+    }
+
     /// secrets.json as `generate`, `revoke` and the lifecycle commands load it. Returns how many
     /// names it holds (never a value).
     @discardableResult
@@ -108,6 +127,11 @@ public enum StateInputs {
             _ = first.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:))
             _ = first.isSigned(by: first)
             _ = Pipeline.inspectCertificate(text)
+            // How status, the index and the consistency messages show the subjectAltName.
+            for name in first.subjectAlternativeNames {
+                _ = name.description
+                if case .ipAddress(let bytes) = name { _ = IPAddressText.format(bytes) }
+            }
             _ = first.pem
         }
         if let bundle = try? X509Certificate.all(pem: text), !bundle.isEmpty {

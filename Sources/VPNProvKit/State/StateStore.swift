@@ -12,6 +12,8 @@ import VPNProvCrypto
 ///     keys/<KEYID>.pem      node and user keys (KEYID = SHA-256 of the public key, 40 hex)
 ///     p12/<SERIAL>-<HASH>.p12   PKCS#12 containers, stored so their bytes are stable
 ///     crl/<NUMBER>.pem      CRLs by crlNumber
+///     issuing.json          certificates signed but not yet in index.json (only between a run's
+///                           signing and its commit, or after that run was killed)
 ///
 /// Files other than index.json/secrets.json are content-addressed and never rewritten, so a crash
 /// before index.json is committed leaves only unreferenced files behind.
@@ -36,6 +38,9 @@ struct StatePaths: Sendable {
         (ca.generation ?? 1) <= 1 ? crl(number) : "\(root)/crl/\(ca.serial)-\(number).pem"
     }
     var subdirectories: [String] { ["ca", "certs", "keys", "p12", "crl"].map { "\(root)/\($0)" } }
+    /// `issuing.json`: certificates signed by a run that has not committed them to index.json yet
+    /// (written before any of them reaches a file, removed once index.json holds them).
+    var issuingJournal: String { "\(root)/issuing.json" }
 
     /// Refuses a symbolic link anywhere vpnprov reads or writes inside the state directory (its
     /// subdirectories, index.json, secrets.json, the lock): like the output tree, the state is never
@@ -43,7 +48,7 @@ struct StatePaths: Sendable {
     /// Files inside the subdirectories are opened with O_NOFOLLOW and replaced by rename, which
     /// replaces a link instead of writing through it.
     func refuseSymlinks() throws {
-        for path in subdirectories + [index, secrets, "\(root)/.lock"] {
+        for path in subdirectories + [index, secrets, issuingJournal, "\(root)/.lock"] {
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
             if st.st_mode & S_IFMT == S_IFLNK {
@@ -101,6 +106,11 @@ final class StateStore: @unchecked Sendable {
     var p12s: [String: [UInt8]] = [:]
     var crlPEM: String?
 
+    /// The issuing journal a killed run left (its certificates are adopted by `prepare`), and whether
+    /// this run has written its own.
+    var foundJournal: IssuingJournal?
+    private var journalRecorded = false
+
     /// Files to write on commit: path -> (bytes, may overwrite).
     private(set) var pending: [(path: String, bytes: [UInt8], overwrite: Bool)] = []
 
@@ -136,6 +146,10 @@ final class StateStore: @unchecked Sendable {
             throw inconsistent("index.json exists but secrets.json is missing")
         }
         let store = StateStore(paths: paths, index: index, secrets: secrets, secretsFileExisted: secretsExist)
+        if AtomicFile.exists(paths.issuingJournal) {
+            store.foundJournal = try decodeJournal(
+                try AtomicFile.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit), path: paths.issuingJournal)
+        }
 
         // The CA.
         if let record = index.ca, (record.generation ?? 1) > 1 {
@@ -263,6 +277,28 @@ final class StateStore: @unchecked Sendable {
         return index
     }
 
+    /// The bytes of issuing.json (read from `path`) as `load` takes them. It is written atomically, so
+    /// one that does not decode was not written by vpnprov; it is not ignored (it may name certificates
+    /// that must be revoked).
+    static func decodeJournal(_ bytes: [UInt8], path: String) throws -> IssuingJournal {
+        let journal: IssuingJournal
+        do {
+            journal = try StateJSON.decode(IssuingJournal.self, bytes)
+        } catch {
+            throw PKIError(
+                .stateUnreadable,
+                "cannot read \(path): it is not a valid vpnprov issuing journal (\(error)); nothing was changed. It lists certificates a "
+                    + "killed run signed; restore it from a backup, or move it away once you know those certificates were never handed out")
+        }
+        guard journal.version == IssuingJournal.currentVersion else {
+            throw PKIError(.stateUnreadable, "\(path) has version \(journal.version); this vpnprov reads version \(IssuingJournal.currentVersion)")
+        }
+        for (serial, record) in journal.certificates where serial != record.serial || bytesFromHex(serial) == nil || serial.utf8.count > 128 {
+            throw PKIError(.stateUnreadable, "\(path) names the certificate '\(serial.prefix(64))', which is not a serial vpnprov writes; nothing was changed")
+        }
+        return journal
+    }
+
     /// The bytes of secrets.json (read from `path`) as `load` takes them. The error never quotes the
     /// decoder's message, which could show part of a secret.
     static func decodeSecrets(_ bytes: [UInt8], path: String) throws -> SecretsFile {
@@ -383,7 +419,13 @@ final class StateStore: @unchecked Sendable {
         try paths.refuseSymlinks()
         // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
         for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
-        guard hasChanges else { return }
+        guard hasChanges else {
+            // A journal whose certificates index.json already holds (its run was killed after the commit point).
+            if foundJournal != nil { unlink(paths.issuingJournal) }
+            return
+        }
+        // Before the first certificate reaches a file (no-op when the pipeline recorded it already).
+        try recordIssuing()
         // What this commit creates, so a failure (a full disk) can take it back: files and
         // subdirectories that do not exist yet. Before index.json is committed nothing refers to them.
         let createdDirectories = paths.subdirectories.filter { !AtomicFile.exists($0) }
@@ -413,6 +455,11 @@ final class StateStore: @unchecked Sendable {
             for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
             if writesSecrets { try AtomicFile.write(newSecrets, to: paths.secrets) }
             if writesIndex { try AtomicFile.write(newIndex, to: paths.index) }
+            // index.json holds every certificate the journal named: it has done its work.
+            if journalRecorded || foundJournal != nil {
+                unlink(paths.issuingJournal)
+                try? AtomicFile.syncDirectory(paths.root)
+            }
         } catch {
             // Committed after all when index.json already holds the new index (only its directory
             // sync failed): then everything stays.
@@ -432,6 +479,45 @@ final class StateStore: @unchecked Sendable {
         }
         pending = []
     }
+
+    /// Certificates this run's index holds that the committed index.json does not: signed now (or
+    /// adopted from a killed run's journal). CA certificates are left out: a self-signed certificate
+    /// is trusted only where a profile installs it, and only a committed CA reaches a profile.
+    var uncommittedCertificates: [String: CertificateRecord] {
+        index.certificates.filter { originalIndex.certificates[$0.key] == nil && $0.value.kind != .ca }
+    }
+
+    /// Writes issuing.json (fsynced) with every certificate this run signed, before any of them is
+    /// written to the state or the output tree: a run killed (SIGKILL, SIGINT, SIGTERM, power loss)
+    /// before index.json is committed leaves them named there, and the next run records and revokes
+    /// them. Once per run; nothing to write when the run signed nothing.
+    func recordIssuing() throws {
+        guard !journalRecorded else { return }
+        let signed = uncommittedCertificates
+        guard !signed.isEmpty else { return }
+        try AtomicFile.write(try StateJSON.encode(IssuingJournal(certificates: signed)), to: paths.issuingJournal)
+        journalRecorded = true
+    }
+
+    /// After a failure that removed every file this run wrote (nothing it signed is left anywhere):
+    /// the journal goes back to what it was, so the certificates that never left memory are not revoked.
+    func abandonIssuing() {
+        guard journalRecorded else { return }
+        if let foundJournal, let bytes = try? StateJSON.encode(foundJournal) {
+            try? AtomicFile.write(bytes, to: paths.issuingJournal)
+        } else {
+            unlink(paths.issuingJournal)
+        }
+        journalRecorded = false
+    }
+}
+
+/// `issuing.json` (docs/state.md, "Interrupted runs"): every certificate a run signed, by serial,
+/// written before any of them reaches a file and removed once index.json records them.
+struct IssuingJournal: Codable, Equatable {
+    static let currentVersion = 1
+    var version: Int = IssuingJournal.currentVersion
+    var certificates: [String: CertificateRecord]
 }
 
 /// Runs `body` for 0..<count on all cores and returns the results in order; rethrows the first error.

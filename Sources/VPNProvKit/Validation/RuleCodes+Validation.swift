@@ -43,6 +43,9 @@ extension RuleCode {
     public static let unrepresentableSecret = RuleCode("unrepresentable-secret")
     /// `env:` with an invalid variable name or `file:` with an empty path.
     public static let invalidSecretReference = RuleCode("invalid-secret-reference")
+    /// An `env:` variable or `file:` path secrets may not come from (vpnprov's own `VPNPROV_*`, a
+    /// variable without an allowed prefix, a file outside the secrets directory).
+    public static let secretSource = RuleCode("secret-source")
     /// The same PSK (literal, env: variable or file: path) on several nodes.
     public static let pskReused = RuleCode("psk-reused")
 

@@ -15,9 +15,15 @@ enum SecretRules {
     /// Reference problems for env:/file: sources, literal warnings and policy problems.
     private static func checkSource(
         _ source: SecretSource, kind: SecretPolicy.Kind, owner: String, names: [String], at location: SourceLocation,
-        checkStrength: Bool, into d: inout [Diagnostic]
+        checkStrength: Bool, settings: SecretSettings, into d: inout [Diagnostic]
     ) {
         let what = kind == .psk ? "PSK" : "password"
+        // Where it may come from, once the reference itself is well-formed.
+        func checkPlace() {
+            if let problem = SecretSourcePolicy.problem(source, settings) {
+                d.append(.error(.secretSource, "\(owner) \(kind == .psk ? "psk" : "password"): \(problem)", at: location))
+            }
+        }
         switch source {
         case .generate:
             break
@@ -26,10 +32,14 @@ enum SecretRules {
                 d.append(.error(.invalidSecretReference,
                     "\(owner): \(what) reference env:\(TextCheck.quoted(name)) is not a valid environment variable name (letters, digits, '_', not starting with a digit)",
                     at: location))
+            } else {
+                checkPlace()
             }
         case .file(let path):
             if path.isEmpty || TextCheck.hasControlCharacters(path) {
                 d.append(.error(.invalidSecretReference, "\(owner): \(what) reference file: needs a path without control characters", at: location))
+            } else {
+                checkPlace()
             }
         case .literal(let value):
             d.append(.warning(.literalSecret,
@@ -49,7 +59,7 @@ enum SecretRules {
             guard let psk = node.psk else { continue }
             let location = node.location(of: "psk")
             checkSource(psk, kind: .psk, owner: "node '\(node.name)'", names: [node.name, inventory.name], at: location,
-                checkStrength: true, into: &d)
+                checkStrength: true, settings: inventory.secrets, into: &d)
             let key: String
             let shown: String
             switch psk {
@@ -69,7 +79,7 @@ enum SecretRules {
         for user in inventory.users {
             guard let password = user.password else { continue }
             checkSource(password, kind: .password, owner: "user '\(user.name)'", names: [user.name, inventory.name],
-                at: user.location(of: "password"), checkStrength: !user.revoked, into: &d)
+                at: user.location(of: "password"), checkStrength: !user.revoked, settings: inventory.secrets, into: &d)
         }
     }
 }

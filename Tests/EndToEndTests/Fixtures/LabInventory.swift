@@ -23,6 +23,8 @@ enum Inventories {
     static let lab = """
         vpnprov: 1
         name: lab
+        secrets:
+          env_prefix: [LAB_]
         defaults:
           services: [ikev2-eap]
           proposals:

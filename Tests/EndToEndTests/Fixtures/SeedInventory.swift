@@ -15,6 +15,8 @@ extension Inventories {
     static let seed = """
         vpnprov: 1
         name: seed
+        secrets:
+          env_prefix: SEED_
         pki:
           server_key: rsa-2048
         defaults:

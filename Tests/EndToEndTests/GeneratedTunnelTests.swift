@@ -519,7 +519,8 @@ struct GeneratedTunnelTests {
         let lab = try Inventories.generateLab(label: "lab-list")
         // What example.yaml and the lab inventory ask for, as strongSwan prints it (connection → fragments).
         let pskRemote = "remote pre-shared key authentication:\n    id: %any\n"
-        let certRemote = "remote public key authentication:\n    id: %any\n    cacerts: "
+        // <policy>: the node's own certificate policy, which charon must have loaded as the round's constraint.
+        let certRemote = "remote public key authentication:\n    id: %any\n    cert policy: <policy>\n    cacerts: "
         let eapRemote = "remote EAP_MSCHAPV2 authentication:\n    id: %any\n    eap_id: %any\n"
         func certLocal(_ id: String) -> String { "local public key authentication:\n    id: \(id)\n    certs: " }
         func pskLocal(_ id: String) -> String { "local pre-shared key authentication:\n    id: \(id)\n" }
@@ -568,9 +569,10 @@ struct GeneratedTunnelTests {
                     "\(builds) \(name): \(nut.serverLoad.output)")
             let listed = try nut.listConnections()
             #expect(Set(listed.keys) == Set(connections.keys), "\(builds) \(name): listed \(listed.keys.sorted())")
+            let policy = GeneratedDeployment.values(of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)).first
             for (connection, fragments) in connections {
                 let block = listed[connection] ?? ""
-                for fragment in fragments {
+                for fragment in fragments.map({ $0.replacingOccurrences(of: "<policy>", with: policy ?? "(none in swanctl.conf)") }) {
                     #expect(block.contains(fragment), "\(builds) \(name) \(connection) lacks \(fragment.debugDescription):\n\(block)")
                 }
             }

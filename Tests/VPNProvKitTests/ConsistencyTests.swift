@@ -168,6 +168,25 @@ import Testing
         #expect(check(inspect: fine).isEmpty)
     }
 
+    @Test func clientCertificateWithoutTheNodePolicyIsReported() throws {
+        let m = materials
+        let certNodes = inventory.nodes.filter { $0.services.contains(.ikev2Cert) }.map(\.name)
+        try #require(!certNodes.isEmpty)
+        func inspector(_ policies: [String]) -> Consistency.CertificateInspector {
+            { pem in
+                guard pem == m.users["alice"]!.certificatePEM else { return nil }
+                var facts = CertificateFacts(emails: ["alice@acme.example"])
+                facts.policies = policies
+                return facts
+            }
+        }
+        let all = inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }
+        #expect(!check(inspect: inspector(all)).contains { $0.code == .clientCertificatePolicy })
+        let none = check(inspect: inspector([])).filter { $0.code == .clientCertificatePolicy }
+        #expect(!none.isEmpty)
+        #expect(none.allSatisfy { d in certNodes.contains { d.message.contains("node '\($0)'") } }, "\(none.map(\.message))")
+    }
+
     @Test func serverShippingAnotherCAIsReported() {
         let d = check(servers: { views in views.map { var v = $0; v.caCertificatePEM = ClientFixtures.pem("old ca"); return v } })
         #expect(d.contains { $0.code == .caMismatch })

@@ -25,6 +25,8 @@ extension RuleCode {
     public static let serverCertificateSAN = RuleCode("server-cert-san")
     /// The client certificate's subjectAltName lacks the client's identity.
     public static let clientCertificateSAN = RuleCode("client-cert-san")
+    /// The client certificate lacks the policy of a node the client profile connects to.
+    public static let clientCertificatePolicy = RuleCode("client-cert-policy")
     /// The client trusts another CA than the one that issued the server's configuration.
     public static let caMismatch = RuleCode("ca-mismatch")
     /// A client kind lets IPv6 bypass the tunnel of a node without an IPv6 pool (it cannot block it).

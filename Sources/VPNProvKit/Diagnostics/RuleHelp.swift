@@ -103,6 +103,7 @@ public enum RuleHelp {
         "apple-proposal-unsupported": "The node's proposals cannot be expressed in an Apple profile.",
         "server-cert-san": "The server certificate's subjectAltName lacks the identity clients expect.",
         "client-cert-san": "The client certificate's subjectAltName lacks the client's identity.",
+        "client-cert-policy": "The client certificate lacks the policy of a node its profile connects to; the node would refuse it.",
         "windows-proposal-unsupported": "The node's proposals cannot be set in Windows' IKEv2 client.",
         "windows-certificate": "A certificate lacks what Windows checks: serverAuth, the dialled address as dNSName, clientAuth.",
         "ca-mismatch": "The client trusts another CA than the one of its server.",

@@ -245,6 +245,7 @@ extension Pipeline {
         guard let cert = try? X509Certificate(pem: pem) else { return nil }
         var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
         facts.extendedKeyUsages = cert.extendedKeyUsageOIDs
+        facts.policies = cert.certificatePolicyOIDs
         for name in cert.subjectAlternativeNames {
             switch name {
             case .dnsName(let v): facts.dnsNames.append(v)

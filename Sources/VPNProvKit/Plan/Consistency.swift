@@ -18,7 +18,10 @@ public struct ServerRoundView: Sendable, Hashable {
     public var auth: AuthMethod
     public var id: IdentityPattern
     public var eapID: IdentityPattern?
-    public init(auth: AuthMethod, id: IdentityPattern, eapID: IdentityPattern? = nil) {
+    /// Certificate policies the client certificate must carry (`cert_policy`).
+    public var certPolicies: [String]
+    public init(auth: AuthMethod, id: IdentityPattern, eapID: IdentityPattern? = nil, certPolicies: [String] = []) {
+        self.certPolicies = certPolicies
         self.auth = auth
         self.id = id
         self.eapID = eapID
@@ -87,6 +90,8 @@ public struct CertificateFacts: Sendable, Hashable {
     public var subject: String?
     /// Extended key usage OIDs in dotted form; nil when the inspector does not read them.
     public var extendedKeyUsages: [String]? = nil
+    /// Certificate policy OIDs in dotted form; nil when the inspector does not read them.
+    public var policies: [String]? = nil
     public init(
         dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil,
         subject: String? = nil, extendedKeyUsages: [String]? = nil
@@ -362,6 +367,14 @@ public enum Consistency {
                     "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
                     at: user.location(of: "id")))
             }
+            // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
+            let required = s.remote.flatMap(\.certPolicies)
+            if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
+                out.append(.error(
+                    .clientCertificatePolicy,
+                    "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
+                    at: user.location(of: "nodes")))
+            }
         }
         return out
     }
@@ -609,7 +622,9 @@ extension ServerView {
                     name: c.name, version: c.version, aggressive: c.aggressive,
                     localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
                     remote: c.remote.map { r in
-                        ServerRoundView(auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init))
+                        ServerRoundView(
+                            auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init),
+                            certPolicies: r.certPolicies)
                     },
                     ikeProposals: c.ikeProposals, espProposals: c.child.espProposals, sendCertreq: c.sendCertreq)
             },

@@ -19,7 +19,7 @@ enum BuiltinDeployFiles {
   roles:
     - role: vpnprov_node
       vars:
-        vpnprov_state: absent
+        vpnprov_state: absent  # noqa: var-naming[no-role-prefix]
 
 """##,
         "roles/vpnprov_node/defaults/main.yml": ##"""

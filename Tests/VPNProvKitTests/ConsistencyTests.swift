@@ -180,9 +180,23 @@ import Testing
                 return facts
             }
         }
+        // The fixture's hand-made server views, with the node policy the server plan requires.
+        let scoped: ([ServerView]) -> [ServerView] = { views in
+            views.map { view in
+                var v = view
+                v.connections = v.connections.map { c in
+                    var c = c
+                    if c.remote.contains(where: { $0.auth == .pubkey }) {
+                        c.remote = c.remote.map { r in var r = r; r.certPolicies = [NodeAccessPolicy.oid(forNode: view.node)]; return r }
+                    }
+                    return c
+                }
+                return v
+            }
+        }
         let all = inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }
-        #expect(!check(inspect: inspector(all)).contains { $0.code == .clientCertificatePolicy })
-        let none = check(inspect: inspector([])).filter { $0.code == .clientCertificatePolicy }
+        #expect(!check(servers: scoped, inspect: inspector(all)).contains { $0.code == .clientCertificatePolicy })
+        let none = check(servers: scoped, inspect: inspector([])).filter { $0.code == .clientCertificatePolicy }
         #expect(!none.isEmpty)
         #expect(none.allSatisfy { d in certNodes.contains { d.message.contains("node '\($0)'") } }, "\(none.map(\.message))")
     }

@@ -57,8 +57,10 @@ struct EAPIdentityTests {
     }
 
     /// Loads `server` and `client` into a fresh pair of daemons and initiates.
-    static func attempt(server: String, client: (conf: String, connection: String)) throws -> (connected: Bool, serverLog: String) {
-        let s = try TunnelScenario.start()
+    static func attempt(
+        server: String, client: (conf: String, connection: String), build: StrongSwanBuild
+    ) throws -> (connected: Bool, serverLog: String) {
+        let s = try TunnelScenario.start(builds: BuildPair(server: build, client: build))
         defer { s.teardown() }
         try s.server.loadAllCleanly(confFile: server)
         try s.client.loadAllCleanly(confFile: client.conf)
@@ -66,23 +68,26 @@ struct EAPIdentityTests {
         return (result.succeeded, s.server.log)
     }
 
-    @Test("A made-up EAP identity with another user's password gets no tunnel; a user named like the node is refused")
-    func madeUpEAPIdentityIsRefused() throws {
-        try StrongSwanEnvironment.require()
+    @Test(
+        "A made-up EAP identity with another user's password gets no tunnel; a user named like the node is refused",
+        arguments: StrongSwanBuild.all)
+    func madeUpEAPIdentityIsRefused(_ build: StrongSwanBuild) throws {
+        try build.require()
         let dir = try Scratch.makeDirectory("eap-identity")
         defer { try? FileManager.default.removeItem(at: dir) }
         let path = dir.appendingPathComponent("inventory.yaml").path
         try Self.inventory.write(toFile: path, atomically: true, encoding: .utf8)
-        let deployment = try GeneratedDeployment.generate(inventory: path, label: "eap-identity")
+        let deployment = try GeneratedDeployment.generate(inventory: path, label: "eap-identity-\(build.name)")
         defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
         let node = try deployment.node("n1")
 
         // The node as rendered: no secret is owned by 'mallory' or by the node, so the login fails.
-        let shipped = try Self.attempt(server: node.confFile, client: try Self.mallory(deployment, in: dir))
+        let shipped = try Self.attempt(server: node.confFile, client: try Self.mallory(deployment, in: dir), build: build)
         #expect(!shipped.connected, "a made-up EAP identity logged in with alice's password:\n\(shipped.serverLog)")
 
         // The control: with alice's secret owned by the node's identity, the same client gets in.
-        let owned = try Self.attempt(server: try Self.nodeOwnedSecret(deployment, in: dir), client: try Self.mallory(deployment, in: dir))
+        let owned = try Self.attempt(
+            server: try Self.nodeOwnedSecret(deployment, in: dir), client: try Self.mallory(deployment, in: dir), build: build)
         #expect(owned.connected, "the node-owned secret should have let 'mallory' in (is the client set up right?):\n\(owned.serverLog)")
 
         // And vpnprov refuses the inventory that would render that secret: a password user named like the node.

@@ -143,10 +143,10 @@ struct ForwardingTests {
         print("forwarding \(build.name): \(proven) client cases reached the host behind the node")
     }
 
-    @Test("Client isolation: on by default, off where the inventory says", arguments: [StrongSwanBuild.host])
+    @Test("Client isolation: on by default, off where the inventory says", arguments: StrongSwanBuild.all)
     func clientIsolation(_ build: StrongSwanBuild) throws {
         try build.require()
-        let d = try Self.generate("fwd-iso")
+        let d = try Self.generate("fwd-iso-\(build.name)")
         for (name, isolated) in [("fwd-1", true), ("fwd-2", false)] {
             let node = try d.node(name)
             let nut = try NodeUnderTest.start(d, node: name, builds: BuildPair(server: build, client: build))

@@ -243,7 +243,9 @@ final class Internet: @unchecked Sendable {
     private init(namespace: String) { self.namespace = namespace }
 
     static func attach(to serverNamespace: String) throws -> Internet {
-        let internet = Internet(namespace: serverNamespace + "-i")
+        // One more letter, not a fifth dash-separated field: NetworkPair.removeStale() then also removes
+        // it after a killed run.
+        let internet = Internet(namespace: serverNamespace + "i")
         do {
             let ip = StrongSwanEnvironment.ipPath
             try sh(ip, ["netns", "add", internet.namespace])
@@ -378,7 +380,7 @@ final class SecondClient: @unchecked Sendable {
     }
 
     static func start(beside pair: NetworkPair, build: StrongSwanBuild) throws -> SecondClient {
-        let ns = pair.serverNamespace + "-c2"
+        let ns = pair.serverNamespace + "c2"  // four dash-separated fields, as removeStale() expects
         let ip = StrongSwanEnvironment.ipPath
         let etc = "/etc/netns/\(ns)"
         do {

@@ -75,7 +75,8 @@ extension PKISession {
             // certificate is revoked), so removing a node does not re-issue every user.
             let have = Set(had), want = Set(profile.policies)
             if !want.isSubset(of: have) { return ("nodes added", true) }
-            if !have.subtracting(want).isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }) {
+            let lost = have.subtracting(want)
+            if !lost.isEmpty, !lost.isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }) {
                 return ("nodes removed", true)
             }
         } else if !profile.policies.isEmpty {

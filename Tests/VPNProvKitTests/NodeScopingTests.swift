@@ -118,3 +118,64 @@ import VPNProvCrypto
         #expect((try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)).contains("cert_policy"))
     }
 }
+
+/// `network:` is decoded at its lines, merged from `defaults:` key by key, refused where a value is
+/// wrong, and warned where a setting cannot take effect.
+@Suite struct NetworkSettingsTests {
+    static func decode(_ network: String, pool6: String = "fd00:9::/112") -> InventoryDecoder.Result {
+        VPNProvKitTests.decode(
+            """
+            vpnprov: 1
+            name: acme
+            defaults:
+              network: {mss: 1300}
+            nodes:
+              n1:
+                address: 192.0.2.1
+                pool: 10.9.0.0/24
+                pool6: \(pool6)
+                network: \(network)
+            users:
+              u: {password: gen}
+            """)
+    }
+
+    @Test func settingsMergeWithDefaultsKeyByKey() throws {
+        let inventory = try #require(Self.decode("{uplink: eth0.100, isolate_clients: false, ipsec: libipsec}").inventory)
+        let n = inventory.nodes[0].network
+        #expect(n.uplink == "eth0.100" && n.mss == .fixed(1300) && !n.isolateClients && n.ipsec == .libipsec && n.ipv6 == nil)
+        #expect(inventory.nodes[0].ipv6Mode == .nat)
+        let auto = try #require(Self.decode("{mss: auto}").inventory)
+        #expect(auto.nodes[0].network.mss == .routeMTU && auto.nodes[0].network.isolateClients)
+        let global = try #require(Self.decode("{}", pool6: "2001:db8:9::/112").inventory)
+        #expect(global.nodes[0].ipv6Mode == .routed)
+    }
+
+    @Test(arguments: ["{uplink: \"eth0; flush ruleset\"}", "{uplink: abcdefghijklmnop}", "{mss: 100}", "{mss: 9000}",
+                      "{ipsec: kame}", "{ipv6: nat66}", "{isolate_clients: yes}", "{nat: true}"])
+    func badSettingsAreErrorsAtTheirLine(_ network: String) {
+        let result = Self.decode(network)
+        #expect(result.inventory == nil, "\(network) was accepted")
+        #expect(result.diagnostics.contains { $0.severity == .error && $0.location?.line == 10 }, "\(result.diagnostics.map(\.message))")
+    }
+
+    @Test func settingsThatCannotTakeEffectAreWarned() throws {
+        let routedULA = try #require(Self.decode("{ipv6: routed}").inventory)
+        #expect(Validator.validate(routedULA).contains { $0.code == .networkSetting && $0.message.contains("unique local") })
+        let noPool6 = try #require(VPNProvKitTests.decode(
+            """
+            vpnprov: 1
+            name: acme
+            nodes:
+              n1:
+                address: 192.0.2.1
+                pool: 10.9.0.0/24
+                network: {ipv6: nat}
+            users:
+              u: {password: gen}
+            """).inventory)
+        #expect(Validator.validate(noPool6).contains { $0.code == .networkSetting && $0.location?.line == 7 })
+        let fine = try #require(Self.decode("{ipv6: nat}").inventory)
+        #expect(!Validator.validate(fine).contains { $0.code == .networkSetting })
+    }
+}

@@ -116,6 +116,18 @@ enum NetworkRules {
             }
         }
         checkPools(inventory, nodeIPs: nodeIPs, into: &d)
+        for node in inventory.nodes {
+            guard let mode = node.network.ipv6 else { continue }
+            let location = node.location(of: "network.ipv6")
+            if node.pool6 == nil {
+                d.append(.warning(.networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6", at: location))
+            } else if mode == .routed, let pool6 = node.pool6, (pool6.address[0] & 0xFE) == 0xFC {
+                d.append(.warning(
+                    .networkSetting,
+                    "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
+                    at: location))
+            }
+        }
     }
 
     static func checkPools(_ inventory: Inventory, nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)], into d: inout [Diagnostic]) {

@@ -76,6 +76,9 @@ extension RuleCode {
     public static let poolContainsAddress = RuleCode("pool-contains-address")
     /// Pool contains one of the node's DNS servers (a client could be leased its address).
     public static let poolContainsDNS = RuleCode("pool-contains-dns")
+    /// A `network:` setting that cannot take effect: `ipv6` without a `pool6`, or a unique local
+    /// `pool6` routed (no internet router forwards fc00::/7).
+    public static let networkSetting = RuleCode("network-setting")
 
     // Addresses and DNS servers.
     public static let invalidAddress = RuleCode("invalid-address")

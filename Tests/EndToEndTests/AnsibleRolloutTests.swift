@@ -137,7 +137,8 @@ import Glibc
         for node in [n1, n2] { try operatorText.write(toFile: node.etc + "/" + operatorFile, atomically: true, encoding: .utf8) }
 
         // An operator's own nftables table, which no rollout may touch.
-        for node in [n1, n2] { try lab.nft(node, "add table inet operator\nadd chain inet operator mine { type filter hook input priority 10; }\n") }
+        for node in [n1, n2] { try NetworkPair.loadNftables(
+                "add table inet operator\nadd chain inet operator mine { type filter hook input priority 10; }\n", in: node.namespace) }
 
         // 1. First rollout, verbose and with diffs: every generated file lands with its mode, nothing secret is printed.
         try fleet.generate(version: 1)

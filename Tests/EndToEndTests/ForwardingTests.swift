@@ -99,7 +99,7 @@ struct ForwardingTests {
             let vip = try #require(tunnel.virtualIPv4, "\(c.label): no IPv4 virtual IP")
             // The client announces a full-size MSS (its tunnel device at 1500) while the node's tunnel
             // carries 1400: only the node's clamping keeps the host's segments small enough.
-            try sh(StrongSwanEnvironment.ipPath, ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
+            try Command.check(StrongSwanEnvironment.ipPath, ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
             if !mssProven {
                 let stalled = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip, maxTime: 6)
                 #expect(!stalled.succeeded, "\(c.label): without MSS clamping the 2 MB download should stall at the black hole")
@@ -134,8 +134,8 @@ struct ForwardingTests {
         // A packet from a pool address that arrives outside the tunnel is not forwarded: the host's
         // counter of echo requests does not move (and does move for one through the tunnel above).
         let spoofer = nut.scenario.pair.clientNamespace
-        try sh(StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
-        try sh(StrongSwanEnvironment.ipPath, ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
+        try Command.check(StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
+        try Command.check(StrongSwanEnvironment.ipPath, ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
         let before = try internet.echoRequestsSeen()
         #expect(before > 0, "the host's counter saw none of the tunnel's pings")
         _ = try nut.scenario.pair.ping(from: spoofer, source: "10.90.0.250", to: Self.hostAddress, count: 2)
@@ -224,14 +224,6 @@ struct ForwardingTests {
     }
 }
 
-/// Runs a tool; throws with its output unless it exits 0.
-@discardableResult
-func sh(_ executable: String, _ arguments: [String]) throws -> CommandResult {
-    let result = try Command.run(executable, arguments)
-    guard result.succeeded else { throw HarnessError("\(executable) \(arguments.joined(separator: " ")) failed: \(result)") }
-    return result
-}
-
 /// The node's uplink: a third namespace ("internet") with one host, 203.0.113.80 / 2001:db8:80::80,
 /// joined to the node's namespace by a veth. The host knows no route to the pools: only NAT brings
 /// its answers back. It drops ICMP "fragmentation needed" and "packet too big" (a PMTUD black hole)
@@ -248,15 +240,15 @@ final class Internet: @unchecked Sendable {
         let internet = Internet(namespace: serverNamespace + "i")
         do {
             let ip = StrongSwanEnvironment.ipPath
-            try sh(ip, ["netns", "add", internet.namespace])
-            try sh(ip, ["link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns", internet.namespace])
-            try sh(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
-            try sh(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0", "nodad"])
-            try sh(ip, ["-n", serverNamespace, "link", "set", "up0", "up"])
-            try sh(ip, ["-n", internet.namespace, "link", "set", "lo", "up"])
-            try sh(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
-            try sh(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
-            try sh(ip, ["-n", internet.namespace, "link", "set", "eth0", "up"])
+            try Command.check(ip, ["netns", "add", internet.namespace])
+            try Command.check(ip, ["link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns", internet.namespace])
+            try Command.check(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
+            try Command.check(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0", "nodad"])
+            try Command.check(ip, ["-n", serverNamespace, "link", "set", "up0", "up"])
+            try Command.check(ip, ["-n", internet.namespace, "link", "set", "lo", "up"])
+            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
+            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
+            try Command.check(ip, ["-n", internet.namespace, "link", "set", "eth0", "up"])
             let rules = """
                 table inet host {
                     chain input {
@@ -268,7 +260,7 @@ final class Internet: @unchecked Sendable {
                     counter echoes {}
                 }
                 """
-            try internet.nft(rules, in: internet.namespace)
+            try NetworkPair.loadNftables(rules, in: internet.namespace)
         } catch {
             internet.teardown()
             throw error
@@ -286,24 +278,18 @@ final class Internet: @unchecked Sendable {
 
     deinit { teardown() }
 
-    func nft(_ rules: String, in ns: String) throws {
-        let file = try Scratch.makeDirectory("nft").appendingPathComponent("rules.nft")
-        try rules.write(to: file, atomically: true, encoding: .utf8)
-        try sh(StrongSwanEnvironment.ipPath, ["netns", "exec", ns, "nft", "-f", file.path])
-    }
-
     /// The node's generated sysctl file and nftables table, applied as the node README says
     /// (`mssRules: false` loads the same table without its MSS lines).
     func applyGenerated(node: GeneratedDeployment.Node, in serverNamespace: String, mssRules: Bool) throws {
         let network = node.directory.appendingPathComponent("network")
-        try sh(
+        try Command.check(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", serverNamespace, "sysctl", "-q", "-p", network.appendingPathComponent("60-vpnprov.conf").path])
         var rules = try String(contentsOf: network.appendingPathComponent("vpnprov.nft"), encoding: .utf8)
         if !mssRules {
             rules = rules.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("maxseg") }.joined(separator: "\n")
         }
-        try nft(rules, in: serverNamespace)
+        try NetworkPair.loadNftables(rules, in: serverNamespace)
     }
 
     /// `curl` from `source` in `namespace`: prints "<status> <bytes>".
@@ -318,7 +304,7 @@ final class Internet: @unchecked Sendable {
 
     /// Echo requests the host has received so far.
     func echoRequestsSeen() throws -> Int {
-        let out = try sh(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]).stdout
+        let out = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]).stdout
         guard let range = out.range(of: "packets ") else { throw HarnessError("no counter in: \(out)") }
         return Int(out[range.upperBound...].prefix { $0.isNumber }) ?? -1
     }
@@ -342,7 +328,7 @@ final class Dnsmasq: @unchecked Sendable {
         let dir = try Scratch.makeDirectory("dnsmasq")
         let logURL = dir.appendingPathComponent("queries.log")
         let pidFile = dir.appendingPathComponent("dnsmasq.pid")
-        try sh(StrongSwanEnvironment.ipPath, [
+        try Command.check(StrongSwanEnvironment.ipPath, [
             "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
             "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces", "--listen-address=\(ForwardingTests.hostAddress)",
             "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries", "--log-facility=\(logURL.path)",
@@ -384,14 +370,14 @@ final class SecondClient: @unchecked Sendable {
         let ip = StrongSwanEnvironment.ipPath
         let etc = "/etc/netns/\(ns)"
         do {
-            try sh(ip, ["netns", "add", ns])
-            try sh(ip, ["link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0", "netns", ns])
-            try sh(ip, ["-n", pair.serverNamespace, "addr", "add", "198.18.0.1/24", "dev", "veth2"])
-            try sh(ip, ["-n", pair.serverNamespace, "link", "set", "veth2", "up"])
-            try sh(ip, ["-n", ns, "link", "set", "lo", "up"])
-            try sh(ip, ["-n", ns, "addr", "add", "198.18.0.2/24", "dev", "veth0"])
-            try sh(ip, ["-n", ns, "link", "set", "veth0", "up"])
-            try sh(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
+            try Command.check(ip, ["netns", "add", ns])
+            try Command.check(ip, ["link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0", "netns", ns])
+            try Command.check(ip, ["-n", pair.serverNamespace, "addr", "add", "198.18.0.1/24", "dev", "veth2"])
+            try Command.check(ip, ["-n", pair.serverNamespace, "link", "set", "veth2", "up"])
+            try Command.check(ip, ["-n", ns, "link", "set", "lo", "up"])
+            try Command.check(ip, ["-n", ns, "addr", "add", "198.18.0.2/24", "dev", "veth0"])
+            try Command.check(ip, ["-n", ns, "link", "set", "veth0", "up"])
+            try Command.check(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
             let hosts = "127.0.0.1 localhost\n::1 localhost\n" + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
             try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)

@@ -40,6 +40,14 @@ extension PKISession {
         }
     }
 
+    /// A certificate with policies `had`, replaced by one with `kept`, opened a node that is still in
+    /// the inventory and that the new one does not. (A node that left the inventory does not count:
+    /// its own certificate is revoked, so removing a node re-issues and revokes nobody.)
+    func losesNode(_ had: [String], keeping kept: [String]) -> Bool {
+        let lost = Set(had).subtracting(kept)
+        return !lost.isEmpty && !lost.isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) })
+    }
+
     /// Why the current certificate must be replaced, or nil to keep it.
     func renewalReason(_ profile: CertificateProfile, holder: HolderRecord?, notAfter: Date) -> (String, reuseKey: Bool)? {
         guard let holder, let record = index.certificates[holder.serial] else { return nil }
@@ -75,10 +83,7 @@ extension PKISession {
             // certificate is revoked), so removing a node does not re-issue every user.
             let have = Set(had), want = Set(profile.policies)
             if !want.isSubset(of: have) { return ("nodes added", true) }
-            let lost = have.subtracting(want)
-            if !lost.isEmpty, !lost.isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) }) {
-                return ("nodes removed", true)
-            }
+            if losesNode(had, keeping: profile.policies) { return ("nodes removed", true) }
         } else if !profile.policies.isEmpty {
             return ("not yet scoped to the user's nodes", true)
         }
@@ -202,10 +207,7 @@ extension PKISession {
                     old.status = .superseded
                     // A certificate that opened a node its holder no longer may use must stop working
                     // at the next rollout, not when it expires: it goes onto the CRL.
-                    // (A node that left the inventory needs nothing: its own certificate is revoked.)
-                    if let had = old.policies,
-                        !Set(had).subtracting(job.profile.policies).isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) })
-                    {
+                    if let had = old.policies, losesNode(had, keeping: job.profile.policies) {
                         old.status = .revoked
                         old.revokedAt = now
                         old.revocationReason = "no longer allowed on every node it names"

@@ -113,10 +113,9 @@ public enum ServerRenderer {
             files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
         }
 
-        files.append(
-            OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(networkContext(plan))))
-        files.append(
-            OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(networkContext(plan))))
+        let network = networkContext(plan)
+        files.append(OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
+        files.append(OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
 
         let readme = try templates.template(readmeTemplate).render([
             "node": .string(node.name),

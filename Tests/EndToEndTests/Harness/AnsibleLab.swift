@@ -285,14 +285,6 @@ final class AnsibleLab: @unchecked Sendable {
         try Command.run(StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace] + arguments, timeout: .seconds(30))
     }
 
-    /// Loads nftables commands into the node's namespace; throws unless nft accepts them.
-    func nft(_ node: Node, _ commands: String) throws {
-        let file = try Scratch.makeDirectory("nft-\(node.name)").appendingPathComponent("rules.nft")
-        try commands.write(to: file, atomically: true, encoding: .utf8)
-        let result = try run(node, ["nft", "-f", file.path])
-        guard result.succeeded else { throw HarnessError("nft on \(node.name): \(result)") }
-    }
-
     /// The node charon's established IKE SAs.
     func securityAssociations(_ node: Node) throws -> [IKESA] {
         let result = try swanctl(node, ["--list-sas", "--raw"])

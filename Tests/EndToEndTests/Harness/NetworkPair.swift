@@ -94,6 +94,13 @@ final class NetworkPair: @unchecked Sendable {
         }
     }
 
+    /// Loads an nftables ruleset (or nft commands) into `namespace` with `nft -f`; throws unless nft accepts it.
+    static func loadNftables(_ rules: String, in namespace: String) throws {
+        let file = try Scratch.makeDirectory("nft").appendingPathComponent("rules.nft")
+        try rules.write(to: file, atomically: true, encoding: .utf8)
+        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "-f", file.path])
+    }
+
     /// Kills whatever still runs inside and deletes both namespaces. Safe to call twice.
     func teardown() {
         if tornDown { return }

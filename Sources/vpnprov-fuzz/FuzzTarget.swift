@@ -20,13 +20,15 @@ func fuzzOne(_ bytes: [UInt8]) {
 }
 
 /// YAML -> typed inventory -> validation -> the diagnostics as printed (text and JSON, with secret
-/// lines and values hidden); and the same bytes as a `file:` secret. When the inventory decodes,
-/// validation must run to completion.
+/// lines and values hidden); and the same bytes as a `file:` secret. When the inventory decodes, even
+/// only in part, validation must run to completion.
 func fuzzInventory(_ bytes: [UInt8]) {
     let result = InventoryLoader.decode(bytes: bytes, file: "fuzz.yaml")
     var diagnostics = result.diagnostics
     if let inventory = result.inventory {
         diagnostics += Validator.validate(inventory)
+    } else if let partial = result.partial {
+        diagnostics += Validator.validate(partial, broken: result.broken)
     }
     for format in [DiagnosticPrinter.Format.text, .json] {
         let printer = DiagnosticPrinter(

@@ -5,6 +5,8 @@ import VPNProvYAML
 final class DecodingContext {
     let file: String
     private(set) var diagnostics: [Diagnostic] = []
+    /// Errors so far: a part of the inventory whose decoding added one is broken (`Result.broken`).
+    private(set) var errorCount = 0
     /// Source lines that hold secret values (never shown in diagnostic excerpts).
     private(set) var secretLines: Set<Int> = []
     /// Values that are, or might be, secrets: never quoted in a diagnostic message.
@@ -26,13 +28,17 @@ final class DecodingContext {
 
     func error(_ code: RuleCode, _ message: String, at node: YAMLNode, notes: [Diagnostic.Note] = []) {
         diagnostics.append(.error(code, message, at: location(node), notes: notes))
+        errorCount += 1
     }
 
     func warning(_ code: RuleCode, _ message: String, at node: YAMLNode) {
         diagnostics.append(.warning(code, message, at: location(node)))
     }
 
-    func append(_ diagnostic: Diagnostic) { diagnostics.append(diagnostic) }
+    func append(_ diagnostic: Diagnostic) {
+        diagnostics.append(diagnostic)
+        if diagnostic.severity == .error { errorCount += 1 }
+    }
 
     /// The repeated entries of one list, so each repeated value is reported once (at its first
     /// repeat, with how often it is listed) however often it is repeated.

@@ -64,19 +64,50 @@ public struct InventoryDecoder: Sendable {
         public var secretLines: Set<Int>
         /// Literal secret values, and scalar values of unknown keys: hidden from every message.
         public var secretValues: Set<String> = []
+        /// With decoding errors, the parts that decoded cleanly (nil when there is nothing to check:
+        /// a YAML error, another schema version, no deployment name): the rule checks run over it,
+        /// so one run reports the schema errors and everything the rest of the inventory gets.
+        public var partial: Inventory?
+        /// What `partial` leaves out or holds incomplete, so the rule checks skip what depends on it.
+        public var broken = BrokenParts()
+    }
+
+    /// The parts of an inventory whose decoding failed (docs/diagnostics.md, "one pass").
+    public struct BrokenParts: Sendable, Hashable {
+        /// Nodes with an error of their own or in a `defaults:` field they inherit: left out.
+        public var nodes: Set<String> = []
+        /// Users with an error: left out.
+        public var users: Set<String> = []
+        /// Users (decoded cleanly) on a broken node: what they get from their nodes is not judged.
+        public var usersOnBrokenNodes: Set<String> = []
+        /// `pki:` / `secrets:` had an error: the rules that read them are skipped.
+        public var pki = false
+        public var secrets = false
+        public init() {}
     }
 
     public func decode(_ root: YAMLNode?) -> Result {
         let cx = DecodingContext(file: file)
-        let inventory = decode(root, cx)
-        return Result(
+        var broken = BrokenParts()
+        let inventory = decode(root, &broken, cx)
+        var result = Result(
             inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines,
             secretValues: cx.secretValues)
+        if cx.hasErrors, var partial = inventory {
+            partial.nodes.removeAll { broken.nodes.contains($0.name) }
+            partial.users.removeAll { broken.users.contains($0.name) }
+            for i in partial.users.indices where broken.usersOnBrokenNodes.contains(partial.users[i].name) {
+                partial.users[i].nodes.removeAll { broken.nodes.contains($0) }
+            }
+            result.partial = partial
+            result.broken = broken
+        }
+        return result
     }
 
     // MARK: - Top level
 
-    private func decode(_ root: YAMLNode?, _ cx: DecodingContext) -> Inventory? {
+    private func decode(_ root: YAMLNode?, _ broken: inout BrokenParts, _ cx: DecodingContext) -> Inventory? {
         guard let root, !root.isNull else {
             cx.append(.error(.emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'", at: SourceLocation(file: file, line: 1, column: 1)))
             return nil
@@ -107,11 +138,22 @@ public struct InventoryDecoder: Sendable {
         }
         let deployment = name ?? "vpnprov"
 
+        var errors = cx.errorCount
         let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) } ?? Self.defaultPKI(deployment: deployment)
+        broken.pki = cx.errorCount > errors
 
         var defaults = NodeFields()
         if let d = value("defaults"), !d.isNull {
             defaults = decodeNodeFields(d, "defaults", cx)
+        }
+        // The keys each node writes itself: a node writing a key whose `defaults:` value is broken
+        // does not depend on it.
+        var ownFields: [String: Set<String>] = [:]
+        if let n = value("nodes"), case .mapping(let pairs) = n.kind {
+            for pair in pairs {
+                guard let name = pair.key.scalar, case .mapping(let fields) = pair.value.kind else { continue }
+                ownFields[name] = Set(fields.compactMap(\.key.scalar))
+            }
         }
 
         var nodes: [Node] = []
@@ -121,8 +163,11 @@ public struct InventoryDecoder: Sendable {
         if let n = value("nodes"), !n.isNull, let list = cx.mapping(n, "'nodes'") {
             declaredNodes = Set(list.map(\.key))
             for entry in list {
-                if let node = decodeNode(name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx) {
-                    nodes.append(node)
+                errors = cx.errorCount
+                let node = decodeNode(name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx)
+                if let node { nodes.append(node) }
+                if node == nil || cx.errorCount > errors || node.map({ defaults.breaks($0.name, own: ownFields[$0.name]) }) == true {
+                    broken.nodes.insert(entry.key)
                 }
             }
         }
@@ -136,16 +181,23 @@ public struct InventoryDecoder: Sendable {
             nodePositions.reserveCapacity(nodeNames.count)
             for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
             for entry in list {
-                if let user = decodeUser(
+                errors = cx.errorCount
+                var named: [String] = []
+                let user = decodeUser(
                     name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
-                    declaredNodes: declaredNodes, nodePositions: nodePositions, cx)
-                {
-                    users.append(user)
+                    declaredNodes: declaredNodes, nodePositions: nodePositions, named: &named, cx)
+                if let user { users.append(user) }
+                if user == nil || cx.errorCount > errors {
+                    broken.users.insert(entry.key)
+                } else if named.contains(where: broken.nodes.contains) {
+                    broken.usersOnBrokenNodes.insert(entry.key)
                 }
             }
         }
 
+        errors = cx.errorCount
         let secrets = value("secrets").map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
+        broken.secrets = cx.errorCount > errors
 
         guard let name else { return nil }
         var inventory = Inventory(
@@ -344,6 +396,16 @@ public struct InventoryDecoder: Sendable {
         var ipsec: NodeNetwork.IPsecPath?
         var ipv6: NodeNetwork.IPv6Mode?
         var locations: [String: SourceLocation] = [:]
+        /// Keys whose value had an error; "*" for an error of the mapping itself (an unknown key, not a mapping).
+        var failed: Set<String> = []
+        /// Errors found in the values of `failed`.
+        var failedCount = 0
+
+        /// A node depends on a broken `defaults:` field when it does not write that key itself.
+        func breaks(_ node: String, own: Set<String>?) -> Bool {
+            if failed.contains("*") { return true }
+            return failed.contains { !(own ?? []).contains($0) }
+        }
     }
 
     /// An `apple:` mapping (keys limited to `allowed`); field locations go to `locations` as "apple.<key>".
@@ -393,10 +455,25 @@ public struct InventoryDecoder: Sendable {
     }
 
     private func decodeNodeFields(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
+        let start = cx.errorCount
+        var f = decodeNodeFieldValues(node, what, cx)
+        if cx.errorCount - start > f.failedCount { f.failed.insert("*") }
+        return f
+    }
+
+    /// The fields of `decodeNodeFields`, with the keys whose value had an error in `failed`.
+    private func decodeNodeFieldValues(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
         var f = NodeFields()
         guard let entries = cx.mapping(node, what, allowed: Self.nodeKeys) else { return f }
         for (key, _, value) in entries {
             if value.isNull { continue }
+            let before = cx.errorCount
+            defer {
+                if cx.errorCount > before {
+                    f.failed.insert(key)
+                    f.failedCount += cx.errorCount - before
+                }
+            }
             let field = "\(what): '\(key)'"
             var ok = true
             switch key {
@@ -573,9 +650,11 @@ public struct InventoryDecoder: Sendable {
 
     private func decodeUser(
         name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
-        nodePositions: [String: Int], _ cx: DecodingContext
+        nodePositions: [String: Int], named: inout [String], _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
+        // The nodes the user depends on: every node unless `nodes:` names some.
+        named = Array(declaredNodes)
         if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
         var password: SecretSource?
         var cert = false
@@ -605,6 +684,7 @@ public struct InventoryDecoder: Sendable {
                         ok = false
                         break
                     }
+                    named = list.map(\.0)
                     var chosen = Set<String>()
                     var repeats = DecodingContext.Repeats()
                     defer { repeats.report(field, into: cx) }
@@ -670,12 +750,12 @@ public enum InventoryLoader {
         do {
             root = try YAMLLoader.load(bytes: bytes)
         } catch {
-            return InventoryDecoder.Result(inventory: nil, diagnostics: [diagnostic(for: error, file: file)], secretLines: [])
+            return InventoryDecoder.Result(inventory: nil, diagnostics: [diagnostic(for: error, file: file, source: bytes)], secretLines: [])
         }
         return InventoryDecoder(file: file).decode(root)
     }
 
-    static func diagnostic(for error: YAMLError, file: String) -> Diagnostic {
+    static func diagnostic(for error: YAMLError, file: String, source: [UInt8]) -> Diagnostic {
         let code: RuleCode
         switch error.kind {
         case .syntax: code = .yamlSyntax
@@ -693,6 +773,17 @@ public enum InventoryLoader {
         if let other = error.otherMark {
             let note = error.kind == .duplicateKey ? "first defined here" : "while parsing this"
             notes.append(.init(location: SourceLocation(file: file, line: other.line, column: other.column), message: note))
+        }
+        // libyaml names where it gave up; for an indentation mistake that can be the line after the
+        // wrong one. The finding then points at the wrong line and says what to change there.
+        if error.kind == .syntax, let mark = error.mark,
+            let hint = IndentationHint.hint(
+                for: (error.message, mark.line, mark.column, error.otherMark?.line, error.otherMark?.column), source: source)
+        {
+            var notes = notes
+            if hint.line != mark.line { notes.insert(.init(location: at, message: "the YAML parser stopped here"), at: 0) }
+            return .error(
+                code, "\(error.message); \(hint.text)", at: SourceLocation(file: file, line: hint.line, column: hint.column), notes: notes)
         }
         return .error(code, error.message, at: at ?? SourceLocation(file: file, line: 1, column: 1), notes: notes)
     }

@@ -89,6 +89,9 @@ public enum Pipeline {
                 diagnostics += checkSecrets(
                     inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent, environment: environment)
             }
+        } else if let partial = decoded.partial {
+            // Schema errors: the rules still judge every part that decoded, so one run reports all.
+            diagnostics += Validator.validate(partial, broken: decoded.broken)
         }
         // One finding repeated at one place (an aliased anchor) is reported a bounded number of times.
         diagnostics = diagnostics.cappingRepeats()

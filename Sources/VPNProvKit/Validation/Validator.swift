@@ -2,21 +2,49 @@
 /// Rules live beside this file, one family per file; each appends to one list, which is sorted at the
 /// end so the output does not depend on the order the rules run in.
 public enum Validator {
-    /// The rules, each a pure function of the inventory.
-    static let rules: [@Sendable (Inventory, inout [Diagnostic]) -> Void] = [
-        NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, SecretRules.check, ProposalRules.check,
-        WindowsRules.check, NetworkRules.check, ServiceRules.check, PKIRules.check, ClientRules.check, DeployRules.check,
+    typealias Rule = @Sendable (Inventory, inout [Diagnostic]) -> Void
+
+    /// The rules, each a pure function of the inventory; two read a top-level section throughout
+    /// (and are skipped when it did not decode).
+    static let rules: [Rule] = [
+        NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, ProposalRules.check,
+        WindowsRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check, DeployRules.check,
+    ]
+    static let secretsRule: Rule = SecretRules.check
+    static let pkiRule: Rule = PKIRules.check
+
+    /// What a user gets from their nodes: not judged for a user on a node that did not decode.
+    static let nodeDependentUserCodes: Set<RuleCode> = [
+        .missingPassword, .unusedPassword, .certUnused, .userWithoutService, .deviceWithoutService,
     ]
 
-    public static func validate(_ inventory: Inventory) -> [Diagnostic] {
+    /// Checks `inventory`; for the partial inventory of one that did not decode cleanly, `broken`
+    /// names what is missing from it, and the findings that would depend on that are left out
+    /// (the rules reading a broken `pki:` or `secrets:`, what users get from a broken node).
+    public static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic] {
+        var active = rules
+        if !broken.secrets { active.append(secretsRule) }
+        if !broken.pki { active.append(pkiRule) }
         // The rules run on all cores (a fleet's validation ran alone before anything else could start);
         // the findings are sorted, so the order they come in does not matter.
-        let found = parallelMap(rules.count) { i -> [Diagnostic] in
+        let found = parallelMap(active.count) { i -> [Diagnostic] in
             var diagnostics: [Diagnostic] = []
-            rules[i](inventory, &diagnostics)
+            active[i](inventory, &diagnostics)
             return diagnostics
         }
-        return sorted(found.flatMap { $0 })
+        var all = found.flatMap { $0 }
+        if !broken.usersOnBrokenNodes.isEmpty || broken.pki {
+            var skipped = Set<SourceLocation>()
+            for user in inventory.users where broken.usersOnBrokenNodes.contains(user.name) {
+                skipped.insert(user.location)
+                skipped.formUnion(user.fieldLocations.values)
+            }
+            all.removeAll { d in
+                (broken.pki && d.code == .hybridServerKey)
+                    || (nodeDependentUserCodes.contains(d.code) && d.location.map(skipped.contains) == true)
+            }
+        }
+        return sorted(all)
     }
 
     /// Deterministic order: (file, line, column, code), then severity and message; unlocated first.

@@ -22,6 +22,8 @@ public final class CommandOutput: @unchecked Sendable {
     public let quiet: Bool
     /// The inventory the command reads, as written (SARIF shows unlocated findings there).
     public var primaryFile: String?
+    /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
+    public var showAcknowledged = false
 
     private let lock = NSLock()
     private var collected: [Diagnostic] = []
@@ -72,8 +74,20 @@ public final class CommandOutput: @unchecked Sendable {
         collected += found
         let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines)
         lock.unlock()
-        let shown = quiet ? found.filter { $0.severity == .error } : found
+        // Acknowledged warnings are kept for the document only (the inventory says why they stay),
+        // unless asked for.
+        let shown = quiet
+            ? found.filter { $0.severity == .error }
+            : showAcknowledged ? found.map(Self.withReason) : found.filter { $0.acknowledged == nil }
         console.err(printer.render(shown))
+    }
+
+    /// An acknowledged warning as text: a note at the acknowledgement with its reason.
+    static func withReason(_ d: Diagnostic) -> Diagnostic {
+        guard let ack = d.acknowledged else { return d }
+        var copy = d
+        copy.notes.append(.init(location: ack.location, message: "acknowledged: \(ack.reason)"))
+        return copy
     }
 
     /// Keeps the error that ended the command for the document (it was printed already).
@@ -89,7 +103,7 @@ public final class CommandOutput: @unchecked Sendable {
         collected.append(diagnostic)
     }
 
-    /// "2 errors, 1 warning" for `batch` (nothing with --quiet, or when empty).
+    /// "2 errors, 1 warning, 6 acknowledged" for `batch` (nothing with --quiet, or when empty).
     public func countSummary(_ batch: [Diagnostic], strictFailure: Bool = false) {
         guard !quiet, let summary = DiagnosticPrinter.summary(batch) else { return }
         console.err("\(summary)\(strictFailure ? " (warnings are errors with --strict)" : "")\n")

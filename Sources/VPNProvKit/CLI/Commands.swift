@@ -77,20 +77,24 @@ struct ValidateCommand: Command {
         options: [
             CommonOptions.formatWithSARIF, CommonOptions.strict,
             .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed)."),
+            .init("show-acknowledged", help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons."),
             CommonOptions.quiet,
         ])
 
     var inventory: String?
     var strict: Bool
     var secrets: Bool
+    var showAcknowledged: Bool
 
     init(_ arguments: ParsedArguments) throws(CLIError) {
         inventory = arguments.positionals.first
         strict = arguments.flag("strict")
         secrets = arguments.flag("secrets")
+        showAcknowledged = arguments.flag("show-acknowledged")
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        context.output.showAcknowledged = showAcknowledged
         let (display, path) = try CommonOptions.inventory(inventory, context)
         let loaded = try Pipeline.loadInventory(
             display: display, path: path, strict: strict, output: context.output,

@@ -50,34 +50,70 @@ public struct Diagnostic: Sendable, Hashable {
         }
     }
 
+    /// What a finding is about, for acknowledgements (`acknowledge:` in the inventory): the node or
+    /// user, and the services of the node it concerns.
+    public struct Subject: Sendable, Hashable {
+        public var node: String?
+        public var user: String?
+        public var services: [Service] = []
+
+        public static func node(_ name: String, services: [Service] = []) -> Subject { Subject(node: name, services: services) }
+        public static func user(_ name: String) -> Subject { Subject(user: name) }
+        /// The deployment's own settings (`pki:`).
+        public static let deployment = Subject()
+    }
+
+    /// A warning the inventory acknowledges: why, and where the acknowledgement is written.
+    public struct Acknowledged: Sendable, Hashable {
+        public var reason: String
+        public var location: SourceLocation?
+        public init(reason: String, location: SourceLocation?) {
+            self.reason = reason
+            self.location = location
+        }
+    }
+
     public var location: SourceLocation?
     public var severity: Severity
     public var code: RuleCode
     public var message: String
     public var notes: [Note]
+    /// Set by the rule checks on the warnings an acknowledgement can name.
+    public var subject: Subject?
+    /// Set when an acknowledgement in the inventory matches this warning: it does not count as a
+    /// warning (not printed as text, not failing --strict) but stays in JSON and SARIF.
+    public var acknowledged: Acknowledged?
 
     public init(
         _ severity: Severity, _ code: RuleCode, _ message: String,
-        at location: SourceLocation?, notes: [Note] = []
+        at location: SourceLocation?, notes: [Note] = [], about subject: Subject? = nil
     ) {
         self.location = location
         self.severity = severity
         self.code = code
         self.message = message
         self.notes = notes
+        self.subject = subject
     }
 
     public static func error(_ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = []) -> Diagnostic {
         Diagnostic(.error, code, message, at: location, notes: notes)
     }
 
-    public static func warning(_ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = []) -> Diagnostic {
-        Diagnostic(.warning, code, message, at: location, notes: notes)
+    public static func warning(
+        _ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = [], about subject: Subject? = nil
+    ) -> Diagnostic {
+        Diagnostic(.warning, code, message, at: location, notes: notes, about: subject)
     }
+
+    /// A warning no acknowledgement covers.
+    public var isOpenWarning: Bool { severity == .warning && acknowledged == nil }
 }
 
 extension Array where Element == Diagnostic {
     public var hasErrors: Bool { contains { $0.severity == .error } }
+    /// Warnings that no acknowledgement covers (what `--strict` fails on).
+    public var hasOpenWarnings: Bool { contains { $0.isOpenWarning } }
 }
 
 extension Array where Element == Diagnostic {
@@ -95,7 +131,7 @@ extension Array where Element == Diagnostic {
         var out: [Diagnostic] = []
         var dropped: [Key] = []
         for d in self {
-            let key = Key(code: d.code, severity: d.severity, location: d.location)
+            let key = Key(code: d.code, severity: d.severity, location: d.location, acknowledged: d.acknowledged)
             let n = counts[key, default: 0] + 1
             counts[key] = n
             if n <= limit {
@@ -106,9 +142,11 @@ extension Array where Element == Diagnostic {
         }
         for key in dropped {
             let more = counts[key]! - limit
-            out.append(Diagnostic(
+            var summary = Diagnostic(
                 key.severity, key.code, "... and \(more) more like \(limit == 1 ? "this" : "these") here",
-                at: key.location))
+                at: key.location)
+            summary.acknowledged = key.acknowledged
+            out.append(summary)
         }
         return out
     }
@@ -119,4 +157,5 @@ struct RepeatKey: Hashable {
     var code: RuleCode
     var severity: Severity
     var location: SourceLocation?
+    var acknowledged: Diagnostic.Acknowledged?
 }

@@ -80,13 +80,18 @@ public struct DiagnosticPrinter: Sendable {
         }
     }
 
-    /// "2 errors, 1 warning", or nil when there is nothing to count.
+    /// "2 errors, 1 warning", with acknowledged warnings counted apart ("1 warning, 6 acknowledged",
+    /// or "6 warnings acknowledged" alone), or nil when there is nothing to count.
     public static func summary(_ diagnostics: [Diagnostic]) -> String? {
         let errors = diagnostics.filter { $0.severity == .error }.count
-        let warnings = diagnostics.filter { $0.severity == .warning }.count
+        let warnings = diagnostics.filter(\.isOpenWarning).count
+        let acknowledged = diagnostics.filter { $0.severity == .warning && $0.acknowledged != nil }.count
         var parts: [String] = []
         if errors > 0 { parts.append("\(errors) error\(errors == 1 ? "" : "s")") }
         if warnings > 0 { parts.append("\(warnings) warning\(warnings == 1 ? "" : "s")") }
+        if acknowledged > 0 {
+            parts.append(parts.isEmpty ? "\(acknowledged) warning\(acknowledged == 1 ? "" : "s") acknowledged" : "\(acknowledged) acknowledged")
+        }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 
@@ -222,6 +227,14 @@ public struct DiagnosticPrinter: Sendable {
         var code: String
         var message: String
         var notes: [Note]?
+        struct Acknowledged: Encodable {
+            var file: String?
+            var line: Int?
+            var column: Int?
+            var reason: String
+        }
+        /// Present on a warning the inventory acknowledges: the reason and where it is written.
+        var acknowledged: Acknowledged?
 
         init(_ d: Diagnostic) {
             file = d.location?.file
@@ -233,6 +246,9 @@ public struct DiagnosticPrinter: Sendable {
             notes = d.notes.isEmpty
                 ? nil
                 : d.notes.map { .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, message: $0.message) }
+            acknowledged = d.acknowledged.map {
+                .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, reason: $0.reason)
+            }
         }
     }
 

@@ -93,6 +93,9 @@ public enum RuleHelp {
         "server-days-apple": "'server_days' above 825: Apple devices reject such server certificates.",
         "ca-days-short": "The CA lives shorter than the certificates it issues.",
         "invalid-ca-name": "A CA name that is empty, has control characters or is longer than 64 characters.",
+        "unknown-rule": "An 'acknowledge:' entry names no rule vpnprov has; the message suggests the closest one.",
+        "error-acknowledged": "An 'acknowledge:' entry names a rule that reports errors; errors cannot be acknowledged, only fixed.",
+        "stale-acknowledgement": "An 'acknowledge:' entry covers no warning (the warning is gone, or a name is misspelt); remove or correct it.",
         // Consistency
         "no-server-connection": "No connection of the node would be selected for this client connection.",
         "remote-id-mismatch": "The server's identity is not the one the client expects.",

@@ -2,6 +2,9 @@
 /// https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html), the format GitHub code scanning
 /// and GitLab take to annotate a pull request. One run; one rule per code that occurs, with its help
 /// text; one result per diagnostic with its file, line and column; notes become related locations.
+/// An acknowledged warning carries a suppression (SARIF 2.1.0, 3.27.23 and 3.35): kind `inSource`
+/// (the acknowledgement is written in the inventory, the analysed file), status `accepted`, the
+/// operator's reason as its justification and the acknowledgement's place as its location.
 struct SARIFLog: Encodable {
     var diagnostics: [Diagnostic]
     var command: String
@@ -45,7 +48,10 @@ struct SARIFLog: Encodable {
                 message: .init(text: d.message),
                 locations: d.location.map { [Location(physicalLocation: Self.physical($0))] }
                     ?? primaryFile.map { [Location(physicalLocation: PhysicalLocation(artifactLocation: Self.artifact($0)))] },
-                relatedLocations: related)
+                relatedLocations: related,
+                suppressions: d.acknowledged.map { ack in
+                    [Suppression(justification: ack.reason, location: ack.location.map { Location(physicalLocation: Self.physical($0)) })]
+                })
         }
         return Run(
             tool: .init(driver: .init(rules: rules)),
@@ -137,6 +143,14 @@ struct SARIFLog: Encodable {
         var message: Text
         var locations: [Location]?
         var relatedLocations: [Location]?
+        var suppressions: [Suppression]?
+    }
+
+    struct Suppression: Encodable {
+        var kind = "inSource"
+        var status = "accepted"
+        var justification: String
+        var location: Location?
     }
 
     struct Run: Encodable {

@@ -14,7 +14,9 @@ public struct InventoryDecoder: Sendable {
     /// Schema versions this build reads.
     public static let supportedSchemaVersion = 1
 
-    static let topLevelKeys = ["vpnprov", "name", "pki", "secrets", "defaults", "nodes", "users"]
+    static let topLevelKeys = ["vpnprov", "name", "pki", "secrets", "defaults", "nodes", "users", "acknowledge"]
+    /// Keys of an `acknowledge:` entry.
+    static let acknowledgementKeys = ["rule", "node", "user", "service", "reason"]
     static let secretsKeys = ["env_prefix", "file_dir"]
     static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing", "crl_url"]
     static let profileSigningKeys = ["cert", "key", "chain"]
@@ -204,7 +206,63 @@ public struct InventoryDecoder: Sendable {
             file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users,
             fieldLocations: locations)
         inventory.secrets = secrets
+        if let list = value("acknowledge"), !list.isNull { inventory.acknowledgements = decodeAcknowledgements(list, cx) }
         return inventory
+    }
+
+    /// `acknowledge: [{rule: CODE, node: NAME, user: NAME, service: SERVICE, reason: TEXT}]`: the
+    /// entries are checked against the rules and the findings by `Acknowledgements`.
+    private func decodeAcknowledgements(_ node: YAMLNode, _ cx: DecodingContext) -> [Acknowledgement] {
+        guard case .sequence(let items) = node.kind else {
+            cx.error(.typeMismatch, "'acknowledge' must be a list of entries with rule, node, user or service, and reason, found \(cx.describe(node))", at: node)
+            return []
+        }
+        var result: [Acknowledgement] = []
+        for (i, item) in items.enumerated() {
+            let what = "'acknowledge' entry \(i + 1)"
+            guard let entries = cx.mapping(item, what, allowed: Self.acknowledgementKeys) else { continue }
+            var rule: (String, YAMLNode)?
+            var reason: String?
+            var names: [String: String] = [:]
+            var service: Service?
+            var ok = true
+            for (key, _, value) in entries {
+                let field = "\(what): '\(key)'"
+                switch key {
+                case "service":
+                    service = cx.choice(value, field, Service.self)
+                    if service == nil { ok = false }
+                default:
+                    guard let text = cx.string(value, field) else {
+                        if value.isNull { cx.error(.typeMismatch, "\(field) must be a string, found null", at: value) }
+                        ok = false
+                        continue
+                    }
+                    if key == "rule" {
+                        rule = (text, value)
+                    } else if key == "reason" {
+                        if text.allSatisfy(\.isWhitespace) {
+                            cx.error(.invalidValue, "\(field) must say why the warning is kept; it is shown with the warning in JSON and SARIF", at: value)
+                            ok = false
+                        }
+                        reason = text
+                    } else {
+                        names[key] = text
+                    }
+                }
+            }
+            if rule == nil && !entries.contains(where: { $0.key == "rule" }) {
+                cx.error(.missingKey, "\(what): missing required key 'rule' (the code of the warning, as printed in brackets)", at: item)
+            }
+            if reason == nil && !entries.contains(where: { $0.key == "reason" }) {
+                cx.error(.missingKey, "\(what): missing required key 'reason' (why the warning is kept)", at: item)
+            }
+            guard ok, let (code, ruleNode) = rule, let reason else { continue }
+            result.append(Acknowledgement(
+                rule: RuleCode(code), node: names["node"], user: names["user"], service: service, reason: reason,
+                location: cx.location(item), ruleLocation: cx.location(ruleNode)))
+        }
+        return result
     }
 
     /// `secrets: {env_prefix: VPN_ | [A_, B_], file_dir: DIR}`.

@@ -389,6 +389,8 @@ public struct Inventory: Sendable, Hashable {
     public var fieldLocations: [String: SourceLocation]
     /// Where `env:`/`file:` secrets may come from (`secrets:`).
     public var secrets = SecretSettings()
+    /// Warnings the operator keeps on purpose (`acknowledge:`), in the order written.
+    public var acknowledgements: [Acknowledgement] = []
 
     public init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],
@@ -486,5 +488,43 @@ public struct AppleOptions: Sendable, Hashable {
             excludeLocalNetworks: excludeLocalNetworks ?? fallback.excludeLocalNetworks, pfs: pfs ?? fallback.pfs,
             crlCheck: crlCheck ?? fallback.crlCheck, dpd: dpd ?? fallback.dpd,
             disconnectOnIdle: disconnectOnIdle ?? fallback.disconnectOnIdle)
+    }
+}
+
+/// One entry of `acknowledge:`: a warning rule kept on purpose for a node, a user or the nodes
+/// offering a service (all that are given must match), or with none of them for the deployment's
+/// own warnings (`pki:`), with the reason (docs/inventory.md).
+public struct Acknowledgement: Sendable, Hashable {
+    public var rule: RuleCode
+    public var node: String?
+    public var user: String?
+    public var service: Service?
+    public var reason: String
+    /// The entry (its `- ` item), and its `rule:` value.
+    public var location: SourceLocation
+    public var ruleLocation: SourceLocation
+
+    public init(
+        rule: RuleCode, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String, location: SourceLocation,
+        ruleLocation: SourceLocation? = nil
+    ) {
+        self.rule = rule
+        self.node = node
+        self.user = user
+        self.service = service
+        self.reason = reason
+        self.location = location
+        self.ruleLocation = ruleLocation ?? location
+    }
+
+    /// Whether this entry covers the warning `d`.
+    public func covers(_ d: Diagnostic) -> Bool {
+        guard d.severity == .warning, d.code == rule, let subject = d.subject else { return false }
+        // Without node, user and service: the deployment's own warnings (pki).
+        if node == nil && user == nil && service == nil { return subject.node == nil && subject.user == nil }
+        if let node, subject.node != node { return false }
+        if let user, subject.user != user { return false }
+        if let service, !subject.services.contains(service) { return false }
+        return true
     }
 }

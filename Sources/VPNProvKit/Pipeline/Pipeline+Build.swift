@@ -138,7 +138,7 @@ extension Pipeline {
             ? checkedServers(prepared.inventory, prepared.materials) : Consistency.Servers([], materials: prepared.materials, inspect: nil)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
-        if diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning }) {
+        if diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings) {
             // A fresh user's connections were checked by the run that rendered them from the same inputs.
             var toCheck = prepared.inventory
             toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }

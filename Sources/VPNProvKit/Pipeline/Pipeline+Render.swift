@@ -85,7 +85,7 @@ extension Pipeline {
     /// false when they forbid writing (errors, or warnings under --strict).
     static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: CommandOutput) -> Bool {
         let diagnostics = built.diagnostics + rendered.diagnostics
-        let failed = diagnostics.hasErrors || (options.strict && diagnostics.contains { $0.severity == .warning })
+        let failed = diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings)
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, output: output) }
         if failed { return false }
         for warning in built.prepared.warnings { output.warning(.stateNotice, warning) }

@@ -85,6 +85,7 @@ public enum Pipeline {
         var diagnostics = decoded.diagnostics
         if let inventory = decoded.inventory {
             diagnostics += Validator.validate(inventory)
+            Acknowledgements.apply(inventory, to: &diagnostics, reportStale: true)
             if let environment = secretsEnvironment, !diagnostics.hasErrors {
                 diagnostics += checkSecrets(
                     inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent, environment: environment)
@@ -92,10 +93,11 @@ public enum Pipeline {
         } else if let partial = decoded.partial {
             // Schema errors: the rules still judge every part that decoded, so one run reports all.
             diagnostics += Validator.validate(partial, broken: decoded.broken)
+            Acknowledgements.apply(partial, to: &diagnostics, reportStale: false)
         }
         // One finding repeated at one place (an aliased anchor) is reported a bounded number of times.
         diagnostics = diagnostics.cappingRepeats()
-        let failed = diagnostics.hasErrors || (strict && diagnostics.contains { $0.severity == .warning })
+        let failed = diagnostics.hasErrors || (strict && diagnostics.hasOpenWarnings)
         // Every load registers the lines and values to hide: later stages report through `output` too.
         output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues)
         if report {

@@ -131,7 +131,7 @@ enum IdentityRules {
         for node in inventory.nodes {
             let location = node.fieldLocations["id"] ?? node.location(of: "address")
             for f in findings(node.id) {
-                d.append(Diagnostic(f.severity, f.code, "node '\(node.name)': identity \(f.message)", at: location))
+                d.append(Diagnostic(f.severity, f.code, "node '\(node.name)': identity \(f.message)", at: location, about: .node(node.name)))
             }
         }
         var seen: [String: (String, SourceLocation)] = [:]
@@ -140,7 +140,7 @@ enum IdentityRules {
             let location = user.location(of: "id")
             let findings = findings(user.id)
             for f in findings {
-                d.append(Diagnostic(f.severity, f.code, "user '\(user.name)': identity \(f.message)", at: location))
+                d.append(Diagnostic(f.severity, f.code, "user '\(user.name)': identity \(f.message)", at: location, about: .user(user.name)))
             }
             if user.revoked || findings.contains(where: { $0.severity == .error }) { continue }
             let key = "\(describe(user.id)):\(user.id.value.lowercased())"

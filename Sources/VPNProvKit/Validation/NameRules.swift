@@ -48,6 +48,10 @@ enum NameRules {
         checkGroup(kind: "user", inventory.users.map { ($0.name, $0.location) }, into: &d)
     }
 
+    static func subject(_ kind: String, _ name: String) -> Diagnostic.Subject {
+        kind == "node" ? .node(name) : .user(name)
+    }
+
     private static func checkGroup(kind: String, _ entries: [(String, SourceLocation)], into d: inout [Diagnostic]) {
         var seenExact: [String: SourceLocation] = [:]
         var seenFolded: [String: (String, SourceLocation)] = [:]
@@ -55,7 +59,8 @@ enum NameRules {
             if let p = problem(name) {
                 d.append(.error(.invalidName, "\(kind) name \(TextCheck.quoted(name)) \(p)", at: location))
             } else if isReserved(name) {
-                d.append(.warning(.reservedName, "\(kind) name '\(name)' is a reserved device name on Windows; its output files cannot be created there", at: location))
+                d.append(.warning(.reservedName, "\(kind) name '\(name)' is a reserved device name on Windows; its output files cannot be created there", at: location,
+                    about: subject(kind, name)))
             }
             if let first = seenExact[name] {
                 d.append(.error(.duplicateName, "\(kind) '\(name)' is defined twice", at: location,

@@ -86,7 +86,7 @@ enum NetworkRules {
         for node in inventory.nodes {
             let location = node.location(of: "address")
             if let (severity, code, text) = addressProblem(node.address) {
-                d.append(Diagnostic(severity, code, "node '\(node.name)': address \(TextCheck.quoted(node.address)) \(text)", at: location))
+                d.append(Diagnostic(severity, code, "node '\(node.name)': address \(TextCheck.quoted(node.address)) \(text)", at: location, about: .node(node.name)))
                 if severity == .error { continue }
             }
             let bytes = IPAddressText.parse(node.address)
@@ -120,12 +120,12 @@ enum NetworkRules {
             guard let mode = node.network.ipv6 else { continue }
             let location = node.location(of: "network.ipv6")
             if node.pool6 == nil {
-                d.append(.warning(.networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6", at: location))
+                d.append(.warning(.networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6", at: location, about: .node(node.name)))
             } else if mode == .routed, let pool6 = node.pool6, (pool6.address[0] & 0xFE) == 0xFC {
                 d.append(.warning(
                     .networkSetting,
                     "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
-                    at: location))
+                    at: location, about: .node(node.name)))
             }
         }
     }
@@ -153,7 +153,7 @@ enum NetworkRules {
                     d.append(.error(.poolTooSmall, "\(owner): \(field) \(cidr) leaves fewer than 2 addresses for clients; use /\(maxPrefix) or shorter", at: location))
                 }
                 if !cidr.isIPv6 && cidr.prefix < 16 {
-                    d.append(.warning(.poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?", at: location))
+                    d.append(.warning(.poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?", at: location, about: .node(node.name)))
                 }
                 var usable = true
                 for r in (cidr.isIPv6 ? reserved6 : reserved4) where overlaps(r.cidr, cidr) {
@@ -178,7 +178,7 @@ enum NetworkRules {
                 for server in node.dns {
                     if let bytes = IPAddressText.parse(server), contains(cidr, bytes) {
                         d.append(.warning(.poolContainsDNS, "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client", at: location,
-                            notes: [.init(location: node.location(of: "dns"), message: "DNS servers here")]))
+                            notes: [.init(location: node.location(of: "dns"), message: "DNS servers here")], about: .node(node.name)))
                     }
                 }
                 if usable { pools.append((node.name, field, cidr, location)) }

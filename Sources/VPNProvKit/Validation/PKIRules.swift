@@ -20,13 +20,13 @@ enum PKIRules {
         if pki.serverDays > appleServerDays && pki.serverDays <= maxDays {
             d.append(.warning(.serverDaysApple,
                 "pki: server_days is \(pki.serverDays); Apple devices reject server certificates valid for more than \(appleServerDays) days",
-                at: inventory.location(of: "pki.server_days")))
+                at: inventory.location(of: "pki.server_days"), about: .deployment))
         }
         if valid {
             for (field, label, days) in lifetimes.dropFirst() where days > pki.ca.days {
                 d.append(.warning(.caDaysShort,
                     "pki: ca.days (\(pki.ca.days)) is shorter than \(label) (\(days)); certificates stop validating when the CA expires",
-                    at: inventory.location(of: "pki.ca.days"), notes: [.init(location: inventory.location(of: field), message: "\(label) set here")]))
+                    at: inventory.location(of: "pki.ca.days"), notes: [.init(location: inventory.location(of: field), message: "\(label) set here")], about: .deployment))
             }
         }
         let name = pki.ca.name

@@ -41,7 +41,7 @@ enum ProposalRules {
                 if !weak.isEmpty {
                     let list = weak.joined(separator: ", ")
                     if node.proposals.allowWeak {
-                        d.append(.warning(.weakProposal, "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak", at: location))
+                        d.append(.warning(.weakProposal, "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak", at: location, about: .node(node.name)))
                     } else {
                         d.append(.error(.weakProposal, "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); remove them or set proposals.allow_weak: true", at: location))
                     }
@@ -59,7 +59,7 @@ enum ProposalRules {
         if node.services.contains(where: { $0.ikeVersion == 1 }) && !ike.contains(where: { !$0.isAEAD }) {
             d.append(.warning(.noIKEv1Proposal,
                 "\(owner): \(node.services.filter { $0.ikeVersion == 1 }.map(\.rawValue).joined(separator: " and ")) \(node.services.filter { $0.ikeVersion == 1 }.count == 1 ? "needs" : "need") a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
-                at: node.location(nested: "proposals.ike")))
+                at: node.location(nested: "proposals.ike"), about: .node(node.name, services: node.services.filter { $0.ikeVersion == 1 })))
         }
     }
 

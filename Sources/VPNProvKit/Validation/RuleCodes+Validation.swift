@@ -133,4 +133,12 @@ extension RuleCode {
     public static let invalidCAName = RuleCode("invalid-ca-name")
     /// An Apple option that has no effect as written (trusted SSIDs without on-demand...).
     public static let appleOptionUnused = RuleCode("apple-option-unused")
+
+    // Acknowledgements (`acknowledge:`).
+    /// An acknowledgement names no rule vpnprov has.
+    public static let unknownRule = RuleCode("unknown-rule")
+    /// An acknowledgement names a rule that only reports errors: errors are fixed, not acknowledged.
+    public static let errorAcknowledged = RuleCode("error-acknowledged")
+    /// Warning: an acknowledgement that matches no warning (fixed since, or a misspelt name).
+    public static let staleAcknowledgement = RuleCode("stale-acknowledgement")
 }

@@ -14,7 +14,7 @@ enum SecretRules {
 
     /// Reference problems for env:/file: sources, literal warnings and policy problems.
     private static func checkSource(
-        _ source: SecretSource, kind: SecretPolicy.Kind, owner: String, names: [String], at location: SourceLocation,
+        _ source: SecretSource, kind: SecretPolicy.Kind, owner: String, about subject: Diagnostic.Subject, names: [String], at location: SourceLocation,
         checkStrength: Bool, settings: SecretSettings, into d: inout [Diagnostic]
     ) {
         let what = kind == .psk ? "PSK" : "password"
@@ -44,7 +44,7 @@ enum SecretRules {
         case .literal(let value):
             d.append(.warning(.literalSecret,
                 "\(owner): \(what) is written in the inventory as a literal value; use gen, env:VAR or file:PATH so it stays out of version control",
-                at: location))
+                at: location, about: subject))
             guard checkStrength else { return }
             for problem in SecretPolicy.check(secret: value, kind: kind, names: names) {
                 let code: RuleCode = problem.category == .unrepresentable ? .unrepresentableSecret : (kind == .psk ? .weakPSK : .weakPassword)
@@ -58,7 +58,7 @@ enum SecretRules {
         for node in inventory.nodes {
             guard let psk = node.psk else { continue }
             let location = node.location(of: "psk")
-            checkSource(psk, kind: .psk, owner: "node '\(node.name)'", names: [node.name, inventory.name], at: location,
+            checkSource(psk, kind: .psk, owner: "node '\(node.name)'", about: .node(node.name), names: [node.name, inventory.name], at: location,
                 checkStrength: true, settings: inventory.secrets, into: &d)
             let key: String
             let shown: String
@@ -71,14 +71,14 @@ enum SecretRules {
             if let (other, otherLocation) = pskOwners[key] {
                 d.append(.warning(.pskReused,
                     "node '\(node.name)' uses \(shown) as node '\(other)'; anyone holding it can impersonate either server",
-                    at: location, notes: [.init(location: otherLocation, message: "node '\(other)' uses it here")]))
+                    at: location, notes: [.init(location: otherLocation, message: "node '\(other)' uses it here")], about: .node(node.name)))
             } else {
                 pskOwners[key] = (node.name, location)
             }
         }
         for user in inventory.users {
             guard let password = user.password else { continue }
-            checkSource(password, kind: .password, owner: "user '\(user.name)'", names: [user.name, inventory.name],
+            checkSource(password, kind: .password, owner: "user '\(user.name)'", about: .user(user.name), names: [user.name, inventory.name],
                 at: user.location(of: "password"), checkStrength: !user.revoked, settings: inventory.secrets, into: &d)
         }
     }

@@ -70,7 +70,7 @@ enum ServiceRules {
         if node.psk == nil && !pskServices.isEmpty {
             d.append(.error(.missingPSK, "\(owner): \(pskServices.map(\.rawValue).joined(separator: ", ")) \(pskServices.count == 1 ? "needs" : "need") a PSK; set psk: gen", at: servicesLocation))
         } else if node.psk != nil && pskServices.isEmpty {
-            d.append(.warning(.unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: "psk")))
+            d.append(.warning(.unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: "psk"), about: .node(node.name)))
         }
         if let group = node.group {
             let location = node.location(of: "group")
@@ -78,7 +78,7 @@ enum ServiceRules {
                 d.append(.error(.invalidGroup, "\(owner): group \(TextCheck.quoted(group)) \(p)", at: location))
             }
             if !seen.contains(.ipsecXauthPSK) {
-                d.append(.warning(.unusedGroup, "\(owner): group is set but only ipsec-xauth-psk uses it", at: location))
+                d.append(.warning(.unusedGroup, "\(owner): group is set but only ipsec-xauth-psk uses it", at: location, about: .node(node.name)))
             }
         }
         for service in Service.allCases where seen.contains(service) {
@@ -86,27 +86,27 @@ enum ServiceRules {
             case .ikev2PSK, .ikev2PSKEAP:
                 d.append(.warning(.weakPSKService,
                     "\(owner): \(service.rawValue) authenticates the server with a PSK every user holds; any user can impersonate this server (prefer ikev2-eap or ikev2-cert)",
-                    at: servicesLocation))
+                    at: servicesLocation, about: .node(node.name, services: [service])))
             case .ipsecXauthPSK:
                 if node.group != nil {
                     d.append(.warning(.ikev1Aggressive,
                         "\(owner): ipsec-xauth-psk with a group uses IKEv1 aggressive mode, which sends a PSK hash anyone can crack offline (the server must enable aggressive-mode PSK)",
-                        at: servicesLocation))
+                        at: servicesLocation, about: .node(node.name, services: [service])))
                 } else {
                     d.append(.warning(.ikev1Service,
                         "\(owner): ipsec-xauth-psk is IKEv1 with a PSK every user holds; any user can impersonate this server",
-                        at: servicesLocation))
+                        at: servicesLocation, about: .node(node.name, services: [service])))
                 }
             case .ipsecXauthHybrid:
                 d.append(.warning(.ikev1Hybrid,
                     "\(owner): ipsec-xauth-hybrid is IKEv1 (superseded by IKEv2) and the user's password is the only client credential; prefer ikev2-eap where clients can use it",
-                    at: servicesLocation))
+                    at: servicesLocation, about: .node(node.name, services: [service])))
                 switch node.id {
                 case .ipv4, .ipv6: break
                 default:
                     d.append(.warning(.hybridAppleIdentity,
                         "\(owner): id is not an IP address; Apple devices check an IPSec hybrid server against the address they dial, so Apple profiles get no ipsec-xauth-hybrid connection for this node",
-                        at: node.location(of: "id")))
+                        at: node.location(of: "id"), about: .node(node.name, services: [service])))
                 }
             case .ikev2Cert, .ikev2EAP:
                 break
@@ -117,7 +117,7 @@ enum ServiceRules {
             let names = ikev1.map(\.rawValue).joined(separator: " and ")
             d.append(.warning(.ikev1Build,
                 "\(owner): \(names) \(ikev1.count == 1 ? "needs" : "need") a charon built with IKEv1, which strongSwan 6.1 and later reportedly leave out of default builds (the node's README says how to check)",
-                at: servicesLocation))
+                at: servicesLocation, about: .node(node.name, services: ikev1)))
         }
         if let country = node.country, let p = CountryCodes.problem(country) {
             d.append(.error(.invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)", at: node.location(of: "country")))
@@ -161,10 +161,10 @@ enum ServiceRules {
             let which = Service.allCases.filter { services.contains($0) && $0.needsPassword }.map(\.rawValue).joined(separator: ", ")
             d.append(.error(.missingPassword, "\(owner): needs a password for \(which) on their nodes (or cert: true where ikev2-cert is offered); set password: gen", at: user.location))
         } else if !passwordUsed && user.password != nil {
-            d.append(.warning(.unusedPassword, "\(owner): password is set but none of their nodes and devices uses a password service", at: user.location(of: "password")))
+            d.append(.warning(.unusedPassword, "\(owner): password is set but none of their nodes and devices uses a password service", at: user.location(of: "password"), about: .user(user.name)))
         }
         if user.cert && !services.contains(.ikev2Cert) {
-            d.append(.warning(.certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert", at: user.location(of: "cert")))
+            d.append(.warning(.certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert", at: user.location(of: "cert"), about: .user(user.name)))
         }
         // Which devices can use something (a certificate service only with cert: true).
         func usable(_ device: Device) -> Bool {
@@ -173,10 +173,10 @@ enum ServiceRules {
         let unserved = devices.filter { !usable($0) }
         if !devices.isEmpty && unserved.count == devices.count || devices.isEmpty {
             let reason = user.nodes.isEmpty ? "is allowed on no node" : "can use no service on their nodes with their devices"
-            d.append(.warning(.userWithoutService, "\(owner): \(reason); no client profile will be generated", at: user.location))
+            d.append(.warning(.userWithoutService, "\(owner): \(reason); no client profile will be generated", at: user.location, about: .user(user.name)))
         } else {
             for device in unserved {
-                d.append(.warning(.deviceWithoutService, "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : "")", at: user.location(of: "devices")))
+                d.append(.warning(.deviceWithoutService, "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : "")", at: user.location(of: "devices"), about: .user(user.name)))
             }
         }
     }

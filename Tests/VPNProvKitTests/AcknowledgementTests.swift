@@ -121,23 +121,10 @@ import Testing
     }
 
     @Test func errorsUnknownRulesAndStaleEntriesAreReported() throws {
-        let dir = try workspace(Self.inventory(acknowledge: """
-            acknowledge:
-              - rule: missing-psk
-                node: fra-1
-                reason: errors are fixed
-              - rule: weak-psk-servce
-                node: fra-1
-                reason: a typo
-              - rule: ipv6-leak
-                node: fra-2
-                reason: no such node
-              - rule: weak-psk-service
-                node: fra-1
-                reason: "  "
-              - rule: weak-psk-service
-                node: fra-1
-            """))
+        // Each entry three lines (the last has no reason): at lines 16, 19, 22, 25, 28.
+        let entries = [("missing-psk", "errors are fixed"), ("weak-psk-servce", "a typo"), ("ipv6-leak", "fra-2 is no node"), ("weak-psk-service", "\"  \"")]
+        let text = entries.map { "  - rule: \($0.0)\n    node: \($0.0 == "ipv6-leak" ? "fra-2" : "fra-1")\n    reason: \($0.1)\n" }.joined()
+        let dir = try workspace(Self.inventory(acknowledge: "acknowledge:\n" + text + "  - rule: weak-psk-service\n    node: fra-1\n"))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = vpnprov(["validate", "--format", "json"], in: dir)
         #expect(r.code == 1)

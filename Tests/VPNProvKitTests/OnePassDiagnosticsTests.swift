@@ -124,11 +124,11 @@ import Testing
     @Test func aDedentedKeyIsReportedAtItsOwnLine() throws {
         let d = try syntaxError("""
             vpnprov: 1
-            name: acme
+            name: dedent
             nodes:
-              fra-1:
-                address: 192.0.2.1
-              pool: 10.10.0.0/24
+              n1:
+                address: 198.51.100.7
+              pool: 10.77.0.0/24
                 services: [ikev2-eap]
 
             """)

@@ -214,11 +214,13 @@ public struct DiagnosticPrinter: Sendable {
     // MARK: - JSON
 
     struct JSONDiagnostic: Encodable {
+        /// A related place: a note (`message`) or an acknowledgement (`reason`).
         struct Note: Encodable {
             var file: String?
             var line: Int?
             var column: Int?
-            var message: String
+            var message: String?
+            var reason: String?
         }
         var file: String?
         var line: Int?
@@ -227,14 +229,8 @@ public struct DiagnosticPrinter: Sendable {
         var code: String
         var message: String
         var notes: [Note]?
-        struct Acknowledged: Encodable {
-            var file: String?
-            var line: Int?
-            var column: Int?
-            var reason: String
-        }
         /// Present on a warning the inventory acknowledges: the reason and where it is written.
-        var acknowledged: Acknowledged?
+        var acknowledged: Note?
 
         init(_ d: Diagnostic) {
             file = d.location?.file

@@ -7,7 +7,8 @@ import Testing
 /// that is wrong, with what to change (item 8).
 @Suite struct OnePassDiagnosticsTests {
     /// Node b has a schema error; a and c overlap; a offers a PSK service (a warning). Bob is only
-    /// on b, carol on every node: what they get from b cannot be judged.
+    /// on b, carol on every node: what they get from b cannot be judged; dave is not on b, and his
+    /// certificate no node of his uses is reported.
     static let inventory = """
         vpnprov: 1
         name: acme
@@ -38,6 +39,10 @@ import Testing
           carol:
             cert: true
             password: gen
+          dave:
+            cert: true
+            password: gen
+            nodes: [a]
 
         """
 
@@ -51,8 +56,8 @@ import Testing
         let found = try #require(doc["diagnostics"] as? [[String: Any]]).map { "\($0["code"]!) \($0["line"]!)" }
         // The schema error, the overlap of the two nodes that decoded, the PSK warning: nothing
         // about b's pool (b did not decode) and nothing about what bob and carol get from b.
-        #expect(found == ["weak-psk-service 8", "invalid-value 13", "pool-overlap 17"])
-        #expect(r.err.hasSuffix("2 errors, 1 warning\n"))
+        #expect(found == ["weak-psk-service 8", "invalid-value 13", "pool-overlap 17", "cert-unused 31"])
+        #expect(r.err.hasSuffix("2 errors, 2 warnings\n"))
     }
 
     @Test func aBrokenDefaultsFieldSkipsOnlyTheNodesThatInheritIt() throws {

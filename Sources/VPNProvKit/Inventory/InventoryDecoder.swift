@@ -184,14 +184,15 @@ public struct InventoryDecoder: Sendable {
             for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
             for entry in list {
                 errors = cx.errorCount
-                var named: [String] = []
+                var named: [String]?
                 let user = decodeUser(
                     name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
                     declaredNodes: declaredNodes, nodePositions: nodePositions, named: &named, cx)
                 if let user { users.append(user) }
                 if user == nil || cx.errorCount > errors {
                     broken.users.insert(entry.key)
-                } else if named.contains(where: broken.nodes.contains) {
+                } else if named.map({ $0.contains(where: broken.nodes.contains) }) ?? !broken.nodes.isEmpty {
+                    // On a broken node by its `nodes:`, or by default on every node.
                     broken.usersOnBrokenNodes.insert(entry.key)
                 }
             }
@@ -201,12 +202,14 @@ public struct InventoryDecoder: Sendable {
         let secrets = value("secrets").map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
         broken.secrets = cx.errorCount > errors
 
+        let acknowledgements = value("acknowledge").map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
+
         guard let name else { return nil }
         var inventory = Inventory(
             file: file, schemaVersion: Self.supportedSchemaVersion, name: name, pki: pki, nodes: nodes, users: users,
             fieldLocations: locations)
         inventory.secrets = secrets
-        if let list = value("acknowledge"), !list.isNull { inventory.acknowledgements = decodeAcknowledgements(list, cx) }
+        inventory.acknowledgements = acknowledgements
         return inventory
     }
 
@@ -708,11 +711,9 @@ public struct InventoryDecoder: Sendable {
 
     private func decodeUser(
         name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
-        nodePositions: [String: Int], named: inout [String], _ cx: DecodingContext
+        nodePositions: [String: Int], named: inout [String]?, _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
-        // The nodes the user depends on: every node unless `nodes:` names some.
-        named = Array(declaredNodes)
         if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
         var password: SecretSource?
         var cert = false
@@ -742,6 +743,7 @@ public struct InventoryDecoder: Sendable {
                         ok = false
                         break
                     }
+                    // The nodes the user depends on (nil without `nodes:`: every node).
                     named = list.map(\.0)
                     var chosen = Set<String>()
                     var repeats = DecodingContext.Repeats()

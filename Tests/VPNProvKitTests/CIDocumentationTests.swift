@@ -230,5 +230,8 @@ import VPNProvYAML
         }
         #expect(fingerprints.count == report.count)
         #expect(report.contains { $0["check_name"] as? String == "invalid-value" && $0["severity"] as? String == "major" })
+        // The example's acknowledged warnings (suppressed in the SARIF log) are no Code Quality issues.
+        #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"suppressions\""))
+        #expect(!report.contains { $0["check_name"] as? String == "weak-psk-service" })
     }
 }

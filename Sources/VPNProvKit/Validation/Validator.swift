@@ -22,9 +22,7 @@ public enum Validator {
     /// names what is missing from it, and the findings that would depend on that are left out
     /// (the rules reading a broken `pki:` or `secrets:`, what users get from a broken node).
     public static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic] {
-        var active = rules
-        if !broken.secrets { active.append(secretsRule) }
-        if !broken.pki { active.append(pkiRule) }
+        let active = rules + (broken.secrets ? [] : [secretsRule]) + (broken.pki ? [] : [pkiRule])
         // The rules run on all cores (a fleet's validation ran alone before anything else could start);
         // the findings are sorted, so the order they come in does not matter.
         let found = parallelMap(active.count) { i -> [Diagnostic] in

@@ -64,6 +64,8 @@ public struct InventoryDecoder: Sendable {
         public var secretLines: Set<Int>
         /// Literal secret values, and scalar values of unknown keys: hidden from every message.
         public var secretValues: Set<String> = []
+        /// Lines shown only up to a column: an unknown key's value that may be a secret starts there.
+        public var cutLines: [Int: Int] = [:]
     }
 
     public func decode(_ root: YAMLNode?) -> Result {
@@ -71,7 +73,7 @@ public struct InventoryDecoder: Sendable {
         let inventory = decode(root, cx)
         return Result(
             inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines,
-            secretValues: cx.secretValues)
+            secretValues: cx.secretValues, cutLines: cx.cutLines)
     }
 
     // MARK: - Top level

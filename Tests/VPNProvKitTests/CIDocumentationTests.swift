@@ -14,6 +14,14 @@ import VPNProvYAML
         var name: String
         var scripts: [(script: String, mayFail: Bool)]
         var shell: [String]
+        /// Whether the scheduled (daily) pipeline runs it.
+        var runsOnSchedule = false
+    }
+
+    /// N of `status ... --expiring N` in a script.
+    static func expiringDays(_ script: String) -> Int? {
+        guard script.contains("vpnprov status"), let range = script.range(of: "--expiring ") else { return nil }
+        return Int(script[range.upperBound...].prefix { $0.isNumber })
     }
 
     struct Pipeline {
@@ -69,7 +77,8 @@ import VPNProvYAML
                 scripts.append((run, value(step, "continue-on-error")?.scalar == "true"))
             }
             // GitHub runs each `run:` with `bash -e`.
-            jobs[name] = Job(name: name, scripts: scripts, shell: ["-e", "-c"])
+            jobs[name] = Job(name: name, scripts: scripts, shell: ["-e", "-c"],
+                             runsOnSchedule: value(job, "if")?.scalar?.contains("'schedule'") == true)
         }
         return Pipeline(environment: variables(value(doc, "env")), jobs: jobs)
     }
@@ -80,7 +89,10 @@ import VPNProvYAML
             guard let script = value(job, "script") else { continue }
             // One shell for the whole script, `set -eo pipefail` as GitLab's bash runs it.
             let lines = items(script).compactMap(\.scalar)
-            jobs[name] = Job(name: name, scripts: [(lines.joined(separator: "\n"), value(job, "allow_failure")?.scalar == "true")], shell: ["-e", "-o", "pipefail", "-c"])
+            let schedule = items(value(job, "rules")).contains { value($0, "if")?.scalar?.contains("$CI_PIPELINE_SOURCE == \"schedule\"") == true }
+            jobs[name] = Job(
+                name: name, scripts: [(lines.joined(separator: "\n"), value(job, "allow_failure")?.scalar == "true")],
+                shell: ["-e", "-o", "pipefail", "-c"], runsOnSchedule: schedule)
         }
         return Pipeline(environment: variables(value(doc, "variables")), jobs: jobs)
     }
@@ -103,9 +115,11 @@ import VPNProvYAML
         var home: String
         var environment: [String: String]
         var ansibleLog: String
+        var base: String
 
         init(_ pipeline: Pipeline) throws {
             let base = try temporaryDirectory()
+            self.base = base
             repo = base + "/repo"
             home = base + "/home"
             ansibleLog = base + "/ansible.log"
@@ -122,6 +136,7 @@ import VPNProvYAML
             let stub = """
                 #!/bin/sh
                 printf '%s\\n' "$*" >> '\(ansibleLog)'
+                if [ -f '\(base)/ansible-fails' ]; then rm '\(base)/ansible-fails'; echo "ansible-playbook stub: failing once" >&2; exit 4; fi
                 [ "$1" = "-i" ] && [ "$4" = "--limit" ] || { echo "ansible-playbook stub: unexpected arguments: $*" >&2; exit 2; }
                 if [ -d "$VPNPROV_HOME/out/deploy" ]; then [ -f "$2" ] && [ -f "$3" ] || { echo "missing $2 or $3" >&2; exit 2; }; fi
 
@@ -168,15 +183,27 @@ import VPNProvYAML
         let deployJob = try #require(pipeline.jobs[deploy])
         let gateJob = try #require(pipeline.jobs[gate])
         let expiryJob = try #require(pipeline.jobs[expiry])
-        #expect(expiryJob.scripts.contains { $0.script.contains("status") && $0.script.contains("--expiring 30") })
+        // The expiry gate's window is below the renewal window (a wider one fails every day for what the
+        // next run renews by itself), and the renewal itself runs on the schedule: `generate` renews.
+        let window = try #require(expiryJob.scripts.lazy.compactMap { Self.expiringDays($0.script) }.first)
+        #expect(TimeInterval(window) * 86400 < PKIManager.renewalWindow, "--expiring \(window)")
+        #expect(deployJob.runsOnSchedule, "the deploy job (which renews) does not run on the schedule")
 
-        // First push to main: everything is new, every node is rolled out, then check is clean.
+        // First push to main: everything is new, but the rollout fails. The job fails.
+        let rollout = "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1\n"
+        FileManager.default.createFile(atPath: sandbox.base + "/ansible-fails", contents: nil)
+        let failed = try sandbox.run(Job(name: deploy, scripts: deployJob.scripts.map { ($0.script, true) }, shell: deployJob.shell,
+                                         runsOnSchedule: true))
+        #expect(failed.contains { $0 != 0 }, "the deploy job passed although the rollout failed")
+        #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == rollout)
+        // The job is retried: generate changes nothing now, and the same nodes are rolled out.
         _ = try sandbox.run(deployJob)
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(sandbox.read("vpnprov-summary.json").utf8)) as? [String: Any])
         #expect(summary["ok"] as? Bool == true)
+        #expect(((summary["summary"] as? [String: Any])?["nodes"] as? [String: Any])?["changed"] as? [String] == [])
         let ansible = try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8)
-        #expect(ansible == "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1\n")
-        // An unchanged second run rolls nothing out.
+        #expect(ansible == rollout + rollout)
+        // An unchanged run after a successful rollout rolls nothing out.
         _ = try sandbox.run(deployJob)
         #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == ansible)
 

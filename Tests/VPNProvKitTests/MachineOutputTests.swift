@@ -80,11 +80,15 @@ import Testing
         #expect(first.err.contains(rollout))
         #expect(first.err.contains("hand new profiles to alice, bob, carol, dave, erin"))
 
-        // a no-op run changes nothing and proposes nothing
+        // a no-op run changes nothing; until the rollout is recorded it still proposes it
         let again = try #require(try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
         #expect((again["files"] as? [String: Any])?["written"] as? Int == 0)
         #expect((again["nodes"] as? [String: Any])?["changed"] as? [String] == [])
-        #expect((again["next"] as? [String: Any])?["rollout"] == nil)
+        #expect((again["next"] as? [String: Any])?["rollout"] as? String == rollout)
+        let recorded = try #require(try document(vpnprov(["rolled-out", "--all", "--format", "json"], in: dir), "rolled-out")["rolledOut"] as? [String: Any])
+        #expect(recorded["recorded"] as? [String] == ["fra-1", "nyc-1", "sgp-1"])
+        let rolledOut = try #require(try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
+        #expect((rolledOut["next"] as? [String: Any])?["rollout"] == nil)
 
         // check: clean, then drift of every kind
         let clean = try document(vpnprov(["check", "--format", "json"], in: dir), "check")
@@ -132,7 +136,7 @@ import Testing
             documentFiles.append(dir + "/doc-\(i).json")
             try text.write(toFile: documentFiles.last!, atomically: true, encoding: .utf8)
         }
-        #expect(printed.count == 10)
+        #expect(printed.count == 12)
         let (status, report) = try checkOutput("json", documentFiles)
         #expect(status == 0, "\(report)")
     }

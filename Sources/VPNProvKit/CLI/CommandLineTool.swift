@@ -70,6 +70,7 @@ public enum CommandLineTool {
         [
             ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
             StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self, UnrevokeCommand.self,
+            RolledOutCommand.self,
         ]
     }
 

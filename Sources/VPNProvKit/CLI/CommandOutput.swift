@@ -29,6 +29,7 @@ public final class CommandOutput: @unchecked Sendable {
     private var collected: [Diagnostic] = []
     private var sources: [String: [UInt8]] = [:]
     private var hiddenLines: [String: Set<Int>] = [:]
+    private var cutLines: [String: [Int: Int]] = [:]
     /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
     private var hiddenValues: Set<String> = []
     private var body: [String: AnyEncodable] = [:]
@@ -56,11 +57,15 @@ public final class CommandOutput: @unchecked Sendable {
     /// secrets) are never shown.
     /// `hiddenValues` (literal secrets, values of unknown keys) are replaced by `<hidden>` in the
     /// message and notes of every diagnostic reported afterwards, in text, JSON and SARIF alike.
-    public func addSource(_ file: String, _ bytes: [UInt8], hidden: Set<Int> = [], hiddenValues: Set<String> = []) {
+    /// `cut` lines are shown up to a column only (where a value that may be a secret starts).
+    public func addSource(
+        _ file: String, _ bytes: [UInt8], hidden: Set<Int> = [], hiddenValues: Set<String> = [], cut: [Int: Int] = [:]
+    ) {
         lock.lock()
         defer { lock.unlock() }
         sources[file] = bytes
         hiddenLines[file, default: []].formUnion(hidden)
+        cutLines[file, default: [:]].merge(cut) { min($0, $1) }
         self.hiddenValues.formUnion(hiddenValues)
     }
 
@@ -72,7 +77,7 @@ public final class CommandOutput: @unchecked Sendable {
         // Scrubbed once, here, so the document (JSON, SARIF) holds the same text as standard error.
         let found = hiddenValues.isEmpty ? found : found.map(DiagnosticPrinter(hiddenValues: hiddenValues).scrubbed)
         collected += found
-        let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines)
+        let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines, cutLines: cutLines)
         lock.unlock()
         // Acknowledged warnings are kept for the document only (the inventory says why they stay),
         // unless asked for.

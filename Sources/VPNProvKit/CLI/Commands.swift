@@ -51,8 +51,12 @@ enum CommonOptions {
     /// `--state`, else `state` beside the inventory.
     static func stateDirectory(_ given: String?, inventoryPath: String, _ context: CommandContext) -> String {
         if let given { return context.resolve(given) }
+        return defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
+    }
+
+    static func defaultStateDirectory(inventoryPath: String, currentDirectory: String) -> String {
         let dir = (inventoryPath as NSString).deletingLastPathComponent
-        return (dir.isEmpty ? context.currentDirectory : dir) + "/state"
+        return (dir.isEmpty ? currentDirectory : dir) + "/state"
     }
 
     /// `--out`, else `out` beside the inventory (like the state: where the command is run from
@@ -101,13 +105,18 @@ struct ValidateCommand: Command {
             secretsEnvironment: secrets ? context.environment : nil)
         if let code = loaded.exitCode { return code }
         if let inventory = loaded.inventory {
-            let n = inventory.nodes.count, u = inventory.users.count
-            context.output.set("inventory", ValidatedInventory(file: display, nodes: n, users: u, secretsChecked: secrets))
+            // Users counted as generate counts them: the active ones; revoked users get no profiles.
+            let n = inventory.nodes.count, u = inventory.users.filter { !$0.revoked }.count
+            let revoked = inventory.users.count - u
+            context.output.set(
+                "inventory", ValidatedInventory(file: display, nodes: n, users: u, revokedUsers: revoked, secretsChecked: secrets))
             // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
             // "generate will find them".
             let external = Pipeline.externalSecrets(inventory).count
             let unresolved = secrets || external == 0 ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
-            context.output.result("\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(unresolved))\n")
+            let revokedText = revoked == 0 ? "" : " and \(revoked) revoked"
+            context.output.result(
+                "\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(revokedText)\(unresolved))\n")
         }
         return ExitCode.success
     }
@@ -116,7 +125,10 @@ struct ValidateCommand: Command {
     struct ValidatedInventory: Encodable {
         var file: String
         var nodes: Int
+        /// Active users (as `generate` counts them).
         var users: Int
+        /// Users revoked in the inventory.
+        var revokedUsers: Int
         var secretsChecked: Bool
     }
 }

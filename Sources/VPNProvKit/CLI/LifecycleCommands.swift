@@ -31,7 +31,13 @@ enum LifecycleCommandSupport {
         guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return Date() }
         if let seconds = TimeInterval(text) { return Date(timeIntervalSince1970: seconds) }
         if let date = ISO8601DateFormatter().date(from: text) { return date }
-        throw CLIError.usage("VPNPROV_NOW must be seconds since 1970 or an ISO 8601 date", command: nil)
+        // A calendar date alone (2027-11-15) is midnight UTC of that day.
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        if let date = day.date(from: text) { return date }
+        throw CLIError.usage(
+            "VPNPROV_NOW must be seconds since 1970 or an ISO 8601 date or time (2027-11-15, 2027-11-15T08:00:00Z), "
+                + "found '\(text)'", command: nil)
     }
 
     static func requireName(_ arguments: ParsedArguments, _ what: String, command: String) throws(CLIError) {
@@ -191,5 +197,52 @@ struct UnrevokeCommand: Command {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
         return Pipeline.lifecycle(options, output: context.output)
+    }
+}
+
+// MARK: - rolled-out
+
+struct RolledOutCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rolled-out",
+        abstract: "Record that nodes were rolled out: they no longer wait for a rollout.",
+        discussion: "Every run that changes a node's server files records the node as waiting for a rollout (in the state); "
+            + "the summary of generate, revoke and the lifecycle commands lists them all, with the rollout command, until this "
+            + "command says they were rolled out. So a deploy job whose rollout failed rolls the same nodes out when it is "
+            + "retried, although generate then changes nothing (docs/ci.md).",
+        arguments: [CommonOptions.inventoryArgument],
+        options: [
+            .init("nodes", value: "list", help: "The nodes rolled out, comma-separated (as given to ansible-playbook --limit)."),
+            .init("all", help: "Every node waiting for a rollout."),
+            CommonOptions.state, CommonOptions.format, CommonOptions.quiet,
+        ])
+
+    var arguments: ParsedArguments
+    var nodes: [String]?
+
+    init(_ arguments: ParsedArguments) throws(CLIError) {
+        self.arguments = arguments
+        let all = arguments.flag("all")
+        switch (arguments.value("nodes"), all) {
+        case (let list?, false):
+            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !names.isEmpty else {
+                throw CLIError.usage("'--nodes' needs at least one node name", command: Self.configuration.name)
+            }
+            nodes = names
+        case (nil, true):
+            nodes = nil
+        case (_?, true):
+            throw CLIError.usage("give either '--nodes <list>' or '--all', not both", command: Self.configuration.name)
+        case (nil, false):
+            throw CLIError.usage("say which nodes were rolled out: '--nodes <list>' or '--all'", command: Self.configuration.name)
+        }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
+        let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+        return Pipeline.rolledOut(
+            nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
     }
 }

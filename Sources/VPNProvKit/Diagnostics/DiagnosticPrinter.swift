@@ -14,6 +14,9 @@ public struct DiagnosticPrinter: Sendable {
     public var sources: [String: [UInt8]]
     /// Lines never shown in excerpts per file (they hold literal secrets).
     public var hiddenLines: [String: Set<Int>]
+    /// Lines shown only up to a column (1-based) per file: what follows may be a secret (the value
+    /// of an unknown key), so it is replaced by `hiddenValueMark`.
+    public var cutLines: [String: [Int: Int]]
 
     /// Values that are, or might be, secrets (literal secrets, values of unknown keys): replaced by
     /// `hiddenValueMark` wherever a message or note would contain them, in text and JSON alike.
@@ -23,11 +26,12 @@ public struct DiagnosticPrinter: Sendable {
 
     public init(
         format: Format = .text, sources: [String: [UInt8]] = [:], hiddenLines: [String: Set<Int>] = [:],
-        hiddenValues: Set<String> = []
+        hiddenValues: Set<String> = [], cutLines: [String: [Int: Int]] = [:]
     ) {
         self.format = format
         self.sources = sources
         self.hiddenLines = hiddenLines
+        self.cutLines = cutLines
         // Longest first, so a secret that contains another is hidden whole.
         self.hiddenValues = hiddenValues
         self.orderedHiddenValues = hiddenValues.filter { !$0.isEmpty }.sorted { $0.count != $1.count ? $0.count > $1.count : $0 < $1 }
@@ -151,8 +155,11 @@ public struct DiagnosticPrinter: Sendable {
     func excerpt(_ location: SourceLocation?) -> String {
         guard let location, location.line >= 1, let bytes = sources[location.file],
             !(hiddenLines[location.file]?.contains(location.line) ?? false),
-            let source = Self.sourceLine(bytes, location.line)
+            var source = Self.sourceLine(bytes, location.line)
         else { return "" }
+        if let cut = cutLines[location.file]?[location.line] {
+            source = String(source.prefix(max(0, cut - 1))) + Self.hiddenValueMark
+        }
         // A line that names a secret key may hold a secret even when the decoder never saw it
         // (YAML syntax errors): never echo it.
         if Self.looksSecret(source) || location.column > 200 { return "" }

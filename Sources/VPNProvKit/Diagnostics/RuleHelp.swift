@@ -128,6 +128,8 @@ public enum RuleHelp {
         "state-notice": "Something the state holds differs from the inventory (a CA kept with other settings, a user held revoked).",
         "revoked-user": "About a revocation: how it is recorded, how to undo it, what it cannot withdraw.",
         "no-such-user": "The command names a user the inventory does not list.",
+        "no-such-node": "The command names a node the inventory does not list.",
+        "rollout-pending": "Nodes whose server files changed have not been recorded as rolled out ('vpnprov rolled-out').",
         "output-io": "The output tree cannot be read or written.",
         "output-location": "The output tree of this deployment is somewhere else than this run would write it.",
         "render-failure": "A profile or configuration could not be rendered.",

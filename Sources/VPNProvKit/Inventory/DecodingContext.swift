@@ -9,6 +9,8 @@ final class DecodingContext {
     private(set) var errorCount = 0
     /// Source lines that hold secret values (never shown in diagnostic excerpts).
     private(set) var secretLines: Set<Int> = []
+    /// Lines shown only up to a column (1-based), where a value that may be a secret starts.
+    private(set) var cutLines: [Int: Int] = [:]
     /// Values that are, or might be, secrets: never quoted in a diagnostic message.
     private(set) var secretValues: Set<String> = []
 
@@ -88,8 +90,16 @@ final class DecodingContext {
                 continue
             }
             if let allowed, !allowed.contains(key) {
-                // An unknown key may be a misspelt secret key (`pasword:`): its scalar value counts as a secret.
-                if pair.value.scalar != nil { markSecret(pair.value) }
+                // An unknown key may be a misspelt secret key (`pasword:`): its scalar value counts as a
+                // secret. The key itself stays visible: the excerpt is cut where the value starts.
+                if pair.value.scalar != nil {
+                    if pair.value.line == pair.key.line && pair.value.endLine <= pair.value.line {
+                        if let value = pair.value.scalar, !value.isEmpty { secretValues.insert(value) }
+                        cutLines[pair.value.line] = min(cutLines[pair.value.line] ?? .max, pair.value.column)
+                    } else {
+                        markSecret(pair.value)
+                    }
+                }
                 error(.unknownKey, "\(what): unknown key '\(Self.printable(key))'" + Self.hint(for: key, among: allowed), at: pair.key)
                 continue
             }
@@ -294,8 +304,21 @@ final class DecodingContext {
 
     /// "; did you mean 'x'?" when a candidate is close enough, else "".
     static func hint(for word: String, among candidates: [String]) -> String {
-        guard let best = Spelling.closest(to: word, among: candidates) else { return "" }
+        guard let best = Spelling.closest(to: word, among: candidates) ?? abbreviation(of: word, among: candidates) else { return "" }
         return "; did you mean '\(best)'?"
+    }
+
+    /// A key written out where the schema abbreviates it (`certificate:` for `cert`), or cut short
+    /// (`serv:` for `services`): the longest candidate of three or more letters that starts the word
+    /// or that the word starts. Edit distance misses these: they differ by many letters.
+    static func abbreviation(of word: String, among candidates: [String]) -> String? {
+        let lower = word.lowercased()
+        guard lower.count >= 3 else { return nil }
+        let matches = candidates.filter { c in
+            let candidate = c.lowercased()
+            return candidate.count >= 3 && (lower.hasPrefix(candidate) || candidate.hasPrefix(lower))
+        }
+        return matches.max { ($0.count, $1) < ($1.count, $0) }
     }
 }
 

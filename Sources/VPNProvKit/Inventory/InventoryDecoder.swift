@@ -66,6 +66,8 @@ public struct InventoryDecoder: Sendable {
         public var secretLines: Set<Int>
         /// Literal secret values, and scalar values of unknown keys: hidden from every message.
         public var secretValues: Set<String> = []
+        /// Lines shown only up to a column: an unknown key's value that may be a secret starts there.
+        public var cutLines: [Int: Int] = [:]
         /// With decoding errors, the parts that decoded cleanly (nil when there is nothing to check:
         /// a YAML error, another schema version, no deployment name): the rule checks run over it,
         /// so one run reports the schema errors and everything the rest of the inventory gets.
@@ -94,7 +96,7 @@ public struct InventoryDecoder: Sendable {
         let inventory = decode(root, &broken, cx)
         var result = Result(
             inventory: cx.hasErrors ? nil : inventory, diagnostics: cx.diagnostics, secretLines: cx.secretLines,
-            secretValues: cx.secretValues)
+            secretValues: cx.secretValues, cutLines: cx.cutLines)
         if cx.hasErrors, var partial = inventory {
             partial.nodes.removeAll { broken.nodes.contains($0.name) }
             partial.users.removeAll { broken.users.contains($0.name) }

@@ -177,7 +177,14 @@ extension OutputTree {
         }
 
         /// Write mode: makes every prepared file visible, removes stale outputs, writes the manifest.
-        public func publish() throws(OutputError) -> WriteSummary {
+        /// Renames the staged files into place and removes what an earlier run wrote and this one does
+        /// not. `announce`, when given, is called first, before anything in the tree changes, with the
+        /// names `x` of the paths `top/x/...` that will be written or removed: a caller that must remember
+        /// them (the nodes waiting for a rollout) records them while a failure can still only make it
+        /// remember too much, never too little.
+        public func publish(
+            announcingOwnersUnder top: String? = nil, _ announce: (Set<String>) throws(OutputError) -> Void = { _ in }
+        ) throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
             // Sorted once (the manifest lists the paths sorted; the renames go in runs of neighbours).
@@ -188,6 +195,16 @@ extension OutputTree {
             // In path order, so the first failure reported is the first path, and each run of renames
             // reuses its directory descriptors.
             let ordered = files.indices.filter { files.status($0).contains(.staged) }
+            // What an earlier run wrote and this one does not (read before anything is renamed).
+            let stale = Set(files.missing { forEachManifestLine(root, $0) }).sorted()
+            if let top {
+                do throws(OutputError) {
+                    try announce(files.owners(under: top, at: ordered).union(PathList(stale).owners(under: top)))
+                } catch {
+                    abort()
+                    throw error
+                }
+            }
             // Flushes are for new data; a run that changes nothing must not flush the file system.
             var wroteAnything = !ordered.isEmpty
             if !syncPerFile && !ordered.isEmpty {
@@ -226,8 +243,7 @@ extension OutputTree {
             published = true
             summary.unchangedCount = unchangedCount
             // Remove what an earlier run wrote and this one does not; never anything else.
-            let stale = files.missing { forEachManifestLine(root, $0) }
-            for old in Set(stale).sorted() {
+            for old in stale {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
                 else { continue }

@@ -39,6 +39,27 @@ public struct PathList: Sendable, Equatable, RandomAccessCollection, Expressible
     /// The UTF-8 bytes of path `i`, in place.
     func utf8(_ i: Int) -> ArraySlice<UInt8> { bytes[range(i)] }
 
+    /// The names `x` of the paths `top/x/...` among `positions`: the nodes under `servers`, the users
+    /// under `clients`. Paths of one folder are neighbours when the list is sorted, so each name is made once.
+    func owners<S: Sequence>(under top: String, at positions: S) -> Set<String> where S.Element == Int {
+        let prefix = Array((top + "/").utf8)
+        var names = Set<String>()
+        var last: [UInt8] = []
+        for i in positions {
+            let utf8 = utf8(i)
+            guard utf8.starts(with: prefix) else { continue }
+            let rest = utf8.dropFirst(prefix.count)
+            let name = rest[..<(rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex)]
+            guard !name.isEmpty, !name.elementsEqual(last) else { continue }
+            last = Array(name)
+            names.insert(String(decoding: last, as: UTF8.self))
+        }
+        return names
+    }
+
+    /// `owners(under:at:)` over every path.
+    func owners(under top: String) -> Set<String> { owners(under: top, at: indices) }
+
     mutating func append(_ path: String, _ status: Status = []) {
         var path = path
         path.withUTF8 { append(utf8: $0, status) }

@@ -33,6 +33,8 @@ extension Pipeline {
         var unexpected: [String]
         var untracked: [String]
         var state: [String]
+        /// Nodes whose files changed since they were last recorded as rolled out (`vpnprov rolled-out`).
+        var rolloutPending: [String]
     }
 
     public static func check(_ options: CheckOptions, output: CommandOutput) -> Int32 {
@@ -48,14 +50,25 @@ extension Pipeline {
             let drift = try session.drift()
             let stateChanges = built.prepared.changes.map(\.pendingDescription)
             let out = display(options.outDirectory, options)
+            let fleet = built.prepared.inventory.nodes.map(\.name)
+            let pending = Set(try RolloutLedger.read(stateDirectory: options.stateDirectory))
+            let waiting = fleet.filter(pending.contains)
             output.set(
                 "drift",
                 Drift(
                     out: out, files: count, missing: drift.missing, stale: drift.stale, unexpected: drift.unexpected,
-                    untracked: drift.untracked, state: stateChanges))
+                    untracked: drift.untracked, state: stateChanges, rolloutPending: waiting))
+            if !waiting.isEmpty {
+                // The tree can be up to date while the servers are not: a rollout failed or was never run.
+                output.warning(
+                    .rolloutPending,
+                    "\(waiting.count == 1 ? "node" : "nodes") \(listed(waiting)) \(waiting.count == 1 ? "has" : "have") changed files "
+                        + "not yet recorded as rolled out: roll \(waiting.count == 1 ? "it" : "them") out, then run "
+                        + "'\(rolledOutCommand(options)) --nodes \(waiting.joined(separator: ","))'")
+            }
             if drift.isClean && stateChanges.isEmpty {
                 output.info("\(out) is up to date (\(count) files)")
-                return ExitCode.success
+                return options.strict && !waiting.isEmpty ? ExitCode.failure : ExitCode.success
             }
             var lines: [String] = []
             lines += drift.missing.map { "missing: \($0)" }
@@ -160,6 +173,10 @@ extension Pipeline {
 extension RuleCode {
     /// `revoke` of a name the inventory does not list.
     public static let noSuchUser = RuleCode("no-such-user")
+    /// The command names a node the inventory does not list.
+    public static let noSuchNode = RuleCode("no-such-node")
+    /// Nodes whose server files changed are not recorded as rolled out.
+    public static let rolloutPending = RuleCode("rollout-pending")
     /// `check`: the output tree or the state differs from what `generate` would make of them.
     public static let drift = RuleCode("drift")
 }

@@ -19,7 +19,8 @@ public struct LifecycleOptions: Sendable, Hashable {
 public struct LifecycleSummary: Sendable, Hashable, Encodable {
     /// State changes, as the generate summary prints them.
     public var changes: [String]
-    /// Nodes whose server files changed: deploy them (`servers/<node>` or `deploy/`).
+    /// Nodes waiting for a rollout (this run's changes and earlier ones not yet recorded with
+    /// `vpnprov rolled-out`): deploy them (`servers/<node>` or `deploy/`).
     public var nodesToRollOut: [String]
     /// Active users whose profiles changed: hand them the new files.
     public var usersNeedingNewProfiles: [String]
@@ -36,8 +37,8 @@ extension Pipeline {
             let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
             guard let inventory = loadedInventory else { return code }
             switch precondition(options.action, inventory: inventory, file: generate.inventory) {
-            case .message(let text)?:
-                output.error(.noSuchUser, text)
+            case .message(let code, let text)?:
+                output.error(code, text)
                 return ExitCode.failure
             case .diagnostic(let diagnostic)?:
                 printDiagnostics([diagnostic], output: output)
@@ -50,20 +51,20 @@ extension Pipeline {
             guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true, action: options.action)
             else { return ExitCode.failure }
             guard let written = try write(built, options: generate, output: output) else { return ExitCode.failure }
-            report(built, written, options: generate, output: output)
-            let result = rollout(written, inventory: built.prepared.inventory, changes: built.prepared.changes,
-                                 rotating: built.prepared.materials.rotation != nil)
+            // The summary says which nodes to roll out and who needs new profiles, with the commands;
+            // said once (the JSON document has it twice: "summary" and "lifecycle").
+            let summary = report(built, written, options: generate, output: output)
+            let result = LifecycleSummary(
+                changes: built.prepared.changes.map(\.description), nodesToRollOut: summary.nodes.pending ?? [],
+                usersNeedingNewProfiles: summary.users.changed, caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")
             output.set("lifecycle", result)
-            var text = "nodes to roll out: \(result.nodesToRollOut.isEmpty ? "none" : result.nodesToRollOut.joined(separator: ", "))\n"
-            text += "users who need new profiles: "
-                + "\(result.usersNeedingNewProfiles.isEmpty ? "none" : result.usersNeedingNewProfiles.joined(separator: ", "))\n"
             if case .startCARotation = options.action {
-                text += "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
-                    + "which you run once every device has its new profile\n"
+                output.result(
+                    "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
+                        + "which you run once every device has its new profile\n")
             } else if case .finishCARotation = options.action {
-                text += "CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n"
+                output.result("CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n")
             }
-            output.result(text)
             return ExitCode.success
         }
     }
@@ -71,14 +72,14 @@ extension Pipeline {
     /// Why the inventory does not allow the action: a plain message for an unknown name, else a
     /// diagnostic at the inventory line that decides it. nil: go ahead.
     enum Refusal {
-        case message(String)
+        case message(RuleCode, String)
         case diagnostic(Diagnostic)
     }
 
     static func precondition(_ action: PKIManager.StateAction, inventory: Inventory, file: String) -> Refusal? {
         func unknown(_ what: String, _ name: String, _ names: [String]) -> Refusal {
             let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
-            return .message("\(what) '\(name)' is not in \(file)\(hint)")
+            return .message(what == "node" ? .noSuchNode : .noSuchUser, "\(what) '\(name)' is not in \(file)\(hint)")
         }
         func refuse(_ code: PKIError.Code, _ message: String, _ location: SourceLocation) -> Refusal {
             .diagnostic(.error(RuleCode(code.rawValue), message, at: location))
@@ -121,19 +122,55 @@ extension Pipeline {
         }
         return nil
     }
+}
 
-    /// Nodes and users whose files this run wrote or removed.
-    static func rollout(_ written: WriteSummary, inventory: Inventory, changes: [PKIChange], rotating: Bool) -> LifecycleSummary {
-        var nodes = Set<String>(), users = Set<String>()
-        for path in Array(written.written) + written.removed {
-            let parts = path.split(separator: "/", maxSplits: 2)
-            guard parts.count >= 2 else { continue }
-            if parts[0] == "servers" { nodes.insert(String(parts[1])) }
-            if parts[0] == "clients" { users.insert(String(parts[1])) }
+extension Pipeline {
+    /// `"rolledOut"` of `rolled-out --format json`.
+    struct RolledOut: Encodable {
+        /// The nodes this command took off the list.
+        var recorded: [String]
+        /// Named nodes that were not waiting (already recorded, or never changed).
+        var notPending: [String]
+        /// The nodes still waiting for a rollout afterwards.
+        var pending: [String]
+    }
+
+    /// Takes `nodes` (nil: all) off the list of nodes waiting for a rollout. A name the inventory does
+    /// not have is an error before anything changes.
+    public static func rolledOut(
+        nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String, output: CommandOutput
+    ) -> Int32 {
+        run(output) { () throws -> Int32 in
+            let loaded = try loadInventory(display: display, path: inventoryPath, strict: false, output: output, report: false)
+            guard let inventory = loaded.inventory else {
+                // Its findings are printed only when it cannot be read: the names are what matter here.
+                printDiagnostics(loaded.diagnostics, output: output)
+                return loaded.exitCode ?? ExitCode.failure
+            }
+            let fleet = inventory.nodes.map(\.name)
+            for name in nodes ?? [] where !fleet.contains(name) {
+                let hint = Spelling.closest(to: name, among: fleet).map { "; did you mean '\($0)'?" } ?? ""
+                output.error(.noSuchNode, "node '\(name)' is not in \(display)\(hint)")
+                return ExitCode.failure
+            }
+            let lock = try StateLock(stateDirectory: stateDirectory)
+            defer { lock.release() }
+            let before = Set(try RolloutLedger.read(stateDirectory: stateDirectory)).intersection(fleet)
+            let named = Set(nodes ?? Array(before))
+            let after = before.subtracting(named)
+            if after != before { try RolloutLedger.write(after, stateDirectory: stateDirectory) }
+            let result = RolledOut(
+                recorded: fleet.filter { before.contains($0) && named.contains($0) },
+                notPending: fleet.filter { named.contains($0) && !before.contains($0) },
+                pending: fleet.filter(after.contains))
+            output.set("rolledOut", result)
+            var text = "recorded as rolled out: \(result.recorded.isEmpty ? "none" : result.recorded.joined(separator: ", "))\n"
+            if !result.notPending.isEmpty {
+                text += "not waiting for a rollout: \(result.notPending.joined(separator: ", "))\n"
+            }
+            text += "still waiting for a rollout: \(result.pending.isEmpty ? "none" : result.pending.joined(separator: ", "))\n"
+            output.result(text)
+            return ExitCode.success
         }
-        let active = inventory.users.filter { !$0.revoked }.map(\.name).filter(users.contains)
-        return LifecycleSummary(
-            changes: changes.map(\.description), nodesToRollOut: inventory.nodes.map(\.name).filter(nodes.contains),
-            usersNeedingNewProfiles: active, caRotation: rotating ? "overlap" : "none")
     }
 }

@@ -78,7 +78,16 @@ extension Pipeline {
             built.prepared.abandonIssuing()
             throw error
         }
-        return try session.publish()
+        // The nodes whose files change are recorded as waiting for a rollout before the first file
+        // is renamed (docs/ci.md: a retried deploy job must find them again).
+        let fleet = built.prepared.inventory.nodes.map(\.name)
+        return try session.publish(announcingOwnersUnder: "servers") { (nodes) throws(OutputError) in
+            do {
+                try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
+            } catch {
+                throw OutputError("cannot record the nodes waiting for a rollout: \((error as? PKIError)?.message ?? "\(error)")")
+            }
+        }
     }
 
     /// Prints every finding (and the state's warnings) once the consistency check is complete;

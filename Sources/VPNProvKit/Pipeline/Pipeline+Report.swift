@@ -23,11 +23,16 @@ extension Pipeline {
 
     /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
     /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
+    @discardableResult
     static func report(
         _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput
-    ) {
+    ) -> RunSummary {
+        // Read back after the run recorded this run's nodes: also those an earlier run changed and
+        // nobody has yet said are rolled out ('vpnprov rolled-out').
+        let pending = (try? RolloutLedger.read(stateDirectory: options.stateDirectory)) ?? []
         let summary = RunSummary(
-            built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes)
+            built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
+            pending: Set(pending), rolledOut: rolledOutCommand(options))
         output.set("summary", summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
@@ -44,16 +49,26 @@ extension Pipeline {
         if !summary.nodes.changed.isEmpty {
             output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
         }
-        if !summary.nodes.removed.isEmpty {
-            output.info("vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service by hand)")
+        let earlier = (summary.nodes.pending ?? []).filter { !summary.nodes.changed.contains($0) }
+        if !earlier.isEmpty {
+            output.info("vpnprov: nodes still waiting for a rollout from an earlier run: \(listed(earlier))")
         }
-        if let rollout = summary.next.rollout {
-            output.info("vpnprov: next: roll the changed nodes out with\n  \(rollout)")
+        if !summary.nodes.removed.isEmpty {
+            output.info(
+                "vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service with "
+                    + "\(summary.out)/deploy/retire.yml)")
+        }
+        if let rollout = summary.next.rollout, let recorded = summary.next.rolledOut {
+            output.info(
+                "vpnprov: next: roll the nodes out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)")
         }
         if !summary.users.changed.isEmpty {
             output.info(
                 "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
                     + "(\(summary.out)/clients/<user>/)")
+        }
+        if let catalog = summary.next.publishCatalog {
+            output.info("vpnprov: next: the app catalogue changed: publish \(catalog) to the app's backend")
         }
         if let publish = summary.next.publishCRL {
             output.info("vpnprov: next: publish \(publish.file) at \(publish.url) (devices that check revocation fetch it there)")
@@ -61,6 +76,18 @@ extension Pipeline {
         if !summary.users.removed.isEmpty {
             output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
         }
+        return summary
+    }
+
+    /// The `rolled-out` command for this deployment, its node list left for the caller: the inventory as
+    /// given, `--state` only when it is not the default beside the inventory.
+    static func rolledOutCommand(_ options: GenerateOptions) -> String {
+        let defaultState = CommonOptions.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
+        var words = ["vpnprov", "rolled-out", ShellWord.quote(options.inventory)]
+        if OutputLocation.standardized(defaultState) != OutputLocation.standardized(options.stateDirectory) {
+            words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]
+        }
+        return words.joined(separator: " ")
     }
 
     /// Names for a summary line: a fleet's first run changes every user, so long lists are cut
@@ -122,6 +149,9 @@ struct RunSummary: Encodable {
         var changed: [String]
         /// Nodes or users whose files were removed (no longer in the inventory, or revoked).
         var removed: [String]
+        /// Nodes only: every node waiting for a rollout, this run's changed nodes and those an earlier
+        /// run changed that are not yet recorded as rolled out (`vpnprov rolled-out`).
+        var pending: [String]? = nil
     }
 
     struct Files: Encodable {
@@ -155,12 +185,16 @@ struct RunSummary: Encodable {
     }
 
     struct Next: Encodable {
-        /// The command that rolls the changed nodes out (absent when no node changed).
+        /// The command that rolls the pending nodes out (absent when no node waits for a rollout).
         var rollout: String?
+        /// The command that records that rollout once it succeeded (absent with `rollout`).
+        var rolledOut: String?
         /// Users to hand their new profiles to.
         var profiles: [String]
         /// The CRL file to publish and where (`pki.crl_url`), when this run changed it.
         var publishCRL: PublishCRL?
+        /// The app catalogue, when this run changed it: the app's backend serves it.
+        var publishCatalog: String?
     }
 
     struct PublishCRL: Encodable {
@@ -176,35 +210,24 @@ struct RunSummary: Encodable {
     var certificates: Certificates
     var next: Next
 
-    init(_ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange]) {
+    init(
+        _ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange], pending: Set<String>,
+        rolledOut: String
+    ) {
         self.out = out
         let inventory = prepared.inventory
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
-        // The second component of the paths under `top`. Paths arrive sorted, so one folder's files are
-        // neighbours and its name is made once.
-        func owners(_ paths: PathList, under top: String) -> Set<String> {
-            let prefix = Array((top + "/").utf8)
-            var names = Set<String>()
-            var last: [UInt8] = []
-            for i in paths.indices {
-                let utf8 = paths.utf8(i)
-                guard utf8.starts(with: prefix) else { continue }
-                let rest = utf8.dropFirst(prefix.count)
-                let name = rest[..<(rest.firstIndex(of: UInt8(ascii: "/")) ?? rest.endIndex)]
-                guard !name.isEmpty, !name.elementsEqual(last) else { continue }
-                last = Array(name)
-                names.insert(String(decoding: last, as: UTF8.self))
-            }
-            return names
-        }
         let nodeNames = inventory.nodes.map(\.name)
         let removed = PathList(written.removed.sorted())
-        let nodesWritten = owners(written.written, under: "servers"), nodesRemoved = owners(removed, under: "servers")
-        let usersWritten = owners(written.written, under: "clients"), usersRemoved = owners(removed, under: "clients")
+        let nodesWritten = written.written.owners(under: "servers"), nodesRemoved = removed.owners(under: "servers")
+        let usersWritten = written.written.owners(under: "clients"), usersRemoved = removed.owners(under: "clients")
         let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
+        // This run's changed nodes are pending whatever the record says (it is written best effort
+        // before the renames; a record that could not be read back must not hide them).
+        let pendingNodes = nodeNames.filter { pending.contains($0) || changedNodes.contains($0) }
         nodes = Names(
             count: nodeNames.count, changed: changedNodes,
-            removed: nodesRemoved.subtracting(nodeNames).sorted())
+            removed: nodesRemoved.subtracting(nodeNames).sorted(), pending: pendingNodes)
         let changedUsers = activeUsers.filter { usersWritten.contains($0) }
         users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
         files = Files(
@@ -232,12 +255,15 @@ struct RunSummary: Encodable {
         }
         self.certificates = certificates
         next = Next(
-            rollout: changedNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: changedNodes),
+            rollout: pendingNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingNodes),
+            rolledOut: pendingNodes.isEmpty ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingNodes.joined(separator: ",")),
             profiles: changedUsers,
             publishCRL: inventory.pki.crlURL.flatMap { url in
                 written.written.contains(ServerRenderer.publishedCRLPath)
                     ? PublishCRL(file: "\(out)/\(ServerRenderer.publishedCRLPath)", url: url) : nil
-            })
+            },
+            publishCatalog: written.written.contains(CatalogRenderer.path) || written.removed.contains(CatalogRenderer.path)
+                ? "\(out)/\(CatalogRenderer.path)" : nil)
     }
 
     /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.

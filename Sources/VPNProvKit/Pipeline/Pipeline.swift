@@ -99,7 +99,7 @@ public enum Pipeline {
         diagnostics = diagnostics.cappingRepeats()
         let failed = diagnostics.hasErrors || (strict && diagnostics.hasOpenWarnings)
         // Every load registers the lines and values to hide: later stages report through `output` too.
-        output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues)
+        output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues, cut: decoded.cutLines)
         if report {
             output.primaryFile = output.primaryFile ?? display
             output.diagnostics(DiagnosticPrinter.sorted(diagnostics))

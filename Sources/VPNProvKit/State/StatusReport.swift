@@ -75,6 +75,8 @@ public struct StatusReport: Sendable, Hashable, Encodable {
     public var expiring: [Expiring]?
     /// Counts by status over node and user certificates.
     public var counts: [String: Int]
+    /// Nodes whose server files changed and are not yet recorded as rolled out (`vpnprov rolled-out`).
+    public var rolloutPending: [String] = []
 
     static func daysLeft(_ date: Date, _ now: Date) -> Int { Int((date.timeIntervalSince(now) / 86400).rounded(.down)) }
 
@@ -91,7 +93,10 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         let secrets = AtomicFile.exists(paths.secrets)
             ? try StateStore.decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
             : SecretsFile()
-        return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+        var report = make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+        let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
+        report.rolloutPending = inventory.nodes.map(\.name).filter(pending.contains)
+        return report
     }
 
     /// The report from the bytes of index.json and secrets.json (nil: there is none), decoded as `make`
@@ -215,6 +220,7 @@ public struct StatusReport: Sendable, Hashable, Encodable {
         out += "users without certificates: \(list(usersWithoutCertificates))\n"
         out += "held (revoked with 'vpnprov revoke'): \(list(heldUsers))\n"
         out += "in the state, not in the inventory: \(list(notInInventory))\n"
+        out += "waiting for a rollout: \(list(rolloutPending))\n"
         if let expiring {
             out += expiring.isEmpty ? "nothing expires within the asked window\n" : ""
             for e in expiring {

@@ -3,6 +3,9 @@ import Foundation
 /// `catalog/servers.json`: per node and service what an app needs to build an
 /// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user data.
 public enum CatalogRenderer {
+    /// Where the catalogue goes in the output tree (the app's backend publishes it from there).
+    static let path = "catalog/servers.json"
+
     public struct Catalog: Codable, Sendable, Hashable {
         public var version: Int
         public var deployment: String
@@ -182,6 +185,6 @@ public enum CatalogRenderer {
         // Encoding plain strings, integers and booleans cannot fail.
         var data = JSONWriter.json(try! DocumentEncoder.encode(catalog(inventory: inventory)))
         data.append(0x0A)
-        return [OutputFile(path: "catalog/servers.json", contents: data)]
+        return [OutputFile(path: path, contents: data)]
     }
 }

@@ -12,23 +12,6 @@ enum InstallCheckTools {
     static func available(_ tool: String) -> Bool {
         path(tool) != nil || ProcessInfo.processInfo.environment["VPNPROV_REQUIRE_E2E"] == "1"
     }
-
-    /// Runs `arguments` (through env, so a missing tool is exit 127) with `input` written to a file
-    /// first when given; stdout and stderr together.
-    static func run(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
-    }
 }
 
 /// The manual page and the completion scripts come from the command tables `--help` prints
@@ -129,33 +112,44 @@ enum InstallCheckTools {
             #expect(fishOptions == options + ["--help"], "fish: \(c.name)")
         }
         // Every command (and help) is offered first, in each shell.
-        let bashFirst = try #require(bash.components(separatedBy: "\n").first { $0.contains("_vpnprov_words 'validate") })
-        #expect(bashFirst.contains("'" + (commandNames + ["help", "--version", "--help", "-h"]).joined(separator: " ") + "'"))
+        #expect(bash.contains("_vpnprov_words '" + (commandNames + ["help"]).joined(separator: " ") + "'\n"))
+        #expect(bash.contains("_vpnprov_words '--version --help -h'\n"))
         for name in commandNames + ["help"] {
             #expect(zsh.contains("        '\(name):"), "zsh: \(name)")
             #expect(fish.contains("-n __fish_vpnprov_needs_command -a \(name) -d "), "fish: \(name)")
         }
     }
 
+    /// What every shell offers for a command line (sorted): the commands, each command's options
+    /// exactly, the values of --format, the commands after `help`.
+    static func expectCompletions(_ complete: (String) throws -> [String]) throws {
+        #expect(try complete("vpnprov ") == (configurations.map(\.name) + ["help"]).sorted())
+        #expect(try complete("vpnprov check --format ") == ["json", "sarif", "text"])
+        #expect(try complete("vpnprov help rotate-p") == ["rotate-password", "rotate-psk"])
+        for c in configurations {
+            #expect(try complete("vpnprov \(c.name) --") == (c.options.map { "--" + $0.name } + ["--help"]).sorted(), "\(c.name)")
+        }
+    }
+
     @Test func bashAcceptsItsScriptAndCompletesWhatTheParserAccepts() throws {
         let script = try Self.script("bash")
         try Self.withFiles(["vpnprov.bash": script]) { dir in
-            #expect(try InstallCheckTools.run(["bash", "-n", dir + "/vpnprov.bash"]).status == 0)
+            #expect(try runTool(["bash", "-n", dir + "/vpnprov.bash"]).status == 0)
             try FileManager.default.createDirectory(atPath: dir + "/prod-out", withIntermediateDirectories: true)
             try "x".write(toFile: dir + "/prod.yaml", atomically: true, encoding: .utf8)
             // Each line: the words (the last one is being completed) -> what bash offers.
             func complete(_ words: [String]) throws -> [String] {
                 let quoted = words.map { "'" + $0 + "'" }.joined(separator: " ")
-                let r = try InstallCheckTools.run([
+                let r = try runTool([
                     "bash", "-c",
                     "source ./vpnprov.bash; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _vpnprov; printf '%s\\n' \"${COMPREPLY[@]}\"",
                 ], in: dir)
                 #expect(r.status == 0, "\(r.output)")
                 return r.output.split(separator: "\n").map(String.init).sorted()
             }
-            #expect(try complete(["vpnprov", "rot"]) == ["rotate-ca", "rotate-password", "rotate-psk"])
+            try Self.expectCompletions { try complete($0.components(separatedBy: " ")) }
             #expect(try complete(["vpnprov", "help", "un"]) == ["unrevoke"])
-            #expect(try complete(["vpnprov", "validate", "--format", ""]) == ["json", "sarif", "text"])
+            #expect(try complete(["vpnprov", "-"]) == ["--help", "--version", "-h"])
             #expect(try complete(["vpnprov", "generate", "--format", "=", ""]) == ["json", "text"])
             #expect(try complete(["vpnprov", "generate", "--out", "prod-"]) == ["prod-out"])
             #expect(try complete(["vpnprov", "generate", "pro"]) == ["prod-out", "prod.yaml"])
@@ -163,10 +157,8 @@ enum InstallCheckTools {
             #expect(try complete(["vpnprov", "revoke", "--state", "prod-out", ""]) == [])
             #expect(try complete(["vpnprov", "revoke", "--state", "prod-out", "alice", "prod."]) == ["prod.yaml"])
             for c in Self.configurations {
-                let offered = try complete(["vpnprov", c.name, "--"])
-                #expect(offered == (c.options.map { "--" + $0.name } + ["--help"]).sorted(), "\(c.name)")
                 // What bash offers, the parser accepts.
-                for word in offered where word != "--help" {
+                for word in try complete(["vpnprov", c.name, "--"]) where word != "--help" {
                     let option = try #require(c.options.first { "--" + $0.name == word })
                     let required = c.arguments.filter { !$0.isOptional }.map { _ in "x" }
                     let arguments = required + [word] + (option.valueName.map { [$0.split(separator: "|").first.map(String.init) ?? "x"] } ?? [])
@@ -180,44 +172,74 @@ enum InstallCheckTools {
         }
     }
 
+    /// Completes `$2` in an interactive zsh on a pseudo-terminal (zsh/zpty) whose fpath starts with
+    /// `$1`, and prints each candidate offered (compadd, wrapped) as `<<candidate>>`. The markers are
+    /// typed quoted (`::EN""D::`) so that the terminal's echo of the typed lines never looks like
+    /// their output: reading stops only after the completion has run.
+    static let zshCapture = #"""
+        zmodload zsh/zpty
+        zpty z zsh -f -i
+        zpty -w z "PS1=''; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -d $1/zcompdump"
+        zpty -w z 'compadd () { builtin compadd -O __hits "$@"; (( $#__hits )) && print -l -- "<<"${^__hits}">>"; builtin compadd "$@" }'
+        zpty -w z 'bindkey "^I" complete-word; print -- ::STA""RT::'
+        zpty -w z "$2"$'\t'
+        zpty -w z $'\C-u'
+        zpty -w z 'print -- ::EN""D::'
+        out=
+        while zpty -r z line; do
+            out+=$line
+            [[ $out == *::START::*::END::* ]] && break
+        done
+        print -r -- "$out" | tr -d '\r' | grep -o '<<[^>]*>>' | sort -u
+        zpty -d z
+
+        """#
+
     @Test(.enabled(if: InstallCheckTools.available("zsh")))
-    func zshAcceptsItsScriptAndRegistersIt() throws {
-        try Self.withFiles(["_vpnprov": try Self.script("zsh")]) { dir in
-            let syntax = try InstallCheckTools.run(["zsh", "-n", dir + "/_vpnprov"])
+    func zshAcceptsItsScriptAndCompletesWhatTheParserAccepts() throws {
+        try Self.withFiles(["_vpnprov": try Self.script("zsh"), "capture.zsh": Self.zshCapture]) { dir in
+            let syntax = try runTool(["zsh", "-n", dir + "/_vpnprov"])
             #expect(syntax.status == 0, "\(syntax.output)")
             // compinit reads the #compdef line of every function on fpath.
-            let registered = try InstallCheckTools.run([
+            let registered = try runTool([
                 "zsh", "-f", "-c", "fpath=(\(dir) $fpath); autoload -Uz compinit; compinit -u -d \(dir)/zcompdump; print -r -- $_comps[vpnprov]",
             ])
             #expect(registered.status == 0 && registered.output == "_vpnprov\n", "\(registered.output)")
+            func complete(_ line: String) throws -> [String] {
+                let r = try runTool(["timeout", "60", "zsh", "-f", dir + "/capture.zsh", dir, line], in: dir)
+                #expect(r.status == 0, "\(r.output)")
+                // Only candidates: the terminal also echoes the lines typed.
+                return r.output.split(separator: "\n").compactMap { item -> String? in
+                    guard item.hasPrefix("<<"), item.hasSuffix(">>"), item.range(of: #"^<<[A-Za-z0-9._/-]+>>$"#, options: .regularExpression) != nil
+                    else { return nil }
+                    return String(item.dropFirst(2).dropLast(2))
+                }.sorted()
+            }
+            #expect(try complete("vpnprov -") == ["--help", "--version", "-h"])
+            try Self.expectCompletions(complete)
         }
     }
 
     @Test(.enabled(if: InstallCheckTools.available("fish")))
     func fishAcceptsItsScriptAndCompletesWhatTheParserAccepts() throws {
         try Self.withFiles(["vpnprov.fish": try Self.script("fish")]) { dir in
-            let syntax = try InstallCheckTools.run(["fish", "--no-execute", dir + "/vpnprov.fish"])
+            let syntax = try runTool(["fish", "--no-execute", dir + "/vpnprov.fish"])
             #expect(syntax.status == 0, "\(syntax.output)")
             func complete(_ line: String) throws -> [String] {
-                let r = try InstallCheckTools.run(["fish", "--no-config", "-c", "source vpnprov.fish; complete -C '\(line)'"], in: dir)
+                let r = try runTool(["fish", "--no-config", "-c", "source vpnprov.fish; complete -C '\(line)'"], in: dir)
                 #expect(r.status == 0, "\(r.output)")
                 return r.output.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }.sorted()
             }
-            #expect(try complete("vpnprov ") == (Self.configurations.map(\.name) + ["help"]).sorted())
-            #expect(try complete("vpnprov check --format ") == ["json", "sarif", "text"])
-            #expect(try complete("vpnprov help rotate-p") == ["rotate-password", "rotate-psk"])
-            for c in Self.configurations {
-                #expect(try complete("vpnprov \(c.name) --") == (c.options.map { "--" + $0.name } + ["--help"]).sorted(), "\(c.name)")
-            }
+            try Self.expectCompletions(complete)
         }
     }
 
     @Test(.enabled(if: InstallCheckTools.available("mandoc")))
     func theManualPageIsCleanForMandocAndRendersEveryUsage() throws {
         try Self.withFiles(["vpnprov.1": HelpDocuments.manual]) { dir in
-            let lint = try InstallCheckTools.run(["mandoc", "-T", "lint", "-W", "warning", dir + "/vpnprov.1"])
+            let lint = try runTool(["mandoc", "-T", "lint", "-W", "warning", dir + "/vpnprov.1"])
             #expect(lint.status == 0 && lint.output.isEmpty, "\(lint.output)")
-            let rendered = try InstallCheckTools.run(["mandoc", "-T", "ascii", "-O", "width=200", dir + "/vpnprov.1"], environment: ["LC_ALL": "C"])
+            let rendered = try runTool(["mandoc", "-T", "ascii", "-O", "width=200", dir + "/vpnprov.1"], environment: ["LC_ALL": "C"])
             #expect(rendered.status == 0)
             // Bold and underlining are backspace sequences in ascii output.
             let text = rendered.output.replacingOccurrences(of: ".\u{8}", with: "", options: .regularExpression)
@@ -242,7 +264,7 @@ enum InstallCheckTools {
         let base = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let prefix = base + "/prefix with space"
-        let install = try InstallCheckTools.run([Self.root + "/scripts/install", "--prefix", prefix, "--binary", binary])
+        let install = try runTool([Self.root + "/scripts/install", "--prefix", prefix, "--binary", binary])
         #expect(install.status == 0, "\(install.output)")
         #expect(install.output.contains("installed vpnprov \(CommandLineTool.version) into \(prefix)"))
 
@@ -267,21 +289,21 @@ enum InstallCheckTools {
         #expect(all.sorted() == expected.map(\.path).sorted())
 
         // The installed binary runs from its new place.
-        let version = try InstallCheckTools.run([prefix + "/bin/vpnprov", "--version"])
+        let version = try runTool([prefix + "/bin/vpnprov", "--version"])
         #expect(version.status == 0 && version.output == "vpnprov \(CommandLineTool.version)\n")
-        let help = try InstallCheckTools.run([prefix + "/bin/vpnprov", "help", "generate"])
+        let help = try runTool([prefix + "/bin/vpnprov", "help", "generate"])
         #expect(help.status == 0 && help.output.contains("USAGE: vpnprov generate"))
         // man finds the page by name under the prefix.
         if InstallCheckTools.available("man") {
-            let page = try InstallCheckTools.run(["man", "-M", prefix + "/share/man", "vpnprov"], environment: ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"])
+            let page = try runTool(["man", "-M", prefix + "/share/man", "vpnprov"], environment: ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"])
             #expect(page.status == 0 && page.output.contains("rotate-password"), "\(page.output.prefix(300))")
         }
         // bash loads the installed completion.
-        let bash = try InstallCheckTools.run(["bash", "-c", "source '\(prefix)/share/bash-completion/completions/vpnprov' && complete -p vpnprov"])
+        let bash = try runTool(["bash", "-c", "source '\(prefix)/share/bash-completion/completions/vpnprov' && complete -p vpnprov"])
         #expect(bash.status == 0 && bash.output.contains("-F _vpnprov vpnprov"))
 
         // Again, over the first installation, with DESTDIR: the same files under DESTDIR + prefix.
-        let staged = try InstallCheckTools.run([Self.root + "/scripts/install", "--prefix=/opt/vpnprov", "--binary=\(binary)"], environment: ["DESTDIR": base + "/stage"])
+        let staged = try runTool([Self.root + "/scripts/install", "--prefix=/opt/vpnprov", "--binary=\(binary)"], environment: ["DESTDIR": base + "/stage"])
         #expect(staged.status == 0, "\(staged.output)")
         #expect(FileManager.default.isExecutableFile(atPath: base + "/stage/opt/vpnprov/bin/vpnprov"))
         #expect(FileManager.default.fileExists(atPath: base + "/stage/opt/vpnprov/share/man/man1/vpnprov.1"))
@@ -289,7 +311,7 @@ enum InstallCheckTools {
 
     @Test func refusesARelativePrefixAndAnUnknownArgument() throws {
         for arguments in [["--prefix", "relative/dir", "--binary", "/bin/true"], ["--frobnicate"], ["--prefix"]] {
-            let r = try InstallCheckTools.run([Self.root + "/scripts/install"] + arguments)
+            let r = try runTool([Self.root + "/scripts/install"] + arguments)
             #expect(r.status == 2, "\(arguments): \(r.output)")
         }
     }

@@ -223,8 +223,12 @@ enum HelpDocuments {
                 if ((COMP_CWORD == 1)); then
 
             """
-        let topWords = commandNames + CommandLineTool.topLevelOptions.map { "--" + $0.name } + ["--" + helpOption.long, "-" + helpOption.short]
-        out += "        _vpnprov_words \(shellQuoted(topWords.joined(separator: " ")))\n"
+        let topOptions = CommandLineTool.topLevelOptions.map { "--" + $0.name } + ["--" + helpOption.long, "-" + helpOption.short]
+        out += "        if [[ $cur == -* ]]; then\n"
+        out += "            _vpnprov_words \(shellQuoted(topOptions.joined(separator: " ")))\n"
+        out += "        else\n"
+        out += "            _vpnprov_words \(shellQuoted(commandNames.joined(separator: " ")))\n"
+        out += "        fi\n"
         out += "        return\n    fi\n    case ${COMP_WORDS[1]} in\n"
         out += "    \(helpCommand.name))\n"
         out += "        ((COMP_CWORD == 2)) && _vpnprov_words \(shellQuoted(configurations.map(\.name).joined(separator: " ")))\n"

@@ -83,7 +83,7 @@ import VPNProvKit
     @Test func noValueReachesCodeOrAnExpandableString() throws {
         let tokens = try PowerShellTokenizer.tokenize(try Self.hostileScript())
         // Only the script's own variables are expanded in double-quoted strings.
-        let allowed: Set<String> = ["StoreLocation", "certificate", "Name", "connection", "UserName"]
+        let allowed: Set<String> = ["StoreLocation", "certificate", "Name", "connection", "UserName", "PasswordFile"]
         for t in tokens {
             switch t.kind {
             case .expandableString(_, let vars):

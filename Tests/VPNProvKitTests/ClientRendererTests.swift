@@ -51,6 +51,39 @@ import VPNProvCrypto
         #expect(!sswan.contains(Data(materials.users["alice"]!.p12!).base64EncodedString()))
     }
 
+    /// The README promises that every password a device asks for is in the folder. Windows asks for
+    /// the EAP password at the first connect and the script leaves it out, so a Windows-only password
+    /// user must find it in a sealed file of the folder that the README names.
+    @Test func aWindowsPasswordUserFindsThePasswordInTheFolder() throws {
+        var inventory = self.inventory
+        inventory.users.append(User(
+            name: "dave", password: .generate, id: .userFQDN("dave@acme.example"), nodes: ["fra-1"], devices: [.windows],
+            location: ClientFixtures.loc(45)))
+        var materials = self.materials
+        materials.users["dave"] = UserMaterials(password: "dave-windows-pw-42")
+        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+            .filter { $0.path.hasPrefix("clients/dave/") }
+        let script = try #require(files.first { $0.path.hasSuffix("-windows.ps1") })
+        #expect(!String(decoding: script.contents, as: UTF8.self).contains("dave-windows-pw-42"))
+        let holders = files.filter { String(decoding: $0.contents, as: UTF8.self).contains("\ndave-windows-pw-42\n") }
+        #expect(holders.map(\.path) == ["clients/dave/dave-windows-password.txt"])
+        #expect(!holders.isEmpty && holders.allSatisfy(\.isPrivate))
+        let readme = String(decoding: try #require(files.first { $0.path == "clients/dave/README" }).contents, as: UTF8.self)
+        #expect(readme.contains("every password a device asks for is in this folder"))
+        #expect(readme.contains("the password in\n  dave-windows-password.txt"))
+        #expect(!readme.contains("dave-windows-pw-42"))
+        // The script names the file when it has run.
+        #expect(String(decoding: script.contents, as: UTF8.self).contains("$PasswordFile = 'dave-windows-password.txt'"))
+        // A certificate-only Windows user is asked for no password and gets no such file.
+        inventory.users[inventory.users.count - 1].password = nil
+        inventory.users[inventory.users.count - 1].cert = true
+        materials.users["dave"] = materials.users["alice"]
+        materials.users["dave"]?.password = nil
+        let certificateOnly = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        #expect(certificateOnly.contains { $0.path == "clients/dave/dave-windows.ps1" })
+        #expect(!certificateOnly.contains { $0.path == "clients/dave/dave-windows-password.txt" })
+    }
+
     // MARK: - Apple
 
     func profile() throws -> [String: Any] {

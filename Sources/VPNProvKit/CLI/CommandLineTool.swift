@@ -22,6 +22,12 @@ public enum ExitCode {
     public static let usage: Int32 = 2
     /// Environment/state error.
     public static let environment: Int32 = 3
+
+    /// What each code means, as the top-level help and the manual page say it.
+    static let meanings: [(code: Int32, meaning: String)] = [
+        (success, "success"), (failure, "inventory errors (or check found drift)"), (usage, "usage error"),
+        (environment, "environment error"),
+    ]
 }
 
 /// What a running command may use: streams, environment variables and the directory relative paths start from.
@@ -65,6 +71,19 @@ extension Command {
 /// Entry point of the `vpnprov` command.
 public enum CommandLineTool {
     public static let version = "0.1.0"
+    /// The date of this version: the manual page's date.
+    static let releaseDate = "2026-12-01"
+
+    /// What vpnprov is, the first section of the top-level help and the manual page.
+    static let overview = """
+        Turn a YAML inventory of VPN nodes and users into strongSwan swanctl configuration,
+        PKI and client profiles that always agree with each other.
+        """
+
+    /// The options before a command besides -h/--help. Not listed: `--generate-manual` and
+    /// `--generate-completion-script <shell>`, which print the manual page and the completion
+    /// scripts that `scripts/install` installs (HelpDocuments).
+    static let topLevelOptions = [CommandConfiguration.Option("version", help: "Show the version.")]
 
     static var commands: [any Command.Type] {
         [
@@ -109,6 +128,16 @@ public enum CommandLineTool {
             return ExitCode.success
         case "--version":
             context.console.out("vpnprov \(version)\n")
+            return ExitCode.success
+        case "--generate-manual":
+            context.console.out(HelpDocuments.manual)
+            return ExitCode.success
+        case "--generate-completion-script":
+            guard arguments.count == 2, let script = HelpDocuments.completionScript(arguments[1]) else {
+                throw CLIError.usage(
+                    "'--generate-completion-script' takes one of \(HelpDocuments.shells.joined(separator: ", "))", command: nil)
+            }
+            context.console.out(script)
             return ExitCode.success
         case "help":
             guard arguments.count > 1 else {
@@ -177,21 +206,13 @@ public enum CommandLineTool {
 
     /// Top-level help: OVERVIEW, USAGE, OPTIONS, SUBCOMMANDS.
     static var help: String {
-        var out = """
-            OVERVIEW: Turn a YAML inventory of VPN nodes and users into strongSwan swanctl configuration,
-            PKI and client profiles that always agree with each other.
-
-            USAGE: vpnprov <subcommand> [<arguments>] [<options>]
-
-            OPTIONS:
-
-            """
-        out += HelpFormatter.row("--version", "Show the version.")
-        out += HelpFormatter.row("-h, --help", "Show help information.")
+        var out = "OVERVIEW: \(overview)\n\nUSAGE: vpnprov <subcommand> [<arguments>] [<options>]\n\nOPTIONS:\n"
+        for option in topLevelOptions { out += HelpFormatter.row("--\(option.name)", option.help) }
+        out += HelpFormatter.row("-h, --help", HelpDocuments.helpOption.help)
         out += "\nSUBCOMMANDS:\n"
         for c in commands { out += HelpFormatter.row(c.configuration.name, c.configuration.abstract) }
         out += "\n  See 'vpnprov help <subcommand>' for detailed help.\n"
-        out += "\nEXIT STATUS: 0 success, 1 inventory errors (or check found drift), 2 usage error, 3 environment error.\n"
+        out += "\nEXIT STATUS: " + ExitCode.meanings.map { "\($0.code) \($0.meaning)" }.joined(separator: ", ") + ".\n"
         return out
     }
 }

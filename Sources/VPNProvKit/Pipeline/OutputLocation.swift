@@ -70,4 +70,20 @@ enum OutputLocation {
         if recorded(stateDirectory: options.stateDirectory).map(standardized) == out { return }
         try? AtomicFile.write(Array((text + "\n").utf8), to: options.stateDirectory + "/" + fileName)
     }
+
+    /// The state directories a run that has just created a CA in `stateDirectory` may have meant
+    /// instead: `state` beside the inventory (the default) and `state` in the current directory, when
+    /// either is another directory that holds a CA. A relative `--state` given from the wrong directory
+    /// (or left out where it was given before) otherwise makes a second CA without a word.
+    static func otherStates(besides stateDirectory: String, inventoryPath: String, currentDirectory: String) -> [String] {
+        let inventoryDirectory = (inventoryPath as NSString).deletingLastPathComponent
+        var candidates: [String] = []
+        for candidate in [inventoryDirectory + "/state", currentDirectory + "/state"].map(standardized) {
+            if candidate != standardized(stateDirectory) && !candidates.contains(candidate)
+                && FileManager.default.fileExists(atPath: StatePaths(root: candidate).caCertificate) {
+                candidates.append(candidate)
+            }
+        }
+        return candidates
+    }
 }

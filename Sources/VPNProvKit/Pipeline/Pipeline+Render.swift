@@ -139,7 +139,9 @@ extension Pipeline {
                         }
                         do {
                             try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)
-                            try stage(CatalogRenderer.render(inventory: inventory) + DeployRenderer.render(inventory: inventory, templates: templates))
+                            try stage(
+                                [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)]
+                                    + CatalogRenderer.render(inventory: inventory) + DeployRenderer.render(inventory: inventory, templates: templates))
                         } catch {
                             session.discard(staged)
                             throw error

@@ -42,6 +42,14 @@ extension Pipeline {
                     + "after every run that changes it (copy it while no vpnprov runs, e.g. 'tar -C \(display(options.stateDirectory, options)) "
                     + "-czf vpnprov-state.tgz .', and keep the copy encrypted and offline). Without it no certificate can be issued, "
                     + "renewed or revoked for the installed profiles; see docs/lifecycle.md")
+            for other in OutputLocation.otherStates(
+                besides: options.stateDirectory, inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory) {
+                output.warning(
+                    .stateNotice,
+                    "this run created a new CA in \(display(options.stateDirectory, options)), but \(display(other, options)) already holds "
+                        + "a CA; if that is this deployment's state, run with --state \(display(other, options)) (a relative --state is taken "
+                        + "from the current directory) and remove \(display(options.stateDirectory, options)) and the tree this run wrote")
+            }
         }
         output.info(
             "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "

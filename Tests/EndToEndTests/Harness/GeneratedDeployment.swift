@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvKit
 
 /// The built `vpnprov` binary, run the way an operator runs it.
 enum VPNProvBinary {
@@ -59,8 +60,8 @@ struct GeneratedDeployment: @unchecked Sendable {
     let environment: [String: String]
     let generateOutput: CommandResult
     private(set) var nodes: [Node] = []
-    /// Passwords a person types (Windows asks at the first connect) for users whose password is an `env:`/`file:`
-    /// reference; generated ones are read from the state.
+    /// The passwords of users whose password is an `env:`/`file:` reference (generated ones are in the
+    /// state): what the file in a Windows user's folder must hold.
     var typedPasswords: [String: String] = [:]
 
     /// Runs `vpnprov generate INVENTORY --out … --state …` in a fresh scratch directory; throws unless it exits 0.
@@ -176,7 +177,21 @@ struct GeneratedDeployment: @unchecked Sendable {
     /// One case per VPN connection the Windows script creates; its name is `<deployment> <node> <service>`.
     private func windowsCases(user: String, file: URL) throws -> [ClientCase] {
         let result = try WindowsScriptTranslator.interpret(script: try String(contentsOf: file, encoding: .utf8))
-        let password = try typedPasswords[user] ?? password(user: user)
+        // What Windows asks for is typed from the user's own folder (their README says it is there),
+        // never from the state; with an env:/file: password it must be the one the inventory gives.
+        let passwordFile = file.deletingLastPathComponent().appendingPathComponent(WindowsClientRenderer.passwordFile(user: user))
+        var password: String?
+        if FileManager.default.fileExists(atPath: passwordFile.path) {
+            let lines = try String(contentsOf: passwordFile, encoding: .utf8).components(separatedBy: "\n")
+            guard lines.count >= 3, lines[lines.count - 1].isEmpty, lines[lines.count - 3].isEmpty else {
+                throw HarnessError("\(passwordFile.path): not a heading, an empty line and the password")
+            }
+            password = lines[lines.count - 2]
+        }
+        let asksForPassword = result.connections.contains { $0.authenticationMethod != "MachineCertificate" }
+        if asksForPassword, let expected = try typedPasswords[user] ?? self.password(user: user), password != expected {
+            throw HarnessError("\(passwordFile.path) does not hand \(user) the password of their Windows password connections")
+        }
         return try result.connections.map { c in
             let words = c.name.split(separator: " ").map(String.init)
             guard words.count == 3, nodes.contains(where: { $0.name == words[1] }) else {

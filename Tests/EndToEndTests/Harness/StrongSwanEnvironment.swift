@@ -100,7 +100,7 @@ extension Trait where Self == ConditionTrait {
 /// One strongSwan build the harness runs daemons and `swanctl` from.
 ///
 /// - `.host`: the machine's own packages (Debian 12: strongSwan 5.9.8), run directly.
-/// - `.trixie`: a Debian 13 tree (strongSwan 6.0.1) that `scripts/install-deps` (run by `.ci/run`) builds with debootstrap into
+/// - `.trixie`: a Debian 13 tree (strongSwan 6.0.1) that `scripts/install-test-deps` (run by `.ci/run`) builds with debootstrap into
 ///   `<package>/.build/trixie-root` (or `VPNPROV_TRIXIE_ROOT`). Every program of it runs as
 ///   `ip netns exec <ns> sh -c '<mounts>; exec chroot <root> <program> …'`: `ip netns exec` gives the process a
 ///   private mount namespace (mounts made there never reach the host or another run, whatever our pid), in which
@@ -162,7 +162,7 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             .deletingLastPathComponent().appendingPathComponent(".build/trixie-root").path
     }()
 
-    /// Written by `scripts/install-deps` as the last step of building the tree: a tree without it is incomplete.
+    /// Written by `scripts/install-test-deps` as the last step of building the tree: a tree without it is incomplete.
     static let stampName = ".vpnprov-tree-complete"
 
     static let shPath = "/bin/sh"
@@ -240,7 +240,7 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
         let root = trixieRoot
         let fm = FileManager.default
         guard fm.fileExists(atPath: root + "/" + stampName) else {
-            return .unavailable("no complete Debian 13 tree at \(root) (`scripts/install-deps` builds it with debootstrap)")
+            return .unavailable("no complete Debian 13 tree at \(root) (`scripts/install-test-deps` builds it with debootstrap)")
         }
         for path in [charonPath, swanctlPath] where !fm.isExecutableFile(atPath: root + path) {
             return .unavailable("\(root + path) missing")

@@ -6,6 +6,13 @@ public enum ClientRenderer {
     /// The file beside `<user>.p12` that hands its password to the user (0600).
     public static func p12PasswordFile(user: String) -> String { "\(user)-p12-password.txt" }
 
+    /// A file of the user's folder that hands one secret to the user, sealed like the profiles (0600):
+    /// what it is and when a device asks for it, then the secret alone on its line, to copy.
+    static func secretFile(user: String, name: String, heading: [String], secret: String) -> OutputFile {
+        let text = (heading + ["", secret, ""]).joined(separator: "\n")
+        return OutputFile(path: "clients/\(user)/\(name)", contents: Array(text.utf8), isPrivate: true)
+    }
+
     public static func render(
         inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
@@ -52,15 +59,13 @@ public enum ClientRenderer {
             guard let password = materials.users[user.name]?.p12Password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no PKCS#12 password")
             }
-            let text = [
-                "PASSWORD of \(user.name).p12 (the certificate file in this folder).",
-                "Type or paste the line below when a device asks for it while importing \(user.name).p12:",
-                "",
-                password,
-                "",
-            ].joined(separator: "\n")
-            userFiles.append(OutputFile(
-                path: "clients/\(user.name)/\(p12PasswordFile(user: user.name))", contents: Array(text.utf8), isPrivate: true))
+            userFiles.append(secretFile(
+                user: user.name, name: p12PasswordFile(user: user.name),
+                heading: [
+                    "PASSWORD of \(user.name).p12 (the certificate file in this folder).",
+                    "Type or paste the line below when a device asks for it while importing \(user.name).p12:",
+                ],
+                secret: password))
         }
         userFiles.append(readme(user: user, connections: connections, files: userFiles, inventory: inventory))
         return userFiles.sorted { $0.path < $1.path }
@@ -151,10 +156,17 @@ public enum ClientRenderer {
                 "  Windows 10/11 (built-in VPN client): run it once from an elevated PowerShell",
                 "  (Run as administrator): powershell.exe -ExecutionPolicy Bypass -File .\\\(windowsScript)",
                 "  It trusts the certificate authority, imports the certificate where needed and adds one VPN",
-                "  connection per server and service; running it again replaces them. Password logins ask for",
-                "  the user name '\(user.name)' and the VPN password at the first connect.",
-                "",
+                "  connection per server and service; running it again replaces them.",
             ]
+            let passwordFile = WindowsClientRenderer.passwordFile(user: user.name)
+            if names.contains(passwordFile) {
+                lines += [
+                    "  Password logins ask for the user name '\(user.name)' and the password in",
+                    "  \(passwordFile) at the first connect; tick \"Remember my sign-in info\"",
+                    "  to be asked only once.",
+                ]
+            }
+            lines.append("")
         }
         if names.contains("\(user.name).p12") {
             lines += [

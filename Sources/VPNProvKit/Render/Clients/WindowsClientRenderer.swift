@@ -11,6 +11,10 @@ public enum WindowsClientRenderer {
 
     public static func fileName(user: String) -> String { "\(user)-windows.ps1" }
 
+    /// The file beside the script with the password Windows asks for at the first connect of a
+    /// password (EAP) connection (0600). The script leaves it out (docs/windows.md).
+    public static func passwordFile(user: String) -> String { "\(user)-windows-password.txt" }
+
     public static func render(
         user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
@@ -19,7 +23,21 @@ public enum WindowsClientRenderer {
         let context = try context(user: user, connections: mine, inventory: inventory, materials: materials)
         let text = try templates.template(template).render(context)
         // Private: with a certificate connection it carries the p12 and its password.
-        return [OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", text: text, isPrivate: true)]
+        var files = [OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", text: text, isPrivate: true)]
+        if mine.contains(where: { $0.windows?.authenticationMethod != "MachineCertificate" }) {
+            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")
+            }
+            files.append(ClientRenderer.secretFile(
+                user: user.name, name: passwordFile(user: user.name),
+                heading: [
+                    "VPN PASSWORD of \(user.name) for Windows (the connections \(fileName(user: user.name)) adds).",
+                    "At the first connect Windows asks for the user name '\(user.name)' and a password:",
+                    "type or paste the line below.",
+                ],
+                secret: password))
+        }
+        return files
     }
 
     /// The context of `client/windows.ps1.tmpl`.
@@ -58,6 +76,7 @@ public enum WindowsClientRenderer {
             "ca_base64": .string(try derBase64(materials.caCertificatePEM)),
             "certificate": .bool(needsCertificate),
             "eap": .bool(needsEAP),
+            "password_file": .string(passwordFile(user: user.name)),
             "connections": .list(conns),
         ]
         if needsCertificate {

@@ -17,7 +17,9 @@
     these connections instead of adding new ones.
 
     Connections that log in with a password ask for the user name and password at the first
-    connect; tick "Remember my sign-in info" to keep them in Windows' credential store.
+    connect; tick "Remember my sign-in info" to keep them in Windows' credential store. The
+    password is not in this script: it came with it in a separate text file, which the script
+    names when it has run.
 
     This file holds secrets when it imports a certificate (the certificate bundle and its
     password): keep it private and delete it once it has run.
@@ -172,4 +174,5 @@ Write-Host "Added VPN connection '$($connection.Name)' to $($connection.ServerAd
 
 Write-Host ''
 Write-Host 'Done. Connect from Settings > Network & Internet > VPN, or the network icon in the taskbar.'
-Write-Host "Connections that log in with a password: enter the user name '$UserName' and your VPN password."
+$PasswordFile = 'alice-windows-password.txt'
+Write-Host "Connections that log in with a password: enter the user name '$UserName' and the password in $PasswordFile (it came with this script)."

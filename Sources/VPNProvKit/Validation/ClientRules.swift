@@ -22,7 +22,7 @@ enum ClientRules {
                     if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil { continue }
                     for device in ClientPlan.devices(supporting: service) where user.devices.contains(device) {
                         switch device {
-                        case .android: break
+                        case .android, .networkmanager: break
                         case .linux: kinds.insert("Linux (swanctl)")
                         case .windows: kinds.insert("Windows (its VPN cmdlets have no IPv6 block)")
                         case .apple where service.ikeVersion == 1:

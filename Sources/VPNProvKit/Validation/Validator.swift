@@ -5,7 +5,7 @@ public enum Validator {
     /// The rules, each a pure function of the inventory.
     static let rules: [@Sendable (Inventory, inout [Diagnostic]) -> Void] = [
         NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, SecretRules.check, ProposalRules.check,
-        WindowsRules.check, NetworkRules.check, ServiceRules.check, PKIRules.check, ClientRules.check, DeployRules.check,
+        WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, PKIRules.check, ClientRules.check, DeployRules.check,
     ]
 
     public static func validate(_ inventory: Inventory) -> [Diagnostic] {

@@ -1,0 +1,199 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
+/// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend
+/// charon-nm 5.9.8; `NetworkManagerDesktop`), connect to the generated node running on strongSwan 5.9 and 6.0:
+/// EAP, certificate and PSK each get a virtual IP from the pool, reach a host behind the node through it
+/// (nothing else leads there), and while connected IPv6 cannot leave outside the tunnel (the node has no
+/// IPv6 pool). Refused: a wrong EAP password, a revoked certificate, and a server whose certificate does not
+/// come from the CA the keyfile names.
+@Suite(.serialized, .strongSwan, .enabled(if: NetworkManagerDesktop.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+                                           Comment(rawValue: NetworkManagerDesktop.unavailableReason ?? "NetworkManager available")))
+struct NetworkManagerTests {
+    static let inventory = """
+        vpnprov: 1
+        name: nmt
+        defaults:
+          pool: 10.92.0.0/24
+          network:
+            ipsec: libipsec
+        nodes:
+          nm-1:
+            address: 192.0.2.1
+            services: [ikev2-cert, ikev2-eap, ikev2-psk]
+            psk: gen
+        users:
+          dora:
+            cert: true
+            password: gen
+            devices: [networkmanager]
+          rita:
+            cert: true
+            devices: [networkmanager]
+
+        """
+
+    static let services = ["ikev2-eap", "ikev2-cert", "ikev2-psk"]
+
+    /// The inventory in `dir`, generated.
+    static func generate(_ label: String, in dir: URL) throws -> GeneratedDeployment {
+        let path = dir.appendingPathComponent("inventory.yaml").path
+        try inventory.write(toFile: path, atomically: true, encoding: .utf8)
+        return try GeneratedDeployment.generate(inventory: path, label: label)
+    }
+
+    /// A user's `networkmanager/` folder: keyfiles and the files they name.
+    struct UserFiles {
+        var folder: URL
+        var keyfiles: [URL]
+
+        init(_ d: GeneratedDeployment, user: String, copyTo copy: URL? = nil) throws {
+            var folder = d.out.appendingPathComponent("clients/\(user)/networkmanager")
+            if let copy {
+                try FileManager.default.copyItem(at: folder, to: copy)
+                folder = copy
+            }
+            self.folder = folder
+            keyfiles = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+                .filter { $0.hasSuffix(".nmconnection") }.map { folder.appendingPathComponent($0) }
+        }
+
+        func keyfile(_ service: String) throws -> URL {
+            guard let url = keyfiles.first(where: { $0.lastPathComponent.hasSuffix("-\(service).nmconnection") }) else {
+                throw HarnessError("no keyfile for \(service) in \(folder.path)")
+            }
+            return url
+        }
+
+        /// `key=value` of the keyfile (first occurrence).
+        static func value(_ key: String, in url: URL) throws -> String? {
+            try String(contentsOf: url, encoding: .utf8).split(separator: "\n")
+                .first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+
+        /// Installs the files the keyfiles name (`certificate`, `usercert`, `userkey`) at those paths, as the README
+        /// does (keys 0600, certificates 0644), then every keyfile into system-connections.
+        func install(on desktop: NetworkManagerDesktop) throws {
+            var placed: Set<String> = []
+            for keyfile in keyfiles {
+                for key in ["certificate", "usercert", "userkey"] {
+                    guard let path = try Self.value(key, in: keyfile), placed.insert(path).inserted else { continue }
+                    let name = URL(fileURLWithPath: path).lastPathComponent
+                    try desktop.install(folder.appendingPathComponent(name), at: path, mode: key == "userkey" ? 0o600 : 0o644)
+                }
+                try desktop.load(connectionFile: keyfile)
+            }
+        }
+    }
+
+    @Test("Generated keyfiles connect through real NetworkManager and charon-nm; the refusals hold", arguments: StrongSwanBuild.all)
+    func desktopConnects(_ build: StrongSwanBuild) throws {
+        try build.require()
+        try NetworkManagerDesktop.require()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let keep = try Scratch.makeDirectory("nm-keep")
+        defer { try? FileManager.default.removeItem(at: keep) }
+        let d = try Self.generate("nm-\(build.name)", in: keep)
+        // The output tree and the state hold private keys.
+        defer { try? FileManager.default.removeItem(at: d.out.deletingLastPathComponent()) }
+        let node = try d.node("nm-1")
+        let pool = try #require(node.pool4)
+        let dora = try UserFiles(d, user: "dora")
+        #expect(dora.keyfiles.count == 3, "dora's keyfiles: \(dora.keyfiles.map(\.lastPathComponent))")
+        let rita = try UserFiles(d, user: "rita", copyTo: keep.appendingPathComponent("rita"))
+
+        let pair = try NetworkPair.create()
+        defer { pair.teardown() }
+        let server = try Charon.start(in: pair.serverNamespace, build: build, label: "server",
+                                      settingsIncludes: node.settingsInclude.map { [$0] } ?? [])
+        defer { server.stop() }
+        try server.loadAllCleanly(confFile: node.confFile)
+        let internet = try Internet.attach(to: pair.serverNamespace)
+        defer { internet.teardown() }
+        try internet.applyGenerated(node: node, in: pair.serverNamespace, mssRules: true)
+
+        let desktop = try NetworkManagerDesktop.start(on: pair)
+        defer { desktop.stop() }
+        func logs() -> String {
+            "--- charon-nm ---\n\(desktop.charonLog.suffix(3000))\n--- server ---\n\(server.log.suffix(3000))"
+        }
+        let host = ForwardingTests.hostAddress
+        // Nothing but the tunnel leads to the host behind the node; the outside IPv6 host is reachable.
+        #expect(try !pair.ping(from: pair.clientNamespace, to: host).succeeded, "the host behind the node answers without a tunnel")
+        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "outside IPv6 host unreachable before connecting")
+
+        try dora.install(on: desktop)
+        var proven: [String] = []
+        for service in Self.services {
+            let id = "nmt nm-1 \(service)"
+            let up = try desktop.up(id)
+            guard up.succeeded else {
+                Issue.record("\(service): nmcli connection up failed: \(up)\n\(logs())")
+                continue
+            }
+            defer { desktop.down(id) }
+            let addresses = try desktop.addresses(of: id)
+            #expect(addresses.contains { IPText.cidr(pool, contains: String($0.prefix { $0 != "/" })) },
+                    "\(service): no virtual IP from \(pool): \(addresses)")
+            let sa = try server.securityAssociations().first { $0.state == "ESTABLISHED" }
+            #expect(sa?.name == service, "\(service): the server chose \(sa?.name ?? "nothing")")
+            let ping = try pair.ping(from: pair.clientNamespace, to: host)
+            #expect(ping.succeeded, "\(service): ping to the host behind the node: \(ping)\n\(logs())")
+            let outside = try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6)
+            #expect(!outside.succeeded, "\(service): IPv6 leaks outside the tunnel while connected")
+            if ping.succeeded && !outside.succeeded { proven.append(service) }
+        }
+        #expect(proven == Self.services, "proven: \(proven)")
+        // Disconnected, IPv6 flows again (the blackhole route left with the VPN).
+        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "IPv6 still blocked after disconnecting")
+
+        // Refused: a wrong password (the keyfile with one character of the secret changed).
+        let eap = try dora.keyfile("ikev2-eap")
+        let text = try String(contentsOf: eap, encoding: .utf8)
+        let wrong = keep.appendingPathComponent(eap.lastPathComponent)
+        try text.replacingOccurrences(of: "\npassword=", with: "\npassword=x").write(to: wrong, atomically: true, encoding: .utf8)
+        #expect(text.contains("\npassword="))
+        try desktop.load(connectionFile: wrong)
+        var mark = server.log.utf8.count
+        #expect(try !desktop.up("nmt nm-1 ikev2-eap", timeout: .seconds(10)).succeeded, "a wrong password connected")
+        #expect(Self.since(mark, server.log).contains("EAP-MS-CHAPv2 verification failed"), "wrong password: \(logs())")
+        try desktop.load(connectionFile: eap)
+
+        // Refused: a server the desktop does not trust (the CA file holds another CA of the same name).
+        let caPath = try #require(try UserFiles.value("certificate", in: eap))
+        let foreignCA = keep.appendingPathComponent("foreign-ca.pem")
+        try Command.check(StrongSwanEnvironment.openSSLPath, [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/O=nmt/CN=nmt VPN Root CA", "-keyout", keep.appendingPathComponent("foreign-ca.key").path, "-out", foreignCA.path,
+        ])
+        try desktop.install(foreignCA, at: caPath, mode: 0o644)
+        #expect(try !desktop.up("nmt nm-1 ikev2-eap", timeout: .seconds(10)).succeeded, "an untrusted server was accepted")
+        #expect(desktop.charonLog.contains("no trusted") || desktop.charonLog.contains("no issuer certificate found"),
+                "untrusted server: \(logs())")
+        try desktop.install(dora.folder.appendingPathComponent("ca.pem"), at: caPath, mode: 0o644)
+
+        // Refused: a revoked certificate. Rita installed her files (same connection names as dora's: one person
+        // per desktop) before she was revoked; the node reloads its CRL.
+        _ = try d.revoke(user: "rita")
+        // The node README's reload (it clears the CRL charon cached while accepting dora's certificate).
+        let readme = try String(contentsOf: node.directory.appendingPathComponent("README"), encoding: .utf8)
+        let reload = try #require(readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .first { $0.hasPrefix("swanctl --load-all") })
+        let loaded = try server.swanctl(Array(reload.split(separator: " ").dropFirst().map(String.init)) + ["--file", node.confFile])
+        #expect(loaded.succeeded, "\(reload): \(loaded)")
+        try rita.install(on: desktop)
+        mark = server.log.utf8.count
+        let ritaUp = try desktop.up("nmt nm-1 ikev2-cert", timeout: .seconds(10))
+        #expect(!ritaUp.succeeded, "a revoked certificate connected")
+        #expect(Self.since(mark, server.log).contains("certificate was revoked"), "revoked certificate: \(ritaUp)\n\(logs())")
+        print("e2e NetworkManager (\(clock.now - started), server strongSwan \(build.version), charon-nm 5.9): \(proven.count) services connected; wrong password, untrusted server and revoked certificate refused")
+    }
+
+    static func since(_ mark: Int, _ log: String) -> String { NodeUnderTest.since(mark, log) }
+}

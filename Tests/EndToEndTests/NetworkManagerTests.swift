@@ -8,10 +8,11 @@ import Glibc
 /// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
 /// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend
 /// charon-nm 5.9.8; `NetworkManagerDesktop`), connect to the generated node running on strongSwan 5.9 and 6.0:
-/// EAP, certificate and PSK each get a virtual IP from the pool, reach a host behind the node through it
-/// (nothing else leads there), and while connected IPv6 cannot leave outside the tunnel (the node has no
-/// IPv6 pool). Refused: a wrong EAP password, a revoked certificate, and a server whose certificate does not
-/// come from the CA the keyfile names.
+/// EAP, certificate and PSK each get a virtual IP from the pool and reach a host behind the node through it
+/// (nothing else leads there). On 5.9 the node has no IPv6 pool, and while connected IPv6 cannot leave
+/// outside the tunnel (the keyfile's blackhole route); on 6.0 it has one, and IPv6 reaches the host behind
+/// the node through the tunnel from an address of that pool. Refused: a wrong EAP password, a revoked
+/// certificate, and a server whose certificate does not come from the CA the keyfile names.
 @Suite(.serialized, .strongSwan, .enabled(if: NetworkManagerDesktop.unavailableReason == nil || StrongSwanEnvironment.isRequired,
                                            Comment(rawValue: NetworkManagerDesktop.unavailableReason ?? "NetworkManager available")))
 struct NetworkManagerTests {
@@ -40,10 +41,11 @@ struct NetworkManagerTests {
 
     static let services = ["ikev2-eap", "ikev2-cert", "ikev2-psk"]
 
-    /// The inventory in `dir`, generated.
-    static func generate(_ label: String, in dir: URL) throws -> GeneratedDeployment {
+    /// The inventory in `dir` (with `pool6`: the node has an IPv6 pool), generated.
+    static func generate(_ label: String, in dir: URL, pool6: Bool) throws -> GeneratedDeployment {
         let path = dir.appendingPathComponent("inventory.yaml").path
-        try inventory.write(toFile: path, atomically: true, encoding: .utf8)
+        let text = pool6 ? inventory.replacingOccurrences(of: "    psk: gen\n", with: "    psk: gen\n    pool6: fd00:92::/112\n") : inventory
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
         return try GeneratedDeployment.generate(inventory: path, label: label)
     }
 
@@ -99,11 +101,14 @@ struct NetworkManagerTests {
         let started = clock.now
         let keep = try Scratch.makeDirectory("nm-keep")
         defer { try? FileManager.default.removeItem(at: keep) }
-        let d = try Self.generate("nm-\(build.name)", in: keep)
+        // 5.9: no IPv6 pool (the blackhole is proven); 6.0: an IPv6 pool (IPv6 through the tunnel).
+        let pool6 = build.root != nil
+        let d = try Self.generate("nm-\(build.name)", in: keep, pool6: pool6)
         // The output tree and the state hold private keys.
         defer { try? FileManager.default.removeItem(at: d.out.deletingLastPathComponent()) }
         let node = try d.node("nm-1")
         let pool = try #require(node.pool4)
+        #expect((node.pool6 != nil) == pool6)
         let dora = try UserFiles(d, user: "dora")
         #expect(dora.keyfiles.count == 3, "dora's keyfiles: \(dora.keyfiles.map(\.lastPathComponent))")
         let rita = try UserFiles(d, user: "rita", copyTo: keep.appendingPathComponent("rita"))
@@ -126,6 +131,8 @@ struct NetworkManagerTests {
         let host = ForwardingTests.hostAddress
         // Nothing but the tunnel leads to the host behind the node; the outside IPv6 host is reachable.
         #expect(try !pair.ping(from: pair.clientNamespace, to: host).succeeded, "the host behind the node answers without a tunnel")
+        #expect(try !pair.ping(from: pair.clientNamespace, to: ForwardingTests.hostAddress6).succeeded,
+                "the host behind the node answers IPv6 without a tunnel")
         #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "outside IPv6 host unreachable before connecting")
 
         try dora.install(on: desktop)
@@ -145,13 +152,24 @@ struct NetworkManagerTests {
             #expect(sa?.name == service, "\(service): the server chose \(sa?.name ?? "nothing")")
             let ping = try pair.ping(from: pair.clientNamespace, to: host)
             #expect(ping.succeeded, "\(service): ping to the host behind the node: \(ping)\n\(logs())")
-            let outside = try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6)
-            #expect(!outside.succeeded, "\(service): IPv6 leaks outside the tunnel while connected")
-            if ping.succeeded && !outside.succeeded { proven.append(service) }
+            var ipv6 = false
+            if let pool6 = node.pool6 {
+                let addresses6 = try desktop.addresses(of: id, family: 6)
+                #expect(addresses6.contains { IPText.cidr(pool6, contains: String($0.prefix { $0 != "/" })) },
+                        "\(service): no IPv6 virtual IP from \(pool6): \(addresses6)")
+                let ping6 = try pair.ping(from: pair.clientNamespace, to: ForwardingTests.hostAddress6)
+                #expect(ping6.succeeded, "\(service): ping6 to the host behind the node: \(ping6)\n\(logs())")
+                ipv6 = ping6.succeeded
+            } else {
+                let outside = try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6)
+                #expect(!outside.succeeded, "\(service): IPv6 leaks outside the tunnel while connected")
+                ipv6 = !outside.succeeded
+            }
+            if ping.succeeded && ipv6 { proven.append(service) }
         }
         #expect(proven == Self.services, "proven: \(proven)")
         // Disconnected, IPv6 flows again (the blackhole route left with the VPN).
-        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "IPv6 still blocked after disconnecting")
+        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "IPv6 blocked after disconnecting")
 
         // Refused: a wrong password (the keyfile with one character of the secret changed).
         let eap = try dora.keyfile("ikev2-eap")
@@ -192,7 +210,7 @@ struct NetworkManagerTests {
         let ritaUp = try desktop.up("nmt nm-1 ikev2-cert", timeout: .seconds(10))
         #expect(!ritaUp.succeeded, "a revoked certificate connected")
         #expect(Self.since(mark, server.log).contains("certificate was revoked"), "revoked certificate: \(ritaUp)\n\(logs())")
-        print("e2e NetworkManager (\(clock.now - started), server strongSwan \(build.version), charon-nm 5.9): \(proven.count) services connected; wrong password, untrusted server and revoked certificate refused")
+        print("e2e NetworkManager (\(clock.now - started), \(pool6 ? "IPv6 through the tunnel" : "IPv6 blackholed"), server strongSwan \(build.version), charon-nm 5.9): \(proven.count) services connected; wrong password, untrusted server and revoked certificate refused")
     }
 
     static func since(_ mark: Int, _ log: String) -> String { NodeUnderTest.since(mark, log) }

@@ -261,9 +261,11 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         _ = try? nmcli(["--wait", "10", "connection", "down", "id", id], timeout: .seconds(15))
     }
 
-    /// The addresses NetworkManager shows for an active connection (`IP4.ADDRESS`).
-    func addresses(of id: String) throws -> [String] {
-        try nmcliCheck(["-g", "IP4.ADDRESS", "connection", "show", "id", id]).stdout
+    /// The addresses NetworkManager shows for an active connection (`IP4.ADDRESS` or `IP6.ADDRESS`).
+    func addresses(of id: String, family: Int = 4) throws -> [String] {
+        // `-g` escapes the colons of IPv6 addresses as `\:`.
+        try nmcliCheck(["-g", "IP\(family).ADDRESS", "connection", "show", "id", id]).stdout
+            .replacingOccurrences(of: "\\:", with: ":")
             .split(whereSeparator: { $0 == "|" || $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
     }

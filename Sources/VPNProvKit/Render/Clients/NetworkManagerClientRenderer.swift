@@ -44,16 +44,9 @@ public enum NetworkManagerClientRenderer {
             // only root can read.
             files.append(OutputFile(path: base + fileName(deployment: inventory.name, connection: c), text: text, isPrivate: true))
         }
-        if mine.contains(where: { $0.serverAuth == .pubkey }) {
-            files.append(OutputFile(path: base + caFileName, text: materials.caCertificatePEM))
-        }
-        if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
-            guard let cert = materials.users[user.name]?.certificatePEM, let key = materials.users[user.name]?.privateKeyPEM else {
-                throw ClientRenderError("user '\(user.name)': no client certificate and key")
-            }
-            files.append(OutputFile(path: base + "\(user.name).pem", text: cert))
-            files.append(OutputFile(path: base + "\(user.name).key", text: key, isPrivate: true))
-        }
+        files += try LinuxClientRenderer.pemCredentials(
+            user: user.name, connections: mine, materials: materials, ca: base + caFileName,
+            certificate: base + "\(user.name).pem", key: base + "\(user.name).key")
         return files
     }
 

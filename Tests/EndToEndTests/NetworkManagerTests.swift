@@ -49,18 +49,20 @@ struct NetworkManagerTests {
         return try GeneratedDeployment.generate(inventory: path, label: label)
     }
 
-    /// A user's `networkmanager/` folder: keyfiles and the files they name.
+    /// A user's folder (`clients/<user>/`, or a copy of it): the README and the `networkmanager/` keyfiles.
     struct UserFiles {
-        var folder: URL
+        var root: URL
+        var folder: URL { root.appendingPathComponent("networkmanager") }
         var keyfiles: [URL]
 
         init(_ d: GeneratedDeployment, user: String, copyTo copy: URL? = nil) throws {
-            var folder = d.out.appendingPathComponent("clients/\(user)/networkmanager")
+            var root = d.out.appendingPathComponent("clients/\(user)")
             if let copy {
-                try FileManager.default.copyItem(at: folder, to: copy)
-                folder = copy
+                try FileManager.default.copyItem(at: root, to: copy)
+                root = copy
             }
-            self.folder = folder
+            self.root = root
+            let folder = root.appendingPathComponent("networkmanager")
             keyfiles = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
                 .filter { $0.hasSuffix(".nmconnection") }.map { folder.appendingPathComponent($0) }
         }
@@ -78,18 +80,23 @@ struct NetworkManagerTests {
                 .first { $0.hasPrefix("\(key)=") }.map { String($0.dropFirst(key.count + 1)) }
         }
 
-        /// Installs the files the keyfiles name (`certificate`, `usercert`, `userkey`) at those paths, as the README
-        /// does (keys 0600, certificates 0644), then every keyfile into system-connections.
-        func install(on desktop: NetworkManagerDesktop) throws {
-            var placed: Set<String> = []
-            for keyfile in keyfiles {
-                for key in ["certificate", "usercert", "userkey"] {
-                    guard let path = try Self.value(key, in: keyfile), placed.insert(path).inserted else { continue }
-                    let name = URL(fileURLWithPath: path).lastPathComponent
-                    try desktop.install(folder.appendingPathComponent(name), at: path, mode: key == "userkey" ? 0o600 : 0o644)
-                }
-                try desktop.load(connectionFile: keyfile)
+        /// The README's NetworkManager commands (the indented lines after "As root, in this folder:").
+        func readmeCommands() throws -> [String] {
+            let lines = try String(contentsOf: root.appendingPathComponent("README"), encoding: .utf8)
+                .split(separator: "\n", omittingEmptySubsequences: false)
+            guard let start = lines.firstIndex(where: { $0.hasSuffix("As root, in this folder:") }) else {
+                throw HarnessError("\(root.path)/README: no NetworkManager install commands")
             }
+            return lines[(start + 1)...].prefix { $0.hasPrefix("    ") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+
+        /// Runs the README's commands as written, as root, in this folder, on the desktop.
+        func install(on desktop: NetworkManagerDesktop) throws {
+            let commands = try readmeCommands()
+            guard commands.contains(where: { $0.hasPrefix("nmcli connection load ") }) else {
+                throw HarnessError("the README loads no connection: \(commands)")
+            }
+            try desktop.runAsRoot(commands, in: root)
         }
     }
 
@@ -192,8 +199,15 @@ struct NetworkManagerTests {
             if ping.succeeded && ipv6 { proven.append(service) }
         }
         #expect(proven == Self.services, "proven: \(proven)")
-        // Disconnected, IPv6 flows again (the blackhole route left with the VPN).
-        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "IPv6 blocked after disconnecting")
+        // Disconnected, IPv6 flows again: the blackhole route leaves with the VPN (polled: NetworkManager removes
+        // it just after `connection down` returns).
+        let deadline = ContinuousClock.now + .seconds(5)
+        var after = try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6)
+        while !after.succeeded && ContinuousClock.now < deadline {
+            usleep(50_000)
+            after = try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6)
+        }
+        #expect(after.succeeded, "IPv6 blocked after disconnecting: \(after)")
 
         // Refused: a wrong password (the keyfile with one character of the secret changed).
         let eap = try dora.keyfile("ikev2-eap")

@@ -216,6 +216,11 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             (try? nmcli(["-t", "-f", "RUNNING", "general"], timeout: .seconds(5)))?.stdout.hasPrefix("running") == true
         }
         try nmcliCheck(["device", "set", interface, "managed", "yes"])
+        // Managed takes a moment: "unmanaged" (10), "unavailable" (20), then "disconnected" (30) or beyond.
+        try poll("\(interface) to become available") {
+            let state = (try? nmcli(["-g", "GENERAL.STATE", "device", "show", interface], timeout: .seconds(5)))?.stdout ?? ""
+            return Int(state.prefix { $0.isNumber }).map { $0 >= 30 } ?? false
+        }
         try nmcliCheck(["--wait", "15", "connection", "up", "id", "base"], timeout: .seconds(20))
     }
 
@@ -229,6 +234,14 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         let result = try nmcli(arguments, timeout: timeout)
         guard result.succeeded else { throw HarnessError("nmcli failed: \(result)") }
         return result
+    }
+
+    /// Runs shell `commands` (`set -e`) in `directory` on the desktop, as root, in its mount and network
+    /// namespace: what a user types in a root shell there.
+    func runAsRoot(_ commands: [String], in directory: URL) throws {
+        let script = (["set -e", "cd \"$1\""] + commands).joined(separator: "\n")
+        let result = try Command.run(Self.nsenterPath, ["-t", String(pid), "-m", "-n", StrongSwanBuild.shPath, "-c", script, "sh", directory.path])
+        guard result.succeeded else { throw HarnessError("commands failed on the desktop: \(result)") }
     }
 
     /// Installs `file` at `path` on the desktop (an absolute path below /etc/NetworkManager) as root with `mode`,
@@ -251,7 +264,16 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     }
 
     /// `nmcli --wait <s> connection up <id>`; remembers charon-nm's pid (the plugin NetworkManager started).
+    /// Waits first (bounded) until no VPN connection is active or still failing: the strongSwan plugin takes
+    /// one connection at a time ("only supports a single active connection"), and NetworkManager finishes
+    /// a failed activation a little after `nmcli` has reported the failure.
     func up(_ id: String, timeout: Duration = .seconds(20)) throws -> CommandResult {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while let active = try? nmcli(["-t", "-f", "TYPE", "connection", "show", "--active"], timeout: .seconds(5)),
+            active.stdout.split(separator: "\n").contains("vpn"), ContinuousClock.now < deadline
+        {
+            usleep(50_000)
+        }
         let result = try nmcli(["--wait", String(timeout.components.seconds), "connection", "up", "id", id], timeout: timeout + .seconds(5))
         rememberCharon()
         return result

@@ -97,7 +97,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             hostname-mode=none
 
             [logging]
-            level=DEBUG
+            level=INFO
 
             """.write(to: dir.appendingPathComponent("etc-nm/NetworkManager.conf"), atomically: true, encoding: .utf8)
         // Debian's strongswan.conf, plus charon-nm's modular plugin loading with kernel-libipsec, and a log.

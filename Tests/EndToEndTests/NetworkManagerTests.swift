@@ -243,6 +243,9 @@ struct NetworkManagerTests {
         try refuse("nmt nm-1 ikev2-cert", "revoked certificate", server: "certificate was revoked")
         print("e2e NetworkManager (\(clock.now - started), \(pool6 ? "IPv6 through the tunnel" : "IPv6 blackholed"), server strongSwan \(build.version), charon-nm 5.9): connected: \(proven.joined(separator: ", ")); refused: \(refused.joined(separator: ", "))")
         #expect(refused.count == 3)
+        // Nothing else was started on the desktop's behalf (no bus activation).
+        let strangers = try desktop.strangers()
+        #expect(strangers.isEmpty, "processes the test did not start: \(strangers)")
     }
 
     static func since(_ mark: Int, _ log: String) -> String { NodeUnderTest.since(mark, log) }

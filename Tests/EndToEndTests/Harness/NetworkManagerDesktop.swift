@@ -95,11 +95,42 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             dns=none
             rc-manager=unmanaged
             hostname-mode=none
+            auth-polkit=root-only
 
             [logging]
             level=INFO
 
             """.write(to: dir.appendingPathComponent("etc-nm/NetworkManager.conf"), atomically: true, encoding: .utf8)
+        // The system bus as Debian's system.conf sets it up, without service activation: nothing but the
+        // processes this desktop starts itself may run (the real configuration would let the bus start
+        // ModemManager, polkitd and nm-dispatcher on NetworkManager's behalf).
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <auth>EXTERNAL</auth>
+              <listen>unix:path=/run/dbus/system_bus_socket</listen>
+              <policy context="default">
+                <allow user="*"/>
+                <deny own="*"/>
+                <deny send_type="method_call"/>
+                <allow send_type="signal"/>
+                <allow send_requested_reply="true" send_type="method_return"/>
+                <allow send_requested_reply="true" send_type="error"/>
+                <allow receive_type="method_call"/>
+                <allow receive_type="method_return"/>
+                <allow receive_type="error"/>
+                <allow receive_type="signal"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+              </policy>
+              <includedir>/usr/share/dbus-1/system.d</includedir>
+              <includedir>/etc/dbus-1/system.d</includedir>
+            </busconfig>
+
+            """.write(to: dir.appendingPathComponent("dbus.conf"), atomically: true, encoding: .utf8)
         // Debian's strongswan.conf, plus charon-nm's modular plugin loading with kernel-libipsec, and a log.
         try """
             charon {
@@ -160,7 +191,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             mount --bind "$d/run-nm" /run/NetworkManager
             mount --bind "$d/strongswan.conf" /etc/strongswan.conf
             mount --bind "$d/resolv.conf" /etc/resolv.conf
-            \(dbusDaemonPath) --system --nofork --nopidfile >"$d/dbus.log" 2>&1 &
+            \(dbusDaemonPath) --config-file="$d/dbus.conf" --nofork --nopidfile >"$d/dbus.log" 2>&1 &
             echo $! >"$d/dbus.pid"
             \(udevdPath) >"$d/udevd.log" 2>&1 &
             echo $! >"$d/udevd.pid"
@@ -303,6 +334,18 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             let value = Int32(result.stdout[range.upperBound...].prefix { $0.isNumber })
         else { return }
         charonPIDs.insert(value)
+    }
+
+    /// Processes in the desktop's network namespace other than the ones it started (NetworkManager,
+    /// charon-nm, dbus-daemon, systemd-udevd and its workers), as `pid name`.
+    func strangers() throws -> [String] {
+        let known: Set<String> = ["NetworkManager", "charon-nm", "dbus-daemon", "systemd-udevd", "(udev-worker)"]
+        let pids = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
+            .split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+        return pids.compactMap { pid in
+            guard let name = Self.command(of: pid), !known.contains(name) else { return nil }
+            return "\(pid) \(name)"
+        }
     }
 
     var charonLog: String { (try? String(contentsOfFile: charonLogPath, encoding: .utf8)) ?? "" }

@@ -104,6 +104,12 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         // The system bus as Debian's system.conf sets it up, without service activation: nothing but the
         // processes this desktop starts itself may run (the real configuration would let the bus start
         // ModemManager, polkitd and nm-dispatcher on NetworkManager's behalf).
+        let messages = ["method_call", "method_return", "error", "signal"]
+        let busInterfaces = ["", ".Introspectable", ".Properties"]
+        let policy = [#"<allow user="*"/>"#, #"<deny own="*"/>"#, #"<deny send_type="method_call"/>"#, #"<allow send_type="signal"/>"#]
+            + ["method_return", "error"].map { #"<allow send_requested_reply="true" send_type="\#($0)"/>"# }
+            + messages.map { #"<allow receive_type="\#($0)"/>"# }
+            + busInterfaces.map { #"<allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus\#($0)"/>"# }
         try """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -112,19 +118,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
               <auth>EXTERNAL</auth>
               <listen>unix:path=/run/dbus/system_bus_socket</listen>
               <policy context="default">
-                <allow user="*"/>
-                <deny own="*"/>
-                <deny send_type="method_call"/>
-                <allow send_type="signal"/>
-                <allow send_requested_reply="true" send_type="method_return"/>
-                <allow send_requested_reply="true" send_type="error"/>
-                <allow receive_type="method_call"/>
-                <allow receive_type="method_return"/>
-                <allow receive_type="error"/>
-                <allow receive_type="signal"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Properties"/>
+            \(policy.map { "    " + $0 }.joined(separator: "\n"))
               </policy>
               <includedir>/usr/share/dbus-1/system.d</includedir>
               <includedir>/etc/dbus-1/system.d</includedir>

@@ -204,7 +204,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         let alice = inv.users[0]
         #expect(alice.id == .userFQDN("alice@acme"))
         #expect(alice.nodes == ["fra-1", "nyc-1", "sgp-1"])
-        #expect(alice.devices == Device.allCases)
+        #expect(alice.devices == Device.defaults)
         #expect(alice.cert == false && alice.revoked == false && alice.password == nil)
 
         let bob = inv.users[1]

@@ -56,6 +56,7 @@ public enum RuleHelp {
         "apple-option-unused": "An Apple option that has no effect as written (trusted SSIDs without on-demand, ...).",
         "no-ikev1-proposal": "An ipsec-xauth-psk node whose IKE proposals are all AEAD; IKEv1 falls back to the built-in iPhone set.",
         "no-windows-proposal": "A node Windows users reach offers no IKE and ESP combination Windows' IKEv2 client can be set to.",
+        "networkmanager-service": "A networkmanager user can use, on one of their nodes, only services NetworkManager's strongSwan plugin cannot set up (ikev2-psk-eap, IKEv1).",
         "missing-pool": "A node has neither 'pool' nor 'pool6'.",
         "pool-family": "'pool' is not IPv4 or 'pool6' is not IPv6.",
         "pool-too-small": "A pool with fewer than 2 addresses.",

@@ -721,7 +721,7 @@ public struct InventoryDecoder: Sendable {
         var cert = false
         var id: IKEIdentity?
         var nodes = nodeNames
-        var devices = Device.allCases
+        var devices = Device.defaults
         var revoked = false
         var apple = AppleOptions()
         var locations: [String: SourceLocation] = [:]

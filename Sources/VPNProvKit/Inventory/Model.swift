@@ -38,6 +38,11 @@ public enum Service: String, Sendable, Hashable, Codable, CaseIterable, Comparab
     /// Windows' built-in IKEv2 client can use it: EAP-MSCHAPv2 or a machine certificate. It has no
     /// IKEv2 PSK authentication (`Add-VpnConnection` knows a PSK only for L2TP) and no IKEv1 XAuth.
     public var windowsSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
+    /// NetworkManager's strongSwan plugin (charon-nm) can express it: IKEv2 only, and the server proves
+    /// itself with a certificate exactly when the client uses EAP or a certificate, with a PSK when the
+    /// client does (src/charon-nm/nm/nm_service.c), so ikev2-psk-eap (EAP with a PSK server) and the
+    /// IKEv1 services cannot be set up.
+    public var networkManagerSupported: Bool { self == .ikev2EAP || self == .ikev2Cert || self == .ikev2PSK }
 
     /// Stable order used everywhere output is generated (the order servers load connections in).
     public var order: Int { Service.allCases.firstIndex(of: self)! }
@@ -51,6 +56,13 @@ public enum Device: String, Sendable, Hashable, Codable, CaseIterable {
     case linux
     /// Windows' built-in IKEv2 client, set up by a PowerShell script (`<user>-windows.ps1`).
     case windows
+    /// Linux desktops: NetworkManager with its strongSwan plugin (`networkmanager/*.nmconnection`).
+    case networkmanager
+
+    /// A user's devices when the inventory names none: every kind but `networkmanager`, which is asked
+    /// for by name (its keyfiles are installed as root into the machine's NetworkManager, and inventories
+    /// written before it existed keep their output).
+    public static let defaults: [Device] = allCases.filter { $0 != .networkmanager }
 }
 
 public enum Tier: String, Sendable, Hashable, Codable, CaseIterable {
@@ -355,7 +367,7 @@ public struct User: Sendable, Hashable {
 
     public init(
         name: String, password: SecretSource? = nil, cert: Bool = false, id: IKEIdentity, nodes: [String],
-        devices: [Device] = Device.allCases, revoked: Bool = false, location: SourceLocation,
+        devices: [Device] = Device.defaults, revoked: Bool = false, location: SourceLocation,
         fieldLocations: [String: SourceLocation] = [:]
     ) {
         self.name = name

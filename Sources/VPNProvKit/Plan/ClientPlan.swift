@@ -179,6 +179,8 @@ public struct ClientConnection: Sendable, Hashable {
             switch device {
             case .android: return false
             case .linux, .windows: return true
+            // The keyfile blackholes IPv6 while connected.
+            case .networkmanager: return false
             case .apple: return ikeVersion == 1 || appleSettings?.includeAllNetworks != true
             }
         }
@@ -209,6 +211,7 @@ public struct ClientPlan: Sendable, Hashable {
     public static func devices(supporting service: Service) -> [Device] {
         var devices: [Device] = service.androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
         if service.windowsSupported { devices.append(.windows) }
+        if service.networkManagerSupported { devices.append(.networkmanager) }
         return devices
     }
 
@@ -343,6 +346,8 @@ public struct ClientPlan: Sendable, Hashable {
                     ike: ServerPlan.ikev1IKEProposals(from: node.proposals.ike),
                     esp: ServerPlan.ikev1ESPProposals(from: node.proposals.esp))
             case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            // charon-nm takes strongSwan proposal strings (`ike`, `esp`): the node's own, all of them.
+            case (.networkmanager, _): offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
             case (.windows, _): break  // set from WindowsIPsec by the caller
             }
         }

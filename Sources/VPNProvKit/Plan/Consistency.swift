@@ -467,7 +467,7 @@ public enum Consistency {
         }
         if c.credentials.contains(.clientCertificate) {
             let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
-            let needsPEM = c.devices.contains(.linux)
+            let needsPEM = c.devices.contains(.linux) || c.devices.contains(.networkmanager)
             let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
                 || c.devices.contains(.android) && um?.openP12 == nil
             let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)

@@ -5,7 +5,7 @@
 // unless the device itself drops IPv6 while connected, IPv6 traffic keeps flowing outside the VPN.
 // Android (strongSwan app) drops it with `split-tunneling.block-ipv6`, which vpnprov always sets
 // then; Apple IKEv2 drops it with IncludeAllNetworks (`apple.include_all_networks`, on by default
-// for such nodes); Apple "IPSec" (IKEv1) has no such key, a Linux swanctl client has no setting for
+// for such nodes); a NetworkManager keyfile carries a blackhole IPv6 default route for such nodes; Apple "IPSec" (IKEv1) has no such key, a Linux swanctl client has no setting for
 // other traffic at all, and Windows' VPN cmdlets have no IPv6 block either. Those are named in one `ipv6-leak` warning per node.
 
 enum ClientRules {
@@ -22,7 +22,7 @@ enum ClientRules {
                     if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil { continue }
                     for device in ClientPlan.devices(supporting: service) where user.devices.contains(device) {
                         switch device {
-                        case .android: break
+                        case .android, .networkmanager: break
                         case .linux: kinds.insert("Linux (swanctl)")
                         case .windows: kinds.insert("Windows (its VPN cmdlets have no IPv6 block)")
                         case .apple where service.ikeVersion == 1:

@@ -59,6 +59,9 @@ extension RuleCode {
     public static let noAppleProposal = RuleCode("no-apple-proposal")
     /// A node Windows users reach whose proposals contain no combination Windows' IKEv2 client can be set to.
     public static let noWindowsProposal = RuleCode("no-windows-proposal")
+    /// A `networkmanager` user holds credentials on a node only for services NetworkManager's strongSwan
+    /// plugin cannot set up (ikev2-psk-eap, IKEv1).
+    public static let networkManagerService = RuleCode("networkmanager-service")
     /// IKEv1 node whose IKE proposals are all AEAD (IKEv1 cannot negotiate AEAD IKE SAs).
     public static let noIKEv1Proposal = RuleCode("no-ikev1-proposal")
 

@@ -35,6 +35,7 @@ enum ServiceRules {
         case .apple, .linux: return true
         case .android: return service.androidSupported
         case .windows: return service.windowsSupported
+        case .networkmanager: return service.networkManagerSupported
         }
     }
 
@@ -176,7 +177,7 @@ enum ServiceRules {
             d.append(.warning(.userWithoutService, "\(owner): \(reason); no client profile will be generated", at: user.location, about: .user(user.name)))
         } else {
             for device in unserved {
-                d.append(.warning(.deviceWithoutService, "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : "")", at: user.location(of: "devices"), about: .user(user.name)))
+                d.append(.warning(.deviceWithoutService, "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : device == .networkmanager ? " (NetworkManager's strongSwan plugin speaks ikev2-eap, ikev2-cert and ikev2-psk)" : "")", at: user.location(of: "devices"), about: .user(user.name)))
             }
         }
     }

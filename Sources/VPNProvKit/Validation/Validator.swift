@@ -8,7 +8,7 @@ public enum Validator {
     /// (and are skipped when it did not decode).
     static let rules: [Rule] = [
         NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, ProposalRules.check,
-        WindowsRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check, DeployRules.check,
+        WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check, DeployRules.check,
     ]
     static let secretsRule: Rule = SecretRules.check
     static let pkiRule: Rule = PKIRules.check

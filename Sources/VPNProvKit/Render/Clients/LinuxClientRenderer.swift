@@ -20,15 +20,28 @@ public enum LinuxClientRenderer {
             OutputFile(path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
             OutputFile(path: base + "conf.d/secrets.conf", text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
         ]
-        if mine.contains(where: { $0.serverAuth == .pubkey }) {
-            files.append(OutputFile(path: base + "x509ca/\(caFileName)", text: materials.caCertificatePEM))
+        files += try pemCredentials(
+            user: user.name, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",
+            certificate: base + "x509/\(user.name).pem", key: base + "private/\(user.name).key")
+        return files
+    }
+
+    /// The PEM files strongSwan-based clients read beside their configuration: the CA certificate when a
+    /// server proves itself with a certificate, the user's certificate and key (0600) when the user logs
+    /// in with one. Shared with the NetworkManager renderer.
+    static func pemCredentials(
+        user: String, connections: [ClientConnection], materials: Materials, ca: String, certificate: String, key: String
+    ) throws -> [OutputFile] {
+        var files: [OutputFile] = []
+        if connections.contains(where: { $0.serverAuth == .pubkey }) {
+            files.append(OutputFile(path: ca, text: materials.caCertificatePEM))
         }
-        if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
-            guard let cert = materials.users[user.name]?.certificatePEM, let key = materials.users[user.name]?.privateKeyPEM else {
-                throw ClientRenderError("user '\(user.name)': no client certificate and key")
+        if connections.contains(where: { $0.credentials.contains(.clientCertificate) }) {
+            guard let cert = materials.users[user]?.certificatePEM, let privateKey = materials.users[user]?.privateKeyPEM else {
+                throw ClientRenderError("user '\(user)': no client certificate and key")
             }
-            files.append(OutputFile(path: base + "x509/\(user.name).pem", text: cert))
-            files.append(OutputFile(path: base + "private/\(user.name).key", text: key, isPrivate: true))
+            files.append(OutputFile(path: certificate, text: cert))
+            files.append(OutputFile(path: key, text: privateKey, isPrivate: true))
         }
         return files
     }

@@ -19,7 +19,7 @@ struct SeededGenerator: RandomNumberGenerator {
 /// derived from the fixtures by byte flips, deletions, line duplications and splices go through
 /// decode + validate in-process. Each must end in an inventory or an error diagnostic — a crash fails
 /// the whole test run, a hang trips the time limit.
-@Suite struct MutationTests {
+@Suite(.temporaries) struct MutationTests {
     /// Inputs are bounded so one mutated inventory cannot take long by sheer size.
     static let maxInputSize = 64 << 10
     static let inputCount = 5_000
@@ -119,30 +119,37 @@ struct SeededGenerator: RandomNumberGenerator {
     func mutatedInventoriesEndInAnInventoryOrAnError() throws {
         let (seeds, goodCount) = try Self.seeds()
         var rng = SeededGenerator(seed: 0x76_70_6E_70_72_6F_76)  // "vpnprov"
-        var decoded = 0
-        var rejected = 0
-        var codes = Set<String>()
+        var mutants: [[UInt8]] = []
         for n in 0..<Self.inputCount {
             // Three in four start from a valid inventory, so many mutants get through to the validator.
             var bytes = n % 4 == 3 ? seeds[n % seeds.count] : seeds[n % goodCount]
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
                 bytes = Self.mutate(bytes, seeds: seeds, using: &rng)
             }
+            mutants.append(bytes)
+        }
+        // Decoded and validated on every core; checked here.
+        let outcomes = parallelMap(mutants) { bytes in
             let result = InventoryLoader.decode(bytes: bytes, file: "mutant.yaml")
-            var diagnostics = result.diagnostics
-            if let inventory = result.inventory {
+            return (decoded: result.inventory != nil, diagnostics: result.diagnostics + (result.inventory.map(Validator.validate) ?? []))
+        }
+        var decoded = 0
+        var rejected = 0
+        var codes = Set<String>()
+        for (n, (bytes, outcome)) in zip(mutants, outcomes).enumerated() {
+            let diagnostics = outcome.diagnostics
+            if outcome.decoded {
                 decoded += 1
-                diagnostics += Validator.validate(inventory)
             } else {
                 rejected += 1
                 #expect(diagnostics.hasErrors, "mutant \(n): no inventory and no error diagnostic")
             }
+            // Locations point into the input (one line past the end for "unexpected end").
+            let lineCount = Self.yamlLineCount(bytes)
             for d in diagnostics {
                 codes.insert(d.code.rawValue)
                 #expect(!d.message.isEmpty, "mutant \(n): empty message for [\(d.code)]")
                 if let location = d.location {
-                    // Locations point into the input (one line past the end for "unexpected end").
-                    let lineCount = Self.yamlLineCount(bytes)
                     #expect(location.file == "mutant.yaml")
                     #expect((1...lineCount + 1).contains(location.line), "mutant \(n): [\(d.code)] at line \(location.line) of \(lineCount)")
                     #expect(location.column >= 1, "mutant \(n): [\(d.code)] at column \(location.column)")

@@ -10,7 +10,7 @@ import VPNProvCrypto
 /// mutants of them each end in a value or in a state-unreadable (or, for records that cannot make a
 /// CRL, state-inconsistent) error that names the state directory, never a trap (a trap ends the
 /// whole test run).
-@Suite struct StateMutationTests {
+@Suite(.temporaries) struct StateMutationTests {
     /// The fuzzer's clock: 2026-11-30T00:00:00Z, a few hours before the seed states were written.
     static let now = Date(timeIntervalSince1970: 1_795_996_800)
     static let inputCount = 3_000
@@ -233,8 +233,7 @@ import VPNProvCrypto
         let inputs = try Self.mutants(count: Self.inputCount, seed: 0x73_74_61_74_65)  // "state"
         var indexAccepted = 0, indexRejected = 0, statusAccepted = 0, secretsAccepted = 0, secretsRejected = 0
         var messages = Set<String>()
-        for (n, bytes) in inputs.enumerated() {
-            let outcomes = Self.readAll(bytes)
+        for (n, outcomes) in parallelMap(inputs, Self.readAll).enumerated() {
             for (reader, outcome) in outcomes.enumerated() {
                 #expect(!outcome.hasPrefix("unexpected"), "mutant \(n): \(outcome.prefix(300))")
                 // What reads secrets.json (the loader and both status runs) never shows a value. (Read as

@@ -147,12 +147,26 @@ enum Scratch {
 
     static let pid = ProcessInfo.processInfo.processIdentifier
 
-    /// `<tmp>/vpnp-e2e-<pid>`; created on first use.
+    /// `<tmp>/vpnp-e2e-<pid>`; created on first use and removed when the process exits. It holds the
+    /// run's shared fixtures (generated trees, PKIs, daemons' files), which live as long as the run;
+    /// every daemon that used it has been stopped by then. A run that dies leaves it to the next
+    /// run's `removeStaleDirectories()`.
     static let directory: URL = {
         let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        atexit { Scratch.removeAtExit() }
         return url
     }()
+
+    /// At exit: removes `directory`; when that fails (the run's files, keys among them, would stay in
+    /// /tmp) the process exits 1, so the run fails.
+    static func removeAtExit() {
+        try? FileManager.default.removeItem(at: directory)
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        FileHandle.standardError.write(Data("error: the end-to-end scratch directory \(directory.path) could not be removed\n".utf8))
+        fflush(nil)
+        _exit(1)
+    }
 
     /// A fresh directory below `directory`.
     static func makeDirectory(_ label: String) throws -> URL {

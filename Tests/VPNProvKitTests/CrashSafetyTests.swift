@@ -50,7 +50,7 @@ enum VPNProvBinary {
 /// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES, see CrashTestHook): each atomic write
 /// has a step with its temporary file complete but not renamed and a step after the rename, so the
 /// points cover both sides of every rename in the state commit and across the output tree.
-@Suite(.temporaries) struct CrashSafetyTests {
+@Suite(.serialized, .temporaries) struct CrashSafetyTests {
     static let userCount = 80
 
     /// `userCount` users, every fourth a certificate user; `changed` adds users, revokes one and

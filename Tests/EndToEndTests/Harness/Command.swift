@@ -154,7 +154,7 @@ enum Scratch {
     /// own, for the reason the unit tests' directory is one (TestTemporaries: vpnprov's syncfs waits
     /// for every writer of the disk).
     static let directory: URL = {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)")
+        let url = URL(fileURLWithPath: path)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         if geteuid() == 0, ProcessInfo.processInfo.environment["VPNPROV_TEST_TMPFS"] != "0" {
             _ = mount("vpnprov-e2e", url.path, "tmpfs", 0, "mode=0755,size=4g")
@@ -162,6 +162,10 @@ enum Scratch {
         atexit { Scratch.removeAtExit() }
         return url
     }()
+
+    /// Where `directory` is, without creating it (a run whose filter leaves out every end-to-end test
+    /// still evaluates their conditions, and should create nothing).
+    static let path = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)").path
 
     /// Unmounts (when it is a mount point) and removes a scratch directory.
     static func remove(_ path: String) {

@@ -4,7 +4,7 @@ import Testing
 
 /// `acknowledge:` (issue 28, item 6): a warning kept on purpose is marked with the operator's reason,
 /// left out of the text output and of --strict, and kept in JSON and SARIF (as a suppression).
-@Suite struct AcknowledgementTests {
+@Suite(.temporaries) struct AcknowledgementTests {
     /// fra-1 offers two PSK services (two weak-psk-service warnings); carol is on no node
     /// (user-without-service). The `acknowledge:` entries start at line 16.
     static func inventory(acknowledge: String) -> String {
@@ -92,7 +92,7 @@ import Testing
         #expect(strict.err == "3 warnings acknowledged\n")
     }
 
-    @Test func sarifMarksThemSuppressed() throws {
+    @Test(.needs(.schemaPython)) func sarifMarksThemSuppressed() throws {
         let dir = try workspace(Self.inventory(acknowledge: Self.acknowledged))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = vpnprov(["validate", "--format", "sarif"], in: dir)

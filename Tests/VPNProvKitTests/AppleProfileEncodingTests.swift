@@ -5,7 +5,7 @@ import Testing
 /// Profiles are written directly from typed values; the bytes must be
 /// exactly what PropertyListSerialization writes for the same property list (the format Apple's
 /// tools produce), with the plist types Apple's schema asks for.
-@Suite struct AppleProfileEncodingTests {
+@Suite(.temporaries) struct AppleProfileEncodingTests {
     static func sample() -> AppleProfile {
         let sa = AppleProfile.SecurityAssociation(
             DiffieHellmanGroup: 19, EncryptionAlgorithm: "AES-256-GCM", IntegrityAlgorithm: "SHA2-256", LifeTimeInMinutes: 1440)

@@ -6,7 +6,7 @@ import VPNProvYAML
 /// docs/ci.md is copied into real pipelines: its two YAML blocks (GitHub Actions, GitLab CI) are
 /// read as YAML and every shell step of every job is run, with the vpnprov just built, against a
 /// copy of the example inventory. Ansible is a stub that records what it was asked to do.
-@Suite(.serialized) struct CIDocumentationTests {
+@Suite(.serialized, .temporaries) struct CIDocumentationTests {
     static let root = MachineOutputTests.root
 
     /// A job as CI would run it: its shell scripts in order, and which of them may fail.
@@ -226,12 +226,12 @@ import VPNProvYAML
         if Self.hasStatus { _ = try sandbox.run(expiryJob) }
     }
 
-    @Test func theGitHubActionsWorkflowRuns() throws {
+    @Test(.needs(.schemaPython)) func theGitHubActionsWorkflowRuns() throws {
         let doc = try #require(try Self.blocks().first { Self.value($0, "jobs") != nil })
         try exercise(Self.github(doc), deploy: "deploy", gate: "gate", expiry: "expiry")
     }
 
-    @Test func theGitLabPipelineRunsAndItsCodeQualityReportHasGitLabsShape() throws {
+    @Test(.needs(.schemaPython)) func theGitLabPipelineRunsAndItsCodeQualityReportHasGitLabsShape() throws {
         let doc = try #require(try Self.blocks().first { Self.value($0, "stages") != nil })
         let pipeline = Self.gitlab(doc)
         try exercise(pipeline, deploy: "vpnprov-deploy", gate: "vpnprov-gate", expiry: "vpnprov-expiry")

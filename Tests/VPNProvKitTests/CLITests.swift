@@ -6,7 +6,7 @@ import Testing
 /// Afterwards it checks that neither output holds a secret of the inventory or the state involved
 /// (see `SecretLeaks`).
 func vpnprov(
-    _ arguments: [String], in directory: String = FileManager.default.temporaryDirectory.path,
+    _ arguments: [String], in directory: String = TestTemporaries.current ?? TestTemporaries.root,
     environment: [String: String] = [:], sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) -> (code: Int32, out: String, err: String) {
     let (console, capture) = Console.capturing()
@@ -41,14 +41,8 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
     return (inventories, states)
 }
 
-/// A fresh empty directory for one test.
-func temporaryDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-cli-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
 
-@Suite struct CLITests {
+@Suite(.temporaries) struct CLITests {
     var badDir: String { InventoryFixtures.root.appendingPathComponent("bad").path }
     var goodDir: String { InventoryFixtures.root.appendingPathComponent("good").path }
 

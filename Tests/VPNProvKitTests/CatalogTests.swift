@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-@Suite struct CatalogTests {
+@Suite(.temporaries) struct CatalogTests {
     let inventory = ClientFixtures.inventory()
 
     @Test func matchesGoldenFile() throws {

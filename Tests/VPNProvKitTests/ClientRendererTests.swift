@@ -3,7 +3,7 @@ import Testing
 import VPNProvCrypto
 @testable import VPNProvKit
 
-@Suite struct ClientRendererTests {
+@Suite(.temporaries) struct ClientRendererTests {
     let inventory = ClientFixtures.inventory()
     let materials = ClientFixtures.materials()
 
@@ -271,8 +271,7 @@ import VPNProvCrypto
         let plutil = "/opt/swift/usr/bin/plutil"
         try #require(FileManager.default.isExecutableFile(atPath: plutil), "plutil not installed")
         let file = try #require(try render().first { $0.path.hasSuffix(".mobileconfig") })
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-plutil-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = URL(fileURLWithPath: try temporaryDirectory("plutil"))
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("alice.mobileconfig")
         try Data(file.contents).write(to: url)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-@Suite struct ConsistencyTests {
+@Suite(.temporaries) struct ConsistencyTests {
     let inventory = ClientFixtures.inventory()
     let materials = ClientFixtures.materials()
 
@@ -236,7 +236,7 @@ import Testing
     }
 }
 
-@Suite struct ConsistencyAgainstServerPlanTests {
+@Suite(.temporaries) struct ConsistencyAgainstServerPlanTests {
     @Test func theRealServerPlanAcceptsEveryClient() {
         let inventory = ClientFixtures.inventory()
         let d = Consistency.check(inventory: inventory, materials: ClientFixtures.materials())
@@ -251,7 +251,7 @@ import Testing
     }
 }
 
-@Suite struct NameComparisonTests {
+@Suite(.temporaries) struct NameComparisonTests {
     /// The ASCII shortcut agrees with comparing lowercased strings, also where Unicode case mapping
     /// changes a name's length or only non-ASCII letters differ.
     @Test func caseInsensitiveComparisonAgreesWithLowercasing() {

@@ -50,7 +50,7 @@ enum VPNProvBinary {
 /// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES, see CrashTestHook): each atomic write
 /// has a step with its temporary file complete but not renamed and a step after the rename, so the
 /// points cover both sides of every rename in the state commit and across the output tree.
-@Suite(.serialized) struct CrashSafetyTests {
+@Suite(.serialized, .temporaries) struct CrashSafetyTests {
     static let userCount = 80
 
     /// `userCount` users, every fourth a certificate user; `changed` adds users, revokes one and
@@ -180,8 +180,27 @@ enum VPNProvBinary {
         }
     }
 
-    /// A changing run on an existing state and output tree: kills at growing intervals through the
-    /// state commit and the whole output tree, until a run finishes before its kill point.
+    /// The write steps of a changing `generate`, in the order CrashTestHook counts them: the issuing
+    /// journal (2: complete, renamed), one per staged output file (`staged`), two per state file
+    /// (`stateFiles`: complete, renamed; the new keys, certificates, p12 and CRL first, then
+    /// secrets.json, then index.json, the commit point), then one rename per staged file to publish
+    /// it. The kill points are the edges and the middle of each phase, and every step of the state
+    /// commit's first, middle and last three files: what separates one outcome from another (nothing
+    /// committed, the journal only, output staged, state files without their index, the index
+    /// committed with the output unpublished, partly published). Steps inside a phase differ only in
+    /// which file is cut, so the rest of each phase adds no case.
+    static func changingRunKillPoints(staged: Int, stateFiles: Int) -> [Int] {
+        let commit = 2 + staged, publish = commit + 2 * stateFiles
+        let middleFile = commit + 2 * (stateFiles / 2)
+        let points = [1, 2, 3, 3 + staged / 2, commit,
+                      commit + 1, commit + 2, middleFile + 1, middleFile + 2]
+            + Array(max(commit + 1, publish - 5)...publish)
+            + [publish + 1, publish + staged / 2, publish + staged]
+        return Array(Set(points)).sorted()
+    }
+
+    /// A changing run on an existing state and output tree, killed at every kill point its layout
+    /// gives; the step after the last one finishes the run, which proves the layout is the whole run.
     @Test(.timeLimit(.minutes(15)))
     func killedChangingRunRecoversAtEveryPoint() throws {
         try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
@@ -190,13 +209,22 @@ enum VPNProvBinary {
         try Self.inventory(changed: false).write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
         let first = try VPNProvBinary.run(["generate"], in: base)
         try #require(first.status == 0, "\(first.err.suffix(300))")
-        var n = 1
-        var points = 0
-        while try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n) {
-            points += 1
-            n += max(1, n / 4)
+        // The layout, read off a completed run of the same change.
+        let parent = try temporaryDirectory()
+        try Self.copyTree(base, to: parent + "/site")
+        try Self.inventory(changed: true).write(toFile: parent + "/site/inventory.yaml", atomically: true, encoding: .utf8)
+        let stateBefore = Self.snapshot(base + "/state")
+        let staged = try Self.filesWritten(["generate"], in: parent + "/site")
+        let stateFiles = Self.snapshot(parent + "/site/state").filter { stateBefore[$0.key] != $0.value }.count
+        try FileManager.default.removeItem(atPath: parent)
+        #expect(staged > 40 && stateFiles > 5, "the change writes \(staged) output and \(stateFiles) state files")
+        let points = Self.changingRunKillPoints(staged: staged, stateFiles: stateFiles)
+        for n in points {
+            #expect(try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n), "step \(n) was never reached")
         }
-        #expect(points > 15, "only \(points) kill points before the run completed")
+        let end = 2 + 2 * staged + 2 * stateFiles
+        #expect(try !Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: end + 1),
+                "the run has more than the \(end) write steps its layout gives")
     }
 
     /// `rotate-ca` killed at growing intervals through its state commit and output: the state is
@@ -360,7 +388,12 @@ enum VPNProvBinary {
         let parent = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: parent) }
         try copyTree(base, to: parent + "/site")
-        let run = try VPNProvBinary.run(arguments, in: parent + "/site")
+        return try filesWritten(arguments, in: parent + "/site")
+    }
+
+    /// How many output files `arguments` writes when run in `dir`.
+    static func filesWritten(_ arguments: [String], in dir: String) throws -> Int {
+        let run = try VPNProvBinary.run(arguments, in: dir)
         try #require(run.status == 0, "\(arguments): \(run.err.suffix(300))")
         let match = run.err.split(separator: "\n").first { $0.contains(" files written") }
         let words = match?.split(separator: ";").last?.split(separator: " ") ?? []

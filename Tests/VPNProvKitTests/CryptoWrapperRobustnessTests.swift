@@ -5,7 +5,7 @@ import VPNProvCrypto
 
 /// Certificates read back from the state (or handed to the fuzzer) may be damaged or crafted: the
 /// wrapper renders what it finds, never traps (issue 29, item 10).
-@Suite struct CryptoWrapperRobustnessTests {
+@Suite(.temporaries) struct CryptoWrapperRobustnessTests {
     /// A certificate whose subjectAltName holds iPAddress values of 3 and 5 bytes (the issuer writes
     /// whatever bytes it is given, like a crafted certificate would carry).
     static func certificateWithOddIPAddresses() throws -> X509Certificate {
@@ -39,9 +39,8 @@ import VPNProvCrypto
 
     /// `pem` is armoured in Swift now (it was OpenSSL's PEM writer behind a `try!`): byte for byte what
     /// `openssl` writes, for a certificate and a CRL.
-    @Test func pemIsWhatOpenSSLWrites() throws {
-        let dir = NSTemporaryDirectory() + "vpnprov-pem-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    @Test(.needs(.openssl)) func pemIsWhatOpenSSLWrites() throws {
+        let dir = try temporaryDirectory("pem")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let cert = try Self.certificateWithOddIPAddresses()
         let crl = try CertificateRevocationList.build(

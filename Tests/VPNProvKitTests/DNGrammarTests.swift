@@ -6,7 +6,7 @@ import VPNProvCrypto
 /// One DN grammar for validation and issuing (VPNProvCrypto's DistinguishedNameGrammar.swift): a DN
 /// identity validates exactly when `generate` can issue it, and the certificate's subject is what
 /// strongSwan's own parser makes of the same text.
-@Suite struct DNGrammarTests {
+@Suite(.temporaries) struct DNGrammarTests {
     typealias F = Found
 
     /// Issue 29 item 6, and OpenSSL's or strongSwan's names the other does not share.
@@ -57,8 +57,8 @@ import VPNProvCrypto
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test func issuedSubjectIsWhatStrongSwanMakesOfTheText() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/pki"), "strongSwan's pki tool is not installed")
+    @Test(.needs(.openssl, .pki)) func issuedSubjectIsWhatStrongSwanMakesOfTheText() throws {
+        try TestDependency.pki.require()
         let dir = makeTempDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let key = try runTool(["pki", "--gen", "--type", "ecdsa", "--size", "256", "--outform", "pem"])

@@ -5,14 +5,13 @@ import Testing
 /// The role's module (deploy/roles/vpnprov_node/library/vpnprov_swanctl.py, as vpnprov writes it) run by
 /// python3 with a stand-in for Ansible's AnsibleModule: it gets the parameters and `swanctl --list-sas
 /// --pretty` output given here, and the test sees which `swanctl --terminate` calls it makes.
-@Suite struct DeployModuleTests {
+@Suite(.temporaries) struct DeployModuleTests {
     static let python = "/usr/bin/python3"
 
     /// Runs the module's main() with `identities` against `listing`; returns (IKE SA ids it terminated, its result).
     static func terminate(_ identities: [String], listing: String, checkMode: Bool = false) throws -> (ended: [String], result: [String: Any]) {
         let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-module-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
         defer { try? FileManager.default.removeItem(at: dir) }
         let module = dir.appendingPathComponent("vpnprov_swanctl.py")
         try source.write(to: module, atomically: true, encoding: .utf8)
@@ -114,7 +113,7 @@ import Testing
         return text
     }
 
-    @Test func endsEveryFormOfARemovedIdentityAndNothingElse() throws {
+    @Test(.needs(.python3)) func endsEveryFormOfARemovedIdentityAndNothingElse() throws {
         let listing = [
             Self.sa(1, conn: "ikev2-eap", remoteID: "192.0.2.101", eap: "ann"),  // stays
             // A hostile identity listed first: it must neither hide the SAs after it nor be taken for a section.
@@ -138,7 +137,7 @@ import Testing
         #expect(result["changed"] as? Bool == true)
     }
 
-    @Test func comparesDistinguishedNamesRDNByRDN() throws {
+    @Test(.needs(.python3)) func comparesDistinguishedNamesRDNByRDN() throws {
         let listing = Self.sa(1, conn: "ikev2-cert", remoteID: "O=acme, CN=dave@acme")
         for form in ["CN=dave@acme,O=acme", "O=acme,CN=dave@acme", " o = acme , cn = dave@acme ", "/O=acme/CN=dave@acme"] {
             #expect(try Self.terminate([form], listing: listing).ended == ["1"], "\(form)")
@@ -150,14 +149,14 @@ import Testing
 
     /// vici prints a value with a byte outside printable ASCII as 0x<hex>, and charon prints such bytes of an
     /// identity as "?": both forms still match.
-    @Test func matchesIdentitiesCharonPrintsAsHexOrWithQuestionMarks() throws {
+    @Test(.needs(.python3)) func matchesIdentitiesCharonPrintsAsHexOrWithQuestionMarks() throws {
         let listing = Self.sa(1, conn: "ikev2-eap", remoteID: "192.0.2.101", eap: "0x" + Data("new\nline".utf8).map { String(format: "%02x", $0) }.joined())
             + Self.sa(2, conn: "ikev2-eap", remoteID: "192.0.2.102", eap: "jos??")
         #expect(try Self.terminate(["new\nline"], listing: listing).ended == ["1"])
         #expect(try Self.terminate(["josé"], listing: listing).ended == ["2"])
     }
 
-    @Test func checkModeOnlyReports() throws {
+    @Test(.needs(.python3)) func checkModeOnlyReports() throws {
         let listing = Self.sa(1, conn: "ikev2-eap", remoteID: "192.0.2.101", eap: "gina")
         let (ended, result) = try Self.terminate(["gina"], listing: listing, checkMode: true)
         #expect(ended == [])

@@ -3,7 +3,7 @@ import Testing
 @testable import VPNProvKit
 
 /// The `deploy:` node field (decoding, defaults, validation) and the deploy/ tree it feeds.
-@Suite struct DeployFieldTests {
+@Suite(.temporaries) struct DeployFieldTests {
     static let base = """
         vpnprov: 1
         name: acme
@@ -72,7 +72,7 @@ import Testing
     }
 }
 
-@Suite struct DeployRendererTests {
+@Suite(.temporaries) struct DeployRendererTests {
     let inventory = ClientFixtures.inventory()
 
     @Test func matchesGoldenFiles() throws {

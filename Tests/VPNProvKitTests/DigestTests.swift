@@ -4,7 +4,7 @@ import VPNProvCrypto
 
 /// The digests behind state digests, render-cache digests and name-based UUIDs: FIPS 180 test
 /// vectors, and the same answers from many threads at once (the method is fetched once and shared).
-@Suite struct DigestTests {
+@Suite(.temporaries) struct DigestTests {
     static let abc = Array("abc".utf8)
 
     func hex(_ bytes: [UInt8]) -> String { hexString(bytes).lowercased() }

@@ -7,7 +7,7 @@ import Testing
 /// escape class, data of every length) the bytes must be what Foundation's own encoders write for the
 /// same `Encodable` values, and what its serializers write for the same values as Foundation objects
 /// (or, for JSON, read back).
-@Suite struct DirectProfileWriterTests {
+@Suite(.temporaries) struct DirectProfileWriterTests {
     typealias G = DocumentWriterTests.Generator
 
     static func maybe<T>(_ g: inout G, _ make: (inout G) -> T) -> T? { g.int(2) == 0 ? nil : make(&g) }

@@ -7,7 +7,7 @@ import Testing
 /// strings, extreme integers, empty and deeply nested containers, data of every length at every
 /// indentation), the bytes must equal what Foundation's serializers make of the same values, and
 /// what Foundation's encoders make of the Encodable documents vpnprov writes.
-@Suite struct DocumentWriterTests {
+@Suite(.temporaries) struct DocumentWriterTests {
     /// The seeded generator of the mutation tests, so a failure names a reproducible seed.
     struct Generator {
         var seeded: SeededGenerator

@@ -10,7 +10,7 @@ import Glibc
 /// What vpnprov leaves on disk and where it agrees to write: nothing derived from a secret is more
 /// readable than the secret, overlapping or system directories are refused, and the state directory
 /// is not followed through symbolic links.
-@Suite struct FileSystemSafetyTests {
+@Suite(.temporaries) struct FileSystemSafetyTests {
     static let inventory = """
         vpnprov: 1
         name: acme

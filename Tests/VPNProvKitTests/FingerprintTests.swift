@@ -4,7 +4,7 @@ import Testing
 
 /// The render cache trusts a user's files only while the fingerprint of everything they are rendered
 /// from is unchanged: the user's fingerprint must change with every field that can change a file.
-@Suite struct FingerprintTests {
+@Suite(.temporaries) struct FingerprintTests {
     static let here = SourceLocation(file: "a.yaml", line: 3, column: 5)
 
     static func user() -> User {

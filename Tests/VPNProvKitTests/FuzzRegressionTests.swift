@@ -4,7 +4,7 @@ import Testing
 
 /// One test per crash found by fuzzing or by MutationTests: the input that crashed, which
 /// must now end in diagnostics.
-@Suite struct FuzzRegressionTests {
+@Suite(.temporaries) struct FuzzRegressionTests {
     static func decodeAndValidate(_ text: String) -> [Diagnostic] {
         let result = InventoryLoader.decode(bytes: Array(text.utf8), file: "crash.yaml")
         guard let inventory = result.inventory else { return result.diagnostics }

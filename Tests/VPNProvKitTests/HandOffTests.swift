@@ -3,7 +3,7 @@ import Testing
 @testable import VPNProvKit
 
 /// Small gaps a new operator fell into, each pinned (issue "operator experience, third round").
-@Suite struct HandOffTests {
+@Suite(.temporaries) struct HandOffTests {
     static let root = MachineOutputTests.root
 
     func site(_ inventory: String? = nil) throws -> String {

@@ -4,7 +4,7 @@ import Testing
 
 /// Hostile input through the CLI: hostile inventories are rejected with their rule code, names that would
 /// escape the output tree are invalid, and a symlink planted in the output directory is never followed.
-@Suite struct HardeningTests {
+@Suite(.temporaries) struct HardeningTests {
     /// Hostile inventories, each with the rule code that must reject it.
     static let hostile: [(name: String, code: String, bytes: @Sendable () -> [UInt8])] = [
         ("alias-bomb", "alias-limit", {

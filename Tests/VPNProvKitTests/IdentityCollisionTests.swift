@@ -4,7 +4,7 @@ import Testing
 
 /// Identities that must stay apart (docs/security.md, "Identities that must stay apart"): a password's
 /// identity (the user name in secrets.conf) against every node identity, and nodes among themselves.
-@Suite struct IdentityCollisionTests {
+@Suite(.temporaries) struct IdentityCollisionTests {
     typealias F = Found
 
     // Fixture.good(): fra-1 (key 20, address fra-1.vpn.example.com), ams-1 (key 40, 192.0.2.10, id
@@ -115,7 +115,7 @@ import Testing
 }
 
 /// `vpnprov validate` on inventories with each collision exits 1 and names the rule.
-@Suite struct IdentityCollisionCLITests {
+@Suite(.temporaries) struct IdentityCollisionCLITests {
     /// Two nodes (`first` and `second` are their extra lines) and a password user.
     static func inventory(first: String = "", second: String = "", names: (String, String) = ("a.b", "n2"), user: String = "alice") -> String {
         """

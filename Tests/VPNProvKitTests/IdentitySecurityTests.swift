@@ -4,7 +4,7 @@ import Testing
 
 /// Identities a peer matches must match exactly one identity, and no client certificate may carry a
 /// server's identity (see docs/security.md).
-@Suite struct IdentitySecurityTests {
+@Suite(.temporaries) struct IdentitySecurityTests {
     typealias F = Found
 
     /// Every spelling strongSwan reads as a wildcard, a subnet or range, a regular expression or

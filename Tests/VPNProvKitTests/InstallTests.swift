@@ -17,7 +17,7 @@ enum InstallCheckTools {
 /// The manual page and the completion scripts come from the command tables `--help` prints
 /// (HelpDocuments): every command and option is in each of them, each is accepted by its own
 /// checker (the shells, mandoc), and the shells complete what the parser accepts.
-@Suite struct HelpDocumentsTests {
+@Suite(.temporaries) struct HelpDocumentsTests {
     static let configurations = CommandLineTool.commands.map { $0.configuration }
 
     /// A temporary directory holding `files` (name -> text), removed by `body`'s caller.
@@ -256,7 +256,7 @@ enum InstallCheckTools {
 }
 
 /// scripts/install: into a temporary prefix, with the binary this test run built.
-@Suite struct InstallScriptTests {
+@Suite(.temporaries) struct InstallScriptTests {
     static let root = MachineOutputTests.root
 
     @Test func installsTheBinaryManualAndCompletionsIntoAPrefixAndTheBinaryRuns() throws {

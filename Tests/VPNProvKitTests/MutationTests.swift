@@ -19,7 +19,7 @@ struct SeededGenerator: RandomNumberGenerator {
 /// derived from the fixtures by byte flips, deletions, line duplications and splices go through
 /// decode + validate in-process. Each must end in an inventory or an error diagnostic — a crash fails
 /// the whole test run, a hang trips the time limit.
-@Suite struct MutationTests {
+@Suite(.temporaries) struct MutationTests {
     /// Inputs are bounded so one mutated inventory cannot take long by sheer size.
     static let maxInputSize = 64 << 10
     static let inputCount = 5_000
@@ -137,12 +137,12 @@ struct SeededGenerator: RandomNumberGenerator {
                 rejected += 1
                 #expect(diagnostics.hasErrors, "mutant \(n): no inventory and no error diagnostic")
             }
+            // Locations point into the input (one line past the end for "unexpected end").
+            let lineCount = Self.yamlLineCount(bytes)
             for d in diagnostics {
                 codes.insert(d.code.rawValue)
                 #expect(!d.message.isEmpty, "mutant \(n): empty message for [\(d.code)]")
                 if let location = d.location {
-                    // Locations point into the input (one line past the end for "unexpected end").
-                    let lineCount = Self.yamlLineCount(bytes)
                     #expect(location.file == "mutant.yaml")
                     #expect((1...lineCount + 1).contains(location.line), "mutant \(n): [\(d.code)] at line \(location.line) of \(lineCount)")
                     #expect(location.column >= 1, "mutant \(n): [\(d.code)] at column \(location.column)")

@@ -6,7 +6,7 @@ import Testing
 /// the secret's escaping, file modes, the README's install commands, the IPv6 blackhole, and the validator's
 /// `networkmanager-service` error. The real NetworkManager and charon-nm load and connect them in
 /// EndToEndTests/NetworkManagerTests.
-@Suite struct NetworkManagerProfileTests {
+@Suite(.temporaries) struct NetworkManagerProfileTests {
     /// ClientFixtures with alice on a NetworkManager desktop as well.
     let inventory = ClientFixtures.inventory().with { $0.users[0].devices.append(.networkmanager) }
     let materials = ClientFixtures.materials()

@@ -3,7 +3,7 @@ import Testing
 
 /// The pool checks find overlaps and contained addresses with lookups instead of comparing every
 /// pair of nodes; these prove they report exactly what the pairwise definition says.
-@Suite struct NetworkScalingTests {
+@Suite(.temporaries) struct NetworkScalingTests {
     /// The mutation tests' seeded generator (SplitMix64), so a failure reproduces.
     struct Random {
         var seeded: SeededGenerator

@@ -6,7 +6,7 @@ import VPNProvCrypto
 /// Certificate users are scoped to their nodes (docs/security.md, section 13): the certificate's
 /// policies, the node's `cert_policy`, what a change of `nodes:` re-issues and revokes, and a CA from
 /// before node scoping. The real charon's verdict is proven in EndToEndTests/ForwardingTests.
-@Suite struct NodeScopingTests {
+@Suite(.temporaries) struct NodeScopingTests {
     static let env = ["NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
 
     static func inventory(annNodes: String, withNYC: Bool = true) -> String {
@@ -121,7 +121,7 @@ import VPNProvCrypto
 
 /// `network:` is decoded at its lines, merged from `defaults:` key by key, refused where a value is
 /// wrong, and warned where a setting cannot take effect.
-@Suite struct NetworkSettingsTests {
+@Suite(.temporaries) struct NetworkSettingsTests {
     static func decode(_ network: String, pool6: String = "fd00:9::/112") -> InventoryDecoder.Result {
         VPNProvKitTests.decode(
             """

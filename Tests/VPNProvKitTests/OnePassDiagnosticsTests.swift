@@ -5,7 +5,7 @@ import Testing
 /// An inventory with schema errors still gets every rule check that does not depend on a broken
 /// piece, in the same run (issue 28, item 5); and an indentation mistake is reported at the line
 /// that is wrong, with what to change (item 8).
-@Suite struct OnePassDiagnosticsTests {
+@Suite(.temporaries) struct OnePassDiagnosticsTests {
     /// Node b has a schema error; a and c overlap; a offers a PSK service (a warning). Bob is only
     /// on b, carol on every node: what they get from b cannot be judged; dave is not on b, and his
     /// certificate no node of his uses is reported.

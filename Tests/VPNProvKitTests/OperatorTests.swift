@@ -4,7 +4,7 @@ import Testing
 
 /// The rough edges a new operator hits: where the output tree goes, what the per-node README asks
 /// them to paste, what revoke says, and errors that follow from an earlier one.
-@Suite struct OperatorTests {
+@Suite(.temporaries) struct OperatorTests {
     static let example = MachineOutputTests.example
 
     /// `dir/site/inventory.yaml` (the example), so the inventory is not in the working directory.

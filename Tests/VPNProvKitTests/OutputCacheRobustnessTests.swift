@@ -11,7 +11,7 @@ import Glibc
 /// discarded, never a crash, and the next `generate` repairs the tree. Files are read back through
 /// the one bounded reader, so a huge file at a cached path is not read at all (issue 29, item 9).
 /// Runs the built binary: before the fix these runs died with SIGILL.
-@Suite(.serialized) struct OutputCacheRobustnessTests {
+@Suite(.serialized, .temporaries) struct OutputCacheRobustnessTests {
     /// A site with the example inventory, generated twice (the second run records every file's stat).
     static func site() throws -> (parent: String, dir: String) {
         let parent = try temporaryDirectory()

@@ -2,13 +2,11 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-@Suite struct OutputTreeTests {
+@Suite(.temporaries) struct OutputTreeTests {
     let fm = FileManager.default
 
     func tempDir() throws -> String {
-        let dir = NSTemporaryDirectory() + "vpnprov-out-\(UUID().uuidString)"
-        try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
+        try temporaryDirectory("out")
     }
 
     func mode(_ path: String) throws -> Int {

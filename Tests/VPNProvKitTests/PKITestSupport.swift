@@ -44,11 +44,9 @@ func standardInventory() -> Inventory {
         ])
 }
 
-/// A fresh empty directory under the system temp directory.
+/// A fresh empty directory for the current test (see `TestTemporaries`).
 func makeTempDirectory() -> String {
-    let path = NSTemporaryDirectory() + "vpnprov-pki-\(UUID().uuidString)"
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
+    try! temporaryDirectory("pki")
 }
 
 @discardableResult

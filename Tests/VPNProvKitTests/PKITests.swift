@@ -3,7 +3,7 @@ import Testing
 import VPNProvCrypto
 @testable import VPNProvKit
 
-@Suite struct PKITests {
+@Suite(.temporaries) struct PKITests {
     @Test func caCertificateHasTheRequiredExtensions() throws {
         let state = makeTempDirectory()
         let result = try prepare(standardInventory(), state: state)
@@ -91,7 +91,7 @@ import VPNProvCrypto
         #expect(try alice.publicKeyDER() != serverKey.publicKeyDER())
     }
 
-    @Test func opensslAndStrongSwanAcceptTheCertificates() throws {
+    @Test(.needs(.openssl, .pki)) func opensslAndStrongSwanAcceptTheCertificates() throws {
         let state = makeTempDirectory()
         let materials = try prepare(standardInventory(), state: state).materials
         let dir = makeTempDirectory()
@@ -116,7 +116,7 @@ import VPNProvCrypto
         #expect(ca.status == 0 && ca.output.contains("CA"))
     }
 
-    @Test func distinguishedNamesAreEncodedLikeStrongSwan() throws {
+    @Test(.needs(.openssl, .pki)) func distinguishedNamesAreEncodedLikeStrongSwan() throws {
         let dnText = "C=DE, O=acme, CN=dn-1.vpn.example.com, E=ops@example.com, OU=\u{00DC}nits"
         let state = makeTempDirectory()
         let inventory = makeInventory(nodes: [makeNode("dn-1", address: "dn-1.vpn.example.com", id: dnText)], users: [])
@@ -135,7 +135,7 @@ import VPNProvCrypto
         #expect(try subject("\(dir)/ours.pem") == expected)
     }
 
-    @Test func pkcs12UsesLegacy3DESAndOpensWithItsPassword() throws {
+    @Test(.needs(.openssl)) func pkcs12UsesLegacy3DESAndOpensWithItsPassword() throws {
         let state = makeTempDirectory()
         let materials = try prepare(standardInventory(), state: state).materials
         let alice = materials.users["alice"]!
@@ -169,7 +169,7 @@ import VPNProvCrypto
         #expect(wrong.status != 0)
     }
 
-    @Test func sswanContainerHasTheEmptyPasswordAndTheSameLegacyAlgorithms() throws {
+    @Test(.needs(.openssl)) func sswanContainerHasTheEmptyPasswordAndTheSameLegacyAlgorithms() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state).materials.users["alice"]!
         let open = try #require(first.openP12)
@@ -200,7 +200,7 @@ import VPNProvCrypto
         #expect(again.openP12 == open && again.p12 == first.p12)
     }
 
-    @Test func crlListsRevokedCertificatesAndVerifies() throws {
+    @Test(.needs(.openssl)) func crlListsRevokedCertificatesAndVerifies() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state)
         let aliceSerial = try X509Certificate(pem: first.materials.users["alice"]!.certificatePEM!).serialHex
@@ -325,7 +325,7 @@ import VPNProvCrypto
         #expect(second.changes.allSatisfy { $0.reason == "lifetime changed" })
     }
 
-    @Test func crlURLPutsADistributionPointInServerCertificatesOnly() throws {
+    @Test(.needs(.openssl)) func crlURLPutsADistributionPointInServerCertificatesOnly() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state)
         var inventory = standardInventory()

@@ -4,7 +4,7 @@ import Testing
 
 /// The packed path and file lists read back what was put in, in order, and sort and search like the
 /// `String`s they replace.
-@Suite struct PackedListTests {
+@Suite(.temporaries) struct PackedListTests {
     /// Paths with shared prefixes, prefixes of each other, empty, non-ASCII and astral ones, and
     /// duplicates, from a fixed seed.
     static func samplePaths(count: Int, seed: UInt64) -> [String] {

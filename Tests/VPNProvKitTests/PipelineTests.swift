@@ -4,7 +4,7 @@ import VPNProvCrypto
 @testable import VPNProvKit
 
 /// `generate`, `check` and `revoke` run in-process on a copy of the shipped example inventory.
-@Suite struct PipelineTests {
+@Suite(.temporaries) struct PipelineTests {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../inventory/example.yaml").standardized.path
 

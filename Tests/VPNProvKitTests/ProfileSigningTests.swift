@@ -5,7 +5,7 @@ import VPNProvCrypto
 
 /// `pki.profile_signing`: every .mobileconfig is a CMS SignedData over the plist, checked with the
 /// openssl CLI against the signing chain; without it profiles stay plain XML.
-@Suite struct ProfileSigningTests {
+@Suite(.temporaries) struct ProfileSigningTests {
     /// root -> intermediate -> leaf (RSA, or an ECDSA P-256 leaf), made with the openssl CLI, in `dir`.
     static func makeSigningChain(in dir: String, ecdsaLeaf: Bool = false) throws {
         func run(_ args: [String]) throws {
@@ -43,7 +43,7 @@ import VPNProvCrypto
 
         """
 
-    @Test func everyProfileIsSignedAndVerifiesAgainstTheChain() throws {
+    @Test(.needs(.openssl)) func everyProfileIsSignedAndVerifiesAgainstTheChain() throws {
         let dir = try temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
         try Self.makeSigningChain(in: dir + "/sign")
@@ -82,7 +82,7 @@ import VPNProvCrypto
         #expect(FileManager.default.contents(atPath: profile) == bytes)
     }
 
-    @Test func anECDSASignedProfileKeepsItsBytesWhileItsContentIsUnchanged() throws {
+    @Test(.needs(.openssl)) func anECDSASignedProfileKeepsItsBytesWhileItsContentIsUnchanged() throws {
         let dir = try temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
         try Self.makeSigningChain(in: dir + "/sign", ecdsaLeaf: true)
@@ -140,7 +140,7 @@ import VPNProvCrypto
         #expect(bytes.starts(with: Array("<?xml".utf8)))
     }
 
-    @Test func aKeyThatIsNotTheCertificatesIsRefusedWithoutEchoingIt() throws {
+    @Test(.needs(.openssl)) func aKeyThatIsNotTheCertificatesIsRefusedWithoutEchoingIt() throws {
         let dir = try temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
         try Self.makeSigningChain(in: dir + "/sign")

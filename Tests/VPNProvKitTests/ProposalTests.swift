@@ -1,7 +1,7 @@
 import Testing
 @testable import VPNProvKit
 
-@Suite struct ProposalTests {
+@Suite(.temporaries) struct ProposalTests {
     @Test func parsesAEADAndClassicIKEProposals() throws {
         let gcm = try Proposal.parse("aes256gcm16-prfsha256-ecp256", purpose: .ike)
         #expect(gcm.isAEAD)

@@ -5,7 +5,7 @@ import VPNProvCrypto
 
 /// The render cache file reads back exactly what was written, and anything unexpected reads as empty
 /// (an unreadable cache only means rendering everything again).
-@Suite struct RenderCacheTests {
+@Suite(.temporaries) struct RenderCacheTests {
     static let sample = RenderCache(entries: [
         "alice": .init(fingerprint: "f1", files: [
             .init(path: "clients/alice/b file.sswan", sha256: .init(hex: Array(String(repeating: "a", count: 64).utf8))!, isPrivate: true),

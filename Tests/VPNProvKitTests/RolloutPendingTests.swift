@@ -4,7 +4,7 @@ import Testing
 
 /// A deploy job that failed half-way must converge when it is retried: vpnprov remembers which nodes
 /// wait for a rollout until it is told they were rolled out (docs/ci.md, "the deploy job").
-@Suite struct RolloutPendingTests {
+@Suite(.temporaries) struct RolloutPendingTests {
     /// `dir/inventory.yaml` (the example) and the directory, removed by the caller.
     func site() throws -> String {
         let dir = try temporaryDirectory()

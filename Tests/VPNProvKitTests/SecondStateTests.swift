@@ -4,7 +4,7 @@ import Testing
 
 /// A relative `--state` is taken from the current directory: given from the wrong one, or given where
 /// it was left out before, it makes a second CA. The run that creates it says so.
-@Suite struct SecondStateTests {
+@Suite(.temporaries) struct SecondStateTests {
     @Test func aNewCAWhileTheStateBesideTheInventoryHoldsOneIsWarnedAbout() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -5,7 +5,7 @@ import Testing
 /// A value that is, or might be, a secret is never printed: not in a source excerpt, not in a
 /// message or note, in text or JSON. "Might be": the value of a key vpnprov does not know (a
 /// misspelt `pasword:`), and a literal secret aliased into another field.
-@Suite struct SecretEchoTests {
+@Suite(.temporaries) struct SecretEchoTests {
     static let secret = "Xk9vBq2LmZt7Rw4Np8Hs"
 
     static func inventory(node extra: String = "", user extra2: String = "", psk: String = "psk: &k \(secret)") -> String {
@@ -79,7 +79,7 @@ import Testing
 }
 
 /// Diagnostics at the place the value is written, and YAML tags refused.
-@Suite struct DecoderPlacementTests {
+@Suite(.temporaries) struct DecoderPlacementTests {
     @Test func deploymentNameAndPKIErrorsPointAtTheirLines() {
         let text = "# comment\nvpnprov: 1\n\nname: \"acme corp\"\npki:\n  ca:\n    days: 100\n  server_days: 900\nnodes:\n  n1:\n    address: 192.0.2.1\n"
             + "    pool: 10.10.0.0/24\n    services: [ikev2-eap]\nusers:\n  a:\n    password: gen\n"

@@ -9,7 +9,7 @@ import Glibc
 /// `file:` and `env:` secrets as an attacker or a careless editor leaves them: Windows line endings,
 /// nothing but a line ending, huge, sparse or special files, invalid UTF-8. Each is either read
 /// exactly or refused with a clear error, quickly, before anything is created.
-@Suite struct SecretInputTests {
+@Suite(.temporaries) struct SecretInputTests {
     static let secret = "Xk9vBq2LmZt7Rw4Np8Hs"
 
     func resolve(file bytes: [UInt8]) throws -> String? {

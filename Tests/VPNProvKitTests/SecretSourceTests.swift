@@ -6,7 +6,7 @@ import Testing
 /// only variables with an allowed prefix, only files inside the secrets directory (symbolic links
 /// followed). A user with `password: env:VPNPROV_CA_PASSPHRASE` passed `validate --secrets` and
 /// `generate` wrote the CA passphrase into their `.sswan` and the nodes' `secrets.conf`.
-@Suite struct SecretSourceTests {
+@Suite(.temporaries) struct SecretSourceTests {
     static let passphrase = "correct horse battery staple 42"
 
     /// One node, one EAP user whose password is `password` (line 10, column 15); `extra` is appended.

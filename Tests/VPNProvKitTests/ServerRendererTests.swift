@@ -93,7 +93,7 @@ enum ServerFixtures {
     ]
 }
 
-@Suite struct ServerRendererTests {
+@Suite(.temporaries) struct ServerRendererTests {
     static let goldenRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Fixtures/golden/server")
 
@@ -222,7 +222,7 @@ enum ServerFixtures {
     }
 }
 
-@Suite struct ServerPlanTests {
+@Suite(.temporaries) struct ServerPlanTests {
     @Test func connectionOrderIsCertEAPPSKEAPPSKThenIKEv1() {
         let node = ServerFixtures.node("n1", services: Service.allCases, group: "g")
         let plan = ServerPlan.make(for: node, in: ServerFixtures.inventory([node]))

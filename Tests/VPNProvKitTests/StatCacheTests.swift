@@ -9,7 +9,7 @@ import Glibc
 
 /// `.vpnprov-stat` lets a run trust an untouched output file without hashing it; every way of changing
 /// a file must still be noticed.
-@Suite struct StatCacheTests {
+@Suite(.temporaries) struct StatCacheTests {
     static func stat(_ path: String) -> Glibc.stat {
         var st = Glibc.stat()
         _ = lstat(path, &st)

@@ -10,7 +10,7 @@ import VPNProvCrypto
 /// mutants of them each end in a value or in a state-unreadable (or, for records that cannot make a
 /// CRL, state-inconsistent) error that names the state directory, never a trap (a trap ends the
 /// whole test run).
-@Suite struct StateMutationTests {
+@Suite(.temporaries) struct StateMutationTests {
     /// The fuzzer's clock: 2026-11-30T00:00:00Z, a few hours before the seed states were written.
     static let now = Date(timeIntervalSince1970: 1_795_996_800)
     static let inputCount = 3_000

@@ -3,7 +3,7 @@ import Testing
 import VPNProvCrypto
 @testable import VPNProvKit
 
-@Suite struct StateTests {
+@Suite(.temporaries) struct StateTests {
     @Test func stateFilesArePrivate() throws {
         let state = makeTempDirectory() + "/nested/state"
         try prepare(standardInventory(), state: state)
@@ -78,7 +78,7 @@ import VPNProvCrypto
         try prepare(standardInventory(), state: state)
     }
 
-    @Test func corruptIndexIsAnErrorThatChangesNothing() throws {
+    @Test(.needs(.openssl)) func corruptIndexIsAnErrorThatChangesNothing() throws {
         let state = makeTempDirectory()
         try prepare(standardInventory(), state: state)
         write("{ not json", to: "\(state)/index.json")
@@ -171,7 +171,7 @@ import VPNProvCrypto
         #expect(result.materials.caCertificatePEM == String(decoding: FileManager.default.contents(atPath: "\(source)/ca/ca.pem")!, as: UTF8.self))
     }
 
-    @Test func encryptedCAKeyNeedsThePassphraseOnlyToSign() throws {
+    @Test(.needs(.openssl)) func encryptedCAKeyNeedsThePassphraseOnlyToSign() throws {
         let state = makeTempDirectory()
         let env = [PKIManager.caPassphraseVariable: "correct horse battery staple"]
         let first = try prepare(standardInventory(), state: state, env: env)

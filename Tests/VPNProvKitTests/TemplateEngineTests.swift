@@ -3,7 +3,7 @@ import Testing
 
 @testable import VPNProvKit
 
-@Suite struct TemplateEngineTests {
+@Suite(.temporaries) struct TemplateEngineTests {
     func render(_ text: String, _ context: TemplateValue) throws -> String {
         try Template(name: "t", text: text).render(context)
     }
@@ -117,7 +117,7 @@ import Testing
     }
 }
 
-@Suite struct TemplateSetTests {
+@Suite(.temporaries) struct TemplateSetTests {
     static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test func directoryOverridesSomeTemplatesAndRefusesUnknownOnes() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-tmpl-\(UUID().uuidString)")
+        let dir = URL(fileURLWithPath: try temporaryDirectory("tmpl"))
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
         try "{{! syntax: text }}\ncustom {{node}}\n".write(
@@ -158,7 +158,7 @@ import Testing
     }
 
     @Test func brokenOverrideFailsAtLoad() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-tmpl-\(UUID().uuidString)")
+        let dir = URL(fileURLWithPath: try temporaryDirectory("tmpl"))
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
         try "no header\n".write(to: dir.appendingPathComponent("server/README.tmpl"), atomically: true, encoding: .utf8)
@@ -177,7 +177,7 @@ import Testing
 
 /// The escapes work on UTF-8 bytes; here each is compared with the rule written out per Unicode scalar,
 /// over generated strings of every escape class and PowerShell's typographic quotes.
-@Suite struct TemplateEscapeTests {
+@Suite(.temporaries) struct TemplateEscapeTests {
     static func reference(_ syntax: TemplateSyntax, _ value: String) -> String? {
         let controls = value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
         switch syntax {
@@ -231,7 +231,7 @@ import Testing
     }
 }
 
-@Suite struct TemplateObjectTests {
+@Suite(.temporaries) struct TemplateObjectTests {
     @Test func membersAreLookedUpReplacedAndRemovedAndOrderDoesNotMatter() {
         var a: TemplateObject = ["x": .string("1"), "y": .int(2)]
         let b: TemplateObject = ["y": .int(2), "x": .string("1")]
@@ -245,7 +245,7 @@ import Testing
     }
 }
 
-@Suite struct ByteOrderTests {
+@Suite(.temporaries) struct ByteOrderTests {
     /// The in-place comparison is the UTF-8 byte order, also where `<` (Unicode order) disagrees.
     @Test func precedesByUTF8IsTheByteOrder() {
         var g = DocumentWriterTests.Generator(state: 5)

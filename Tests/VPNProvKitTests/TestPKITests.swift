@@ -7,7 +7,7 @@ import VPNProvCrypto
 /// structure of a PKCS#12 built now (its salts are random, so its bytes cannot be a golden).
 /// `VPNPROV_RECORD=1` re-records them; `VPNPROV_RECORD_P12=1` re-makes the stored
 /// `Fixtures/testpki/client.p12` that the renderer goldens embed (`scripts/regenerate-goldens` does both).
-@Suite struct TestPKITests {
+@Suite(.temporaries) struct TestPKITests {
     let inventory = ClientFixtures.inventory()
     var alice: User { inventory.users.first { $0.name == "alice" }! }
 
@@ -24,7 +24,7 @@ import VPNProvCrypto
             ], against: "pki/certificates")
     }
 
-    @Test func theCertificatesAreDeterministicAndVerify() throws {
+    @Test(.needs(.openssl)) func theCertificatesAreDeterministicAndVerify() throws {
         let fra = inventory.nodes.first { $0.name == "fra-1" }!
         #expect(TestPKI.serverCertificatePEM(fra, in: inventory) == TestPKI.serverCertificatePEM(fra, in: inventory))
         let dir = makeTempDirectory()
@@ -50,7 +50,7 @@ import VPNProvCrypto
         return info.output
     }
 
-    @Test func pkcs12StructureMatchesItsGolden() throws {
+    @Test(.needs(.openssl)) func pkcs12StructureMatchesItsGolden() throws {
         let now = try TestPKI.buildP12(certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory), friendlyName: "alice")
         // Re-made only when out of date, so re-recording twice changes nothing (its salts are random).
         let storedCertificate = try? PKCS12.parse(TestPKI.storedP12, password: TestPKI.p12Password).certificate.pem

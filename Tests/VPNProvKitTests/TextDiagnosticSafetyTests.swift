@@ -5,7 +5,7 @@ import Testing
 /// Text diagnostics quote inventory values, and CI logs read stderr: nothing an inventory holds may
 /// print a terminal escape, break a line, reorder what a reader sees, or start a line a CI runner
 /// reads as a workflow command (`::error::`).
-@Suite struct TextDiagnosticSafetyTests {
+@Suite(.temporaries) struct TextDiagnosticSafetyTests {
     /// Inventories whose crl_url (read by the loader), proposal and user key (checked by the
     /// validator) carry ESC sequences, line breaks, C1 controls, line separators, bidi overrides and
     /// forged GitHub workflow commands (YAML escapes: the files themselves hold none of these).

@@ -3,7 +3,7 @@ import Testing
 @testable import VPNProvKit
 
 /// `out/README`: what goes to whom, at the top of the output tree.
-@Suite struct TreeReadmeTests {
+@Suite(.temporaries) struct TreeReadmeTests {
     @Test func matchesGoldenFiles() throws {
         let templates = try TemplateSet.builtin()
         var inventory = ClientFixtures.inventory()

@@ -109,7 +109,7 @@ extension Inventory {
 // node: address +1, id +2, pool +3, pool6 +4, services +5, psk +6, group +7, proposals +8, dns +9, country +10
 // user: password +1, cert +2, id +3, nodes +4, devices +5
 
-@Suite struct ValidatorTests {
+@Suite(.temporaries) struct ValidatorTests {
     typealias F = Found
 
     @Test func goodInventoryHasOnlyTheWeakByDesignWarnings() {

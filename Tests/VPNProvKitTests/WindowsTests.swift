@@ -4,7 +4,7 @@ import Testing
 
 /// Windows' side of the plan: which Set-VpnConnectionIPsecConfiguration values a node's proposals become, which
 /// nodes the validator refuses for Windows users, and the certificate checks Windows makes.
-@Suite struct WindowsTests {
+@Suite(.temporaries) struct WindowsTests {
     func derive(_ ike: [String], _ esp: [String]) -> WindowsIPsec? { WindowsIPsec.derive(from: Proposals(ike: ike, esp: esp)) }
 
     @Test func defaultProposalsBecomeGCMWithECP256() throws {
@@ -91,7 +91,7 @@ import Testing
 }
 
 /// Certificates issued without what Windows checks are renewed on the next run, and the summary says why.
-@Suite struct WindowsCertificateRenewalTests {
+@Suite(.temporaries) struct WindowsCertificateRenewalTests {
     /// Rewrites the state's index.json with `change` applied to the certificate records (JSON objects by serial).
     func editIndex(_ state: String, _ change: (inout [String: Any]) -> Void) throws {
         let url = URL(fileURLWithPath: state + "/index.json")

@@ -4,12 +4,11 @@ import Testing
 
 /// Apple profiles are XML property lists: a value with a character XML 1.0 cannot carry is refused
 /// at its line, and the plist writer can never write one (docs/diagnostics.md, `unrepresentable-text`).
-@Suite struct XMLSafetyTests {
+@Suite(.temporaries) struct XMLSafetyTests {
     /// Python's plistlib (an XML parser that refuses ill-formed documents) reads `bytes`; returns
     /// the strings it found under "k" in the top dictionary, or its error.
     static func plistlibStrings(_ bytes: [UInt8]) throws -> (ok: Bool, output: String) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("vpnprov-xml-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let dir = URL(fileURLWithPath: try temporaryDirectory("xml"))
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("doc.plist")
         try Data(bytes).write(to: file)
@@ -70,7 +69,7 @@ import Testing
         }
     }
 
-    @Test func thePlistWriterNeverWritesACharacterXMLCannotCarry() throws {
+    @Test(.needs(.python3)) func thePlistWriterNeverWritesACharacterXMLCannotCarry() throws {
         let hostile = ["a\u{0}b", "\u{1}\u{8}", "\u{B}\u{C}\u{1F}", "x\u{FFFE}y", "\u{FFFF}", "ok\t\n <&> é 😀"]
         let doc = DocumentValue.dictionary([("k", .array(hostile.map { .string($0) }))])
         let bytes = PropertyListWriter.xml(doc)
@@ -83,7 +82,7 @@ import Testing
             == #"["a\ufffdb", "\ufffd\ufffd", "\ufffd\ufffd\ufffd", "x\ufffdy", "\ufffd", "ok\t\n <&> \u00e9 \ud83d\ude00"]"#)
     }
 
-    @Test func generatedProfileWithUnusualSSIDsIsWellFormed() throws {
+    @Test(.needs(.python3)) func generatedProfileWithUnusualSSIDsIsWellFormed() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try """

@@ -147,12 +147,44 @@ enum Scratch {
 
     static let pid = ProcessInfo.processInfo.processIdentifier
 
-    /// `<tmp>/vpnp-e2e-<pid>`; created on first use.
+    /// `<tmp>/vpnp-e2e-<pid>`; created on first use and removed when the process exits. It holds the
+    /// run's shared fixtures (generated trees, PKIs, daemons' files), which live as long as the run;
+    /// every daemon that used it has been stopped by then. A run that dies leaves it to the next
+    /// run's `removeStaleDirectories()`. As root (the end-to-end tests need root) it is a tmpfs of its
+    /// own, for the reason the unit tests' directory is one (TestTemporaries: vpnprov's syncfs waits
+    /// for every writer of the disk).
     static let directory: URL = {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)")
+        let url = URL(fileURLWithPath: path)
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        if geteuid() == 0, ProcessInfo.processInfo.environment["VPNPROV_TEST_TMPFS"] != "0" {
+            _ = mount("vpnprov-e2e", url.path, "tmpfs", 0, "mode=0755,size=4g")
+        }
+        atexit { Scratch.removeAtExit() }
         return url
     }()
+
+    /// Where `directory` is, without creating it (a run whose filter leaves out every end-to-end test
+    /// still evaluates their conditions, and should create nothing).
+    static let path = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-e2e-\(pid)").path
+
+    /// Unmounts (when it is a mount point) and removes a scratch directory.
+    static func remove(_ path: String) {
+        var own = stat(), parent = stat()
+        if stat(path, &own) == 0 && stat(path + "/..", &parent) == 0 && own.st_dev != parent.st_dev {
+            _ = umount2(path, Int32(MNT_DETACH))
+        }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// At exit: removes `directory`; when that fails (the run's files, keys among them, would stay in
+    /// /tmp) the process exits 1, so the run fails.
+    static func removeAtExit() {
+        remove(directory.path)
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        FileHandle.standardError.write(Data("error: the end-to-end scratch directory \(directory.path) could not be removed\n".utf8))
+        fflush(nil)
+        _exit(1)
+    }
 
     /// A fresh directory below `directory`.
     static func makeDirectory(_ label: String) throws -> URL {
@@ -172,7 +204,7 @@ enum Scratch {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmp.path) else { return }
         for name in names where name.hasPrefix("\(prefix)-e2e-") {
             guard let pid = Int32(name.dropFirst("\(prefix)-e2e-".count)), pid != Self.pid else { continue }
-            if !processExists(pid) { try? FileManager.default.removeItem(at: tmp.appendingPathComponent(name)) }
+            if !processExists(pid) { remove(tmp.appendingPathComponent(name).path) }
         }
     }
 }

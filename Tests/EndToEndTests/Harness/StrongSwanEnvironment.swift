@@ -255,8 +255,8 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
         for path in [shPath, mountPath, chrootPath] where !fm.isExecutableFile(atPath: path) {
             return .unavailable("\(path) missing")
         }
-        if !Scratch.directory.path.hasPrefix("/tmp/") {
-            return .unavailable("the scratch directory \(Scratch.directory.path) is not below /tmp (unset TMPDIR)")
+        if !Scratch.path.hasPrefix("/tmp/") {
+            return .unavailable("the scratch directory \(Scratch.path) is not below /tmp (unset TMPDIR)")
         }
         return .available
     }()

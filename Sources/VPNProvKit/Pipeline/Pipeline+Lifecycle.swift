@@ -53,7 +53,7 @@ extension Pipeline {
             guard let written = try write(built, options: generate, output: output) else { return ExitCode.failure }
             // The summary says which nodes to roll out and who needs new profiles, with the commands;
             // said once (the JSON document has it twice: "summary" and "lifecycle").
-            let summary = report(built, written, options: generate, output: output)
+            let summary = report(built, written.files, pending: written.pending, options: generate, output: output)
             let result = LifecycleSummary(
                 changes: built.prepared.changes.map(\.description), nodesToRollOut: summary.nodes.pending ?? [],
                 usersNeedingNewProfiles: summary.users.changed, caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")

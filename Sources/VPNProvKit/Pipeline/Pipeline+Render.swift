@@ -58,8 +58,11 @@ extension Pipeline {
     /// Renders every file and stages it (write: changed files under temporary names), then commits
     /// the state and publishes the output tree. A failure before the state commit removes the
     /// temporary files: neither the state nor the visible output changed.
-    /// nil when the consistency check failed (reported; nothing changed).
-    static func write(_ built: Built, options: GenerateOptions, output: CommandOutput) throws -> WriteSummary? {
+    /// nil when the consistency check failed (reported; nothing changed). `pending`: the nodes waiting
+    /// for a rollout afterwards (this run's changed nodes and those recorded earlier).
+    static func write(
+        _ built: Built, options: GenerateOptions, output: CommandOutput
+    ) throws -> (files: WriteSummary, pending: [String])? {
         let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
         do {
             // Every certificate this run signed is named in the state before the first of them is
@@ -81,13 +84,15 @@ extension Pipeline {
         // The nodes whose files change are recorded as waiting for a rollout before the first file
         // is renamed (docs/ci.md: a retried deploy job must find them again).
         let fleet = built.prepared.inventory.nodes.map(\.name)
-        return try session.publish(announcingOwnersUnder: "servers") { (nodes) throws(OutputError) in
+        var pending: [String] = []
+        let files = try session.publish(announcingOwnersUnder: "servers") { (nodes) throws(OutputError) in
             do {
-                try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
+                pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
             } catch {
                 throw OutputError("cannot record the nodes waiting for a rollout: \((error as? PKIError)?.message ?? "\(error)")")
             }
         }
+        return (files, pending)
     }
 
     /// Prints every finding (and the state's warnings) once the consistency check is complete;

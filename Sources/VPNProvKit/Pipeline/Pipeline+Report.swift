@@ -17,7 +17,7 @@ extension Pipeline {
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
         OutputLocation.record(options)
-        report(built, written, options: options, output: output)
+        report(built, written.files, pending: written.pending, options: options, output: output)
         return true
     }
 
@@ -25,11 +25,8 @@ extension Pipeline {
     /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
     @discardableResult
     static func report(
-        _ built: Built, _ written: WriteSummary, options: GenerateOptions, output: CommandOutput
+        _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: CommandOutput
     ) -> RunSummary {
-        // Read back after the run recorded this run's nodes: also those an earlier run changed and
-        // nobody has yet said are rolled out ('vpnprov rolled-out').
-        let pending = (try? RolloutLedger.read(stateDirectory: options.stateDirectory)) ?? []
         let summary = RunSummary(
             built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
             pending: Set(pending), rolledOut: rolledOutCommand(options))
@@ -230,9 +227,8 @@ struct RunSummary: Encodable {
         let nodesWritten = written.written.owners(under: "servers"), nodesRemoved = removed.owners(under: "servers")
         let usersWritten = written.written.owners(under: "clients"), usersRemoved = removed.owners(under: "clients")
         let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
-        // This run's changed nodes are pending whatever the record says (it is written best effort
-        // before the renames; a record that could not be read back must not hide them).
-        let pendingNodes = nodeNames.filter { pending.contains($0) || changedNodes.contains($0) }
+        // Recorded before the renames, so this run's changed nodes are among them.
+        let pendingNodes = nodeNames.filter(pending.contains)
         nodes = Names(
             count: nodeNames.count, changed: changedNodes,
             removed: nodesRemoved.subtracting(nodeNames).sorted(), pending: pendingNodes)

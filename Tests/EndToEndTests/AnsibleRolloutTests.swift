@@ -334,7 +334,7 @@ import Glibc
         return text
     }
 
-    /// Issue 29 (items 0 and 1), on each strongSwan version of the node's charon: a rollout after `vpnprov
+    /// On each strongSwan version of the node's charon: a rollout after `vpnprov
     /// revoke`, after users are removed from the inventory or marked revoked, and after `rotate-ca --finish`
     /// ends the live tunnels of exactly those users (whatever identity form their client sent), and the
     /// revoked clients, initiating again with the certificate they hold, are refused by the node for the

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// `acknowledge:` (issue 28, item 6): a warning kept on purpose is marked with the operator's reason,
+/// `acknowledge:` (docs/inventory.md): a warning kept on purpose is marked with the operator's reason,
 /// left out of the text output and of --strict, and kept in JSON and SARIF (as a suppression).
 @Suite(.temporaries) struct AcknowledgementTests {
     /// fra-1 offers two PSK services (two weak-psk-service warnings); carol is on no node

@@ -287,7 +287,7 @@ enum VPNProvBinary {
         #expect(old >= 3 && new >= 2, "kill points: \(old) left the old state, \(new) the new one")
     }
 
-    // MARK: SIGINT and SIGTERM (issue 29, item 2)
+    // MARK: SIGINT and SIGTERM (docs/state.md, "Interrupted runs")
 
     /// A small site (12 users, fra-1 with a generated PSK) after `generate` and `revoke user8`, so every
     /// state-changing command has something to work on.

@@ -4,7 +4,7 @@ import VPNProvCrypto
 @testable import VPNProvKit
 
 /// Certificates read back from the state (or handed to the fuzzer) may be damaged or crafted: the
-/// wrapper renders what it finds, never traps (issue 29, item 10).
+/// wrapper renders what it finds, never traps.
 @Suite(.temporaries) struct CryptoWrapperRobustnessTests {
     /// A certificate whose subjectAltName holds iPAddress values of 3 and 5 bytes (the issuer writes
     /// whatever bytes it is given, like a crafted certificate would carry).

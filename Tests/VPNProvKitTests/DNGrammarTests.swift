@@ -9,7 +9,7 @@ import VPNProvCrypto
 @Suite(.temporaries) struct DNGrammarTests {
     typealias F = Found
 
-    /// Issue 29 item 6, and OpenSSL's or strongSwan's names the other does not share.
+    /// DNs the two parsers would read differently, and OpenSSL's or strongSwan's names the other does not share.
     static let refused = [
         "2.5.4.3=srv",  // a dotted OID: strongSwan's atodn reads it as a key ID
         "CN=srv, TCGID=x", "CN=srv, ND=x", "CN=srv, EN=1", "CN=srv, employeeNumber=1",  // OpenSSL knows no such object

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Small gaps a new operator fell into, each pinned (issue "operator experience, third round").
+/// Small gaps a new operator fell into on a first deployment, each pinned.
 @Suite(.temporaries) struct HandOffTests {
     static let root = MachineOutputTests.root
 

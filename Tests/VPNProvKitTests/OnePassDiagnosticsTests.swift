@@ -3,8 +3,8 @@ import Testing
 @testable import VPNProvKit
 
 /// An inventory with schema errors still gets every rule check that does not depend on a broken
-/// piece, in the same run (issue 28, item 5); and an indentation mistake is reported at the line
-/// that is wrong, with what to change (item 8).
+/// piece, in the same run; and an indentation mistake is reported at the line that is wrong, with
+/// what to change (docs/diagnostics.md).
 @Suite(.temporaries) struct OnePassDiagnosticsTests {
     /// Node b has a schema error; a and c overlap; a offers a PSK service (a warning). Bob is only
     /// on b, carol on every node: what they get from b cannot be judged; dave is not on b, and his

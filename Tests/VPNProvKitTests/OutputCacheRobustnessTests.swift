@@ -9,7 +9,7 @@ import Glibc
 
 /// The output tree's bookkeeping (`.vpnprov-stat`, `.vpnprov-cache`) is a hint: damaged, it is
 /// discarded, never a crash, and the next `generate` repairs the tree. Files are read back through
-/// the one bounded reader, so a huge file at a cached path is not read at all (issue 29, item 9).
+/// the one bounded reader, so a huge file at a cached path is not read at all.
 /// Runs the built binary: before the fix these runs died with SIGILL.
 @Suite(.serialized, .temporaries) struct OutputCacheRobustnessTests {
     /// A site with the example inventory, generated twice (the second run records every file's stat).

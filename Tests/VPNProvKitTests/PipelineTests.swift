@@ -112,7 +112,7 @@ import VPNProvCrypto
 
     /// `revoke` printed "revoked user 'alice'" and "updated CRL" and committed the state, then failed
     /// (exit 1) on another user's unset `env:` secret without regenerating: out/ kept the old CRL and
-    /// alice's files. Now everything is resolved and rendered before anything is committed (issue 29, item 7).
+    /// alice's files. Now everything is resolved and rendered before anything is committed.
     @Test func revokeThatCannotFinishChangesNothingAndSaysSo() throws {
         let dir = try workspace(
             String(contentsOfFile: Self.example, encoding: .utf8) + "\n  zed:\n    password: env:VPN_ZED_PASSWORD\n    nodes: [fra-1]\n")

@@ -5,7 +5,7 @@ import Testing
 /// One finding repeated at one place (an anchor aliased thousands of times) is reported a bounded
 /// number of times, and a value repeated in one list is reported once (docs/diagnostics.md).
 @Suite(.temporaries) struct RepeatedFindingsTests {
-    /// Users aliasing one user whose `nodes:` lists n1 100 times: issue 29's inventory had 9,000
+    /// Users aliasing one user whose `nodes:` lists n1 100 times: the hostile inventory that showed it had 9,000
     /// (120 KB, about a million warnings); 2,000 show the bound as well, faster.
     static func aliasedInventory(users: Int = 2_000, repeats: Int = 100) -> String {
         var text = """

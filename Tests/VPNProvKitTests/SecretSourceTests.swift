@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import VPNProvKit
 
-/// Where `env:` and `file:` secrets may come from (issue 29, item 3): never vpnprov's own variables,
+/// Where `env:` and `file:` secrets may come from (docs/inventory.md): never vpnprov's own variables,
 /// only variables with an allowed prefix, only files inside the secrets directory (symbolic links
 /// followed). A user with `password: env:VPNPROV_CA_PASSPHRASE` passed `validate --secrets` and
 /// `generate` wrote the CA passphrase into their `.sswan` and the nodes' `secrets.conf`.

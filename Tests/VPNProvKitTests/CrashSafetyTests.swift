@@ -158,12 +158,7 @@ enum VPNProvBinary {
             #expect(stateFinal.filter { $0.key.hasPrefix("ca/") } == stateCrashed.filter { $0.key.hasPrefix("ca/") }, "step \(n): the committed CA changed")
         }
         // No drift, and nothing printed a secret.
-        let check = try VPNProvBinary.run(["check"], in: dir)
-        #expect(check.status == 0, "step \(n): check after recovery: \(check.err.suffix(300))")
-        let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])
-        for output in [crashed.out, crashed.err, recovered.out, recovered.err, check.out, check.err] {
-            SecretLeaks.expectNone(in: output, secrets, what: "step \(n) output")
-        }
+        try expectRecovered(dir, runs: [crashed, recovered], "step \(n)")
         return true
     }
 
@@ -374,13 +369,25 @@ enum VPNProvBinary {
                 }
             }
         }
-        let check = try VPNProvBinary.run(["check"], in: dir)
-        #expect(check.status == 0, "\(what): check after recovery: \(check.out.suffix(300)) \(check.err.suffix(300))")
-        let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])
-        for output in [crashed.out, crashed.err, recovered.out, recovered.err, check.out, check.err] {
-            SecretLeaks.expectNone(in: output, secrets, what: "\(what) output")
-        }
+        try expectRecovered(dir, runs: [crashed, recovered], what)
         return true
+    }
+
+    /// After the recovery of a killed run: `check` finds the tree up to date, and neither `runs` nor
+    /// `check` printed a secret of the state or the inventory.
+    static func expectRecovered(
+        _ dir: String, runs: [VPNProvBinary.Outcome], _ what: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws {
+        let check = try VPNProvBinary.run(["check"], in: dir)
+        #expect(
+            check.status == 0, "\(what): check after recovery: \(check.out.suffix(300)) \(check.err.suffix(300))",
+            sourceLocation: sourceLocation)
+        let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])
+        for run in runs + [check] {
+            for output in [run.out, run.err] {
+                SecretLeaks.expectNone(in: output, secrets, what: "\(what) output", sourceLocation: sourceLocation)
+            }
+        }
     }
 
     /// How many output files `arguments` writes on a copy of `base` (its staging steps come first).

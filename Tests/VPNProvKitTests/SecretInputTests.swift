@@ -46,21 +46,8 @@ import Glibc
         #expect(try failure(file: Array("abc\u{FFFD}def".utf8)).contains("is not valid UTF-8 text"))
     }
 
-    static func inventory(password: String) -> String {
-        """
-        vpnprov: 1
-        name: acme
-        nodes:
-          n1:
-            address: 192.0.2.1
-            pool: 10.10.0.0/24
-            services: [ikev2-eap]
-        users:
-          alice:
-            password: \(password)
-
-        """
-    }
+    /// One node, one EAP user whose password is `password` (the fleet of `SecretSourceTests`).
+    static func inventory(password: String) -> String { SecretSourceTests.inventory(password: password) }
 
     /// generate and check exit 1 with the message, create nothing, and never crash.
     func expectRefused(_ dir: String, environment: [String: String] = [:], _ message: String,

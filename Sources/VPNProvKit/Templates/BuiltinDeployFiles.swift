@@ -354,17 +354,6 @@ dependencies: []
 # Files vpnprov never installed (your own conf.d/local.conf) and your own nftables tables stay.
 # IP forwarding stays on until the next boot: turn it off by hand if nothing else on the node needs it.
 
-- name: Look for the record of the last rollout
-  ansible.builtin.stat:
-    path: "{{ vpnprov_record_file }}"
-  register: vpnprov_node_record_stat
-
-- name: Read the record of the last rollout
-  ansible.builtin.slurp:
-    src: "{{ vpnprov_record_file }}"
-  register: vpnprov_node_record_raw
-  when: vpnprov_node_record_stat.stat.exists
-
 - name: Remove the files the last rollout installed
   ansible.builtin.file:
     path: "{{ item }}"
@@ -443,6 +432,18 @@ dependencies: []
       - vpnprov_state in ['present', 'absent']
     fail_msg: "vpnprov_state must be present or absent, not {{ vpnprov_state }}"
     quiet: true
+
+# Both states work from what the last rollout installed (vpnprov_node_record_stat / _raw).
+- name: Look for the record of the last rollout
+  ansible.builtin.stat:
+    path: "{{ vpnprov_record_file }}"
+  register: vpnprov_node_record_stat
+
+- name: Read the record of the last rollout
+  ansible.builtin.slurp:
+    src: "{{ vpnprov_record_file }}"
+  register: vpnprov_node_record_raw
+  when: vpnprov_node_record_stat.stat.exists
 
 - name: Put the generated configuration live
   ansible.builtin.include_tasks: present.yml
@@ -585,17 +586,6 @@ dependencies: []
     vpnprov_settings_paths: >-
       {{ vpnprov_relative | select('match', '^strongswan\.d/')
          | map('regex_replace', '^strongswan\.d/', vpnprov_strongswan_d_dir ~ '/') | list }}
-
-- name: Look for the record of the last rollout
-  ansible.builtin.stat:
-    path: "{{ vpnprov_record_file }}"
-  register: vpnprov_node_record_stat
-
-- name: Read the record of the last rollout
-  ansible.builtin.slurp:
-    src: "{{ vpnprov_record_file }}"
-  register: vpnprov_node_record_raw
-  when: vpnprov_node_record_stat.stat.exists
 
 - name: Compare with the last rollout
   ansible.builtin.set_fact:

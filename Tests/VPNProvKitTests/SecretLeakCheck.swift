@@ -34,7 +34,7 @@ enum SecretLeaks {
                 case .file(let file):
                     let full = file.hasPrefix("/") ? file : base + "/" + file
                     // Bounded, and never a FIFO or device: the tests plant such files on purpose.
-                    if let bytes = try? BoundedFile.read(full, limit: BoundedFile.secretLimit),
+                    if let bytes = try? BoundedFile.read(full, limit: SecretPolicy.fileLimit),
                         let text = String(validating: bytes, as: UTF8.self)
                     {
                         found.insert(text.trimmingCharacters(in: .newlines))

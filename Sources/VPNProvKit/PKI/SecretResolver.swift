@@ -62,9 +62,9 @@ enum SecretResolver {
             }
             let bytes: [UInt8]
             do {
-                bytes = try BoundedFile.read(full, limit: BoundedFile.secretLimit)
+                bytes = try BoundedFile.read(full, limit: SecretPolicy.fileLimit)
             } catch {
-                if error.reason == "is larger than \(BoundedFile.describe(BoundedFile.secretLimit))" {
+                if error.reason == "is larger than \(BoundedFile.describe(SecretPolicy.fileLimit))" {
                     throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
                 }
                 throw PKIError(.secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))", at: location)

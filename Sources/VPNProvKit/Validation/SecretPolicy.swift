@@ -49,6 +49,8 @@ public enum SecretPolicy {
     /// Longest secret accepted (UTF-8 bytes): far beyond any strength need, and small enough for
     /// every output (EAP-MSCHAPv2 passwords are at most 256 characters in Windows' own tools).
     public static let maxBytes = 1024
+    /// Largest `file:` secret the bounded reader accepts: a secret of `maxBytes` and its line ending.
+    static let fileLimit = maxBytes + 2
 
     /// Like `problems`, with the category of each problem.
     public static func check(secret: String, kind: Kind, names: [String] = []) -> [Problem] {

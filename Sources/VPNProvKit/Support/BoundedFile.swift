@@ -14,8 +14,6 @@ import Darwin
 enum BoundedFile {
     /// Largest inventory file.
     static let inventoryLimit = 16 << 20
-    /// Largest `file:` secret: a 1024-byte secret and its line ending.
-    static let secretLimit = SecretPolicy.maxBytes + 2
     /// Largest template file.
     static let templateLimit = 1 << 20
     /// Largest state file other than the index and the secrets file (PEM keys, certificates, CRL, p12).

@@ -53,7 +53,7 @@ public struct PKIChange: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-public struct PrepareResult: Sendable {
+public struct PrepareResult {
     public var materials: Materials
     public var changes: [PKIChange]
     /// Non-fatal remarks (e.g. pki.ca settings that differ from the existing CA, which is kept).

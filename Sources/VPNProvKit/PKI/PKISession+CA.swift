@@ -51,7 +51,7 @@ extension PKISession {
                 keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
             changes.append(PKIChange(.caCreated, .ca, serial: serial))
         } catch {
-            throw cryptoFailure("cannot create the CA", error)
+            throw Self.cryptoFailure("cannot create the CA", error)
         }
     }
 }

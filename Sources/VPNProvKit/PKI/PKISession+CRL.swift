@@ -84,7 +84,7 @@ extension PKISession {
             store.stage(path(number), Array(pem.utf8))
             return (pem, CRLRecord(number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials))
         } catch {
-            throw cryptoFailure("cannot build the CRL", error)
+            throw Self.cryptoFailure("cannot build the CRL", error)
         }
     }
 }

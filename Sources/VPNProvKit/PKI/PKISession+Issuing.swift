@@ -17,7 +17,7 @@ extension PKISession {
         var keepP12 = false
     }
 
-    struct JobOutput: @unchecked Sendable {
+    struct JobOutput: Sendable {
         var held: HeldCertificate
         var keyID: String
         var newKey: Bool
@@ -34,7 +34,7 @@ extension PKISession {
             for (name, holder) in holders where index.certificates[holder.serial]?.extendedKeyUsages == nil {
                 guard let held = isNode ? store.nodes[name] : store.users[name], index.certificates[holder.serial] != nil else { continue }
                 let certificate: X509Certificate
-                do { certificate = try held.certificate() } catch { throw cryptoFailure("cannot read the certificate of '\(name)'", error) }
+                do { certificate = try held.certificate() } catch { throw Self.cryptoFailure("cannot read the certificate of '\(name)'", error) }
                 index.certificates[holder.serial]!.extendedKeyUsages = certificate.extendedKeyUsageOIDs
             }
         }
@@ -190,7 +190,7 @@ extension PKISession {
                 }
                 return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
             } catch {
-                throw cryptoFailure("cannot issue the certificate of \(what)", error)
+                throw Self.cryptoFailure("cannot issue the certificate of \(what)", error)
             }
         }
         for (job, output) in zip(jobs, outputs) {

@@ -18,7 +18,7 @@ extension PKISession {
         if let rotation = index.rotation {
             throw PKIError(
                 .caRotation,
-                "a CA rotation is already in progress (started \(Self.day(rotation.startedAt))); run 'vpnprov rotate-ca --finish' "
+                "a CA rotation is already in progress (started \(StatusReport.day(rotation.startedAt))); run 'vpnprov rotate-ca --finish' "
                     + "once every device has its new profile, then start the next one")
         }
         let previousKey = try store.caKey(passphrase: passphrase)
@@ -77,7 +77,7 @@ extension PKISession {
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
             changes.append(PKIChange(.caRotationStarted, .ca, serial: serial, reason: "generation \(generation), cross-certified by \(previous.serial)"))
         } catch {
-            throw cryptoFailure("cannot create the new CA", error)
+            throw Self.cryptoFailure("cannot create the new CA", error)
         }
     }
 
@@ -110,11 +110,5 @@ extension PKISession {
                     + "generation; nothing was changed")
         }
         return generation + 1
-    }
-
-    static func day(_ date: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withFullDate]
-        return f.string(from: date)
     }
 }

@@ -25,7 +25,7 @@ struct PKISession {
         nonmutating set { store.index = newValue }
     }
 
-    func cryptoFailure(_ what: String, _ error: Error) -> PKIError {
+    static func cryptoFailure(_ what: String, _ error: Error) -> PKIError {
         if let error = error as? PKIError { return error }
         return PKIError(.crypto, "\(what): \(error)")
     }

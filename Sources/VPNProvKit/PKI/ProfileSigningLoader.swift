@@ -67,11 +67,12 @@ enum ProfileSigningLoader {
         do {
             bytes = try BoundedFile.read(path, limit: maxFileSize)
         } catch {
-            if error.reason == "is larger than \(BoundedFile.describe(maxFileSize))" {
+            switch error {
+            case .tooLarge:
                 throw PKIError(.secretUnavailable, "\(what): \(path) is larger than \(maxFileSize >> 20) MiB (\(reference))", at: location)
-            }
-            if error.reason == "is not a regular file" {
+            case .notRegular:
                 throw PKIError(.secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
+            case .symlink, .system: break
             }
             throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location)
         }

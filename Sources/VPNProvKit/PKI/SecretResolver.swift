@@ -64,7 +64,7 @@ enum SecretResolver {
             do {
                 bytes = try BoundedFile.read(full, limit: SecretPolicy.fileLimit)
             } catch {
-                if error.reason == "is larger than \(BoundedFile.describe(SecretPolicy.fileLimit))" {
+                if case .tooLarge = error {
                     throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
                 }
                 throw PKIError(.secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))", at: location)

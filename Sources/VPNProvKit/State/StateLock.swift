@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -8,16 +9,18 @@ import Darwin
 
 /// An exclusive lock on a state directory (flock on `<state>/.lock`): it dies with the process, so a
 /// crashed run never leaves a stale lock. Held until `release()` or deinit.
-public final class StateLock: @unchecked Sendable {
+public final class StateLock: Sendable {
     public let directory: String
-    private var fd: Int32
+    /// The lock file's descriptor, -1 once released; guarded so `release()` from any thread and deinit
+    /// cannot close it twice.
+    private let fd: Mutex<Int32>
 
     /// Creates the state directory (0700) when missing and takes the lock, or throws `.lockHeld`.
     public init(stateDirectory: String) throws {
         directory = stateDirectory
         try AtomicFile.makeDirectory(stateDirectory)
         let path = "\(stateDirectory)/.lock"
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
                 throw PKIError(.stateUnreadable, "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
@@ -27,18 +30,19 @@ public final class StateLock: @unchecked Sendable {
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let busy = errno == EWOULDBLOCK
             close(fd)
-            fd = -1
             if busy {
                 throw PKIError(
                     .lockHeld, "state directory \(stateDirectory) is locked by another vpnprov run; try again when it has finished")
             }
             throw AtomicFile.ioError("cannot lock \(path)")
         }
+        self.fd = Mutex(fd)
         // Nothing is written into the lock file, so a rerun leaves the state directory byte-identical.
     }
 
     public func release() {
-        if fd >= 0 {
+        fd.withLock { fd in
+            guard fd >= 0 else { return }
             // Unlock explicitly before closing: a child forked by another thread (Foundation's Process) holds a
             // copy of this descriptor until it execs, and a flock lives as long as any copy does, so close()
             // alone could leave the state locked for an instant and refuse the next run in this process.

@@ -61,7 +61,7 @@ struct StatePaths: Sendable {
 }
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.
-struct HeldCertificate: @unchecked Sendable {
+struct HeldCertificate: Sendable {
     /// The parsed certificate when it was at hand; otherwise parsed from `certificatePEM` on demand.
     var parsedCertificate: X509Certificate?
     var certificatePEM: String
@@ -83,7 +83,7 @@ struct HeldCertificate: @unchecked Sendable {
 }
 
 /// The state directory loaded and checked; changes are staged here and committed at once.
-final class StateStore: @unchecked Sendable {
+final class StateStore {
     let paths: StatePaths
     var index: StateIndex
     var secrets: SecretsFile

@@ -78,6 +78,13 @@ public struct StatusReport: Sendable, Hashable, Encodable {
     /// Nodes whose server files changed and are not yet recorded as rolled out (`vpnprov rolled-out`).
     public var rolloutPending: [String] = []
 
+    /// A date as the report prints it: "2027-11-15" (UTC).
+    static func day(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withFullDate]
+        return f.string(from: date)
+    }
+
     static func daysLeft(_ date: Date, _ now: Date) -> Int { Int((date.timeIntervalSince(now) / 86400).rounded(.down)) }
 
     /// Reads the state. Throws PKIError (state-unreadable) when index.json or secrets.json cannot be read.
@@ -188,7 +195,7 @@ public struct StatusReport: Sendable, Hashable, Encodable {
 
     /// The human-readable table.
     public var text: String {
-        func day(_ d: Date) -> String { PKISession.day(d) }
+        let day = Self.day
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
         var out = "state: \(stateDirectory)\n"
         if let ca {

@@ -25,8 +25,21 @@ enum BoundedFile {
     /// Anything larger is not what vpnprov wrote: a cache is then ignored, a file rewritten.
     static let outputFileLimit = 1 << 30
 
-    struct Failure: Error {
-        var reason: String
+    /// Why a file was refused; `reason` is the text every caller prints after the path.
+    enum Failure: Error, Equatable {
+        case symlink
+        case notRegular
+        case tooLarge(limit: Int)
+        case system(errno: Int32)
+
+        var reason: String {
+            switch self {
+            case .symlink: "is a symbolic link"
+            case .notRegular: "is not a regular file"
+            case .tooLarge(let limit): "is larger than \(BoundedFile.describe(limit))"
+            case .system(let code): String(cString: strerror(code))
+            }
+        }
     }
 
     /// The whole file at `path`, refusing non-regular files and files over `limit` bytes. With
@@ -35,8 +48,8 @@ enum BoundedFile {
         // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
         guard fd >= 0 else {
-            if errno == ELOOP && !followSymlinks { throw Failure(reason: "is a symbolic link") }
-            throw Failure(reason: String(cString: strerror(errno)))
+            if errno == ELOOP && !followSymlinks { throw .symlink }
+            throw .system(errno: errno)
         }
         defer { close(fd) }
         return try read(fd: fd, limit: limit)
@@ -49,9 +62,9 @@ enum BoundedFile {
     /// caches and the files they vouch for included.
     static func read(fd: Int32, limit: Int) throws(Failure) -> [UInt8] {
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw Failure(reason: String(cString: strerror(errno))) }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw Failure(reason: "is not a regular file") }
-        let tooLarge = Failure(reason: "is larger than \(describe(limit))")
+        guard fstat(fd, &st) == 0 else { throw .system(errno: errno) }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw .notRegular }
+        let tooLarge = Failure.tooLarge(limit: limit)
         guard st.st_size >= 0, st.st_size <= limit else { throw tooLarge }
         var bytes: [UInt8] = []
         // Sized from the file's length (checked against the limit above): growing by doubling would
@@ -62,7 +75,7 @@ enum BoundedFile {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw Failure(reason: String(cString: strerror(errno)))
+                throw .system(errno: errno)
             }
             if n == 0 { break }
             bytes.append(contentsOf: chunk[0..<n])

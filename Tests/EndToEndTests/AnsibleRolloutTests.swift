@@ -375,7 +375,7 @@ import Glibc
             + Self.labVariables
         func rollout(_ what: String) throws -> CommandResult {
             let result = try lab.playbook(arguments + ["-v"])
-            try #require(result.succeeded, "\(build): rollout \(what): \(result)")
+            guard result.succeeded else { throw HarnessError("\(build): rollout \(what): \(result)") }
             return result
         }
         /// The node's IKE SAs as `swanctl --list-sas --pretty` prints them (hostile identities included).

@@ -191,7 +191,7 @@ import VPNProvYAML
 
         // First push to main: everything is new, but the rollout fails. The job fails.
         let rollout = "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1\n"
-        FileManager.default.createFile(atPath: sandbox.base + "/ansible-fails", contents: nil)
+        #expect(FileManager.default.createFile(atPath: sandbox.base + "/ansible-fails", contents: nil))
         let failed = try sandbox.run(Job(name: deploy, scripts: deployJob.scripts.map { ($0.script, true) }, shell: deployJob.shell,
                                          runsOnSchedule: true))
         #expect(failed.contains { $0 != 0 }, "the deploy job passed although the rollout failed")

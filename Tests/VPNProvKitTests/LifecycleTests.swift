@@ -57,7 +57,7 @@ import VPNProvCrypto
     }
 
     static func secrets(_ dir: String) -> [String: [String: String]] {
-        (json((try? String(contentsOfFile: dir + "/state/secrets.json", encoding: .utf8)) ?? "") as? [String: Any] ?? [:])
+        json((try? String(contentsOfFile: dir + "/state/secrets.json", encoding: .utf8)) ?? "")
             .compactMapValues { $0 as? [String: String] }
     }
 

@@ -67,7 +67,7 @@ import VPNProvCrypto
     }
 
     @Test func storedEmptyPasswordP12HoldsTodaysCertificate() throws {
-        let certificate = try TestPKI.clientCertificatePEM(alice, in: inventory)
+        let certificate = TestPKI.clientCertificatePEM(alice, in: inventory)
         let storedCertificate = try? PKCS12.parse(TestPKI.storedOpenP12, password: "").certificate.pem
         if ProcessInfo.processInfo.environment["VPNPROV_RECORD_P12"] == "1", storedCertificate != certificate {
             let now = try TestPKI.buildOpenP12(certificatePEM: certificate, friendlyName: "alice")

@@ -408,7 +408,7 @@ enum WindowsScriptTranslator {
                         secrets.append(("pkcs12-machine", [("file", "machine.p12"), ("secret", bundle.password)]))
                     }
                 }
-                try w.section("remote") { w in
+                w.section("remote") { w in
                     w.raw("auth", "pubkey")
                     w.raw("id", "%any")  // Windows sends no IDr and checks the certificate itself
                 }

@@ -225,7 +225,7 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         #expect(options.outDirectory == dir + "/o")
         #expect(options.stateDirectory == "/s")
         #expect(options.templatesDirectory == nil)
-        #expect(options.format == .json)
+        #expect(context.output.format == .json)
         #expect(options.strict)
         #expect(options.environment == ["A": "b"])
 

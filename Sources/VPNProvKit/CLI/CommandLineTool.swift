@@ -70,7 +70,7 @@ extension Command {
 
 /// Entry point of the `vpnprov` command.
 public enum CommandLineTool {
-    public static let version = "0.1.0"
+    public static let version = ProductVersion.current
     /// The date of this version: the manual page's date.
     static let releaseDate = "2026-12-01"
 

@@ -167,7 +167,7 @@ public final class CommandOutput: @unchecked Sendable {
             return
         }
         finished = true
-        let diagnostics = DiagnosticPrinter.sorted(collected)
+        let diagnostics = collected.inReportOrder()
         let body = self.body
         let sarifResults = self.sarifResults
         lock.unlock()

@@ -51,12 +51,7 @@ enum CommonOptions {
     /// `--state`, else `state` beside the inventory.
     static func stateDirectory(_ given: String?, inventoryPath: String, _ context: CommandContext) -> String {
         if let given { return context.resolve(given) }
-        return defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
-    }
-
-    static func defaultStateDirectory(inventoryPath: String, currentDirectory: String) -> String {
-        let dir = (inventoryPath as NSString).deletingLastPathComponent
-        return (dir.isEmpty ? currentDirectory : dir) + "/state"
+        return OutputLocation.defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
     }
 
     /// `--out`, else `out` beside the inventory (like the state: where the command is run from
@@ -160,7 +155,7 @@ struct GenerateCommand: Command {
             outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
             stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
             templatesDirectory: arguments.value("templates").map(context.resolve),
-            format: context.output.format, strict: arguments.flag("strict"), environment: context.environment,
+            strict: arguments.flag("strict"), environment: context.environment,
             outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory)
         try DirectoryChecks.check(
             out: options.outDirectory, state: options.stateDirectory, environment: context.environment, command: Self.configuration.name)
@@ -247,7 +242,7 @@ struct RevokeCommand: Command {
                 inventory: display, inventoryPath: path,
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
+                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
                 environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
         try DirectoryChecks.check(
             out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,

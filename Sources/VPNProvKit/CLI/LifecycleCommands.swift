@@ -17,7 +17,7 @@ enum LifecycleCommandSupport {
                 inventory: display, inventoryPath: path,
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
+                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
                 environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
     }
 

@@ -29,7 +29,7 @@ extension Pipeline {
     /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
     /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
-        var shared: [Any] = [CommandLineTool.version, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
+        var shared: [Any] = [ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }

@@ -3,7 +3,7 @@ import Foundation
 /// What a run prints: diagnostics, the end-of-run summary, and every failure mapped to its exit code.
 extension Pipeline {
     static func printDiagnostics(_ diagnostics: [Diagnostic], output: CommandOutput) {
-        let sorted = DiagnosticPrinter.sorted(diagnostics.cappingRepeats())
+        let sorted = diagnostics.cappingRepeats().inReportOrder()
         output.diagnostics(sorted)
         output.countSummary(sorted)
     }
@@ -87,7 +87,7 @@ extension Pipeline {
     /// The `rolled-out` command for this deployment, its node list left for the caller: the inventory as
     /// given, `--state` only when it is not the default beside the inventory.
     static func rolledOutCommand(_ options: GenerateOptions) -> String {
-        let defaultState = CommonOptions.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
+        let defaultState = OutputLocation.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
         var words = ["vpnprov", "rolled-out", ShellWord.quote(options.inventory)]
         if OutputLocation.standardized(defaultState) != OutputLocation.standardized(options.stateDirectory) {
             words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]

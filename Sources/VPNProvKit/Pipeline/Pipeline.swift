@@ -13,7 +13,6 @@ public struct GenerateOptions: Sendable, Hashable {
     public var stateDirectory: String
     /// Template directory (`--templates`); nil means the built-in templates.
     public var templatesDirectory: String?
-    public var format: DiagnosticPrinter.Format
     /// Warnings fail the run.
     public var strict: Bool
     /// Environment for `env:VAR` secrets.
@@ -25,7 +24,7 @@ public struct GenerateOptions: Sendable, Hashable {
 
     public init(
         inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
-        templatesDirectory: String? = nil, format: DiagnosticPrinter.Format = .text, strict: Bool = false,
+        templatesDirectory: String? = nil, strict: Bool = false,
         environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath
     ) {
         self.outGiven = outGiven
@@ -35,7 +34,6 @@ public struct GenerateOptions: Sendable, Hashable {
         self.outDirectory = outDirectory
         self.stateDirectory = stateDirectory
         self.templatesDirectory = templatesDirectory
-        self.format = format
         self.strict = strict
         self.environment = environment
     }
@@ -102,7 +100,7 @@ public enum Pipeline {
         output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues, cut: decoded.cutLines)
         if report {
             output.primaryFile = output.primaryFile ?? display
-            output.diagnostics(DiagnosticPrinter.sorted(diagnostics))
+            output.diagnostics(diagnostics.inReportOrder())
             output.countSummary(diagnostics, strictFailure: failed && !diagnostics.hasErrors)
         }
         return Loaded(inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, exitCode: failed ? ExitCode.failure : nil)

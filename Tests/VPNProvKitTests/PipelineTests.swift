@@ -352,8 +352,7 @@ import VPNProvCrypto
         #expect(!FileManager.default.fileExists(atPath: dir + "/state/index.json"))
 
         let session = try OutputTree.Session(directory: dir + "/out", mode: .compare)
-        let (quiet, _) = Console.capturing()
-        let rendered = try Pipeline.render(built, into: session, progress: Progress(console: quiet, environment: [:], label: ""))
+        let rendered = try Pipeline.render(built, into: session, stage: .comparingProfiles, progress: nil)
         #expect(rendered.count == 0 && rendered.diagnostics.hasErrors)
         // Each finding once, although every batch of users found it.
         #expect(Set(rendered.diagnostics).count == rendered.diagnostics.count)

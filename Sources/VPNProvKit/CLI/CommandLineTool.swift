@@ -30,6 +30,42 @@ public enum ExitCode {
     ]
 }
 
+extension ExitCode {
+    /// The exit status of an engine outcome.
+    static func of(_ outcome: Outcome) -> Int32 {
+        switch outcome {
+        case .success: return success
+        case .failure: return failure
+        case .usage: return usage
+        case .environment: return environment
+        }
+    }
+}
+
+extension CLIError {
+    /// An engine error as the command line reports it: the same text, exit 2 or 3.
+    init(_ error: EngineError) {
+        switch error {
+        case .usage(let message): self = .usage(message, command: nil)
+        case .environment(let message): self = .environment(message)
+        }
+    }
+}
+
+/// Calls into the engine from a command: its errors become the command line's.
+func engine<T>(_ body: () throws(EngineError) -> T) throws(CLIError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw CLIError(error)
+    }
+}
+
+/// Runs an engine command: its outcome as the exit status, its errors as the command line's.
+func engineCommand(_ body: () throws(EngineError) -> Outcome) throws(CLIError) -> Int32 {
+    ExitCode.of(try engine(body))
+}
+
 /// What a running command may use: streams, environment variables and the directory relative paths start from.
 public struct CommandContext: Sendable {
     public var console: Console
@@ -159,7 +195,8 @@ public enum CommandLineTool {
             let format = try CommonOptions.format(parsed, for: type.configuration)
             var context = context
             context.output = CommandOutput(
-                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"))
+                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"),
+                progress: Progress(console: context.console, environment: context.environment))
             let code: Int32
             do {
                 let command = try type.init(parsed)

@@ -95,10 +95,12 @@ struct ValidateCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         context.output.showAcknowledged = showAcknowledged
         let (display, path) = try CommonOptions.inventory(inventory, context)
-        let loaded = try Pipeline.loadInventory(
-            display: display, path: path, strict: strict, output: context.output,
-            secretsEnvironment: secrets ? context.environment : nil)
-        if let code = loaded.exitCode { return code }
+        let loaded = try engine { () throws(EngineError) in
+            try Pipeline.loadInventory(
+                display: display, path: path, strict: strict, output: context.output,
+                secretsEnvironment: secrets ? context.environment : nil)
+        }
+        if let outcome = loaded.outcome { return ExitCode.of(outcome) }
         if let inventory = loaded.inventory {
             // Users counted as generate counts them: the active ones; revoked users get no profiles.
             let n = inventory.nodes.count, u = inventory.users.filter { !$0.revoked }.count
@@ -172,7 +174,8 @@ struct GenerateCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.generate(try options(context), output: context.output)
+        let options = try options(context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.generate(options, output: context.output) }
     }
 }
 
@@ -206,7 +209,8 @@ struct CheckCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.check(try generate.options(context), output: context.output)
+        let options = try generate.options(context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.check(options, output: context.output) }
     }
 }
 
@@ -247,7 +251,7 @@ struct RevokeCommand: Command {
         try DirectoryChecks.check(
             out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,
             command: Self.configuration.name)
-        return Pipeline.revoke(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.revoke(options, output: context.output) }
     }
 }
 

@@ -83,8 +83,10 @@ struct StatusCommand: Command {
         let now = try LifecycleCommandSupport.now(context)
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
         let output = context.output
-        let loaded = try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
-        if let code = loaded.exitCode { return code }
+        let loaded = try engine { () throws(EngineError) in
+            try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
+        }
+        if let outcome = loaded.outcome { return ExitCode.of(outcome) }
         guard let inventory = loaded.inventory else { return ExitCode.failure }
         let report: StatusReport
         do {
@@ -124,7 +126,7 @@ struct RotateCACommand: Command {
         let action: PKIManager.StateAction = arguments.flag("finish") ? .finishCARotation : .startCARotation
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 0, command: Self.configuration.name, action: action, context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -149,7 +151,7 @@ struct RotatePSKCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePSK(node: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -173,7 +175,7 @@ struct RotatePasswordCommand: Command {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePassword(user: arguments.positionals[0]),
             context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -196,7 +198,7 @@ struct UnrevokeCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -242,7 +244,9 @@ struct RolledOutCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
-        return Pipeline.rolledOut(
-            nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
+        return try engineCommand { () throws(EngineError) in
+            try Pipeline.rolledOut(
+                nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
+        }
     }
 }

@@ -331,7 +331,7 @@ import VPNProvCrypto
         let dir = try workspace()
         let options = GenerateOptions(
             inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
-            stateDirectory: dir + "/state")
+            stateDirectory: dir + "/state", now: testNow)
         let (console, capture) = Console.capturing()
         let output = CommandOutput(command: "generate", console: console)
         var built = try #require(try Pipeline.build(options, output: output, persist: false))

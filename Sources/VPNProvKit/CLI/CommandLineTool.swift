@@ -73,9 +73,12 @@ public struct CommandContext: Sendable {
     public var currentDirectory: String
     /// Where the running command reports (diagnostics, messages, the JSON/SARIF document).
     public var output: CommandOutput
+    /// The run's clock, read once when the process starts the command.
+    public var now: Date
 
-    public init(console: Console, environment: [String: String], currentDirectory: String, output: CommandOutput? = nil) {
+    public init(console: Console, environment: [String: String], currentDirectory: String, now: Date, output: CommandOutput? = nil) {
         self.console = console
+        self.now = now
         self.environment = environment
         self.currentDirectory = currentDirectory
         self.output = output ?? CommandOutput(command: "vpnprov", console: console)
@@ -140,12 +143,14 @@ public enum CommandLineTool {
         Interruption.makeInterruptible()
         return run(
             arguments: arguments, console: .standard, environment: ProcessInfo.processInfo.environment,
-            currentDirectory: FileManager.default.currentDirectoryPath)
+            currentDirectory: FileManager.default.currentDirectoryPath, now: Date())
     }
 
-    /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name).
-    public static func run(arguments: [String], console: Console, environment: [String: String], currentDirectory: String) -> Int32 {
-        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory)
+    /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name), as of `now`.
+    public static func run(
+        arguments: [String], console: Console, environment: [String: String], currentDirectory: String, now: Date
+    ) -> Int32 {
+        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory, now: now)
         do {
             return try dispatch(arguments, context)
         } catch {

@@ -158,7 +158,8 @@ struct GenerateCommand: Command {
             stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
             templatesDirectory: arguments.value("templates").map(context.resolve),
             strict: arguments.flag("strict"), environment: context.environment,
-            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory)
+            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+            now: context.now)
         try DirectoryChecks.check(
             out: options.outDirectory, state: options.stateDirectory, environment: context.environment, command: Self.configuration.name)
         return options
@@ -247,7 +248,8 @@ struct RevokeCommand: Command {
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
                 templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                now: context.now))
         try DirectoryChecks.check(
             out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,
             command: Self.configuration.name)

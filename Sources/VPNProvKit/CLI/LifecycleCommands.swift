@@ -18,17 +18,18 @@ enum LifecycleCommandSupport {
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
                 templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                now: context.now))
     }
 
     static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet]
     static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
 
-    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the time
-    /// of day, so expiry can be tested without waiting. Unset in every normal run.
+    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the run's
+    /// clock, so expiry can be tested without waiting. Unset in every normal run.
     static func now(_ context: CommandContext) throws(CLIError) -> Date {
-        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return Date() }
+        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return context.now }
         if let seconds = TimeInterval(text) { return Date(timeIntervalSince1970: seconds) }
         if let date = ISO8601DateFormatter().date(from: text) { return date }
         // A calendar date alone (2027-11-15) is midnight UTC of that day.

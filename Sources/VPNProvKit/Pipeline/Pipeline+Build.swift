@@ -121,7 +121,7 @@ extension Pipeline {
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
-                inventoryDirectory: inventoryDirectory, environment: options.environment, persist: persist, lock: heldLock,
+                inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now, persist: persist, lock: heldLock,
                 action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)

@@ -21,12 +21,16 @@ public struct GenerateOptions: Sendable, Hashable {
     public var outGiven: Bool
     /// The working directory, for paths shown relative to it.
     public var currentDirectory: String
+    /// The run's clock: certificates are issued, renewed and revoked as of this time.
+    public var now: Date
 
     public init(
         inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
         templatesDirectory: String? = nil, strict: Bool = false,
-        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath
+        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath,
+        now: Date
     ) {
+        self.now = now
         self.outGiven = outGiven
         self.currentDirectory = currentDirectory
         self.inventory = inventory

@@ -10,7 +10,7 @@ func vpnprov(
     environment: [String: String] = [:], sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) -> (code: Int32, out: String, err: String) {
     let (console, capture) = Console.capturing()
-    let code = CommandLineTool.run(arguments: arguments, console: console, environment: environment, currentDirectory: directory)
+    let code = CommandLineTool.run(arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: Date())
     let (inventories, states) = involvedPaths(arguments, in: directory)
     let secrets = SecretLeaks.secrets(stateDirectories: states, inventories: inventories, environment: environment)
     SecretLeaks.expectNone(in: capture.stdout + "\n" + capture.stderr, secrets, what: "output of vpnprov \(arguments.first ?? "")",
@@ -217,7 +217,7 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         let format = try CommonOptions.format(
             ParsedArguments.parse(["--format", "json"], for: GenerateCommand.configuration), for: GenerateCommand.configuration)
         let context = CommandContext(
-            console: console, environment: ["A": "b"], currentDirectory: dir,
+            console: console, environment: ["A": "b"], currentDirectory: dir, now: testNow,
             output: CommandOutput(command: "generate", format: format, console: console))
         let options = try generate.options(context)
         #expect(options.inventory == "inventory.yaml")
@@ -225,9 +225,10 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         #expect(options.outDirectory == dir + "/o")
         #expect(options.stateDirectory == "/s")
         #expect(options.templatesDirectory == nil)
-        #expect(options.format == .json)
+        #expect(context.output.format == .json)
         #expect(options.strict)
         #expect(options.environment == ["A": "b"])
+        #expect(options.now == testNow)
 
         let defaults = try GenerateCommand(ParsedArguments.parse([], for: GenerateCommand.configuration)).options(context)
         #expect(defaults.stateDirectory == dir + "/state")

@@ -331,7 +331,7 @@ import VPNProvCrypto
         let dir = try workspace()
         let options = GenerateOptions(
             inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
-            stateDirectory: dir + "/state")
+            stateDirectory: dir + "/state", now: testNow)
         let (console, capture) = Console.capturing()
         let output = CommandOutput(command: "generate", console: console)
         var built = try #require(try Pipeline.build(options, output: output, persist: false))
@@ -352,8 +352,7 @@ import VPNProvCrypto
         #expect(!FileManager.default.fileExists(atPath: dir + "/state/index.json"))
 
         let session = try OutputTree.Session(directory: dir + "/out", mode: .compare)
-        let (quiet, _) = Console.capturing()
-        let rendered = try Pipeline.render(built, into: session, progress: Progress(console: quiet, environment: [:], label: ""))
+        let rendered = try Pipeline.render(built, into: session, stage: .comparingProfiles, progress: nil)
         #expect(rendered.count == 0 && rendered.diagnostics.hasErrors)
         // Each finding once, although every batch of users found it.
         #expect(Set(rendered.diagnostics).count == rendered.diagnostics.count)

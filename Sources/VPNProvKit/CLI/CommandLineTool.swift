@@ -30,6 +30,42 @@ public enum ExitCode {
     ]
 }
 
+extension ExitCode {
+    /// The exit status of an engine outcome.
+    static func of(_ outcome: Outcome) -> Int32 {
+        switch outcome {
+        case .success: return success
+        case .failure: return failure
+        case .usage: return usage
+        case .environment: return environment
+        }
+    }
+}
+
+extension CLIError {
+    /// An engine error as the command line reports it: the same text, exit 2 or 3.
+    init(_ error: EngineError) {
+        switch error {
+        case .usage(let message): self = .usage(message, command: nil)
+        case .environment(let message): self = .environment(message)
+        }
+    }
+}
+
+/// Calls into the engine from a command: its errors become the command line's.
+func engine<T>(_ body: () throws(EngineError) -> T) throws(CLIError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw CLIError(error)
+    }
+}
+
+/// Runs an engine command: its outcome as the exit status, its errors as the command line's.
+func engineCommand(_ body: () throws(EngineError) -> Outcome) throws(CLIError) -> Int32 {
+    ExitCode.of(try engine(body))
+}
+
 /// What a running command may use: streams, environment variables and the directory relative paths start from.
 public struct CommandContext: Sendable {
     public var console: Console
@@ -37,9 +73,12 @@ public struct CommandContext: Sendable {
     public var currentDirectory: String
     /// Where the running command reports (diagnostics, messages, the JSON/SARIF document).
     public var output: CommandOutput
+    /// The run's clock, read once when the process starts the command.
+    public var now: Date
 
-    public init(console: Console, environment: [String: String], currentDirectory: String, output: CommandOutput? = nil) {
+    public init(console: Console, environment: [String: String], currentDirectory: String, now: Date, output: CommandOutput? = nil) {
         self.console = console
+        self.now = now
         self.environment = environment
         self.currentDirectory = currentDirectory
         self.output = output ?? CommandOutput(command: "vpnprov", console: console)
@@ -70,7 +109,7 @@ extension Command {
 
 /// Entry point of the `vpnprov` command.
 public enum CommandLineTool {
-    public static let version = "0.1.0"
+    public static let version = ProductVersion.current
     /// The date of this version: the manual page's date.
     static let releaseDate = "2026-12-01"
 
@@ -104,12 +143,14 @@ public enum CommandLineTool {
         Interruption.makeInterruptible()
         return run(
             arguments: arguments, console: .standard, environment: ProcessInfo.processInfo.environment,
-            currentDirectory: FileManager.default.currentDirectoryPath)
+            currentDirectory: FileManager.default.currentDirectoryPath, now: Date())
     }
 
-    /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name).
-    public static func run(arguments: [String], console: Console, environment: [String: String], currentDirectory: String) -> Int32 {
-        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory)
+    /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name), as of `now`.
+    public static func run(
+        arguments: [String], console: Console, environment: [String: String], currentDirectory: String, now: Date
+    ) -> Int32 {
+        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory, now: now)
         do {
             return try dispatch(arguments, context)
         } catch {
@@ -159,7 +200,8 @@ public enum CommandLineTool {
             let format = try CommonOptions.format(parsed, for: type.configuration)
             var context = context
             context.output = CommandOutput(
-                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"))
+                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"),
+                progress: Progress(console: context.console, environment: context.environment))
             let code: Int32
             do {
                 let command = try type.init(parsed)

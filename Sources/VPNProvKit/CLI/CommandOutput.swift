@@ -22,6 +22,8 @@ public final class CommandOutput: @unchecked Sendable {
     public let quiet: Bool
     /// The inventory the command reads, as written (SARIF shows unlocated findings there).
     public var primaryFile: String?
+    /// Shows how far the long stages are (nil: not shown).
+    public let progress: (any ProgressObserver)?
     /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
     public var showAcknowledged = false
 
@@ -36,8 +38,12 @@ public final class CommandOutput: @unchecked Sendable {
     private var sarifResults: [Diagnostic] = []
     private var finished = false
 
-    public init(command: String, format: DiagnosticPrinter.Format = .text, console: Console, quiet: Bool = false) {
+    public init(
+        command: String, format: DiagnosticPrinter.Format = .text, console: Console, quiet: Bool = false,
+        progress: (any ProgressObserver)? = nil
+    ) {
         self.command = command
+        self.progress = progress
         self.format = format
         self.console = console
         self.quiet = quiet
@@ -167,7 +173,7 @@ public final class CommandOutput: @unchecked Sendable {
             return
         }
         finished = true
-        let diagnostics = DiagnosticPrinter.sorted(collected)
+        let diagnostics = collected.inReportOrder()
         let body = self.body
         let sarifResults = self.sarifResults
         lock.unlock()
@@ -218,6 +224,9 @@ public final class CommandOutput: @unchecked Sendable {
         }
     }
 }
+
+/// The engine reports through the command's output.
+extension CommandOutput: RunReporter {}
 
 /// Any `Encodable`, for the command-specific keys of the document.
 struct AnyEncodable: Encodable, @unchecked Sendable {

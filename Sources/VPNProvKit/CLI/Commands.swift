@@ -51,12 +51,7 @@ enum CommonOptions {
     /// `--state`, else `state` beside the inventory.
     static func stateDirectory(_ given: String?, inventoryPath: String, _ context: CommandContext) -> String {
         if let given { return context.resolve(given) }
-        return defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
-    }
-
-    static func defaultStateDirectory(inventoryPath: String, currentDirectory: String) -> String {
-        let dir = (inventoryPath as NSString).deletingLastPathComponent
-        return (dir.isEmpty ? currentDirectory : dir) + "/state"
+        return OutputLocation.defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
     }
 
     /// `--out`, else `out` beside the inventory (like the state: where the command is run from
@@ -100,10 +95,12 @@ struct ValidateCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         context.output.showAcknowledged = showAcknowledged
         let (display, path) = try CommonOptions.inventory(inventory, context)
-        let loaded = try Pipeline.loadInventory(
-            display: display, path: path, strict: strict, output: context.output,
-            secretsEnvironment: secrets ? context.environment : nil)
-        if let code = loaded.exitCode { return code }
+        let loaded = try engine { () throws(EngineError) in
+            try Pipeline.loadInventory(
+                display: display, path: path, strict: strict, output: context.output,
+                secretsEnvironment: secrets ? context.environment : nil)
+        }
+        if let outcome = loaded.outcome { return ExitCode.of(outcome) }
         if let inventory = loaded.inventory {
             // Users counted as generate counts them: the active ones; revoked users get no profiles.
             let n = inventory.nodes.count, u = inventory.users.filter { !$0.revoked }.count
@@ -160,8 +157,9 @@ struct GenerateCommand: Command {
             outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
             stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
             templatesDirectory: arguments.value("templates").map(context.resolve),
-            format: context.output.format, strict: arguments.flag("strict"), environment: context.environment,
-            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory)
+            strict: arguments.flag("strict"), environment: context.environment,
+            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+            now: context.now)
         try DirectoryChecks.check(
             out: options.outDirectory, state: options.stateDirectory, environment: context.environment, command: Self.configuration.name)
         return options
@@ -177,7 +175,8 @@ struct GenerateCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.generate(try options(context), output: context.output)
+        let options = try options(context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.generate(options, output: context.output) }
     }
 }
 
@@ -211,7 +210,8 @@ struct CheckCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        Pipeline.check(try generate.options(context), output: context.output)
+        let options = try generate.options(context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.check(options, output: context.output) }
     }
 }
 
@@ -247,12 +247,13 @@ struct RevokeCommand: Command {
                 inventory: display, inventoryPath: path,
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                now: context.now))
         try DirectoryChecks.check(
             out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,
             command: Self.configuration.name)
-        return Pipeline.revoke(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.revoke(options, output: context.output) }
     }
 }
 

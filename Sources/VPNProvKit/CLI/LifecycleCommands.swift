@@ -17,18 +17,19 @@ enum LifecycleCommandSupport {
                 inventory: display, inventoryPath: path,
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), format: context.output.format, strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory))
+                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                now: context.now))
     }
 
     static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet]
     static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
 
-    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the time
-    /// of day, so expiry can be tested without waiting. Unset in every normal run.
+    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the run's
+    /// clock, so expiry can be tested without waiting. Unset in every normal run.
     static func now(_ context: CommandContext) throws(CLIError) -> Date {
-        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return Date() }
+        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return context.now }
         if let seconds = TimeInterval(text) { return Date(timeIntervalSince1970: seconds) }
         if let date = ISO8601DateFormatter().date(from: text) { return date }
         // A calendar date alone (2027-11-15) is midnight UTC of that day.
@@ -83,8 +84,10 @@ struct StatusCommand: Command {
         let now = try LifecycleCommandSupport.now(context)
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
         let output = context.output
-        let loaded = try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
-        if let code = loaded.exitCode { return code }
+        let loaded = try engine { () throws(EngineError) in
+            try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
+        }
+        if let outcome = loaded.outcome { return ExitCode.of(outcome) }
         guard let inventory = loaded.inventory else { return ExitCode.failure }
         let report: StatusReport
         do {
@@ -124,7 +127,7 @@ struct RotateCACommand: Command {
         let action: PKIManager.StateAction = arguments.flag("finish") ? .finishCARotation : .startCARotation
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 0, command: Self.configuration.name, action: action, context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -149,7 +152,7 @@ struct RotatePSKCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePSK(node: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -173,7 +176,7 @@ struct RotatePasswordCommand: Command {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePassword(user: arguments.positionals[0]),
             context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -196,7 +199,7 @@ struct UnrevokeCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
             arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
-        return Pipeline.lifecycle(options, output: context.output)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
 
@@ -242,7 +245,9 @@ struct RolledOutCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
-        return Pipeline.rolledOut(
-            nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
+        return try engineCommand { () throws(EngineError) in
+            try Pipeline.rolledOut(
+                nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
+        }
     }
 }

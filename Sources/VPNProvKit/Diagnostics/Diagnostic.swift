@@ -117,6 +117,25 @@ extension Array where Element == Diagnostic {
 }
 
 extension Array where Element == Diagnostic {
+    /// Diagnostics in a stable order: by file, line, column; unlocated ones first; ties keep their order.
+    public func inReportOrder() -> [Diagnostic] {
+        enumerated().sorted { a, b in
+            let la = a.element.location, lb = b.element.location
+            switch (la, lb) {
+            case (nil, nil): return a.offset < b.offset
+            case (nil, _): return true
+            case (_, nil): return false
+            case (let x?, let y?):
+                if x.file != y.file { return x.file < y.file }
+                if x.line != y.line { return x.line < y.line }
+                if x.column != y.column { return x.column < y.column }
+                return a.offset < b.offset
+            }
+        }.map(\.element)
+    }
+}
+
+extension Array where Element == Diagnostic {
     /// At most this many findings with one rule code, severity and location are reported.
     public static var repeatLimit: Int { 10 }
 

@@ -57,27 +57,10 @@ public struct DiagnosticPrinter: Sendable {
         return text
     }
 
-    /// Diagnostics in a stable order: by file, line, column; unlocated ones first; ties keep their order.
-    public static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
-        diagnostics.enumerated().sorted { a, b in
-            let la = a.element.location, lb = b.element.location
-            switch (la, lb) {
-            case (nil, nil): return a.offset < b.offset
-            case (nil, _): return true
-            case (_, nil): return false
-            case (let x?, let y?):
-                if x.file != y.file { return x.file < y.file }
-                if x.line != y.line { return x.line < y.line }
-                if x.column != y.column { return x.column < y.column }
-                return a.offset < b.offset
-            }
-        }.map(\.element)
-    }
-
     /// The whole rendering: for text, every diagnostic with its excerpt (for stderr); for JSON, the array
     /// followed by a newline (for stdout).
     public func render(_ diagnostics: [Diagnostic]) -> String {
-        let ordered = Self.sorted(diagnostics)
+        let ordered = diagnostics.inReportOrder()
         switch format {
         case .json, .sarif: return json(ordered)
         case .text: return ordered.map(text).joined()

@@ -104,7 +104,7 @@ struct SARIFLog: Encodable {
 
     struct Driver: Encodable {
         var name = "vpnprov"
-        var version = CommandLineTool.version
+        var version = ProductVersion.current
         var rules: [Rule]
     }
 

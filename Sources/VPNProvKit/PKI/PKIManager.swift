@@ -20,10 +20,11 @@ public enum PKIManager {
     ///   - environment: for `env:` references and VPNPROV_CA_PASSPHRASE.
     ///   - persist: false computes without writing (for `check`).
     ///   - lock: a lock the caller already holds on `stateDirectory` (else one is taken and released).
+    ///   - now: the run's clock (the caller reads it once).
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     public static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
-        now: Date = Date(), persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil, secrets: ResolvedSecrets? = nil,
+        now: Date, persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil, secrets: ResolvedSecrets? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
@@ -194,7 +195,7 @@ public enum PKIManager {
     ///     EAP-only user loses their generated password and is held out).
     ///   - holdUser: keep the user revoked while the inventory still lists them as active.
     public static func revoke(
-        user: String, stateDirectory: String, environment: [String: String], now: Date = Date(), lock: StateLock? = nil,
+        user: String, stateDirectory: String, environment: [String: String], now: Date, lock: StateLock? = nil,
         knownUser: Bool = false, holdUser: Bool = false
     ) throws -> RevokeResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))

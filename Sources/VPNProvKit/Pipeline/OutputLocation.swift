@@ -26,6 +26,12 @@ enum OutputLocation {
         return base(stateDirectory) + "/" + text
     }
 
+    /// The state directory without `--state`: `state` beside the inventory.
+    static func defaultStateDirectory(inventoryPath: String, currentDirectory: String) -> String {
+        let dir = (inventoryPath as NSString).deletingLastPathComponent
+        return (dir.isEmpty ? currentDirectory : dir) + "/state"
+    }
+
     static func base(_ stateDirectory: String) -> String {
         let parent = (stateDirectory as NSString).deletingLastPathComponent
         return parent.isEmpty ? "/" : parent

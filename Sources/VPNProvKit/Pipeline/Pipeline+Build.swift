@@ -29,7 +29,7 @@ extension Pipeline {
     /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
     /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
-        var shared: [Any] = [CommandLineTool.version, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
+        var shared: [Any] = [ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
@@ -90,18 +90,18 @@ extension Pipeline {
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
     /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
-        _ options: GenerateOptions, output: CommandOutput, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false,
+        _ options: GenerateOptions, output: any RunReporter, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false,
         action: PKIManager.StateAction? = nil
     ) throws -> Built? {
         let loaded = try loadInventory(
             display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output, report: !quietLoad)
-        if loaded.exitCode != nil { return nil }
+        if loaded.outcome != nil { return nil }
         guard let inventory = loaded.inventory else { return nil }
         let templates: TemplateSet
         do {
             templates = try TemplateSet.load(directory: options.templatesDirectory)
         } catch {
-            throw CLIError.usage("templates: \(error)", command: nil)
+            throw EngineError.usage("templates: \(error)")
         }
         let inventoryDirectory = (options.inventoryPath as NSString).deletingLastPathComponent
         // Secrets before the lock: a bad secret reference leaves no state directory behind.
@@ -117,18 +117,17 @@ extension Pipeline {
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
         var handedOver = false
         defer { if lock == nil && !handedOver { heldLock.release() } }
-        let progress = Progress(console: output.console, environment: options.environment, label: "issuing certificates")
         let prepared: PrepareResult
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
-                inventoryDirectory: inventoryDirectory, environment: options.environment, persist: persist, lock: heldLock,
-                action: action, secrets: secrets, progress: progress.callback)
+                inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now, persist: persist, lock: heldLock,
+                action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil
         }
-        progress.finish()
+        output.progress.finished(.issuingCertificates)
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
         let (fresh, previousCacheEntries, refreshStats) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)

@@ -4,21 +4,21 @@ import VPNProvCrypto
 /// `generate`, `check` and `revoke`: inventory -> validation -> PKI/state -> renderers -> consistency
 /// -> output tree. Nothing is written (state or output) unless every stage before succeeded.
 extension Pipeline {
-    public static func generate(_ options: GenerateOptions, output: CommandOutput) -> Int32 {
-        run(output) { () throws -> Int32 in
+    public static func generate(_ options: GenerateOptions, output: any RunReporter) throws(EngineError) -> Outcome {
+        try run(output) { () throws -> Outcome in
             if let code = checkOutputLocation(options, output: output) { return code }
-            guard let built = try build(options, output: output, persist: false) else { return ExitCode.failure }
+            guard let built = try build(options, output: output, persist: false) else { return .failure }
             defer { built.lock.release() }
-            return try commitAndWrite(built, options: options, output: output) ? ExitCode.success : ExitCode.failure
+            return try commitAndWrite(built, options: options, output: output) ? .success : .failure
         }
     }
 
-    /// Refuses (exit 2) an output directory other than the deployment's recorded tree; warns about a
+    /// Refuses (`.usage`) an output directory other than the deployment's recorded tree; warns about a
     /// tree left at the former default. Nil to carry on.
-    static func checkOutputLocation(_ options: GenerateOptions, output: CommandOutput) -> Int32? {
+    static func checkOutputLocation(_ options: GenerateOptions, output: any RunReporter) -> Outcome? {
         if let message = OutputLocation.conflict(options) {
             output.error(.outputLocation, message)
-            return ExitCode.usage
+            return .usage
         }
         if let message = OutputLocation.formerDefault(options) { output.warning(.outputLocation, message) }
         return nil
@@ -37,15 +37,15 @@ extension Pipeline {
         var rolloutPending: [String]
     }
 
-    public static func check(_ options: CheckOptions, output: CommandOutput) -> Int32 {
-        run(output) { () throws -> Int32 in
+    public static func check(_ options: CheckOptions, output: any RunReporter) throws(EngineError) -> Outcome {
+        try run(output) { () throws -> Outcome in
             if let code = checkOutputLocation(options, output: output) { return code }
-            guard let built = try build(options, output: output, persist: false) else { return ExitCode.failure }
+            guard let built = try build(options, output: output, persist: false) else { return .failure }
             defer { built.lock.release() }
             let session = try OutputTree.Session(directory: options.outDirectory, mode: .compare)
             let rendered = try render(
-                built, into: session, progress: Progress(console: output.console, environment: options.environment, label: "comparing profiles"))
-            guard settle(built, rendered, options: options, output: output) else { return ExitCode.failure }
+                built, into: session, stage: .comparingProfiles, progress: output.progress)
+            guard settle(built, rendered, options: options, output: output) else { return .failure }
             let count = rendered.count
             let drift = try session.drift()
             let stateChanges = built.prepared.changes.map(\.pendingDescription)
@@ -68,7 +68,7 @@ extension Pipeline {
             }
             if drift.isClean && stateChanges.isEmpty {
                 output.info("\(out) is up to date (\(count) files)")
-                return options.strict && !waiting.isEmpty ? ExitCode.failure : ExitCode.success
+                return options.strict && !waiting.isEmpty ? .failure : .success
             }
             var lines: [String] = []
             lines += drift.missing.map { "missing: \($0)" }
@@ -97,18 +97,18 @@ extension Pipeline {
                 "\(out) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
                     + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(drift.untracked.count) untracked, "
                     + "\(stateChanges.count) state changes")
-            return ExitCode.failure
+            return .failure
         }
     }
 
     /// The inventory a state-changing command (revoke, the lifecycle commands) works on, or nil and the
-    /// exit code that ends the command (an output tree elsewhere, inventory errors).
-    static func inventoryForStateCommand(_ generate: GenerateOptions, output: CommandOutput) throws -> (Inventory?, Int32) {
+    /// outcome that ends the command (an output tree elsewhere, inventory errors).
+    static func inventoryForStateCommand(_ generate: GenerateOptions, output: any RunReporter) throws -> (Inventory?, Outcome) {
         if let code = checkOutputLocation(generate, output: output) { return (nil, code) }
         let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
-        if let code = loaded.exitCode { return (nil, code) }
-        guard let inventory = loaded.inventory else { return (nil, ExitCode.failure) }
-        return (inventory, ExitCode.success)
+        if let code = loaded.outcome { return (nil, code) }
+        guard let inventory = loaded.inventory else { return (nil, .failure) }
+        return (inventory, .success)
     }
 
     /// `"revoked"` of `revoke --format json`.
@@ -118,15 +118,15 @@ extension Pipeline {
         var serial: String?
     }
 
-    public static func revoke(_ options: RevokeOptions, output: CommandOutput) -> Int32 {
+    public static func revoke(_ options: RevokeOptions, output: any RunReporter) throws(EngineError) -> Outcome {
         let generate = options.regenerate
-        return run(output) { () throws -> Int32 in
+        return try run(output) { () throws -> Outcome in
             let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
             guard let inventory = loadedInventory else { return code }
             guard let user = inventory.user(named: options.user) else {
                 let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
                 output.error(.noSuchUser, "user '\(options.user)' is not in \(generate.inventory)\(hint)")
-                return ExitCode.failure
+                return .failure
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
@@ -143,14 +143,14 @@ extension Pipeline {
                     action: .revoke(user: user.name, hold: !user.revoked))
                 else {
                     output.info(notRevoked)
-                    return ExitCode.failure
+                    return .failure
                 }
                 let serial = built.prepared.changes.first {
                     $0.kind == .revoked && $0.holder == .user(user.name) && $0.reason == PKIManager.revokedByCommandReason
                 }?.serial
                 guard try commitAndWrite(built, options: generate, output: output) else {
                     output.info(notRevoked)
-                    return ExitCode.failure
+                    return .failure
                 }
                 output.set("revoked", Revoked(user: user.name, serial: serial))
                 if serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
@@ -165,7 +165,7 @@ extension Pipeline {
                     "'\(user.name)' could use ikev2-psk on \(pskNodes.joined(separator: ", ")); that service has no "
                         + "per-user credential, so whoever knows a node's PSK can still connect until it changes")
             }
-            return ExitCode.success
+            return .success
         }
     }
 }

@@ -31,26 +31,26 @@ public struct LifecycleSummary: Sendable, Hashable, Encodable {
 extension Pipeline {
     /// Checks the command against the inventory, changes the state, regenerates like `generate`, and
     /// reports the nodes to roll out and the users who need new profiles (JSON: "summary").
-    public static func lifecycle(_ options: LifecycleOptions, output: CommandOutput) -> Int32 {
+    public static func lifecycle(_ options: LifecycleOptions, output: any RunReporter) throws(EngineError) -> Outcome {
         let generate = options.regenerate
-        return run(output) { () throws -> Int32 in
+        return try run(output) { () throws -> Outcome in
             let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
             guard let inventory = loadedInventory else { return code }
             switch precondition(options.action, inventory: inventory, file: generate.inventory) {
             case .message(let code, let text)?:
                 output.error(code, text)
-                return ExitCode.failure
+                return .failure
             case .diagnostic(let diagnostic)?:
                 printDiagnostics([diagnostic], output: output)
-                return ExitCode.failure
+                return .failure
             case nil:
                 break
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
             guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true, action: options.action)
-            else { return ExitCode.failure }
-            guard let written = try write(built, options: generate, output: output) else { return ExitCode.failure }
+            else { return .failure }
+            guard let written = try write(built, options: generate, output: output) else { return .failure }
             // The summary says which nodes to roll out and who needs new profiles, with the commands;
             // said once (the JSON document has it twice: "summary" and "lifecycle").
             let summary = report(built, written.files, pending: written.pending, options: generate, output: output)
@@ -65,7 +65,7 @@ extension Pipeline {
             } else if case .finishCARotation = options.action {
                 output.result("CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n")
             }
-            return ExitCode.success
+            return .success
         }
     }
 
@@ -138,20 +138,20 @@ extension Pipeline {
     /// Takes `nodes` (nil: all) off the list of nodes waiting for a rollout. A name the inventory does
     /// not have is an error before anything changes.
     public static func rolledOut(
-        nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String, output: CommandOutput
-    ) -> Int32 {
-        run(output) { () throws -> Int32 in
+        nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String, output: any RunReporter
+    ) throws(EngineError) -> Outcome {
+        try run(output) { () throws -> Outcome in
             let loaded = try loadInventory(display: display, path: inventoryPath, strict: false, output: output, report: false)
             guard let inventory = loaded.inventory else {
                 // Its findings are printed only when it cannot be read: the names are what matter here.
                 printDiagnostics(loaded.diagnostics, output: output)
-                return loaded.exitCode ?? ExitCode.failure
+                return loaded.outcome ?? .failure
             }
             let fleet = inventory.nodes.map(\.name)
             for name in nodes ?? [] where !fleet.contains(name) {
                 let hint = Spelling.closest(to: name, among: fleet).map { "; did you mean '\($0)'?" } ?? ""
                 output.error(.noSuchNode, "node '\(name)' is not in \(display)\(hint)")
-                return ExitCode.failure
+                return .failure
             }
             let lock = try StateLock(stateDirectory: stateDirectory)
             defer { lock.release() }
@@ -170,7 +170,7 @@ extension Pipeline {
             }
             text += "still waiting for a rollout: \(result.pending.isEmpty ? "none" : result.pending.joined(separator: ", "))\n"
             output.result(text)
-            return ExitCode.success
+            return .success
         }
     }
 }

@@ -61,7 +61,7 @@ extension Pipeline {
     /// nil when the consistency check failed (reported; nothing changed). `pending`: the nodes waiting
     /// for a rollout afterwards (this run's changed nodes and those recorded earlier).
     static func write(
-        _ built: Built, options: GenerateOptions, output: CommandOutput
+        _ built: Built, options: GenerateOptions, output: any RunReporter
     ) throws -> (files: WriteSummary, pending: [String])? {
         let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
         do {
@@ -69,7 +69,7 @@ extension Pipeline {
             // staged in the output tree: a run killed from here on leaves none the next run cannot revoke.
             try built.prepared.recordIssuing()
             let rendered = try render(
-                built, into: session, progress: Progress(console: output.console, environment: options.environment, label: "writing profiles"))
+                built, into: session, stage: .writingProfiles, progress: output.progress)
             guard settle(built, rendered, options: options, output: output) else {
                 session.abort()
                 built.prepared.abandonIssuing()
@@ -97,7 +97,7 @@ extension Pipeline {
 
     /// Prints every finding (and the state's warnings) once the consistency check is complete;
     /// false when they forbid writing (errors, or warnings under --strict).
-    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: CommandOutput) -> Bool {
+    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: any RunReporter) -> Bool {
         let diagnostics = built.diagnostics + rendered.diagnostics
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings)
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, output: output) }
@@ -112,14 +112,16 @@ extension Pipeline {
     /// and the first failure in that order is the one reported, so the outcome does not depend on
     /// scheduling. Consistency errors win over rendering failures (a batch with errors renders
     /// nothing): the caller reports them and aborts the session.
-    static func render(_ built: Built, into session: OutputTree.Session, progress: Progress) throws -> Rendered {
+    static func render(
+        _ built: Built, into session: OutputTree.Session, stage: ProgressStage, progress: (any ProgressObserver)?
+    ) throws -> Rendered {
         let inventory = built.prepared.inventory
         let materials = built.prepared.materials
         let templates = built.templates
         let users = inventory.users.filter { !$0.revoked }
         let batchSize = usersPerSlice
         let batches = 1 + (users.count + batchSize - 1) / batchSize
-        let report = progress.callback
+        let report = progress.callback(stage)
         // Each finished batch goes into the session as soon as every batch before it has: a fleet's
         // batches together list 600,000 paths, which then never wait in memory beside the session's own
         // lists. The first failure in batch order stops the adding; later batches are discarded.
@@ -193,7 +195,7 @@ extension Pipeline {
             let count = adding.finished(b, result, findings)
             report?(count, batches)
         }
-        progress.finish()
+        progress.finished(stage)
         let diagnostics = merged(adding.findings)
         // The caller reports the findings and aborts the session, which removes every staged file.
         if diagnostics.hasErrors { return Rendered(count: 0, diagnostics: diagnostics) }

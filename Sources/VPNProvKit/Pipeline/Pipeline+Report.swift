@@ -1,9 +1,9 @@
 import Foundation
 
-/// What a run prints: diagnostics, the end-of-run summary, and every failure mapped to its exit code.
+/// What a run reports: diagnostics, the end-of-run summary, and every failure mapped to its outcome.
 extension Pipeline {
-    static func printDiagnostics(_ diagnostics: [Diagnostic], output: CommandOutput) {
-        let sorted = DiagnosticPrinter.sorted(diagnostics.cappingRepeats())
+    static func printDiagnostics(_ diagnostics: [Diagnostic], output: any RunReporter) {
+        let sorted = diagnostics.cappingRepeats().inReportOrder()
         output.diagnostics(sorted)
         output.countSummary(sorted)
     }
@@ -11,7 +11,7 @@ extension Pipeline {
     /// Renders and checks, then the state, then the output tree, then the summary. False when the
     /// consistency check failed (reported; nothing written).
     static func commitAndWrite(
-        _ built: Built, options: GenerateOptions, output: CommandOutput
+        _ built: Built, options: GenerateOptions, output: any RunReporter
     ) throws -> Bool {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
@@ -25,7 +25,7 @@ extension Pipeline {
     /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
     @discardableResult
     static func report(
-        _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: CommandOutput
+        _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: any RunReporter
     ) -> RunSummary {
         let summary = RunSummary(
             built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
@@ -87,7 +87,7 @@ extension Pipeline {
     /// The `rolled-out` command for this deployment, its node list left for the caller: the inventory as
     /// given, `--state` only when it is not the default beside the inventory.
     static func rolledOutCommand(_ options: GenerateOptions) -> String {
-        let defaultState = CommonOptions.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
+        let defaultState = OutputLocation.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
         var words = ["vpnprov", "rolled-out", ShellWord.quote(options.inventory)]
         if OutputLocation.standardized(defaultState) != OutputLocation.standardized(options.stateDirectory) {
             words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]
@@ -109,24 +109,30 @@ extension Pipeline {
         return path.hasPrefix(cwd + "/") ? String(path.dropFirst(cwd.count + 1)) : path
     }
 
-    /// Runs a stage and maps every failure to its message and exit code in one place.
-    static func run(_ output: CommandOutput, _ body: () throws -> Int32) -> Int32 {
+    /// Runs a stage and maps every failure to its rule, message and outcome in one place, reported
+    /// as a run-level error. An `EngineError` goes to the caller, which prints it with its usage hint.
+    static func run(_ output: any RunReporter, _ body: () throws -> Outcome) throws(EngineError) -> Outcome {
         do {
             return try body()
-        } catch let error as CLIError {
-            let code = CommandLineTool.report(error, output.console)
-            output.collect(error)
-            return code
-        } catch let error as PKIError {
-            output.error(RuleCode(error.code.rawValue), error.message)
-            return error.isInventory ? ExitCode.failure : ExitCode.environment
-        } catch let error as OutputError {
-            output.error(.outputIO, error.message)
-            return ExitCode.environment
+        } catch let error as EngineError {
+            throw error
         } catch {
+            let failure = failure(error)
+            output.error(failure.code, failure.message)
+            return failure.outcome
+        }
+    }
+
+    /// The rule, message and outcome of an error that ended a stage.
+    static func failure(_ error: any Error) -> (code: RuleCode, message: String, outcome: Outcome) {
+        switch error {
+        case let error as PKIError:
+            return (RuleCode(error.code.rawValue), error.message, error.isInventory ? .failure : .environment)
+        case let error as OutputError:
+            return (.outputIO, error.message, .environment)
+        default:
             // Renderer errors name what is missing, never a secret value.
-            output.error(.renderFailure, "\(error)")
-            return ExitCode.environment
+            return (.renderFailure, "\(error)", .environment)
         }
     }
 }

@@ -13,7 +13,6 @@ public struct GenerateOptions: Sendable, Hashable {
     public var stateDirectory: String
     /// Template directory (`--templates`); nil means the built-in templates.
     public var templatesDirectory: String?
-    public var format: DiagnosticPrinter.Format
     /// Warnings fail the run.
     public var strict: Bool
     /// Environment for `env:VAR` secrets.
@@ -22,12 +21,16 @@ public struct GenerateOptions: Sendable, Hashable {
     public var outGiven: Bool
     /// The working directory, for paths shown relative to it.
     public var currentDirectory: String
+    /// The run's clock: certificates are issued, renewed and revoked as of this time.
+    public var now: Date
 
     public init(
         inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
-        templatesDirectory: String? = nil, format: DiagnosticPrinter.Format = .text, strict: Bool = false,
-        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath
+        templatesDirectory: String? = nil, strict: Bool = false,
+        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath,
+        now: Date
     ) {
+        self.now = now
         self.outGiven = outGiven
         self.currentDirectory = currentDirectory
         self.inventory = inventory
@@ -35,7 +38,6 @@ public struct GenerateOptions: Sendable, Hashable {
         self.outDirectory = outDirectory
         self.stateDirectory = stateDirectory
         self.templatesDirectory = templatesDirectory
-        self.format = format
         self.strict = strict
         self.environment = environment
     }
@@ -57,29 +59,29 @@ public struct RevokeOptions: Sendable, Hashable {
 }
 
 /// The work behind `generate`, `check` and `revoke` (filled in by the pipeline: state, PKI, renderers).
-/// Each returns the exit code; `loadInventory` is the shared front half (load, decode, validate, print).
+/// Each returns its outcome; `loadInventory` is the shared front half (load, decode, validate, print).
 public enum Pipeline {
     /// Outcome of reading and checking an inventory.
     public struct Loaded: Sendable {
         /// The inventory when it has no errors (and, with `strict`, no warnings).
         public var inventory: Inventory?
         public var diagnostics: [Diagnostic]
-        /// Exit code if the run must stop now (1 for inventory errors), nil to carry on.
-        public var exitCode: Int32?
+        /// The outcome if the run must stop now (`.failure` for inventory errors), nil to carry on.
+        public var outcome: Outcome?
     }
 
     /// Reads `path`, decodes and validates it (with `secretsEnvironment`, also resolves and checks
     /// its env:/file: secrets) and reports the diagnostics to `output` (none when `report` is false:
-    /// a second load in the same run). Throws `CLIError.usage` when the file cannot be read (exit 2).
+    /// a second load in the same run). Throws `EngineError.usage` when the file cannot be read.
     public static func loadInventory(
-        display: String, path: String, strict: Bool, output: CommandOutput, report: Bool = true,
+        display: String, path: String, strict: Bool, output: any RunReporter, report: Bool = true,
         secretsEnvironment: [String: String]? = nil
-    ) throws(CLIError) -> Loaded {
+    ) throws(EngineError) -> Loaded {
         let bytes: [UInt8]
         do {
             bytes = try InventoryLoader.readFile(path)
         } catch {
-            throw CLIError.usage("cannot read inventory '\(display)': \(error.reason)", command: nil)
+            throw EngineError.usage("cannot read inventory '\(display)': \(error.reason)")
         }
         let decoded = InventoryLoader.decode(bytes: bytes, file: display)
         var diagnostics = decoded.diagnostics
@@ -102,9 +104,9 @@ public enum Pipeline {
         output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues, cut: decoded.cutLines)
         if report {
             output.primaryFile = output.primaryFile ?? display
-            output.diagnostics(DiagnosticPrinter.sorted(diagnostics))
+            output.diagnostics(diagnostics.inReportOrder())
             output.countSummary(diagnostics, strictFailure: failed && !diagnostics.hasErrors)
         }
-        return Loaded(inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, exitCode: failed ? ExitCode.failure : nil)
+        return Loaded(inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, outcome: failed ? .failure : nil)
     }
 }

@@ -54,12 +54,12 @@ import Testing
             """.utf8)
     }
 
-    static func stateError(_ body: () throws -> some Any) -> PKIError? {
+    static func stateError(_ body: () throws -> some Any) -> StateError? {
         do {
             _ = try body()
             return nil
         } catch {
-            return error as? PKIError
+            return error as? StateError
         }
     }
 

@@ -337,7 +337,7 @@ import VPNProvCrypto
         var built = try #require(try Pipeline.build(options, output: output, persist: false))
         // The state stays locked from loading to committing: another run cannot prepare from the
         // same state in between and then commit over this one.
-        #expect(throws: PKIError.self) { try StateLock(stateDirectory: dir + "/state") }
+        #expect(throws: StateError.self) { try StateLock(stateDirectory: dir + "/state") }
         let materials = built.prepared.materials
         let views = built.prepared.inventory.nodes.map { node -> ServerView in
             var view = ServerView(ServerPlan.make(for: node, in: built.prepared.inventory), caCertificatePEM: materials.caCertificatePEM)

@@ -119,7 +119,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(try RolloutLedger.read(stateDirectory: dir).isEmpty)
         try Data(repeating: UInt8(ascii: "a"), count: RolloutLedger.maxBytes + 1).write(to: URL(fileURLWithPath: dir + "/" + RolloutLedger.fileName))
-        #expect(throws: PKIError.self) { try RolloutLedger.read(stateDirectory: dir) }
+        #expect(throws: StateError.self) { try RolloutLedger.read(stateDirectory: dir) }
         try FileManager.default.removeItem(atPath: dir + "/" + RolloutLedger.fileName)
         // Names no longer in the fleet are dropped; the file holds one sorted name a line.
         #expect(try RolloutLedger.add(["x", "gone"], fleet: ["x", "y"], stateDirectory: dir) == ["x"])

@@ -56,7 +56,7 @@ import VPNProvCrypto
         for bad in [text.replacingOccurrences(of: "\"5A17E0C0FFEE0000000000000000BEEF\": {", with: "\"../../x\": {"),
                     text.replacingOccurrences(of: "\"serial\": \"5A17E0C0FFEE0000000000000000BEEF\"", with: "\"serial\": \"AB\""),
                     text.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2"), "{}"] {
-            #expect(throws: PKIError.self) { try StateInputs.readIssuingJournal(Array(bad.utf8), now: Self.now) }
+            #expect(throws: StateError.self) { try StateInputs.readIssuingJournal(Array(bad.utf8), now: Self.now) }
         }
     }
 
@@ -193,6 +193,8 @@ import VPNProvCrypto
             do {
                 return "ok: \(try body())"
             } catch let error as PKIError {
+                return "\(error.code): \(error.message)"
+            } catch let error as StateError {
                 return "\(error.code): \(error.message)"
             } catch {
                 return "unexpected \(type(of: error)): \(error)"

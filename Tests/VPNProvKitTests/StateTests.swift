@@ -43,8 +43,8 @@ import VPNProvCrypto
         let lock = try StateLock(stateDirectory: state)
         // flock belongs to the open file description: a second open in this process conflicts too.
         #expect { try prepare(standardInventory(), state: state) } throws: { error in
-            guard let error = error as? PKIError else { return false }
-            return error.code == .lockHeld && error.isEnvironment && error.message.contains("locked")
+            guard let error = error as? StateError else { return false }
+            return error.code == .lockHeld && error.message.contains("locked")
         }
         // The caller's own lock can be passed in.
         _ = try PKIManager.prepare(
@@ -72,7 +72,7 @@ import VPNProvCrypto
             line.append(chunk)
         }
         #expect(String(decoding: line, as: UTF8.self) == "locked\n")
-        #expect { try prepare(standardInventory(), state: state) } throws: { ($0 as? PKIError)?.code == .lockHeld }
+        #expect { try prepare(standardInventory(), state: state) } throws: { ($0 as? StateError)?.code == .lockHeld }
         try input.fileHandleForWriting.close()
         child.waitUntilExit()
         try prepare(standardInventory(), state: state)
@@ -85,8 +85,8 @@ import VPNProvCrypto
         chmod("\(state)/index.json", 0o600)
         let before = snapshot(state)
         #expect { try prepare(standardInventory(), state: state) } throws: { error in
-            guard let error = error as? PKIError else { return false }
-            return error.isEnvironment && error.message.contains("index.json")
+            guard let error = error as? StateError else { return false }
+            return error.message.contains("index.json")
         }
         #expect(snapshot(state) == before)
     }
@@ -104,7 +104,7 @@ import VPNProvCrypto
         try FileManager.default.copyItem(atPath: carolKey, toPath: aliceKey)
         var before = snapshot(state)
         #expect { try prepare(standardInventory(), state: state) } throws: { error in
-            (error as? PKIError)?.code == .stateInconsistent && "\(error)".contains("does not match")
+            (error as? StateError)?.code == .stateInconsistent && "\(error)".contains("does not match")
         }
         #expect(snapshot(state) == before)
 
@@ -112,7 +112,7 @@ import VPNProvCrypto
         try FileManager.default.removeItem(atPath: aliceKey)
         before = snapshot(state)
         #expect { try prepare(standardInventory(), state: state) } throws: { error in
-            (error as? PKIError)?.code == .stateInconsistent && "\(error)".contains("missing")
+            (error as? StateError)?.code == .stateInconsistent && "\(error)".contains("missing")
         }
         #expect(snapshot(state) == before)
 
@@ -130,14 +130,14 @@ import VPNProvCrypto
         var bytes = [UInt8](FileManager.default.contents(atPath: p12)!)
         bytes[bytes.count - 1] ^= 1
         _ = FileManager.default.createFile(atPath: p12, contents: Data(bytes))
-        #expect { try prepare(standardInventory(), state: state) } throws: { ($0 as? PKIError)?.code == .stateInconsistent }
+        #expect { try prepare(standardInventory(), state: state) } throws: { ($0 as? StateError)?.code == .stateInconsistent }
 
         let other = makeTempDirectory()
         try prepare(standardInventory(), state: other)
         try FileManager.default.removeItem(atPath: "\(other)/ca/ca.key")
         let before = snapshot(other)
         #expect { try prepare(standardInventory(), state: other) } throws: { error in
-            (error as? PKIError)?.code == .stateInconsistent && "\(error)".contains("CA key")
+            (error as? StateError)?.code == .stateInconsistent && "\(error)".contains("CA key")
         }
         #expect(snapshot(other) == before)
     }
@@ -153,7 +153,7 @@ import VPNProvCrypto
         #expect(second.warnings.count == 1 && second.warnings[0].contains("existing CA is kept"))
         #expect(FileManager.default.contents(atPath: "\(state)/ca/ca.key") == caKey)
         // Writing the CA key refuses to replace an existing file.
-        #expect(throws: PKIError.self) {
+        #expect(throws: StateError.self) {
             try AtomicFile.write(Array("x".utf8), to: "\(state)/ca/ca.key", overwrite: false)
         }
         #expect(FileManager.default.contents(atPath: "\(state)/ca/ca.key") == caKey)
@@ -193,11 +193,11 @@ import VPNProvCrypto
         inventory.users.append(makeUser("erin"))
         let before = snapshot(state)
         #expect { try prepare(inventory, state: state) } throws: { error in
-            guard let error = error as? PKIError else { return false }
-            return error.code == .caPassphrase && error.isEnvironment && error.message.contains("VPNPROV_CA_PASSPHRASE")
+            guard let error = error as? StateError else { return false }
+            return error.code == .caPassphrase && error.message.contains("VPNPROV_CA_PASSPHRASE")
         }
         #expect { try prepare(inventory, state: state, env: [PKIManager.caPassphraseVariable: "wrong"]) } throws: { error in
-            (error as? PKIError)?.code == .caPassphrase && !"\(error)".contains("wrong\"")
+            (error as? StateError)?.code == .caPassphrase && !"\(error)".contains("wrong\"")
         }
         #expect(snapshot(state) == before)
         let third = try prepare(inventory, state: state, env: env)

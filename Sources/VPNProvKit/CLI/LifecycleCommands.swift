@@ -92,7 +92,7 @@ struct StatusCommand: Command {
         let report: StatusReport
         do {
             report = try StatusReport.make(inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
-        } catch let error as PKIError {
+        } catch let error as StateError {
             output.error(RuleCode(error.code.rawValue), error.message)
             return ExitCode.environment
         } catch {

@@ -1,19 +1,14 @@
 import Foundation
 
-/// A PKI or state failure. `isEnvironment` errors (lock held, unreadable or inconsistent state,
-/// missing CA passphrase, I/O) map to exit 3; `isInventory` errors (a secret reference that does not
-/// resolve, an unknown user) map to exit 1. Messages never contain secret values.
+/// A PKI failure. `isEnvironment` errors (a crypto failure) map to exit 3; `isInventory` errors (a secret
+/// reference that does not resolve, an unknown user) map to exit 1. The state directory's own failures
+/// are `StateError`. Messages never contain secret values.
 public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
     public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        public static let lockHeld = Code(rawValue: "state-locked")
-        public static let stateUnreadable = Code(rawValue: "state-unreadable")
-        public static let stateInconsistent = Code(rawValue: "state-inconsistent")
-        public static let caPassphrase = Code(rawValue: "ca-passphrase")
-        public static let io = Code(rawValue: "state-io")
         public static let crypto = Code(rawValue: "crypto-failure")
         /// env:/file: reference that cannot be resolved (inventory flavour).
         public static let secretUnavailable = Code(rawValue: "secret-unavailable")
@@ -55,6 +50,3 @@ public struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The error as a diagnostic (rule code = `code`).
     public var diagnostic: Diagnostic { .error(RuleCode(code.rawValue), message, at: location) }
 }
-
-/// The state layer reports through the same type.
-public typealias StateError = PKIError

@@ -16,10 +16,10 @@ extension PKISession {
             // CA files placed in (or left in) the state without an index: adopt them.
             let key = try store.caKey(passphrase: passphrase)
             guard key.matches(ca) else {
-                throw PKIError(.stateInconsistent, "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
+                throw StateError(.stateInconsistent, "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
             }
             guard let keyType = ca.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) else {
-                throw PKIError(.stateInconsistent, "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
+                throw StateError(.stateInconsistent, "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
             }
             index.ca = CARecord(
                 serial: ca.serialHex, commonName: ca.subject.commonName ?? "", keyType: keyType,

@@ -51,8 +51,8 @@ extension PKISession {
         if let previous, previous.revokedSerials == serials, previous.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow, hasPEM {
             return nil
         }
-        func inconsistent(_ message: String) -> PKIError {
-            PKIError(.stateInconsistent, "state directory \(stateDirectory) is inconsistent: index.json \(message); nothing was changed")
+        func inconsistent(_ message: String) -> StateError {
+            StateError(.stateInconsistent, "state directory \(stateDirectory) is inconsistent: index.json \(message); nothing was changed")
         }
         let previousNumber = previous?.number ?? 0
         guard (0..<Int.max).contains(previousNumber) else {

@@ -97,7 +97,7 @@ extension PKISession {
     mutating func issue(
         profiles: (nodes: [CertificateProfile], users: [CertificateProfile]), progress: (@Sendable (Int, Int) -> Void)?
     ) throws {
-        guard let ca = store.caCertificate else { throw PKIError(.stateInconsistent, "the state has no CA") }
+        guard let ca = store.caCertificate else { throw StateError(.stateInconsistent, "the state has no CA") }
         var jobs: [Job] = []
         var plannedSerials = Set<String>()
         func serial() throws -> String {

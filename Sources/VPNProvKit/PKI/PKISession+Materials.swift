@@ -5,11 +5,11 @@ import VPNProvCrypto
 extension PKISession {
     func materials(psks: [String: String], passwords: [String: String]) throws -> Materials {
         guard let ca = store.caCertificate, let record = index.ca, let crlPEM = store.crlPEM else {
-            throw PKIError(.stateInconsistent, "the state has no CA or CRL")
+            throw StateError(.stateInconsistent, "the state has no CA or CRL")
         }
         var nodes: [String: NodeMaterials] = [:]
         for node in inventory.nodes {
-            guard let held = store.nodes[node.name] else { throw PKIError(.stateInconsistent, "node '\(node.name)' has no certificate") }
+            guard let held = store.nodes[node.name] else { throw StateError(.stateInconsistent, "node '\(node.name)' has no certificate") }
             var psk: String? = nil
             if node.services.contains(where: \.needsPSK) {
                 psk = node.psk == .generate ? store.secrets.psks[node.name] : psks[node.name]
@@ -23,7 +23,7 @@ extension PKISession {
             if user.cert {
                 guard let held = store.users[user.name], let holder = index.users[user.name], let p12 = holder.p12,
                     let bytes = store.p12s[p12.file]
-                else { throw PKIError(.stateInconsistent, "user '\(user.name)' has no certificate") }
+                else { throw StateError(.stateInconsistent, "user '\(user.name)' has no certificate") }
                 entry.certificatePEM = held.certificatePEM
                 entry.privateKeyPEM = held.keyPEM
                 entry.p12 = bytes
@@ -40,7 +40,7 @@ extension PKISession {
         materials.nodeScoping = (index.rotation?.previous ?? index.ca)?.anyPolicy == true
         if index.rotation != nil {
             guard let previous = store.previousCACertificate, let cross = store.crossCertificate, let previousCRL = store.previousCRLPEM else {
-                throw PKIError(.stateInconsistent, "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")
+                throw StateError(.stateInconsistent, "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")
             }
             materials.rotation = RotationMaterials(
                 previousCACertificatePEM: previous.pem, crossCertificatePEM: cross.pem, previousCRLPEM: previousCRL)

@@ -104,7 +104,7 @@ extension PKISession {
     static func nextGeneration(after ca: CARecord, stateDirectory: String) throws -> Int {
         let generation = ca.generation ?? 1
         guard generation < Int.max else {
-            throw PKIError(
+            throw StateError(
                 .stateInconsistent,
                 "state directory \(stateDirectory) is inconsistent: index.json gives the CA generation \(generation), which has no next "
                     + "generation; nothing was changed")

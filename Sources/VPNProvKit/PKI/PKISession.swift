@@ -25,8 +25,8 @@ struct PKISession {
         nonmutating set { store.index = newValue }
     }
 
-    static func cryptoFailure(_ what: String, _ error: Error) -> PKIError {
-        if let error = error as? PKIError { return error }
+    static func cryptoFailure(_ what: String, _ error: Error) -> any Error {
+        if error is PKIError || error is StateError { return error }
         return PKIError(.crypto, "\(what): \(error)")
     }
 

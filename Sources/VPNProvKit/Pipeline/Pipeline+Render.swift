@@ -89,7 +89,7 @@ extension Pipeline {
             do {
                 pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
             } catch {
-                throw OutputError("cannot record the nodes waiting for a rollout: \((error as? PKIError)?.message ?? "\(error)")")
+                throw OutputError("cannot record the nodes waiting for a rollout: \((error as? StateError)?.message ?? "\(error)")")
             }
         }
         return (files, pending)

@@ -91,7 +91,7 @@ enum AtomicFile {
     static func makeDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw PKIError(.stateUnreadable, "\(path) exists and is not a directory") }
+            guard isDirectory.boolValue else { throw StateError(.stateUnreadable, "\(path) exists and is not a directory") }
             return
         }
         let parent = (path as NSString).deletingLastPathComponent
@@ -105,14 +105,14 @@ enum AtomicFile {
         do {
             return try BoundedFile.read(path, limit: limit, followSymlinks: false)
         } catch {
-            throw PKIError(.stateUnreadable, "cannot read \(path): \(error.reason)")
+            throw StateError(.stateUnreadable, "cannot read \(path): \(error.reason)")
         }
     }
 
     static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
 
-    static func ioError(_ what: String) -> PKIError {
-        PKIError(.io, "\(what): \(String(cString: strerror(errno)))")
+    static func ioError(_ what: String) -> StateError {
+        StateError(.io, "\(what): \(String(cString: strerror(errno)))")
     }
 }
 

@@ -23,7 +23,7 @@ public final class StateLock: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
-                throw PKIError(.stateUnreadable, "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
+                throw StateError(.stateUnreadable, "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
             }
             throw AtomicFile.ioError("cannot open the lock file \(path)")
         }
@@ -31,7 +31,7 @@ public final class StateLock: Sendable {
             let busy = errno == EWOULDBLOCK
             close(fd)
             if busy {
-                throw PKIError(
+                throw StateError(
                     .lockHeld, "state directory \(stateDirectory) is locked by another vpnprov run; try again when it has finished")
             }
             throw AtomicFile.ioError("cannot lock \(path)")

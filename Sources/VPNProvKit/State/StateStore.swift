@@ -52,7 +52,7 @@ struct StatePaths: Sendable {
             var st = stat()
             guard lstat(path, &st) == 0 else { continue }
             if st.st_mode & S_IFMT == S_IFLNK {
-                throw PKIError(
+                throw StateError(
                     .stateUnreadable,
                     "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)")
             }
@@ -130,8 +130,8 @@ final class StateStore {
     static func load(directory: String, caPassphrase: String?) throws -> StateStore {
         let paths = StatePaths(root: directory)
         try paths.refuseSymlinks()
-        func inconsistent(_ message: String) -> PKIError {
-            PKIError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
+        func inconsistent(_ message: String) -> StateError {
+            StateError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
         }
         var index = StateIndex()
         var secrets = SecretsFile()
@@ -266,13 +266,13 @@ final class StateStore {
         do {
             index = try StateJSON.decode(StateIndex.self, bytes)
         } catch {
-            throw PKIError(.stateUnreadable, "cannot read \(path): it is not a valid vpnprov index (\(error)); nothing was changed")
+            throw StateError(.stateUnreadable, "cannot read \(path): it is not a valid vpnprov index (\(error)); nothing was changed")
         }
         guard index.version == StateIndex.currentVersion else {
-            throw PKIError(.stateUnreadable, "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
+            throw StateError(.stateUnreadable, "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
         }
         if let bad = index.firstUnsafeFileName {
-            throw PKIError(.stateUnreadable, "\(path) names a state file '\(bad)' that is not a name vpnprov writes; nothing was changed")
+            throw StateError(.stateUnreadable, "\(path) names a state file '\(bad)' that is not a name vpnprov writes; nothing was changed")
         }
         return index
     }
@@ -285,16 +285,16 @@ final class StateStore {
         do {
             journal = try StateJSON.decode(IssuingJournal.self, bytes)
         } catch {
-            throw PKIError(
+            throw StateError(
                 .stateUnreadable,
                 "cannot read \(path): it is not a valid vpnprov issuing journal (\(error)); nothing was changed. It lists certificates a "
                     + "killed run signed; restore it from a backup, or move it away once you know those certificates were never handed out")
         }
         guard journal.version == IssuingJournal.currentVersion else {
-            throw PKIError(.stateUnreadable, "\(path) has version \(journal.version); this vpnprov reads version \(IssuingJournal.currentVersion)")
+            throw StateError(.stateUnreadable, "\(path) has version \(journal.version); this vpnprov reads version \(IssuingJournal.currentVersion)")
         }
         for (serial, record) in journal.certificates where serial != record.serial || bytesFromHex(serial) == nil || serial.utf8.count > 128 {
-            throw PKIError(.stateUnreadable, "\(path) names the certificate '\(serial.prefix(64))', which is not a serial vpnprov writes; nothing was changed")
+            throw StateError(.stateUnreadable, "\(path) names the certificate '\(serial.prefix(64))', which is not a serial vpnprov writes; nothing was changed")
         }
         return journal
     }
@@ -305,13 +305,13 @@ final class StateStore {
         do {
             return try StateJSON.decode(SecretsFile.self, bytes)
         } catch {
-            throw PKIError(.stateUnreadable, "cannot read \(path): it is not valid JSON of vpnprov; nothing was changed")
+            throw StateError(.stateUnreadable, "cannot read \(path): it is not valid JSON of vpnprov; nothing was changed")
         }
     }
 
     /// The first CA (ca/ca.key + ca/ca.pem), including the adoption of a key whose certificate a killed
     /// first run never wrote.
-    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> PKIError) throws {
+    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError) throws {
         let paths = store.paths
         let index = store.index
         let keyExists = AtomicFile.exists(paths.caKey)
@@ -345,7 +345,7 @@ final class StateStore {
 
     /// A CA recorded in the index: its certificate (checked against the recorded fingerprint) and key PEM.
     private static func loadCA(
-        _ record: CARecord, paths: StatePaths, caPassphrase: String?, inconsistent: (String) -> PKIError
+        _ record: CARecord, paths: StatePaths, caPassphrase: String?, inconsistent: (String) -> StateError
     ) throws -> (X509Certificate, String) {
         let certPath = paths.caCertificate(record), keyPath = paths.caKey(record)
         guard AtomicFile.exists(keyPath) else { throw inconsistent("the CA key \(keyPath) is missing") }
@@ -361,38 +361,38 @@ final class StateStore {
 
     /// The previous CA's key during a rotation (signs its CRL until the rotation is finished).
     func previousCAKey(passphrase: String?) throws -> PrivateKey {
-        guard let pem = previousCAKeyPEM else { throw PKIError(.stateInconsistent, "the state has no previous CA key") }
+        guard let pem = previousCAKeyPEM else { throw StateError(.stateInconsistent, "the state has no previous CA key") }
         if PrivateKey.isEncryptedPEM(pem) {
             guard let passphrase, !passphrase.isEmpty else {
-                throw PKIError(.caPassphrase, "the previous CA key is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+                throw StateError(.caPassphrase, "the previous CA key is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
             }
             guard let key = try? PrivateKey(pem: pem, passphrase: passphrase) else {
-                throw PKIError(.caPassphrase, "cannot decrypt the previous CA key: wrong VPNPROV_CA_PASSPHRASE?")
+                throw StateError(.caPassphrase, "cannot decrypt the previous CA key: wrong VPNPROV_CA_PASSPHRASE?")
             }
             return key
         }
-        guard let key = try? PrivateKey(pem: pem) else { throw PKIError(.stateInconsistent, "the previous CA key is not a private key") }
+        guard let key = try? PrivateKey(pem: pem) else { throw StateError(.stateInconsistent, "the previous CA key is not a private key") }
         return key
     }
 
     /// The CA key, decrypting it on first use when it is stored encrypted.
     func caKey(passphrase: String?) throws -> PrivateKey {
         if let decryptedCAKey { return decryptedCAKey }
-        guard let pem = caKeyPEM else { throw PKIError(.stateInconsistent, "the state has no CA key") }
+        guard let pem = caKeyPEM else { throw StateError(.stateInconsistent, "the state has no CA key") }
         if PrivateKey.isEncryptedPEM(pem) {
             guard let passphrase, !passphrase.isEmpty else {
-                throw PKIError(.caPassphrase, "the CA key \(paths.caKey) is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+                throw StateError(.caPassphrase, "the CA key \(paths.caKey) is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
             }
             do {
                 decryptedCAKey = try PrivateKey(pem: pem, passphrase: passphrase)
             } catch {
-                throw PKIError(.caPassphrase, "cannot decrypt the CA key \(paths.caKey): wrong VPNPROV_CA_PASSPHRASE?")
+                throw StateError(.caPassphrase, "cannot decrypt the CA key \(paths.caKey): wrong VPNPROV_CA_PASSPHRASE?")
             }
         } else {
             do {
                 decryptedCAKey = try PrivateKey(pem: pem)
             } catch {
-                throw PKIError(.stateInconsistent, "state directory \(paths.root) is inconsistent: \(paths.caKey) is not a private key; nothing was changed")
+                throw StateError(.stateInconsistent, "state directory \(paths.root) is inconsistent: \(paths.caKey) is not a private key; nothing was changed")
             }
         }
         return decryptedCAKey!
@@ -441,7 +441,7 @@ final class StateStore {
             // order staged, so a kill between them leaves a key without certificate, which load adopts,
             // never a certificate without its key.
             for file in pending where !file.overwrite {
-                if AtomicFile.exists(file.path) { throw PKIError(.stateInconsistent, "refusing to overwrite \(file.path)") }
+                if AtomicFile.exists(file.path) { throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)") }
                 try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
             }
             let files = pending.filter(\.overwrite)

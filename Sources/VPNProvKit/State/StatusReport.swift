@@ -87,11 +87,11 @@ public struct StatusReport: Sendable, Hashable, Encodable {
 
     static func daysLeft(_ date: Date, _ now: Date) -> Int { Int((date.timeIntervalSince(now) / 86400).rounded(.down)) }
 
-    /// Reads the state. Throws PKIError (state-unreadable) when index.json or secrets.json cannot be read.
+    /// Reads the state. Throws StateError (state-unreadable) when index.json or secrets.json cannot be read.
     public static func make(inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil) throws -> StatusReport {
         let paths = StatePaths(root: stateDirectory)
         guard AtomicFile.exists(paths.index) else {
-            throw PKIError(.stateUnreadable, "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
+            throw StateError(.stateUnreadable, "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
         }
         // Read and decode in this order (index, then secrets), so the first problem is the one reported.
         // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).

@@ -226,13 +226,13 @@ import Testing
     }
 
     @Test func proposalIntersectionFollowsStrongSwan() {
-        #expect(Consistency.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes128gcm16-aes256gcm16-prfsha384-prfsha256-modp2048-ecp256"], purpose: .ike, withGroups: true))
-        #expect(!Consistency.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes256gcm16-prfsha256-ecp384"], purpose: .ike, withGroups: true))
-        #expect(Consistency.intersects(["aes256-sha256-modp2048"], ["aes256-sha2_256-modp2048"], purpose: .ike, withGroups: true))
-        #expect(Consistency.intersects(["aes256-sha256"], ["aes256-sha256-modp2048-modpnone"], purpose: .esp, withGroups: true))
-        #expect(!Consistency.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: true))
-        #expect(Consistency.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: false))
-        #expect(Consistency.intersects(["aes256-sha256-ecp256"], ["default"], purpose: .ike, withGroups: true))
+        #expect(Proposal.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes128gcm16-aes256gcm16-prfsha384-prfsha256-modp2048-ecp256"], purpose: .ike, withGroups: true))
+        #expect(!Proposal.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes256gcm16-prfsha256-ecp384"], purpose: .ike, withGroups: true))
+        #expect(Proposal.intersects(["aes256-sha256-modp2048"], ["aes256-sha2_256-modp2048"], purpose: .ike, withGroups: true))
+        #expect(Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048-modpnone"], purpose: .esp, withGroups: true))
+        #expect(!Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: true))
+        #expect(Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: false))
+        #expect(Proposal.intersects(["aes256-sha256-ecp256"], ["default"], purpose: .ike, withGroups: true))
     }
 }
 

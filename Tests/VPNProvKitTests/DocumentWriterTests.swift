@@ -25,7 +25,7 @@ import Testing
     /// `pieces` with the characters XML 1.0 cannot carry (which the plist writer replaces, and the
     /// validator refuses before: `XMLSafetyTests`) swapped for other controls it can, index for index.
     static let xmlPieces: [String] = pieces.map { piece in
-        piece.unicodeScalars.allSatisfy(PropertyListStream.canCarry) ? piece : "\u{7F}\u{9}"
+        piece.unicodeScalars.allSatisfy(TextCheck.xmlCanCarry) ? piece : "\u{7F}\u{9}"
     }
 
     static func string(_ g: inout Generator, xml: Bool = false) -> String {

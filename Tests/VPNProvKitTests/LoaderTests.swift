@@ -256,7 +256,7 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
         #expect(node.location(of: "apple.disconnect_on_idle").line == 14)
         let user = inventory.users[0]
         #expect(user.apple == AppleOptions(onDemand: false, disconnectOnIdle: 0))
-        let resolved = ClientPlan.appleSettings(user: user, node: node)
+        let resolved = AppleOptions.effective(user: user, node: node)
         #expect(!resolved.onDemand && resolved.disconnectOnIdle == 0 && resolved.trustedSSIDs == ["Home", "Café Wi-Fi"])
         // Unknown keys under apple: get a hint; server-side keys are not user keys.
         let typo = decode("vpnprov: 1\nname: x\nnodes:\n  n:\n    address: a.example\n    pool: 10.0.0.0/24\n    apple: {kill_switch: true, include_all_network: true}\n")

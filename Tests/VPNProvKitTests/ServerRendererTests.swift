@@ -276,17 +276,17 @@ enum ServerFixtures {
 
     @Test func ikev1ProposalsHaveNoAEADAndOneAlgorithmEach() {
         #expect(
-            ServerPlan.ikev1IKEProposals(from: ["aes256gcm16-prfsha256-ecp256", "aes256-sha256-modp2048"]) == [
+            IKEv1Proposals.ike(from: ["aes256gcm16-prfsha256-ecp256", "aes256-sha256-modp2048"]) == [
                 "aes256-sha256-ecp256", "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048",
                 "aes128-sha1-modp2048",
             ])
         #expect(
-            ServerPlan.ikev1IKEProposals(from: ["aes128gcm16-aes256gcm16-prfsha384-ecp384-modp3072"]).prefix(4) == [
+            IKEv1Proposals.ike(from: ["aes128gcm16-aes256gcm16-prfsha384-ecp384-modp3072"]).prefix(4) == [
                 "aes128-sha384-ecp384", "aes128-sha384-modp3072", "aes256-sha384-ecp384", "aes256-sha384-modp3072",
             ])
-        #expect(!ServerPlan.ikev1IKEProposals(from: ["chacha20poly1305-prfsha256-curve25519"]).contains { $0.contains("chacha") })
+        #expect(!IKEv1Proposals.ike(from: ["chacha20poly1305-prfsha256-curve25519"]).contains { $0.contains("chacha") })
         #expect(
-            ServerPlan.ikev1ESPProposals(from: ["aes256gcm16", "aes256-aes128-sha256-sha1-modp2048"]) == [
+            IKEv1Proposals.esp(from: ["aes256gcm16", "aes256-aes128-sha256-sha1-modp2048"]) == [
                 "aes256gcm16", "aes256-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha256-modp2048",
                 "aes128-sha1-modp2048", "aes256-sha256", "aes256-sha1", "aes128-sha1",
             ])

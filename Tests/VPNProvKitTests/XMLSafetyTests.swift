@@ -74,7 +74,7 @@ import Testing
         let doc = DocumentValue.dictionary([("k", .array(hostile.map { .string($0) }))])
         let bytes = PropertyListWriter.xml(doc)
         // Nothing outside XML's Char production is left…
-        #expect(String(decoding: bytes, as: UTF8.self).unicodeScalars.allSatisfy(PropertyListStream.canCarry))
+        #expect(String(decoding: bytes, as: UTF8.self).unicodeScalars.allSatisfy(TextCheck.xmlCanCarry))
         // …and an XML parser reads the document, each such character as U+FFFD.
         let parsed = try Self.plistlibStrings(bytes)
         #expect(parsed.ok, "\(parsed.output)")

@@ -498,7 +498,7 @@ public struct InventoryDecoder: Sendable {
                     // 802.11 SSIDs are 1 to 32 octets.
                     if ssid.isEmpty || ssid.utf8.count > 32 {
                         cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(ssid))' is not a Wi-Fi network name (1 to 32 bytes)", at: item)
-                    } else if let bad = ssid.unicodeScalars.first(where: { !PropertyListStream.canCarry($0) || TextCheck.isControl($0) }) {
+                    } else if let bad = ssid.unicodeScalars.first(where: { !TextCheck.xmlCanCarry($0) || TextCheck.isControl($0) }) {
                         // The name goes into the Apple profile's XML (SSIDMatch), which cannot carry
                         // U+0000...U+001F but tab and line breaks, U+FFFE or U+FFFF, and a device would
                         // not match a name with any other control character either.

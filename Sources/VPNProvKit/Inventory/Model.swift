@@ -458,7 +458,7 @@ public enum AppleDPDRate: String, Sendable, Hashable, CaseIterable {
 
 /// Apple profile options as written under `apple:` of a node, of `defaults:` or of a user (nil: not
 /// written). A user's value wins over the node's, the node's over `defaults:`, and that over the
-/// built-in default (see `ClientPlan.appleOptions`).
+/// built-in default (see `AppleOptions.effective`).
 public struct AppleOptions: Sendable, Hashable {
     /// Connect on demand (OnDemandEnabled with OnDemandRules).
     public var onDemand: Bool?

@@ -35,9 +35,14 @@ public enum PKIManager {
         let signer = try inventory.pki.profileSigning.map {
             try ProfileSigningLoader.load($0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
         }
-        let profiles = try (
-            nodes: inventory.nodes.map { try CertificateProfile.server($0, inventory: inventory) },
-            users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) })
+        let profiles: (nodes: [CertificateProfile], users: [CertificateProfile])
+        do {
+            profiles = try (
+                nodes: inventory.nodes.map { try CertificateProfile.server($0, inventory: inventory) },
+                users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) })
+        } catch let error as CertificateIdentityError {
+            throw PKIError(.badIdentity, error.message, at: error.location)
+        }
 
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }

@@ -30,85 +30,8 @@ public struct ClientAuthRound: Sendable, Hashable {
     }
 }
 
-/// Proposals one client kind sends, most preferred first (strongSwan keyword syntax).
-public struct ProposalOffer: Sendable, Hashable {
-    public var ike: [String]
-    public var esp: [String]
-    public init(ike: [String], esp: [String]) {
-        self.ike = ike
-        self.esp = esp
-    }
-}
-
-/// What an Apple IKEv2 profile pins: exactly one IKE and one Child SA parameter set.
-public struct AppleSA: Sendable, Hashable {
-    public var ike: AppleSAParameters
-    public var child: AppleSAParameters
-    /// Child SA rekeys with the child's DH group (EnablePFS).
-    public var enablePFS: Bool
-    public var ikeLifetimeMinutes: Int
-    public var childLifetimeMinutes: Int
-
-    /// Lifetimes that avoid the macOS 14 rekey trouble (1410 minutes: docs/decisions.md, "Clients").
-    public static let defaultLifetimeMinutes = 1410
-
-    /// The proposals the device sends with these parameters.
-    public var offer: ProposalOffer {
-        ProposalOffer(
-            ike: [ike.strongSwanProposal(purpose: .ike)],
-            esp: [child.strongSwanProposal(purpose: .esp, pfs: enablePFS)])
-    }
-
-    /// Derives the parameters from a node's proposals: the first IKE proposal Apple can express and
-    /// the first ESP proposal it can express, so the single proposal the device sends is one of the
-    /// node's own. nil when no proposal of the node can be expressed. With `pfs` the device rekeys
-    /// Child SAs with the child group (EnablePFS); the server accepts that because its ESP proposals
-    /// are `serverESPProposals(from:pfs:)`. Without, PFS is on only when the node's ESP proposal
-    /// itself names the group.
-    public static func derive(from proposals: Proposals, pfs: Bool = false) -> AppleSA? {
-        guard let found = choose(from: proposals) else { return nil }
-        return AppleSA(
-            ike: found.ike, child: found.child, enablePFS: pfs || found.namesGroup,
-            ikeLifetimeMinutes: defaultLifetimeMinutes, childLifetimeMinutes: defaultLifetimeMinutes)
-    }
-
-    /// The node's ESP proposals as its server offers them: with `pfs`, the proposal the Apple Child SA
-    /// parameters come from gains the child DH group and `modpnone` when it names no group, so the
-    /// device's PFS rekey (KE payload with that group) is accepted and clients without PFS still are
-    /// (`aes256gcm16` -> `aes256gcm16-ecp256-modpnone`). Everything else stays as written.
-    public static func serverESPProposals(from proposals: Proposals, pfs: Bool) -> [String] {
-        guard pfs, let found = choose(from: proposals), !found.namesGroup else { return proposals.esp }
-        var esp = proposals.esp
-        let group = AlgorithmTable.all.values.filter { $0.group == found.child.diffieHellmanGroup }.map(\.keyword).min()!
-        esp[found.espIndex] += "-\(group)-modpnone"
-        return esp
-    }
-
-    private static func choose(from proposals: Proposals)
-        -> (ike: AppleSAParameters, child: AppleSAParameters, espIndex: Int, namesGroup: Bool)?
-    {
-        var ike: AppleSAParameters?
-        for text in proposals.ike {
-            guard let p = try? Proposal.parse(text, purpose: .ike) else { continue }
-            if let params = AppleSAParameters.first(in: p) {
-                ike = params
-                break
-            }
-        }
-        guard let ike else { return nil }
-        for (index, text) in proposals.esp.enumerated() {
-            guard let p = try? Proposal.parse(text, purpose: .esp) else { continue }
-            if let params = AppleSAParameters.first(in: p, fallbackGroup: ike.diffieHellmanGroup) {
-                let namesGroup = p.groups.contains { $0.group == params.diffieHellmanGroup }
-                return (ike, params, index, namesGroup)
-            }
-        }
-        return nil
-    }
-}
-
 /// What an Apple profile sets for one connection beyond the SA parameters, resolved from the user's,
-/// the node's and the built-in defaults (`ClientPlan.appleSettings`).
+/// the node's and the built-in defaults (`AppleOptions.effective`).
 public struct AppleDeviceSettings: Sendable, Hashable {
     public var onDemand: Bool
     /// SSIDs where the on-demand VPN disconnects (a Disconnect rule before the Connect rule).
@@ -207,14 +130,6 @@ public struct ClientPlan: Sendable, Hashable {
         ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
         esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])
 
-    /// Client kinds that can use a service.
-    public static func devices(supporting service: Service) -> [Device] {
-        var devices: [Device] = service.androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
-        if service.windowsSupported { devices.append(.windows) }
-        if service.networkManagerSupported { devices.append(.networkmanager) }
-        return devices
-    }
-
     public static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
         var connections: [ClientConnection] = []
         var diagnostics: [Diagnostic] = []
@@ -224,7 +139,7 @@ public struct ClientPlan: Sendable, Hashable {
         var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
         for node in inventory.nodes where appleSA[node.name] == nil {
             appleSA[node.name] = .some(
-                AppleSA.derive(from: node.proposals, pfs: appleSettings(user: nil, node: node).pfs).map { ($0, $0.offer) })
+                AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map { ($0, $0.offer) })
         }
         var windowsIPsec: [String: WindowsIPsec?] = [:]
         var reportedWindows: Set<String> = []
@@ -232,7 +147,7 @@ public struct ClientPlan: Sendable, Hashable {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
                 for service in node.services.sorted() {
-                    var devices = devices(supporting: service).filter { user.devices.contains($0) }
+                    var devices = service.devices.filter { user.devices.contains($0) }
                     // Apple devices check an IPSec hybrid server against the IP address they dial
                     // (the validator warns `hybrid-apple-identity`).
                     if service == .ipsecXauthHybrid && !node.id.isIPAddress { devices.removeAll { $0 == .apple } }
@@ -242,7 +157,7 @@ public struct ClientPlan: Sendable, Hashable {
                     if service.needsPassword && user.password == nil { continue }
                     var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
                     if devices.contains(.apple) {
-                        let resolved = appleSettings(user: user, node: node)
+                        let resolved = AppleOptions.effective(user: user, node: node)
                         connection.appleSettings = AppleDeviceSettings(
                             onDemand: resolved.onDemand, trustedSSIDs: resolved.trustedSSIDs,
                             includeAllNetworks: resolved.includeAllNetworks, excludeLocalNetworks: resolved.excludeLocalNetworks,
@@ -325,7 +240,7 @@ public struct ClientPlan: Sendable, Hashable {
             // Hybrid: XAuth is the client's only round; the group name ending in "hybrid" is what
             // makes Apple devices use hybrid authentication, and with a group name they use
             // Aggressive Mode (so every client kind does, against one server connection).
-            localID = .keyID(ServerPlan.hybridGroupName(in: inventory))
+            localID = .keyID(inventory.hybridGroupName)
             aggressive = true
             rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
             credentials = [.caCertificate, .password]
@@ -343,8 +258,8 @@ public struct ClientPlan: Sendable, Hashable {
                 // the first message is for the first proposal's group, so the first one must be the server's
                 // first choice or the responder fails with "unable to apply received KE value".
                 offers[.linux] = ProposalOffer(
-                    ike: ServerPlan.ikev1IKEProposals(from: node.proposals.ike),
-                    esp: ServerPlan.ikev1ESPProposals(from: node.proposals.esp))
+                    ike: IKEv1Proposals.ike(from: node.proposals.ike),
+                    esp: IKEv1Proposals.esp(from: node.proposals.esp))
             case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
             // charon-nm takes strongSwan proposal strings (`ike`, `esp`): the node's own, all of them.
             case (.networkmanager, _): offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
@@ -357,22 +272,6 @@ public struct ClientPlan: Sendable, Hashable {
             localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
             credentials: credentials, wantsIPv6: node.pool6 != nil, appleSettings: nil)
-    }
-
-    /// Apple options in effect: the user's, else the node's (with `defaults:`), else the built-in ones:
-    /// no on-demand, PFS on, revocation checking on, DPD medium, no idle disconnect, local networks
-    /// outside the kill switch, and the kill switch on exactly when the node has no IPv6 pool (it is
-    /// how an Apple device keeps IPv6 from bypassing an IPv4-only tunnel: IncludeAllNetworks routes
-    /// every packet into the tunnel, and one the tunnel cannot carry is dropped).
-    public static func appleSettings(user: User?, node: Node) -> (
-        onDemand: Bool, trustedSSIDs: [String], includeAllNetworks: Bool, excludeLocalNetworks: Bool, pfs: Bool,
-        crlCheck: Bool, dpd: AppleDPDRate, disconnectOnIdle: Int
-    ) {
-        let o = (user?.apple ?? AppleOptions()).over(node.apple)
-        return (
-            o.onDemand ?? false, o.trustedSSIDs ?? [], o.includeAllNetworks ?? (node.pool6 == nil),
-            o.excludeLocalNetworks ?? true, o.pfs ?? true, o.crlCheck ?? true, o.dpd ?? .medium, o.disconnectOnIdle ?? 0
-        )
     }
 
     /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a

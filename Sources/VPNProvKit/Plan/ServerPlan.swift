@@ -270,15 +270,6 @@ public enum ServerPlan {
     static let dpdDelay = 30
     static let ikev1DPDTimeout = 150
 
-    /// Extra IKEv1 Phase 1 proposals after the ones derived from the node's: what iOS/macOS "Cisco
-    /// IPSec" clients offer, as accepted by setup-ipsec-vpn's tested server (docs/decisions.md, "Clients"). 3DES
-    /// and MODP1024 are deliberately absent.
-    public static let ikev1FallbackIKEProposals = [
-        "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048",
-    ]
-    /// Extra IKEv1 Quick Mode (ESP) proposals after the node's.
-    public static let ikev1FallbackESPProposals = ["aes256-sha256", "aes256-sha1", "aes128-sha1"]
-
     /// The client identity (IDi) an ikev2-psk-eap client must send: it is what tells strongSwan to
     /// use the PSK-authenticated connection rather than the certificate-authenticated ikev2-eap one
     /// (both take EAP clients). An FQDN-type identity because Apple sends LocalIdentifier strings as
@@ -286,11 +277,6 @@ public enum ServerPlan {
     public static func pskEAPClientIdentity(in inventory: Inventory) -> IKEIdentity {
         .fqdn("psk-eap.\(inventory.name)")
     }
-
-    /// The group name (Apple LocalIdentifier, key ID) ipsec-xauth-hybrid clients send: Apple
-    /// switches an IPSec configuration to hybrid authentication when it ends in "hybrid". The
-    /// server accepts any key ID there (the client is authenticated by XAuth alone).
-    public static func hybridGroupName(in inventory: Inventory) -> String { "\(inventory.name)-hybrid" }
 
     /// Users whose password this node must know: allowed on the node, not revoked, with a password,
     /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
@@ -323,7 +309,7 @@ public enum ServerPlan {
         let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
 
         // With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
-        let v2ESP = AppleSA.serverESPProposals(from: node.proposals, pfs: ClientPlan.appleSettings(user: nil, node: node).pfs)
+        let v2ESP = AppleSA.serverESPProposals(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
 
         let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
         let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
@@ -352,12 +338,12 @@ public enum ServerPlan {
                    RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any)]
             return ServerConnection(
                 name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
-                ikeProposals: ikev1IKEProposals(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
+                ikeProposals: IKEv1Proposals.ike(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
                 remote: remote,
                 pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no", fragmentation: "yes",
                 dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
                 child: ServerChild(
-                    name: childName, localTS: v1TS, espProposals: ikev1ESPProposals(from: node.proposals.esp),
+                    name: childName, localTS: v1TS, espProposals: IKEv1Proposals.esp(from: node.proposals.esp),
                     rekeyTime: 0, dpdAction: "clear"))
         }
 
@@ -423,95 +409,5 @@ public enum ServerPlan {
             network: NodeNetworkPlan(
                 pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink, mss: node.network.mss,
                 isolateClients: node.network.isolateClients, ipsec: node.network.ipsec))
-    }
-
-    // MARK: - IKEv1 proposals
-
-    /// IKEv1 Phase 1 proposals derived from IKEv2 ones, then the fallbacks, without duplicates.
-    /// IKEv1 takes one algorithm of each kind per proposal and has no AEAD in Phase 1, so every
-    /// proposal is expanded into single-algorithm combinations and AEAD ciphers become their CBC
-    /// counterpart with the PRF's hash as integrity: `aes256gcm16-prfsha256-ecp256` ->
-    /// `aes256-sha256-ecp256`. ChaCha20-Poly1305 (no IKEv1 form) is dropped.
-    public static func ikev1IKEProposals(from ike: [String]) -> [String] {
-        var out: [String] = []
-        for proposal in ike {
-            let t = ProposalTokens(proposal)
-            var encs: [String] = []
-            for enc in t.encryption {
-                if let cbc = cbcEquivalent(enc) { encs.append(cbc) } else if !isAEAD(enc) { encs.append(enc) }
-            }
-            var integs = t.integrity
-            if integs.isEmpty { integs = t.prf.map { String($0.dropFirst(3)) }.filter { !$0.isEmpty } }
-            if integs.isEmpty { integs = ["sha256"] }
-            let groups = t.groups.filter { $0 != "none" && $0 != "modpnone" }
-            for e in encs { for i in integs { for g in groups { out.append("\(e)-\(i)-\(g)") } } }
-        }
-        return unique(out + ikev1FallbackIKEProposals)
-    }
-
-    /// IKEv1 ESP proposals: the node's ESP proposals split into single-algorithm ones (AEAD stays:
-    /// AES-GCM ESP works with IKEv1), then the fallbacks, without duplicates.
-    public static func ikev1ESPProposals(from esp: [String]) -> [String] {
-        var out: [String] = []
-        for proposal in esp {
-            let t = ProposalTokens(proposal)
-            let groups: [String?] = t.groups.isEmpty ? [nil] : t.groups.map { $0 }
-            for e in t.encryption {
-                let integs: [String?] = isAEAD(e) || t.integrity.isEmpty ? [nil] : t.integrity.map { $0 }
-                for i in integs {
-                    for g in groups { out.append(([e] + [i, g].compactMap { $0 }).joined(separator: "-")) }
-                }
-            }
-        }
-        return unique(out + ikev1FallbackESPProposals)
-    }
-
-    private static func unique(_ list: [String]) -> [String] {
-        var seen = Set<String>()
-        return list.filter { seen.insert($0).inserted }
-    }
-
-    private static func isAEAD(_ enc: String) -> Bool {
-        enc.contains("gcm") || enc.contains("ccm") || enc.hasPrefix("chacha20poly1305")
-    }
-
-    /// `aes256gcm16` -> `aes256`, `aes128ccm12` -> `aes128`; nil when not an AES AEAD keyword.
-    private static func cbcEquivalent(_ enc: String) -> String? {
-        guard enc.hasPrefix("aes"), isAEAD(enc) else { return nil }
-        let bits = enc.dropFirst(3).prefix { $0.isNumber }
-        return bits.isEmpty ? nil : "aes\(bits)"
-    }
-}
-
-/// A strongSwan proposal split into its kinds of algorithm keywords.
-struct ProposalTokens {
-    var encryption: [String] = []
-    var integrity: [String] = []
-    var prf: [String] = []
-    var groups: [String] = []
-
-    private static let integrityKeywords: Set<String> = [
-        "md5", "md5_128", "sha", "sha1", "sha1_160", "sha256", "sha2_256", "sha256_96", "sha2_256_96", "sha384",
-        "sha2_384", "sha512", "sha2_512", "aesxcbc", "aescmac", "aes128gmac", "aes192gmac", "aes256gmac",
-        "camelliaxcbc",
-    ]
-
-    init(_ proposal: String) {
-        for raw in proposal.split(separator: "-") {
-            let k = raw.lowercased()
-            if k.hasPrefix("prf") {
-                prf.append(k)
-            } else if Self.integrityKeywords.contains(k) {
-                integrity.append(k)
-            } else if k.hasPrefix("modp") || k.hasPrefix("ecp") || k.hasPrefix("curve") || k == "x25519" || k == "x448"
-                || k == "none"
-            {
-                groups.append(k)
-            } else if k == "esn" || k == "noesn" {
-                continue
-            } else {
-                encryption.append(k)
-            }
-        }
     }
 }

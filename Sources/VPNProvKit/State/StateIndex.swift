@@ -54,12 +54,6 @@ struct CARecord: Codable, Equatable {
     var anyPolicy: Bool? = nil
 }
 
-enum CertificateKind: String, Codable, Equatable {
-    case ca, server, client
-    /// A CA's key and name certified by the previous CA (CA rotation).
-    case cross
-}
-
 enum CertificateStatus: String, Codable, Equatable {
     /// Current and valid.
     case valid

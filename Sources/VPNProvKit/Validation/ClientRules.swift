@@ -20,7 +20,7 @@ enum ClientRules {
             for user in inventory.users where !user.revoked && user.nodes.contains(node.name) {
                 for service in node.services {
                     if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil { continue }
-                    for device in ClientPlan.devices(supporting: service) where user.devices.contains(device) {
+                    for device in service.devices where user.devices.contains(device) {
                         switch device {
                         case .android, .networkmanager: break
                         case .linux: kinds.insert("Linux (swanctl)")
@@ -28,7 +28,7 @@ enum ClientRules {
                         case .apple where service.ikeVersion == 1:
                             kinds.insert("Apple IPSec (\(service.rawValue) has no kill switch)")
                         case .apple:
-                            if !ClientPlan.appleSettings(user: user, node: node).includeAllNetworks {
+                            if !AppleOptions.effective(user: user, node: node).includeAllNetworks {
                                 kinds.insert("Apple IKEv2 (apple.include_all_networks is off)")
                             }
                         }

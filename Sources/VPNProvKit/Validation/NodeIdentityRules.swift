@@ -87,7 +87,7 @@ enum NodeIdentityRules {
                 }
                 for k in mine where certificateKeys[k] == nil { certificateKeys[k] = node }
             }
-            let section = LinuxClientRenderer.sectionName(node.name)
+            let section = TextCheck.swanctlSectionName(node.name)
             if let other = sections[section] {
                 d.append(.error(
                     .connectionNameCollision,

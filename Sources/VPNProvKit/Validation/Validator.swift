@@ -62,7 +62,7 @@ public enum Validator {
     }
 }
 
-/// Small text helpers shared by the rules.
+/// Small text helpers shared by the rules, the decoder and the renderers.
 enum TextCheck {
     /// Unicode control characters (C0, DEL, C1) and the non-characters U+FFFE/U+FFFF: none of them can be
     /// written in an XML plist, and swanctl/JSON would need escapes the consumers do not all undo.
@@ -80,6 +80,25 @@ enum TextCheck {
 
     static func isASCIILetterOrDigit(_ u: Unicode.Scalar) -> Bool {
         (u.value >= 0x30 && u.value <= 0x39) || (u.value >= 0x41 && u.value <= 0x5A) || (u.value >= 0x61 && u.value <= 0x7A)
+    }
+
+    /// Whether XML 1.0 can carry `u` in a document at all (its `Char` production: tab, line feed,
+    /// carriage return, U+0020...U+D7FF, U+E000...U+FFFD, U+10000 and above; Swift strings hold no
+    /// surrogates). The validator refuses inventory values with any other character
+    /// (`unrepresentable-text`), and the property list writer never writes one (`PropertyListStream`).
+    static func xmlCanCarry(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x09, 0x0A, 0x0D, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...: return true
+        default: return false
+        }
+    }
+
+    /// A swanctl section name from free text: [A-Za-z0-9_-] kept, anything else becomes `_`.
+    static func swanctlSectionName(_ text: String) -> String {
+        String(text.unicodeScalars.map { s -> Character in
+            let ok = (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+            return ok ? Character(s) : "_"
+        })
     }
 
     /// Levenshtein distance (for "did you mean" hints over short lists).

@@ -117,7 +117,7 @@ public enum CatalogRenderer {
     public static func catalog(inventory: Inventory) -> Catalog {
         var servers: [Server] = []
         for node in inventory.nodes {
-            let apple = ClientPlan.appleSettings(user: nil, node: node)
+            let apple = AppleOptions.effective(user: nil, node: node)
             let sa = AppleSA.derive(from: node.proposals, pfs: apple.pfs)
             var rules: [OnDemandRule]? = nil
             if apple.onDemand {
@@ -134,7 +134,7 @@ public enum CatalogRenderer {
                     localIDType = "KeyID"
                 } else if service == .ipsecXauthHybrid {
                     // Ends in "hybrid": Apple's switch to hybrid authentication.
-                    localID = ServerPlan.hybridGroupName(in: inventory)
+                    localID = inventory.hybridGroupName
                     localIDType = "KeyID"
                 } else if service == .ikev2PSKEAP {
                     // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.

@@ -46,14 +46,6 @@ public enum LinuxClientRenderer {
         return files
     }
 
-    /// A swanctl section name from free text: [A-Za-z0-9_-] kept, anything else becomes `_`.
-    static func sectionName(_ text: String) -> String {
-        String(text.unicodeScalars.map { s -> Character in
-            let ok = (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
-            return ok ? Character(s) : "_"
-        })
-    }
-
     /// `0s<base64>`: no character of the secret can break the syntax or be read as hex/base64 prefix.
     static func encodedSecret(_ secret: String) -> String { "0s" + Data(secret.utf8).base64EncodedString() }
 
@@ -83,7 +75,7 @@ public enum LinuxClientRenderer {
             ]
             let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
             conns.append(.object([
-                "name": .identifier(sectionName(c.name)),
+                "name": .identifier(TextCheck.swanctlSectionName(c.name)),
                 "node": .string(c.node),
                 "service": .string(c.service.rawValue),
                 "version": .int(c.ikeVersion),

@@ -53,7 +53,7 @@ public enum WindowsClientRenderer {
             needsCertificate = needsCertificate || isCert
             needsEAP = needsEAP || !isCert
             conns.append(.object([
-                "comment": .identifier(LinuxClientRenderer.sectionName(c.name)),
+                "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
                 "name": .string(connectionName(deployment: inventory.name, connection: c)),
                 "server_address": .string(c.remoteAddress),
                 "authentication_method": .string(w.authenticationMethod),

@@ -5,7 +5,7 @@ import Foundation
 /// `&` escaped (nothing else), data as base64 in lines of 76 − 8 × indent characters indented by that
 /// many tabs (indent counted up to 8), empty containers as `<dict/>`/`<array/>`. One deliberate
 /// difference: a character XML 1.0 cannot carry (which Foundation writes raw, making the document
-/// ill-formed) is written as U+FFFD (`canCarry`); the validator refuses such values before.
+/// ill-formed) is written as U+FFFD (`TextCheck.xmlCanCarry`); the validator refuses such values before.
 ///
 /// Foundation sorts dictionary keys; a stream writes them in the order it is given, so a caller that
 /// writes a document directly (the Apple profile) gives them sorted by UTF-16 code unit, and
@@ -48,19 +48,8 @@ struct PropertyListStream {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    /// Whether XML 1.0 can carry `u` in a document at all (its `Char` production: tab, line feed,
-    /// carriage return, U+0020...U+D7FF, U+E000...U+FFFD, U+10000 and above; Swift strings hold no
-    /// surrogates). The validator refuses inventory values with any other character
-    /// (`unrepresentable-text`), and this writer never writes one (see `escaped`).
-    static func canCarry(_ u: Unicode.Scalar) -> Bool {
-        switch u.value {
-        case 0x09, 0x0A, 0x0D, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...: return true
-        default: return false
-        }
-    }
-
     /// `s` with `<`, `>` and `&` as entities; a string without them is copied in one piece. A
-    /// character XML cannot carry (`canCarry`) becomes U+FFFD, so the document is always well-formed
+    /// character XML cannot carry (`TextCheck.xmlCanCarry`) becomes U+FFFD, so the document is always well-formed
     /// (nothing vpnprov validated holds one: this is the last line of defence, not a conversion).
     private mutating func escaped(_ s: String) {
         var s = s

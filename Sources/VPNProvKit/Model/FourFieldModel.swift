@@ -32,7 +32,7 @@ public enum FourFieldModel {
     public static func usable(_ service: Service, on node: Node) -> Bool {
         guard self.service(ikeVersion: service.ikeVersion, pskEnabled: service.needsPSK) == service else { return false }
         if service.ikeVersion == 1 { return true }
-        return Consistency.intersects(ikev2Offer.ike, node.proposals.ike, purpose: .ike, withGroups: true)
-            && Consistency.intersects(ikev2Offer.esp, node.proposals.esp, purpose: .esp, withGroups: false)
+        return Proposal.intersects(ikev2Offer.ike, node.proposals.ike, purpose: .ike, withGroups: true)
+            && Proposal.intersects(ikev2Offer.esp, node.proposals.esp, purpose: .esp, withGroups: false)
     }
 }

@@ -1,6 +1,24 @@
 import Foundation
 import VPNProvCrypto
 
+/// An identity that cannot be put into a certificate. The PKI reports it as its `certificate-identity`
+/// error; the validator only asks whether a profile can be made.
+struct CertificateIdentityError: Error, Sendable, Hashable {
+    var message: String
+    var location: SourceLocation?
+    init(_ message: String, at location: SourceLocation?) {
+        self.message = message
+        self.location = location
+    }
+}
+
+/// What a certificate is for; recorded with every certificate the state holds.
+enum CertificateKind: String, Codable, Equatable {
+    case ca, server, client
+    /// A CA's key and name certified by the previous CA (CA rotation).
+    case cross
+}
+
 /// What a node or user certificate certifies. Two profiles that compare equal produce equivalent
 /// certificates; a change in any field re-issues.
 struct CertificateProfile: Equatable {
@@ -23,12 +41,6 @@ struct CertificateProfile: Equatable {
         keyType.algorithm.isRSA ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
     }
 
-    func matches(_ record: CertificateRecord) -> Bool {
-        record.kind == kind && record.subject == subject.description
-            && record.subjectAltNames == subjectAltNames.map(\.description) && record.keyType == keyType && record.days == days
-            && (record.crlDistributionPoints ?? []) == crlDistributionPoints && (record.policies ?? []) == policies
-    }
-
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
     /// iPAddress and dNSName), a DN identity as the subject (else O=<deployment>, CN=<node>).
     static func server(_ node: Node, inventory: Inventory) throws -> CertificateProfile {
@@ -45,7 +57,7 @@ struct CertificateProfile: Equatable {
             }
         case .dn(let v):
             guard let dn = DistinguishedName.parse(v) else {
-                throw PKIError(.badIdentity, "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: node.location(of: "id"))
+                throw CertificateIdentityError("node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: node.location(of: "id"))
             }
             subject = dn
         case .keyID: break
@@ -72,7 +84,7 @@ struct CertificateProfile: Equatable {
             if let bytes = IPAddressText.parse(v) { names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))] }
         case .dn(let v):
             guard let dn = DistinguishedName.parse(v) else {
-                throw PKIError(.badIdentity, "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: user.location(of: "id"))
+                throw CertificateIdentityError("user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: user.location(of: "id"))
             }
             subject = dn
         case .keyID: break

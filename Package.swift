@@ -3,12 +3,13 @@ import PackageDescription
 
 // vpnprov: YAML inventory -> strongSwan server configs, PKI and client profiles.
 // No package dependencies: C libraries come from Debian (libyaml-dev, libssl-dev).
+// Linux only (network namespaces, /proc and Glibc are used throughout); docs/decisions.md says why.
+// One target per layer of docs/architecture.md; a target may import only the layers below it, so a
+// layering mistake is a compile error. Nothing outside the package uses them: their API is `package`.
 let package = Package(
     name: "vpnprov",
-    platforms: [.macOS(.v13)],
     products: [
-        .executable(name: "vpnprov", targets: ["vpnprov"]),
-        .library(name: "VPNProvKit", targets: ["VPNProvKit"]),
+        .executable(name: "vpnprov", targets: ["vpnprov"])
     ],
     targets: [
         // C system libraries: each is imported by exactly one Swift module.
@@ -18,22 +19,51 @@ let package = Package(
         .target(name: "VPNProvYAML", dependencies: ["CYAML"]),
         // Keys, certificates, CRLs, PKCS#12, hashes and randomness, on OpenSSL 3 libcrypto.
         .target(name: "VPNProvCrypto", dependencies: ["CCrypto"]),
-        // Everything else: inventory model, validation, PKI/state, planning, renderers, CLI.
+        // The bounded reader, byte order, parallelMap, file-system sync, OutputFile, the version.
+        .target(name: "VPNProvSupport"),
+        // The logic-less template engine and the built-in copy of templates/.
+        .target(name: "VPNProvTemplates", dependencies: ["VPNProvSupport"]),
+        // The inventory, diagnostics and rule codes, validation, the capability tables.
+        .target(name: "VPNProvModel", dependencies: ["VPNProvSupport", "VPNProvYAML", "VPNProvCrypto"]),
+        // Staged writes, compare, publish, manifest, render and stat caches: paths and bytes only.
+        .target(name: "VPNProvOutputTree", dependencies: ["VPNProvSupport", "VPNProvCrypto"]),
+        // The state directory and the PKI that keeps it: CA, keys, certificates, CRL, secrets.
+        .target(name: "VPNProvPKI", dependencies: ["VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
+        // ServerPlan, ClientPlan and the consistency check between them.
+        .target(name: "VPNProvPlanning", dependencies: ["VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
+        // Plans and materials to files: swanctl, client profiles, catalogue, the Ansible tree.
         .target(
-            name: "VPNProvKit",
-            dependencies: ["VPNProvYAML", "VPNProvCrypto"],
-            resources: []
-        ),
-        .executableTarget(name: "vpnprov", dependencies: ["VPNProvKit"]),
+            name: "VPNProvRendering",
+            dependencies: ["VPNProvPlanning", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto"]),
+        // generate, check, revoke and the lifecycle commands: a report value, no printing, no exit codes.
+        .target(
+            name: "VPNProvEngine",
+            dependencies: [
+                "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning", "VPNProvModel",
+                "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvYAML",
+            ]),
+        // Argument parsing, commands, help, printers (text, JSON, SARIF), exit codes.
+        .target(
+            name: "VPNProvCLI",
+            dependencies: ["VPNProvEngine", "VPNProvPKI", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
+        .executableTarget(name: "vpnprov", dependencies: ["VPNProvCLI"]),
         // Fleet-scale benchmark: `swift run -c release vpnprov-bench` (prints figures, asserts nothing).
         .executableTarget(name: "vpnprov-bench"),
         // libFuzzer target for the loader and validator (README "Fuzzing"); a corpus replayer otherwise.
-        .executableTarget(name: "vpnprov-fuzz", dependencies: ["VPNProvKit"]),
+        .executableTarget(name: "vpnprov-fuzz", dependencies: ["VPNProvCLI", "VPNProvPKI", "VPNProvModel"]),
         .testTarget(
             name: "VPNProvKitTests",
-            dependencies: ["VPNProvKit", "VPNProvYAML", "VPNProvCrypto"],
+            dependencies: [
+                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
+            ],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "EndToEndTests", dependencies: ["VPNProvKit", "VPNProvCrypto"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto",
+            ]),
     ]
 )

@@ -9,9 +9,7 @@
 // RSS for each step. Figures, not assertions: the benchmark never fails on speed.
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 struct Options {
     var nodes = 20

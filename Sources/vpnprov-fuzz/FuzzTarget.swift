@@ -9,7 +9,9 @@
 //
 //     swift run vpnprov-fuzz fuzz/corpus crash-1234...
 import Foundation
-import VPNProvKit
+import VPNProvCLI
+import VPNProvModel
+import VPNProvPKI
 
 /// One fuzz input, given to every reader in turn (no selector byte: a seed or a crash file is the
 /// file itself, an inventory, an index.json or a PEM file; each reader rejects the others' inputs

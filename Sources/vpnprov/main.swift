@@ -1,5 +1,6 @@
-import VPNProvKit
+import Foundation
+import VPNProvCLI
 
-// Thin executable: everything lives in VPNProvKit so tests drive it in-process.
+// Thin executable: everything lives in VPNProvCLI and below, so tests drive it in-process.
 let code = CommandLineTool.main(arguments: Array(CommandLine.arguments.dropFirst()))
 exit(code)

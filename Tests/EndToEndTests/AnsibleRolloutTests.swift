@@ -1,9 +1,7 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// The generated deploy/ (inventory, site.yml, vpnprov_node role) run by a real ansible-playbook over SSH
 /// against two nodes, each a network namespace with its own /etc, sshd and charon (see `AnsibleLab`), and

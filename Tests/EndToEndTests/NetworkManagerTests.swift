@@ -1,9 +1,7 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
 /// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend

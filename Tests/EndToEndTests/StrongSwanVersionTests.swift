@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// What the harness and vpnprov assume about the two strongSwan versions they prove against (the host's 5.9 and
 /// the Debian 13 tree's 6.0), checked on the daemons themselves. docs/strongswan-versions.md explains the

@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// PowerShell cannot be installed here (no Debian or PyPI package ships it), so the generated scripts are checked
 /// with the test-side tokenizer written to the PowerShell language specification (PowerShellTokenizer): every

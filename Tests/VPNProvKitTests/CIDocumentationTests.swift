@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 import VPNProvYAML
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// docs/ci.md is copied into real pipelines: its two YAML blocks (GitHub Actions, GitLab CI) are
 /// read as YAML and every shell step of every job is run, with the vpnprov just built, against a

@@ -1,12 +1,20 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// Inventories, materials from the deterministic test PKI and golden-file helpers for the client
 /// renderer, catalogue and consistency tests.
 enum ClientFixtures {
     static let file = "inventory/test.yaml"
-    static func loc(_ line: Int, _ column: Int = 3) -> VPNProvKit.SourceLocation { VPNProvKit.SourceLocation(file: file, line: line, column: column) }
+    static func loc(_ line: Int, _ column: Int = 3) -> VPNProvModel.SourceLocation { VPNProvModel.SourceLocation(file: file, line: line, column: column) }
 
     static func pem(_ label: String, type: String = "CERTIFICATE") -> String {
         let body = Data("fake \(label) DER bytes for tests".utf8).base64EncodedString()

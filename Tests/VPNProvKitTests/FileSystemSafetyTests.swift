@@ -1,11 +1,17 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// What vpnprov leaves on disk and where it agrees to write: nothing derived from a secret is more
 /// readable than the secret, overlapping or system directories are refused, and the state directory

@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// The tools the install checks hand the generated files to. In CI (`VPNPROV_REQUIRE_E2E=1`, set by
 /// .ci/run after scripts/install-test-deps) a missing one fails the test; elsewhere the test is skipped.

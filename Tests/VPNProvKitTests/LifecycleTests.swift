@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// status, unrevoke, rotate-psk, rotate-password and rotate-ca through the command line (in-process),
 /// checked against the state files and, for the CA rotation, against `openssl verify`.

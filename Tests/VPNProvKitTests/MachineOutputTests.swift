@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// `--format json` (one document, the `vpnprov: 1` envelope) and `--format sarif` (checked against
 /// the OASIS SARIF 2.1.0 schema), `validate --secrets`, the end-of-run summary and `--quiet`.
@@ -216,7 +224,7 @@ import Testing
 
     @Test func everyRuleCodeInTheSourcesHasHelpText() throws {
         var found = Set<String>()
-        let sources = Self.root + "/Sources/VPNProvKit"
+        let sources = Self.root + "/Sources"
         let walker = try #require(FileManager.default.enumerator(atPath: sources))
         let pattern = try NSRegularExpression(pattern: #"(?:RuleCode|Code)\((?:rawValue: )?"([a-z0-9-]+)"\)"#)
         for case let path as String in walker where path.hasSuffix(".swift") {

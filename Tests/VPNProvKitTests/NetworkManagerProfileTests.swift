@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// The NetworkManager keyfiles (`networkmanager` device): which services get one, what the `[vpn]` keys say,
 /// the secret's escaping, file modes, the README's install commands, the IPv6 blackhole, and the validator's

@@ -1,5 +1,13 @@
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// The pool checks find overlaps and contained addresses with lookups instead of comparing every
 /// pair of nodes; these prove they report exactly what the pairwise definition says.

@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// The rough edges a new operator hits: where the output tree goes, what the per-node README asks
 /// them to paste, what revoke says, and errors that follow from an earlier one.

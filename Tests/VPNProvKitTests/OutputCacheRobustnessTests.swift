@@ -1,11 +1,17 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// The output tree's bookkeeping (`.vpnprov-stat`, `.vpnprov-cache`) is a hint: damaged, it is
 /// discarded, never a crash, and the next `generate` repairs the tree. Files are read back through

@@ -1,6 +1,14 @@
 import Foundation
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 let testLocation = SourceLocation(file: "test.yaml", line: 1, column: 1)
 let testNow = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21

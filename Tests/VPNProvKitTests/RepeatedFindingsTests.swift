@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// One finding repeated at one place (an anchor aliased thousands of times) is reported a bounded
 /// number of times, and a value repeated in one list is reported once (docs/diagnostics.md).

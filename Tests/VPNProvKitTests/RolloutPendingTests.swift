@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// A deploy job that failed half-way must converge when it is retried: vpnprov remembers which nodes
 /// wait for a rollout until it is told they were rolled out (docs/ci.md, "the deploy job").

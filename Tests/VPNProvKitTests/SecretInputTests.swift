@@ -1,10 +1,16 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// `file:` and `env:` secrets as an attacker or a careless editor leaves them: Windows line endings,
 /// nothing but a line ending, huge, sparse or special files, invalid UTF-8. Each is either read

@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// Inventories built in code and fake Materials (dummy PEM text) for the server renderer.
 enum ServerFixtures {

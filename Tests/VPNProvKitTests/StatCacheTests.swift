@@ -1,11 +1,17 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// `.vpnprov-stat` lets a run trust an untouched output file without hashing it; every way of changing
 /// a file must still be noticed.

@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// The state directory's files through the readers the fuzzer drives (StateInputs: index.json as the
 /// lifecycle commands load it, secrets.json, `status`, output-location, PEM certificates and CRLs).

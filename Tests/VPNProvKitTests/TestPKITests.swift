@@ -1,7 +1,15 @@
 import Foundation
 import Testing
 import VPNProvCrypto
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// Goldens of the encodings themselves: the test PKI's certificates and CRL byte for byte, and the
 /// structure of a PKCS#12 built now (its salts are random, so its bytes cannot be a golden).

@@ -1,9 +1,7 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// Where the unit tests keep their files (state directories with private keys among them), and the
 /// proof that none is left behind.

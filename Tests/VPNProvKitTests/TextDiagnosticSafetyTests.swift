@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// Text diagnostics quote inventory values, and CI logs read stderr: nothing an inventory holds may
 /// print a terminal escape, break a line, reorder what a reader sees, or start a line a CI runner

@@ -1,17 +1,21 @@
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Inventories built in code the way the decoder builds them: every field remembers the line and
 /// column where its value was written, so each rule's diagnostic can be asserted at its exact place.
 enum Fixture {
     static let file = "inventory/prod.yaml"
-    static func at(_ line: Int, _ column: Int) -> VPNProvKit.SourceLocation { VPNProvKit.SourceLocation(file: file, line: line, column: column) }
+    static func at(_ line: Int, _ column: Int) -> VPNProvModel.SourceLocation { VPNProvModel.SourceLocation(file: file, line: line, column: column) }
 
     static let nodeFields = ["address", "id", "pool", "pool6", "services", "psk", "group", "proposals", "dns", "country"]
     static let userFields = ["password", "cert", "id", "nodes", "devices"]
@@ -22,7 +26,7 @@ enum Fixture {
         services: [Service], psk: SecretSource? = nil, group: String? = nil, proposals: Proposals = .defaults,
         dns: [String] = ["1.1.1.1", "2606:4700:4700::1111"], country: String? = "DE"
     ) -> Node {
-        var locations: [String: VPNProvKit.SourceLocation] = [:]
+        var locations: [String: VPNProvModel.SourceLocation] = [:]
         for (k, field) in nodeFields.enumerated() { locations[field] = at(line + 1 + k, 14) }
         return Node(
             name: name, address: address, id: id ?? IKEIdentity.classify(address), region: "eu-central", country: country,
@@ -35,7 +39,7 @@ enum Fixture {
         _ name: String, line: Int, password: SecretSource? = .generate, cert: Bool = false, id: IKEIdentity? = nil,
         nodes: [String], devices: [Device] = Device.allCases, revoked: Bool = false
     ) -> User {
-        var locations: [String: VPNProvKit.SourceLocation] = [:]
+        var locations: [String: VPNProvModel.SourceLocation] = [:]
         for (k, field) in userFields.enumerated() { locations[field] = at(line + 1 + k, 14) }
         return User(
             name: name, password: password, cert: cert, id: id ?? .userFQDN("\(name)@acme"), nodes: nodes, devices: devices,

@@ -1,6 +1,14 @@
 import Foundation
 import Testing
-@testable import VPNProvKit
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvPKI
+@testable import VPNProvRendering
+@testable import VPNProvOutputTree
+@testable import VPNProvPlanning
+@testable import VPNProvModel
+@testable import VPNProvTemplates
+@testable import VPNProvSupport
 
 /// Windows' side of the plan: which Set-VpnConnectionIPsecConfiguration values a node's proposals become, which
 /// nodes the validator refuses for Windows users, and the certificate checks Windows makes.

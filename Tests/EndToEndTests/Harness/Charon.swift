@@ -1,8 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
 /// log file in its own run directory. `swanctl` calls made through it talk to this daemon only, with the

@@ -1,8 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// What a finished (or killed) command left behind.
 struct CommandResult: Sendable, CustomStringConvertible {

@@ -1,8 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// A static HTTP server in a network namespace (Python's `http.server`), serving one directory: what an
 /// operator's web server does with a published CRL. Its request log (stderr) shows what was fetched.

@@ -1,8 +1,6 @@
 import Foundation
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// A Linux desktop's NetworkManager with the strongSwan plugin (Debian's `network-manager` and
 /// `network-manager-strongswan`, whose backend is `charon-nm`), running in the client namespace of a

@@ -1,9 +1,7 @@
 import Foundation
 import Testing
 
-#if canImport(Glibc)
 import Glibc
-#endif
 
 /// Whether this machine can run real strongSwan daemons in network namespaces, and where the tools are.
 ///

@@ -1,0 +1,241 @@
+import Foundation
+import VPNProvEngine
+import VPNProvPKI
+import VPNProvModel
+import VPNProvSupport
+import VPNProvCrypto
+
+/// Everything a command reports besides the files it writes: diagnostics, run-level warnings and
+/// notes, and its result (summary, drift, status...).
+///
+/// The rule, whatever `--format` says: standard error carries the human-readable text (diagnostics
+/// with their excerpts, notes, the end-of-run summary); with `--format json` (or `sarif`) standard
+/// output carries exactly one document, printed by `finish` when the command ends, however it ends.
+/// `--quiet` leaves only errors on standard error. See docs/json-output.md for the JSON shape.
+///
+/// A command reports through the one `CommandOutput` of its run (`context.output`):
+/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `set(_:_:)` for its
+/// command-specific keys ("summary", "drift", "status"...).
+package final class CommandOutput: @unchecked Sendable {
+    /// Version of the JSON document's shape (`"vpnprov": 1`). Raised only for incompatible changes.
+    package static let schemaVersion = 1
+
+    package let command: String
+    package let format: DiagnosticPrinter.Format
+    package let console: Console
+    /// Only errors on standard error.
+    package let quiet: Bool
+    /// The inventory the command reads, as written (SARIF shows unlocated findings there).
+    package var primaryFile: String?
+    /// Shows how far the long stages are (nil: not shown).
+    package let progress: (any ProgressObserver)?
+    /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
+    package var showAcknowledged = false
+
+    private let lock = NSLock()
+    private var collected: [Diagnostic] = []
+    private var sources: [String: [UInt8]] = [:]
+    private var hiddenLines: [String: Set<Int>] = [:]
+    private var cutLines: [String: [Int: Int]] = [:]
+    /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
+    private var hiddenValues: Set<String> = []
+    private var body: [String: AnyEncodable] = [:]
+    private var sarifResults: [Diagnostic] = []
+    private var finished = false
+
+    package init(
+        command: String, format: DiagnosticPrinter.Format = .text, console: Console, quiet: Bool = false,
+        progress: (any ProgressObserver)? = nil
+    ) {
+        self.command = command
+        self.progress = progress
+        self.format = format
+        self.console = console
+        self.quiet = quiet
+    }
+
+    /// Every diagnostic reported so far, in report order.
+    package var diagnostics: [Diagnostic] {
+        lock.lock()
+        defer { lock.unlock() }
+        return collected
+    }
+
+    /// True when the document goes to standard output (json, sarif).
+    package var isMachineReadable: Bool { format != .text }
+
+    /// Source text of an input file, for excerpts under text diagnostics; `hidden` lines (literal
+    /// secrets) are never shown.
+    /// `hiddenValues` (literal secrets, values of unknown keys) are replaced by `<hidden>` in the
+    /// message and notes of every diagnostic reported afterwards, in text, JSON and SARIF alike.
+    /// `cut` lines are shown up to a column only (where a value that may be a secret starts).
+    package func addSource(
+        _ file: String, _ bytes: [UInt8], hidden: Set<Int> = [], hiddenValues: Set<String> = [], cut: [Int: Int] = [:]
+    ) {
+        lock.lock()
+        defer { lock.unlock() }
+        sources[file] = bytes
+        hiddenLines[file, default: []].formUnion(hidden)
+        cutLines[file, default: [:]].merge(cut) { min($0, $1) }
+        self.hiddenValues.formUnion(hiddenValues)
+    }
+
+    /// Reports findings: printed as text on standard error now (errors even with --quiet) and kept
+    /// for the document.
+    package func diagnostics(_ found: [Diagnostic]) {
+        guard !found.isEmpty else { return }
+        lock.lock()
+        // Scrubbed once, here, so the document (JSON, SARIF) holds the same text as standard error.
+        let found = hiddenValues.isEmpty ? found : found.map(DiagnosticPrinter(hiddenValues: hiddenValues).scrubbed)
+        collected += found
+        let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines, cutLines: cutLines)
+        lock.unlock()
+        // Acknowledged warnings are kept for the document only (the inventory says why they stay),
+        // unless asked for.
+        let shown = quiet
+            ? found.filter { $0.severity == .error }
+            : showAcknowledged ? found.map(Self.withReason) : found.filter { $0.acknowledged == nil }
+        console.err(printer.render(shown))
+    }
+
+    /// An acknowledged warning as text: a note at the acknowledgement with its reason.
+    static func withReason(_ d: Diagnostic) -> Diagnostic {
+        guard let ack = d.acknowledged else { return d }
+        var copy = d
+        copy.notes.append(.init(location: ack.location, message: "acknowledged: \(ack.reason)"))
+        return copy
+    }
+
+    /// Keeps the error that ended the command for the document (it was printed already).
+    func collect(_ error: CLIError) {
+        let diagnostic: Diagnostic
+        switch error {
+        case .usage(let message, _): diagnostic = .error(RuleCode("usage"), message, at: nil)
+        case .environment(let message): diagnostic = .error(RuleCode("environment"), message, at: nil)
+        case .failure: return
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        collected.append(diagnostic)
+    }
+
+    /// "2 errors, 1 warning, 6 acknowledged" for `batch` (nothing with --quiet, or when empty).
+    package func countSummary(_ batch: [Diagnostic], strictFailure: Bool = false) {
+        guard !quiet, let summary = DiagnosticPrinter.summary(batch) else { return }
+        console.err("\(summary)\(strictFailure ? " (warnings are errors with --strict)" : "")\n")
+    }
+
+    /// A run-level warning (not about a place in the inventory): a diagnostic without location.
+    package func warning(_ code: RuleCode, _ message: String) {
+        diagnostics([.warning(code, message, at: nil)])
+    }
+
+    /// A run-level error that ends the command (state, environment, usage): a diagnostic without
+    /// location, printed even with --quiet.
+    package func error(_ code: RuleCode, _ message: String) {
+        diagnostics([.error(code, message, at: nil)])
+    }
+
+    /// An informational line on standard error (not with --quiet). `text` has no trailing newline.
+    package func info(_ text: String) {
+        if !quiet { console.err(text + "\n") }
+    }
+
+    /// The command's own text result (the `validate` ok line, `check`'s drift list, `init`'s next
+    /// step): standard output in text format, standard error when standard output holds a document.
+    /// With --quiet only a `failing` result is printed (`check`'s drift list: why it fails).
+    package func result(_ text: String, failing: Bool = false) {
+        if quiet && !failing { return }
+        if isMachineReadable {
+            console.err(text)
+        } else {
+            console.out(text)
+        }
+    }
+
+    /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has
+    /// them under "drift", the text on standard output).
+    package func sarifOnly(_ found: [Diagnostic]) {
+        lock.lock()
+        defer { lock.unlock() }
+        sarifResults += found
+    }
+
+    /// Sets a command-specific key of the JSON document ("summary", "drift", "status"...).
+    package func set<Value: Encodable>(_ key: String, _ value: Value) {
+        lock.lock()
+        defer { lock.unlock() }
+        body[key] = AnyEncodable(value)
+    }
+
+    /// Prints the document (json, sarif) once; later calls do nothing. `ok` is true for exit
+    /// status 0; SARIF's `executionSuccessful` also for 1 (the run worked and found problems).
+    package func finish(exitCode: Int32) {
+        let ok = exitCode == ExitCode.success
+        lock.lock()
+        if finished {
+            lock.unlock()
+            return
+        }
+        finished = true
+        let diagnostics = collected.inReportOrder()
+        let body = self.body
+        let sarifResults = self.sarifResults
+        lock.unlock()
+        switch format {
+        case .text:
+            return
+        case .json:
+            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
+        case .sarif:
+            console.out(Self.encode(SARIFLog(
+                diagnostics: diagnostics + sarifResults, command: command,
+                executionSuccessful: exitCode == ExitCode.success || exitCode == ExitCode.failure, primaryFile: primaryFile)))
+        }
+    }
+
+    /// Pretty-printed, sorted keys, a trailing newline: byte-stable for the same content.
+    static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the command's own keys.
+    struct Envelope: Encodable {
+        var command: String
+        var ok: Bool
+        var diagnostics: [Diagnostic]
+        var body: [String: AnyEncodable]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(_ s: String) { stringValue = s }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: Encoder) throws {
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(CommandOutput.schemaVersion, forKey: Key("vpnprov"))
+            try c.encode(command, forKey: Key("command"))
+            try c.encode(ok, forKey: Key("ok"))
+            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: Key("diagnostics"))
+            for (key, value) in body where !["vpnprov", "command", "ok", "diagnostics"].contains(key) {
+                try c.encode(value, forKey: Key(key))
+            }
+        }
+    }
+}
+
+/// The engine reports through the command's output.
+extension CommandOutput: RunReporter {}
+
+/// Any `Encodable`, for the command-specific keys of the document.
+struct AnyEncodable: Encodable, @unchecked Sendable {
+    private let encodeValue: (Encoder) throws -> Void
+    init<T: Encodable>(_ value: T) { encodeValue = value.encode(to:) }
+    func encode(to encoder: Encoder) throws { try encodeValue(encoder) }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import VPNProvEngine
+import VPNProvPKI
+import VPNProvModel
+import VPNProvSupport
+import VPNProvCrypto
+
+/// Where a command writes: standard output and standard error, injected so tests run commands
+/// in-process and read what they printed.
+package struct Console: Sendable {
+    package enum Stream: Sendable {
+        case output
+        case error
+    }
+
+    private let sink: @Sendable (Stream, String) -> Void
+    /// Progress messages go to stderr only when it is a terminal.
+    package var errorIsTerminal: Bool
+
+    package init(errorIsTerminal: Bool = false, sink: @escaping @Sendable (Stream, String) -> Void) {
+        self.sink = sink
+        self.errorIsTerminal = errorIsTerminal
+    }
+
+    /// Writes `text` as is (no newline added) to standard output.
+    package func out(_ text: String) { sink(.output, text) }
+    /// Writes `text` as is (no newline added) to standard error.
+    package func err(_ text: String) { sink(.error, text) }
+
+    /// `TextOutputStream`s for `print(..., to: &stream)`.
+    package var standardOutput: ConsoleStream { ConsoleStream(console: self, stream: .output) }
+    package var standardError: ConsoleStream { ConsoleStream(console: self, stream: .error) }
+
+    /// The process's real streams.
+    package static var standard: Console {
+        Console(errorIsTerminal: isatty(2) == 1) { stream, text in
+            let handle = stream == .output ? FileHandle.standardOutput : FileHandle.standardError
+            handle.write(Data(text.utf8))
+        }
+    }
+
+    /// A console that records everything, for tests.
+    package static func capturing() -> (Console, ConsoleCapture) {
+        let capture = ConsoleCapture()
+        return (Console { stream, text in capture.append(stream, text) }, capture)
+    }
+}
+
+/// A `TextOutputStream` writing to one of a console's streams.
+package struct ConsoleStream: TextOutputStream, Sendable {
+    let console: Console
+    let stream: Console.Stream
+    package mutating func write(_ string: String) {
+        stream == .output ? console.out(string) : console.err(string)
+    }
+}
+
+/// What a capturing console received.
+package final class ConsoleCapture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var out = ""
+    private var err = ""
+
+    package init() {}
+
+    func append(_ stream: Console.Stream, _ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        if stream == .output { out += text } else { err += text }
+    }
+
+    package var stdout: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return out
+    }
+
+    package var stderr: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return err
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import VPNProvEngine
+import VPNProvPKI
+import VPNProvModel
+import VPNProvSupport
+import VPNProvCrypto
+
+/// The lifecycle commands: `status` (read-only) and the state-changing `rotate-ca`, `rotate-psk`,
+/// `rotate-password` and `unrevoke`, which regenerate the output like `generate` afterwards.
+enum LifecycleCommandSupport {
+    static let lifecycleFormat = CommonOptions.format
+
+    /// The regenerate options of a state-changing command; `inventoryIndex` is the positional of INVENTORY.
+    static func options(
+        _ arguments: ParsedArguments, inventoryIndex: Int, command: String, action: PKIManager.StateAction, _ context: CommandContext
+    ) throws(CLIError) -> LifecycleOptions {
+        let given = arguments.positionals.count > inventoryIndex ? arguments.positionals[inventoryIndex] : nil
+        let (display, path) = try CommonOptions.inventory(given, context)
+        return LifecycleOptions(
+            command: command, action: action,
+            regenerate: GenerateOptions(
+                inventory: display, inventoryPath: path,
+                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
+                stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
+                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
+                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                now: context.now))
+    }
+
+    static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet]
+    static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
+        + "and which users need new profiles."
+
+    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the run's
+    /// clock, so expiry can be tested without waiting. Unset in every normal run.
+    static func now(_ context: CommandContext) throws(CLIError) -> Date {
+        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return context.now }
+        if let seconds = TimeInterval(text) { return Date(timeIntervalSince1970: seconds) }
+        if let date = ISO8601DateFormatter().date(from: text) { return date }
+        // A calendar date alone (2027-11-15) is midnight UTC of that day.
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        if let date = day.date(from: text) { return date }
+        throw CLIError.usage(
+            "VPNPROV_NOW must be seconds since 1970 or an ISO 8601 date or time (2027-11-15, 2027-11-15T08:00:00Z), "
+                + "found '\(text)'", command: nil)
+    }
+
+    static func requireName(_ arguments: ParsedArguments, _ what: String, command: String) throws(CLIError) {
+        guard let name = arguments.positionals.first, !name.isEmpty else {
+            throw CLIError.usage("missing argument <\(what)>", command: command)
+        }
+    }
+}
+
+// MARK: - status
+
+struct StatusCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "status",
+        abstract: "Show what the state holds for the inventory, and when it expires.",
+        discussion: "The CA (both during a rotation), every node and user certificate (identity, serial, not-after, days left, "
+            + "active / superseded / revoked / held), the CRLs, which generated secrets exist (never their values), users without "
+            + "certificates, and what the state holds for names the inventory no longer has. Read-only: takes no lock, changes "
+            + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate or a CRL expires within DAYS "
+            + "(or has expired), for a daily CI job.",
+        arguments: [CommonOptions.inventoryArgument],
+        options: [
+            CommonOptions.state, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
+            .init("expiring", value: "days", help: "Exit 1 when something expires within this many days (listing what and when)."),
+        ])
+
+    var arguments: ParsedArguments
+    var expiring: Int?
+
+    init(_ arguments: ParsedArguments) throws(CLIError) {
+        self.arguments = arguments
+        if let text = arguments.value("expiring") {
+            guard let days = Int(text), days >= 0, days <= 36500 else {
+                throw CLIError.usage("invalid value '\(text)' for '--expiring <days>': expected a whole number of days (0-36500)",
+                                     command: Self.configuration.name)
+            }
+            expiring = days
+        }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
+        let now = try LifecycleCommandSupport.now(context)
+        let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+        let output = context.output
+        let loaded = try engine { () throws(EngineError) in
+            try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
+        }
+        if let outcome = loaded.outcome { return ExitCode.of(outcome) }
+        guard let inventory = loaded.inventory else { return ExitCode.failure }
+        let report: StatusReport
+        do {
+            report = try StatusReport.make(inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
+        } catch let error as StateError {
+            output.error(RuleCode(error.code.rawValue), error.message)
+            return ExitCode.environment
+        } catch {
+            output.error(RuleCode("state-unreadable"), "\(error)")
+            return ExitCode.environment
+        }
+        output.set("status", report)
+        let expired = report.expiring?.isEmpty == false
+        output.result(report.text, failing: expired)
+        return expired ? ExitCode.failure : ExitCode.success
+    }
+}
+
+// MARK: - rotate-ca
+
+struct RotateCACommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rotate-ca",
+        abstract: "Start a CA rotation (new CA, every certificate re-issued), or end it with --finish.",
+        discussion: "During the overlap the servers keep trusting the previous CA and present the new one cross-certified by it, "
+            + "so profiles installed before the rotation keep connecting while users receive new ones. --finish retires the "
+            + "previous CA: after the rollout, certificates and profiles from before the rotation are refused. "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [CommonOptions.inventoryArgument],
+        options: [.init("finish", help: "End the overlap: remove the previous CA from every server.")]
+            + LifecycleCommandSupport.regenerateOptions)
+
+    var arguments: ParsedArguments
+    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let action: PKIManager.StateAction = arguments.flag("finish") ? .finishCARotation : .startCARotation
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 0, command: Self.configuration.name, action: action, context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
+// MARK: - rotate-psk / rotate-password / unrevoke
+
+struct RotatePSKCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rotate-psk",
+        abstract: "Replace a node's generated PSK (psk: gen).",
+        discussion: "A PSK from env:, file: or the inventory itself is the operator's to change: that is an error. "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [.init("node", help: "The node whose PSK is replaced."), CommonOptions.inventoryArgument],
+        options: LifecycleCommandSupport.regenerateOptions)
+
+    var arguments: ParsedArguments
+    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try LifecycleCommandSupport.requireName(arguments, "node", command: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePSK(node: arguments.positionals[0]), context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
+struct RotatePasswordCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rotate-password",
+        abstract: "Replace a user's generated password (password: gen).",
+        discussion: "A password from env: or file: is the operator's to change: that is an error. "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [.init("user", help: "The user whose password is replaced."), CommonOptions.inventoryArgument],
+        options: LifecycleCommandSupport.regenerateOptions)
+
+    var arguments: ParsedArguments
+    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try LifecycleCommandSupport.requireName(arguments, "user", command: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePassword(user: arguments.positionals[0]),
+            context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
+struct UnrevokeCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "unrevoke",
+        abstract: "Undo 'vpnprov revoke USER': a fresh certificate (new serial) and secrets.",
+        discussion: "The revoked serial stays on the CRL. A user revoked in the inventory ('revoked: true') is unrevoked there. "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [.init("user", help: "The user to reinstate."), CommonOptions.inventoryArgument],
+        options: LifecycleCommandSupport.regenerateOptions)
+
+    var arguments: ParsedArguments
+    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try LifecycleCommandSupport.requireName(arguments, "user", command: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
+// MARK: - rolled-out
+
+struct RolledOutCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rolled-out",
+        abstract: "Record that nodes were rolled out: they no longer wait for a rollout.",
+        discussion: "Every run that changes a node's server files records the node as waiting for a rollout (in the state); "
+            + "the summary of generate, revoke and the lifecycle commands lists them all, with the rollout command, until this "
+            + "command says they were rolled out. So a deploy job whose rollout failed rolls the same nodes out when it is "
+            + "retried, although generate then changes nothing (docs/ci.md).",
+        arguments: [CommonOptions.inventoryArgument],
+        options: [
+            .init("nodes", value: "list", help: "The nodes rolled out, comma-separated (as given to ansible-playbook --limit)."),
+            .init("all", help: "Every node waiting for a rollout."),
+            CommonOptions.state, CommonOptions.format, CommonOptions.quiet,
+        ])
+
+    var arguments: ParsedArguments
+    var nodes: [String]?
+
+    init(_ arguments: ParsedArguments) throws(CLIError) {
+        self.arguments = arguments
+        let all = arguments.flag("all")
+        switch (arguments.value("nodes"), all) {
+        case (let list?, false):
+            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !names.isEmpty else {
+                throw CLIError.usage("'--nodes' needs at least one node name", command: Self.configuration.name)
+            }
+            nodes = names
+        case (nil, true):
+            nodes = nil
+        case (_?, true):
+            throw CLIError.usage("give either '--nodes <list>' or '--all', not both", command: Self.configuration.name)
+        case (nil, false):
+            throw CLIError.usage("say which nodes were rolled out: '--nodes <list>' or '--all'", command: Self.configuration.name)
+        }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
+        let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+        return try engineCommand { () throws(EngineError) in
+            try Pipeline.rolledOut(
+                nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)
+        }
+    }
+}

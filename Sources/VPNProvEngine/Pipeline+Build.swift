@@ -1,0 +1,275 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvPKI
+import VPNProvRendering
+import VPNProvOutputTree
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvYAML
+
+/// The first half of `generate`, `check` and `revoke`: load and validate the inventory, prepare the
+/// PKI and state (not yet committed), fingerprint every user's inputs for the render cache.
+extension Pipeline {
+    struct Built {
+        var prepared: PrepareResult
+        var templates: TemplateSet
+        /// Per active user: the fingerprint of everything their files are rendered from.
+        var fingerprints: [String: String]
+        /// Users whose files are on disk exactly as the previous run rendered them from the same
+        /// inputs (render cache): neither checked nor rendered again.
+        var fresh: [String: RenderCache.Entry]
+        /// Entries of the previous render cache: when every one of them is fresh and nothing is
+        /// rendered, the cache file is left as it is instead of being serialized again.
+        var previousCacheEntries = 0
+        /// Files were hashed because their stat records did not vouch for them: record them anew.
+        var refreshStats = false
+        /// Findings so far (warnings only); the consistency check's come with the rendering.
+        var diagnostics: [Diagnostic]
+        /// The server side of the consistency check, prepared once for every rendering worker.
+        var servers: Consistency.Servers
+        /// The state lock, held from loading the state until it is committed and the output published.
+        var lock: StateLock
+    }
+
+
+    /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
+    /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
+    static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
+        var shared: [Any] = [ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
+        for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
+        shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
+        if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
+        for node in inventory.nodes {
+            let m = materials.nodes[node.name]
+            shared += [m?.certificatePEM ?? "", m?.psk ?? ""]
+        }
+        let common = Fingerprint.digest(shared)
+        let users = inventory.users.filter { !$0.revoked }
+        let userDigests = parallelMap(users.count) { i -> String in
+            // Every field of the user's entry but its source locations (moving a line changes no
+            // output), and the user's materials.
+            let user = users[i]
+            return Fingerprint.digest([common, Fingerprint.userInputs(user, materials.users[user.name])])
+        }
+        var digests = Dictionary(uniqueKeysWithValues: zip(users.map(\.name), userDigests))
+        // The servers' files and the catalogue also hold the node keys, the CRL and every active
+        // user's secrets: their fingerprint covers all of those.
+        var servers: [Any] = [common, materials.crlPEM, materials.nodeScoping]
+        if let rotation = materials.rotation {
+            servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
+        }
+        for node in inventory.nodes { servers.append(materials.nodes[node.name]?.privateKeyPEM ?? "") }
+        for name in digests.keys.sorted() { servers += [name, digests[name]!] }
+        digests[serversCacheKey] = Fingerprint.digest(servers)
+        return digests
+    }
+
+    /// The running program's own digest: a different build of vpnprov (a fixed renderer, the same
+    /// version string) renders everything again instead of trusting files an older build wrote.
+    /// Unreadable, it is unique to this run, so nothing is taken from the cache.
+    static let buildIdentity: String = {
+        if let bytes = try? BoundedFile.read("/proc/self/exe", limit: BoundedFile.outputFileLimit) { return hexString(Digest.sha256(bytes)) }
+        return UUID().uuidString
+    }()
+
+    /// The render-cache entry of `servers/` and `catalog/` (not a valid user name).
+    static let serversCacheKey = "@servers"
+
+    /// The users whose cached files are intact and rendered from the same inputs.
+    static func freshUsers(
+        in directory: String, fingerprints: [String: String]
+    ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int, refreshStats: Bool) {
+        let reader = try OutputTree.Session(directory: directory, mode: .compare)
+        let (cache, stats) = reader.previousCaches()
+        let previous = cache.entries
+        let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
+        let checked = parallelMap(candidates.count) { i -> (intact: Bool, hashed: Bool) in
+            var hashed = false
+            let intact = reader.isIntact(candidates[i].value, stats: stats, hashed: &hashed)
+            return (intact, hashed)
+        }
+        var fresh: [String: RenderCache.Entry] = [:]
+        for (i, candidate) in candidates.enumerated() where checked[i].intact { fresh[candidate.key] = candidate.value }
+        return (fresh, previous.count, checked.contains { $0.hashed })
+    }
+
+    /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
+    /// the inventory has errors (exit 1). Throws for usage/environment problems.
+    static func build(
+        _ options: GenerateOptions, output: any RunReporter, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false,
+        action: PKIManager.StateAction? = nil
+    ) throws -> Built? {
+        let loaded = try loadInventory(
+            display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output, report: !quietLoad)
+        if loaded.outcome != nil { return nil }
+        guard let inventory = loaded.inventory else { return nil }
+        let templates: TemplateSet
+        do {
+            templates = try TemplateSet.load(directory: options.templatesDirectory)
+        } catch {
+            throw EngineError.usage("templates: \(error)")
+        }
+        let inventoryDirectory = (options.inventoryPath as NSString).deletingLastPathComponent
+        // Secrets before the lock: a bad secret reference leaves no state directory behind.
+        let secrets: PKIManager.ResolvedSecrets
+        do {
+            secrets = try PKIManager.resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: options.environment)
+        } catch let error as PKIError where error.isInventory {
+            printDiagnostics([error.diagnostic], output: output)
+            return nil
+        }
+        // The lock stays held (in Built) until the state is committed and the tree published: two
+        // runs must not both prepare from the same state and then both commit.
+        let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
+        var handedOver = false
+        defer { if lock == nil && !handedOver { heldLock.release() } }
+        let prepared: PrepareResult
+        do {
+            prepared = try PKIManager.prepare(
+                inventory: inventory, stateDirectory: options.stateDirectory,
+                inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now, persist: persist, lock: heldLock,
+                action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
+        } catch let error as PKIError where error.isInventory {
+            printDiagnostics([error.diagnostic], output: output)
+            return nil
+        }
+        output.progress.finished(.issuingCertificates)
+        let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
+        let (fresh, previousCacheEntries, refreshStats) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
+        var diagnostics = secretStrength(prepared.inventory, prepared.materials)
+        // Only users rendered again are checked: a run where every user is fresh needs no server facts.
+        let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
+        let servers = stale
+            ? checkedServers(prepared.inventory, prepared.materials) : Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        // The consistency check runs with the rendering (one client plan for both), unless this
+        // already fails: then it runs now, so every finding is reported at once.
+        if diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings) {
+            // A fresh user's connections were checked by the run that rendered them from the same inputs.
+            var toCheck = prepared.inventory
+            toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
+            diagnostics += consistency(toCheck, prepared.materials, servers)
+            printDiagnostics(diagnostics, output: output)
+            return nil
+        }
+        handedOver = true
+        return Built(
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
+            diagnostics: diagnostics, servers: servers, lock: heldLock)
+    }
+
+    /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules
+    /// the validator applies to literals (generated ones are strong by construction).
+    static func secretStrength(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
+        secretStrength(
+            inventory, psks: materials.nodes.compactMapValues(\.psk), passwords: materials.users.compactMapValues(\.password))
+    }
+
+    /// `validate --secrets`: resolves every env:/file: secret a run would read (never printing one)
+    /// and reports, at the line that references it, an unset or empty variable, an unreadable file
+    /// and a value that fails the strength rules.
+    static func checkSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String]) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var psks: [String: String] = [:]
+        var passwords: [String: String] = [:]
+        func resolve(_ source: SecretSource, _ what: String, _ location: SourceLocation?) -> String? {
+            do {
+                return try SecretResolver.resolve(
+                    source, what: what, at: location, inventoryDirectory: inventoryDirectory, environment: environment,
+                    settings: inventory.secrets)
+            } catch let error as PKIError {
+                out.append(error.diagnostic)
+            } catch {
+                out.append(.error(RuleCode(PKIError.Code.secretUnavailable.rawValue), "\(what): \(source.reference) cannot be read", at: location))
+            }
+            return nil
+        }
+        for secret in externalSecrets(inventory) {
+            let value = resolve(secret.source, secret.what, secret.location)
+            switch secret.owner {
+            case .node(let name): psks[name] = value
+            case .user(let name): passwords[name] = value
+            }
+        }
+        return out + secretStrength(inventory, psks: psks, passwords: passwords)
+    }
+
+    /// An env:/file: secret a run reads: its owner, how messages name it, where it is written.
+    package struct ExternalSecret {
+        enum Owner {
+            case node(String)
+            case user(String)
+        }
+        var owner: Owner
+        var source: SecretSource
+        var what: String
+        var location: SourceLocation?
+    }
+
+    /// The env:/file: secrets a run resolves: PSKs of nodes with a PSK service, active users' passwords.
+    package static func externalSecrets(_ inventory: Inventory) -> [ExternalSecret] {
+        var out: [ExternalSecret] = []
+        for node in inventory.nodes where node.services.contains(where: \.needsPSK) {
+            guard let source = node.psk, source.isExternal else { continue }
+            out.append(ExternalSecret(owner: .node(node.name), source: source, what: "node '\(node.name)' psk", location: node.location(of: "psk")))
+        }
+        for user in inventory.users where !user.revoked {
+            guard let source = user.password, source.isExternal else { continue }
+            out.append(
+                ExternalSecret(
+                    owner: .user(user.name), source: source, what: "user '\(user.name)' password", location: user.location(of: "password")))
+        }
+        return out
+    }
+
+    /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user).
+    static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String]) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        func external(_ source: SecretSource?) -> Bool { source?.isExternal ?? false }
+        for node in inventory.nodes where external(node.psk) {
+            guard let psk = psks[node.name] else { continue }
+            for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPSK : .unrepresentableSecret,
+                    "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)", at: node.location(of: "psk")))
+            }
+        }
+        for user in inventory.users where !user.revoked && external(user.password) {
+            guard let password = passwords[user.name] else { continue }
+            for problem in SecretPolicy.check(secret: password, kind: .password, names: [user.name, inventory.name]) {
+                out.append(.error(
+                    problem.category == .weak ? .weakPassword : .unrepresentableSecret,
+                    "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
+                    at: user.location(of: "password")))
+            }
+        }
+        return out
+    }
+
+    /// Real certificate contents for the consistency check's SAN and issuer checks.
+    package static let inspectCertificate: Consistency.CertificateInspector = { pem in
+        guard let cert = try? X509Certificate(pem: pem) else { return nil }
+        var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
+        facts.extendedKeyUsages = cert.extendedKeyUsageOIDs
+        facts.policies = cert.certificatePolicyOIDs
+        for name in cert.subjectAlternativeNames {
+            switch name {
+            case .dnsName(let v): facts.dnsNames.append(v)
+            case .ipAddress(let v): facts.ipAddresses.append(v)
+            case .rfc822Name(let v): facts.emails.append(v)
+            }
+        }
+        return facts
+    }
+}
+
+extension SecretSource {
+    /// Read at run time from the environment or a file (`env:` / `file:`).
+    var isExternal: Bool {
+        switch self {
+        case .env, .file: return true
+        case .generate, .literal: return false
+        }
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvPKI
+import VPNProvRendering
+import VPNProvOutputTree
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvYAML
+
+/// The second half: plan, check and render every file into an output session, then commit the
+/// state and publish the tree.
+extension Pipeline {
+    /// What rendering produced: the number of files and the consistency check's findings.
+    struct Rendered {
+        var count: Int
+        var diagnostics: [Diagnostic]
+    }
+
+    /// Users per slice of the client plan. The plan of a whole fleet (a connection per user, node
+    /// and service) is never held at once: each slice is planned, checked or rendered, and dropped.
+    static let usersPerSlice = 8
+
+    /// The inventory with only `users` (the client plan of a slice of users).
+    static func slice(_ inventory: Inventory, _ users: ArraySlice<User>) -> Inventory {
+        var sub = inventory
+        sub.users = Array(users)
+        return sub
+    }
+
+    /// Every node's server view, with its certificate read, for the consistency check.
+    static func checkedServers(_ inventory: Inventory, _ materials: Materials) -> Consistency.Servers {
+        // A node at a time on all cores: each view lists the node's password users (20,000 for a fleet).
+        let nodes = inventory.nodes
+        let views = parallelMap(nodes.count) {
+            ServerView(ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
+        }
+        return Consistency.Servers(views, materials: materials, inspect: inspectCertificate)
+    }
+
+    /// Findings in order, each once (a node's finding can come from every slice of users).
+    static func merged(_ lists: [[Diagnostic]]) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var seen = Set<Diagnostic>()
+        for found in lists {
+            for d in found where seen.insert(d).inserted { out.append(d) }
+        }
+        return out
+    }
+
+    /// The consistency check, slice by slice on all cores; findings in slice order, without
+    /// duplicates (a node's finding can come from every slice).
+    static func consistency(_ inventory: Inventory, _ materials: Materials, _ servers: Consistency.Servers) -> [Diagnostic] {
+        let users = inventory.users
+        let perSlice = 256
+        let slices = max(1, (users.count + perSlice - 1) / perSlice)
+        let results = parallelMap(slices) { k -> [Diagnostic] in
+            let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
+            let plan = ClientPlan.build(inventory: sub, materials: materials)
+            return Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
+        }
+        return merged(results)
+    }
+
+    /// Renders every file and stages it (write: changed files under temporary names), then commits
+    /// the state and publishes the output tree. A failure before the state commit removes the
+    /// temporary files: neither the state nor the visible output changed.
+    /// nil when the consistency check failed (reported; nothing changed). `pending`: the nodes waiting
+    /// for a rollout afterwards (this run's changed nodes and those recorded earlier).
+    static func write(
+        _ built: Built, options: GenerateOptions, output: any RunReporter
+    ) throws -> (files: WriteSummary, pending: [String])? {
+        let session = try OutputTree.Session(directory: options.outDirectory, mode: .write)
+        do {
+            // Every certificate this run signed is named in the state before the first of them is
+            // staged in the output tree: a run killed from here on leaves none the next run cannot revoke.
+            try built.prepared.recordIssuing()
+            let rendered = try render(
+                built, into: session, stage: .writingProfiles, progress: output.progress)
+            guard settle(built, rendered, options: options, output: output) else {
+                session.abort()
+                built.prepared.abandonIssuing()
+                return nil
+            }
+            try built.prepared.commit()
+        } catch {
+            session.abort()
+            built.prepared.abandonIssuing()
+            throw error
+        }
+        // The nodes whose files change are recorded as waiting for a rollout before the first file
+        // is renamed (docs/ci.md: a retried deploy job must find them again).
+        let fleet = built.prepared.inventory.nodes.map(\.name)
+        var pending: [String] = []
+        let files = try session.publish(announcingOwnersUnder: "servers") { (nodes) throws(OutputError) in
+            do {
+                pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
+            } catch {
+                throw OutputError("cannot record the nodes waiting for a rollout: \((error as? StateError)?.message ?? "\(error)")")
+            }
+        }
+        return (files, pending)
+    }
+
+    /// Prints every finding (and the state's warnings) once the consistency check is complete;
+    /// false when they forbid writing (errors, or warnings under --strict).
+    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: any RunReporter) -> Bool {
+        let diagnostics = built.diagnostics + rendered.diagnostics
+        let failed = diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings)
+        if !diagnostics.isEmpty { printDiagnostics(diagnostics, output: output) }
+        if failed { return false }
+        for warning in built.prepared.warnings { output.warning(.stateNotice, warning) }
+        return true
+    }
+
+    /// Renders the servers, the catalogue and every user's files into `session`, users in parallel
+    /// batches (each batch planned, checked for consistency, rendered, compared and staged by one
+    /// worker, so only the batches in flight are in memory). Batches are added in inventory order
+    /// and the first failure in that order is the one reported, so the outcome does not depend on
+    /// scheduling. Consistency errors win over rendering failures (a batch with errors renders
+    /// nothing): the caller reports them and aborts the session.
+    static func render(
+        _ built: Built, into session: OutputTree.Session, stage: ProgressStage, progress: (any ProgressObserver)?
+    ) throws -> Rendered {
+        let inventory = built.prepared.inventory
+        let materials = built.prepared.materials
+        let templates = built.templates
+        let users = inventory.users.filter { !$0.revoked }
+        let batchSize = usersPerSlice
+        let batches = 1 + (users.count + batchSize - 1) / batchSize
+        let report = progress.callback(stage)
+        // Each finished batch goes into the session as soon as every batch before it has: a fleet's
+        // batches together list 600,000 paths, which then never wait in memory beside the session's own
+        // lists. The first failure in batch order stops the adding; later batches are discarded.
+        let adding = InOrderAdding(session: session, users: users.count)
+        _ = parallelMap(batches) { b in
+            var findings: [Diagnostic] = []
+            let result = Result { () throws -> InOrderAdding.BatchResult in
+                var files: [OutputFile] = []
+                var entries: [String: RenderCache.Entry] = [:]
+                var kept = OutputTree.Session.Batch()
+                var staged = OutputTree.Session.Batch()
+                if b == 0 {
+                    if let entry = built.fresh[serversCacheKey] {
+                        entries[serversCacheKey] = entry
+                        kept.keep(entry.files)
+                    } else {
+                        // Staged a node at a time: each node's files hold every user's secrets.
+                        var cached = RenderCache.FileList()
+                        func stage(_ part: [OutputFile]) throws {
+                            staged.append(try session.prepare(part))
+                            cached.append(contentsOf: RenderCache.files(part))
+                        }
+                        do {
+                            try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)
+                            try stage(
+                                [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)]
+                                    + CatalogRenderer.render(inventory: inventory) + DeployRenderer.render(inventory: inventory, templates: templates))
+                        } catch {
+                            session.discard(staged)
+                            throw error
+                        }
+                        entries[serversCacheKey] = RenderCache.Entry(fingerprint: built.fingerprints[serversCacheKey]!, files: cached)
+                    }
+                } else {
+                    let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
+                    let stale = batch.filter { built.fresh[$0.name] == nil }
+                    var byUser: [String: [ClientConnection]] = [:]
+                    if !stale.isEmpty {
+                        // One plan for the check and the files. A fresh user's connections were
+                        // checked by the run that rendered them from the same inputs.
+                        let sub = slice(inventory, stale[...])
+                        let plan = ClientPlan.build(inventory: sub, materials: materials)
+                        findings = Consistency.check(plan: plan, against: built.servers, inventory: sub, materials: materials)
+                        if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
+                        byUser = plan.connectionsByUser()
+                    }
+                    for user in batch {
+                        if let entry = built.fresh[user.name] {
+                            entries[user.name] = entry
+                            kept.keep(entry.files)
+                            continue
+                        }
+                        var userFiles = try ClientRenderer.render(
+                            user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                        if let signer = materials.profileSigner, signer.randomizedSignatures {
+                            userFiles = userFiles.map { file in
+                                AppleProfileRenderer.keepingPreviousSignature(file, signer: signer) {
+                                    session.existingContents($0, limit: AppleProfileRenderer.previousProfileLimit)
+                                }
+                            }
+                        }
+                        entries[user.name] = RenderCache.entry(fingerprint: built.fingerprints[user.name]!, files: userFiles)
+                        files += userFiles
+                    }
+                }
+                var prepared = try session.prepare(files)
+                prepared.append(staged)
+                prepared.append(kept)
+                return (prepared, entries)
+            }
+            let count = adding.finished(b, result, findings)
+            report?(count, batches)
+        }
+        progress.finished(stage)
+        let diagnostics = merged(adding.findings)
+        // The caller reports the findings and aborts the session, which removes every staged file.
+        if diagnostics.hasErrors { return Rendered(count: 0, diagnostics: diagnostics) }
+        if let failure = adding.failure { throw failure }
+        let cache = adding.cache
+        let count = adding.count
+        // Every entry of the previous cache is fresh and nothing new was rendered: the file on disk is
+        // already these bytes (a fleet's cache is tens of MB to serialize and compare).
+        session.refreshStats = built.refreshStats
+        if cache.entries.count == built.fresh.count && built.fresh.count == built.previousCacheEntries {
+            session.keepRenderCache = true
+        } else {
+            session.renderCache = cache
+        }
+        return Rendered(count: count, diagnostics: diagnostics)
+    }
+}
+
+/// The batches of `Pipeline.render`, added to the session in batch order as they finish (on
+/// whichever worker completes the next one in order), with their render-cache entries and findings.
+private final class InOrderAdding: @unchecked Sendable {
+    typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
+
+    private let lock = NSLock()
+    private let session: OutputTree.Session
+    private var waiting: [Int: Result<BatchResult, Error>] = [:]
+    private var next = 0
+    private var done = 0
+    private(set) var findings: [[Diagnostic]] = []
+    private(set) var failure: Error?
+    private(set) var count = 0
+    private(set) var cache = RenderCache(entries: [:])
+
+    init(session: OutputTree.Session, users: Int) {
+        self.session = session
+        cache.entries.reserveCapacity(users + 1)
+    }
+
+    /// Takes batch `b`'s outcome and adds every batch that is now next in order; returns how many
+    /// batches have finished (for progress).
+    func finished(_ b: Int, _ result: Result<BatchResult, Error>, _ batchFindings: [Diagnostic]) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        if findings.count <= b { findings += Array(repeating: [], count: b + 1 - findings.count) }
+        findings[b] = batchFindings
+        waiting[b] = result
+        while let result = waiting.removeValue(forKey: next) {
+            next += 1
+            switch result {
+            case .success(let (batch, entries)):
+                guard failure == nil else {
+                    session.discard(batch)
+                    continue
+                }
+                session.add(batch)
+                count += batch.files.count
+                cache.entries.merge(entries) { first, _ in first }
+            case .failure(let error):
+                if failure == nil { failure = error }
+            }
+        }
+        done += 1
+        return done
+    }
+}

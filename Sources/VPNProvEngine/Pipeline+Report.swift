@@ -1,0 +1,323 @@
+import Foundation
+import VPNProvPKI
+import VPNProvRendering
+import VPNProvOutputTree
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+import VPNProvYAML
+
+/// What a run reports: diagnostics, the end-of-run summary, and every failure mapped to its outcome.
+extension Pipeline {
+    static func printDiagnostics(_ diagnostics: [Diagnostic], output: any RunReporter) {
+        let sorted = diagnostics.cappingRepeats().inReportOrder()
+        output.diagnostics(sorted)
+        output.countSummary(sorted)
+    }
+
+    /// Renders and checks, then the state, then the output tree, then the summary. False when the
+    /// consistency check failed (reported; nothing written).
+    static func commitAndWrite(
+        _ built: Built, options: GenerateOptions, output: any RunReporter
+    ) throws -> Bool {
+        // Everything checked and rendered (changed files wait under temporary names): now the
+        // state, then the output tree.
+        guard let written = try write(built, options: options, output: output) else { return false }
+        OutputLocation.record(options)
+        report(built, written.files, pending: written.pending, options: options, output: output)
+        return true
+    }
+
+    /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
+    /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
+    @discardableResult
+    static func report(
+        _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: any RunReporter
+    ) -> RunSummary {
+        let summary = RunSummary(
+            built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
+            pending: Set(pending), rolledOut: rolledOutCommand(options))
+        output.set("summary", summary)
+        for change in built.prepared.changes { output.info("vpnprov: \(change)") }
+        if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
+            // Said once: only the run that creates the CA gets here.
+            output.info(
+                "vpnprov: note: \(display(options.stateDirectory, options)) now holds the CA key: back the whole directory up now and "
+                    + "after every run that changes it (copy it while no vpnprov runs, e.g. 'tar -C \(display(options.stateDirectory, options)) "
+                    + "-czf vpnprov-state.tgz .', and keep the copy encrypted and offline). Without it no certificate can be issued, "
+                    + "renewed or revoked for the installed profiles; see docs/lifecycle.md")
+            for other in OutputLocation.otherStates(
+                besides: options.stateDirectory, inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory) {
+                output.warning(
+                    .stateNotice,
+                    "this run created a new CA in \(display(options.stateDirectory, options)), but \(display(other, options)) already holds "
+                        + "a CA; if that is this deployment's state, run with --state \(display(other, options)) (a relative --state is taken "
+                        + "from the current directory) and remove \(display(options.stateDirectory, options)) and the tree this run wrote")
+            }
+        }
+        output.info(
+            "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
+                + "\(written.unchangedCount) unchanged, \(written.removed.count) removed")
+        if !summary.nodes.changed.isEmpty {
+            output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
+        }
+        let earlier = (summary.nodes.pending ?? []).filter { !summary.nodes.changed.contains($0) }
+        if !earlier.isEmpty {
+            output.info("vpnprov: nodes still waiting for a rollout from an earlier run: \(listed(earlier))")
+        }
+        if !summary.nodes.removed.isEmpty {
+            output.info(
+                "vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service with "
+                    + "\(summary.out)/deploy/retire.yml)")
+        }
+        if let rollout = summary.next.rollout, let recorded = summary.next.rolledOut {
+            output.info(
+                "vpnprov: next: roll the nodes out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)")
+        }
+        if !summary.users.changed.isEmpty {
+            output.info(
+                "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
+                    + "(\(summary.out)/clients/<user>/)")
+        }
+        if let catalog = summary.next.publishCatalog {
+            output.info("vpnprov: next: the app catalogue changed: publish \(catalog) to the app's backend")
+        }
+        if let publish = summary.next.publishCRL {
+            output.info("vpnprov: next: publish \(publish.file) at \(publish.url) (devices that check revocation fetch it there)")
+        }
+        if !summary.users.removed.isEmpty {
+            output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
+        }
+        return summary
+    }
+
+    /// The `rolled-out` command for this deployment, its node list left for the caller: the inventory as
+    /// given, `--state` only when it is not the default beside the inventory.
+    static func rolledOutCommand(_ options: GenerateOptions) -> String {
+        let defaultState = OutputLocation.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
+        var words = ["vpnprov", "rolled-out", ShellWord.quote(options.inventory)]
+        if OutputLocation.standardized(defaultState) != OutputLocation.standardized(options.stateDirectory) {
+            words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]
+        }
+        return words.joined(separator: " ")
+    }
+
+    /// Names for a summary line: a fleet's first run changes every user, so long lists are cut
+    /// (`--format json` has them all).
+    static func listed(_ names: [String], limit: Int = 20) -> String {
+        guard names.count > limit else { return names.joined(separator: ", ") }
+        return names.prefix(limit).joined(separator: ", ") + " and \(names.count - limit) more (all in --format json)"
+    }
+
+    /// `path` relative to the working directory when it is below it.
+    static func display(_ path: String, _ options: GenerateOptions) -> String {
+        let cwd = options.currentDirectory.hasSuffix("/") ? String(options.currentDirectory.dropLast()) : options.currentDirectory
+        if path == cwd { return "." }
+        return path.hasPrefix(cwd + "/") ? String(path.dropFirst(cwd.count + 1)) : path
+    }
+
+    /// Runs a stage and maps every failure to its rule, message and outcome in one place, reported
+    /// as a run-level error. An `EngineError` goes to the caller, which prints it with its usage hint.
+    static func run(_ output: any RunReporter, _ body: () throws -> Outcome) throws(EngineError) -> Outcome {
+        do {
+            return try body()
+        } catch let error as EngineError {
+            throw error
+        } catch {
+            let failure = failure(error)
+            output.error(failure.code, failure.message)
+            return failure.outcome
+        }
+    }
+
+    /// The rule, message and outcome of an error that ended a stage.
+    static func failure(_ error: any Error) -> (code: RuleCode, message: String, outcome: Outcome) {
+        switch error {
+        case let error as PKIError:
+            return (RuleCode(error.code.rawValue), error.message, error.isInventory ? .failure : .environment)
+        case let error as StateError:
+            return (RuleCode(error.code.rawValue), error.message, .environment)
+        case let error as OutputError:
+            return (.outputIO, error.message, .environment)
+        default:
+            // Renderer errors name what is missing, never a secret value.
+            return (.renderFailure, "\(error)", .environment)
+        }
+    }
+}
+
+extension RuleCode {
+    /// A remark about the state that does not stop the run (a CA kept with other settings, a user
+    /// held revoked by command).
+    package static let stateNotice = RuleCode("state-notice")
+    /// About a revocation: how it is recorded, how to undo it, what it cannot withdraw.
+    package static let revokedUser = RuleCode("revoked-user")
+    /// The output tree cannot be read or written.
+    package static let outputIO = RuleCode("output-io")
+    /// The deployment's output tree is elsewhere than this run would write it.
+    package static let outputLocation = RuleCode("output-location")
+    /// A profile or configuration could not be rendered.
+    package static let renderFailure = RuleCode("render-failure")
+}
+
+/// The `"summary"` of `generate` and `revoke` in `--format json` (never a secret: names, paths,
+/// counts, serial numbers).
+struct RunSummary: Encodable {
+    struct Names: Encodable {
+        var count: Int
+        /// Nodes whose server files changed / users whose profiles changed (they need the new ones).
+        var changed: [String]
+        /// Nodes or users whose files were removed (no longer in the inventory, or revoked).
+        var removed: [String]
+        /// Nodes only: every node waiting for a rollout, this run's changed nodes and those an earlier
+        /// run changed that are not yet recorded as rolled out (`vpnprov rolled-out`).
+        var pending: [String]? = nil
+    }
+
+    struct Files: Encodable {
+        var written: Int
+        var unchanged: Int
+        var removed: Int
+        /// Sorted.
+        var writtenPaths: PathList
+        var removedPaths: [String]
+    }
+
+    struct StateChange: Encodable {
+        var action: String
+        var holder: String
+        var name: String?
+        var serial: String?
+        package var reason: String?
+        var text: String
+    }
+
+    struct Certificate: Encodable {
+        var holder: String
+        var name: String?
+        var serial: String?
+    }
+
+    struct Certificates: Encodable {
+        var issued: [Certificate] = []
+        var renewed: [Certificate] = []
+        var revoked: [Certificate] = []
+    }
+
+    struct Next: Encodable {
+        /// The command that rolls the pending nodes out (absent when no node waits for a rollout).
+        var rollout: String?
+        /// The command that records that rollout once it succeeded (absent with `rollout`).
+        var rolledOut: String?
+        /// Users to hand their new profiles to.
+        var profiles: [String]
+        /// The CRL file to publish and where (`pki.crl_url`), when this run changed it.
+        var publishCRL: PublishCRL?
+        /// The app catalogue, when this run changed it: the app's backend serves it.
+        var publishCatalog: String?
+    }
+
+    struct PublishCRL: Encodable {
+        var file: String
+        var url: String
+    }
+
+    var out: String
+    var nodes: Names
+    var users: Names
+    var files: Files
+    var state: [StateChange]
+    var certificates: Certificates
+    var next: Next
+
+    init(
+        _ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange], pending: Set<String>,
+        rolledOut: String
+    ) {
+        self.out = out
+        let inventory = prepared.inventory
+        let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
+        let nodeNames = inventory.nodes.map(\.name)
+        let removed = PathList(written.removed.sorted())
+        let nodesWritten = written.written.owners(under: "servers"), nodesRemoved = removed.owners(under: "servers")
+        let usersWritten = written.written.owners(under: "clients"), usersRemoved = removed.owners(under: "clients")
+        let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
+        // Recorded before the renames, so this run's changed nodes are among them.
+        let pendingNodes = nodeNames.filter(pending.contains)
+        nodes = Names(
+            count: nodeNames.count, changed: changedNodes,
+            removed: nodesRemoved.subtracting(nodeNames).sorted(), pending: pendingNodes)
+        let changedUsers = activeUsers.filter { usersWritten.contains($0) }
+        users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
+        files = Files(
+            written: written.written.count, unchanged: written.unchangedCount, removed: written.removed.count,
+            writtenPaths: written.written, removedPaths: written.removed.sorted())
+        var certificates = Certificates()
+        state = changes.map { change in
+            let (holder, name): (String, String?) = {
+                switch change.holder {
+                case .ca: return ("ca", nil)
+                case .node(let n): return ("node", n)
+                case .user(let n): return ("user", n)
+                }
+            }()
+            let certificate = Certificate(holder: holder, name: name, serial: change.serial)
+            switch change.kind {
+            case .issued, .caCreated: certificates.issued.append(certificate)
+            case .reissued: certificates.renewed.append(certificate)
+            case .revoked: certificates.revoked.append(certificate)
+            default: break
+            }
+            return StateChange(
+                action: change.kind.action, holder: holder, name: name, serial: change.serial, reason: change.reason,
+                text: change.description)
+        }
+        self.certificates = certificates
+        next = Next(
+            rollout: pendingNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingNodes),
+            rolledOut: pendingNodes.isEmpty ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingNodes.joined(separator: ",")),
+            profiles: changedUsers,
+            publishCRL: inventory.pki.crlURL.flatMap { url in
+                written.written.contains(ServerRenderer.publishedCRLPath)
+                    ? PublishCRL(file: "\(out)/\(ServerRenderer.publishedCRLPath)", url: url) : nil
+            },
+            publishCatalog: written.written.contains(CatalogRenderer.path) || written.removed.contains(CatalogRenderer.path)
+                ? "\(out)/\(CatalogRenderer.path)" : nil)
+    }
+
+    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.
+    static func rolloutCommand(out: String, nodes: [String]) -> String {
+        let dir = ShellWord.quote(out)
+        return "ansible-playbook -i \(dir)/deploy/inventory.yml \(dir)/deploy/site.yml --limit \(ShellWord.quote(nodes.joined(separator: ",")))"
+    }
+}
+
+/// Quoting for command lines printed for an operator to paste into a POSIX shell.
+enum ShellWord {
+    static func quote(_ word: String) -> String {
+        let safe = word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_./,:=@%+".contains($0)) }
+        if safe && !word.isEmpty { return word }
+        return "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+}
+
+extension PKIChange.Kind {
+    /// Stable machine name of the change (`--format json`).
+    var action: String {
+        switch self {
+        case .caCreated: return "ca-created"
+        case .caAdopted: return "ca-adopted"
+        case .issued: return "issued"
+        case .reissued: return "renewed"
+        case .revoked: return "revoked"
+        case .crlUpdated: return "crl-updated"
+        case .secretGenerated: return "secret-generated"
+        case .secretRotated: return "secret-rotated"
+        case .caRotationStarted: return "ca-rotation-started"
+        case .caRotationFinished: return "ca-rotation-finished"
+        case .unrevoked: return "unrevoked"
+        }
+    }
+}

@@ -1,5 +1,0 @@
-/// The version of vpnprov, in one place below every layer: the `--version` line, the SARIF driver and
-/// the render cache's fingerprint all name it.
-public enum ProductVersion {
-    public static let current = "0.1.0"
-}

@@ -1,0 +1,89 @@
+import VPNProvSupport
+import VPNProvYAML
+import VPNProvCrypto
+
+// Acknowledged warnings (`acknowledge:` in the inventory, docs/inventory.md): a warning kept on
+// purpose (a PSK service an old client needs) is marked with the operator's reason instead of being
+// repeated on every run. It stays in the JSON and SARIF documents (SARIF as a suppression), is not
+// printed as text, and does not fail --strict.
+//
+// Decisions: only warning rules can be acknowledged; an entry naming an error rule or an unknown
+// rule is an error (the inventory asks for something vpnprov will not do, or has a typo that would
+// otherwise silence nothing). An entry that matches no warning is a warning (`stale-acknowledgement`),
+// so acknowledgements do not outlive what they were written for; it is not judged while the inventory
+// has decoding errors (the parts it names may be the broken ones).
+
+package enum Acknowledgements {
+    /// The rules that report warnings about a node, a user or the deployment: what `acknowledge:`
+    /// may name. `weak-proposal` is an error unless `allow_weak` makes it a warning; only the warning
+    /// can be acknowledged.
+    static let warningRules: Set<RuleCode> = [
+        .identitySingleLabel, .reservedName, .literalSecret, .pskReused, .weakProposal, .ipv6Leak, .appleOptionUnused,
+        .noIKEv1Proposal, .poolLarge, .poolContainsDNS, .networkSetting, .unreachableAddress, .unusedPSK, .unusedGroup,
+        .unusedPassword, .certUnused, .userWithoutService, .deviceWithoutService, .weakPSKService, .ikev1Aggressive,
+        .ikev1Service, .ikev1Hybrid, .ikev1Build, .hybridAppleIdentity, .serverDaysApple, .caDaysShort,
+    ]
+
+    /// Every rule code vpnprov reports (the ones with a help text).
+    static var knownRules: [String] { RuleHelp.table.keys.sorted() }
+
+    /// Problems of the entries themselves: an unknown rule, an error rule. The entries that can
+    /// never match are returned too, so they are not reported as stale as well.
+    static func check(_ acknowledgements: [Acknowledgement]) -> (diagnostics: [Diagnostic], unusable: Set<Int>) {
+        var diagnostics: [Diagnostic] = []
+        var unusable = Set<Int>()
+        for (i, ack) in acknowledgements.enumerated() where !warningRules.contains(ack.rule) {
+            unusable.insert(i)
+            let shown = DecodingContext.printable(ack.rule.rawValue)
+            if RuleHelp.table[ack.rule.rawValue] == nil {
+                diagnostics.append(.error(
+                    .unknownRule, "'acknowledge': no rule '\(shown)'" + DecodingContext.hint(for: ack.rule.rawValue, among: knownRules),
+                    at: ack.ruleLocation))
+            } else {
+                diagnostics.append(.error(
+                    .errorAcknowledged,
+                    "'acknowledge': '\(shown)' reports errors, which cannot be acknowledged, only fixed; "
+                        + "acknowledgements are for the warnings of docs/diagnostics.md", at: ack.ruleLocation))
+            }
+        }
+        return (diagnostics, unusable)
+    }
+
+    /// Marks each warning of `diagnostics` that an entry covers (the first entry in the inventory's
+    /// order) and appends the entries' own problems; with `reportStale`, a warning for each usable
+    /// entry that covered nothing.
+    package static func apply(_ inventory: Inventory, to diagnostics: inout [Diagnostic], reportStale: Bool) {
+        let acknowledgements = inventory.acknowledgements
+        guard !acknowledgements.isEmpty else { return }
+        let (problems, unusable) = check(acknowledgements)
+        var used = Set<Int>()
+        for i in diagnostics.indices where diagnostics[i].isOpenWarning && diagnostics[i].subject != nil {
+            guard let k = acknowledgements.indices.first(where: { !unusable.contains($0) && acknowledgements[$0].covers(diagnostics[i]) })
+            else { continue }
+            used.insert(k)
+            let ack = acknowledgements[k]
+            diagnostics[i].acknowledged = .init(reason: ack.reason, location: ack.location)
+        }
+        diagnostics += problems
+        guard reportStale else { return }
+        for (k, ack) in acknowledgements.enumerated() where !unusable.contains(k) && !used.contains(k) {
+            var missing: [String] = []
+            if let node = ack.node, inventory.node(named: node) == nil { missing.append("no node '\(DecodingContext.printable(node))'") }
+            if let user = ack.user, inventory.user(named: user) == nil { missing.append("no user '\(DecodingContext.printable(user))'") }
+            let why = missing.isEmpty ? "" : " (the inventory has \(missing.joined(separator: " and ")))"
+            diagnostics.append(.warning(
+                .staleAcknowledgement,
+                "'acknowledge': \(ack.rule) \(describe(ack)) matches no warning\(why); remove the entry if the warning is gone",
+                at: ack.location))
+        }
+    }
+
+    /// "for node 'fra-1' and service ikev2-psk", "for the deployment".
+    static func describe(_ ack: Acknowledgement) -> String {
+        var parts: [String] = []
+        if let node = ack.node { parts.append("node '\(DecodingContext.printable(node))'") }
+        if let user = ack.user { parts.append("user '\(DecodingContext.printable(user))'") }
+        if let service = ack.service { parts.append("service \(service.rawValue)") }
+        return parts.isEmpty ? "for the deployment" : "for " + parts.joined(separator: " and ")
+    }
+}

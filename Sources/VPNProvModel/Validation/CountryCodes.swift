@@ -1,0 +1,39 @@
+import VPNProvSupport
+import VPNProvYAML
+import VPNProvCrypto
+
+// ISO 3166-1 alpha-2 country codes for the catalogue's `country` (flags, grouping).
+//
+// Decisions: the officially assigned codes (ISO 3166 Maintenance Agency, 249 codes), plus XK
+// (Kosovo, user-assigned but used by the EU and by flag sets). Lower case is an error with the
+// upper-case hint; UK and EL, the exceptionally reserved codes people write, hint GB and GR.
+
+enum CountryCodes {
+    static let assigned: Set<String> = Set(
+        """
+        AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE
+        BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW BY BZ CA CC CD
+        CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM
+        DO DZ EC EE EG EH ER ES ET FI FJ FK FM FO FR GA GB GD GE GF
+        GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU
+        ID IE IL IM IN IO IQ IR IS IT JE JM JO JP KE KG KH KI KM KN
+        KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME
+        MF MG MH MK ML MM MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA
+        NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM
+        PN PR PS PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI
+        SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK
+        TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI
+        VN VU WF WS YE YT ZA ZM ZW
+        XK
+        """.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init))
+
+    static let hints: [String: String] = ["UK": "GB", "EL": "GR"]
+
+    /// Why `code` is not a country code, or nil.
+    static func problem(_ code: String) -> String? {
+        if assigned.contains(code) { return nil }
+        if assigned.contains(code.uppercased()) { return "must be upper case: '\(code.uppercased())'" }
+        if let hint = hints[code.uppercased()] { return "is not an ISO 3166-1 alpha-2 code; did you mean '\(hint)'?" }
+        return "is not an assigned ISO 3166-1 alpha-2 code (two upper-case letters such as DE, US, JP)"
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import VPNProvCrypto
+
+import Glibc
+import VPNProvSupport
+
+extension OutputTree {
+    /// Directories below the root opened one component at a time with O_NOFOLLOW (a symlink fails
+    /// with ELOOP or ENOTDIR), creating missing ones when asked, and kept open while a batch's files
+    /// go to the same few directories.
+    final class DirectoryCache {
+        let root: Int32
+        let create: Bool
+        private var open: [String: Int32] = [:]
+        /// Directories this cache made (mkdirat succeeded): empty when made.
+        private var made: Set<String> = []
+        /// The directory asked for last: files come in runs of the same directory, and comparing a
+        /// few short names costs less than joining them into a key to look up.
+        private var last: (components: [String], fd: Int32)?
+
+        init(root: Int32, create: Bool) {
+            self.root = root
+            self.create = create
+        }
+
+        /// The directory's descriptor (owned by the cache), or nil when it is missing and not created.
+        func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError) -> Int32? {
+            let create = create ?? self.create
+            if components.isEmpty { return root }
+            if let last, last.components.elementsEqual(components) { return last.fd }
+            let key = components.joined(separator: "/")
+            if let fd = open[key] {
+                last = (Array(components), fd)
+                return fd
+            }
+            if open.count >= 64 { closeAll() }
+            guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
+            let component = components.last!
+            if create {
+                if mkdirat(parent, component, 0o755) == 0 {
+                    made.insert(key)
+                } else if errno != EEXIST {
+                    throw OutputError.errno("cannot create directory for", display)
+                }
+            }
+            let fd = openat(parent, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                if !create && errno == ENOENT { return nil }
+                throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
+            }
+            open[key] = fd
+            last = (Array(components), fd)
+            return fd
+        }
+
+        func closeAll() {
+            for fd in open.values { close(fd) }
+            open = [:]
+            last = nil
+            lastParent = nil
+        }
+
+        private var lastParent: (path: Substring, fd: Int32)?
+
+        /// The directory holding `path` and the file's name in it, with `checkRelativePath`'s rules;
+        /// nil when the directory is missing and not created. A file in the same directory as the one
+        /// before costs no splitting of its path (stat records and renames go through long runs).
+        func parent(of path: String) throws(OutputError) -> (dir: Int32, name: String)? {
+            let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+            let parentPath = slash.map { path[..<$0] } ?? ""
+            let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
+            guard OutputTree.isPlainComponent(name.utf8) else { throw OutputError("refusing unsafe output path '\(path)'") }
+            if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name)) }
+            let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
+            guard let fd = try directory(components[...], display: path) else { return nil }
+            lastParent = (parentPath, fd)
+            return (fd, String(name))
+        }
+
+        /// Every directory this cache created (relative paths).
+        var createdDirectories: Set<String> { made }
+
+        /// Whether this cache created the directory (so it held nothing before this cache wrote to it).
+        func created(_ components: ArraySlice<String>) -> Bool {
+            !made.isEmpty && made.contains(components.joined(separator: "/"))
+        }
+    }
+}

@@ -1,0 +1,525 @@
+import Foundation
+import VPNProvCrypto
+
+import Glibc
+import VPNProvSupport
+
+extension OutputTree {
+    // MARK: streaming
+
+    /// Writes (or compares) an output tree batch by batch, so a fleet's files never have to be in
+    /// memory at once. `prepare` may run on several threads at once (one batch each); `add` takes
+    /// the batches in order, one call at a time; `publish` makes the new files visible:
+    /// - prepare compares each file with the tree and writes a changed one under a temporary name
+    ///   (`.<name>.tmp-<pid>`) next to its place; nothing visible changes yet;
+    /// - publish flushes the file system once, renames every temporary file into place, removes
+    ///   what an earlier run wrote and this one does not, writes the manifest and flushes again.
+    ///   A crash never leaves a half-written file, and one flush replaces an fsync per file;
+    /// - abort (after a failure before publish) removes the temporary files: nothing changed.
+    package final class Session: @unchecked Sendable {
+        package enum Mode: Sendable { case write, compare }
+
+        /// What `prepare` found for one batch: every path, each with its status (packed: a fleet has
+        /// hundreds of thousands).
+        package struct Batch: Sendable {
+            package var files = PathList()
+            /// How many files were already right (a no-op run of a fleet has 600,000).
+            package var unchanged = 0
+
+            package init() {}
+
+            /// Adds another prepared batch's files to this one.
+            package mutating func append(_ other: Batch) {
+                files.append(contentsOf: other.files)
+                unchanged += other.unchanged
+            }
+
+            /// Adds files known to be right without rendering them (a fresh render-cache entry).
+            package mutating func keep(_ cached: RenderCache.FileList) {
+                cached.forEachFile { _, _, path in files.append(utf8: path) }
+                unchanged += cached.count
+            }
+        }
+
+        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
+        private static let processID = getpid()
+
+        let directory: String
+        let mode: Mode
+        /// -1 in compare mode when the directory does not exist.
+        let root: Int32
+        let syncPerFile: Bool
+        /// Every path added, with what `prepare` found (staged, missing or stale, or right). `publish`
+        /// and `drift` sort it once and find two outputs for one path as neighbours (a fleet has
+        /// 600,000 paths: a set of them was a tenth of a run's memory).
+        private var files = PathList()
+        private var unchangedCount = 0
+        /// `publish` has renamed the staged files into place: `abort` has none left to remove.
+        private var published = false
+        /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
+        /// them all. Found at the start, it means a run was killed half-way: only then are all
+        /// directories searched for temporary files (a search a no-op run should not pay for).
+        static let writingMarker = ".vpnprov-writing"
+        private var killedRunLeftTemporaries = false
+        private let markerLock = NSLock()
+        private var markerWritten = false
+        /// Directories `prepare` created (relative paths) and whether the root itself was created:
+        /// `abort` removes them again when they are empty, so a failed run (a full disk) leaves no
+        /// empty directories behind. Guarded by `markerLock`.
+        private var createdDirectories: Set<String> = []
+        private var createdRoot = false
+
+        package init(directory: String, mode: Mode) throws(OutputError) {
+            self.directory = directory
+            self.mode = mode
+            syncPerFile = !FileSystemSync.available
+            if mode == .write {
+                createdRoot = access(directory, F_OK) != 0
+                root = try openRoot(directory, create: true)
+                killedRunLeftTemporaries = faccessat(root, Session.writingMarker, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+                markerWritten = killedRunLeftTemporaries
+            } else {
+                let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                guard fd >= 0 || errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
+                root = fd
+            }
+        }
+
+        deinit { if root >= 0 { close(root) } }
+
+        /// Compares `files` with the tree and, in write mode, writes the changed ones under temporary
+        /// names. Thread-safe. On error, this batch's temporary files are already removed.
+        package func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
+            var batch = Batch()
+            let cache = DirectoryCache(root: root, create: mode == .write)
+            defer {
+                cache.closeAll()
+                if !cache.createdDirectories.isEmpty {
+                    markerLock.lock()
+                    createdDirectories.formUnion(cache.createdDirectories)
+                    markerLock.unlock()
+                }
+            }
+            do {
+                for file in files {
+                    let parts = try checkRelativePath(file.path)
+                    let mode: mode_t = file.isPrivate ? privateMode : publicMode
+                    guard root >= 0, let dir = try cache.directory(parts.dropLast(), display: file.path) else {
+                        batch.files.append(file.path, .changed)
+                        continue
+                    }
+                    // A directory this batch created holds only what the batch wrote: nothing to compare.
+                    let current = cache.created(parts.dropLast()) ? .differs(missing: true)
+                        : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
+                    switch current {
+                    case .matches:
+                        batch.files.append(file.path)
+                        batch.unchanged += 1
+                    case .differs:
+                        if self.mode == .write {
+                            try markWriting()
+                            try writeTemporary(
+                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
+                                display: file.path)
+                            CrashTestHook.step()
+                        }
+                        batch.files.append(file.path, self.mode == .write ? [.changed, .staged] : .changed)
+                    }
+                }
+            } catch {
+                discard(batch.files)
+                throw error
+            }
+            return batch
+        }
+
+        /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error
+        /// (`publish` and `drift` throw it).
+        package func add(_ batch: Batch) {
+            files.append(contentsOf: batch.files)
+            unchangedCount += batch.unchanged
+        }
+
+        static func duplicate(_ path: String) -> OutputError { OutputError("two outputs want the path '\(path)'") }
+
+        /// Removes the temporary files of a batch that is not going to be added (or of everything
+        /// added so far): used after a failure, so nothing visible changed.
+        package func discard(_ batch: Batch) { discard(batch.files) }
+
+        package func abort() {
+            if !published { discard(files) }
+            // Every temporary file of this session is gone; a killed run's may not be, and then the
+            // marker stays for the next run to clean up.
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            if markerWritten && !killedRunLeftTemporaries {
+                unlinkat(root, Session.writingMarker, 0)
+                markerWritten = false
+            }
+            // Directories this run created, deepest first; unlinkat(AT_REMOVEDIR) removes only empty ones.
+            for path in createdDirectories.sorted(by: { $0.count > $1.count }) {
+                unlinkat(root, path, AT_REMOVEDIR)
+            }
+            createdDirectories = []
+            if createdRoot { rmdir(directory) }
+        }
+
+        private func discard(_ list: PathList) {
+            guard root >= 0 else { return }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for i in list.indices where list.status(i).contains(.staged) {
+                if let place = try? cache.parent(of: list[i]) {
+                    unlinkat(place.dir, Session.temporaryName(place.name), 0)
+                }
+            }
+        }
+
+        /// Write mode: makes every prepared file visible, removes stale outputs, writes the manifest.
+        /// Renames the staged files into place and removes what an earlier run wrote and this one does
+        /// not. `announce`, when given, is called first, before anything in the tree changes, with the
+        /// names `x` of the paths `top/x/...` that will be written or removed: a caller that must remember
+        /// them (the nodes waiting for a rollout) records them while a failure can still only make it
+        /// remember too much, never too little.
+        package func publish(
+            announcingOwnersUnder top: String? = nil, _ announce: (Set<String>) throws(OutputError) -> Void = { _ in }
+        ) throws(OutputError) -> WriteSummary {
+            precondition(mode == .write)
+            var summary = WriteSummary()
+            // Sorted once (the manifest lists the paths sorted; the renames go in runs of neighbours).
+            do { try sortFiles() } catch {
+                abort()
+                throw error
+            }
+            // In path order, so the first failure reported is the first path, and each run of renames
+            // reuses its directory descriptors.
+            let ordered = files.indices.filter { files.status($0).contains(.staged) }
+            // What an earlier run wrote and this one does not (read before anything is renamed).
+            let stale = Set(files.missing { forEachManifestLine(root, $0) }).sorted()
+            if let top {
+                do throws(OutputError) {
+                    try announce(files.owners(under: top, at: ordered).union(PathList(stale).owners(under: top)))
+                } catch {
+                    abort()
+                    throw error
+                }
+            }
+            // Flushes are for new data; a run that changes nothing must not flush the file system.
+            var wroteAnything = !ordered.isEmpty
+            if !syncPerFile && !ordered.isEmpty {
+                guard FileSystemSync.sync(root) else {
+                    let e = OutputError.errno("cannot flush", directory)
+                    abort()
+                    throw e
+                }
+            }
+            let cache = DirectoryCache(root: root, create: true)
+            defer { cache.closeAll() }
+            // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
+            // each worker reuses its directory descriptors; the first failure in path order is reported.
+            let perRun = 512
+            let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
+                let runCache = DirectoryCache(root: root, create: true)
+                defer { runCache.closeAll() }
+                for position in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
+                    let path = files[position]
+                    let place: (dir: Int32, name: String)?
+                    do throws(OutputError) { place = try runCache.parent(of: path) } catch { return error }
+                    guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0 else {
+                        return OutputError.errno("cannot write", path)
+                    }
+                    if syncPerFile { fsync(place.dir) }
+                    CrashTestHook.step()
+                }
+                return nil
+            }
+            if let failure = failures.lazy.compactMap({ $0 }).first {
+                abort()
+                throw failure
+            }
+            // A first run writes every file: the list is then shared, not copied.
+            summary.written = ordered.count == files.count ? files : files.subset(ordered.lazy.map { Int32($0) })
+            published = true
+            summary.unchangedCount = unchangedCount
+            // Remove what an earlier run wrote and this one does not; never anything else.
+            for old in stale {
+                guard let parts = try? checkRelativePath(old),
+                    let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
+                else { continue }
+                if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
+            }
+            removeEmptiedDirectories(after: summary.removed, cache: cache)
+            // Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
+            // renaming, anywhere in the tree: the killed run may have staged files where this run writes
+            // nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
+            // Directories left empty (created by the killed run for them) go too.
+            if killedRunLeftTemporaries {
+                var leftovers: [String] = []
+                try? listFiles(root, prefix: "") { path in
+                    let name = path.split(separator: "/").last.map(String.init) ?? path
+                    if isTemporaryName(name) { leftovers.append(path) }
+                }
+                var removedTemporaries: [String] = []
+                for path in leftovers {
+                    // By its directory (a temporary name is not a path `parent(of:)` accepts).
+                    var parts = path.split(separator: "/").map(String.init)
+                    let name = parts.removeLast()
+                    if let dir = try? cache.directory(parts[...], display: path, create: false), unlinkat(dir, name, 0) == 0 {
+                        removedTemporaries.append(path)
+                    }
+                }
+                removeEmptiedDirectories(after: removedTemporaries, cache: cache)
+            }
+            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
+            self.files = PathList()
+            var st = stat()
+            var newCache: (digest: String, paths: PathList)?
+            var keptCache: [UInt8]?
+            if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                (st.st_mode & 0o7777) == privateMode
+            {
+                // Unchanged: nothing to write.
+            } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
+                // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
+                // they are (a readable digest of a secret file lets anyone confirm a guess offline).
+                wroteAnything = try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
+                keptCache = bytes
+            } else if let renderCache {
+                newCache = try writeRenderCache(renderCache)
+                wroteAnything = true
+            } else {
+                unlinkat(root, RenderCache.fileName, 0)
+            }
+            wroteAnything = wroteAnything || !summary.removed.isEmpty
+            // Last, so its own time is later than every change it records.
+            if wroteAnything || refreshStats {
+                var stats: [UInt8]?
+                if let newCache {
+                    let paths = newCache.paths
+                    stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
+                } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
+                    stats = StatCache.encode(cache: bytes, root: root)
+                }
+                if let stats {
+                    try replaceRootFile(StatCache.fileName, with: stats, mode: privateMode)
+                } else {
+                    unlinkat(root, StatCache.fileName, 0)
+                }
+            }
+            // The renames and removals (directory entries) are durable after one more flush.
+            if wroteAnything {
+                if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+            }
+            // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
+            if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
+            return summary
+        }
+
+        /// Sorts `files` by path into buffers of exactly their size; two outputs for one path, neighbours
+        /// then, are an error.
+        private func sortFiles() throws(OutputError) {
+            files = files.subset(files.sortedOrder())
+            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) { throw Self.duplicate(files[i]) }
+        }
+
+        /// Creates the writing marker before the first temporary file (once, from any thread).
+        private func markWriting() throws(OutputError) {
+            markerLock.lock()
+            defer { markerLock.unlock() }
+            guard !markerWritten else { return }
+            let fd = openat(root, Session.writingMarker, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, publicMode)
+            guard fd >= 0 else { throw OutputError.errno("cannot write", Session.writingMarker) }
+            close(fd)
+            markerWritten = true
+        }
+
+        /// Writes the render cache at the top of the tree (atomically, 0600) piece by piece, so a fleet's
+        /// cache (tens of MB) is never in memory at once; returns the SHA-256 (hex) of what it wrote.
+        /// Also returns the paths of its `file` lines in order (the stat records' order).
+        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> (digest: String, paths: PathList) {
+            let digest = Digest.SHA256Stream()
+            var paths = PathList()
+            try writeRootFile(RenderCache.fileName, mode: privateMode) { put in
+                cache.write(eachPath: { paths.append(utf8: $0) }) { piece in
+                    digest.update(piece)
+                    return put(piece)
+                }
+            }
+            return (hexString(digest.finish()), paths)
+        }
+
+        /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).
+        @discardableResult
+        private func replaceRootFile(_ name: String, with contents: [UInt8], mode: mode_t) throws(OutputError) -> Bool {
+            guard case .differs = try state(root, name: name, contents: contents, mode: mode) else { return false }
+            try writeRootFile(name, mode: mode) { put in put(contents) }
+            return true
+        }
+
+        /// Writes a bookkeeping file at the top of the tree atomically (a temporary file, flushed, then
+        /// renamed), its contents made by `produce` as `writeTemporary` takes them.
+        private func writeRootFile(
+            _ name: String, mode: mode_t, produce: (_ put: ([UInt8]) -> Bool) -> Bool
+        ) throws(OutputError) {
+            try markWriting()
+            let temp = Session.temporaryName(name)
+            try writeTemporary(root, name: temp, mode: mode, sync: true, display: name, produce: produce)
+            guard renameat(root, temp, root, name) == 0 else {
+                let e = OutputError.errno("cannot write", name)
+                unlinkat(root, temp, 0)
+                throw e
+            }
+        }
+
+        // MARK: render cache
+
+        /// The stat records must be written again although nothing else changed (some were missing,
+        /// stale or not trusted, so this run hashed files).
+        package var refreshStats = false
+
+        /// The new render cache, written by `publish` (nil removes it, unless `keepRenderCache`).
+        package var renderCache: RenderCache?
+        /// The render cache on disk is already what this run would write: `publish` leaves it alone.
+        package var keepRenderCache = false
+
+        /// The render cache of the previous run (empty when absent), and the stat records that go with
+        /// exactly its bytes (nil when missing, stale or unreadable). The cache's bytes (tens of MB for a
+        /// fleet) are let go as soon as they are parsed.
+        package func previousCaches() -> (cache: RenderCache, stats: StatCache?) {
+            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else { return (RenderCache(bytes: nil), nil) }
+            return (RenderCache(bytes: cache), stats(for: cache))
+        }
+
+        private func stats(for cache: [UInt8]) -> StatCache? {
+            let fd = openat(root, StatCache.fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var st = stat()
+            // 32 bytes a file: 20 MB for a fleet of 600,000 files; far beyond that it is not ours.
+            guard fstat(fd, &st) == 0, let bytes = readAll(fd, limit: BoundedFile.outputFileLimit) else { return nil }
+            return StatCache(bytes: bytes, cacheDigest: hexString(Digest.sha256(cache)), written: st.st_mtim)
+        }
+
+        /// Every file of `entry` is on disk as a regular file with its recorded mode and digest: by its
+        /// stat record when `stats` vouches for it, else by reading and hashing it (`hashed` is then
+        /// set, so the run records fresh stats). Thread-safe (read-only).
+        package func isIntact(_ entry: RenderCache.Entry, stats: StatCache? = nil, hashed: inout Bool) -> Bool {
+            guard root >= 0 else { return false }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            // A user's files sit in a few directories: the parent is checked and opened once, and for the
+            // files after the first only the name is checked (a fleet has hundreds of thousands of paths).
+            var parent: (path: Substring, fd: Int32)?
+            for (k, file) in entry.files.enumerated() {
+                let slash = file.path.utf8.lastIndex(of: UInt8(ascii: "/"))
+                let parentPath = slash.map { file.path[..<$0] } ?? ""
+                let nameText = slash.map { file.path[file.path.index(after: $0)...] } ?? file.path[...]
+                let dir: Int32
+                if let parent, parent.path == parentPath {
+                    guard isPlainComponent(nameText.utf8) else { return false }
+                    dir = parent.fd
+                } else {
+                    guard let parts = try? checkRelativePath(file.path),
+                        let opened = try? cache.directory(parts.dropLast(), display: file.path)
+                    else { return false }
+                    dir = opened
+                    parent = (parentPath, opened)
+                }
+                let name = String(nameText)
+                if let stats, entry.firstOrdinal >= 0 {
+                    var st = stat()
+                    if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                        (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
+                        stats.trusts(st, ordinal: Int(entry.firstOrdinal) + k)
+                    {
+                        continue
+                    }
+                }
+                hashed = true
+                let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+                guard fd >= 0 else { return false }
+                defer { close(fd) }
+                var st = stat()
+                // Bounded like every outside read: a huge (or sparse) file at a cached path is simply
+                // not intact, and is rendered and written again.
+                guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                    (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
+                    let bytes = readAll(fd, limit: BoundedFile.outputFileLimit),
+                    RenderCache.SHA256Value(Digest.sha256(bytes)) == file.sha256
+                else { return false }
+            }
+            return true
+        }
+
+        /// The bytes of a file the tree holds now (not following links), nil when it is missing, not a
+        /// regular file, unreadable or over `limit` bytes. Thread-safe.
+        package func existingContents(_ path: String, limit: Int) -> [UInt8]? {
+            guard root >= 0, let parts = try? checkRelativePath(path) else { return nil }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            guard let dir = try? cache.directory(parts.dropLast(), display: path) else { return nil }
+            let fd = openat(dir, parts.last!, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            return readAll(fd, limit: limit)
+        }
+
+        /// Directories emptied by removing stale outputs go too (a non-empty one simply stays);
+        /// parents are opened without following links.
+        private func removeEmptiedDirectories(after removed: [String], cache: DirectoryCache) {
+            var emptied = Set<String>()
+            for path in removed {
+                var parts = path.split(separator: "/").map(String.init).dropLast()
+                while !parts.isEmpty {
+                    emptied.insert(parts.joined(separator: "/"))
+                    parts = parts.dropLast()
+                }
+            }
+            cache.closeAll()
+            for directory in emptied.sorted(by: { $0.count > $1.count }) {
+                let parts = directory.split(separator: "/").map(String.init)
+                guard let parent = try? cache.directory(parts.dropLast()[...], display: directory, create: false) else { continue }
+                unlinkat(parent, parts.last!, AT_REMOVEDIR)
+            }
+            cache.closeAll()
+        }
+
+        /// Compare mode: what differs from the tree.
+        package func drift() throws(OutputError) -> DriftReport {
+            var report = DriftReport()
+            try sortFiles()
+            guard root >= 0 else {
+                report.missing = Array(files)
+                return report
+            }
+            // Only what is not expected is kept from the listing (a fleet's tree has hundreds of thousands
+            // of files; a set of them all cost more than the listing itself).
+            let bookkeeping: Set<String> = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker]
+            let expected = files
+            let extra = try listFilesInParallel(root) { !expected.containsSorted($0) && !bookkeeping.contains($0) }
+            let directories = DirectoryCache(root: root, create: false)
+            defer { directories.closeAll() }
+            for i in files.indices where files.status(i).contains(.changed) {
+                let path = files[i]
+                // Listed means: reached without following a link, and not a directory.
+                var st = stat()
+                if let parts = try? checkRelativePath(path), let dir = try? directories.directory(parts.dropLast(), display: path),
+                    fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) != S_IFDIR
+                {
+                    report.stale.append(path)
+                } else {
+                    report.missing.append(path)
+                }
+            }
+            var previous = Set<String>()
+            if !extra.isEmpty {
+                let extraSet = Set(extra)
+                forEachManifestPath(root) { if extraSet.contains($0) { previous.insert($0) } }
+            }
+            for path in extra.sorted() {
+                if previous.contains(path) { report.unexpected.append(path) } else { report.untracked.append(path) }
+            }
+            return report
+        }
+    }
+}

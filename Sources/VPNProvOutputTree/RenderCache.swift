@@ -1,0 +1,294 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvSupport
+
+/// Lets `generate` and `check` recognise a user whose files are already right without rendering
+/// them again: rendering thousands of profiles is most of a run's cost, and most runs change few
+/// users.
+///
+/// `out/.vpnprov-cache` records, per user, a fingerprint of everything their files are rendered from
+/// and the SHA-256 and mode of each file. A user is *fresh* when the fingerprint is unchanged and
+/// every recorded file on disk still has that digest and mode (so an edited, deleted or re-moded
+/// file is noticed exactly as by a full comparison). The file is derived from contents only, so the
+/// same inventory and state give the same bytes. A missing or unreadable cache only means rendering
+/// everything, never a wrong result.
+package struct RenderCache: Sendable {
+    static let fileName = ".vpnprov-cache"
+    static let header = "vpnprov-cache 1"
+
+    package struct File: Sendable, Hashable {
+        var path: String
+        var sha256: SHA256Value
+        var isPrivate: Bool
+    }
+
+    /// A SHA-256 value held inline (32 bytes, no heap allocation): a fleet's cache holds one per file.
+    struct SHA256Value: Sendable, Hashable {
+        var words: (UInt64, UInt64, UInt64, UInt64)
+
+        init(words: (UInt64, UInt64, UInt64, UInt64)) { self.words = words }
+
+        init(_ bytes: [UInt8]) {
+            precondition(bytes.count == 32)
+            func word(_ i: Int) -> UInt64 { bytes[(i * 8)..<(i * 8 + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+            words = (word(0), word(1), word(2), word(3))
+        }
+
+        /// From 64 hexadecimal digits; nil for anything else. Straight into the four words: a fleet's
+        /// cache has hundreds of thousands of digests to read.
+        init?<S: Collection>(hex: S) where S.Element == UInt8 {
+            guard hex.count == 64 else { return nil }
+            var (w0, w1, w2, w3): (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            var i = 0
+            for c in hex {
+                let v: UInt64
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt64(c - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = UInt64(c - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = UInt64(c - UInt8(ascii: "A") + 10)
+                default: return nil
+                }
+                switch i >> 4 {
+                case 0: w0 = w0 << 4 | v
+                case 1: w1 = w1 << 4 | v
+                case 2: w2 = w2 << 4 | v
+                default: w3 = w3 << 4 | v
+                }
+                i += 1
+            }
+            words = (w0, w1, w2, w3)
+        }
+
+        /// Upper-case hexadecimal, as the cache file has always written digests.
+        var hex: String {
+            var out: [UInt8] = []
+            appendHex(to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+
+        /// `hex`, appended as 64 bytes (the digit of each nibble by arithmetic: a fleet's cache has
+        /// 600,000 digests, and a table lookup went through a lazy global each time).
+        func appendHex(to out: inout [UInt8]) {
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+                func put(_ word: UInt64, at start: Int) {
+                    for k in 0..<16 {
+                        let nibble = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * k)) & 0xF
+                        buffer[start + k] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "A") - 10 + nibble
+                    }
+                }
+                put(words.0, at: 0)
+                put(words.1, at: 16)
+                put(words.2, at: 32)
+                put(words.3, at: 48)
+                out += buffer
+            }
+        }
+
+        static func == (a: SHA256Value, b: SHA256Value) -> Bool { a.words == b.words }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(words.0)
+            hasher.combine(words.1)
+            hasher.combine(words.2)
+            hasher.combine(words.3)
+        }
+    }
+
+    /// A user's files packed into one buffer: for each, its digest (32 bytes), whether it is private
+    /// (1 byte), its path's length (4 bytes) and its path. A fleet's cache has 600,000 files, held from
+    /// rendering to the end of the run; as a `File` apiece (with a `String` each) they were a quarter
+    /// of the run's memory.
+    package struct FileList: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral {
+        private var bytes: [UInt8] = []
+        private(set) var count = 0
+
+        init() {}
+
+        package init(arrayLiteral files: File...) { self.init(files) }
+
+        init<S: Sequence>(_ files: S) where S.Element == File {
+            for file in files { append(file) }
+        }
+
+        mutating func append(_ file: File) {
+            var path = file.path
+            path.withUTF8 { append(sha256: file.sha256, isPrivate: file.isPrivate, path: $0) }
+        }
+
+        mutating func append<C: Collection>(sha256: SHA256Value, isPrivate: Bool, path: C) where C.Element == UInt8 {
+            withUnsafeBytes(of: sha256.words) { bytes += $0 }
+            bytes.append(isPrivate ? 1 : 0)
+            withUnsafeBytes(of: UInt32(path.count).littleEndian) { bytes += $0 }
+            bytes += path
+            count += 1
+        }
+
+        package mutating func append(contentsOf other: FileList) {
+            bytes += other.bytes
+            count += other.count
+        }
+
+        /// Room for files with `pathBytes` bytes of paths between them.
+        mutating func reserveCapacity(files: Int, pathBytes: Int) { bytes.reserveCapacity(bytes.count + files * 37 + pathBytes) }
+
+        /// The buffer cut to its size (a fleet's cache holds 20,000 of them to the end of the run).
+        mutating func shrinkToFit() { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
+
+        /// Calls `body` with each file in order, its path as UTF-8 bytes in place.
+        func forEachFile(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+            try bytes.withUnsafeBufferPointer { buffer in
+                var at = 0
+                while at < buffer.count {
+                    let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[at...]))
+                    let words = raw.loadUnaligned(as: (UInt64, UInt64, UInt64, UInt64).self)
+                    let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 33, as: UInt32.self)))
+                    let start = at + 37
+                    try body(SHA256Value(words: words), buffer[at + 32] != 0, UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
+                    at = start + length
+                }
+            }
+        }
+
+        package func makeIterator() -> Array<File>.Iterator {
+            var files: [File] = []
+            files.reserveCapacity(count)
+            forEachFile { sha256, isPrivate, path in files.append(File(path: String(decoding: path, as: UTF8.self), sha256: sha256, isPrivate: isPrivate)) }
+            return files.makeIterator()
+        }
+
+        /// The same files ordered by path (UTF-8 byte order); itself when already so.
+        func sortedByPath() -> FileList {
+            var previous: UnsafeBufferPointer<UInt8>?
+            var inOrder = true
+            forEachFile { _, _, path in
+                if inOrder, let p = previous, !p.lexicographicallyPrecedes(path) { inOrder = false }
+                previous = path
+            }
+            if inOrder { return self }
+            return FileList(self.sorted { $0.path.precedesByUTF8($1.path) })
+        }
+    }
+
+    package struct Entry: Sendable, Hashable {
+        package var fingerprint: String
+        package var files: FileList
+        /// Position of the first file among all `file` lines of the cache file it was read from (its
+        /// files follow in order): the key into `.vpnprov-stat`. -1 for an entry not read from a file.
+        var firstOrdinal: Int32 = -1
+
+        package init(fingerprint: String, files: FileList) {
+            self.fingerprint = fingerprint
+            self.files = files
+        }
+
+        init(fingerprint: String, files: FileList, firstOrdinal: Int32) {
+            self.init(fingerprint: fingerprint, files: files)
+            self.firstOrdinal = firstOrdinal
+        }
+    }
+
+    package var entries: [String: Entry] = [:]
+
+    /// Parses the cache file; anything unexpected gives an empty cache. Lines are read in place (a
+    /// fleet's cache has hundreds of thousands), never split into an array first.
+    init(bytes: [UInt8]?) {
+        guard let bytes else { return }
+        var current: (String, Entry)?
+        var parsed: [String: Entry] = [:]
+        func finish(_ item: (String, Entry)?) {
+            guard let (name, read) = item else { return }
+            var entry = read
+            entry.files.shrinkToFit()
+            parsed[name] = entry
+        }
+        var ordinal: Int32 = 0
+        var start = 0
+        var first = true
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            let line = bytes[start..<end]
+            start = end + 1
+            if line.isEmpty { continue }
+            if first {
+                guard line.elementsEqual(Self.header.utf8) else { return }
+                first = false
+                continue
+            }
+            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
+            func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
+            if fields.count == 3, fields[0].elementsEqual("user".utf8) {
+                finish(current)
+                current = (text(1), Entry(fingerprint: text(2), files: FileList(), firstOrdinal: ordinal))
+            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
+                current!.1.files.append(sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
+                ordinal += 1
+            } else {
+                return
+            }
+        }
+        if first { return }
+        finish(current)
+        entries = parsed
+    }
+
+    package init(entries: [String: Entry]) { self.entries = entries }
+
+    /// Deterministic text: users and files sorted, in one array (`publish` streams a fleet's cache to
+    /// its file with `write` instead).
+    var bytes: [UInt8] {
+        var out: [UInt8] = []
+        _ = write(pieceSize: .max) { piece in
+            out += piece
+            return true
+        }
+        return out
+    }
+
+    /// `bytes` handed to `body` in pieces of about `pieceSize` bytes, in order, so a fleet's cache
+    /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path (UTF-8)
+    /// of each `file` line in order (the stat records' order). Stops at the first piece `body` refuses
+    /// (returns false), and then returns false.
+    func write(
+        pieceSize: Int = 1 << 20, eachPath: (UnsafeBufferPointer<UInt8>) -> Void = { _ in }, _ body: ([UInt8]) -> Bool
+    ) -> Bool {
+        var out: [UInt8] = []
+        out.reserveCapacity(min(pieceSize, 1 << 20) + 4096)
+        out += Self.header.utf8
+        out.append(0x0A)
+        // Users sorted by name, each with its files sorted by path.
+        for name in entries.keys.sorted() {
+            let entry = entries[name]!
+            out += "user ".utf8
+            out += name.utf8
+            out.append(0x20)
+            out += entry.fingerprint.utf8
+            out.append(0x0A)
+            entry.files.sortedByPath().forEachFile { sha256, isPrivate, path in
+                eachPath(path)
+                out += "file ".utf8
+                sha256.appendHex(to: &out)
+                out += (isPrivate ? " 0600 " : " 0644 ").utf8
+                out += path
+                out.append(0x0A)
+            }
+            if out.count >= pieceSize {
+                guard body(out) else { return false }
+                out.removeAll(keepingCapacity: true)
+            }
+        }
+        return out.isEmpty || body(out)
+    }
+
+    package static func entry(fingerprint: String, files: [OutputFile]) -> Entry {
+        Entry(fingerprint: fingerprint, files: Self.files(files))
+    }
+
+    /// Each file's path, digest and mode, ordered by path.
+    package static func files(_ files: [OutputFile]) -> FileList {
+        var list = FileList()
+        list.reserveCapacity(files: files.count, pathBytes: files.reduce(0) { $0 + $1.path.utf8.count })
+        for file in files.sorted(by: { $0.path.precedesByUTF8($1.path) }) {
+            list.append(File(path: file.path, sha256: SHA256Value(Digest.sha256(file.contents)), isPrivate: file.isPrivate))
+        }
+        return list
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvModel
+import VPNProvSupport
+
+/// Issuing: which certificates are due (new, changed, near expiry), and signing them on all cores.
+extension PKISession {
+    struct Job {
+        var isNode: Bool
+        var name: String
+        var profile: CertificateProfile
+        var serial: String
+        var reuse: HeldCertificate?
+        package var reason: String?
+        var p12Password: String?
+        /// Only the p12 needs building (certificate and key unchanged).
+        var p12Only: Bool
+        /// With `p12Only`: the password-protected p12 exists and is kept (only the open one is built).
+        var keepP12 = false
+    }
+
+    struct JobOutput: Sendable {
+        var held: HeldCertificate
+        var keyID: String
+        var newKey: Bool
+        var p12: [UInt8]?
+        /// The empty-password p12 for `.sswan` profiles (user certificates only).
+        var openP12: [UInt8]?
+    }
+
+    /// Completes the records of current certificates issued before the index recorded their extended key
+    /// usages, from the certificates themselves, so `renewalReason` can tell one Windows would refuse (no
+    /// serverAuth / clientAuth). Once per state: the completed records are committed with the index.
+    mutating func recordExtendedKeyUsages() throws {
+        for (isNode, holders) in [(true, index.nodes), (false, index.users)] {
+            for (name, holder) in holders where index.certificates[holder.serial]?.extendedKeyUsages == nil {
+                guard let held = isNode ? store.nodes[name] : store.users[name], index.certificates[holder.serial] != nil else { continue }
+                let certificate: X509Certificate
+                do { certificate = try held.certificate() } catch { throw Self.cryptoFailure("cannot read the certificate of '\(name)'", error) }
+                index.certificates[holder.serial]!.extendedKeyUsages = certificate.extendedKeyUsageOIDs
+            }
+        }
+    }
+
+    /// A certificate with policies `had`, replaced by one with `kept`, opened a node that is still in
+    /// the inventory and that the new one does not. (A node that left the inventory does not count:
+    /// its own certificate is revoked, so removing a node re-issues and revokes nobody.)
+    func losesNode(_ had: [String], keeping kept: [String]) -> Bool {
+        let lost = Set(had).subtracting(kept)
+        return !lost.isEmpty && !lost.isDisjoint(with: inventory.nodes.map { NodeAccessPolicy.oid(forNode: $0.name) })
+    }
+
+    /// Why the current certificate must be replaced, or nil to keep it.
+    func renewalReason(_ profile: CertificateProfile, holder: HolderRecord?, notAfter: Date) -> (String, reuseKey: Bool)? {
+        guard let holder, let record = index.certificates[holder.serial] else { return nil }
+        let keyOK = record.keyType == profile.keyType
+        if record.kind != profile.kind || record.subject != profile.subject.description
+            || record.subjectAltNames != profile.subjectAltNames.map(\.description)
+        {
+            // Certificates from before vpnprov added an IP address as dNSName too: say that Windows needs it.
+            let wanted = profile.subjectAltNames.map(\.description)
+            let missing = wanted.filter { !record.subjectAltNames.contains($0) }
+            if record.kind == profile.kind && record.subject == profile.subject.description
+                && record.subjectAltNames.allSatisfy(wanted.contains) && !missing.isEmpty
+                && missing.allSatisfy({ $0.hasPrefix("DNS:") && IPAddressText.parse(String($0.dropFirst(4))) != nil })
+            {
+                return ("no dNSName for its IP address (\(missing.map { String($0.dropFirst(4)) }.joined(separator: ", "))), which Windows requires", keyOK)
+            }
+            return ("identity changed", keyOK)
+        }
+        if !keyOK { return ("key type changed", false) }
+        if let issuer = record.issuer, issuer != index.ca?.serial { return ("CA rotated", true) }
+        if let have = record.extendedKeyUsages {
+            let lacking = profile.extendedKeyUsages.filter { !have.contains($0.oid) }
+            if !lacking.isEmpty {
+                let names = lacking.map { "\($0)" }.joined(separator: " and ")
+                return ("lacks the \(names) extended key usage\(lacking.count > 1 ? "s" : "")\(lacking.contains(.ikeIntermediate) && lacking.count == 1 ? "" : " Windows requires")", true)
+            }
+        }
+        if record.days != profile.days { return ("lifetime changed", true) }
+        if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints { return ("CRL distribution point changed", true) }
+        if let had = record.policies {
+            // A node added to the user's nodes needs a new certificate; so does one taken away while it
+            // is still in the inventory. A node that left the inventory needs nothing (its own
+            // certificate is revoked), so removing a node does not re-issue every user.
+            let have = Set(had), want = Set(profile.policies)
+            if !want.isSubset(of: have) { return ("nodes added", true) }
+            if losesNode(had, keeping: profile.policies) { return ("nodes removed", true) }
+        } else if !profile.policies.isEmpty {
+            return ("not yet scoped to the user's nodes", true)
+        }
+        if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
+            let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
+            return ("expires in \(days) days", true)
+        }
+        return nil
+    }
+
+    mutating func issue(
+        profiles: (nodes: [CertificateProfile], users: [CertificateProfile]), progress: (@Sendable (Int, Int) -> Void)?
+    ) throws {
+        guard let ca = store.caCertificate else { throw StateError(.stateInconsistent, "the state has no CA") }
+        var jobs: [Job] = []
+        var plannedSerials = Set<String>()
+        func serial() throws -> String {
+            var s = try newSerial()
+            while plannedSerials.contains(s) { s = try newSerial() }
+            plannedSerials.insert(s)
+            return s
+        }
+        func notAfter(_ profile: CertificateProfile) -> Date {
+            min(now + TimeInterval(profile.days) * 86400, ca.notAfter)
+        }
+        try recordExtendedKeyUsages()
+        for (node, profile) in zip(inventory.nodes, profiles.nodes) {
+            let holder = index.nodes[node.name]
+            if holder == nil {
+                jobs.append(Job(isNode: true, name: node.name, profile: profile, serial: try serial(), p12Only: false))
+            } else if let (reason, reuseKey) = renewalReason(profile, holder: holder, notAfter: notAfter(profile)) {
+                jobs.append(
+                    Job(isNode: true, name: node.name, profile: profile, serial: try serial(), reuse: reuseKey ? store.nodes[node.name] : nil,
+                        reason: reason, p12Only: false))
+            }
+        }
+        for (user, profile) in zip(inventory.users, profiles.users) where user.cert && !user.revoked {
+            let holder = index.users[user.name]
+            let password = store.secrets.p12Passwords[user.name]
+            if holder == nil {
+                jobs.append(Job(isNode: false, name: user.name, profile: profile, serial: try serial(), p12Password: password, p12Only: false))
+            } else if let (reason, reuseKey) = renewalReason(profile, holder: holder, notAfter: notAfter(profile)) {
+                jobs.append(
+                    Job(isNode: false, name: user.name, profile: profile, serial: try serial(), reuse: reuseKey ? store.users[user.name] : nil,
+                        reason: reason, p12Password: password, p12Only: false))
+            } else if holder?.p12 == nil || holder?.openP12 == nil {
+                jobs.append(
+                    Job(isNode: false, name: user.name, profile: profile, serial: holder!.serial, reuse: store.users[user.name],
+                        reason: nil, p12Password: password, p12Only: true, keepP12: holder?.p12 != nil))
+            }
+        }
+        guard !jobs.isEmpty else { return }
+        let caKey = try store.caKey(passphrase: passphrase)
+        let issueTime = self.now
+        let total = jobs.count
+        let counter = ParallelSlots<Int>(1)
+        let outputs = try parallelMap(jobs.count) { i -> JobOutput in
+            let job = jobs[i]
+            let what = job.isNode ? "node '\(job.name)'" : "user '\(job.name)'"
+            do {
+                var held: HeldCertificate
+                var newKey = false
+                if job.p12Only, let reuse = job.reuse {
+                    held = reuse
+                } else {
+                    let key: PrivateKey
+                    let keyPEM: String
+                    if let reuse = job.reuse {
+                        (key, keyPEM) = (try reuse.privateKey(), reuse.keyPEM)
+                    } else {
+                        key = try PrivateKey.generate(job.profile.keyType.algorithm)
+                        keyPEM = try key.pkcs8PEM()
+                        newKey = true
+                    }
+                    var template = CertificateTemplate(
+                        serial: bytesFromHex(job.serial)!, subject: job.profile.subject, notBefore: issueTime - PKIManager.backdate,
+                        notAfter: min(issueTime + TimeInterval(job.profile.days) * 86400, ca.notAfter),
+                        subjectAlternativeNames: job.profile.subjectAltNames, extendedKeyUsages: job.profile.extendedKeyUsages,
+                        keyUsage: job.profile.keyUsage)
+                    template.crlDistributionPoints = job.profile.crlDistributionPoints
+                    template.policies = job.profile.policies
+                    let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
+                    held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
+                }
+                let certificate = try held.certificate()
+                let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
+                var p12: [UInt8]? = nil
+                var openP12: [UInt8]? = nil
+                if let password = job.p12Password {
+                    if !job.keepP12 {
+                        p12 = try PKCS12.build(
+                            key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name,
+                            password: password)
+                    }
+                    openP12 = try PKCS12.buildWithEmptyPassword(
+                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name)
+                }
+                if let progress {
+                    counter.lock.lock()
+                    let done = (counter.values[0] ?? 0) + 1
+                    counter.values[0] = done
+                    counter.lock.unlock()
+                    progress(done, total)
+                }
+                return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
+            } catch {
+                throw Self.cryptoFailure("cannot issue the certificate of \(what)", error)
+            }
+        }
+        for (job, output) in zip(jobs, outputs) {
+            let paths = store.paths
+            var holder = HolderRecord(
+                serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
+                certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
+            if !job.p12Only {
+                let cert = try output.held.certificate()
+                if output.newKey { store.stage(paths.key(output.keyID), Array(output.held.keyPEM.utf8)) }
+                store.stage(paths.certificate(job.serial), Array(output.held.certificatePEM.utf8))
+                let previous = job.isNode ? index.nodes[job.name] : index.users[job.name]
+                if let previous, var old = index.certificates[previous.serial], old.status == .valid {
+                    old.status = .superseded
+                    // A certificate that opened a node its holder no longer may use must stop working
+                    // at the next rollout, not when it expires: it goes onto the CRL.
+                    if let had = old.policies, losesNode(had, keeping: job.profile.policies) {
+                        old.status = .revoked
+                        old.revokedAt = now
+                        old.revocationReason = "no longer allowed on every node it names"
+                        changes.append(PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
+                    }
+                    index.certificates[previous.serial] = old
+                }
+                index.certificates[job.serial] = CertificateRecord(
+                    serial: job.serial, kind: job.profile.kind, holder: job.name, subject: job.profile.subject.description,
+                    subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
+                    notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
+                    extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
+                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty ? nil : job.profile.crlDistributionPoints,
+                    policies: job.profile.policies.isEmpty ? nil : job.profile.policies)
+                changes.append(
+                    PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
+                        reason: job.reason))
+            }
+            if let p12 = output.p12 {
+                let file = "\(job.serial)-\(hexString(Array(Digest.sha256(p12).prefix(8)))).p12"
+                store.stage(paths.p12(file), p12)
+                store.p12s[file] = p12
+                holder.p12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
+            }
+            if let p12 = output.openP12 {
+                let file = "\(job.serial)-\(hexString(Array(Digest.sha256(p12).prefix(8))))-open.p12"
+                store.stage(paths.p12(file), p12)
+                store.p12s[file] = p12
+                holder.openP12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
+            }
+            if job.isNode {
+                index.nodes[job.name] = holder
+                store.nodes[job.name] = output.held
+            } else {
+                index.users[job.name] = holder
+                store.users[job.name] = output.held
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvModel
+import VPNProvSupport
+
+/// CA rotation. Starting one creates the new CA and a cross certificate (the new CA's name and key,
+/// signed by the previous CA); every node and client certificate is then re-issued under the new CA
+/// by the ordinary renewal rules (a certificate from another CA is due). During the overlap the
+/// servers keep the previous CA as their trust root and present their new certificate together with
+/// the cross certificate, so a device that trusts only the previous CA builds
+/// server -> cross -> previous CA, and a device with a new profile builds server -> new CA. Client
+/// certificates of both CAs verify on the servers (previous CA directly, new ones through the cross
+/// certificate). Finishing retires the previous CA: servers then hold the new CA alone.
+/// docs/lifecycle.md explains why this shape and what was proven against strongSwan.
+extension PKISession {
+    mutating func startCARotation() throws {
+        guard let previous = index.ca, let previousCert = store.caCertificate, !changes.contains(where: { $0.kind == .caCreated }) else {
+            throw PKIError(.caRotation, "the state has no CA yet: run 'vpnprov generate' first")
+        }
+        if let rotation = index.rotation {
+            throw PKIError(
+                .caRotation,
+                "a CA rotation is already in progress (started \(StatusReport.day(rotation.startedAt))); run 'vpnprov rotate-ca --finish' "
+                    + "once every device has its new profile, then start the next one")
+        }
+        let previousKey = try store.caKey(passphrase: passphrase)
+        let settings = inventory.pki.ca
+        let generation = try Self.nextGeneration(after: previous, stateDirectory: store.paths.root)
+        // The name differs from the previous CA's (chain building matches issuers by name), the
+        // common name stays what the inventory says: Apple profiles name the issuer by its CN.
+        let subject = DistinguishedName([
+            NameAttribute("O", inventory.name), NameAttribute("OU", "generation \(generation)"), NameAttribute("CN", settings.name),
+        ])
+        do {
+            let key = try PrivateKey.generate(settings.key.algorithm)
+            let serial = try newSerial()
+            var crossSerial = try newSerial()
+            while crossSerial == serial { crossSerial = try newSerial() }
+            let notAfter = now + TimeInterval(settings.days) * 86400
+            let template = CertificateTemplate(
+                serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate, notAfter: notAfter,
+                keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
+            let cert = try CertificateIssuer.selfSigned(template, key: key)
+            // The cross certificate: same subject and key, issued by the previous CA, valid as long
+            // as both CAs are.
+            let crossTemplate = CertificateTemplate(
+                serial: bytesFromHex(crossSerial)!, subject: subject, notBefore: now - PKIManager.backdate,
+                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
+            let cross = try CertificateIssuer.issue(crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
+            let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
+            let record = CARecord(
+                serial: serial, commonName: settings.name, keyType: settings.key, fingerprint: hexString(cert.fingerprintSHA256),
+                notAfter: cert.notAfter, generation: generation, anyPolicy: true)
+            // Key first, then certificate, never replacing a file (see StateStore.commit).
+            store.stage(store.paths.caKey(record), Array(keyPEM.utf8), overwrite: false)
+            store.stage(store.paths.caCertificate(record), Array(cert.pem.utf8), overwrite: false)
+            store.stage(store.paths.certificate(crossSerial), Array(cross.pem.utf8))
+
+            // Every certificate so far names its issuer, so the CRLs can be split by CA.
+            for (serial, var existing) in index.certificates where existing.issuer == nil && existing.kind != .ca {
+                existing.issuer = previous.serial
+                index.certificates[serial] = existing
+            }
+            index.certificates[serial] = CertificateRecord(
+                serial: serial, kind: .ca, holder: "", subject: subject.description, subjectAltNames: [], keyType: settings.key,
+                days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
+            index.certificates[crossSerial] = CertificateRecord(
+                serial: crossSerial, kind: .cross, holder: "", subject: subject.description, subjectAltNames: [],
+                keyType: settings.key, days: settings.days, notBefore: cross.notBefore, notAfter: cross.notAfter, status: .valid,
+                issuer: previous.serial)
+            index.rotation = CARotationRecord(startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl)
+            index.ca = record
+            index.crl = nil
+            store.previousCACertificate = previousCert
+            store.previousCAKeyPEM = store.caKeyPEM
+            store.previousCRLPEM = store.crlPEM
+            store.crossCertificate = cross
+            store.crlPEM = nil
+            store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
+            changes.append(PKIChange(.caRotationStarted, .ca, serial: serial, reason: "generation \(generation), cross-certified by \(previous.serial)"))
+        } catch {
+            throw Self.cryptoFailure("cannot create the new CA", error)
+        }
+    }
+
+    mutating func finishCARotation() throws {
+        guard let rotation = index.rotation else {
+            throw PKIError(.caRotation, "no CA rotation is in progress: start one with 'vpnprov rotate-ca'")
+        }
+        index.retiredCAs = (index.retiredCAs ?? []) + [rotation.previous]
+        for serial in [rotation.crossSerial, rotation.previous.serial] {
+            if var record = index.certificates[serial] {
+                record.status = .superseded
+                index.certificates[serial] = record
+            }
+        }
+        index.rotation = nil
+        store.previousCACertificate = nil
+        store.previousCAKeyPEM = nil
+        store.previousCRLPEM = nil
+        store.crossCertificate = nil
+        changes.append(PKIChange(.caRotationFinished, .ca, serial: index.ca?.serial, reason: "retired CA \(rotation.previous.serial)"))
+    }
+
+    /// The generation of the CA that a rotation away from `ca` creates (index.json alone decides it).
+    package static func nextGeneration(after ca: CARecord, stateDirectory: String) throws -> Int {
+        let generation = ca.generation ?? 1
+        guard generation < Int.max else {
+            throw StateError(
+                .stateInconsistent,
+                "state directory \(stateDirectory) is inconsistent: index.json gives the CA generation \(generation), which has no next "
+                    + "generation; nothing was changed")
+        }
+        return generation + 1
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvModel
+import VPNProvSupport
+
+/// Generated secrets (`gen` PSKs and passwords): created once and kept in the state.
+extension PKISession {
+    mutating func generateSecrets() throws {
+        var keepPSK = Set<String>()
+        for node in inventory.nodes where node.psk == .generate && node.services.contains(where: \.needsPSK) {
+            keepPSK.insert(node.name)
+            if store.secrets.psks[node.name] == nil {
+                store.secrets.psks[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
+                changes.append(PKIChange(.secretGenerated, .node(node.name), reason: "psk"))
+            }
+        }
+        var keepPassword = Set<String>()
+        var keepP12 = Set<String>()
+        for user in inventory.users where !user.revoked {
+            if user.password == .generate {
+                keepPassword.insert(user.name)
+                if store.secrets.passwords[user.name] == nil {
+                    store.secrets.passwords[user.name] = try SecretResolver.generate(length: SecretResolver.passwordLength)
+                    changes.append(PKIChange(.secretGenerated, .user(user.name), reason: "password"))
+                }
+            }
+            if user.cert {
+                keepP12.insert(user.name)
+                if store.secrets.p12Passwords[user.name] == nil {
+                    store.secrets.p12Passwords[user.name] = try SecretResolver.generate(length: SecretResolver.passwordLength)
+                }
+            }
+        }
+        // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
+        store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
+        store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
+        store.secrets.p12Passwords = store.secrets.p12Passwords.filter { keepP12.contains($0.key) }
+    }
+
+    /// Replaces a node's generated PSK (the caller checked that the inventory says `psk: gen`).
+    mutating func rotatePSK(node: String) throws {
+        guard let old = store.secrets.psks[node] else {
+            throw PKIError(.secretNotGenerated, "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
+        }
+        var new = old
+        while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
+        store.secrets.psks[node] = new
+        changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
+    }
+
+    /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).
+    mutating func rotatePassword(user: String) throws {
+        guard let old = store.secrets.passwords[user] else {
+            throw PKIError(.secretNotGenerated, "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
+        }
+        var new = old
+        while new == old { new = try SecretResolver.generate(length: SecretResolver.passwordLength) }
+        store.secrets.passwords[user] = new
+        changes.append(PKIChange(.secretRotated, .user(user), reason: "password"))
+    }
+}

@@ -1,0 +1,316 @@
+import VPNProvModel
+import VPNProvSupport
+import VPNProvCrypto
+
+// The client side of every connection, derived straight from the inventory (and the key type of
+// the user's certificate), independently of the server plan. Every client renderer renders from
+// this plan, and Consistency checks it against the server plan before anything is written.
+
+/// How one side of an IKE SA proves itself.
+package enum AuthMethod: String, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Certificate signature (swanctl `auth = pubkey`).
+    case pubkey
+    /// Pre-shared key (`auth = psk`).
+    case psk
+    /// EAP-MSCHAPv2 user name and password (`auth = eap-mschapv2`, IKEv2).
+    case eapMSCHAPv2 = "eap-mschapv2"
+    /// XAuth user name and password (`auth = xauth`, IKEv1 second round).
+    case xauth
+
+    package var description: String { rawValue }
+}
+
+/// One authentication round the client performs (swanctl `local*` section).
+package struct ClientAuthRound: Sendable, Hashable {
+    package var method: AuthMethod
+    /// EAP identity (user name) for `eap-mschapv2`.
+    package var eapID: String?
+    /// XAuth user name for `xauth`.
+    package var xauthID: String?
+    package init(method: AuthMethod, eapID: String? = nil, xauthID: String? = nil) {
+        self.method = method
+        self.eapID = eapID
+        self.xauthID = xauthID
+    }
+}
+
+/// What an Apple profile sets for one connection beyond the SA parameters, resolved from the user's,
+/// the node's and the built-in defaults (`AppleOptions.effective`).
+package struct AppleDeviceSettings: Sendable, Hashable {
+    package var onDemand: Bool
+    /// SSIDs where the on-demand VPN disconnects (a Disconnect rule before the Connect rule).
+    package var trustedSSIDs: [String]
+    package var includeAllNetworks: Bool
+    package var excludeLocalNetworks: Bool
+    /// EnableCertificateRevocationCheck (only where the server proves itself with a certificate).
+    package var crlCheck: Bool
+    package var dpd: AppleDPDRate
+    /// Seconds; 0 = never.
+    package var disconnectOnIdle: Int
+}
+
+/// Material a client profile needs.
+package enum ClientCredential: String, Sendable, Hashable, Comparable, CaseIterable {
+    case caCertificate = "CA certificate"
+    case clientCertificate = "client certificate"
+    case password = "password"
+    case psk = "pre-shared key"
+
+    package static func < (lhs: ClientCredential, rhs: ClientCredential) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// One connection a user's clients make to one service of one node.
+package struct ClientConnection: Sendable, Hashable {
+    package var user: String
+    package var node: String
+    package var service: Service
+    /// Client kinds that get this connection (the user's devices that support the service).
+    package var devices: [Device]
+    /// `<node>-<service>`: swanctl connection name, .sswan file name stem.
+    package var name: String
+    /// What the client dials.
+    package var remoteAddress: String
+    /// The server identity the client expects (and sends as IDr).
+    package var remoteID: IKEIdentity
+    /// The identity the client sends as IDi (nil: none configured, the client uses its IP address).
+    package var localID: IKEIdentity?
+    package var ikeVersion: Int
+    /// IKEv1 Aggressive Mode (group name sent as key ID).
+    package var aggressive: Bool
+    /// How the client expects the server to prove itself.
+    package var serverAuth: AuthMethod
+    /// The client's own authentication rounds, in order.
+    package var localAuth: [ClientAuthRound]
+    /// Proposals each client kind sends.
+    package var offers: [Device: ProposalOffer]
+    /// Apple IKEv2 SA parameters (nil for IKEv1 and when the user has no Apple device).
+    package var apple: AppleSA?
+    /// Apple `CertificateType` of the client certificate (ikev2-cert) or of the server's key (ikev2-eap).
+    package var appleCertificateType: String?
+    package var credentials: Set<ClientCredential>
+    /// The node has an IPv6 pool: request an IPv6 virtual IP and route ::/0 too.
+    package var wantsIPv6: Bool
+    /// How Windows makes this connection (nil when the user has no Windows device for it).
+    package var windows: WindowsConnection? = nil
+    /// Apple profile settings (nil when the user has no Apple device for this connection).
+    package var appleSettings: AppleDeviceSettings?
+
+    /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
+    /// pool; else Linux (a swanctl client cannot block other traffic), Apple IKEv1 ("IPSec" has no
+    /// IncludeAllNetworks) and Apple IKEv2 without the kill switch. Android blocks with block-ipv6.
+    package var ipv6LeakingDevices: [Device] {
+        if wantsIPv6 { return [] }
+        return devices.filter { device in
+            switch device {
+            case .android: return false
+            case .linux, .windows: return true
+            // The keyfile blackholes IPv6 while connected.
+            case .networkmanager: return false
+            case .apple: return ikeVersion == 1 || appleSettings?.includeAllNetworks != true
+            }
+        }
+    }
+
+    package func offer(for device: Device) -> ProposalOffer? { offers[device] }
+}
+
+/// Every client connection of every non-revoked user, in inventory order (users, then the user's
+/// nodes in node order, then services in service order).
+package struct ClientPlan: Sendable, Hashable {
+    package var connections: [ClientConnection]
+    /// Problems found while planning (a node whose proposals no Apple device can express...).
+    package var diagnostics: [Diagnostic]
+
+    package func connections(of user: String) -> [ClientConnection] { connections.filter { $0.user == user } }
+
+    /// Every user's connections at once, in plan order (one pass, for rendering a whole fleet).
+    package func connectionsByUser() -> [String: [ClientConnection]] { Dictionary(grouping: connections, by: \.user) }
+
+    /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
+    /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (docs/decisions.md, "Clients").
+    package static let appleIPSecOffer = ProposalOffer(
+        ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
+        esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])
+
+    package static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
+        var connections: [ClientConnection] = []
+        var diagnostics: [Diagnostic] = []
+        var reportedApple: Set<String> = []
+        // Per node, not per user and node: parsing proposals is the costly part of planning.
+        // The parameters and the proposals they make the device send, nil when Apple cannot express any.
+        var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
+        for node in inventory.nodes where appleSA[node.name] == nil {
+            appleSA[node.name] = .some(
+                AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map { ($0, $0.offer) })
+        }
+        var windowsIPsec: [String: WindowsIPsec?] = [:]
+        var reportedWindows: Set<String> = []
+        for user in inventory.users where !user.revoked {
+            let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
+            for node in nodes {
+                for service in node.services.sorted() {
+                    var devices = service.devices.filter { user.devices.contains($0) }
+                    // Apple devices check an IPSec hybrid server against the IP address they dial
+                    // (the validator warns `hybrid-apple-identity`).
+                    if service == .ipsecXauthHybrid && !node.id.isIPAddress { devices.removeAll { $0 == .apple } }
+                    if devices.isEmpty { continue }
+                    // A user gets the services they hold credentials for (as the validator rules).
+                    if service.needsClientCert && !user.cert { continue }
+                    if service.needsPassword && user.password == nil { continue }
+                    var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
+                    if devices.contains(.apple) {
+                        let resolved = AppleOptions.effective(user: user, node: node)
+                        connection.appleSettings = AppleDeviceSettings(
+                            onDemand: resolved.onDemand, trustedSSIDs: resolved.trustedSSIDs,
+                            includeAllNetworks: resolved.includeAllNetworks, excludeLocalNetworks: resolved.excludeLocalNetworks,
+                            crlCheck: resolved.crlCheck && service.serverUsesCert, dpd: resolved.dpd,
+                            disconnectOnIdle: resolved.disconnectOnIdle)
+                    }
+                    if devices.contains(.apple) && service.ikeVersion == 2 {
+                        if let apple = appleSA[node.name] ?? nil {
+                            connection.apple = apple.sa
+                            connection.offers[.apple] = apple.offer
+                        } else {
+                            connection.devices.removeAll { $0 == .apple }
+                            if reportedApple.insert(node.name).inserted {
+                                diagnostics.append(.error(
+                                    .appleProposalUnsupported,
+                                    "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
+                                    at: node.location(of: "proposals")))
+                            }
+                        }
+                    }
+                    if devices.contains(.windows) {
+                        if windowsIPsec[node.name] == nil { windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals)) }
+                        if let ipsec = windowsIPsec[node.name] ?? nil {
+                            connection.windows = windowsConnection(user: user, service: service, ipsec: ipsec, inventory: inventory, materials: materials)
+                            connection.offers[.windows] = ipsec.offer
+                        } else {
+                            connection.devices.removeAll { $0 == .windows }
+                            if reportedWindows.insert(node.name).inserted {
+                                diagnostics.append(.error(
+                                    .windowsProposalUnsupported,
+                                    "node '\(node.name)': no IKE/ESP proposal pair Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); Windows clients of this node get no \(service.rawValue) connection",
+                                    at: node.location(of: "proposals")))
+                            }
+                        }
+                    }
+                    if !connection.devices.isEmpty { connections.append(connection) }
+                }
+            }
+        }
+        return ClientPlan(connections: connections, diagnostics: diagnostics)
+    }
+
+    private static func plan(
+        user: User, node: Node, service: Service, devices: [Device], inventory: Inventory, materials: Materials?
+    ) -> ClientConnection {
+        var localID: IKEIdentity? = user.id
+        var aggressive = false
+        let serverAuth: AuthMethod = service.serverUsesCert ? .pubkey : .psk
+        var rounds: [ClientAuthRound]
+        var credentials: Set<ClientCredential> = []
+        var certificateType: String?
+        switch service {
+        case .ikev2Cert:
+            rounds = [ClientAuthRound(method: .pubkey)]
+            credentials = [.caCertificate, .clientCertificate]
+            certificateType = appleCertificateType(materials?.users[user.name]?.keyType ?? inventory.pki.clientKey)
+        case .ikev2EAP:
+            rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
+            credentials = [.caCertificate, .password]
+            certificateType = appleCertificateType(inventory.pki.serverKey)
+        case .ikev2PSK:
+            rounds = [ClientAuthRound(method: .psk)]
+            credentials = [.psk]
+        case .ikev2PSKEAP:
+            // ikev2-eap and ikev2-psk-eap both take EAP clients; only the client identity can tell
+            // the server which one (and so how it must prove itself) the client expects.
+            localID = pskEAPLocalIdentity(in: inventory)
+            rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
+            credentials = [.psk, .password]
+        case .ipsecXauthPSK:
+            if let group = node.group {
+                localID = .keyID(group)
+                aggressive = true
+            } else {
+                localID = nil
+            }
+            rounds = [ClientAuthRound(method: .psk), ClientAuthRound(method: .xauth, xauthID: user.name)]
+            credentials = [.psk, .password]
+        case .ipsecXauthHybrid:
+            // Hybrid: XAuth is the client's only round; the group name ending in "hybrid" is what
+            // makes Apple devices use hybrid authentication, and with a group name they use
+            // Aggressive Mode (so every client kind does, against one server connection).
+            localID = .keyID(inventory.hybridGroupName)
+            aggressive = true
+            rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
+            credentials = [.caCertificate, .password]
+        }
+        var offers: [Device: ProposalOffer] = [:]
+        for device in devices {
+            switch (device, service.ikeVersion) {
+            case (.apple, 1): offers[.apple] = appleIPSecOffer
+            case (.apple, _): break  // set from AppleSA by the caller
+            case (.android, _):
+                offers[.android] = ProposalOffer(ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
+            case (.linux, 1):
+                // The server's own IKEv1 lists, same order: IKEv1 has no AEAD in Phase 1 (strongSwan drops
+                // `aes256gcm16-prfsha256-ecp256` to a bare `ecp256`), and in Aggressive Mode the KE sent with
+                // the first message is for the first proposal's group, so the first one must be the server's
+                // first choice or the responder fails with "unable to apply received KE value".
+                offers[.linux] = ProposalOffer(
+                    ike: IKEv1Proposals.ike(from: node.proposals.ike),
+                    esp: IKEv1Proposals.esp(from: node.proposals.esp))
+            case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            // charon-nm takes strongSwan proposal strings (`ike`, `esp`): the node's own, all of them.
+            case (.networkmanager, _): offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            case (.windows, _): break  // set from WindowsIPsec by the caller
+            }
+        }
+        return ClientConnection(
+            user: user.name, node: node.name, service: service, devices: devices,
+            name: "\(node.name)-\(service.rawValue)", remoteAddress: node.address, remoteID: node.id,
+            localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
+            localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
+            credentials: credentials, wantsIPv6: node.pool6 != nil, appleSettings: nil)
+    }
+
+    /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a
+    /// machine certificate (Windows sends the certificate's subject DN).
+    static func windowsConnection(user: User, service: Service, ipsec: WindowsIPsec, inventory: Inventory, materials: Materials?) -> WindowsConnection {
+        if service == .ikev2Cert {
+            // The subject vpnprov issues the certificate with (the PKI re-issues when it would differ).
+            let subject = (try? CertificateProfile.client(user, inventory: inventory))?.subject.description
+            return WindowsConnection(authenticationMethod: "MachineCertificate", localID: subject.map { .dn($0) }, ipsec: ipsec)
+        }
+        return WindowsConnection(authenticationMethod: "Eap", localID: nil, ipsec: ipsec)
+    }
+
+    /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on
+    /// the server (the server plan's `pskEAPClientIdentity`; Consistency proves they agree).
+    package static func pskEAPLocalIdentity(in inventory: Inventory) -> IKEIdentity {
+        .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Apple `CertificateType` for a key type.
+    package static func appleCertificateType(_ key: KeyType) -> String {
+        switch key {
+        case .ecdsaP256: return "ECDSA256"
+        case .ecdsaP384: return "ECDSA384"
+        case .rsa2048, .rsa3072, .rsa4096: return "RSA"
+        }
+    }
+}
+
+extension IKEIdentity {
+    /// An IPv4 or IPv6 identity.
+    package var isIPAddress: Bool {
+        switch self {
+        case .ipv4, .ipv6: return true
+        default: return false
+        }
+    }
+}

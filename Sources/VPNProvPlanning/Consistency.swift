@@ -1,0 +1,616 @@
+import VPNProvCrypto
+import VPNProvModel
+import VPNProvSupport
+// Client/server consistency (docs/architecture.md): before anything is written, every client connection of the
+// ClientPlan is checked against its node's server configuration by simulating how strongSwan's
+// responder picks a connection, then comparing identities, auth rounds, proposals, certificates and
+// secrets. Every finding points at the inventory field responsible.
+//
+// The server side comes in as a ServerView (the subset of the server plan the check needs), so the
+// client plan and the server plan stay two independent derivations of the same inventory.
+
+/// A remote-identity constraint on the server: `%any` or one exact identity.
+package enum IdentityPattern: Sendable, Hashable {
+    case any
+    case exactly(IKEIdentity)
+}
+
+/// One remote auth round of a server connection (`remote`, `remote-psk`, `remote-xauth`).
+package struct ServerRoundView: Sendable, Hashable {
+    package var auth: AuthMethod
+    package var id: IdentityPattern
+    package var eapID: IdentityPattern?
+    /// Certificate policies the client certificate must carry (`cert_policy`).
+    package var certPolicies: [String]
+    package init(auth: AuthMethod, id: IdentityPattern, eapID: IdentityPattern? = nil, certPolicies: [String] = []) {
+        self.certPolicies = certPolicies
+        self.auth = auth
+        self.id = id
+        self.eapID = eapID
+    }
+}
+
+/// What the check needs of one server connection, in swanctl.conf order.
+package struct ServerConnectionView: Sendable, Hashable {
+    package var name: String
+    package var version: Int
+    /// IKEv1: Aggressive (true) / Main (false) Mode; nil for IKEv2.
+    package var aggressive: Bool?
+    package var localAuth: AuthMethod
+    package var localID: IKEIdentity
+    package var remote: [ServerRoundView]
+    package var ikeProposals: [String]
+    package var espProposals: [String]
+    package var sendCertreq: Bool
+    package init(
+        name: String, version: Int, aggressive: Bool?, localAuth: AuthMethod, localID: IKEIdentity,
+        remote: [ServerRoundView], ikeProposals: [String], espProposals: [String], sendCertreq: Bool
+    ) {
+        self.name = name
+        self.version = version
+        self.aggressive = aggressive
+        self.localAuth = localAuth
+        self.localID = localID
+        self.remote = remote
+        self.ikeProposals = ikeProposals
+        self.espProposals = espProposals
+        self.sendCertreq = sendCertreq
+    }
+}
+
+/// The server configuration of one node as the consistency check sees it.
+package struct ServerView: Sendable, Hashable {
+    package var node: String
+    package var connections: [ServerConnectionView]
+    /// Identities the node's PSK is filed under (empty: no PSK in the node's secrets).
+    package var pskIdentities: [IKEIdentity]
+    /// Users whose password is in the node's secrets.
+    package var passwordUsers: [String]
+    /// The CA the node's configuration ships (x509ca/); nil: not known to the caller.
+    package var caCertificatePEM: String?
+    package init(
+        node: String, connections: [ServerConnectionView], pskIdentities: [IKEIdentity], passwordUsers: [String],
+        caCertificatePEM: String? = nil
+    ) {
+        self.node = node
+        self.connections = connections
+        self.pskIdentities = pskIdentities
+        self.passwordUsers = passwordUsers
+        self.caCertificatePEM = caCertificatePEM
+    }
+}
+
+/// What the check needs to know of a certificate (filled from the crypto layer's X.509 parser).
+package struct CertificateFacts: Sendable, Hashable {
+    package var dnsNames: [String]
+    /// 4 or 16 bytes each.
+    package var ipAddresses: [[UInt8]]
+    package var emails: [String]
+    package var issuerCommonName: String?
+    /// The certificate's subject in strongSwan's text form ("C=DE, O=acme, CN=x"): a DN identity
+    /// is matched against the subject, not the subjectAltName.
+    package var subject: String?
+    /// Extended key usage OIDs in dotted form; nil when the inspector does not read them.
+    package var extendedKeyUsages: [String]? = nil
+    /// Certificate policy OIDs in dotted form; nil when the inspector does not read them.
+    package var policies: [String]? = nil
+    package init(
+        dnsNames: [String] = [], ipAddresses: [[UInt8]] = [], emails: [String] = [], issuerCommonName: String? = nil,
+        subject: String? = nil, extendedKeyUsages: [String]? = nil
+    ) {
+        self.extendedKeyUsages = extendedKeyUsages
+        self.dnsNames = dnsNames
+        self.ipAddresses = ipAddresses
+        self.emails = emails
+        self.issuerCommonName = issuerCommonName
+        self.subject = subject
+    }
+
+    /// The identity is in the subjectAltName with its own type (FQDN as dNSName, IP as iPAddress,
+    /// user@FQDN as rfc822Name). A DN is the certificate's subject; key IDs are never in a certificate.
+    package func contains(_ id: IKEIdentity) -> Bool { contains(id, parse: DistinguishedName.parse) }
+
+    /// `contains(_:)` with DN texts parsed by `parse` (a check parses each one once and remembers it).
+    func contains(_ id: IKEIdentity, parse: (String) -> DistinguishedName?) -> Bool {
+        switch id {
+        case .fqdn(let name): return dnsNames.contains { Self.sameIgnoringCase($0, name) }
+        case .ipv4(let text), .ipv6(let text):
+            guard let bytes = IPAddressText.parse(text) else { return false }
+            return ipAddresses.contains(bytes)
+        case .userFQDN(let mail): return emails.contains { Self.sameIgnoringCase($0, mail) }
+        case .dn(let text):
+            // The identity in the inventory's grammar, the subject as the certificate reader writes it.
+            guard let subject, let wanted = parse(text), let have = DistinguishedName.parseDescription(subject) else { return false }
+            return wanted == have
+        case .keyID: return false
+        }
+    }
+}
+
+extension CertificateFacts {
+    /// `a.lowercased() == b.lowercased()`, without making either when both are ASCII (as names almost
+    /// always are): the check compares names for every connection of a fleet.
+    static func sameIgnoringCase(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return a.lowercased() == b.lowercased() }
+        for (p, q) in zip(x, y) where p != q {
+            guard p < 0x80, q < 0x80 else { return a.lowercased() == b.lowercased() }
+            func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c | 0x20 : c }
+            if lower(p) != lower(q) { return false }
+        }
+        return true
+    }
+}
+
+package enum Consistency {
+    /// Parses a PEM certificate into the facts the check needs; nil when it cannot.
+    package typealias CertificateInspector = @Sendable (String) -> CertificateFacts?
+
+    /// Checks every client connection of `plan` against the server view of its node. Returns the
+    /// plan's own diagnostics plus every mismatch (errors), without duplicates, in plan order.
+    /// `inspect` reads certificates for the SAN checks; without it those checks rely on the identity
+    /// the connection uses (the PKI issues node and user certificates for exactly those identities).
+    package static func check(
+        plan: ClientPlan, servers: [ServerView], inventory: Inventory, materials: Materials,
+        inspect: CertificateInspector? = nil
+    ) -> [Diagnostic] {
+        check(plan: plan, against: Servers(servers, materials: materials, inspect: inspect), inventory: inventory, materials: materials)
+    }
+
+    /// The same check against server facts prepared once (`Servers`), for checking a fleet's plan
+    /// slice by slice on several threads.
+    package static func check(plan: ClientPlan, against servers: Servers, inventory: Inventory, materials: Materials) -> [Diagnostic] {
+        var out: [Diagnostic] = plan.diagnostics
+        var seen = Set(out)
+        func add(_ d: Diagnostic) { if seen.insert(d).inserted { out.append(d) } }
+        // Lookups by name are computed once per call: a slice has a connection per user, node and service.
+        let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let users = Dictionary(inventory.users.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let context = CheckContext(servers)
+        for c in plan.connections {
+            guard let node = nodes[c.node], let user = users[c.user] else { continue }
+            guard let view = servers.views[c.node] else {
+                add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
+                continue
+            }
+            for d in check(connection: c, view: view, node: node, user: user, materials: materials, context: context) {
+                add(d)
+            }
+        }
+        return out
+    }
+
+    /// What the per-connection check would otherwise recompute for every user: the server views by
+    /// node, password users as sets, whether each node ships the clients' CA, the node certificates'
+    /// contents. Immutable: one instance serves every thread.
+    package final class Servers: Sendable {
+        let views: [String: ServerView]
+        let passwordUsers: [String: Set<String>]
+        let shipsOtherCA: [String: Bool]
+        let inspect: CertificateInspector?
+        /// Facts of the node certificates, by PEM.
+        let nodeFacts: [String: CertificateFacts?]
+
+        package init(_ servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
+            var views: [String: ServerView] = [:]
+            var passwordUsers: [String: Set<String>] = [:]
+            var shipsOtherCA: [String: Bool] = [:]
+            let clientCA = Consistency.normalized(materials.caCertificatePEM)
+            // The sets on all cores: a fleet's nodes list 20,000 password users each.
+            let sets = parallelMap(servers.count) { Set(servers[$0].passwordUsers) }
+            for (view, users) in zip(servers, sets) where views[view.node] == nil {
+                views[view.node] = view
+                passwordUsers[view.node] = users
+                shipsOtherCA[view.node] = view.caCertificatePEM.map { Consistency.normalized($0) != clientCA } ?? false
+            }
+            var nodeFacts: [String: CertificateFacts?] = [:]
+            if let inspect {
+                for node in materials.nodes.values where nodeFacts[node.certificatePEM] == nil {
+                    nodeFacts[node.certificatePEM] = .some(inspect(node.certificatePEM))
+                }
+            }
+            self.views = views
+            self.passwordUsers = passwordUsers
+            self.shipsOtherCA = shipsOtherCA
+            self.inspect = inspect
+            self.nodeFacts = nodeFacts
+        }
+    }
+
+    /// One check's caches (certificates and proposal comparisons) over the shared server facts.
+    final class CheckContext {
+        let servers: Servers
+        private var facts: [String: CertificateFacts?] = [:]
+        private var intersections: [IntersectionKey: Bool] = [:]
+
+        struct IntersectionKey: Hashable {
+            var client: [String]
+            var server: [String]
+            var purpose: Proposal.Purpose
+            var withGroups: Bool
+        }
+
+        init(_ servers: Servers) { self.servers = servers }
+
+        func knowsPassword(_ view: ServerView, _ user: String) -> Bool {
+            servers.passwordUsers[view.node]?.contains(user) ?? view.passwordUsers.contains(user)
+        }
+
+        func shipsOtherCA(_ view: ServerView, materials: Materials) -> Bool {
+            if let known = servers.shipsOtherCA[view.node] { return known }
+            guard let serverCA = view.caCertificatePEM else { return false }
+            return Consistency.normalized(serverCA) != Consistency.normalized(materials.caCertificatePEM)
+        }
+
+        func facts(_ pem: String) -> CertificateFacts? {
+            guard let inspect = servers.inspect else { return nil }
+            if let known = servers.nodeFacts[pem] ?? facts[pem] { return known }
+            let value = inspect(pem)
+            facts[pem] = value
+            return value
+        }
+
+        private var names: [String: DistinguishedName?] = [:]
+
+        /// `facts.contains(id)`, with each DN text parsed once per check (a user's identity is checked
+        /// against its certificate once per node and service).
+        func certificate(_ facts: CertificateFacts, contains id: IKEIdentity) -> Bool {
+            facts.contains(id) { text in
+                if let known = names[text] { return known }
+                let value = DistinguishedName.parse(text)
+                names[text] = value
+                return value
+            }
+        }
+
+        func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {
+            let key = IntersectionKey(client: client, server: server, purpose: purpose, withGroups: withGroups)
+            if let known = intersections[key] { return known }
+            let value = Proposal.intersects(client, server, purpose: purpose, withGroups: withGroups)
+            intersections[key] = value
+            return value
+        }
+    }
+
+    // MARK: - one connection
+
+    static func check(
+        connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var what: String { "\(c.service.rawValue) client of node '\(c.node)'" }
+        out += checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
+
+        let selection = select(c, in: view.connections)
+        guard case .selected(let s) = selection else {
+            if case .none(let code, let field, let onUser, let reason) = selection {
+                out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
+                                  at: onUser ? user.location(of: field) : node.location(of: field)))
+            }
+            return out
+        }
+        // The server proves itself the way the client expects.
+        if s.localAuth != c.serverAuth {
+            out.append(.error(
+                .authMismatch,
+                "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
+                at: node.location(of: "services")))
+        }
+        // The client's rounds are the server's remote rounds, in order.
+        let clientRounds = c.localAuth.map(\.method)
+        let serverRounds = s.remote.map(\.auth)
+        if clientRounds != serverRounds {
+            out.append(.error(
+                .authMismatch,
+                "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
+                at: node.location(of: "services")))
+        }
+        for (round, server) in zip(c.localAuth, s.remote) {
+            if case .exactly(let id)? = server.eapID, let eapID = round.eapID, id.value != eapID {
+                out.append(.error(
+                    .localIDMismatch,
+                    "user '\(c.user)': connection '\(s.name)' of node '\(c.node)' accepts only EAP identity '\(id.value)'",
+                    at: user.location))
+            }
+        }
+        // Proposals, per client kind.
+        for device in c.devices {
+            guard let offer = c.offers[device] else { continue }
+            if !context.intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
+                out.append(.error(
+                    .ikeProposalMismatch,
+                    "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
+                    at: node.location(of: "proposals")))
+            }
+            if !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
+                out.append(.error(
+                    .espProposalMismatch,
+                    "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
+                    at: node.location(of: "proposals")))
+            } else if c.ikeVersion == 2 && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true) {
+                out.append(.error(
+                    .pfsMismatch,
+                    "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
+                    at: node.location(of: "proposals")))
+            }
+        }
+        // Certificates.
+        if c.serverAuth == .pubkey {
+            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+                if !context.certificate(facts, contains: c.remoteID) {
+                    out.append(.error(
+                        .serverCertificateSAN,
+                        "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
+                        at: node.location(of: "id")))
+                }
+                if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
+                    out.append(.error(
+                        .caMismatch,
+                        "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
+                        at: node.location))
+                }
+            }
+            if context.shipsOtherCA(view, materials: materials) {
+                out.append(.error(
+                    .caMismatch,
+                    "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                    at: node.location))
+            }
+        }
+        if c.devices.contains(.windows), let windows = c.windows {
+            out += checkWindows(c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
+        }
+        if c.credentials.contains(.clientCertificate), let localID = c.localID,
+            let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
+        {
+            if !context.certificate(facts, contains: localID) {
+                out.append(.error(
+                    .clientCertificateSAN,
+                    "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
+                    at: user.location(of: "id")))
+            }
+            // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
+            let required = s.remote.flatMap(\.certPolicies)
+            if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
+                out.append(.error(
+                    .clientCertificatePolicy,
+                    "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
+                    at: user.location(of: "nodes")))
+            }
+        }
+        return out
+    }
+
+    static func normalized(_ pem: String) -> String { pem.filter { !$0.isWhitespace } }
+
+    // MARK: - Windows
+
+    static let serverAuthOID = "1.3.6.1.5.5.7.3.1"
+    static let clientAuthOID = "1.3.6.1.5.5.7.3.2"
+
+    /// What Windows does differently from the other clients: it sends its IP address (EAP) or its
+    /// certificate's subject DN (machine certificate) as identity, and it refuses a server certificate
+    /// without the serverAuth EKU or without the address it dialled as a dNSName subjectAltName (also
+    /// for an IP address: error 13801), and a client certificate without clientAuth (error 13806).
+    /// Sources: https://docs.strongswan.org/docs/latest/interop/windowsCertRequirements.html and the
+    /// strongSwan Windows EAP / machine-certificate status pages.
+    static func checkWindows(
+        _ c: ClientConnection, _ windows: WindowsConnection, selected: ServerConnectionView, view: ServerView, node: Node,
+        user: User, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        var asWindows = c
+        asWindows.localID = windows.localID
+        switch select(asWindows, in: view.connections) {
+        case .selected(let w) where w.name != selected.name:
+            out.append(.error(
+                .authMismatch,
+                "windows \(c.service.rawValue) client of node '\(c.node)': strongSwan selects connection '\(w.name)' for the identity Windows sends, not '\(selected.name)'",
+                at: node.location(of: "services")))
+        case .none(let code, _, _, let reason):
+            out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its windows \(c.service.rawValue) client: \(reason)",
+                              at: node.location(of: "services")))
+        default: break
+        }
+        if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+            if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
+                out.append(.error(
+                    .windowsCertificate,
+                    "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
+                    at: node.location(of: "address")))
+            }
+            if let ekus = facts.extendedKeyUsages, !ekus.contains(serverAuthOID) {
+                out.append(.error(
+                    .windowsCertificate, "node '\(c.node)': its certificate lacks the serverAuth extended key usage Windows requires (error 13801)",
+                    at: node.location))
+            }
+        }
+        if windows.authenticationMethod == "MachineCertificate", let pem = materials.users[c.user]?.certificatePEM,
+            let facts = context.facts(pem)
+        {
+            if let ekus = facts.extendedKeyUsages, !ekus.contains(clientAuthOID) {
+                out.append(.error(
+                    .windowsCertificate, "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
+                    at: user.location(of: "cert")))
+            }
+            if let id = windows.localID, facts.subject != nil, !context.certificate(facts, contains: id) {
+                out.append(.error(
+                    .windowsCertificate, "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
+                    at: user.location(of: "id")))
+            }
+        }
+        return out
+    }
+
+    // MARK: - secrets
+
+    static func checkSecrets(
+        _ c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        let um = materials.users[c.user]
+        if c.credentials.contains(.password) {
+            if (um?.password ?? "").isEmpty {
+                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
+                                  at: user.location(of: "password")))
+            } else if !context.knowsPassword(view, c.user) {
+                out.append(.error(.missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
+                                  at: user.location(of: "password")))
+            }
+        }
+        if c.credentials.contains(.psk) {
+            if (materials.nodes[c.node]?.psk ?? "").isEmpty {
+                out.append(.error(.missingSecret, "node '\(c.node)': \(c.service.rawValue) needs a pre-shared key, and the node has none",
+                                  at: node.location(of: "psk")))
+            } else if view.pskIdentities.isEmpty {
+                out.append(.error(.missingSecret, "node '\(c.node)': its secrets hold no pre-shared key for \(c.service.rawValue)",
+                                  at: node.location(of: "psk")))
+            }
+        }
+        if c.credentials.contains(.clientCertificate) {
+            let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
+            let needsPEM = c.devices.contains(.linux) || c.devices.contains(.networkmanager)
+            let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
+                || c.devices.contains(.android) && um?.openP12 == nil
+            let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)
+            if missingP12 || missingPEM {
+                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",
+                                  at: user.location(of: "cert")))
+            }
+        }
+        if c.credentials.contains(.caCertificate) && materials.caCertificatePEM.isEmpty {
+            out.append(.error(.missingSecret, "no CA certificate for the client profiles", at: node.location))
+        }
+        return out
+    }
+
+    // MARK: - strongSwan's responder selection
+
+    enum Selection {
+        case selected(ServerConnectionView)
+        /// code, inventory field, whether the field is the user's, reason
+        case none(RuleCode, String, Bool, String)
+    }
+
+    /// strongSwan's identity match ranks (identification.c): exact 20, `%any` 1, none 0.
+    static func rank(_ pattern: IdentityPattern, _ id: IKEIdentity?) -> Int {
+        switch pattern {
+        case .any: return 1
+        case .exactly(let want):
+            guard let id else { return 0 }
+            return want == id ? 20 : 0
+        }
+    }
+
+    /// Simulates the responder. IKEv2: candidates are the version-2 connections whose local id is the
+    /// IDr the client sends and whose first remote round accepts its IDi, ranked by match quality,
+    /// file order among equals. A client without AUTH payload (EAP) gets the first candidate with an
+    /// EAP round; after a PSK AUTH strongSwan moves on to the first candidate whose round takes PSK;
+    /// a certificate client sends its certificate only on a CERTREQ, which the first IKEv2 connection
+    /// decides (IKE_SA_INIT happens before identities are known). IKEv1: the mode (Main/Aggressive)
+    /// and the auth method (PSK vs XAuth-PSK) must equal the connection's; identities as above.
+    static func select(_ c: ClientConnection, in connections: [ServerConnectionView]) -> Selection {
+        var versioned = connections.filter { ($0.version == c.ikeVersion || $0.version == 0) && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive) }
+        if versioned.isEmpty {
+            let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
+            return .none(.noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
+        }
+        if c.ikeVersion == 1 {
+            // An IKEv1 initiator names its auth method (XAuthInitPSK, HybridInitRSA) in its first
+            // message; phase1.c select_config only looks at connections that give that method.
+            let rounds = c.localAuth.map(\.method)
+            versioned = versioned.filter { $0.remote.map(\.auth) == rounds }
+            if versioned.isEmpty {
+                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+            }
+        }
+        let serverIDs = versioned.filter { $0.localID == c.remoteID }
+        if serverIDs.isEmpty {
+            let ids = Set(versioned.map(\.localID.value)).sorted().joined(separator: ", ")
+            return .none(.remoteIDMismatch, "id", false, "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
+        }
+        let ranked = serverIDs.enumerated()
+            .map { (index: $0.offset, conn: $0.element, rank: rank($0.element.remote.first?.id ?? .any, c.localID)) }
+            .filter { $0.rank > 0 }
+            .sorted { $0.rank != $1.rank ? $0.rank > $1.rank : $0.index < $1.index }
+            .map(\.conn)
+        if ranked.isEmpty {
+            let field = c.service == .ipsecXauthPSK ? "group" : "id"
+            return .none(.localIDMismatch, field, field == "id",
+                         "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
+        }
+        let first = c.localAuth.first?.method
+        if c.ikeVersion == 1 {
+            let rounds = c.localAuth.map(\.method)
+            guard let match = ranked.first(where: { $0.remote.map(\.auth) == rounds }) else {
+                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+            }
+            return .selected(match)
+        }
+        switch first {
+        case .eapMSCHAPv2?:
+            guard let match = ranked.first(where: { $0.remote.first?.auth == .eapMSCHAPv2 }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes EAP clients")
+            }
+            return .selected(match)
+        case .pubkey?:
+            if let initial = versioned.first, !initial.sendCertreq {
+                return .none(.authMismatch, "services", false,
+                             "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request")
+            }
+            guard let match = ranked.first(where: { $0.remote.first?.auth == .pubkey }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes certificate clients")
+            }
+            return .selected(match)
+        default:
+            guard let match = ranked.first(where: { $0.remote.first?.auth == first }) else {
+                return .none(.authMismatch, "services", false, "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
+            }
+            return .selected(match)
+        }
+    }
+}
+
+// MARK: - the server plan as the check sees it
+
+extension IdentityPattern {
+    init(_ match: IdentityMatch) {
+        switch match {
+        case .any: self = .any
+        case .exactly(let id): self = .exactly(id)
+        }
+    }
+}
+
+extension ServerView {
+    /// The view of a node's server plan. `caCertificatePEM`: the CA the node's configuration ships.
+    package init(_ plan: NodePlan, caCertificatePEM: String?) {
+        self.init(
+            node: plan.node,
+            connections: plan.connections.map { c in
+                ServerConnectionView(
+                    name: c.name, version: c.version, aggressive: c.aggressive,
+                    localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
+                    remote: c.remote.map { r in
+                        ServerRoundView(
+                            auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init),
+                            certPolicies: r.certPolicies)
+                    },
+                    ikeProposals: c.ikeProposals, espProposals: c.child.espProposals, sendCertreq: c.sendCertreq)
+            },
+            pskIdentities: plan.pskIdentities, passwordUsers: plan.passwordUsers, caCertificatePEM: caCertificatePEM)
+    }
+}
+
+extension Consistency {
+    /// The whole check as `validate`/`generate` run it: the client plan and the server plan of every
+    /// node, both derived from the inventory, compared. Errors mean: write nothing.
+    package static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil) -> [Diagnostic] {
+        let servers = inventory.nodes.map {
+            ServerView(ServerPlan.make(for: $0, in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
+        }
+        return check(
+            plan: ClientPlan.build(inventory: inventory, materials: materials), servers: servers, inventory: inventory,
+            materials: materials, inspect: inspect)
+    }
+}

@@ -1,0 +1,417 @@
+import VPNProvModel
+import VPNProvSupport
+import VPNProvCrypto
+
+// The server side of every node, as typed data: which swanctl connections it has, in which order,
+// with which identities, auth rounds, proposals and pools. The swanctl renderer writes exactly this;
+// client-side planners and the consistency checker compare their client plans against it, so every
+// choice a client must match (identities, auth methods, proposals) is decided here and only here.
+//
+// Connection order (IKEv2). strongSwan's responder ranks the connections whose identities match the
+// client (an exact remote id beats `%any`) and, among equals, tries them in load order = file order.
+// A candidate is dropped when the client cannot fit it: a client that wants EAP (no AUTH payload in
+// IKE_AUTH) skips connections without an EAP remote round, and after a PSK or certificate AUTH the
+// daemon moves on to the first candidate whose remote round accepts that kind of authentication.
+// Measured on 5.9.8 (docs/decisions.md, "Connection order"): with the EAP connection first a certificate client was
+// stuck on it ("no trusted ECDSA public key found"); with the certificate connection first,
+// certificate, EAP and PSK clients all reached their connection. Hence:
+//     ikev2-cert, ikev2-eap, ikev2-psk-eap, ikev2-psk, ipsec-xauth-psk-main, ipsec-xauth-psk-aggressive,
+//     ipsec-xauth-hybrid-aggressive
+// ikev2-eap and ikev2-psk-eap both take EAP clients and differ only in how the *server* proves
+// itself, which the client's request does not reveal; so ikev2-psk-eap requires a fixed client
+// identity (pskEAPClientIdentity) that ranks it first for exactly those clients.
+// IKEv1 Main and Aggressive Mode never compete (strongSwan only selects a connection whose
+// `aggressive` flag equals the request's mode), and IKEv1/IKEv2 are separated by `version`.
+//
+// IKEv1 Hybrid (ipsec-xauth-hybrid) comes last. An IKEv1 initiator names its authentication method
+// in the very first SA payload (XAuthInitPSK vs. HybridInitRSA), and strongSwan's phase1.c
+// select_config only considers connections whose auth rounds give that method and whose
+// `aggressive` flag equals the request's mode; so the PSK-XAuth and Hybrid connections never take
+// each other's clients, whichever comes first. Measured on 5.9.8 with both orders (the
+// end-to-end test "IKEv1 connection order" loads the hybrid connection first and last): every
+// PSK-XAuth client (Main and Aggressive Mode) and every Hybrid client reached its own connection.
+// Last is chosen so that adding the service leaves the existing connections where they were.
+// Hybrid is Aggressive Mode only: Apple's documented switch to hybrid is a group name ending in
+// "hybrid" (com.apple.vpn.managed IPSec LocalIdentifier), and Apple's IKEv1 client uses
+// Aggressive Mode whenever a group name is set; the PSK-hash weakness of Aggressive Mode does not
+// exist here (the server signs), and the identity sent is a public constant.
+
+/// How one side authenticates in a swanctl auth round (the `auth` key).
+package enum ServerAuthMethod: String, Sendable, Hashable {
+    case pubkey
+    case psk
+    case eapMSCHAPv2 = "eap-mschapv2"
+    case xauth
+}
+
+/// A remote identity constraint: `%any` or one exact identity.
+package enum IdentityMatch: Sendable, Hashable {
+    case any
+    case exactly(IKEIdentity)
+
+    /// The value written after `id =` / `eap_id =` (before quoting).
+    package var swanctlValue: String {
+        switch self {
+        case .any: return "%any"
+        case .exactly(let id): return id.swanctlValue
+        }
+    }
+}
+
+/// `send_cert` values.
+package enum SendCertPolicy: String, Sendable, Hashable {
+    case always
+    case never
+    case ifasked
+}
+
+/// The server's own auth round (`local`).
+package struct LocalAuthRound: Sendable, Hashable {
+    package var auth: ServerAuthMethod
+    /// The node's IKE identity (what clients configure as remote ID).
+    package var id: IKEIdentity
+    /// Certificate files relative to swanctl's `x509/` (only with `pubkey`).
+    package var certificates: [String]
+    package init(auth: ServerAuthMethod, id: IKEIdentity, certificates: [String] = []) {
+        self.auth = auth
+        self.id = id
+        self.certificates = certificates
+    }
+}
+
+/// One round the client must pass (`remote`, `remote-psk`, `remote-xauth`).
+package struct RemoteAuthRound: Sendable, Hashable {
+    /// The section name: starts with `remote`; rounds run in the order listed.
+    package var section: String
+    package var auth: ServerAuthMethod
+    /// The client's IKE identity (IDi) the round accepts.
+    package var id: IdentityMatch
+    /// EAP identity (asked with EAP-Identity when `.any`); only for EAP rounds.
+    package var eapID: IdentityMatch?
+    /// CA certificates relative to `x509ca/` the client certificate must chain to (pubkey rounds).
+    package var caCertificates: [String]
+    /// `revocation` policy for client certificates (pubkey rounds): "relaxed" refuses certificates
+    /// listed in a loaded CRL (x509crl/), and keeps working if the CRL is stale.
+    package var revocation: String?
+    /// Certificate policy OIDs the client certificate must carry (`cert_policy`; pubkey rounds): the
+    /// node's access policy, so a certificate opens only the nodes its user may use.
+    package var certPolicies: [String]
+    package init(
+        section: String, auth: ServerAuthMethod, id: IdentityMatch, eapID: IdentityMatch? = nil,
+        caCertificates: [String] = [], revocation: String? = nil, certPolicies: [String] = []
+    ) {
+        self.certPolicies = certPolicies
+        self.section = section
+        self.auth = auth
+        self.id = id
+        self.eapID = eapID
+        self.caCertificates = caCertificates
+        self.revocation = revocation
+    }
+}
+
+/// The CHILD_SA a connection offers (one per connection, named `net`).
+package struct ServerChild: Sendable, Hashable {
+    package var name: String
+    /// What the client may reach: everything of each address family it gets a virtual IP for.
+    package var localTS: [String]
+    package var espProposals: [String]
+    /// Seconds; 0 = the server never starts a CHILD_SA rekey (clients do).
+    package var rekeyTime: Int
+    package var dpdAction: String
+    package init(name: String, localTS: [String], espProposals: [String], rekeyTime: Int, dpdAction: String) {
+        self.name = name
+        self.localTS = localTS
+        self.espProposals = espProposals
+        self.rekeyTime = rekeyTime
+        self.dpdAction = dpdAction
+    }
+}
+
+/// One swanctl connection of a node.
+package struct ServerConnection: Sendable, Hashable {
+    /// Section name under `connections` (unique per node).
+    package var name: String
+    package var service: Service
+    /// One line for people (written as a comment).
+    package var summary: String
+    /// IKE major version: 1 or 2.
+    package var version: Int
+    /// IKEv1 only: Aggressive (true) or Main Mode (false); nil for IKEv2.
+    package var aggressive: Bool?
+    /// IKE proposals in strongSwan syntax, most preferred first.
+    package var ikeProposals: [String]
+    package var local: LocalAuthRound
+    /// Remote rounds in order (IKEv1 XAuth: `remote-psk` then `remote-xauth`).
+    package var remote: [RemoteAuthRound]
+    /// Pool names (sections of NodePlan.pools).
+    package var pools: [String]
+    package var sendCert: SendCertPolicy
+    package var sendCertreq: Bool
+    /// `unique = no`: one certificate or account may be used on several devices at once.
+    package var unique: String
+    /// `fragmentation = yes` (IKEv2 RFC 7383 / IKEv1 vendor fragmentation; big certificate payloads).
+    package var fragmentation: String
+    /// Seconds between liveness checks when idle.
+    package var dpdDelay: Int
+    /// IKEv1 only: seconds without answer before the peer is declared dead.
+    package var dpdTimeout: Int?
+    /// Seconds; 0 = the server never starts IKE rekeying (IKEv1: reauthentication); clients do.
+    package var rekeyTime: Int
+    package var child: ServerChild
+
+    package init(
+        name: String, service: Service, summary: String, version: Int, aggressive: Bool?, ikeProposals: [String],
+        local: LocalAuthRound, remote: [RemoteAuthRound], pools: [String], sendCert: SendCertPolicy,
+        sendCertreq: Bool, unique: String, fragmentation: String, dpdDelay: Int, dpdTimeout: Int?, rekeyTime: Int,
+        child: ServerChild
+    ) {
+        self.name = name
+        self.service = service
+        self.summary = summary
+        self.version = version
+        self.aggressive = aggressive
+        self.ikeProposals = ikeProposals
+        self.local = local
+        self.remote = remote
+        self.pools = pools
+        self.sendCert = sendCert
+        self.sendCertreq = sendCertreq
+        self.unique = unique
+        self.fragmentation = fragmentation
+        self.dpdDelay = dpdDelay
+        self.dpdTimeout = dpdTimeout
+        self.rekeyTime = rekeyTime
+        self.child = child
+    }
+}
+
+/// A virtual-address pool (`pools.<name>`).
+package struct ServerPool: Sendable, Hashable {
+    package var name: String
+    package var addrs: CIDR
+    /// DNS servers of the pool's address family, in inventory order.
+    package var dns: [String]
+    package init(name: String, addrs: CIDR, dns: [String]) {
+        self.name = name
+        self.addrs = addrs
+        self.dns = dns
+    }
+}
+
+/// How the node forwards its pools' traffic: the sysctl and nftables files of `servers/<node>/`.
+package struct NodeNetworkPlan: Sendable, Hashable {
+    package var pool4: CIDR?
+    package var pool6: CIDR?
+    /// How the IPv6 pool leaves the node (nil without one).
+    package var ipv6Mode: NodeNetwork.IPv6Mode?
+    package var uplink: String?
+    package var mss: NodeNetwork.MSS
+    package var isolateClients: Bool
+    package var ipsec: NodeNetwork.IPsecPath
+    package init(
+        pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
+        isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
+    ) {
+        self.pool4 = pool4
+        self.pool6 = pool6
+        self.ipv6Mode = ipv6Mode
+        self.uplink = uplink
+        self.mss = mss
+        self.isolateClients = isolateClients
+        self.ipsec = ipsec
+    }
+}
+
+/// Everything one node's strongSwan needs, before rendering.
+package struct NodePlan: Sendable, Hashable {
+    package var node: String
+    package var identity: IKEIdentity
+    /// In the order they must appear in swanctl.conf.
+    package var connections: [ServerConnection]
+    package var pools: [ServerPool]
+    /// Identities the node's PSK is filed under (`secrets.ike.id-N`); empty without PSK services.
+    package var pskIdentities: [IKEIdentity]
+    /// Users whose EAP/XAuth password goes into this node's secrets, ordered by name (UTF-8 bytes).
+    package var passwordUsers: [String]
+    /// An Aggressive Mode PSK connection exists: charon needs
+    /// `i_dont_care_about_security_and_use_aggressive_mode_psk = yes`.
+    package var needsAggressiveModePSK: Bool
+    /// Forwarding, NAT and firewall of the pools.
+    package var network: NodeNetworkPlan
+
+    package init(
+        node: String, identity: IKEIdentity, connections: [ServerConnection], pools: [ServerPool],
+        pskIdentities: [IKEIdentity], passwordUsers: [String], needsAggressiveModePSK: Bool, network: NodeNetworkPlan
+    ) {
+        self.network = network
+        self.node = node
+        self.identity = identity
+        self.connections = connections
+        self.pools = pools
+        self.pskIdentities = pskIdentities
+        self.passwordUsers = passwordUsers
+        self.needsAggressiveModePSK = needsAggressiveModePSK
+    }
+
+    /// The connections serving `service` (two for ipsec-xauth-psk with a group).
+    package func connections(for service: Service) -> [ServerConnection] {
+        connections.filter { $0.service == service }
+    }
+}
+
+/// Derives NodePlans from the inventory. Pure: same inventory, same plan.
+package enum ServerPlan {
+    package static let ipv4PoolName = "pool-v4"
+    package static let ipv6PoolName = "pool-v6"
+    /// swanctl file names (relative to x509ca/, x509crl/).
+    package static let caFileName = "ca.pem"
+    package static let crlFileName = "crl.pem"
+    /// During a CA rotation: the new CA cross-certified by the previous one, and the new CA's CRL.
+    package static let nextCAFileName = "ca-next.pem"
+    package static let nextCRLFileName = "crl-next.pem"
+    package static let childName = "net"
+    static let dpdDelay = 30
+    static let ikev1DPDTimeout = 150
+
+    /// The client identity (IDi) an ikev2-psk-eap client must send: it is what tells strongSwan to
+    /// use the PSK-authenticated connection rather than the certificate-authenticated ikev2-eap one
+    /// (both take EAP clients). An FQDN-type identity because Apple sends LocalIdentifier strings as
+    /// FQDN. Same for every node of a deployment.
+    package static func pskEAPClientIdentity(in inventory: Inventory) -> IKEIdentity {
+        .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Users whose password this node must know: allowed on the node, not revoked, with a password,
+    /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
+    package static func passwordUsers(for node: Node, in inventory: Inventory) -> [User] {
+        guard node.services.contains(where: \.needsPassword) else { return [] }
+        // Positions are sorted, not the users: a fleet's user values are large to move around.
+        let users = inventory.users
+        return users.indices
+            .filter { users[$0].password != nil && !users[$0].revoked && users[$0].nodes.contains(node.name) }
+            .sorted { users[$0].name.precedesByUTF8(users[$1].name) }
+            .map { users[$0] }
+    }
+
+    /// `nodeScoping: false` (a trust root from before node scoping, Materials.nodeScoping) leaves out
+    /// the node policy that certificate clients must carry.
+    package static func make(for node: Node, in inventory: Inventory, nodeScoping: Bool = true) -> NodePlan {
+        var pools: [ServerPool] = []
+        let v4DNS = node.dns.filter { IPAddressText.parse($0)?.count == 4 }
+        let v6DNS = node.dns.filter { IPAddressText.parse($0)?.count == 16 }
+        if let pool = node.pool { pools.append(ServerPool(name: ipv4PoolName, addrs: pool, dns: v4DNS)) }
+        if let pool6 = node.pool6 { pools.append(ServerPool(name: ipv6PoolName, addrs: pool6, dns: v6DNS)) }
+
+        // IKEv2: every pool, all traffic of each family with a pool (IPv4 when there is no pool at all).
+        let v2Pools = pools.map(\.name)
+        var v2TS: [String] = []
+        if node.pool != nil || node.pool6 == nil { v2TS.append("0.0.0.0/0") }
+        if node.pool6 != nil { v2TS.append("::/0") }
+        // IKEv1: one traffic selector only (more need the unity plugin), so one family: IPv4 if any.
+        let v1Pools = node.pool != nil ? [ipv4PoolName] : (node.pool6 != nil ? [ipv6PoolName] : [])
+        let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
+
+        // With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
+        let v2ESP = AppleSA.serverESPProposals(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
+
+        let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
+        let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
+        let eapRound = RemoteAuthRound(section: "remote", auth: .eapMSCHAPv2, id: .any, eapID: .any)
+
+        func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
+            -> ServerConnection
+        {
+            ServerConnection(
+                name: name, service: service, summary: summary, version: 2, aggressive: nil,
+                ikeProposals: node.proposals.ike, local: local, remote: remote, pools: v2Pools,
+                sendCert: local.auth == .pubkey ? .always : .never, sendCertreq: service == .ikev2Cert,
+                unique: "no", fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
+                child: ServerChild(
+                    name: childName, localTS: v2TS, espProposals: v2ESP, rekeyTime: 0, dpdAction: "clear"))
+        }
+        func v1(
+            _ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch,
+            service: Service = .ipsecXauthPSK
+        ) -> ServerConnection {
+            // PSK + XAuth: two rounds; Hybrid: XAuth as the first (only) round, server by certificate.
+            let hybrid = service == .ipsecXauthHybrid
+            let remote = hybrid
+                ? [RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: remoteID)]
+                : [RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
+                   RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any)]
+            return ServerConnection(
+                name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
+                ikeProposals: IKEv1Proposals.ike(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
+                remote: remote,
+                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no", fragmentation: "yes",
+                dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
+                child: ServerChild(
+                    name: childName, localTS: v1TS, espProposals: IKEv1Proposals.esp(from: node.proposals.esp),
+                    rekeyTime: 0, dpdAction: "clear"))
+        }
+
+        var connections: [ServerConnection] = []
+        let offers = Set(node.services)
+        if offers.contains(.ikev2Cert) {
+            connections.append(
+                v2(
+                    "ikev2-cert", .ikev2Cert, "IKEv2: server certificate, client certificate from our CA",
+                    local: serverCert,
+                    remote: [
+                        RemoteAuthRound(
+                            section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
+                            revocation: "relaxed", certPolicies: nodeScoping ? [NodeAccessPolicy.oid(forNode: node.name)] : [])
+                    ]))
+        }
+        if offers.contains(.ikev2EAP) {
+            connections.append(
+                v2("ikev2-eap", .ikev2EAP, "IKEv2: server certificate, client EAP-MSCHAPv2 user/password",
+                   local: serverCert, remote: [eapRound]))
+        }
+        if offers.contains(.ikev2PSKEAP) {
+            var round = eapRound
+            round.id = .exactly(pskEAPClientIdentity(in: inventory))
+            connections.append(
+                v2("ikev2-psk-eap", .ikev2PSKEAP, "IKEv2: server PSK, client EAP-MSCHAPv2 user/password",
+                   local: serverPSK, remote: [round]))
+        }
+        if offers.contains(.ikev2PSK) {
+            connections.append(
+                v2("ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: serverPSK,
+                   remote: [RemoteAuthRound(section: "remote", auth: .psk, id: .any)]))
+        }
+        if offers.contains(.ipsecXauthPSK) {
+            connections.append(
+                v1("ipsec-xauth-psk-main", aggressive: false,
+                   summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)",
+                   remoteID: .any))
+            if let group = node.group {
+                connections.append(
+                    v1("ipsec-xauth-psk-aggressive", aggressive: true,
+                       summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password",
+                       remoteID: .exactly(.keyID(group))))
+            }
+        }
+
+        if offers.contains(.ipsecXauthHybrid) {
+            connections.append(
+                v1("ipsec-xauth-hybrid-aggressive", aggressive: true,
+                   summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password",
+                   remoteID: .any, service: .ipsecXauthHybrid))
+        }
+
+        var pskIDs: [IKEIdentity] = []
+        if node.services.contains(where: \.needsPSK) {
+            pskIDs.append(node.id)
+            if offers.contains(.ipsecXauthPSK), let group = node.group { pskIDs.append(.keyID(group)) }
+        }
+        return NodePlan(
+            node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
+            passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
+            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
+            network: NodeNetworkPlan(
+                pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink, mss: node.network.mss,
+                isolateClients: node.network.isolateClients, ipsec: node.network.ipsec))
+    }
+}

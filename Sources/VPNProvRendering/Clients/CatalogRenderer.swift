@@ -1,0 +1,195 @@
+import Foundation
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+
+/// `catalog/servers.json`: per node and service what an app needs to build an
+/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user data.
+package enum CatalogRenderer {
+    /// Where the catalogue goes in the output tree (the app's backend publishes it from there).
+    package static let path = "catalog/servers.json"
+
+    package struct Catalog: Codable, Sendable, Hashable {
+        package var version: Int
+        package var deployment: String
+        package var servers: [Server]
+    }
+
+    package struct SecurityAssociation: Codable, Sendable, Hashable {
+        /// Apple names: `AES-256-GCM`, `AES-256`, ... (NEVPNIKEv2EncryptionAlgorithm).
+        package var encryptionAlgorithm: String
+        /// `SHA2-256`, ... (NEVPNIKEv2IntegrityAlgorithm; the PRF for AEAD IKE SAs).
+        package var integrityAlgorithm: String
+        /// DH group number (NEVPNIKEv2DiffieHellmanGroup raw value).
+        package var diffieHellmanGroup: Int
+        package var lifetimeMinutes: Int
+        /// The equivalent strongSwan proposal.
+        package var proposal: String
+    }
+
+    /// One NEOnDemandRule, in evaluation order (first match wins): `disconnect` with
+    /// interfaceTypeMatch `wiFi` and ssidMatch for trusted networks, then `connect`.
+    package struct OnDemandRule: Codable, Sendable, Hashable {
+        /// `connect` or `disconnect`.
+        package var action: String
+        /// NEOnDemandRuleInterfaceType: `wiFi`, `cellular`, `ethernet`; absent: any.
+        package var interfaceTypeMatch: String?
+        package var ssidMatch: [String]?
+    }
+
+    package struct Server: Codable, Sendable, Hashable {
+        /// Stable: `<node>-<service>`.
+        package var id: String
+        package var name: String
+        package var node: String
+        package var service: String
+        package var region: String?
+        package var countryCode: String?
+        package var flag: String?
+        package var tier: String
+        /// NEVPNProtocol.serverAddress.
+        package var host: String
+        /// `IKEv2` or `IPSec`.
+        package var `protocol`: String
+        /// remoteIdentifier (the server's IKE identity).
+        package var remoteID: String
+        /// localIdentifier: the group name for IPSec with a group, the fixed `psk-eap.<deployment>` for
+        /// psk-eap; empty when it is per user (the user's IKE identity) or absent (IPSec Main Mode).
+        package var localID: String
+        /// The IPSec localIdentifier is a key ID (group name).
+        package var localIDType: String?
+        package var pskEnabled: Bool
+        /// `certificate`, `eap`, `psk`, `psk-eap`, `xauth-psk`, `xauth-hybrid`.
+        package var authMethod: String
+        /// NEVPNIKEAuthenticationMethod: `certificate` or `sharedSecret`.
+        package var authenticationMethod: String
+        /// useExtendedAuthentication (EAP for IKEv2, XAuth for IPSec).
+        package var useExtendedAuthentication: Bool
+        /// The client needs its own certificate (identityData).
+        package var clientCertificate: Bool
+        /// serverCertificateIssuerCommonName when the server proves itself with a certificate.
+        package var serverCertificateIssuerCommonName: String?
+        /// IKEv2 only: the one IKE / Child SA parameter set to pin, and enablePFS.
+        package var ikeSecurityAssociation: SecurityAssociation?
+        package var childSecurityAssociation: SecurityAssociation?
+        package var enablePFS: Bool?
+        /// An app that knows only protocol, localID, remoteID and pskEnabled (always turning extended
+        /// authentication on, no SA parameters) gets exactly this connection from those four fields.
+        package var fourFieldModel: Bool
+        /// Windows' built-in IKEv2 client (ikev2-eap, ikev2-cert): the Set-VpnConnectionIPsecConfiguration values.
+        package var windowsIPsec: WindowsIPsec? = nil
+        /// The node carries IPv6 (it has an IPv6 pool). When false an app must keep IPv6 off the
+        /// physical network while connected (`blockIPv6`), as the generated profiles do.
+        package var carriesIPv6: Bool?
+        /// Drop IPv6 outside the tunnel while connected (no IPv6 pool on the node).
+        package var blockIPv6: Bool?
+        /// NEVPNProtocol.includeAllNetworks (kill switch) and excludeLocalNetworks; IKEv2 only
+        /// (IPSec profiles cannot set them).
+        package var includeAllNetworks: Bool?
+        package var excludeLocalNetworks: Bool?
+        /// NEVPNManager.isOnDemandEnabled and onDemandRules (the node's settings; users may differ).
+        package var onDemandEnabled: Bool?
+        package var onDemandRules: [OnDemandRule]?
+        /// NEVPNProtocolIKEv2.enableRevocationCheck and deadPeerDetectionRate (`none`, `low`, `medium`, `high`).
+        package var enableRevocationCheck: Bool?
+        package var deadPeerDetectionRate: String?
+        /// Seconds of idle time after which the profiles disconnect (0 = never).
+        package var disconnectOnIdleSeconds: Int?
+    }
+
+    static func authMethod(_ service: Service) -> String {
+        switch service {
+        case .ikev2Cert: return "certificate"
+        case .ikev2EAP: return "eap"
+        case .ikev2PSK: return "psk"
+        case .ikev2PSKEAP: return "psk-eap"
+        case .ipsecXauthPSK: return "xauth-psk"
+        case .ipsecXauthHybrid: return "xauth-hybrid"
+        }
+    }
+
+    /// Regional-indicator flag for an ISO 3166-1 alpha-2 code (nil unless two ASCII letters).
+    package static func flag(_ countryCode: String) -> String? {
+        let letters = Array(countryCode.uppercased().unicodeScalars)
+        guard letters.count == 2, letters.allSatisfy({ $0.value >= 65 && $0.value <= 90 }) else { return nil }
+        var flag = String.UnicodeScalarView()
+        for letter in letters { flag.append(Unicode.Scalar(0x1F1E6 + letter.value - 65)!) }
+        return String(flag)
+    }
+
+    package static func catalog(inventory: Inventory) -> Catalog {
+        var servers: [Server] = []
+        for node in inventory.nodes {
+            let apple = AppleOptions.effective(user: nil, node: node)
+            let sa = AppleSA.derive(from: node.proposals, pfs: apple.pfs)
+            var rules: [OnDemandRule]? = nil
+            if apple.onDemand {
+                rules = (apple.trustedSSIDs.isEmpty ? [] : [OnDemandRule(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)])
+                    + [OnDemandRule(action: "connect")]
+            }
+            let windows = WindowsIPsec.derive(from: node.proposals)
+            for service in node.services.sorted() {
+                let v2 = service.ikeVersion == 2
+                let localID: String
+                var localIDType: String?
+                if service == .ipsecXauthPSK, let group = node.group {
+                    localID = group
+                    localIDType = "KeyID"
+                } else if service == .ipsecXauthHybrid {
+                    // Ends in "hybrid": Apple's switch to hybrid authentication.
+                    localID = inventory.hybridGroupName
+                    localIDType = "KeyID"
+                } else if service == .ikev2PSKEAP {
+                    // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.
+                    localID = ClientPlan.pskEAPLocalIdentity(in: inventory).value
+                } else {
+                    localID = ""
+                }
+                func association(_ p: AppleSAParameters?, purpose: Proposal.Purpose, lifetime: Int?) -> SecurityAssociation? {
+                    guard v2, let p, let sa, let lifetime else { return nil }
+                    return SecurityAssociation(
+                        encryptionAlgorithm: p.encryptionAlgorithm, integrityAlgorithm: p.integrityAlgorithm,
+                        diffieHellmanGroup: p.diffieHellmanGroup, lifetimeMinutes: lifetime,
+                        proposal: p.strongSwanProposal(purpose: purpose, pfs: sa.enablePFS))
+                }
+                let country = node.country?.uppercased()
+                servers.append(Server(
+                    id: "\(node.name)-\(service.rawValue)",
+                    name: "\(node.name) (\(service.rawValue))",
+                    node: node.name, service: service.rawValue,
+                    region: node.region, countryCode: country, flag: country.flatMap(flag),
+                    tier: node.tier.rawValue, host: node.address,
+                    protocol: v2 ? "IKEv2" : "IPSec",
+                    remoteID: node.id.value, localID: localID, localIDType: localIDType,
+                    pskEnabled: service.needsPSK, authMethod: authMethod(service),
+                    // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
+                    authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
+                    useExtendedAuthentication: service.needsPassword,
+                    clientCertificate: service.needsClientCert,
+                    serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
+                    ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
+                    childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
+                    enablePFS: v2 ? sa?.enablePFS : nil,
+                    fourFieldModel: FourFieldModel.usable(service, on: node),
+                    windowsIPsec: service.windowsSupported ? windows : nil,
+                    carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
+                    includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
+                    excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
+                    onDemandEnabled: apple.onDemand, onDemandRules: rules,
+                    enableRevocationCheck: v2 ? apple.crlCheck && service.serverUsesCert : nil,
+                    deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
+                    disconnectOnIdleSeconds: apple.disconnectOnIdle))
+            }
+        }
+        return Catalog(version: 1, deployment: inventory.name, servers: servers)
+    }
+
+    package static func render(inventory: Inventory) -> [OutputFile] {
+        // Encoding plain strings, integers and booleans cannot fail.
+        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog(inventory: inventory)))
+        data.append(0x0A)
+        return [OutputFile(path: path, contents: data)]
+    }
+}

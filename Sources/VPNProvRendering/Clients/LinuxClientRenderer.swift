@@ -1,0 +1,140 @@
+import Foundation
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+
+/// `clients/<user>/linux/swanctl/`: a strongSwan (swanctl) client configuration with one connection
+/// per node and service. A Linux user copies it to /etc/swanctl and runs
+/// `swanctl --load-all; swanctl --initiate --child <name>`.
+package enum LinuxClientRenderer {
+    package static let swanctlTemplate = "client/swanctl.conf.tmpl"
+    package static let secretsTemplate = "client/secrets.conf.tmpl"
+    static let caFileName = "ca.pem"
+
+    package static func render(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials,
+        templates: TemplateSet
+    ) throws -> [OutputFile] {
+        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.linux) }
+        if mine.isEmpty { return [] }
+        let base = "clients/\(user.name)/linux/swanctl/"
+        let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
+        var files = [
+            OutputFile(path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
+            OutputFile(path: base + "conf.d/secrets.conf", text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
+        ]
+        files += try pemCredentials(
+            user: user.name, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",
+            certificate: base + "x509/\(user.name).pem", key: base + "private/\(user.name).key")
+        return files
+    }
+
+    /// The PEM files strongSwan-based clients read beside their configuration: the CA certificate when a
+    /// server proves itself with a certificate, the user's certificate and key (0600) when the user logs
+    /// in with one. Shared with the NetworkManager renderer.
+    static func pemCredentials(
+        user: String, connections: [ClientConnection], materials: Materials, ca: String, certificate: String, key: String
+    ) throws -> [OutputFile] {
+        var files: [OutputFile] = []
+        if connections.contains(where: { $0.serverAuth == .pubkey }) {
+            files.append(OutputFile(path: ca, text: materials.caCertificatePEM))
+        }
+        if connections.contains(where: { $0.credentials.contains(.clientCertificate) }) {
+            guard let cert = materials.users[user]?.certificatePEM, let privateKey = materials.users[user]?.privateKeyPEM else {
+                throw ClientRenderError("user '\(user)': no client certificate and key")
+            }
+            files.append(OutputFile(path: certificate, text: cert))
+            files.append(OutputFile(path: key, text: privateKey, isPrivate: true))
+        }
+        return files
+    }
+
+    /// `0s<base64>`: no character of the secret can break the syntax or be read as hex/base64 prefix.
+    static func encodedSecret(_ secret: String) -> String { "0s" + Data(secret.utf8).base64EncodedString() }
+
+    /// The contexts of `client/swanctl.conf.tmpl` and `client/secrets.conf.tmpl`.
+    package static func context(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+    ) throws -> (swanctl: TemplateValue, secrets: TemplateValue) {
+        var conns: [TemplateValue] = []
+        for c in connections {
+            var rounds: [TemplateValue] = []
+            for (index, round) in c.localAuth.enumerated() {
+                // Every key is always present (the engine refuses unknown names); "" = not written.
+                // The IKE identity belongs to the first round.
+                rounds.append(.object([
+                    "section": .identifier(c.localAuth.count == 1 ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
+                    "auth": .string(round.method.rawValue),
+                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                    "eap_id": .string(round.eapID ?? ""),
+                    "xauth_id": .string(round.xauthID ?? ""),
+                    "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
+                ]))
+            }
+            let remote: TemplateObject = [
+                "auth": .string(c.serverAuth.rawValue),
+                "id": .string(c.remoteID.swanctlValue),
+                "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
+            ]
+            let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
+            conns.append(.object([
+                "name": .identifier(TextCheck.swanctlSectionName(c.name)),
+                "node": .string(c.node),
+                "service": .string(c.service.rawValue),
+                "version": .int(c.ikeVersion),
+                "aggressive": .bool(c.aggressive),
+                "remote_addrs": .string(c.remoteAddress),
+                "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
+                "proposals": .string(offer.ike.joined(separator: ", ")),
+                "esp_proposals": .string(offer.esp.joined(separator: ", ")),
+                "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
+                "local_rounds": .list(rounds),
+                "remote": .object(remote),
+            ]))
+        }
+
+        // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
+        var eap: [TemplateValue] = []
+        let passwordRounds = connections.flatMap(\.localAuth).compactMap { $0.eapID ?? $0.xauthID }
+        if let first = passwordRounds.first {
+            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user.name)': no password")
+            }
+            var ids: [String] = []
+            for id in [first] + passwordRounds where !ids.contains(id) { ids.append(id) }
+            eap.append(.object([
+                "section": .identifier("eap-1"),
+                "ids": .list(ids.enumerated().map { .object(["key": .identifier("id-\($0.offset + 1)"), "id": .string($0.element)]) }),
+                "secret": .string(encodedSecret(password)),
+            ]))
+        }
+        var ike: [TemplateValue] = []
+        var pskNodes: [String] = []
+        for c in connections where c.credentials.contains(.psk) && !pskNodes.contains(c.node) {
+            pskNodes.append(c.node)
+            guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
+                throw ClientRenderError("node '\(c.node)': no pre-shared key")
+            }
+            ike.append(.object([
+                "section": .identifier("ike-\(pskNodes.count)"),
+                "node": .string(c.node),
+                "id": .string(c.remoteID.swanctlValue),
+                "secret": .string(encodedSecret(psk)),
+            ]))
+        }
+        let common: TemplateObject = [
+            "user": .string(user.name),
+            "deployment": .string(inventory.name),
+        ]
+        var swanctl = common
+        swanctl["connections"] = .list(conns)
+        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
+        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
+        var secrets = common
+        secrets["eap"] = .list(eap)
+        secrets["ike"] = .list(ike)
+        return (.object(swanctl), .object(secrets))
+    }
+}

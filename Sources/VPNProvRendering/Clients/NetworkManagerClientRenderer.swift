@@ -1,0 +1,151 @@
+import Foundation
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+
+/// `clients/<user>/networkmanager/`: NetworkManager connections for Linux desktops (docs/clients.md,
+/// "NetworkManager"). One keyfile (`.nmconnection`, the format of /etc/NetworkManager/system-connections/)
+/// per node and service the strongSwan plugin can express (ikev2-eap, ikev2-cert, ikev2-psk), for the VPN
+/// service `org.freedesktop.NetworkManager.strongswan`, whose backend `charon-nm` reads the `[vpn]` keys
+/// (src/charon-nm/nm/nm_service.c, `connect_`). Beside them the CA certificate and, for certificate
+/// logins, the user's certificate and key, which the README installs into `credentialDirectory`: the
+/// keyfiles name them by those absolute paths, where charon-nm (running as root) reads them.
+package enum NetworkManagerClientRenderer {
+    /// The plugin's D-Bus service name (`[vpn] service-type`).
+    package static let serviceType = "org.freedesktop.NetworkManager.strongswan"
+    /// The folder of the user's files below `clients/<user>/`.
+    package static let folder = "networkmanager"
+    static let caFileName = "ca.pem"
+
+    /// Where the README puts the CA certificate, the user's certificate and key on the desktop. Below
+    /// /etc/NetworkManager, which every NetworkManager installation has and only root writes to.
+    package static func credentialDirectory(deployment: String, user: String) -> String {
+        "/etc/NetworkManager/vpnprov/\(deployment)/\(user)"
+    }
+
+    /// The keyfile's name: the deployment in front, since every system connection shares one folder.
+    package static func fileName(deployment: String, connection c: ClientConnection) -> String {
+        "\(deployment)-\(c.name).nmconnection"
+    }
+
+    /// The connection's name (`nmcli connection up <id>`): `<deployment> <node> <service>`.
+    package static func connectionID(deployment: String, connection c: ClientConnection) -> String {
+        "\(deployment) \(c.node) \(c.service.rawValue)"
+    }
+
+    package static func render(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+    ) throws -> [OutputFile] {
+        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.networkmanager) }
+        if mine.isEmpty { return [] }
+        let base = "clients/\(user.name)/\(folder)/"
+        let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
+        var files: [OutputFile] = []
+        for c in mine {
+            let text = try keyfile(c, user: user, inventory: inventory, materials: materials, namespace: namespace)
+            // Private: EAP and PSK keyfiles hold the secret, and NetworkManager loads only keyfiles that
+            // only root can read.
+            files.append(OutputFile(path: base + fileName(deployment: inventory.name, connection: c), text: text, isPrivate: true))
+        }
+        files += try LinuxClientRenderer.pemCredentials(
+            user: user.name, connections: mine, materials: materials, ca: base + caFileName,
+            certificate: base + "\(user.name).pem", key: base + "\(user.name).key")
+        return files
+    }
+
+    /// The keyfile of one connection.
+    static func keyfile(
+        _ c: ClientConnection, user: User, inventory: Inventory, materials: Materials, namespace: NameBasedUUID
+    ) throws -> String {
+        let dir = credentialDirectory(deployment: inventory.name, user: user.name)
+        let offer = c.offers[.networkmanager] ?? ProposalOffer(ike: [], esp: [])
+        var vpn: [(String, String)] = [("service-type", serviceType), ("address", c.remoteAddress)]
+        if c.serverAuth == .pubkey { vpn.append(("certificate", "\(dir)/\(caFileName)")) }
+        // Without remote-identity charon-nm would expect the dialled address (loosely) as identity.
+        vpn.append(("remote-identity", c.remoteID.swanctlValue))
+        var secret: String?
+        switch c.service {
+        case .ikev2EAP:
+            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user.name)': no password for \(c.service.rawValue)")
+            }
+            vpn.append(("method", "eap"))
+            vpn.append(("user", c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? user.name))
+            secret = password
+        case .ikev2Cert:
+            // "cert" with cert-source "file" is what the plugin's own dialog writes for a certificate and key file.
+            vpn.append(("method", "cert"))
+            vpn.append(("cert-source", "file"))
+            vpn.append(("usercert", "\(dir)/\(user.name).pem"))
+            vpn.append(("userkey", "\(dir)/\(user.name).key"))
+        case .ikev2PSK:
+            guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
+                throw ClientRenderError("node '\(c.node)': no pre-shared key")
+            }
+            vpn.append(("method", "psk"))
+            secret = psk
+        default:
+            throw ClientRenderError("\(c.service.rawValue) cannot be expressed for NetworkManager")
+        }
+        if let id = c.localID { vpn.append(("local-identity", id.swanctlValue)) }
+        vpn += [
+            // Asks for an IPv4 and an IPv6 virtual IP (charon-nm always asks for both); a node without an
+            // IPv6 pool assigns only the IPv4 one.
+            ("virtual", "yes"),
+            ("encap", "no"),
+            ("ipcomp", "no"),
+            ("proposal", "yes"),
+            ("ike", offer.ike.joined(separator: ";")),
+            ("esp", offer.esp.joined(separator: ";")),
+            // 0: the secret is stored here (by NetworkManager, for every user of the machine); 4: no
+            // secret, so no dialog asks for a private key password the unencrypted key does not have.
+            ("password-flags", secret == nil ? "4" : "0"),
+        ]
+        let uuid = NameBasedUUID(namespace: namespace, name: "networkmanager/\(c.user)/\(c.node)/\(c.service.rawValue)")
+        var lines = [
+            "# NetworkManager connection (strongSwan plugin) of user \(user.name) to node \(c.node), \(c.service.rawValue);",
+            "# generated by vpnprov (\(inventory.name)). Install it as the README beside this folder says.",
+            "[connection]",
+            "id=" + escaped(connectionID(deployment: inventory.name, connection: c)),
+            "uuid=" + uuid.description.lowercased(),
+            "type=vpn",
+            "autoconnect=false",
+            "",
+            "[vpn]",
+        ]
+        lines += vpn.map { "\($0.0)=\(escaped($0.1))" }
+        if let secret {
+            lines += ["", "[vpn-secrets]", "password=" + escaped(secret)]
+        }
+        lines += ["", "[ipv4]", "method=auto", "", "[ipv6]", "method=auto"]
+        if !c.wantsIPv6 {
+            // The node carries no IPv6: a blackhole default route with metric 1 while the VPN is up wins over
+            // every other IPv6 default route, so IPv6 cannot leave outside the tunnel (the attached
+            // network's own prefix stays reachable). NetworkManager removes it with the connection.
+            lines += ["route1=::/0,::,1", "route1_options=type=blackhole"]
+        }
+        lines.append("")
+        return lines.joined(separator: "\n")
+    }
+
+    /// A GKeyFile string value (GLib's `g_key_file_set_string` escapes): backslash, newline, tab and
+    /// carriage return become `\\`, `\n`, `\t`, `\r`; a space is written `\s` where GLib would strip it
+    /// (first and last character).
+    static func escaped(_ value: String) -> String {
+        var out = ""
+        let scalars = Array(value.unicodeScalars)
+        for (i, s) in scalars.enumerated() {
+            switch s {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case " " where i == 0 || i == scalars.count - 1: out += "\\s"
+            default: out.unicodeScalars.append(s)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+
+/// `clients/<user>/<user>-windows.ps1`: a PowerShell script that sets up Windows' built-in IKEv2
+/// client (docs/windows.md): the CA into the machine's Trusted Root store, the user's p12 into
+/// LocalMachine\My for certificate connections, and per node and service an `Add-VpnConnection`
+/// (EAP-MSCHAPv2 or machine certificate) with `Set-VpnConnectionIPsecConfiguration` pinning the one
+/// IKE/ESP proposal the plan chose. Every value reaches the script as a single-quoted literal
+/// written by the template engine (TemplateSyntax.powershell).
+package enum WindowsClientRenderer {
+    package static let template = "client/windows.ps1.tmpl"
+
+    package static func fileName(user: String) -> String { "\(user)-windows.ps1" }
+
+    /// The file beside the script with the password Windows asks for at the first connect of a
+    /// password (EAP) connection (0600). The script leaves it out (docs/windows.md).
+    package static func passwordFile(user: String) -> String { "\(user)-windows-password.txt" }
+
+    package static func render(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
+    ) throws -> [OutputFile] {
+        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.windows) && $0.windows != nil }
+        if mine.isEmpty { return [] }
+        let context = try context(user: user, connections: mine, inventory: inventory, materials: materials)
+        let text = try templates.template(template).render(context)
+        // Private: with a certificate connection it carries the p12 and its password.
+        var files = [OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", text: text, isPrivate: true)]
+        if mine.contains(where: { $0.windows?.authenticationMethod != "MachineCertificate" }) {
+            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")
+            }
+            files.append(ClientRenderer.secretFile(
+                user: user.name, name: passwordFile(user: user.name),
+                heading: [
+                    "VPN PASSWORD of \(user.name) for Windows (the connections \(fileName(user: user.name)) adds).",
+                    "At the first connect Windows asks for the user name '\(user.name)' and a password:",
+                    "type or paste the line below.",
+                ],
+                secret: password))
+        }
+        return files
+    }
+
+    /// The context of `client/windows.ps1.tmpl`.
+    package static func context(
+        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+    ) throws -> TemplateValue {
+        var conns: [TemplateValue] = []
+        var needsCertificate = false
+        var needsEAP = false
+        for c in connections {
+            guard let w = c.windows else { continue }
+            let isCert = w.authenticationMethod == "MachineCertificate"
+            needsCertificate = needsCertificate || isCert
+            needsEAP = needsEAP || !isCert
+            conns.append(.object([
+                "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
+                "name": .string(connectionName(deployment: inventory.name, connection: c)),
+                "server_address": .string(c.remoteAddress),
+                "authentication_method": .string(w.authenticationMethod),
+                "eap": .bool(!isCert),
+                "certificate": .bool(isCert),
+                "ipv6": .bool(c.wantsIPv6),
+                "ipsec": .object([
+                    "encryption_method": .string(w.ipsec.encryptionMethod),
+                    "integrity_check_method": .string(w.ipsec.integrityCheckMethod),
+                    "dh_group": .string(w.ipsec.dhGroup),
+                    "cipher_transform_constants": .string(w.ipsec.cipherTransformConstants),
+                    "authentication_transform_constants": .string(w.ipsec.authenticationTransformConstants),
+                    "pfs_group": .string(w.ipsec.pfsGroup),
+                ]),
+            ]))
+        }
+        var top: TemplateObject = [
+            "user": .string(user.name),
+            "deployment": .string(inventory.name),
+            "ca_base64": .string(try derBase64(materials.caCertificatePEM)),
+            "certificate": .bool(needsCertificate),
+            "eap": .bool(needsEAP),
+            "password_file": .string(passwordFile(user: user.name)),
+            "connections": .list(conns),
+        ]
+        if needsCertificate {
+            guard let p12 = materials.users[user.name]?.p12, let password = materials.users[user.name]?.p12Password,
+                !password.isEmpty
+            else { throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle for the Windows script") }
+            top["p12_base64"] = .string(Data(p12).base64EncodedString())
+            top["p12_password"] = .string(password)
+        }
+        return .object(top)
+    }
+
+    /// The connection's name in Windows' network list: `<deployment> <node> <service>`.
+    package static func connectionName(deployment: String, connection c: ClientConnection) -> String {
+        "\(deployment) \(c.node) \(c.service.rawValue)"
+    }
+
+    /// The DER bytes of a PEM certificate, base64 (one line, no header).
+    static func derBase64(_ pem: String) throws -> String {
+        let body = pem.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
+        guard let der = Data(base64Encoded: body), !der.isEmpty else { throw ClientRenderError("the CA certificate is not PEM") }
+        return der.base64EncodedString()
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+import VPNProvCrypto
+
+// Writes deploy/: the Ansible rollout of the fleet. inventory.yml (one host per node, in the group
+// vpnprov_nodes and in one group per region) and host_vars/<node>.yml (what the role checks on the
+// node: the connection names of the node's plan and the identities allowed there) come from the
+// templates; site.yml and the vpnprov_node role are written as they are (BuiltinDeployFiles). Nothing
+// here holds a secret: the role copies each node's files from servers/<node>/ of the same tree.
+// docs/deploy.md describes the role.
+
+package enum DeployRenderer {
+    package static let inventoryTemplate = "deploy/inventory.yml.tmpl"
+    package static let hostVarsTemplate = "deploy/host_vars.yml.tmpl"
+    /// The Ansible group every node is in.
+    package static let nodesGroup = "vpnprov_nodes"
+
+    /// Every file of deploy/, sorted by path.
+    package static func render(inventory: Inventory, templates: TemplateSet) throws -> [OutputFile] {
+        var files: [OutputFile] = []
+        files.append(OutputFile(
+            path: "deploy/inventory.yml", text: try templates.template(inventoryTemplate).render(inventoryContext(inventory))))
+        for node in inventory.nodes {
+            let text = try templates.template(hostVarsTemplate).render(hostVarsContext(node: node, inventory: inventory))
+            files.append(OutputFile(path: "deploy/host_vars/\(node.name).yml", text: text))
+        }
+        for (path, text) in BuiltinDeployFiles.files {
+            files.append(OutputFile(path: "deploy/\(path)", text: text))
+        }
+        return files.sorted { $0.path.precedesByUTF8($1.path) }
+    }
+
+    /// The Ansible group of a region: `vpnprov_region_` and the region with every character outside
+    /// [A-Za-z0-9_] replaced by `_` (Ansible warns about group names that are not Python identifiers).
+    package static func regionGroup(_ region: String) -> String {
+        "vpnprov_region_" + String(String.UnicodeScalarView(region.unicodeScalars.map {
+            TextCheck.isASCIILetterOrDigit($0) || $0 == "_" ? $0 : "_"
+        }))
+    }
+
+    package static func inventoryContext(_ inventory: Inventory) -> TemplateValue {
+        let nodes: [TemplateValue] = inventory.nodes.map { node in
+            [
+                "name": .string(node.name),
+                "host": .string(node.deployHost),
+                "port": .int(node.deploy.port),
+                "user": .string(node.deploy.user),
+                "become": .identifier(node.deploy.become ? "true" : "false"),
+            ]
+        }
+        // Regions in order of first appearance; hosts in inventory order.
+        var order: [String] = []
+        var members: [String: [String]] = [:]
+        for node in inventory.nodes {
+            guard let region = node.region else { continue }
+            let group = regionGroup(region)
+            if members[group] == nil { order.append(group) }
+            members[group, default: []].append(node.name)
+        }
+        let regions: [TemplateValue] = order.map { group in
+            ["group": .identifier(group), "hosts": .list(members[group]!.map { .string($0) })]
+        }
+        return ["deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions)]
+    }
+
+    /// What the role checks on a node: its connections, as the node's plan names them, and the remote
+    /// identities allowed there (EAP/XAuth user names and client certificate identities).
+    ///
+    /// A certificate user is listed under every identity a client can present with the certificate:
+    /// the identity as the inventory writes it (the certificate's SAN, or its subject when the identity
+    /// is a DN) and the certificate's subject DN as strongSwan prints it ("O=acme, CN=dave@acme"), which
+    /// a client may send instead (the role compares DNs RDN by RDN, whatever the spacing or order).
+    package static func hostVarsContext(node: Node, inventory: Inventory) -> TemplateValue {
+        let plan = ServerPlan.make(for: node, in: inventory)
+        var identities = plan.passwordUsers
+        if node.services.contains(.ikev2Cert) {
+            for user in inventory.users where !user.revoked && user.cert && user.nodes.contains(node.name) {
+                identities.append(user.id.swanctlValue)
+                if let subject = try? CertificateProfile.client(user, inventory: inventory).subject {
+                    identities.append(subject.description)
+                }
+            }
+        }
+        let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
+        return [
+            "node": .string(node.name),
+            "connections": .list(plan.connections.map { .string($0.name) }),
+            "identities": .list(sorted.map { .string($0) }),
+        ]
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import VPNProvCrypto
+import VPNProvPlanning
+import VPNProvModel
+import VPNProvTemplates
+import VPNProvSupport
+
+// Writes servers/<node>/ for every node: swanctl.conf (from the NodePlan), secrets.conf, the
+// certificates and key from Materials, strongswan.d/vpnprov.conf when the connections need daemon
+// settings, and a README. Text files come from the templates, which escape every value.
+
+/// Why a node's server files could not be produced. Never contains a secret value.
+package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
+    package enum Kind: Sendable, Hashable {
+        /// Materials has no certificate/key for the node.
+        case missingNodeMaterials(node: String)
+        /// The node offers a PSK service but Materials has no PSK for it.
+        case missingPSK(node: String)
+        /// A user allowed on the node has a password in the inventory but none in Materials.
+        case missingPassword(user: String, node: String)
+    }
+    package var kind: Kind
+    package var description: String {
+        switch kind {
+        case .missingNodeMaterials(let node): return "node '\(node)': no certificate or key in the PKI materials"
+        case .missingPSK(let node): return "node '\(node)': offers a PSK service but no PSK was resolved"
+        case .missingPassword(let user, let node):
+            return "user '\(user)': no password resolved (needed on node '\(node)')"
+        }
+    }
+}
+
+package enum ServerRenderer {
+    package static let swanctlTemplate = "server/swanctl.conf.tmpl"
+    package static let secretsTemplate = "server/secrets.conf.tmpl"
+    package static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
+    package static let readmeTemplate = "server/README.tmpl"
+    package static let nftablesTemplate = "server/nftables.nft.tmpl"
+    package static let sysctlTemplate = "server/sysctl.conf.tmpl"
+    /// Where a node's network files go under `servers/<node>/` (and, on the node, under /etc).
+    package static let nftablesFile = "network/vpnprov.nft"
+    package static let sysctlFile = "network/60-vpnprov.conf"
+
+    /// Every node's files, nodes in inventory order, each node's files sorted by path.
+    package static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
+        -> [OutputFile]
+    {
+        var out: [OutputFile] = []
+        try render(inventory: inventory, materials: materials, templates: templates) { out += $0 }
+        return out
+    }
+
+    /// The same files handed to `each` a node at a time (then the published CRL), so a fleet's node
+    /// files, which each hold every user's secrets, need not all be in memory at once.
+    package static func render(
+        inventory: Inventory, materials: Materials, templates: TemplateSet, each: ([OutputFile]) throws -> Void
+    ) throws {
+        for node in inventory.nodes {
+            try each(render(node: node, inventory: inventory, materials: materials, templates: templates))
+        }
+        if inventory.pki.crlURL != nil { try each([publishedCRL(materials)]) }
+    }
+
+    /// Where the published CRL is written: the file to serve at `pki.crl_url`.
+    package static let publishedCRLPath = "crl/crl.der"
+
+    /// The current CA's CRL in DER, as devices expect it at a certificate's CRL distribution point
+    /// (RFC 5280 4.2.1.13). During a CA rotation the nodes' certificates come from the new CA, so its
+    /// CRL is the one they point to.
+    static func publishedCRL(_ materials: Materials) throws -> OutputFile {
+        let crl = try CertificateRevocationList(pem: materials.crlPEM)
+        return OutputFile(path: publishedCRLPath, contents: crl.der)
+    }
+
+    /// One node's files (paths relative to the output directory: `servers/<node>/...`).
+    package static func render(node: Node, inventory: Inventory, materials: Materials, templates: TemplateSet)
+        throws -> [OutputFile]
+    {
+        guard let nodeMaterials = materials.nodes[node.name] else {
+            throw ServerRenderError(kind: .missingNodeMaterials(node: node.name))
+        }
+        let plan = ServerPlan.make(for: node, in: inventory, nodeScoping: materials.nodeScoping)
+        let dir = "servers/\(node.name)"
+        var files: [OutputFile] = []
+
+        let swanctl = try templates.template(swanctlTemplate).render(swanctlContext(plan))
+        files.append(OutputFile(path: "\(dir)/swanctl/swanctl.conf", text: swanctl))
+
+        let secrets = try templates.template(secretsTemplate).render(
+            secretsContext(plan, node: node, materials: materials, nodeMaterials: nodeMaterials))
+        files.append(OutputFile(path: "\(dir)/swanctl/conf.d/secrets.conf", text: secrets, isPrivate: true))
+
+        // During a CA rotation the previous CA stays the trust root (ca.pem, crl.pem) and the new CA
+        // comes as its cross certificate (ca-next.pem, crl-next.pem): strongSwan then sends the cross
+        // certificate with the node's own, and accepts client certificates of both CAs. The new
+        // CA's self-signed certificate must not be here as well: charon would pick either as the
+        // issuer of the node certificate and might stop sending the cross certificate.
+        let rotation = materials.rotation
+        files.append(
+            OutputFile(
+                path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)", text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM))
+        if let rotation {
+            files.append(OutputFile(path: "\(dir)/swanctl/x509ca/\(ServerPlan.nextCAFileName)", text: rotation.crossCertificatePEM))
+            files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
+        }
+        files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
+        files.append(
+            OutputFile(path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
+        files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)", text: rotation?.previousCRLPEM ?? materials.crlPEM))
+
+        let daemonSettings = plan.needsAggressiveModePSK
+        if daemonSettings {
+            let conf = try templates.template(daemonTemplate).render([
+                "node": .string(node.name),
+                "aggressive_mode_psk": .bool(plan.needsAggressiveModePSK),
+            ])
+            files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
+        }
+
+        let network = networkContext(plan)
+        files.append(OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
+        files.append(OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
+
+        let readme = try templates.template(readmeTemplate).render([
+            "node": .string(node.name),
+            "address": .string(node.address),
+            "services": .string(node.services.map(\.rawValue).joined(separator: ", ")),
+            "connections": .list(
+                plan.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
+            "daemon_settings": .bool(daemonSettings),
+            "ikev1": .bool(node.services.contains(.ipsecXauthPSK) || node.services.contains(.ipsecXauthHybrid)),
+            // The file table's rows that hold the node name, padded to the table's description column.
+            "certificate_column": .string(readmeColumn("swanctl/x509/\(node.name).pem")),
+            "key_column": .string(readmeColumn("swanctl/private/\(node.name).key")),
+        ])
+        files.append(OutputFile(path: "\(dir)/README", text: readme))
+
+        return files.sorted { $0.path.precedesByUTF8($1.path) }
+    }
+
+    /// Column of the descriptions in the README's file table (after "  ").
+    static let readmeDescriptionColumn = 30
+
+    /// `path` padded to the README's description column (two spaces at least, for long node names).
+    static func readmeColumn(_ path: String) -> String {
+        path + String(repeating: " ", count: max(2, readmeDescriptionColumn - path.count))
+    }
+
+    // MARK: - Contexts
+
+    /// The context of server/nftables.nft.tmpl and server/sysctl.conf.tmpl.
+    package static func networkContext(_ plan: NodePlan) -> TemplateValue {
+        let n = plan.network
+        // `network.mss` is the IPv4 value; IPv6's header is 20 bytes longer.
+        var mssFixed = ""
+        var mss6Fixed = ""
+        if case .fixed(let value) = n.mss {
+            mssFixed = String(value)
+            mss6Fixed = String(value - 20)
+        }
+        return [
+            "node": .string(plan.node),
+            "pool4": .string(n.pool4?.description ?? ""),
+            "pool6": .string(n.pool6?.description ?? ""),
+            "pool6_nat": .bool(n.ipv6Mode == .nat),
+            "uplink": .string(n.uplink ?? ""),
+            "mss_fixed": .string(mssFixed),
+            "mss6_fixed": .string(mss6Fixed),
+            "mss_route": .bool(n.mss == .routeMTU),
+            "isolate": .bool(n.isolateClients),
+            "xfrm": .bool(n.ipsec == .xfrm),
+            "libipsec": .bool(n.ipsec == .libipsec),
+        ]
+    }
+
+    /// The context of server/swanctl.conf.tmpl for a plan (public so tests and custom templates can
+    /// see exactly what a template receives).
+    package static func swanctlContext(_ plan: NodePlan) -> TemplateValue {
+        func yesNo(_ b: Bool) -> TemplateValue { .string(b ? "yes" : "no") }
+        func seconds(_ n: Int) -> TemplateValue { .string("\(n)s") }
+        func list(_ items: [String]) -> TemplateValue { .string(items.joined(separator: ", ")) }
+
+        let connections: [TemplateValue] = plan.connections.map { c in
+            var rounds: [TemplateValue] = [
+                [
+                    "section": .identifier("local"),
+                    "auth": .string(c.local.auth.rawValue),
+                    "id": .string(c.local.id.swanctlValue),
+                    "eap_id": "",
+                    "certs": list(c.local.certificates),
+                    "cacerts": "",
+                    "revocation": "",
+                    "cert_policy": "",
+                ]
+            ]
+            for r in c.remote {
+                rounds.append([
+                    "section": .identifier(r.section),
+                    "auth": .string(r.auth.rawValue),
+                    // An XAuth round takes no IKE identity: strongSwan checks `id` of every round against the
+                    // identity that round authenticated, and an XAuth round authenticates none, so `id = %any`
+                    // there fails every IKEv1 client ("constraint check failed: identity '%any' required").
+                    "id": r.auth == .xauth ? "" : .string(r.id.swanctlValue),
+                    "eap_id": .string(r.eapID?.swanctlValue ?? ""),
+                    "certs": "",
+                    "cacerts": list(r.caCertificates),
+                    "revocation": .string(r.revocation ?? ""),
+                    "cert_policy": list(r.certPolicies),
+                ])
+            }
+            return [
+                "name": .identifier(c.name),
+                "summary": .string(c.summary),
+                "version": .int(c.version),
+                "ikev1": .bool(c.version == 1),
+                "aggressive": yesNo(c.aggressive ?? false),
+                "proposals": list(c.ikeProposals),
+                "pools": list(c.pools),
+                "send_cert": .string(c.sendCert.rawValue),
+                "send_certreq": yesNo(c.sendCertreq),
+                "unique": .string(c.unique),
+                "fragmentation": .string(c.fragmentation),
+                "dpd_delay": seconds(c.dpdDelay),
+                "dpd_timeout": c.dpdTimeout.map(seconds) ?? "",
+                "rekey_time": seconds(c.rekeyTime),
+                "rounds": .list(rounds),
+                "child": [
+                    "name": .identifier(c.child.name),
+                    "local_ts": list(c.child.localTS),
+                    "esp_proposals": list(c.child.espProposals),
+                    "rekey_time": seconds(c.child.rekeyTime),
+                    "dpd_action": .string(c.child.dpdAction),
+                ],
+            ]
+        }
+        let pools: [TemplateValue] = plan.pools.map { p in
+            ["name": .identifier(p.name), "addrs": .string(p.addrs.description), "dns": list(p.dns)]
+        }
+        return [
+            "node": .string(plan.node),
+            "connections": .list(connections),
+            "has_pools": .bool(!pools.isEmpty),
+            "pool_sections": .list(pools),
+        ]
+    }
+
+    static func secretsContext(_ plan: NodePlan, node: Node, materials: Materials, nodeMaterials: NodeMaterials) throws
+        -> TemplateValue
+    {
+        var psk: [TemplateValue] = []
+        if !plan.pskIdentities.isEmpty {
+            guard let secret = nodeMaterials.psk else { throw ServerRenderError(kind: .missingPSK(node: node.name)) }
+            let ids: [TemplateValue] = plan.pskIdentities.enumerated().map { i, id in
+                ["key": .identifier("id-\(i + 1)"), "id": .string(id.swanctlValue)]
+            }
+            psk.append(["section": .identifier("ike-psk"), "ids": .list(ids), "secret": .string(base64Secret(secret))])
+        }
+        var users: [TemplateValue] = []
+        for (i, name) in plan.passwordUsers.enumerated() {
+            guard let password = materials.users[name]?.password else {
+                throw ServerRenderError(kind: .missingPassword(user: name, node: node.name))
+            }
+            users.append([
+                "section": .identifier(String(format: "eap-u%04d", i + 1)),
+                "name": .string(name),
+                "id": .string(name),
+                "secret": .string(base64Secret(password)),
+            ])
+        }
+        return ["node": .string(node.name), "psk": .list(psk), "users": .list(users)]
+    }
+
+    /// `0s` + base64 of the UTF-8 bytes: strongSwan decodes it to exactly those bytes, whatever they are.
+    package static func base64Secret(_ secret: String) -> String {
+        "0s" + Data(secret.utf8).base64EncodedString()
+    }
+}

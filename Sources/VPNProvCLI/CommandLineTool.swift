@@ -141,11 +141,13 @@ package enum CommandLineTool {
     }
 
     /// Runs with the process's real streams, environment and working directory.
-    package static func main(arguments: [String]) -> Int32 {
+    /// Runs `vpnprov <arguments>` on the process's streams, environment and directory, as of `now`
+    /// (the real clock in `vpnprov`).
+    package static func main(arguments: [String], now: Date) -> Int32 {
         Interruption.makeInterruptible()
         return run(
             arguments: arguments, console: .standard, environment: ProcessInfo.processInfo.environment,
-            currentDirectory: FileManager.default.currentDirectoryPath, now: Date())
+            currentDirectory: FileManager.default.currentDirectoryPath, now: now)
     }
 
     /// Runs `vpnprov <arguments>` in-process (arguments exclude the program name), as of `now`.

@@ -16,6 +16,7 @@ import VPNProvCrypto
 /// A command reports through the one `CommandOutput` of its run (`context.output`):
 /// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `set(_:_:)` for its
 /// command-specific keys ("summary", "drift", "status"...).
+// @unchecked Sendable: lock-held. Every mutable property is read and written under `lock`; the rest is `let`.
 package final class CommandOutput: @unchecked Sendable {
     /// Version of the JSON document's shape (`"vpnprov": 1`). Raised only for incompatible changes.
     package static let schemaVersion = 1
@@ -26,11 +27,19 @@ package final class CommandOutput: @unchecked Sendable {
     /// Only errors on standard error.
     package let quiet: Bool
     /// The inventory the command reads, as written (SARIF shows unlocated findings there).
-    package var primaryFile: String?
+    package var primaryFile: String? {
+        get { locked { primaryFileValue } }
+        set { locked { primaryFileValue = newValue } }
+    }
+    private var primaryFileValue: String?
     /// Shows how far the long stages are (nil: not shown).
     package let progress: (any ProgressObserver)?
     /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
-    package var showAcknowledged = false
+    package var showAcknowledged: Bool {
+        get { locked { showAcknowledgedValue } }
+        set { locked { showAcknowledgedValue = newValue } }
+    }
+    private var showAcknowledgedValue = false
 
     private let lock = NSLock()
     private var collected: [Diagnostic] = []
@@ -52,6 +61,12 @@ package final class CommandOutput: @unchecked Sendable {
         self.format = format
         self.console = console
         self.quiet = quiet
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
     }
 
     /// Every diagnostic reported so far, in report order.
@@ -162,7 +177,7 @@ package final class CommandOutput: @unchecked Sendable {
     }
 
     /// Sets a command-specific key of the JSON document ("summary", "drift", "status"...).
-    package func set<Value: Encodable>(_ key: String, _ value: Value) {
+    package func set<Value: Encodable & Sendable>(_ key: String, _ value: Value) {
         lock.lock()
         defer { lock.unlock() }
         body[key] = AnyEncodable(value)
@@ -234,8 +249,8 @@ package final class CommandOutput: @unchecked Sendable {
 extension CommandOutput: RunReporter {}
 
 /// Any `Encodable`, for the command-specific keys of the document.
-struct AnyEncodable: Encodable, @unchecked Sendable {
-    private let encodeValue: (Encoder) throws -> Void
-    init<T: Encodable>(_ value: T) { encodeValue = value.encode(to:) }
+struct AnyEncodable: Encodable, Sendable {
+    private let encodeValue: @Sendable (Encoder) throws -> Void
+    init<T: Encodable & Sendable>(_ value: T) { encodeValue = { try value.encode(to: $0) } }
     func encode(to encoder: Encoder) throws { try encodeValue(encoder) }
 }

@@ -38,12 +38,6 @@ package struct Console: Sendable {
             handle.write(Data(text.utf8))
         }
     }
-
-    /// A console that records everything, for tests.
-    package static func capturing() -> (Console, ConsoleCapture) {
-        let capture = ConsoleCapture()
-        return (Console { stream, text in capture.append(stream, text) }, capture)
-    }
 }
 
 /// A `TextOutputStream` writing to one of a console's streams.
@@ -52,32 +46,5 @@ package struct ConsoleStream: TextOutputStream, Sendable {
     let stream: Console.Stream
     package mutating func write(_ string: String) {
         stream == .output ? console.out(string) : console.err(string)
-    }
-}
-
-/// What a capturing console received.
-package final class ConsoleCapture: @unchecked Sendable {
-    private let lock = NSLock()
-    private var out = ""
-    private var err = ""
-
-    package init() {}
-
-    func append(_ stream: Console.Stream, _ text: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        if stream == .output { out += text } else { err += text }
-    }
-
-    package var stdout: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return out
-    }
-
-    package var stderr: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return err
     }
 }

@@ -31,21 +31,6 @@ enum LifecycleCommandSupport {
     static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
 
-    /// The test clock: VPNPROV_NOW (seconds since 1970, or an ISO 8601 date) stands in for the run's
-    /// clock, so expiry can be tested without waiting. Unset in every normal run.
-    static func now(_ context: CommandContext) throws(CLIError) -> Date {
-        guard let text = context.environment["VPNPROV_NOW"], !text.isEmpty else { return context.now }
-        if let seconds = TimeInterval(text) { return Date(timeIntervalSince1970: seconds) }
-        if let date = ISO8601DateFormatter().date(from: text) { return date }
-        // A calendar date alone (2027-11-15) is midnight UTC of that day.
-        let day = ISO8601DateFormatter()
-        day.formatOptions = [.withFullDate]
-        if let date = day.date(from: text) { return date }
-        throw CLIError.usage(
-            "VPNPROV_NOW must be seconds since 1970 or an ISO 8601 date or time (2027-11-15, 2027-11-15T08:00:00Z), "
-                + "found '\(text)'", command: nil)
-    }
-
     static func requireName(_ arguments: ParsedArguments, _ what: String, command: String) throws(CLIError) {
         guard let name = arguments.positionals.first, !name.isEmpty else {
             throw CLIError.usage("missing argument <\(what)>", command: command)
@@ -86,7 +71,7 @@ struct StatusCommand: Command {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
-        let now = try LifecycleCommandSupport.now(context)
+        let now = context.now
         let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
         let output = context.output
         let loaded = try engine { () throws(EngineError) in

@@ -7,6 +7,7 @@ import VPNProvCrypto
 
 /// Progress on stderr while certificates are issued and profiles rendered: only when stderr is a
 /// terminal and not in CI. One line per stage, redrawn when its percentage changes.
+// @unchecked Sendable: lock-held. What is shown is read and written under `lock`; the rest is `let`.
 final class Progress: ProgressObserver, @unchecked Sendable {
     private let console: Console
     private let lock = NSLock()

@@ -12,6 +12,7 @@ public struct RevokedCertificate: Sendable, Hashable {
 }
 
 /// An X.509 v2 certificate revocation list.
+// @unchecked Sendable: immutable after init. The X509_CRL behind the `let` is only read.
 public final class CertificateRevocationList: @unchecked Sendable {
     let crl: OpaquePointer
 

@@ -10,6 +10,7 @@ public enum Digest {
     /// make OpenSSL 3 fetch the implementation again on every call, under a global lock: tens of
     /// thousands of file digests and name-based UUIDs per run contended on it. Fetched methods are
     /// immutable and safe to share between threads; they live as long as the process.
+    // @unchecked Sendable: immutable after init. The fetched EVP_MD pointers are never changed or freed.
     private struct Fetched: @unchecked Sendable {
         let md: OpaquePointer?
         init(_ name: String, fallback: () -> OpaquePointer?) { md = EVP_MD_fetch(nil, name, nil) ?? fallback() }

@@ -12,6 +12,7 @@ public enum KeyAlgorithm: Sendable, Hashable {
 }
 
 /// A private key (EVP_PKEY). Immutable after creation; safe to share across threads for signing.
+// @unchecked Sendable: immutable after init. The EVP_PKEY behind the `let` is only read (signing, encoding).
 public final class PrivateKey: @unchecked Sendable {
     let pkey: OpaquePointer
 

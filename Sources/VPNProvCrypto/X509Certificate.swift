@@ -121,6 +121,7 @@ public struct KeyUsage: OptionSet, Sendable, Hashable {
 }
 
 /// An X.509 certificate (immutable; safe to share across threads).
+// @unchecked Sendable: immutable after init. The X509 behind the `let` is only read.
 public final class X509Certificate: @unchecked Sendable {
     let x509: OpaquePointer
 

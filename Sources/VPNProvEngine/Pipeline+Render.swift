@@ -126,6 +126,10 @@ extension Pipeline {
         let inventory = built.prepared.inventory
         let materials = built.prepared.materials
         let templates = built.templates
+        // What the workers read of `built` (which also holds the uncommitted state, not for them).
+        let fresh = built.fresh
+        let fingerprints = built.fingerprints
+        let servers = built.servers
         let users = inventory.users.filter { !$0.revoked }
         let batchSize = usersPerSlice
         let batches = 1 + (users.count + batchSize - 1) / batchSize
@@ -142,7 +146,7 @@ extension Pipeline {
                 var kept = OutputTree.Session.Batch()
                 var staged = OutputTree.Session.Batch()
                 if b == 0 {
-                    if let entry = built.fresh[serversCacheKey] {
+                    if let entry = fresh[serversCacheKey] {
                         entries[serversCacheKey] = entry
                         kept.keep(entry.files)
                     } else {
@@ -161,23 +165,23 @@ extension Pipeline {
                             session.discard(staged)
                             throw error
                         }
-                        entries[serversCacheKey] = RenderCache.Entry(fingerprint: built.fingerprints[serversCacheKey]!, files: cached)
+                        entries[serversCacheKey] = RenderCache.Entry(fingerprint: fingerprints[serversCacheKey]!, files: cached)
                     }
                 } else {
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
-                    let stale = batch.filter { built.fresh[$0.name] == nil }
+                    let stale = batch.filter { fresh[$0.name] == nil }
                     var byUser: [String: [ClientConnection]] = [:]
                     if !stale.isEmpty {
                         // One plan for the check and the files. A fresh user's connections were
                         // checked by the run that rendered them from the same inputs.
                         let sub = slice(inventory, stale[...])
                         let plan = ClientPlan.build(inventory: sub, materials: materials)
-                        findings = Consistency.check(plan: plan, against: built.servers, inventory: sub, materials: materials)
+                        findings = Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
                         if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
                         byUser = plan.connectionsByUser()
                     }
                     for user in batch {
-                        if let entry = built.fresh[user.name] {
+                        if let entry = fresh[user.name] {
                             entries[user.name] = entry
                             kept.keep(entry.files)
                             continue
@@ -191,7 +195,7 @@ extension Pipeline {
                                 }
                             }
                         }
-                        entries[user.name] = RenderCache.entry(fingerprint: built.fingerprints[user.name]!, files: userFiles)
+                        entries[user.name] = RenderCache.entry(fingerprint: fingerprints[user.name]!, files: userFiles)
                         files += userFiles
                     }
                 }
@@ -224,6 +228,7 @@ extension Pipeline {
 
 /// The batches of `Pipeline.render`, added to the session in batch order as they finish (on
 /// whichever worker completes the next one in order), with their render-cache entries and findings.
+// @unchecked Sendable: lock-held. Workers touch the results only under `lock`; the owner reads them after parallelMap has joined.
 private final class InOrderAdding: @unchecked Sendable {
     typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
 

@@ -34,7 +34,7 @@ package protocol RunReporter: AnyObject, Sendable {
     /// Findings only the SARIF log carries.
     func sarifOnly(_ found: [Diagnostic])
     /// A command-specific key of the JSON document.
-    func set<Value: Encodable>(_ key: String, _ value: Value)
+    func set<Value: Encodable & Sendable>(_ key: String, _ value: Value)
 }
 
 extension RunReporter {

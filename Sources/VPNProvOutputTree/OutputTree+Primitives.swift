@@ -49,44 +49,17 @@ extension OutputTree {
         _ dir: Int32, name temp: String, mode: mode_t, sync: Bool, display: String,
         produce: (_ put: ([UInt8]) -> Bool) -> Bool
     ) throws(OutputError) {
-        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
-        var fd = openat(dir, temp, flags, mode)
-        if fd < 0 && errno == EEXIST {
-            // A temporary file of this process's pid (a run killed long ago): replace it.
-            unlinkat(dir, temp, 0)
-            fd = openat(dir, temp, flags, mode)
-        }
-        guard fd >= 0 else { throw OutputError.errno("cannot write", display) }
-        // The exact mode, whatever the umask (the call is skipped when the umask left it intact).
-        var ok = FileMode.umaskKeeps(mode) || fchmod(fd, mode) == 0
-        if ok {
-            ok = produce { contents in
-                var offset = 0
-                while offset < contents.count {
-                    let n = contents.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-                    if n <= 0 { return false }
-                    offset += n
-                }
-                return true
-            }
-        }
-        if ok && sync { ok = fsync(fd) == 0 }
-        let saved = errno
-        close(fd)
-        guard ok else {
-            errno = saved
-            let e = OutputError.errno("cannot write", display)
-            unlinkat(dir, temp, 0)
-            throw e
+        // A temporary file of this process's pid already there is a run killed long ago: replaced.
+        do {
+            try AtomicWrite.temporary(in: dir, name: temp, mode: mode, sync: sync, replacingStale: true, produce: produce)
+        } catch {
+            errno = error.errno
+            throw OutputError.errno("cannot write", display)
         }
     }
 
     /// `.<name>.tmp-<digits>`: a file staged by a run (`Session.temporaryName`), never an output.
-    static func isTemporaryName(_ name: String) -> Bool {
-        guard name.hasPrefix("."), let range = name.range(of: ".tmp-", options: .backwards) else { return false }
-        let pid = name[range.upperBound...]
-        return !pid.isEmpty && pid.allSatisfy(\.isASCII) && pid.allSatisfy(\.isNumber)
-    }
+    static func isTemporaryName(_ name: String) -> Bool { AtomicWrite.isTemporaryName(name) }
 
     /// The whole file (a regular file, at most `limit` bytes), or nil: BoundedFile, the one reader of
     /// outside files, on a descriptor the tree opened without following links.
@@ -173,7 +146,7 @@ extension OutputTree {
 
     /// The files below `root` (as `listFiles` finds them) for which `keep` holds. The directories two
     /// levels down (a user's or a node's folder) are listed on all cores.
-    static func listFilesInParallel(_ root: Int32, keep: (String) -> Bool) throws(OutputError) -> [String] {
+    static func listFilesInParallel(_ root: Int32, keep: @Sendable (String) -> Bool) throws(OutputError) -> [String] {
         var kept: [String] = []
         var jobs: [(parent: Int32, name: String, path: String)] = []
         var opened: [Int32] = []
@@ -195,8 +168,9 @@ extension OutputTree {
                 }
             }
         }
-        let listed = parallelMap(jobs.count) { i -> Result<[String], OutputError> in
-            let job = jobs[i]
+        let directories = jobs
+        let listed = parallelMap(directories.count) { i -> Result<[String], OutputError> in
+            let job = directories[i]
             let fd = openat(job.parent, job.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { return .failure(OutputError.errno("cannot list", job.path)) }
             defer { close(fd) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VPNProvCrypto
 
 import Glibc
@@ -16,6 +17,10 @@ extension OutputTree {
     ///   what an earlier run wrote and this one does not, writes the manifest and flushes again.
     ///   A crash never leaves a half-written file, and one flush replaces an fsync per file;
     /// - abort (after a failure before publish) removes the temporary files: nothing changed.
+    // @unchecked Sendable: lock-held. `add`, the one method workers call concurrently, holds `addLock`;
+    // the marker state is under `markerLock` and the render-cache settings in a Mutex; everything else
+    // is set in init or used by the owner once the parallel stage has joined (prepare touches only
+    // its own batch).
     package final class Session: @unchecked Sendable {
         package enum Mode: Sendable { case write, compare }
 
@@ -54,6 +59,7 @@ extension OutputTree {
         /// 600,000 paths: a set of them was a tenth of a run's memory).
         private var files = PathList()
         private var unchangedCount = 0
+        private let addLock = NSLock()
         /// `publish` has renamed the staged files into place: `abort` has none left to remove.
         private var published = false
         /// `.vpnprov-writing` exists from this run's first temporary file until publish has renamed
@@ -121,7 +127,7 @@ extension OutputTree {
                             try writeTemporary(
                                 dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
                                 display: file.path)
-                            CrashTestHook.step()
+                            WriteSteps.step()
                         }
                         batch.files.append(file.path, self.mode == .write ? [.changed, .staged] : .changed)
                     }
@@ -136,6 +142,8 @@ extension OutputTree {
         /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error
         /// (`publish` and `drift` throw it).
         package func add(_ batch: Batch) {
+            addLock.lock()
+            defer { addLock.unlock() }
             files.append(contentsOf: batch.files)
             unchangedCount += batch.unchanged
         }
@@ -229,7 +237,7 @@ extension OutputTree {
                         return OutputError.errno("cannot write", path)
                     }
                     if syncPerFile { fsync(place.dir) }
-                    CrashTestHook.step()
+                    WriteSteps.step()
                 }
                 return nil
             }
@@ -375,12 +383,24 @@ extension OutputTree {
 
         /// The stat records must be written again although nothing else changed (some were missing,
         /// stale or not trusted, so this run hashed files).
-        package var refreshStats = false
+        package var refreshStats: Bool {
+            get { cacheSettings.withLock { $0.refreshStats } }
+            set { cacheSettings.withLock { $0.refreshStats = newValue } }
+        }
 
         /// The new render cache, written by `publish` (nil removes it, unless `keepRenderCache`).
-        package var renderCache: RenderCache?
+        package var renderCache: RenderCache? {
+            get { cacheSettings.withLock { $0.renderCache } }
+            set { cacheSettings.withLock { $0.renderCache = newValue } }
+        }
+
         /// The render cache on disk is already what this run would write: `publish` leaves it alone.
-        package var keepRenderCache = false
+        package var keepRenderCache: Bool {
+            get { cacheSettings.withLock { $0.keep } }
+            set { cacheSettings.withLock { $0.keep = newValue } }
+        }
+
+        private let cacheSettings = Mutex<(refreshStats: Bool, renderCache: RenderCache?, keep: Bool)>((false, nil, false))
 
         /// The render cache of the previous run (empty when absent), and the stat records that go with
         /// exactly its bytes (nil when missing, stale or unreadable). The cache's bytes (tens of MB for a

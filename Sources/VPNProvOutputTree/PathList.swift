@@ -104,7 +104,7 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
     /// else is running).
     func sortedOrder() -> [Int32] {
         precondition(count <= Int32.max)
-        let before = { (a: Int32, b: Int32) -> Bool in
+        let before: @Sendable (Int32, Int32) -> Bool = { a, b in
             let c = self.compare(Int(a), Int(b))
             return c != 0 ? c < 0 : a < b
         }

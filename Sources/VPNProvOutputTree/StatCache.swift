@@ -105,43 +105,42 @@ package struct StatCache: Sendable {
             }
             paths.append(at..<line.endIndex)
         }
-        return encode(count: paths.count, path: { String(decoding: cache[paths[$0]], as: UTF8.self) },
+        let ranges = paths
+        return encode(count: ranges.count, path: { String(decoding: cache[ranges[$0]], as: UTF8.self) },
                       cacheDigest: hexString(Digest.sha256(cache)), root: root)
     }
 
     /// The stat file for the render cache with SHA-256 `cacheDigest` whose `file` lines name, in order,
     /// `path(0)`, ..., `path(count - 1)`; nil when one of them cannot be examined.
-    static func encode(count: Int, path: (Int) -> String, cacheDigest: String, root: Int32) -> [UInt8]? {
-        // The records go straight into the file's bytes, each run of paths into its own part.
-        let header = Array("\(magic)\(cacheDigest) \(count)\n".utf8)
-        var out = [UInt8](repeating: 0, count: header.count + count * recordSize)
+    static func encode(count: Int, path: @Sendable (Int) -> String, cacheDigest: String, root: Int32) -> [UInt8]? {
+        // Each run of paths makes its own part of the records, on all cores; the parts are joined in order.
         let perRun = 1024
-        let complete = out.withUnsafeMutableBytes { buffer -> Bool in
-            header.withUnsafeBytes { buffer.copyMemory(from: $0) }
-            let records = UnsafeMutableRawBufferPointer(rebasing: buffer[header.count...])
-            let runs = parallelMap((count + perRun - 1) / perRun) { k -> Bool in
-                let directories = OutputTree.DirectoryCache(root: root, create: false)
-                defer { directories.closeAll() }
-                for i in (k * perRun)..<min(count, (k + 1) * perRun) {
-                    guard let place = try? directories.parent(of: path(i)) else { return false }
-                    var st = stat()
-                    guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-                    let r = Record(st)
-                    var at = i * recordSize
-                    func put<T: FixedWidthInteger>(_ v: T) {
-                        withUnsafeBytes(of: v.littleEndian) { records[at..<(at + $0.count)].copyBytes(from: $0) }
-                        at += MemoryLayout<T>.size
-                    }
-                    put(r.inode)
-                    put(r.size)
-                    put(r.changedSeconds)
-                    put(r.changedNanoseconds)
-                    put(r.mode)
-                }
-                return true
+        let runs = parallelMap((count + perRun - 1) / perRun) { k -> [UInt8]? in
+            let directories = OutputTree.DirectoryCache(root: root, create: false)
+            defer { directories.closeAll() }
+            let range = (k * perRun)..<min(count, (k + 1) * perRun)
+            var part: [UInt8] = []
+            part.reserveCapacity(range.count * recordSize)
+            for i in range {
+                guard let place = try? directories.parent(of: path(i)) else { return nil }
+                var st = stat()
+                guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+                let r = Record(st)
+                func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { part.append(contentsOf: $0) } }
+                put(r.inode)
+                put(r.size)
+                put(r.changedSeconds)
+                put(r.changedNanoseconds)
+                put(r.mode)
             }
-            return runs.allSatisfy { $0 }
+            return part
         }
-        return complete ? out : nil
+        var out = Array("\(magic)\(cacheDigest) \(count)\n".utf8)
+        out.reserveCapacity(out.count + count * recordSize)
+        for part in runs {
+            guard let part else { return nil }
+            out += part
+        }
+        return out
     }
 }

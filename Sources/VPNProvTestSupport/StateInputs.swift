@@ -1,5 +1,6 @@
 import Foundation
 import VPNProvCrypto
+import VPNProvCLI
 import VPNProvEngine
 import VPNProvPKI
 import VPNProvModel

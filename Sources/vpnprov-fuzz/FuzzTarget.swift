@@ -10,6 +10,7 @@
 //     swift run vpnprov-fuzz fuzz/corpus crash-1234...
 import Foundation
 import VPNProvCLI
+import VPNProvTestSupport
 import VPNProvModel
 import VPNProvPKI
 

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// `acknowledge:` (docs/inventory.md): a warning kept on purpose is marked with the operator's reason,
 /// left out of the text output and of --strict, and kept in JSON and SARIF (as a suppression).

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Profiles are written directly from typed values; the bytes must be
 /// exactly what PropertyListSerialization writes for the same property list (the format Apple's

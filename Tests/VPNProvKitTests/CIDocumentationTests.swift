@@ -10,6 +10,7 @@ import VPNProvYAML
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// docs/ci.md is copied into real pipelines: its two YAML blocks (GitHub Actions, GitLab CI) are
 /// read as YAML and every shell step of every job is run, with the vpnprov just built, against a

@@ -9,16 +9,17 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr).
 /// Afterwards it checks that neither output holds a secret of the inventory or the state involved
 /// (see `SecretLeaks`).
 func vpnprov(
     _ arguments: [String], in directory: String = TestTemporaries.current ?? TestTemporaries.root,
-    environment: [String: String] = [:], sourceLocation: Testing.SourceLocation = #_sourceLocation
+    environment: [String: String] = [:], now: Date = Date(), sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) -> (code: Int32, out: String, err: String) {
     let (console, capture) = Console.capturing()
-    let code = CommandLineTool.run(arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: Date())
+    let code = CommandLineTool.run(arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: now)
     let (inventories, states) = involvedPaths(arguments, in: directory)
     let secrets = SecretLeaks.secrets(stateDirectories: states, inventories: inventories, environment: environment)
     SecretLeaks.expectNone(in: capture.stdout + "\n" + capture.stderr, secrets, what: "output of vpnprov \(arguments.first ?? "")",

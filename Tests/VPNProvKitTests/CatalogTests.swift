@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct CatalogTests {
     let inventory = ClientFixtures.inventory()

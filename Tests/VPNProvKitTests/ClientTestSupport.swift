@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Inventories, materials from the deterministic test PKI and golden-file helpers for the client
 /// renderer, catalogue and consistency tests.

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct ConsistencyTests {
     let inventory = ClientFixtures.inventory()

@@ -9,11 +9,16 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
-/// Runs the built `vpnprov` binary (next to the test bundle) as a child process.
+/// Runs the built `vpnprov` binary (next to the test bundle) as a child process, or with `testHooks`
+/// `vpnprov-testhooks`, the same command with the test seams (crash steps, test clock) switched on.
 enum VPNProvBinary {
-    static var path: String {
-        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent("vpnprov").path
+    static var path: String { binary("vpnprov") }
+    static var testHooksPath: String { binary("vpnprov-testhooks") }
+
+    static func binary(_ name: String) -> String {
+        Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path
     }
 
     struct Outcome {
@@ -23,9 +28,11 @@ enum VPNProvBinary {
         var err: String
     }
 
-    static func run(_ arguments: [String], in directory: String, environment extra: [String: String] = [:]) throws -> Outcome {
+    static func run(
+        _ arguments: [String], in directory: String, environment extra: [String: String] = [:], testHooks: Bool = false
+    ) throws -> Outcome {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: testHooks ? testHooksPath : path)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") }
@@ -55,7 +62,7 @@ enum VPNProvBinary {
 
 /// Crash safety: `generate` killed at many points never leaves a half-written file, the state
 /// always loads afterwards, and the CA never changes once created. The binary is killed with
-/// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES, see CrashTestHook): each atomic write
+/// SIGKILL at the n-th write step (VPNPROV_CRASH_AFTER_WRITES in vpnprov-testhooks, see WriteSteps): each atomic write
 /// has a step with its temporary file complete but not renamed and a step after the rename, so the
 /// points cover both sides of every rename in the state commit and across the output tree.
 @Suite(.serialized, .temporaries) struct CrashSafetyTests {
@@ -134,7 +141,7 @@ enum VPNProvBinary {
         let outBefore = snapshot(dir + "/out")
         let caBefore = snapshot(dir + "/state/ca")
 
-        let crashed = try VPNProvBinary.run(["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"])
+        let crashed = try VPNProvBinary.run(["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
         if !crashed.killed {
             #expect(crashed.status == 0, "step \(n): generate failed without being killed: \(crashed.err.suffix(300))")
             return false
@@ -183,7 +190,7 @@ enum VPNProvBinary {
         }
     }
 
-    /// The write steps of a changing `generate`, in the order CrashTestHook counts them: the issuing
+    /// The write steps of a changing `generate`, in the order WriteSteps counts them: the issuing
     /// journal (2: complete, renamed), one per staged output file (`staged`), two per state file
     /// (`stateFiles`: complete, renamed; the new keys, certificates, p12 and CRL first, then
     /// secrets.json, then index.json, the commit point), then one rename per staged file to publish
@@ -255,7 +262,7 @@ enum VPNProvBinary {
             defer { try? FileManager.default.removeItem(atPath: parent) }
             let dir = parent + "/site"
             try Self.copyTree(base, to: dir)
-            let crashed = try VPNProvBinary.run(["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"])
+            let crashed = try VPNProvBinary.run(["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
             if !crashed.killed {
                 #expect(crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
                 break
@@ -334,7 +341,7 @@ enum VPNProvBinary {
         let caBefore = snapshot(dir + "/state/ca")
         let what = "\(arguments.joined(separator: " ")) SIG\(signal) at step \(n)"
         let crashed = try VPNProvBinary.run(
-            arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)", "VPNPROV_CRASH_SIGNAL": signal])
+            arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)", "VPNPROV_CRASH_SIGNAL": signal], testHooks: true)
         if !crashed.killed {
             #expect(crashed.status == 0, "\(what): failed without being killed: \(crashed.err.suffix(300))")
             return false

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Certificates read back from the state (or handed to the fuzzer) may be damaged or crafted: the
 /// wrapper renders what it finds, never traps.

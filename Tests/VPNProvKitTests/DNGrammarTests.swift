@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// One DN grammar for validation and issuing (VPNProvCrypto's DistinguishedNameGrammar.swift): a DN
 /// identity validates exactly when `generate` can issue it, and the certificate's subject is what

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The `deploy:` node field (decoding, defaults, validation) and the deploy/ tree it feeds.
 @Suite(.temporaries) struct DeployFieldTests {

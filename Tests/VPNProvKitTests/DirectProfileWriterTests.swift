@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The Apple profile and the `.sswan` file are written straight into a stream, keys in the order the
 /// writer lists them. Over generated profiles (every optional present or absent, strings of every

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Differential tests of the direct plist and JSON writers: over generated values covering every
 /// escape class (control characters, quotes, `<>&`, `]]>`, non-ASCII, the astral plane, empty

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The render cache trusts a user's files only while the fingerprint of everything they are rendered
 /// from is unchanged: the user's fingerprint must change with every field that can change a file.

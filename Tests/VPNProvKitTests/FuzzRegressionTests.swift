@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// One test per crash found by fuzzing or by MutationTests: the input that crashed, which
 /// must now end in diagnostics.

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Small gaps a new operator fell into on a first deployment, each pinned.
 @Suite(.temporaries) struct HandOffTests {
@@ -62,12 +63,31 @@ import Testing
         let dir = try site()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(vpnprov(["generate", "inventory.yaml"], in: dir).code == 0)
-        let r = vpnprov(["status", "inventory.yaml", "--format", "json"], in: dir, environment: ["VPNPROV_NOW": "2040-11-15"])
+        let day = try #require(TestClock.parse("2040-11-15"))
+        let r = vpnprov(["status", "inventory.yaml", "--format", "json"], in: dir, now: day)
         #expect(r.code == 0, "\(r.err)")
         #expect((try json(r.out)["status"] as? [String: Any])?["now"] as? String == "2040-11-15T00:00:00Z")
-        let bad = vpnprov(["status", "inventory.yaml"], in: dir, environment: ["VPNPROV_NOW": "15.11.2040"])
-        #expect(bad.code == 2)
-        #expect(bad.err.contains("found '15.11.2040'"))
+        #expect(TestClock.parse("2040-11-15T08:00:00Z") == day + 8 * 3600)
+        #expect(TestClock.parse(String(Int(day.timeIntervalSince1970))) == day)
+        #expect(TestClock.parse("15.11.2040") == nil)
+    }
+
+    /// The test seams answer only in vpnprov-testhooks: the product takes the real clock whatever
+    /// VPNPROV_NOW says and never stops at a write step, while the test executable does both.
+    @Test func onlyTheTestExecutableHasTestSeams() throws {
+        let dir = try site()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let seams = ["VPNPROV_NOW": "2040-11-15", "VPNPROV_CRASH_AFTER_WRITES": "1"]
+        let killed = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir, environment: seams, testHooks: true)
+        #expect(killed.killed, "\(killed.err)")
+        let product = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir, environment: seams)
+        #expect(product.status == 0 && !product.killed, "\(product.err)")
+        let status = try VPNProvBinary.run(["status", "inventory.yaml", "--format", "json"], in: dir, environment: seams)
+        #expect((try json(status.out)["status"] as? [String: Any])?["now"] as? String != "2040-11-15T00:00:00Z", "\(status.out)")
+        let hooked = try VPNProvBinary.run(["status", "inventory.yaml", "--format", "json"], in: dir, environment: ["VPNPROV_NOW": "2040-11-15"], testHooks: true)
+        #expect((try json(hooked.out)["status"] as? [String: Any])?["now"] as? String == "2040-11-15T00:00:00Z", "\(hooked.err)")
+        let bad = try VPNProvBinary.run(["status", "inventory.yaml"], in: dir, environment: ["VPNPROV_NOW": "15.11.2040"], testHooks: true)
+        #expect(bad.status == 2 && bad.err.contains("found '15.11.2040'"), "\(bad.err)")
     }
 
     @Test func validateCountsUsersAsGenerateDoes() throws {

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Hostile input through the CLI: hostile inventories are rejected with their rule code, names that would
 /// escape the output tree are invalid, and a symlink planted in the output directory is never followed.

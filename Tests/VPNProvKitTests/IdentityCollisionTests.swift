@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Identities that must stay apart (docs/security.md, "Identities that must stay apart"): a password's
 /// identity (the user name in secrets.conf) against every node identity, and nodes among themselves.

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Identities a peer matches must match exactly one identity, and no client certificate may carry a
 /// server's identity (see docs/security.md).

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The tools the install checks hand the generated files to. In CI (`VPNPROV_REQUIRE_E2E=1`, set by
 /// .ci/run after scripts/install-test-deps) a missing one fails the test; elsewhere the test is skipped.

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// status, unrevoke, rotate-psk, rotate-password and rotate-ca through the command line (in-process),
 /// checked against the state files and, for the CA rotation, against `openssl verify`.
@@ -154,19 +155,19 @@ import VPNProvCrypto
             """))
         let now = Date()
         // Client certificate and CRL run 365 days, the node's 825, the CA's 3650.
-        let later = String(Int(now.timeIntervalSince1970) + 340 * 86400)
-        let inside = vpnprov(["status", "--expiring", "30"], in: dir, environment: ["VPNPROV_NOW": later])
+        let later = now + 340 * 86400
+        let inside = vpnprov(["status", "--expiring", "30"], in: dir, now: later)
         #expect(inside.code == 1, "\(inside.out)\(inside.err)")
         #expect(inside.out.contains("expiring: user ann certificate"))
         #expect(inside.out.contains("expiring: CRL 1"))
         #expect(!inside.out.contains("expiring: node"))
-        let outside = vpnprov(["status", "--expiring", "20"], in: dir, environment: ["VPNPROV_NOW": later])
+        let outside = vpnprov(["status", "--expiring", "20"], in: dir, now: later)
         #expect(outside.code == 0, "\(outside.out)")
         #expect(outside.out.contains("nothing expires within the asked window"))
         #expect(vpnprov(["status", "--expiring", "20"], in: dir).code == 0)
         // Already expired counts too, and the JSON lists it.
         let gone = vpnprov(["status", "--expiring", "0", "--format", "json"], in: dir,
-                           environment: ["VPNPROV_NOW": String(Int(now.timeIntervalSince1970) + 900 * 86400)])
+                           now: now + 900 * 86400)
         #expect(gone.code == 1)
         let expiring = (Self.json(gone.out)["status"] as? [String: Any])?["expiring"] as? [[String: Any]] ?? []
         #expect(expiring.contains { ($0["what"] as? String ?? "").hasPrefix("node fra-1") && ($0["daysLeft"] as? Int ?? 0) < 0 })

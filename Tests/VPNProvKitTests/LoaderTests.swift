@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 import VPNProvYAML
 
 /// Fixture inventories: `Fixtures/inventories/bad/*.yaml` start with `# expect: <code> <line>:<column>` lines

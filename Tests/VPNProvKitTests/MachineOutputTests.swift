@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// `--format json` (one document, the `vpnprov: 1` envelope) and `--format sarif` (checked against
 /// the OASIS SARIF 2.1.0 schema), `validate --secrets`, the end-of-run summary and `--quiet`.

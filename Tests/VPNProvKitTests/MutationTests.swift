@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// SplitMix64: a small seeded PRNG so every run mutates the same way (a failure names its seed).
 struct SeededGenerator: RandomNumberGenerator {

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The NetworkManager keyfiles (`networkmanager` device): which services get one, what the `[vpn]` keys say,
 /// the secret's escaping, file modes, the README's install commands, the IPv6 blackhole, and the validator's

@@ -8,6 +8,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The pool checks find overlaps and contained addresses with lookups instead of comparing every
 /// pair of nodes; these prove they report exactly what the pairwise definition says.

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Certificate users are scoped to their nodes (docs/security.md, section 13): the certificate's
 /// policies, the node's `cert_policy`, what a change of `nodes:` re-issues and revokes, and a CA from

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// An inventory with schema errors still gets every rule check that does not depend on a broken
 /// piece, in the same run; and an indentation mistake is reported at the line that is wrong, with

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The rough edges a new operator hits: where the output tree goes, what the per-node README asks
 /// them to paste, what revoke says, and errors that follow from an earlier one.

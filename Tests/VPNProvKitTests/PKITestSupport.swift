@@ -9,6 +9,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 let testLocation = SourceLocation(file: "test.yaml", line: 1, column: 1)
 let testNow = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21

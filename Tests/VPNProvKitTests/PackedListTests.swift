@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The packed path and file lists read back what was put in, in order, and sort and search like the
 /// `String`s they replace.

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// `generate`, `check` and `revoke` run in-process on a copy of the shipped example inventory.
 @Suite(.temporaries) struct PipelineTests {

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// `pki.profile_signing`: every .mobileconfig is a CMS SignedData over the plist, checked with the
 /// openssl CLI against the signing chain; without it profiles stay plain XML.

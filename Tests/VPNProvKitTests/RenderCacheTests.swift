@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The render cache file reads back exactly what was written, and anything unexpected reads as empty
 /// (an unreadable cache only means rendering everything again).

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// One finding repeated at one place (an anchor aliased thousands of times) is reported a bounded
 /// number of times, and a value repeated in one list is reported once (docs/diagnostics.md).

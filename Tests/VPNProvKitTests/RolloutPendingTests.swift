@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// A deploy job that failed half-way must converge when it is retried: vpnprov remembers which nodes
 /// wait for a rollout until it is told they were rolled out (docs/ci.md, "the deploy job").

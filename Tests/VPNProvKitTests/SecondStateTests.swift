@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// A relative `--state` is taken from the current directory: given from the wrong one, or given where
 /// it was left out before, it makes a second CA. The run that creates it says so.

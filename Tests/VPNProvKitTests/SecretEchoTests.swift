@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// A value that is, or might be, a secret is never printed: not in a source excerpt, not in a
 /// message or note, in text or JSON. "Might be": the value of a key vpnprov does not know (a

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Secrets: after a command, nothing it printed may hold a secret or a private key of its
 /// inventory or state; files holding one must be 0600.

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Where `env:` and `file:` secrets may come from (docs/inventory.md): never vpnprov's own variables,
 /// only variables with an allowed prefix, only files inside the secrets directory (symbolic links

@@ -10,6 +10,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Inventories built in code and fake Materials (dummy PEM text) for the server renderer.
 enum ServerFixtures {

@@ -8,6 +8,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 @Test func serviceOrderIsTheSpecTableOrder() {
     #expect(Service.allCases.sorted() == [.ikev2Cert, .ikev2EAP, .ikev2PSK, .ikev2PSKEAP, .ipsecXauthPSK, .ipsecXauthHybrid])

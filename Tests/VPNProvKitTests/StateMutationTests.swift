@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// The state directory's files through the readers the fuzzer drives (StateInputs: index.json as the
 /// lifecycle commands load it, secrets.json, `status`, output-location, PEM certificates and CRLs).

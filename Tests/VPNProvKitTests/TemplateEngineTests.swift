@@ -10,6 +10,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct TemplateEngineTests {
     func render(_ text: String, _ context: TemplateValue) throws -> String {

@@ -9,6 +9,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// A deterministic test PKI, so golden files hold real certificate, CRL and PKCS#12 bytes.
 ///

@@ -10,6 +10,7 @@ import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Goldens of the encodings themselves: the test PKI's certificates and CRL byte for byte, and the
 /// structure of a PKCS#12 built now (its salts are random, so its bytes cannot be a golden).

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Text diagnostics quote inventory values, and CI logs read stderr: nothing an inventory holds may
 /// print a terminal escape, break a line, reorder what a reader sees, or start a line a CI runner

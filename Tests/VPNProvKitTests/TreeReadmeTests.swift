@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// `out/README`: what goes to whom, at the top of the output tree.
 @Suite(.temporaries) struct TreeReadmeTests {

@@ -8,6 +8,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 import Glibc
 

@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Windows' side of the plan: which Set-VpnConnectionIPsecConfiguration values a node's proposals become, which
 /// nodes the validator refuses for Windows users, and the certificate checks Windows makes.

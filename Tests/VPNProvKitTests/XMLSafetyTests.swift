@@ -9,6 +9,7 @@ import Testing
 @testable import VPNProvModel
 @testable import VPNProvTemplates
 @testable import VPNProvSupport
+@testable import VPNProvTestSupport
 
 /// Apple profiles are XML property lists: a value with a character XML 1.0 cannot carry is refused
 /// at its line, and the plist writer can never write one (docs/diagnostics.md, `unrepresentable-text`).

@@ -43,7 +43,7 @@ package enum NodeAccessPolicy {
 }
 
 /// A string-to-string memo shared by the workers that build certificate profiles.
-/// @unchecked Sendable: every access to `values` holds `lock`.
+// @unchecked Sendable: lock-held. Every access to `values` holds `lock`.
 private final class MemoTable: @unchecked Sendable {
     private let lock = NSLock()
     private var values: [String: String] = [:]

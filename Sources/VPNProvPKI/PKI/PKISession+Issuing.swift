@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
@@ -141,9 +142,10 @@ extension PKISession {
         let caKey = try store.caKey(passphrase: passphrase)
         let issueTime = self.now
         let total = jobs.count
-        let counter = ParallelSlots<Int>(1)
-        let outputs = try parallelMap(jobs.count) { i -> JobOutput in
-            let job = jobs[i]
+        let issued = Atomic<Int>(0)
+        let planned = jobs
+        let outputs = try parallelMap(planned.count) { i -> JobOutput in
+            let job = planned[i]
             let what = job.isNode ? "node '\(job.name)'" : "user '\(job.name)'"
             do {
                 var held: HeldCertificate
@@ -184,10 +186,7 @@ extension PKISession {
                         key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name)
                 }
                 if let progress {
-                    counter.lock.lock()
-                    let done = (counter.values[0] ?? 0) + 1
-                    counter.values[0] = done
-                    counter.lock.unlock()
+                    let done = issued.wrappingAdd(1, ordering: .relaxed).newValue
                     progress(done, total)
                 }
                 return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)

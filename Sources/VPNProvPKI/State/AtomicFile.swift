@@ -13,45 +13,31 @@ package enum AtomicFile {
     package static func write(_ bytes: [UInt8], to path: String, sync: Bool = true, overwrite: Bool = true) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let name = (path as NSString).lastPathComponent
-        let temp = "\(directory)/.\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("cannot create \(temp)") }
-        var ok = true
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = posixWrite(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    ok = false
-                    return
-                }
-                offset += n
-            }
-        }
-        if ok && sync && fsync(fd) != 0 { ok = false }
-        let savedErrno = errno
-        close(fd)
-        guard ok else {
-            unlink(temp)
-            errno = savedErrno
+        let tempName = ".\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw ioError("cannot open \(directory)") }
+        defer { close(dfd) }
+        do {
+            try AtomicWrite.temporary(in: dfd, name: tempName, mode: 0o600, sync: sync) { put in put(bytes) }
+        } catch {
+            errno = error.errno
             throw ioError("cannot write \(path)")
         }
-        CrashTestHook.step()
+        WriteSteps.step()
         if overwrite {
-            guard rename(temp, path) == 0 else {
+            guard renameat(dfd, tempName, dfd, name) == 0 else {
                 let e = ioError("cannot rename into \(path)")
-                unlink(temp)
+                unlinkat(dfd, tempName, 0)
                 throw e
             }
         } else {
             // link() refuses to replace an existing file: the target is never overwritten.
-            let linked = link(temp, path)
+            let linked = linkat(dfd, tempName, dfd, name, 0)
             let e = ioError("refusing to overwrite \(path)")
-            unlink(temp)
+            unlinkat(dfd, tempName, 0)
             guard linked == 0 else { throw e }
         }
-        CrashTestHook.step()
+        WriteSteps.step()
         if sync { try syncDirectory(directory) }
     }
 
@@ -59,7 +45,7 @@ package enum AtomicFile {
     /// and renaming them (`.<name>.tmp-<pid>-<random>`). Call with the state lock held.
     static func removeTemporaries(in directory: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name.hasPrefix(".") && name.contains(".tmp-") {
+        for name in names where AtomicWrite.isTemporaryName(name) {
             unlink("\(directory)/\(name)")
         }
     }
@@ -113,8 +99,4 @@ package enum AtomicFile {
     static func ioError(_ what: String) -> StateError {
         StateError(.io, "\(what): \(String(cString: strerror(errno)))")
     }
-}
-
-private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    Glibc.write(fd, buffer, count)
 }

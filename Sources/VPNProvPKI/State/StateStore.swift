@@ -135,7 +135,7 @@ package final class StateStore {
     static func load(directory: String, caPassphrase: String?) throws -> StateStore {
         let paths = StatePaths(root: directory)
         try paths.refuseSymlinks()
-        func inconsistent(_ message: String) -> StateError {
+        @Sendable func inconsistent(_ message: String) -> StateError {
             StateError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
         }
         var index = StateIndex()
@@ -192,10 +192,11 @@ package final class StateStore {
         // Current node and user certificates, keys and p12 containers (checked in parallel).
         let holders = index.nodes.map { (true, $0.key, $0.value) } + index.users.map { (false, $0.key, $0.value) }
         let caCert = store.caCertificate
+        let certificates = index.certificates
         let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?, open: (String, [UInt8])?) in
             let (isNode, name, holder) = holders[i]
             let what = isNode ? "node '\(name)'" : "user '\(name)'"
-            guard let record = index.certificates[holder.serial] else {
+            guard let record = certificates[holder.serial] else {
                 throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
             }
             guard record.status == .valid else { throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)") }

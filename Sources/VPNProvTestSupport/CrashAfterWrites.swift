@@ -1,0 +1,38 @@
+import Foundation
+import Glibc
+import Synchronization
+import VPNProvSupport
+
+/// Fault injection for the crash-safety tests: with `VPNPROV_CRASH_AFTER_WRITES=n` the process dies at
+/// the n-th write step (1-based, see `WriteSteps`) with SIGKILL, or with the signal
+/// `VPNPROV_CRASH_SIGNAL` names (`INT`, `TERM`: what Ctrl-C and a service manager send; vpnprov leaves
+/// them at their default action, so they end a run exactly where they arrive, like a kill).
+package enum CrashAfterWrites {
+    package static let variable = "VPNPROV_CRASH_AFTER_WRITES"
+    package static let signalVariable = "VPNPROV_CRASH_SIGNAL"
+
+    /// Installs the kill at the step the environment names; does nothing without the variable.
+    package static func install(from environment: [String: String]) {
+        guard let limit = environment[variable].flatMap({ Int($0) }) else { return }
+        let signal: Int32 =
+            switch environment[signalVariable] {
+            case "INT": SIGINT
+            case "TERM": SIGTERM
+            default: SIGKILL
+            }
+        let count = Mutex(0)
+        WriteSteps.install {
+            let reached = count.withLock { value -> Int in
+                value += 1
+                return value
+            }
+            guard reached >= limit else { return }
+            // To the process, as Ctrl-C or `kill` sends it: the write steps run on worker threads, which
+            // block signals, so the kernel delivers it to a thread that does not (the main thread).
+            kill(getpid(), signal)
+            // Wait for the delivery (milliseconds); should it never come, exit so the test sees no kill.
+            for _ in 0..<1000 { usleep(10_000) }
+            _exit(137)
+        }
+    }
+}

@@ -7,9 +7,9 @@ public enum Digest {
     public static func sha384(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha384.md, bytes) }
 
     /// A digest implementation fetched from the default provider once. `EVP_sha256()` and friends
-    /// make OpenSSL 3 fetch the implementation again on every call, under a global lock: tens of
-    /// thousands of file digests and name-based UUIDs per run contended on it. Fetched methods are
-    /// immutable and safe to share between threads; they live as long as the process.
+    /// make OpenSSL 3 fetch the implementation again on every call, under a global lock that every file
+    /// digest and name-based UUID of a run would contend on (docs/benchmarks.md, "Why the code is shaped this way").
+    /// Fetched methods are immutable and safe to share between threads; they live as long as the process.
     // @unchecked Sendable: immutable after init. The fetched EVP_MD pointers are never changed or freed.
     private struct Fetched: @unchecked Sendable {
         let md: OpaquePointer?

@@ -235,7 +235,7 @@ public final class X509Certificate: @unchecked Sendable {
 
     /// DER SubjectPublicKeyInfo of the certified key (as `PrivateKey.publicKeyDER()` of its key).
     /// The certificate's own SubjectPublicKeyInfo is re-encoded as stored, without OpenSSL 3's
-    /// key encoder (which costs more than signing the certificate).
+    /// key encoder, which is costly (docs/benchmarks.md, "Why the code is shaped this way").
     public func publicKeyDER() throws -> [UInt8] {
         guard let spki = X509_get_X509_PUBKEY(x509) else { throw CryptoError.openSSL("the certificate has no public key") }
         return try derEncode { i2d_X509_PUBKEY(spki, $0) }

@@ -35,7 +35,7 @@ enum Fingerprint {
         default: break
         }
         let mirror = Mirror(reflecting: value)
-        tag(_typeName(type(of: value), qualified: true))  // String(reflecting:) prints through a Mirror: far slower
+        tag(_typeName(type(of: value), qualified: true))  // not String(reflecting:), which prints through a Mirror
         if mirror.children.isEmpty {
             tag(String(describing: value))  // enum cases without payload, other leaves
             return
@@ -76,9 +76,9 @@ enum Fingerprint {
 
 extension Fingerprint {
     /// A user's own inputs, field by field: every field of the inventory entry except its source
-    /// locations, and every field of the user's materials. Written out instead of reflected:
-    /// reflection over thousands of users cost more than rendering a small fleet. `FingerprintTests`
-    /// fails when `User` or `UserMaterials` gains a field that is not listed here.
+    /// locations, and every field of the user's materials. Written out instead of reflected, since
+    /// reflecting over thousands of users is costly (docs/benchmarks.md, "Why the code is shaped this way").
+    /// `FingerprintTests` fails when `User` or `UserMaterials` gains a field that is not listed here.
     static func userInputs(_ user: User, _ materials: UserMaterials?) -> [UInt8] {
         var out: [UInt8] = []
         func text(_ value: String) {
@@ -114,7 +114,8 @@ extension Fingerprint {
         return out
     }
 
-    /// `AppleOptions` field by field ("-" for an unset one); reflecting it took a tenth of a no-op run.
+    /// `AppleOptions` field by field ("-" for an unset one), not reflected: it is part of every user's
+    /// fingerprint (docs/benchmarks.md, "Why the code is shaped this way").
     static func appleOptions(_ o: AppleOptions, _ text: (String) -> Void) {
         func flag(_ v: Bool?) { text(v.map { $0 ? "1" : "0" } ?? "-") }
         flag(o.onDemand)

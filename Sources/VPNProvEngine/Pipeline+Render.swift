@@ -135,8 +135,9 @@ extension Pipeline {
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let report = progress.callback(stage)
         // Each finished batch goes into the session as soon as every batch before it has: a fleet's
-        // batches together list 600,000 paths, which then never wait in memory beside the session's own
-        // lists. The first failure in batch order stops the adding; later batches are discarded.
+        // batches together list hundreds of thousands of paths, which then never wait in memory beside
+        // the session's own lists. The first failure in batch order stops the adding; later batches are
+        // discarded.
         let adding = InOrderAdding(session: session, users: users.count)
         _ = parallelMap(batches) { b in
             var findings: [Diagnostic] = []

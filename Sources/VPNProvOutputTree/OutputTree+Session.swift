@@ -28,7 +28,7 @@ extension OutputTree {
         /// hundreds of thousands).
         package struct Batch: Sendable {
             package var files = PathList()
-            /// How many files were already right (a no-op run of a fleet has 600,000).
+            /// How many files were already right (a no-op run of a fleet has hundreds of thousands).
             package var unchanged = 0
 
             package init() {}
@@ -55,8 +55,8 @@ extension OutputTree {
         let root: Int32
         let syncPerFile: Bool
         /// Every path added, with what `prepare` found (staged, missing or stale, or right). `publish`
-        /// and `drift` sort it once and find two outputs for one path as neighbours (a fleet has
-        /// 600,000 paths: a set of them was a tenth of a run's memory).
+        /// and `drift` sort it once and find two outputs for one path as neighbours, instead of keeping a
+        /// set of a fleet's hundreds of thousands of paths (docs/benchmarks.md, "Why the code is shaped this way").
         private var files = PathList()
         private var unchangedCount = 0
         private let addLock = NSLock()
@@ -512,8 +512,9 @@ extension OutputTree {
                 report.missing = Array(files)
                 return report
             }
-            // Only what is not expected is kept from the listing (a fleet's tree has hundreds of thousands
-            // of files; a set of them all cost more than the listing itself).
+            // Only what is not expected is kept from the listing, and the expected paths are searched in
+            // the sorted list rather than put in a set (a fleet's tree has hundreds of thousands of
+            // files; docs/benchmarks.md, "Why the code is shaped this way").
             let bookkeeping: Set<String> = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker]
             let expected = files
             let extra = try listFilesInParallel(root) { !expected.containsSorted($0) && !bookkeeping.contains($0) }

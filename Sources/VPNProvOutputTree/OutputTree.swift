@@ -17,7 +17,7 @@ package struct OutputError: Error, Sendable, CustomStringConvertible {
 
 /// What `OutputTree.write` did.
 package struct WriteSummary: Sendable, Equatable {
-    /// Sorted (packed: a fleet's first run writes 600,000 files).
+    /// Sorted (packed: a fleet's first run writes hundreds of thousands of files).
     package var written = PathList()
     /// How many files were already as they should be (a count: a fleet's no-op run has hundreds of
     /// thousands, and nobody reads their names).

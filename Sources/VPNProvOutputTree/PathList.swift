@@ -1,10 +1,11 @@
 import VPNProvSupport
 import VPNProvCrypto
 
-/// Output paths packed into one byte buffer, with a small status each. A fleet's tree has 600,000
-/// files: as a `String` apiece (each its own allocation, held from rendering to publishing) they were
-/// the largest part of a run's memory, and so many long-lived small blocks slowed every later
-/// allocation. Reads as a collection of `String`s; order is insertion order.
+/// Output paths packed into one byte buffer, with a small status each, instead of a `String` apiece: a
+/// fleet's tree has hundreds of thousands of files, held from rendering to publishing, and as many
+/// long-lived small allocations weigh on the run's memory and on every later allocation
+/// (docs/benchmarks.md, "Why the code is shaped this way").
+/// Reads as a collection of `String`s; order is insertion order.
 package struct PathList: Sendable, Equatable, RandomAccessCollection, ExpressibleByArrayLiteral {
     /// What `OutputTree.Session.prepare` found for a path.
     struct Status: OptionSet, Sendable, Equatable {
@@ -149,7 +150,7 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
     }
 
     /// The paths of `lines` (each call one path's UTF-8 bytes) the list, sorted by UTF-8 byte, does not
-    /// hold. Lines in ascending order (a fleet's manifest: 600,000 of them) are matched by one walk
+    /// hold. Lines in ascending order (a fleet's manifest has hundreds of thousands) are matched by one walk
     /// through the list; a line below the highest one so far is searched for.
     func missing(from lines: ((ArraySlice<UInt8>) -> Void) -> Void) -> [String] {
         var out: [String] = []

@@ -66,8 +66,9 @@ package struct RenderCache: Sendable {
             return String(decoding: out, as: UTF8.self)
         }
 
-        /// `hex`, appended as 64 bytes (the digit of each nibble by arithmetic: a fleet's cache has
-        /// 600,000 digests, and a table lookup went through a lazy global each time).
+        /// `hex`, appended as 64 bytes (the digit of each nibble by arithmetic, not from a table: a
+        /// global table is reached through its lazy initialisation on every digit of a fleet's
+        /// hundreds of thousands of digests; docs/benchmarks.md, "Why the code is shaped this way").
         func appendHex(to out: inout [UInt8]) {
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
                 func put(_ word: UInt64, at start: Int) {
@@ -94,9 +95,9 @@ package struct RenderCache: Sendable {
     }
 
     /// A user's files packed into one buffer: for each, its digest (32 bytes), whether it is private
-    /// (1 byte), its path's length (4 bytes) and its path. A fleet's cache has 600,000 files, held from
-    /// rendering to the end of the run; as a `File` apiece (with a `String` each) they were a quarter
-    /// of the run's memory.
+    /// (1 byte), its path's length (4 bytes) and its path. Packed instead of a `File` apiece (with a
+    /// `String` each): a fleet's cache has hundreds of thousands of files, held from rendering to the
+    /// end of the run (docs/benchmarks.md, "Why the code is shaped this way").
     package struct FileList: Sendable, Hashable, Sequence, ExpressibleByArrayLiteral {
         private var bytes: [UInt8] = []
         private(set) var count = 0

@@ -3,7 +3,8 @@ import Glibc
 extension String {
     /// Whether `self` sorts before `other` by UTF-8 byte, the order vpnprov writes names and paths in
     /// (the same on every machine and for every normalization, unlike `<`). Compares the bytes in
-    /// place: sorting a fleet's users with arrays made per comparison was a visible part of a run.
+    /// place, with no array made per comparison: sorting a fleet's users makes a great many of them
+    /// (docs/benchmarks.md, "Why the code is shaped this way").
     package func precedesByUTF8(_ other: String) -> Bool {
         var a = self, b = other
         return a.withUTF8 { x in b.withUTF8 { y in compareUTF8(x, y) < 0 } }

@@ -45,8 +45,9 @@ extension TemplateValue: ExpressibleByStringLiteral, ExpressibleByBooleanLiteral
 }
 
 /// The members of a `TemplateValue.object`: a handful of short names, looked up by comparing them in
-/// turn. Hashing each name (as a dictionary does) cost more than the comparisons, for the millions of
-/// lookups a fleet's client files make. Equal when they hold the same members in any order.
+/// turn rather than by hashing each name as a dictionary does, since a fleet's client files make
+/// millions of lookups (docs/benchmarks.md, "Why the code is shaped this way").
+/// Equal when they hold the same members in any order.
 package struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLiteral {
     private var keys: [String] = []
     private var values: [TemplateValue] = []

@@ -118,7 +118,8 @@ guard FileManager.default.isExecutableFile(atPath: binary) else {
 }
 let work = (options.workDirectory ?? NSTemporaryDirectory()) + "/vpnprov-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-/// Removes the work directory (with rm: FileManager takes minutes for a fleet's output tree).
+/// Removes the work directory with rm: FileManager is far slower on a fleet's output tree
+/// (docs/benchmarks.md, "Why the code is shaped this way").
 @MainActor func cleanUp() {
     if options.keep {
         print("  kept \(work)")

@@ -27,7 +27,8 @@ package enum Validator {
     /// (the rules reading a broken `pki:` or `secrets:`, what users get from a broken node).
     package static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic] {
         let active = rules + (broken.secrets ? [] : [secretsRule]) + (broken.pki ? [] : [pkiRule])
-        // The rules run on all cores (a fleet's validation ran alone before anything else could start);
+        // The rules run on all cores: validation is on the serial path, before anything else can start
+        // (docs/benchmarks.md, "Why the code is shaped this way");
         // the findings are sorted, so the order they come in does not matter.
         let found = parallelMap(active.count) { i -> [Diagnostic] in
             var diagnostics: [Diagnostic] = []

@@ -20,7 +20,7 @@ package struct PKISession {
     }
 
     /// The store's index, mutated in place: with a plain get/set pair, `index.users[name] = x`
-    /// copied the whole dictionary for every certificate (quadratic for thousands of users).
+    /// would copy the whole dictionary for every certificate (quadratic in the number of users).
     var index: StateIndex {
         get { store.index }
         nonmutating _modify { yield &store.index }

@@ -105,11 +105,13 @@ package struct HolderRecord: Codable, Equatable {
     /// and for nodes; built on the next run.
     var openP12: P12Record?
     /// SHA-256 of the key file as written. With it, loading checks the key file by digest and the
-    /// certificate's public key against `key`, instead of parsing every private key on every run
-    /// (OpenSSL 3's decoders take ~1 ms a key). Absent in older states: the key is then parsed.
+    /// certificate's public key against `key`, instead of parsing every private key with OpenSSL on
+    /// every run (docs/benchmarks.md, "Why the code is shaped this way").
+    /// Absent in older states: the key is then parsed.
     var keySHA256: String?
     /// SHA-256 of the certificate file as written: with it the certificate is checked by digest and
-    /// parsed only when it is used to issue (~0.5 ms a certificate with OpenSSL 3, per run).
+    /// parsed with OpenSSL only when it is used to issue, not on every run
+    /// (docs/benchmarks.md, "Why the code is shaped this way").
     var certificateSHA256: String?
 }
 

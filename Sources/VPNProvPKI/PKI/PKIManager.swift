@@ -66,7 +66,7 @@ package enum PKIManager {
             commanded += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
         }
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
-        var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
+        let session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
         session.changes += adopted + commanded
 
@@ -230,7 +230,7 @@ package enum PKIManager {
     static func revokeByCommand(_ user: String, hold: Bool, store: StateStore, now: Date, passphrase: String?) -> (PKISession, String?) {
         let holder = store.index.users[user]
         let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
-        var session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
+        let session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.revokeUser(user, reason: revokedByCommandReason, dropPassword: true)
         if hold {
             var holds = store.index.revokedByCommand ?? [:]

@@ -5,7 +5,7 @@ import VPNProvSupport
 
 /// The CA: created once, its key optionally encrypted with a passphrase, checked on every run.
 extension PKISession {
-    mutating func ensureCA() throws {
+    func ensureCA() throws {
         let settings = inventory.pki.ca
         if let record = index.ca {
             if record.keyType != settings.key || record.commonName != settings.name {

@@ -6,7 +6,7 @@ import VPNProvSupport
 /// The CRL: re-signed when the revoked set changes or it nears its next update. During a CA
 /// rotation the previous CA's CRL is kept current as well (its certificates are still trusted).
 extension PKISession {
-    mutating func updateCRL() throws {
+    func updateCRL() throws {
         guard let ca = store.caCertificate, let record = index.ca else { return }
         let (mine, theirs) = Self.revokedByCA(index, current: record)
         if let crl = try signedCRL(

@@ -32,7 +32,7 @@ extension PKISession {
     /// Completes the records of current certificates issued before the index recorded their extended key
     /// usages, from the certificates themselves, so `renewalReason` can tell one Windows would refuse (no
     /// serverAuth / clientAuth). Once per state: the completed records are committed with the index.
-    mutating func recordExtendedKeyUsages() throws {
+    func recordExtendedKeyUsages() throws {
         for (isNode, holders) in [(true, index.nodes), (false, index.users)] {
             for (name, holder) in holders where index.certificates[holder.serial]?.extendedKeyUsages == nil {
                 guard let held = isNode ? store.nodes[name] : store.users[name], index.certificates[holder.serial] != nil else { continue }
@@ -97,7 +97,7 @@ extension PKISession {
         return nil
     }
 
-    mutating func issue(
+    func issue(
         profiles: (nodes: [CertificateProfile], users: [CertificateProfile]), progress: (@Sendable (Int, Int) -> Void)?
     ) throws {
         guard let ca = store.caCertificate else { throw StateError(.stateInconsistent, "the state has no CA") }

@@ -6,7 +6,7 @@ import VPNProvSupport
 /// Revocation: certificates of users and nodes that lost their access go onto the CRL.
 extension PKISession {
     /// Revokes certificates of nodes and users no longer entitled to one.
-    mutating func retireAbsentHolders() throws {
+    func retireAbsentHolders() throws {
         let nodeNames = Set(inventory.nodes.map(\.name))
         for name in index.nodes.keys.sorted() where !nodeNames.contains(name) {
             revokeHolder(node: true, name, reason: "removed from the inventory")
@@ -24,13 +24,13 @@ extension PKISession {
         }
     }
 
-    mutating func revokeUser(_ name: String, reason: String, dropPassword: Bool) {
+    func revokeUser(_ name: String, reason: String, dropPassword: Bool) {
         revokeHolder(node: false, name, reason: reason)
         store.secrets.p12Passwords[name] = nil
         if dropPassword { store.secrets.passwords[name] = nil }
     }
 
-    private mutating func revokeHolder(node: Bool, _ name: String, reason: String) {
+    private func revokeHolder(node: Bool, _ name: String, reason: String) {
         let holder = node ? index.nodes[name] : index.users[name]
         guard let holder else { return }
         if var record = index.certificates[holder.serial] {

@@ -13,7 +13,7 @@ import VPNProvSupport
 /// certificate). Finishing retires the previous CA: servers then hold the new CA alone.
 /// docs/lifecycle.md explains why this shape and what was proven against strongSwan.
 extension PKISession {
-    mutating func startCARotation() throws {
+    func startCARotation() throws {
         guard let previous = index.ca, let previousCert = store.caCertificate, !changes.contains(where: { $0.kind == .caCreated }) else {
             throw PKIError(.caRotation, "the state has no CA yet: run 'vpnprov generate' first")
         }
@@ -83,7 +83,7 @@ extension PKISession {
         }
     }
 
-    mutating func finishCARotation() throws {
+    func finishCARotation() throws {
         guard let rotation = index.rotation else {
             throw PKIError(.caRotation, "no CA rotation is in progress: start one with 'vpnprov rotate-ca'")
         }

@@ -5,7 +5,7 @@ import VPNProvSupport
 
 /// Generated secrets (`gen` PSKs and passwords): created once and kept in the state.
 extension PKISession {
-    mutating func generateSecrets() throws {
+    func generateSecrets() throws {
         var keepPSK = Set<String>()
         for node in inventory.nodes where node.psk == .generate && node.services.contains(where: \.needsPSK) {
             keepPSK.insert(node.name)
@@ -38,7 +38,7 @@ extension PKISession {
     }
 
     /// Replaces a node's generated PSK (the caller checked that the inventory says `psk: gen`).
-    mutating func rotatePSK(node: String) throws {
+    func rotatePSK(node: String) throws {
         guard let old = store.secrets.psks[node] else {
             throw PKIError(.secretNotGenerated, "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
         }
@@ -49,7 +49,7 @@ extension PKISession {
     }
 
     /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).
-    mutating func rotatePassword(user: String) throws {
+    func rotatePassword(user: String) throws {
         guard let old = store.secrets.passwords[user] else {
             throw PKIError(.secretNotGenerated, "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
         }

@@ -3,8 +3,8 @@ import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
 
-/// One run's work on a loaded state.
-package struct PKISession {
+/// One run's work on a loaded state: a reference, like the store it changes (one thread, one run).
+package final class PKISession {
     let store: StateStore
     let inventory: Inventory
     let now: Date
@@ -23,8 +23,8 @@ package struct PKISession {
     /// would copy the whole dictionary for every certificate (quadratic in the number of users).
     var index: StateIndex {
         get { store.index }
-        nonmutating _modify { yield &store.index }
-        nonmutating set { store.index = newValue }
+        _modify { yield &store.index }
+        set { store.index = newValue }
     }
 
     static func cryptoFailure(_ what: String, _ error: Error) -> any Error {

@@ -92,6 +92,24 @@ import Testing
         #expect(offenders.isEmpty, "test seams in the product: \(offenders)")
     }
 
+    /// Every Swift file is formatted as the checked-in .swift-format says (swift-format from the
+    /// toolchain; `swift format -i -r Sources Tests Package.swift` fixes what this finds).
+    @Test(.needs(.swiftFormat)) func sourcesAreFormatted() throws {
+        try TestDependency.swiftFormat.require()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: TestDependency.swiftFormat.path)
+        process.arguments = ["lint", "--strict", "--recursive", "--parallel", "Sources", "Tests", "Package.swift"]
+        process.currentDirectoryURL = URL(fileURLWithPath: Self.root)
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        // One pipe for both streams, read to its end before waiting: a long report cannot block.
+        let report = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0 && report.isEmpty, "swift-format lint:\n\(report.prefix(4000))")
+    }
+
     static func firstMatch(_ pattern: String, in text: String) -> String? {
         allMatches(pattern, in: text).first
     }

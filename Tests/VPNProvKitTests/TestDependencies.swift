@@ -21,6 +21,12 @@ struct TestDependency: Sendable, CustomStringConvertible {
     static let python3 = TestDependency(path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
     static let pki = TestDependency(path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
 
+    /// swift-format, which the Swift toolchain ships beside `swift`.
+    static let swiftFormat = TestDependency(
+        path: (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/swift-format" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) } ?? "swift-format",
+        installedBy: "the Swift toolchain (swift-format ships beside swift; put the toolchain's bin on PATH)")
+
     var isPresent: Bool { FileManager.default.isExecutableFile(atPath: path) }
     var description: String { "\(path) is missing: install it with \(installedBy)" }
 

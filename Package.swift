@@ -50,18 +50,21 @@ let package = Package(
         // For tests and the fuzzer only, never linked into vpnprov: the state readers on bytes, a
         // capturing console, the test clock, the crash hook.
         .target(
-            name: "VPNProvTestSupport", dependencies: ["VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvModel", "VPNProvSupport"]),
+            name: "VPNProvTestSupport",
+            dependencies: ["VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvModel", "VPNProvSupport"]),
         // vpnprov with the test seams switched on (VPNPROV_CRASH_AFTER_WRITES, VPNPROV_NOW); not a product.
         .executableTarget(name: "vpnprov-testhooks", dependencies: ["VPNProvTestSupport", "VPNProvCLI"]),
         // Fleet-scale benchmark: `swift run -c release vpnprov-bench` (prints figures, asserts nothing).
         .executableTarget(name: "vpnprov-bench"),
         // libFuzzer target for the loader and validator (README "Fuzzing"); a corpus replayer otherwise.
-        .executableTarget(name: "vpnprov-fuzz", dependencies: ["VPNProvTestSupport", "VPNProvCLI", "VPNProvPKI", "VPNProvModel"]),
+        .executableTarget(
+            name: "vpnprov-fuzz", dependencies: ["VPNProvTestSupport", "VPNProvCLI", "VPNProvPKI", "VPNProvModel"]),
         .testTarget(
             name: "VPNProvKitTests",
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto", "VPNProvTestSupport",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
+                "VPNProvTestSupport",
                 "vpnprov-testhooks",
             ],
             resources: [.copy("Fixtures")]

@@ -1,8 +1,8 @@
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Static description of a command: what help prints and what the parser accepts
 /// (the shape of swift-argument-parser's `CommandConfiguration`, without the dependency).
@@ -37,7 +37,9 @@ package struct CommandConfiguration: Sendable {
     package var arguments: [Argument]
     package var options: [Option]
 
-    package init(name: String, abstract: String, discussion: String? = nil, arguments: [Argument] = [], options: [Option] = []) {
+    package init(
+        name: String, abstract: String, discussion: String? = nil, arguments: [Argument] = [], options: [Option] = []
+    ) {
         self.name = name
         self.abstract = abstract
         self.discussion = discussion
@@ -92,7 +94,9 @@ package struct ParsedArguments: Sendable {
     package func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// Splits `arguments` by `configuration`. Usage errors name the command so help can be suggested.
-    package static func parse(_ arguments: [String], for configuration: CommandConfiguration) throws(CLIError) -> ParsedArguments {
+    package static func parse(_ arguments: [String], for configuration: CommandConfiguration) throws(CLIError)
+        -> ParsedArguments
+    {
         var result = ParsedArguments()
         var i = 0
         var onlyPositionals = false
@@ -156,7 +160,8 @@ package struct ParsedArguments: Sendable {
         if result.wantsHelp { return result }
         let maxPositionals = configuration.arguments.count
         if result.positionals.count > maxPositionals {
-            throw CLIError.usage("unexpected argument '\(result.positionals[maxPositionals])'", command: configuration.name)
+            throw CLIError.usage(
+                "unexpected argument '\(result.positionals[maxPositionals])'", command: configuration.name)
         }
         let required = configuration.arguments.filter { !$0.isOptional }.count
         if result.positionals.count < required {

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Why a command stopped. Mapped to text and an exit code in one place (`CommandLineTool.report`).
 package enum CLIError: Error, Sendable, Hashable {
@@ -78,7 +78,10 @@ package struct CommandContext: Sendable {
     /// The run's clock, read once when the process starts the command.
     package var now: Date
 
-    package init(console: Console, environment: [String: String], currentDirectory: String, now: Date, output: CommandOutput? = nil) {
+    package init(
+        console: Console, environment: [String: String], currentDirectory: String, now: Date,
+        output: CommandOutput? = nil
+    ) {
         self.console = console
         self.now = now
         self.environment = environment
@@ -129,7 +132,8 @@ package enum CommandLineTool {
     static var commands: [any Command.Type] {
         [
             ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
-            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self, UnrevokeCommand.self,
+            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self,
+            UnrevokeCommand.self,
             RolledOutCommand.self,
         ]
     }
@@ -154,7 +158,8 @@ package enum CommandLineTool {
     package static func run(
         arguments: [String], console: Console, environment: [String: String], currentDirectory: String, now: Date
     ) -> Int32 {
-        let context = CommandContext(console: console, environment: environment, currentDirectory: currentDirectory, now: now)
+        let context = CommandContext(
+            console: console, environment: environment, currentDirectory: currentDirectory, now: now)
         do {
             return try dispatch(arguments, context)
         } catch {
@@ -180,7 +185,8 @@ package enum CommandLineTool {
         case "--generate-completion-script":
             guard arguments.count == 2, let script = HelpDocuments.completionScript(arguments[1]) else {
                 throw CLIError.usage(
-                    "'--generate-completion-script' takes one of \(HelpDocuments.shells.joined(separator: ", "))", command: nil)
+                    "'--generate-completion-script' takes one of \(HelpDocuments.shells.joined(separator: ", "))",
+                    command: nil)
             }
             context.console.out(script)
             return ExitCode.success
@@ -223,7 +229,10 @@ package enum CommandLineTool {
     static func command(named name: String) throws(CLIError) -> any Command.Type {
         if let type = commands.first(where: { $0.configuration.name == name }) { return type }
         if name.hasPrefix("-") {
-            let hint = Spelling.closest(to: String(name.drop { $0 == "-" }), among: ["help", "version"]).map { "; did you mean '--\($0)'?" } ?? ""
+            let hint =
+                Spelling.closest(to: String(name.drop { $0 == "-" }), among: ["help", "version"]).map {
+                    "; did you mean '--\($0)'?"
+                } ?? ""
             throw CLIError.usage("unknown option '\(name)'\(hint)", command: nil)
         }
         let hint = Spelling.closest(to: name, among: commandNames).map { "; did you mean '\($0)'?" } ?? ""

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Everything a command reports besides the files it writes: diagnostics, run-level warnings and
 /// notes, and its result (summary, drift, status...).
@@ -107,7 +107,8 @@ package final class CommandOutput: @unchecked Sendable {
         lock.unlock()
         // Acknowledged warnings are kept for the document only (the inventory says why they stay),
         // unless asked for.
-        let shown = quiet
+        let shown =
+            quiet
             ? found.filter { $0.severity == .error }
             : showAcknowledged ? found.map(Self.withReason) : found.filter { $0.acknowledged == nil }
         console.err(printer.render(shown))
@@ -203,9 +204,12 @@ package final class CommandOutput: @unchecked Sendable {
         case .json:
             console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
         case .sarif:
-            console.out(Self.encode(SARIFLog(
-                diagnostics: diagnostics + sarifResults, command: command,
-                executionSuccessful: exitCode == ExitCode.success || exitCode == ExitCode.failure, primaryFile: primaryFile)))
+            console.out(
+                Self.encode(
+                    SARIFLog(
+                        diagnostics: diagnostics + sarifResults, command: command,
+                        executionSuccessful: exitCode == ExitCode.success || exitCode == ExitCode.failure,
+                        primaryFile: primaryFile)))
         }
     }
 

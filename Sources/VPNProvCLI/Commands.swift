@@ -1,42 +1,59 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Shared option descriptions and helpers of the inventory-reading commands.
 enum CommonOptions {
     static let inventoryArgument = CommandConfiguration.Argument(
-        "inventory", help: "The inventory file (default: inventory.yaml, else inventory.yml, in the current directory).",
+        "inventory",
+        help: "The inventory file (default: inventory.yaml, else inventory.yml, in the current directory).",
         optional: true)
     static let format = CommandConfiguration.Option(
-        "format", value: "text|json", help: "text (default), or json: one JSON document on stdout (docs/json-output.md).")
+        "format", value: "text|json",
+        help: "text (default), or json: one JSON document on stdout (docs/json-output.md).")
     static let formatWithSARIF = CommandConfiguration.Option(
-        "format", value: "text|json|sarif", help: "text (default), json (docs/json-output.md) or sarif (SARIF 2.1.0), on stdout.")
+        "format", value: "text|json|sarif",
+        help: "text (default), json (docs/json-output.md) or sarif (SARIF 2.1.0), on stdout.")
     static let quiet = CommandConfiguration.Option("quiet", help: "Print errors only (stderr).")
     static let strict = CommandConfiguration.Option("strict", help: "Treat warnings as errors.")
-    static let out = CommandConfiguration.Option("out", value: "dir", help: "Output tree (default: out beside the inventory).")
-    static let state = CommandConfiguration.Option("state", value: "dir", help: "State directory: CA, keys, serials, generated secrets (default: state beside the inventory).")
-    static let templates = CommandConfiguration.Option("templates", value: "dir", help: "Directory of templates overriding the built-in ones.")
+    static let out = CommandConfiguration.Option(
+        "out", value: "dir", help: "Output tree (default: out beside the inventory).")
+    static let state = CommandConfiguration.Option(
+        "state", value: "dir",
+        help: "State directory: CA, keys, serials, generated secrets (default: state beside the inventory).")
+    static let templates = CommandConfiguration.Option(
+        "templates", value: "dir", help: "Directory of templates overriding the built-in ones.")
 
     /// Names tried, in order, when no inventory is given.
     static let defaultInventoryNames = ["inventory.yaml", "inventory.yml"]
 
     /// `--format`, checked against the formats the command's `--format` option lists ("text|json").
-    static func format(_ arguments: ParsedArguments, for configuration: CommandConfiguration) throws(CLIError) -> DiagnosticPrinter.Format {
+    static func format(_ arguments: ParsedArguments, for configuration: CommandConfiguration) throws(CLIError)
+        -> DiagnosticPrinter.Format
+    {
         guard let text = arguments.value("format") else { return .text }
-        let allowed = (configuration.options.first { $0.name == "format" }?.valueName ?? "text").split(separator: "|").map(String.init)
+        let allowed = (configuration.options.first { $0.name == "format" }?.valueName ?? "text").split(separator: "|")
+            .map(String.init)
         guard allowed.contains(text), let format = DiagnosticPrinter.Format(rawValue: text) else {
             let hint = Spelling.closest(to: text, among: allowed).map { "; did you mean '\($0)'?" } ?? ""
-            let expected = allowed.count == 2 ? allowed.joined(separator: " or ") : allowed.dropLast().joined(separator: ", ") + " or " + allowed.last!
-            throw CLIError.usage("invalid value '\(text)' for '--format <format>': expected \(expected)\(hint)", command: configuration.name)
+            let expected =
+                allowed.count == 2
+                ? allowed.joined(separator: " or ")
+                : allowed.dropLast().joined(separator: ", ") + " or " + allowed.last!
+            throw CLIError.usage(
+                "invalid value '\(text)' for '--format <format>': expected \(expected)\(hint)",
+                command: configuration.name)
         }
         return format
     }
 
     /// The inventory to read: as given, or the first default that exists. Returns (display, absolute path).
-    static func inventory(_ given: String?, _ context: CommandContext) throws(CLIError) -> (display: String, path: String) {
+    static func inventory(_ given: String?, _ context: CommandContext) throws(CLIError) -> (
+        display: String, path: String
+    ) {
         if let given {
             let path = context.resolve(given)
             guard FileManager.default.fileExists(atPath: path) else {
@@ -56,7 +73,8 @@ enum CommonOptions {
     /// `--state`, else `state` beside the inventory.
     static func stateDirectory(_ given: String?, inventoryPath: String, _ context: CommandContext) -> String {
         if let given { return context.resolve(given) }
-        return OutputLocation.defaultStateDirectory(inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
+        return OutputLocation.defaultStateDirectory(
+            inventoryPath: inventoryPath, currentDirectory: context.currentDirectory)
     }
 
     /// `--out`, else `out` beside the inventory (like the state: where the command is run from
@@ -81,7 +99,9 @@ struct ValidateCommand: Command {
         options: [
             CommonOptions.formatWithSARIF, CommonOptions.strict,
             .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed)."),
-            .init("show-acknowledged", help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons."),
+            .init(
+                "show-acknowledged",
+                help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons."),
             CommonOptions.quiet,
         ])
 
@@ -108,17 +128,22 @@ struct ValidateCommand: Command {
         if let outcome = loaded.outcome { return ExitCode.of(outcome) }
         if let inventory = loaded.inventory {
             // Users counted as generate counts them: the active ones; revoked users get no profiles.
-            let n = inventory.nodes.count, u = inventory.users.filter { !$0.revoked }.count
+            let n = inventory.nodes.count
+            let u = inventory.users.filter { !$0.revoked }.count
             let revoked = inventory.users.count - u
             context.output.set(
-                "inventory", ValidatedInventory(file: display, nodes: n, users: u, revokedUsers: revoked, secretsChecked: secrets))
+                "inventory",
+                ValidatedInventory(file: display, nodes: n, users: u, revokedUsers: revoked, secretsChecked: secrets))
             // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
             // "generate will find them".
             let external = Pipeline.externalSecrets(inventory).count
-            let unresolved = secrets || external == 0 ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
+            let unresolved =
+                secrets || external == 0
+                ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
             let revokedText = revoked == 0 ? "" : " and \(revoked) revoked"
             context.output.result(
-                "\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(revokedText)\(unresolved))\n")
+                "\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(revokedText)\(unresolved))\n"
+            )
         }
         return ExitCode.success
     }
@@ -166,14 +191,17 @@ struct GenerateCommand: Command {
             outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
             now: context.now)
         try DirectoryChecks.check(
-            out: options.outDirectory, state: options.stateDirectory, environment: context.environment, command: Self.configuration.name)
+            out: options.outDirectory, state: options.stateDirectory, environment: context.environment,
+            command: Self.configuration.name)
         return options
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
         if let templates = arguments.value("templates") {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: context.resolve(templates), isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: context.resolve(templates), isDirectory: &isDirectory),
+                isDirectory.boolValue
+            else {
                 throw CLIError.usage("templates directory '\(templates)' not found", command: Self.configuration.name)
             }
         }
@@ -192,7 +220,8 @@ struct CheckCommand: Command {
         discussion: "Exit status 1 when generating would change, add or remove any file under --out.",
         arguments: [CommonOptions.inventoryArgument],
         options: [
-            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.formatWithSARIF, CommonOptions.strict,
+            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.formatWithSARIF,
+            CommonOptions.strict,
             CommonOptions.quiet,
         ])
 
@@ -230,7 +259,9 @@ struct RevokeCommand: Command {
             .init("user", help: "The user whose certificate is revoked."),
             CommonOptions.inventoryArgument,
         ],
-        options: [CommonOptions.state, CommonOptions.out, CommonOptions.templates, CommonOptions.format, CommonOptions.quiet])
+        options: [
+            CommonOptions.state, CommonOptions.out, CommonOptions.templates, CommonOptions.format, CommonOptions.quiet,
+        ])
 
     var arguments: ParsedArguments
 
@@ -253,10 +284,12 @@ struct RevokeCommand: Command {
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
                 templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                environment: context.environment, outGiven: arguments.value("out") != nil,
+                currentDirectory: context.currentDirectory,
                 now: context.now))
         try DirectoryChecks.check(
-            out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory, environment: context.environment,
+            out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory,
+            environment: context.environment,
             command: Self.configuration.name)
         return try engineCommand { () throws(EngineError) in try Pipeline.revoke(options, output: context.output) }
     }
@@ -269,7 +302,9 @@ struct InitCommand: Command {
         name: "init",
         abstract: "Write a commented starter inventory.",
         discussion: "Creates DIR/inventory.yaml (DIR is created if needed). An existing file is never overwritten.",
-        arguments: [.init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)],
+        arguments: [
+            .init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)
+        ],
         options: [CommonOptions.format, CommonOptions.quiet])
 
     var directory: String?
@@ -280,7 +315,8 @@ struct InitCommand: Command {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let dir = context.resolve(directory ?? ".")
-        let display = directory.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/inventory.yaml" } ?? "inventory.yaml"
+        let display =
+            directory.map { ($0.hasSuffix("/") ? String($0.dropLast()) : $0) + "/inventory.yaml" } ?? "inventory.yaml"
         let path = dir + "/inventory.yaml"
         if FileManager.default.fileExists(atPath: path) {
             throw CLIError.usage("'\(display)' already exists; not overwriting it", command: Self.configuration.name)

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Where a command writes: standard output and standard error, injected so tests run commands
 /// in-process and read what they printed.

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// The one place diagnostics become text: GCC style with a source excerpt and caret, or a JSON array.
 package struct DiagnosticPrinter: Sendable {
@@ -39,7 +39,9 @@ package struct DiagnosticPrinter: Sendable {
         self.cutLines = cutLines
         // Longest first, so a secret that contains another is hidden whole.
         self.hiddenValues = hiddenValues
-        self.orderedHiddenValues = hiddenValues.filter { !$0.isEmpty }.sorted { $0.count != $1.count ? $0.count > $1.count : $0 < $1 }
+        self.orderedHiddenValues = hiddenValues.filter { !$0.isEmpty }.sorted {
+            $0.count != $1.count ? $0.count > $1.count : $0 < $1
+        }
     }
 
     private let orderedHiddenValues: [String]
@@ -82,7 +84,10 @@ package struct DiagnosticPrinter: Sendable {
         if errors > 0 { parts.append("\(errors) error\(errors == 1 ? "" : "s")") }
         if warnings > 0 { parts.append("\(warnings) warning\(warnings == 1 ? "" : "s")") }
         if acknowledged > 0 {
-            parts.append(parts.isEmpty ? "\(acknowledged) warning\(acknowledged == 1 ? "" : "s") acknowledged" : "\(acknowledged) acknowledged")
+            parts.append(
+                parts.isEmpty
+                    ? "\(acknowledged) warning\(acknowledged == 1 ? "" : "s") acknowledged"
+                    : "\(acknowledged) acknowledged")
         }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
@@ -111,7 +116,8 @@ package struct DiagnosticPrinter: Sendable {
     /// reorder what a reader sees.
     static func isUnprintable(_ u: Unicode.Scalar) -> Bool {
         switch u.value {
-        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+            return true
         default: return false
         }
     }
@@ -234,9 +240,14 @@ package struct DiagnosticPrinter: Sendable {
             severity = d.severity.rawValue
             code = d.code.rawValue
             message = d.message
-            notes = d.notes.isEmpty
+            notes =
+                d.notes.isEmpty
                 ? nil
-                : d.notes.map { .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, message: $0.message) }
+                : d.notes.map {
+                    .init(
+                        file: $0.location?.file, line: $0.location?.line, column: $0.location?.column,
+                        message: $0.message)
+                }
             acknowledged = d.acknowledged.map {
                 .init(file: $0.location?.file, line: $0.location?.line, column: $0.location?.column, reason: $0.reason)
             }

@@ -1,11 +1,10 @@
 import Foundation
-
 import Glibc
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Where `generate`, `check` and `revoke` may write. The output tree is meant to be copied and
 /// distributed; the state holds the CA key. So neither may contain the other (`--state out/state`
@@ -23,22 +22,30 @@ enum DirectoryChecks {
 
     /// Throws a usage error (exit 2) when the directories overlap or one is a system directory.
     static func check(out: String, state: String, environment: [String: String], command: String) throws(CLIError) {
-        let o = canonical(out), s = canonical(state)
+        let o = canonical(out)
+        let s = canonical(state)
         for (flag, path, shown) in [("--out", o, out), ("--state", s, state)] {
             var refused = systemDirectories.contains(path) || pseudoFileSystems.contains { isInside(path, $0) }
             if let home = environment["HOME"], !home.isEmpty, canonical(home) == path { refused = true }
             if refused {
-                throw CLIError.usage("\(flag) '\(shown)' is \(path == "/" ? "the root directory" : "a system directory (\(path))"); choose a directory of its own", command: command)
+                throw CLIError.usage(
+                    "\(flag) '\(shown)' is \(path == "/" ? "the root directory" : "a system directory (\(path))"); choose a directory of its own",
+                    command: command)
             }
         }
         if o == s {
-            throw CLIError.usage("--out and --state are the same directory (\(o)); the state holds the CA key and must stay apart from the output", command: command)
+            throw CLIError.usage(
+                "--out and --state are the same directory (\(o)); the state holds the CA key and must stay apart from the output",
+                command: command)
         }
         if isInside(s, o) {
-            throw CLIError.usage("the state directory \(s) is inside the output directory \(o): the CA key would be distributed with the output", command: command)
+            throw CLIError.usage(
+                "the state directory \(s) is inside the output directory \(o): the CA key would be distributed with the output",
+                command: command)
         }
         if isInside(o, s) {
-            throw CLIError.usage("the output directory \(o) is inside the state directory \(s); keep them apart", command: command)
+            throw CLIError.usage(
+                "the output directory \(o) is inside the state directory \(s); keep them apart", command: command)
         }
     }
 
@@ -53,7 +60,10 @@ enum DirectoryChecks {
         var parts: [Substring] = []
         for component in path.split(separator: "/") {
             if component == "." { continue }
-            if component == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            if component == ".." {
+                if !parts.isEmpty { parts.removeLast() }
+                continue
+            }
             parts.append(component)
         }
         // The longest prefix that exists, through realpath; the rest appended as written.

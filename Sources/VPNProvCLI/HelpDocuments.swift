@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// The manual page and the bash, zsh and fish completion scripts, printed by the hidden top-level
 /// options `--generate-manual` and `--generate-completion-script <shell>` (`scripts/install` installs
@@ -114,7 +114,9 @@ enum HelpDocuments {
     }
 
     static func optionItem(_ option: CommandConfiguration.Option) -> [String] {
-        let label = option.valueName.map { ".BI \"\\-\\-\(escape(option.name)) \" \(escape($0))" } ?? ".B \\-\\-\(escape(option.name))"
+        let label =
+            option.valueName.map { ".BI \"\\-\\-\(escape(option.name)) \" \(escape($0))" }
+            ?? ".B \\-\\-\(escape(option.name))"
         return [".TP", label, roff(option.help)]
     }
 
@@ -228,7 +230,8 @@ enum HelpDocuments {
                 if ((COMP_CWORD == 1)); then
 
             """
-        let topOptions = CommandLineTool.topLevelOptions.map { "--" + $0.name } + ["--" + helpOption.long, "-" + helpOption.short]
+        let topOptions =
+            CommandLineTool.topLevelOptions.map { "--" + $0.name } + ["--" + helpOption.long, "-" + helpOption.short]
         out += "        if [[ $cur == -* ]]; then\n"
         out += "            _vpnprov_words \(shellQuoted(topOptions.joined(separator: " ")))\n"
         out += "        else\n"
@@ -236,7 +239,8 @@ enum HelpDocuments {
         out += "        fi\n"
         out += "        return\n    fi\n    case ${COMP_WORDS[1]} in\n"
         out += "    \(helpCommand.name))\n"
-        out += "        ((COMP_CWORD == 2)) && _vpnprov_words \(shellQuoted(configurations.map(\.name).joined(separator: " ")))\n"
+        out +=
+            "        ((COMP_CWORD == 2)) && _vpnprov_words \(shellQuoted(configurations.map(\.name).joined(separator: " ")))\n"
         out += "        ;;\n"
         for configuration in configurations {
             out += "    \(configuration.name))\n"
@@ -244,7 +248,8 @@ enum HelpDocuments {
             if !valued.isEmpty {
                 out += "        case $prev in\n"
                 for option in valued {
-                    out += "        --\(option.name))\n            \(bashCompletion(completion(ofValue: option.valueName!)))\n            return\n            ;;\n"
+                    out +=
+                        "        --\(option.name))\n            \(bashCompletion(completion(ofValue: option.valueName!)))\n            return\n            ;;\n"
                 }
                 out += "        esac\n"
             }
@@ -304,7 +309,9 @@ enum HelpDocuments {
                 subcommands=(
 
             """
-        for configuration in configurations { out += "        \(zshEntry(configuration.name, configuration.abstract))\n" }
+        for configuration in configurations {
+            out += "        \(zshEntry(configuration.name, configuration.abstract))\n"
+        }
         out += "        \(zshEntry(helpCommand.name, helpCommand.abstract))\n"
         out += "    )\n"
         out += "    _arguments -C \\\n"
@@ -392,12 +399,14 @@ enum HelpDocuments {
         for option in CommandLineTool.topLevelOptions {
             out += "complete -c vpnprov \(top) -l \(option.name) -d \(fishQuoted(option.help))\n"
         }
-        out += "complete -c vpnprov \(top) -s \(helpOption.short) -l \(helpOption.long) -d \(fishQuoted(helpOption.help))\n"
+        out +=
+            "complete -c vpnprov \(top) -s \(helpOption.short) -l \(helpOption.long) -d \(fishQuoted(helpOption.help))\n"
         for configuration in configurations {
             out += "complete -c vpnprov \(top) -a \(configuration.name) -d \(fishQuoted(configuration.abstract))\n"
         }
         out += "complete -c vpnprov \(top) -a \(helpCommand.name) -d \(fishQuoted(helpCommand.abstract))\n"
-        out += "complete -c vpnprov -n '__fish_vpnprov_using \(helpCommand.name)' -a \(fishQuoted(configurations.map(\.name).joined(separator: " ")))\n"
+        out +=
+            "complete -c vpnprov -n '__fish_vpnprov_using \(helpCommand.name)' -a \(fishQuoted(configurations.map(\.name).joined(separator: " ")))\n"
         for configuration in configurations {
             let when = "-n '__fish_vpnprov_using \(configuration.name)'"
             out += "\n# \(configuration.name)\n"
@@ -413,7 +422,8 @@ enum HelpDocuments {
                 }
                 out += line + " -d \(fishQuoted(option.help))\n"
             }
-            out += "complete -c vpnprov \(when) -s \(helpOption.short) -l \(helpOption.long) -d \(fishQuoted(helpOption.help))\n"
+            out +=
+                "complete -c vpnprov \(when) -s \(helpOption.short) -l \(helpOption.long) -d \(fishQuoted(helpOption.help))\n"
             // Arguments: files when one of them is a file, directories when one is a directory.
             let kinds = configuration.arguments.map { completion(ofArgument: $0.name) }
             if kinds.contains(.file) {

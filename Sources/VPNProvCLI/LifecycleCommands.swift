@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// The lifecycle commands: `status` (read-only) and the state-changing `rotate-ca`, `rotate-psk`,
 /// `rotate-password` and `unrevoke`, which regenerate the output like `generate` afterwards.
@@ -12,7 +12,8 @@ enum LifecycleCommandSupport {
 
     /// The regenerate options of a state-changing command; `inventoryIndex` is the positional of INVENTORY.
     static func options(
-        _ arguments: ParsedArguments, inventoryIndex: Int, command: String, action: PKIManager.StateAction, _ context: CommandContext
+        _ arguments: ParsedArguments, inventoryIndex: Int, command: String, action: PKIManager.StateAction,
+        _ context: CommandContext
     ) throws(CLIError) -> LifecycleOptions {
         let given = arguments.positionals.count > inventoryIndex ? arguments.positionals[inventoryIndex] : nil
         let (display, path) = try CommonOptions.inventory(given, context)
@@ -23,12 +24,16 @@ enum LifecycleCommandSupport {
                 outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
                 stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
                 templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
+                environment: context.environment, outGiven: arguments.value("out") != nil,
+                currentDirectory: context.currentDirectory,
                 now: context.now))
     }
 
-    static let regenerateOptions = [CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet]
-    static let rolloutNote = "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
+    static let regenerateOptions = [
+        CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet,
+    ]
+    static let rolloutNote =
+        "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
 
     static func requireName(_ arguments: ParsedArguments, _ what: String, command: String) throws(CLIError) {
@@ -44,7 +49,8 @@ struct StatusCommand: Command {
     static let configuration = CommandConfiguration(
         name: "status",
         abstract: "Show what the state holds for the inventory, and when it expires.",
-        discussion: "The CA (both during a rotation), every node and user certificate (identity, serial, not-after, days left, "
+        discussion:
+            "The CA (both during a rotation), every node and user certificate (identity, serial, not-after, days left, "
             + "active / superseded / revoked / held), the CRLs, which generated secrets exist (never their values), users without "
             + "certificates, and what the state holds for names the inventory no longer has. Read-only: takes no lock, changes "
             + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate or a CRL expires within DAYS "
@@ -52,7 +58,9 @@ struct StatusCommand: Command {
         arguments: [CommonOptions.inventoryArgument],
         options: [
             CommonOptions.state, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
-            .init("expiring", value: "days", help: "Exit 1 when something expires within this many days (listing what and when)."),
+            .init(
+                "expiring", value: "days",
+                help: "Exit 1 when something expires within this many days (listing what and when)."),
         ])
 
     var arguments: ParsedArguments
@@ -62,8 +70,9 @@ struct StatusCommand: Command {
         self.arguments = arguments
         if let text = arguments.value("expiring") {
             guard let days = Int(text), days >= 0, days <= 36500 else {
-                throw CLIError.usage("invalid value '\(text)' for '--expiring <days>': expected a whole number of days (0-36500)",
-                                     command: Self.configuration.name)
+                throw CLIError.usage(
+                    "invalid value '\(text)' for '--expiring <days>': expected a whole number of days (0-36500)",
+                    command: Self.configuration.name)
             }
             expiring = days
         }
@@ -81,7 +90,8 @@ struct StatusCommand: Command {
         guard let inventory = loaded.inventory else { return ExitCode.failure }
         let report: StatusReport
         do {
-            report = try StatusReport.make(inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
+            report = try StatusReport.make(
+                inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
         } catch let error as StateError {
             output.error(RuleCode(error.code.rawValue), error.message)
             return ExitCode.environment
@@ -102,7 +112,8 @@ struct RotateCACommand: Command {
     static let configuration = CommandConfiguration(
         name: "rotate-ca",
         abstract: "Start a CA rotation (new CA, every certificate re-issued), or end it with --finish.",
-        discussion: "During the overlap the servers keep trusting the previous CA and present the new one cross-certified by it, "
+        discussion:
+            "During the overlap the servers keep trusting the previous CA and present the new one cross-certified by it, "
             + "so profiles installed before the rotation keep connecting while users receive new ones. --finish retires the "
             + "previous CA: after the rollout, certificates and profiles from before the rotation are refused. "
             + LifecycleCommandSupport.rolloutNote,
@@ -141,7 +152,8 @@ struct RotatePSKCommand: Command {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePSK(node: arguments.positionals[0]), context)
+            arguments, inventoryIndex: 1, command: Self.configuration.name,
+            action: .rotatePSK(node: arguments.positionals[0]), context)
         return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
@@ -164,7 +176,8 @@ struct RotatePasswordCommand: Command {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .rotatePassword(user: arguments.positionals[0]),
+            arguments, inventoryIndex: 1, command: Self.configuration.name,
+            action: .rotatePassword(user: arguments.positionals[0]),
             context)
         return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
@@ -174,7 +187,8 @@ struct UnrevokeCommand: Command {
     static let configuration = CommandConfiguration(
         name: "unrevoke",
         abstract: "Undo 'vpnprov revoke USER': a fresh certificate (new serial) and secrets.",
-        discussion: "The revoked serial stays on the CRL. A user revoked in the inventory ('revoked: true') is unrevoked there. "
+        discussion:
+            "The revoked serial stays on the CRL. A user revoked in the inventory ('revoked: true') is unrevoked there. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user to reinstate."), CommonOptions.inventoryArgument],
         options: LifecycleCommandSupport.regenerateOptions)
@@ -188,7 +202,8 @@ struct UnrevokeCommand: Command {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name, action: .unrevoke(user: arguments.positionals[0]), context)
+            arguments, inventoryIndex: 1, command: Self.configuration.name,
+            action: .unrevoke(user: arguments.positionals[0]), context)
         return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
@@ -199,13 +214,16 @@ struct RolledOutCommand: Command {
     static let configuration = CommandConfiguration(
         name: "rolled-out",
         abstract: "Record that nodes were rolled out: they no longer wait for a rollout.",
-        discussion: "Every run that changes a node's server files records the node as waiting for a rollout (in the state); "
+        discussion:
+            "Every run that changes a node's server files records the node as waiting for a rollout (in the state); "
             + "the summary of generate, revoke and the lifecycle commands lists them all, with the rollout command, until this "
             + "command says they were rolled out. So a deploy job whose rollout failed rolls the same nodes out when it is "
             + "retried, although generate then changes nothing (docs/ci.md).",
         arguments: [CommonOptions.inventoryArgument],
         options: [
-            .init("nodes", value: "list", help: "The nodes rolled out, comma-separated (as given to ansible-playbook --limit)."),
+            .init(
+                "nodes", value: "list",
+                help: "The nodes rolled out, comma-separated (as given to ansible-playbook --limit)."),
             .init("all", help: "Every node waiting for a rollout."),
             CommonOptions.state, CommonOptions.format, CommonOptions.quiet,
         ])
@@ -218,7 +236,9 @@ struct RolledOutCommand: Command {
         let all = arguments.flag("all")
         switch (arguments.value("nodes"), all) {
         case (let list?, false):
-            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
             guard !names.isEmpty else {
                 throw CLIError.usage("'--nodes' needs at least one node name", command: Self.configuration.name)
             }
@@ -228,7 +248,8 @@ struct RolledOutCommand: Command {
         case (_?, true):
             throw CLIError.usage("give either '--nodes <list>' or '--all', not both", command: Self.configuration.name)
         case (nil, false):
-            throw CLIError.usage("say which nodes were rolled out: '--nodes <list>' or '--all'", command: Self.configuration.name)
+            throw CLIError.usage(
+                "say which nodes were rolled out: '--nodes <list>' or '--all'", command: Self.configuration.name)
         }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Progress on stderr while certificates are issued and profiles rendered: only when stderr is a
 /// terminal and not in CI. One line per stage, redrawn when its percentage changes.

@@ -1,8 +1,8 @@
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// Diagnostics as a SARIF 2.1.0 log (OASIS Static Analysis Results Interchange Format,
 /// https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html), the format GitHub code scanning
@@ -40,23 +40,34 @@ struct SARIFLog: Encodable {
         let rules = codes.map { code -> Rule in
             let help = RuleHelp.text(for: RuleCode(code))
             let level = diagnostics.first { $0.code.rawValue == code }.map { Self.level($0.severity) } ?? "error"
-            return Rule(id: code, shortDescription: .init(text: help), help: .init(text: help), defaultConfiguration: .init(level: level))
+            return Rule(
+                id: code, shortDescription: .init(text: help), help: .init(text: help),
+                defaultConfiguration: .init(level: level))
         }
         let results = diagnostics.map { d -> Result in
             var related: [Location]?
             if !d.notes.isEmpty {
                 related = d.notes.enumerated().map { i, note in
-                    Location(id: i + 1, physicalLocation: (note.location ?? d.location).map(Self.physical), message: .init(text: note.message))
+                    Location(
+                        id: i + 1, physicalLocation: (note.location ?? d.location).map(Self.physical),
+                        message: .init(text: note.message))
                 }
             }
             return Result(
-                ruleId: d.code.rawValue, ruleIndex: codes.firstIndex(of: d.code.rawValue)!, level: Self.level(d.severity),
+                ruleId: d.code.rawValue, ruleIndex: codes.firstIndex(of: d.code.rawValue)!,
+                level: Self.level(d.severity),
                 message: .init(text: d.message),
                 locations: d.location.map { [Location(physicalLocation: Self.physical($0))] }
-                    ?? primaryFile.map { [Location(physicalLocation: PhysicalLocation(artifactLocation: Self.artifact($0)))] },
+                    ?? primaryFile.map {
+                        [Location(physicalLocation: PhysicalLocation(artifactLocation: Self.artifact($0)))]
+                    },
                 relatedLocations: related,
                 suppressions: d.acknowledged.map { ack in
-                    [Suppression(justification: ack.reason, location: ack.location.map { Location(physicalLocation: Self.physical($0)) })]
+                    [
+                        Suppression(
+                            justification: ack.reason,
+                            location: ack.location.map { Location(physicalLocation: Self.physical($0)) })
+                    ]
                 })
         }
         return Run(
@@ -81,7 +92,8 @@ struct SARIFLog: Encodable {
 
     /// A relative path is relative to the source root (`%SRCROOT%`); an absolute one a file: URI.
     static func artifact(_ path: String) -> ArtifactLocation {
-        path.hasPrefix("/") ? ArtifactLocation(uri: "file://" + uri(path), uriBaseId: nil) : ArtifactLocation(uri: uri(path))
+        path.hasPrefix("/")
+            ? ArtifactLocation(uri: "file://" + uri(path), uriBaseId: nil) : ArtifactLocation(uri: uri(path))
     }
 
     /// A path as a URI reference: each segment percent-encoded where RFC 3986 requires it.

@@ -1,8 +1,8 @@
-import VPNProvEngine
-import VPNProvPKI
-import VPNProvModel
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
+import VPNProvPKI
+import VPNProvSupport
 
 /// The commented starter inventory `vpnprov init` writes. It must validate clean, and it ends with a
 /// newline: a user appended with `cat >> inventory.yaml` must start on a line of its own.

@@ -13,11 +13,15 @@ public enum CMSSignedData {
         content: [UInt8], certificate: X509Certificate, key: PrivateKey, chain: [X509Certificate]
     ) throws -> [UInt8] {
         ERR_clear_error()
-        guard key.matches(certificate) else { throw CryptoError("the signing key does not belong to the signing certificate") }
+        guard key.matches(certificate) else {
+            throw CryptoError("the signing key does not belong to the signing certificate")
+        }
         guard let stack = vpnprov_sk_X509_new_null() else { throw CryptoError.openSSL("cannot allocate a stack") }
         defer { vpnprov_sk_X509_free(stack) }
         for c in chain {
-            guard vpnprov_sk_X509_push(stack, c.x509) > 0 else { throw CryptoError.openSSL("cannot add a chain certificate") }
+            guard vpnprov_sk_X509_push(stack, c.x509) > 0 else {
+                throw CryptoError.openSSL("cannot add a chain certificate")
+            }
         }
         let input: OpaquePointer? = content.withUnsafeBytes { BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }
         guard let input else { throw CryptoError.openSSL("cannot allocate a buffer") }
@@ -52,7 +56,9 @@ extension CMSSignedData {
     /// signature verifies with that certificate, which is its only signer) and that carries exactly
     /// `certificate` and `chain`; nil for anything else. The chain is not verified: the question is
     /// only whether these bytes are a signature this signer made over that content.
-    public static func contentSigned(_ der: [UInt8], by certificate: X509Certificate, chain: [X509Certificate]) -> [UInt8]? {
+    public static func contentSigned(_ der: [UInt8], by certificate: X509Certificate, chain: [X509Certificate])
+        -> [UInt8]?
+    {
         ERR_clear_error()
         defer { ERR_clear_error() }
         let cms: OpaquePointer? = der.withUnsafeBufferPointer { buffer in

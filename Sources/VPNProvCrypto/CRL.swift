@@ -46,13 +46,15 @@ public final class CertificateRevocationList: @unchecked Sendable {
             guard let time = ASN1_TIME_new() else { throw CryptoError.openSSL("cannot allocate a time") }
             defer { ASN1_TIME_free(time) }
             try ASN1Time.set(time, entry.revocationDate)
-            guard X509_REVOKED_set_serialNumber(rev, serial) == 1, X509_REVOKED_set_revocationDate(rev, time) == 1 else {
+            guard X509_REVOKED_set_serialNumber(rev, serial) == 1, X509_REVOKED_set_revocationDate(rev, time) == 1
+            else {
                 throw CryptoError.openSSL("cannot set a CRL entry")
             }
             guard X509_CRL_add0_revoked(crl, rev) == 1 else { throw CryptoError.openSSL("cannot add a CRL entry") }
             owned = false
         }
-        let numberInteger = try makeInteger(number == 0 ? [0] : withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })
+        let numberInteger = try makeInteger(
+            number == 0 ? [0] : withUnsafeBytes(of: UInt64(number).bigEndian) { Array($0) })
         defer { ASN1_INTEGER_free(numberInteger) }
         guard X509_CRL_add1_ext_i2d(crl, NID_crl_number, UnsafeMutableRawPointer(numberInteger), 0, 0) == 1 else {
             throw CryptoError.openSSL("cannot add crlNumber")
@@ -64,7 +66,9 @@ public final class CertificateRevocationList: @unchecked Sendable {
             throw CryptoError.openSSL("cannot build authorityKeyIdentifier")
         }
         defer { X509_EXTENSION_free(aki) }
-        guard X509_CRL_add_ext(crl, aki, -1) == 1 else { throw CryptoError.openSSL("cannot add authorityKeyIdentifier") }
+        guard X509_CRL_add_ext(crl, aki, -1) == 1 else {
+            throw CryptoError.openSSL("cannot add authorityKeyIdentifier")
+        }
         guard X509_CRL_sort(crl) == 1 else { throw CryptoError.openSSL("cannot sort the CRL") }
         let algorithm = issuerKey.algorithm ?? .ecdsaP256
         guard X509_CRL_sign(crl, issuerKey.pkey, algorithm.signingDigest) > 0 else {
@@ -76,7 +80,9 @@ public final class CertificateRevocationList: @unchecked Sendable {
     public convenience init(pem: String) throws {
         ERR_clear_error()
         let bio = try MemoryBIO(bytes: Array(pem.utf8))
-        guard let crl = PEM_read_bio_X509_CRL(bio.bio, nil, nil, nil) else { throw CryptoError.openSSL("cannot parse the CRL") }
+        guard let crl = PEM_read_bio_X509_CRL(bio.bio, nil, nil, nil) else {
+            throw CryptoError.openSSL("cannot parse the CRL")
+        }
         self.init(owning: crl)
     }
 

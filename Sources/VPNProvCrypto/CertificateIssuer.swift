@@ -59,7 +59,9 @@ public enum CertificateIssuer {
         guard X509_set_issuer_name(x509, issuerName) == 1 else { throw CryptoError.openSSL("cannot set the issuer") }
         try ASN1Time.set(X509_getm_notBefore(x509), template.notBefore)
         try ASN1Time.set(X509_getm_notAfter(x509), template.notAfter)
-        guard X509_set_pubkey(x509, subjectKey.pkey) == 1 else { throw CryptoError.openSSL("cannot set the public key") }
+        guard X509_set_pubkey(x509, subjectKey.pkey) == 1 else {
+            throw CryptoError.openSSL("cannot set the public key")
+        }
 
         var ctx = X509V3_CTX()
         vpnprov_X509V3_set_ctx_nodb(&ctx)
@@ -86,14 +88,17 @@ public enum CertificateIssuer {
             guard template.crlDistributionPoints.allSatisfy({ !$0.contains(",") && !$0.contains("\n") }) else {
                 throw CryptoError.openSSL("a CRL distribution point URI contains a comma or a line break")
             }
-            try add(NID_crl_distribution_points, template.crlDistributionPoints.map { "URI:" + $0 }.joined(separator: ","))
+            try add(
+                NID_crl_distribution_points, template.crlDistributionPoints.map { "URI:" + $0 }.joined(separator: ","))
         }
         if !template.policies.isEmpty {
             // Plain dotted OIDs only: the configuration syntax would read anything else as a section
             // reference or a qualifier.
-            guard template.policies.allSatisfy({ oid in
-                !oid.isEmpty && oid.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }
-            }) else {
+            guard
+                template.policies.allSatisfy({ oid in
+                    !oid.isEmpty && oid.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }
+                })
+            else {
                 throw CryptoError.openSSL("a certificate policy is not a dotted decimal OID")
             }
             // OpenSSL builds this extension only with a configuration database at hand, though plain
@@ -138,7 +143,10 @@ public enum CertificateIssuer {
                 throw CryptoError.openSSL("cannot add a name")
             }
         }
-        guard X509_add1_ext_i2d(x509, NID_subject_alt_name, UnsafeMutableRawPointer(stack), 0, UInt(X509V3_ADD_DEFAULT)) == 1 else {
+        guard
+            X509_add1_ext_i2d(x509, NID_subject_alt_name, UnsafeMutableRawPointer(stack), 0, UInt(X509V3_ADD_DEFAULT))
+                == 1
+        else {
             throw CryptoError.openSSL("cannot add subjectAltName")
         }
     }

@@ -25,7 +25,8 @@ public enum Digest {
 
         public init() {
             context = EVP_MD_CTX_new()
-            precondition(context != nil && EVP_DigestInit_ex(context, Fetched.sha256.md, nil) == 1, "EVP_DigestInit_ex failed")
+            precondition(
+                context != nil && EVP_DigestInit_ex(context, Fetched.sha256.md, nil) == 1, "EVP_DigestInit_ex failed")
         }
 
         deinit { EVP_MD_CTX_free(context) }

@@ -108,8 +108,10 @@ extension DistinguishedName {
                 return "has an attribute type '\(a)' that strongSwan or OpenSSL does not know as the same attribute "
                     + "(allowed: \(DistinguishedName.attributeTypes.flatMap(\.keywords).joined(separator: ", ")), case-insensitive)"
             case .emptyValue(let a): return "has an empty value for '\(a)'"
-            case .valueStartsWithEquals(let a): return "has a value for '\(a)' that starts with '=', which strongSwan would drop"
-            case .tooManyRDNs(let n): return "has \(n) attributes; strongSwan reads at most \(DistinguishedName.maxRDNs)"
+            case .valueStartsWithEquals(let a):
+                return "has a value for '\(a)' that starts with '=', which strongSwan would drop"
+            case .tooManyRDNs(let n):
+                return "has \(n) attributes; strongSwan reads at most \(DistinguishedName.maxRDNs)"
             }
         }
     }

@@ -12,7 +12,9 @@ public enum PKCS12 {
         password: String
     ) throws -> [UInt8] {
         guard !password.isEmpty else { throw CryptoError("a PKCS#12 password must not be empty") }
-        return try build(key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName, anyPassword: password)
+        return try build(
+            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName,
+            anyPassword: password)
     }
 
     /// A container with the empty password ("" encoded as the two-byte BMPString terminator), same
@@ -26,7 +28,9 @@ public enum PKCS12 {
     public static func buildWithEmptyPassword(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String
     ) throws -> [UInt8] {
-        try build(key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName, anyPassword: "")
+        try build(
+            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName,
+            anyPassword: "")
     }
 
     private static func build(
@@ -79,7 +83,9 @@ public enum PKCS12 {
         var extra: [X509Certificate] = []
         if let ca {
             for i in 0..<vpnprov_sk_X509_num(ca) {
-                if let x = vpnprov_sk_X509_value(ca, i), X509_up_ref(x) == 1 { extra.append(X509Certificate(owning: x)) }
+                if let x = vpnprov_sk_X509_value(ca, i), X509_up_ref(x) == 1 {
+                    extra.append(X509Certificate(owning: x))
+                }
             }
             vpnprov_sk_X509_pop_free(ca)
         }

@@ -31,9 +31,13 @@ public final class PrivateKey: @unchecked Sendable {
         guard EVP_PKEY_keygen_init(ctx) == 1 else { throw CryptoError.openSSL("cannot start key generation") }
         switch algorithm {
         case .ecdsaP256:
-            guard EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1 else { throw CryptoError.openSSL("cannot select P-256") }
+            guard EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1 else {
+                throw CryptoError.openSSL("cannot select P-256")
+            }
         case .ecdsaP384:
-            guard EVP_PKEY_CTX_set_group_name(ctx, "P-384") == 1 else { throw CryptoError.openSSL("cannot select P-384") }
+            guard EVP_PKEY_CTX_set_group_name(ctx, "P-384") == 1 else {
+                throw CryptoError.openSSL("cannot select P-384")
+            }
         case .rsa(let bits):
             guard EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1 else {
                 throw CryptoError.openSSL("cannot select RSA-\(bits)")
@@ -55,7 +59,8 @@ public final class PrivateKey: @unchecked Sendable {
         guard let key else {
             if PrivateKey.isEncryptedPEM(pem) {
                 throw CryptoError.openSSL(
-                    passphrase == nil ? "the private key is encrypted and no passphrase was given"
+                    passphrase == nil
+                        ? "the private key is encrypted and no passphrase was given"
                         : "cannot decrypt the private key (wrong passphrase?)")
             }
             throw CryptoError.openSSL("cannot parse the private key")
@@ -84,7 +89,8 @@ public final class PrivateKey: @unchecked Sendable {
         guard !passphrase.isEmpty else { throw CryptoError("an empty passphrase cannot protect a key") }
         let bio = try MemoryBIO()
         let ok = passphrase.withCString { pass in
-            PEM_write_bio_PKCS8PrivateKey(bio.bio, pkey, EVP_aes_256_cbc(), nil, 0, nil, UnsafeMutableRawPointer(mutating: pass))
+            PEM_write_bio_PKCS8PrivateKey(
+                bio.bio, pkey, EVP_aes_256_cbc(), nil, 0, nil, UnsafeMutableRawPointer(mutating: pass))
         }
         guard ok == 1 else { throw CryptoError.openSSL("cannot encrypt the private key") }
         return bio.string

@@ -55,7 +55,9 @@ final class MemoryBIO {
         var pointer: UnsafeMutablePointer<CChar>? = nil
         let length = vpnprov_BIO_get_mem_data(bio, &pointer)
         guard let pointer, length > 0 else { return [] }
-        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+        return pointer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            Array(UnsafeBufferPointer(start: $0, count: length))
+        }
     }
 
     package var string: String { String(decoding: bytes, as: UTF8.self) }

@@ -15,7 +15,8 @@ public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
         case .ipAddress(let b):
             if b.count == 4 { return "IP:" + b.map(String.init).joined(separator: ".") }
             if b.count == 16 {
-                return "IP:" + stride(from: 0, to: 16, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }
+                return "IP:"
+                    + stride(from: 0, to: 16, by: 2).map { String(UInt16(b[$0]) << 8 | UInt16(b[$0 + 1]), radix: 16) }
                     .joined(separator: ":")
             }
             // Any other length is no address (a crafted or damaged certificate): shown as its bytes,
@@ -76,7 +77,9 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
 
     static func isPrintable(_ bytes: [UInt8]) -> Bool {
         let extra = Set(" '()+,-./:=?".utf8)
-        return bytes.allSatisfy { (65...90).contains($0) || (97...122).contains($0) || (48...57).contains($0) || extra.contains($0) }
+        return bytes.allSatisfy {
+            (65...90).contains($0) || (97...122).contains($0) || (48...57).contains($0) || extra.contains($0)
+        }
     }
 
     static func read(_ name: OpaquePointer?) -> DistinguishedName {
@@ -85,7 +88,8 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
         for i in 0..<X509_NAME_entry_count(name) {
             guard let entry = X509_NAME_get_entry(name, i) else { continue }
             let nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry))
-            let type = nid == NID_undef ? objectText(X509_NAME_ENTRY_get_object(entry)) : String(cString: OBJ_nid2sn(nid))
+            let type =
+                nid == NID_undef ? objectText(X509_NAME_ENTRY_get_object(entry)) : String(cString: OBJ_nid2sn(nid))
             let value = String(decoding: asn1StringBytes(X509_NAME_ENTRY_get_data(entry)), as: UTF8.self)
             attributes.append(NameAttribute(type, value))
         }
@@ -131,7 +135,9 @@ public final class X509Certificate: @unchecked Sendable {
     public convenience init(pem: String) throws {
         ERR_clear_error()
         let bio = try MemoryBIO(bytes: Array(pem.utf8))
-        guard let x509 = PEM_read_bio_X509(bio.bio, nil, nil, nil) else { throw CryptoError.openSSL("cannot parse the certificate PEM") }
+        guard let x509 = PEM_read_bio_X509(bio.bio, nil, nil, nil) else {
+            throw CryptoError.openSSL("cannot parse the certificate PEM")
+        }
         self.init(owning: x509)
     }
 
@@ -237,7 +243,9 @@ public final class X509Certificate: @unchecked Sendable {
     /// The certificate's own SubjectPublicKeyInfo is re-encoded as stored, without OpenSSL 3's
     /// key encoder, which is costly (docs/benchmarks.md, "Why the code is shaped this way").
     public func publicKeyDER() throws -> [UInt8] {
-        guard let spki = X509_get_X509_PUBKEY(x509) else { throw CryptoError.openSSL("the certificate has no public key") }
+        guard let spki = X509_get_X509_PUBKEY(x509) else {
+            throw CryptoError.openSSL("the certificate has no public key")
+        }
         return try derEncode { i2d_X509_PUBKEY(spki, $0) }
     }
 
@@ -246,7 +254,8 @@ public final class X509Certificate: @unchecked Sendable {
         guard let pub = X509_get0_pubkey(x509) else { return nil }
         switch EVP_PKEY_get_base_id(pub) {
         case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pub)))
-        case EVP_PKEY_EC: return EVP_PKEY_get_bits(pub) == 384 ? .ecdsaP384 : EVP_PKEY_get_bits(pub) == 256 ? .ecdsaP256 : nil
+        case EVP_PKEY_EC:
+            return EVP_PKEY_get_bits(pub) == 384 ? .ecdsaP384 : EVP_PKEY_get_bits(pub) == 256 ? .ecdsaP256 : nil
         default: return nil
         }
     }

@@ -1,12 +1,12 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// A stable digest of values: every stored property (by reflection, so a new model field is covered
@@ -27,11 +27,24 @@ enum Fingerprint {
             out.append(0)
         }
         switch value {
-        case let v as String: tag("s"); tag(v); return
-        case let v as [UInt8]: tag("b\(v.count)"); out += v; return
-        case let v as Data: tag("b\(v.count)"); out += v; return
-        case let v as Int: tag("i\(v)"); return
-        case let v as Bool: tag(v ? "t" : "f"); return
+        case let v as String:
+            tag("s")
+            tag(v)
+            return
+        case let v as [UInt8]:
+            tag("b\(v.count)")
+            out += v
+            return
+        case let v as Data:
+            tag("b\(v.count)")
+            out += v
+            return
+        case let v as Int:
+            tag("i\(v)")
+            return
+        case let v as Bool:
+            tag(v ? "t" : "f")
+            return
         default: break
         }
         let mirror = Mirror(reflecting: value)
@@ -134,11 +147,14 @@ extension Fingerprint {
     }
 
     static let coveredAppleFields = [
-        "onDemand", "trustedSSIDs", "includeAllNetworks", "excludeLocalNetworks", "pfs", "crlCheck", "dpd", "disconnectOnIdle",
+        "onDemand", "trustedSSIDs", "includeAllNetworks", "excludeLocalNetworks", "pfs", "crlCheck", "dpd",
+        "disconnectOnIdle",
     ]
 
     /// The stored properties `userInputs` covers (and, for `User`, the ones it leaves out on purpose).
     static let coveredUserFields = ["name", "password", "cert", "id", "nodes", "devices", "revoked", "apple"]
     static let skippedUserFields = ["location", "fieldLocations"]
-    static let coveredMaterialFields = ["password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType", "openP12"]
+    static let coveredMaterialFields = [
+        "password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType", "openP12",
+    ]
 }

@@ -1,11 +1,11 @@
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// How an engine command ended; the command line turns it into the exit status.

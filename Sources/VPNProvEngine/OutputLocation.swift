@@ -1,12 +1,12 @@
 import Foundation
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// Where a deployment's output tree is. `--out` defaults to `out` beside the inventory (like the
@@ -21,7 +21,8 @@ package enum OutputLocation {
     /// right when the whole checkout moves, as on CI runners), else absolute.
     static func recorded(stateDirectory: String) -> String? {
         // Bounded like every state read: a regular file, not a link, not a FIFO that would block.
-        guard let bytes = try? BoundedFile.read(stateDirectory + "/" + fileName, limit: maxBytes, followSymlinks: false) else { return nil }
+        guard let bytes = try? BoundedFile.read(stateDirectory + "/" + fileName, limit: maxBytes, followSymlinks: false)
+        else { return nil }
         return recorded(bytes, stateDirectory: stateDirectory)
     }
 
@@ -30,7 +31,8 @@ package enum OutputLocation {
 
     /// The recorded tree from the file's bytes (at most `maxBytes`); touches no file.
     package static func recorded(_ bytes: [UInt8], stateDirectory: String) -> String? {
-        guard let text = String(data: Data(bytes), encoding: .utf8)?.trimmingCharacters(in: .newlines), !text.isEmpty else { return nil }
+        guard let text = String(data: Data(bytes), encoding: .utf8)?.trimmingCharacters(in: .newlines), !text.isEmpty
+        else { return nil }
         if text.hasPrefix("/") { return text }
         return base(stateDirectory) + "/" + text
     }
@@ -57,7 +59,9 @@ package enum OutputLocation {
     /// Nil when `options.outDirectory` may be used; else the message that refuses it (exit 2).
     static func conflict(_ options: GenerateOptions) -> String? {
         let out = standardized(options.outDirectory)
-        if let recorded = recorded(stateDirectory: options.stateDirectory).map(standardized), recorded != out, hasTree(recorded) {
+        if let recorded = recorded(stateDirectory: options.stateDirectory).map(standardized), recorded != out,
+            hasTree(recorded)
+        {
             let shown = Pipeline.display(recorded, options)
             return "the output tree of this deployment is at '\(shown)' (recorded in the state); this run would "
                 + "\(options.outGiven ? "write a second one at" : "use") '\(Pipeline.display(out, options))'. "
@@ -72,7 +76,8 @@ package enum OutputLocation {
         guard !options.outGiven, recorded(stateDirectory: options.stateDirectory) == nil else { return nil }
         let former = standardized(options.currentDirectory + "/out")
         guard former != standardized(options.outDirectory), hasTree(former) else { return nil }
-        return "'\(Pipeline.display(former, options))' holds an output tree (--out used to default to the working directory); "
+        return
+            "'\(Pipeline.display(former, options))' holds an output tree (--out used to default to the working directory); "
             + "this deployment's tree is '\(Pipeline.display(options.outDirectory, options))', beside the inventory. "
             + "Remove the old one, or pass --out to keep using it"
     }
@@ -81,7 +86,8 @@ package enum OutputLocation {
     static func record(_ options: GenerateOptions) {
         let out = standardized(options.outDirectory)
         let base = base(standardized(options.stateDirectory))
-        let text = out.hasPrefix(base == "/" ? "/" : base + "/") && base != "/" ? String(out.dropFirst(base.count + 1)) : out
+        let text =
+            out.hasPrefix(base == "/" ? "/" : base + "/") && base != "/" ? String(out.dropFirst(base.count + 1)) : out
         if recorded(stateDirectory: options.stateDirectory).map(standardized) == out { return }
         try? AtomicFile.write(Array((text + "\n").utf8), to: options.stateDirectory + "/" + fileName)
     }
@@ -90,12 +96,14 @@ package enum OutputLocation {
     /// instead: `state` beside the inventory (the default) and `state` in the current directory, when
     /// either is another directory that holds a CA. A relative `--state` given from the wrong directory
     /// (or left out where it was given before) otherwise makes a second CA without a word.
-    static func otherStates(besides stateDirectory: String, inventoryPath: String, currentDirectory: String) -> [String] {
+    static func otherStates(besides stateDirectory: String, inventoryPath: String, currentDirectory: String) -> [String]
+    {
         let inventoryDirectory = (inventoryPath as NSString).deletingLastPathComponent
         var candidates: [String] = []
         for candidate in [inventoryDirectory + "/state", currentDirectory + "/state"].map(standardized) {
             if candidate != standardized(stateDirectory) && !candidates.contains(candidate)
-                && FileManager.default.fileExists(atPath: StatePaths(root: candidate).caCertificate) {
+                && FileManager.default.fileExists(atPath: StatePaths(root: candidate).caCertificate)
+            {
                 candidates.append(candidate)
             }
         }

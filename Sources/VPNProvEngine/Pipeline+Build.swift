@@ -1,12 +1,12 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// The first half of `generate`, `check` and `revoke`: load and validate the inventory, prepare the
@@ -33,10 +33,11 @@ extension Pipeline {
         var lock: StateLock
     }
 
-
     /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
     /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
-    static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String: String] {
+    static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String:
+        String]
+    {
         var shared: [Any] = [ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
@@ -70,7 +71,9 @@ extension Pipeline {
     /// version string) renders everything again instead of trusting files an older build wrote.
     /// Unreadable, it is unique to this run, so nothing is taken from the cache.
     static let buildIdentity: String = {
-        if let bytes = try? BoundedFile.read("/proc/self/exe", limit: BoundedFile.outputFileLimit) { return hexString(Digest.sha256(bytes)) }
+        if let bytes = try? BoundedFile.read("/proc/self/exe", limit: BoundedFile.outputFileLimit) {
+            return hexString(Digest.sha256(bytes))
+        }
         return UUID().uuidString
     }()
 
@@ -98,11 +101,13 @@ extension Pipeline {
     /// Load + validate, PKI (not yet committed), check consistency. Prints the diagnostics; nil when
     /// the inventory has errors (exit 1). Throws for usage/environment problems.
     static func build(
-        _ options: GenerateOptions, output: any RunReporter, persist: Bool, lock: StateLock? = nil, quietLoad: Bool = false,
+        _ options: GenerateOptions, output: any RunReporter, persist: Bool, lock: StateLock? = nil,
+        quietLoad: Bool = false,
         action: PKIManager.StateAction? = nil
     ) throws -> Built? {
         let loaded = try loadInventory(
-            display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output, report: !quietLoad)
+            display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output,
+            report: !quietLoad)
         if loaded.outcome != nil { return nil }
         guard let inventory = loaded.inventory else { return nil }
         let templates: TemplateSet
@@ -115,7 +120,8 @@ extension Pipeline {
         // Secrets before the lock: a bad secret reference leaves no state directory behind.
         let secrets: PKIManager.ResolvedSecrets
         do {
-            secrets = try PKIManager.resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: options.environment)
+            secrets = try PKIManager.resolveSecrets(
+                inventory, inventoryDirectory: inventoryDirectory, environment: options.environment)
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil
@@ -129,7 +135,8 @@ extension Pipeline {
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
-                inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now, persist: persist, lock: heldLock,
+                inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now,
+                persist: persist, lock: heldLock,
                 action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
@@ -137,12 +144,15 @@ extension Pipeline {
         }
         output.progress.finished(.issuingCertificates)
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
-        let (fresh, previousCacheEntries, refreshStats) = try freshUsers(in: options.outDirectory, fingerprints: fingerprints)
+        let (fresh, previousCacheEntries, refreshStats) = try freshUsers(
+            in: options.outDirectory, fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
         // Only users rendered again are checked: a run where every user is fresh needs no server facts.
         let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
-        let servers = stale
-            ? checkedServers(prepared.inventory, prepared.materials) : Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        let servers =
+            stale
+            ? checkedServers(prepared.inventory, prepared.materials)
+            : Consistency.Servers([], materials: prepared.materials, inspect: nil)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
         if diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings) {
@@ -155,7 +165,8 @@ extension Pipeline {
         }
         handedOver = true
         return Built(
-            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh, previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
+            prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh,
+            previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
             diagnostics: diagnostics, servers: servers, lock: heldLock)
     }
 
@@ -163,13 +174,16 @@ extension Pipeline {
     /// the validator applies to literals (generated ones are strong by construction).
     static func secretStrength(_ inventory: Inventory, _ materials: Materials) -> [Diagnostic] {
         secretStrength(
-            inventory, psks: materials.nodes.compactMapValues(\.psk), passwords: materials.users.compactMapValues(\.password))
+            inventory, psks: materials.nodes.compactMapValues(\.psk),
+            passwords: materials.users.compactMapValues(\.password))
     }
 
     /// `validate --secrets`: resolves every env:/file: secret a run would read (never printing one)
     /// and reports, at the line that references it, an unset or empty variable, an unreadable file
     /// and a value that fails the strength rules.
-    static func checkSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String]) -> [Diagnostic] {
+    static func checkSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String])
+        -> [Diagnostic]
+    {
         var out: [Diagnostic] = []
         var psks: [String: String] = [:]
         var passwords: [String: String] = [:]
@@ -181,7 +195,10 @@ extension Pipeline {
             } catch let error as PKIError {
                 out.append(error.diagnostic)
             } catch {
-                out.append(.error(RuleCode(PKIError.Code.secretUnavailable.rawValue), "\(what): \(source.reference) cannot be read", at: location))
+                out.append(
+                    .error(
+                        RuleCode(PKIError.Code.secretUnavailable.rawValue),
+                        "\(what): \(source.reference) cannot be read", at: location))
             }
             return nil
         }
@@ -212,36 +229,45 @@ extension Pipeline {
         var out: [ExternalSecret] = []
         for node in inventory.nodes where node.services.contains(where: \.needsPSK) {
             guard let source = node.psk, source.isExternal else { continue }
-            out.append(ExternalSecret(owner: .node(node.name), source: source, what: "node '\(node.name)' psk", location: node.location(of: "psk")))
+            out.append(
+                ExternalSecret(
+                    owner: .node(node.name), source: source, what: "node '\(node.name)' psk",
+                    location: node.location(of: "psk")))
         }
         for user in inventory.users where !user.revoked {
             guard let source = user.password, source.isExternal else { continue }
             out.append(
                 ExternalSecret(
-                    owner: .user(user.name), source: source, what: "user '\(user.name)' password", location: user.location(of: "password")))
+                    owner: .user(user.name), source: source, what: "user '\(user.name)' password",
+                    location: user.location(of: "password")))
         }
         return out
     }
 
     /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user).
-    static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String]) -> [Diagnostic] {
+    static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String])
+        -> [Diagnostic]
+    {
         var out: [Diagnostic] = []
         func external(_ source: SecretSource?) -> Bool { source?.isExternal ?? false }
         for node in inventory.nodes where external(node.psk) {
             guard let psk = psks[node.name] else { continue }
             for problem in SecretPolicy.check(secret: psk, kind: .psk, names: [node.name, inventory.name]) {
-                out.append(.error(
-                    problem.category == .weak ? .weakPSK : .unrepresentableSecret,
-                    "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)", at: node.location(of: "psk")))
+                out.append(
+                    .error(
+                        problem.category == .weak ? .weakPSK : .unrepresentableSecret,
+                        "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)",
+                        at: node.location(of: "psk")))
             }
         }
         for user in inventory.users where !user.revoked && external(user.password) {
             guard let password = passwords[user.name] else { continue }
             for problem in SecretPolicy.check(secret: password, kind: .password, names: [user.name, inventory.name]) {
-                out.append(.error(
-                    problem.category == .weak ? .weakPassword : .unrepresentableSecret,
-                    "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
-                    at: user.location(of: "password")))
+                out.append(
+                    .error(
+                        problem.category == .weak ? .weakPassword : .unrepresentableSecret,
+                        "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
+                        at: user.location(of: "password")))
             }
         }
         return out

@@ -1,12 +1,12 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// `generate`, `check` and `revoke`: inventory -> validation -> PKI/state -> renderers -> consistency
@@ -88,18 +88,24 @@ extension Pipeline {
             // In SARIF, each drifted file is a result at that file.
             var findings: [Diagnostic] = []
             func finding(_ path: String, _ what: String) {
-                findings.append(.error(.drift, "\(out)/\(path): \(what)", at: SourceLocation(file: "\(out)/\(path)", line: 0, column: 0)))
+                findings.append(
+                    .error(
+                        .drift, "\(out)/\(path): \(what)",
+                        at: SourceLocation(file: "\(out)/\(path)", line: 0, column: 0)))
             }
             for path in drift.missing { finding(path, "missing; 'vpnprov generate' would write it") }
             for path in drift.stale { finding(path, "differs from what 'vpnprov generate' would write now") }
             for path in drift.unexpected { finding(path, "no longer generated; 'vpnprov generate' would remove it") }
-            for path in drift.untracked { finding(path, "not written by vpnprov; remove it or keep it outside the output tree") }
+            for path in drift.untracked {
+                finding(path, "not written by vpnprov; remove it or keep it outside the output tree")
+            }
             for change in stateChanges { findings.append(.error(.drift, "the state would change: \(change)", at: nil)) }
             output.sarifOnly(findings)
             if !drift.untracked.isEmpty {
                 output.info(
                     "vpnprov: note: 'untracked' files were not written by vpnprov, so 'generate' leaves them alone; the tree "
-                        + "is deployed and handed out as it is, so check fails until they are removed or kept outside \(out)")
+                        + "is deployed and handed out as it is, so check fails until they are removed or kept outside \(out)"
+                )
             }
             output.info(
                 "\(out) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
@@ -111,9 +117,12 @@ extension Pipeline {
 
     /// The inventory a state-changing command (revoke, the lifecycle commands) works on, or nil and the
     /// outcome that ends the command (an output tree elsewhere, inventory errors).
-    static func inventoryForStateCommand(_ generate: GenerateOptions, output: any RunReporter) throws -> (Inventory?, Outcome) {
+    static func inventoryForStateCommand(_ generate: GenerateOptions, output: any RunReporter) throws -> (
+        Inventory?, Outcome
+    ) {
         if let code = checkOutputLocation(generate, output: output) { return (nil, code) }
-        let loaded = try loadInventory(display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
+        let loaded = try loadInventory(
+            display: generate.inventory, path: generate.inventoryPath, strict: false, output: output)
         if let code = loaded.outcome { return (nil, code) }
         guard let inventory = loaded.inventory else { return (nil, .failure) }
         return (inventory, .success)
@@ -132,7 +141,10 @@ extension Pipeline {
             let (loadedInventory, code) = try inventoryForStateCommand(generate, output: output)
             guard let inventory = loadedInventory else { return code }
             guard let user = inventory.user(named: options.user) else {
-                let hint = Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map { "; did you mean '\($0)'?" } ?? ""
+                let hint =
+                    Spelling.closest(to: options.user, among: inventory.users.map(\.name)).map {
+                        "; did you mean '\($0)'?"
+                    } ?? ""
                 output.error(.noSuchUser, "user '\(options.user)' is not in \(generate.inventory)\(hint)")
                 return .failure
             }
@@ -141,27 +153,32 @@ extension Pipeline {
             // The revocation is one more change of the regeneration's state, committed with it: every
             // secret is resolved and every file rendered first, so a failure (an unset env: secret of
             // another user) leaves the state and the output tree as they were.
-            let notRevoked = "vpnprov: user '\(user.name)' is not revoked: the run stopped before changing anything "
+            let notRevoked =
+                "vpnprov: user '\(user.name)' is not revoked: the run stopped before changing anything "
                 + "(the state and \(display(generate.outDirectory, generate)) are as they were)"
             do {
                 // While the inventory still lists the user as active, every run (this one included) warns
                 // once that they are held revoked, and how to record or undo it.
-                guard let built = try build(
-                    generate, output: output, persist: false, lock: lock, quietLoad: true,
-                    action: .revoke(user: user.name, hold: !user.revoked))
+                guard
+                    let built = try build(
+                        generate, output: output, persist: false, lock: lock, quietLoad: true,
+                        action: .revoke(user: user.name, hold: !user.revoked))
                 else {
                     output.info(notRevoked)
                     return .failure
                 }
                 let serial = built.prepared.changes.first {
-                    $0.kind == .revoked && $0.holder == .user(user.name) && $0.reason == PKIManager.revokedByCommandReason
+                    $0.kind == .revoked && $0.holder == .user(user.name)
+                        && $0.reason == PKIManager.revokedByCommandReason
                 }?.serial
                 guard try commitAndWrite(built, options: generate, output: output) else {
                     output.info(notRevoked)
                     return .failure
                 }
                 output.set("revoked", Revoked(user: user.name, serial: serial))
-                if serial == nil { output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn") }
+                if serial == nil {
+                    output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn")
+                }
             } catch {
                 output.info(notRevoked)
                 throw error

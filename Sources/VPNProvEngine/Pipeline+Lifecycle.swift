@@ -1,12 +1,12 @@
 import Foundation
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// Parsed options of a state-changing lifecycle command (`rotate-ca`, `rotate-psk`, `rotate-password`,
@@ -57,7 +57,9 @@ extension Pipeline {
             }
             let lock = try StateLock(stateDirectory: generate.stateDirectory)
             defer { lock.release() }
-            guard let built = try build(generate, output: output, persist: false, lock: lock, quietLoad: true, action: options.action)
+            guard
+                let built = try build(
+                    generate, output: output, persist: false, lock: lock, quietLoad: true, action: options.action)
             else { return .failure }
             guard let written = try write(built, options: generate, output: output) else { return .failure }
             // The summary says which nodes to roll out and who needs new profiles, with the commands;
@@ -65,14 +67,16 @@ extension Pipeline {
             let summary = report(built, written.files, pending: written.pending, options: generate, output: output)
             let result = LifecycleSummary(
                 changes: built.prepared.changes.map(\.description), nodesToRollOut: summary.nodes.pending ?? [],
-                usersNeedingNewProfiles: summary.users.changed, caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")
+                usersNeedingNewProfiles: summary.users.changed,
+                caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")
             output.set("lifecycle", result)
             if case .startCARotation = options.action {
                 output.result(
                     "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
                         + "which you run once every device has its new profile\n")
             } else if case .finishCARotation = options.action {
-                output.result("CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n")
+                output.result(
+                    "CA rotation finished: once rolled out, profiles from before the rotation no longer connect\n")
             }
             return .success
         }
@@ -95,9 +99,13 @@ extension Pipeline {
         }
         switch action {
         case .rotatePSK(let name):
-            guard let node = inventory.node(named: name) else { return unknown("node", name, inventory.nodes.map(\.name)) }
+            guard let node = inventory.node(named: name) else {
+                return unknown("node", name, inventory.nodes.map(\.name))
+            }
             guard node.services.contains(where: \.needsPSK) else {
-                return refuse(.secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate", node.location(of: "services"))
+                return refuse(
+                    .secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate",
+                    node.location(of: "services"))
             }
             guard node.psk == .generate else {
                 return refuse(
@@ -106,9 +114,13 @@ extension Pipeline {
                         + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: "psk"))
             }
         case .rotatePassword(let name):
-            guard let user = inventory.user(named: name) else { return unknown("user", name, inventory.users.map(\.name)) }
+            guard let user = inventory.user(named: name) else {
+                return unknown("user", name, inventory.users.map(\.name))
+            }
             guard !user.revoked else {
-                return refuse(.secretNotGenerated, "user '\(name)' is revoked; they have no password to rotate", user.location(of: "revoked"))
+                return refuse(
+                    .secretNotGenerated, "user '\(name)' is revoked; they have no password to rotate",
+                    user.location(of: "revoked"))
             }
             guard let password = user.password else {
                 return refuse(.secretNotGenerated, "user '\(name)' has no password", user.location)
@@ -117,13 +129,17 @@ extension Pipeline {
                 return refuse(
                     .secretNotGenerated,
                     "the password of user '\(name)' comes from \(password.reference), which is yours to change; "
-                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: "password"))
+                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: "password")
+                )
             }
         case .unrevoke(let name):
-            guard let user = inventory.user(named: name) else { return unknown("user", name, inventory.users.map(\.name)) }
+            guard let user = inventory.user(named: name) else {
+                return unknown("user", name, inventory.users.map(\.name))
+            }
             if user.revoked {
                 return refuse(
-                    .nothingToUnrevoke, "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
+                    .nothingToUnrevoke,
+                    "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
                     user.location(of: "revoked"))
             }
         case .startCARotation, .finishCARotation, .revoke:
@@ -147,10 +163,12 @@ extension Pipeline {
     /// Takes `nodes` (nil: all) off the list of nodes waiting for a rollout. A name the inventory does
     /// not have is an error before anything changes.
     package static func rolledOut(
-        nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String, output: any RunReporter
+        nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String,
+        output: any RunReporter
     ) throws(EngineError) -> Outcome {
         try run(output) { () throws -> Outcome in
-            let loaded = try loadInventory(display: display, path: inventoryPath, strict: false, output: output, report: false)
+            let loaded = try loadInventory(
+                display: display, path: inventoryPath, strict: false, output: output, report: false)
             guard let inventory = loaded.inventory else {
                 // Its findings are printed only when it cannot be read: the names are what matter here.
                 printDiagnostics(loaded.diagnostics, output: output)
@@ -173,11 +191,13 @@ extension Pipeline {
                 notPending: fleet.filter { named.contains($0) && !before.contains($0) },
                 pending: fleet.filter(after.contains))
             output.set("rolledOut", result)
-            var text = "recorded as rolled out: \(result.recorded.isEmpty ? "none" : result.recorded.joined(separator: ", "))\n"
+            var text =
+                "recorded as rolled out: \(result.recorded.isEmpty ? "none" : result.recorded.joined(separator: ", "))\n"
             if !result.notPending.isEmpty {
                 text += "not waiting for a rollout: \(result.notPending.joined(separator: ", "))\n"
             }
-            text += "still waiting for a rollout: \(result.pending.isEmpty ? "none" : result.pending.joined(separator: ", "))\n"
+            text +=
+                "still waiting for a rollout: \(result.pending.isEmpty ? "none" : result.pending.joined(separator: ", "))\n"
             output.result(text)
             return .success
         }

@@ -1,12 +1,12 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// The second half: plan, check and render every file into an output session, then commit the
@@ -34,7 +34,9 @@ extension Pipeline {
         // A node at a time on all cores: each view lists the node's password users (20,000 for a fleet).
         let nodes = inventory.nodes
         let views = parallelMap(nodes.count) {
-            ServerView(ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
+            ServerView(
+                ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping),
+                caCertificatePEM: materials.caCertificatePEM)
         }
         return Consistency.Servers(views, materials: materials, inspect: inspectCertificate)
     }
@@ -51,7 +53,9 @@ extension Pipeline {
 
     /// The consistency check, slice by slice on all cores; findings in slice order, without
     /// duplicates (a node's finding can come from every slice).
-    static func consistency(_ inventory: Inventory, _ materials: Materials, _ servers: Consistency.Servers) -> [Diagnostic] {
+    static func consistency(_ inventory: Inventory, _ materials: Materials, _ servers: Consistency.Servers)
+        -> [Diagnostic]
+    {
         let users = inventory.users
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
@@ -97,7 +101,8 @@ extension Pipeline {
             do {
                 pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
             } catch {
-                throw OutputError("cannot record the nodes waiting for a rollout: \((error as? StateError)?.message ?? "\(error)")")
+                throw OutputError(
+                    "cannot record the nodes waiting for a rollout: \((error as? StateError)?.message ?? "\(error)")")
             }
         }
         return (files, pending)
@@ -105,7 +110,8 @@ extension Pipeline {
 
     /// Prints every finding (and the state's warnings) once the consistency check is complete;
     /// false when they forbid writing (errors, or warnings under --strict).
-    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: any RunReporter) -> Bool {
+    static func settle(_ built: Built, _ rendered: Rendered, options: GenerateOptions, output: any RunReporter) -> Bool
+    {
         let diagnostics = built.diagnostics + rendered.diagnostics
         let failed = diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings)
         if !diagnostics.isEmpty { printDiagnostics(diagnostics, output: output) }
@@ -158,15 +164,18 @@ extension Pipeline {
                             cached.append(contentsOf: RenderCache.files(part))
                         }
                         do {
-                            try ServerRenderer.render(inventory: inventory, materials: materials, templates: templates, each: stage)
+                            try ServerRenderer.render(
+                                inventory: inventory, materials: materials, templates: templates, each: stage)
                             try stage(
                                 [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)]
-                                    + CatalogRenderer.render(inventory: inventory) + DeployRenderer.render(inventory: inventory, templates: templates))
+                                    + CatalogRenderer.render(inventory: inventory)
+                                    + DeployRenderer.render(inventory: inventory, templates: templates))
                         } catch {
                             session.discard(staged)
                             throw error
                         }
-                        entries[serversCacheKey] = RenderCache.Entry(fingerprint: fingerprints[serversCacheKey]!, files: cached)
+                        entries[serversCacheKey] = RenderCache.Entry(
+                            fingerprint: fingerprints[serversCacheKey]!, files: cached)
                     }
                 } else {
                     let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
@@ -188,7 +197,8 @@ extension Pipeline {
                             continue
                         }
                         var userFiles = try ClientRenderer.render(
-                            user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+                            user: user, connections: byUser[user.name] ?? [], inventory: inventory,
+                            materials: materials, templates: templates)
                         if let signer = materials.profileSigner, signer.randomizedSignatures {
                             userFiles = userFiles.map { file in
                                 AppleProfileRenderer.keepingPreviousSignature(file, signer: signer) {

@@ -1,12 +1,12 @@
 import Foundation
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// What a run reports: diagnostics, the end-of-run summary, and every failure mapped to its outcome.
@@ -49,12 +49,15 @@ extension Pipeline {
                     + "-czf vpnprov-state.tgz .', and keep the copy encrypted and offline). Without it no certificate can be issued, "
                     + "renewed or revoked for the installed profiles; see docs/lifecycle.md")
             for other in OutputLocation.otherStates(
-                besides: options.stateDirectory, inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory) {
+                besides: options.stateDirectory, inventoryPath: options.inventoryPath,
+                currentDirectory: options.currentDirectory)
+            {
                 output.warning(
                     .stateNotice,
                     "this run created a new CA in \(display(options.stateDirectory, options)), but \(display(other, options)) already holds "
                         + "a CA; if that is this deployment's state, run with --state \(display(other, options)) (a relative --state is taken "
-                        + "from the current directory) and remove \(display(options.stateDirectory, options)) and the tree this run wrote")
+                        + "from the current directory) and remove \(display(options.stateDirectory, options)) and the tree this run wrote"
+                )
             }
         }
         output.info(
@@ -74,7 +77,8 @@ extension Pipeline {
         }
         if let rollout = summary.next.rollout, let recorded = summary.next.rolledOut {
             output.info(
-                "vpnprov: next: roll the nodes out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)")
+                "vpnprov: next: roll the nodes out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)"
+            )
         }
         if !summary.users.changed.isEmpty {
             output.info(
@@ -85,7 +89,9 @@ extension Pipeline {
             output.info("vpnprov: next: the app catalogue changed: publish \(catalog) to the app's backend")
         }
         if let publish = summary.next.publishCRL {
-            output.info("vpnprov: next: publish \(publish.file) at \(publish.url) (devices that check revocation fetch it there)")
+            output.info(
+                "vpnprov: next: publish \(publish.file) at \(publish.url) (devices that check revocation fetch it there)"
+            )
         }
         if !summary.users.removed.isEmpty {
             output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
@@ -96,7 +102,8 @@ extension Pipeline {
     /// The `rolled-out` command for this deployment, its node list left for the caller: the inventory as
     /// given, `--state` only when it is not the default beside the inventory.
     static func rolledOutCommand(_ options: GenerateOptions) -> String {
-        let defaultState = OutputLocation.defaultStateDirectory(inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
+        let defaultState = OutputLocation.defaultStateDirectory(
+            inventoryPath: options.inventoryPath, currentDirectory: options.currentDirectory)
         var words = ["vpnprov", "rolled-out", ShellWord.quote(options.inventory)]
         if OutputLocation.standardized(defaultState) != OutputLocation.standardized(options.stateDirectory) {
             words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]
@@ -113,7 +120,9 @@ extension Pipeline {
 
     /// `path` relative to the working directory when it is below it.
     static func display(_ path: String, _ options: GenerateOptions) -> String {
-        let cwd = options.currentDirectory.hasSuffix("/") ? String(options.currentDirectory.dropLast()) : options.currentDirectory
+        let cwd =
+            options.currentDirectory.hasSuffix("/")
+            ? String(options.currentDirectory.dropLast()) : options.currentDirectory
         if path == cwd { return "." }
         return path.hasPrefix(cwd + "/") ? String(path.dropFirst(cwd.count + 1)) : path
     }
@@ -241,8 +250,10 @@ struct RunSummary: Encodable {
         let activeUsers = inventory.users.filter { !$0.revoked }.map(\.name)
         let nodeNames = inventory.nodes.map(\.name)
         let removed = PathList(written.removed.sorted())
-        let nodesWritten = written.written.owners(under: "servers"), nodesRemoved = removed.owners(under: "servers")
-        let usersWritten = written.written.owners(under: "clients"), usersRemoved = removed.owners(under: "clients")
+        let nodesWritten = written.written.owners(under: "servers")
+        let nodesRemoved = removed.owners(under: "servers")
+        let usersWritten = written.written.owners(under: "clients")
+        let usersRemoved = removed.owners(under: "clients")
         let changedNodes = nodeNames.filter { nodesWritten.contains($0) || nodesRemoved.contains($0) }
         // Recorded before the renames, so this run's changed nodes are among them.
         let pendingNodes = nodeNames.filter(pending.contains)
@@ -250,7 +261,8 @@ struct RunSummary: Encodable {
             count: nodeNames.count, changed: changedNodes,
             removed: nodesRemoved.subtracting(nodeNames).sorted(), pending: pendingNodes)
         let changedUsers = activeUsers.filter { usersWritten.contains($0) }
-        users = Names(count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
+        users = Names(
+            count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
         files = Files(
             written: written.written.count, unchanged: written.unchangedCount, removed: written.removed.count,
             writtenPaths: written.written, removedPaths: written.removed.sorted())
@@ -277,20 +289,23 @@ struct RunSummary: Encodable {
         self.certificates = certificates
         next = Next(
             rollout: pendingNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingNodes),
-            rolledOut: pendingNodes.isEmpty ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingNodes.joined(separator: ",")),
+            rolledOut: pendingNodes.isEmpty
+                ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingNodes.joined(separator: ",")),
             profiles: changedUsers,
             publishCRL: inventory.pki.crlURL.flatMap { url in
                 written.written.contains(ServerRenderer.publishedCRLPath)
                     ? PublishCRL(file: "\(out)/\(ServerRenderer.publishedCRLPath)", url: url) : nil
             },
-            publishCatalog: written.written.contains(CatalogRenderer.path) || written.removed.contains(CatalogRenderer.path)
+            publishCatalog: written.written.contains(CatalogRenderer.path)
+                || written.removed.contains(CatalogRenderer.path)
                 ? "\(out)/\(CatalogRenderer.path)" : nil)
     }
 
     /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.
     static func rolloutCommand(out: String, nodes: [String]) -> String {
         let dir = ShellWord.quote(out)
-        return "ansible-playbook -i \(dir)/deploy/inventory.yml \(dir)/deploy/site.yml --limit \(ShellWord.quote(nodes.joined(separator: ",")))"
+        return
+            "ansible-playbook -i \(dir)/deploy/inventory.yml \(dir)/deploy/site.yml --limit \(ShellWord.quote(nodes.joined(separator: ",")))"
     }
 }
 

@@ -1,12 +1,12 @@
 import Foundation
-import VPNProvPKI
-import VPNProvRendering
-import VPNProvOutputTree
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvYAML
 
 /// Parsed options of `generate` and `check`. Paths are absolute (resolved against the working directory);
@@ -36,7 +36,8 @@ package struct GenerateOptions: Sendable, Hashable {
     package init(
         inventory: String, inventoryPath: String, outDirectory: String, stateDirectory: String,
         templatesDirectory: String? = nil, strict: Bool = false,
-        environment: [String: String] = [:], outGiven: Bool = true, currentDirectory: String = FileManager.default.currentDirectoryPath,
+        environment: [String: String] = [:], outGiven: Bool = true,
+        currentDirectory: String = FileManager.default.currentDirectoryPath,
         now: Date
     ) {
         self.now = now
@@ -99,7 +100,8 @@ package enum Pipeline {
             Acknowledgements.apply(inventory, to: &diagnostics, reportStale: true)
             if let environment = secretsEnvironment, !diagnostics.hasErrors {
                 diagnostics += checkSecrets(
-                    inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent, environment: environment)
+                    inventory, inventoryDirectory: (path as NSString).deletingLastPathComponent,
+                    environment: environment)
             }
         } else if let partial = decoded.partial {
             // Schema errors: the rules still judge every part that decoded, so one run reports all.
@@ -110,12 +112,14 @@ package enum Pipeline {
         diagnostics = diagnostics.cappingRepeats()
         let failed = diagnostics.hasErrors || (strict && diagnostics.hasOpenWarnings)
         // Every load registers the lines and values to hide: later stages report through `output` too.
-        output.addSource(display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues, cut: decoded.cutLines)
+        output.addSource(
+            display, bytes, hidden: decoded.secretLines, hiddenValues: decoded.secretValues, cut: decoded.cutLines)
         if report {
             output.primaryFile = output.primaryFile ?? display
             output.diagnostics(diagnostics.inReportOrder())
             output.countSummary(diagnostics, strictFailure: failed && !diagnostics.hasErrors)
         }
-        return Loaded(inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, outcome: failed ? .failure : nil)
+        return Loaded(
+            inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, outcome: failed ? .failure : nil)
     }
 }

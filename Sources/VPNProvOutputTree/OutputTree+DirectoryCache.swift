@@ -1,7 +1,6 @@
 import Foundation
-import VPNProvCrypto
-
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 
 extension OutputTree {
@@ -24,7 +23,9 @@ extension OutputTree {
         }
 
         /// The directory's descriptor (owned by the cache), or nil when it is missing and not created.
-        func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError) -> Int32? {
+        func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError)
+            -> Int32?
+        {
             let create = create ?? self.create
             if components.isEmpty { return root }
             if let last, last.components.elementsEqual(components) { return last.fd }
@@ -34,7 +35,9 @@ extension OutputTree {
                 return fd
             }
             if open.count >= 64 { closeAll() }
-            guard let parent = try directory(components.dropLast(), display: display, create: create) else { return nil }
+            guard let parent = try directory(components.dropLast(), display: display, create: create) else {
+                return nil
+            }
             let component = components.last!
             if create {
                 if mkdirat(parent, component, 0o755) == 0 {
@@ -69,7 +72,9 @@ extension OutputTree {
             let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
             let parentPath = slash.map { path[..<$0] } ?? ""
             let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
-            guard OutputTree.isPlainComponent(name.utf8) else { throw OutputError("refusing unsafe output path '\(path)'") }
+            guard OutputTree.isPlainComponent(name.utf8) else {
+                throw OutputError("refusing unsafe output path '\(path)'")
+            }
             if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name)) }
             let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
             guard let fd = try directory(components[...], display: path) else { return nil }

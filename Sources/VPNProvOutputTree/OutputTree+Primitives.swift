@@ -1,7 +1,6 @@
 import Foundation
-import VPNProvCrypto
-
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 
 /// The file-system primitives under the output tree: opening the root, comparing a file with
@@ -28,7 +27,8 @@ extension OutputTree {
     /// chunks and stops at the first difference; the size is compared first.
     static func state(_ dir: Int32, name: String, contents: [UInt8], mode: mode_t) throws(OutputError) -> FileState {
         let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .differs(missing: true) }  // missing, or a symlink: rewrite (rename replaces the link itself)
+        // Missing, or a symlink: rewrite (the rename replaces the link itself).
+        guard fd >= 0 else { return .differs(missing: true) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return .differs(missing: true) }
@@ -51,7 +51,8 @@ extension OutputTree {
     ) throws(OutputError) {
         // A temporary file of this process's pid already there is a run killed long ago: replaced.
         do {
-            try AtomicWrite.temporary(in: dir, name: temp, mode: mode, sync: sync, replacingStale: true, produce: produce)
+            try AtomicWrite.temporary(
+                in: dir, name: temp, mode: mode, sync: sync, replacingStale: true, produce: produce)
         } catch {
             errno = error.errno
             throw OutputError.errno("cannot write", display)

@@ -1,8 +1,7 @@
 import Foundation
+import Glibc
 import Synchronization
 import VPNProvCrypto
-
-import Glibc
 import VPNProvSupport
 
 extension OutputTree {
@@ -86,7 +85,9 @@ extension OutputTree {
                 markerWritten = killedRunLeftTemporaries
             } else {
                 let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                guard fd >= 0 || errno == ENOENT else { throw OutputError.errno("cannot open output directory", directory) }
+                guard fd >= 0 || errno == ENOENT else {
+                    throw OutputError.errno("cannot open output directory", directory)
+                }
                 root = fd
             }
         }
@@ -115,7 +116,9 @@ extension OutputTree {
                         continue
                     }
                     // A directory this batch created holds only what the batch wrote: nothing to compare.
-                    let current = cache.created(parts.dropLast()) ? .differs(missing: true)
+                    let current =
+                        cache.created(parts.dropLast())
+                        ? .differs(missing: true)
                         : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
                     switch current {
                     case .matches:
@@ -125,7 +128,8 @@ extension OutputTree {
                         if self.mode == .write {
                             try markWriting()
                             try writeTemporary(
-                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode, sync: syncPerFile,
+                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode,
+                                sync: syncPerFile,
                                 display: file.path)
                             WriteSteps.step()
                         }
@@ -233,7 +237,8 @@ extension OutputTree {
                     let path = files[position]
                     let place: (dir: Int32, name: String)?
                     do throws(OutputError) { place = try runCache.parent(of: path) } catch { return error }
-                    guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0 else {
+                    guard let place, renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0
+                    else {
                         return OutputError.errno("cannot write", path)
                     }
                     if syncPerFile { fsync(place.dir) }
@@ -272,25 +277,30 @@ extension OutputTree {
                     // By its directory (a temporary name is not a path `parent(of:)` accepts).
                     var parts = path.split(separator: "/").map(String.init)
                     let name = parts.removeLast()
-                    if let dir = try? cache.directory(parts[...], display: path, create: false), unlinkat(dir, name, 0) == 0 {
+                    if let dir = try? cache.directory(parts[...], display: path, create: false),
+                        unlinkat(dir, name, 0) == 0
+                    {
                         removedTemporaries.append(path)
                     }
                 }
                 removeEmptiedDirectories(after: removedTemporaries, cache: cache)
             }
-            wroteAnything = try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
+            wroteAnything =
+                try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
             var st = stat()
             var newCache: (digest: String, paths: PathList)?
             var keptCache: [UInt8]?
-            if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+            if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0,
+                (st.st_mode & S_IFMT) == S_IFREG,
                 (st.st_mode & 0o7777) == privateMode
             {
                 // Unchanged: nothing to write.
             } else if keepRenderCache, let bytes = readRootFile(root, RenderCache.fileName) {
                 // 0600: its digests and fingerprints are derived from the secrets, so it is as private as
                 // they are (a readable digest of a secret file lets anyone confirm a guess offline).
-                wroteAnything = try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
+                wroteAnything =
+                    try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
                 keptCache = bytes
             } else if let renderCache {
                 newCache = try writeRenderCache(renderCache)
@@ -304,7 +314,8 @@ extension OutputTree {
                 var stats: [UInt8]?
                 if let newCache {
                     let paths = newCache.paths
-                    stats = StatCache.encode(count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
+                    stats = StatCache.encode(
+                        count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
                 } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
                 }
@@ -316,7 +327,11 @@ extension OutputTree {
             }
             // The renames and removals (directory entries) are durable after one more flush.
             if wroteAnything {
-                if syncPerFile { fsync(root) } else if !FileSystemSync.sync(root) { throw OutputError.errno("cannot flush", directory) }
+                if syncPerFile {
+                    fsync(root)
+                } else if !FileSystemSync.sync(root) {
+                    throw OutputError.errno("cannot flush", directory)
+                }
             }
             // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
             if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
@@ -327,7 +342,9 @@ extension OutputTree {
         /// then, are an error.
         private func sortFiles() throws(OutputError) {
             files = files.subset(files.sortedOrder())
-            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) { throw Self.duplicate(files[i]) }
+            if let i = files.indices.dropFirst().first(where: { files.compare($0, $0 - 1) == 0 }) {
+                throw Self.duplicate(files[i])
+            }
         }
 
         /// Creates the writing marker before the first temporary file (once, from any thread).
@@ -400,13 +417,16 @@ extension OutputTree {
             set { cacheSettings.withLock { $0.keep = newValue } }
         }
 
-        private let cacheSettings = Mutex<(refreshStats: Bool, renderCache: RenderCache?, keep: Bool)>((false, nil, false))
+        private let cacheSettings = Mutex<(refreshStats: Bool, renderCache: RenderCache?, keep: Bool)>(
+            (false, nil, false))
 
         /// The render cache of the previous run (empty when absent), and the stat records that go with
         /// exactly its bytes (nil when missing, stale or unreadable). The cache's bytes (tens of MB for a
         /// fleet) are let go as soon as they are parsed.
         package func previousCaches() -> (cache: RenderCache, stats: StatCache?) {
-            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else { return (RenderCache(bytes: nil), nil) }
+            guard root >= 0, let cache = readRootFile(root, RenderCache.fileName) else {
+                return (RenderCache(bytes: nil), nil)
+            }
             return (RenderCache(bytes: cache), stats(for: cache))
         }
 
@@ -498,7 +518,9 @@ extension OutputTree {
             cache.closeAll()
             for directory in emptied.sorted(by: { $0.count > $1.count }) {
                 let parts = directory.split(separator: "/").map(String.init)
-                guard let parent = try? cache.directory(parts.dropLast()[...], display: directory, create: false) else { continue }
+                guard let parent = try? cache.directory(parts.dropLast()[...], display: directory, create: false) else {
+                    continue
+                }
                 unlinkat(parent, parts.last!, AT_REMOVEDIR)
             }
             cache.closeAll()
@@ -515,7 +537,9 @@ extension OutputTree {
             // Only what is not expected is kept from the listing, and the expected paths are searched in
             // the sorted list rather than put in a set (a fleet's tree has hundreds of thousands of
             // files; docs/benchmarks.md, "Why the code is shaped this way").
-            let bookkeeping: Set<String> = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker]
+            let bookkeeping: Set<String> = [
+                manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker,
+            ]
             let expected = files
             let extra = try listFilesInParallel(root) { !expected.containsSorted($0) && !bookkeeping.contains($0) }
             let directories = DirectoryCache(root: root, create: false)
@@ -524,7 +548,8 @@ extension OutputTree {
                 let path = files[i]
                 // Listed means: reached without following a link, and not a directory.
                 var st = stat()
-                if let parts = try? checkRelativePath(path), let dir = try? directories.directory(parts.dropLast(), display: path),
+                if let parts = try? checkRelativePath(path),
+                    let dir = try? directories.directory(parts.dropLast(), display: path),
                     fstatat(dir, parts.last!, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) != S_IFDIR
                 {
                     report.stale.append(path)

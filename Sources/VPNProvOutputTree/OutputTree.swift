@@ -1,7 +1,6 @@
 import Foundation
-import VPNProvCrypto
-
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 
 /// Why the output tree could not be written or read. Always an environment problem (exit 3), except
@@ -56,7 +55,9 @@ package enum OutputTree {
     package static func checkRelativePath(_ path: String) throws(OutputError) -> [String] {
         // On UTF-8 bytes: this runs for every file of every run.
         let bytes = path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard !path.isEmpty, bytes.allSatisfy(isPlainComponent) else { throw OutputError("refusing unsafe output path '\(path)'") }
+        guard !path.isEmpty, bytes.allSatisfy(isPlainComponent) else {
+            throw OutputError("refusing unsafe output path '\(path)'")
+        }
         return bytes.map { String(decoding: $0, as: UTF8.self) }
     }
 

@@ -1,5 +1,5 @@
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvSupport
 
 /// Output paths packed into one byte buffer, with a small status each, instead of a `String` apiece: a
 /// fleet's tree has hundreds of thousands of files, held from rendering to publishing, and as many
@@ -114,7 +114,8 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
         let halves = parallelMap(2) { k in (k == 0 ? Array(0..<half) : Array(half..<Int32(count))).sorted(by: before) }
         var order: [Int32] = []
         order.reserveCapacity(count)
-        var i = 0, j = 0
+        var i = 0
+        var j = 0
         let (left, right) = (halves[0], halves[1])
         while i < left.count && j < right.count {
             if before(right[j], left[i]) {
@@ -141,7 +142,8 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
     /// The first position at or after `start` whose path does not sort before `path` (the list sorted by
     /// UTF-8 byte), and whether it is `path`.
     func firstNotBefore(utf8 path: UnsafeBufferPointer<UInt8>, from start: Int) -> (position: Int, found: Bool) {
-        var low = start, high = count
+        var low = start
+        var high = count
         while low < high {
             let mid = (low + high) / 2
             if compare(mid, utf8: path) < 0 { low = mid + 1 } else { high = mid }
@@ -168,7 +170,9 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
                 } else {
                     // Every position before `next` holds a path at or below the highest line.
                     var position = next
-                    if position >= count || compare(position, utf8: path) < 0 { position = firstNotBefore(utf8: path, from: next).position }
+                    if position >= count || compare(position, utf8: path) < 0 {
+                        position = firstNotBefore(utf8: path, from: next).position
+                    }
                     found = position < count && compare(position, utf8: path) == 0
                     next = found ? position + 1 : position
                     highest = line

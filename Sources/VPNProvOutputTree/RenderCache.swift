@@ -129,13 +129,17 @@ package struct RenderCache: Sendable {
         }
 
         /// Room for files with `pathBytes` bytes of paths between them.
-        mutating func reserveCapacity(files: Int, pathBytes: Int) { bytes.reserveCapacity(bytes.count + files * 37 + pathBytes) }
+        mutating func reserveCapacity(files: Int, pathBytes: Int) {
+            bytes.reserveCapacity(bytes.count + files * 37 + pathBytes)
+        }
 
         /// The buffer cut to its size (a fleet's cache holds 20,000 of them to the end of the run).
         mutating func shrinkToFit() { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
 
         /// Calls `body` with each file in order, its path as UTF-8 bytes in place.
-        func forEachFile(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        func forEachFile(
+            _ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) throws -> Void
+        ) rethrows {
             try bytes.withUnsafeBufferPointer { buffer in
                 var at = 0
                 while at < buffer.count {
@@ -143,7 +147,9 @@ package struct RenderCache: Sendable {
                     let words = raw.loadUnaligned(as: (UInt64, UInt64, UInt64, UInt64).self)
                     let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 33, as: UInt32.self)))
                     let start = at + 37
-                    try body(SHA256Value(words: words), buffer[at + 32] != 0, UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
+                    try body(
+                        SHA256Value(words: words), buffer[at + 32] != 0,
+                        UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
                     at = start + length
                 }
             }
@@ -152,7 +158,9 @@ package struct RenderCache: Sendable {
         package func makeIterator() -> Array<File>.Iterator {
             var files: [File] = []
             files.reserveCapacity(count)
-            forEachFile { sha256, isPrivate, path in files.append(File(path: String(decoding: path, as: UTF8.self), sha256: sha256, isPrivate: isPrivate)) }
+            forEachFile { sha256, isPrivate, path in
+                files.append(File(path: String(decoding: path, as: UTF8.self), sha256: sha256, isPrivate: isPrivate))
+            }
             return files.makeIterator()
         }
 
@@ -219,8 +227,11 @@ package struct RenderCache: Sendable {
             if fields.count == 3, fields[0].elementsEqual("user".utf8) {
                 finish(current)
                 current = (text(1), Entry(fingerprint: text(2), files: FileList(), firstOrdinal: ordinal))
-            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil, let digest = SHA256Value(hex: fields[1]) {
-                current!.1.files.append(sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
+            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil,
+                let digest = SHA256Value(hex: fields[1])
+            {
+                current!.1.files.append(
+                    sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
                 ordinal += 1
             } else {
                 return
@@ -288,7 +299,8 @@ package struct RenderCache: Sendable {
         var list = FileList()
         list.reserveCapacity(files: files.count, pathBytes: files.reduce(0) { $0 + $1.path.utf8.count })
         for file in files.sorted(by: { $0.path.precedesByUTF8($1.path) }) {
-            list.append(File(path: file.path, sha256: SHA256Value(Digest.sha256(file.contents)), isPrivate: file.isPrivate))
+            list.append(
+                File(path: file.path, sha256: SHA256Value(Digest.sha256(file.contents)), isPrivate: file.isPrivate))
         }
         return list
     }

@@ -1,7 +1,6 @@
 import Foundation
-import VPNProvCrypto
-
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 
 /// `out/.vpnprov-stat`: what each file of the render cache looked like on disk (inode, size, mode,
@@ -66,7 +65,9 @@ package struct StatCache: Sendable {
         var r = Record(stat())
         bytes.withUnsafeBytes { raw in
             let base = offset + i * Self.recordSize
-            func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T { T(littleEndian: raw.loadUnaligned(fromByteOffset: base + at, as: T.self)) }
+            func load<T: FixedWidthInteger>(_ at: Int, _: T.Type) -> T {
+                T(littleEndian: raw.loadUnaligned(fromByteOffset: base + at, as: T.self))
+            }
             r.inode = load(0, UInt64.self)
             r.size = load(8, Int64.self)
             r.changedSeconds = load(16, Int64.self)
@@ -106,8 +107,9 @@ package struct StatCache: Sendable {
             paths.append(at..<line.endIndex)
         }
         let ranges = paths
-        return encode(count: ranges.count, path: { String(decoding: cache[ranges[$0]], as: UTF8.self) },
-                      cacheDigest: hexString(Digest.sha256(cache)), root: root)
+        return encode(
+            count: ranges.count, path: { String(decoding: cache[ranges[$0]], as: UTF8.self) },
+            cacheDigest: hexString(Digest.sha256(cache)), root: root)
     }
 
     /// The stat file for the render cache with SHA-256 `cacheDigest` whose `file` lines name, in order,
@@ -126,7 +128,9 @@ package struct StatCache: Sendable {
                 var st = stat()
                 guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
                 let r = Record(st)
-                func put<T: FixedWidthInteger>(_ v: T) { withUnsafeBytes(of: v.littleEndian) { part.append(contentsOf: $0) } }
+                func put<T: FixedWidthInteger>(_ v: T) {
+                    withUnsafeBytes(of: v.littleEndian) { part.append(contentsOf: $0) }
+                }
                 put(r.inode)
                 put(r.size)
                 put(r.changedSeconds)

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 // The client side of every connection, derived straight from the inventory (and the key type of
 // the user's certificate), independently of the server plan. Every client renderer renders from
@@ -143,7 +143,9 @@ package struct ClientPlan: Sendable, Hashable {
         var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
         for node in inventory.nodes where appleSA[node.name] == nil {
             appleSA[node.name] = .some(
-                AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map { ($0, $0.offer) })
+                AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map {
+                    ($0, $0.offer)
+                })
         }
         var windowsIPsec: [String: WindowsIPsec?] = [:]
         var reportedWindows: Set<String> = []
@@ -159,12 +161,15 @@ package struct ClientPlan: Sendable, Hashable {
                     // A user gets the services they hold credentials for (as the validator rules).
                     if service.needsClientCert && !user.cert { continue }
                     if service.needsPassword && user.password == nil { continue }
-                    var connection = plan(user: user, node: node, service: service, devices: devices, inventory: inventory, materials: materials)
+                    var connection = plan(
+                        user: user, node: node, service: service, devices: devices, inventory: inventory,
+                        materials: materials)
                     if devices.contains(.apple) {
                         let resolved = AppleOptions.effective(user: user, node: node)
                         connection.appleSettings = AppleDeviceSettings(
                             onDemand: resolved.onDemand, trustedSSIDs: resolved.trustedSSIDs,
-                            includeAllNetworks: resolved.includeAllNetworks, excludeLocalNetworks: resolved.excludeLocalNetworks,
+                            includeAllNetworks: resolved.includeAllNetworks,
+                            excludeLocalNetworks: resolved.excludeLocalNetworks,
                             crlCheck: resolved.crlCheck && service.serverUsesCert, dpd: resolved.dpd,
                             disconnectOnIdle: resolved.disconnectOnIdle)
                     }
@@ -175,25 +180,30 @@ package struct ClientPlan: Sendable, Hashable {
                         } else {
                             connection.devices.removeAll { $0 == .apple }
                             if reportedApple.insert(node.name).inserted {
-                                diagnostics.append(.error(
-                                    .appleProposalUnsupported,
-                                    "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
-                                    at: node.location(of: "proposals")))
+                                diagnostics.append(
+                                    .error(
+                                        .appleProposalUnsupported,
+                                        "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
+                                        at: node.location(of: "proposals")))
                             }
                         }
                     }
                     if devices.contains(.windows) {
-                        if windowsIPsec[node.name] == nil { windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals)) }
+                        if windowsIPsec[node.name] == nil {
+                            windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals))
+                        }
                         if let ipsec = windowsIPsec[node.name] ?? nil {
-                            connection.windows = windowsConnection(user: user, service: service, ipsec: ipsec, inventory: inventory, materials: materials)
+                            connection.windows = windowsConnection(
+                                user: user, service: service, ipsec: ipsec, inventory: inventory, materials: materials)
                             connection.offers[.windows] = ipsec.offer
                         } else {
                             connection.devices.removeAll { $0 == .windows }
                             if reportedWindows.insert(node.name).inserted {
-                                diagnostics.append(.error(
-                                    .windowsProposalUnsupported,
-                                    "node '\(node.name)': no IKE/ESP proposal pair Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); Windows clients of this node get no \(service.rawValue) connection",
-                                    at: node.location(of: "proposals")))
+                                diagnostics.append(
+                                    .error(
+                                        .windowsProposalUnsupported,
+                                        "node '\(node.name)': no IKE/ESP proposal pair Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); Windows clients of this node get no \(service.rawValue) connection",
+                                        at: node.location(of: "proposals")))
                             }
                         }
                     }
@@ -255,7 +265,8 @@ package struct ClientPlan: Sendable, Hashable {
             case (.apple, 1): offers[.apple] = appleIPSecOffer
             case (.apple, _): break  // set from AppleSA by the caller
             case (.android, _):
-                offers[.android] = ProposalOffer(ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
+                offers[.android] = ProposalOffer(
+                    ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
             case (.linux, 1):
                 // The server's own IKEv1 lists, same order: IKEv1 has no AEAD in Phase 1 (strongSwan drops
                 // `aes256gcm16-prfsha256-ecp256` to a bare `ecp256`), and in Aggressive Mode the KE sent with
@@ -266,7 +277,8 @@ package struct ClientPlan: Sendable, Hashable {
                     esp: IKEv1Proposals.esp(from: node.proposals.esp))
             case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
             // charon-nm takes strongSwan proposal strings (`ike`, `esp`): the node's own, all of them.
-            case (.networkmanager, _): offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
+            case (.networkmanager, _):
+                offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
             case (.windows, _): break  // set from WindowsIPsec by the caller
             }
         }
@@ -280,11 +292,14 @@ package struct ClientPlan: Sendable, Hashable {
 
     /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a
     /// machine certificate (Windows sends the certificate's subject DN).
-    static func windowsConnection(user: User, service: Service, ipsec: WindowsIPsec, inventory: Inventory, materials: Materials?) -> WindowsConnection {
+    static func windowsConnection(
+        user: User, service: Service, ipsec: WindowsIPsec, inventory: Inventory, materials: Materials?
+    ) -> WindowsConnection {
         if service == .ikev2Cert {
             // The subject vpnprov issues the certificate with (the PKI re-issues when it would differ).
             let subject = (try? CertificateProfile.client(user, inventory: inventory))?.subject.description
-            return WindowsConnection(authenticationMethod: "MachineCertificate", localID: subject.map { .dn($0) }, ipsec: ipsec)
+            return WindowsConnection(
+                authenticationMethod: "MachineCertificate", localID: subject.map { .dn($0) }, ipsec: ipsec)
         }
         return WindowsConnection(authenticationMethod: "Eap", localID: nil, ipsec: ipsec)
     }

@@ -1,6 +1,7 @@
 import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
+
 // Client/server consistency (docs/architecture.md): before anything is written, every client connection of the
 // ClientPlan is checked against its node's server configuration by simulating how strongSwan's
 // responder picks a connection, then comparing identities, auth rounds, proposals, certificates and
@@ -120,7 +121,9 @@ package struct CertificateFacts: Sendable, Hashable {
         case .userFQDN(let mail): return emails.contains { Self.sameIgnoringCase($0, mail) }
         case .dn(let text):
             // The identity in the inventory's grammar, the subject as the certificate reader writes it.
-            guard let subject, let wanted = parse(text), let have = DistinguishedName.parseDescription(subject) else { return false }
+            guard let subject, let wanted = parse(text), let have = DistinguishedName.parseDescription(subject) else {
+                return false
+            }
             return wanted == have
         case .keyID: return false
         }
@@ -131,7 +134,8 @@ extension CertificateFacts {
     /// `a.lowercased() == b.lowercased()`, without making either when both are ASCII (as names almost
     /// always are): the check compares names for every connection of a fleet.
     static func sameIgnoringCase(_ a: String, _ b: String) -> Bool {
-        let x = a.utf8, y = b.utf8
+        let x = a.utf8
+        let y = b.utf8
         guard x.count == y.count else { return a.lowercased() == b.lowercased() }
         for (p, q) in zip(x, y) where p != q {
             guard p < 0x80, q < 0x80 else { return a.lowercased() == b.lowercased() }
@@ -154,12 +158,16 @@ package enum Consistency {
         plan: ClientPlan, servers: [ServerView], inventory: Inventory, materials: Materials,
         inspect: CertificateInspector? = nil
     ) -> [Diagnostic] {
-        check(plan: plan, against: Servers(servers, materials: materials, inspect: inspect), inventory: inventory, materials: materials)
+        check(
+            plan: plan, against: Servers(servers, materials: materials, inspect: inspect), inventory: inventory,
+            materials: materials)
     }
 
     /// The same check against server facts prepared once (`Servers`), for checking a fleet's plan
     /// slice by slice on several threads.
-    package static func check(plan: ClientPlan, against servers: Servers, inventory: Inventory, materials: Materials) -> [Diagnostic] {
+    package static func check(plan: ClientPlan, against servers: Servers, inventory: Inventory, materials: Materials)
+        -> [Diagnostic]
+    {
         var out: [Diagnostic] = plan.diagnostics
         var seen = Set(out)
         func add(_ d: Diagnostic) { if seen.insert(d).inserted { out.append(d) } }
@@ -275,7 +283,8 @@ package enum Consistency {
     // MARK: - one connection
 
     static func check(
-        connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials, context: CheckContext
+        connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials,
+        context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
         var what: String { "\(c.service.rawValue) client of node '\(c.node)'" }
@@ -284,98 +293,115 @@ package enum Consistency {
         let selection = select(c, in: view.connections)
         guard case .selected(let s) = selection else {
             if case .none(let code, let field, let onUser, let reason) = selection {
-                out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
-                                  at: onUser ? user.location(of: field) : node.location(of: field)))
+                out.append(
+                    .error(
+                        code,
+                        "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
+                        at: onUser ? user.location(of: field) : node.location(of: field)))
             }
             return out
         }
         // The server proves itself the way the client expects.
         if s.localAuth != c.serverAuth {
-            out.append(.error(
-                .authMismatch,
-                "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
-                at: node.location(of: "services")))
+            out.append(
+                .error(
+                    .authMismatch,
+                    "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
+                    at: node.location(of: "services")))
         }
         // The client's rounds are the server's remote rounds, in order.
         let clientRounds = c.localAuth.map(\.method)
         let serverRounds = s.remote.map(\.auth)
         if clientRounds != serverRounds {
-            out.append(.error(
-                .authMismatch,
-                "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
-                at: node.location(of: "services")))
+            out.append(
+                .error(
+                    .authMismatch,
+                    "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
+                    at: node.location(of: "services")))
         }
         for (round, server) in zip(c.localAuth, s.remote) {
             if case .exactly(let id)? = server.eapID, let eapID = round.eapID, id.value != eapID {
-                out.append(.error(
-                    .localIDMismatch,
-                    "user '\(c.user)': connection '\(s.name)' of node '\(c.node)' accepts only EAP identity '\(id.value)'",
-                    at: user.location))
+                out.append(
+                    .error(
+                        .localIDMismatch,
+                        "user '\(c.user)': connection '\(s.name)' of node '\(c.node)' accepts only EAP identity '\(id.value)'",
+                        at: user.location))
             }
         }
         // Proposals, per client kind.
         for device in c.devices {
             guard let offer = c.offers[device] else { continue }
             if !context.intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
-                out.append(.error(
-                    .ikeProposalMismatch,
-                    "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
-                    at: node.location(of: "proposals")))
+                out.append(
+                    .error(
+                        .ikeProposalMismatch,
+                        "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
+                        at: node.location(of: "proposals")))
             }
             if !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
-                out.append(.error(
-                    .espProposalMismatch,
-                    "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
-                    at: node.location(of: "proposals")))
-            } else if c.ikeVersion == 2 && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true) {
-                out.append(.error(
-                    .pfsMismatch,
-                    "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
-                    at: node.location(of: "proposals")))
+                out.append(
+                    .error(
+                        .espProposalMismatch,
+                        "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
+                        at: node.location(of: "proposals")))
+            } else if c.ikeVersion == 2
+                && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true)
+            {
+                out.append(
+                    .error(
+                        .pfsMismatch,
+                        "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
+                        at: node.location(of: "proposals")))
             }
         }
         // Certificates.
         if c.serverAuth == .pubkey {
             if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
                 if !context.certificate(facts, contains: c.remoteID) {
-                    out.append(.error(
-                        .serverCertificateSAN,
-                        "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
-                        at: node.location(of: "id")))
+                    out.append(
+                        .error(
+                            .serverCertificateSAN,
+                            "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
+                            at: node.location(of: "id")))
                 }
                 if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
-                    out.append(.error(
-                        .caMismatch,
-                        "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
-                        at: node.location))
+                    out.append(
+                        .error(
+                            .caMismatch,
+                            "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
+                            at: node.location))
                 }
             }
             if context.shipsOtherCA(view, materials: materials) {
-                out.append(.error(
-                    .caMismatch,
-                    "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
-                    at: node.location))
+                out.append(
+                    .error(
+                        .caMismatch,
+                        "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                        at: node.location))
             }
         }
         if c.devices.contains(.windows), let windows = c.windows {
-            out += checkWindows(c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
+            out += checkWindows(
+                c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
         }
         if c.credentials.contains(.clientCertificate), let localID = c.localID,
             let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
         {
             if !context.certificate(facts, contains: localID) {
-                out.append(.error(
-                    .clientCertificateSAN,
-                    "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
-                    at: user.location(of: "id")))
+                out.append(
+                    .error(
+                        .clientCertificateSAN,
+                        "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
+                        at: user.location(of: "id")))
             }
             // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
             let required = s.remote.flatMap(\.certPolicies)
             if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
-                out.append(.error(
-                    .clientCertificatePolicy,
-                    "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
-                    at: user.location(of: "nodes")))
+                out.append(
+                    .error(
+                        .clientCertificatePolicy,
+                        "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
+                        at: user.location(of: "nodes")))
             }
         }
         return out
@@ -395,7 +421,8 @@ package enum Consistency {
     /// Sources: https://docs.strongswan.org/docs/latest/interop/windowsCertRequirements.html and the
     /// strongSwan Windows EAP / machine-certificate status pages.
     static func checkWindows(
-        _ c: ClientConnection, _ windows: WindowsConnection, selected: ServerConnectionView, view: ServerView, node: Node,
+        _ c: ClientConnection, _ windows: WindowsConnection, selected: ServerConnectionView, view: ServerView,
+        node: Node,
         user: User, materials: Materials, context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
@@ -403,40 +430,51 @@ package enum Consistency {
         asWindows.localID = windows.localID
         switch select(asWindows, in: view.connections) {
         case .selected(let w) where w.name != selected.name:
-            out.append(.error(
-                .authMismatch,
-                "windows \(c.service.rawValue) client of node '\(c.node)': strongSwan selects connection '\(w.name)' for the identity Windows sends, not '\(selected.name)'",
-                at: node.location(of: "services")))
+            out.append(
+                .error(
+                    .authMismatch,
+                    "windows \(c.service.rawValue) client of node '\(c.node)': strongSwan selects connection '\(w.name)' for the identity Windows sends, not '\(selected.name)'",
+                    at: node.location(of: "services")))
         case .none(let code, _, _, let reason):
-            out.append(.error(code, "user '\(c.user)': no connection of node '\(c.node)' accepts its windows \(c.service.rawValue) client: \(reason)",
-                              at: node.location(of: "services")))
+            out.append(
+                .error(
+                    code,
+                    "user '\(c.user)': no connection of node '\(c.node)' accepts its windows \(c.service.rawValue) client: \(reason)",
+                    at: node.location(of: "services")))
         default: break
         }
         if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
             if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
-                out.append(.error(
-                    .windowsCertificate,
-                    "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
-                    at: node.location(of: "address")))
+                out.append(
+                    .error(
+                        .windowsCertificate,
+                        "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
+                        at: node.location(of: "address")))
             }
             if let ekus = facts.extendedKeyUsages, !ekus.contains(serverAuthOID) {
-                out.append(.error(
-                    .windowsCertificate, "node '\(c.node)': its certificate lacks the serverAuth extended key usage Windows requires (error 13801)",
-                    at: node.location))
+                out.append(
+                    .error(
+                        .windowsCertificate,
+                        "node '\(c.node)': its certificate lacks the serverAuth extended key usage Windows requires (error 13801)",
+                        at: node.location))
             }
         }
         if windows.authenticationMethod == "MachineCertificate", let pem = materials.users[c.user]?.certificatePEM,
             let facts = context.facts(pem)
         {
             if let ekus = facts.extendedKeyUsages, !ekus.contains(clientAuthOID) {
-                out.append(.error(
-                    .windowsCertificate, "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
-                    at: user.location(of: "cert")))
+                out.append(
+                    .error(
+                        .windowsCertificate,
+                        "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
+                        at: user.location(of: "cert")))
             }
             if let id = windows.localID, facts.subject != nil, !context.certificate(facts, contains: id) {
-                out.append(.error(
-                    .windowsCertificate, "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
-                    at: user.location(of: "id")))
+                out.append(
+                    .error(
+                        .windowsCertificate,
+                        "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
+                        at: user.location(of: "id")))
             }
         }
         return out
@@ -451,31 +489,46 @@ package enum Consistency {
         let um = materials.users[c.user]
         if c.credentials.contains(.password) {
             if (um?.password ?? "").isEmpty {
-                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
-                                  at: user.location(of: "password")))
+                out.append(
+                    .error(
+                        .missingSecret,
+                        "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
+                        at: user.location(of: "password")))
             } else if !context.knowsPassword(view, c.user) {
-                out.append(.error(.missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
-                                  at: user.location(of: "password")))
+                out.append(
+                    .error(
+                        .missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
+                        at: user.location(of: "password")))
             }
         }
         if c.credentials.contains(.psk) {
             if (materials.nodes[c.node]?.psk ?? "").isEmpty {
-                out.append(.error(.missingSecret, "node '\(c.node)': \(c.service.rawValue) needs a pre-shared key, and the node has none",
-                                  at: node.location(of: "psk")))
+                out.append(
+                    .error(
+                        .missingSecret,
+                        "node '\(c.node)': \(c.service.rawValue) needs a pre-shared key, and the node has none",
+                        at: node.location(of: "psk")))
             } else if view.pskIdentities.isEmpty {
-                out.append(.error(.missingSecret, "node '\(c.node)': its secrets hold no pre-shared key for \(c.service.rawValue)",
-                                  at: node.location(of: "psk")))
+                out.append(
+                    .error(
+                        .missingSecret,
+                        "node '\(c.node)': its secrets hold no pre-shared key for \(c.service.rawValue)",
+                        at: node.location(of: "psk")))
             }
         }
         if c.credentials.contains(.clientCertificate) {
             let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
             let needsPEM = c.devices.contains(.linux) || c.devices.contains(.networkmanager)
-            let missingP12 = needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
+            let missingP12 =
+                needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
                 || c.devices.contains(.android) && um?.openP12 == nil
             let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)
             if missingP12 || missingPEM {
-                out.append(.error(.missingSecret, "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",
-                                  at: user.location(of: "cert")))
+                out.append(
+                    .error(
+                        .missingSecret,
+                        "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",
+                        at: user.location(of: "cert")))
             }
         }
         if c.credentials.contains(.caCertificate) && materials.caCertificatePEM.isEmpty {
@@ -510,10 +563,14 @@ package enum Consistency {
     /// decides (IKE_SA_INIT happens before identities are known). IKEv1: the mode (Main/Aggressive)
     /// and the auth method (PSK vs XAuth-PSK) must equal the connection's; identities as above.
     static func select(_ c: ClientConnection, in connections: [ServerConnectionView]) -> Selection {
-        var versioned = connections.filter { ($0.version == c.ikeVersion || $0.version == 0) && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive) }
+        var versioned = connections.filter {
+            ($0.version == c.ikeVersion || $0.version == 0)
+                && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive)
+        }
         if versioned.isEmpty {
             let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
-            return .none(.noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
+            return .none(
+                .noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
         }
         if c.ikeVersion == 1 {
             // An IKEv1 initiator names its auth method (XAuthInitPSK, HybridInitRSA) in its first
@@ -521,13 +578,17 @@ package enum Consistency {
             let rounds = c.localAuth.map(\.method)
             versioned = versioned.filter { $0.remote.map(\.auth) == rounds }
             if versioned.isEmpty {
-                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+                return .none(
+                    .authMismatch, "services", false,
+                    "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
         }
         let serverIDs = versioned.filter { $0.localID == c.remoteID }
         if serverIDs.isEmpty {
             let ids = Set(versioned.map(\.localID.value)).sorted().joined(separator: ", ")
-            return .none(.remoteIDMismatch, "id", false, "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
+            return .none(
+                .remoteIDMismatch, "id", false,
+                "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
         }
         let ranked = serverIDs.enumerated()
             .map { (index: $0.offset, conn: $0.element, rank: rank($0.element.remote.first?.id ?? .any, c.localID)) }
@@ -536,14 +597,17 @@ package enum Consistency {
             .map(\.conn)
         if ranked.isEmpty {
             let field = c.service == .ipsecXauthPSK ? "group" : "id"
-            return .none(.localIDMismatch, field, field == "id",
-                         "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
+            return .none(
+                .localIDMismatch, field, field == "id",
+                "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
         }
         let first = c.localAuth.first?.method
         if c.ikeVersion == 1 {
             let rounds = c.localAuth.map(\.method)
             guard let match = ranked.first(where: { $0.remote.map(\.auth) == rounds }) else {
-                return .none(.authMismatch, "services", false, "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
+                return .none(
+                    .authMismatch, "services", false,
+                    "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
             return .selected(match)
         }
@@ -555,8 +619,10 @@ package enum Consistency {
             return .selected(match)
         case .pubkey?:
             if let initial = versioned.first, !initial.sendCertreq {
-                return .none(.authMismatch, "services", false,
-                             "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request")
+                return .none(
+                    .authMismatch, "services", false,
+                    "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request"
+                )
             }
             guard let match = ranked.first(where: { $0.remote.first?.auth == .pubkey }) else {
                 return .none(.authMismatch, "services", false, "no matching connection takes certificate clients")
@@ -564,7 +630,9 @@ package enum Consistency {
             return .selected(match)
         default:
             guard let match = ranked.first(where: { $0.remote.first?.auth == first }) else {
-                return .none(.authMismatch, "services", false, "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
+                return .none(
+                    .authMismatch, "services", false,
+                    "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
             }
             return .selected(match)
         }
@@ -593,7 +661,8 @@ extension ServerView {
                     localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
                     remote: c.remote.map { r in
                         ServerRoundView(
-                            auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id), eapID: r.eapID.map(IdentityPattern.init),
+                            auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id),
+                            eapID: r.eapID.map(IdentityPattern.init),
                             certPolicies: r.certPolicies)
                     },
                     ikeProposals: c.ikeProposals, espProposals: c.child.espProposals, sendCertreq: c.sendCertreq)
@@ -605,9 +674,13 @@ extension ServerView {
 extension Consistency {
     /// The whole check as `validate`/`generate` run it: the client plan and the server plan of every
     /// node, both derived from the inventory, compared. Errors mean: write nothing.
-    package static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil) -> [Diagnostic] {
+    package static func check(inventory: Inventory, materials: Materials, inspect: CertificateInspector? = nil)
+        -> [Diagnostic]
+    {
         let servers = inventory.nodes.map {
-            ServerView(ServerPlan.make(for: $0, in: inventory, nodeScoping: materials.nodeScoping), caCertificatePEM: materials.caCertificatePEM)
+            ServerView(
+                ServerPlan.make(for: $0, in: inventory, nodeScoping: materials.nodeScoping),
+                caCertificatePEM: materials.caCertificatePEM)
         }
         return check(
             plan: ClientPlan.build(inventory: inventory, materials: materials), servers: servers, inventory: inventory,

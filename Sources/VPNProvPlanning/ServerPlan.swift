@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 // The server side of every node, as typed data: which swanctl connections it has, in which order,
 // with which identities, auth rounds, proposals and pools. The swanctl renderer writes exactly this;
@@ -313,7 +313,8 @@ package enum ServerPlan {
         let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
 
         // With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
-        let v2ESP = AppleSA.serverESPProposals(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
+        let v2ESP = AppleSA.serverESPProposals(
+            from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
 
         let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
         let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
@@ -336,15 +337,19 @@ package enum ServerPlan {
         ) -> ServerConnection {
             // PSK + XAuth: two rounds; Hybrid: XAuth as the first (only) round, server by certificate.
             let hybrid = service == .ipsecXauthHybrid
-            let remote = hybrid
+            let remote =
+                hybrid
                 ? [RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: remoteID)]
-                : [RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
-                   RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any)]
+                : [
+                    RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
+                    RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any),
+                ]
             return ServerConnection(
                 name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
                 ikeProposals: IKEv1Proposals.ike(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
                 remote: remote,
-                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no", fragmentation: "yes",
+                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no",
+                fragmentation: "yes",
                 dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
                 child: ServerChild(
                     name: childName, localTS: v1TS, espProposals: IKEv1Proposals.esp(from: node.proposals.esp),
@@ -361,44 +366,51 @@ package enum ServerPlan {
                     remote: [
                         RemoteAuthRound(
                             section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
-                            revocation: "relaxed", certPolicies: nodeScoping ? [NodeAccessPolicy.oid(forNode: node.name)] : [])
+                            revocation: "relaxed",
+                            certPolicies: nodeScoping ? [NodeAccessPolicy.oid(forNode: node.name)] : [])
                     ]))
         }
         if offers.contains(.ikev2EAP) {
             connections.append(
-                v2("ikev2-eap", .ikev2EAP, "IKEv2: server certificate, client EAP-MSCHAPv2 user/password",
-                   local: serverCert, remote: [eapRound]))
+                v2(
+                    "ikev2-eap", .ikev2EAP, "IKEv2: server certificate, client EAP-MSCHAPv2 user/password",
+                    local: serverCert, remote: [eapRound]))
         }
         if offers.contains(.ikev2PSKEAP) {
             var round = eapRound
             round.id = .exactly(pskEAPClientIdentity(in: inventory))
             connections.append(
-                v2("ikev2-psk-eap", .ikev2PSKEAP, "IKEv2: server PSK, client EAP-MSCHAPv2 user/password",
-                   local: serverPSK, remote: [round]))
+                v2(
+                    "ikev2-psk-eap", .ikev2PSKEAP, "IKEv2: server PSK, client EAP-MSCHAPv2 user/password",
+                    local: serverPSK, remote: [round]))
         }
         if offers.contains(.ikev2PSK) {
             connections.append(
-                v2("ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: serverPSK,
-                   remote: [RemoteAuthRound(section: "remote", auth: .psk, id: .any)]))
+                v2(
+                    "ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: serverPSK,
+                    remote: [RemoteAuthRound(section: "remote", auth: .psk, id: .any)]))
         }
         if offers.contains(.ipsecXauthPSK) {
             connections.append(
-                v1("ipsec-xauth-psk-main", aggressive: false,
-                   summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)",
-                   remoteID: .any))
+                v1(
+                    "ipsec-xauth-psk-main", aggressive: false,
+                    summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)",
+                    remoteID: .any))
             if let group = node.group {
                 connections.append(
-                    v1("ipsec-xauth-psk-aggressive", aggressive: true,
-                       summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password",
-                       remoteID: .exactly(.keyID(group))))
+                    v1(
+                        "ipsec-xauth-psk-aggressive", aggressive: true,
+                        summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password",
+                        remoteID: .exactly(.keyID(group))))
             }
         }
 
         if offers.contains(.ipsecXauthHybrid) {
             connections.append(
-                v1("ipsec-xauth-hybrid-aggressive", aggressive: true,
-                   summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password",
-                   remoteID: .any, service: .ipsecXauthHybrid))
+                v1(
+                    "ipsec-xauth-hybrid-aggressive", aggressive: true,
+                    summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password",
+                    remoteID: .any, service: .ipsecXauthHybrid))
         }
 
         var pskIDs: [IKEIdentity] = []
@@ -411,7 +423,8 @@ package enum ServerPlan {
             passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
             needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
             network: NodeNetworkPlan(
-                pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink, mss: node.network.mss,
+                pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink,
+                mss: node.network.mss,
                 isolateClients: node.network.isolateClients, ipsec: node.network.ipsec))
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 // Writes deploy/: the Ansible rollout of the fleet. inventory.yml (one host per node, in the group
 // vpnprov_nodes and in one group per region) and host_vars/<node>.yml (what the role checks on the
@@ -21,10 +21,13 @@ package enum DeployRenderer {
     /// Every file of deploy/, sorted by path.
     package static func render(inventory: Inventory, templates: TemplateSet) throws -> [OutputFile] {
         var files: [OutputFile] = []
-        files.append(OutputFile(
-            path: "deploy/inventory.yml", text: try templates.template(inventoryTemplate).render(inventoryContext(inventory))))
+        files.append(
+            OutputFile(
+                path: "deploy/inventory.yml",
+                text: try templates.template(inventoryTemplate).render(inventoryContext(inventory))))
         for node in inventory.nodes {
-            let text = try templates.template(hostVarsTemplate).render(hostVarsContext(node: node, inventory: inventory))
+            let text = try templates.template(hostVarsTemplate).render(
+                hostVarsContext(node: node, inventory: inventory))
             files.append(OutputFile(path: "deploy/host_vars/\(node.name).yml", text: text))
         }
         for (path, text) in BuiltinDeployFiles.files {
@@ -36,9 +39,12 @@ package enum DeployRenderer {
     /// The Ansible group of a region: `vpnprov_region_` and the region with every character outside
     /// [A-Za-z0-9_] replaced by `_` (Ansible warns about group names that are not Python identifiers).
     package static func regionGroup(_ region: String) -> String {
-        "vpnprov_region_" + String(String.UnicodeScalarView(region.unicodeScalars.map {
-            TextCheck.isASCIILetterOrDigit($0) || $0 == "_" ? $0 : "_"
-        }))
+        "vpnprov_region_"
+            + String(
+                String.UnicodeScalarView(
+                    region.unicodeScalars.map {
+                        TextCheck.isASCIILetterOrDigit($0) || $0 == "_" ? $0 : "_"
+                    }))
     }
 
     package static func inventoryContext(_ inventory: Inventory) -> TemplateValue {

@@ -1,9 +1,9 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvPlanning
 import VPNProvSupport
+import VPNProvTemplates
 
 // Writes servers/<node>/ for every node: swanctl.conf (from the NodePlan), secrets.conf, the
 // certificates and key from Materials, strongswan.d/vpnprov.conf when the connections need daemon
@@ -98,15 +98,23 @@ package enum ServerRenderer {
         let rotation = materials.rotation
         files.append(
             OutputFile(
-                path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)", text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM))
+                path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)",
+                text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM))
         if let rotation {
-            files.append(OutputFile(path: "\(dir)/swanctl/x509ca/\(ServerPlan.nextCAFileName)", text: rotation.crossCertificatePEM))
-            files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
+            files.append(
+                OutputFile(
+                    path: "\(dir)/swanctl/x509ca/\(ServerPlan.nextCAFileName)", text: rotation.crossCertificatePEM))
+            files.append(
+                OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
         }
         files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
         files.append(
-            OutputFile(path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
-        files.append(OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)", text: rotation?.previousCRLPEM ?? materials.crlPEM))
+            OutputFile(
+                path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
+        files.append(
+            OutputFile(
+                path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)",
+                text: rotation?.previousCRLPEM ?? materials.crlPEM))
 
         let daemonSettings = plan.needsAggressiveModePSK
         if daemonSettings {
@@ -118,8 +126,10 @@ package enum ServerRenderer {
         }
 
         let network = networkContext(plan)
-        files.append(OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
-        files.append(OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
+        files.append(
+            OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
+        files.append(
+            OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
 
         let readme = try templates.template(readmeTemplate).render([
             "node": .string(node.name),

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `README` at the top of the output tree: which part goes to whom (servers, users, the operator's
 /// Ansible run, the app's backend, the CRL's web server). From `README.tmpl`; it depends on the

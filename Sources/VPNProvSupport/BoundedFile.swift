@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// Reads files that come from outside the program (inventory, secret files, templates, the state)

@@ -6,7 +6,8 @@ extension String {
     /// place, with no array made per comparison: sorting a fleet's users makes a great many of them
     /// (docs/benchmarks.md, "Why the code is shaped this way").
     package func precedesByUTF8(_ other: String) -> Bool {
-        var a = self, b = other
+        var a = self
+        var b = other
         return a.withUTF8 { x in b.withUTF8 { y in compareUTF8(x, y) < 0 } }
     }
 }

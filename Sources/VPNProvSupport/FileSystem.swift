@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// syncfs(2): flushes one file system (Linux). The Glibc module does not export it; where it is

@@ -1,4 +1,3 @@
-
 /// One file of the output tree, produced by a renderer and written by the OutputWriter.
 package struct OutputFile: Sendable, Hashable {
     /// Path relative to the output directory, `/`-separated, never absolute, never with `..`.

@@ -1,4 +1,3 @@
-
 /// The version of vpnprov, in one place below every layer: the `--version` line, the SARIF driver and
 /// the render cache's fingerprint all name it.
 package enum ProductVersion {

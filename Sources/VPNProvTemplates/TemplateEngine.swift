@@ -41,9 +41,11 @@ package struct TemplateError: Error, Hashable, CustomStringConvertible {
         switch kind {
         case .missingHeader: what = "template must start with a syntax header, e.g. {{! syntax: swanctl }}"
         case .unknownSyntax(let s):
-            what = "unknown template syntax '\(s)' (known: \(TemplateSyntax.allCases.map(\.rawValue).joined(separator: ", ")))"
+            what =
+                "unknown template syntax '\(s)' (known: \(TemplateSyntax.allCases.map(\.rawValue).joined(separator: ", ")))"
         case .unclosedTag: what = "tag opened with {{ is never closed with }}"
-        case .unsupportedTag(let t): what = "unsupported tag '{{\(t)}}' (values are always escaped; no partials or delimiters)"
+        case .unsupportedTag(let t):
+            what = "unsupported tag '{{\(t)}}' (values are always escaped; no partials or delimiters)"
         case .invalidName(let n): what = "invalid variable name '\(n)'"
         case .unclosedSection(let n): what = "section '\(n)' is never closed"
         case .unexpectedClose(let n): what = "closing tag '\(n)' without an open section"
@@ -90,7 +92,8 @@ package struct Template: Sendable {
         let cleaned = Template.applyStandaloneRule(tokens)
         if syntax == .swanctl || syntax == .powershell {
             // `key = "{{v}}"` would emit `""v""` (PowerShell: `'{{v}}'` -> `''v''`): catch it at parse time.
-            let quotes: Set<UInt8> = syntax == .swanctl ? [UInt8(ascii: "\"")] : [UInt8(ascii: "\""), UInt8(ascii: "'")]
+            let quotes: Set<UInt8> =
+                syntax == .swanctl ? [UInt8(ascii: "\"")] : [UInt8(ascii: "\""), UInt8(ascii: "'")]
             for case .tag(let tag) in cleaned where tag.kind == .variable {
                 if tag.offset > 0 && quotes.contains(bytes[tag.offset - 1]) {
                     let (l, c) = Template.position(of: tag.offset, in: bytes)
@@ -127,7 +130,8 @@ package struct Template: Sendable {
         var tokens: [Token] = []
         var i = 0
         var textStart = 0
-        let open = UInt8(ascii: "{"), close = UInt8(ascii: "}")
+        let open = UInt8(ascii: "{")
+        let close = UInt8(ascii: "}")
         while i + 1 < b.count {
             guard b[i] == open && b[i + 1] == open else {
                 i += 1
@@ -305,7 +309,8 @@ package struct Template: Sendable {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D
     }
 
-    private func lookup(_ path: [String], in stack: [TemplateValue], offset: Int) throws(TemplateError) -> TemplateValue {
+    private func lookup(_ path: [String], in stack: [TemplateValue], offset: Int) throws(TemplateError) -> TemplateValue
+    {
         if path.count == 1 && path[0] == "." { return stack[stack.count - 1] }
         var found: TemplateValue?
         for value in stack.reversed() {

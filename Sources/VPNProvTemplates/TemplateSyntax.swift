@@ -101,7 +101,8 @@ package enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             return true
         case .nftables:
             let allowed = v.allSatisfy { b in
-                (b >= 0x30 && b <= 0x3A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x2F
+                (b >= 0x30 && b <= 0x3A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E
+                    || b == 0x2F
                     || b == 0x5F || b == 0x2D
             }
             if !allowed || v.isEmpty { return false }

@@ -70,7 +70,9 @@ package struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLitera
         get { keys.firstIndex(of: key).map { values[$0] } }
         set {
             if let i = keys.firstIndex(of: key) {
-                if let newValue { values[i] = newValue } else {
+                if let newValue {
+                    values[i] = newValue
+                } else {
                     keys.remove(at: i)
                     values.remove(at: i)
                 }

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvCrypto
 import VPNProvCLI
+import VPNProvCrypto
 import VPNProvEngine
-import VPNProvPKI
 import VPNProvModel
+import VPNProvPKI
 import VPNProvSupport
 
 /// The state directory's files as bytes, taken by the same functions `status`, `generate`, `revoke`
@@ -39,16 +39,20 @@ package enum StateInputs {
         var generation: Int? = nil
         if let ca = index.ca {
             let (mine, theirs) = PKISession.revokedByCA(index, current: ca)
-            numbers.append(try PKISession.crlContents(mine, previous: index.crl, hasPEM: true, now: now, stateDirectory: stateDirectory)?.number)
+            numbers.append(
+                try PKISession.crlContents(
+                    mine, previous: index.crl, hasPEM: true, now: now, stateDirectory: stateDirectory)?.number)
             if let rotation = index.rotation {
                 numbers.append(
-                    try PKISession.crlContents(theirs, previous: rotation.previousCRL, hasPEM: true, now: now, stateDirectory: stateDirectory)?
+                    try PKISession.crlContents(
+                        theirs, previous: rotation.previousCRL, hasPEM: true, now: now, stateDirectory: stateDirectory)?
                         .number)
             }
             generation = try PKISession.nextGeneration(after: ca, stateDirectory: stateDirectory)
         }
         return IndexContents(
-            certificates: index.certificates.count, revoked: index.certificates.values.filter { $0.status == .revoked }.count,
+            certificates: index.certificates.count,
+            revoked: index.certificates.values.filter { $0.status == .revoked }.count,
             nodes: index.nodes.count, users: index.users.count, heldUsers: index.revokedByCommand?.count ?? 0,
             nextCRLNumbers: numbers, nextCAGeneration: generation)
     }
@@ -86,7 +90,8 @@ package enum StateInputs {
         indexJSON: [UInt8], secretsJSON: [UInt8]?, inventory: Inventory, now: Date, expiringWithin days: Int?
     ) throws -> (report: StatusReport, text: String, json: String) {
         let report = try StatusReport.make(
-            inventory: inventory, stateDirectory: stateDirectory, indexJSON: indexJSON, secretsJSON: secretsJSON, now: now,
+            inventory: inventory, stateDirectory: stateDirectory, indexJSON: indexJSON, secretsJSON: secretsJSON,
+            now: now,
             expiringWithin: days)
         let (console, capture) = Console.capturing()
         let output = CommandOutput(command: "status", format: .json, console: console)
@@ -122,13 +127,21 @@ package enum StateInputs {
     /// unencrypted private key (checked against the first certificate). An encrypted key is not
     /// decrypted: the loader asks for the passphrase first.
     package static func readPEM(_ text: String) -> PEMContents {
-        var contents = PEMContents(certificates: 0, firstIsCA: false, crlNumber: nil, crlEntries: 0, crlSignedByFirst: false, privateKey: false)
+        var contents = PEMContents(
+            certificates: 0, firstIsCA: false, crlNumber: nil, crlEntries: 0, crlSignedByFirst: false, privateKey: false
+        )
         let first = try? X509Certificate(pem: text)
         if let first {
             contents.certificates = 1
             contents.firstIsCA = first.isCA
-            _ = (first.serialHex, hexString(first.fingerprintSHA256), try? first.publicKeyDER(), first.notBefore, first.notAfter)
-            _ = (first.keyUsage, first.extensions, first.subjectKeyIdentifier, first.authorityKeyIdentifier, first.signatureAlgorithm)
+            _ = (
+                first.serialHex, hexString(first.fingerprintSHA256), try? first.publicKeyDER(), first.notBefore,
+                first.notAfter
+            )
+            _ = (
+                first.keyUsage, first.extensions, first.subjectKeyIdentifier, first.authorityKeyIdentifier,
+                first.signatureAlgorithm
+            )
             _ = first.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:))
             _ = first.isSigned(by: first)
             _ = Pipeline.inspectCertificate(text)
@@ -141,7 +154,9 @@ package enum StateInputs {
         }
         if let bundle = try? X509Certificate.all(pem: text), !bundle.isEmpty {
             contents.certificates = max(contents.certificates, bundle.count)
-            for certificate in bundle { _ = (certificate.subject.description, certificate.issuer.description, certificate.der) }
+            for certificate in bundle {
+                _ = (certificate.subject.description, certificate.issuer.description, certificate.der)
+            }
         }
         if let crl = try? CertificateRevocationList(pem: text) {
             contents.crlNumber = crl.number

@@ -218,9 +218,15 @@ public struct YAMLLoader: Sendable {
             let length: Int
             var scalar: UInt32
             switch b {
-            case 0xC2...0xDF: length = 2; scalar = UInt32(b & 0x1F)
-            case 0xE0...0xEF: length = 3; scalar = UInt32(b & 0x0F)
-            case 0xF0...0xF4: length = 4; scalar = UInt32(b & 0x07)
+            case 0xC2...0xDF:
+                length = 2
+                scalar = UInt32(b & 0x1F)
+            case 0xE0...0xEF:
+                length = 3
+                scalar = UInt32(b & 0x0F)
+            case 0xF0...0xF4:
+                length = 4
+                scalar = UInt32(b & 0x07)
             default:
                 throw YAMLError(.invalidUTF8, "invalid UTF-8: byte \(hex(b)) cannot start a character", at: here)
             }
@@ -239,7 +245,9 @@ public struct YAMLLoader: Sendable {
                 throw YAMLError(.invalidUTF8, "invalid UTF-8: malformed sequence starting with \(hex(b))", at: here)
             }
             if (0x80...0x9F).contains(scalar) && scalar != 0x85 || scalar == 0xFFFE || scalar == 0xFFFF {
-                throw YAMLError(.invalidCharacter, "character U+\(String(scalar, radix: 16, uppercase: true)) is not allowed in YAML", at: here)
+                throw YAMLError(
+                    .invalidCharacter,
+                    "character U+\(String(scalar, radix: 16, uppercase: true)) is not allowed in YAML", at: here)
             }
             if scalar == 0xFEFF {
                 throw YAMLError(.invalidCharacter, "byte order mark is only allowed at the start of the file", at: here)
@@ -327,7 +335,9 @@ private struct Builder {
     }
 
     private static func parserError(_ p: yaml_parser_t) -> YAMLError {
-        let problem = string(UnsafeMutableRawPointer(mutating: p.problem)?.assumingMemoryBound(to: yaml_char_t.self)) ?? "unknown error"
+        let problem =
+            string(UnsafeMutableRawPointer(mutating: p.problem)?.assumingMemoryBound(to: yaml_char_t.self))
+            ?? "unknown error"
         let context = string(UnsafeMutableRawPointer(mutating: p.context)?.assumingMemoryBound(to: yaml_char_t.self))
         switch p.error {
         case YAML_MEMORY_ERROR:
@@ -351,11 +361,17 @@ private struct Builder {
         guard let full = string(tag) else { return }
         let standard = "tag:yaml.org,2002:"
         var shown = full.hasPrefix(standard) ? "!!" + full.dropFirst(standard.count) : full
-        if shown.unicodeScalars.count > 40 || shown.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            shown = String(shown.unicodeScalars.prefix(40).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) }) + "..."
+        if shown.unicodeScalars.count > 40
+            || shown.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        {
+            shown =
+                String(
+                    shown.unicodeScalars.prefix(40).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
+                + "..."
         }
         throw YAMLError(
-            .tag, "YAML tag '\(shown)' is not supported: vpnprov reads every value by the type the schema expects; remove the tag",
+            .tag,
+            "YAML tag '\(shown)' is not supported: vpnprov reads every value by the type the schema expects; remove the tag",
             at: mark)
     }
 
@@ -366,13 +382,17 @@ private struct Builder {
         case YAML_DOCUMENT_START_EVENT:
             documents += 1
             if documents > 1 {
-                throw YAMLError(.multipleDocuments, "the file holds more than one YAML document; an inventory is one document", at: start)
+                throw YAMLError(
+                    .multipleDocuments, "the file holds more than one YAML document; an inventory is one document",
+                    at: start)
             }
         case YAML_SCALAR_EVENT:
             let s = event.data.scalar
             try Self.refuseTag(s.tag, at: start)
             guard s.length <= limits.maxScalarBytes else {
-                throw YAMLError(.scalarTooLong, "scalar of \(s.length) bytes is longer than the limit of \(limits.maxScalarBytes) bytes", at: start)
+                throw YAMLError(
+                    .scalarTooLong,
+                    "scalar of \(s.length) bytes is longer than the limit of \(limits.maxScalarBytes) bytes", at: start)
             }
             let text: String
             if let value = s.value, s.length > 0 {
@@ -414,7 +434,9 @@ private struct Builder {
         case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
             guard let frame = stack.popLast() else { return }
             let kind: YAMLNode.Kind = frame.isMapping ? .mapping(frame.pairs) : .sequence(frame.items)
-            let node = YAMLNode(kind: kind, line: frame.start.line, column: frame.start.column, endLine: end.line, endColumn: end.column)
+            let node = YAMLNode(
+                kind: kind, line: frame.start.line, column: frame.start.column, endLine: end.line, endColumn: end.column
+            )
             let size = frame.nodes
             if let anchor = frame.anchor { anchors[anchor] = (node, size) }
             try add(node, size: size)
@@ -427,7 +449,8 @@ private struct Builder {
     private mutating func count(_ n: Int, at mark: YAMLMark) throws(YAMLError) {
         totalNodes += n
         if totalNodes > limits.maxNodes {
-            throw YAMLError(.aliasLimit, "document expands to more than \(limits.maxNodes) nodes (alias bomb?)", at: mark)
+            throw YAMLError(
+                .aliasLimit, "document expands to more than \(limits.maxNodes) nodes (alias bomb?)", at: mark)
         }
     }
 
@@ -448,15 +471,19 @@ private struct Builder {
             // A new key: reject duplicates, naming both places.
             if let text = node.scalar {
                 if let first = stack[top].seen[text] {
-                    throw YAMLError(.duplicateKey, "duplicate key '\(Self.shortened(text))'", at: node.mark, other: first)
+                    throw YAMLError(
+                        .duplicateKey, "duplicate key '\(Self.shortened(text))'", at: node.mark, other: first)
                 }
                 stack[top].seen[text] = node.mark
             } else {
                 var hasher = Hasher()
                 node.hashContent(into: &hasher)
                 let hash = hasher.finalize()
-                for index in stack[top].seenComplex[hash, default: []] where stack[top].pairs[index].key.hasSameContent(as: node) {
-                    throw YAMLError(.duplicateKey, "duplicate key (\(node.kindDescription))", at: node.mark, other: stack[top].pairs[index].key.mark)
+                for index in stack[top].seenComplex[hash, default: []]
+                where stack[top].pairs[index].key.hasSameContent(as: node) {
+                    throw YAMLError(
+                        .duplicateKey, "duplicate key (\(node.kindDescription))", at: node.mark,
+                        other: stack[top].pairs[index].key.mark)
                 }
                 stack[top].seenComplex[hash, default: []].append(stack[top].pairs.count)
             }

@@ -8,7 +8,6 @@
 // child process (so peak memory is that process's own), and prints wall time, per-user cost and peak
 // RSS for each step. Figures, not assertions: the benchmark never fails on speed.
 import Foundation
-
 import Glibc
 
 struct Options {
@@ -43,7 +42,9 @@ func parseOptions() -> Options {
         case "--keep": o.keep = true
         case "--validate-scaling": o.validateScaling = Int(value()) ?? 0
         case "-h", "--help":
-            print("usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep] [--validate-scaling N]")
+            print(
+                "usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep] [--validate-scaling N]"
+            )
             exit(0)
         default: fail("unknown option \(a)")
         }
@@ -65,7 +66,9 @@ struct Run {
 
 /// Spawns `argv` with posix_spawn and collects its own rusage with wait4. Output goes to /dev/null,
 /// stderr to `stderrPath` when given (so a failing step can show it).
-func run(_ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment, stderrPath: String? = nil) -> Run {
+func run(
+    _ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment, stderrPath: String? = nil
+) -> Run {
     var pid: pid_t = 0
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -75,8 +78,7 @@ func run(_ argv: [String], environment: [String: String] = ProcessInfo.processIn
     let cArgs = argv.map { strdup($0) } + [nil]
     let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
-        cArgs.forEach { free($0) }
-        cEnv.forEach { free($0) }
+        for pointer in cArgs + cEnv { free(pointer) }
     }
     let start = DispatchTime.now()
     let rc = posix_spawnp(&pid, argv[0], &actions, nil, cArgs, cEnv)
@@ -134,8 +136,10 @@ func writeScalingInventory(nodes: Int, to path: String) throws {
     var s = "vpnprov: 1\nname: bench\ndefaults:\n  services: [ikev2-cert, ikev2-eap]\n  dns: [192.0.2.53]\nnodes:\n"
     for n in 0..<nodes {
         let a = n * 64
-        s += "  node-\(n):\n    address: 100.\(64 + (n >> 16) & 63).\((n >> 8) & 255).\(n & 255)\n    id: node-\(n).vpn.example.com\n"
-        s += "    country: DE\n    pool: 10.\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255)/26\n    pool6: fd00:\(String(n, radix: 16))::/64\n"
+        s +=
+            "  node-\(n):\n    address: 100.\(64 + (n >> 16) & 63).\((n >> 8) & 255).\(n & 255)\n    id: node-\(n).vpn.example.com\n"
+        s +=
+            "    country: DE\n    pool: 10.\((a >> 16) & 255).\((a >> 8) & 255).\(a & 255)/26\n    pool6: fd00:\(String(n, radix: 16))::/64\n"
     }
     s += "users:\n"
     for u in 0..<nodes {
@@ -146,7 +150,9 @@ func writeScalingInventory(nodes: Int, to path: String) throws {
 
 if options.validateScaling > 0 {
     // Validation must stay O(n log n) in nodes: each doubling should about double the time.
-    print("vpnprov-bench: validate scaling from \(options.validateScaling) nodes, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+    print(
+        "vpnprov-bench: validate scaling from \(options.validateScaling) nodes, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+    )
     var previous: Double?
     for factor in [1, 2, 4, 8] {
         let nodes = options.validateScaling * factor
@@ -154,7 +160,10 @@ if options.validateScaling > 0 {
         try writeScalingInventory(nodes: nodes, to: path)
         let r = run([binary, "validate", path], stderrPath: work + "/stderr.log")
         let ratio = previous.map { String(format: "  x%.2f for twice the nodes", r.seconds / max($0, 1e-9)) } ?? ""
-        print(String(format: "  %7d nodes  validate %@  peak %@  exit %d%@", nodes, secs(r.seconds), mib(r.maxRSSKiB), r.status, ratio))
+        print(
+            String(
+                format: "  %7d nodes  validate %@  peak %@  exit %d%@", nodes, secs(r.seconds), mib(r.maxRSSKiB),
+                r.status, ratio))
         previous = r.seconds
     }
     cleanUp()
@@ -164,20 +173,27 @@ if options.validateScaling > 0 {
 let inventory = work + "/inventory.yaml"
 try writeInventory(options, to: inventory)
 
-print("vpnprov-bench: \(options.nodes) nodes, \(options.users) users (\(options.certUsers) with certificates), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "vpnprov-bench: \(options.nodes) nodes, \(options.users) users (\(options.certUsers) with certificates), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+)
 var env = ProcessInfo.processInfo.environment
 env["CI"] = "true"  // no progress output
-let out = work + "/out", state = work + "/state"
+let out = work + "/out"
+let state = work + "/state"
 /// Runs one vpnprov step; a step that fails stops the benchmark with its stderr (figures of a
 /// failed run mean nothing).
 @MainActor func step(_ name: String, _ arguments: [String]) -> Run {
     let log = work + "/stderr.log"
     let r = run([binary] + arguments, environment: env, stderrPath: log)
     let perUser = r.seconds / Double(max(options.users, 1)) * 1000
-    print(String(format: "  %-24@ %@  %.3f ms/user  peak %@  exit %d", name as NSString, secs(r.seconds), perUser, mib(r.maxRSSKiB), r.status))
+    print(
+        String(
+            format: "  %-24@ %@  %.3f ms/user  peak %@  exit %d", name as NSString, secs(r.seconds), perUser,
+            mib(r.maxRSSKiB), r.status))
     if r.status != 0 {
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        FileHandle.standardError.write(Data("vpnprov-bench: 'vpnprov \(arguments.joined(separator: " "))' exited \(r.status):\n\(text)".utf8))
+        FileHandle.standardError.write(
+            Data("vpnprov-bench: 'vpnprov \(arguments.joined(separator: " "))' exited \(r.status):\n\(text)".utf8))
         cleanUp()
         exit(1)
     }
@@ -200,26 +216,47 @@ try FileManager.default.createDirectory(atPath: ossl, withIntermediateDirectorie
         exit(1)
     }
 }
-need(run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=bench CA",
-         "-days", "3650", "-keyout", "\(ossl)/ca.key", "-out", "\(ossl)/ca.pem"]), "req -x509")
+need(
+    run([
+        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+        "/CN=bench CA",
+        "-days", "3650", "-keyout", "\(ossl)/ca.key", "-out", "\(ossl)/ca.pem",
+    ]), "req -x509")
 let sample = max(1, options.opensslSample > 0 ? min(options.opensslSample, options.certUsers) : options.certUsers)
 var opensslEnv = env
 opensslEnv["P12PASS"] = "bench-pass-not-secret"
 let t0 = DispatchTime.now()
 for u in 0..<sample {
     let base = "\(ossl)/u\(u)"
-    need(run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(base).key"]), "genpkey")
-    need(run(["openssl", "req", "-new", "-key", "\(base).key", "-subj", "/CN=user-\(u)@bench", "-out", "\(base).csr"]), "req -new")
-    need(run(["openssl", "x509", "-req", "-in", "\(base).csr", "-CA", "\(ossl)/ca.pem", "-CAkey", "\(ossl)/ca.key",
-             "-CAcreateserial", "-days", "365", "-out", "\(base).pem"]), "x509 -req")
-    need(run(["openssl", "pkcs12", "-export", "-certpbe", "PBE-SHA1-3DES", "-keypbe", "PBE-SHA1-3DES", "-macalg", "sha1",
-             "-inkey", "\(base).key", "-in", "\(base).pem", "-certfile", "\(ossl)/ca.pem", "-passout", "env:P12PASS",
-             "-out", "\(base).p12"], environment: opensslEnv), "pkcs12 -export")
+    need(
+        run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(base).key"]),
+        "genpkey")
+    need(
+        run(["openssl", "req", "-new", "-key", "\(base).key", "-subj", "/CN=user-\(u)@bench", "-out", "\(base).csr"]),
+        "req -new")
+    need(
+        run([
+            "openssl", "x509", "-req", "-in", "\(base).csr", "-CA", "\(ossl)/ca.pem", "-CAkey", "\(ossl)/ca.key",
+            "-CAcreateserial", "-days", "365", "-out", "\(base).pem",
+        ]), "x509 -req")
+    need(
+        run(
+            [
+                "openssl", "pkcs12", "-export", "-certpbe", "PBE-SHA1-3DES", "-keypbe", "PBE-SHA1-3DES", "-macalg",
+                "sha1",
+                "-inkey", "\(base).key", "-in", "\(base).pem", "-certfile", "\(ossl)/ca.pem", "-passout", "env:P12PASS",
+                "-out", "\(base).p12",
+            ], environment: opensslEnv), "pkcs12 -export")
 }
 let opensslPerUser = Double(DispatchTime.now().uptimeNanoseconds - t0.uptimeNanoseconds) / 1e9 / Double(sample)
 let opensslTotal = opensslPerUser * Double(options.certUsers)
-print(String(format: "  openssl-CLI certificate work: %.1f ms per certificate user (sample of %d) -> %@ for %d users",
-             opensslPerUser * 1000, sample, secs(opensslTotal), options.certUsers))
-print(String(format: "  ratio: openssl-CLI certificates only / vpnprov full generate = %.1fx", opensslTotal / max(full.seconds, 1e-9)))
+print(
+    String(
+        format: "  openssl-CLI certificate work: %.1f ms per certificate user (sample of %d) -> %@ for %d users",
+        opensslPerUser * 1000, sample, secs(opensslTotal), options.certUsers))
+print(
+    String(
+        format: "  ratio: openssl-CLI certificates only / vpnprov full generate = %.1fx",
+        opensslTotal / max(full.seconds, 1e-9)))
 _ = noop
 cleanUp()

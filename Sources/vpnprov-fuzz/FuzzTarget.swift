@@ -10,9 +10,9 @@
 //     swift run vpnprov-fuzz fuzz/corpus crash-1234...
 import Foundation
 import VPNProvCLI
-import VPNProvTestSupport
 import VPNProvModel
 import VPNProvPKI
+import VPNProvTestSupport
 
 /// One fuzz input, given to every reader in turn (no selector byte: a seed or a crash file is the
 /// file itself, an inventory, an index.json or a PEM file; each reader rejects the others' inputs
@@ -50,8 +50,10 @@ func fuzzState(_ bytes: [UInt8]) {
     _ = try? StateInputs.readIndex(bytes, now: fuzzNow)
     _ = try? StateInputs.readSecrets(bytes)
     _ = try? StateInputs.readIssuingJournal(bytes, now: fuzzNow)
-    _ = try? StateInputs.status(indexJSON: bytes, secretsJSON: nil, inventory: statusInventory, now: fuzzNow, expiringWithin: 30)
-    _ = try? StateInputs.status(indexJSON: emptyIndex, secretsJSON: bytes, inventory: statusInventory, now: fuzzNow, expiringWithin: nil)
+    _ = try? StateInputs.status(
+        indexJSON: bytes, secretsJSON: nil, inventory: statusInventory, now: fuzzNow, expiringWithin: 30)
+    _ = try? StateInputs.status(
+        indexJSON: emptyIndex, secretsJSON: bytes, inventory: statusInventory, now: fuzzNow, expiringWithin: nil)
     _ = StateInputs.readOutputLocation(bytes)
     _ = StateInputs.readPEM(String(decoding: bytes, as: UTF8.self))
 }
@@ -129,7 +131,10 @@ struct Replayer {
             }
         }
         if inputs.isEmpty {
-            FileHandle.standardError.write(Data("usage: vpnprov-fuzz FILE|DIRECTORY...  (replays inputs through the inventory and state readers)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "usage: vpnprov-fuzz FILE|DIRECTORY...  (replays inputs through the inventory and state readers)\n"
+                        .utf8))
             exit(2)
         }
         for path in inputs {

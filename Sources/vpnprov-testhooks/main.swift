@@ -11,7 +11,9 @@ var now = Date()
 if let text = environment[TestClock.variable], !text.isEmpty {
     guard let date = TestClock.parse(text) else {
         FileHandle.standardError.write(
-            Data("vpnprov-testhooks: \(TestClock.variable) must be seconds since 1970 or an ISO 8601 date or time, found '\(text)'\n".utf8))
+            Data(
+                "vpnprov-testhooks: \(TestClock.variable) must be seconds since 1970 or an ISO 8601 date or time, found '\(text)'\n"
+                    .utf8))
         exit(2)
     }
     now = date

@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import Glibc
+import Testing
 
 /// The generated deploy/ (inventory, site.yml, vpnprov_node role) run by a real ansible-playbook over SSH
 /// against two nodes, each a network namespace with its own /etc, sshd and charon (see `AnsibleLab`), and
@@ -29,7 +28,8 @@ import Glibc
                 pool: 10.81.0.0/24
 
             """
-        text += version == 1
+        text +=
+            version == 1
             ? "    services: [ikev2-eap, ipsec-xauth-psk]\n    psk: gen\n    group: labgroup\n"
             : "    services: [ikev2-eap]\n"
         text += """
@@ -49,7 +49,8 @@ import Glibc
         if version >= 3 {
             text += "  erin:\n    password: gen\n"
             // And n1's MSS: a change of its nftables table for check mode to show.
-            text = text.replacingOccurrences(of: "    pool: 10.81.0.0/24\n", with: "    pool: 10.81.0.0/24\n    network: {mss: 1300}\n")
+            text = text.replacingOccurrences(
+                of: "    pool: 10.81.0.0/24\n", with: "    pool: 10.81.0.0/24\n    network: {mss: 1300}\n")
         }
         return text
     }
@@ -60,14 +61,16 @@ import Glibc
         let state: URL
 
         func generate(version: Int) throws {
-            try AnsibleRolloutTests.inventory(version: version).write(toFile: inventory, atomically: true, encoding: .utf8)
+            try AnsibleRolloutTests.inventory(version: version).write(
+                toFile: inventory, atomically: true, encoding: .utf8)
             let result = try VPNProvBinary.run(["generate", inventory, "--out", out.path, "--state", state.path])
             guard result.succeeded else { throw HarnessError("generate v\(version) failed: \(result)") }
         }
 
         /// Every generated secret in the state, as written and as strongSwan's `0s` base64 form.
         func secrets() throws -> Set<String> {
-            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
+            let json = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
             var found = Set<String>()
             for case let table as [String: String] in (json as? [String: Any] ?? [:]).values {
                 for secret in table.values {
@@ -79,7 +82,10 @@ import Glibc
         }
 
         var playbookArguments: [String] {
-            ["-i", out.appendingPathComponent("deploy/inventory.yml").path, out.appendingPathComponent("deploy/site.yml").path]
+            [
+                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
+                out.appendingPathComponent("deploy/site.yml").path,
+            ]
         }
     }
 
@@ -93,7 +99,8 @@ import Glibc
                 let attributes = try FileManager.default.attributesOfItem(atPath: full)
                 let mode = (attributes[.posixPermissions] as? Int).map { String($0, radix: 8) } ?? "?"
                 let isFile = (attributes[.type] as? FileAttributeType) == .typeRegular
-                result[top + "/" + path] = mode + ":" + (isFile ? (try String(contentsOfFile: full, encoding: .utf8)) : "dir")
+                result[top + "/" + path] =
+                    mode + ":" + (isFile ? (try String(contentsOfFile: full, encoding: .utf8)) : "dir")
             }
         }
         return result
@@ -107,7 +114,8 @@ import Glibc
         let name = "\(node.name)-\(service)"
         let result = try client.initiate(child: name, ike: name, timeout: .seconds(20))
         guard result.succeeded else {
-            throw HarnessError("\(label) -> \(node.name): initiate failed: \(result)\n--- node log ---\n\(lab.log(node))")
+            throw HarnessError(
+                "\(label) -> \(node.name): initiate failed: \(result)\n--- node log ---\n\(lab.log(node))")
         }
         let vip = try #require(try client.virtualIPs(ike: name).first { !$0.contains(":") }, "\(label): no virtual IP")
         let ping = try lab.ping(fromClient: label, source: vip, to: node.innerAddress)
@@ -127,16 +135,22 @@ import Glibc
         let fleet = Fleet(
             inventory: dir.appendingPathComponent("fleet.yaml").path, out: dir.appendingPathComponent("out"),
             state: dir.appendingPathComponent("state"))
-        let n1 = try lab.node("n1"), n2 = try lab.node("n2")
+        let n1 = try lab.node("n1")
+        let n2 = try lab.node("n2")
 
         // An operator's own file, which no rollout may touch.
         let operatorFile = "swanctl/conf.d/local.conf"
         let operatorText = "# the operator's own settings, not vpnprov's\n"
-        for node in [n1, n2] { try operatorText.write(toFile: node.etc + "/" + operatorFile, atomically: true, encoding: .utf8) }
+        for node in [n1, n2] {
+            try operatorText.write(toFile: node.etc + "/" + operatorFile, atomically: true, encoding: .utf8)
+        }
 
         // An operator's own nftables table, which no rollout may touch.
-        for node in [n1, n2] { try NetworkPair.loadNftables(
-                "add table inet operator\nadd chain inet operator mine { type filter hook input priority 10; }\n", in: node.namespace) }
+        for node in [n1, n2] {
+            try NetworkPair.loadNftables(
+                "add table inet operator\nadd chain inet operator mine { type filter hook input priority 10; }\n",
+                in: node.namespace)
+        }
 
         // 1. First rollout, verbose and with diffs: every generated file lands with its mode, nothing secret is printed.
         try fleet.generate(version: 1)
@@ -149,7 +163,8 @@ import Glibc
         for node in [n1, n2] {
             let dir = fleet.out.appendingPathComponent("servers/\(node.name)/swanctl")
             let key = try String(contentsOf: dir.appendingPathComponent("private/\(node.name).key"), encoding: .utf8)
-            let certificate = try String(contentsOf: dir.appendingPathComponent("x509/\(node.name).pem"), encoding: .utf8)
+            let certificate = try String(
+                contentsOf: dir.appendingPathComponent("x509/\(node.name).pem"), encoding: .utf8)
             // An EC key's last PEM line holds the public key, which the certificate (shown by --diff) holds too.
             for line in key.split(separator: "\n") where !line.hasPrefix("-----") && !certificate.contains(line) {
                 let leaked = first.output.contains(line)
@@ -164,25 +179,39 @@ import Glibc
             where path != "README" && !path.hasPrefix("network") {
                 let source = generated.appendingPathComponent(path).path
                 var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+                guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue
+                else { continue }
                 let target = node.etc + "/" + path
-                #expect(FileManager.default.contents(atPath: target) == FileManager.default.contents(atPath: source), "\(node.name): \(path)")
+                #expect(
+                    FileManager.default.contents(atPath: target) == FileManager.default.contents(atPath: source),
+                    "\(node.name): \(path)")
                 let mode = try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int
                 let expected = try FileManager.default.attributesOfItem(atPath: source)[.posixPermissions] as? Int
                 #expect(mode == expected, "\(node.name): \(path) has mode \(String(mode ?? 0, radix: 8))")
             }
         }
-        #expect(try FileManager.default.attributesOfItem(atPath: n1.etc + "/swanctl/conf.d/secrets.conf")[.posixPermissions] as? Int == 0o600)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: n1.etc + "/swanctl/conf.d/secrets.conf")[.posixPermissions]
+                as? Int == 0o600)
         // The node forwards, and its table is loaded beside the operator's.
         for node in [n1, n2] {
             let generated = fleet.out.appendingPathComponent("servers/\(node.name)/network")
-            #expect(FileManager.default.contents(atPath: node.etc + "/vpnprov/vpnprov.nft")
-                == FileManager.default.contents(atPath: generated.appendingPathComponent("vpnprov.nft").path), "\(node.name): nftables file")
-            #expect(FileManager.default.contents(atPath: node.etc + "/sysctl.d/60-vpnprov.conf")
-                == FileManager.default.contents(atPath: generated.appendingPathComponent("60-vpnprov.conf").path), "\(node.name): sysctl file")
-            #expect(try lab.run(node, ["sysctl", "-n", "net.ipv4.ip_forward"]).stdout == "1\n", "\(node.name) forwards")
-            #expect(try lab.run(node, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("masquerade"), "\(node.name): table loaded")
-            #expect(try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded, "\(node.name): the operator's table survived")
+            #expect(
+                FileManager.default.contents(atPath: node.etc + "/vpnprov/vpnprov.nft")
+                    == FileManager.default.contents(atPath: generated.appendingPathComponent("vpnprov.nft").path),
+                "\(node.name): nftables file")
+            #expect(
+                FileManager.default.contents(atPath: node.etc + "/sysctl.d/60-vpnprov.conf")
+                    == FileManager.default.contents(atPath: generated.appendingPathComponent("60-vpnprov.conf").path),
+                "\(node.name): sysctl file")
+            #expect(
+                try lab.run(node, ["sysctl", "-n", "net.ipv4.ip_forward"]).stdout == "1\n", "\(node.name) forwards")
+            #expect(
+                try lab.run(node, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("masquerade"),
+                "\(node.name): table loaded")
+            #expect(
+                try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded,
+                "\(node.name): the operator's table survived")
         }
         #expect(FileManager.default.fileExists(atPath: n1.etc + "/strongswan.d/vpnprov.conf"))
         let conns = try lab.swanctl(n1, ["--list-conns"])
@@ -190,11 +219,14 @@ import Glibc
 
         // 2. Real clients: ann on both nodes, bob on n1; all stay up.
         let annClientConf = fleet.out.appendingPathComponent("clients/ann/linux/swanctl/swanctl.conf").path
-        let ann1 = try lab.addClient("ann-n1"), ann2 = try lab.addClient("ann-n2"), bob1 = try lab.addClient("bob-n1")
+        let ann1 = try lab.addClient("ann-n1")
+        let ann2 = try lab.addClient("ann-n2")
+        let bob1 = try lab.addClient("bob-n1")
         // The profiles are copied away: the next generate removes bob's, and a revoked user keeps what they had.
         let kept = try Scratch.makeDirectory("kept-profiles")
         try FileManager.default.copyItem(
-            atPath: fleet.out.appendingPathComponent("clients/bob/linux").path, toPath: kept.appendingPathComponent("bob").path)
+            atPath: fleet.out.appendingPathComponent("clients/bob/linux").path,
+            toPath: kept.appendingPathComponent("bob").path)
         try ann1.loadAllCleanly(confFile: annClientConf)
         try ann2.loadAllCleanly(confFile: annClientConf)
         try bob1.loadAllCleanly(confFile: kept.appendingPathComponent("bob/swanctl/swanctl.conf").path)
@@ -210,13 +242,18 @@ import Glibc
         try fleet.generate(version: 2)
         let second = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v"])
         try #require(second.succeeded, "second rollout: \(second)")
-        #expect(second.stdout.contains("changed: [n1] => {\"changed\": true, \"loaded\": [], \"terminated\": [\""), "the role ended bob's IKE SA")
+        #expect(
+            second.stdout.contains("changed: [n1] => {\"changed\": true, \"loaded\": [], \"terminated\": [\""),
+            "the role ended bob's IKE SA")
         let secondLeaks = secretsV1.contains { second.output.contains($0) }
         #expect(!secondLeaks, "a secret reached the playbook output")
         let n1After = try lab.securityAssociations(n1)
-        #expect(!n1After.contains { $0.remoteEAPID == "bob" }, "bob's IKE SA must be gone from n1: \(n1After.map(\.name))")
+        #expect(
+            !n1After.contains { $0.remoteEAPID == "bob" }, "bob's IKE SA must be gone from n1: \(n1After.map(\.name))")
         #expect(n1After.first { $0.remoteEAPID == "ann" }?.uniqueID == annSA1, "ann's tunnel on n1 must stay up")
-        #expect(try lab.securityAssociations(n2).first { $0.remoteEAPID == "ann" }?.uniqueID == annSA2, "ann's tunnel on n2 must stay up")
+        #expect(
+            try lab.securityAssociations(n2).first { $0.remoteEAPID == "ann" }?.uniqueID == annSA2,
+            "ann's tunnel on n2 must stay up")
         #expect(try lab.ping(fromClient: "ann-n1", source: annVIP1, to: n1.innerAddress).succeeded)
         #expect(try lab.ping(fromClient: "ann-n2", source: annVIP2, to: n2.innerAddress).succeeded)
         // bob's old profile is refused now.
@@ -225,7 +262,8 @@ import Glibc
         #expect(!retry.succeeded, "bob reconnected after his revocation")
         // The new user connects.
         let dave1 = try lab.addClient("dave-n1")
-        try dave1.loadAllCleanly(confFile: fleet.out.appendingPathComponent("clients/dave/linux/swanctl/swanctl.conf").path)
+        try dave1.loadAllCleanly(
+            confFile: fleet.out.appendingPathComponent("clients/dave/linux/swanctl/swanctl.conf").path)
         _ = try Self.connect(lab, dave1, label: "dave-n1", node: n1)
         // bob's secret is gone from the node, the file vpnprov no longer writes is removed, the operator's stays.
         let bobSecrets = secretsV1.subtracting(try fleet.secrets())
@@ -233,7 +271,9 @@ import Glibc
         let n1Files = try Self.snapshot(n1)
         let bobSecretStayed = bobSecrets.contains { secret in n1Files.values.contains { $0.contains(secret) } }
         #expect(!bobSecretStayed, "a removed user's secret is still on n1")
-        #expect(!FileManager.default.fileExists(atPath: n1.etc + "/strongswan.d/vpnprov.conf"), "a file vpnprov no longer writes stayed")
+        #expect(
+            !FileManager.default.fileExists(atPath: n1.etc + "/strongswan.d/vpnprov.conf"),
+            "a file vpnprov no longer writes stayed")
         for node in [n1, n2] {
             #expect((try? String(contentsOfFile: node.etc + "/" + operatorFile, encoding: .utf8)) == operatorText)
         }
@@ -244,7 +284,9 @@ import Glibc
         try #require(third.succeeded, "third rollout: \(third)")
         #expect(Self.recap(third)["n1"]?.changed == 0 && Self.recap(third)["n2"]?.changed == 0, "\(Self.recap(third))")
         for node in [n1, n2] {
-            #expect(try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded, "\(node.name): the operator's table survived")
+            #expect(
+                try lab.run(node, ["nft", "list", "table", "inet", "operator"]).succeeded,
+                "\(node.name): the operator's table survived")
         }
 
         // 5. Check mode on a changed tree: it reports changes and changes nothing.
@@ -253,8 +295,12 @@ import Glibc
         let check = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["--check", "--diff"])
         try #require(check.succeeded, "check mode: \(check)")
         #expect((Self.recap(check)["n1"]?.changed ?? 0) > 0, "check mode reports what it would change")
-        #expect(check.output.contains("+\t\tip saddr @pool4 tcp flags syn / syn,rst tcp option maxseg size > 1300"), "--diff shows n1's new MSS rule")
-        #expect(try lab.run(n1, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("maxseg size > 1360"), "check mode changed the loaded table")
+        #expect(
+            check.output.contains("+\t\tip saddr @pool4 tcp flags syn / syn,rst tcp option maxseg size > 1300"),
+            "--diff shows n1's new MSS rule")
+        #expect(
+            try lab.run(n1, ["nft", "list", "table", "inet", "vpnprov"]).stdout.contains("maxseg size > 1360"),
+            "check mode changed the loaded table")
         let secretsV3 = try fleet.secrets()
         let checkLeaks = secretsV3.contains { check.output.contains($0) }
         #expect(!checkLeaks, "a secret reached the --diff output")
@@ -268,7 +314,9 @@ import Glibc
         #expect(!broken.succeeded, "the rollout must fail")
         #expect(Self.recap(broken)["n1"]?.failed == 1, "\(Self.recap(broken))")
         #expect((Self.recap(broken)["n2"]?.ok ?? 0) == 0, "n2 must not be touched: \(Self.recap(broken))")
-        #expect(broken.output.contains("NO MORE HOSTS LEFT") || broken.output.contains("maximum failure"), "\(broken.output.suffix(2000))")
+        #expect(
+            broken.output.contains("NO MORE HOSTS LEFT") || broken.output.contains("maximum failure"),
+            "\(broken.output.suffix(2000))")
         let n2Untouched = try Self.snapshot(n2) == before.1
         #expect(n2Untouched, "n2 changed although the rollout stopped at n1")
         #expect(broken.output.contains("fatal: [n1]"))
@@ -282,13 +330,19 @@ import Glibc
         try #require(retired.succeeded, "retire: \(retired)")
         #expect(!(try lab.run(n2, ["nft", "list", "table", "inet", "vpnprov"])).succeeded, "n2's table is gone")
         #expect(try lab.run(n2, ["nft", "list", "table", "inet", "operator"]).succeeded, "the operator's table stayed")
-        for path in ["vpnprov/vpnprov.nft", "sysctl.d/60-vpnprov.conf", "swanctl/conf.d/secrets.conf", "swanctl/private/n2.key"] {
+        for path in [
+            "vpnprov/vpnprov.nft", "sysctl.d/60-vpnprov.conf", "swanctl/conf.d/secrets.conf", "swanctl/private/n2.key",
+        ] {
             #expect(!FileManager.default.fileExists(atPath: n2.etc + "/" + path), "n2: \(path) stayed")
         }
         #expect((try? String(contentsOfFile: n2.etc + "/" + operatorFile, encoding: .utf8)) == operatorText)
-        #expect(!(try lab.swanctl(n2, ["--list-conns"])).stdout.contains("ikev2-eap"), "n2's charon still has vpnprov's connections")
+        #expect(
+            !(try lab.swanctl(n2, ["--list-conns"])).stdout.contains("ikev2-eap"),
+            "n2's charon still has vpnprov's connections")
         let retiredAgain = try lab.playbook(retireArguments + Self.labVariables)
-        #expect(retiredAgain.succeeded && Self.recap(retiredAgain)["n2"]?.changed == 0, "retire twice: \(Self.recap(retiredAgain))")
+        #expect(
+            retiredAgain.succeeded && Self.recap(retiredAgain)["n2"]?.changed == 0,
+            "retire twice: \(Self.recap(retiredAgain))")
     }
 
     /// The fleet of `revocationTakesEffectOnTheLiveNode`: one node with certificate and EAP users, whose
@@ -342,12 +396,16 @@ import Glibc
     /// `swanctl --load-all --clear` makes the rollout's CRL and CAs the ones in use. (Without it the retired
     /// CA stays trusted after `rotate-ca --finish`; `ikev2-cert` still refused its certificate, by its
     /// `cacerts` constraint, "constraint check failed: peer not authenticated by CA". Now the chain fails.)
-    @Test("Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 5.9 node)", .ansible,
-          .timeLimit(.minutes(30)))
+    @Test(
+        "Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 5.9 node)",
+        .ansible,
+        .timeLimit(.minutes(30)))
     func revocationTakesEffectOnTheLiveNode() throws { try revocationScenario(build: .host) }
 
-    @Test("Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 6.0 node)", .ansible,
-          .strongSwan6, .timeLimit(.minutes(30)))
+    @Test(
+        "Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 6.0 node)",
+        .ansible,
+        .strongSwan6, .timeLimit(.minutes(30)))
     func revocationTakesEffectOnTheLiveNode6() throws { try revocationScenario(build: .trixie) }
 
     func revocationScenario(build: StrongSwanBuild) throws {
@@ -359,17 +417,24 @@ import Glibc
         let dir = try Scratch.makeDirectory("revocation-fleet")
         defer { try? FileManager.default.removeItem(at: dir) }
         let inventory = dir.appendingPathComponent("fleet.yaml").path
-        let out = dir.appendingPathComponent("out"), state = dir.appendingPathComponent("state")
+        let out = dir.appendingPathComponent("out")
+        let state = dir.appendingPathComponent("state")
         let n1 = try lab.node("n1")
         func vpnprov(_ arguments: [String]) throws {
             let result = try VPNProvBinary.run(arguments + [inventory, "--out", out.path, "--state", state.path])
-            guard result.succeeded else { throw HarnessError("vpnprov \(arguments.joined(separator: " ")) failed: \(result)") }
+            guard result.succeeded else {
+                throw HarnessError("vpnprov \(arguments.joined(separator: " ")) failed: \(result)")
+            }
         }
         func generate(_ version: Int) throws {
             try Self.revocationInventory(version: version).write(toFile: inventory, atomically: true, encoding: .utf8)
             try vpnprov(["generate"])
         }
-        let arguments = ["-i", out.appendingPathComponent("deploy/inventory.yml").path, out.appendingPathComponent("deploy/site.yml").path]
+        let arguments =
+            [
+                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
+                out.appendingPathComponent("deploy/site.yml").path,
+            ]
             + Self.labVariables
         func rollout(_ what: String) throws -> CommandResult {
             let result = try lab.playbook(arguments + ["-v"])
@@ -392,7 +457,11 @@ import Glibc
         // Every user connects with the profile vpnprov wrote, copied away (later runs remove or replace it).
         let kept = dir.appendingPathComponent("profiles")
         try FileManager.default.createDirectory(at: kept, withIntermediateDirectories: true)
-        struct User { var name: String; var service: String; var presented: String }
+        struct User {
+            var name: String
+            var service: String
+            var presented: String
+        }
         let users = [
             User(name: "ann", service: "ikev2-eap", presented: "remote-eap-id = ann"),
             User(name: "bob", service: "ikev2-cert", presented: "remote-id = bob@acme"),
@@ -405,7 +474,8 @@ import Glibc
         var clients: [String: Charon] = [:]
         for user in users {
             let copy = kept.appendingPathComponent(user.name)
-            try FileManager.default.copyItem(at: out.appendingPathComponent("clients/\(user.name)/linux/swanctl"), to: copy)
+            try FileManager.default.copyItem(
+                at: out.appendingPathComponent("clients/\(user.name)/linux/swanctl"), to: copy)
             let conf = copy.appendingPathComponent("swanctl.conf").path
             if user.name == "dave" {
                 // dave's client sends his certificate's subject instead of its e-mail SAN.
@@ -428,7 +498,9 @@ import Glibc
         }
         let before = try listing()
         for user in users {
-            #expect(before.contains("    \(user.presented)\n"), "\(build): \(user.name)'s IKE SA on n1 presents \(user.presented)")
+            #expect(
+                before.contains("    \(user.presented)\n"),
+                "\(build): \(user.name)'s IKE SA on n1 presents \(user.presented)")
         }
         let staying = try lab.securityAssociations(n1).filter { $0.remoteEAPID == "ann" || $0.remoteID == "frank@acme" }
         #expect(staying.count == 2, "\(build): ann's and frank's IKE SAs")
@@ -443,7 +515,9 @@ import Glibc
         }
         let stayed = try lab.securityAssociations(n1)
         for sa in staying {
-            #expect(stayed.contains { $0.uniqueID == sa.uniqueID }, "\(build): \(sa.remoteEAPID ?? sa.remoteID)'s tunnel must stay up")
+            #expect(
+                stayed.contains { $0.uniqueID == sa.uniqueID },
+                "\(build): \(sa.remoteEAPID ?? sa.remoteID)'s tunnel must stay up")
         }
         #expect(!revoked.output.contains("failed=1"))
 
@@ -459,7 +533,9 @@ import Glibc
         }
         let gina = try #require(clients["gina"])
         _ = try? gina.terminate(ike: "n1-ikev2-eap", timeout: .seconds(3))
-        #expect(!(try gina.initiate(child: "n1-ikev2-eap", ike: "n1-ikev2-eap", timeout: .seconds(10))).succeeded, "\(build): gina reconnected")
+        #expect(
+            !(try gina.initiate(child: "n1-ikev2-eap", ike: "n1-ikev2-eap", timeout: .seconds(10))).succeeded,
+            "\(build): gina reconnected")
 
         // rotate-ca, rollout; --finish, rollout: frank's certificate from the retired CA is refused at once.
         try vpnprov(["rotate-ca"])
@@ -472,7 +548,9 @@ import Glibc
         let old = try frank.initiate(child: "n1-ikev2-cert", ike: "n1-ikev2-cert", timeout: .seconds(10))
         let log = NodeUnderTest.since(mark, lab.log(n1))
         #expect(!old.succeeded, "\(build): a certificate of the retired CA was accepted after --finish:\n\(log)")
-        #expect(log.contains("no trusted") && log.contains("public key found"), "\(build): refused, but not for its CA:\n\(log)")
+        #expect(
+            log.contains("no trusted") && log.contains("public key found"),
+            "\(build): refused, but not for its CA:\n\(log)")
         // What the rollout loaded works: frank's new profile and ann's password (secrets were cleared and reloaded).
         let fresh = try lab.addClient("frank-new")
         try fresh.loadAllCleanly(confFile: out.appendingPathComponent("clients/frank/linux/swanctl/swanctl.conf").path)
@@ -490,12 +568,16 @@ import Glibc
         }
         let dir = try Scratch.makeDirectory("lint")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let result = try VPNProvBinary.run(["generate", Inventories.example, "--out", dir.path + "/out", "--state", dir.path + "/state"])
+        let result = try VPNProvBinary.run([
+            "generate", Inventories.example, "--out", dir.path + "/out", "--state", dir.path + "/state",
+        ])
         try #require(result.succeeded, "\(result)")
         let lint = try Command.run(
             "/usr/bin/env",
-            ["-C", dir.path + "/out/deploy", "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin", "HOME=\(dir.path)",
-             AnsibleTools.lint, "--offline", "--profile", "production", "--nocolor", "."],
+            [
+                "-C", dir.path + "/out/deploy", "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin", "HOME=\(dir.path)",
+                AnsibleTools.lint, "--offline", "--profile", "production", "--nocolor", ".",
+            ],
             timeout: .seconds(600))
         #expect(lint.succeeded, "ansible-lint: \(lint)")
     }

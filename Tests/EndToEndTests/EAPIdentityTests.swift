@@ -28,7 +28,8 @@ struct EAPIdentityTests {
         """
 
     /// Alice's generated Linux profile, edited to send the EAP identity `mallory` with alice's password.
-    static func mallory(_ deployment: GeneratedDeployment, in scratch: URL) throws -> (conf: String, connection: String) {
+    static func mallory(_ deployment: GeneratedDeployment, in scratch: URL) throws -> (conf: String, connection: String)
+    {
         let original = deployment.out.appendingPathComponent("clients/alice/linux/swanctl")
         let dir = scratch.appendingPathComponent("mallory-\(Scratch.next())/swanctl")
         try FileManager.default.createDirectory(at: dir.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -36,7 +37,8 @@ struct EAPIdentityTests {
         let conf = dir.appendingPathComponent("swanctl.conf").path
         let connection = try #require(try GeneratedDeployment.connectionNames(inFile: conf).first)
         try replace("eap_id = \"alice\"", with: "eap_id = \"mallory\"", in: conf)
-        try replace("id-1 = \"alice\"", with: "id-1 = \"mallory\"", in: dir.appendingPathComponent("conf.d/secrets.conf").path)
+        try replace(
+            "id-1 = \"alice\"", with: "id-1 = \"mallory\"", in: dir.appendingPathComponent("conf.d/secrets.conf").path)
         return (conf, connection)
     }
 
@@ -46,13 +48,16 @@ struct EAPIdentityTests {
         let dir = scratch.appendingPathComponent("owned/swanctl")
         try FileManager.default.createDirectory(at: dir.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.copyItem(at: node.directory.appendingPathComponent("swanctl"), to: dir)
-        try replace("id = \"alice\"", with: "id = \"192.0.2.1\"", in: dir.appendingPathComponent("conf.d/secrets.conf").path)
+        try replace(
+            "id = \"alice\"", with: "id = \"192.0.2.1\"", in: dir.appendingPathComponent("conf.d/secrets.conf").path)
         return dir.appendingPathComponent("swanctl.conf").path
     }
 
     static func replace(_ old: String, with new: String, in path: String) throws {
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        guard text.components(separatedBy: old).count == 2 else { throw HarnessError("'\(old)' is not in \(path) exactly once") }
+        guard text.components(separatedBy: old).count == 2 else {
+            throw HarnessError("'\(old)' is not in \(path) exactly once")
+        }
         try text.replacingOccurrences(of: old, with: new).write(toFile: path, atomically: true, encoding: .utf8)
     }
 
@@ -82,13 +87,17 @@ struct EAPIdentityTests {
         let node = try deployment.node("n1")
 
         // The node as rendered: no secret is owned by 'mallory' or by the node, so the login fails.
-        let shipped = try Self.attempt(server: node.confFile, client: try Self.mallory(deployment, in: dir), build: build)
+        let shipped = try Self.attempt(
+            server: node.confFile, client: try Self.mallory(deployment, in: dir), build: build)
         #expect(!shipped.connected, "a made-up EAP identity logged in with alice's password:\n\(shipped.serverLog)")
 
         // The control: with alice's secret owned by the node's identity, the same client gets in.
         let owned = try Self.attempt(
-            server: try Self.nodeOwnedSecret(deployment, in: dir), client: try Self.mallory(deployment, in: dir), build: build)
-        #expect(owned.connected, "the node-owned secret should have let 'mallory' in (is the client set up right?):\n\(owned.serverLog)")
+            server: try Self.nodeOwnedSecret(deployment, in: dir), client: try Self.mallory(deployment, in: dir),
+            build: build)
+        #expect(
+            owned.connected,
+            "the node-owned secret should have let 'mallory' in (is the client set up right?):\n\(owned.serverLog)")
 
         // And vpnprov refuses the inventory that would render that secret: a password user named like the node.
         let renamed = Self.inventory.replacingOccurrences(of: "  alice:", with: "  192.0.2.1:")

@@ -62,7 +62,9 @@ struct ForwardingTests {
         return try GeneratedDeployment.generate(inventory: path, label: label)
     }
 
-    @Test("Every client reaches a host behind the node through it, NATed, MSS-clamped, with DNS", arguments: StrongSwanBuild.all)
+    @Test(
+        "Every client reaches a host behind the node through it, NATed, MSS-clamped, with DNS",
+        arguments: StrongSwanBuild.all)
     func clientsReachTheInternetThroughTheNode(_ build: StrongSwanBuild) throws {
         try build.require()
         let d = try Self.generate("fwd-\(build.name)")
@@ -94,35 +96,49 @@ struct ForwardingTests {
                 Issue.record("\(c.label): no tunnel: \(up)\n\(nut.server.log.suffix(3000))")
                 continue
             }
-            let sa = try #require(try nut.client.securityAssociations().first { $0.name == ike && $0.state == "ESTABLISHED" })
+            let sa = try #require(
+                try nut.client.securityAssociations().first { $0.name == ike && $0.state == "ESTABLISHED" })
             let tunnel = TunnelScenario.Tunnel(ike: sa, virtualIPs: sa.localVirtualIPs)
             let vip = try #require(tunnel.virtualIPv4, "\(c.label): no IPv4 virtual IP")
             // The client announces a full-size MSS (its tunnel device at 1500) while the node's tunnel
             // carries 1400: only the node's clamping keeps the host's segments small enough.
-            try Command.check(StrongSwanEnvironment.ipPath, ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
+            try Command.check(
+                StrongSwanEnvironment.ipPath,
+                ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
             if !mssProven {
                 let stalled = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip, maxTime: 6)
-                #expect(!stalled.succeeded, "\(c.label): without MSS clamping the 2 MB download should stall at the black hole")
+                #expect(
+                    !stalled.succeeded,
+                    "\(c.label): without MSS clamping the 2 MB download should stall at the black hole")
                 try internet.applyGenerated(node: node, in: nut.scenario.pair.serverNamespace, mssRules: true)
                 mssProven = true
             }
-            let ping = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress)
+            let ping = try nut.scenario.pair.ping(
+                from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress)
             #expect(ping.succeeded, "\(c.label): ping to the host behind the node: \(ping)")
             let query = try Command.run(
                 StrongSwanEnvironment.ipPath,
-                ["netns", "exec", nut.scenario.pair.clientNamespace, "dig", "+short", "+time=3", "+tries=1", "-b", vip,
-                 "@\(Self.hostAddress)", "web.vpn.test", "A"])
+                [
+                    "netns", "exec", nut.scenario.pair.clientNamespace, "dig", "+short", "+time=3", "+tries=1", "-b",
+                    vip,
+                    "@\(Self.hostAddress)", "web.vpn.test", "A",
+                ])
             #expect(query.stdout.contains(Self.hostAddress), "\(c.label): DNS through the tunnel: \(query)")
             let got = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip, maxTime: 30)
             #expect(got.succeeded && got.stdout.hasPrefix("200 \(payload.count)"), "\(c.label): 2 MB download: \(got)")
             // The host saw the node's uplink address, never the pool's.
-            #expect(http.requestLog.contains(Self.nodeUplinkAddress), "\(c.label): HTTP request log: \(http.requestLog)")
+            #expect(
+                http.requestLog.contains(Self.nodeUplinkAddress), "\(c.label): HTTP request log: \(http.requestLog)")
             #expect(!http.requestLog.contains("10.90.0."), "\(c.label): the pool address reached the host")
             if c.ikeVersion == 2, let vip6 = tunnel.virtualIPv6 {
-                let ping6 = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vip6, to: Self.hostAddress6)
+                let ping6 = try nut.scenario.pair.ping(
+                    from: nut.scenario.pair.clientNamespace, source: vip6, to: Self.hostAddress6)
                 #expect(ping6.succeeded, "\(c.label): ping6 to the host behind the node: \(ping6)")
-                let got6 = try internet.download(from: nut.scenario.pair.clientNamespace, source: vip6, maxTime: 30, ipv6: true)
-                #expect(got6.succeeded && got6.stdout.hasPrefix("200 \(payload.count)"), "\(c.label): 2 MB download over IPv6: \(got6)")
+                let got6 = try internet.download(
+                    from: nut.scenario.pair.clientNamespace, source: vip6, maxTime: 30, ipv6: true)
+                #expect(
+                    got6.succeeded && got6.stdout.hasPrefix("200 \(payload.count)"),
+                    "\(c.label): 2 MB download over IPv6: \(got6)")
                 #expect(http.requestLog.contains(Self.nodeUplinkAddress6), "\(c.label): IPv6 HTTP request log")
                 #expect(!http.requestLog.contains("fd00:90:"), "\(c.label): the IPv6 pool address reached the host")
             }
@@ -134,8 +150,11 @@ struct ForwardingTests {
         // A packet from a pool address that arrives outside the tunnel is not forwarded: the host's
         // counter of echo requests does not move (and does move for one through the tunnel above).
         let spoofer = nut.scenario.pair.clientNamespace
-        try Command.check(StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
-        try Command.check(StrongSwanEnvironment.ipPath, ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
+        try Command.check(
+            StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
+        try Command.check(
+            StrongSwanEnvironment.ipPath,
+            ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
         let before = try internet.echoRequestsSeen()
         #expect(before > 0, "the host's counter saw none of the tunnel's pings")
         _ = try nut.scenario.pair.ping(from: spoofer, source: "10.90.0.250", to: Self.hostAddress, count: 2)
@@ -158,7 +177,10 @@ struct ForwardingTests {
             defer { second.stop() }
             // Two users' Linux profiles, one in each client namespace.
             let cases = try d.clientCases().filter { $0.node == name && $0.kind == .linux && $0.service == "ikev2-eap" }
-            guard cases.count >= 2 else { Issue.record("need two EAP users on \(name)"); return }
+            guard cases.count >= 2 else {
+                Issue.record("need two EAP users on \(name)")
+                return
+            }
             let (ikeA, childA) = try nut.load(try cases[0].make(), label: cases[0].label)
             defer { _ = try? nut.client.terminate(ike: ikeA) }
             #expect(try nut.client.initiate(child: childA, ike: ikeA).succeeded)
@@ -168,11 +190,15 @@ struct ForwardingTests {
             let vipA = try #require(try nut.client.virtualIPs(ike: ikeA).first { !$0.contains(":") })
             let vipB = try #require(try second.charon.virtualIPs(ike: ikeB).first { !$0.contains(":") })
             let ping = try nut.scenario.pair.ping(from: nut.scenario.pair.clientNamespace, source: vipA, to: vipB)
-            #expect(ping.succeeded == !isolated, "\(name): client A → client B (\(vipB)) with isolation \(isolated ? "on" : "off"): \(ping)")
+            #expect(
+                ping.succeeded == !isolated,
+                "\(name): client A → client B (\(vipB)) with isolation \(isolated ? "on" : "off"): \(ping)")
         }
     }
 
-    @Test("A certificate opens only the user's nodes; adding a node re-issues it and opens that node", arguments: StrongSwanBuild.all)
+    @Test(
+        "A certificate opens only the user's nodes; adding a node re-issues it and opens that node",
+        arguments: StrongSwanBuild.all)
     func certificateUsersAreScopedToTheirNodes(_ build: StrongSwanBuild) throws {
         try build.require()
         let d = try Self.generate("fwd-scope-\(build.name)")
@@ -183,15 +209,20 @@ struct ForwardingTests {
             at: URL(fileURLWithPath: finnConf).deletingLastPathComponent(), to: aimed)
         let aimedConf = aimed.appendingPathComponent("swanctl.conf").path
         let text = try String(contentsOfFile: aimedConf, encoding: .utf8)
-        try text.replacingOccurrences(of: "fwd-1", with: "fwd-2").write(toFile: aimedConf, atomically: true, encoding: .utf8)
-        let connection = try #require(try GeneratedDeployment.connectionNames(inFile: aimedConf).first { $0.hasSuffix("ikev2-cert") })
+        try text.replacingOccurrences(of: "fwd-1", with: "fwd-2").write(
+            toFile: aimedConf, atomically: true, encoding: .utf8)
+        let connection = try #require(
+            try GeneratedDeployment.connectionNames(inFile: aimedConf).first { $0.hasSuffix("ikev2-cert") })
         do {
             let nut = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
             defer { nut.teardown() }
-            let log = try nut.refuse(.asWritten(confFile: aimedConf, connection: connection, child: connection), label: "finn → fwd-2")
+            let log = try nut.refuse(
+                .asWritten(confFile: aimedConf, connection: connection, child: connection), label: "finn → fwd-2")
             // charon names the node's policy that finn's certificate does not carry.
             let policy = try #require(
-                GeneratedDeployment.values(of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)).first)
+                GeneratedDeployment.values(
+                    of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)
+                ).first)
             #expect(log.contains("constraint requires cert policy \(policy)"), "fwd-2 refused finn, but why?\n\(log)")
         }
         // The operator gives finn fwd-2: generate re-issues his certificate and says so.
@@ -203,7 +234,8 @@ struct ForwardingTests {
         let nut = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
         defer { nut.teardown() }
         let proof = try nut.prove(
-            .asWritten(confFile: finnConf, connection: connection, child: connection), label: "finn → fwd-2 after the change",
+            .asWritten(confFile: finnConf, connection: connection, child: connection),
+            label: "finn → fwd-2 after the change",
             ikeVersion: 2)
         #expect(proof.serverPeerConfig == "ikev2-cert")
         nut.teardown()
@@ -211,14 +243,17 @@ struct ForwardingTests {
         // And back: the certificate that opened fwd-2 is revoked (it would stay valid otherwise), so
         // the profile finn holds from the widened run is refused there after the next rollout.
         let widenedCopy = try Scratch.makeDirectory("fwd-widened").appendingPathComponent("swanctl")
-        try FileManager.default.copyItem(at: URL(fileURLWithPath: finnConf).deletingLastPathComponent(), to: widenedCopy)
+        try FileManager.default.copyItem(
+            at: URL(fileURLWithPath: finnConf).deletingLastPathComponent(), to: widenedCopy)
         try Self.inventory.write(toFile: d.inventory, atomically: true, encoding: .utf8)
         let narrowed = try VPNProvBinary.run(["generate", d.inventory, "--out", d.out.path, "--state", d.state.path])
         #expect(narrowed.succeeded, "\(narrowed)")
         let again = try NodeUnderTest.start(d, node: "fwd-2", builds: BuildPair(server: build, client: build))
         defer { again.teardown() }
         let log = try again.refuse(
-            .asWritten(confFile: widenedCopy.appendingPathComponent("swanctl.conf").path, connection: connection, child: connection),
+            .asWritten(
+                confFile: widenedCopy.appendingPathComponent("swanctl.conf").path, connection: connection,
+                child: connection),
             label: "finn's widened profile → fwd-2 after narrowing")
         #expect(log.contains("certificate was revoked"), "refused, but not as revoked:\n\(log)")
     }
@@ -241,13 +276,27 @@ final class Internet: @unchecked Sendable {
         do {
             let ip = StrongSwanEnvironment.ipPath
             try Command.check(ip, ["netns", "add", internet.namespace])
-            try Command.check(ip, ["link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns", internet.namespace])
-            try Command.check(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
-            try Command.check(ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0", "nodad"])
+            try Command.check(
+                ip,
+                [
+                    "link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns",
+                    internet.namespace,
+                ])
+            try Command.check(
+                ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
+            try Command.check(
+                ip,
+                [
+                    "-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0",
+                    "nodad",
+                ])
             try Command.check(ip, ["-n", serverNamespace, "link", "set", "up0", "up"])
             try Command.check(ip, ["-n", internet.namespace, "link", "set", "lo", "up"])
-            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
-            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
+            try Command.check(
+                ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
+            try Command.check(
+                ip,
+                ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
             try Command.check(ip, ["-n", internet.namespace, "link", "set", "eth0", "up"])
             let rules = """
                 table inet host {
@@ -271,8 +320,8 @@ final class Internet: @unchecked Sendable {
     func teardown() {
         if tornDown { return }
         tornDown = true
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
-            .split(separator: "\n").forEach { kill(pid_t($0) ?? 0, SIGKILL) }
+        let pids = (try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout) ?? ""
+        for pid in pids.split(separator: "\n") { kill(pid_t(pid) ?? 0, SIGKILL) }
         _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
     }
 
@@ -284,10 +333,14 @@ final class Internet: @unchecked Sendable {
         let network = node.directory.appendingPathComponent("network")
         try Command.check(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", serverNamespace, "sysctl", "-q", "-p", network.appendingPathComponent("60-vpnprov.conf").path])
+            [
+                "netns", "exec", serverNamespace, "sysctl", "-q", "-p",
+                network.appendingPathComponent("60-vpnprov.conf").path,
+            ])
         var rules = try String(contentsOf: network.appendingPathComponent("vpnprov.nft"), encoding: .utf8)
         if !mssRules {
-            rules = rules.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("maxseg") }.joined(separator: "\n")
+            rules = rules.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("maxseg") }
+                .joined(separator: "\n")
         }
         try NetworkPair.loadNftables(rules, in: serverNamespace)
     }
@@ -297,14 +350,20 @@ final class Internet: @unchecked Sendable {
         let url = ipv6 ? "http://[\(ForwardingTests.hostAddress6)]/blob" : "http://\(ForwardingTests.hostAddress)/blob"
         return try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", namespace, "curl", "-s", "-o", "/dev/null", "--interface", source, "--max-time", String(maxTime),
-             "-w", "%{http_code} %{size_download}", url],
+            [
+                "netns", "exec", namespace, "curl", "-s", "-o", "/dev/null", "--interface", source, "--max-time",
+                String(maxTime),
+                "-w", "%{http_code} %{size_download}", url,
+            ],
             timeout: .seconds(maxTime + 10))
     }
 
     /// Echo requests the host has received so far.
     func echoRequestsSeen() throws -> Int {
-        let out = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]).stdout
+        let out = try Command.check(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]
+        ).stdout
         guard let range = out.range(of: "packets ") else { throw HarnessError("no counter in: \(out)") }
         return Int(out[range.upperBound...].prefix { $0.isNumber }) ?? -1
     }
@@ -328,16 +387,23 @@ final class Dnsmasq: @unchecked Sendable {
         let dir = try Scratch.makeDirectory("dnsmasq")
         let logURL = dir.appendingPathComponent("queries.log")
         let pidFile = dir.appendingPathComponent("dnsmasq.pid")
-        try Command.check(StrongSwanEnvironment.ipPath, [
-            "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
-            "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces", "--listen-address=\(ForwardingTests.hostAddress)",
-            "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries", "--log-facility=\(logURL.path)",
-        ])
+        try Command.check(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
+                "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces",
+                "--listen-address=\(ForwardingTests.hostAddress)",
+                "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries",
+                "--log-facility=\(logURL.path)",
+            ])
         let d = Dnsmasq(pidFile: pidFile, logURL: logURL)
         // The parent exits once the daemon's socket is bound: it answers from here on.
         let probe = try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(ForwardingTests.hostAddress)", "web.vpn.test"])
+            [
+                "netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(ForwardingTests.hostAddress)",
+                "web.vpn.test",
+            ])
         guard probe.stdout.contains(ForwardingTests.hostAddress) else {
             d.stop()
             throw HarnessError("dnsmasq does not answer in \(namespace): \(probe)")
@@ -346,7 +412,9 @@ final class Dnsmasq: @unchecked Sendable {
     }
 
     func stop() {
-        if let text = try? String(contentsOf: pidFile, encoding: .utf8), let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+        if let text = try? String(contentsOf: pidFile, encoding: .utf8),
+            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
             kill(pid, SIGKILL)
         }
     }
@@ -371,7 +439,12 @@ final class SecondClient: @unchecked Sendable {
         let etc = "/etc/netns/\(ns)"
         do {
             try Command.check(ip, ["netns", "add", ns])
-            try Command.check(ip, ["link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0", "netns", ns])
+            try Command.check(
+                ip,
+                [
+                    "link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0",
+                    "netns", ns,
+                ])
             try Command.check(ip, ["-n", pair.serverNamespace, "addr", "add", "198.18.0.1/24", "dev", "veth2"])
             try Command.check(ip, ["-n", pair.serverNamespace, "link", "set", "veth2", "up"])
             try Command.check(ip, ["-n", ns, "link", "set", "lo", "up"])
@@ -379,7 +452,9 @@ final class SecondClient: @unchecked Sendable {
             try Command.check(ip, ["-n", ns, "link", "set", "veth0", "up"])
             try Command.check(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
             try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
-            let hosts = "127.0.0.1 localhost\n::1 localhost\n" + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
+            let hosts =
+                "127.0.0.1 localhost\n::1 localhost\n"
+                + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
             try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
             let charon = try Charon.start(in: ns, build: build, label: "client2")
             return SecondClient(namespace: ns, charon: charon, etc: etc)

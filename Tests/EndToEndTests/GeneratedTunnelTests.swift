@@ -1,6 +1,6 @@
 import Foundation
-import VPNProvCrypto
 import Testing
+import VPNProvCrypto
 
 /// The project's main promise, proven with real strongSwan: every client configuration `vpnprov generate` writes
 /// (Apple payloads and Android .sswan profiles translated into the strongSwan client they amount to, Linux
@@ -67,7 +67,9 @@ struct GeneratedTunnelTests {
         "windows ikev2-cert ikev2-cert", "windows ikev2-eap ikev2-eap",
     ]
 
-    @Test("Generated matrix on strongSwan 5.9 (the host): every client of example.yaml and the lab inventory connects; bad ones are refused")
+    @Test(
+        "Generated matrix on strongSwan 5.9 (the host): every client of example.yaml and the lab inventory connects; bad ones are refused"
+    )
     func matrix() throws {
         try StrongSwanEnvironment.require()
         let line = try fullMatrix(.host)
@@ -107,17 +109,20 @@ struct GeneratedTunnelTests {
 
         try expectCoversEveryCombination(tally, builds)
         // example.yaml's sgp-1 has no IPv6 pool: its Android and Apple IKEv2 clients prove the IPv6 block.
-        #expect(tally.ipv6Blocked["android", default: 0] > 0 && tally.ipv6Blocked["apple", default: 0] > 0,
-                "\(builds): IPv6 blocking never proven: \(tally.ipv6Blocked)")
-        let blocked = tally.ipv6Blocked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        #expect(
+            tally.ipv6Blocked["android", default: 0] > 0 && tally.ipv6Blocked["apple", default: 0] > 0,
+            "\(builds): IPv6 blocking never proven: \(tally.ipv6Blocked)")
+        let blocked = tally.ipv6Blocked.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+            separator: ", ")
         return "strongSwan \(builds): \(tally.handshakes) handshakes proven (\(tally.kinds)), "
             + "\(tally.refusals) refusals proven, IPv6 outside the tunnel blocked (\(blocked))"
     }
 
     private func expectCoversEveryCombination(_ tally: Tally, _ builds: BuildPair) throws {
         for combination in Self.requiredCombinations {
-            #expect(tally.covered.contains(combination),
-                    "\(builds): never proven: \(combination); proven: \(tally.covered.sorted())")
+            #expect(
+                tally.covered.contains(combination),
+                "\(builds): never proven: \(combination); proven: \(tally.covered.sorted())")
         }
     }
 
@@ -155,8 +160,10 @@ struct GeneratedTunnelTests {
                     let rightConnection = c.ikeVersion == 2 ? peer == c.service : peer.hasPrefix(c.service + "-")
                     #expect(rightConnection, "\(c.label): server chose peer config \(peer)")
                     if c.ikeVersion == 2 {
-                        #expect(proof.ike.encryption == proposals.ikeEncryption && proof.ike.dhGroup == proposals.ikeDHGroup,
-                                "\(c.label): negotiated \(proof.ike.encryption) \(proof.ike.dhGroup ?? "-")")
+                        #expect(
+                            proof.ike.encryption == proposals.ikeEncryption
+                                && proof.ike.dhGroup == proposals.ikeDHGroup,
+                            "\(c.label): negotiated \(proof.ike.encryption) \(proof.ike.dhGroup ?? "-")")
                         if proof.serverLog.contains(proposals.configuredIKEv2) { sawConfiguredProposals = true }
                     }
                     tally.handshakes += 1
@@ -173,7 +180,8 @@ struct GeneratedTunnelTests {
                 }
             }
             if nodeCases.contains(where: { $0.ikeVersion == 2 }) {
-                #expect(sawConfiguredProposals, "\(builds) \(node.name): server never logged \(proposals.configuredIKEv2)")
+                #expect(
+                    sawConfiguredProposals, "\(builds) \(node.name): server never logged \(proposals.configuredIKEv2)")
             }
         }
     }
@@ -186,7 +194,8 @@ struct GeneratedTunnelTests {
             #expect(ip != nil, "\(c.label): the server did not authenticate an IP-address identity with EAP:\n\(log)")
             #expect(log.contains("received EAP identity '\(c.user)'"), "\(c.label): no EAP identity \(c.user)")
         } else {
-            let dn = log.range(of: #"authentication of 'O=[^']*CN=[^']*' with [A-Za-z0-9_-]+ successful"#, options: .regularExpression)
+            let dn = log.range(
+                of: #"authentication of 'O=[^']*CN=[^']*' with [A-Za-z0-9_-]+ successful"#, options: .regularExpression)
             #expect(dn != nil, "\(c.label): the server did not authenticate a subject-DN identity:\n\(log)")
         }
     }
@@ -196,9 +205,11 @@ struct GeneratedTunnelTests {
     private func refusals(_ lab: GeneratedDeployment, builds: BuildPair, tally: inout Tally) throws {
         let cases = try lab.clientCases()
         func find(_ kind: ClientCase.Kind, _ user: String, _ node: String, _ service: String) throws -> ClientCase {
-            guard let c = cases.first(where: {
-                $0.kind == kind && $0.user == user && $0.node == node && $0.service == service
-            }) else { throw HarnessError("no \(kind) case \(user) \(node) \(service)") }
+            guard
+                let c = cases.first(where: {
+                    $0.kind == kind && $0.user == user && $0.node == node && $0.service == service
+                })
+            else { throw HarnessError("no \(kind) case \(user) \(node) \(service)") }
             return c
         }
         // Keep vic's profiles from before the revoke (the revoke removes them from the output tree).
@@ -209,11 +220,17 @@ struct GeneratedTunnelTests {
                 let copy = try Scratch.makeDirectory("vic-linux").appendingPathComponent("swanctl")
                 try FileManager.default.copyItem(
                     at: URL(fileURLWithPath: conf).deletingLastPathComponent(), to: copy)
-                return (c.label, .asWritten(confFile: copy.appendingPathComponent("swanctl.conf").path,
-                                            connection: connection, child: child))
+                return (
+                    c.label,
+                    .asWritten(
+                        confFile: copy.appendingPathComponent("swanctl.conf").path,
+                        connection: connection, child: child)
+                )
             }
         }
-        #expect(vicBefore.count >= 4, "vic should have Apple, Android, Linux and Windows cert profiles: \(vicBefore.map(\.0))")
+        #expect(
+            vicBefore.count >= 4,
+            "vic should have Apple, Android, Linux and Windows cert profiles: \(vicBefore.map(\.0))")
 
         let nut = try NodeUnderTest.start(lab, node: "lab-v4", builds: builds)
         defer { nut.teardown() }
@@ -234,8 +251,11 @@ struct GeneratedTunnelTests {
         var ikev2 = payload["IKEv2"] as! [String: Any]
         ikev2["SharedSecret"] = "kP9#wrong\"but{strong} ß secret 4Qz"
         payload["IKEv2"] = ikev2
-        expectRefused("wrong PSK", .translated(try AppleProfileTranslator.translate(
-            vpnPayload: payload, otherPayloads: psk.appleOthers)), because: ["MAC mismatched"])
+        expectRefused(
+            "wrong PSK",
+            .translated(
+                try AppleProfileTranslator.translate(
+                    vpnPayload: payload, otherPayloads: psk.appleOthers)), because: ["MAC mismatched"])
 
         // Wrong remote ID: the Apple IKEv2 EAP payload asking for another server identity.
         let eap = try find(.apple, "ann", "lab-v4", "ikev2-eap")
@@ -243,8 +263,11 @@ struct GeneratedTunnelTests {
         ikev2 = payload["IKEv2"] as! [String: Any]
         ikev2["RemoteIdentifier"] = "wrong.lab.test"
         payload["IKEv2"] = ikev2
-        expectRefused("wrong remote ID", .translated(try AppleProfileTranslator.translate(
-            vpnPayload: payload, otherPayloads: eap.appleOthers)), because: ["no matching peer config found"])
+        expectRefused(
+            "wrong remote ID",
+            .translated(
+                try AppleProfileTranslator.translate(
+                    vpnPayload: payload, otherPayloads: eap.appleOthers)), because: ["no matching peer config found"])
 
         // A proposal the server does not offer: the Android EAP profile with another IKE proposal.
         let sswan = try find(.android, "ann", "lab-v4", "ikev2-eap")
@@ -266,13 +289,16 @@ struct GeneratedTunnelTests {
         }
     }
 
-    @Test("Apple PFS: a CHILD_SA rekey with the child DH group completes on the generated node, not without its ESP group")
+    @Test(
+        "Apple PFS: a CHILD_SA rekey with the child DH group completes on the generated node, not without its ESP group"
+    )
     func applePFSRekeyCompletes() throws {
         try StrongSwanEnvironment.require()
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "pfs")
-        let apple = try #require(try example.clientCases().first {
-            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
-        })
+        let apple = try #require(
+            try example.clientCases().first {
+                $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+            })
         let payload = try #require(apple.applePayload?["IKEv2"] as? [String: Any])
         #expect(payload["EnablePFS"] as? Int == 1)
         #expect((payload["ChildSecurityAssociationParameters"] as? [String: Any])?["DiffieHellmanGroup"] as? Int == 19)
@@ -330,23 +356,29 @@ struct GeneratedTunnelTests {
         }
     }
 
-    @Test("Apple revocation checking: a server certificate its CA revoked is refused by the checking profile, not without the check")
+    @Test(
+        "Apple revocation checking: a server certificate its CA revoked is refused by the checking profile, not without the check"
+    )
     func appleRevocationCheckRefusesARevokedServer() throws {
         try StrongSwanEnvironment.require()
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "crl")
-        let apple = try #require(try example.clientCases().first {
-            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
-        })
+        let apple = try #require(
+            try example.clientCases().first {
+                $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+            })
         var payload = try #require(apple.applePayload)
         var ikev2 = try #require(payload["IKEv2"] as? [String: Any])
         #expect(ikev2["EnableCertificateRevocationCheck"] as? Int == 1)
         // vpnprov never revokes a server certificate; the test does, with the deployment's CA, as after a
         // server compromise, and hands the CRL to the device as if fetched.
-        let ca = try X509Certificate(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
-        let caKey = try PrivateKey(pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
+        let ca = try X509Certificate(
+            pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
+        let caKey = try PrivateKey(
+            pem: String(contentsOf: example.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
         let node = try example.node("fra-1")
-        let server = try X509Certificate(pem: String(
-            contentsOf: node.directory.appendingPathComponent("swanctl/x509/fra-1.pem"), encoding: .utf8))
+        let server = try X509Certificate(
+            pem: String(
+                contentsOf: node.directory.appendingPathComponent("swanctl/x509/fra-1.pem"), encoding: .utf8))
         let crl = try CertificateRevocationList.build(
             issuer: ca, issuerKey: caKey, number: 1000, thisUpdate: Date() - 60, nextUpdate: Date() + 86400,
             revoked: [RevokedCertificate(serial: server.serial, revocationDate: Date() - 60)])
@@ -355,7 +387,8 @@ struct GeneratedTunnelTests {
         do {
             let nut = try NodeUnderTest.start(example, node: "fra-1")
             defer { nut.teardown() }
-            let checking = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+            let checking = try AppleProfileTranslator.translate(
+                vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
             #expect(checking.revocationCheck && checking.files.keys.contains("x509crl/fetched-1.crl"))
             let (ike, child) = try nut.load(.translated(checking), label: "revocation check")
             let mark = nut.client.log.utf8.count
@@ -370,14 +403,17 @@ struct GeneratedTunnelTests {
         // caches a CRL it has loaded).
         ikev2["EnableCertificateRevocationCheck"] = 0
         payload["IKEv2"] = ikev2
-        let unchecked = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
+        let unchecked = try AppleProfileTranslator.translate(
+            vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: inputs)
         #expect(!unchecked.files.keys.contains { $0.hasPrefix("x509crl/") })
         let nut = try NodeUnderTest.start(example, node: "fra-1")
         defer { nut.teardown() }
         _ = try nut.prove(.translated(unchecked), label: "no revocation check", ikeVersion: 2)
     }
 
-    @Test("pki.crl_url: the checking Apple client downloads the published CRL from the server certificate's URL and refuses a revoked server")
+    @Test(
+        "pki.crl_url: the checking Apple client downloads the published CRL from the server certificate's URL and refuses a revoked server"
+    )
     func appleClientFetchesTheCRLFromTheDistributionPoint() throws {
         try StrongSwanEnvironment.require()
         // The server namespace answers on 192.0.2.1: the operator's web server for the CRL runs there.
@@ -386,32 +422,39 @@ struct GeneratedTunnelTests {
         let inventory = dir.appendingPathComponent("inventory.yaml")
         let example = try String(contentsOfFile: Inventories.example, encoding: .utf8)
         #expect(example.contains("\n  client_days: 365\n"))
-        try example.replacingOccurrences(of: "\n  client_days: 365\n", with: "\n  client_days: 365\n  crl_url: \(url)\n")
-            .write(to: inventory, atomically: true, encoding: .utf8)
+        try example.replacingOccurrences(
+            of: "\n  client_days: 365\n", with: "\n  client_days: 365\n  crl_url: \(url)\n"
+        )
+        .write(to: inventory, atomically: true, encoding: .utf8)
         let deployment = try GeneratedDeployment.generate(inventory: inventory.path, label: "crl-url")
         let node = try deployment.node("fra-1")
         let serverPEM = node.directory.appendingPathComponent("swanctl/x509/fra-1.pem").path
-        let extensionText = try Command.check("/usr/bin/openssl", ["x509", "-in", serverPEM, "-noout", "-ext", "crlDistributionPoints"])
+        let extensionText = try Command.check(
+            "/usr/bin/openssl", ["x509", "-in", serverPEM, "-noout", "-ext", "crlDistributionPoints"])
         #expect(extensionText.stdout.contains("URI:\(url)"), "\(extensionText.stdout)")
         let published = try Data(contentsOf: deployment.out.appendingPathComponent("crl/crl.der"))
 
-        let apple = try #require(try deployment.clientCases().first {
-            $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
-        })
+        let apple = try #require(
+            try deployment.clientCases().first {
+                $0.kind == .apple && $0.node == "fra-1" && $0.service == "ikev2-eap"
+            })
         let payload = try #require(apple.applePayload)
         // The device has no CRL of its own: everything it learns comes from the URL.
-        let setup = try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: DeviceInputs())
+        let setup = try AppleProfileTranslator.translate(
+            vpnPayload: payload, otherPayloads: apple.appleOthers, inputs: DeviceInputs())
         #expect(setup.revocationCheck && !setup.files.keys.contains { $0.hasPrefix("x509crl/") })
         // The client charon fetches over HTTP with strongSwan's curl plugin, as a device fetches the URL.
         let fetching = "charon-systemd {\n  load = \(StrongSwanBuild.host.charonPlugins) curl\n}\n"
 
         // Fresh daemons for each CRL: charon caches a CRL it has fetched.
-        func attempt(serving crl: Data, label: String) throws -> (connected: Bool, clientLog: String, requests: String) {
+        func attempt(serving crl: Data, label: String) throws -> (connected: Bool, clientLog: String, requests: String)
+        {
             let webroot = try Scratch.makeDirectory("webroot")
             try crl.write(to: webroot.appendingPathComponent("acme.crl"))
             let nut = try NodeUnderTest.start(deployment, node: "fra-1", clientExtraSettings: fetching)
             defer { nut.teardown() }
-            let web = try HTTPFileServer(namespace: nut.scenario.pair.serverNamespace, address: "192.0.2.1", port: 8080, directory: webroot)
+            let web = try HTTPFileServer(
+                namespace: nut.scenario.pair.serverNamespace, address: "192.0.2.1", port: 8080, directory: webroot)
             defer { web.stop() }
             let (ike, child) = try nut.load(.translated(setup), label: label)
             let mark = nut.client.log.utf8.count
@@ -428,8 +471,10 @@ struct GeneratedTunnelTests {
 
         // The same CA's next CRL lists the server certificate (made by the test, as after a server
         // compromise): the device downloads it and refuses the server.
-        let ca = try X509Certificate(pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
-        let caKey = try PrivateKey(pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
+        let ca = try X509Certificate(
+            pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.pem"), encoding: .utf8))
+        let caKey = try PrivateKey(
+            pem: String(contentsOf: deployment.state.appendingPathComponent("ca/ca.key"), encoding: .utf8))
         let server = try X509Certificate(pem: String(contentsOfFile: serverPEM, encoding: .utf8))
         let revoking = try CertificateRevocationList.build(
             issuer: ca, issuerKey: caKey, number: 1000, thisUpdate: Date() - 60, nextUpdate: Date() + 86400,
@@ -479,7 +524,8 @@ struct GeneratedTunnelTests {
         try aggressiveModeNeedsTheGeneratedSetting(.host)
     }
 
-    @Test("strongSwan 6.0: without the generated strongswan.d/vpnprov.conf Aggressive Mode PSK is refused", .strongSwan6)
+    @Test(
+        "strongSwan 6.0: without the generated strongswan.d/vpnprov.conf Aggressive Mode PSK is refused", .strongSwan6)
     func aggressiveModeNeedsTheGeneratedSettingOnStrongSwan6() throws {
         try BuildPair.trixie.require()
         try aggressiveModeNeedsTheGeneratedSetting(.trixie)
@@ -488,7 +534,8 @@ struct GeneratedTunnelTests {
     private func aggressiveModeNeedsTheGeneratedSetting(_ builds: BuildPair) throws {
         let example = try GeneratedDeployment.generate(inventory: Inventories.example, label: "no-include")
         let node = try example.node("fra-1")
-        #expect(node.settingsInclude != nil, "fra-1 offers ipsec-xauth-psk with a group but has no strongswan.d snippet")
+        #expect(
+            node.settingsInclude != nil, "fra-1 offers ipsec-xauth-psk with a group but has no strongswan.d snippet")
         let nut = try NodeUnderTest.start(example, node: "fra-1", builds: builds, includeSettings: false)
         defer { nut.teardown() }
         let cases = try example.clientCases().filter { $0.node == "fra-1" && $0.service == "ipsec-xauth-psk" }
@@ -496,8 +543,9 @@ struct GeneratedTunnelTests {
         #expect(picks.count == 2)
         for c in picks {
             let log = try nut.refuse(try c.make(), label: c.label)
-            #expect(log.contains("Aggressive Mode PSK disabled for security reasons"),
-                    "\(builds) \(c.label): server log:\n\(log)")
+            #expect(
+                log.contains("Aggressive Mode PSK disabled for security reasons"),
+                "\(builds) \(c.label): server log:\n\(log)")
         }
     }
 
@@ -507,8 +555,9 @@ struct GeneratedTunnelTests {
         try nodesLoadCleanlyAndListAsAsked(.host)
     }
 
-    @Test("strongSwan 6.0: every generated node loads without a warning, and --list-conns shows the inventory",
-          .strongSwan6)
+    @Test(
+        "strongSwan 6.0: every generated node loads without a warning, and --list-conns shows the inventory",
+        .strongSwan6)
     func nodesLoadCleanlyAndListAsAskedOnStrongSwan6() throws {
         try BuildPair.trixie.require()
         try nodesLoadCleanlyAndListAsAsked(.trixie)
@@ -525,55 +574,89 @@ struct GeneratedTunnelTests {
         func certLocal(_ id: String) -> String { "local public key authentication:\n    id: \(id)\n    certs: " }
         func pskLocal(_ id: String) -> String { "local pre-shared key authentication:\n    id: \(id)\n" }
         let expected: [(GeneratedDeployment, String, [String: [String]])] = [
-            (example, "fra-1", [
-                "ikev2-cert": ["IKEv2", certLocal("fra-1.vpn.example.com"), certRemote + "O=acme, CN=acme VPN Root CA"],
-                "ikev2-eap": ["IKEv2", certLocal("fra-1.vpn.example.com"), eapRemote],
-                "ikev2-psk-eap": ["IKEv2", pskLocal("fra-1.vpn.example.com"),
-                                  "remote EAP_MSCHAPV2 authentication:\n    id: psk-eap.acme\n    eap_id: %any\n"],
-                "ikev2-psk": ["IKEv2", pskLocal("fra-1.vpn.example.com"), pskRemote],
-                "ipsec-xauth-psk-main": ["IKEv1", pskLocal("fra-1.vpn.example.com"), pskRemote,
-                                         "remote XAuth authentication:"],
-                "ipsec-xauth-psk-aggressive": ["IKEv1", pskLocal("fra-1.vpn.example.com"),
-                                               "remote pre-shared key authentication:\n    id: acme\n",
-                                               "remote XAuth authentication:"],
-            ]),
-            (example, "nyc-1", [
-                "ikev2-cert": [certLocal("203.0.113.10"), certRemote],
-                "ikev2-eap": [certLocal("203.0.113.10"), eapRemote],
-            ]),
-            (example, "sgp-1", [
-                "ikev2-eap": [certLocal("sgp-1.vpn.example.com"), eapRemote],
-                "ikev2-psk": [pskLocal("sgp-1.vpn.example.com"), pskRemote],
-            ]),
-            (lab, "lab-v4", [
-                "ikev2-cert": [certLocal("192.0.2.1"), certRemote + "O=lab"],
-                "ikev2-eap": [certLocal("192.0.2.1"), eapRemote],
-                "ikev2-psk-eap": [pskLocal("192.0.2.1")],
-                "ikev2-psk": [pskLocal("192.0.2.1"), pskRemote],
-                "ipsec-xauth-psk-main": ["IKEv1", pskLocal("192.0.2.1"), "remote XAuth authentication:"],
-                "ipsec-xauth-psk-aggressive": ["IKEv1", "remote pre-shared key authentication:\n    id: lab-group\n"],
-            ]),
-            (lab, "lab-dns", [
-                "ikev2-cert": [certLocal("gw.lab.test"), certRemote],
-                "ikev2-eap": [certLocal("gw.lab.test"), eapRemote],
-                "ikev2-psk-eap": [pskLocal("gw.lab.test")],
-                "ipsec-xauth-psk-main": ["IKEv1", pskLocal("gw.lab.test"), pskRemote, "remote XAuth authentication:"],
-            ]),
+            (
+                example, "fra-1",
+                [
+                    "ikev2-cert": [
+                        "IKEv2", certLocal("fra-1.vpn.example.com"), certRemote + "O=acme, CN=acme VPN Root CA",
+                    ],
+                    "ikev2-eap": ["IKEv2", certLocal("fra-1.vpn.example.com"), eapRemote],
+                    "ikev2-psk-eap": [
+                        "IKEv2", pskLocal("fra-1.vpn.example.com"),
+                        "remote EAP_MSCHAPV2 authentication:\n    id: psk-eap.acme\n    eap_id: %any\n",
+                    ],
+                    "ikev2-psk": ["IKEv2", pskLocal("fra-1.vpn.example.com"), pskRemote],
+                    "ipsec-xauth-psk-main": [
+                        "IKEv1", pskLocal("fra-1.vpn.example.com"), pskRemote,
+                        "remote XAuth authentication:",
+                    ],
+                    "ipsec-xauth-psk-aggressive": [
+                        "IKEv1", pskLocal("fra-1.vpn.example.com"),
+                        "remote pre-shared key authentication:\n    id: acme\n",
+                        "remote XAuth authentication:",
+                    ],
+                ]
+            ),
+            (
+                example, "nyc-1",
+                [
+                    "ikev2-cert": [certLocal("203.0.113.10"), certRemote],
+                    "ikev2-eap": [certLocal("203.0.113.10"), eapRemote],
+                ]
+            ),
+            (
+                example, "sgp-1",
+                [
+                    "ikev2-eap": [certLocal("sgp-1.vpn.example.com"), eapRemote],
+                    "ikev2-psk": [pskLocal("sgp-1.vpn.example.com"), pskRemote],
+                ]
+            ),
+            (
+                lab, "lab-v4",
+                [
+                    "ikev2-cert": [certLocal("192.0.2.1"), certRemote + "O=lab"],
+                    "ikev2-eap": [certLocal("192.0.2.1"), eapRemote],
+                    "ikev2-psk-eap": [pskLocal("192.0.2.1")],
+                    "ikev2-psk": [pskLocal("192.0.2.1"), pskRemote],
+                    "ipsec-xauth-psk-main": ["IKEv1", pskLocal("192.0.2.1"), "remote XAuth authentication:"],
+                    "ipsec-xauth-psk-aggressive": [
+                        "IKEv1", "remote pre-shared key authentication:\n    id: lab-group\n",
+                    ],
+                ]
+            ),
+            (
+                lab, "lab-dns",
+                [
+                    "ikev2-cert": [certLocal("gw.lab.test"), certRemote],
+                    "ikev2-eap": [certLocal("gw.lab.test"), eapRemote],
+                    "ikev2-psk-eap": [pskLocal("gw.lab.test")],
+                    "ipsec-xauth-psk-main": [
+                        "IKEv1", pskLocal("gw.lab.test"), pskRemote, "remote XAuth authentication:",
+                    ],
+                ]
+            ),
         ]
         #expect(example.nodes.count + lab.nodes.count == expected.count, "a generated node has no expectation")
         for (deployment, name, connections) in expected {
             // start() loads with loadAllCleanly: a failed/invalid/ignored/discarded line fails here.
             let nut = try NodeUnderTest.start(deployment, node: name, builds: builds)
             defer { nut.teardown() }
-            #expect(nut.serverLoad.output.contains("successfully loaded \(connections.count) connections, 0 unloaded"),
-                    "\(builds) \(name): \(nut.serverLoad.output)")
+            #expect(
+                nut.serverLoad.output.contains("successfully loaded \(connections.count) connections, 0 unloaded"),
+                "\(builds) \(name): \(nut.serverLoad.output)")
             let listed = try nut.listConnections()
             #expect(Set(listed.keys) == Set(connections.keys), "\(builds) \(name): listed \(listed.keys.sorted())")
-            let policy = GeneratedDeployment.values(of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)).first
+            let policy = GeneratedDeployment.values(
+                of: "cert_policy", in: try String(contentsOfFile: nut.node.confFile, encoding: .utf8)
+            ).first
             for (connection, fragments) in connections {
                 let block = listed[connection] ?? ""
-                for fragment in fragments.map({ $0.replacingOccurrences(of: "<policy>", with: policy ?? "(none in swanctl.conf)") }) {
-                    #expect(block.contains(fragment), "\(builds) \(name) \(connection) lacks \(fragment.debugDescription):\n\(block)")
+                for fragment in fragments.map({
+                    $0.replacingOccurrences(of: "<policy>", with: policy ?? "(none in swanctl.conf)")
+                }) {
+                    #expect(
+                        block.contains(fragment),
+                        "\(builds) \(name) \(connection) lacks \(fragment.debugDescription):\n\(block)")
                 }
             }
         }

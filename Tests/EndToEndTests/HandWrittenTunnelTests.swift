@@ -71,7 +71,9 @@ struct HandWrittenTunnelTests {
         }
         // The echo went out and came back through ESP, not around it.
         let child = try s.client.securityAssociations().flatMap(\.children).first { $0.name == child }
-        #expect((child?.packetsOut ?? 0) >= 1 && (child?.packetsIn ?? 0) >= 1, "CHILD_SA counters: \(String(describing: child))")
+        #expect(
+            (child?.packetsOut ?? 0) >= 1 && (child?.packetsIn ?? 0) >= 1,
+            "CHILD_SA counters: \(String(describing: child))")
     }
 
     @Test("IKEv2: server certificate + EAP-MSCHAPv2 client, IPv4 and IPv6 through the tunnel")
@@ -170,7 +172,8 @@ struct SwanctlLoadCheckTests {
     }
 
     @Test func listSAsRawIsParsed() {
-        let raw = "list-sa event {home {uniqueid=1 version=2 state=ESTABLISHED local-id=alice remote-id=vpn.example.com "
+        let raw =
+            "list-sa event {home {uniqueid=1 version=2 state=ESTABLISHED local-id=alice remote-id=vpn.example.com "
             + "encr-alg=AES_CBC integ-alg=HMAC_SHA2_256_128 prf-alg=PRF_HMAC_SHA2_256 dh-group=CURVE_25519 "
             + "local-vips=[10.99.0.1 fd00:99::1] child-sas {home-1 {name=home state=INSTALLED encr-alg=AES_GCM_16 "
             + "packets-in=3 packets-out=2 local-ts=[10.99.0.1/32] remote-ts=[0.0.0.0/0]}}}}\nlist-sas reply {}\n"

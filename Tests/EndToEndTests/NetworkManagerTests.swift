@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import Glibc
+import Testing
 
 /// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
 /// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend
@@ -11,8 +10,11 @@ import Glibc
 /// outside the tunnel (the keyfile's blackhole route); on 6.0 it has one, and IPv6 reaches the host behind
 /// the node through the tunnel from an address of that pool. Refused: a wrong EAP password, a revoked
 /// certificate, and a server whose certificate does not come from the CA the keyfile names.
-@Suite(.serialized, .strongSwan, .enabled(if: NetworkManagerDesktop.unavailableReason == nil || StrongSwanEnvironment.isRequired,
-                                           Comment(rawValue: NetworkManagerDesktop.unavailableReason ?? "NetworkManager available")))
+@Suite(
+    .serialized, .strongSwan,
+    .enabled(
+        if: NetworkManagerDesktop.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+        Comment(rawValue: NetworkManagerDesktop.unavailableReason ?? "NetworkManager available")))
 struct NetworkManagerTests {
     static let inventory = """
         vpnprov: 1
@@ -42,7 +44,10 @@ struct NetworkManagerTests {
     /// The inventory in `dir` (with `pool6`: the node has an IPv6 pool), generated.
     static func generate(_ label: String, in dir: URL, pool6: Bool) throws -> GeneratedDeployment {
         let path = dir.appendingPathComponent("inventory.yaml").path
-        let text = pool6 ? inventory.replacingOccurrences(of: "    psk: gen\n", with: "    psk: gen\n    pool6: fd00:92::/112\n") : inventory
+        let text =
+            pool6
+            ? inventory.replacingOccurrences(of: "    psk: gen\n", with: "    psk: gen\n    pool6: fd00:92::/112\n")
+            : inventory
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return try GeneratedDeployment.generate(inventory: path, label: label)
     }
@@ -98,7 +103,9 @@ struct NetworkManagerTests {
         }
     }
 
-    @Test("Generated keyfiles connect through real NetworkManager and charon-nm; the refusals hold", arguments: StrongSwanBuild.all)
+    @Test(
+        "Generated keyfiles connect through real NetworkManager and charon-nm; the refusals hold",
+        arguments: StrongSwanBuild.all)
     func desktopConnects(_ build: StrongSwanBuild) throws {
         try build.require()
         try NetworkManagerDesktop.require()
@@ -120,8 +127,9 @@ struct NetworkManagerTests {
 
         let pair = try NetworkPair.create()
         defer { pair.teardown() }
-        let server = try Charon.start(in: pair.serverNamespace, build: build, label: "server",
-                                      settingsIncludes: node.settingsInclude.map { [$0] } ?? [])
+        let server = try Charon.start(
+            in: pair.serverNamespace, build: build, label: "server",
+            settingsIncludes: node.settingsInclude.map { [$0] } ?? [])
         defer { server.stop() }
         try server.loadAllCleanly(confFile: node.confFile)
         let internet = try Internet.attach(to: pair.serverNamespace)
@@ -159,10 +167,15 @@ struct NetworkManagerTests {
         }
         let host = ForwardingTests.hostAddress
         // Nothing but the tunnel leads to the host behind the node; the outside IPv6 host is reachable.
-        #expect(try !pair.ping(from: pair.clientNamespace, to: host).succeeded, "the host behind the node answers without a tunnel")
-        #expect(try !pair.ping(from: pair.clientNamespace, to: ForwardingTests.hostAddress6).succeeded,
-                "the host behind the node answers IPv6 without a tunnel")
-        #expect(try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded, "outside IPv6 host unreachable before connecting")
+        #expect(
+            try !pair.ping(from: pair.clientNamespace, to: host).succeeded,
+            "the host behind the node answers without a tunnel")
+        #expect(
+            try !pair.ping(from: pair.clientNamespace, to: ForwardingTests.hostAddress6).succeeded,
+            "the host behind the node answers IPv6 without a tunnel")
+        #expect(
+            try pair.ping(from: pair.clientNamespace, to: pair.outsideAddress6).succeeded,
+            "outside IPv6 host unreachable before connecting")
 
         try dora.install(on: desktop)
         var proven: [String] = []
@@ -175,8 +188,9 @@ struct NetworkManagerTests {
             }
             defer { desktop.down(id) }
             let addresses = try desktop.addresses(of: id)
-            #expect(addresses.contains { IPText.cidr(pool, contains: String($0.prefix { $0 != "/" })) },
-                    "\(service): no virtual IP from \(pool): \(addresses)")
+            #expect(
+                addresses.contains { IPText.cidr(pool, contains: String($0.prefix { $0 != "/" })) },
+                "\(service): no virtual IP from \(pool): \(addresses)")
             let sa = try server.securityAssociations().first { $0.state == "ESTABLISHED" }
             #expect(sa?.name == service, "\(service): the server chose \(sa?.name ?? "nothing")")
             let ping = try pair.ping(from: pair.clientNamespace, to: host)
@@ -184,8 +198,9 @@ struct NetworkManagerTests {
             var ipv6 = false
             if let pool6 = node.pool6 {
                 let addresses6 = try desktop.addresses(of: id, family: 6)
-                #expect(addresses6.contains { IPText.cidr(pool6, contains: String($0.prefix { $0 != "/" })) },
-                        "\(service): no IPv6 virtual IP from \(pool6): \(addresses6)")
+                #expect(
+                    addresses6.contains { IPText.cidr(pool6, contains: String($0.prefix { $0 != "/" })) },
+                    "\(service): no IPv6 virtual IP from \(pool6): \(addresses6)")
                 let ping6 = try pair.ping(from: pair.clientNamespace, to: ForwardingTests.hostAddress6)
                 #expect(ping6.succeeded, "\(service): ping6 to the host behind the node: \(ping6)\n\(logs())")
                 ipv6 = ping6.succeeded
@@ -211,7 +226,8 @@ struct NetworkManagerTests {
         let eap = try dora.keyfile("ikev2-eap")
         let text = try String(contentsOf: eap, encoding: .utf8)
         let wrong = keep.appendingPathComponent(eap.lastPathComponent)
-        try text.replacingOccurrences(of: "\npassword=", with: "\npassword=x").write(to: wrong, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: "\npassword=", with: "\npassword=x").write(
+            to: wrong, atomically: true, encoding: .utf8)
         #expect(text.contains("\npassword="))
         try desktop.load(connectionFile: wrong)
         try refuse("nmt nm-1 ikev2-eap", "wrong password", server: "EAP-MS-CHAPv2 verification failed")
@@ -220,10 +236,13 @@ struct NetworkManagerTests {
         // Refused: a server the desktop does not trust (the CA file holds another CA of the same name).
         let caPath = try #require(try UserFiles.value("certificate", in: eap))
         let foreignCA = keep.appendingPathComponent("foreign-ca.pem")
-        try Command.check(StrongSwanEnvironment.openSSLPath, [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-            "-subj", "/O=nmt/CN=nmt VPN Root CA", "-keyout", keep.appendingPathComponent("foreign-ca.key").path, "-out", foreignCA.path,
-        ])
+        try Command.check(
+            StrongSwanEnvironment.openSSLPath,
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-subj", "/O=nmt/CN=nmt VPN Root CA", "-keyout", keep.appendingPathComponent("foreign-ca.key").path,
+                "-out", foreignCA.path,
+            ])
         try desktop.install(foreignCA, at: caPath, mode: 0o644)
         try refuse("nmt nm-1 ikev2-eap", "untrusted server", client: ["no trusted", "no issuer certificate found"])
         try desktop.install(dora.folder.appendingPathComponent("ca.pem"), at: caPath, mode: 0o644)
@@ -233,13 +252,17 @@ struct NetworkManagerTests {
         _ = try d.revoke(user: "rita")
         // The node README's reload (it clears the CRL charon cached while accepting dora's certificate).
         let readme = try String(contentsOf: node.directory.appendingPathComponent("README"), encoding: .utf8)
-        let reload = try #require(readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-            .first { $0.hasPrefix("swanctl --load-all") })
-        let loaded = try server.swanctl(Array(reload.split(separator: " ").dropFirst().map(String.init)) + ["--file", node.confFile])
+        let reload = try #require(
+            readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                .first { $0.hasPrefix("swanctl --load-all") })
+        let loaded = try server.swanctl(
+            Array(reload.split(separator: " ").dropFirst().map(String.init)) + ["--file", node.confFile])
         #expect(loaded.succeeded, "\(reload): \(loaded)")
         try rita.install(on: desktop)
         try refuse("nmt nm-1 ikev2-cert", "revoked certificate", server: "certificate was revoked")
-        print("e2e NetworkManager (\(clock.now - started), \(pool6 ? "IPv6 through the tunnel" : "IPv6 blackholed"), server strongSwan \(build.version), charon-nm 5.9): connected: \(proven.joined(separator: ", ")); refused: \(refused.joined(separator: ", "))")
+        print(
+            "e2e NetworkManager (\(clock.now - started), \(pool6 ? "IPv6 through the tunnel" : "IPv6 blackholed"), server strongSwan \(build.version), charon-nm 5.9): connected: \(proven.joined(separator: ", ")); refused: \(refused.joined(separator: ", "))"
+        )
         #expect(refused.count == 3)
         // Nothing else was started on the desktop's behalf (no bus activation).
         let strangers = try desktop.strangers()

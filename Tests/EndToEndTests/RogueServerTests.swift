@@ -42,13 +42,17 @@ struct RogueServerTests {
         let conf = dir.appendingPathComponent("swanctl.conf").path
         let text = try String(contentsOfFile: conf, encoding: .utf8)
         let edited = text.replacingOccurrences(of: "id = \"O=acme, CN=n1\"", with: "id = \"\(identity)\"")
-        guard edited != text || identity == "O=acme, CN=n1" else { throw HarnessError("the node's local id was not where expected") }
+        guard edited != text || identity == "O=acme, CN=n1" else {
+            throw HarnessError("the node's local id was not where expected")
+        }
         try edited.write(toFile: conf, atomically: true, encoding: .utf8)
         return conf
     }
 
     /// Alice's generated Linux profile, or a copy with its remote identity replaced.
-    static func alice(_ deployment: GeneratedDeployment, remoteID: String? = nil) throws -> (conf: String, connection: String) {
+    static func alice(_ deployment: GeneratedDeployment, remoteID: String? = nil) throws -> (
+        conf: String, connection: String
+    ) {
         let original = deployment.out.appendingPathComponent("clients/alice/linux/swanctl/swanctl.conf").path
         let connection = try #require(try GeneratedDeployment.connectionNames(inFile: original).first)
         guard let remoteID else { return (original, connection) }
@@ -64,7 +68,9 @@ struct RogueServerTests {
 
     /// Loads `server` and `client` into a fresh pair of daemons and initiates; returns whether the
     /// tunnel came up, with the client's log of the attempt.
-    static func attempt(server: String, client: (conf: String, connection: String)) throws -> (connected: Bool, clientLog: String) {
+    static func attempt(server: String, client: (conf: String, connection: String)) throws -> (
+        connected: Bool, clientLog: String
+    ) {
         let s = try TunnelScenario.start()
         defer { s.teardown() }
         try s.server.loadAllCleanly(confFile: server)
@@ -88,9 +94,12 @@ struct RogueServerTests {
 
         // Bob's certificate, claiming the node's identity: the certificate does not carry it, and
         // alice's client refuses the server's authentication.
-        let claimsNode = try Self.attempt(server: try Self.rogue(deployment, identity: "O=acme, CN=n1"), client: try Self.alice(deployment))
+        let claimsNode = try Self.attempt(
+            server: try Self.rogue(deployment, identity: "O=acme, CN=n1"), client: try Self.alice(deployment))
         #expect(!claimsNode.connected, "a client certificate posed as the node:\n\(claimsNode.clientLog)")
-        #expect(claimsNode.clientLog.contains("public key found for 'O=acme, CN=n1'"), "the client must refuse bob's certificate:\n\(claimsNode.clientLog)")
+        #expect(
+            claimsNode.clientLog.contains("public key found for 'O=acme, CN=n1'"),
+            "the client must refuse bob's certificate:\n\(claimsNode.clientLog)")
 
         // Bob's certificate, claiming bob's own subject: alice asks for the node's identity (IDr), which
         // the rogue does not hold, so the exchange fails.
@@ -103,12 +112,16 @@ struct RogueServerTests {
         let wildcard = try Self.attempt(
             server: try Self.rogue(deployment, identity: "O=acme, CN=bob@acme"),
             client: try Self.alice(deployment, remoteID: "O=acme, CN=*"))
-        #expect(wildcard.connected, "the wildcard profile should have accepted the rogue (is the rogue set up right?):\n\(wildcard.clientLog)")
+        #expect(
+            wildcard.connected,
+            "the wildcard profile should have accepted the rogue (is the rogue set up right?):\n\(wildcard.clientLog)")
 
         // And vpnprov refuses to generate that profile in the first place.
         let patterned = Self.inventory.replacingOccurrences(of: "id: \"O=acme, CN=n1\"", with: "id: \"O=acme, CN=*\"")
         try patterned.write(toFile: path, atomically: true, encoding: .utf8)
-        let refused = try VPNProvBinary.run(["generate", "--strict", path, "--out", deployment.out.path, "--state", deployment.state.path])
+        let refused = try VPNProvBinary.run([
+            "generate", "--strict", path, "--out", deployment.out.path, "--state", deployment.state.path,
+        ])
         #expect(refused.exitCode == 1, "\(refused)")
         #expect(refused.stderr.contains("[identity-pattern]"), "\(refused)")
     }

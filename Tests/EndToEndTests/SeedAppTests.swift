@@ -9,8 +9,11 @@ import Testing
 @Suite(.serialized, .strongSwan)
 struct SeedAppTests {
     static func catalogue(_ d: GeneratedDeployment) throws -> [[String: Any]] {
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: d.out.appendingPathComponent("catalog/servers.json")))
-        guard let servers = (json as? [String: Any])?["servers"] as? [[String: Any]] else { throw HarnessError("no servers") }
+        let json = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: d.out.appendingPathComponent("catalog/servers.json")))
+        guard let servers = (json as? [String: Any])?["servers"] as? [[String: Any]] else {
+            throw HarnessError("no servers")
+        }
         return servers
     }
 
@@ -38,9 +41,12 @@ struct SeedAppTests {
         var proven: [String] = []
         for node in seed.nodes {
             let entries = servers.filter { $0["node"] as? String == node.name }
-            let marked = entries.filter { $0["fourFieldModel"] as? Bool == true }.compactMap { $0["service"] as? String }
-            #expect(Set(marked) == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid"],
-                    "\(node.name): marked \(marked)")
+            let marked = entries.filter { $0["fourFieldModel"] as? Bool == true }.compactMap {
+                $0["service"] as? String
+            }
+            #expect(
+                Set(marked) == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid"],
+                "\(node.name): marked \(marked)")
             let nut = try NodeUnderTest.start(seed, node: node.name, builds: builds)
             defer { nut.teardown() }
             let credentials = try Self.credentials(seed, node: node.name)
@@ -53,8 +59,9 @@ struct SeedAppTests {
                         let ikeVersion = entry["protocol"] as? String == "IKEv2" ? 2 : 1
                         let proof = try nut.prove(.translated(setup), label: label, ikeVersion: ikeVersion)
                         let peer = proof.serverPeerConfig ?? "?"
-                        #expect(ikeVersion == 2 ? peer == service : peer.hasPrefix(service + "-"),
-                                "\(label): server chose \(peer)")
+                        #expect(
+                            ikeVersion == 2 ? peer == service : peer.hasPrefix(service + "-"),
+                            "\(label): server chose \(peer)")
                         proven.append("\(node.name) \(service)")
                     } catch {
                         Issue.record("\(error)")
@@ -77,10 +84,14 @@ struct SeedAppTests {
         }
         // IKEv2 and IPSec, with and without PSK, on both nodes.
         #expect(proven.count == 8, "\(builds): proven: \(proven)")
-        print("e2e seed app on strongSwan \(builds): \(proven.count) four-field handshakes proven (\(proven.joined(separator: ", ")))")
+        print(
+            "e2e seed app on strongSwan \(builds): \(proven.count) four-field handshakes proven (\(proven.joined(separator: ", ")))"
+        )
     }
 
-    @Test("ipsec-xauth-hybrid through the generated Apple and Linux clients; wrong XAuth password and untrusted server refused")
+    @Test(
+        "ipsec-xauth-hybrid through the generated Apple and Linux clients; wrong XAuth password and untrusted server refused"
+    )
     func hybridThroughGeneratedClients() throws {
         try StrongSwanEnvironment.require()
         try hybridThroughGeneratedClients(.host)
@@ -111,7 +122,8 @@ struct SeedAppTests {
                 q["PayloadContent"] = try TestPKI.der(ofPEM: other.caCert)
                 return q
             }
-            let untrusted = try AppleProfileTranslator.translate(vpnPayload: try #require(apple.applePayload), otherPayloads: others)
+            let untrusted = try AppleProfileTranslator.translate(
+                vpnPayload: try #require(apple.applePayload), otherPayloads: others)
             let clientMark = nut.client.log.utf8.count
             _ = try nut.refuse(.translated(untrusted), label: "hybrid untrusted server")
             let clientLog = NodeUnderTest.since(clientMark, nut.client.log)
@@ -122,8 +134,12 @@ struct SeedAppTests {
             defer { nut.teardown() }
             for c in cases where c.node == node.name {
                 let proof = try nut.prove(try c.make(), label: c.label, ikeVersion: 1)
-                #expect(proof.serverPeerConfig == "ipsec-xauth-hybrid-aggressive", "\(c.label): \(proof.serverPeerConfig ?? "?")")
-                #expect(proof.serverLog.contains("XAuth authentication of 'sam' successful"), "\(c.label):\n\(proof.serverLog)")
+                #expect(
+                    proof.serverPeerConfig == "ipsec-xauth-hybrid-aggressive",
+                    "\(c.label): \(proof.serverPeerConfig ?? "?")")
+                #expect(
+                    proof.serverLog.contains("XAuth authentication of 'sam' successful"),
+                    "\(c.label):\n\(proof.serverLog)")
             }
         }
 
@@ -140,7 +156,9 @@ struct SeedAppTests {
 
     }
 
-    @Test("IKEv1 connection order: with the hybrid connection first or last, PSK-XAuth and hybrid clients reach their own")
+    @Test(
+        "IKEv1 connection order: with the hybrid connection first or last, PSK-XAuth and hybrid clients reach their own"
+    )
     func ikev1OrderDoesNotDecide() throws {
         try StrongSwanEnvironment.require()
         try ikev1OrderDoesNotDecide(.host)
@@ -156,7 +174,10 @@ struct SeedAppTests {
         let seed = try Inventories.generateSeed(label: "seed-order")
         // seed-v4 has a group (PSK-XAuth in Aggressive Mode, like hybrid), seed-dns none (PSK-XAuth in Main Mode).
         let expected: [String: Set<String>] = [
-            "seed-v4": ["apple ipsec-xauth-psk", "apple ipsec-xauth-hybrid", "linux ipsec-xauth-psk", "linux ipsec-xauth-hybrid"],
+            "seed-v4": [
+                "apple ipsec-xauth-psk", "apple ipsec-xauth-hybrid", "linux ipsec-xauth-psk",
+                "linux ipsec-xauth-hybrid",
+            ],
             "seed-dns": ["apple ipsec-xauth-psk", "linux ipsec-xauth-psk", "linux ipsec-xauth-hybrid"],
         ]
         // The generated order (hybrid last), then the hybrid connection moved before the PSK-XAuth ones.
@@ -174,12 +195,18 @@ struct SeedAppTests {
         for (node, kinds) in expected.sorted(by: { $0.key > $1.key }) {
             let cases = try seed.clientCases().filter { $0.node == node && $0.service.hasPrefix("ipsec") }
             #expect(Set(cases.map { "\($0.kind.rawValue) \($0.service)" }) == kinds, "\(node)")
-            for (order, edit) in [("hybrid last", nil), ("hybrid first", hybridFirst)] as [(String, ((String) -> String)?)] {
+            for (order, edit) in [("hybrid last", nil), ("hybrid first", hybridFirst)]
+                as [(String, ((String) -> String)?)]
+            {
                 let nut = try NodeUnderTest.start(seed, node: node, builds: builds, editConf: edit)
                 defer { nut.teardown() }
-                let names = try GeneratedDeployment.connectionNames(inFile: nut.node.confFile).filter { $0.hasPrefix("ipsec") }
+                let names = try GeneratedDeployment.connectionNames(inFile: nut.node.confFile).filter {
+                    $0.hasPrefix("ipsec")
+                }
                 let hybridIndex = try #require(names.firstIndex(of: "ipsec-xauth-hybrid-aggressive"))
-                #expect(order == "hybrid first" ? hybridIndex == 0 : hybridIndex == names.count - 1, "\(node) \(order): \(names)")
+                #expect(
+                    order == "hybrid first" ? hybridIndex == 0 : hybridIndex == names.count - 1,
+                    "\(node) \(order): \(names)")
                 for c in cases {
                     let proof = try nut.prove(try c.make(), label: "\(order): \(c.label)", ikeVersion: 1)
                     let peer = proof.serverPeerConfig ?? "?"

@@ -1,21 +1,24 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 
 /// What the harness and vpnprov assume about the two strongSwan versions they prove against (the host's 5.9 and
 /// the Debian 13 tree's 6.0), checked on the daemons themselves. docs/strongswan-versions.md explains the
 /// differences; these tests are its measurements.
 @Suite(.serialized, .strongSwan, .strongSwan6)
 struct StrongSwanVersionTests {
-    @Test("Each build is the version it claims and loads exactly the plugins the harness names", arguments: StrongSwanBuild.all)
+    @Test(
+        "Each build is the version it claims and loads exactly the plugins the harness names",
+        arguments: StrongSwanBuild.all)
     func buildsAreWhatTheyClaim(_ build: StrongSwanBuild) throws {
         try build.require()
         let pair = try NetworkPair.create()
@@ -24,8 +27,10 @@ struct StrongSwanVersionTests {
         defer { charon.stop() }
         let version = try charon.swanctl(["--version", "--daemon"])
         #expect(version.succeeded, "\(version)")
-        #expect(version.stdout.contains("strongSwan \(build.version) charon-systemd") && build.version.hasPrefix(build.name + "."),
-                "\(build): \(version.stdout)")
+        #expect(
+            version.stdout.contains("strongSwan \(build.version) charon-systemd")
+                && build.version.hasPrefix(build.name + "."),
+            "\(build): \(version.stdout)")
         let stats = try charon.swanctl(["--stats"])
         let loaded = stats.lines.first { $0.hasPrefix("loaded plugins: ") }.map(String.init) ?? ""
         // charon leaves a plugin it cannot load out of this list: equality means every named plugin loaded.
@@ -94,7 +99,8 @@ struct StrongSwanVersionTests {
     /// A PSK server and client offering only `proposal` in IKE.
     private static func pskConf(proposal: String, server: Bool) -> String {
         let secret = SwanctlWriter.secret("ml-kem probe secret, not weak 7Qx")
-        let peer = server
+        let peer =
+            server
             ? "    local_addrs = 192.0.2.1\n    pools = p\n    local {\n      auth = psk\n      id = srv\n    }\n"
                 + "    remote {\n      auth = psk\n    }\n"
                 + "    children {\n      pq {\n        local_ts = 0.0.0.0/0\n        esp_proposals = aes256gcm16\n      }\n    }\n"
@@ -121,13 +127,16 @@ struct StrongSwanVersionTests {
         }
     }
 
-    @Test("Every proposal keyword the validator accepts negotiates on each proven strongSwan", arguments: StrongSwanBuild.all)
+    @Test(
+        "Every proposal keyword the validator accepts negotiates on each proven strongSwan",
+        arguments: StrongSwanBuild.all)
     func everyAcceptedKeywordNegotiates(_ build: StrongSwanBuild) throws {
         try build.require()
         let probes = Self.probeProposals()
         let secret = SwanctlWriter.secret("keyword probe secret, not weak 5Rq")
         // The server offers every probe proposal in one connection; each client connection offers one.
-        var server = "connections {\n  probe {\n    version = 2\n    local_addrs = 192.0.2.1\n    pools = p\n"
+        var server =
+            "connections {\n  probe {\n    version = 2\n    local_addrs = 192.0.2.1\n    pools = p\n"
             + "    proposals = \(probes.map(\.proposal).joined(separator: ", "))\n"
             + "    local {\n      auth = psk\n      id = srv\n    }\n    remote {\n      auth = psk\n    }\n"
             + "    children {\n      probe {\n        local_ts = 0.0.0.0/0\n        esp_proposals = aes256gcm16\n      }\n    }\n"
@@ -135,7 +144,8 @@ struct StrongSwanVersionTests {
         server += "secrets {\n  ike-1 {\n    secret = \(secret)\n  }\n}\n"
         var client = "connections {\n"
         for (i, probe) in probes.enumerated() {
-            client += "  p\(i) {\n    version = 2\n    remote_addrs = 192.0.2.1\n    vips = 0.0.0.0\n"
+            client +=
+                "  p\(i) {\n    version = 2\n    remote_addrs = 192.0.2.1\n    vips = 0.0.0.0\n"
                 + "    proposals = \(probe.proposal)\n"
                 + "    local {\n      auth = psk\n      id = cli\n    }\n    remote {\n      auth = psk\n      id = srv\n    }\n"
                 + "    children {\n      p\(i) {\n        remote_ts = 198.51.100.1/32\n        esp_proposals = aes256gcm16\n      }\n    }\n  }\n"
@@ -160,12 +170,15 @@ struct StrongSwanVersionTests {
         #expect(failed.isEmpty, "\(build) cannot negotiate:\n\(failed.joined(separator: "\n"))")
     }
 
-    @Test("ML-KEM: 6.0.1 accepts ke1_mlkem768 in config and negotiates it, then cannot compute it; 5.9 rejects the keyword")
+    @Test(
+        "ML-KEM: 6.0.1 accepts ke1_mlkem768 in config and negotiates it, then cannot compute it; 5.9 rejects the keyword"
+    )
     func mlkemIsNotUsable() throws {
         try BuildPair.trixie.require()
         let proposal = "aes256gcm16-prfsha256-ecp256-ke1_mlkem768"
         let server = try SwanctlDirectory.make(label: "pq-server", conf: Self.pskConf(proposal: proposal, server: true))
-        let client = try SwanctlDirectory.make(label: "pq-client", conf: Self.pskConf(proposal: proposal, server: false))
+        let client = try SwanctlDirectory.make(
+            label: "pq-client", conf: Self.pskConf(proposal: proposal, server: false))
 
         let s = try TunnelScenario.start(builds: .trixie)
         defer { s.teardown() }
@@ -173,11 +186,13 @@ struct StrongSwanVersionTests {
         try s.client.loadAllCleanly(confFile: client.confFile)
         let result = try s.client.initiate(child: "pq", ike: "pq", timeout: .seconds(10))
         #expect(!result.succeeded, "\(result)")
-        #expect(result.output.contains("selected proposal: IKE:AES_GCM_16_256/PRF_HMAC_SHA2_256/ECP_256/KE1_ML_KEM_768"),
-                "\(result)")
+        #expect(
+            result.output.contains("selected proposal: IKE:AES_GCM_16_256/PRF_HMAC_SHA2_256/ECP_256/KE1_ML_KEM_768"),
+            "\(result)")
         #expect(result.output.contains("negotiated key exchange method ML_KEM_768 not supported"), "\(result)")
-        #expect(s.server.logContains("selected proposal: IKE:AES_GCM_16_256/PRF_HMAC_SHA2_256/ECP_256/KE1_ML_KEM_768"),
-                "\(s.server.log)")
+        #expect(
+            s.server.logContains("selected proposal: IKE:AES_GCM_16_256/PRF_HMAC_SHA2_256/ECP_256/KE1_ML_KEM_768"),
+            "\(s.server.log)")
 
         // The same connection on 5.9: the keyword itself is unknown there.
         let old = try TunnelScenario.start(builds: .host)

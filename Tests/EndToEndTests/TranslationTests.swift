@@ -34,16 +34,17 @@ import Testing
     }
 
     @Test func saParametersGiveTheSingleProposal() throws {
-        let setup = try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
-            "IKESecurityAssociationParameters": [
-                "EncryptionAlgorithm": "AES-256-GCM", "IntegrityAlgorithm": "SHA2-384", "DiffieHellmanGroup": 20,
-                "LifeTimeInMinutes": 60,
-            ] as [String: Any],
-            "ChildSecurityAssociationParameters": [
-                "EncryptionAlgorithm": "AES-128", "IntegrityAlgorithm": "SHA1-96", "DiffieHellmanGroup": 31,
-            ] as [String: Any],
-            "EnablePFS": 1, "DeadPeerDetectionRate": "High", "DisableMOBIKE": 1,
-        ]))
+        let setup = try AppleProfileTranslator.translate(
+            vpnPayload: Self.ikev2EAPPayload([
+                "IKESecurityAssociationParameters": [
+                    "EncryptionAlgorithm": "AES-256-GCM", "IntegrityAlgorithm": "SHA2-384", "DiffieHellmanGroup": 20,
+                    "LifeTimeInMinutes": 60,
+                ] as [String: Any],
+                "ChildSecurityAssociationParameters": [
+                    "EncryptionAlgorithm": "AES-128", "IntegrityAlgorithm": "SHA1-96", "DiffieHellmanGroup": 31,
+                ] as [String: Any],
+                "EnablePFS": 1, "DeadPeerDetectionRate": "High", "DisableMOBIKE": 1,
+            ]))
         #expect(setup.swanctlConf.contains("proposals = aes256gcm16-prfsha384-ecp384\n"))
         #expect(setup.swanctlConf.contains("esp_proposals = aes128-sha1-curve25519\n"))
         #expect(setup.swanctlConf.contains("rekey_time = 60m\n"))
@@ -52,10 +53,11 @@ import Testing
     }
 
     @Test func childDefaultsToIKEParameters() throws {
-        let setup = try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
-            "IKESecurityAssociationParameters": ["EncryptionAlgorithm": "AES-256-GCM", "DiffieHellmanGroup": 19]
-                as [String: Any]
-        ]))
+        let setup = try AppleProfileTranslator.translate(
+            vpnPayload: Self.ikev2EAPPayload([
+                "IKESecurityAssociationParameters": ["EncryptionAlgorithm": "AES-256-GCM", "DiffieHellmanGroup": 19]
+                    as [String: Any]
+            ]))
         #expect(setup.swanctlConf.contains("proposals = aes256gcm16-prfsha256-ecp256\n"))
         #expect(setup.swanctlConf.contains("esp_proposals = aes256gcm16\n"))
     }
@@ -65,14 +67,16 @@ import Testing
             try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload(["SomethingNew": 1]))
         }
         #expect(throws: TranslationError.self) {
-            try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
-                "IKESecurityAssociationParameters": ["EncryptionAlgorithm": "AES-256", "Foo": 1] as [String: Any]
-            ]))
+            try AppleProfileTranslator.translate(
+                vpnPayload: Self.ikev2EAPPayload([
+                    "IKESecurityAssociationParameters": ["EncryptionAlgorithm": "AES-256", "Foo": 1] as [String: Any]
+                ]))
         }
         #expect(throws: TranslationError.self) {
-            try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
-                "IKESecurityAssociationParameters": ["DiffieHellmanGroup": 99] as [String: Any]
-            ]))
+            try AppleProfileTranslator.translate(
+                vpnPayload: Self.ikev2EAPPayload([
+                    "IKESecurityAssociationParameters": ["DiffieHellmanGroup": 99] as [String: Any]
+                ]))
         }
     }
 
@@ -127,8 +131,10 @@ import Testing
             ipsec["LocalIdentifier"] = group
             ipsec["LocalIdentifierType"] = "KeyID"
         }
-        return ["PayloadType": "com.apple.vpn.managed", "PayloadUUID": "U", "VPNType": "IPSec", "IPSec": ipsec,
-                "IPv4": ["OverridePrimary": 1] as [String: Any]]
+        return [
+            "PayloadType": "com.apple.vpn.managed", "PayloadUUID": "U", "VPNType": "IPSec", "IPSec": ipsec,
+            "IPv4": ["OverridePrimary": 1] as [String: Any],
+        ]
     }
 
     @Test func ipsecGroupMeansAggressiveKeyID() throws {
@@ -181,14 +187,15 @@ import Testing
 
     @Test func appleKillSwitchOnDemandAndIdleAreHonoured() throws {
         #expect(try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload()).device.blockIPv6 == .none)
-        let setup = try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload([
-            "IncludeAllNetworks": 1, "ExcludeLocalNetworks": 1, "OnDemandEnabled": 1,
-            "OnDemandRules": [
-                ["Action": "Disconnect", "InterfaceTypeMatch": "WiFi", "SSIDMatch": ["Home"]] as [String: Any],
-                ["Action": "Connect"] as [String: Any],
-            ],
-            "DisconnectOnIdle": 1, "DisconnectOnIdleTimer": 600, "EnableCertificateRevocationCheck": 1,
-        ]))
+        let setup = try AppleProfileTranslator.translate(
+            vpnPayload: Self.ikev2EAPPayload([
+                "IncludeAllNetworks": 1, "ExcludeLocalNetworks": 1, "OnDemandEnabled": 1,
+                "OnDemandRules": [
+                    ["Action": "Disconnect", "InterfaceTypeMatch": "WiFi", "SSIDMatch": ["Home"]] as [String: Any],
+                    ["Action": "Connect"] as [String: Any],
+                ],
+                "DisconnectOnIdle": 1, "DisconnectOnIdleTimer": 600, "EnableCertificateRevocationCheck": 1,
+            ]))
         #expect(setup.device.blockIPv6 == .exceptLocalNetworks)
         #expect(setup.onDemand?.action(interface: "WiFi", ssid: "Home") == "Disconnect")
         #expect(setup.onDemand?.action(interface: "WiFi", ssid: "Cafe") == "Connect")
@@ -204,7 +211,9 @@ import Testing
             ["DisconnectOnIdle": 1],
             ["IncludeAllNetwork": 1],
         ] {
-            #expect(throws: TranslationError.self, "\(bad)") { try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload(bad)) }
+            #expect(throws: TranslationError.self, "\(bad)") {
+                try AppleProfileTranslator.translate(vpnPayload: Self.ikev2EAPPayload(bad))
+            }
         }
     }
 
@@ -232,8 +241,10 @@ struct TranslatedProfileTunnelTests {
 
     private func caRoot() throws -> [String: Any] {
         let m = try SharedFixturePKI.get()
-        return ["PayloadType": "com.apple.security.root", "PayloadUUID": "CA",
-                "PayloadContent": try TestPKI.der(ofPEM: m.pki.caCert)]
+        return [
+            "PayloadType": "com.apple.security.root", "PayloadUUID": "CA",
+            "PayloadContent": try TestPKI.der(ofPEM: m.pki.caCert),
+        ]
     }
 
     @Test func appleIKEv2EAP() throws {
@@ -286,8 +297,9 @@ struct TranslatedProfileTunnelTests {
             "local": ["eap_id": HandWritten.eapUser, "shared_secret": HandWritten.eapPassword] as [String: Any],
             "ike-proposal": "aes256gcm16-prfsha256-ecp256", "esp-proposal": "aes256gcm16",
         ]
-        try run(try SswanTranslator.translate(profile: profile, inputs: DeviceInputs(remoteAddress: "192.0.2.1")),
-                label: "sswan-eap")
+        try run(
+            try SswanTranslator.translate(profile: profile, inputs: DeviceInputs(remoteAddress: "192.0.2.1")),
+            label: "sswan-eap")
     }
 
     @Test func sswanCert() throws {
@@ -295,12 +307,15 @@ struct TranslatedProfileTunnelTests {
         let p12 = try m.pki.pkcs12(cert: m.client.cert, key: m.client.key, password: "p12 pw")
         let profile: [String: Any] = [
             "uuid": "6f1c5a4e-3b2d-4c1e-9f00-000000000004", "name": "n", "type": "ikev2-cert",
-            "remote": ["addr": "vpn.example.com", "id": "vpn.example.com",
-                       "cert": try TestPKI.der(ofPEM: m.pki.caCert).base64EncodedString()] as [String: Any],
+            "remote": [
+                "addr": "vpn.example.com", "id": "vpn.example.com",
+                "cert": try TestPKI.der(ofPEM: m.pki.caCert).base64EncodedString(),
+            ] as [String: Any],
             "local": ["id": HandWritten.certClientID, "p12": p12.base64EncodedString()] as [String: Any],
         ]
-        try run(try SswanTranslator.translate(
-            profile: profile, inputs: DeviceInputs(remoteAddress: "192.0.2.1", p12Password: "p12 pw")),
-                label: "sswan-cert")
+        try run(
+            try SswanTranslator.translate(
+                profile: profile, inputs: DeviceInputs(remoteAddress: "192.0.2.1", p12Password: "p12 pw")),
+            label: "sswan-cert")
     }
 }

@@ -10,13 +10,17 @@ import VPNProvCrypto
 struct WindowsClientTests {
     /// ann's Windows connection to lab-v4 (192.0.2.1) with `service`, from her generated script.
     private func annCase(_ lab: GeneratedDeployment, _ service: String) throws -> ClientCase {
-        guard let c = try lab.clientCases().first(where: {
-            $0.kind == .windows && $0.user == "ann" && $0.node == "lab-v4" && $0.service == service
-        }) else { throw HarnessError("no windows case ann lab-v4 \(service)") }
+        guard
+            let c = try lab.clientCases().first(where: {
+                $0.kind == .windows && $0.user == "ann" && $0.node == "lab-v4" && $0.service == service
+            })
+        else { throw HarnessError("no windows case ann lab-v4 \(service)") }
         return c
     }
 
-    @Test("A server certificate without the dialled IP address as dNSName: strongSwan clients accept it, Windows refuses it (13801)")
+    @Test(
+        "A server certificate without the dialled IP address as dNSName: strongSwan clients accept it, Windows refuses it (13801)"
+    )
     func serverCertificateWithoutDialledDNSName() throws {
         try StrongSwanEnvironment.require()
         let lab = try Inventories.generateLab(label: "win-san")
@@ -27,27 +31,37 @@ struct WindowsClientTests {
         let dir = try Scratch.makeDirectory("win-san-cert")
         let ext = dir.appendingPathComponent("ext.cnf")
         try """
-            subjectAltName = IP:192.0.2.1
-            extendedKeyUsage = serverAuth, 1.3.6.1.5.5.8.2.2
-            keyUsage = digitalSignature
+        subjectAltName = IP:192.0.2.1
+        extendedKeyUsage = serverAuth, 1.3.6.1.5.5.8.2.2
+        keyUsage = digitalSignature
 
-            """.write(to: ext, atomically: true, encoding: .utf8)
+        """.write(to: ext, atomically: true, encoding: .utf8)
         let csr = dir.appendingPathComponent("req.pem")
-        let req = try Command.run("/usr/bin/openssl", ["req", "-new", "-key", keyFile.path, "-subj", "/O=lab/CN=lab-v4", "-out", csr.path])
+        let req = try Command.run(
+            "/usr/bin/openssl", ["req", "-new", "-key", keyFile.path, "-subj", "/O=lab/CN=lab-v4", "-out", csr.path])
         #expect(req.succeeded, "\(req)")
-        let sign = try Command.run("/usr/bin/openssl", [
-            "x509", "-req", "-in", csr.path, "-CA", lab.state.appendingPathComponent("ca/ca.pem").path,
-            "-CAkey", lab.state.appendingPathComponent("ca/ca.key").path, "-set_serial", "4242", "-days", "30",
-            "-sha256", "-extfile", ext.path, "-out", certFile.path,
-        ])
+        let sign = try Command.run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", csr.path, "-CA", lab.state.appendingPathComponent("ca/ca.pem").path,
+                "-CAkey", lab.state.appendingPathComponent("ca/ca.key").path, "-set_serial", "4242", "-days", "30",
+                "-sha256", "-extfile", ext.path, "-out", certFile.path,
+            ])
         #expect(sign.succeeded, "\(sign)")
         let cert = try X509Certificate(pem: try String(contentsOf: certFile, encoding: .utf8))
-        #expect(!cert.subjectAlternativeNames.contains { if case .dnsName = $0 { return true }; return false })
+        #expect(
+            !cert.subjectAlternativeNames.contains {
+                if case .dnsName = $0 { return true }
+                return false
+            })
 
         let nut = try NodeUnderTest.start(lab, node: "lab-v4")
         defer { nut.teardown() }
         // A strongSwan client (the generated Linux profile) checks the IP identity against the iPAddress: accepted.
-        let linux = try #require(try lab.clientCases().first { $0.kind == .linux && $0.user == "ann" && $0.node == "lab-v4" && $0.service == "ikev2-eap" })
+        let linux = try #require(
+            try lab.clientCases().first {
+                $0.kind == .linux && $0.user == "ann" && $0.node == "lab-v4" && $0.service == "ikev2-eap"
+            })
         _ = try nut.prove(try linux.make(), label: linux.label, ikeVersion: 2)
         // Windows: the handshake reaches the server certificate, which Windows refuses.
         for service in ["ikev2-eap", "ikev2-cert"] {
@@ -57,12 +71,14 @@ struct WindowsClientTests {
             defer { _ = try? nut.client.terminate(ike: ike) }
             _ = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
             let reason = try WindowsClientChecks.refusal(nut, dialled: "192.0.2.1", before: before)
-            #expect(reason?.contains("13801") == true && reason?.contains("no dNSName '192.0.2.1'") == true,
-                    "\(c.label): Windows must refuse the certificate, got \(reason ?? "acceptance")")
+            #expect(
+                reason?.contains("13801") == true && reason?.contains("no dNSName '192.0.2.1'") == true,
+                "\(c.label): Windows must refuse the certificate, got \(reason ?? "acceptance")")
         }
     }
 
-    @Test("Windows' MODP1024 offer is refused by the node: without the script's IPsec settings, and with DHGroup Group2")
+    @Test(
+        "Windows' MODP1024 offer is refused by the node: without the script's IPsec settings, and with DHGroup Group2")
     func modp1024IsRefused() throws {
         try StrongSwanEnvironment.require()
         let lab = try Inventories.generateLab(label: "win-modp")
@@ -83,8 +99,9 @@ struct WindowsClientTests {
             let setup = try WindowsScriptTranslator.setup(connection, of: result, password: password)
             #expect(setup.swanctlConf.contains("modp1024"), "\(label): \(setup.swanctlConf)")
             let log = try nut.refuse(.translated(setup), label: "windows ann \(label)")
-            #expect(log.contains("received proposals unacceptable") || log.contains("NO_PROPOSAL_CHOSEN"),
-                    "\(label): the server log does not say why:\n\(log)")
+            #expect(
+                log.contains("received proposals unacceptable") || log.contains("NO_PROPOSAL_CHOSEN"),
+                "\(label): the server log does not say why:\n\(log)")
         }
         // And the script as generated connects (control).
         let c = try annCase(lab, "ikev2-eap")

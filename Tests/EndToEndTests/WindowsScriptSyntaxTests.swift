@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 
 /// PowerShell cannot be installed here (no Debian or PyPI package ships it), so the generated scripts are checked
 /// with the test-side tokenizer written to the PowerShell language specification (PowerShellTokenizer): every
@@ -20,30 +21,43 @@ import Testing
 
     @Test func verbatimStringsUndoubleEverySingleQuoteCharacter() throws {
         let tokens = try PowerShellTokenizer.tokenize("'it''s' 'a\u{2019}\u{2019}b' '\u{2018}\u{2018}' '$x `n \"'")
-        #expect(tokens.map(\.kind) == [
-            .verbatimString("it's"), .verbatimString("a\u{2019}b"), .verbatimString("\u{2018}"), .verbatimString("$x `n \""),
-        ])
+        #expect(
+            tokens.map(\.kind) == [
+                .verbatimString("it's"), .verbatimString("a\u{2019}b"), .verbatimString("\u{2018}"),
+                .verbatimString("$x `n \""),
+            ])
     }
 
     @Test func expandableStringsReportWhatTheyExpand() throws {
-        let tokens = try PowerShellTokenizer.tokenize(#""a `"q`" ""b"" $name ${odd name} $($x.Length + (1)) $env:PATH" # c"#)
-        guard case .expandableString(_, let vars) = tokens.first?.kind else { Issue.record("\(tokens)"); return }
+        let tokens = try PowerShellTokenizer.tokenize(
+            #""a `"q`" ""b"" $name ${odd name} $($x.Length + (1)) $env:PATH" # c"#)
+        guard case .expandableString(_, let vars) = tokens.first?.kind else {
+            Issue.record("\(tokens)")
+            return
+        }
         #expect(vars == ["name", "odd name", "x", "env:PATH"])
         #expect(tokens.count == 2 && tokens[1].kind == .comment)
     }
 
     @Test func unterminatedConstructsAreErrors() {
         for text in ["'abc", "\"abc", "<# never closed", "\"$(unclosed\"", "@'\nno end\n"] {
-            #expect(throws: PowerShellTokenizer.SyntaxError.self, "\(text.debugDescription)") { _ = try PowerShellTokenizer.tokenize(text) }
+            #expect(throws: PowerShellTokenizer.SyntaxError.self, "\(text.debugDescription)") {
+                _ = try PowerShellTokenizer.tokenize(text)
+            }
         }
-        #expect(throws: PowerShellTokenizer.SyntaxError.self) { _ = try PowerShellStatements.split(try PowerShellTokenizer.tokenize("@{ a = (1 }")) }
+        #expect(throws: PowerShellTokenizer.SyntaxError.self) {
+            _ = try PowerShellStatements.split(try PowerShellTokenizer.tokenize("@{ a = (1 }"))
+        }
     }
 
     @Test func commentsHereStringsAndContinuations() throws {
         let text = "<# block\n '# not a string #>\nWrite-Host `\n  -Object @'\nraw $x 'q'\n'@ # tail\n"
         let statements = try PowerShellStatements.split(try PowerShellTokenizer.tokenize(text))
         #expect(statements.count == 1)
-        #expect(statements.first?.map(\.kind) == [.generic("Write-Host"), .parameter("Object"), .verbatimString("raw $x 'q'")])
+        #expect(
+            statements.first?.map(\.kind) == [
+                .generic("Write-Host"), .parameter("Object"), .verbatimString("raw $x 'q'"),
+            ])
     }
 
     // MARK: the generated script with hostile values
@@ -55,21 +69,34 @@ import Testing
     static func hostileScript() throws -> String {
         let here = SourceLocation(file: "t.yaml", line: 1, column: 1)
         let nodes = [
-            Node(name: "n'1$x", address: "vpn.example.com", id: .fqdn("vpn.example.com"),
-                 pool: CIDR(address: [10, 0, 0, 0], prefix: 24), pool6: CIDR(address: [0xfd] + Array(repeating: 0, count: 15), prefix: 112),
-                 services: [.ikev2Cert, .ikev2EAP], location: here),
+            Node(
+                name: "n'1$x", address: "vpn.example.com", id: .fqdn("vpn.example.com"),
+                pool: CIDR(address: [10, 0, 0, 0], prefix: 24),
+                pool6: CIDR(address: [0xfd] + Array(repeating: 0, count: 15), prefix: 112),
+                services: [.ikev2Cert, .ikev2EAP], location: here)
         ]
-        let users = [User(name: user, password: .generate, cert: true, id: .userFQDN("a@b.example"), nodes: ["n'1$x"],
-                          devices: [.windows], location: here)]
-        let inventory = Inventory(file: "t.yaml", name: deployment,
-                                  pki: PKISettings(ca: CASettings(name: "ca 'x' $y", key: .ecdsaP256, days: 3650)),
-                                  nodes: nodes, users: users)
+        let users = [
+            User(
+                name: user, password: .generate, cert: true, id: .userFQDN("a@b.example"), nodes: ["n'1$x"],
+                devices: [.windows], location: here)
+        ]
+        let inventory = Inventory(
+            file: "t.yaml", name: deployment,
+            pki: PKISettings(ca: CASettings(name: "ca 'x' $y", key: .ecdsaP256, days: 3650)),
+            nodes: nodes, users: users)
         let materials = Materials(
-            caCertificatePEM: "-----BEGIN CERTIFICATE-----\nAAECAwQ=\n-----END CERTIFICATE-----\n", caCommonName: "ca", caKeyType: .ecdsaP256,
+            caCertificatePEM: "-----BEGIN CERTIFICATE-----\nAAECAwQ=\n-----END CERTIFICATE-----\n", caCommonName: "ca",
+            caKeyType: .ecdsaP256,
             crlPEM: "", nodes: [:],
-            users: [user: UserMaterials(password: "pw'$x", p12: [1, 2, 3, 4], p12Password: p12Password, keyType: .ecdsaP256)])
+            users: [
+                user: UserMaterials(
+                    password: "pw'$x", p12: [1, 2, 3, 4], p12Password: p12Password, keyType: .ecdsaP256)
+            ])
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
-        let file = try #require(try ClientRenderer.render(plan: plan, inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let file = try #require(
+            try ClientRenderer.render(
+                plan: plan, inventory: inventory, materials: materials, templates: try TemplateSet.builtin()
+            )
             .first { $0.path.hasSuffix("-windows.ps1") })
         #expect(file.isPrivate)
         return String(decoding: file.contents, as: UTF8.self)
@@ -79,7 +106,10 @@ import Testing
         let script = try Self.hostileScript()
         let result = try WindowsScriptTranslator.interpret(script: script)
         #expect(result.userName == Self.user)
-        #expect(result.connections.map(\.name) == ["\(Self.deployment) n'1$x ikev2-cert", "\(Self.deployment) n'1$x ikev2-eap"])
+        #expect(
+            result.connections.map(\.name) == [
+                "\(Self.deployment) n'1$x ikev2-cert", "\(Self.deployment) n'1$x ikev2-eap",
+            ])
         #expect(result.machineBundles.map(\.password) == [Self.p12Password])
         #expect(result.machineBundles.map(\.p12) == [Data([1, 2, 3, 4])])
         #expect(result.rootCertificates == [Data([0, 1, 2, 3, 4])])
@@ -111,9 +141,13 @@ import Testing
         for value in ["", "plain", "it's", "\u{2018}\u{2019}\u{201A}\u{201B}", "`$(x)\"", Self.p12Password] {
             let text = try template.render(["v": .string(value)])
             let tokens = try PowerShellTokenizer.tokenize(text)
-            #expect(tokens.map(\.kind) == [.variable("v"), .punctuator("="), .verbatimString(value), .newline], "\(value.debugDescription)")
+            #expect(
+                tokens.map(\.kind) == [.variable("v"), .punctuator("="), .verbatimString(value), .newline],
+                "\(value.debugDescription)")
         }
         #expect(throws: (any Error).self) { try template.render(["v": .string("line\nbreak")]) }
-        #expect(throws: (any Error).self) { _ = try Template(name: "t", text: "{{! syntax: powershell }}\n$v = '{{v}}'\n") }
+        #expect(throws: (any Error).self) {
+            _ = try Template(name: "t", text: "{{! syntax: powershell }}\n$v = '{{v}}'\n")
+        }
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// `acknowledge:` (docs/inventory.md): a warning kept on purpose is marked with the operator's reason,
@@ -89,12 +90,14 @@ import Testing
     }
 
     @Test func withEveryWarningAcknowledgedStrictPasses() throws {
-        let dir = try workspace(Self.inventory(acknowledge: Self.acknowledged + """
+        let dir = try workspace(
+            Self.inventory(
+                acknowledge: Self.acknowledged + """
 
-              - rule: user-without-service
-                user: carol
-                reason: on leave; her profiles come back with her nodes
-            """))
+                      - rule: user-without-service
+                        user: carol
+                        reason: on leave; her profiles come back with her nodes
+                    """))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let strict = vpnprov(["validate", "--strict"], in: dir)
         #expect(strict.code == 0, "\(strict.err)")
@@ -115,13 +118,16 @@ import Testing
             #expect(suppression["kind"] as? String == "inSource")
             #expect(suppression["status"] as? String == "accepted")
             #expect((suppression["justification"] as? String)?.isEmpty == false)
-            let region = ((suppression["location"] as? [String: Any])?["physicalLocation"] as? [String: Any])?["region"] as? [String: Any]
+            let region =
+                ((suppression["location"] as? [String: Any])?["physicalLocation"] as? [String: Any])?["region"]
+                as? [String: Any]
             #expect([16, 19].contains(region?["startLine"] as? Int))
         }
         #expect(results.first { $0["ruleId"] as? String == "user-without-service" }?["suppressions"] == nil)
         // Both documents still match their schemas (OASIS SARIF 2.1.0; docs/json-output.schema.json).
         try r.out.write(toFile: dir + "/validate.sarif", atomically: true, encoding: .utf8)
-        try vpnprov(["validate", "--format", "json"], in: dir).out.write(toFile: dir + "/validate.json", atomically: true, encoding: .utf8)
+        try vpnprov(["validate", "--format", "json"], in: dir).out.write(
+            toFile: dir + "/validate.json", atomically: true, encoding: .utf8)
         let checker = MachineOutputTests()
         let sarif = try checker.checkOutput("sarif", [dir + "/validate.sarif"])
         #expect(sarif.0 == 0, "\(sarif.1)")
@@ -131,9 +137,15 @@ import Testing
 
     @Test func errorsUnknownRulesAndStaleEntriesAreReported() throws {
         // Each entry three lines (the last has no reason): at lines 16, 19, 22, 25, 28.
-        let entries = [("missing-psk", "errors are fixed"), ("weak-psk-servce", "a typo"), ("ipv6-leak", "fra-2 is no node"), ("weak-psk-service", "\"  \"")]
-        let text = entries.map { "  - rule: \($0.0)\n    node: \($0.0 == "ipv6-leak" ? "fra-2" : "fra-1")\n    reason: \($0.1)\n" }.joined()
-        let dir = try workspace(Self.inventory(acknowledge: "acknowledge:\n" + text + "  - rule: weak-psk-service\n    node: fra-1\n"))
+        let entries = [
+            ("missing-psk", "errors are fixed"), ("weak-psk-servce", "a typo"), ("ipv6-leak", "fra-2 is no node"),
+            ("weak-psk-service", "\"  \""),
+        ]
+        let text = entries.map {
+            "  - rule: \($0.0)\n    node: \($0.0 == "ipv6-leak" ? "fra-2" : "fra-1")\n    reason: \($0.1)\n"
+        }.joined()
+        let dir = try workspace(
+            Self.inventory(acknowledge: "acknowledge:\n" + text + "  - rule: weak-psk-service\n    node: fra-1\n"))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = vpnprov(["validate", "--format", "json"], in: dir)
         #expect(r.code == 1)
@@ -148,21 +160,27 @@ import Testing
     }
 
     @Test func anEntryThatCoversNothingIsAWarning() throws {
-        let dir = try workspace(Self.inventory(acknowledge: """
-            acknowledge:
-              - rule: ipv6-leak
-                node: fra-2
-                reason: no such node
-              - rule: weak-psk-service
-                user: alice
-                reason: users have no PSK services
-            """))
+        let dir = try workspace(
+            Self.inventory(
+                acknowledge: """
+                    acknowledge:
+                      - rule: ipv6-leak
+                        node: fra-2
+                        reason: no such node
+                      - rule: weak-psk-service
+                        user: alice
+                        reason: users have no PSK services
+                    """))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = vpnprov(["validate"], in: dir)
         #expect(r.code == 0)
-        #expect(r.err.contains(
-            "inventory.yaml:16:5: warning: 'acknowledge': ipv6-leak for node 'fra-2' matches no warning (the inventory has no node 'fra-2'); remove the entry if the warning is gone [stale-acknowledgement]"))
-        #expect(r.err.contains("inventory.yaml:19:5: warning: 'acknowledge': weak-psk-service for user 'alice' matches no warning;"))
+        #expect(
+            r.err.contains(
+                "inventory.yaml:16:5: warning: 'acknowledge': ipv6-leak for node 'fra-2' matches no warning (the inventory has no node 'fra-2'); remove the entry if the warning is gone [stale-acknowledgement]"
+            ))
+        #expect(
+            r.err.contains(
+                "inventory.yaml:19:5: warning: 'acknowledge': weak-psk-service for user 'alice' matches no warning;"))
         // The stale entries' own warnings cannot be acknowledged away: --strict fails.
         #expect(vpnprov(["validate", "--strict"], in: dir).code == 1)
     }

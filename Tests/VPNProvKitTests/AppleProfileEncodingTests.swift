@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Profiles are written directly from typed values; the bytes must be
@@ -17,28 +18,39 @@ import Testing
 @Suite(.temporaries) struct AppleProfileEncodingTests {
     static func sample() -> AppleProfile {
         let sa = AppleProfile.SecurityAssociation(
-            DiffieHellmanGroup: 19, EncryptionAlgorithm: "AES-256-GCM", IntegrityAlgorithm: "SHA2-256", LifeTimeInMinutes: 1440)
+            DiffieHellmanGroup: 19, EncryptionAlgorithm: "AES-256-GCM", IntegrityAlgorithm: "SHA2-256",
+            LifeTimeInMinutes: 1440)
         var vpn = AppleProfile.Payload(
             PayloadDescription: "a <b> & \"c\" 'd' \u{e9}\u{1F600}", PayloadDisplayName: "", PayloadIdentifier: "x.vpn",
-            PayloadType: "com.apple.vpn.managed", PayloadUUID: "U2", PayloadVersion: 1, UserDefinedName: "n", VPNType: "IKEv2")
+            PayloadType: "com.apple.vpn.managed", PayloadUUID: "U2", PayloadVersion: 1, UserDefinedName: "n",
+            VPNType: "IKEv2")
         vpn.IKEv2 = AppleProfile.IKEv2(
-            AuthName: "alice", AuthPassword: "p&<>", AuthenticationMethod: "Certificate", ChildSecurityAssociationParameters: sa,
-            DeadPeerDetectionRate: "Medium", DisableMOBIKE: 0, DisableRedirect: 0, EnableCertificateRevocationCheck: 0, EnablePFS: 1,
-            ExtendedAuthEnabled: 1, IKESecurityAssociationParameters: sa, LocalIdentifier: "", RemoteAddress: "vpn.example.com",
+            AuthName: "alice", AuthPassword: "p&<>", AuthenticationMethod: "Certificate",
+            ChildSecurityAssociationParameters: sa,
+            DeadPeerDetectionRate: "Medium", DisableMOBIKE: 0, DisableRedirect: 0, EnableCertificateRevocationCheck: 0,
+            EnablePFS: 1,
+            ExtendedAuthEnabled: 1, IKESecurityAssociationParameters: sa, LocalIdentifier: "",
+            RemoteAddress: "vpn.example.com",
             RemoteIdentifier: "vpn.example.com", UseConfigurationAttributeInternalIPSubnet: 0)
         var ipsec = AppleProfile.Payload(
-            PayloadDescription: "d", PayloadDisplayName: "d", PayloadIdentifier: "x.ipsec", PayloadType: "com.apple.vpn.managed",
+            PayloadDescription: "d", PayloadDisplayName: "d", PayloadIdentifier: "x.ipsec",
+            PayloadType: "com.apple.vpn.managed",
             PayloadUUID: "U3", PayloadVersion: 1, VPNType: "IPSec")
         ipsec.IPSec = AppleProfile.IPSec(
-            AuthenticationMethod: "SharedSecret", LocalIdentifier: "group", LocalIdentifierType: "KeyID", RemoteAddress: "192.0.2.1",
+            AuthenticationMethod: "SharedSecret", LocalIdentifier: "group", LocalIdentifierType: "KeyID",
+            RemoteAddress: "192.0.2.1",
             SharedSecret: Data("s#\"\\".utf8), XAuthEnabled: 1, XAuthName: "bob", XAuthPassword: "pw")
         ipsec.IPv4 = AppleProfile.IPv4(OverridePrimary: 1)
         let ca = AppleProfile.Payload(
-            PayloadCertificateFileName: "ca.cer", PayloadContent: Data((0..<1553).map { UInt8($0 % 256) }), PayloadDescription: "ca",
-            PayloadDisplayName: "ca", PayloadIdentifier: "x.ca", PayloadType: "com.apple.security.root", PayloadUUID: "U1", PayloadVersion: 1)
+            PayloadCertificateFileName: "ca.cer", PayloadContent: Data((0..<1553).map { UInt8($0 % 256) }),
+            PayloadDescription: "ca",
+            PayloadDisplayName: "ca", PayloadIdentifier: "x.ca", PayloadType: "com.apple.security.root",
+            PayloadUUID: "U1", PayloadVersion: 1)
         return AppleProfile(
-            PayloadContent: [ca, vpn, ipsec], PayloadDescription: "all", PayloadDisplayName: "all", PayloadIdentifier: "x",
-            PayloadOrganization: "o", PayloadRemovalDisallowed: false, PayloadType: "Configuration", PayloadUUID: "U0", PayloadVersion: 1)
+            PayloadContent: [ca, vpn, ipsec], PayloadDescription: "all", PayloadDisplayName: "all",
+            PayloadIdentifier: "x",
+            PayloadOrganization: "o", PayloadRemovalDisallowed: false, PayloadType: "Configuration", PayloadUUID: "U0",
+            PayloadVersion: 1)
     }
 
     @Test func matchesPropertyListSerializationByteForByte() throws {

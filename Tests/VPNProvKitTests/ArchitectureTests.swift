@@ -29,11 +29,14 @@ import Testing
     /// The rows of the "Targets" table in docs/architecture.md: target → the targets in its last column.
     static func documentedTargets() throws -> [String: Set<String>] {
         let text = try String(contentsOfFile: root + "/docs/architecture.md", encoding: .utf8)
-        let section = try #require(text.components(separatedBy: "\n## Targets\n").dropFirst().first)
+        let section =
+            try #require(text.components(separatedBy: "\n## Targets\n").dropFirst().first)
             .components(separatedBy: "\n## ").first ?? ""
         var targets: [String: Set<String>] = [:]
         for line in section.split(separator: "\n") where line.hasPrefix("| `") {
-            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
             guard cells.count >= 4, let name = firstMatch("`([^`]+)`", in: cells[1]) else { continue }
             let last = cells[cells.count - 2]
             targets[name] = Set(allMatches("`([^`]+)`", in: last))
@@ -45,12 +48,15 @@ import Testing
         let manifest = try Self.manifestTargets()
         let documented = try Self.documentedTargets()
         #expect(manifest.count > 15)
-        #expect(Set(documented.keys) == Set(manifest.keys), "targets in only one of Package.swift and docs/architecture.md")
+        #expect(
+            Set(documented.keys) == Set(manifest.keys), "targets in only one of Package.swift and docs/architecture.md")
         for (name, dependencies) in manifest.sorted(by: { $0.key < $1.key }) {
             guard let listed = documented[name] else { continue }
             // Test targets are documented by what they reach ("every library target"), not listed one by one.
             if name.hasSuffix("Tests") { continue }
-            #expect(listed == dependencies, "\(name): Package.swift says \(dependencies.sorted()), docs say \(listed.sorted())")
+            #expect(
+                listed == dependencies,
+                "\(name): Package.swift says \(dependencies.sorted()), docs say \(listed.sorted())")
         }
     }
 
@@ -67,7 +73,10 @@ import Testing
             return seen
         }
         #expect(!closure("vpnprov").contains("VPNProvTestSupport"))
-        #expect(!closure("VPNProvModel").contains(where: { ["VPNProvPKI", "VPNProvPlanning", "VPNProvRendering", "VPNProvEngine", "VPNProvCLI"].contains($0) }))
+        #expect(
+            !closure("VPNProvModel").contains(where: {
+                ["VPNProvPKI", "VPNProvPlanning", "VPNProvRendering", "VPNProvEngine", "VPNProvCLI"].contains($0)
+            }))
         #expect(closure("VPNProvOutputTree").isSubset(of: ["VPNProvSupport", "VPNProvCrypto", "CCrypto"]))
         #expect(!closure("VPNProvEngine").contains("VPNProvCLI"))
         #expect(!closure("VPNProvPlanning").contains("VPNProvPKI"))
@@ -76,14 +85,18 @@ import Testing
     /// The product reads no test variable: the seams live in vpnprov-testhooks and its support target.
     @Test func productSourcesReadNoTestVariables() throws {
         let manifest = try Self.manifestTargets()
-        let productTargets = manifest.keys.filter { $0.hasPrefix("VPNProv") && !$0.hasSuffix("Tests") && $0 != "VPNProvTestSupport" } + ["vpnprov"]
+        let productTargets =
+            manifest.keys.filter { $0.hasPrefix("VPNProv") && !$0.hasSuffix("Tests") && $0 != "VPNProvTestSupport" } + [
+                "vpnprov"
+            ]
         var offenders: [String] = []
         for target in productTargets {
             let directory = Self.root + "/Sources/" + target
             guard let walker = FileManager.default.enumerator(atPath: directory) else { continue }
             for case let path as String in walker where path.hasSuffix(".swift") {
                 let text = try String(contentsOfFile: directory + "/" + path, encoding: .utf8)
-                for seam in ["VPNPROV_CRASH_AFTER_WRITES", "VPNPROV_CRASH_SIGNAL", "VPNPROV_NOW"] where text.contains(seam) {
+                for seam in ["VPNPROV_CRASH_AFTER_WRITES", "VPNPROV_CRASH_SIGNAL", "VPNPROV_NOW"]
+                where text.contains(seam) {
                     offenders.append("\(target)/\(path): \(seam)")
                 }
             }

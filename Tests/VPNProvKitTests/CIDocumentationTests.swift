@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvYAML
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// docs/ci.md is copied into real pipelines: its two YAML blocks (GitHub Actions, GitLab CI) are
@@ -86,8 +87,9 @@ import VPNProvYAML
                 scripts.append((run, value(step, "continue-on-error")?.scalar == "true"))
             }
             // GitHub runs each `run:` with `bash -e`.
-            jobs[name] = Job(name: name, scripts: scripts, shell: ["-e", "-c"],
-                             runsOnSchedule: value(job, "if")?.scalar?.contains("'schedule'") == true)
+            jobs[name] = Job(
+                name: name, scripts: scripts, shell: ["-e", "-c"],
+                runsOnSchedule: value(job, "if")?.scalar?.contains("'schedule'") == true)
         }
         return Pipeline(environment: variables(value(doc, "env")), jobs: jobs)
     }
@@ -98,7 +100,9 @@ import VPNProvYAML
             guard let script = value(job, "script") else { continue }
             // One shell for the whole script, `set -eo pipefail` as GitLab's bash runs it.
             let lines = items(script).compactMap(\.scalar)
-            let schedule = items(value(job, "rules")).contains { value($0, "if")?.scalar?.contains("$CI_PIPELINE_SOURCE == \"schedule\"") == true }
+            let schedule = items(value(job, "rules")).contains {
+                value($0, "if")?.scalar?.contains("$CI_PIPELINE_SOURCE == \"schedule\"") == true
+            }
             jobs[name] = Job(
                 name: name, scripts: [(lines.joined(separator: "\n"), value(job, "allow_failure")?.scalar == "true")],
                 shell: ["-e", "-o", "pipefail", "-c"], runsOnSchedule: schedule)
@@ -134,12 +138,16 @@ import VPNProvYAML
             ansibleLog = base + "/ansible.log"
             let inventory = try #require(pipeline.environment["INVENTORY"])
             let fm = FileManager.default
-            try fm.createDirectory(atPath: repo + "/" + (inventory as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try fm.createDirectory(
+                atPath: repo + "/" + (inventory as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true)
             try fm.copyItem(atPath: MachineOutputTests.example, toPath: repo + "/" + inventory)
-            try fm.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fm.createDirectory(
+                atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let bin = base + "/bin"
             try fm.createDirectory(atPath: bin, withIntermediateDirectories: true)
-            let vpnprov = try #require(CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
+            let vpnprov = try #require(
+                CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
             try fm.createSymbolicLink(atPath: bin + "/vpnprov", withDestinationPath: vpnprov)
             // Records its arguments; with a deploy/ tree in the output, the paths it is given must exist.
             let stub = """
@@ -175,7 +183,9 @@ import VPNProvYAML
                 process.waitUntilExit()
                 let secrets = SecretLeaks.secrets(stateDirectories: [home + "/state"], inventories: [])
                 SecretLeaks.expectNone(in: text, secrets, what: "job \(job.name)")
-                #expect(mayFail || process.terminationStatus == 0, "job \(job.name) failed (\(process.terminationStatus)):\n\(script)\n\(text)")
+                #expect(
+                    mayFail || process.terminationStatus == 0,
+                    "job \(job.name) failed (\(process.terminationStatus)):\n\(script)\n\(text)")
                 statuses.append(process.terminationStatus)
             }
             return statuses
@@ -199,15 +209,19 @@ import VPNProvYAML
         #expect(deployJob.runsOnSchedule, "the deploy job (which renews) does not run on the schedule")
 
         // First push to main: everything is new, but the rollout fails. The job fails.
-        let rollout = "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1\n"
+        let rollout =
+            "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1\n"
         #expect(FileManager.default.createFile(atPath: sandbox.base + "/ansible-fails", contents: nil))
-        let failed = try sandbox.run(Job(name: deploy, scripts: deployJob.scripts.map { ($0.script, true) }, shell: deployJob.shell,
-                                         runsOnSchedule: true))
+        let failed = try sandbox.run(
+            Job(
+                name: deploy, scripts: deployJob.scripts.map { ($0.script, true) }, shell: deployJob.shell,
+                runsOnSchedule: true))
         #expect(failed.contains { $0 != 0 }, "the deploy job passed although the rollout failed")
         #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == rollout)
         // The job is retried: generate changes nothing now, and the same nodes are rolled out.
         _ = try sandbox.run(deployJob)
-        let summary = try #require(try JSONSerialization.jsonObject(with: Data(sandbox.read("vpnprov-summary.json").utf8)) as? [String: Any])
+        let summary = try #require(
+            try JSONSerialization.jsonObject(with: Data(sandbox.read("vpnprov-summary.json").utf8)) as? [String: Any])
         #expect(summary["ok"] as? Bool == true)
         #expect(((summary["summary"] as? [String: Any])?["nodes"] as? [String: Any])?["changed"] as? [String] == [])
         let ansible = try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8)
@@ -227,8 +241,11 @@ import VPNProvYAML
         let inventory = try #require(pipeline.environment["INVENTORY"])
         let path = sandbox.repo + "/" + inventory
         let original = try String(contentsOfFile: path, encoding: .utf8)
-        try original.replacingOccurrences(of: "tier: free", with: "tier: gold").write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(try sandbox.run(Job(name: gate, scripts: gateJob.scripts.map { ($0.script, true) }, shell: gateJob.shell)).contains { $0 != 0 })
+        try original.replacingOccurrences(of: "tier: free", with: "tier: gold").write(
+            toFile: path, atomically: true, encoding: .utf8)
+        #expect(
+            try sandbox.run(Job(name: gate, scripts: gateJob.scripts.map { ($0.script, true) }, shell: gateJob.shell))
+                .contains { $0 != 0 })
         #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"ruleId\" : \"invalid-value\""))
         try original.write(toFile: path, atomically: true, encoding: .utf8)
 
@@ -248,12 +265,16 @@ import VPNProvYAML
         // The report of the gate run with the error (the last one): GitLab's Code Quality fields.
         let sandbox = try Sandbox(pipeline)
         let inventory = sandbox.repo + "/" + pipeline.environment["INVENTORY"]!
-        let text = try String(contentsOfFile: inventory, encoding: .utf8).replacingOccurrences(of: "tier: free", with: "tier: gold")
+        let text = try String(contentsOfFile: inventory, encoding: .utf8).replacingOccurrences(
+            of: "tier: free", with: "tier: gold")
         try text.write(toFile: inventory, atomically: true, encoding: .utf8)
         let gate = try #require(pipeline.jobs["vpnprov-gate"])
-        #expect(try sandbox.run(Job(name: gate.name, scripts: gate.scripts.map { ($0.script, true) }, shell: gate.shell)) == [1])
+        #expect(
+            try sandbox.run(Job(name: gate.name, scripts: gate.scripts.map { ($0.script, true) }, shell: gate.shell))
+                == [1])
         let report = try #require(
-            try JSONSerialization.jsonObject(with: Data(sandbox.read("gl-code-quality-report.json").utf8)) as? [[String: Any]])
+            try JSONSerialization.jsonObject(with: Data(sandbox.read("gl-code-quality-report.json").utf8))
+                as? [[String: Any]])
         #expect(!report.isEmpty)
         var fingerprints = Set<String>()
         for issue in report {
@@ -265,7 +286,8 @@ import VPNProvYAML
             fingerprints.insert(issue["fingerprint"] as? String ?? "")
         }
         #expect(fingerprints.count == report.count)
-        #expect(report.contains { $0["check_name"] as? String == "invalid-value" && $0["severity"] as? String == "major" })
+        #expect(
+            report.contains { $0["check_name"] as? String == "invalid-value" && $0["severity"] as? String == "major" })
         // The example's acknowledged warnings (suppressed in the SARIF log) are no Code Quality issues.
         #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"suppressions\""))
         #expect(!report.contains { $0["check_name"] as? String == "weak-psk-service" })

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr).
@@ -19,10 +20,12 @@ func vpnprov(
     environment: [String: String] = [:], now: Date = Date(), sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) -> (code: Int32, out: String, err: String) {
     let (console, capture) = Console.capturing()
-    let code = CommandLineTool.run(arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: now)
+    let code = CommandLineTool.run(
+        arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: now)
     let (inventories, states) = involvedPaths(arguments, in: directory)
     let secrets = SecretLeaks.secrets(stateDirectories: states, inventories: inventories, environment: environment)
-    SecretLeaks.expectNone(in: capture.stdout + "\n" + capture.stderr, secrets, what: "output of vpnprov \(arguments.first ?? "")",
+    SecretLeaks.expectNone(
+        in: capture.stdout + "\n" + capture.stderr, secrets, what: "output of vpnprov \(arguments.first ?? "")",
         sourceLocation: sourceLocation)
     return (code, capture.stdout, capture.stderr)
 }
@@ -50,7 +53,6 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
     return (inventories, states)
 }
 
-
 @Suite(.temporaries) struct CLITests {
     var badDir: String { InventoryFixtures.root.appendingPathComponent("bad").path }
     var goodDir: String { InventoryFixtures.root.appendingPathComponent("good").path }
@@ -62,7 +64,9 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         let help = vpnprov(["--help"])
         #expect(help.code == 0)
         for section in ["OVERVIEW:", "USAGE:", "OPTIONS:", "SUBCOMMANDS:"] { #expect(help.out.contains(section)) }
-        for command in ["validate", "generate", "check", "revoke", "init"] { #expect(help.out.contains("  \(command) ")) }
+        for command in ["validate", "generate", "check", "revoke", "init"] {
+            #expect(help.out.contains("  \(command) "))
+        }
         let none = vpnprov([])
         #expect(none.code == 2)
         #expect(none.err.contains("USAGE:"))
@@ -73,7 +77,9 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         for flag in ["--help", "-h"] {
             let r = vpnprov([command, flag])
             #expect(r.code == 0)
-            for section in ["OVERVIEW:", "USAGE: vpnprov \(command)", "OPTIONS:", "-h, --help"] { #expect(r.out.contains(section)) }
+            for section in ["OVERVIEW:", "USAGE: vpnprov \(command)", "OPTIONS:", "-h, --help"] {
+                #expect(r.out.contains(section))
+            }
             #expect(r.out.contains("ARGUMENTS:"))
         }
         #expect(vpnprov(["help", command]).out == vpnprov([command, "--help"]).out)
@@ -174,7 +180,8 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
 
     @Test func strictMakesWarningsFail() throws {
         let dir = try temporaryDirectory()
-        let text = "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    pool: 10.1.0.0/24\n    services: [ikev2-eap, ikev2-eap]\n"
+        let text =
+            "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    pool: 10.1.0.0/24\n    services: [ikev2-eap, ikev2-eap]\n"
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let normal = vpnprov(["validate"], in: dir)
         #expect(normal.code == 0)
@@ -221,10 +228,12 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         let dir = try temporaryDirectory()
         #expect(vpnprov(["init"], in: dir).code == 0)
         let generate = try GenerateCommand(
-            ParsedArguments.parse(["--out", "o", "--state=/s", "--format", "json", "--strict"], for: GenerateCommand.configuration))
+            ParsedArguments.parse(
+                ["--out", "o", "--state=/s", "--format", "json", "--strict"], for: GenerateCommand.configuration))
         let console = Console.capturing().0
         let format = try CommonOptions.format(
-            ParsedArguments.parse(["--format", "json"], for: GenerateCommand.configuration), for: GenerateCommand.configuration)
+            ParsedArguments.parse(["--format", "json"], for: GenerateCommand.configuration),
+            for: GenerateCommand.configuration)
         let context = CommandContext(
             console: console, environment: ["A": "b"], currentDirectory: dir, now: testNow,
             output: CommandOutput(command: "generate", format: format, console: console))
@@ -239,7 +248,8 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         #expect(options.environment == ["A": "b"])
         #expect(options.now == testNow)
 
-        let defaults = try GenerateCommand(ParsedArguments.parse([], for: GenerateCommand.configuration)).options(context)
+        let defaults = try GenerateCommand(ParsedArguments.parse([], for: GenerateCommand.configuration)).options(
+            context)
         #expect(defaults.stateDirectory == dir + "/state")
         #expect(defaults.outDirectory == dir + "/out")
 

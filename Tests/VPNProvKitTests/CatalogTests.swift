@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct CatalogTests {
@@ -29,7 +30,8 @@ import Testing
     @Test func fourFieldModelNeedsTheDeviceDefaultProposals() throws {
         // A node without AES-256/SHA2-256/MODP2048 (IKE) cannot take the seed's IKEv2 clients; IKEv1 always can.
         var inventory = inventory
-        inventory.nodes[0].proposals = Proposals(ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
+        inventory.nodes[0].proposals = Proposals(
+            ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
         let catalog = CatalogRenderer.catalog(inventory: inventory)
         let marked = catalog.servers.filter { $0.node == "fra-1" && $0.fourFieldModel }.map(\.service)
         #expect(marked == ["ipsec-xauth-psk", "ipsec-xauth-hybrid"])
@@ -43,18 +45,25 @@ import Testing
         #expect(top["version"] as? Int == 1)
         #expect(top["deployment"] as? String == "acme")
         let servers = try #require(top["servers"] as? [[String: Any]])
-        #expect(servers.map { $0["id"] as? String } == [
-            "fra-1-ikev2-cert", "fra-1-ikev2-eap", "fra-1-ikev2-psk", "fra-1-ikev2-psk-eap", "fra-1-ipsec-xauth-psk",
-            "fra-1-ipsec-xauth-hybrid", "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
-        ])
+        #expect(
+            servers.map { $0["id"] as? String } == [
+                "fra-1-ikev2-cert", "fra-1-ikev2-eap", "fra-1-ikev2-psk", "fra-1-ikev2-psk-eap",
+                "fra-1-ipsec-xauth-psk",
+                "fra-1-ipsec-xauth-hybrid", "ams-1-ikev2-eap", "ams-1-ipsec-xauth-psk",
+            ])
         // The seed app's four-field model: extended authentication always on, no client certificate,
         // the device's default proposals (the fixture nodes accept aes256-sha256-modp2048 / aes256-sha256).
         let fourField = servers.filter { $0["fourFieldModel"] as? Bool == true }.map { $0["service"] as? String }
-        #expect(fourField == ["ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid", "ikev2-eap", "ipsec-xauth-psk"])
+        #expect(
+            fourField == [
+                "ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid", "ikev2-eap", "ipsec-xauth-psk",
+            ])
         let hybrid = try #require(servers.first { $0["id"] as? String == "fra-1-ipsec-xauth-hybrid" })
         #expect(hybrid["protocol"] as? String == "IPSec" && hybrid["pskEnabled"] as? Bool == false)
         #expect(hybrid["localID"] as? String == "acme-hybrid" && hybrid["localIDType"] as? String == "KeyID")
-        #expect(hybrid["authenticationMethod"] as? String == "sharedSecret" && hybrid["authMethod"] as? String == "xauth-hybrid")
+        #expect(
+            hybrid["authenticationMethod"] as? String == "sharedSecret"
+                && hybrid["authMethod"] as? String == "xauth-hybrid")
         let byID = Dictionary(uniqueKeysWithValues: servers.map { ($0["id"] as! String, $0) })
         let eap = try #require(byID["fra-1-ikev2-eap"])
         #expect(eap["protocol"] as? String == "IKEv2")
@@ -79,13 +88,15 @@ import Testing
 
     @Test func carriesTheSameDeviceOptionsAsTheProfiles() throws {
         var inventory = inventory
-        inventory.nodes[0].apple = AppleOptions(onDemand: true, trustedSSIDs: ["Home"], dpd: .low, disconnectOnIdle: 300)
+        inventory.nodes[0].apple = AppleOptions(
+            onDemand: true, trustedSSIDs: ["Home"], dpd: .low, disconnectOnIdle: 300)
         let catalog = CatalogRenderer.catalog(inventory: inventory)
         let fraEAP = try #require(catalog.servers.first { $0.id == "fra-1-ikev2-eap" })
         #expect(fraEAP.onDemandEnabled == true)
-        #expect(fraEAP.onDemandRules == [
-            .init(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: ["Home"]), .init(action: "connect"),
-        ])
+        #expect(
+            fraEAP.onDemandRules == [
+                .init(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: ["Home"]), .init(action: "connect"),
+            ])
         #expect(fraEAP.deadPeerDetectionRate == "low" && fraEAP.disconnectOnIdleSeconds == 300)
         #expect(fraEAP.carriesIPv6 == true && fraEAP.blockIPv6 == false && fraEAP.includeAllNetworks == false)
         // ams-1 has no IPv6 pool: block IPv6 and the kill switch, as its Apple profiles and .sswan do.
@@ -93,7 +104,8 @@ import Testing
         #expect(ams.blockIPv6 == true && ams.includeAllNetworks == true && ams.excludeLocalNetworks == true)
         // The SA parameters and PFS are exactly what the Apple profile pins.
         let plan = ClientPlan.build(inventory: inventory, materials: ClientFixtures.materials())
-        let connection = try #require(plan.connections.first { $0.node == "fra-1" && $0.service == .ikev2EAP && $0.user == "alice" })
+        let connection = try #require(
+            plan.connections.first { $0.node == "fra-1" && $0.service == .ikev2EAP && $0.user == "alice" })
         #expect(fraEAP.enablePFS == connection.apple?.enablePFS)
         #expect(fraEAP.childSecurityAssociation?.proposal == connection.apple?.offer.esp.first)
         #expect(fraEAP.enableRevocationCheck == connection.appleSettings?.crlCheck)

@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct ClientRendererTests {
@@ -33,7 +34,10 @@ import VPNProvCrypto
         let byPath = Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0) })
         // Revoked users get nothing; bob (Android only) gets only ikev2-eap: ikev2-cert needs a certificate.
         #expect(!files.contains { $0.path.hasPrefix("clients/carol/") })
-        #expect(files.filter { $0.path.hasPrefix("clients/bob/") }.map(\.path).sorted() == ["clients/bob/README", "clients/bob/fra-1-ikev2-eap.sswan"])
+        #expect(
+            files.filter { $0.path.hasPrefix("clients/bob/") }.map(\.path).sorted() == [
+                "clients/bob/README", "clients/bob/fra-1-ikev2-eap.sswan",
+            ])
         for path in [
             "clients/alice/alice.mobileconfig", "clients/alice/alice.p12", "clients/alice/fra-1-ikev2-cert.sswan",
             "clients/alice/fra-1-ikev2-eap.sswan", "clients/alice/ams-1-ikev2-eap.sswan",
@@ -41,7 +45,10 @@ import VPNProvCrypto
         ] {
             #expect(byPath[path]?.isPrivate == true, "\(path)")
         }
-        for path in ["clients/alice/README", "clients/alice/linux/swanctl/swanctl.conf", "clients/alice/linux/swanctl/x509ca/ca.pem", "clients/alice/linux/swanctl/x509/alice.pem"] {
+        for path in [
+            "clients/alice/README", "clients/alice/linux/swanctl/swanctl.conf",
+            "clients/alice/linux/swanctl/x509ca/ca.pem", "clients/alice/linux/swanctl/x509/alice.pem",
+        ] {
             #expect(byPath[path]?.isPrivate == false, "\(path)")
         }
         // No .sswan for services the Android app cannot do.
@@ -65,30 +72,37 @@ import VPNProvCrypto
     /// user must find it in a sealed file of the folder that the README names.
     @Test func aWindowsPasswordUserFindsThePasswordInTheFolder() throws {
         var inventory = self.inventory
-        inventory.users.append(User(
-            name: "dave", password: .generate, id: .userFQDN("dave@acme.example"), nodes: ["fra-1"], devices: [.windows],
-            location: ClientFixtures.loc(45)))
+        inventory.users.append(
+            User(
+                name: "dave", password: .generate, id: .userFQDN("dave@acme.example"), nodes: ["fra-1"],
+                devices: [.windows],
+                location: ClientFixtures.loc(45)))
         var materials = self.materials
         materials.users["dave"] = UserMaterials(password: "dave-windows-pw-42")
-        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
-            .filter { $0.path.hasPrefix("clients/dave/") }
+        let files = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin()
+        )
+        .filter { $0.path.hasPrefix("clients/dave/") }
         let script = try #require(files.first { $0.path.hasSuffix("-windows.ps1") })
         #expect(!String(decoding: script.contents, as: UTF8.self).contains("dave-windows-pw-42"))
         let holders = files.filter { String(decoding: $0.contents, as: UTF8.self).contains("\ndave-windows-pw-42\n") }
         #expect(holders.map(\.path) == ["clients/dave/dave-windows-password.txt"])
         #expect(!holders.isEmpty && holders.allSatisfy(\.isPrivate))
-        let readme = String(decoding: try #require(files.first { $0.path == "clients/dave/README" }).contents, as: UTF8.self)
+        let readme = String(
+            decoding: try #require(files.first { $0.path == "clients/dave/README" }).contents, as: UTF8.self)
         #expect(readme.contains("every password a device asks for is in this folder"))
         #expect(readme.contains("the password in\n  dave-windows-password.txt"))
         #expect(!readme.contains("dave-windows-pw-42"))
         // The script names the file when it has run.
-        #expect(String(decoding: script.contents, as: UTF8.self).contains("$PasswordFile = 'dave-windows-password.txt'"))
+        #expect(
+            String(decoding: script.contents, as: UTF8.self).contains("$PasswordFile = 'dave-windows-password.txt'"))
         // A certificate-only Windows user is asked for no password and gets no such file.
         inventory.users[inventory.users.count - 1].password = nil
         inventory.users[inventory.users.count - 1].cert = true
         materials.users["dave"] = materials.users["alice"]
         materials.users["dave"]?.password = nil
-        let certificateOnly = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let certificateOnly = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
         #expect(certificateOnly.contains { $0.path == "clients/dave/dave-windows.ps1" })
         #expect(!certificateOnly.contains { $0.path == "clients/dave/dave-windows-password.txt" })
     }
@@ -111,20 +125,25 @@ import VPNProvCrypto
     }
 
     enum Kind { case int, bool, string, data, dict }
-    func expectType(_ value: Any?, _ kind: Kind, _ key: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    func expectType(
+        _ value: Any?, _ kind: Kind, _ key: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
         let ok: Bool
         switch kind {
         // Foundation decodes <integer> as Int and <true/>/<false/> as Bool; neither passes for the other.
         // <integer> decodes as an NSNumber of an integer type, <true/>/<false/> as Swift Bool.
         case .int:
-            ok = value.map { type(of: $0) != Bool.self } == true
+            ok =
+                value.map { type(of: $0) != Bool.self } == true
                 && (value as? NSNumber).map { !["c", "B", "f", "d"].contains(String(cString: $0.objCType)) } == true
         case .bool: ok = value.map { type(of: $0) == Bool.self } == true
         case .string: ok = value is String
         case .data: ok = value is Data
         case .dict: ok = value is [String: Any]
         }
-        #expect(ok, "\(key): \(value.map { String(describing: type(of: $0)) } ?? "missing") is not \(kind)", sourceLocation: sourceLocation)
+        #expect(
+            ok, "\(key): \(value.map { String(describing: type(of: $0)) } ?? "missing") is not \(kind)",
+            sourceLocation: sourceLocation)
     }
 
     @Test func appleProfileHasSchemaTypes() throws {
@@ -151,10 +170,15 @@ import VPNProvCrypto
                 continue
             }
             let ike = try #require(payload["IKEv2"] as? [String: Any])
-            for key in ["ExtendedAuthEnabled", "EnablePFS", "DisableMOBIKE", "DisableRedirect", "EnableCertificateRevocationCheck", "UseConfigurationAttributeInternalIPSubnet"] {
+            for key in [
+                "ExtendedAuthEnabled", "EnablePFS", "DisableMOBIKE", "DisableRedirect",
+                "EnableCertificateRevocationCheck", "UseConfigurationAttributeInternalIPSubnet",
+            ] {
                 expectType(ike[key], .int, "\(name) \(key)")
             }
-            for key in ["RemoteAddress", "RemoteIdentifier", "LocalIdentifier", "AuthenticationMethod", "DeadPeerDetectionRate"] {
+            for key in [
+                "RemoteAddress", "RemoteIdentifier", "LocalIdentifier", "AuthenticationMethod", "DeadPeerDetectionRate",
+            ] {
                 expectType(ike[key], .string, "\(name) \(key)")
             }
             for saKey in ["IKESecurityAssociationParameters", "ChildSecurityAssociationParameters"] {
@@ -187,12 +211,14 @@ import VPNProvCrypto
         #expect(cert["ExtendedAuthEnabled"] as? Int == 0)
         #expect(cert["CertificateType"] as? String == "RSA")  // the test PKI's keys are RSA (deterministic signatures)
         // Every key type maps to the CertificateType value Apple's schema names.
-        #expect([KeyType.ecdsaP256, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096].map(ClientPlan.appleCertificateType) == [
-            "ECDSA256", "ECDSA384", "RSA", "RSA", "RSA",
-        ])
+        #expect(
+            [KeyType.ecdsaP256, .ecdsaP384, .rsa2048, .rsa3072, .rsa4096].map(ClientPlan.appleCertificateType) == [
+                "ECDSA256", "ECDSA384", "RSA", "RSA", "RSA",
+            ])
         #expect(cert["LocalIdentifier"] as? String == "alice@acme.example")
         let content = try #require(try profile()["PayloadContent"] as? [[String: Any]])
-        let p12UUID = content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" }?["PayloadUUID"] as? String
+        let p12UUID =
+            content.first { $0["PayloadType"] as? String == "com.apple.security.pkcs12" }?["PayloadUUID"] as? String
         #expect(cert["PayloadCertificateUUID"] as? String == p12UUID)
 
         let psk = try ike("fra-1.ikev2-psk")
@@ -239,13 +265,17 @@ import VPNProvCrypto
         // ams-1 (identity = its IPv4 address) gains ipsec-xauth-hybrid; fra-1 (a DNS name) already has it.
         var inventory = inventory
         inventory.nodes[1].services.append(.ipsecXauthHybrid)
-        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
         let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
-        let plist = try #require(try PropertyListSerialization.propertyList(from: Data(file.contents), options: [], format: nil) as? [String: Any])
+        let plist = try #require(
+            try PropertyListSerialization.propertyList(from: Data(file.contents), options: [], format: nil)
+                as? [String: Any])
         let content = try #require(plist["PayloadContent"] as? [[String: Any]])
         let ids = content.compactMap { $0["PayloadIdentifier"] as? String }
         #expect(!ids.contains("vpnprov.acme.alice.vpn.fra-1.ipsec-xauth-hybrid"))
-        let payload = try #require(content.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.ams-1.ipsec-xauth-hybrid" })
+        let payload = try #require(
+            content.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.ams-1.ipsec-xauth-hybrid" })
         #expect(payload["VPNType"] as? String == "IPSec")
         let ipsec = try #require(payload["IPSec"] as? [String: Any])
         // Apple's schema: hybrid is SharedSecret with a group name ending in "hybrid"; the SharedSecret Apple's
@@ -272,8 +302,12 @@ import VPNProvCrypto
             #expect(Array(uuid)[14] == "5")  // version 5
         }
         // RFC 4122 Appendix B-style known answer: v5 of "www.example.com" in the DNS namespace.
-        let dns = NameBasedUUID(bytes: [0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8])
-        #expect(NameBasedUUID(namespace: dns, name: "www.example.com").description == "2ED6657D-E927-568B-95E1-2665A8AEA6A2")
+        let dns = NameBasedUUID(bytes: [
+            0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+        ])
+        #expect(
+            NameBasedUUID(namespace: dns, name: "www.example.com").description == "2ED6657D-E927-568B-95E1-2665A8AEA6A2"
+        )
     }
 
     @Test func mobileconfigPassesPlutilLint() throws {
@@ -340,11 +374,15 @@ import VPNProvCrypto
             pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600)
         // The user's own choice wins over the node's.
         inventory.users[0].apple = AppleOptions(trustedSSIDs: ["Home"], disconnectOnIdle: 0)
-        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
         let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
-        let plist = try #require(try PropertyListSerialization.propertyList(from: Data(file.contents), format: nil) as? [String: Any])
+        let plist = try #require(
+            try PropertyListSerialization.propertyList(from: Data(file.contents), format: nil) as? [String: Any])
         let payloads = try #require(plist["PayloadContent"] as? [[String: Any]])
-        let eap = try #require(payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap" }?["IKEv2"] as? [String: Any])
+        let eap = try #require(
+            payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap" }?["IKEv2"]
+                as? [String: Any])
         #expect(eap["OnDemandEnabled"] as? Int == 1)
         let rules = try #require(eap["OnDemandRules"] as? [[String: Any]])
         // Apple evaluates the rules in order: the trusted Wi-Fi disconnects before the catch-all connects.
@@ -359,15 +397,22 @@ import VPNProvCrypto
         #expect(eap["EnableCertificateRevocationCheck"] as? Int == 0)
         #expect(eap["DeadPeerDetectionRate"] as? String == "High")
         #expect(eap["DisconnectOnIdle"] == nil && eap["DisconnectOnIdleTimer"] == nil)
-        let ipsec = try #require(payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ipsec-xauth-psk" }?["IPSec"] as? [String: Any])
+        let ipsec = try #require(
+            payloads.first { $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ipsec-xauth-psk" }?[
+                "IPSec"] as? [String: Any])
         #expect(ipsec["OnDemandEnabled"] as? Int == 1)
         // Without the user's override the node's idle timer applies.
         inventory.users[0].apple = AppleOptions()
-        let again = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
-        let plist2 = try #require(try PropertyListSerialization.propertyList(
-            from: Data(again.first { $0.path == "clients/alice/alice.mobileconfig" }!.contents), format: nil) as? [String: Any])
-        let eap2 = try #require((plist2["PayloadContent"] as? [[String: Any]])?.first {
-            $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap" }?["IKEv2"] as? [String: Any])
+        let again = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let plist2 = try #require(
+            try PropertyListSerialization.propertyList(
+                from: Data(again.first { $0.path == "clients/alice/alice.mobileconfig" }!.contents), format: nil)
+                as? [String: Any])
+        let eap2 = try #require(
+            (plist2["PayloadContent"] as? [[String: Any]])?.first {
+                $0["PayloadIdentifier"] as? String == "vpnprov.acme.alice.vpn.fra-1.ikev2-eap"
+            }?["IKEv2"] as? [String: Any])
         #expect(eap2["DisconnectOnIdle"] as? Int == 1 && eap2["DisconnectOnIdleTimer"] as? Int == 600)
         #expect((eap2["OnDemandRules"] as? [[String: Any]])?.first?["SSIDMatch"] as? [String] == ["Home", "Office 5G"])
     }
@@ -390,7 +435,8 @@ import VPNProvCrypto
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
         let alice = inventory.user(named: "alice")!
         let linux = plan.connections(of: "alice").filter { $0.devices.contains(.linux) }
-        let ctx = try LinuxClientRenderer.context(user: alice, connections: linux, inventory: inventory, materials: materials)
+        let ctx = try LinuxClientRenderer.context(
+            user: alice, connections: linux, inventory: inventory, materials: materials)
         guard case .object(let top) = ctx.swanctl, case .list(let conns)? = top["connections"] else {
             Issue.record("no connections list")
             return
@@ -426,7 +472,8 @@ import VPNProvCrypto
     }
 
     @Test func templateFilesExistForTheLinuxRenderer() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         for name in [LinuxClientRenderer.swanctlTemplate, LinuxClientRenderer.secretsTemplate] {
             let text = try String(contentsOf: root.appendingPathComponent("templates/\(name)"), encoding: .utf8)
             #expect(text.hasPrefix("{{! syntax: swanctl }}"))

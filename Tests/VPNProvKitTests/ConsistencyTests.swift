@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct ConsistencyTests {
@@ -23,15 +24,25 @@ import Testing
         let mat = materials ?? self.materials
         var views = ClientFixtures.serverViews(inv, materials: mat)
         if let servers { views = servers(views) }
-        return Consistency.check(plan: ClientPlan.build(inventory: inv, materials: mat), servers: views, inventory: inv, materials: mat, inspect: inspect)
+        return Consistency.check(
+            plan: ClientPlan.build(inventory: inv, materials: mat), servers: views, inventory: inv, materials: mat,
+            inspect: inspect)
     }
 
     /// Applies `change` to one connection of one node's view.
-    func changing(_ node: String, _ connection: String, _ change: @escaping (inout ServerConnectionView) -> Void) -> ([ServerView]) -> [ServerView] {
+    func changing(_ node: String, _ connection: String, _ change: @escaping (inout ServerConnectionView) -> Void) -> (
+        [ServerView]
+    ) -> [ServerView] {
         { views in
             views.map { view in
                 var v = view
-                if v.node == node { v.connections = v.connections.map { c in var c = c; if c.name == connection { change(&c) }; return c } }
+                if v.node == node {
+                    v.connections = v.connections.map { c in
+                        var c = c
+                        if c.name == connection { change(&c) }
+                        return c
+                    }
+                }
                 return v
             }
         }
@@ -46,7 +57,11 @@ import Testing
         // Without the hybrid connection the Aggressive Mode PSK connection (group key ID) is no substitute:
         // IKEv1 selects by auth method first.
         let d = check(servers: { views in
-            views.map { v in var v = v; v.connections.removeAll { $0.name == "ipsec-xauth-hybrid-aggressive" }; return v }
+            views.map { v in
+                var v = v
+                v.connections.removeAll { $0.name == "ipsec-xauth-hybrid-aggressive" }
+                return v
+            }
         })
         #expect(d.contains { $0.code == .authMismatch && $0.message.contains("ipsec-xauth-hybrid client") })
         // A hybrid connection whose server proves itself by PSK is an auth mismatch too.
@@ -62,7 +77,17 @@ import Testing
         #expect(codes.contains(.authMismatch))
         // With every connection of the node on another identity, the remote ID itself is blamed.
         let all = check(servers: { views in
-            views.map { var v = $0; if v.node == "ams-1" { v.connections = v.connections.map { var c = $0; c.localID = .fqdn("wrong"); return c } }; return v }
+            views.map {
+                var v = $0
+                if v.node == "ams-1" {
+                    v.connections = v.connections.map {
+                        var c = $0
+                        c.localID = .fqdn("wrong")
+                        return c
+                    }
+                }
+                return v
+            }
         })
         let e = try #require(all.first { $0.code == .remoteIDMismatch })
         #expect(e.location == ClientFixtures.loc(23, 9))
@@ -74,7 +99,10 @@ import Testing
         let e = try #require(d.first { $0.code == .ikeProposalMismatch })
         #expect(e.location == ClientFixtures.loc(5))
         // Every client kind of the connection is reported: Apple, Android, Linux and Windows.
-        #expect(Set(d.filter { $0.code == .ikeProposalMismatch }.map { $0.message.split(separator: " ").first! }) == ["apple", "android", "linux", "windows"])
+        #expect(
+            Set(d.filter { $0.code == .ikeProposalMismatch }.map { $0.message.split(separator: " ").first! }) == [
+                "apple", "android", "linux", "windows",
+            ])
 
         let esp = check(servers: changing("fra-1", "ikev2-eap") { $0.espProposals = ["aes128-sha1"] })
         #expect(esp.contains { $0.code == .espProposalMismatch })
@@ -118,11 +146,16 @@ import Testing
 
     @Test func aggressiveModeNeedsTheGroupConnection() throws {
         let d = check(servers: { views in
-            views.map { var v = $0; v.connections.removeAll { $0.aggressive == true }; return v }
+            views.map {
+                var v = $0
+                v.connections.removeAll { $0.aggressive == true }
+                return v
+            }
         })
         let e = try #require(d.first { $0.code == .noServerConnection })
         #expect(e.message.contains("Aggressive Mode"))
-        let wrongGroup = check(servers: changing("fra-1", "ipsec-xauth-psk-aggressive") { $0.remote[0].id = .exactly(.keyID("other")) })
+        let wrongGroup = check(
+            servers: changing("fra-1", "ipsec-xauth-psk-aggressive") { $0.remote[0].id = .exactly(.keyID("other")) })
         let g = try #require(wrongGroup.first { $0.code == .localIDMismatch })
         #expect(g.location == ClientFixtures.loc(20, 12))
     }
@@ -139,7 +172,13 @@ import Testing
         // Diagnostics never carry secrets.
         for diagnostic in d { for secret in ClientFixtures.secrets { #expect(!diagnostic.message.contains(secret)) } }
 
-        let noServerPassword = check(servers: { views in views.map { var v = $0; v.passwordUsers.removeAll { $0 == "alice" }; return v } })
+        let noServerPassword = check(servers: { views in
+            views.map {
+                var v = $0
+                v.passwordUsers.removeAll { $0 == "alice" }
+                return v
+            }
+        })
         #expect(noServerPassword.contains { $0.code == .missingSecret && $0.message.contains("does not know") })
 
         var noCert = materials
@@ -153,7 +192,9 @@ import Testing
         #expect(check(inspect: { _ in nil }).isEmpty)
         let m = materials
         let inspector: Consistency.CertificateInspector = { pem in
-            if pem == m.nodes["fra-1"]!.certificatePEM { return CertificateFacts(dnsNames: ["other.example.com"], issuerCommonName: "acme VPN Root CA") }
+            if pem == m.nodes["fra-1"]!.certificatePEM {
+                return CertificateFacts(dnsNames: ["other.example.com"], issuerCommonName: "acme VPN Root CA")
+            }
             if pem == m.nodes["ams-1"]!.certificatePEM {
                 // The IP identity as dNSName only: strongSwan needs an iPAddress SAN.
                 return CertificateFacts(dnsNames: ["192.0.2.10"], issuerCommonName: "another CA")
@@ -169,8 +210,12 @@ import Testing
         #expect(client.location == ClientFixtures.loc(33, 9))
 
         let fine: Consistency.CertificateInspector = { pem in
-            if pem == m.nodes["fra-1"]!.certificatePEM { return CertificateFacts(dnsNames: ["FRA-1.vpn.example.com"], issuerCommonName: "acme VPN Root CA") }
-            if pem == m.nodes["ams-1"]!.certificatePEM { return CertificateFacts(dnsNames: ["192.0.2.10"], ipAddresses: [[192, 0, 2, 10]]) }
+            if pem == m.nodes["fra-1"]!.certificatePEM {
+                return CertificateFacts(dnsNames: ["FRA-1.vpn.example.com"], issuerCommonName: "acme VPN Root CA")
+            }
+            if pem == m.nodes["ams-1"]!.certificatePEM {
+                return CertificateFacts(dnsNames: ["192.0.2.10"], ipAddresses: [[192, 0, 2, 10]])
+            }
             if pem == m.users["alice"]!.certificatePEM { return CertificateFacts(emails: ["alice@acme.example"]) }
             return nil
         }
@@ -196,7 +241,11 @@ import Testing
                 v.connections = v.connections.map { c in
                     var c = c
                     if c.remote.contains(where: { $0.auth == .pubkey }) {
-                        c.remote = c.remote.map { r in var r = r; r.certPolicies = [NodeAccessPolicy.oid(forNode: view.node)]; return r }
+                        c.remote = c.remote.map { r in
+                            var r = r
+                            r.certPolicies = [NodeAccessPolicy.oid(forNode: view.node)]
+                            return r
+                        }
                     }
                     return c
                 }
@@ -207,11 +256,19 @@ import Testing
         #expect(!check(servers: scoped, inspect: inspector(all)).contains { $0.code == .clientCertificatePolicy })
         let none = check(servers: scoped, inspect: inspector([])).filter { $0.code == .clientCertificatePolicy }
         #expect(!none.isEmpty)
-        #expect(none.allSatisfy { d in certNodes.contains { d.message.contains("node '\($0)'") } }, "\(none.map(\.message))")
+        #expect(
+            none.allSatisfy { d in certNodes.contains { d.message.contains("node '\($0)'") } }, "\(none.map(\.message))"
+        )
     }
 
     @Test func serverShippingAnotherCAIsReported() {
-        let d = check(servers: { views in views.map { var v = $0; v.caCertificatePEM = ClientFixtures.pem("old ca"); return v } })
+        let d = check(servers: { views in
+            views.map {
+                var v = $0
+                v.caCertificatePEM = ClientFixtures.pem("old ca")
+                return v
+            }
+        })
         #expect(d.contains { $0.code == .caMismatch })
     }
 
@@ -230,15 +287,25 @@ import Testing
         #expect(d.count == 1)
         #expect(d.first?.location == inv.nodes[1].location(of: "proposals"))
         // Apple clients lose that profile; other clients keep theirs.
-        let amsEAP = try #require(plan.connections.first { $0.user == "alice" && $0.node == "ams-1" && $0.service == .ikev2EAP })
+        let amsEAP = try #require(
+            plan.connections.first { $0.user == "alice" && $0.node == "ams-1" && $0.service == .ikev2EAP })
         #expect(amsEAP.devices == [.android, .linux])
     }
 
     @Test func proposalIntersectionFollowsStrongSwan() {
-        #expect(Proposal.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes128gcm16-aes256gcm16-prfsha384-prfsha256-modp2048-ecp256"], purpose: .ike, withGroups: true))
-        #expect(!Proposal.intersects(["aes256gcm16-prfsha256-ecp256"], ["aes256gcm16-prfsha256-ecp384"], purpose: .ike, withGroups: true))
-        #expect(Proposal.intersects(["aes256-sha256-modp2048"], ["aes256-sha2_256-modp2048"], purpose: .ike, withGroups: true))
-        #expect(Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048-modpnone"], purpose: .esp, withGroups: true))
+        #expect(
+            Proposal.intersects(
+                ["aes256gcm16-prfsha256-ecp256"], ["aes128gcm16-aes256gcm16-prfsha384-prfsha256-modp2048-ecp256"],
+                purpose: .ike, withGroups: true))
+        #expect(
+            !Proposal.intersects(
+                ["aes256gcm16-prfsha256-ecp256"], ["aes256gcm16-prfsha256-ecp384"], purpose: .ike, withGroups: true))
+        #expect(
+            Proposal.intersects(
+                ["aes256-sha256-modp2048"], ["aes256-sha2_256-modp2048"], purpose: .ike, withGroups: true))
+        #expect(
+            Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048-modpnone"], purpose: .esp, withGroups: true)
+        )
         #expect(!Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: true))
         #expect(Proposal.intersects(["aes256-sha256"], ["aes256-sha256-modp2048"], purpose: .esp, withGroups: false))
         #expect(Proposal.intersects(["aes256-sha256-ecp256"], ["default"], purpose: .ike, withGroups: true))
@@ -264,8 +331,10 @@ import Testing
     /// The ASCII shortcut agrees with comparing lowercased strings, also where Unicode case mapping
     /// changes a name's length or only non-ASCII letters differ.
     @Test func caseInsensitiveComparisonAgreesWithLowercasing() {
-        let names = ["vpn.example.com", "VPN.Example.COM", "vpn.example.co", "vpn-example.com", "ÄBC.example", "äbc.example",
-                     "İx", "i̇x", "ix", "[email protected]", "[email protected]", "", "a", "A", "@", "`", "[", "{"]
+        let names = [
+            "vpn.example.com", "VPN.Example.COM", "vpn.example.co", "vpn-example.com", "ÄBC.example", "äbc.example",
+            "İx", "i̇x", "ix", "[email protected]", "[email protected]", "", "a", "A", "@", "`", "[", "{",
+        ]
         var equalPairs = 0
         for a in names {
             for b in names {

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Runs the built `vpnprov` binary (next to the test bundle) as a child process, or with `testHooks`
@@ -135,13 +136,18 @@ enum VPNProvBinary {
     static func crashAndRecover(base: String?, inventory: String, at n: Int) throws -> Bool {
         let parent = try temporaryDirectory()
         let dir = parent + "/site"
-        if let base { try copyTree(base, to: dir) } else { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        if let base {
+            try copyTree(base, to: dir)
+        } else {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        }
         try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: parent) }
         let outBefore = snapshot(dir + "/out")
         let caBefore = snapshot(dir + "/state/ca")
 
-        let crashed = try VPNProvBinary.run(["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
+        let crashed = try VPNProvBinary.run(
+            ["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
         if !crashed.killed {
             #expect(crashed.status == 0, "step \(n): generate failed without being killed: \(crashed.err.suffix(300))")
             return false
@@ -167,10 +173,16 @@ enum VPNProvBinary {
         let leftovers = (outFinal.keys.filter(isTemporary) + stateFinal.keys.filter(isTemporary)).count
         #expect(leftovers == 0, "step \(n): \(leftovers) temporary file(s) left after a completed run")
         // (c) The CA never changes once created (committed by the crashed run or before it).
-        let caCommitted = caBefore.isEmpty && (stateCrashed["index.json"].map { String(decoding: $0, as: UTF8.self).contains("\"ca\"") } ?? false)
-        if !caBefore.isEmpty { #expect(snapshot(dir + "/state/ca") == caBefore, "step \(n): the CA changed on recovery") }
+        let caCommitted =
+            caBefore.isEmpty
+            && (stateCrashed["index.json"].map { String(decoding: $0, as: UTF8.self).contains("\"ca\"") } ?? false)
+        if !caBefore.isEmpty {
+            #expect(snapshot(dir + "/state/ca") == caBefore, "step \(n): the CA changed on recovery")
+        }
         if caCommitted {
-            #expect(stateFinal.filter { $0.key.hasPrefix("ca/") } == stateCrashed.filter { $0.key.hasPrefix("ca/") }, "step \(n): the committed CA changed")
+            #expect(
+                stateFinal.filter { $0.key.hasPrefix("ca/") } == stateCrashed.filter { $0.key.hasPrefix("ca/") },
+                "step \(n): the committed CA changed")
         }
         // No drift, and nothing printed a secret.
         try expectRecovered(dir, runs: [crashed, recovered], "step \(n)")
@@ -178,7 +190,9 @@ enum VPNProvBinary {
     }
 
     @Test func binaryIsBuilt() {
-        #expect(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path), "swift test builds vpnprov next to the tests")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: VPNProvBinary.path),
+            "swift test builds vpnprov next to the tests")
     }
 
     /// First run: the CA, node and user material are created; kills inside the state commit.
@@ -186,7 +200,9 @@ enum VPNProvBinary {
     func killedFirstRunRecovers() throws {
         try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
         for n in [1, 2, 3, 4, 5, 7, 10, 30, 100, 250] {
-            #expect(try Self.crashAndRecover(base: nil, inventory: Self.inventory(changed: false), at: n), "step \(n) was never reached")
+            #expect(
+                try Self.crashAndRecover(base: nil, inventory: Self.inventory(changed: false), at: n),
+                "step \(n) was never reached")
         }
     }
 
@@ -200,10 +216,14 @@ enum VPNProvBinary {
     /// committed with the output unpublished, partly published). Steps inside a phase differ only in
     /// which file is cut, so the rest of each phase adds no case.
     static func changingRunKillPoints(staged: Int, stateFiles: Int) -> [Int] {
-        let commit = 2 + staged, publish = commit + 2 * stateFiles
+        let commit = 2 + staged
+        let publish = commit + 2 * stateFiles
         let middleFile = commit + 2 * (stateFiles / 2)
-        let points = [1, 2, 3, 3 + staged / 2, commit,
-                      commit + 1, commit + 2, middleFile + 1, middleFile + 2]
+        let points =
+            [
+                1, 2, 3, 3 + staged / 2, commit,
+                commit + 1, commit + 2, middleFile + 1, middleFile + 2,
+            ]
             + Array(max(commit + 1, publish - 5)...publish)
             + [publish + 1, publish + staged / 2, publish + staged]
         return Array(Set(points)).sorted()
@@ -222,7 +242,8 @@ enum VPNProvBinary {
         // The layout, read off a completed run of the same change.
         let parent = try temporaryDirectory()
         try Self.copyTree(base, to: parent + "/site")
-        try Self.inventory(changed: true).write(toFile: parent + "/site/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.inventory(changed: true).write(
+            toFile: parent + "/site/inventory.yaml", atomically: true, encoding: .utf8)
         let stateBefore = Self.snapshot(base + "/state")
         let staged = try Self.filesWritten(["generate"], in: parent + "/site")
         let stateFiles = Self.snapshot(parent + "/site/state").filter { stateBefore[$0.key] != $0.value }.count
@@ -230,11 +251,14 @@ enum VPNProvBinary {
         #expect(staged > 40 && stateFiles > 5, "the change writes \(staged) output and \(stateFiles) state files")
         let points = Self.changingRunKillPoints(staged: staged, stateFiles: stateFiles)
         for n in points {
-            #expect(try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n), "step \(n) was never reached")
+            #expect(
+                try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n),
+                "step \(n) was never reached")
         }
         let end = 2 + 2 * staged + 2 * stateFiles
-        #expect(try !Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: end + 1),
-                "the run has more than the \(end) write steps its layout gives")
+        #expect(
+            try !Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: end + 1),
+            "the run has more than the \(end) write steps its layout gives")
     }
 
     /// `rotate-ca` killed at growing intervals through its state commit and output: the state is
@@ -262,27 +286,35 @@ enum VPNProvBinary {
             defer { try? FileManager.default.removeItem(atPath: parent) }
             let dir = parent + "/site"
             try Self.copyTree(base, to: dir)
-            let crashed = try VPNProvBinary.run(["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
+            let crashed = try VPNProvBinary.run(
+                ["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
             if !crashed.killed {
-                #expect(crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
+                #expect(
+                    crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
                 break
             }
             let state = Self.snapshot(dir + "/state")
             for (path, data) in state where !Self.isTemporary(path) { Self.expectComplete(path, data) }
-            #expect(Self.snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore, "step \(n): a CA file changed")
+            #expect(
+                Self.snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore,
+                "step \(n): a CA file changed")
             let index = state["index.json"]
             let status = try VPNProvBinary.run(["status"], in: dir)
             #expect(status.status == 0, "step \(n): status after the kill: \(status.err.suffix(300))")
             if index == indexBefore {
                 old += 1
-                #expect(state["secrets.json"] == secretsBefore, "step \(n): index.json is the old one but secrets.json changed")
+                #expect(
+                    state["secrets.json"] == secretsBefore,
+                    "step \(n): index.json is the old one but secrets.json changed")
                 #expect(status.out.contains("CA rotation: none"), "step \(n)")
                 // Leftovers of the killed run (a new CA key without its index entry) do not block a new start.
                 let again = try VPNProvBinary.run(["rotate-ca"], in: dir)
                 #expect(again.status == 0, "step \(n): rotate-ca after the kill: \(again.err.suffix(300))")
             } else {
                 new += 1
-                #expect(String(decoding: index ?? Data(), as: UTF8.self).contains("\"rotation\""), "step \(n): index.json changed without the rotation")
+                #expect(
+                    String(decoding: index ?? Data(), as: UTF8.self).contains("\"rotation\""),
+                    "step \(n): index.json changed without the rotation")
                 #expect(status.out.contains("CA rotation: overlap since"), "step \(n)")
                 let recovered = try VPNProvBinary.run(["generate"], in: dir)
                 #expect(recovered.status == 0, "step \(n): generate after the kill: \(recovered.err.suffix(300))")
@@ -341,7 +373,8 @@ enum VPNProvBinary {
         let caBefore = snapshot(dir + "/state/ca")
         let what = "\(arguments.joined(separator: " ")) SIG\(signal) at step \(n)"
         let crashed = try VPNProvBinary.run(
-            arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)", "VPNPROV_CRASH_SIGNAL": signal], testHooks: true)
+            arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)", "VPNPROV_CRASH_SIGNAL": signal],
+            testHooks: true)
         if !crashed.killed {
             #expect(crashed.status == 0, "\(what): failed without being killed: \(crashed.err.suffix(300))")
             return false
@@ -349,7 +382,8 @@ enum VPNProvBinary {
         #expect(crashed.status == (signal == "INT" ? SIGINT : SIGTERM), "\(what): ended by signal \(crashed.status)")
         let stateCrashed = snapshot(dir + "/state")
         for (path, data) in stateCrashed where !isTemporary(path) { expectComplete(path, data) }
-        #expect(snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore, "\(what): a CA file changed")
+        #expect(
+            snapshot(dir + "/state/ca").filter { caBefore[$0.key] != nil } == caBefore, "\(what): a CA file changed")
         // Every certificate the killed run may have left in a file is named: in index.json or in the journal.
         let committed = stateCrashed["index.json"] != indexBefore
         let journal = indexedCertificates(stateCrashed["issuing.json"])
@@ -361,8 +395,11 @@ enum VPNProvBinary {
         #expect(status.status == 0, "\(what): status after the kill: \(status.err.suffix(300))")
 
         let recovered = try VPNProvBinary.run(["generate"], in: dir)
-        #expect(recovered.status == 0 && !recovered.killed, "\(what): generate after the kill: \(recovered.err.suffix(400))")
-        let outFinal = snapshot(dir + "/out"), stateFinal = snapshot(dir + "/state")
+        #expect(
+            recovered.status == 0 && !recovered.killed, "\(what): generate after the kill: \(recovered.err.suffix(400))"
+        )
+        let outFinal = snapshot(dir + "/out")
+        let stateFinal = snapshot(dir + "/state")
         let leftovers = outFinal.keys.filter(isTemporary) + stateFinal.keys.filter(isTemporary)
         #expect(leftovers.isEmpty, "\(what): temporaries left after the next run: \(leftovers.sorted().prefix(5))")
         #expect(stateFinal["issuing.json"] == nil, "\(what): the issuing journal outlived the next run")
@@ -376,9 +413,13 @@ enum VPNProvBinary {
             let final = (try? JSONSerialization.jsonObject(with: stateFinal["index.json"] ?? Data())) as? [String: Any]
             let listed = Set((final?["crl"] as? [String: Any])?["revokedSerials"] as? [String] ?? [])
             let caSerial = (final?["ca"] as? [String: Any])?["serial"] as? String
-            let records = ((try? JSONSerialization.jsonObject(with: journalData)) as? [String: Any])?["certificates"] as? [String: [String: Any]] ?? [:]
+            let records =
+                ((try? JSONSerialization.jsonObject(with: journalData)) as? [String: Any])?["certificates"]
+                as? [String: [String: Any]] ?? [:]
             for (serial, record) in records where indexedCertificates(indexBefore)[serial] == nil {
-                #expect(indexFinal[serial] == "revoked", "\(what): \(serial), signed by the killed run, is \(indexFinal[serial] ?? "unrecorded")")
+                #expect(
+                    indexFinal[serial] == "revoked",
+                    "\(what): \(serial), signed by the killed run, is \(indexFinal[serial] ?? "unrecorded")")
                 if (record["issuer"] as? String ?? caSerial) == caSerial {
                     #expect(listed.contains(serial), "\(what): \(serial), signed by the killed run, is not on the CRL")
                 }
@@ -391,7 +432,8 @@ enum VPNProvBinary {
     /// After the recovery of a killed run: `check` finds the tree up to date, and neither `runs` nor
     /// `check` printed a secret of the state or the inventory.
     static func expectRecovered(
-        _ dir: String, runs: [VPNProvBinary.Outcome], _ what: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+        _ dir: String, runs: [VPNProvBinary.Outcome], _ what: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) throws {
         let check = try VPNProvBinary.run(["check"], in: dir)
         #expect(
@@ -425,9 +467,12 @@ enum VPNProvBinary {
     /// SIGINT and SIGTERM (Ctrl-C, a service manager) end every state-changing command the way a kill
     /// does, at two points each: early (while the output tree is staged, before the state commit) and
     /// inside the state commit (a few files past the staged output and the issuing journal).
-    @Test(.timeLimit(.minutes(10)), arguments: [
-        ["unrevoke", "user8"], ["generate"], ["revoke", "user4"], ["rotate-ca"], ["rotate-psk", "fra-1"], ["rotate-password", "user1"],
-    ])
+    @Test(
+        .timeLimit(.minutes(10)),
+        arguments: [
+            ["unrevoke", "user8"], ["generate"], ["revoke", "user4"], ["rotate-ca"], ["rotate-psk", "fra-1"],
+            ["rotate-password", "user1"],
+        ])
     func interruptedCommandLeavesNothingBehind(_ arguments: [String]) throws {
         try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
         let base = try Self.signalBase()
@@ -435,12 +480,17 @@ enum VPNProvBinary {
         // `generate` on an unchanged site writes nothing: give it a change (a new certificate user).
         if arguments == ["generate"] {
             let text = try String(contentsOfFile: base + "/inventory.yaml", encoding: .utf8)
-            try (text + "  user12:\n    cert: true\n").write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+            try (text + "  user12:\n    cert: true\n").write(
+                toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
         }
         let staged = try Self.filesWritten(arguments, base: base)
         #expect(staged > 0, "\(arguments) writes no output file")
         // Steps 1-2: the issuing journal (when the command signs), then one step per staged file.
-        #expect(try Self.signalAndRecover(arguments, base: base, signal: "INT", at: 3), "\(arguments): step 3 never reached")
-        #expect(try Self.signalAndRecover(arguments, base: base, signal: "TERM", at: staged + 6), "\(arguments): step \(staged + 6) never reached")
+        #expect(
+            try Self.signalAndRecover(arguments, base: base, signal: "INT", at: 3), "\(arguments): step 3 never reached"
+        )
+        #expect(
+            try Self.signalAndRecover(arguments, base: base, signal: "TERM", at: staged + 6),
+            "\(arguments): step \(staged + 6) never reached")
     }
 }

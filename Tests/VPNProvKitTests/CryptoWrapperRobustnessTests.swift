@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Certificates read back from the state (or handed to the fuzzer) may be damaged or crafted: the
@@ -19,11 +20,15 @@ import VPNProvCrypto
     /// whatever bytes it is given, like a crafted certificate would carry).
     static func certificateWithOddIPAddresses() throws -> X509Certificate {
         let template = CertificateTemplate(
-            serial: TestPKI.serial("odd ip"), subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", "odd")]),
+            serial: TestPKI.serial("odd ip"),
+            subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", "odd")]),
             notBefore: TestPKI.epoch, notAfter: TestPKI.epoch + 86400,
-            subjectAlternativeNames: [.ipAddress([10, 0, 0]), .ipAddress([1, 2, 3, 4, 5]), .ipAddress([192, 0, 2, 1])],
+            subjectAlternativeNames: [
+                .ipAddress([10, 0, 0]), .ipAddress([1, 2, 3, 4, 5]), .ipAddress([192, 0, 2, 1]),
+            ],
             keyUsage: [.digitalSignature])
-        return try CertificateIssuer.issue(template, subjectKey: TestPKI.key("server"), issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"))
+        return try CertificateIssuer.issue(
+            template, subjectKey: TestPKI.key("server"), issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"))
     }
 
     /// `GeneralName.description` read two bytes at a time up to the count: an odd length trapped
@@ -53,7 +58,8 @@ import VPNProvCrypto
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let cert = try Self.certificateWithOddIPAddresses()
         let crl = try CertificateRevocationList.build(
-            issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"), number: 3, thisUpdate: TestPKI.epoch, nextUpdate: TestPKI.epoch + 86400,
+            issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"), number: 3, thisUpdate: TestPKI.epoch,
+            nextUpdate: TestPKI.epoch + 86400,
             revoked: [RevokedCertificate(serial: TestPKI.serial("a"), revocationDate: TestPKI.epoch)])
         write(cert.pem, to: "\(dir)/cert.pem")
         write(crl.pem, to: "\(dir)/crl.pem")

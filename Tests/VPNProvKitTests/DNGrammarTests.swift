@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// One DN grammar for validation and issuing (VPNProvCrypto's DistinguishedNameGrammar.swift): a DN
@@ -22,7 +23,8 @@ import VPNProvCrypto
     static let refused = [
         "2.5.4.3=srv",  // a dotted OID: strongSwan's atodn reads it as a key ID
         "CN=srv, TCGID=x", "CN=srv, ND=x", "CN=srv, EN=1", "CN=srv, employeeNumber=1",  // OpenSSL knows no such object
-        "CN=srv, S=x", "CN=srv, GN=x", "CN=srv, title=x", "CN=srv, name=x", "CN=srv, initials=x",  // OpenSSL's names, not strongSwan's
+        // OpenSSL's names, not strongSwan's:
+        "CN=srv, S=x", "CN=srv, GN=x", "CN=srv, title=x", "CN=srv, name=x", "CN=srv, initials=x",
         "CN=srv, ID=x", "CN=srv, postalAddress=x",  // not a string in X.520
         "CN=srv, organizationIdentifier=x",  // strongSwan 6 only
         "CN==srv", "CN= =srv",  // atodn drops the '='
@@ -30,7 +32,8 @@ import VPNProvCrypto
     ]
 
     static let accepted = [
-        "CN=srv, UN=x", "CN=srv, D=desc", "c=DE, st=Bayern, l=M, street=Main 1, postalcode=80331, o=acme, ou=vpn, cn=srv",
+        "CN=srv, UN=x", "CN=srv, D=desc",
+        "c=DE, st=Bayern, l=M, street=Main 1, postalcode=80331, o=acme, ou=vpn, cn=srv",
         "CN=srv, SN=Doe, G=Ann, I=AD, N=Ann Doe, T=Boss, serialNumber=7, dnQualifier=q, dmdName=d, pseudonym=p",
         "UID=u, DC=example, E=a@b.example, Email=c@d.example, emailAddress=e@f.example, unstructuredName=un, UA=ua, CN=srv",
         "/C=DE/O=acme, inc./CN=srv", "CN=zürich",
@@ -47,8 +50,9 @@ import VPNProvCrypto
     func acceptedByValidationAndByIssuing(_ dn: String) throws {
         let inventory = Fixture.good().with { $0.nodes[1].id = .dn(dn) }
         #expect(Fixture.found(inventory) == [], "\(dn)")
-        #expect(try CertificateProfile.server(inventory.nodes[1], inventory: inventory).subject.attributes.count
-            == dn.split(separator: dn.hasPrefix("/") ? "/" : ",").count, "\(dn)")
+        #expect(
+            try CertificateProfile.server(inventory.nodes[1], inventory: inventory).subject.attributes.count
+                == dn.split(separator: dn.hasPrefix("/") ? "/" : ",").count, "\(dn)")
     }
 
     @Test func everyAttributeTypeIsTheOIDOpenSSLHasForIt() {
@@ -61,7 +65,10 @@ import VPNProvCrypto
     static func subject(_ pem: String, in dir: String) throws -> String {
         let path = dir + "/\(UUID().uuidString).pem"
         try pem.write(toFile: path, atomically: true, encoding: .utf8)
-        let r = try runTool(["openssl", "x509", "-in", path, "-noout", "-subject", "-nameopt", "oid,show_type,sep_comma_plus,utf8,esc_ctrl"])
+        let r = try runTool([
+            "openssl", "x509", "-in", path, "-noout", "-subject", "-nameopt",
+            "oid,show_type,sep_comma_plus,utf8,esc_ctrl",
+        ])
         #expect(r.status == 0, "\(r.output)")
         return r.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -90,7 +97,8 @@ import VPNProvCrypto
             // DC is an IA5String as RFC 4519 has it; strongSwan writes a PrintableString and compares
             // the bytes, which are the same.
             let issued = try Self.subject(ours, in: dir)
-                .replacingOccurrences(of: "0.9.2342.19200300.100.1.25=IA5STRING:", with: "0.9.2342.19200300.100.1.25=PRINTABLESTRING:")
+                .replacingOccurrences(
+                    of: "0.9.2342.19200300.100.1.25=IA5STRING:", with: "0.9.2342.19200300.100.1.25=PRINTABLESTRING:")
             #expect(issued == (try Self.subject(String(theirs.output[start.lowerBound...]), in: dir)), "\(dn)")
         }
     }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The role's module (deploy/roles/vpnprov_node/library/vpnprov_swanctl.py, as vpnprov writes it) run by
@@ -18,7 +19,9 @@ import Testing
     static let python = "/usr/bin/python3"
 
     /// Runs the module's main() with `identities` against `listing`; returns (IKE SA ids it terminated, its result).
-    static func terminate(_ identities: [String], listing: String, checkMode: Bool = false) throws -> (ended: [String], result: [String: Any]) {
+    static func terminate(_ identities: [String], listing: String, checkMode: Bool = false) throws -> (
+        ended: [String], result: [String: Any]
+    ) {
         let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
         let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -148,7 +151,9 @@ import Testing
 
     @Test(.needs(.python3)) func comparesDistinguishedNamesRDNByRDN() throws {
         let listing = Self.sa(1, conn: "ikev2-cert", remoteID: "O=acme, CN=dave@acme")
-        for form in ["CN=dave@acme,O=acme", "O=acme,CN=dave@acme", " o = acme , cn = dave@acme ", "/O=acme/CN=dave@acme"] {
+        for form in [
+            "CN=dave@acme,O=acme", "O=acme,CN=dave@acme", " o = acme , cn = dave@acme ", "/O=acme/CN=dave@acme",
+        ] {
             #expect(try Self.terminate([form], listing: listing).ended == ["1"], "\(form)")
         }
         for form in ["CN=dave@acme", "O=acme, CN=dave", "O=acme, CN=dave@acme, OU=x"] {
@@ -159,7 +164,10 @@ import Testing
     /// vici prints a value with a byte outside printable ASCII as 0x<hex>, and charon prints such bytes of an
     /// identity as "?": both forms still match.
     @Test(.needs(.python3)) func matchesIdentitiesCharonPrintsAsHexOrWithQuestionMarks() throws {
-        let listing = Self.sa(1, conn: "ikev2-eap", remoteID: "192.0.2.101", eap: "0x" + Data("new\nline".utf8).map { String(format: "%02x", $0) }.joined())
+        let listing =
+            Self.sa(
+                1, conn: "ikev2-eap", remoteID: "192.0.2.101",
+                eap: "0x" + Data("new\nline".utf8).map { String(format: "%02x", $0) }.joined())
             + Self.sa(2, conn: "ikev2-eap", remoteID: "192.0.2.102", eap: "jos??")
         #expect(try Self.terminate(["new\nline"], listing: listing).ended == ["1"])
         #expect(try Self.terminate(["josé"], listing: listing).ended == ["2"])

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The `deploy:` node field (decoding, defaults, validation) and the deploy/ tree it feeds.
@@ -41,7 +42,9 @@ import Testing
     }
 
     @Test func withoutDeployTheDefaultsAreRootOnPort22() throws {
-        let inventory = try #require(decode("vpnprov: 1\nname: acme\nnodes:\n  n1:\n    address: vpn.example.com\n    pool: 10.1.0.0/24\n").inventory)
+        let inventory = try #require(
+            decode("vpnprov: 1\nname: acme\nnodes:\n  n1:\n    address: vpn.example.com\n    pool: 10.1.0.0/24\n")
+                .inventory)
         #expect(inventory.nodes[0].deploy == DeployTarget(host: nil, port: 22, user: "root", become: false))
     }
 
@@ -57,7 +60,9 @@ import Testing
         for bad in ["0", "65536"] {
             let result = decode(Self.base.replacingOccurrences(of: "port: 2222", with: "port: \(bad)"))
             #expect(summary(result.diagnostics) == ["invalid-value 9:39"], "port \(bad)")
-            #expect(result.diagnostics.first?.message == "node 'fra-1': 'deploy.port' must be between 1 and 65535, found \(bad)")
+            #expect(
+                result.diagnostics.first?.message
+                    == "node 'fra-1': 'deploy.port' must be between 1 and 65535, found \(bad)")
         }
     }
 
@@ -104,7 +109,10 @@ import Testing
         let files = try DeployRenderer.render(inventory: inventory, templates: TemplateSet.builtin())
         let text = try #require(files.first { $0.path == "deploy/inventory.yml" }).contents
         let inventoryText = String(decoding: text, as: UTF8.self)
-        #expect(inventoryText.contains("    vpnprov_nodes:\n      hosts:\n        \"fra-1\":\n          ansible_host: \"fra-1.vpn.example.com\"\n          ansible_port: 22\n          ansible_user: \"root\"\n          ansible_become: false\n"))
+        #expect(
+            inventoryText.contains(
+                "    vpnprov_nodes:\n      hosts:\n        \"fra-1\":\n          ansible_host: \"fra-1.vpn.example.com\"\n          ansible_port: 22\n          ansible_user: \"root\"\n          ansible_become: false\n"
+            ))
         #expect(inventoryText.contains("    vpnprov_region_eu_central:\n      hosts:\n        \"fra-1\": {}\n"))
         #expect(inventoryText.contains("    vpnprov_region_eu_west:\n      hosts:\n        \"ams-1\": {}\n"))
     }
@@ -113,13 +121,14 @@ import Testing
         let fra = try #require(inventory.node(named: "fra-1"))
         let context = DeployRenderer.hostVarsContext(node: fra, inventory: inventory)
         let plan = ServerPlan.make(for: fra, in: inventory)
-        #expect(context == [
-            "node": "fra-1",
-            "connections": .list(plan.connections.map { .string($0.name) }),
-            // carol is revoked: not allowed. alice has a certificate and a password; her client may present
-            // the certificate's SAN or its subject.
-            "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
-        ])
+        #expect(
+            context == [
+                "node": "fra-1",
+                "connections": .list(plan.connections.map { .string($0.name) }),
+                // carol is revoked: not allowed. alice has a certificate and a password; her client may present
+                // the certificate's SAN or its subject.
+                "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
+            ])
     }
 
     @Test func regionGroupsAreAnsibleIdentifiers() {

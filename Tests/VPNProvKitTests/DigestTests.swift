@@ -43,7 +43,8 @@ import VPNProvCrypto
         defer { results.deallocate() }
         let box = UncheckedSendable(results)
         DispatchQueue.concurrentPerform(iterations: 64) { i in
-            box.value[i] = Digest.sha256(Array(repeating: 0x61, count: 1_000_000)) == expected
+            box.value[i] =
+                Digest.sha256(Array(repeating: 0x61, count: 1_000_000)) == expected
                 && hexString(Digest.sha1(Self.abc)).lowercased() == "a9993e364706816aba3e25717850c26c9cd0d89d"
         }
         #expect(results.allSatisfy { $0 })

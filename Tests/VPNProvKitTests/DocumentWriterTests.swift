@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Differential tests of the direct plist and JSON writers: over generated values covering every
@@ -26,8 +27,10 @@ import Testing
     }
 
     static let pieces: [String] = [
-        "", "a", "Z", "plain text", "\"", "'", "\\", "/", "<", ">", "&", "]]>", "<![CDATA[", "&amp;", "\u{0}", "\u{1}", "\u{8}",
-        "\u{9}", "\u{A}", "\u{C}", "\u{D}", "\u{1B}", "\u{1F}", "\u{7F}", "\u{80}", "é", "Ä", "ß", "\u{2028}", "\u{2029}", "\u{FEFF}",
+        "", "a", "Z", "plain text", "\"", "'", "\\", "/", "<", ">", "&", "]]>", "<![CDATA[", "&amp;", "\u{0}", "\u{1}",
+        "\u{8}",
+        "\u{9}", "\u{A}", "\u{C}", "\u{D}", "\u{1B}", "\u{1F}", "\u{7F}", "\u{80}", "é", "Ä", "ß", "\u{2028}",
+        "\u{2029}", "\u{FEFF}",
         "日本", "😀", "\u{10FFFF}", "👩‍👩‍👧", "e\u{301}", "-", "_", "0", " ", "  ", "#", "%", "{", "}", "[", "]",
     ]
 
@@ -50,7 +53,11 @@ import Testing
             return .integer(g.int(2) == 0 ? extremes[g.int(extremes.count)] : Int64(bitPattern: g.next()))
         case 2: return .unsignedInteger(g.int(2) == 0 ? UInt64.max : g.next())
         case 3: return .bool(g.int(2) == 0)
-        case 4: return .data((0..<[0, 1, 2, 3, 38, 39, 40, 51, 57, 58, 200][g.int(11)]).map { _ in UInt8(truncatingIfNeeded: g.next()) })
+        case 4:
+            return .data(
+                (0..<[0, 1, 2, 3, 38, 39, 40, 51, 57, 58, 200][g.int(11)]).map { _ in
+                    UInt8(truncatingIfNeeded: g.next())
+                })
         case 5, 6:
             var keys = Set<String>()
             var entries: [(String, DocumentValue)] = []
@@ -125,7 +132,9 @@ import Testing
     /// Where two outputs of synthetic test values part (a short window of each, never whole documents).
     static func difference(_ a: [UInt8], _ b: [UInt8]) -> String {
         let i = zip(a, b).prefix { $0 == $1 }.count
-        func window(_ x: [UInt8]) -> String { String(decoding: x[max(0, i - 30)..<min(x.count, i + 30)], as: UTF8.self).debugDescription }
+        func window(_ x: [UInt8]) -> String {
+            String(decoding: x[max(0, i - 30)..<min(x.count, i + 30)], as: UTF8.self).debugDescription
+        }
         return "at byte \(i): ours \(window(a)) vs Foundation's \(window(b))"
     }
 
@@ -134,7 +143,9 @@ import Testing
     /// strings and keys are compared without it.
     static func mismatch(_ parsed: Any, _ value: DocumentValue, path: String) -> String? {
         func plain(_ s: String) -> String { s.replacingOccurrences(of: "\u{FEFF}", with: "") }
-        func number(_ text: String) -> String? { (parsed as? NSNumber).map { "\($0)" == text ? nil : "\(path): \($0) != \(text)" } ?? "\(path): not a number" }
+        func number(_ text: String) -> String? {
+            (parsed as? NSNumber).map { "\($0)" == text ? nil : "\(path): \($0) != \(text)" } ?? "\(path): not a number"
+        }
         switch value {
         case .string(let s): return (parsed as? String).map(plain) == plain(s) ? nil : "\(path): string"
         case .data(let d): return parsed as? String == Data(d).base64EncodedString() ? nil : "\(path): data"
@@ -143,14 +154,19 @@ import Testing
         case .unsignedInteger(let u): return number("\(u)")
         case .array(let items):
             guard let list = parsed as? [Any], list.count == items.count else { return "\(path): array" }
-            for (i, (p, item)) in zip(list, items).enumerated() { if let m = mismatch(p, item, path: "\(path)[\(i)]") { return m } }
+            for (i, (p, item)) in zip(list, items).enumerated() {
+                if let m = mismatch(p, item, path: "\(path)[\(i)]") { return m }
+            }
             return nil
         case .dictionary(let entries):
             guard let parsedDict = parsed as? [String: Any] else { return "\(path): not a dictionary" }
             var dict: [String: Any] = [:]
             for (k, v) in parsedDict { dict[plain(k)] = v }
-            guard Set(entries.map { plain($0.0) }).count == entries.count else { return nil }  // keys that differ only by U+FEFF
-            guard dict.count == entries.count else { return "\(path): dictionary of \(dict.count) for \(entries.count)" }
+            // Keys that differ only by U+FEFF.
+            guard Set(entries.map { plain($0.0) }).count == entries.count else { return nil }
+            guard dict.count == entries.count else {
+                return "\(path): dictionary of \(dict.count) for \(entries.count)"
+            }
             for (key, item) in entries {
                 guard let p = dict[plain(key)] else { return "\(path): missing key \(key.debugDescription)" }
                 if let m = mismatch(p, item, path: "\(path).\(key.debugDescription)") { return m }
@@ -179,15 +195,24 @@ import Testing
             var xmlDraws = g
             let doc = document(&g, xml: false)
             let xmlDoc = document(&xmlDraws, xml: true)
-            let plist = try PropertyListSerialization.data(fromPropertyList: Self.foundation(xmlDoc, json: false), format: .xml, options: 0)
+            let plist = try PropertyListSerialization.data(
+                fromPropertyList: Self.foundation(xmlDoc, json: false), format: .xml, options: 0)
             let plistSame = PropertyListWriter.xml(xmlDoc) == [UInt8](plist)
-            #expect(plistSame, "plist differs from PropertyListSerialization (batch \(batch), round \(round)): \(Self.difference(PropertyListWriter.xml(xmlDoc), [UInt8](plist)))")
+            #expect(
+                plistSame,
+                "plist differs from PropertyListSerialization (batch \(batch), round \(round)): \(Self.difference(PropertyListWriter.xml(xmlDoc), [UInt8](plist)))"
+            )
             let ours = JSONWriter.json(doc)
             let theirs = [UInt8](try encoder.encode(Dynamic(value: doc)))
-            #expect(ours == theirs, "JSON differs from JSONEncoder (batch \(batch), round \(round)): \(Self.difference(ours, theirs))")
+            #expect(
+                ours == theirs,
+                "JSON differs from JSONEncoder (batch \(batch), round \(round)): \(Self.difference(ours, theirs))")
             // And Foundation's JSON parser reads back exactly the values.
             let parsed = try JSONSerialization.jsonObject(with: Data(ours))
-            #expect(Self.mismatch(parsed, doc, path: "") == nil, "JSONSerialization reads other values back (batch \(batch), round \(round)) at \(Self.mismatch(parsed, doc, path: "") ?? "")")
+            #expect(
+                Self.mismatch(parsed, doc, path: "") == nil,
+                "JSONSerialization reads other values back (batch \(batch), round \(round)) at \(Self.mismatch(parsed, doc, path: "") ?? "")"
+            )
         }
     }
 
@@ -198,7 +223,8 @@ import Testing
                 var v = DocumentValue.data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37) })
                 for _ in 0..<depth { v = .array([v]) }
                 let doc = DocumentValue.dictionary([("k", v)])
-                let plist = try PropertyListSerialization.data(fromPropertyList: Self.foundation(doc, json: false), format: .xml, options: 0)
+                let plist = try PropertyListSerialization.data(
+                    fromPropertyList: Self.foundation(doc, json: false), format: .xml, options: 0)
                 let same = PropertyListWriter.xml(doc) == [UInt8](plist)
                 #expect(same, "depth \(depth), \(length) bytes")
             }
@@ -226,12 +252,19 @@ import Testing
         var g = Generator(state: 42)
         for _ in 0..<100 {
             let sample = Sample(
-                name: Self.string(&g, xml: true), count: Int(bitPattern: UInt(truncatingIfNeeded: g.next())), flag: g.int(2) == 0,
-                blob: Data((0..<g.int(90)).map { _ in UInt8(truncatingIfNeeded: g.next()) }), missing: nil, present: Self.string(&g, xml: true),
-                list: (0..<g.int(3)).map { _ in Sample.Inner(x: Int64(bitPattern: g.next()), y: g.next(), s: Self.string(&g, xml: true)) }, empty: [],
+                name: Self.string(&g, xml: true), count: Int(bitPattern: UInt(truncatingIfNeeded: g.next())),
+                flag: g.int(2) == 0,
+                blob: Data((0..<g.int(90)).map { _ in UInt8(truncatingIfNeeded: g.next()) }), missing: nil,
+                present: Self.string(&g, xml: true),
+                list: (0..<g.int(3)).map { _ in
+                    Sample.Inner(x: Int64(bitPattern: g.next()), y: g.next(), s: Self.string(&g, xml: true))
+                }, empty: [],
                 // Keys of Encodable documents are field names (ASCII): for non-ASCII keys Foundation's own
                 // encoders and serializers disagree on the order (normalized vs. code-unit comparison).
-                map: Dictionary(uniqueKeysWithValues: (0..<g.int(4)).map { i in ("\(Self.string(&g, xml: true).unicodeScalars.filter(\.isASCII))#\(i)", i) }))
+                map: Dictionary(
+                    uniqueKeysWithValues: (0..<g.int(4)).map { i in
+                        ("\(Self.string(&g, xml: true).unicodeScalars.filter(\.isASCII))#\(i)", i)
+                    }))
             let plistEncoder = PropertyListEncoder()
             plistEncoder.outputFormat = .xml
             let doc = try DocumentEncoder.encode(sample)

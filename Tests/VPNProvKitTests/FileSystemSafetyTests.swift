@@ -1,18 +1,18 @@
 import Foundation
+import Glibc
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
-
-import Glibc
 
 /// What vpnprov leaves on disk and where it agrees to write: nothing derived from a secret is more
 /// readable than the secret, overlapping or system directories are refused, and the state directory
@@ -53,7 +53,8 @@ import Glibc
         let cache = dir + "/out/" + RenderCache.fileName
         let text = try String(contentsOfFile: cache, encoding: .utf8)
         // It records the digest of every private file (secrets.conf among them)...
-        let secrets = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/out/servers/n1/swanctl/conf.d/secrets.conf")))
+        let secrets = try [UInt8](
+            Data(contentsOf: URL(fileURLWithPath: dir + "/out/servers/n1/swanctl/conf.d/secrets.conf")))
         #expect(text.contains(hexString(Digest.sha256(secrets))))
         // ...so only the owner may read it.
         #expect(Self.mode(cache) == 0o600)
@@ -109,7 +110,8 @@ import Glibc
         let dir = try Self.directory()
         #expect(vpnprov(["generate"], in: dir).code == 0)
         // A changed inventory (a new certificate user), so the next run has something to write.
-        try (Self.inventory + "  carol:\n    cert: true\n").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try (Self.inventory + "  carol:\n    cert: true\n").write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let elsewhere = dir + "/elsewhere"
         try FileManager.default.moveItem(atPath: dir + "/state/" + entry, toPath: elsewhere)
         try FileManager.default.createSymbolicLink(atPath: dir + "/state/" + entry, withDestinationPath: elsewhere)
@@ -117,7 +119,9 @@ import Glibc
         for command in ["generate", "check"] {
             let r = vpnprov([command], in: dir)
             #expect(r.code == 3, "\(entry) \(command): \(r.err)")
-            #expect(r.err.contains("is a symbolic link; vpnprov does not follow links inside the state directory"), "\(r.err)")
+            #expect(
+                r.err.contains("is a symbolic link; vpnprov does not follow links inside the state directory"),
+                "\(r.err)")
         }
         #expect(Self.listing(elsewhere) == before, "something was written through the link")
     }
@@ -126,7 +130,8 @@ import Glibc
         let dir = try Self.directory()
         #expect(vpnprov(["generate"], in: dir).code == 0)
         let certs = dir + "/state/certs"
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: certs).first { $0.hasSuffix(".pem") })
+        let name = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: certs).first { $0.hasSuffix(".pem") })
         let copy = dir + "/copy.pem"
         try FileManager.default.moveItem(atPath: certs + "/" + name, toPath: copy)
         try FileManager.default.createSymbolicLink(atPath: certs + "/" + name, withDestinationPath: copy)
@@ -150,7 +155,9 @@ import Glibc
 
     /// A small tmpfs at `path` for the duration of `body` (root only: the unit tests run as root,
     /// like the end-to-end ones). `resize` grows it, as an operator freeing space would.
-    static func withSmallDisk(at path: String, kilobytes: Int, _ body: (_ resize: (Int) throws -> Void) throws -> Void) throws {
+    static func withSmallDisk(at path: String, kilobytes: Int, _ body: (_ resize: (Int) throws -> Void) throws -> Void)
+        throws
+    {
         func run(_ arguments: [String]) throws {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/bin/mount")
@@ -172,7 +179,8 @@ import Glibc
     }
 
     static func fleet(users: Int) -> String {
-        var text = "vpnprov: 1\nname: acme\nnodes:\n  n1:\n    address: 192.0.2.1\n    pool: 10.10.0.0/24\n    services: [ikev2-eap, ikev2-cert]\nusers:\n"
+        var text =
+            "vpnprov: 1\nname: acme\nnodes:\n  n1:\n    address: 192.0.2.1\n    pool: 10.10.0.0/24\n    services: [ikev2-eap, ikev2-cert]\nusers:\n"
         for u in 0..<users { text += "  u\(u):\n    password: gen\n    cert: true\n" }
         return text
     }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The render cache trusts a user's files only while the fingerprint of everything they are rendered
@@ -24,7 +25,8 @@ import Testing
 
     static func materials() -> UserMaterials {
         UserMaterials(
-            password: "pw", certificatePEM: "CERT", privateKeyPEM: "KEY", p12: [1, 2, 3], p12Password: "p12pw", keyType: .ecdsaP256,
+            password: "pw", certificatePEM: "CERT", privateKeyPEM: "KEY", p12: [1, 2, 3], p12Password: "p12pw",
+            keyType: .ecdsaP256,
             openP12: [4, 5])
     }
 
@@ -94,7 +96,8 @@ import Testing
         }
         for m in materials { #expect(Fingerprint.userInputs(Self.user(), m) != base) }
         // Field boundaries are unambiguous.
-        var a = Self.user(), b = Self.user()
+        var a = Self.user()
+        var b = Self.user()
         a.nodes = ["ab", "c"]
         b.nodes = ["a", "bc"]
         #expect(Fingerprint.userInputs(a, nil) != Fingerprint.userInputs(b, nil))
@@ -104,6 +107,7 @@ import Testing
         var moved = Self.user()
         moved.location = SourceLocation(file: "a.yaml", line: 40, column: 1)
         moved.fieldLocations = [:]
-        #expect(Fingerprint.userInputs(moved, Self.materials()) == Fingerprint.userInputs(Self.user(), Self.materials()))
+        #expect(
+            Fingerprint.userInputs(moved, Self.materials()) == Fingerprint.userInputs(Self.user(), Self.materials()))
     }
 }

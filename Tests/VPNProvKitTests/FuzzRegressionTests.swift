@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// One test per crash found by fuzzing or by MutationTests: the input that crashed, which
@@ -23,7 +24,8 @@ import Testing
     /// SecretPolicy.estimate looped over `1...(n / 2)`, a trap for a one-character secret.
     @Test(arguments: ["x", "7"])
     func oneCharacterLiteralSecretIsWeakNotACrash(_ secret: String) {
-        let diagnostics = Self.decodeAndValidate("""
+        let diagnostics = Self.decodeAndValidate(
+            """
             vpnprov: 1
             name: acme
             nodes:
@@ -52,7 +54,8 @@ import Testing
     /// index.json with one revoked client certificate whose serial is `serial`, and CRL `crlNumber`.
     static func index(revokedSerial serial: String, crlNumber: Int = 1, generation: Int? = nil) -> [UInt8] {
         let generationField = generation.map { #","generation":\#($0)"# } ?? ""
-        return Array("""
+        return Array(
+            """
             {"version":1,"nodes":{},"users":{},
              "ca":{"serial":"01","commonName":"acme VPN Root CA","keyType":"ecdsa-p256","fingerprint":"00",\
             "notAfter":"2036-11-27T17:56:17Z"\(generationField)},
@@ -78,9 +81,12 @@ import Testing
     @Test(arguments: ["ZZ", "", "2D1", "0x2D", "../../etc/passwd"])
     func revokedSerialThatIsNotHexIsAnErrorNotACrash(_ serial: String) throws {
         let now = Date(timeIntervalSince1970: 1_795_996_800)
-        let error = try #require(Self.stateError { try StateInputs.readIndex(Self.index(revokedSerial: serial), now: now) })
+        let error = try #require(
+            Self.stateError { try StateInputs.readIndex(Self.index(revokedSerial: serial), now: now) })
         #expect(error.code == .stateInconsistent)
-        #expect(error.message.contains("index.json lists the revoked certificate '\(serial)', whose serial is not hexadecimal"))
+        #expect(
+            error.message.contains(
+                "index.json lists the revoked certificate '\(serial)', whose serial is not hexadecimal"))
         #expect(error.message.hasSuffix("nothing was changed"))
         // A hex serial of either case is listed.
         #expect(try StateInputs.readIndex(Self.index(revokedSerial: "2d11"), now: now).nextCRLNumbers == [2])
@@ -91,29 +97,39 @@ import Testing
     @Test func crlNumberAndCAGenerationWithoutSuccessorAreErrors() throws {
         let now = Date(timeIntervalSince1970: 1_795_996_800)
         for number in [Int.max, -1, Int.min] {
-            let error = try #require(Self.stateError { try StateInputs.readIndex(Self.index(revokedSerial: "2D", crlNumber: number), now: now) })
-            #expect(error.code == .stateInconsistent && error.message.contains("gives the CRL number \(number), which has no next number"))
+            let error = try #require(
+                Self.stateError {
+                    try StateInputs.readIndex(Self.index(revokedSerial: "2D", crlNumber: number), now: now)
+                })
+            #expect(
+                error.code == .stateInconsistent
+                    && error.message.contains("gives the CRL number \(number), which has no next number"))
         }
-        let error = try #require(Self.stateError {
-            try StateInputs.readIndex(Self.index(revokedSerial: "2D", generation: Int.max), now: now)
-        })
-        #expect(error.code == .stateInconsistent && error.message.contains("gives the CA generation \(Int.max), which has no next generation"))
-        #expect(try StateInputs.readIndex(Self.index(revokedSerial: "2D", crlNumber: Int.max - 1, generation: 7), now: now)
-            == StateInputs.IndexContents(
-                certificates: 1, revoked: 1, nodes: 0, users: 0, heldUsers: 0, nextCRLNumbers: [Int.max], nextCAGeneration: 8))
+        let error = try #require(
+            Self.stateError {
+                try StateInputs.readIndex(Self.index(revokedSerial: "2D", generation: Int.max), now: now)
+            })
+        #expect(
+            error.code == .stateInconsistent
+                && error.message.contains("gives the CA generation \(Int.max), which has no next generation"))
+        #expect(
+            try StateInputs.readIndex(Self.index(revokedSerial: "2D", crlNumber: Int.max - 1, generation: 7), now: now)
+                == StateInputs.IndexContents(
+                    certificates: 1, revoked: 1, nodes: 0, users: 0, heldUsers: 0, nextCRLNumbers: [Int.max],
+                    nextCAGeneration: 8))
     }
 
     /// A generated deployment of one node and one certificate user, to break the state of.
     static func generatedWorkspace() throws -> String {
         let dir = try temporaryDirectory()
         try """
-            vpnprov: 1
-            name: acme
-            nodes:
-              fra-1: {address: fra-1.vpn.example.com, pool: 10.10.0.0/24, services: [ikev2-cert]}
-            users:
-              bob: {cert: true}
-            """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        vpnprov: 1
+        name: acme
+        nodes:
+          fra-1: {address: fra-1.vpn.example.com, pool: 10.10.0.0/24, services: [ikev2-cert]}
+        users:
+          bob: {cert: true}
+        """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
         return dir
     }
@@ -143,7 +159,8 @@ import Testing
             for command in [["generate"], ["status"]] {
                 let run = vpnprov(command, in: dir)
                 #expect(run.code == ExitCode.environment, "\(command) \(field): \(run.err)")
-                #expect(run.err.contains("names a state file '\(value)' that is not a name vpnprov writes"), "\(run.err)")
+                #expect(
+                    run.err.contains("names a state file '\(value)' that is not a name vpnprov writes"), "\(run.err)")
             }
             #expect(try Data(contentsOf: URL(fileURLWithPath: indexPath)) == broken)
         }
@@ -159,7 +176,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let indexPath = dir + "/state/index.json"
         func edit(_ change: (inout [String: Any]) -> Void) throws -> Data {
-            var json = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: indexPath))) as? [String: Any])
+            var json = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: indexPath)))
+                    as? [String: Any])
             change(&json)
             let data = try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys])
             try data.write(to: URL(fileURLWithPath: indexPath))
@@ -169,7 +188,9 @@ import Testing
         let original = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         let broken = try edit { json in
             var certificates = json["certificates"] as! [String: Any]
-            var record = certificates.values.compactMap { $0 as? [String: Any] }.first { $0["holder"] as? String == "bob" }!
+            var record = certificates.values.compactMap { $0 as? [String: Any] }.first {
+                $0["holder"] as? String == "bob"
+            }!
             record["serial"] = "ZZ"
             record["status"] = "revoked"
             certificates["ZZ"] = record
@@ -177,7 +198,9 @@ import Testing
         }
         let run = vpnprov(["generate"], in: dir)
         #expect(run.code == ExitCode.environment)
-        #expect(run.err.contains("index.json lists the revoked certificate 'ZZ', whose serial is not hexadecimal"), "\(run.err)")
+        #expect(
+            run.err.contains("index.json lists the revoked certificate 'ZZ', whose serial is not hexadecimal"),
+            "\(run.err)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: indexPath)) == broken)
 
         // rotate-ca: a CA of generation Int.max (stored by serial, as generations above 1 are).
@@ -194,11 +217,13 @@ import Testing
         let fm = FileManager.default
         try fm.moveItem(atPath: dir + "/state/ca/ca.pem", toPath: dir + "/state/ca/\(serial).pem")
         try fm.moveItem(atPath: dir + "/state/ca/ca.key", toPath: dir + "/state/ca/\(serial).key")
-        try fm.moveItem(atPath: dir + "/state/crl/\(crlNumber).pem", toPath: dir + "/state/crl/\(serial)-\(crlNumber).pem")
+        try fm.moveItem(
+            atPath: dir + "/state/crl/\(crlNumber).pem", toPath: dir + "/state/crl/\(serial)-\(crlNumber).pem")
         let before = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         let rotate = vpnprov(["rotate-ca"], in: dir)
         #expect(rotate.code == ExitCode.environment)
-        #expect(rotate.err.contains("gives the CA generation \(Int.max), which has no next generation"), "\(rotate.err)")
+        #expect(
+            rotate.err.contains("gives the CA generation \(Int.max), which has no next generation"), "\(rotate.err)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: indexPath)) == before)
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Small gaps a new operator fell into on a first deployment, each pinned.
@@ -44,7 +45,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let r = vpnprov(["validate", "inventory.yaml"], in: dir)
         #expect(r.code == 1)
-        #expect(r.err.contains("unknown key 'pasword'; did you mean 'password'? [unknown-key]\n    pasword: <hidden>\n    ^\n"), "\(r.err)")
+        #expect(
+            r.err.contains(
+                "unknown key 'pasword'; did you mean 'password'? [unknown-key]\n    pasword: <hidden>\n    ^\n"),
+            "\(r.err)")
         #expect(!r.err.contains("Zq8#vLw2"))
         let json = vpnprov(["validate", "inventory.yaml", "--format", "json"], in: dir)
         #expect(!json.out.contains("Zq8#vLw2") && !json.err.contains("Zq8#vLw2"))
@@ -78,15 +82,24 @@ import Testing
         let dir = try site()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let seams = ["VPNPROV_NOW": "2040-11-15", "VPNPROV_CRASH_AFTER_WRITES": "1"]
-        let killed = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir, environment: seams, testHooks: true)
+        let killed = try VPNProvBinary.run(
+            ["generate", "inventory.yaml"], in: dir, environment: seams, testHooks: true)
         #expect(killed.killed, "\(killed.err)")
         let product = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir, environment: seams)
         #expect(product.status == 0 && !product.killed, "\(product.err)")
-        let status = try VPNProvBinary.run(["status", "inventory.yaml", "--format", "json"], in: dir, environment: seams)
-        #expect((try json(status.out)["status"] as? [String: Any])?["now"] as? String != "2040-11-15T00:00:00Z", "\(status.out)")
-        let hooked = try VPNProvBinary.run(["status", "inventory.yaml", "--format", "json"], in: dir, environment: ["VPNPROV_NOW": "2040-11-15"], testHooks: true)
-        #expect((try json(hooked.out)["status"] as? [String: Any])?["now"] as? String == "2040-11-15T00:00:00Z", "\(hooked.err)")
-        let bad = try VPNProvBinary.run(["status", "inventory.yaml"], in: dir, environment: ["VPNPROV_NOW": "15.11.2040"], testHooks: true)
+        let status = try VPNProvBinary.run(
+            ["status", "inventory.yaml", "--format", "json"], in: dir, environment: seams)
+        #expect(
+            (try json(status.out)["status"] as? [String: Any])?["now"] as? String != "2040-11-15T00:00:00Z",
+            "\(status.out)")
+        let hooked = try VPNProvBinary.run(
+            ["status", "inventory.yaml", "--format", "json"], in: dir, environment: ["VPNPROV_NOW": "2040-11-15"],
+            testHooks: true)
+        #expect(
+            (try json(hooked.out)["status"] as? [String: Any])?["now"] as? String == "2040-11-15T00:00:00Z",
+            "\(hooked.err)")
+        let bad = try VPNProvBinary.run(
+            ["status", "inventory.yaml"], in: dir, environment: ["VPNPROV_NOW": "15.11.2040"], testHooks: true)
         #expect(bad.status == 2 && bad.err.contains("found '15.11.2040'"), "\(bad.err)")
     }
 
@@ -95,7 +108,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let validated = vpnprov(["validate", "inventory.yaml"], in: dir)
         #expect(validated.out == "inventory.yaml: ok (3 nodes, 5 users and 1 revoked)\n", "\(validated.out)")
-        let doc = try #require(try json(vpnprov(["validate", "inventory.yaml", "--format", "json"], in: dir).out)["inventory"] as? [String: Any])
+        let doc = try #require(
+            try json(vpnprov(["validate", "inventory.yaml", "--format", "json"], in: dir).out)["inventory"]
+                as? [String: Any])
         #expect(doc["users"] as? Int == 5 && doc["revokedUsers"] as? Int == 1)
         let generated = vpnprov(["generate", "inventory.yaml"], in: dir)
         #expect(generated.err.contains("3 nodes, 5 users;"), "\(generated.err)")
@@ -113,8 +128,11 @@ import Testing
         #expect(try publish(vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir)) == nil)
         let path = dir + "/inventory.yaml"
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        try text.replacingOccurrences(of: "region: ap-southeast", with: "region: ap-south").write(toFile: path, atomically: true, encoding: .utf8)
-        #expect(try publish(vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir)) == "out/catalog/servers.json")
+        try text.replacingOccurrences(of: "region: ap-southeast", with: "region: ap-south").write(
+            toFile: path, atomically: true, encoding: .utf8)
+        #expect(
+            try publish(vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir))
+                == "out/catalog/servers.json")
     }
 
     /// The example's comments say what happened to each user; a user said to be "listed in the CRL"
@@ -123,13 +141,19 @@ import Testing
         let dir = try site()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(vpnprov(["generate", "inventory.yaml"], in: dir).code == 0)
-        let status = try #require(try json(vpnprov(["status", "inventory.yaml", "--format", "json"], in: dir).out)["status"] as? [String: Any])
-        let revoked = Set(((status["certificates"] as? [[String: Any]]) ?? []).filter { $0["status"] as? String == "revoked" }
-            .compactMap { $0["holder"] as? String })
+        let status = try #require(
+            try json(vpnprov(["status", "inventory.yaml", "--format", "json"], in: dir).out)["status"] as? [String: Any]
+        )
+        let revoked = Set(
+            ((status["certificates"] as? [[String: Any]]) ?? []).filter { $0["status"] as? String == "revoked" }
+                .compactMap { $0["holder"] as? String })
         let example = try String(contentsOfFile: MachineOutputTests.example, encoding: .utf8)
-        for line in example.components(separatedBy: "\n") where line.hasPrefix("  ") && !line.hasPrefix("   ") && line.contains("CRL") {
+        for line in example.components(separatedBy: "\n")
+        where line.hasPrefix("  ") && !line.hasPrefix("   ") && line.contains("CRL") {
             let user = String(line.dropFirst(2).prefix { $0 != ":" })
-            #expect(revoked.contains(user), "the example says \(user) is on the CRL, but \(user) has no revoked certificate")
+            #expect(
+                revoked.contains(user), "the example says \(user) is on the CRL, but \(user) has no revoked certificate"
+            )
         }
     }
 
@@ -140,7 +164,8 @@ import Testing
         let reference = readme.components(separatedBy: "\n").filter { $0.hasPrefix("vpnprov ") }
         for command in CommandLineTool.commands {
             let name = command.configuration.name
-            let line = try #require(reference.first { $0.hasPrefix("vpnprov \(name) ") }, "README reference lacks \(name)")
+            let line = try #require(
+                reference.first { $0.hasPrefix("vpnprov \(name) ") }, "README reference lacks \(name)")
             for option in command.configuration.options {
                 #expect(line.contains("--\(option.name)"), "README reference of \(name) lacks --\(option.name)")
             }
@@ -148,7 +173,9 @@ import Testing
         let rows = readme.components(separatedBy: "\n").filter { $0.hasPrefix("| [docs/") }
         let pages = rows.map { String($0.dropFirst(3).prefix { $0 != "]" }) }
         #expect(pages.count == Set(pages).count, "pages listed twice: \(pages)")
-        let docs = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/docs").filter { $0.hasSuffix(".md") }
+        let docs = try FileManager.default.contentsOfDirectory(atPath: Self.root + "/docs").filter {
+            $0.hasSuffix(".md")
+        }
         for page in docs { #expect(pages.contains("docs/" + page), "README's docs table lacks docs/\(page)") }
     }
 }

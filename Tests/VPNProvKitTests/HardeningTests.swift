@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Hostile input through the CLI: hostile inventories are rejected with their rule code, names that would
@@ -16,25 +17,40 @@ import Testing
 @Suite(.temporaries) struct HardeningTests {
     /// Hostile inventories, each with the rule code that must reject it.
     static let hostile: [(name: String, code: String, bytes: @Sendable () -> [UInt8])] = [
-        ("alias-bomb", "alias-limit", {
-            // Billion laughs: 9 levels of 10 aliases each, 10^9 nodes once expanded.
-            var text = "vpnprov: 1\nname: acme\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
-            for level in 1...9 {
-                let previous = Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", ")
-                text += "a\(level): &a\(level) [\(previous)]\n"
+        (
+            "alias-bomb", "alias-limit",
+            {
+                // Billion laughs: 9 levels of 10 aliases each, 10^9 nodes once expanded.
+                var text = "vpnprov: 1\nname: acme\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+                for level in 1...9 {
+                    let previous = Array(repeating: "*a\(level - 1)", count: 10).joined(separator: ", ")
+                    text += "a\(level): &a\(level) [\(previous)]\n"
+                }
+                return Array(text.utf8)
             }
-            return Array(text.utf8)
-        }),
-        ("nesting-flow-10000", "depth-limit", {
-            Array(("vpnprov: 1\nname: " + String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000) + "\n").utf8)
-        }),
-        ("nesting-block-10000", "depth-limit", {
-            // Compact block sequences: "- - - ... x" opens one sequence per dash.
-            Array(("vpnprov: 1\nname:\n" + String(repeating: "- ", count: 10_000) + "x\n").utf8)
-        }),
-        ("scalar-3MiB", "scalar-too-long", {
-            Array("vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: ".utf8) + Array(repeating: UInt8(ascii: "a"), count: 3 << 20) + [0x0A]
-        }),
+        ),
+        (
+            "nesting-flow-10000", "depth-limit",
+            {
+                Array(
+                    ("vpnprov: 1\nname: " + String(repeating: "[", count: 10_000)
+                        + String(repeating: "]", count: 10_000) + "\n").utf8)
+            }
+        ),
+        (
+            "nesting-block-10000", "depth-limit",
+            {
+                // Compact block sequences: "- - - ... x" opens one sequence per dash.
+                Array(("vpnprov: 1\nname:\n" + String(repeating: "- ", count: 10_000) + "x\n").utf8)
+            }
+        ),
+        (
+            "scalar-3MiB", "scalar-too-long",
+            {
+                Array("vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: ".utf8)
+                    + Array(repeating: UInt8(ascii: "a"), count: 3 << 20) + [0x0A]
+            }
+        ),
         ("invalid-utf8", "invalid-utf8", { Array("vpnprov: 1\nname: ac".utf8) + [0xC3, 0x28] + Array("me\n".utf8) }),
         ("nul-byte", "invalid-character", { Array("vpnprov: 1\nname: ac".utf8) + [0x00] + Array("me\n".utf8) }),
     ]
@@ -122,7 +138,9 @@ import Testing
     @Test(arguments: 0..<escapingNames.count)
     func namesThatWouldEscapeAreInvalidAndNothingIsWritten(_ index: Int) throws {
         let (field, value) = Self.escapingNames[index]
-        let text = field == "node" ? Self.inventory(node: value).replacingOccurrences(of: "  fra-1", with: "  \(value)")
+        let text =
+            field == "node"
+            ? Self.inventory(node: value).replacingOccurrences(of: "  fra-1", with: "  \(value)")
             : field == "user" ? Self.inventory(user: value) : Self.inventory(deployment: value)
         let dir = try temporaryDirectory()
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
@@ -169,7 +187,9 @@ import Testing
         let example = InventoryFixtures.repository.appendingPathComponent("inventory/example.yaml").path
         try FileManager.default.copyItem(atPath: example, toPath: dir + "/inventory.yaml")
         let env = ["VPNPROV_TEST_UNUSED": "unused"]
-        for command in [["generate"], ["generate"], ["check"], ["validate", "--strict"], ["revoke", "carol"], ["check"]] {
+        for command in [
+            ["generate"], ["generate"], ["check"], ["validate", "--strict"], ["revoke", "carol"], ["check"],
+        ] {
             _ = vpnprov(command, in: dir, environment: env)  // the helper checks both outputs for secrets
         }
         let secrets = SecretLeaks.secrets(stateDirectories: [dir + "/state"], inventories: [dir + "/inventory.yaml"])

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Identities that must stay apart (docs/security.md, "Identities that must stay apart"): a password's
@@ -38,7 +39,9 @@ import Testing
             if !nodeID.isEmpty { $0.nodes[1].id = IKEIdentity.classify(nodeID) }
         }
         let found = Validator.validate(inventory).filter { $0.code == .passwordIdentityOverlap }
-        #expect(found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.passwordIdentityOverlap, 110, 3)], "\(name) \(nodeID)")
+        #expect(
+            found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.passwordIdentityOverlap, 110, 3)],
+            "\(name) \(nodeID)")
         #expect(found.first?.notes.first?.location == Fixture.at(42, 14))
         #expect(Validator.validate(inventory).hasErrors)
     }
@@ -78,8 +81,12 @@ import Testing
             $0.nodes[1].id = IKEIdentity.classify(first)
             $0.nodes[2].id = IKEIdentity.classify(second)
         }
-        let found = Validator.validate(inventory).filter { $0.code == .duplicateNodeIdentity || $0.code == .nodeCertificateOverlap }
-        #expect(found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.duplicateNodeIdentity, 62, 14)], "\(first) \(second)")
+        let found = Validator.validate(inventory).filter {
+            $0.code == .duplicateNodeIdentity || $0.code == .nodeCertificateOverlap
+        }
+        #expect(
+            found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.duplicateNodeIdentity, 62, 14)],
+            "\(first) \(second)")
         #expect(found.first?.notes.first?.location == Fixture.at(42, 14))
     }
 
@@ -118,7 +125,8 @@ import Testing
             }
         }
         let found = Validator.validate(inventory).filter { $0.code == .connectionNameCollision }
-        #expect(found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.connectionNameCollision, 60, 3)])
+        #expect(
+            found.map { F($0.code, $0.location!.line, $0.location!.column) } == [F(.connectionNameCollision, 60, 3)])
         #expect(found.first?.message.contains("'ams_1-<service>'") == true)
     }
 }
@@ -126,7 +134,9 @@ import Testing
 /// `vpnprov validate` on inventories with each collision exits 1 and names the rule.
 @Suite(.temporaries) struct IdentityCollisionCLITests {
     /// Two nodes (`first` and `second` are their extra lines) and a password user.
-    static func inventory(first: String = "", second: String = "", names: (String, String) = ("a.b", "n2"), user: String = "alice") -> String {
+    static func inventory(
+        first: String = "", second: String = "", names: (String, String) = ("a.b", "n2"), user: String = "alice"
+    ) -> String {
         """
         vpnprov: 1
         name: acme
@@ -148,8 +158,12 @@ import Testing
         (inventory(names: ("a.b", "a_b")), "connection-name-collision"),
         (inventory(second: "address: 192.0.2.2\n    id: 192.0.2.1"), "duplicate-node-identity"),
         (inventory(second: "address: 192.0.2.2\n    id: \"::ffff:192.0.2.1\""), "duplicate-node-identity"),
-        (inventory(first: "address: 192.0.2.1\n    id: vpn.example.com", second: "address: vpn.example.com\n    id: 192.0.2.9"),
-         "node-certificate-overlap"),
+        (
+            inventory(
+                first: "address: 192.0.2.1\n    id: vpn.example.com",
+                second: "address: vpn.example.com\n    id: 192.0.2.9"),
+            "node-certificate-overlap"
+        ),
         (inventory(user: "192.0.2.2"), "password-identity-overlap"),
         (inventory(user: "0.0.0.0"), "identity-pattern"),
     ]

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Identities a peer matches must match exactly one identity, and no client certificate may carry a
@@ -67,7 +68,10 @@ import Testing
         let all = overlap(inventory)
         #expect(all.map(\.location) == [Fixture.at(42, 14)])
         #expect(all.first?.notes.first?.location == Fixture.at(103, 14))
-        #expect(all.first?.message == "node 'ams-1': identity 'Alice@Example.com' is also on user 'alice''s client certificate; its holder could pose as this server to every client")
+        #expect(
+            all.first?.message
+                == "node 'ams-1': identity 'Alice@Example.com' is also on user 'alice''s client certificate; its holder could pose as this server to every client"
+        )
         #expect(Fixture.found(inventory) == [F(.serverIdentityOverlap, 42, 14)])
     }
 
@@ -88,7 +92,10 @@ import Testing
         // bob gets the default identity bob@acme; once he has a certificate, a node may not use it.
         let inventory = Fixture.good().with { $0.nodes[1].id = .userFQDN("bob@acme") }
         #expect(overlap(inventory).isEmpty, "bob has no certificate")
-        let withCert = inventory.with { $0.users[1].cert = true; $0.users[1].fieldLocations["id"] = nil }
+        let withCert = inventory.with {
+            $0.users[1].cert = true
+            $0.users[1].fieldLocations["id"] = nil
+        }
         #expect(overlap(withCert).map(\.location) == [Fixture.at(42, 14)])
         #expect(overlap(withCert).first?.notes.first?.location == Fixture.at(110, 3))
     }
@@ -158,7 +165,9 @@ import Testing
         #expect(vpnprov(["validate"], in: dir).code == 0, "the inventory alone no longer shows bob")
         let r = vpnprov(["generate"], in: dir)
         #expect(r.code == 1)
-        #expect(r.err.contains("inventory.yaml:6:9: error: node 'n1': identity 'bob@acme' is on the client certificate "), "\(r.err)")
+        #expect(
+            r.err.contains("inventory.yaml:6:9: error: node 'n1': identity 'bob@acme' is on the client certificate "),
+            "\(r.err)")
         #expect(r.err.contains("issued to 'bob' (valid until "), "\(r.err)")
         #expect(r.err.contains("[server-identity-overlap]"))
         #expect(vpnprov(["check"], in: dir).code == 1)

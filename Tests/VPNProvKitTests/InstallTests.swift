@@ -1,21 +1,24 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The tools the install checks hand the generated files to. In CI (`VPNPROV_REQUIRE_E2E=1`, set by
 /// .ci/run after scripts/install-test-deps) a missing one fails the test; elsewhere the test is skipped.
 enum InstallCheckTools {
     static func path(_ tool: String) -> String? {
-        ["/usr/bin", "/bin", "/usr/local/bin"].map { $0 + "/" + tool }.first { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/bin", "/bin", "/usr/local/bin"].map { $0 + "/" + tool }.first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     static func available(_ tool: String) -> Bool {
@@ -54,7 +57,10 @@ enum InstallCheckTools {
             let r = vpnprov(["--generate-completion-script", shell])
             #expect(r.code == 0 && r.out == HelpDocuments.completionScript(shell))
         }
-        for bad in [["--generate-completion-script", "csh"], ["--generate-completion-script"], ["--generate-completion-script", "bash", "x"]] {
+        for bad in [
+            ["--generate-completion-script", "csh"], ["--generate-completion-script"],
+            ["--generate-completion-script", "bash", "x"],
+        ] {
             let r = vpnprov(bad)
             #expect(r.code == 2 && r.err.contains("bash, zsh, fish"), "\(bad)")
         }
@@ -67,40 +73,64 @@ enum InstallCheckTools {
         let synopsis = Self.block(manual, from: ".SH SYNOPSIS") { $0.hasPrefix(".SH") }.joined(separator: "\n")
         for c in Self.configurations {
             #expect(synopsis.contains("\\fB\(HelpDocuments.escape(c.name))\\fR"), "\(c.name) not in SYNOPSIS")
-            let section = Self.block(manual, from: ".SS \(HelpDocuments.escape(c.name))") { $0.hasPrefix(".SS") || $0.hasPrefix(".SH") }
+            let section = Self.block(manual, from: ".SS \(HelpDocuments.escape(c.name))") {
+                $0.hasPrefix(".SS") || $0.hasPrefix(".SH")
+            }
             let text = section.joined(separator: "\n")
             #expect(text.hasPrefix(HelpDocuments.roff(c.abstract)), "\(c.name): abstract")
-            if let discussion = c.discussion { #expect(text.contains(HelpDocuments.roff(discussion)), "\(c.name): discussion") }
+            if let discussion = c.discussion {
+                #expect(text.contains(HelpDocuments.roff(discussion)), "\(c.name): discussion")
+            }
             // Exactly the command's options, each with its help, then -h/--help.
-            let labels = section.filter { $0.hasPrefix(".B \\-\\-") || $0.hasPrefix(".BI \"\\-\\-") || $0.hasPrefix(".BR \\-h") }
-            let expected = c.options.map { o in
-                o.valueName.map { ".BI \"\\-\\-\(HelpDocuments.escape(o.name)) \" \(HelpDocuments.escape($0))" } ?? ".B \\-\\-\(HelpDocuments.escape(o.name))"
-            } + [".BR \\-h \", \" \\-\\-help"]
+            let labels = section.filter {
+                $0.hasPrefix(".B \\-\\-") || $0.hasPrefix(".BI \"\\-\\-") || $0.hasPrefix(".BR \\-h")
+            }
+            let expected =
+                c.options.map { o in
+                    o.valueName.map { ".BI \"\\-\\-\(HelpDocuments.escape(o.name)) \" \(HelpDocuments.escape($0))" }
+                        ?? ".B \\-\\-\(HelpDocuments.escape(o.name))"
+                } + [".BR \\-h \", \" \\-\\-help"]
             #expect(labels == expected, "\(c.name): options in the manual page")
-            for o in c.options { #expect(text.contains(HelpDocuments.roff(o.help)), "\(c.name) --\(o.name): help text") }
+            for o in c.options {
+                #expect(text.contains(HelpDocuments.roff(o.help)), "\(c.name) --\(o.name): help text")
+            }
             for a in c.arguments {
-                #expect(text.contains(".I \(HelpDocuments.escape(a.name))\n\(HelpDocuments.roff(a.help))"), "\(c.name) <\(a.name)>")
+                #expect(
+                    text.contains(".I \(HelpDocuments.escape(a.name))\n\(HelpDocuments.roff(a.help))"),
+                    "\(c.name) <\(a.name)>")
             }
         }
-        for o in CommandLineTool.topLevelOptions { #expect(manual.contains(".B \\-\\-\(o.name)\n\(HelpDocuments.roff(o.help))")) }
-        for (code, meaning) in ExitCode.meanings { #expect(manual.contains(".B \(code)\n\(HelpDocuments.roff(meaning))")) }
+        for o in CommandLineTool.topLevelOptions {
+            #expect(manual.contains(".B \\-\\-\(o.name)\n\(HelpDocuments.roff(o.help))"))
+        }
+        for (code, meaning) in ExitCode.meanings {
+            #expect(manual.contains(".B \(code)\n\(HelpDocuments.roff(meaning))"))
+        }
         #expect(manual.contains("vpnprov \(CommandLineTool.version)"))
     }
 
     /// The words a command's bash block offers for `--`, its `case $prev` options, its zsh specs
     /// and its fish lines: exactly the command's options, plus help.
     @Test func everyCompletionScriptOffersExactlyEachCommandsOptions() throws {
-        let bash = try Self.script("bash"), zsh = try Self.script("zsh"), fish = try Self.script("fish")
+        let bash = try Self.script("bash")
+        let zsh = try Self.script("zsh")
+        let fish = try Self.script("fish")
         let commandNames = Self.configurations.map(\.name)
         for c in Self.configurations {
             let options = c.options.map { "--" + $0.name }
             let valued = c.options.filter { $0.valueName != nil }.map { "--" + $0.name }
 
-            let bashBlock = Self.block(bash, from: "    \(c.name))") { $0.range(of: #"^    [a-z-]+\)$"#, options: .regularExpression) != nil || $0 == "    esac" }
+            let bashBlock = Self.block(bash, from: "    \(c.name))") {
+                $0.range(of: #"^    [a-z-]+\)$"#, options: .regularExpression) != nil || $0 == "    esac"
+            }
             let offered = try #require(bashBlock.first { $0.contains("_vpnprov_words '--") }, "bash: \(c.name)")
-            #expect(offered.trimmingCharacters(in: .whitespaces) == "_vpnprov_words '\((options + ["--help", "-h"]).joined(separator: " "))'", "bash: \(c.name)")
-            #expect(bashBlock.filter { $0.range(of: #"^        --[a-z-]+\)$"#, options: .regularExpression) != nil }
-                .map { String($0.trimmingCharacters(in: .whitespaces).dropLast()) } == valued, "bash: \(c.name) option values")
+            #expect(
+                offered.trimmingCharacters(in: .whitespaces)
+                    == "_vpnprov_words '\((options + ["--help", "-h"]).joined(separator: " "))'", "bash: \(c.name)")
+            #expect(
+                bashBlock.filter { $0.range(of: #"^        --[a-z-]+\)$"#, options: .regularExpression) != nil }
+                    .map { String($0.trimmingCharacters(in: .whitespaces).dropLast()) } == valued,
+                "bash: \(c.name) option values")
 
             let zshBlock = Self.block(zsh, from: "        \(c.name))") { $0.hasSuffix(";;") }
             let zshOptions = zshBlock.compactMap { line -> String? in
@@ -110,10 +140,14 @@ enum InstallCheckTools {
             #expect(zshOptions == options, "zsh: \(c.name)")
             #expect(zshBlock.last?.contains("{-h,--help}") == true, "zsh: \(c.name) help")
             for (i, a) in c.arguments.enumerated() {
-                #expect(zshBlock.contains { $0.contains("'\(i + 1)\(a.isOptional ? "::" : ":")\(a.name):") }, "zsh: \(c.name) <\(a.name)>")
+                #expect(
+                    zshBlock.contains { $0.contains("'\(i + 1)\(a.isOptional ? "::" : ":")\(a.name):") },
+                    "zsh: \(c.name) <\(a.name)>")
             }
 
-            let fishLines = fish.components(separatedBy: "\n").filter { $0.contains("-n '__fish_vpnprov_using \(c.name)'") }
+            let fishLines = fish.components(separatedBy: "\n").filter {
+                $0.contains("-n '__fish_vpnprov_using \(c.name)'")
+            }
             let fishOptions = fishLines.compactMap { line -> String? in
                 guard let r = line.range(of: #" -l [a-z-]+"#, options: .regularExpression) else { return nil }
                 return "--" + line[r].dropFirst(4)
@@ -136,7 +170,9 @@ enum InstallCheckTools {
         #expect(try complete("vpnprov check --format ") == ["json", "sarif", "text"])
         #expect(try complete("vpnprov help rotate-p") == ["rotate-password", "rotate-psk"])
         for c in configurations {
-            #expect(try complete("vpnprov \(c.name) --") == (c.options.map { "--" + $0.name } + ["--help"]).sorted(), "\(c.name)")
+            #expect(
+                try complete("vpnprov \(c.name) --") == (c.options.map { "--" + $0.name } + ["--help"]).sorted(),
+                "\(c.name)")
         }
     }
 
@@ -149,10 +185,11 @@ enum InstallCheckTools {
             // Each line: the words (the last one is being completed) -> what bash offers.
             func complete(_ words: [String]) throws -> [String] {
                 let quoted = words.map { "'" + $0 + "'" }.joined(separator: " ")
-                let r = try runTool([
-                    "bash", "-c",
-                    "source ./vpnprov.bash; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _vpnprov; printf '%s\\n' \"${COMPREPLY[@]}\"",
-                ], in: dir)
+                let r = try runTool(
+                    [
+                        "bash", "-c",
+                        "source ./vpnprov.bash; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _vpnprov; printf '%s\\n' \"${COMPREPLY[@]}\"",
+                    ], in: dir)
                 #expect(r.status == 0, "\(r.output)")
                 return r.output.split(separator: "\n").map(String.init).sorted()
             }
@@ -170,7 +207,9 @@ enum InstallCheckTools {
                 for word in try complete(["vpnprov", c.name, "--"]) where word != "--help" {
                     let option = try #require(c.options.first { "--" + $0.name == word })
                     let required = c.arguments.filter { !$0.isOptional }.map { _ in "x" }
-                    let arguments = required + [word] + (option.valueName.map { [$0.split(separator: "|").first.map(String.init) ?? "x"] } ?? [])
+                    let arguments =
+                        required + [word]
+                        + (option.valueName.map { [$0.split(separator: "|").first.map(String.init) ?? "x"] } ?? [])
                     do {
                         _ = try ParsedArguments.parse(arguments, for: c)
                     } catch {
@@ -211,7 +250,8 @@ enum InstallCheckTools {
             #expect(syntax.status == 0, "\(syntax.output)")
             // compinit reads the #compdef line of every function on fpath.
             let registered = try runTool([
-                "zsh", "-f", "-c", "fpath=(\(dir) $fpath); autoload -Uz compinit; compinit -u -d \(dir)/zcompdump; print -r -- $_comps[vpnprov]",
+                "zsh", "-f", "-c",
+                "fpath=(\(dir) $fpath); autoload -Uz compinit; compinit -u -d \(dir)/zcompdump; print -r -- $_comps[vpnprov]",
             ])
             #expect(registered.status == 0 && registered.output == "_vpnprov\n", "\(registered.output)")
             func complete(_ line: String) throws -> [String] {
@@ -219,7 +259,8 @@ enum InstallCheckTools {
                 #expect(r.status == 0, "\(r.output)")
                 // Only candidates: the terminal also echoes the lines typed.
                 return r.output.split(separator: "\n").compactMap { item -> String? in
-                    guard item.hasPrefix("<<"), item.hasSuffix(">>"), item.range(of: #"^<<[A-Za-z0-9._/-]+>>$"#, options: .regularExpression) != nil
+                    guard item.hasPrefix("<<"), item.hasSuffix(">>"),
+                        item.range(of: #"^<<[A-Za-z0-9._/-]+>>$"#, options: .regularExpression) != nil
                     else { return nil }
                     return String(item.dropFirst(2).dropLast(2))
                 }.sorted()
@@ -235,7 +276,8 @@ enum InstallCheckTools {
             let syntax = try runTool(["fish", "--no-execute", dir + "/vpnprov.fish"])
             #expect(syntax.status == 0, "\(syntax.output)")
             func complete(_ line: String) throws -> [String] {
-                let r = try runTool(["fish", "--no-config", "-c", "source vpnprov.fish; complete -C '\(line)'"], in: dir)
+                let r = try runTool(
+                    ["fish", "--no-config", "-c", "source vpnprov.fish; complete -C '\(line)'"], in: dir)
                 #expect(r.status == 0, "\(r.output)")
                 return r.output.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") }.sorted()
             }
@@ -248,7 +290,8 @@ enum InstallCheckTools {
         try Self.withFiles(["vpnprov.1": HelpDocuments.manual]) { dir in
             let lint = try runTool(["mandoc", "-T", "lint", "-W", "warning", dir + "/vpnprov.1"])
             #expect(lint.status == 0 && lint.output.isEmpty, "\(lint.output)")
-            let rendered = try runTool(["mandoc", "-T", "ascii", "-O", "width=200", dir + "/vpnprov.1"], environment: ["LC_ALL": "C"])
+            let rendered = try runTool(
+                ["mandoc", "-T", "ascii", "-O", "width=200", dir + "/vpnprov.1"], environment: ["LC_ALL": "C"])
             #expect(rendered.status == 0)
             // Bold and underlining are backspace sequences in ascii output.
             let text = rendered.output.replacingOccurrences(of: ".\u{8}", with: "", options: .regularExpression)
@@ -269,7 +312,8 @@ enum InstallCheckTools {
     static let root = MachineOutputTests.root
 
     @Test func installsTheBinaryManualAndCompletionsIntoAPrefixAndTheBinaryRuns() throws {
-        let binary = try #require(CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
+        let binary = try #require(
+            CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
         let base = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let prefix = base + "/prefix with space"
@@ -288,12 +332,15 @@ enum InstallCheckTools {
             let path = prefix + "/" + file.path
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             #expect((attributes[.posixPermissions] as? Int) == file.mode, "\(file.path)")
-            if let contents = file.contents { #expect(try String(contentsOfFile: path, encoding: .utf8) == contents, "\(file.path)") }
+            if let contents = file.contents {
+                #expect(try String(contentsOfFile: path, encoding: .utf8) == contents, "\(file.path)")
+            }
         }
         // Nothing else, no temporary file left behind.
         let all = (FileManager.default.enumerator(atPath: prefix)?.allObjects as? [String] ?? []).filter {
             var isDirectory: ObjCBool = false
-            return FileManager.default.fileExists(atPath: prefix + "/" + $0, isDirectory: &isDirectory) && !isDirectory.boolValue
+            return FileManager.default.fileExists(atPath: prefix + "/" + $0, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
         }
         #expect(all.sorted() == expected.map(\.path).sorted())
 
@@ -304,15 +351,21 @@ enum InstallCheckTools {
         #expect(help.status == 0 && help.output.contains("USAGE: vpnprov generate"))
         // man finds the page by name under the prefix.
         if InstallCheckTools.available("man") {
-            let page = try runTool(["man", "-M", prefix + "/share/man", "vpnprov"], environment: ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"])
+            let page = try runTool(
+                ["man", "-M", prefix + "/share/man", "vpnprov"],
+                environment: ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "100"])
             #expect(page.status == 0 && page.output.contains("rotate-password"), "\(page.output.prefix(300))")
         }
         // bash loads the installed completion.
-        let bash = try runTool(["bash", "-c", "source '\(prefix)/share/bash-completion/completions/vpnprov' && complete -p vpnprov"])
+        let bash = try runTool([
+            "bash", "-c", "source '\(prefix)/share/bash-completion/completions/vpnprov' && complete -p vpnprov",
+        ])
         #expect(bash.status == 0 && bash.output.contains("-F _vpnprov vpnprov"))
 
         // Again, over the first installation, with DESTDIR: the same files under DESTDIR + prefix.
-        let staged = try runTool([Self.root + "/scripts/install", "--prefix=/opt/vpnprov", "--binary=\(binary)"], environment: ["DESTDIR": base + "/stage"])
+        let staged = try runTool(
+            [Self.root + "/scripts/install", "--prefix=/opt/vpnprov", "--binary=\(binary)"],
+            environment: ["DESTDIR": base + "/stage"])
         #expect(staged.status == 0, "\(staged.output)")
         #expect(FileManager.default.isExecutableFile(atPath: base + "/stage/opt/vpnprov/bin/vpnprov"))
         #expect(FileManager.default.fileExists(atPath: base + "/stage/opt/vpnprov/share/man/man1/vpnprov.1"))

@@ -1,16 +1,17 @@
 import Foundation
 import Testing
+import VPNProvYAML
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
-import VPNProvYAML
 
 /// Fixture inventories: `Fixtures/inventories/bad/*.yaml` start with `# expect: <code> <line>:<column>` lines
 /// naming exactly the errors they must produce; `good/*.yaml` must decode without any.
@@ -42,7 +43,8 @@ enum InventoryFixtures {
 
     /// Repository root (for inventory/example.yaml).
     static var repository: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 }
 
@@ -51,7 +53,8 @@ func decode(_ text: String, file: String = "t.yaml") -> InventoryDecoder.Result 
 }
 
 func summary(_ diagnostics: [Diagnostic]) -> [String] {
-    diagnostics.filter { $0.severity == .error }.map { "\($0.code) \($0.location!.line):\($0.location!.column)" }.sorted()
+    diagnostics.filter { $0.severity == .error }.map { "\($0.code) \($0.location!.line):\($0.location!.column)" }
+        .sorted()
 }
 
 @Suite(.temporaries) struct BadInventoryFixtureTests {
@@ -244,7 +247,9 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 
     @Test func severalErrorsAreReportedTogether() {
-        let result = decode("vpnprov: 1\nname: x\nnodes:\n  a: {address: 192.0.2.1, tier: on, pool: 10.0.0.0/8x}\nusers:\n  u: {cert: no}\n")
+        let result = decode(
+            "vpnprov: 1\nname: x\nnodes:\n  a: {address: 192.0.2.1, tier: on, pool: 10.0.0.0/8x}\nusers:\n  u: {cert: no}\n"
+        )
         #expect(summary(result.diagnostics) == ["invalid-cidr 4:43", "invalid-value 4:33", "type-mismatch 6:13"])
     }
 
@@ -257,21 +262,33 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     }
 
     @Test func appleOptionsMergeDefaultsNodeAndUser() throws {
-        let inventory = try #require(InventoryLoader.decode(bytes: try InventoryFixtures.bytes("good", "apple-options.yaml"), file: "a.yaml").inventory)
+        let inventory = try #require(
+            InventoryLoader.decode(bytes: try InventoryFixtures.bytes("good", "apple-options.yaml"), file: "a.yaml")
+                .inventory)
         let node = inventory.nodes[0]
-        #expect(node.apple == AppleOptions(
-            onDemand: true, trustedSSIDs: ["Home", "Café Wi-Fi"], includeAllNetworks: true, excludeLocalNetworks: false,
-            pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600))
+        #expect(
+            node.apple
+                == AppleOptions(
+                    onDemand: true, trustedSSIDs: ["Home", "Café Wi-Fi"], includeAllNetworks: true,
+                    excludeLocalNetworks: false,
+                    pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600))
         #expect(node.location(of: "apple.disconnect_on_idle").line == 14)
         let user = inventory.users[0]
         #expect(user.apple == AppleOptions(onDemand: false, disconnectOnIdle: 0))
         let resolved = AppleOptions.effective(user: user, node: node)
-        #expect(!resolved.onDemand && resolved.disconnectOnIdle == 0 && resolved.trustedSSIDs == ["Home", "Café Wi-Fi"])
+        #expect(
+            !resolved.onDemand && resolved.disconnectOnIdle == 0 && resolved.trustedSSIDs == ["Home", "Café Wi-Fi"])
         // Unknown keys under apple: get a hint; server-side keys are not user keys.
-        let typo = decode("vpnprov: 1\nname: x\nnodes:\n  n:\n    address: a.example\n    pool: 10.0.0.0/24\n    apple: {kill_switch: true, include_all_network: true}\n")
+        let typo = decode(
+            "vpnprov: 1\nname: x\nnodes:\n  n:\n    address: a.example\n    pool: 10.0.0.0/24\n    apple: {kill_switch: true, include_all_network: true}\n"
+        )
         #expect(typo.diagnostics.contains { $0.message.contains("did you mean 'include_all_networks'?") })
         let userPFS = decode("vpnprov: 1\nname: x\nusers:\n  u:\n    apple: {pfs: false}\n")
-        #expect(userPFS.diagnostics.contains { $0.code == .unknownKey && $0.message.contains("'apple.pfs'") == false && $0.message.contains("unknown key 'pfs'") })
+        #expect(
+            userPFS.diagnostics.contains {
+                $0.code == .unknownKey && $0.message.contains("'apple.pfs'") == false
+                    && $0.message.contains("unknown key 'pfs'")
+            })
     }
 
     @Test func crlURLIsAnHTTPURLOrAnErrorAtItsLine() throws {
@@ -296,7 +313,9 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
             let result = load(url)
             #expect(result.inventory == nil, "\(url)")
             #expect(summary(result.diagnostics) == ["invalid-value 4:12"], "\(url)")
-            #expect(result.diagnostics.first?.message.contains(message) == true, "\(url): \(result.diagnostics.first?.message ?? "")")
+            #expect(
+                result.diagnostics.first?.message.contains(message) == true,
+                "\(url): \(result.diagnostics.first?.message ?? "")")
         }
         #expect(load("[a]").diagnostics.first?.code == .typeMismatch)
     }
@@ -312,7 +331,11 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
     @Test func literalSecretsAreNeverEchoed() {
         let result = decode("vpnprov: 1\nname: x\nnodes:\n  a: {address: 192.0.2.1, psk: hunter2-secret, tier: on}\n")
         #expect(result.diagnostics.hasErrors)
-        let printer = DiagnosticPrinter(sources: ["t.yaml": Array("vpnprov: 1\nname: x\nnodes:\n  a: {address: 192.0.2.1, psk: hunter2-secret, tier: on}\n".utf8)], hiddenLines: ["t.yaml": result.secretLines])
+        let printer = DiagnosticPrinter(
+            sources: [
+                "t.yaml": Array(
+                    "vpnprov: 1\nname: x\nnodes:\n  a: {address: 192.0.2.1, psk: hunter2-secret, tier: on}\n".utf8)
+            ], hiddenLines: ["t.yaml": result.secretLines])
         let text = printer.render(result.diagnostics)
         #expect(text.contains("[invalid-value]"))
         #expect(!text.contains("hunter2"))
@@ -346,7 +369,11 @@ func summary(_ diagnostics: [Diagnostic]) -> [String] {
 
     @Test func scalarLongerThanOneMiBIsRejected() {
         let text = "a: " + String(repeating: "x", count: (1 << 20) + 1) + "\n"
-        #expect(throws: YAMLError(.scalarTooLong, "scalar of 1048577 bytes is longer than the limit of 1048576 bytes", at: YAMLMark(line: 1, column: 4))) {
+        #expect(
+            throws: YAMLError(
+                .scalarTooLong, "scalar of 1048577 bytes is longer than the limit of 1048576 bytes",
+                at: YAMLMark(line: 1, column: 4))
+        ) {
             try YAMLLoader.load(bytes: Array(text.utf8))
         }
         let fits = "a: " + String(repeating: "x", count: 1 << 20) + "\n"

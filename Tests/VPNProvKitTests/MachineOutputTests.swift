@@ -1,20 +1,22 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// `--format json` (one document, the `vpnprov: 1` envelope) and `--format sarif` (checked against
 /// the OASIS SARIF 2.1.0 schema), `validate --secrets`, the end-of-run summary and `--quiet`.
 @Suite(.temporaries) struct MachineOutputTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
+        .standardized.path
     static let example = root + "/inventory/example.yaml"
 
     func workspace(_ text: String? = nil) throws -> String {
@@ -27,11 +29,13 @@ import Testing
     /// Standard output as the one JSON document it must be, with the envelope checked: `vpnprov: 1`,
     /// the command, `ok` matching the exit status, a diagnostics array of well-formed entries.
     func document(
-        _ r: (code: Int32, out: String, err: String), _ command: String, sourceLocation: Testing.SourceLocation = #_sourceLocation
+        _ r: (code: Int32, out: String, err: String), _ command: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) throws -> [String: Any] {
         // JSONSerialization rejects anything after the first value: this is exactly one document.
         let doc = try #require(
-            try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "stdout: \(r.out)", sourceLocation: sourceLocation)
+            try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "stdout: \(r.out)",
+            sourceLocation: sourceLocation)
         #expect(doc["vpnprov"] as? Int == 1, sourceLocation: sourceLocation)
         #expect(doc["command"] as? String == command, sourceLocation: sourceLocation)
         #expect(doc["ok"] as? Bool == (r.code == 0), sourceLocation: sourceLocation)
@@ -66,7 +70,8 @@ import Testing
         let valid = try document(vpnprov(["validate", "--format", "json"], in: dir), "validate")
         #expect((valid["inventory"] as? [String: Any])?["nodes"] as? Int == 3)
         #expect(codes(valid).contains("weak-psk-service"))
-        try "vpnprov: 1\nname: x\nnodes:\n  a:\n    adress: 192.0.2.1\n".write(toFile: dir + "/broken.yaml", atomically: true, encoding: .utf8)
+        try "vpnprov: 1\nname: x\nnodes:\n  a:\n    adress: 192.0.2.1\n".write(
+            toFile: dir + "/broken.yaml", atomically: true, encoding: .utf8)
         let broken = vpnprov(["validate", "broken.yaml", "--format", "json"], in: dir)
         #expect(broken.code == 1)
         #expect(codes(try document(broken, "validate")) == ["missing-key", "unknown-key"])
@@ -80,9 +85,14 @@ import Testing
         let users = try #require(summary["users"] as? [String: Any])
         #expect(users["changed"] as? [String] == ["alice", "bob", "carol", "dave", "erin"])
         let files = try #require(summary["files"] as? [String: Any])
-        #expect((files["written"] as? Int ?? 0) > 0 && files["written"] as? Int == (files["writtenPaths"] as? [String])?.count)
+        #expect(
+            (files["written"] as? Int ?? 0) > 0
+                && files["written"] as? Int == (files["writtenPaths"] as? [String])?.count)
         let certificates = try #require(summary["certificates"] as? [String: Any])
-        #expect(((certificates["issued"] as? [[String: Any]]) ?? []).contains { $0["holder"] as? String == "node" && $0["name"] as? String == "fra-1" })
+        #expect(
+            ((certificates["issued"] as? [[String: Any]]) ?? []).contains {
+                $0["holder"] as? String == "node" && $0["name"] as? String == "fra-1"
+            })
         let next = try #require(summary["next"] as? [String: Any])
         let rollout = "ansible-playbook -i out/deploy/inventory.yml out/deploy/site.yml --limit fra-1,nyc-1,sgp-1"
         #expect(next["rollout"] as? String == rollout)
@@ -90,21 +100,29 @@ import Testing
         #expect(first.err.contains("hand new profiles to alice, bob, carol, dave, erin"))
 
         // a no-op run changes nothing; until the rollout is recorded it still proposes it
-        let again = try #require(try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
+        let again = try #require(
+            try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
         #expect((again["files"] as? [String: Any])?["written"] as? Int == 0)
         #expect((again["nodes"] as? [String: Any])?["changed"] as? [String] == [])
         #expect((again["next"] as? [String: Any])?["rollout"] as? String == rollout)
-        let recorded = try #require(try document(vpnprov(["rolled-out", "--all", "--format", "json"], in: dir), "rolled-out")["rolledOut"] as? [String: Any])
+        let recorded = try #require(
+            try document(vpnprov(["rolled-out", "--all", "--format", "json"], in: dir), "rolled-out")["rolledOut"]
+                as? [String: Any])
         #expect(recorded["recorded"] as? [String] == ["fra-1", "nyc-1", "sgp-1"])
-        let rolledOut = try #require(try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
+        let rolledOut = try #require(
+            try document(vpnprov(["generate", "--format", "json"], in: dir), "generate")["summary"] as? [String: Any])
         #expect((rolledOut["next"] as? [String: Any])?["rollout"] == nil)
 
         // check: clean, then drift of every kind
         let clean = try document(vpnprov(["check", "--format", "json"], in: dir), "check")
         let cleanDrift = try #require(clean["drift"] as? [String: Any])
-        for key in ["missing", "stale", "unexpected", "untracked", "state"] { #expect((cleanDrift[key] as? [String]) == [], "\(key)") }
+        for key in ["missing", "stale", "unexpected", "untracked", "state"] {
+            #expect((cleanDrift[key] as? [String]) == [], "\(key)")
+        }
         var text = try String(contentsOfFile: dir + "/inventory.yaml", encoding: .utf8)
-        text = text.replacingOccurrences(of: "pool: 10.30.0.0/24", with: "pool: 10.31.0.0/24") + "\n  frank:\n    password: gen\n"
+        text =
+            text.replacingOccurrences(of: "pool: 10.30.0.0/24", with: "pool: 10.31.0.0/24")
+            + "\n  frank:\n    password: gen\n"
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         try "mine".write(toFile: dir + "/out/notes.txt", atomically: true, encoding: .utf8)
         let drifted = vpnprov(["check", "--format", "json"], in: dir)
@@ -122,10 +140,15 @@ import Testing
         #expect(revoked.code == 0, "\(revoked.err)")
         let revokeDoc = try document(revoked, "revoke")
         #expect((revokeDoc["revoked"] as? [String: Any])?["user"] as? String == "bob")
-        #expect(((revokeDoc["summary"] as? [String: Any])?["users"] as? [String: Any])?["removed"] as? [String] == ["bob"])
-        let revokedCertificates = ((revokeDoc["summary"] as? [String: Any])?["certificates"] as? [String: Any])?["revoked"] as? [[String: Any]]
+        #expect(
+            ((revokeDoc["summary"] as? [String: Any])?["users"] as? [String: Any])?["removed"] as? [String] == ["bob"])
+        let revokedCertificates =
+            ((revokeDoc["summary"] as? [String: Any])?["certificates"] as? [String: Any])?["revoked"]
+            as? [[String: Any]]
         #expect(revokedCertificates?.first?["name"] as? String == "bob")
-        let hold = ((revokeDoc["diagnostics"] as? [[String: Any]]) ?? []).filter { $0["code"] as? String == "state-notice" }
+        let hold = ((revokeDoc["diagnostics"] as? [[String: Any]]) ?? []).filter {
+            $0["code"] as? String == "state-notice"
+        }
         #expect(hold.count == 1)
         #expect((hold.first?["message"] as? String)?.contains("vpnprov unrevoke bob") == true)
 
@@ -172,7 +195,9 @@ import Testing
 
     @Test(.needs(.schemaPython)) func sarifOfValidateAndCheckMatchesTheSchemaAndPointsAtTheLines() throws {
         let dir = try workspace()
-        let bad = try String(contentsOfFile: InventoryFixtures.root.appendingPathComponent("bad/duplicate-node-key.yaml").path, encoding: .utf8)
+        let bad = try String(
+            contentsOfFile: InventoryFixtures.root.appendingPathComponent("bad/duplicate-node-key.yaml").path,
+            encoding: .utf8)
         try bad.write(toFile: dir + "/bad.yaml", atomically: true, encoding: .utf8)
         let invalid = vpnprov(["validate", "bad.yaml", "--format", "sarif"], in: dir)
         #expect(invalid.code == 1)
@@ -203,13 +228,15 @@ import Testing
         // One rule per code with its help; results at file, line and column; notes as related locations.
         let log = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])
         let run = try #require((log["runs"] as? [[String: Any]])?.first)
-        let rules = try #require(((run["tool"] as? [String: Any])?["driver"] as? [String: Any])?["rules"] as? [[String: Any]])
+        let rules = try #require(
+            ((run["tool"] as? [String: Any])?["driver"] as? [String: Any])?["rules"] as? [[String: Any]])
         #expect(rules.map { $0["id"] as? String } == ["duplicate-key"])
         #expect(((rules[0]["help"] as? [String: Any])?["text"] as? String)?.contains("same key twice") == true)
         let result = try #require((run["results"] as? [[String: Any]])?.first)
         #expect(result["ruleId"] as? String == "duplicate-key")
         #expect(result["level"] as? String == "error")
-        let physical = try #require(((result["locations"] as? [[String: Any]])?.first?["physicalLocation"]) as? [String: Any])
+        let physical = try #require(
+            ((result["locations"] as? [[String: Any]])?.first?["physicalLocation"]) as? [String: Any])
         #expect((physical["artifactLocation"] as? [String: Any])?["uri"] as? String == "bad.yaml")
         #expect((physical["region"] as? [String: Any])?["startLine"] as? Int == 8)
         #expect((physical["region"] as? [String: Any])?["startColumn"] as? Int == 5)
@@ -218,7 +245,9 @@ import Testing
         let checkLog = try #require(try JSONSerialization.jsonObject(with: Data(drift.out.utf8)) as? [String: Any])
         let checkResults = try #require((checkLog["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]])
         let driftResult = try #require(checkResults.first { $0["ruleId"] as? String == "drift" })
-        let uri = (((driftResult["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?["artifactLocation"]
+        let uri =
+            (((driftResult["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?[
+                "artifactLocation"]
             as? [String: Any])?["uri"] as? String
         #expect(uri == "out/stray")
     }
@@ -273,14 +302,18 @@ import Testing
         let r = vpnprov(["validate", "--secrets", "--format", "json"], in: dir, environment: environment)
         #expect(r.code == 1)
         let diagnostics = try #require(try document(r, "validate")["diagnostics"] as? [[String: Any]])
-        let found = diagnostics.filter { $0["severity"] as? String == "error" }.map { "\($0["line"] as? Int ?? 0) \($0["code"] as? String ?? "")" }
+        let found = diagnostics.filter { $0["severity"] as? String == "error" }.map {
+            "\($0["line"] as? Int ?? 0) \($0["code"] as? String ?? "")"
+        }
         #expect(found == ["8 secret-unavailable", "16 weak-password", "18 secret-unavailable"], "\(r.err)")
         #expect(r.err.contains("environment variable VPN_PSK_N1 is not set"))
         #expect(r.err.contains("cannot read file"))
         // The weak value is judged, never shown (the vpnprov helper also checks every value above).
         #expect(!r.err.contains("password1234") && !r.out.contains("password1234"))
 
-        let fixed = environment.merging(["VPN_PSK_N1": "Zr8kWm3QxT7nLp2VbH9cJd4G", "VPN_U1_PASSWORD": "Hx4mPq9TzW2kRv7L"]) { $1 }
+        let fixed = environment.merging([
+            "VPN_PSK_N1": "Zr8kWm3QxT7nLp2VbH9cJd4G", "VPN_U1_PASSWORD": "Hx4mPq9TzW2kRv7L",
+        ]) { $1 }
         try "Yt6nKw2RmX8qLz4PcV9bHd3J\n".write(toFile: dir + "/secrets/missing", atomically: true, encoding: .utf8)
         let ok = vpnprov(["validate", "--secrets"], in: dir, environment: fixed)
         #expect(ok.code == 0, "\(ok.err)")
@@ -295,7 +328,8 @@ import Testing
         #expect(vpnprov(["check", "--quiet"], in: dir).err.isEmpty)
         let validated = vpnprov(["validate", "--quiet"], in: dir)
         #expect(validated.code == 0 && validated.out.isEmpty && validated.err.isEmpty)
-        try "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    pool: 10.1.0.0/24\n    tier: on\n    services: [ikev2-eap, ikev2-eap]\n"
+        try
+            "vpnprov: 1\nname: x\nnodes:\n  a:\n    address: 192.0.2.1\n    pool: 10.1.0.0/24\n    tier: on\n    services: [ikev2-eap, ikev2-eap]\n"
             .write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let failed = vpnprov(["validate", "--quiet"], in: dir)
         #expect(failed.code == 1)

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// SplitMix64: a small seeded PRNG so every run mutates the same way (a failure names its seed).
@@ -37,7 +38,9 @@ struct SeededGenerator: RandomNumberGenerator {
     /// The good ones (example + good fixtures) come first; `goodCount` says how many.
     static func seeds() throws -> (all: [[UInt8]], goodCount: Int) {
         var goodCount = 0
-        var seeds: [[UInt8]] = [Array(try Data(contentsOf: InventoryFixtures.repository.appendingPathComponent("inventory/example.yaml")))]
+        var seeds: [[UInt8]] = [
+            Array(try Data(contentsOf: InventoryFixtures.repository.appendingPathComponent("inventory/example.yaml")))
+        ]
         for kind in ["good", "bad"] {
             for name in InventoryFixtures.names(kind) {
                 let bytes = try InventoryFixtures.bytes(kind, name)
@@ -49,7 +52,8 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 
     /// Bytes that matter to YAML and to the inventory grammar, used for replacements and insertions.
-    static let interesting: [UInt8] = Array(":-&*[]{}|>!#'\"\n\t ,?%@`\\0123456789abz.".utf8) + [0x00, 0x7F, 0xC3, 0xE2, 0xFF, 0x0D]
+    static let interesting: [UInt8] =
+        Array(":-&*[]{}|>!#'\"\n\t ,?%@`\\0123456789abz.".utf8) + [0x00, 0x7F, 0xC3, 0xE2, 0xFF, 0x0D]
 
     static func lines(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
         bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
@@ -153,7 +157,9 @@ struct SeededGenerator: RandomNumberGenerator {
                 #expect(!d.message.isEmpty, "mutant \(n): empty message for [\(d.code)]")
                 if let location = d.location {
                     #expect(location.file == "mutant.yaml")
-                    #expect((1...lineCount + 1).contains(location.line), "mutant \(n): [\(d.code)] at line \(location.line) of \(lineCount)")
+                    #expect(
+                        (1...lineCount + 1).contains(location.line),
+                        "mutant \(n): [\(d.code)] at line \(location.line) of \(lineCount)")
                     #expect(location.column >= 1, "mutant \(n): [\(d.code)] at column \(location.column)")
                 }
             }

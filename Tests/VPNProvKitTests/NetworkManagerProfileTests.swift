@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The NetworkManager keyfiles (`networkmanager` device): which services get one, what the `[vpn]` keys say,
@@ -21,7 +22,8 @@ import Testing
     let materials = ClientFixtures.materials()
 
     func files() throws -> [String: OutputFile] {
-        let files = try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try ClientRenderer.render(
+            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
         return Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0) })
     }
 
@@ -30,15 +32,16 @@ import Testing
     @Test func oneKeyfilePerServiceThePluginCanSetUp() throws {
         let files = try files()
         let mine = files.keys.filter { $0.hasPrefix("clients/alice/networkmanager/") }.sorted()
-        #expect(mine == [
-            "clients/alice/networkmanager/acme-ams-1-ikev2-eap.nmconnection",
-            "clients/alice/networkmanager/acme-fra-1-ikev2-cert.nmconnection",
-            "clients/alice/networkmanager/acme-fra-1-ikev2-eap.nmconnection",
-            "clients/alice/networkmanager/acme-fra-1-ikev2-psk.nmconnection",
-            "clients/alice/networkmanager/alice.key",
-            "clients/alice/networkmanager/alice.pem",
-            "clients/alice/networkmanager/ca.pem",
-        ])
+        #expect(
+            mine == [
+                "clients/alice/networkmanager/acme-ams-1-ikev2-eap.nmconnection",
+                "clients/alice/networkmanager/acme-fra-1-ikev2-cert.nmconnection",
+                "clients/alice/networkmanager/acme-fra-1-ikev2-eap.nmconnection",
+                "clients/alice/networkmanager/acme-fra-1-ikev2-psk.nmconnection",
+                "clients/alice/networkmanager/alice.key",
+                "clients/alice/networkmanager/alice.pem",
+                "clients/alice/networkmanager/ca.pem",
+            ])
         for path in mine {
             let isPrivate = path.hasSuffix(".nmconnection") || path.hasSuffix(".key")
             #expect(files[path]?.isPrivate == isPrivate, "\(path)")
@@ -46,8 +49,10 @@ import Testing
         // Nobody else asked for it (the device is not among the defaults).
         #expect(!files.keys.contains { $0.hasPrefix("clients/bob/networkmanager/") })
         #expect(!Device.defaults.contains(.networkmanager))
-        #expect(try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
-                == ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin()))
+        #expect(
+            try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+                == ClientRenderer.render(
+                    inventory: inventory, materials: materials, templates: try TemplateSet.builtin()))
     }
 
     @Test func theVPNKeysAreWhatCharonNMReads() throws {
@@ -67,7 +72,10 @@ import Testing
         // fra-1 has an IPv6 pool: IPv6 goes through the tunnel, no blackhole.
         #expect(!eap.contains("blackhole"))
         let cert = try text(files["clients/alice/networkmanager/acme-fra-1-ikev2-cert.nmconnection"])
-        for line in ["method=cert", "cert-source=file", "usercert=\(dir)/alice.pem", "userkey=\(dir)/alice.key", "password-flags=4"] {
+        for line in [
+            "method=cert", "cert-source=file", "usercert=\(dir)/alice.pem", "userkey=\(dir)/alice.key",
+            "password-flags=4",
+        ] {
             #expect(cert.split(separator: "\n").contains(Substring(line)), "missing \(line):\n\(cert)")
         }
         #expect(!cert.contains("[vpn-secrets]"))
@@ -104,7 +112,10 @@ import Testing
     @Test func plannedOffersAreTheNodesProposalsAndConsistent() {
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
         let nm = plan.connections.filter { $0.devices.contains(.networkmanager) }
-        #expect(nm.map { "\($0.node) \($0.service.rawValue)" } == ["fra-1 ikev2-cert", "fra-1 ikev2-eap", "fra-1 ikev2-psk", "ams-1 ikev2-eap"])
+        #expect(
+            nm.map { "\($0.node) \($0.service.rawValue)" } == [
+                "fra-1 ikev2-cert", "fra-1 ikev2-eap", "fra-1 ikev2-psk", "ams-1 ikev2-eap",
+            ])
         for c in nm {
             let node = inventory.nodes.first { $0.name == c.node }!
             #expect(c.offers[.networkmanager] == ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp))
@@ -116,7 +127,11 @@ import Testing
         // A node whose ESP proposals no longer meet what the keyfile pins is caught for the NetworkManager client too.
         let broken = views.map { v in
             var v = v
-            v.connections = v.connections.map { c in var c = c; if c.name == "ikev2-psk" { c.espProposals = ["chacha20poly1305"] }; return c }
+            v.connections = v.connections.map { c in
+                var c = c
+                if c.name == "ikev2-psk" { c.espProposals = ["chacha20poly1305"] }
+                return c
+            }
             return v
         }
         let found = Consistency.check(plan: plan, servers: broken, inventory: inventory, materials: materials)
@@ -130,7 +145,8 @@ import Testing
         let d = Validator.validate(ikev1Only).filter { $0.code == .networkManagerService }
         #expect(d.count == 1)
         #expect(d.first?.severity == .error)
-        #expect(d.first?.message.contains("user 'alice'") == true && d.first?.message.contains("node 'ams-1'") == true
+        #expect(
+            d.first?.message.contains("user 'alice'") == true && d.first?.message.contains("node 'ams-1'") == true
                 && d.first?.message.contains("ipsec-xauth-psk") == true)
         // A certificate-only user on an ikev2-psk-eap + ikev2-cert node: the certificate service works.
         let certOnly = inventory.with {

@@ -1,13 +1,14 @@
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The pool checks find overlaps and contained addresses with lookups instead of comparing every
@@ -40,14 +41,18 @@ import Testing
             for _ in 8..<16 { v6bytes.append(UInt8(random.below(4))) }
             let v6 = network(v6bytes, prefix: 56 + random.below(16))
             let line = 10 + 10 * n
-            nodes.append(Node(
-                name: "n\(n)", address: "n\(n).vpn.example.com", id: .fqdn("n\(n).vpn.example.com"),
-                pool: random.below(5) == 0 ? nil : v4, pool6: random.below(5) == 0 ? nil : v6, services: [.ikev2EAP],
-                location: Fixture.at(line, 3),
-                fieldLocations: ["pool": Fixture.at(line + 1, 11), "pool6": Fixture.at(line + 2, 11)]))
+            nodes.append(
+                Node(
+                    name: "n\(n)", address: "n\(n).vpn.example.com", id: .fqdn("n\(n).vpn.example.com"),
+                    pool: random.below(5) == 0 ? nil : v4, pool6: random.below(5) == 0 ? nil : v6,
+                    services: [.ikev2EAP],
+                    location: Fixture.at(line, 3),
+                    fieldLocations: ["pool": Fixture.at(line + 1, 11), "pool6": Fixture.at(line + 2, 11)]))
         }
-        return Inventory(file: Fixture.file, name: "acme", pki: PKISettings(ca: CASettings(name: "acme CA", key: .ecdsaP256, days: 3650)),
-                         nodes: nodes, users: [])
+        return Inventory(
+            file: Fixture.file, name: "acme",
+            pki: PKISettings(ca: CASettings(name: "acme CA", key: .ecdsaP256, days: 3650)),
+            nodes: nodes, users: [])
     }
 
     /// The definition: each pool that overlaps an earlier node's pool, against the earliest one.
@@ -60,7 +65,9 @@ import Testing
         var out: [String] = []
         for j in pools.indices {
             if let i = (0..<j).first(where: { NetworkRules.overlaps(pools[$0].cidr, pools[j].cidr) }) {
-                out.append("\(pools[j].line) \(pools[j].node) \(pools[j].field) \(pools[j].cidr) ~ \(pools[i].node) \(pools[i].cidr) @\(pools[i].line)")
+                out.append(
+                    "\(pools[j].line) \(pools[j].node) \(pools[j].field) \(pools[j].cidr) ~ \(pools[i].node) \(pools[i].cidr) @\(pools[i].line)"
+                )
             }
         }
         return out.sorted()
@@ -70,8 +77,11 @@ import Testing
         Validator.validate(inventory).filter { $0.code == .poolOverlap }.map { d in
             let words = d.message.split(separator: " ")
             // "node 'b': pool 10.0.0.0/24 overlaps node 'a' (10.0.0.0/23)"
-            let b = words[1].dropFirst().dropLast(2), field = words[2], cidr = words[3]
-            let a = words[6].dropFirst().dropLast(), other = words[7].dropFirst().dropLast()
+            let b = words[1].dropFirst().dropLast(2)
+            let field = words[2]
+            let cidr = words[3]
+            let a = words[6].dropFirst().dropLast()
+            let other = words[7].dropFirst().dropLast()
             return "\(d.location!.line) \(b) \(field) \(cidr) ~ \(a) \(other) @\(d.notes[0].location!.line)"
         }.sorted()
     }
@@ -88,17 +98,26 @@ import Testing
         let inventory = Fixture.good().with {
             $0.nodes[0].pool = Fixture.cidr("192.0.2.0/24")  // holds ams-1 (192.0.2.10) and the two below
             $0.nodes[1].pool = Fixture.cidr("10.11.0.0/24")
-            $0.nodes.append(Fixture.node("x-1", line: 200, address: "192.0.2.20", pool: "10.12.0.0/24", services: [.ikev2EAP]))
-            $0.nodes.append(Fixture.node("x-2", line: 220, address: "192.0.2.30", pool: "10.13.0.0/24", services: [.ikev2EAP]))
+            $0.nodes.append(
+                Fixture.node("x-1", line: 200, address: "192.0.2.20", pool: "10.12.0.0/24", services: [.ikev2EAP]))
+            $0.nodes.append(
+                Fixture.node("x-2", line: 220, address: "192.0.2.30", pool: "10.13.0.0/24", services: [.ikev2EAP]))
         }
         let found = Validator.validate(inventory).filter { $0.code == .poolContainsAddress }
-        #expect(found.map(\.message) == ["node 'fra-1': pool 192.0.2.0/24 contains the address of node 'ams-1' (192.0.2.10) and 2 more node addresses"])
+        #expect(
+            found.map(\.message) == [
+                "node 'fra-1': pool 192.0.2.0/24 contains the address of node 'ams-1' (192.0.2.10) and 2 more node addresses"
+            ])
         #expect(found.first?.notes.first?.location == Fixture.at(41, 14))
         // Its own address and one other: two findings, the other without "more".
-        let own = inventory.with { $0.nodes[0].address = "192.0.2.1"; $0.nodes.removeLast(2) }
-        #expect(Validator.validate(own).filter { $0.code == .poolContainsAddress }.map(\.message) == [
-            "node 'fra-1': pool 192.0.2.0/24 contains its own address (192.0.2.1)",
-            "node 'fra-1': pool 192.0.2.0/24 contains the address of node 'ams-1' (192.0.2.10)",
-        ])
+        let own = inventory.with {
+            $0.nodes[0].address = "192.0.2.1"
+            $0.nodes.removeLast(2)
+        }
+        #expect(
+            Validator.validate(own).filter { $0.code == .poolContainsAddress }.map(\.message) == [
+                "node 'fra-1': pool 192.0.2.0/24 contains its own address (192.0.2.1)",
+                "node 'fra-1': pool 192.0.2.0/24 contains the address of node 'ams-1' (192.0.2.10)",
+            ])
     }
 }

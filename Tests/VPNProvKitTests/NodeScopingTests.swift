@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Certificate users are scoped to their nodes (docs/security.md, section 13): the certificate's
@@ -22,17 +23,19 @@ import VPNProvCrypto
         LifecycleTests.inventory(
             users: "  ann:\n    cert: true\n\(annNodes)  bob:\n    cert: true\n",
             nodes: """
-              fra-1:
-                address: fra-1.vpn.example.com
-                pool: 10.10.0.0/24
-                services: [ikev2-cert]
-            """ + (withNYC ? """
+                  fra-1:
+                    address: fra-1.vpn.example.com
+                    pool: 10.10.0.0/24
+                    services: [ikev2-cert]
+                """
+                    + (withNYC
+                        ? """
 
-              nyc-1:
-                address: 203.0.113.10
-                pool: 10.20.0.0/24
-                services: [ikev2-cert]
-            """ : ""))
+                          nyc-1:
+                            address: 203.0.113.10
+                            pool: 10.20.0.0/24
+                            services: [ikev2-cert]
+                        """ : ""))
     }
 
     static func generate(_ dir: String, _ text: String) throws -> (code: Int32, out: String, err: String) {
@@ -60,7 +63,8 @@ import VPNProvCrypto
         let dir = try temporaryDirectory()
         let first = try Self.generate(dir, Self.inventory(annNodes: "    nodes: [fra-1]\n"))
         #expect(first.code == 0, "\(first.err)")
-        let fra = NodeAccessPolicy.oid(forNode: "fra-1"), nyc = NodeAccessPolicy.oid(forNode: "nyc-1")
+        let fra = NodeAccessPolicy.oid(forNode: "fra-1")
+        let nyc = NodeAccessPolicy.oid(forNode: "nyc-1")
         #expect(fra != nyc && fra.hasPrefix(NodeAccessPolicy.arc + "."))
         #expect(try Self.policies(dir, user: "ann") == [fra])
         #expect(try Self.policies(dir, user: "bob") == [fra, nyc])
@@ -86,7 +90,8 @@ import VPNProvCrypto
         // The certificate that opened nyc-1 is on the CRL; the first one (fra-1 only) stays superseded.
         #expect(Self.statuses(dir, holder: "ann") == ["revoked", "superseded", "valid"])
         #expect(try Self.policies(dir, user: "ann") == [NodeAccessPolicy.oid(forNode: "fra-1")])
-        let crl = try CertificateRevocationList(pem: String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/x509crl/crl.pem", encoding: .utf8))
+        let crl = try CertificateRevocationList(
+            pem: String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/x509crl/crl.pem", encoding: .utf8))
         #expect(crl.revoked.count == 1)
         // bob is untouched by ann's changes.
         #expect(Self.statuses(dir, holder: "bob") == ["valid"])
@@ -119,12 +124,16 @@ import VPNProvCrypto
         let conf = try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)
         #expect(!conf.contains("cert_policy"), "a 5.9 node would refuse every certificate user")
         #expect(vpnprov(["rotate-ca"], in: dir, environment: Self.env).code == 0)
-        #expect(!(try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)).contains("cert_policy"),
-                "during the overlap the old CA is still the nodes' trust root")
+        #expect(
+            !(try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)).contains(
+                "cert_policy"),
+            "during the overlap the old CA is still the nodes' trust root")
         let finish = vpnprov(["rotate-ca", "--finish"], in: dir, environment: Self.env)
         #expect(finish.code == 0, "\(finish.err)")
         #expect(!finish.err.contains("anyPolicy"))
-        #expect((try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)).contains("cert_policy"))
+        #expect(
+            (try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/swanctl.conf", encoding: .utf8)).contains(
+                "cert_policy"))
     }
 }
 
@@ -150,9 +159,12 @@ import VPNProvCrypto
     }
 
     @Test func settingsMergeWithDefaultsKeyByKey() throws {
-        let inventory = try #require(Self.decode("{uplink: eth0.100, isolate_clients: false, ipsec: libipsec}").inventory)
+        let inventory = try #require(
+            Self.decode("{uplink: eth0.100, isolate_clients: false, ipsec: libipsec}").inventory)
         let n = inventory.nodes[0].network
-        #expect(n.uplink == "eth0.100" && n.mss == .fixed(1300) && !n.isolateClients && n.ipsec == .libipsec && n.ipv6 == nil)
+        #expect(
+            n.uplink == "eth0.100" && n.mss == .fixed(1300) && !n.isolateClients && n.ipsec == .libipsec
+                && n.ipv6 == nil)
         #expect(inventory.nodes[0].ipv6Mode == .nat)
         let auto = try #require(Self.decode("{mss: auto}").inventory)
         #expect(auto.nodes[0].network.mss == .routeMTU && auto.nodes[0].network.isolateClients)
@@ -160,29 +172,37 @@ import VPNProvCrypto
         #expect(global.nodes[0].ipv6Mode == .routed)
     }
 
-    @Test(arguments: ["{uplink: \"eth0; flush ruleset\"}", "{uplink: abcdefghijklmnop}", "{mss: 100}", "{mss: 9000}",
-                      "{ipsec: kame}", "{ipv6: nat66}", "{isolate_clients: yes}", "{nat: true}"])
+    @Test(arguments: [
+        "{uplink: \"eth0; flush ruleset\"}", "{uplink: abcdefghijklmnop}", "{mss: 100}", "{mss: 9000}",
+        "{ipsec: kame}", "{ipv6: nat66}", "{isolate_clients: yes}", "{nat: true}",
+    ])
     func badSettingsAreErrorsAtTheirLine(_ network: String) {
         let result = Self.decode(network)
         #expect(result.inventory == nil, "\(network) was accepted")
-        #expect(result.diagnostics.contains { $0.severity == .error && $0.location?.line == 10 }, "\(result.diagnostics.map(\.message))")
+        #expect(
+            result.diagnostics.contains { $0.severity == .error && $0.location?.line == 10 },
+            "\(result.diagnostics.map(\.message))")
     }
 
     @Test func settingsThatCannotTakeEffectAreWarned() throws {
         let routedULA = try #require(Self.decode("{ipv6: routed}").inventory)
-        #expect(Validator.validate(routedULA).contains { $0.code == .networkSetting && $0.message.contains("unique local") })
-        let noPool6 = try #require(VPNProvKitTests.decode(
-            """
-            vpnprov: 1
-            name: acme
-            nodes:
-              n1:
-                address: 192.0.2.1
-                pool: 10.9.0.0/24
-                network: {ipv6: nat}
-            users:
-              u: {password: gen}
-            """).inventory)
+        #expect(
+            Validator.validate(routedULA).contains { $0.code == .networkSetting && $0.message.contains("unique local") }
+        )
+        let noPool6 = try #require(
+            VPNProvKitTests.decode(
+                """
+                vpnprov: 1
+                name: acme
+                nodes:
+                  n1:
+                    address: 192.0.2.1
+                    pool: 10.9.0.0/24
+                    network: {ipv6: nat}
+                users:
+                  u: {password: gen}
+                """
+            ).inventory)
         #expect(Validator.validate(noPool6).contains { $0.code == .networkSetting && $0.location?.line == 7 })
         let fine = try #require(Self.decode("{ipv6: nat}").inventory)
         #expect(!Validator.validate(fine).contains { $0.code == .networkSetting })

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// An inventory with schema errors still gets every rule check that does not depend on a broken
@@ -136,7 +137,8 @@ import Testing
     }
 
     @Test func aDedentedKeyIsReportedAtItsOwnLine() throws {
-        let d = try syntaxError("""
+        let d = try syntaxError(
+            """
             vpnprov: 1
             name: dedent
             nodes:
@@ -148,25 +150,34 @@ import Testing
             """)
         #expect(d.location?.line == 6)
         #expect(d.location?.column == 3)
-        #expect(d.message.hasPrefix("mapping values are not allowed in this context; check the indentation of line 6: 'pool:' starts at column 3"))
+        #expect(
+            d.message.hasPrefix(
+                "mapping values are not allowed in this context; check the indentation of line 6: 'pool:' starts at column 3"
+            ))
         #expect(d.message.hasSuffix("indent it to column 5"))
         #expect(d.notes.first?.location?.line == 7)
         #expect(d.notes.first?.message == "the YAML parser stopped here")
     }
 
     @Test func aKeyIndentedUnderAValueIsNamed() throws {
-        let d = try syntaxError("vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: 192.0.2.1\n      pool: 10.10.0.0/24\n")
+        let d = try syntaxError(
+            "vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: 192.0.2.1\n      pool: 10.10.0.0/24\n")
         #expect(d.location?.line == 6)
         #expect(d.location?.column == 7)
-        #expect(d.message.contains("check the indentation of line 6: 'pool:' starts at column 7, deeper than 'address:' on line 5"))
+        #expect(
+            d.message.contains(
+                "check the indentation of line 6: 'pool:' starts at column 7, deeper than 'address:' on line 5"))
         #expect(d.message.hasSuffix("start it at column 5 to make it a key of the same mapping"))
     }
 
     @Test func aLineBetweenTwoLevelsNamesBoth() throws {
-        let d = try syntaxError("vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: 192.0.2.1\n   pool: 10.10.0.0/24\n")
+        let d = try syntaxError(
+            "vpnprov: 1\nname: acme\nnodes:\n  fra-1:\n    address: 192.0.2.1\n   pool: 10.10.0.0/24\n")
         #expect(d.location?.line == 6)
-        #expect(d.message.contains(
-            "check the indentation of line 6: 'pool:' starts at column 4, between the keys of the mapping on line 4 (column 3) and 'address:' on line 5 (column 5)"))
+        #expect(
+            d.message.contains(
+                "check the indentation of line 6: 'pool:' starts at column 4, between the keys of the mapping on line 4 (column 3) and 'address:' on line 5 (column 5)"
+            ))
     }
 
     @Test func aValueWithAColonIsToldToBeQuoted() throws {

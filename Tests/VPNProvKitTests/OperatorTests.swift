@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The rough edges a new operator hits: where the output tree goes, what the per-node README asks
@@ -32,7 +33,9 @@ import Testing
         #expect(first.code == 0, "\(first.err)")
         #expect(exists(dir + "/site/out/.vpnprov-manifest"))
         #expect(!exists(dir + "/out"))
-        #expect(first.err.contains("ansible-playbook -i site/out/deploy/inventory.yml site/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1"))
+        #expect(
+            first.err.contains(
+                "ansible-playbook -i site/out/deploy/inventory.yml site/out/deploy/site.yml --limit fra-1,nyc-1,sgp-1"))
         // From another directory, the same tree.
         #expect(vpnprov(["check", "inventory.yaml"], in: dir + "/site").code == 0)
 
@@ -60,10 +63,14 @@ import Testing
     @Test func aTreeAtTheFormerDefaultIsPointedOut() throws {
         let dir = try site()
         // What vpnprov used to do: out/ in the working directory, whatever the inventory's place.
-        #expect(vpnprov(["generate", "site/inventory.yaml", "--out", "out", "--state", "elsewhere-state"], in: dir).code == 0)
+        #expect(
+            vpnprov(["generate", "site/inventory.yaml", "--out", "out", "--state", "elsewhere-state"], in: dir).code
+                == 0)
         let r = vpnprov(["generate", "site/inventory.yaml"], in: dir)
         #expect(r.code == 0)
-        #expect(r.err.contains("warning: 'out' holds an output tree (--out used to default to the working directory)"), "\(r.err)")
+        #expect(
+            r.err.contains("warning: 'out' holds an output tree (--out used to default to the working directory)"),
+            "\(r.err)")
         #expect(exists(dir + "/site/out/.vpnprov-manifest"))
     }
 
@@ -109,14 +116,15 @@ import Testing
             }
             // Every row of the file table starts its description in one column (short names).
             let table = lines.drop { $0 != "Files" }.dropFirst().prefix { !$0.isEmpty }
-            let columns = Set(table.map { row -> Int in
-                // The path ends at the first space after the indentation; the description starts after the gap.
-                let chars = Array(row)
-                var i = 2
-                while i < chars.count && chars[i] != " " { i += 1 }
-                while i < chars.count && chars[i] == " " { i += 1 }
-                return i
-            })
+            let columns = Set(
+                table.map { row -> Int in
+                    // The path ends at the first space after the indentation; the description starts after the gap.
+                    let chars = Array(row)
+                    var i = 2
+                    while i < chars.count && chars[i] != " " { i += 1 }
+                    while i < chars.count && chars[i] == " " { i += 1 }
+                    return i
+                })
             if node == "short" { #expect(columns.count == 1, "\(Array(table))") }
             #expect(table.contains { $0.contains("swanctl/x509/\(node).pem") })
         }
@@ -156,7 +164,8 @@ import Testing
         let found = decoded.diagnostics.map { "\($0.location?.line ?? 0) \($0.code)" }
         // The typo and the missing address; a user's reference to sto-1 is not an error of its own,
         // a reference to a node that is not there at all still is.
-        #expect(found == ["5 unknown-key", "4 missing-key", "13 unknown-node"], "\(decoded.diagnostics.map(\.message))")
+        #expect(
+            found == ["5 unknown-key", "4 missing-key", "13 unknown-node"], "\(decoded.diagnostics.map(\.message))")
     }
 
     @Test func aFieldIndentedAsAnEntrySaysSo() throws {
@@ -174,9 +183,10 @@ import Testing
             """
         let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "i.yaml")
         let messages = decoded.diagnostics.map { "\($0.location?.line ?? 0):\($0.location?.column ?? 0) \($0.message)" }
-        #expect(messages.contains {
-            $0.hasPrefix("6:3 'pool' is a node field, but it is indented as a node name directly under 'nodes:'")
-        }, "\(messages)")
+        #expect(
+            messages.contains {
+                $0.hasPrefix("6:3 'pool' is a node field, but it is indented as a node name directly under 'nodes:'")
+            }, "\(messages)")
         #expect(messages.contains { $0.hasPrefix("10:3 'password' is a user field") }, "\(messages)")
         #expect(!messages.contains { $0.contains("must be a mapping") })
     }

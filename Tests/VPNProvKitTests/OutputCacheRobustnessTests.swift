@@ -1,18 +1,18 @@
 import Foundation
+import Glibc
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
-
-import Glibc
 
 /// The output tree's bookkeeping (`.vpnprov-stat`, `.vpnprov-cache`) is a hint: damaged, it is
 /// discarded, never a crash, and the next `generate` repairs the tree. Files are read back through
@@ -24,7 +24,8 @@ import Glibc
         let parent = try temporaryDirectory()
         let dir = parent + "/site"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try String(contentsOfFile: PipelineTests.example, encoding: .utf8).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try String(contentsOfFile: PipelineTests.example, encoding: .utf8).write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         for _ in 0..<2 {
             let run = try VPNProvBinary.run(["generate"], in: dir)
             try #require(run.status == 0, "\(run.err.suffix(300))")
@@ -49,13 +50,17 @@ import Glibc
     /// `StatCache` trapped on the multiplication in both `generate` and `check`.
     @Test(arguments: [Int.max / 16, 1 << 59, 3])
     func statHeaderWithImpossibleCountIsIgnored(_ count: Int) throws {
-        #expect(StatCache(bytes: Array("vpnprov-stat 1 \(String(repeating: "0", count: 64)) \(count)\n".utf8),
-                          cacheDigest: String(repeating: "0", count: 64), written: timespec()) == nil)
+        #expect(
+            StatCache(
+                bytes: Array("vpnprov-stat 1 \(String(repeating: "0", count: 64)) \(count)\n".utf8),
+                cacheDigest: String(repeating: "0", count: 64), written: timespec()) == nil)
         try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
         let (parent, dir) = try Self.site()
         defer { try? FileManager.default.removeItem(atPath: parent) }
         let cache = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/out/" + RenderCache.fileName)))
-        let crafted = Array("vpnprov-stat 1 \(hexString(Digest.sha256(cache))) \(count)\n".utf8) + [UInt8](repeating: 0, count: 64)
+        let crafted =
+            Array("vpnprov-stat 1 \(hexString(Digest.sha256(cache))) \(count)\n".utf8)
+            + [UInt8](repeating: 0, count: 64)
         try Data(crafted).write(to: URL(fileURLWithPath: dir + "/out/" + StatCache.fileName))
         let check = try VPNProvBinary.run(["check"], in: dir)
         Self.expectClean(check, "check")
@@ -76,7 +81,10 @@ import Glibc
         switch damage {
         case "garbage": damaged = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }
         case "truncated": damaged = Array(cache.prefix(cache.count / 2 + 7))
-        default: damaged = Array("vpnprov-cache 1\nuser alice x\nfile \(String(repeating: "f", count: 64)) 0600 \(String(repeating: "a/", count: 3000))x\n".utf8)
+        default:
+            damaged = Array(
+                "vpnprov-cache 1\nuser alice x\nfile \(String(repeating: "f", count: 64)) 0600 \(String(repeating: "a/", count: 3000))x\n"
+                    .utf8)
         }
         try Data(damaged).write(to: URL(fileURLWithPath: path))
         let check = try VPNProvBinary.run(["check"], in: dir)
@@ -96,7 +104,9 @@ import Glibc
         #expect(truncate(readme, 200 << 30) == 0)
         let check = try VPNProvBinary.run(["check"], in: dir)
         Self.expectClean(check, "check")
-        #expect(check.status == 1 && check.out.contains("stale: clients/alice/README"), "\(check.out) \(check.err.suffix(300))")
+        #expect(
+            check.status == 1 && check.out.contains("stale: clients/alice/README"),
+            "\(check.out) \(check.err.suffix(300))")
         try Self.expectRepaired(dir, "with a huge sparse README")
         #expect(FileManager.default.contents(atPath: readme) == original)
     }

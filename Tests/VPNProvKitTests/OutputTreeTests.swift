@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct OutputTreeTests {
@@ -33,7 +34,8 @@ import Testing
         #expect(first.written == ["servers/a/swanctl/conf.d/secrets.conf", "servers/a/swanctl/swanctl.conf"])
         #expect(try mode(dir + "/servers/a/swanctl/conf.d/secrets.conf") == 0o600)
         #expect(try mode(dir + "/servers/a/swanctl/swanctl.conf") == 0o644)
-        let before = try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
+        let before =
+            try fm.attributesOfItem(atPath: dir + "/servers/a/swanctl/swanctl.conf")[.modificationDate] as! Date
         let second = try OutputTree.write(files, to: dir)
         #expect(second.written.isEmpty)
         #expect(second.unchangedCount == 2)
@@ -76,7 +78,8 @@ import Testing
     @Test func removesOnlyWhatItWroteBefore() throws {
         let dir = try tempDir()
         defer { try? fm.removeItem(atPath: dir) }
-        _ = try OutputTree.write([OutputFile(path: "clients/bob/bob.sswan", text: "{}"), OutputFile(path: "keep.txt", text: "x")], to: dir)
+        _ = try OutputTree.write(
+            [OutputFile(path: "clients/bob/bob.sswan", text: "{}"), OutputFile(path: "keep.txt", text: "x")], to: dir)
         try "operator's".write(toFile: dir + "/notes.txt", atomically: true, encoding: .utf8)
         let summary = try OutputTree.write([OutputFile(path: "keep.txt", text: "x")], to: dir)
         #expect(summary.removed == ["clients/bob/bob.sswan"])
@@ -95,21 +98,33 @@ import Testing
             do { try body() } catch { return "\(error)".contains("two outputs want the path 'a/x.txt'") }
             return false
         }
-        #expect(refused { _ = try OutputTree.write([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "2")], to: dir) })
-        #expect(refused {
-            let session = try OutputTree.Session(directory: dir, mode: .write)
-            do {
-                session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "b.txt", text: "b")]))
-                session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "2")]))
-                _ = try session.publish()
-            } catch {
-                session.abort()
-                throw error
-            }
-        })
+        #expect(
+            refused {
+                _ = try OutputTree.write(
+                    [OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "2")], to: dir)
+            })
+        #expect(
+            refused {
+                let session = try OutputTree.Session(directory: dir, mode: .write)
+                do {
+                    session.add(
+                        try session.prepare([
+                            OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "b.txt", text: "b"),
+                        ]))
+                    session.add(try session.prepare([OutputFile(path: "a/x.txt", text: "2")]))
+                    _ = try session.publish()
+                } catch {
+                    session.abort()
+                    throw error
+                }
+            })
         #expect(try fm.subpathsOfDirectory(atPath: dir).sorted() == before)
         #expect(try String(contentsOfFile: dir + "/a/x.txt", encoding: .utf8) == "old")
-        #expect(refused { _ = try OutputTree.compare([OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "1")], with: dir) })
+        #expect(
+            refused {
+                _ = try OutputTree.compare(
+                    [OutputFile(path: "a/x.txt", text: "1"), OutputFile(path: "a/x.txt", text: "1")], with: dir)
+            })
     }
 
     /// The shortcut for files in the directory of the file before keeps `checkRelativePath`'s rules.
@@ -146,7 +161,8 @@ import Testing
         #expect(report.unexpected.isEmpty)
         #expect(report.untracked == ["b/extra"])
         // A file the manifest lists (an earlier run wrote it) and no longer generated: generate removes it.
-        let dropped = try OutputTree.compare([OutputFile(path: "a", text: "changed"), OutputFile(path: "d", text: "3")], with: dir)
+        let dropped = try OutputTree.compare(
+            [OutputFile(path: "a", text: "changed"), OutputFile(path: "d", text: "3")], with: dir)
         #expect(dropped.unexpected == ["b/c"])
         #expect(dropped.untracked == ["b/extra"])
         let absent = try OutputTree.compare(files, with: dir + "/nope")

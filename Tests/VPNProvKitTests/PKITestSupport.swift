@@ -1,26 +1,34 @@
 import Foundation
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 let testLocation = SourceLocation(file: "test.yaml", line: 1, column: 1)
 let testNow = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21
 
-func makeNode(_ name: String, address: String, id: String? = nil, services: [Service] = [.ikev2Cert, .ikev2EAP], psk: SecretSource? = nil)
+func makeNode(
+    _ name: String, address: String, id: String? = nil, services: [Service] = [.ikev2Cert, .ikev2EAP],
+    psk: SecretSource? = nil
+)
     -> Node
 {
-    Node(name: name, address: address, id: IKEIdentity.classify(id ?? address), services: services, psk: psk, location: testLocation)
+    Node(
+        name: name, address: address, id: IKEIdentity.classify(id ?? address), services: services, psk: psk,
+        location: testLocation)
 }
 
-func makeUser(_ name: String, id: String? = nil, cert: Bool = true, password: SecretSource? = nil, revoked: Bool = false) -> User {
+func makeUser(
+    _ name: String, id: String? = nil, cert: Bool = true, password: SecretSource? = nil, revoked: Bool = false
+) -> User {
     User(
         name: name, password: password, cert: cert, id: IKEIdentity.classify(id ?? "\(name)@example.com"), nodes: [],
         revoked: revoked, location: testLocation)
@@ -33,7 +41,8 @@ func makeInventory(
     Inventory(
         file: "test.yaml", name: "acme",
         pki: PKISettings(
-            ca: CASettings(name: "acme VPN Root CA", key: caKey, days: 3650), serverDays: serverDays, clientDays: clientDays,
+            ca: CASettings(name: "acme VPN Root CA", key: caKey, days: 3650), serverDays: serverDays,
+            clientDays: clientDays,
             serverKey: serverKey, clientKey: clientKey),
         nodes: nodes, users: users)
 }
@@ -41,7 +50,8 @@ func makeInventory(
 func standardInventory() -> Inventory {
     makeInventory(
         nodes: [
-            makeNode("fra-1", address: "fra-1.vpn.example.com", services: [.ikev2Cert, .ikev2EAP, .ikev2PSK], psk: .generate),
+            makeNode(
+                "fra-1", address: "fra-1.vpn.example.com", services: [.ikev2Cert, .ikev2EAP, .ikev2PSK], psk: .generate),
             makeNode("ams-1", address: "203.0.113.10"),
             makeNode("dn-1", address: "dn-1.vpn.example.com", id: "C=DE, O=acme, CN=dn-1.vpn.example.com"),
         ],
@@ -59,11 +69,14 @@ func makeTempDirectory() -> String {
 }
 
 @discardableResult
-func prepare(_ inventory: Inventory, state: String, env: [String: String] = [:], now: Date = testNow, persist: Bool = true) throws
+func prepare(
+    _ inventory: Inventory, state: String, env: [String: String] = [:], now: Date = testNow, persist: Bool = true
+) throws
     -> PrepareResult
 {
     try PKIManager.prepare(
-        inventory: inventory, stateDirectory: state, inventoryDirectory: NSTemporaryDirectory(), environment: env, now: now,
+        inventory: inventory, stateDirectory: state, inventoryDirectory: NSTemporaryDirectory(), environment: env,
+        now: now,
         persist: persist)
 }
 
@@ -92,7 +105,9 @@ struct ProcessResult {
 
 /// Runs a checker tool (openssl, pki) through env (a missing tool is exit 127) with optional environment
 /// additions, in `directory` when given; stdout and stderr together.
-func runTool(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws -> ProcessResult {
+func runTool(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws
+    -> ProcessResult
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = arguments

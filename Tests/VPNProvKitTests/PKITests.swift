@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct PKITests {
@@ -112,7 +113,9 @@ import VPNProvCrypto
         ]
         for (name, pem, purpose) in certs {
             write(pem, to: "\(dir)/\(name).pem")
-            let verify = try runTool(["openssl", "verify", "-purpose", purpose, "-CAfile", "\(dir)/ca.pem", "\(dir)/\(name).pem"])
+            let verify = try runTool([
+                "openssl", "verify", "-purpose", purpose, "-CAfile", "\(dir)/ca.pem", "\(dir)/\(name).pem",
+            ])
             #expect(verify.status == 0, "openssl verify \(name): \(verify.output)")
             let pkiVerify = try runTool(["pki", "--verify", "--in", "\(dir)/\(name).pem", "--cacert", "\(dir)/ca.pem"])
             #expect(pkiVerify.status == 0, "pki --verify \(name): \(pkiVerify.output)")
@@ -133,11 +136,19 @@ import VPNProvCrypto
         let dir = makeTempDirectory()
         write(ours, to: "\(dir)/ours.pem")
         let key = try runTool(["pki", "--gen", "--type", "ecdsa", "--size", "256", "--outform", "pem"])
-        write(key.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"), to: "\(dir)/k.pem")
-        let theirs = try runTool(["pki", "--self", "--in", "\(dir)/k.pem", "--type", "ecdsa", "--dn", dnText, "--outform", "pem"])
-        write(theirs.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"), to: "\(dir)/theirs.pem")
+        write(
+            key.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"),
+            to: "\(dir)/k.pem")
+        let theirs = try runTool([
+            "pki", "--self", "--in", "\(dir)/k.pem", "--type", "ecdsa", "--dn", dnText, "--outform", "pem",
+        ])
+        write(
+            theirs.output.components(separatedBy: "\n").filter { !$0.hasPrefix("plugin") }.joined(separator: "\n"),
+            to: "\(dir)/theirs.pem")
         func subject(_ file: String) throws -> String {
-            try runTool(["openssl", "x509", "-in", file, "-noout", "-subject", "-nameopt", "show_type,sep_comma_plus_space,utf8"]).output
+            try runTool([
+                "openssl", "x509", "-in", file, "-noout", "-subject", "-nameopt", "show_type,sep_comma_plus_space,utf8",
+            ]).output
         }
         let expected = try subject("\(dir)/theirs.pem")
         #expect(expected.contains("C=PRINTABLESTRING:DE"))
@@ -221,23 +232,31 @@ import VPNProvCrypto
         inventory.users[0].revoked = true
         let second = try prepare(inventory, state: state, now: testNow + 86400)
         #expect(second.materials.users["alice"] == nil)
-        #expect(second.changes.contains(PKIChange(.revoked, .user("alice"), serial: aliceSerial, reason: "revoked in the inventory")))
+        #expect(
+            second.changes.contains(
+                PKIChange(.revoked, .user("alice"), serial: aliceSerial, reason: "revoked in the inventory")))
         let crl = try CertificateRevocationList(pem: second.materials.crlPEM)
         #expect(crl.number == 2)
-        #expect(crl.revoked == [RevokedCertificate(serial: bytesFromHex(aliceSerial)!, revocationDate: testNow + 86400)])
+        #expect(
+            crl.revoked == [RevokedCertificate(serial: bytesFromHex(aliceSerial)!, revocationDate: testNow + 86400)])
         #expect(crl.isSigned(by: try X509Certificate(pem: second.materials.caCertificatePEM)))
 
         let dir = makeTempDirectory()
         write(second.materials.caCertificatePEM, to: "\(dir)/ca.pem")
         write(second.materials.crlPEM, to: "\(dir)/crl.pem")
-        let verify = try runTool(["openssl", "crl", "-in", "\(dir)/crl.pem", "-CAfile", "\(dir)/ca.pem", "-noout", "-verify", "-text"])
+        let verify = try runTool([
+            "openssl", "crl", "-in", "\(dir)/crl.pem", "-CAfile", "\(dir)/ca.pem", "-noout", "-verify", "-text",
+        ])
         #expect(verify.status == 0, "\(verify.output)")
         #expect(verify.output.contains("verify OK"))
         #expect(verify.output.contains("Serial Number: \(aliceSerial)"))
         #expect(verify.output.contains("X509v3 CRL Number"))
         #expect(verify.output.contains("X509v3 Authority Key Identifier"))
         write(first.materials.users["alice"]!.certificatePEM!, to: "\(dir)/alice.pem")
-        let revoked = try runTool(["openssl", "verify", "-crl_check", "-CAfile", "\(dir)/ca.pem", "-CRLfile", "\(dir)/crl.pem", "\(dir)/alice.pem"])
+        let revoked = try runTool([
+            "openssl", "verify", "-crl_check", "-CAfile", "\(dir)/ca.pem", "-CRLfile", "\(dir)/crl.pem",
+            "\(dir)/alice.pem",
+        ])
         #expect(revoked.status != 0 && revoked.output.contains("revoked"))
 
         // Re-adding the name issues a fresh certificate with a new serial and key; the CRL keeps the old one.
@@ -246,7 +265,10 @@ import VPNProvCrypto
         #expect(fresh.serialHex != aliceSerial)
         #expect(third.materials.users["alice"]!.privateKeyPEM != first.materials.users["alice"]!.privateKeyPEM)
         #expect(third.materials.users["alice"]!.password != first.materials.users["alice"]!.password)
-        #expect(try CertificateRevocationList(pem: third.materials.crlPEM).revoked.map { hexString($0.serial) } == [aliceSerial])
+        #expect(
+            try CertificateRevocationList(pem: third.materials.crlPEM).revoked.map { hexString($0.serial) } == [
+                aliceSerial
+            ])
     }
 
     @Test func revokeCommandRevokesAndTheNextRunReissues() throws {
@@ -256,8 +278,12 @@ import VPNProvCrypto
         let result = try PKIManager.revoke(user: "carol", stateDirectory: state, environment: [:], now: testNow + 60)
         #expect(result.serial == carolSerial)
         #expect(result.changes.map(\.kind) == [.revoked, .crlUpdated])
-        #expect(throws: PKIError.self) { try PKIManager.revoke(user: "carol", stateDirectory: state, environment: [:], now: testNow + 60) }
-        #expect(throws: PKIError.self) { try PKIManager.revoke(user: "bob", stateDirectory: state, environment: [:], now: testNow + 60) }
+        #expect(throws: PKIError.self) {
+            try PKIManager.revoke(user: "carol", stateDirectory: state, environment: [:], now: testNow + 60)
+        }
+        #expect(throws: PKIError.self) {
+            try PKIManager.revoke(user: "bob", stateDirectory: state, environment: [:], now: testNow + 60)
+        }
         let second = try prepare(standardInventory(), state: state, now: testNow + 120)
         let crl = try CertificateRevocationList(pem: second.materials.crlPEM)
         #expect(crl.revoked.map { hexString($0.serial) } == [carolSerial])
@@ -290,7 +316,10 @@ import VPNProvCrypto
         }
         #expect(second.materials.users == first.materials.users)
         let ams = try X509Certificate(pem: second.materials.nodes["ams-1"]!.certificatePEM)
-        #expect(ams.subjectAlternativeNames == [.dnsName("ams-1.vpn.example.com"), .ipAddress([203, 0, 113, 10]), .dnsName("203.0.113.10")])
+        #expect(
+            ams.subjectAlternativeNames == [
+                .dnsName("ams-1.vpn.example.com"), .ipAddress([203, 0, 113, 10]), .dnsName("203.0.113.10"),
+            ])
         // Same key type: the key is kept.
         #expect(second.materials.nodes["ams-1"]!.privateKeyPEM == first.materials.nodes["ams-1"]!.privateKeyPEM)
     }
@@ -341,17 +370,24 @@ import VPNProvCrypto
         inventory.pki.crlURL = "http://crl.example.com/vpn.crl"
         let second = try prepare(inventory, state: state, now: testNow + 60)
         // Only the servers are re-issued, with their keys; users keep their certificates.
-        #expect(Set(second.changes.filter { $0.kind == .reissued }.map(\.holder)) == Set(inventory.nodes.map { .node($0.name) }))
-        #expect(second.changes.filter { $0.kind == .reissued }.allSatisfy { $0.reason == "CRL distribution point changed" })
+        #expect(
+            Set(second.changes.filter { $0.kind == .reissued }.map(\.holder))
+                == Set(inventory.nodes.map { .node($0.name) }))
+        #expect(
+            second.changes.filter { $0.kind == .reissued }.allSatisfy { $0.reason == "CRL distribution point changed" })
         #expect(second.materials.users == first.materials.users)
         #expect(second.materials.nodes["fra-1"]!.privateKeyPEM == first.materials.nodes["fra-1"]!.privateKeyPEM)
         // openssl reads the extension back from the certificate as issued; a user certificate has none.
         let dir = makeTempDirectory()
         write(second.materials.nodes["fra-1"]!.certificatePEM, to: "\(dir)/fra-1.pem")
         write(second.materials.users["alice"]!.certificatePEM!, to: "\(dir)/alice.pem")
-        let server = try runTool(["openssl", "x509", "-in", "\(dir)/fra-1.pem", "-noout", "-ext", "crlDistributionPoints"])
+        let server = try runTool([
+            "openssl", "x509", "-in", "\(dir)/fra-1.pem", "-noout", "-ext", "crlDistributionPoints",
+        ])
         #expect(server.status == 0 && server.output.contains("URI:http://crl.example.com/vpn.crl"), "\(server.output)")
-        let user = try runTool(["openssl", "x509", "-in", "\(dir)/alice.pem", "-noout", "-ext", "crlDistributionPoints"])
+        let user = try runTool([
+            "openssl", "x509", "-in", "\(dir)/alice.pem", "-noout", "-ext", "crlDistributionPoints",
+        ])
         #expect(!user.output.contains("URI:"), "\(user.output)")
         // Stable: the same setting re-issues nothing; removing it re-issues the servers again.
         let third = try prepare(inventory, state: state, now: testNow + 120)
@@ -368,7 +404,8 @@ import VPNProvCrypto
         inventory.nodes.removeAll { $0.name == "dn-1" }
         let second = try prepare(inventory, state: state, now: testNow + 60)
         #expect(Set(second.changes.filter { $0.kind == .revoked }.map(\.holder)) == [.user("carol"), .node("dn-1")])
-        let revoked = Set(try CertificateRevocationList(pem: second.materials.crlPEM).revoked.map { hexString($0.serial) })
+        let revoked = Set(
+            try CertificateRevocationList(pem: second.materials.crlPEM).revoked.map { hexString($0.serial) })
         #expect(revoked.contains(try X509Certificate(pem: first.materials.users["carol"]!.certificatePEM!).serialHex))
         #expect(revoked.count == 2)
     }
@@ -424,7 +461,8 @@ import VPNProvCrypto
         }
         do {
             _ = try prepare(
-                makeInventory(nodes: [], users: [makeUser("bob", cert: false, password: .file("does/not/exist"))]), state: state)
+                makeInventory(nodes: [], users: [makeUser("bob", cert: false, password: .file("does/not/exist"))]),
+                state: state)
             Issue.record("expected an error")
         } catch let error as PKIError {
             #expect(error.isInventory)
@@ -437,11 +475,16 @@ import VPNProvCrypto
     @Test func noSecretValueReachesMessages() throws {
         let state = makeTempDirectory()
         let inventory = makeInventory(
-            nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK, .ikev2Cert], psk: .literal("literal-psk-value-123"))],
+            nodes: [
+                makeNode(
+                    "fra-1", address: "fra-1.example.com", services: [.ikev2PSK, .ikev2Cert],
+                    psk: .literal("literal-psk-value-123"))
+            ],
             users: [makeUser("alice", password: .generate)])
         let result = try prepare(inventory, state: state)
         let secrets = [
-            "literal-psk-value-123", result.materials.users["alice"]!.password!, result.materials.users["alice"]!.p12Password!,
+            "literal-psk-value-123", result.materials.users["alice"]!.password!,
+            result.materials.users["alice"]!.p12Password!,
         ]
         let texts = result.changes.map(\.description) + result.warnings
         for text in texts {
@@ -467,7 +510,8 @@ import VPNProvCrypto
         let result = try PKIManager.prepare(
             inventory: inventory, stateDirectory: state, inventoryDirectory: state, environment: [:], now: testNow,
             progress: { done, total in counter.record(done, total) })
-        let serials = Set(try result.materials.users.values.map { try X509Certificate(pem: $0.certificatePEM!).serialHex })
+        let serials = Set(
+            try result.materials.users.values.map { try X509Certificate(pem: $0.certificatePEM!).serialHex })
         #expect(serials.count == 60)
         #expect(counter.maximum == 61 && counter.total == 61)
     }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The packed path and file lists read back what was put in, in order, and sort and search like the
@@ -49,13 +50,16 @@ import Testing
         let list = PathList(paths)
         let order = list.sortedOrder()
         let expected = paths.indices.sorted { a, b in
-            paths[a].utf8.lexicographicallyPrecedes(paths[b].utf8) || (paths[a].utf8.elementsEqual(paths[b].utf8) && a < b)
+            paths[a].utf8.lexicographicallyPrecedes(paths[b].utf8)
+                || (paths[a].utf8.elementsEqual(paths[b].utf8) && a < b)
         }
         #expect(order.map(Int.init) == expected)
         let sorted = list.subset(order)
         for path in Self.samplePaths(count: 300, seed: 3) + ["", "clients/zz", "\u{10FFFF}"] {
             // By bytes, as the file system sees names ("é" precomposed and decomposed are two paths).
-            #expect(sorted.containsSorted(path) == paths.contains { $0.utf8.elementsEqual(path.utf8) }, "path \(path.debugDescription)")
+            #expect(
+                sorted.containsSorted(path) == paths.contains { $0.utf8.elementsEqual(path.utf8) },
+                "path \(path.debugDescription)")
         }
         #expect(Array(list.subset(order.prefix(10))) == expected.prefix(10).map { paths[$0] })
         #expect(sorted.utf8Count == paths.reduce(0) { $0 + $1.utf8.count })
@@ -84,7 +88,8 @@ import Testing
         let list = PathList(listed)
         let sorted = list.subset(list.sortedOrder())
         let held = Set(listed.map { Array($0.utf8) })
-        let manifest = Self.samplePaths(count: 3000, seed: 8).filter { !$0.isEmpty } + listed.filter { !$0.isEmpty }.prefix(2000)
+        let manifest =
+            Self.samplePaths(count: 3000, seed: 8).filter { !$0.isEmpty } + listed.filter { !$0.isEmpty }.prefix(2000)
         let inOrder = manifest.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let orders: [[String]] = [
             inOrder, Array(inOrder.reversed()), manifest.shuffled(using: &rng), inOrder + inOrder,
@@ -109,7 +114,9 @@ import Testing
         let paths = Self.samplePaths(count: 300, seed: 4)
         let files = paths.enumerated().map { i, path in
             RenderCache.File(
-                path: path, sha256: RenderCache.SHA256Value(Array(repeating: UInt8(i & 0xFF), count: 16) + Array(repeating: UInt8(i >> 8), count: 16)),
+                path: path,
+                sha256: RenderCache.SHA256Value(
+                    Array(repeating: UInt8(i & 0xFF), count: 16) + Array(repeating: UInt8(i >> 8), count: 16)),
                 isPrivate: i % 2 == 0)
         }
         let list = RenderCache.FileList(files)

@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// `generate`, `check` and `revoke` run in-process on a copy of the shipped example inventory.
@@ -83,7 +84,9 @@ import VPNProvCrypto
         let secrets = try stateSecrets(dir)
         #expect(secrets.count >= 5)
         for secret in secrets {
-            #expect(!first.out.contains(secret) && !first.err.contains(secret) && !second.err.contains(secret), "a generated secret was printed")
+            #expect(
+                !first.out.contains(secret) && !first.err.contains(secret) && !second.err.contains(secret),
+                "a generated secret was printed")
         }
     }
 
@@ -124,7 +127,8 @@ import VPNProvCrypto
     /// alice's files. Now everything is resolved and rendered before anything is committed.
     @Test func revokeThatCannotFinishChangesNothingAndSaysSo() throws {
         let dir = try workspace(
-            String(contentsOfFile: Self.example, encoding: .utf8) + "\n  zed:\n    password: env:VPN_ZED_PASSWORD\n    nodes: [fra-1]\n")
+            String(contentsOfFile: Self.example, encoding: .utf8)
+                + "\n  zed:\n    password: env:VPN_ZED_PASSWORD\n    nodes: [fra-1]\n")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let env = ["VPN_ZED_PASSWORD": "Qm7vRt2xLp9sKw4nZc8j"]
         let first = vpnprov(["generate"], in: dir, environment: env)
@@ -136,8 +140,12 @@ import VPNProvCrypto
         #expect(revoke.code == 1, "\(revoke.err)")
         #expect(revoke.err.contains("environment variable VPN_ZED_PASSWORD is not set"), "\(revoke.err)")
         #expect(!revoke.err.contains("revoked user 'carol'") && !revoke.err.contains("updated CRL"), "\(revoke.err)")
-        #expect(revoke.err.contains("user 'carol' is not revoked: the run stopped before changing anything"), "\(revoke.err)")
-        #expect(CrashSafetyTests.snapshot(dir + "/state").filter { $0.key != ".lock" } == stateBefore.filter { $0.key != ".lock" })
+        #expect(
+            revoke.err.contains("user 'carol' is not revoked: the run stopped before changing anything"),
+            "\(revoke.err)")
+        #expect(
+            CrashSafetyTests.snapshot(dir + "/state").filter { $0.key != ".lock" }
+                == stateBefore.filter { $0.key != ".lock" })
         #expect(CrashSafetyTests.snapshot(dir + "/out") == outBefore)
         #expect(vpnprov(["check"], in: dir, environment: env).code == 0)
 
@@ -151,16 +159,19 @@ import VPNProvCrypto
     @Test func revokeListsTheSerialKeepsTheUserOutAndReAddingIssuesAFreshCertificate() throws {
         let dir = try workspace()
         #expect(vpnprov(["generate"], in: dir).code == 0)
-        let oldCert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
+        let oldCert = try X509Certificate(
+            pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
 
         let revoke = vpnprov(["revoke", "carol"], in: dir)
         #expect(revoke.code == 0, "\(revoke.err)")
         #expect(revoke.err.contains("revoked user 'carol' (\(oldCert.serialHex))"))
         #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/carol"))
-        let crl = try CertificateRevocationList(pem: String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/x509crl/crl.pem", encoding: .utf8))
+        let crl = try CertificateRevocationList(
+            pem: String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/x509crl/crl.pem", encoding: .utf8))
         #expect(crl.revoked.map { hexString($0.serial) }.contains(oldCert.serialHex))
         // carol's EAP secret is gone from the servers.
-        let fraSecrets = try String(contentsOfFile: dir + "/out/servers/fra-1/swanctl/conf.d/secrets.conf", encoding: .utf8)
+        let fraSecrets = try String(
+            contentsOfFile: dir + "/out/servers/fra-1/swanctl/conf.d/secrets.conf", encoding: .utf8)
         #expect(!fraSecrets.contains("\"carol\""))
 
         // The inventory still lists carol as active: the next run keeps her out and says so.
@@ -171,15 +182,18 @@ import VPNProvCrypto
 
         // Recording the revocation in the inventory clears the hold; re-adding her later issues anew.
         var text = try String(contentsOfFile: dir + "/inventory.yaml", encoding: .utf8)
-        text = text.replacingOccurrences(of: "    nodes: [fra-1, nyc-1]\n", with: "    nodes: [fra-1, nyc-1]\n    revoked: true\n")
+        text = text.replacingOccurrences(
+            of: "    nodes: [fra-1, nyc-1]\n", with: "    nodes: [fra-1, nyc-1]\n    revoked: true\n")
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let recorded = vpnprov(["generate"], in: dir)
         #expect(recorded.code == 0)
         #expect(!recorded.err.contains("was revoked with"))
-        text = text.replacingOccurrences(of: "    nodes: [fra-1, nyc-1]\n    revoked: true\n", with: "    nodes: [fra-1, nyc-1]\n")
+        text = text.replacingOccurrences(
+            of: "    nodes: [fra-1, nyc-1]\n    revoked: true\n", with: "    nodes: [fra-1, nyc-1]\n")
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
-        let newCert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
+        let newCert = try X509Certificate(
+            pem: String(contentsOfFile: dir + "/out/clients/carol/linux/swanctl/x509/carol.pem", encoding: .utf8))
         #expect(newCert.serialHex != oldCert.serialHex)
     }
 
@@ -237,7 +251,8 @@ import VPNProvCrypto
             """)
         let r = vpnprov(["generate"], in: dir)
         #expect(r.code == 0, "\(r.err)")
-        let cert = try X509Certificate(pem: String(contentsOfFile: dir + "/out/servers/dn-1/swanctl/x509/dn-1.pem", encoding: .utf8))
+        let cert = try X509Certificate(
+            pem: String(contentsOfFile: dir + "/out/servers/dn-1/swanctl/x509/dn-1.pem", encoding: .utf8))
         #expect(cert.subject.description == "C=DE, O=acme, CN=dn-1")
         let facts = CertificateFacts(subject: cert.subject.description)
         #expect(facts.contains(.dn("C=DE,O=acme,CN=dn-1")))
@@ -260,7 +275,8 @@ import VPNProvCrypto
         try replaced.write(toFile: readme, atomically: false, encoding: .utf8)
         let oldDigest = hexString(Digest.sha256(Array(original.utf8)))
         let newDigest = hexString(Digest.sha256(Array(replaced.utf8)))
-        try cache.replacingOccurrences(of: oldDigest, with: newDigest).write(toFile: cachePath, atomically: false, encoding: .utf8)
+        try cache.replacingOccurrences(of: oldDigest, with: newDigest).write(
+            toFile: cachePath, atomically: false, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
         #expect(try String(contentsOfFile: readme, encoding: .utf8) == replaced)
 
@@ -281,12 +297,16 @@ import VPNProvCrypto
         #expect(moved.out.contains("stale: clients/alice/alice.mobileconfig"))
         #expect(moved.out.contains("stale: clients/alice/sgp-1-ikev2-eap.sswan"))
         #expect(vpnprov(["generate"], in: dir).code == 0)
-        #expect(try String(contentsOfFile: dir + "/out/clients/alice/sgp-1-ikev2-eap.sswan", encoding: .utf8).contains("sgp-2.vpn.example.com"))
+        #expect(
+            try String(contentsOfFile: dir + "/out/clients/alice/sgp-1-ikev2-eap.sswan", encoding: .utf8).contains(
+                "sgp-2.vpn.example.com"))
         #expect(vpnprov(["check"], in: dir).code == 0)
 
         // A run where every user is fresh leaves the cache file alone (same inode: not even rewritten);
         // a removed user's entry goes with the next change.
-        func inode() throws -> UInt64 { (try FileManager.default.attributesOfItem(atPath: cachePath)[.systemFileNumber] as? UInt64) ?? 0 }
+        func inode() throws -> UInt64 {
+            (try FileManager.default.attributesOfItem(atPath: cachePath)[.systemFileNumber] as? UInt64) ?? 0
+        }
         let before = try inode()
         let kept = try String(contentsOfFile: cachePath, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
@@ -303,8 +323,9 @@ import VPNProvCrypto
     @Test func fingerprintsIgnoreDictionaryOrderAndSourceLocations() {
         let a = SourceLocation(file: "a.yaml", line: 1, column: 1)
         let b = SourceLocation(file: "a.yaml", line: 9, column: 3)
-        var node = Node(name: "n", address: "192.0.2.1", id: .ipv4("192.0.2.1"), services: [.ikev2EAP], location: a,
-                        fieldLocations: ["pool": a, "psk": b, "id": a, "dns": b])
+        var node = Node(
+            name: "n", address: "192.0.2.1", id: .ipv4("192.0.2.1"), services: [.ikev2EAP], location: a,
+            fieldLocations: ["pool": a, "psk": b, "id": a, "dns": b])
         let first = Fingerprint.digest([node])
         node.location = b
         node.fieldLocations = ["dns": a, "id": b, "psk": a, "pool": b]
@@ -349,7 +370,8 @@ import VPNProvCrypto
         #expect(throws: StateError.self) { try StateLock(stateDirectory: dir + "/state") }
         let materials = built.prepared.materials
         let views = built.prepared.inventory.nodes.map { node -> ServerView in
-            var view = ServerView(ServerPlan.make(for: node, in: built.prepared.inventory), caCertificatePEM: materials.caCertificatePEM)
+            var view = ServerView(
+                ServerPlan.make(for: node, in: built.prepared.inventory), caCertificatePEM: materials.caCertificatePEM)
             view.passwordUsers = []
             return view
         }

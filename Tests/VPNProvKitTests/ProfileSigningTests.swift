@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// `pki.profile_signing`: every .mobileconfig is a CMS SignedData over the plist, checked with the
@@ -23,15 +24,26 @@ import VPNProvCrypto
         }
         write("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n", to: "\(dir)/ca.ext")
         write("basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n", to: "\(dir)/leaf.ext")
-        try run(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/root.key", "-out", "\(dir)/root.pem",
-                 "-subj", "/CN=Test Signing Root", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
-                 "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        try run([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/root.key", "-out", "\(dir)/root.pem",
+            "-subj", "/CN=Test Signing Root", "-days", "30", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        ])
         for (name, issuer, ext) in [("int", "root", "ca.ext"), ("leaf", "int", "leaf.ext")] {
-            let key = name == "leaf" && ecdsaLeaf ? ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] : ["-newkey", "rsa:2048"]
-            try run(["req"] + key + ["-nodes", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
-                     "-subj", "/CN=Test Signing \(name)"])
-            try run(["x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/\(issuer).pem", "-CAkey", "\(dir)/\(issuer).key",
-                     "-set_serial", name == "int" ? "2" : "3", "-days", "30", "-extfile", "\(dir)/\(ext)", "-out", "\(dir)/\(name).pem"])
+            let key =
+                name == "leaf" && ecdsaLeaf
+                ? ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] : ["-newkey", "rsa:2048"]
+            try run(
+                ["req"] + key + [
+                    "-nodes", "-keyout", "\(dir)/\(name).key", "-out", "\(dir)/\(name).csr",
+                    "-subj", "/CN=Test Signing \(name)",
+                ])
+            try run([
+                "x509", "-req", "-in", "\(dir)/\(name).csr", "-CA", "\(dir)/\(issuer).pem", "-CAkey",
+                "\(dir)/\(issuer).key",
+                "-set_serial", name == "int" ? "2" : "3", "-days", "30", "-extfile", "\(dir)/\(ext)", "-out",
+                "\(dir)/\(name).pem",
+            ])
         }
     }
 
@@ -77,13 +89,17 @@ import VPNProvCrypto
         let signer = try runTool(["openssl", "x509", "-in", dir + "/signer.pem", "-noout", "-subject"])
         #expect(signer.output.contains("Test Signing leaf"), "\(signer.output)")
         // A root that did not issue the chain does not verify it.
-        let other = try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/leaf.pem",
-                                 "-purpose", "any", "-out", "/dev/null"])
+        let other = try runTool([
+            "openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/leaf.pem",
+            "-purpose", "any", "-out", "/dev/null",
+        ])
         #expect(other.status != 0)
         let tampered = Array(bytes.prefix(bytes.count - 1)) + [bytes.last! ^ 0xFF]
         #expect(FileManager.default.createFile(atPath: dir + "/tampered", contents: Data(tampered)))
-        let bad = try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", dir + "/tampered",
-                               "-CAfile", dir + "/sign/root.pem", "-purpose", "any", "-out", "/dev/null"])
+        let bad = try runTool([
+            "openssl", "cms", "-verify", "-inform", "DER", "-in", dir + "/tampered",
+            "-CAfile", dir + "/sign/root.pem", "-purpose", "any", "-out", "/dev/null",
+        ])
         #expect(bad.status != 0)
         // RSA signatures without signed attributes: the same inputs give the same bytes (check finds no drift).
         let check = vpnprov(["check"], in: dir)
@@ -99,8 +115,10 @@ import VPNProvCrypto
         #expect(vpnprov(["generate"], in: dir).code == 0)
         let profile = dir + "/out/clients/alice/alice.mobileconfig"
         func verified() throws -> Bool {
-            try runTool(["openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/root.pem",
-                         "-purpose", "any", "-out", "/dev/null"]).status == 0
+            try runTool([
+                "openssl", "cms", "-verify", "-inform", "DER", "-in", profile, "-CAfile", dir + "/sign/root.pem",
+                "-purpose", "any", "-out", "/dev/null",
+            ]).status == 0
         }
         let first = try #require(FileManager.default.contents(atPath: profile))
         #expect(try verified())
@@ -108,8 +126,9 @@ import VPNProvCrypto
         let plist = try CMSSignedData.content(of: Array(first))
         let leaf = try X509Certificate(pem: String(contentsOfFile: dir + "/sign/leaf.pem", encoding: .utf8))
         let key = try PrivateKey(pem: String(contentsOfFile: dir + "/sign/leaf.key", encoding: .utf8))
-        #expect(try CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: [])
-            != CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: []))
+        #expect(
+            try CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: [])
+                != CMSSignedData.sign(content: plist, certificate: leaf, key: key, chain: []))
 
         // Without the render cache every profile is rendered and signed again: the tree's profile is kept,
         // so check finds no drift and generate writes nothing.
@@ -122,8 +141,10 @@ import VPNProvCrypto
         #expect(FileManager.default.contents(atPath: profile) == first)
 
         // A changed profile is signed anew, and verifies.
-        write(Self.inventory.replacingOccurrences(of: "    devices: [apple]\n", with: "    devices: [apple]\n    apple: { disconnect_on_idle: 300 }\n"),
-              to: dir + "/inventory.yaml")
+        write(
+            Self.inventory.replacingOccurrences(
+                of: "    devices: [apple]\n", with: "    devices: [apple]\n    apple: { disconnect_on_idle: 300 }\n"),
+            to: dir + "/inventory.yaml")
         #expect(vpnprov(["generate"], in: dir).code == 0)
         let changed = try #require(FileManager.default.contents(atPath: profile))
         #expect(changed != first)
@@ -141,8 +162,11 @@ import VPNProvCrypto
 
     @Test func withoutSigningProfilesStayPlainXML() throws {
         let dir = try temporaryDirectory()
-        write(Self.inventory.replacingOccurrences(
-            of: "pki:\n  profile_signing: { cert: file:sign/leaf.pem, key: file:sign/leaf.key, chain: file:sign/int.pem }\n", with: ""),
+        write(
+            Self.inventory.replacingOccurrences(
+                of:
+                    "pki:\n  profile_signing: { cert: file:sign/leaf.pem, key: file:sign/leaf.key, chain: file:sign/int.pem }\n",
+                with: ""),
             to: dir + "/inventory.yaml")
         #expect(vpnprov(["generate"], in: dir).code == 0)
         let bytes = try #require(FileManager.default.contents(atPath: dir + "/out/clients/alice/alice.mobileconfig"))
@@ -153,7 +177,9 @@ import VPNProvCrypto
         let dir = try temporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
         try Self.makeSigningChain(in: dir + "/sign")
-        write(Self.inventory.replacingOccurrences(of: "key: file:sign/leaf.key", with: "key: file:sign/int.key"), to: dir + "/inventory.yaml")
+        write(
+            Self.inventory.replacingOccurrences(of: "key: file:sign/leaf.key", with: "key: file:sign/int.key"),
+            to: dir + "/inventory.yaml")
         let run = vpnprov(["generate"], in: dir)
         #expect(run.code == 3)
         #expect(run.err.contains("does not belong to the certificate"))
@@ -163,7 +189,8 @@ import VPNProvCrypto
     }
 
     @Test func profileSigningReferencesAreValidated() {
-        let bad = decode("""
+        let bad = decode(
+            """
             vpnprov: 1
             name: x
             pki:

@@ -1,13 +1,14 @@
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct ProposalTests {
@@ -62,8 +63,10 @@ import Testing
 
     /// XCBC and CMAC come from plugins a server installed with the node README's packages does not have
     /// (StrongSwanVersionTests' keyword probe: "key derivation failed" on both 5.9 and 6.0 without them).
-    @Test(arguments: ["aes128-aesxcbc-ecp256", "aes128-aescmac-ecp256", "aes128gcm16-prfaesxcbc-ecp256",
-                      "aes128gcm16-prfaescmac-ecp256"])
+    @Test(arguments: [
+        "aes128-aesxcbc-ecp256", "aes128-aescmac-ecp256", "aes128gcm16-prfaesxcbc-ecp256",
+        "aes128gcm16-prfaescmac-ecp256",
+    ])
     func refusesKeywordsNoProvenServerComputes(text: String) {
         do {
             _ = try Proposal.parse(text, purpose: .ike)
@@ -83,11 +86,15 @@ import Testing
     @Test func appleParametersRoundTripToTheServerProposal() throws {
         let ike = try Proposal.parse("aes256gcm16-prfsha256-ecp256", purpose: .ike)
         let params = try #require(AppleSAParameters.first(in: ike))
-        #expect(params == AppleSAParameters(encryptionAlgorithm: "AES-256-GCM", integrityAlgorithm: "SHA2-256", diffieHellmanGroup: 19))
+        #expect(
+            params
+                == AppleSAParameters(
+                    encryptionAlgorithm: "AES-256-GCM", integrityAlgorithm: "SHA2-256", diffieHellmanGroup: 19))
         #expect(params.strongSwanProposal(purpose: .ike) == "aes256gcm16-prfsha256-ecp256")
         let cbc = try #require(AppleSAParameters.first(in: try Proposal.parse("aes256-sha384-modp2048", purpose: .ike)))
         #expect(cbc.strongSwanProposal(purpose: .ike) == "aes256-sha384-modp2048")
-        let esp = try #require(AppleSAParameters.first(in: try Proposal.parse("aes256gcm16", purpose: .esp), fallbackGroup: 19))
+        let esp = try #require(
+            AppleSAParameters.first(in: try Proposal.parse("aes256gcm16", purpose: .esp), fallbackGroup: 19))
         #expect(esp.strongSwanProposal(purpose: .esp) == "aes256gcm16")
         #expect(esp.strongSwanProposal(purpose: .esp, pfs: true) == "aes256gcm16-ecp256")
     }

@@ -1,26 +1,39 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The render cache file reads back exactly what was written, and anything unexpected reads as empty
 /// (an unreadable cache only means rendering everything again).
 @Suite(.temporaries) struct RenderCacheTests {
     static let sample = RenderCache(entries: [
-        "alice": .init(fingerprint: "f1", files: [
-            .init(path: "clients/alice/b file.sswan", sha256: .init(hex: Array(String(repeating: "a", count: 64).utf8))!, isPrivate: true),
-            .init(path: "clients/alice/README", sha256: .init(hex: Array(String(repeating: "b", count: 64).utf8))!, isPrivate: false),
-        ]),
-        "@servers": .init(fingerprint: "f2", files: [.init(path: "catalog/servers.json", sha256: .init(hex: Array(String(repeating: "c", count: 64).utf8))!, isPrivate: false)]),
+        "alice": .init(
+            fingerprint: "f1",
+            files: [
+                .init(
+                    path: "clients/alice/b file.sswan",
+                    sha256: .init(hex: Array(String(repeating: "a", count: 64).utf8))!, isPrivate: true),
+                .init(
+                    path: "clients/alice/README", sha256: .init(hex: Array(String(repeating: "b", count: 64).utf8))!,
+                    isPrivate: false),
+            ]),
+        "@servers": .init(
+            fingerprint: "f2",
+            files: [
+                .init(
+                    path: "catalog/servers.json", sha256: .init(hex: Array(String(repeating: "c", count: 64).utf8))!,
+                    isPrivate: false)
+            ]),
         "empty": .init(fingerprint: "f3", files: []),
     ])
 
@@ -41,16 +54,25 @@ import VPNProvCrypto
         let bytes = Self.sample.bytes
         for size in [1, 40, 100, 1 << 20, .max] {
             var pieces: [[UInt8]] = []
-            #expect(Self.sample.write(pieceSize: size) { pieces.append($0); return true })
+            #expect(
+                Self.sample.write(pieceSize: size) {
+                    pieces.append($0)
+                    return true
+                })
             #expect(Array(pieces.joined()) == bytes, "piece size \(size)")
             #expect(size > bytes.count || pieces.count > 1)
         }
         var calls = 0
-        #expect(!Self.sample.write(pieceSize: 1) { _ in calls += 1; return false })
+        #expect(
+            !Self.sample.write(pieceSize: 1) { _ in
+                calls += 1
+                return false
+            })
         #expect(calls == 1)
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("file ") }
         var paths: [String] = []
-        #expect(Self.sample.write(eachPath: { paths.append(String(decoding: $0, as: UTF8.self)) }) { _ in true })
+        let written = Self.sample.write(eachPath: { paths.append(String(decoding: $0, as: UTF8.self)) }, { _ in true })
+        #expect(written)
         #expect(paths == lines.map { String($0.split(separator: " ", maxSplits: 3)[3]) })
         #expect(paths.count == 3)
     }

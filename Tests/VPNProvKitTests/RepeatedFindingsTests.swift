@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// One finding repeated at one place (an anchor aliased thousands of times) is reported a bounded
@@ -49,25 +50,31 @@ import Testing
         let devices = lines.filter { $0.contains("'devices': 'linux' is listed twice [duplicate-entry]") }
         #expect(nodes.count == Array<Diagnostic>.repeatLimit, "\(result.err.prefix(2000))")
         #expect(devices.count == Array<Diagnostic>.repeatLimit)
-        #expect(lines.filter { $0.contains("... and 1990 more like these here [duplicate-entry]") }.count == 2, "\(result.err.prefix(4000))")
+        #expect(
+            lines.filter { $0.contains("... and 1990 more like these here [duplicate-entry]") }.count == 2,
+            "\(result.err.prefix(4000))")
         // JSON carries the same bounded list.
         let json = vpnprov(["validate", path, "--format", "json"])
         #expect(json.out.utf8.count < 32_768, "\(json.out.utf8.count) bytes of JSON")
     }
 
     @Test func aValueRepeatedInOneListIsReportedOnceWithItsCount() {
-        let result = InventoryLoader.decode(bytes: Array("""
-            vpnprov: 1
-            name: acme
-            nodes:
-              n1:
-                address: 192.0.2.1
-                pool: 10.70.0.0/24
-                services: [ikev2-eap, ikev2-eap, ikev2-eap, ikev2-cert, ikev2-cert]
-            """.utf8), file: "inv.yaml")
-        #expect(result.diagnostics.map(\.message) == [
-            "node 'n1': 'services': 'ikev2-eap' is listed 3 times", "node 'n1': 'services': 'ikev2-cert' is listed twice",
-        ])
+        let result = InventoryLoader.decode(
+            bytes: Array(
+                """
+                vpnprov: 1
+                name: acme
+                nodes:
+                  n1:
+                    address: 192.0.2.1
+                    pool: 10.70.0.0/24
+                    services: [ikev2-eap, ikev2-eap, ikev2-eap, ikev2-cert, ikev2-cert]
+                """.utf8), file: "inv.yaml")
+        #expect(
+            result.diagnostics.map(\.message) == [
+                "node 'n1': 'services': 'ikev2-eap' is listed 3 times",
+                "node 'n1': 'services': 'ikev2-cert' is listed twice",
+            ])
         #expect(result.diagnostics.map { $0.location?.column } == [27, 61])
     }
 
@@ -78,8 +85,12 @@ import Testing
         list.append(.error(.duplicateEntry, "e", at: here))
         list.append(.warning(.duplicateEntry, "other place", at: there))
         let capped = list.cappingRepeats(limit: 10)
-        #expect(capped.map(\.message) == (0..<10).map { "w\($0)" } + ["e", "other place", "... and 15 more like these here"])
-        #expect(capped.last?.location == here && capped.last?.severity == .warning && capped.last?.code == .duplicateEntry)
+        #expect(
+            capped.map(\.message) == (0..<10).map { "w\($0)" } + [
+                "e", "other place", "... and 15 more like these here",
+            ])
+        #expect(
+            capped.last?.location == here && capped.last?.severity == .warning && capped.last?.code == .duplicateEntry)
         // Nothing repeated: nothing changes.
         #expect(Array(list.suffix(2)).cappingRepeats(limit: 1) == Array(list.suffix(2)))
     }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// A deploy job that failed half-way must converge when it is retried: vpnprov remembers which nodes
@@ -25,7 +26,9 @@ import Testing
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
-    func summaryNodes(_ run: (code: Int32, out: String, err: String)) throws -> (changed: [String], pending: [String], rollout: String?) {
+    func summaryNodes(_ run: (code: Int32, out: String, err: String)) throws -> (
+        changed: [String], pending: [String], rollout: String?
+    ) {
         let summary = try #require(try json(run.out)["summary"] as? [String: Any])
         let nodes = try #require(summary["nodes"] as? [String: Any])
         let next = try #require(summary["next"] as? [String: Any])
@@ -49,7 +52,9 @@ import Testing
         #expect(nodes.changed.isEmpty)
         #expect(nodes.pending == all)
         #expect(nodes.rollout?.hasSuffix("--limit fra-1,nyc-1,sgp-1") == true, "\(nodes.rollout ?? "nil")")
-        #expect(retry.err.contains("nodes still waiting for a rollout from an earlier run: fra-1, nyc-1, sgp-1"), "\(retry.err)")
+        #expect(
+            retry.err.contains("nodes still waiting for a rollout from an earlier run: fra-1, nyc-1, sgp-1"),
+            "\(retry.err)")
 
         // check: the tree is up to date, but the servers are not: a warning.
         let check = vpnprov(["check", "inventory.yaml", "--format", "json"], in: dir)
@@ -65,7 +70,8 @@ import Testing
         #expect(recorded["pending"] as? [String] == ["sgp-1"])
         let status = vpnprov(["status", "inventory.yaml", "--format", "json"], in: dir)
         #expect((try json(status.out)["status"] as? [String: Any])?["rolloutPending"] as? [String] == ["sgp-1"])
-        #expect(try summaryNodes(vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir)).pending == ["sgp-1"])
+        #expect(
+            try summaryNodes(vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir)).pending == ["sgp-1"])
 
         // Everything rolled out: no rollout to suggest, nothing left in the state, no warning.
         #expect(vpnprov(["rolled-out", "inventory.yaml", "--all"], in: dir).code == 0)
@@ -92,7 +98,9 @@ import Testing
         let before = try RolloutLedger.read(stateDirectory: dir + "/state")
         let typo = vpnprov(["rolled-out", "inventory.yaml", "--nodes", "fra-1,fra1"], in: dir)
         #expect(typo.code == 1)
-        #expect(typo.err.contains("node 'fra1' is not in inventory.yaml; did you mean 'fra-1'? [no-such-node]"), "\(typo.err)")
+        #expect(
+            typo.err.contains("node 'fra1' is not in inventory.yaml; did you mean 'fra-1'? [no-such-node]"),
+            "\(typo.err)")
         #expect(try RolloutLedger.read(stateDirectory: dir + "/state") == before)
         #expect(vpnprov(["rolled-out", "inventory.yaml"], in: dir).code == 2)
         #expect(vpnprov(["rolled-out", "inventory.yaml", "--all", "--nodes", "fra-1"], in: dir).code == 2)
@@ -127,7 +135,8 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(try RolloutLedger.read(stateDirectory: dir).isEmpty)
-        try Data(repeating: UInt8(ascii: "a"), count: RolloutLedger.maxBytes + 1).write(to: URL(fileURLWithPath: dir + "/" + RolloutLedger.fileName))
+        try Data(repeating: UInt8(ascii: "a"), count: RolloutLedger.maxBytes + 1).write(
+            to: URL(fileURLWithPath: dir + "/" + RolloutLedger.fileName))
         #expect(throws: StateError.self) { try RolloutLedger.read(stateDirectory: dir) }
         try FileManager.default.removeItem(atPath: dir + "/" + RolloutLedger.fileName)
         // Names no longer in the fleet are dropped; the file holds one sorted name a line.

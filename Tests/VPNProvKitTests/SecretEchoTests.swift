@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// A value that is, or might be, a secret is never printed: not in a source excerpt, not in a
@@ -17,7 +18,9 @@ import Testing
 @Suite(.temporaries) struct SecretEchoTests {
     static let secret = "Xk9vBq2LmZt7Rw4Np8Hs"
 
-    static func inventory(node extra: String = "", user extra2: String = "", psk: String = "psk: &k \(secret)") -> String {
+    static func inventory(node extra: String = "", user extra2: String = "", psk: String = "psk: &k \(secret)")
+        -> String
+    {
         """
         vpnprov: 1
         name: acme
@@ -37,15 +40,19 @@ import Testing
     }
 
     /// Runs `arguments` in text and JSON and checks the secret appears nowhere, and `expected` does.
-    func expectHidden(_ text: String, _ commands: [[String]] = [["validate"], ["generate"]], expected: String,
-                      sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+    func expectHidden(
+        _ text: String, _ commands: [[String]] = [["validate"], ["generate"]], expected: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws {
         let dir = try temporaryDirectory()
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         for command in commands {
             for format in ["text", "json"] {
                 let r = vpnprov(command + ["--format", format], in: dir, sourceLocation: sourceLocation)
                 let all = r.out + r.err
-                #expect(!all.contains(Self.secret), "\(command) \(format) printed the secret", sourceLocation: sourceLocation)
+                #expect(
+                    !all.contains(Self.secret), "\(command) \(format) printed the secret",
+                    sourceLocation: sourceLocation)
                 #expect(all.contains(expected), "\(command) \(format): \(all)", sourceLocation: sourceLocation)
             }
         }
@@ -79,9 +86,12 @@ import Testing
     }
 
     @Test func printerHidesLongestValueFirstInMessagesAndNotes() {
-        let d = Diagnostic.error(.invalidIdentity, "a 'abcdef' b 'abc'", at: nil, notes: [.init(location: nil, message: "n abcdef")])
+        let d = Diagnostic.error(
+            .invalidIdentity, "a 'abcdef' b 'abc'", at: nil, notes: [.init(location: nil, message: "n abcdef")])
         let printer = DiagnosticPrinter(format: .text, hiddenValues: ["abc", "abcdef"])
-        #expect(printer.render([d]) == "vpnprov: error: a '<hidden>' b '<hidden>' [invalid-identity]\nvpnprov: note: n <hidden>\n")
+        #expect(
+            printer.render([d])
+                == "vpnprov: error: a '<hidden>' b '<hidden>' [invalid-identity]\nvpnprov: note: n <hidden>\n")
         let json = DiagnosticPrinter(format: .json, hiddenValues: ["abcdef"]).render([d])
         #expect(!json.contains("abcdef") && json.contains("<hidden>"))
     }
@@ -90,7 +100,8 @@ import Testing
 /// Diagnostics at the place the value is written, and YAML tags refused.
 @Suite(.temporaries) struct DecoderPlacementTests {
     @Test func deploymentNameAndPKIErrorsPointAtTheirLines() {
-        let text = "# comment\nvpnprov: 1\n\nname: \"acme corp\"\npki:\n  ca:\n    days: 100\n  server_days: 900\nnodes:\n  n1:\n    address: 192.0.2.1\n"
+        let text =
+            "# comment\nvpnprov: 1\n\nname: \"acme corp\"\npki:\n  ca:\n    days: 100\n  server_days: 900\nnodes:\n  n1:\n    address: 192.0.2.1\n"
             + "    pool: 10.10.0.0/24\n    services: [ikev2-eap]\nusers:\n  a:\n    password: gen\n"
         let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "i.yaml")
         let inventory = try! #require(decoded.inventory)
@@ -113,7 +124,9 @@ import Testing
         let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "i.yaml")
         #expect(decoded.inventory == nil)
         #expect(decoded.diagnostics.map(\.code) == [.yamlTag])
-        #expect(decoded.diagnostics.first?.message.contains("YAML tag \(tag) is not supported") == true, "\(decoded.diagnostics)")
+        #expect(
+            decoded.diagnostics.first?.message.contains("YAML tag \(tag) is not supported") == true,
+            "\(decoded.diagnostics)")
         #expect(decoded.diagnostics.first?.location == SourceLocation(file: "i.yaml", line: line, column: column))
     }
 }

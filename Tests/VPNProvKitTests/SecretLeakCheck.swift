@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Secrets: after a command, nothing it printed may hold a secret or a private key of its
@@ -21,15 +22,20 @@ enum SecretLeaks {
     /// Every secret a run on these inventories and state directories could know: the values in
     /// secrets.json, each base64 line of every private key PEM in the state, and the literal and
     /// file secrets of the inventories.
-    static func secrets(stateDirectories: [String], inventories: [String], environment: [String: String] = [:]) -> Set<String> {
+    static func secrets(stateDirectories: [String], inventories: [String], environment: [String: String] = [:]) -> Set<
+        String
+    > {
         var found = Set<String>()
         for state in stateDirectories {
             if let data = FileManager.default.contents(atPath: state + "/secrets.json"),
-                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            {
                 for case let group as [String: String] in json.values { found.formUnion(group.values) }
             }
             for file in filesBelow(state) where file.hasSuffix(".pem") || file.hasSuffix(".key") {
-                guard let text = try? String(contentsOfFile: state + "/" + file, encoding: .utf8), text.contains("PRIVATE KEY") else { continue }
+                guard let text = try? String(contentsOfFile: state + "/" + file, encoding: .utf8),
+                    text.contains("PRIVATE KEY")
+                else { continue }
                 found.formUnion(keyLines(text))
             }
         }
@@ -58,13 +64,20 @@ enum SecretLeaks {
 
     /// The base64 lines of a PEM private key (encrypted or not).
     static func keyLines(_ pem: String) -> [String] {
-        pem.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("-----") && !$0.contains(":") && $0.count >= 16 }
+        pem.split(separator: "\n").map(String.init).filter {
+            !$0.hasPrefix("-----") && !$0.contains(":") && $0.count >= 16
+        }
     }
 
     /// Records an issue for every secret found in `output`, naming only where it came from.
-    static func expectNone(in output: String, _ secrets: Set<String>, what: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    static func expectNone(
+        in output: String, _ secrets: Set<String>, what: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
         let leaked = secrets.filter { output.contains($0) }.count
-        #expect(leaked == 0, "\(what) holds \(leaked) secret value(s) or private key line(s)", sourceLocation: sourceLocation)
+        #expect(
+            leaked == 0, "\(what) holds \(leaked) secret value(s) or private key line(s)",
+            sourceLocation: sourceLocation)
     }
 
     /// Every regular file below `root` (relative paths, hidden files included, links not followed).
@@ -79,20 +92,25 @@ enum SecretLeaks {
     }
 
     /// Every file under `roots` that holds a secret, a private key or a PKCS#12 bundle is 0600.
-    static func expectPrivateFilesOwnerOnly(_ roots: [String], secrets: Set<String>, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    static func expectPrivateFilesOwnerOnly(
+        _ roots: [String], secrets: Set<String>, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
         var checked = 0
         for root in roots {
             for file in filesBelow(root) {
                 let path = root + "/" + file
                 guard let data = FileManager.default.contents(atPath: path) else { continue }
                 let text = String(decoding: data, as: UTF8.self)
-                let holdsSecret = file.hasSuffix(".p12") || file.hasSuffix(".mobileconfig") && text.contains("PKCS12")
+                let holdsSecret =
+                    file.hasSuffix(".p12") || file.hasSuffix(".mobileconfig") && text.contains("PKCS12")
                     || text.contains("PRIVATE KEY") || secrets.contains { text.contains($0) }
                 guard holdsSecret else { continue }
                 checked += 1
                 var st = stat()
-                #expect(lstat(path, &st) == 0 && st.st_mode & 0o777 == 0o600,
-                    "\(file) holds a secret but has mode \(String(st.st_mode & 0o777, radix: 8))", sourceLocation: sourceLocation)
+                #expect(
+                    lstat(path, &st) == 0 && st.st_mode & 0o777 == 0o600,
+                    "\(file) holds a secret but has mode \(String(st.st_mode & 0o777, radix: 8))",
+                    sourceLocation: sourceLocation)
             }
         }
         _ = checked

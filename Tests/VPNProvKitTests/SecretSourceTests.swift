@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Where `env:` and `file:` secrets may come from (docs/inventory.md): never vpnprov's own variables,
@@ -43,21 +44,32 @@ import Testing
 
     /// validate, validate --secrets and generate refuse it at the referencing line with `secret-source`,
     /// write nothing and print no secret.
-    static func expectRefused(_ dir: String, environment: [String: String], _ message: String, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
+    static func expectRefused(
+        _ dir: String, environment: [String: String], _ message: String,
+        sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) {
         for command in [["validate"], ["validate", "--secrets"], ["generate"]] {
             let r = vpnprov(command, in: dir, environment: environment, sourceLocation: sourceLocation)
             #expect(r.code == 1, "\(command): \(r.err)", sourceLocation: sourceLocation)
-            #expect(r.err.contains("inventory.yaml:10:15: error: user 'alice' password"), "\(command): \(r.err)", sourceLocation: sourceLocation)
-            #expect(r.err.contains("[secret-source]") && r.err.contains(message), "\(command): \(r.err)", sourceLocation: sourceLocation)
-            for value in environment.values { #expect(!r.err.contains(value) && !r.out.contains(value), sourceLocation: sourceLocation) }
+            #expect(
+                r.err.contains("inventory.yaml:10:15: error: user 'alice' password"), "\(command): \(r.err)",
+                sourceLocation: sourceLocation)
+            #expect(
+                r.err.contains("[secret-source]") && r.err.contains(message), "\(command): \(r.err)",
+                sourceLocation: sourceLocation)
+            for value in environment.values {
+                #expect(!r.err.contains(value) && !r.out.contains(value), sourceLocation: sourceLocation)
+            }
         }
         #expect(!FileManager.default.fileExists(atPath: dir + "/state"), sourceLocation: sourceLocation)
         #expect(!FileManager.default.fileExists(atPath: dir + "/out"), sourceLocation: sourceLocation)
     }
 
     @Test func vpnprovsOwnVariablesAreNeverSecrets() throws {
-        for text in [Self.inventory(password: "env:VPNPROV_CA_PASSPHRASE"),
-                     Self.inventory(password: "env:VPNPROV_CA_PASSPHRASE", extra: "secrets:\n  env_prefix: [VPN, VPNPROV_]\n")] {
+        for text in [
+            Self.inventory(password: "env:VPNPROV_CA_PASSPHRASE"),
+            Self.inventory(password: "env:VPNPROV_CA_PASSPHRASE", extra: "secrets:\n  env_prefix: [VPN, VPNPROV_]\n"),
+        ] {
             let dir = try Self.site(text)
             defer { try? FileManager.default.removeItem(atPath: dir) }
             Self.expectRefused(dir, environment: ["VPNPROV_CA_PASSPHRASE": Self.passphrase], "vpnprov's own variables")
@@ -68,7 +80,9 @@ import Testing
         let dir = try Self.site(Self.inventory(password: "env:CI_TOKEN"))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let token = "Zr8kWm3QxT7nLp2VbH9c"
-        Self.expectRefused(dir, environment: ["CI_TOKEN": token], "names must start with VPN_ ('secrets.env_prefix' in the inventory allows others)")
+        Self.expectRefused(
+            dir, environment: ["CI_TOKEN": token],
+            "names must start with VPN_ ('secrets.env_prefix' in the inventory allows others)")
         // The operator allows the prefix: the same reference resolves.
         try Self.inventory(password: "env:CI_TOKEN", extra: "secrets:\n  env_prefix: [OTHER_, CI_]\n")
             .write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
@@ -77,9 +91,12 @@ import Testing
         let generated = vpnprov(["generate"], in: dir, environment: ["CI_TOKEN": token])
         #expect(generated.code == 0, "\(generated.err)")
         // A prefix that is no start of a variable name is an error at its line.
-        try Self.inventory(password: "gen", extra: "secrets:\n  env_prefix: [\"A-\"]\n").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.inventory(password: "gen", extra: "secrets:\n  env_prefix: [\"A-\"]\n").write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let bad = vpnprov(["validate"], in: dir)
-        #expect(bad.code == 1 && bad.err.contains("inventory.yaml:12:16: error: 'secrets.env_prefix' entry 'A-'"), "\(bad.err)")
+        #expect(
+            bad.code == 1 && bad.err.contains("inventory.yaml:12:16: error: 'secrets.env_prefix' entry 'A-'"),
+            "\(bad.err)")
     }
 
     @Test(arguments: ["/etc/passwd", "../outside/pw", "sub/../../outside/pw"])
@@ -90,8 +107,10 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir + "/sub", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: parent + "/outside", withIntermediateDirectories: true)
         try "Qm7vRt2xLp9sKw4nZc8j\n".write(toFile: parent + "/outside/pw", atomically: true, encoding: .utf8)
-        try Self.inventory(password: "file:\(path)").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        Self.expectRefused(dir, environment: [:], path.hasPrefix("/") ? "is an absolute path" : "is outside the inventory's directory")
+        try Self.inventory(password: "file:\(path)").write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        Self.expectRefused(
+            dir, environment: [:], path.hasPrefix("/") ? "is an absolute path" : "is outside the inventory's directory")
     }
 
     /// A link inside the directory that leads out of it is followed before the check: refused when read.
@@ -104,13 +123,16 @@ import Testing
         let secret = "Qm7vRt2xLp9sKw4nZc8j"
         try "\(secret)\n".write(toFile: parent + "/outside/pw", atomically: true, encoding: .utf8)
         try FileManager.default.createSymbolicLink(atPath: dir + "/secrets/pw", withDestinationPath: "../../outside/pw")
-        try Self.inventory(password: "file:secrets/pw").write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try Self.inventory(password: "file:secrets/pw").write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         // Written, the path is inside: only reading it shows where it leads.
         #expect(vpnprov(["validate"], in: dir).code == 0)
         for command in [["validate", "--secrets"], ["generate"]] {
             let r = vpnprov(command, in: dir)
             #expect(r.code == 1, "\(command): \(r.err)")
-            #expect(r.err.contains("inventory.yaml:10:15: error: user 'alice' password: file:secrets/pw resolves to "), "\(r.err)")
+            #expect(
+                r.err.contains("inventory.yaml:10:15: error: user 'alice' password: file:secrets/pw resolves to "),
+                "\(r.err)")
             #expect(r.err.contains("[secret-source]") && !r.err.contains(secret))
         }
         #expect(!FileManager.default.fileExists(atPath: dir + "/state"))

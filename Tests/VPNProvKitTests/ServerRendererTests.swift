@@ -3,13 +3,13 @@ import Testing
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Inventories built in code and fake Materials (dummy PEM text) for the server renderer.
@@ -37,7 +37,9 @@ enum ServerFixtures {
     /// only; erin: certificate only (no password); "Zed": upper case sorts first (UTF-8 byte order).
     static func inventory(_ nodes: [Node]) -> Inventory {
         let all = nodes.map(\.name)
-        func user(_ name: String, password: Bool = true, cert: Bool = false, nodes: [String]? = nil, revoked: Bool = false)
+        func user(
+            _ name: String, password: Bool = true, cert: Bool = false, nodes: [String]? = nil, revoked: Bool = false
+        )
             -> User
         {
             User(
@@ -45,7 +47,8 @@ enum ServerFixtures {
                 nodes: nodes ?? all, revoked: revoked, location: here)
         }
         return Inventory(
-            file: "test.yaml", name: "acme", pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .ecdsaP256, days: 3650)),
+            file: "test.yaml", name: "acme",
+            pki: PKISettings(ca: CASettings(name: "acme VPN Root CA", key: .ecdsaP256, days: 3650)),
             nodes: nodes,
             users: [
                 user("Zed"), user("bob"), user("alice", cert: true), user("carol", revoked: true),
@@ -58,7 +61,8 @@ enum ServerFixtures {
         var nodes: [String: NodeMaterials] = [:]
         for node in inventory.nodes {
             nodes[node.name] = NodeMaterials(
-                certificatePEM: TestPKI.serverCertificatePEM(node, in: inventory), privateKeyPEM: TestPKI.keyPEM("server"),
+                certificatePEM: TestPKI.serverCertificatePEM(node, in: inventory),
+                privateKeyPEM: TestPKI.keyPEM("server"),
                 psk: node.psk == nil ? nil : "psk of \(node.name) with # and \"quotes\"")
         }
         let passwords = [
@@ -70,7 +74,8 @@ enum ServerFixtures {
         }
         return Materials(
             caCertificatePEM: TestPKI.ca.pem, caCommonName: TestPKI.caName, caKeyType: .rsa2048,
-            crlPEM: TestPKI.crlPEM(revokedUsers: inventory.users.filter(\.revoked).map(\.name)), nodes: nodes, users: users)
+            crlPEM: TestPKI.crlPEM(revokedUsers: inventory.users.filter(\.revoked).map(\.name)), nodes: nodes,
+            users: users)
     }
 
     /// Golden cases: name -> nodes.
@@ -133,7 +138,8 @@ enum ServerFixtures {
             try? FileManager.default.removeItem(at: dir)
             for file in files {
                 let url = dir.appendingPathComponent(file.path)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try Data(file.contents).write(to: url)
             }
             Issue.record("VPNPROV_RECORD=1: re-recorded \(dir.path); this run fails on purpose, run again without it")
@@ -194,7 +200,9 @@ enum ServerFixtures {
         // Zed, alice, bob in UTF-8 byte order; not carol (revoked), dave (other node), erin (no password).
         #expect(secrets.contains("eap-u0001 {\n      id = \"Zed\"\n      secret = \"0sMHhkZWFkYmVlZg==\"\n"))
         #expect(secrets.contains("eap-u0002 {\n      id = \"alice\"\n      secret = \"0sYWxpY2UtcHc=\"\n"))
-        #expect(secrets.contains("eap-u0003 {\n      id = \"bob\"\n      secret = \"\(ServerRenderer.base64Secret("a\"b\\c#d}{\nx"))\""))
+        #expect(
+            secrets.contains(
+                "eap-u0003 {\n      id = \"bob\"\n      secret = \"\(ServerRenderer.base64Secret("a\"b\\c#d}{\nx"))\""))
         #expect(!secrets.contains("carol") && !secrets.contains("dave") && !secrets.contains("erin"))
         #expect(!secrets.contains("eap-u0004"))
         // Certificate-only node: no passwords at all, no PSK.
@@ -208,8 +216,9 @@ enum ServerFixtures {
         #expect(!main.contains { $0.path.hasPrefix("servers/n1/strongswan.d/") })
         let aggr = try render([ServerFixtures.node("n1", services: [.ipsecXauthPSK], group: "g")])
         let conf = aggr.first { $0.path == "servers/n1/strongswan.d/vpnprov.conf" }
-        #expect(conf.map { String(decoding: $0.contents, as: UTF8.self) }?
-            .contains("   i_dont_care_about_security_and_use_aggressive_mode_psk = yes\n") == true)
+        #expect(
+            conf.map { String(decoding: $0.contents, as: UTF8.self) }?
+                .contains("   i_dont_care_about_security_and_use_aggressive_mode_psk = yes\n") == true)
     }
 
     @Test func missingMaterialsAreErrorsWithoutSecrets() throws {

@@ -1,18 +1,18 @@
 import Foundation
+import Glibc
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
-
-import Glibc
 
 /// `.vpnprov-stat` lets a run trust an untouched output file without hashing it; every way of changing
 /// a file must still be noticed.
@@ -56,14 +56,17 @@ import Glibc
         var times = [before.st_atim, before.st_mtim]
         #expect(utimensat(AT_FDCWD, dir + "/a", &times, 0) == 0)
         #expect(Self.stat(dir + "/a").st_mtim.tv_nsec == before.st_mtim.tv_nsec)
-        let afterEdit = try #require(StatCache(
-            bytes: encoded, cacheDigest: digest, written: timespec(tv_sec: Self.stat(dir + "/a").st_ctim.tv_sec + 5, tv_nsec: 0)))
+        let afterEdit = try #require(
+            StatCache(
+                bytes: encoded, cacheDigest: digest,
+                written: timespec(tv_sec: Self.stat(dir + "/a").st_ctim.tv_sec + 5, tv_nsec: 0)))
         #expect(!afterEdit.trusts(Self.stat(dir + "/a"), ordinal: 0))
     }
 
     @Test func anEditThatKeepsSizeAndTimesIsStillDriftAndRepaired() throws {
         let dir = try temporaryDirectory()
-        try String(contentsOfFile: PipelineTests.example, encoding: .utf8).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try String(contentsOfFile: PipelineTests.example, encoding: .utf8).write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         #expect(vpnprov(["generate"], in: dir).code == 0)
         // A second run records every file as verified (the first run's files may share the stat file's tick).
         #expect(vpnprov(["generate"], in: dir).code == 0)

@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// The state directory's files through the readers the fuzzer drives (StateInputs: index.json as the
@@ -62,9 +63,12 @@ import VPNProvCrypto
         let bytes = try Self.seed("journal-issuing.json")
         #expect(try StateInputs.readIssuingJournal(bytes, now: Self.now) == 1)
         let text = String(decoding: bytes, as: UTF8.self)
-        for bad in [text.replacingOccurrences(of: "\"5A17E0C0FFEE0000000000000000BEEF\": {", with: "\"../../x\": {"),
-                    text.replacingOccurrences(of: "\"serial\": \"5A17E0C0FFEE0000000000000000BEEF\"", with: "\"serial\": \"AB\""),
-                    text.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2"), "{}"] {
+        for bad in [
+            text.replacingOccurrences(of: "\"5A17E0C0FFEE0000000000000000BEEF\": {", with: "\"../../x\": {"),
+            text.replacingOccurrences(
+                of: "\"serial\": \"5A17E0C0FFEE0000000000000000BEEF\"", with: "\"serial\": \"AB\""),
+            text.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2"), "{}",
+        ] {
             #expect(throws: StateError.self) { try StateInputs.readIssuingJournal(Array(bad.utf8), now: Self.now) }
         }
     }
@@ -85,14 +89,19 @@ import VPNProvCrypto
         #expect(index.rotation == nil && index.retiredCAs == nil)
 
         let contents = try StateInputs.readIndex(bytes, now: Self.now)
-        #expect(contents == StateInputs.IndexContents(
-            certificates: 7, revoked: 1, nodes: 3, users: 2, heldUsers: 1, nextCRLNumbers: [nil], nextCAGeneration: 2))
+        #expect(
+            contents
+                == StateInputs.IndexContents(
+                    certificates: 7, revoked: 1, nodes: 3, users: 2, heldUsers: 1, nextCRLNumbers: [nil],
+                    nextCAGeneration: 2))
         // Within 30 days of the CRL's next update (2027-11-30) a new CRL is due, with the next number.
         let lateNow = Self.now + 345 * 86400
         #expect(try StateInputs.readIndex(bytes, now: lateNow).nextCRLNumbers == [3])
-        let entries = try #require(try PKISession.crlContents(
-            PKISession.revokedByCA(index, current: index.ca!).current, previous: index.crl, hasPEM: false, now: Self.now,
-            stateDirectory: StateInputs.stateDirectory))
+        let entries = try #require(
+            try PKISession.crlContents(
+                PKISession.revokedByCA(index, current: index.ca!).current, previous: index.crl, hasPEM: false,
+                now: Self.now,
+                stateDirectory: StateInputs.stateDirectory))
         #expect(entries.number == 3 && entries.serials == [Self.carolSerial])
         #expect(entries.entries.map { hexString($0.serial) } == [Self.carolSerial])
     }
@@ -105,20 +114,27 @@ import VPNProvCrypto
         #expect(rotation.ca?.generation == 2)
         let (current, previous) = PKISession.revokedByCA(rotation, current: rotation.ca!)
         #expect(current.isEmpty && previous.map(\.serial) == [Self.carolSerial])
-        #expect(try StateInputs.readIndex(try Self.seed("state-index-rotation.json"), now: Self.now) == StateInputs.IndexContents(
-            certificates: 14, revoked: 1, nodes: 3, users: 2, heldUsers: 1, nextCRLNumbers: [nil, nil], nextCAGeneration: 3))
+        #expect(
+            try StateInputs.readIndex(try Self.seed("state-index-rotation.json"), now: Self.now)
+                == StateInputs.IndexContents(
+                    certificates: 14, revoked: 1, nodes: 3, users: 2, heldUsers: 1, nextCRLNumbers: [nil, nil],
+                    nextCAGeneration: 3))
         // The compact copy is the same index.
-        #expect(try StateStore.decodeIndex(try Self.seed("state-index-rotation-compact.json"), path: "index.json") == rotation)
+        #expect(
+            try StateStore.decodeIndex(try Self.seed("state-index-rotation-compact.json"), path: "index.json")
+                == rotation)
 
         let retired = try StateStore.decodeIndex(try Self.seed("state-index-retired.json"), path: "index.json")
         #expect(retired.rotation == nil)
         #expect(retired.retiredCAs?.map(\.serial) == [Self.caSerial])
-        #expect(try StateInputs.readIndex(try Self.seed("state-index-retired.json"), now: Self.now).nextCAGeneration == 3)
+        #expect(
+            try StateInputs.readIndex(try Self.seed("state-index-retired.json"), now: Self.now).nextCAGeneration == 3)
     }
 
     @Test func statusOfTheRevokedSeed() throws {
         let (report, text, json) = try StateInputs.status(
-            indexJSON: try Self.seed("state-index-revoked.json"), secretsJSON: try Self.seed("state-secrets-placeholders.json"),
+            indexJSON: try Self.seed("state-index-revoked.json"),
+            secretsJSON: try Self.seed("state-secrets-placeholders.json"),
             inventory: Self.inventory, now: Self.now, expiringWithin: 30)
         #expect(report.ca?.serial == Self.caSerial && report.ca?.generation == 1)
         #expect(report.rotation.phase == "none")
@@ -139,24 +155,37 @@ import VPNProvCrypto
         let later = try StateInputs.status(
             indexJSON: try Self.seed("state-index-revoked.json"), secretsJSON: nil, inventory: Self.inventory,
             now: Self.now + 340 * 86400, expiringWithin: 30)
-        #expect(later.report.expiring?.map(\.what).sorted() == [
-            "CRL 2 of CA \(Self.caSerial)", "user bob certificate 5B1B8B9B7ECDF23E1B5012A73B2DAAD1",
-            "user erin certificate 0B66A1F4F794E8BDF992667B33D5C0ED",
-        ])
+        #expect(
+            later.report.expiring?.map(\.what).sorted() == [
+                "CRL 2 of CA \(Self.caSerial)", "user bob certificate 5B1B8B9B7ECDF23E1B5012A73B2DAAD1",
+                "user erin certificate 0B66A1F4F794E8BDF992667B33D5C0ED",
+            ])
     }
 
     @Test func pemSeedsParse() throws {
-        func read(_ name: String) throws -> StateInputs.PEMContents { StateInputs.readPEM(String(decoding: try Self.seed(name), as: UTF8.self)) }
-        #expect(try read("state-ca-and-crl.pem") == StateInputs.PEMContents(
-            certificates: 1, firstIsCA: true, crlNumber: 2, crlEntries: 1, crlSignedByFirst: true, privateKey: false))
-        #expect(try read("state-crl-one-revoked.pem") == StateInputs.PEMContents(
-            certificates: 0, firstIsCA: false, crlNumber: 2, crlEntries: 1, crlSignedByFirst: false, privateKey: false))
+        func read(_ name: String) throws -> StateInputs.PEMContents {
+            StateInputs.readPEM(String(decoding: try Self.seed(name), as: UTF8.self))
+        }
+        #expect(
+            try read("state-ca-and-crl.pem")
+                == StateInputs.PEMContents(
+                    certificates: 1, firstIsCA: true, crlNumber: 2, crlEntries: 1, crlSignedByFirst: true,
+                    privateKey: false))
+        #expect(
+            try read("state-crl-one-revoked.pem")
+                == StateInputs.PEMContents(
+                    certificates: 0, firstIsCA: false, crlNumber: 2, crlEntries: 1, crlSignedByFirst: false,
+                    privateKey: false))
         #expect(try read("state-crl-empty.pem").crlNumber == 1)
         #expect(try read("state-chain.pem").certificates == 3)
         #expect(try read("state-chain.pem").firstIsCA)
-        #expect(try read("state-cert-server-dns.pem") == StateInputs.PEMContents(
-            certificates: 1, firstIsCA: false, crlNumber: nil, crlEntries: 0, crlSignedByFirst: false, privateKey: false))
-        let facts = try #require(Pipeline.inspectCertificate(String(decoding: try Self.seed("state-cert-server-ip.pem"), as: UTF8.self)))
+        #expect(
+            try read("state-cert-server-dns.pem")
+                == StateInputs.PEMContents(
+                    certificates: 1, firstIsCA: false, crlNumber: nil, crlEntries: 0, crlSignedByFirst: false,
+                    privateKey: false))
+        let facts = try #require(
+            Pipeline.inspectCertificate(String(decoding: try Self.seed("state-cert-server-ip.pem"), as: UTF8.self)))
         #expect(facts.ipAddresses == [[203, 0, 113, 10]] && facts.dnsNames == ["203.0.113.10"])
     }
 
@@ -167,7 +196,9 @@ import VPNProvCrypto
         #expect(StateInputs.readOutputLocation(Array("\r\n".utf8)) == nil)
         #expect(StateInputs.readOutputLocation([0x6F, 0xFF, 0x0A]) == nil)
         // Only the first 4 KiB count, as from the file.
-        #expect(StateInputs.readOutputLocation(Array(repeating: UInt8(ascii: "a"), count: 5000))?.count == "/srv/vpn/".count + 4096)
+        #expect(
+            StateInputs.readOutputLocation(Array(repeating: UInt8(ascii: "a"), count: 5000))?.count == "/srv/vpn/".count
+                + 4096)
     }
 
     // MARK: Mutants
@@ -175,8 +206,10 @@ import VPNProvCrypto
     /// JSON values that are valid JSON but wrong for the index or secrets file: other types, extreme
     /// numbers, bad dates, non-hex serials, empty and odd strings.
     static let hostileValues = [
-        #""ZZ""#, #""""#, #""2D1""#, "9223372036854775807", "-9223372036854775808", "-1", "0", "1e400", "null", "true", "[]", "{}",
-        #""0001-01-01T00:00:00Z""#, #""9999-12-31T23:59:59Z""#, #""2026-02-30T00:00:00Z""#, #""not a date""#, #""revoked""#,
+        #""ZZ""#, #""""#, #""2D1""#, "9223372036854775807", "-9223372036854775808", "-1", "0", "1e400", "null", "true",
+        "[]", "{}",
+        #""0001-01-01T00:00:00Z""#, #""9999-12-31T23:59:59Z""#, #""2026-02-30T00:00:00Z""#, #""not a date""#,
+        #""revoked""#,
         #""superseded""#, #""cross""#, #""../../etc/passwd""#, #""\u0000""#, #""\ud800""#, #"["ZZ"]"#, #"{"x":"y"}"#,
     ].map { Array($0.utf8) }
 
@@ -190,7 +223,8 @@ import VPNProvCrypto
             let rest = line[colon.upperBound...]
             return !rest.isEmpty && rest.first != UInt8(ascii: "{") && rest.first != UInt8(ascii: "[")
         }
-        guard let i = candidates.randomElement(using: &rng), let colon = lines[i].firstRange(of: Array(" : ".utf8)) else { return input }
+        guard let i = candidates.randomElement(using: &rng), let colon = lines[i].firstRange(of: Array(" : ".utf8))
+        else { return input }
         let comma = lines[i].last == UInt8(ascii: ",") ? [UInt8(ascii: ",")] : []
         lines[i] = ArraySlice(Array(lines[i][..<colon.upperBound]) + hostileValues.randomElement(using: &rng)! + comma)
         return MutationTests.joined(lines)
@@ -212,10 +246,15 @@ import VPNProvCrypto
         return [
             outcome { try StateInputs.readIndex(bytes, now: now) },
             outcome { try StateInputs.readSecrets(bytes) },
-            outcome { try StateInputs.status(indexJSON: bytes, secretsJSON: nil, inventory: inventory, now: now, expiringWithin: 30).text },
             outcome {
                 try StateInputs.status(
-                    indexJSON: Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8), secretsJSON: bytes,
+                    indexJSON: bytes, secretsJSON: nil, inventory: inventory, now: now, expiringWithin: 30
+                ).text
+            },
+            outcome {
+                try StateInputs.status(
+                    indexJSON: Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8),
+                    secretsJSON: bytes,
                     inventory: inventory, now: now, expiringWithin: nil
                 ).json
             },
@@ -233,7 +272,9 @@ import VPNProvCrypto
             // Three in four start from index.json or secrets.json.
             var bytes = n % 4 == 3 ? seeds[n % seeds.count] : seeds[json[n % json.count]]
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
-                bytes = Bool.random(using: &rng) ? replaceValue(bytes, using: &rng) : MutationTests.mutate(bytes, seeds: seeds, using: &rng)
+                bytes =
+                    Bool.random(using: &rng)
+                    ? replaceValue(bytes, using: &rng) : MutationTests.mutate(bytes, seeds: seeds, using: &rng)
             }
             return bytes
         }
@@ -242,7 +283,11 @@ import VPNProvCrypto
     @Test(.timeLimit(.minutes(5)))
     func mutatedStateFilesEndInAValueOrAClearError() throws {
         let inputs = try Self.mutants(count: Self.inputCount, seed: 0x73_74_61_74_65)  // "state"
-        var indexAccepted = 0, indexRejected = 0, statusAccepted = 0, secretsAccepted = 0, secretsRejected = 0
+        var indexAccepted = 0
+        var indexRejected = 0
+        var statusAccepted = 0
+        var secretsAccepted = 0
+        var secretsRejected = 0
         var messages = Set<String>()
         for (n, bytes) in inputs.enumerated() {
             let outcomes = Self.readAll(bytes)
@@ -250,14 +295,19 @@ import VPNProvCrypto
                 #expect(!outcome.hasPrefix("unexpected"), "mutant \(n): \(outcome.prefix(300))")
                 // What reads secrets.json (the loader and both status runs) never shows a value. (Read as
                 // output-location or PEM the same bytes are no secret file; they may come back whole.)
-                if (1...3).contains(reader) { #expect(!outcome.contains(Self.placeholder), "mutant \(n): a secret value was printed") }
+                if (1...3).contains(reader) {
+                    #expect(!outcome.contains(Self.placeholder), "mutant \(n): a secret value was printed")
+                }
                 if !outcome.hasPrefix("ok: ") {
                     // Unreadable (not the JSON or version vpnprov writes) or inconsistent (records that
                     // cannot make a CRL or a next CA): both exit 3 with the reason.
                     #expect(
-                        outcome.hasPrefix("state-unreadable: ") || (reader == 0 && outcome.hasPrefix("state-inconsistent: ")),
+                        outcome.hasPrefix("state-unreadable: ")
+                            || (reader == 0 && outcome.hasPrefix("state-inconsistent: ")),
                         "mutant \(n): \(outcome.prefix(300))")
-                    #expect(outcome.contains(StateInputs.stateDirectory), "mutant \(n): the error names no file: \(outcome.prefix(300))")
+                    #expect(
+                        outcome.contains(StateInputs.stateDirectory),
+                        "mutant \(n): the error names no file: \(outcome.prefix(300))")
                     messages.insert(outcome)
                 }
             }
@@ -273,8 +323,10 @@ import VPNProvCrypto
         #expect(secretsRejected > Self.inputCount / 10, "only \(secretsRejected) secrets mutants were rejected")
         // ... and every kind of rejection: the index's own checks and each way JSON can be wrong.
         for reason in [
-            "index.json lists the revoked certificate", "index.json has version", "secrets.json: it is not valid JSON of vpnprov",
-            "it is not a valid vpnprov index (DecodingError.dataCorrupted", "DecodingError.keyNotFound", "DecodingError.typeMismatch",
+            "index.json lists the revoked certificate", "index.json has version",
+            "secrets.json: it is not valid JSON of vpnprov",
+            "it is not a valid vpnprov index (DecodingError.dataCorrupted", "DecodingError.keyNotFound",
+            "DecodingError.typeMismatch",
             "DecodingError.valueNotFound",
         ] {
             #expect(messages.contains { $0.contains(reason) }, "no mutant was rejected for '\(reason)'")

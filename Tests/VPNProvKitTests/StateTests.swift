@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct StateTests {
@@ -19,7 +20,9 @@ import VPNProvCrypto
         var st = stat()
         #expect(stat(state, &st) == 0 && st.st_mode & 0o777 == 0o700)
         let entries = snapshot(state)
-        #expect(entries.keys.contains("index.json") && entries.keys.contains("secrets.json") && entries.keys.contains("ca/ca.key"))
+        #expect(
+            entries.keys.contains("index.json") && entries.keys.contains("secrets.json")
+                && entries.keys.contains("ca/ca.key"))
         for (path, entry) in entries {
             if entry.hasSuffix(" dir") {
                 #expect(entry.hasPrefix("700 "), "\(path)")
@@ -57,7 +60,8 @@ import VPNProvCrypto
         }
         // The caller's own lock can be passed in.
         _ = try PKIManager.prepare(
-            inventory: standardInventory(), stateDirectory: state, inventoryDirectory: state, environment: [:], now: testNow, lock: lock)
+            inventory: standardInventory(), stateDirectory: state, inventoryDirectory: state, environment: [:],
+            now: testNow, lock: lock)
         lock.release()
         try prepare(standardInventory(), state: state)
     }
@@ -103,7 +107,8 @@ import VPNProvCrypto
     @Test func missingOrMismatchedKeysAreErrorsThatChangeNothing() throws {
         let state = makeTempDirectory()
         let result = try prepare(standardInventory(), state: state)
-        let index = try StateJSON.decode(StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
+        let index = try StateJSON.decode(
+            StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
         let aliceKey = "\(state)/keys/\(index.users["alice"]!.key).pem"
         let carolKey = "\(state)/keys/\(index.users["carol"]!.key).pem"
 
@@ -134,12 +139,15 @@ import VPNProvCrypto
     @Test func aMissingCAKeyOrTamperedP12IsAnError() throws {
         let state = makeTempDirectory()
         try prepare(standardInventory(), state: state)
-        let index = try StateJSON.decode(StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
+        let index = try StateJSON.decode(
+            StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
         let p12 = "\(state)/p12/\(index.users["alice"]!.p12!.file)"
         var bytes = [UInt8](FileManager.default.contents(atPath: p12)!)
         bytes[bytes.count - 1] ^= 1
         _ = FileManager.default.createFile(atPath: p12, contents: Data(bytes))
-        #expect { try prepare(standardInventory(), state: state) } throws: { ($0 as? StateError)?.code == .stateInconsistent }
+        #expect { try prepare(standardInventory(), state: state) } throws: {
+            ($0 as? StateError)?.code == .stateInconsistent
+        }
 
         let other = makeTempDirectory()
         try prepare(standardInventory(), state: other)
@@ -177,7 +185,9 @@ import VPNProvCrypto
         try FileManager.default.copyItem(atPath: "\(source)/ca/ca.pem", toPath: "\(state)/ca/ca.pem")
         let result = try prepare(standardInventory(), state: state)
         #expect(result.changes.first?.kind == .caAdopted)
-        #expect(result.materials.caCertificatePEM == String(decoding: FileManager.default.contents(atPath: "\(source)/ca/ca.pem")!, as: UTF8.self))
+        #expect(
+            result.materials.caCertificatePEM
+                == String(decoding: FileManager.default.contents(atPath: "\(source)/ca/ca.pem")!, as: UTF8.self))
     }
 
     @Test(.needs(.openssl)) func encryptedCAKeyNeedsThePassphraseOnlyToSign() throws {
@@ -205,7 +215,8 @@ import VPNProvCrypto
             guard let error = error as? StateError else { return false }
             return error.code == .caPassphrase && error.message.contains("VPNPROV_CA_PASSPHRASE")
         }
-        #expect { try prepare(inventory, state: state, env: [PKIManager.caPassphraseVariable: "wrong"]) } throws: { error in
+        #expect { try prepare(inventory, state: state, env: [PKIManager.caPassphraseVariable: "wrong"]) } throws: {
+            error in
             (error as? StateError)?.code == .caPassphrase && !"\(error)".contains("wrong\"")
         }
         #expect(snapshot(state) == before)

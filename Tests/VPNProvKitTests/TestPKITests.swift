@@ -1,15 +1,16 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Goldens of the encodings themselves: the test PKI's certificates and CRL byte for byte, and the
@@ -41,7 +42,9 @@ import VPNProvCrypto
         write(TestPKI.ca.pem, to: "\(dir)/ca.pem")
         write(TestPKI.serverCertificatePEM(fra, in: inventory), to: "\(dir)/fra-1.pem")
         write(TestPKI.crlPEM(revokedUsers: ["carol"]), to: "\(dir)/crl.pem")
-        let verify = try runTool(["openssl", "verify", "-purpose", "sslserver", "-CAfile", "\(dir)/ca.pem", "\(dir)/fra-1.pem"])
+        let verify = try runTool([
+            "openssl", "verify", "-purpose", "sslserver", "-CAfile", "\(dir)/ca.pem", "\(dir)/fra-1.pem",
+        ])
         #expect(verify.status == 0, "openssl verify: \(verify.output)")
         let crl = try runTool(["openssl", "crl", "-in", "\(dir)/crl.pem", "-CAfile", "\(dir)/ca.pem", "-noout"])
         #expect(crl.status == 0 && crl.output.contains("verify OK"), "openssl crl: \(crl.output)")
@@ -60,19 +63,24 @@ import VPNProvCrypto
     }
 
     @Test(.needs(.openssl)) func pkcs12StructureMatchesItsGolden() throws {
-        let now = try TestPKI.buildP12(certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory), friendlyName: "alice")
+        let now = try TestPKI.buildP12(
+            certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory), friendlyName: "alice")
         // Re-made only when out of date, so re-recording twice changes nothing (its salts are random).
         let storedCertificate = try? PKCS12.parse(TestPKI.storedP12, password: TestPKI.p12Password).certificate.pem
         if ProcessInfo.processInfo.environment["VPNPROV_RECORD_P12"] == "1",
-            try storedCertificate != TestPKI.clientCertificatePEM(alice, in: inventory) || structure(of: TestPKI.storedP12) != structure(of: now)
+            try storedCertificate != TestPKI.clientCertificatePEM(alice, in: inventory)
+                || structure(of: TestPKI.storedP12) != structure(of: now)
         {
             try Data(now).write(to: TestPKI.directory.appendingPathComponent("client.p12"))
         }
-        try Golden.check([OutputFile(path: "client-p12-structure.txt", text: try structure(of: now))], against: "pki/pkcs12")
+        try Golden.check(
+            [OutputFile(path: "client-p12-structure.txt", text: try structure(of: now))], against: "pki/pkcs12")
         // The stored p12 the renderer goldens embed has the same structure and holds today's certificate.
         #expect(try structure(of: TestPKI.storedP12) == structure(of: now))
         let stored = try PKCS12.parse(TestPKI.storedP12, password: TestPKI.p12Password)
-        #expect(stored.certificate.pem == TestPKI.clientCertificatePEM(alice, in: inventory), "re-record: scripts/regenerate-goldens")
+        #expect(
+            stored.certificate.pem == TestPKI.clientCertificatePEM(alice, in: inventory),
+            "re-record: scripts/regenerate-goldens")
     }
 
     @Test func storedEmptyPasswordP12HoldsTodaysCertificate() throws {

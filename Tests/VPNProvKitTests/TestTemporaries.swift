@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import Glibc
+import Testing
 
 /// Where the unit tests keep their files (state directories with private keys among them), and the
 /// proof that none is left behind.
@@ -29,8 +28,11 @@ enum TestTemporaries {
     /// `<tmp>/vpnprov-tests-<pid>`, created (and mounted, as root) on first use.
     static let root: String = {
         removeStaleRoots()
-        let path = NSTemporaryDirectory().replacingOccurrences(of: "/+$", with: "", options: .regularExpression) + "/\(prefix)\(pid)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path =
+            NSTemporaryDirectory().replacingOccurrences(of: "/+$", with: "", options: .regularExpression)
+            + "/\(prefix)\(pid)"
+        try? FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         if geteuid() == 0, ProcessInfo.processInfo.environment["VPNPROV_TEST_TMPFS"] != "0" {
             mounted = mount("vpnprov-tests", path, "tmpfs", 0, "mode=0700,size=4g") == 0
         }
@@ -54,7 +56,8 @@ enum TestTemporaries {
         removeRoot(root, mounted: mounted)
         guard !left.isEmpty else { return }
         let shown = left.prefix(10).joined(separator: ", ") + (left.count > 10 ? ", ..." : "")
-        let message = "error: the tests left \(left.count) temporary entr\(left.count == 1 ? "y" : "ies") in \(root) (now removed): \(shown)\n"
+        let message =
+            "error: the tests left \(left.count) temporary entr\(left.count == 1 ? "y" : "ies") in \(root) (now removed): \(shown)\n"
         FileHandle.standardError.write(Data(message.utf8))
         // _exit skips the exit handlers not yet run, among them the end-to-end harness's, which
         // removes this process's scratch directory: remove it here.
@@ -70,7 +73,8 @@ enum TestTemporaries {
     }
 
     static func isMountPoint(_ path: String) -> Bool {
-        var own = stat(), parent = stat()
+        var own = stat()
+        var parent = stat()
         return stat(path, &own) == 0 && stat(path + "/..", &parent) == 0 && own.st_dev != parent.st_dev
     }
 
@@ -143,15 +147,19 @@ func temporaryDirectory(_ label: String = "dir") throws -> String {
         #expect(process.terminationStatus == 1, "\(output.suffix(500))")
         #expect(output.contains("error: the tests left 1 temporary entry in "), "\(output.suffix(500))")
         #expect(output.contains("left-on-purpose-"), "\(output.suffix(500))")
-        let root = (TestTemporaries.root as NSString).deletingLastPathComponent + "/\(TestTemporaries.prefix)\(process.processIdentifier)"
+        let root =
+            (TestTemporaries.root as NSString).deletingLastPathComponent
+            + "/\(TestTemporaries.prefix)\(process.processIdentifier)"
         #expect(!FileManager.default.fileExists(atPath: root), "\(root) is still there")
     }
 }
 
 /// Leaves a directory behind on purpose, for `aRunThatLeavesADirectoryFails` (which runs it alone).
 @Suite("Leaves a directory on purpose (run alone by aRunThatLeavesADirectoryFails)") struct TemporariesLeftOnPurpose {
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["VPNPROV_TEST_LEAVE_A_DIRECTORY"] == "1",
-                   "run only by TestTemporariesTests.aRunThatLeavesADirectoryFails"))
+    @Test(
+        .enabled(
+            if: ProcessInfo.processInfo.environment["VPNPROV_TEST_LEAVE_A_DIRECTORY"] == "1",
+            "run only by TestTemporariesTests.aRunThatLeavesADirectoryFails"))
     func leavesADirectory() throws {
         _ = try temporaryDirectory("left-on-purpose")
     }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Text diagnostics quote inventory values, and CI logs read stderr: nothing an inventory holds may
@@ -53,7 +54,9 @@ import Testing
 
     /// Lines (split on every line break a log viewer may honour) that start, after blanks, with `::`.
     static func workflowCommandLines(_ text: String) -> [Substring] {
-        text.split(whereSeparator: { $0.isNewline }).filter { $0.drop(while: { $0 == " " || $0 == "\t" }).hasPrefix("::") }
+        text.split(whereSeparator: { $0.isNewline }).filter {
+            $0.drop(while: { $0 == " " || $0 == "\t" }).hasPrefix("::")
+        }
     }
 
     @Test func hostileInventoryValuesAreEscapedInTextDiagnostics() throws {
@@ -83,7 +86,10 @@ import Testing
         let printer = DiagnosticPrinter()
         let message = "x\u{1B}\u{7F}\u{85}\u{9F}\u{2028}\u{2029}\u{202E}\u{2066}\u{200F}\u{061C}\t\r y"
         let text = printer.render([.error(.invalidValue, message, at: nil)])
-        #expect(text == #"vpnprov: error: x\u{1B}\u{7F}\u{85}\u{9F}\u{2028}\u{2029}\u{202E}\u{2066}\u{200F}\u{61C}\u{9}\u{D} y [invalid-value]"# + "\n")
+        #expect(
+            text
+                == #"vpnprov: error: x\u{1B}\u{7F}\u{85}\u{9F}\u{2028}\u{2029}\u{202E}\u{2066}\u{200F}\u{61C}\u{9}\u{D} y [invalid-value]"#
+                + "\n")
     }
 
     @Test func aLineStartingWithTwoColonsIsNeutralised() {

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// `out/README`: what goes to whom, at the top of the output tree.
@@ -16,9 +17,11 @@ import Testing
     @Test func matchesGoldenFiles() throws {
         let templates = try TemplateSet.builtin()
         var inventory = ClientFixtures.inventory()
-        try Golden.check([try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/two-nodes")
+        try Golden.check(
+            [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/two-nodes")
         inventory.pki.crlURL = "http://crl.example.com/acme.crl"
-        try Golden.check([try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/crl")
+        try Golden.check(
+            [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/crl")
     }
 
     /// Every entry `generate` writes at the top of the tree is named in the README, with whom it goes
@@ -29,7 +32,8 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var text = try String(contentsOfFile: MachineOutputTests.example, encoding: .utf8)
         if crl {
-            text = text.replacingOccurrences(of: "\npki:\n", with: "\npki:\n  crl_url: http://crl.example.com/acme.crl\n")
+            text = text.replacingOccurrences(
+                of: "\npki:\n", with: "\npki:\n  crl_url: http://crl.example.com/acme.crl\n")
         }
         try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let generated = vpnprov(["generate", "--quiet"], in: dir)
@@ -40,10 +44,13 @@ import Testing
         #expect(entries.contains("crl") == crl)
         for entry in entries where entry != "README" {
             let name = entry.hasPrefix(".vpnprov-") ? ".vpnprov-*" : entry
-            #expect(lines.contains { $0.hasPrefix(name + "/") || $0.hasPrefix(name + " ") }, "\(entry) is not in out/README")
+            #expect(
+                lines.contains { $0.hasPrefix(name + "/") || $0.hasPrefix(name + " ") }, "\(entry) is not in out/README"
+            )
         }
         #expect(readme.contains("crl.example.com") == crl)
-        #expect(try FileManager.default.attributesOfItem(atPath: dir + "/out/README")[.posixPermissions] as? Int == 0o644)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: dir + "/out/README")[.posixPermissions] as? Int == 0o644)
         // Removed, it is drift that the next generate repairs.
         try FileManager.default.removeItem(atPath: dir + "/out/README")
         let check = vpnprov(["check"], in: dir)

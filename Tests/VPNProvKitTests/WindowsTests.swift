@@ -1,33 +1,45 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Windows' side of the plan: which Set-VpnConnectionIPsecConfiguration values a node's proposals become, which
 /// nodes the validator refuses for Windows users, and the certificate checks Windows makes.
 @Suite(.temporaries) struct WindowsTests {
-    func derive(_ ike: [String], _ esp: [String]) -> WindowsIPsec? { WindowsIPsec.derive(from: Proposals(ike: ike, esp: esp)) }
+    func derive(_ ike: [String], _ esp: [String]) -> WindowsIPsec? {
+        WindowsIPsec.derive(from: Proposals(ike: ike, esp: esp))
+    }
 
     @Test func defaultProposalsBecomeGCMWithECP256() throws {
         let w = try #require(WindowsIPsec.derive(from: .defaults))
         #expect([w.encryptionMethod, w.integrityCheckMethod, w.dhGroup] == ["GCMAES256", "SHA256", "ECP256"])
-        #expect([w.cipherTransformConstants, w.authenticationTransformConstants, w.pfsGroup] == ["GCMAES256", "GCMAES256", "None"])
+        #expect(
+            [w.cipherTransformConstants, w.authenticationTransformConstants, w.pfsGroup] == [
+                "GCMAES256", "GCMAES256", "None",
+            ])
         #expect(w.offer == ProposalOffer(ike: ["aes256gcm16-prfsha256-ecp256"], esp: ["aes256gcm16"]))
     }
 
     @Test func firstExpressibleCombinationInTheNodesOrder() throws {
         // curve25519 and ChaCha20 are beyond Windows; the CBC fallback with MODP2048 is not.
-        let w = try #require(derive(["chacha20poly1305-prfsha256-curve25519", "aes256-sha384-ecp384-modp2048"], ["chacha20poly1305", "aes128-sha256-modp2048"]))
+        let w = try #require(
+            derive(
+                ["chacha20poly1305-prfsha256-curve25519", "aes256-sha384-ecp384-modp2048"],
+                ["chacha20poly1305", "aes128-sha256-modp2048"]))
         #expect([w.encryptionMethod, w.integrityCheckMethod, w.dhGroup] == ["AES256", "SHA384", "ECP384"])
-        #expect([w.cipherTransformConstants, w.authenticationTransformConstants, w.pfsGroup] == ["AES128", "SHA256128", "PFS2048"])
+        #expect(
+            [w.cipherTransformConstants, w.authenticationTransformConstants, w.pfsGroup] == [
+                "AES128", "SHA256128", "PFS2048",
+            ])
         #expect(w.offer == ProposalOffer(ike: ["aes256-sha384-ecp384"], esp: ["aes128-sha256-modp2048"]))
         // An optional group (`modpnone`) leaves PFS off; a group Windows lacks with no alternative makes the proposal unusable.
         #expect(derive(["aes256-sha256-modp2048"], ["aes256gcm16-ecp256-modpnone"])?.pfsGroup == "None")
@@ -80,19 +92,28 @@ import Testing
         // alice's certificate clientAuth.
         let inspector: Consistency.CertificateInspector = { pem in
             if pem == m.nodes["fra-1"]!.certificatePEM {
-                return CertificateFacts(dnsNames: ["fra-1.vpn.example.com"], issuerCommonName: "acme VPN Root CA", extendedKeyUsages: ["1.3.6.1.5.5.8.2.2"])
+                return CertificateFacts(
+                    dnsNames: ["fra-1.vpn.example.com"], issuerCommonName: "acme VPN Root CA",
+                    extendedKeyUsages: ["1.3.6.1.5.5.8.2.2"])
             }
             if pem == m.nodes["ams-1"]!.certificatePEM {
                 return CertificateFacts(ipAddresses: [[192, 0, 2, 10]], extendedKeyUsages: ["1.3.6.1.5.5.7.3.1"])
             }
             if pem == m.users["alice"]!.certificatePEM {
-                return CertificateFacts(emails: ["alice@acme.example"], subject: "O=acme, CN=alice@acme.example", extendedKeyUsages: ["1.3.6.1.5.5.7.3.1"])
+                return CertificateFacts(
+                    emails: ["alice@acme.example"], subject: "O=acme, CN=alice@acme.example",
+                    extendedKeyUsages: ["1.3.6.1.5.5.7.3.1"])
             }
             return nil
         }
-        let d = Consistency.check(plan: plan, servers: servers, inventory: inventory, materials: materials, inspect: inspector)
-            .filter { $0.code == .windowsCertificate }
-        #expect(d.contains { $0.message.contains("ams-1") && $0.message.contains("no dNSName subjectAltName '192.0.2.10'") }, "\(d.map(\.message))")
+        let d = Consistency.check(
+            plan: plan, servers: servers, inventory: inventory, materials: materials, inspect: inspector
+        )
+        .filter { $0.code == .windowsCertificate }
+        #expect(
+            d.contains {
+                $0.message.contains("ams-1") && $0.message.contains("no dNSName subjectAltName '192.0.2.10'")
+            }, "\(d.map(\.message))")
         #expect(d.contains { $0.message.contains("fra-1") && $0.message.contains("serverAuth") })
         #expect(d.contains { $0.message.contains("alice") && $0.message.contains("clientAuth") })
         #expect(!d.contains { $0.message.contains("certificate subject") })
@@ -112,7 +133,9 @@ import Testing
     }
 
     func serial(_ state: String, node: String? = nil, user: String? = nil) throws -> String {
-        let index = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: state + "/index.json"))) as? [String: Any])
+        let index = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: state + "/index.json")))
+                as? [String: Any])
         let holders = try #require(index[node != nil ? "nodes" : "users"] as? [String: [String: Any]])
         return try #require(holders[node ?? user!]?["serial"] as? String)
     }
@@ -130,10 +153,19 @@ import Testing
             a["extendedKeyUsages"] = [String]()
             certs[alice] = a
         }
-        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(\.description)
+        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(
+            \.description)
         #expect(changes.count == 2)
-        #expect(changes.contains { $0.hasPrefix("re-issued node 'fra-1'") && $0.hasSuffix(": lacks the serverAuth extended key usage Windows requires") })
-        #expect(changes.contains { $0.hasPrefix("re-issued user 'alice'") && $0.hasSuffix(": lacks the clientAuth extended key usage Windows requires") })
+        #expect(
+            changes.contains {
+                $0.hasPrefix("re-issued node 'fra-1'")
+                    && $0.hasSuffix(": lacks the serverAuth extended key usage Windows requires")
+            })
+        #expect(
+            changes.contains {
+                $0.hasPrefix("re-issued user 'alice'")
+                    && $0.hasSuffix(": lacks the clientAuth extended key usage Windows requires")
+            })
         #expect(try prepare(standardInventory(), state: state).changes.isEmpty)
     }
 
@@ -141,7 +173,11 @@ import Testing
         let state = makeTempDirectory()
         try prepare(standardInventory(), state: state)
         try editIndex(state) { certs in
-            for (k, v) in certs { var r = v as! [String: Any]; r.removeValue(forKey: "extendedKeyUsages"); certs[k] = r }
+            for (k, v) in certs {
+                var r = v as! [String: Any]
+                r.removeValue(forKey: "extendedKeyUsages")
+                certs[k] = r
+            }
         }
         #expect(try prepare(standardInventory(), state: state).changes.isEmpty)
         let text = try String(contentsOfFile: state + "/index.json", encoding: .utf8)
@@ -157,8 +193,11 @@ import Testing
             r["subjectAltNames"] = (r["subjectAltNames"] as! [String]).filter { $0 != "DNS:203.0.113.10" }
             certs[ams] = r
         }
-        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(\.description)
+        let changes = try prepare(standardInventory(), state: state).changes.filter { $0.kind == .reissued }.map(
+            \.description)
         #expect(changes.count == 1)
-        #expect(changes.first?.hasSuffix(": no dNSName for its IP address (203.0.113.10), which Windows requires") == true, "\(changes)")
+        #expect(
+            changes.first?.hasSuffix(": no dNSName for its IP address (203.0.113.10), which Windows requires") == true,
+            "\(changes)")
     }
 }

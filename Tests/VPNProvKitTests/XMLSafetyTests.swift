@@ -1,14 +1,15 @@
 import Foundation
 import Testing
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
 /// Apple profiles are XML property lists: a value with a character XML 1.0 cannot carry is refused
@@ -55,7 +56,9 @@ import Testing
             """#
         let result = InventoryLoader.decode(bytes: Array(text.utf8), file: "inv.yaml")
         let found = result.diagnostics.map { "\($0.location?.line ?? 0) \($0.code)" }
-        #expect(found == ["10 unrepresentable-text", "11 unrepresentable-text", "13 unrepresentable-text"], "\(result.diagnostics)")
+        #expect(
+            found == ["10 unrepresentable-text", "11 unrepresentable-text", "13 unrepresentable-text"],
+            "\(result.diagnostics)")
         #expect(result.diagnostics.allSatisfy { $0.severity == .error })
         #expect(result.diagnostics.first?.message.contains("U+0001") == true)
     }
@@ -73,7 +76,8 @@ import Testing
         ]
         for (i, (code, change)) in cases.enumerated() {
             let diagnostics = Validator.validate(Fixture.good().with(change))
-            #expect(diagnostics.contains { $0.code == code && $0.severity == .error },
+            #expect(
+                diagnostics.contains { $0.code == code && $0.severity == .error },
                 "case \(i) with U+\(String(bad.unicodeScalars.first!.value, radix: 16)): no \(code)")
         }
     }
@@ -87,30 +91,32 @@ import Testing
         // …and an XML parser reads the document, each such character as U+FFFD.
         let parsed = try Self.plistlibStrings(bytes)
         #expect(parsed.ok, "\(parsed.output)")
-        #expect(parsed.output.trimmingCharacters(in: .whitespacesAndNewlines)
-            == #"["a\ufffdb", "\ufffd\ufffd", "\ufffd\ufffd\ufffd", "x\ufffdy", "\ufffd", "ok\t\n <&> \u00e9 \ud83d\ude00"]"#)
+        #expect(
+            parsed.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                == #"["a\ufffdb", "\ufffd\ufffd", "\ufffd\ufffd\ufffd", "x\ufffdy", "\ufffd", "ok\t\n <&> \u00e9 \ud83d\ude00"]"#
+        )
     }
 
     @Test(.needs(.python3)) func generatedProfileWithUnusualSSIDsIsWellFormed() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try """
-            vpnprov: 1
-            name: acme
-            nodes:
-              n1:
-                address: 192.0.2.1
-                pool: 10.70.0.0/24
-                pool6: fd00:70::/112
-                apple:
-                  on_demand: true
-                  trusted_ssids: ["caf\\u00e9 <&>", "]]>", "\\u00a0\\uFFFD"]
-            users:
-              alice:
-                password: gen
-                devices: [apple]
+        vpnprov: 1
+        name: acme
+        nodes:
+          n1:
+            address: 192.0.2.1
+            pool: 10.70.0.0/24
+            pool6: fd00:70::/112
+            apple:
+              on_demand: true
+              trusted_ssids: ["caf\\u00e9 <&>", "]]>", "\\u00a0\\uFFFD"]
+        users:
+          alice:
+            password: gen
+            devices: [apple]
 
-            """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        """.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let result = vpnprov(["generate", dir + "/inventory.yaml", "--quiet"])
         #expect(result.code == 0, "\(result.err)")
         let profile = try [UInt8](Data(contentsOf: URL(fileURLWithPath: dir + "/out/clients/alice/alice.mobileconfig")))

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // What a client device offers, where it is a property of the device and the node's proposals
 // rather than of one connection: the server plan accepts what Apple devices send, and the client
@@ -55,7 +55,8 @@ package struct AppleSA: Sendable, Hashable {
     package static func serverESPProposals(from proposals: Proposals, pfs: Bool) -> [String] {
         guard pfs, let found = choose(from: proposals), !found.namesGroup else { return proposals.esp }
         var esp = proposals.esp
-        let group = AlgorithmTable.all.values.filter { $0.group == found.child.diffieHellmanGroup }.map(\.keyword).min()!
+        let group = AlgorithmTable.all.values.filter { $0.group == found.child.diffieHellmanGroup }.map(\.keyword)
+            .min()!
         esp[found.espIndex] += "-\(group)-modpnone"
         return esp
     }

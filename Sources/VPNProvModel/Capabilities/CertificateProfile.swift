@@ -59,7 +59,9 @@ package struct CertificateProfile: Equatable {
             }
         case .dn(let v):
             guard let dn = DistinguishedName.parse(v) else {
-                throw CertificateIdentityError("node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: node.location(of: "id"))
+                throw CertificateIdentityError(
+                    "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
+                    at: node.location(of: "id"))
             }
             subject = dn
         case .keyID: break
@@ -71,7 +73,8 @@ package struct CertificateProfile: Equatable {
             add(.dnsName(node.address))
         }
         return CertificateProfile(
-            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey, days: inventory.pki.serverDays,
+            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey,
+            days: inventory.pki.serverDays,
             crlDistributionPoints: inventory.pki.crlURL.map { [$0] } ?? [])
     }
 
@@ -83,16 +86,21 @@ package struct CertificateProfile: Equatable {
         case .fqdn(let v): names = [.dnsName(v)]
         case .userFQDN(let v): names = [.rfc822Name(v)]
         case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) { names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))] }
+            if let bytes = IPAddressText.parse(v) {
+                names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))]
+            }
         case .dn(let v):
             guard let dn = DistinguishedName.parse(v) else {
-                throw CertificateIdentityError("user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode", at: user.location(of: "id"))
+                throw CertificateIdentityError(
+                    "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
+                    at: user.location(of: "id"))
             }
             subject = dn
         case .keyID: break
         }
         return CertificateProfile(
-            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey, days: inventory.pki.clientDays,
+            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey,
+            days: inventory.pki.clientDays,
             policies: NodeAccessPolicy.oids(for: user))
     }
 }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // What the validator, the server plan, the client plan and the renderers all need to know about
 // clients, as properties of the inventory's own values: which client kinds can use a service, the

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // The seed iOS app's own server model: per server only `protocol` (IPSec or IKEv2), `localID`,
 // `remoteID` and `pskEnabled`. Its connection code always turns extended authentication on (EAP for
@@ -34,7 +34,9 @@ package enum FourFieldModel {
     /// pskEnabled, and the node accepts what the device offers (IKEv1 nodes always accept the iPhone
     /// set, which the server plan appends).
     package static func usable(_ service: Service, on node: Node) -> Bool {
-        guard self.service(ikeVersion: service.ikeVersion, pskEnabled: service.needsPSK) == service else { return false }
+        guard self.service(ikeVersion: service.ikeVersion, pskEnabled: service.needsPSK) == service else {
+            return false
+        }
         if service.ikeVersion == 1 { return true }
         return Proposal.intersects(ikev2Offer.ike, node.proposals.ike, purpose: .ike, withGroups: true)
             && Proposal.intersects(ikev2Offer.esp, node.proposals.esp, purpose: .esp, withGroups: false)

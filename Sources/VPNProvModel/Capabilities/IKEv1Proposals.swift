@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // IKEv1 has no AEAD in Phase 1 and takes one algorithm of each kind per proposal, so a node's IKEv2
 // proposals are rewritten for its IKEv1 services. The server offers these lists and a Linux IKEv1

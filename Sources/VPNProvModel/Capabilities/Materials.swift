@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // The bridge between the PKI/state layer and the renderers: every secret and certificate the
 // output needs, resolved for one run. Renderers are pure functions of (Inventory, Materials).

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // strongSwan proposal keywords (5.9.8, proposal_keywords_static.txt) and what each client kind can
 // use. One table serves the validator, the server plan and every client renderer, so a proposal is
@@ -22,7 +22,8 @@ package struct AlgorithmInfo: Sendable, Hashable {
 }
 
 package enum AlgorithmTable {
-    private static func enc(_ k: String, aead: Bool = false, weak: Bool = false, apple: String? = nil) -> AlgorithmInfo {
+    private static func enc(_ k: String, aead: Bool = false, weak: Bool = false, apple: String? = nil) -> AlgorithmInfo
+    {
         AlgorithmInfo(keyword: k, kind: .encryption, isAEAD: aead, isWeak: weak, apple: apple, group: nil)
     }
     private static func integ(_ k: String, weak: Bool = false, apple: String? = nil) -> AlgorithmInfo {
@@ -32,7 +33,9 @@ package enum AlgorithmTable {
         AlgorithmInfo(keyword: k, kind: .prf, isAEAD: false, isWeak: weak, apple: apple, group: nil)
     }
     private static func ke(_ k: String, _ group: Int, weak: Bool = false, apple: Bool = false) -> AlgorithmInfo {
-        AlgorithmInfo(keyword: k, kind: .keyExchange, isAEAD: false, isWeak: weak, apple: apple ? String(group) : nil, group: group)
+        AlgorithmInfo(
+            keyword: k, kind: .keyExchange, isAEAD: false, isWeak: weak, apple: apple ? String(group) : nil,
+            group: group)
     }
 
     /// Every keyword vpnprov accepts. Aliases map to the same meaning.
@@ -132,7 +135,8 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     /// PRF (mandatory for AEAD) + a DH group; ESP needs encryption + integrity unless AEAD; AEAD and
     /// non-AEAD ciphers do not mix.
     package static func parse(_ text: String, purpose: Purpose) throws(ProposalError) -> Proposal {
-        var p = Proposal(text: text, purpose: purpose, encryption: [], integrity: [], prf: [], groups: [], groupOptional: false)
+        var p = Proposal(
+            text: text, purpose: purpose, encryption: [], integrity: [], prf: [], groups: [], groupOptional: false)
         guard !text.isEmpty else { throw ProposalError(message: "empty proposal") }
         for token in text.split(separator: "-", omittingEmptySubsequences: false).map(String.init) {
             if token.isEmpty { throw ProposalError(message: "empty algorithm in '\(text)'") }
@@ -147,9 +151,10 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
             }
             guard let info = AlgorithmTable.all[token] else {
                 if AlgorithmTable.isAdditionalKeyExchange(token) {
-                    throw ProposalError(message: "'\(token)' in '\(text)': post-quantum/additional key exchanges are "
-                        + "not supported (strongSwan 5.9 rejects them; Debian 13's 6.0.1 accepts ML-KEM in config, "
-                        + "then fails every handshake that selects it)")
+                    throw ProposalError(
+                        message: "'\(token)' in '\(text)': post-quantum/additional key exchanges are "
+                            + "not supported (strongSwan 5.9 rejects them; Debian 13's 6.0.1 accepts ML-KEM in config, "
+                            + "then fails every handshake that selects it)")
                 }
                 if let reason = AlgorithmTable.notOffered[token] {
                     throw ProposalError(message: "'\(token)' in '\(text)' is not supported: it \(reason)")
@@ -160,7 +165,9 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
             case .encryption: p.encryption.append(info)
             case .integrity: p.integrity.append(info)
             case .prf:
-                guard purpose == .ike else { throw ProposalError(message: "PRF '\(token)' is only valid in IKE proposals") }
+                guard purpose == .ike else {
+                    throw ProposalError(message: "PRF '\(token)' is only valid in IKE proposals")
+                }
                 p.prf.append(info)
             case .keyExchange: p.groups.append(info)
             }
@@ -205,10 +212,14 @@ package struct AppleSAParameters: Sendable, Hashable {
     /// dictionary always carries one; it only matters with EnablePFS).
     package static func first(in proposal: Proposal, fallbackGroup: Int? = nil) -> AppleSAParameters? {
         guard let enc = proposal.encryption.first(where: { $0.apple != nil }) else { return nil }
-        let integrityCandidates = proposal.purpose == .ike && enc.isAEAD ? proposal.effectivePRFs
-            : proposal.purpose == .ike ? proposal.integrity.filter { i in
-                proposal.effectivePRFs.contains { $0.keyword == "prf" + i.keyword } }
-            : proposal.integrity
+        let integrityCandidates =
+            proposal.purpose == .ike && enc.isAEAD
+            ? proposal.effectivePRFs
+            : proposal.purpose == .ike
+                ? proposal.integrity.filter { i in
+                    proposal.effectivePRFs.contains { $0.keyword == "prf" + i.keyword }
+                }
+                : proposal.integrity
         let integrity: String
         if enc.isAEAD && proposal.purpose == .esp {
             integrity = "SHA2-256"  // ignored by the device for AEAD Child SAs, required by the schema
@@ -224,12 +235,15 @@ package struct AppleSAParameters: Sendable, Hashable {
         } else {
             return nil
         }
-        return AppleSAParameters(encryptionAlgorithm: enc.apple!, integrityAlgorithm: integrity, diffieHellmanGroup: group)
+        return AppleSAParameters(
+            encryptionAlgorithm: enc.apple!, integrityAlgorithm: integrity, diffieHellmanGroup: group)
     }
 
     /// The strongSwan proposal this parameter set amounts to (what the device offers).
     package func strongSwanProposal(purpose: Proposal.Purpose, pfs: Bool = false) -> String {
-        let encKeyword = AlgorithmTable.all.values.first { $0.kind == .encryption && $0.apple == encryptionAlgorithm && AlgorithmTable.all[$0.keyword] == $0 }!.keyword
+        let encKeyword = AlgorithmTable.all.values.first {
+            $0.kind == .encryption && $0.apple == encryptionAlgorithm && AlgorithmTable.all[$0.keyword] == $0
+        }!.keyword
         let isAEAD = AlgorithmTable.all[encKeyword]!.isAEAD
         let hash = AlgorithmTable.all.values.first { $0.kind == .integrity && $0.apple == integrityAlgorithm }!.keyword
         let groupKeyword = AlgorithmTable.all.values.filter { $0.group == diffieHellmanGroup }.map(\.keyword).min()!

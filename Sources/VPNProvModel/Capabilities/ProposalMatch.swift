@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // How strongSwan matches a client's proposals against a server's, for the consistency check and
 // for the client catalogue (what a device with default parameters can reach).
@@ -9,7 +9,9 @@ extension Proposal {
     /// Whether some proposal of `client` and some of `server` share an algorithm of every kind, the
     /// way strongSwan selects proposals. `default` (or an unparseable keyword, which the validator
     /// reports) on either side counts as a match. ESP groups only count for rekeying (`withGroups`).
-    package static func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool) -> Bool {
+    package static func intersects(_ client: [String], _ server: [String], purpose: Proposal.Purpose, withGroups: Bool)
+        -> Bool
+    {
         if client.contains("default") || server.contains("default") { return true }
         let cs = client.compactMap { try? Proposal.parse($0, purpose: purpose) }
         let ss = server.compactMap { try? Proposal.parse($0, purpose: purpose) }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // What Windows' built-in IKEv2 client can be told to offer, and how a node's strongSwan proposals map
 // onto it. Windows sends exactly one IKE and one ESP proposal once `Set-VpnConnectionIPsecConfiguration`
@@ -75,12 +75,15 @@ package struct WindowsIPsec: Sendable, Hashable, Codable {
             for enc in p.encryption {
                 guard let encName = ikeEncryption[enc.keyword] else { continue }
                 // CBC: integrity and PRF are one hash; AEAD: the PRF alone.
-                let hashes = enc.isAEAD
+                let hashes =
+                    enc.isAEAD
                     ? p.effectivePRFs.map { String($0.keyword.dropFirst(3)) }
                     : p.integrity.map(\.keyword).filter { i in p.effectivePRFs.contains { $0.keyword == "prf" + i } }
                 guard let hash = hashes.first(where: { ikeIntegrity[$0] != nil }) else { continue }
                 guard let group = p.groups.first(where: { ikeGroup[$0.keyword] != nil }) else { continue }
-                let proposal = enc.isAEAD ? "\(enc.keyword)-prf\(hash)-\(group.keyword)" : "\(enc.keyword)-\(hash)-\(group.keyword)"
+                let proposal =
+                    enc.isAEAD
+                    ? "\(enc.keyword)-prf\(hash)-\(group.keyword)" : "\(enc.keyword)-\(hash)-\(group.keyword)"
                 ike = (encName, ikeIntegrity[hash]!, ikeGroup[group.keyword]!, proposal)
                 break search
             }

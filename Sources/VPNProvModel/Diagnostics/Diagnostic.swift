@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// Where something is in an input file: 1-based line and column (columns count characters).
 package struct SourceLocation: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -61,7 +61,9 @@ package struct Diagnostic: Sendable, Hashable {
         package var user: String?
         package var services: [Service] = []
 
-        package static func node(_ name: String, services: [Service] = []) -> Subject { Subject(node: name, services: services) }
+        package static func node(_ name: String, services: [Service] = []) -> Subject {
+            Subject(node: name, services: services)
+        }
         package static func user(_ name: String) -> Subject { Subject(user: name) }
         /// The deployment's own settings (`pki:`).
         package static let deployment = Subject()
@@ -100,12 +102,15 @@ package struct Diagnostic: Sendable, Hashable {
         self.subject = subject
     }
 
-    package static func error(_ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = []) -> Diagnostic {
+    package static func error(_ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = [])
+        -> Diagnostic
+    {
         Diagnostic(.error, code, message, at: location, notes: notes)
     }
 
     package static func warning(
-        _ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = [], about subject: Subject? = nil
+        _ code: RuleCode, _ message: String, at location: SourceLocation?, notes: [Note] = [],
+        about subject: Subject? = nil
     ) -> Diagnostic {
         Diagnostic(.warning, code, message, at: location, notes: notes, about: subject)
     }
@@ -124,7 +129,8 @@ extension Array where Element == Diagnostic {
     /// Diagnostics in a stable order: by file, line, column; unlocated ones first; ties keep their order.
     package func inReportOrder() -> [Diagnostic] {
         enumerated().sorted { a, b in
-            let la = a.element.location, lb = b.element.location
+            let la = a.element.location
+            let lb = b.element.location
             switch (la, lb) {
             case (nil, nil): return a.offset < b.offset
             case (nil, _): return true

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Rule codes of the client/server consistency check (the consistency guarantee: "a client's remote ID, local ID, auth
 // method and proposals are ones its server accepts"). Each points at the inventory field responsible.

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Rule codes produced while reading an inventory (YAML loading and decoding into the typed model).
 // The Validator's codes live in their own file.

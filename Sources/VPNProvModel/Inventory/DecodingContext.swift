@@ -1,6 +1,6 @@
-import VPNProvYAML
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvSupport
+import VPNProvYAML
 
 /// Typed reading of YAML nodes by the schema's expected type, collecting diagnostics instead of
 /// stopping at the first problem. Every reader returns nil after reporting why.
@@ -64,7 +64,9 @@ final class DecodingContext {
         func report(_ what: String, shown: (String) -> String = { $0 }, into cx: DecodingContext) {
             for value in order {
                 let (times, at) = found[value]!
-                cx.warning(.duplicateEntry, "\(what): '\(shown(value))' is listed \(times == 2 ? "twice" : "\(times) times")", at: at)
+                cx.warning(
+                    .duplicateEntry, "\(what): '\(shown(value))' is listed \(times == 2 ? "twice" : "\(times) times")",
+                    at: at)
             }
         }
     }
@@ -80,7 +82,9 @@ final class DecodingContext {
 
     /// The entries of a mapping whose keys are strings, in order. Reports non-mappings, non-scalar keys
     /// and (when `allowed` is given) unknown keys with a "did you mean" hint.
-    func mapping(_ node: YAMLNode, _ what: String, allowed: [String]? = nil) -> [(key: String, keyNode: YAMLNode, value: YAMLNode)]? {
+    func mapping(_ node: YAMLNode, _ what: String, allowed: [String]? = nil) -> [(
+        key: String, keyNode: YAMLNode, value: YAMLNode
+    )]? {
         guard case .mapping(let pairs) = node.kind else {
             error(.typeMismatch, "\(what) must be a mapping, found \(describe(node))", at: node)
             return nil
@@ -102,7 +106,9 @@ final class DecodingContext {
                         markSecret(pair.value)
                     }
                 }
-                error(.unknownKey, "\(what): unknown key '\(Self.printable(key))'" + Self.hint(for: key, among: allowed), at: pair.key)
+                error(
+                    .unknownKey, "\(what): unknown key '\(Self.printable(key))'" + Self.hint(for: key, among: allowed),
+                    at: pair.key)
                 continue
             }
             result.append((key, pair.key, pair.value))
@@ -138,7 +144,10 @@ final class DecodingContext {
             return nil
         }
         if s.count > 1 && s.hasPrefix("0") {
-            error(.typeMismatch, "\(what) must be a decimal integer without leading zeros, found '\(s)' (YAML 1.1 reads it as octal)", at: node)
+            error(
+                .typeMismatch,
+                "\(what) must be a decimal integer without leading zeros, found '\(s)' (YAML 1.1 reads it as octal)",
+                at: node)
             return nil
         }
         guard value >= minimum, value <= maximum else {
@@ -166,20 +175,29 @@ final class DecodingContext {
         let shown = plain ? "'\(Self.printable(s))'" : "the quoted string '\(Self.printable(s))'"
         error(
             .typeMismatch,
-            "\(what) must be true or false, found \(shown)" + (yaml11 && plain ? " (YAML 1.1 boolean spellings are not accepted)" : ""),
+            "\(what) must be true or false, found \(shown)"
+                + (yaml11 && plain ? " (YAML 1.1 boolean spellings are not accepted)" : ""),
             at: node)
         return nil
     }
 
     /// One of a fixed set of words, with a hint when misspelt.
-    func choice<T: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ what: String, _: T.Type) -> T? where T.RawValue == String {
+    func choice<T: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ what: String, _: T.Type) -> T?
+    where T.RawValue == String {
         guard let s = string(node, what) else {
-            if node.isNull { error(.typeMismatch, "\(what) must be one of \(Self.list(T.allCases.map(\.rawValue))), found null", at: node) }
+            if node.isNull {
+                error(
+                    .typeMismatch, "\(what) must be one of \(Self.list(T.allCases.map(\.rawValue))), found null",
+                    at: node)
+            }
             return nil
         }
         if let value = T(rawValue: s) { return value }
         let all = T.allCases.map(\.rawValue)
-        error(.invalidValue, "\(what) must be one of \(Self.list(all)), found '\(Self.printable(s))'" + Self.hint(for: s, among: all), at: node)
+        error(
+            .invalidValue,
+            "\(what) must be one of \(Self.list(all)), found '\(Self.printable(s))'" + Self.hint(for: s, among: all),
+            at: node)
         return nil
     }
 
@@ -204,7 +222,8 @@ final class DecodingContext {
     }
 
     /// A list of words from a fixed set, duplicates reported as warnings and dropped.
-    func choiceList<T: RawRepresentable & CaseIterable & Hashable>(_ node: YAMLNode, _ what: String, _: T.Type) -> [T]? where T.RawValue == String {
+    func choiceList<T: RawRepresentable & CaseIterable & Hashable>(_ node: YAMLNode, _ what: String, _: T.Type) -> [T]?
+    where T.RawValue == String {
         guard let items = stringList(node, what) else { return nil }
         let all = T.allCases.map(\.rawValue)
         var result: [T] = []
@@ -212,7 +231,10 @@ final class DecodingContext {
         var repeats = Repeats()
         for (s, item) in items {
             guard let value = T(rawValue: s) else {
-                error(.invalidValue, "\(what): unknown entry '\(Self.printable(s))'; allowed: \(Self.list(all))" + Self.hint(for: s, among: all), at: item)
+                error(
+                    .invalidValue,
+                    "\(what): unknown entry '\(Self.printable(s))'; allowed: \(Self.list(all))"
+                        + Self.hint(for: s, among: all), at: item)
                 ok = false
                 continue
             }
@@ -230,7 +252,8 @@ final class DecodingContext {
     func secret(_ node: YAMLNode, _ what: String) -> SecretSource? {
         if node.isNull { return nil }
         guard let s = node.scalar else {
-            error(.typeMismatch, "\(what) must be gen, env:VAR, file:PATH or a string, found \(describe(node))", at: node)
+            error(
+                .typeMismatch, "\(what) must be gen, env:VAR, file:PATH or a string, found \(describe(node))", at: node)
             return nil
         }
         if s == "gen" { return .generate }
@@ -258,11 +281,17 @@ final class DecodingContext {
     func cidr(_ node: YAMLNode, _ what: String, ipv6: Bool) -> CIDR? {
         guard let s = string(node, what) else { return nil }
         guard let (address, prefix) = IPAddressText.parseCIDR(s) else {
-            error(.invalidCIDR, "\(what) '\(Self.printable(s))' is not a network in CIDR notation (e.g. \(ipv6 ? "fd00:10::/112" : "10.10.0.0/24"))", at: node)
+            error(
+                .invalidCIDR,
+                "\(what) '\(Self.printable(s))' is not a network in CIDR notation (e.g. \(ipv6 ? "fd00:10::/112" : "10.10.0.0/24"))",
+                at: node)
             return nil
         }
         guard (address.count == 16) == ipv6 else {
-            error(.invalidCIDR, "\(what) '\(s)' is an \(ipv6 ? "IPv4" : "IPv6") network; use \(ipv6 ? "pool" : "pool6") for it", at: node)
+            error(
+                .invalidCIDR,
+                "\(what) '\(s)' is an \(ipv6 ? "IPv4" : "IPv6") network; use \(ipv6 ? "pool" : "pool6") for it",
+                at: node)
             return nil
         }
         var masked = address
@@ -291,7 +320,11 @@ final class DecodingContext {
     static func printable(_ s: String) -> String {
         var out = ""
         for u in s.unicodeScalars {
-            if u.value < 0x20 || u.value == 0x7F { out += "\\u{\(String(u.value, radix: 16))}" } else { out.unicodeScalars.append(u) }
+            if u.value < 0x20 || u.value == 0x7F {
+                out += "\\u{\(String(u.value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(u)
+            }
         }
         return out.count > 60 ? String(out.prefix(57)) + "..." : out
     }
@@ -306,7 +339,8 @@ final class DecodingContext {
 
     /// "; did you mean 'x'?" when a candidate is close enough, else "".
     static func hint(for word: String, among candidates: [String]) -> String {
-        guard let best = Spelling.closest(to: word, among: candidates) ?? abbreviation(of: word, among: candidates) else { return "" }
+        guard let best = Spelling.closest(to: word, among: candidates) ?? abbreviation(of: word, among: candidates)
+        else { return "" }
         return "; did you mean '\(best)'?"
     }
 
@@ -327,7 +361,8 @@ final class DecodingContext {
 /// Edit distance (optimal string alignment: insert, delete, substitute, swap neighbours) for hints.
 package enum Spelling {
     package static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased()), b = Array(b.lowercased())
+        let a = Array(a.lowercased())
+        let b = Array(b.lowercased())
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)

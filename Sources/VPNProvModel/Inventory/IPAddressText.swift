@@ -1,7 +1,7 @@
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// Parsing and printing of IP addresses with the C library (inet_pton/inet_ntop).
 package enum IPAddressText {
@@ -23,7 +23,8 @@ package enum IPAddressText {
     package static func format(_ bytes: [UInt8]) -> String {
         guard bytes.count == 4 || bytes.count == 16 else {
             let digits = Array("0123456789abcdef".utf8)
-            return "#" + String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
+            return "#"
+                + String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] }, as: UTF8.self)
         }
         var buffer = [CChar](repeating: 0, count: 64)
         let family = bytes.count == 16 ? AF_INET6 : AF_INET

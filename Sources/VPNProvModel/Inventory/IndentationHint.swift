@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// Hints for libyaml's indentation errors, which name the place the parser gave up rather than the
 /// line that is wrong:
@@ -44,17 +44,22 @@ enum IndentationHint {
             if body.hasPrefix("- ") { body = body.dropFirst(2).drop { $0 == " " } }
             guard let colon = body.range(of: ": ") else { return false }
             let value = body[colon.upperBound...].drop { $0 == " " }
-            return !value.isEmpty && !value.hasPrefix("#") && !value.hasPrefix("&") && !value.hasPrefix("|") && !value.hasPrefix(">")
+            return !value.isEmpty && !value.hasPrefix("#") && !value.hasPrefix("&") && !value.hasPrefix("|")
+                && !value.hasPrefix(">")
         }
     }
 
-    static func hint(for error: (message: String, line: Int, column: Int, otherLine: Int?, otherColumn: Int?), source: [UInt8]) -> Hint? {
+    static func hint(
+        for error: (message: String, line: Int, column: Int, otherLine: Int?, otherColumn: Int?), source: [UInt8]
+    ) -> Hint? {
         let lines = split(source)
         guard error.line >= 1, error.line <= lines.count else { return nil }
         if error.message.hasPrefix("mapping values are not allowed") {
             return mappingValues(lines, line: error.line, column: error.column)
         }
-        if error.message.hasPrefix("did not find expected key"), let otherLine = error.otherLine, let otherColumn = error.otherColumn {
+        if error.message.hasPrefix("did not find expected key"), let otherLine = error.otherLine,
+            let otherColumn = error.otherColumn
+        {
             return betweenLevels(lines, line: error.line, mappingLine: otherLine, mappingColumn: otherColumn)
         }
         return nil
@@ -91,7 +96,9 @@ enum IndentationHint {
                 line: line, column: here.indent + 1,
                 text: "a plain value cannot contain ': ' on line \(line); put the value in quotes")
         }
-        guard here.significant, let before = previous(lines, before: line), before.indent < here.indent, before.hasInlineValue else {
+        guard here.significant, let before = previous(lines, before: line), before.indent < here.indent,
+            before.hasInlineValue
+        else {
             return nil
         }
         // The line before is left of this one and of the line before it: it is the one dedented, and
@@ -99,24 +106,28 @@ enum IndentationHint {
         if let twoBefore = previous(lines, before: before.number), twoBefore.indent == here.indent {
             return Hint(
                 line: before.number, column: before.indent + 1,
-                text: "check the indentation of line \(before.number): '\(before.start)' starts at column \(before.indent + 1), "
+                text:
+                    "check the indentation of line \(before.number): '\(before.start)' starts at column \(before.indent + 1), "
                     + "left of the keys around it (column \(here.indent + 1), lines \(twoBefore.number) and \(line)), "
                     + "which ends their mapping there; indent it to column \(here.indent + 1)")
         }
         return Hint(
             line: line, column: here.indent + 1,
-            text: "check the indentation of line \(line): '\(here.start)' starts at column \(here.indent + 1), deeper than "
+            text:
+                "check the indentation of line \(line): '\(here.start)' starts at column \(here.indent + 1), deeper than "
                 + "'\(before.start)' on line \(before.number) (column \(before.indent + 1)), whose value is already on its line; "
                 + "start it at column \(before.indent + 1) to make it a key of the same mapping")
     }
 
     private static func betweenLevels(_ lines: [Line], line: Int, mappingLine: Int, mappingColumn: Int) -> Hint? {
         let here = lines[line - 1]
-        guard here.significant, here.indent + 1 > mappingColumn, let before = previous(lines, before: line), before.indent > here.indent
+        guard here.significant, here.indent + 1 > mappingColumn, let before = previous(lines, before: line),
+            before.indent > here.indent
         else { return nil }
         return Hint(
             line: line, column: here.indent + 1,
-            text: "check the indentation of line \(line): '\(here.start)' starts at column \(here.indent + 1), between the keys "
+            text:
+                "check the indentation of line \(line): '\(here.start)' starts at column \(here.indent + 1), between the keys "
                 + "of the mapping on line \(mappingLine) (column \(mappingColumn)) and '\(before.start)' on line \(before.number) "
                 + "(column \(before.indent + 1)); line it up with one of them")
     }

@@ -1,8 +1,7 @@
-import VPNProvYAML
-
 import Glibc
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvSupport
+import VPNProvYAML
 
 /// YAML document -> typed `Inventory` (schema version 1, docs/inventory.md), decoding every value by the type
 /// the schema expects (so `country: NO` stays "NO") and reporting every problem with its position.
@@ -111,21 +110,30 @@ package struct InventoryDecoder: Sendable {
 
     private func decode(_ root: YAMLNode?, _ broken: inout BrokenParts, _ cx: DecodingContext) -> Inventory? {
         guard let root, !root.isNull else {
-            cx.append(.error(.emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'", at: SourceLocation(file: file, line: 1, column: 1)))
+            cx.append(
+                .error(
+                    .emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'",
+                    at: SourceLocation(file: file, line: 1, column: 1)))
             return nil
         }
         // Schema version first: a different version makes every other message noise.
         if case .mapping(let pairs) = root.kind, let v = pairs.first(where: { $0.key.scalar == "vpnprov" })?.value {
             guard case .scalar(let s, true) = v.kind, s == String(Self.supportedSchemaVersion) else {
                 let shown = v.scalar.map { "'\(DecodingContext.printable($0))'" } ?? cx.describe(v)
-                cx.error(.schemaVersion, "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'", at: v)
+                cx.error(
+                    .schemaVersion,
+                    "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'",
+                    at: v)
                 return nil
             }
         }
         guard let entries = cx.mapping(root, "the inventory", allowed: Self.topLevelKeys) else { return nil }
         let value = { (key: String) in entries.first { $0.key == key }?.value }
         if value("vpnprov") == nil {
-            cx.error(.missingKey, "missing required key 'vpnprov' (the schema version, 'vpnprov: \(Self.supportedSchemaVersion)')", at: root)
+            cx.error(
+                .missingKey,
+                "missing required key 'vpnprov' (the schema version, 'vpnprov: \(Self.supportedSchemaVersion)')",
+                at: root)
         }
 
         var name: String?
@@ -141,7 +149,9 @@ package struct InventoryDecoder: Sendable {
         let deployment = name ?? "vpnprov"
 
         var errors = cx.errorCount
-        let pki = value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) } ?? Self.defaultPKI(deployment: deployment)
+        let pki =
+            value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) }
+            ?? Self.defaultPKI(deployment: deployment)
         broken.pki = cx.errorCount > errors
 
         var defaults = NodeFields()
@@ -166,9 +176,12 @@ package struct InventoryDecoder: Sendable {
             declaredNodes = Set(list.map(\.key))
             for entry in list {
                 errors = cx.errorCount
-                let node = decodeNode(name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx)
+                let node = decodeNode(
+                    name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx)
                 if let node { nodes.append(node) }
-                if node == nil || cx.errorCount > errors || node.map({ defaults.breaks($0.name, own: ownFields[$0.name]) }) == true {
+                if node == nil || cx.errorCount > errors
+                    || node.map({ defaults.breaks($0.name, own: ownFields[$0.name]) }) == true
+                {
                     broken.nodes.insert(entry.key)
                 }
             }
@@ -186,7 +199,8 @@ package struct InventoryDecoder: Sendable {
                 errors = cx.errorCount
                 var named: [String]?
                 let user = decodeUser(
-                    name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment, nodeNames: nodeNames,
+                    name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment,
+                    nodeNames: nodeNames,
                     declaredNodes: declaredNodes, nodePositions: nodePositions, named: &named, cx)
                 if let user { users.append(user) }
                 if user == nil || cx.errorCount > errors {
@@ -217,7 +231,10 @@ package struct InventoryDecoder: Sendable {
     /// entries are checked against the rules and the findings by `Acknowledgements`.
     private func decodeAcknowledgements(_ node: YAMLNode, _ cx: DecodingContext) -> [Acknowledgement] {
         guard case .sequence(let items) = node.kind else {
-            cx.error(.typeMismatch, "'acknowledge' must be a list of entries with rule, node, user or service, and reason, found \(cx.describe(node))", at: node)
+            cx.error(
+                .typeMismatch,
+                "'acknowledge' must be a list of entries with rule, node, user or service, and reason, found \(cx.describe(node))",
+                at: node)
             return []
         }
         var result: [Acknowledgement] = []
@@ -245,7 +262,10 @@ package struct InventoryDecoder: Sendable {
                         rule = (text, value)
                     } else if key == "reason" {
                         if text.allSatisfy(\.isWhitespace) {
-                            cx.error(.invalidValue, "\(field) must say why the warning is kept; it is shown with the warning in JSON and SARIF", at: value)
+                            cx.error(
+                                .invalidValue,
+                                "\(field) must say why the warning is kept; it is shown with the warning in JSON and SARIF",
+                                at: value)
                             ok = false
                         }
                         reason = text
@@ -255,21 +275,26 @@ package struct InventoryDecoder: Sendable {
                 }
             }
             if rule == nil && !entries.contains(where: { $0.key == "rule" }) {
-                cx.error(.missingKey, "\(what): missing required key 'rule' (the code of the warning, as printed in brackets)", at: item)
+                cx.error(
+                    .missingKey,
+                    "\(what): missing required key 'rule' (the code of the warning, as printed in brackets)", at: item)
             }
             if reason == nil && !entries.contains(where: { $0.key == "reason" }) {
                 cx.error(.missingKey, "\(what): missing required key 'reason' (why the warning is kept)", at: item)
             }
             guard ok, let (code, ruleNode) = rule, let reason else { continue }
-            result.append(Acknowledgement(
-                rule: RuleCode(code), node: names["node"], user: names["user"], service: service, reason: reason,
-                location: cx.location(item), ruleLocation: cx.location(ruleNode)))
+            result.append(
+                Acknowledgement(
+                    rule: RuleCode(code), node: names["node"], user: names["user"], service: service, reason: reason,
+                    location: cx.location(item), ruleLocation: cx.location(ruleNode)))
         }
         return result
     }
 
     /// `secrets: {env_prefix: VPN_ | [A_, B_], file_dir: DIR}`.
-    private func decodeSecrets(_ node: YAMLNode, locations: inout [String: SourceLocation], _ cx: DecodingContext) -> SecretSettings {
+    private func decodeSecrets(_ node: YAMLNode, locations: inout [String: SourceLocation], _ cx: DecodingContext)
+        -> SecretSettings
+    {
         var settings = SecretSettings()
         locations["secrets"] = cx.location(node)
         if node.isNull { return settings }
@@ -301,7 +326,9 @@ package struct InventoryDecoder: Sendable {
             default:
                 guard let dir = cx.string(value, "'secrets.file_dir'") else { continue }
                 if dir.isEmpty || TextCheck.hasControlCharacters(dir) {
-                    cx.error(.invalidValue, "'secrets.file_dir' must be a directory path without control characters", at: value)
+                    cx.error(
+                        .invalidValue, "'secrets.file_dir' must be a directory path without control characters",
+                        at: value)
                 } else {
                     settings.fileDirectory = dir
                 }
@@ -380,7 +407,9 @@ package struct InventoryDecoder: Sendable {
         }
         guard url.utf8.count <= 1024 else { return "is longer than 1024 characters" }
         let forbidden = Set(" ,\"<>\\^`{|}")
-        if let bad = url.unicodeScalars.first(where: { !$0.isASCII || $0.value < 0x21 || $0.value == 0x7F || forbidden.contains(Character($0)) }) {
+        if let bad = url.unicodeScalars.first(where: {
+            !$0.isASCII || $0.value < 0x21 || $0.value == 0x7F || forbidden.contains(Character($0))
+        }) {
             let shown = bad.value < 0x21 || bad.value == 0x7F ? String(format: "U+%04X", bad.value) : "'\(bad)'"
             return "contains \(shown), which a URL in a certificate cannot carry (percent-encode it)"
         }
@@ -408,7 +437,9 @@ package struct InventoryDecoder: Sendable {
     /// (a PEM does not fit a YAML scalar written inline, and `gen` cannot make a trusted identity).
     private func decodeProfileSigning(_ node: YAMLNode, _ cx: DecodingContext) -> ProfileSigningSettings? {
         if node.isNull { return nil }
-        guard let entries = cx.mapping(node, "'pki.profile_signing'", allowed: Self.profileSigningKeys) else { return nil }
+        guard let entries = cx.mapping(node, "'pki.profile_signing'", allowed: Self.profileSigningKeys) else {
+            return nil
+        }
         var found: [String: SecretSource] = [:]
         for (key, _, value) in entries {
             let field = "'pki.profile_signing.\(key)'"
@@ -419,10 +450,13 @@ package struct InventoryDecoder: Sendable {
             switch source {
             case .env, .file: found[key] = source
             case .generate, .literal:
-                cx.error(.invalidValue, "\(field) must be env:VAR or file:PATH (a PEM file or a variable holding one)", at: value)
+                cx.error(
+                    .invalidValue, "\(field) must be env:VAR or file:PATH (a PEM file or a variable holding one)",
+                    at: value)
             }
         }
-        for required in ["cert", "key"] where found[required] == nil && !entries.contains(where: { $0.key == required }) {
+        for required in ["cert", "key"] where found[required] == nil && !entries.contains(where: { $0.key == required })
+        {
             cx.error(.missingKey, "'pki.profile_signing': missing required key '\(required)'", at: node)
         }
         guard let cert = found["cert"], let key = found["key"] else { return nil }
@@ -471,7 +505,8 @@ package struct InventoryDecoder: Sendable {
 
     /// An `apple:` mapping (keys limited to `allowed`); field locations go to `locations` as "apple.<key>".
     private func decodeApple(
-        _ node: YAMLNode, _ what: String, allowed: [String], locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, _ what: String, allowed: [String], locations: inout [String: SourceLocation],
+        _ cx: DecodingContext
     ) -> AppleOptions {
         var o = AppleOptions()
         guard let entries = cx.mapping(node, "\(what): 'apple'", allowed: allowed) else { return o }
@@ -495,13 +530,20 @@ package struct InventoryDecoder: Sendable {
                 for (ssid, item) in list {
                     // 802.11 SSIDs are 1 to 32 octets.
                     if ssid.isEmpty || ssid.utf8.count > 32 {
-                        cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(ssid))' is not a Wi-Fi network name (1 to 32 bytes)", at: item)
-                    } else if let bad = ssid.unicodeScalars.first(where: { !TextCheck.xmlCanCarry($0) || TextCheck.isControl($0) }) {
+                        cx.error(
+                            .invalidValue,
+                            "\(field): '\(DecodingContext.printable(ssid))' is not a Wi-Fi network name (1 to 32 bytes)",
+                            at: item)
+                    } else if let bad = ssid.unicodeScalars.first(where: {
+                        !TextCheck.xmlCanCarry($0) || TextCheck.isControl($0)
+                    }) {
                         // The name goes into the Apple profile's XML (SSIDMatch), which cannot carry
                         // U+0000...U+001F but tab and line breaks, U+FFFE or U+FFFF, and a device would
                         // not match a name with any other control character either.
-                        cx.error(.unrepresentableText,
-                            "\(field): '\(DecodingContext.printable(ssid))' contains \(String(format: "U+%04X", bad.value)), which an Apple profile cannot carry", at: item)
+                        cx.error(
+                            .unrepresentableText,
+                            "\(field): '\(DecodingContext.printable(ssid))' contains \(String(format: "U+%04X", bad.value)), which an Apple profile cannot carry",
+                            at: item)
                     } else if ssids.contains(ssid) {
                         repeats.add(ssid, at: item)
                     } else {
@@ -590,7 +632,9 @@ package struct InventoryDecoder: Sendable {
                     var servers: [String] = []
                     for (s, item) in list {
                         if IPAddressText.parse(s) == nil {
-                            cx.error(.invalidValue, "\(field): '\(DecodingContext.printable(s))' is not an IPv4 or IPv6 address", at: item)
+                            cx.error(
+                                .invalidValue,
+                                "\(field): '\(DecodingContext.printable(s))' is not an IPv4 or IPv6 address", at: item)
                             continue
                         }
                         servers.append(s)
@@ -624,7 +668,9 @@ package struct InventoryDecoder: Sendable {
             case "mss":
                 if case .scalar(let text, _) = v.kind, text == "auto" {
                     f.mss = .routeMTU
-                } else if let n = cx.integer(v, field, minimum: Self.mssRange.lowerBound, maximum: Self.mssRange.upperBound) {
+                } else if let n = cx.integer(
+                    v, field, minimum: Self.mssRange.lowerBound, maximum: Self.mssRange.upperBound)
+                {
                     f.mss = .fixed(n)
                 } else {
                     continue
@@ -648,13 +694,18 @@ package struct InventoryDecoder: Sendable {
         let bytes = Array(name.utf8)
         guard (1...15).contains(bytes.count), name != ".", name != ".." else { return false }
         return bytes.allSatisfy { b in
-            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F || b == 0x2D
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F
+                || b == 0x2D
         }
     }
 
-    private func decodeNode(name: String, keyNode: YAMLNode, value: YAMLNode, defaults: NodeFields, _ cx: DecodingContext) -> Node? {
+    private func decodeNode(
+        name: String, keyNode: YAMLNode, value: YAMLNode, defaults: NodeFields, _ cx: DecodingContext
+    ) -> Node? {
         let what = "node '\(DecodingContext.printable(name))'"
-        if Self.misplacedField(name, keyNode, value, keys: Self.nodeKeys, under: "nodes", kind: "node", cx) { return nil }
+        if Self.misplacedField(name, keyNode, value, keys: Self.nodeKeys, under: "nodes", kind: "node", cx) {
+            return nil
+        }
         let own = value.isNull ? NodeFields() : decodeNodeFields(value, what, cx)
         if case .mapping = value.kind {} else if !value.isNull { return nil }
 
@@ -662,7 +713,9 @@ package struct InventoryDecoder: Sendable {
         locations.merge(own.locations) { _, node in node }
 
         guard let address = own.address ?? defaults.address else {
-            cx.error(.missingKey, "\(what): missing required key 'address' (what clients dial: IPv4, IPv6 or DNS name)", at: keyNode)
+            cx.error(
+                .missingKey, "\(what): missing required key 'address' (what clients dial: IPv4, IPv6 or DNS name)",
+                at: keyNode)
             return nil
         }
         let id = own.id ?? defaults.id ?? IKEIdentity.classify(address)
@@ -683,12 +736,14 @@ package struct InventoryDecoder: Sendable {
             proposals: proposals, dns: own.dns ?? defaults.dns ?? [],
             deploy: DeployTarget(
                 host: own.deployHost ?? defaults.deployHost, port: own.deployPort ?? defaults.deployPort ?? 22,
-                user: own.deployUser ?? defaults.deployUser ?? "root", become: own.deployBecome ?? defaults.deployBecome ?? false),
+                user: own.deployUser ?? defaults.deployUser ?? "root",
+                become: own.deployBecome ?? defaults.deployBecome ?? false),
             location: cx.location(keyNode), fieldLocations: locations)
         node.apple = own.apple.over(defaults.apple)
         node.network = NodeNetwork(
             uplink: own.uplink ?? defaults.uplink, mss: own.mss ?? defaults.mss ?? .fixed(NodeNetwork.defaultMSS),
-            isolateClients: own.isolateClients ?? defaults.isolateClients ?? true, ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
+            isolateClients: own.isolateClients ?? defaults.isolateClients ?? true,
+            ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
             ipv6: own.ipv6 ?? defaults.ipv6)
         return node
     }
@@ -698,7 +753,10 @@ package struct InventoryDecoder: Sendable {
     /// A field written one level too far left (`pool:` under `nodes:` instead of under its node)
     /// reads as an entry named after the field with a scalar value: say so, instead of "node 'pool'
     /// must be a mapping". True when reported.
-    static func misplacedField(_ name: String, _ keyNode: YAMLNode, _ value: YAMLNode, keys: [String], under list: String, kind: String, _ cx: DecodingContext) -> Bool {
+    static func misplacedField(
+        _ name: String, _ keyNode: YAMLNode, _ value: YAMLNode, keys: [String], under list: String, kind: String,
+        _ cx: DecodingContext
+    ) -> Bool {
         guard keys.contains(name) else { return false }
         if case .mapping = value.kind { return false }
         cx.error(
@@ -710,11 +768,14 @@ package struct InventoryDecoder: Sendable {
     }
 
     private func decodeUser(
-        name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String], declaredNodes: Set<String>,
+        name: String, keyNode: YAMLNode, value: YAMLNode, deployment: String, nodeNames: [String],
+        declaredNodes: Set<String>,
         nodePositions: [String: Int], named: inout [String]?, _ cx: DecodingContext
     ) -> User? {
         let what = "user '\(DecodingContext.printable(name))'"
-        if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) { return nil }
+        if Self.misplacedField(name, keyNode, value, keys: Self.userKeys, under: "users", kind: "user", cx) {
+            return nil
+        }
         var password: SecretSource?
         var cert = false
         var id: IKEIdentity?
@@ -751,7 +812,10 @@ package struct InventoryDecoder: Sendable {
                     for (n, item) in list {
                         if nodePositions[n] == nil {
                             if declaredNodes.contains(n) { continue }
-                            cx.error(.unknownNode, "\(field): no node named '\(DecodingContext.printable(n))'" + DecodingContext.hint(for: n, among: nodeNames), at: item)
+                            cx.error(
+                                .unknownNode,
+                                "\(field): no node named '\(DecodingContext.printable(n))'"
+                                    + DecodingContext.hint(for: n, among: nodeNames), at: item)
                         } else if !chosen.insert(n).inserted {
                             repeats.add(n, at: item)
                         }
@@ -810,7 +874,8 @@ package enum InventoryLoader {
         do {
             root = try YAMLLoader.load(bytes: bytes)
         } catch {
-            return InventoryDecoder.Result(inventory: nil, diagnostics: [diagnostic(for: error, file: file, source: bytes)], secretLines: [])
+            return InventoryDecoder.Result(
+                inventory: nil, diagnostics: [diagnostic(for: error, file: file, source: bytes)], secretLines: [])
         }
         return InventoryDecoder(file: file).decode(root)
     }
@@ -832,18 +897,23 @@ package enum InventoryLoader {
         var notes: [Diagnostic.Note] = []
         if let other = error.otherMark {
             let note = error.kind == .duplicateKey ? "first defined here" : "while parsing this"
-            notes.append(.init(location: SourceLocation(file: file, line: other.line, column: other.column), message: note))
+            notes.append(
+                .init(location: SourceLocation(file: file, line: other.line, column: other.column), message: note))
         }
         // libyaml names where it gave up; for an indentation mistake that can be the line after the
         // wrong one. The finding then points at the wrong line and says what to change there.
         if error.kind == .syntax, let mark = error.mark,
             let hint = IndentationHint.hint(
-                for: (error.message, mark.line, mark.column, error.otherMark?.line, error.otherMark?.column), source: source)
+                for: (error.message, mark.line, mark.column, error.otherMark?.line, error.otherMark?.column),
+                source: source)
         {
             var notes = notes
-            if hint.line != mark.line { notes.insert(.init(location: at, message: "the YAML parser stopped here"), at: 0) }
+            if hint.line != mark.line {
+                notes.insert(.init(location: at, message: "the YAML parser stopped here"), at: 0)
+            }
             return .error(
-                code, "\(error.message); \(hint.text)", at: SourceLocation(file: file, line: hint.line, column: hint.column), notes: notes)
+                code, "\(error.message); \(hint.text)",
+                at: SourceLocation(file: file, line: hint.line, column: hint.column), notes: notes)
         }
         return .error(code, error.message, at: at ?? SourceLocation(file: file, line: 1, column: 1), notes: notes)
     }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // The typed inventory (schema version 1, docs/inventory.md). Immutable value types, decoded from YAML by
 // InventoryDecoder and checked by the Validator. Every entity remembers where its fields were
@@ -208,7 +208,10 @@ package struct PKISettings: Sendable, Hashable {
     /// Key type for server and client certificates (defaults to the CA's).
     package var serverKey: KeyType
     package var clientKey: KeyType
-    package init(ca: CASettings, serverDays: Int = 825, clientDays: Int = 365, serverKey: KeyType? = nil, clientKey: KeyType? = nil) {
+    package init(
+        ca: CASettings, serverDays: Int = 825, clientDays: Int = 365, serverKey: KeyType? = nil,
+        clientKey: KeyType? = nil
+    ) {
         self.ca = ca
         self.serverDays = serverDays
         self.clientDays = clientDays
@@ -521,7 +524,8 @@ package struct Acknowledgement: Sendable, Hashable {
     package var ruleLocation: SourceLocation
 
     package init(
-        rule: RuleCode, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String, location: SourceLocation,
+        rule: RuleCode, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String,
+        location: SourceLocation,
         ruleLocation: SourceLocation? = nil
     ) {
         self.rule = rule

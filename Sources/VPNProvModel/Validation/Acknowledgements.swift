@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Acknowledged warnings (`acknowledge:` in the inventory, docs/inventory.md): a warning kept on
 // purpose (a PSK service an old client needs) is marked with the operator's reason instead of being
@@ -36,14 +36,18 @@ package enum Acknowledgements {
             unusable.insert(i)
             let shown = DecodingContext.printable(ack.rule.rawValue)
             if RuleHelp.table[ack.rule.rawValue] == nil {
-                diagnostics.append(.error(
-                    .unknownRule, "'acknowledge': no rule '\(shown)'" + DecodingContext.hint(for: ack.rule.rawValue, among: knownRules),
-                    at: ack.ruleLocation))
+                diagnostics.append(
+                    .error(
+                        .unknownRule,
+                        "'acknowledge': no rule '\(shown)'"
+                            + DecodingContext.hint(for: ack.rule.rawValue, among: knownRules),
+                        at: ack.ruleLocation))
             } else {
-                diagnostics.append(.error(
-                    .errorAcknowledged,
-                    "'acknowledge': '\(shown)' reports errors, which cannot be acknowledged, only fixed; "
-                        + "acknowledgements are for the warnings of docs/diagnostics.md", at: ack.ruleLocation))
+                diagnostics.append(
+                    .error(
+                        .errorAcknowledged,
+                        "'acknowledge': '\(shown)' reports errors, which cannot be acknowledged, only fixed; "
+                            + "acknowledgements are for the warnings of docs/diagnostics.md", at: ack.ruleLocation))
             }
         }
         return (diagnostics, unusable)
@@ -58,7 +62,10 @@ package enum Acknowledgements {
         let (problems, unusable) = check(acknowledgements)
         var used = Set<Int>()
         for i in diagnostics.indices where diagnostics[i].isOpenWarning && diagnostics[i].subject != nil {
-            guard let k = acknowledgements.indices.first(where: { !unusable.contains($0) && acknowledgements[$0].covers(diagnostics[i]) })
+            guard
+                let k = acknowledgements.indices.first(where: {
+                    !unusable.contains($0) && acknowledgements[$0].covers(diagnostics[i])
+                })
             else { continue }
             used.insert(k)
             let ack = acknowledgements[k]
@@ -68,13 +75,18 @@ package enum Acknowledgements {
         guard reportStale else { return }
         for (k, ack) in acknowledgements.enumerated() where !unusable.contains(k) && !used.contains(k) {
             var missing: [String] = []
-            if let node = ack.node, inventory.node(named: node) == nil { missing.append("no node '\(DecodingContext.printable(node))'") }
-            if let user = ack.user, inventory.user(named: user) == nil { missing.append("no user '\(DecodingContext.printable(user))'") }
+            if let node = ack.node, inventory.node(named: node) == nil {
+                missing.append("no node '\(DecodingContext.printable(node))'")
+            }
+            if let user = ack.user, inventory.user(named: user) == nil {
+                missing.append("no user '\(DecodingContext.printable(user))'")
+            }
             let why = missing.isEmpty ? "" : " (the inventory has \(missing.joined(separator: " and ")))"
-            diagnostics.append(.warning(
-                .staleAcknowledgement,
-                "'acknowledge': \(ack.rule) \(describe(ack)) matches no warning\(why); remove the entry if the warning is gone",
-                at: ack.location))
+            diagnostics.append(
+                .warning(
+                    .staleAcknowledgement,
+                    "'acknowledge': \(ack.rule) \(describe(ack)) matches no warning\(why); remove the entry if the warning is gone",
+                    at: ack.location))
         }
     }
 

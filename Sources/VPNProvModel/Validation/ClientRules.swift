@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // What users' devices do beside the handshake: IPv6 outside an IPv4-only tunnel, and Apple options
 // that have no effect as written.
@@ -23,7 +23,9 @@ enum ClientRules {
             var kinds = Set<String>()
             for user in inventory.users where !user.revoked && user.nodes.contains(node.name) {
                 for service in node.services {
-                    if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil { continue }
+                    if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil {
+                        continue
+                    }
                     for device in service.devices where user.devices.contains(device) {
                         switch device {
                         case .android, .networkmanager: break
@@ -40,34 +42,42 @@ enum ClientRules {
                 }
             }
             if kinds.isEmpty { continue }
-            diagnostics.append(.warning(
-                .ipv6Leak,
-                "node '\(node.name)' has no IPv6 pool, and IPv6 traffic of these clients bypasses the VPN: \(kinds.sorted().joined(separator: ", ")); give the node a pool6 to carry IPv6 through the tunnel",
-                at: node.location(of: "pool"), about: .node(node.name)))
+            diagnostics.append(
+                .warning(
+                    .ipv6Leak,
+                    "node '\(node.name)' has no IPv6 pool, and IPv6 traffic of these clients bypasses the VPN: \(kinds.sorted().joined(separator: ", ")); give the node a pool6 to carry IPv6 through the tunnel",
+                    at: node.location(of: "pool"), about: .node(node.name)))
         }
     }
 
     static func unusedAppleOptions(_ inventory: Inventory, into diagnostics: inout [Diagnostic]) {
         // `what` is made only for a finding: a fleet has a (user, node) pair per user and node.
         func check(
-            _ own: AppleOptions, merged: AppleOptions, what: @autoclosure () -> String, about subject: Diagnostic.Subject,
+            _ own: AppleOptions, merged: AppleOptions, what: @autoclosure () -> String,
+            about subject: Diagnostic.Subject,
             at location: (String) -> SourceLocation
         ) -> Bool {
             let before = diagnostics.count
             if let ssids = own.trustedSSIDs, !ssids.isEmpty, merged.onDemand != true {
-                diagnostics.append(.warning(
-                    .appleOptionUnused, "\(what()): apple.trusted_ssids has no effect without apple.on_demand: true",
-                    at: location("apple.trusted_ssids"), about: subject))
+                diagnostics.append(
+                    .warning(
+                        .appleOptionUnused,
+                        "\(what()): apple.trusted_ssids has no effect without apple.on_demand: true",
+                        at: location("apple.trusted_ssids"), about: subject))
             }
             if own.excludeLocalNetworks != nil, merged.includeAllNetworks == false {
-                diagnostics.append(.warning(
-                    .appleOptionUnused, "\(what()): apple.exclude_local_networks has no effect with apple.include_all_networks: false",
-                    at: location("apple.exclude_local_networks"), about: subject))
+                diagnostics.append(
+                    .warning(
+                        .appleOptionUnused,
+                        "\(what()): apple.exclude_local_networks has no effect with apple.include_all_networks: false",
+                        at: location("apple.exclude_local_networks"), about: subject))
             }
             return diagnostics.count > before
         }
         for node in inventory.nodes {
-            _ = check(node.apple, merged: node.apple, what: "node '\(node.name)'", about: .node(node.name), at: node.location(of:))
+            _ = check(
+                node.apple, merged: node.apple, what: "node '\(node.name)'", about: .node(node.name),
+                at: node.location(of:))
         }
         for user in inventory.users where !user.revoked {
             // Only a user's own option can be reported: most users set none.
@@ -75,7 +85,10 @@ enum ClientRules {
             for name in user.nodes {
                 guard let node = inventory.node(named: name) else { continue }
                 // Reported once per user, at the first node where the option does nothing.
-                if check(user.apple, merged: user.apple.over(node.apple), what: "user '\(user.name)' on node '\(name)'", about: .user(user.name), at: user.location(of:)) {
+                if check(
+                    user.apple, merged: user.apple.over(node.apple), what: "user '\(user.name)' on node '\(name)'",
+                    about: .user(user.name), at: user.location(of:))
+                {
                     break
                 }
             }

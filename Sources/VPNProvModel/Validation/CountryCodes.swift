@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // ISO 3166-1 alpha-2 country codes for the catalogue's `country` (flags, grouping).
 //

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Identities a peer matches against must match exactly one identity.
 //
@@ -32,7 +32,8 @@ enum IdentityPatterns {
         let value = id.value
         if value.isEmpty { return "is empty, which strongSwan reads as %any (any identity)" }
         if value.utf8.contains(UInt8(ascii: "*")) {
-            return "contains '*', which strongSwan treats as a wildcard (a DN value '*' matches any value, a leading '*' in an FQDN or e-mail identity any prefix)"
+            return
+                "contains '*', which strongSwan treats as a wildcard (a DN value '*' matches any value, a leading '*' in an FQDN or e-mail identity any prefix)"
         }
         if value.hasPrefix("%") { return "starts with '%', which strongSwan reads as %any (any identity)" }
         switch id {
@@ -51,16 +52,19 @@ enum IdentityPatterns {
         }
         let lower = value.lowercased()
         if let prefix = typePrefixes.first(where: { lower.hasPrefix($0) }) {
-            return "starts with strongSwan's type prefix '\(value.prefix(prefix.count))', which changes how it is matched (a '^...$' value after it is a regular expression)"
+            return
+                "starts with strongSwan's type prefix '\(value.prefix(prefix.count))', which changes how it is matched (a '^...$' value after it is a regular expression)"
         }
         if hasNumericTypePrefix(value) {
             return "starts with a numeric type prefix ('{N}:'), which makes strongSwan read it as another identity type"
         }
-        if let slash = value.firstIndex(of: "/"), slash != value.startIndex, IPAddressText.parse(String(value[..<slash])) != nil {
+        if let slash = value.firstIndex(of: "/"), slash != value.startIndex,
+            IPAddressText.parse(String(value[..<slash])) != nil
+        {
             return "is an IP subnet, which strongSwan matches against every address in it"
         }
         if let dash = value.firstIndex(of: "-"), IPAddressText.parse(String(value[..<dash])) != nil,
-           IPAddressText.parse(String(value[value.index(after: dash)...])) != nil
+            IPAddressText.parse(String(value[value.index(after: dash)...])) != nil
         {
             return "is an IP address range, which strongSwan matches against every address in it"
         }

@@ -28,12 +28,18 @@ enum IdentityRules {
         let value = id.value
         // Never a pattern: a peer must match exactly this identity (see IdentityPatterns).
         if let problem = IdentityPatterns.problem(id) {
-            return [Finding(severity: .error, code: .identityPattern, message: "\(TextCheck.quoted(id.swanctlValue)) \(problem)")]
+            return [
+                Finding(
+                    severity: .error, code: .identityPattern, message: "\(TextCheck.quoted(id.swanctlValue)) \(problem)"
+                )
+            ]
         }
         // Safety in every output syntax, whatever the type.
         var q: String { TextCheck.quoted(value) }
         if TextCheck.hasControlCharacters(value) { error("\(q) contains control characters") }
-        if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { error("\(q) contains '\"' or '\\'") }
+        if value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            error("\(q) contains '\"' or '\\'")
+        }
         if value.first == " " || value.last == " " { error("\(q) starts or ends with a space") }
         if !out.isEmpty { return out }
 
@@ -46,11 +52,16 @@ enum IdentityRules {
                 error("'\(v)' must contain exactly one '@' (user@domain)")
                 break
             }
-            let local = parts[0], domain = parts[1]
+            let local = parts[0]
+            let domain = parts[1]
             if local.isEmpty {
                 error("'\(v)' has an empty user part; for an FQDN identity write it without '@'")
-            } else if let bad = local.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) || "\"',*".unicodeScalars.contains($0) }) {
-                error("'\(v)': the user part contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, quotes, commas or '*'")
+            } else if let bad = local.unicodeScalars.first(where: {
+                !TextCheck.isPrintableASCII($0) || "\"',*".unicodeScalars.contains($0)
+            }) {
+                error(
+                    "'\(v)': the user part contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, quotes, commas or '*'"
+                )
             }
             if domain.isEmpty {
                 error("'\(v)' has an empty domain part")
@@ -65,7 +76,8 @@ enum IdentityRules {
             if v.isEmpty {
                 error("keyid: has an empty key ID")
             } else if let bad = v.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) }) {
-                error("'keyid:\(v)' contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces")
+                error(
+                    "'keyid:\(v)' contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces")
             } else if v.hasPrefix("#") {
                 error("'keyid:\(v)' starts with '#', which strongSwan reads as hex")
             }
@@ -75,19 +87,29 @@ enum IdentityRules {
 
     static func fqdnFindings(_ v: String) -> [Finding] {
         if v.hasSuffix(".") {
-            return [Finding(severity: .error, code: .invalidIdentity,
-                message: "'\(v)' ends with '.'; strongSwan compares identities literally, write it without the dot")]
+            return [
+                Finding(
+                    severity: .error, code: .invalidIdentity,
+                    message: "'\(v)' ends with '.'; strongSwan compares identities literally, write it without the dot")
+            ]
         }
         if v.contains(":") {
-            return [Finding(severity: .error, code: .invalidIdentity,
-                message: "'\(v)' is neither an IPv6 address nor an FQDN (only the keyid: type prefix is supported)")]
+            return [
+                Finding(
+                    severity: .error, code: .invalidIdentity,
+                    message: "'\(v)' is neither an IPv6 address nor an FQDN (only the keyid: type prefix is supported)")
+            ]
         }
         if let p = domainProblem(v, allowUnderscore: false) {
             return [Finding(severity: .error, code: .invalidIdentity, message: "'\(v)' \(p)")]
         }
         if !v.contains(".") {
-            return [Finding(severity: .warning, code: .identitySingleLabel,
-                message: "'\(v)' is a single-label FQDN: certificates and clients usually need a fully qualified name")]
+            return [
+                Finding(
+                    severity: .warning, code: .identitySingleLabel,
+                    message:
+                        "'\(v)' is a single-label FQDN: certificates and clients usually need a fully qualified name")
+            ]
         }
         return []
     }
@@ -100,8 +122,11 @@ enum IdentityRules {
         for label in labels {
             if label.isEmpty { return "has an empty label" }
             if label.unicodeScalars.count > 63 { return "has a label longer than 63 characters" }
-            if let bad = label.unicodeScalars.first(where: { !(TextCheck.isASCIILetterOrDigit($0) || $0 == "-" || (allowUnderscore && $0 == "_")) }) {
-                return "contains \(TextCheck.quoted(String(bad))); labels allow letters, digits and '-'\(allowUnderscore ? " or '_'" : "")"
+            if let bad = label.unicodeScalars.first(where: {
+                !(TextCheck.isASCIILetterOrDigit($0) || $0 == "-" || (allowUnderscore && $0 == "_"))
+            }) {
+                return
+                    "contains \(TextCheck.quoted(String(bad))); labels allow letters, digits and '-'\(allowUnderscore ? " or '_'" : "")"
             }
             if label.hasPrefix("-") || label.hasSuffix("-") { return "has a label starting or ending with '-'" }
         }
@@ -133,7 +158,10 @@ enum IdentityRules {
         for node in inventory.nodes {
             let location = node.fieldLocations["id"] ?? node.location(of: "address")
             for f in findings(node.id) {
-                d.append(Diagnostic(f.severity, f.code, "node '\(node.name)': identity \(f.message)", at: location, about: .node(node.name)))
+                d.append(
+                    Diagnostic(
+                        f.severity, f.code, "node '\(node.name)': identity \(f.message)", at: location,
+                        about: .node(node.name)))
             }
         }
         var seen: [String: (String, SourceLocation)] = [:]
@@ -142,14 +170,19 @@ enum IdentityRules {
             let location = user.location(of: "id")
             let findings = findings(user.id)
             for f in findings {
-                d.append(Diagnostic(f.severity, f.code, "user '\(user.name)': identity \(f.message)", at: location, about: .user(user.name)))
+                d.append(
+                    Diagnostic(
+                        f.severity, f.code, "user '\(user.name)': identity \(f.message)", at: location,
+                        about: .user(user.name)))
             }
             if user.revoked || findings.contains(where: { $0.severity == .error }) { continue }
             let key = "\(describe(user.id)):\(user.id.value.lowercased())"
             if let (other, otherLocation) = seen[key] {
-                d.append(.error(.duplicateIdentity,
-                    "user '\(user.name)': identity '\(user.id.value)' is also used by user '\(other)'; the server could not tell them apart",
-                    at: location, notes: [.init(location: otherLocation, message: "user '\(other)' has it here")]))
+                d.append(
+                    .error(
+                        .duplicateIdentity,
+                        "user '\(user.name)': identity '\(user.id.value)' is also used by user '\(other)'; the server could not tell them apart",
+                        at: location, notes: [.init(location: otherLocation, message: "user '\(other)' has it here")]))
             } else {
                 seen[key] = (user.name, location)
             }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Deployment, node and user names become directory and file names (servers/<node>/,
 // clients/<user>/<user>.mobileconfig), profile names and parts of swanctl section names.
@@ -32,7 +32,9 @@ enum NameRules {
         if name.hasPrefix(".") { return "starts with '.' (hidden file)" }
         if name.hasPrefix("-") { return "starts with '-' (reads as a command-line option)" }
         if name.unicodeScalars.count > maxLength { return "is longer than \(maxLength) characters" }
-        if let bad = name.unicodeScalars.first(where: { !(TextCheck.isASCIILetterOrDigit($0) || $0 == "." || $0 == "_" || $0 == "-") }) {
+        if let bad = name.unicodeScalars.first(where: {
+            !(TextCheck.isASCIILetterOrDigit($0) || $0 == "." || $0 == "_" || $0 == "-")
+        }) {
             return "contains \(TextCheck.quoted(String(bad))); allowed are letters A-Z a-z, digits, '.', '_' and '-'"
         }
         return nil
@@ -63,20 +65,28 @@ enum NameRules {
             if let p = problem(name) {
                 d.append(.error(.invalidName, "\(kind) name \(TextCheck.quoted(name)) \(p)", at: location))
             } else if isReserved(name) {
-                d.append(.warning(.reservedName, "\(kind) name '\(name)' is a reserved device name on Windows; its output files cannot be created there", at: location,
-                    about: subject(kind, name)))
+                d.append(
+                    .warning(
+                        .reservedName,
+                        "\(kind) name '\(name)' is a reserved device name on Windows; its output files cannot be created there",
+                        at: location,
+                        about: subject(kind, name)))
             }
             if let first = seenExact[name] {
-                d.append(.error(.duplicateName, "\(kind) '\(name)' is defined twice", at: location,
-                    notes: [.init(location: first, message: "first defined here")]))
+                d.append(
+                    .error(
+                        .duplicateName, "\(kind) '\(name)' is defined twice", at: location,
+                        notes: [.init(location: first, message: "first defined here")]))
                 continue
             }
             seenExact[name] = location
             let folded = name.lowercased()
             if let (other, first) = seenFolded[folded] {
-                d.append(.error(.nameCaseCollision,
-                    "\(kind) '\(name)' differs from \(kind) '\(other)' only in case; their output files collide on case-insensitive file systems",
-                    at: location, notes: [.init(location: first, message: "\(kind) '\(other)' defined here")]))
+                d.append(
+                    .error(
+                        .nameCaseCollision,
+                        "\(kind) '\(name)' differs from \(kind) '\(other)' only in case; their output files collide on case-insensitive file systems",
+                        at: location, notes: [.init(location: first, message: "\(kind) '\(other)' defined here")]))
             } else {
                 seenFolded[folded] = (name, location)
             }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // NetworkManager's strongSwan plugin (charon-nm, network-manager-strongswan) speaks IKEv2 only, and the
 // server proves itself with a certificate when the client uses EAP or a certificate, with the PSK when the
@@ -21,10 +21,11 @@ enum NetworkManagerRules {
                     (!s.needsClientCert || user.cert) && (!s.needsPassword || user.password != nil)
                 }
                 if held.isEmpty || held.contains(where: \.networkManagerSupported) { continue }
-                d.append(.error(
-                    .networkManagerService,
-                    "user '\(user.name)': NetworkManager's strongSwan plugin cannot set up \(held.map(\.rawValue).joined(separator: ", ")) (it speaks IKEv2 with EAP, a certificate or a PSK on both sides: ikev2-eap, ikev2-cert, ikev2-psk), so node '\(node.name)' gets no NetworkManager connection; offer one of those on the node, or remove networkmanager from the user's devices",
-                    at: user.location(of: "devices")))
+                d.append(
+                    .error(
+                        .networkManagerService,
+                        "user '\(user.name)': NetworkManager's strongSwan plugin cannot set up \(held.map(\.rawValue).joined(separator: ", ")) (it speaks IKEv2 with EAP, a certificate or a PSK on both sides: ikev2-eap, ikev2-cert, ikev2-psk), so node '\(node.name)' gets no NetworkManager connection; offer one of those on the node, or remove networkmanager from the user's devices",
+                        at: user.location(of: "devices")))
             }
         }
     }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Virtual IP pools, node addresses and DNS servers (pools must be valid and disjoint).
 //
@@ -68,19 +68,34 @@ enum NetworkRules {
             if bytes.allSatisfy({ $0 == 0 }) { return (.error, .invalidAddress, "is the unspecified address") }
             if bytes.count == 4 {
                 if bytes[0] >= 224 { return (.error, .invalidAddress, "is a multicast or reserved address") }
-                if bytes[0] == 127 || bytes[0] == 0 { return (.warning, .unreachableAddress, "is a loopback address; clients elsewhere cannot reach it") }
-                if bytes[0] == 169 && bytes[1] == 254 { return (.warning, .unreachableAddress, "is a link-local address; clients elsewhere cannot reach it") }
+                if bytes[0] == 127 || bytes[0] == 0 {
+                    return (.warning, .unreachableAddress, "is a loopback address; clients elsewhere cannot reach it")
+                }
+                if bytes[0] == 169 && bytes[1] == 254 {
+                    return (.warning, .unreachableAddress, "is a link-local address; clients elsewhere cannot reach it")
+                }
             } else {
                 if bytes[0] == 0xFF { return (.error, .invalidAddress, "is a multicast address") }
-                if bytes == [UInt8](repeating: 0, count: 15) + [1] { return (.warning, .unreachableAddress, "is the loopback address; clients elsewhere cannot reach it") }
-                if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return (.warning, .unreachableAddress, "is a link-local address; clients elsewhere cannot reach it") }
+                if bytes == [UInt8](repeating: 0, count: 15) + [1] {
+                    return (.warning, .unreachableAddress, "is the loopback address; clients elsewhere cannot reach it")
+                }
+                if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 {
+                    return (.warning, .unreachableAddress, "is a link-local address; clients elsewhere cannot reach it")
+                }
             }
             return nil
         }
         if text.contains(":") { return (.error, .invalidAddress, "is not a valid IPv6 address") }
         if text.hasSuffix(".") { return (.error, .invalidAddress, "ends with '.'; write the host name without it") }
-        if let p = IdentityRules.domainProblem(text, allowUnderscore: false) { return (.error, .invalidAddress, "is neither an IP address nor a valid host name: it \(p)") }
-        if !text.contains(".") { return (.warning, .unreachableAddress, "is a single-label host name; clients resolve it only with a matching search domain") }
+        if let p = IdentityRules.domainProblem(text, allowUnderscore: false) {
+            return (.error, .invalidAddress, "is neither an IP address nor a valid host name: it \(p)")
+        }
+        if !text.contains(".") {
+            return (
+                .warning, .unreachableAddress,
+                "is a single-label host name; clients resolve it only with a matching search domain"
+            )
+        }
         return nil
     }
 
@@ -90,15 +105,21 @@ enum NetworkRules {
         for node in inventory.nodes {
             let location = node.location(of: "address")
             if let (severity, code, text) = addressProblem(node.address) {
-                d.append(Diagnostic(severity, code, "node '\(node.name)': address \(TextCheck.quoted(node.address)) \(text)", at: location, about: .node(node.name)))
+                d.append(
+                    Diagnostic(
+                        severity, code, "node '\(node.name)': address \(TextCheck.quoted(node.address)) \(text)",
+                        at: location, about: .node(node.name)))
                 if severity == .error { continue }
             }
             let bytes = IPAddressText.parse(node.address)
             if let bytes { nodeIPs.append((node.name, bytes, location)) }
             let key = bytes.map(IPAddressText.format) ?? node.address.lowercased()
             if let (other, otherLocation) = addressOwners[key] {
-                d.append(.error(.duplicateAddress, "node '\(node.name)': address \(node.address) is also used by node '\(other)'", at: location,
-                    notes: [.init(location: otherLocation, message: "node '\(other)' has it here")]))
+                d.append(
+                    .error(
+                        .duplicateAddress,
+                        "node '\(node.name)': address \(node.address) is also used by node '\(other)'", at: location,
+                        notes: [.init(location: otherLocation, message: "node '\(other)' has it here")]))
             } else {
                 addressOwners[key] = (node.name, location)
             }
@@ -108,14 +129,26 @@ enum NetworkRules {
             var seen: Set<String> = []
             for server in node.dns {
                 guard let bytes = IPAddressText.parse(server) else {
-                    d.append(.error(.invalidDNS, "node '\(node.name)': DNS server \(TextCheck.quoted(server)) is not an IP address", at: location))
+                    d.append(
+                        .error(
+                            .invalidDNS,
+                            "node '\(node.name)': DNS server \(TextCheck.quoted(server)) is not an IP address",
+                            at: location))
                     continue
                 }
-                if bytes.allSatisfy({ $0 == 0 }) || (bytes.count == 4 && bytes[0] >= 224) || (bytes.count == 16 && bytes[0] == 0xFF) {
-                    d.append(.error(.invalidDNS, "node '\(node.name)': DNS server \(server) is an unspecified, multicast or reserved address", at: location))
+                if bytes.allSatisfy({ $0 == 0 }) || (bytes.count == 4 && bytes[0] >= 224)
+                    || (bytes.count == 16 && bytes[0] == 0xFF)
+                {
+                    d.append(
+                        .error(
+                            .invalidDNS,
+                            "node '\(node.name)': DNS server \(server) is an unspecified, multicast or reserved address",
+                            at: location))
                 }
                 if !seen.insert(IPAddressText.format(bytes)).inserted {
-                    d.append(.warning(.duplicateEntry, "node '\(node.name)': DNS server \(server) is listed twice", at: location))
+                    d.append(
+                        .warning(
+                            .duplicateEntry, "node '\(node.name)': DNS server \(server) is listed twice", at: location))
                 }
             }
         }
@@ -124,17 +157,24 @@ enum NetworkRules {
             guard let mode = node.network.ipv6 else { continue }
             let location = node.location(of: "network.ipv6")
             if node.pool6 == nil {
-                d.append(.warning(.networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6", at: location, about: .node(node.name)))
+                d.append(
+                    .warning(
+                        .networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6",
+                        at: location, about: .node(node.name)))
             } else if mode == .routed, let pool6 = node.pool6, (pool6.address[0] & 0xFE) == 0xFC {
-                d.append(.warning(
-                    .networkSetting,
-                    "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
-                    at: location, about: .node(node.name)))
+                d.append(
+                    .warning(
+                        .networkSetting,
+                        "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
+                        at: location, about: .node(node.name)))
             }
         }
     }
 
-    static func checkPools(_ inventory: Inventory, nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)], into d: inout [Diagnostic]) {
+    static func checkPools(
+        _ inventory: Inventory, nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)],
+        into d: inout [Diagnostic]
+    ) {
         var pools: [(node: String, field: String, cidr: CIDR, location: SourceLocation)] = []
         let addresses = SortedAddresses(nodeIPs.map(\.bytes))
         var ownAddress: [String: [UInt8]] = [:]
@@ -142,26 +182,42 @@ enum NetworkRules {
         for node in inventory.nodes {
             let owner = "node '\(node.name)'"
             if node.pool == nil && node.pool6 == nil {
-                d.append(.error(.missingPool, "\(owner): no virtual IP pool; set pool (IPv4) and/or pool6 (IPv6) so clients get an address", at: node.location))
+                d.append(
+                    .error(
+                        .missingPool,
+                        "\(owner): no virtual IP pool; set pool (IPv4) and/or pool6 (IPv6) so clients get an address",
+                        at: node.location))
                 continue
             }
             for (field, cidr, wantsIPv6) in [("pool", node.pool, false), ("pool6", node.pool6, true)] {
                 guard let cidr else { continue }
                 let location = node.location(of: field)
                 if cidr.isIPv6 != wantsIPv6 {
-                    d.append(.error(.poolFamily, "\(owner): \(field) \(cidr) is \(cidr.isIPv6 ? "IPv6" : "IPv4"); \(wantsIPv6 ? "pool6 takes an IPv6 network, use pool for IPv4" : "pool takes an IPv4 network, use pool6 for IPv6")", at: location))
+                    d.append(
+                        .error(
+                            .poolFamily,
+                            "\(owner): \(field) \(cidr) is \(cidr.isIPv6 ? "IPv6" : "IPv4"); \(wantsIPv6 ? "pool6 takes an IPv6 network, use pool for IPv4" : "pool takes an IPv4 network, use pool6 for IPv6")",
+                            at: location))
                     continue
                 }
                 let maxPrefix = cidr.isIPv6 ? 126 : 30
                 if cidr.prefix > maxPrefix {
-                    d.append(.error(.poolTooSmall, "\(owner): \(field) \(cidr) leaves fewer than 2 addresses for clients; use /\(maxPrefix) or shorter", at: location))
+                    d.append(
+                        .error(
+                            .poolTooSmall,
+                            "\(owner): \(field) \(cidr) leaves fewer than 2 addresses for clients; use /\(maxPrefix) or shorter",
+                            at: location))
                 }
                 if !cidr.isIPv6 && cidr.prefix < 16 {
-                    d.append(.warning(.poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?", at: location, about: .node(node.name)))
+                    d.append(
+                        .warning(
+                            .poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?",
+                            at: location, about: .node(node.name)))
                 }
                 var usable = true
                 for r in (cidr.isIPv6 ? reserved6 : reserved4) where overlaps(r.cidr, cidr) {
-                    d.append(.error(.poolReserved, "\(owner): \(field) \(cidr) overlaps the \(r.why) range", at: location))
+                    d.append(
+                        .error(.poolReserved, "\(owner): \(field) \(cidr) overlaps the \(r.why) range", at: location))
                     usable = false
                     break
                 }
@@ -171,18 +227,31 @@ enum NetworkRules {
                 var others = inside.count
                 if let own = ownAddress[node.name], contains(cidr, own) {
                     others -= 1
-                    d.append(.error(.poolContainsAddress, "\(owner): \(field) \(cidr) contains its own address (\(IPAddressText.format(own)))", at: location))
+                    d.append(
+                        .error(
+                            .poolContainsAddress,
+                            "\(owner): \(field) \(cidr) contains its own address (\(IPAddressText.format(own)))",
+                            at: location))
                 }
                 if others > 0, let first = inside.first(where: { nodeIPs[addresses.order[$0]].name != node.name }) {
                     let ip = nodeIPs[addresses.order[first]]
                     let more = others > 1 ? " and \(others - 1) more node address\(others > 2 ? "es" : "")" : ""
-                    d.append(.error(.poolContainsAddress, "\(owner): \(field) \(cidr) contains the address of node '\(ip.name)' (\(IPAddressText.format(ip.bytes)))\(more)", at: location,
-                        notes: [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
+                    d.append(
+                        .error(
+                            .poolContainsAddress,
+                            "\(owner): \(field) \(cidr) contains the address of node '\(ip.name)' (\(IPAddressText.format(ip.bytes)))\(more)",
+                            at: location,
+                            notes: [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
                 }
                 for server in node.dns {
                     if let bytes = IPAddressText.parse(server), contains(cidr, bytes) {
-                        d.append(.warning(.poolContainsDNS, "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client", at: location,
-                            notes: [.init(location: node.location(of: "dns"), message: "DNS servers here")], about: .node(node.name)))
+                        d.append(
+                            .warning(
+                                .poolContainsDNS,
+                                "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client",
+                                at: location,
+                                notes: [.init(location: node.location(of: "dns"), message: "DNS servers here")],
+                                about: .node(node.name)))
                     }
                 }
                 if usable { pools.append((node.name, field, cidr, location)) }
@@ -203,8 +272,11 @@ enum NetworkRules {
             }
             if let i = earliest {
                 let (a, b) = (pools[i], pools[j])
-                d.append(.error(.poolOverlap, "node '\(b.node)': \(b.field) \(b.cidr) overlaps node '\(a.node)' (\(a.cidr))", at: b.location,
-                    notes: [.init(location: a.location, message: "node '\(a.node)' \(a.field) defined here")]))
+                d.append(
+                    .error(
+                        .poolOverlap, "node '\(b.node)': \(b.field) \(b.cidr) overlaps node '\(a.node)' (\(a.cidr))",
+                        at: b.location,
+                        notes: [.init(location: a.location, message: "node '\(a.node)' \(a.field) defined here")]))
             }
             let own = PrefixKey(pool.address, bits: pool.prefix)
             if exact[own] == nil { exact[own] = j }
@@ -222,7 +294,8 @@ enum NetworkRules {
         let order: [Int]
 
         init(_ addresses: [[UInt8]]) {
-            let keyed = addresses.enumerated().map { (PrefixKey($0.element, bits: $0.element.count * 8), $0.offset) }.sorted { $0.0 < $1.0 }
+            let keyed = addresses.enumerated().map { (PrefixKey($0.element, bits: $0.element.count * 8), $0.offset) }
+                .sorted { $0.0 < $1.0 }
             keys = keyed.map(\.0)
             order = keyed.map(\.1)
         }
@@ -238,7 +311,8 @@ enum NetworkRules {
         }
 
         private func lowerBound(_ key: PrefixKey) -> Int {
-            var lo = 0, hi = keys.count
+            var lo = 0
+            var hi = keys.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if keys[mid] < key { lo = mid + 1 } else { hi = mid }
@@ -247,7 +321,8 @@ enum NetworkRules {
         }
 
         private func upperBound(_ key: PrefixKey) -> Int {
-            var lo = 0, hi = keys.count
+            var lo = 0
+            var hi = keys.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if key < keys[mid] { hi = mid } else { lo = mid + 1 }
@@ -264,9 +339,14 @@ enum NetworkRules {
         var isIPv6: Bool
 
         init(_ address: [UInt8], bits: Int) {
-            var high: UInt64 = 0, low: UInt64 = 0
+            var high: UInt64 = 0
+            var low: UInt64 = 0
             for (i, byte) in address.enumerated() {
-                if i < 8 { high |= UInt64(byte) << (56 - 8 * UInt64(i)) } else { low |= UInt64(byte) << (56 - 8 * UInt64(i - 8)) }
+                if i < 8 {
+                    high |= UInt64(byte) << (56 - 8 * UInt64(i))
+                } else {
+                    low |= UInt64(byte) << (56 - 8 * UInt64(i - 8))
+                }
             }
             func mask(_ n: Int) -> UInt64 { n <= 0 ? 0 : (n >= 64 ? ~0 : ~(~UInt64(0) >> UInt64(n))) }
             self.high = high & mask(bits)

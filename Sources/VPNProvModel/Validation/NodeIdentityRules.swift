@@ -25,7 +25,9 @@ enum NodeIdentityRules {
 
     /// `key` with an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) made the IPv4 address.
     static func loose(_ key: MatchKey) -> MatchKey {
-        if case .ip(let bytes) = key, bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+        if case .ip(let bytes) = key, bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF,
+            bytes[11] == 0xFF
+        {
             return .ip(Array(bytes[12...]))
         }
         return key
@@ -58,12 +60,17 @@ enum NodeIdentityRules {
             if valid, let k = nodeKey(node.id) {
                 if let other = nodeKeys[k] {
                     reported = true
-                    d.append(.error(
-                        .duplicateNodeIdentity,
-                        "node '\(node.name)': identity \(TextCheck.quoted(node.id.value)) is also node '\(other.name)''s identity; "
-                            + "either node could pose as the other to every client",
-                        at: idLocation,
-                        notes: [.init(location: other.fieldLocations["id"] ?? other.location(of: "address"), message: "node '\(other.name)' has it here")]))
+                    d.append(
+                        .error(
+                            .duplicateNodeIdentity,
+                            "node '\(node.name)': identity \(TextCheck.quoted(node.id.value)) is also node '\(other.name)''s identity; "
+                                + "either node could pose as the other to every client",
+                            at: idLocation,
+                            notes: [
+                                .init(
+                                    location: other.fieldLocations["id"] ?? other.location(of: "address"),
+                                    message: "node '\(other.name)' has it here")
+                            ]))
                 } else {
                     nodeKeys[k] = node
                 }
@@ -71,7 +78,8 @@ enum NodeIdentityRules {
             // Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
             if let profile = try? CertificateProfile.server(node, inventory: inventory) {
                 var mine: [MatchKey] = []
-                for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames).map(loose)
+                for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
+                    .map(loose)
                 where !mine.contains(k) {
                     mine.append(k)
                 }
@@ -80,23 +88,25 @@ enum NodeIdentityRules {
                 if !reported, let (k, other) = mine.lazy.compactMap({ k in certificateKeys[k].map { (k, $0) } }).first,
                     !sameAddress(node, other), node.name.lowercased() != other.name.lowercased()
                 {
-                    d.append(.error(
-                        .nodeCertificateOverlap,
-                        "node '\(node.name)': its certificate would carry \(describe(k)), which node '\(other.name)''s certificate carries too; "
-                            + "either node could pose as the other to clients that expect it",
-                        at: node.location,
-                        notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
+                    d.append(
+                        .error(
+                            .nodeCertificateOverlap,
+                            "node '\(node.name)': its certificate would carry \(describe(k)), which node '\(other.name)''s certificate carries too; "
+                                + "either node could pose as the other to clients that expect it",
+                            at: node.location,
+                            notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
                 }
                 for k in mine where certificateKeys[k] == nil { certificateKeys[k] = node }
             }
             let section = TextCheck.swanctlSectionName(node.name)
             if let other = sections[section] {
-                d.append(.error(
-                    .connectionNameCollision,
-                    "node '\(node.name)': its client connections would have the same names as node '\(other.name)''s "
-                        + "('\(section)-<service>' in the Linux swanctl.conf); rename one of them",
-                    at: node.location,
-                    notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
+                d.append(
+                    .error(
+                        .connectionNameCollision,
+                        "node '\(node.name)': its client connections would have the same names as node '\(other.name)''s "
+                            + "('\(section)-<service>' in the Linux swanctl.conf); rename one of them",
+                        at: node.location,
+                        notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
             } else {
                 sections[section] = node
             }
@@ -106,21 +116,27 @@ enum NodeIdentityRules {
         for user in inventory.users where user.password != nil && NameRules.problem(user.name) == nil {
             let id = passwordIdentity(user)
             if let problem = IdentityPatterns.problem(id) {
-                d.append(.error(
-                    .identityPattern,
-                    "user '\(user.name)': the name is the password's identity in the nodes' secrets.conf, and \(TextCheck.quoted(user.name)) \(problem); "
-                        + "strongSwan would offer this password for the server's own identity",
-                    at: user.location))
+                d.append(
+                    .error(
+                        .identityPattern,
+                        "user '\(user.name)': the name is the password's identity in the nodes' secrets.conf, and \(TextCheck.quoted(user.name)) \(problem); "
+                            + "strongSwan would offer this password for the server's own identity",
+                        at: user.location))
                 continue
             }
             guard let k = nodeKey(id), let node = nodeKeys[k] else { continue }
-            d.append(.error(
-                .passwordIdentityOverlap,
-                "user '\(user.name)': the name is the password's identity in the nodes' secrets.conf and equals node '\(node.name)''s identity "
-                    + "\(TextCheck.quoted(node.id.value)); strongSwan picks a password whose identity matches either side, so this password "
-                    + "would log in under any EAP name and, with XAuth, as every user",
-                at: user.location,
-                notes: [.init(location: node.fieldLocations["id"] ?? node.location(of: "address"), message: "node '\(node.name)''s identity")]))
+            d.append(
+                .error(
+                    .passwordIdentityOverlap,
+                    "user '\(user.name)': the name is the password's identity in the nodes' secrets.conf and equals node '\(node.name)''s identity "
+                        + "\(TextCheck.quoted(node.id.value)); strongSwan picks a password whose identity matches either side, so this password "
+                        + "would log in under any EAP name and, with XAuth, as every user",
+                    at: user.location,
+                    notes: [
+                        .init(
+                            location: node.fieldLocations["id"] ?? node.location(of: "address"),
+                            message: "node '\(node.name)''s identity")
+                    ]))
         }
     }
 

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // PKI settings (the inventory's `pki:`, docs/inventory.md). Key types are a closed enum already.
 //
@@ -15,22 +15,34 @@ enum PKIRules {
 
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let pki = inventory.pki
-        let lifetimes = [("pki.ca.days", "ca.days", pki.ca.days), ("pki.server_days", "server_days", pki.serverDays), ("pki.client_days", "client_days", pki.clientDays)]
+        let lifetimes = [
+            ("pki.ca.days", "ca.days", pki.ca.days), ("pki.server_days", "server_days", pki.serverDays),
+            ("pki.client_days", "client_days", pki.clientDays),
+        ]
         var valid = true
         for (field, label, days) in lifetimes where days < 1 || days > maxDays {
-            d.append(.error(.invalidDays, "pki: \(label) is \(days); it must be between 1 and \(maxDays)", at: inventory.location(of: field)))
+            d.append(
+                .error(
+                    .invalidDays, "pki: \(label) is \(days); it must be between 1 and \(maxDays)",
+                    at: inventory.location(of: field)))
             valid = false
         }
         if pki.serverDays > appleServerDays && pki.serverDays <= maxDays {
-            d.append(.warning(.serverDaysApple,
-                "pki: server_days is \(pki.serverDays); Apple devices reject server certificates valid for more than \(appleServerDays) days",
-                at: inventory.location(of: "pki.server_days"), about: .deployment))
+            d.append(
+                .warning(
+                    .serverDaysApple,
+                    "pki: server_days is \(pki.serverDays); Apple devices reject server certificates valid for more than \(appleServerDays) days",
+                    at: inventory.location(of: "pki.server_days"), about: .deployment))
         }
         if valid {
             for (field, label, days) in lifetimes.dropFirst() where days > pki.ca.days {
-                d.append(.warning(.caDaysShort,
-                    "pki: ca.days (\(pki.ca.days)) is shorter than \(label) (\(days)); certificates stop validating when the CA expires",
-                    at: inventory.location(of: "pki.ca.days"), notes: [.init(location: inventory.location(of: field), message: "\(label) set here")], about: .deployment))
+                d.append(
+                    .warning(
+                        .caDaysShort,
+                        "pki: ca.days (\(pki.ca.days)) is shorter than \(label) (\(days)); certificates stop validating when the CA expires",
+                        at: inventory.location(of: "pki.ca.days"),
+                        notes: [.init(location: inventory.location(of: field), message: "\(label) set here")],
+                        about: .deployment))
             }
         }
         let name = pki.ca.name
@@ -38,9 +50,16 @@ enum PKIRules {
         if name.isEmpty || name.allSatisfy({ $0 == " " }) {
             d.append(.error(.invalidCAName, "pki: ca.name is empty", at: nameLocation))
         } else if TextCheck.hasControlCharacters(name) {
-            d.append(.error(.invalidCAName, "pki: ca.name \(TextCheck.quoted(name)) contains control characters", at: nameLocation))
+            d.append(
+                .error(
+                    .invalidCAName, "pki: ca.name \(TextCheck.quoted(name)) contains control characters",
+                    at: nameLocation))
         } else if name.unicodeScalars.count > 64 {
-            d.append(.error(.invalidCAName, "pki: ca.name is longer than 64 characters (the limit for a certificate common name)", at: nameLocation))
+            d.append(
+                .error(
+                    .invalidCAName,
+                    "pki: ca.name is longer than 64 characters (the limit for a certificate common name)",
+                    at: nameLocation))
         }
     }
 }

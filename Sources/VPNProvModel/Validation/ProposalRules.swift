@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // IKE/ESP proposals: syntax with the shared keyword table (Plan/Proposal.swift), weak algorithms, and
 // whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's IKESecurityAssociationParameters).
@@ -20,24 +20,34 @@ enum ProposalRules {
         let owner = "node '\(node.name)'"
         var parsed: [Proposal.Purpose: [Proposal]] = [.ike: [], .esp: []]
         for (purpose, list, field, label) in [
-            (Proposal.Purpose.ike, node.proposals.ike, "proposals.ike", "IKE"), (.esp, node.proposals.esp, "proposals.esp", "ESP"),
+            (Proposal.Purpose.ike, node.proposals.ike, "proposals.ike", "IKE"),
+            (.esp, node.proposals.esp, "proposals.esp", "ESP"),
         ] {
             let location = node.location(nested: field)
             if list.isEmpty {
-                d.append(.error(.missingProposal, "\(owner): no \(label) proposal; list at least one (e.g. \(purpose == .ike ? Proposals.defaults.ike[0] : Proposals.defaults.esp[0]))", at: location))
+                d.append(
+                    .error(
+                        .missingProposal,
+                        "\(owner): no \(label) proposal; list at least one (e.g. \(purpose == .ike ? Proposals.defaults.ike[0] : Proposals.defaults.esp[0]))",
+                        at: location))
                 continue
             }
             var seen: Set<String> = []
             for text in list {
                 if !seen.insert(text).inserted {
-                    d.append(.warning(.duplicateEntry, "\(owner): \(label) proposal '\(text)' is listed twice", at: location))
+                    d.append(
+                        .warning(.duplicateEntry, "\(owner): \(label) proposal '\(text)' is listed twice", at: location)
+                    )
                     continue
                 }
                 let proposal: Proposal
                 do {
                     proposal = try Proposal.parse(text, purpose: purpose)
                 } catch {
-                    d.append(.error(.invalidProposal, "\(owner): \(label) proposal \(TextCheck.quoted(text)): \(error.message)", at: location))
+                    d.append(
+                        .error(
+                            .invalidProposal, "\(owner): \(label) proposal \(TextCheck.quoted(text)): \(error.message)",
+                            at: location))
                     continue
                 }
                 parsed[purpose]!.append(proposal)
@@ -45,25 +55,39 @@ enum ProposalRules {
                 if !weak.isEmpty {
                     let list = weak.joined(separator: ", ")
                     if node.proposals.allowWeak {
-                        d.append(.warning(.weakProposal, "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak", at: location, about: .node(node.name)))
+                        d.append(
+                            .warning(
+                                .weakProposal,
+                                "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak",
+                                at: location, about: .node(node.name)))
                     } else {
-                        d.append(.error(.weakProposal, "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); remove them or set proposals.allow_weak: true", at: location))
+                        d.append(
+                            .error(
+                                .weakProposal,
+                                "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); remove them or set proposals.allow_weak: true",
+                                at: location))
                     }
                 }
             }
         }
-        let ike = parsed[.ike]!, esp = parsed[.esp]!
+        let ike = parsed[.ike]!
+        let esp = parsed[.esp]!
         // Only judge client support when both lists have something valid; otherwise the errors above say it.
         guard !ike.isEmpty, !esp.isEmpty else { return }
         if node.services.contains(where: { $0.ikeVersion == 2 }) && appleParameters(ike: ike, esp: esp) == nil {
-            d.append(.error(.noAppleProposal,
-                "\(owner): no IKE and ESP proposal pair an Apple IKEv2 profile can express; add e.g. \(Proposals.defaults.ike[0]) and \(Proposals.defaults.esp[0])",
-                at: node.location(nested: "proposals")))
+            d.append(
+                .error(
+                    .noAppleProposal,
+                    "\(owner): no IKE and ESP proposal pair an Apple IKEv2 profile can express; add e.g. \(Proposals.defaults.ike[0]) and \(Proposals.defaults.esp[0])",
+                    at: node.location(nested: "proposals")))
         }
         if node.services.contains(where: { $0.ikeVersion == 1 }) && !ike.contains(where: { !$0.isAEAD }) {
-            d.append(.warning(.noIKEv1Proposal,
-                "\(owner): \(node.services.filter { $0.ikeVersion == 1 }.map(\.rawValue).joined(separator: " and ")) \(node.services.filter { $0.ikeVersion == 1 }.count == 1 ? "needs" : "need") a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
-                at: node.location(nested: "proposals.ike"), about: .node(node.name, services: node.services.filter { $0.ikeVersion == 1 })))
+            d.append(
+                .warning(
+                    .noIKEv1Proposal,
+                    "\(owner): \(node.services.filter { $0.ikeVersion == 1 }.map(\.rawValue).joined(separator: " and ")) \(node.services.filter { $0.ikeVersion == 1 }.count == 1 ? "needs" : "need") a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
+                    at: node.location(nested: "proposals.ike"),
+                    about: .node(node.name, services: node.services.filter { $0.ikeVersion == 1 })))
         }
     }
 

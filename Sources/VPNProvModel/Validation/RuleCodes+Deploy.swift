@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Rule codes of a node's `deploy:` (how the generated Ansible rollout reaches it).
 

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Stable rule codes of the inventory validator (printed in brackets after each diagnostic).
 // Severity is per rule unless noted; docs/diagnostics.md lists them with their meaning.

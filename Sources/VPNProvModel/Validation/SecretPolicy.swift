@@ -3,9 +3,9 @@
 // Messages never contain the secret or any part of it.
 
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// The policy every PSK and password must meet.
 ///
@@ -62,26 +62,38 @@ package enum SecretPolicy {
             return [Problem(category: .unrepresentable, message: "is longer than \(maxBytes) bytes")]
         }
         if scalars.contains("\u{FFFD}") {
-            out.append(Problem(category: .unrepresentable,
-                message: "contains U+FFFD, the replacement character: its bytes were not valid UTF-8"))
+            out.append(
+                Problem(
+                    category: .unrepresentable,
+                    message: "contains U+FFFD, the replacement character: its bytes were not valid UTF-8"))
         }
         if scalars.contains(where: TextCheck.isControl) {
-            out.append(Problem(category: .unrepresentable,
-                message: "contains control characters or NUL, which not every output (plist, .sswan, swanctl) can carry"))
+            out.append(
+                Problem(
+                    category: .unrepresentable,
+                    message:
+                        "contains control characters or NUL, which not every output (plist, .sswan, swanctl) can carry")
+            )
         }
         if scalars.first!.properties.isWhitespace || scalars.last!.properties.isWhitespace {
-            out.append(Problem(category: .unrepresentable,
-                message: "starts or ends with whitespace, which is easily lost when the secret is copied or typed"))
+            out.append(
+                Problem(
+                    category: .unrepresentable,
+                    message: "starts or ends with whitespace, which is easily lost when the secret is copied or typed"))
         }
         if scalars.count < kind.minimumLength {
-            out.append(Problem(category: .weak,
-                message: "is \(scalars.count) characters long; \(kind.label) needs at least \(kind.minimumLength)"))
+            out.append(
+                Problem(
+                    category: .weak,
+                    message: "is \(scalars.count) characters long; \(kind.label) needs at least \(kind.minimumLength)"))
         }
         let estimate = estimate(scalars, names: names)
         if estimate.bits < Double(kind.minimumBits) {
-            var message = "has an estimated strength of \(Int(estimate.bits)) bits; \(kind.label) needs at least \(kind.minimumBits)"
+            var message =
+                "has an estimated strength of \(Int(estimate.bits)) bits; \(kind.label) needs at least \(kind.minimumBits)"
             if !estimate.patterns.isEmpty {
-                message += " (it contains \(estimate.patterns.sorted().joined(separator: ", ")), which count for nothing)"
+                message +=
+                    " (it contains \(estimate.patterns.sorted().joined(separator: ", ")), which count for nothing)"
             }
             out.append(Problem(category: .weak, message: message))
         }
@@ -106,7 +118,10 @@ package enum SecretPolicy {
     ]
     private static let leet: [UInt32: UInt32] = {
         var m: [UInt32: UInt32] = [:]
-        for (a, b) in [("0", "o"), ("1", "i"), ("3", "e"), ("4", "a"), ("5", "s"), ("7", "t"), ("@", "a"), ("$", "s"), ("!", "i"), ("|", "l")] {
+        for (a, b) in [
+            ("0", "o"), ("1", "i"), ("3", "e"), ("4", "a"), ("5", "s"), ("7", "t"), ("@", "a"), ("$", "s"), ("!", "i"),
+            ("|", "l"),
+        ] {
             m[a.unicodeScalars.first!.value] = b.unicodeScalars.first!.value
         }
         return m
@@ -164,7 +179,11 @@ package enum SecretPolicy {
                 let step = Int64(lower[j]) - Int64(lower[i])
                 if step == 1 || step == -1 {
                     while j < n, isAlnum(lower[j]), Int64(lower[j]) - Int64(lower[j - 1]) == step { j += 1 }
-                    if j - i >= 4 { cover(i, j - i, "a sequence"); i = j; continue }
+                    if j - i >= 4 {
+                        cover(i, j - i, "a sequence")
+                        i = j
+                        continue
+                    }
                     j = i + 1
                 }
             }
@@ -176,10 +195,18 @@ package enum SecretPolicy {
         for positions in rowPositions {
             var k = 0
             while k < n {
-                guard let start = positions[lower[k]] else { k += 1; continue }
+                guard let start = positions[lower[k]] else {
+                    k += 1
+                    continue
+                }
                 var len = 1
                 while k + len < n, positions[lower[k + len]] == start + len { len += 1 }
-                if len >= 4 { cover(k, len, "a keyboard run"); k += len } else { k += 1 }
+                if len >= 4 {
+                    cover(k, len, "a keyboard run")
+                    k += len
+                } else {
+                    k += 1
+                }
             }
         }
         for word in wordScalars { find(word, in: normal, "a common word") }
@@ -192,7 +219,10 @@ package enum SecretPolicy {
         // A string made of one shorter unit repeated counts as that unit.
         for period in stride(from: 1, through: n / 2, by: 1) where n % period == 0 {  // empty for n < 2
             if (period..<n).allSatisfy({ scalars[$0] == scalars[$0 - period] }) {
-                if period < effective { effective = period; patterns.insert("a repeated pattern") }
+                if period < effective {
+                    effective = period
+                    patterns.insert("a repeated pattern")
+                }
                 break
             }
         }
@@ -200,7 +230,9 @@ package enum SecretPolicy {
         if scalars.contains(where: { $0.value >= 0x61 && $0.value <= 0x7A }) { charset += 26 }
         if scalars.contains(where: { $0.value >= 0x41 && $0.value <= 0x5A }) { charset += 26 }
         if scalars.contains(where: { $0.value >= 0x30 && $0.value <= 0x39 }) { charset += 10 }
-        if scalars.contains(where: { $0.value >= 0x20 && $0.value < 0x7F && !TextCheck.isASCIILetterOrDigit($0) }) { charset += 33 }
+        if scalars.contains(where: { $0.value >= 0x20 && $0.value < 0x7F && !TextCheck.isASCIILetterOrDigit($0) }) {
+            charset += 33
+        }
         if scalars.contains(where: { $0.value >= 0x80 }) { charset += 100 }
         let bits = charset > 1 ? log2(Double(charset)) * Double(effective) : 0
         return Estimate(bits: bits, patterns: patterns)

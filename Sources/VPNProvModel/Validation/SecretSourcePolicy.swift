@@ -1,9 +1,8 @@
 import Foundation
-
 import Glibc
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// Where `env:` and `file:` secrets may come from (docs/security.md section 3, docs/inventory.md
 /// `secrets`). The process that runs vpnprov holds other secrets (the CA passphrase, a CI job's
@@ -21,22 +20,31 @@ package enum SecretSourcePolicy {
         switch source {
         case .env(let name):
             if name.hasPrefix(SecretSettings.reservedPrefix) {
-                return "env:\(name) is one of vpnprov's own variables (\(SecretSettings.reservedPrefix)...), never a secret of the inventory"
+                return
+                    "env:\(name) is one of vpnprov's own variables (\(SecretSettings.reservedPrefix)...), never a secret of the inventory"
             }
             if !settings.envPrefixes.contains(where: { name.hasPrefix($0) }) {
-                let allowed = settings.envPrefixes.isEmpty ? "no variable is allowed" : "names must start with "
-                    + settings.envPrefixes.map { "\($0)" }.joined(separator: " or ")
-                return "env:\(name) is not a variable secrets may come from: \(allowed) ('secrets.env_prefix' in the inventory allows others)"
+                let allowed =
+                    settings.envPrefixes.isEmpty
+                    ? "no variable is allowed"
+                    : "names must start with "
+                        + settings.envPrefixes.map { "\($0)" }.joined(separator: " or ")
+                return
+                    "env:\(name) is not a variable secrets may come from: \(allowed) ('secrets.env_prefix' in the inventory allows others)"
             }
         case .file(let path):
             let directory = settings.fileDirectory ?? "."
-            let outside = "file:\(path) is outside \(describe(settings)) ('secrets.file_dir' in the inventory widens it)"
+            let outside =
+                "file:\(path) is outside \(describe(settings)) ('secrets.file_dir' in the inventory widens it)"
             switch (path.hasPrefix("/"), directory.hasPrefix("/")) {
             case (true, false):
-                return "file:\(path) is an absolute path; file: secrets are relative to the inventory's directory and stay inside "
+                return
+                    "file:\(path) is an absolute path; file: secrets are relative to the inventory's directory and stay inside "
                     + "\(describe(settings)) ('secrets.file_dir' in the inventory widens it)"
             case (true, true), (false, false):
-                guard let inside = components(path), let base = components(directory), contains(base, inside) else { return outside }
+                guard let inside = components(path), let base = components(directory), contains(base, inside) else {
+                    return outside
+                }
             case (false, true):
                 // Relative to the inventory's directory, against an absolute directory: known only when read.
                 break
@@ -50,16 +58,21 @@ package enum SecretSourcePolicy {
     /// The file a `file:` reference reads, checked with symbolic links resolved: the real path when
     /// the file exists (read that, so a link swapped later is not followed), else the path as joined
     /// (reading it then fails with the usual reason). Throws the reason it is outside.
-    package static func confinedFile(_ path: String, _ settings: SecretSettings, inventoryDirectory: String) throws(Refusal) -> String {
+    package static func confinedFile(_ path: String, _ settings: SecretSettings, inventoryDirectory: String)
+        throws(Refusal) -> String
+    {
         if let problem = problem(.file(path), settings) { throw Refusal(message: problem) }
-        func joined(_ p: String) -> String { p.hasPrefix("/") ? p : (inventoryDirectory as NSString).appendingPathComponent(p) }
+        func joined(_ p: String) -> String {
+            p.hasPrefix("/") ? p : (inventoryDirectory as NSString).appendingPathComponent(p)
+        }
         let full = joined(path)
         guard let real = realPath(full) else { return full }
         let base = joined(settings.fileDirectory ?? ".")
         let realBase = realPath(base) ?? base
         guard realBase == "/" || real.hasPrefix(realBase.hasSuffix("/") ? realBase : realBase + "/") else {
             throw Refusal(
-                message: "file:\(path) resolves to \(real), outside \(describe(settings)) (\(realBase)); symbolic links are followed "
+                message:
+                    "file:\(path) resolves to \(real), outside \(describe(settings)) (\(realBase)); symbolic links are followed "
                     + "before the check ('secrets.file_dir' in the inventory widens it)")
         }
         return real
@@ -81,7 +94,13 @@ package enum SecretSourcePolicy {
             switch part {
             case ".": continue
             case "..":
-                if let last = out.last, last != "..", last != "/" { out.removeLast() } else if out.first == "/" { continue } else { out.append("..") }
+                if let last = out.last, last != "..", last != "/" {
+                    out.removeLast()
+                } else if out.first == "/" {
+                    continue
+                } else {
+                    out.append("..")
+                }
             default: out.append(part)
             }
         }

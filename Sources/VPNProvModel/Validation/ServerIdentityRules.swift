@@ -62,12 +62,16 @@ package enum ServerIdentityRules {
         }
         for node in inventory.nodes {
             guard let k = key(node.id), let user = clients[k] else { continue }
-            d.append(.error(
-                .serverIdentityOverlap,
-                "node '\(node.name)': identity '\(node.id.value)' is also on user '\(user.name)''s client certificate; "
-                    + "its holder could pose as this server to every client",
-                at: node.fieldLocations["id"] ?? node.location(of: "address"),
-                notes: [.init(location: user.location(of: "id"), message: "user '\(user.name)''s certificate carries it")]))
+            d.append(
+                .error(
+                    .serverIdentityOverlap,
+                    "node '\(node.name)': identity '\(node.id.value)' is also on user '\(user.name)''s client certificate; "
+                        + "its holder could pose as this server to every client",
+                    at: node.fieldLocations["id"] ?? node.location(of: "address"),
+                    notes: [
+                        .init(
+                            location: user.location(of: "id"), message: "user '\(user.name)''s certificate carries it")
+                    ]))
         }
     }
 }

@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // What each service needs (PSK, group, passwords, certificates), user references to nodes, which
 // client kinds can use what, the warnings for weak-by-design services, and the catalogue country.
@@ -25,12 +25,15 @@ enum ServiceRules {
     static func groupProblem(_ group: String) -> String? {
         if group.isEmpty { return "is empty; leave group out for main mode" }
         if group.unicodeScalars.count > 64 { return "is longer than 64 characters" }
-        if let bad = group.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) || $0 == "\"" || $0 == "\\" }) {
+        if let bad = group.unicodeScalars.first(where: { !TextCheck.isPrintableASCII($0) || $0 == "\"" || $0 == "\\" })
+        {
             return "contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, '\"' or '\\'"
         }
         if group.hasPrefix("#") { return "starts with '#', which strongSwan reads as a hex key ID" }
         if group.hasPrefix("%") { return "starts with '%', which strongSwan reads as a wildcard" }
-        if group.lowercased().hasSuffix("hybrid") { return "ends in 'hybrid', which makes Apple devices use hybrid authentication instead of the group PSK" }
+        if group.lowercased().hasSuffix("hybrid") {
+            return "ends in 'hybrid', which makes Apple devices use hybrid authentication instead of the group PSK"
+        }
         return nil
     }
 
@@ -51,9 +54,11 @@ enum ServiceRules {
         }
         let rsaServerKey = [.rsa2048, .rsa3072, .rsa4096].contains(inventory.pki.serverKey)
         for node in inventory.nodes where node.services.contains(.ipsecXauthHybrid) && !rsaServerKey {
-            d.append(.error(.hybridServerKey,
-                "node '\(node.name)': ipsec-xauth-hybrid needs an RSA server key (IKEv1 hybrid authentication is RSA only), but pki.server_key is \(inventory.pki.serverKey.rawValue); set pki: server_key: rsa-3072",
-                at: node.location(of: "services")))
+            d.append(
+                .error(
+                    .hybridServerKey,
+                    "node '\(node.name)': ipsec-xauth-hybrid needs an RSA server key (IKEv1 hybrid authentication is RSA only), but pki.server_key is \(inventory.pki.serverKey.rawValue); set pki: server_key: rsa-3072",
+                    at: node.location(of: "services")))
         }
         let nodeNames = inventory.nodes.map(\.name)
         for user in inventory.users {
@@ -65,17 +70,27 @@ enum ServiceRules {
         let owner = "node '\(node.name)'"
         let servicesLocation = node.location(of: "services")
         if node.services.isEmpty {
-            d.append(.error(.noServices, "\(owner): offers no service; list at least one in services", at: servicesLocation))
+            d.append(
+                .error(.noServices, "\(owner): offers no service; list at least one in services", at: servicesLocation))
         }
         var seen: Set<Service> = []
         for service in node.services where !seen.insert(service).inserted {
-            d.append(.warning(.duplicateEntry, "\(owner): service \(service.rawValue) is listed twice", at: servicesLocation))
+            d.append(
+                .warning(.duplicateEntry, "\(owner): service \(service.rawValue) is listed twice", at: servicesLocation)
+            )
         }
         let pskServices = Service.allCases.filter { seen.contains($0) && $0.needsPSK }
         if node.psk == nil && !pskServices.isEmpty {
-            d.append(.error(.missingPSK, "\(owner): \(pskServices.map(\.rawValue).joined(separator: ", ")) \(pskServices.count == 1 ? "needs" : "need") a PSK; set psk: gen", at: servicesLocation))
+            d.append(
+                .error(
+                    .missingPSK,
+                    "\(owner): \(pskServices.map(\.rawValue).joined(separator: ", ")) \(pskServices.count == 1 ? "needs" : "need") a PSK; set psk: gen",
+                    at: servicesLocation))
         } else if node.psk != nil && pskServices.isEmpty {
-            d.append(.warning(.unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: "psk"), about: .node(node.name)))
+            d.append(
+                .warning(
+                    .unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: "psk"),
+                    about: .node(node.name)))
         }
         if let group = node.group {
             let location = node.location(of: "group")
@@ -83,35 +98,48 @@ enum ServiceRules {
                 d.append(.error(.invalidGroup, "\(owner): group \(TextCheck.quoted(group)) \(p)", at: location))
             }
             if !seen.contains(.ipsecXauthPSK) {
-                d.append(.warning(.unusedGroup, "\(owner): group is set but only ipsec-xauth-psk uses it", at: location, about: .node(node.name)))
+                d.append(
+                    .warning(
+                        .unusedGroup, "\(owner): group is set but only ipsec-xauth-psk uses it", at: location,
+                        about: .node(node.name)))
             }
         }
         for service in Service.allCases where seen.contains(service) {
             switch service {
             case .ikev2PSK, .ikev2PSKEAP:
-                d.append(.warning(.weakPSKService,
-                    "\(owner): \(service.rawValue) authenticates the server with a PSK every user holds; any user can impersonate this server (prefer ikev2-eap or ikev2-cert)",
-                    at: servicesLocation, about: .node(node.name, services: [service])))
+                d.append(
+                    .warning(
+                        .weakPSKService,
+                        "\(owner): \(service.rawValue) authenticates the server with a PSK every user holds; any user can impersonate this server (prefer ikev2-eap or ikev2-cert)",
+                        at: servicesLocation, about: .node(node.name, services: [service])))
             case .ipsecXauthPSK:
                 if node.group != nil {
-                    d.append(.warning(.ikev1Aggressive,
-                        "\(owner): ipsec-xauth-psk with a group uses IKEv1 aggressive mode, which sends a PSK hash anyone can crack offline (the server must enable aggressive-mode PSK)",
-                        at: servicesLocation, about: .node(node.name, services: [service])))
+                    d.append(
+                        .warning(
+                            .ikev1Aggressive,
+                            "\(owner): ipsec-xauth-psk with a group uses IKEv1 aggressive mode, which sends a PSK hash anyone can crack offline (the server must enable aggressive-mode PSK)",
+                            at: servicesLocation, about: .node(node.name, services: [service])))
                 } else {
-                    d.append(.warning(.ikev1Service,
-                        "\(owner): ipsec-xauth-psk is IKEv1 with a PSK every user holds; any user can impersonate this server",
-                        at: servicesLocation, about: .node(node.name, services: [service])))
+                    d.append(
+                        .warning(
+                            .ikev1Service,
+                            "\(owner): ipsec-xauth-psk is IKEv1 with a PSK every user holds; any user can impersonate this server",
+                            at: servicesLocation, about: .node(node.name, services: [service])))
                 }
             case .ipsecXauthHybrid:
-                d.append(.warning(.ikev1Hybrid,
-                    "\(owner): ipsec-xauth-hybrid is IKEv1 (superseded by IKEv2) and the user's password is the only client credential; prefer ikev2-eap where clients can use it",
-                    at: servicesLocation, about: .node(node.name, services: [service])))
+                d.append(
+                    .warning(
+                        .ikev1Hybrid,
+                        "\(owner): ipsec-xauth-hybrid is IKEv1 (superseded by IKEv2) and the user's password is the only client credential; prefer ikev2-eap where clients can use it",
+                        at: servicesLocation, about: .node(node.name, services: [service])))
                 switch node.id {
                 case .ipv4, .ipv6: break
                 default:
-                    d.append(.warning(.hybridAppleIdentity,
-                        "\(owner): id is not an IP address; Apple devices check an IPSec hybrid server against the address they dial, so Apple profiles get no ipsec-xauth-hybrid connection for this node",
-                        at: node.location(of: "id"), about: .node(node.name, services: [service])))
+                    d.append(
+                        .warning(
+                            .hybridAppleIdentity,
+                            "\(owner): id is not an IP address; Apple devices check an IPSec hybrid server against the address they dial, so Apple profiles get no ipsec-xauth-hybrid connection for this node",
+                            at: node.location(of: "id"), about: .node(node.name, services: [service])))
                 }
             case .ikev2Cert, .ikev2EAP:
                 break
@@ -120,16 +148,23 @@ enum ServiceRules {
         let ikev1 = Service.allCases.filter { seen.contains($0) && $0.rawValue.hasPrefix("ipsec-") }
         if !ikev1.isEmpty {
             let names = ikev1.map(\.rawValue).joined(separator: " and ")
-            d.append(.warning(.ikev1Build,
-                "\(owner): \(names) \(ikev1.count == 1 ? "needs" : "need") a charon built with IKEv1, which strongSwan 6.1 and later reportedly leave out of default builds (the node's README says how to check)",
-                at: servicesLocation, about: .node(node.name, services: ikev1)))
+            d.append(
+                .warning(
+                    .ikev1Build,
+                    "\(owner): \(names) \(ikev1.count == 1 ? "needs" : "need") a charon built with IKEv1, which strongSwan 6.1 and later reportedly leave out of default builds (the node's README says how to check)",
+                    at: servicesLocation, about: .node(node.name, services: ikev1)))
         }
         if let country = node.country, let p = CountryCodes.problem(country) {
-            d.append(.error(.invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)", at: node.location(of: "country")))
+            d.append(
+                .error(
+                    .invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)",
+                    at: node.location(of: "country")))
         }
     }
 
-    static func checkUser(_ user: User, servicesByNode: [String: Set<Service>], nodeNames: [String], into d: inout [Diagnostic]) {
+    static func checkUser(
+        _ user: User, servicesByNode: [String: Set<Service>], nodeNames: [String], into d: inout [Diagnostic]
+    ) {
         // Made only for a finding (a fleet checks 20,000 users, nearly all without one).
         var owner: String { "user '\(user.name)'" }
         var nodesLocation: SourceLocation { user.location(of: "nodes") }
@@ -137,7 +172,8 @@ enum ServiceRules {
         var seenNodes: Set<String> = []
         for name in user.nodes {
             if !seenNodes.insert(name).inserted {
-                d.append(.warning(.duplicateEntry, "\(owner): node '\(name)' is listed twice in nodes", at: nodesLocation))
+                d.append(
+                    .warning(.duplicateEntry, "\(owner): node '\(name)' is listed twice in nodes", at: nodesLocation))
                 continue
             }
             guard let offered = servicesByNode[name] else {
@@ -151,7 +187,10 @@ enum ServiceRules {
         var devices: [Device] = []
         for device in user.devices {
             if devices.contains(device) {
-                d.append(.warning(.duplicateEntry, "\(owner): device \(device.rawValue) is listed twice", at: user.location(of: "devices")))
+                d.append(
+                    .warning(
+                        .duplicateEntry, "\(owner): device \(device.rawValue) is listed twice",
+                        at: user.location(of: "devices")))
             } else {
                 devices.append(device)
             }
@@ -161,15 +200,28 @@ enum ServiceRules {
         // A user gets the services they hold credentials for: a certificate-only user on a node that
         // also offers EAP simply gets no EAP profile. A password is missing only when the user could
         // use nothing at all without one.
-        let certUsable = user.cert && services.contains { s in s.needsClientCert && devices.contains { deviceSupports($0, s) } }
+        let certUsable =
+            user.cert && services.contains { s in s.needsClientCert && devices.contains { deviceSupports($0, s) } }
         if passwordUsed && user.password == nil && !certUsable {
-            let which = Service.allCases.filter { services.contains($0) && $0.needsPassword }.map(\.rawValue).joined(separator: ", ")
-            d.append(.error(.missingPassword, "\(owner): needs a password for \(which) on their nodes (or cert: true where ikev2-cert is offered); set password: gen", at: user.location))
+            let which = Service.allCases.filter { services.contains($0) && $0.needsPassword }.map(\.rawValue).joined(
+                separator: ", ")
+            d.append(
+                .error(
+                    .missingPassword,
+                    "\(owner): needs a password for \(which) on their nodes (or cert: true where ikev2-cert is offered); set password: gen",
+                    at: user.location))
         } else if !passwordUsed && user.password != nil {
-            d.append(.warning(.unusedPassword, "\(owner): password is set but none of their nodes and devices uses a password service", at: user.location(of: "password"), about: .user(user.name)))
+            d.append(
+                .warning(
+                    .unusedPassword,
+                    "\(owner): password is set but none of their nodes and devices uses a password service",
+                    at: user.location(of: "password"), about: .user(user.name)))
         }
         if user.cert && !services.contains(.ikev2Cert) {
-            d.append(.warning(.certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert", at: user.location(of: "cert"), about: .user(user.name)))
+            d.append(
+                .warning(
+                    .certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert",
+                    at: user.location(of: "cert"), about: .user(user.name)))
         }
         // Which devices can use something (a certificate service only with cert: true).
         func usable(_ device: Device) -> Bool {
@@ -177,11 +229,19 @@ enum ServiceRules {
         }
         let unserved = devices.filter { !usable($0) }
         if !devices.isEmpty && unserved.count == devices.count || devices.isEmpty {
-            let reason = user.nodes.isEmpty ? "is allowed on no node" : "can use no service on their nodes with their devices"
-            d.append(.warning(.userWithoutService, "\(owner): \(reason); no client profile will be generated", at: user.location, about: .user(user.name)))
+            let reason =
+                user.nodes.isEmpty ? "is allowed on no node" : "can use no service on their nodes with their devices"
+            d.append(
+                .warning(
+                    .userWithoutService, "\(owner): \(reason); no client profile will be generated", at: user.location,
+                    about: .user(user.name)))
         } else {
             for device in unserved {
-                d.append(.warning(.deviceWithoutService, "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : device == .networkmanager ? " (NetworkManager's strongSwan plugin speaks ikev2-eap, ikev2-cert and ikev2-psk)" : "")", at: user.location(of: "devices"), about: .user(user.name)))
+                d.append(
+                    .warning(
+                        .deviceWithoutService,
+                        "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : device == .networkmanager ? " (NetworkManager's strongSwan plugin speaks ikev2-eap, ikev2-cert and ikev2-psk)" : "")",
+                        at: user.location(of: "devices"), about: .user(user.name)))
             }
         }
     }

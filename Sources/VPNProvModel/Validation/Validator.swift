@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 /// Checks an inventory against every consistency rule that needs no certificate, collecting all problems.
 /// Rules live beside this file, one family per file; each appends to one list, which is sorted at the
@@ -12,7 +12,8 @@ package enum Validator {
     /// (and are skipped when it did not decode).
     static let rules: [Rule] = [
         NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, ProposalRules.check,
-        WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check, DeployRules.check,
+        WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check,
+        DeployRules.check,
     ]
     static let secretsRule: Rule = SecretRules.check
     static let pkiRule: Rule = PKIRules.check
@@ -25,7 +26,8 @@ package enum Validator {
     /// Checks `inventory`; for the partial inventory of one that did not decode cleanly, `broken`
     /// names what is missing from it, and the findings that would depend on that are left out
     /// (the rules reading a broken `pki:` or `secrets:`, what users get from a broken node).
-    package static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic] {
+    package static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic]
+    {
         let active = rules + (broken.secrets ? [] : [secretsRule]) + (broken.pki ? [] : [pkiRule])
         // The rules run on all cores: validation is on the serial path, before anything else can start
         // (docs/benchmarks.md, "Why the code is shaped this way");
@@ -53,7 +55,8 @@ package enum Validator {
     /// Deterministic order: (file, line, column, code), then severity and message; unlocated first.
     static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
         diagnostics.sorted { a, b in
-            let la = a.location, lb = b.location
+            let la = a.location
+            let lb = b.location
             if (la == nil) != (lb == nil) { return la == nil }
             if let la, let lb {
                 if la.file != lb.file { return la.file < lb.file }
@@ -84,7 +87,8 @@ package enum TextCheck {
     static func isPrintableASCII(_ u: Unicode.Scalar) -> Bool { u.value >= 0x21 && u.value <= 0x7E }
 
     package static func isASCIILetterOrDigit(_ u: Unicode.Scalar) -> Bool {
-        (u.value >= 0x30 && u.value <= 0x39) || (u.value >= 0x41 && u.value <= 0x5A) || (u.value >= 0x61 && u.value <= 0x7A)
+        (u.value >= 0x30 && u.value <= 0x39) || (u.value >= 0x41 && u.value <= 0x5A)
+            || (u.value >= 0x61 && u.value <= 0x7A)
     }
 
     /// Whether XML 1.0 can carry `u` in a document at all (its `Char` production: tab, line feed,
@@ -100,15 +104,18 @@ package enum TextCheck {
 
     /// A swanctl section name from free text: [A-Za-z0-9_-] kept, anything else becomes `_`.
     package static func swanctlSectionName(_ text: String) -> String {
-        String(text.unicodeScalars.map { s -> Character in
-            let ok = (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
-            return ok ? Character(s) : "_"
-        })
+        String(
+            text.unicodeScalars.map { s -> Character in
+                let ok =
+                    (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
+                return ok ? Character(s) : "_"
+            })
     }
 
     /// Levenshtein distance (for "did you mean" hints over short lists).
     static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.lowercased().unicodeScalars), b = Array(b.lowercased().unicodeScalars)
+        let a = Array(a.lowercased().unicodeScalars)
+        let b = Array(b.lowercased().unicodeScalars)
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }
         var previous = Array(0...b.count)
@@ -138,7 +145,11 @@ package enum TextCheck {
     static func quoted(_ s: String) -> String {
         var out = "'"
         for u in s.unicodeScalars {
-            if isControl(u) { out += "\\u{\(String(u.value, radix: 16, uppercase: true))}" } else { out.unicodeScalars.append(u) }
+            if isControl(u) {
+                out += "\\u{\(String(u.value, radix: 16, uppercase: true))}"
+            } else {
+                out.unicodeScalars.append(u)
+            }
         }
         return out + "'"
     }

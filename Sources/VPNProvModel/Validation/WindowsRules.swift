@@ -1,6 +1,6 @@
+import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
-import VPNProvCrypto
 
 // Windows' built-in IKEv2 client can only be set to a narrow set of algorithms (Plan/WindowsIPsec.swift
 // lists them with their source). A node that some user reaches with a Windows device must offer one
@@ -16,7 +16,8 @@ enum WindowsRules {
             let parses = { (list: [String], purpose: Proposal.Purpose) in
                 !list.isEmpty && list.allSatisfy { (try? Proposal.parse($0, purpose: purpose)) != nil }
             }
-            guard parses(node.proposals.ike, .ike), parses(node.proposals.esp, .esp), WindowsIPsec.derive(from: node.proposals) == nil
+            guard parses(node.proposals.ike, .ike), parses(node.proposals.esp, .esp),
+                WindowsIPsec.derive(from: node.proposals) == nil
             else { continue }
             let users = inventory.users.filter { user in
                 !user.revoked && user.devices.contains(.windows) && user.nodes.contains(node.name)
@@ -25,11 +26,13 @@ enum WindowsRules {
                     }
             }
             if !users.isEmpty {
-                let names = users.prefix(3).map { "'\($0.name)'" }.joined(separator: ", ") + (users.count > 3 ? ", ..." : "")
-                d.append(.error(
-                    .noWindowsProposal,
-                    "node '\(node.name)': Windows users (\(names)) reach it, but no IKE and ESP proposal pair is one Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); add e.g. aes256-sha256-modp2048 and aes256-sha256, or remove windows from those users' devices",
-                    at: node.location(nested: "proposals")))
+                let names =
+                    users.prefix(3).map { "'\($0.name)'" }.joined(separator: ", ") + (users.count > 3 ? ", ..." : "")
+                d.append(
+                    .error(
+                        .noWindowsProposal,
+                        "node '\(node.name)': Windows users (\(names)) reach it, but no IKE and ESP proposal pair is one Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); add e.g. aes256-sha256-modp2048 and aes256-sha256, or remove windows from those users' devices",
+                        at: node.location(nested: "proposals")))
             }
         }
     }

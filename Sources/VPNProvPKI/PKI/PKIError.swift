@@ -1,7 +1,7 @@
 import Foundation
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// A PKI failure. `isEnvironment` errors (a crypto failure) map to exit 3; `isInventory` errors (a secret
 /// reference that does not resolve, an unknown user) map to exit 1. The state directory's own failures
@@ -43,8 +43,11 @@ package struct PKIError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     package var isInventory: Bool {
-        [.secretUnavailable, .secretSource, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated, .caRotation, .serverIdentityOverlap]
-            .contains(code)
+        [
+            .secretUnavailable, .secretSource, .badIdentity, .nothingToRevoke, .nothingToUnrevoke, .secretNotGenerated,
+            .caRotation, .serverIdentityOverlap,
+        ]
+        .contains(code)
     }
     package var isEnvironment: Bool { !isInventory }
 

@@ -26,22 +26,26 @@ package enum PKIManager {
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     package static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
-        now: Date, persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil, secrets: ResolvedSecrets? = nil,
+        now: Date, persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil,
+        secrets: ResolvedSecrets? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         // Inventory-side secrets first: a missing variable or file touches nothing.
-        let resolved = try secrets ?? resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: environment)
+        let resolved =
+            try secrets ?? resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: environment)
         let resolvedPSKs = resolved.psks
         let resolvedPasswords = resolved.passwords
         let signer = try inventory.pki.profileSigning.map {
-            try ProfileSigningLoader.load($0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
+            try ProfileSigningLoader.load(
+                $0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
         }
         let profiles: (nodes: [CertificateProfile], users: [CertificateProfile])
         do {
             profiles = try (
                 nodes: inventory.nodes.map { try CertificateProfile.server($0, inventory: inventory) },
-                users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) })
+                users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) }
+            )
         } catch let error as CertificateIdentityError {
             throw PKIError(.badIdentity, error.message, at: error.location)
         }
@@ -55,7 +59,8 @@ package enum PKIManager {
         var commanded: [PKIChange] = []
         if case .unrevoke(let user) = action {
             guard store.index.revokedByCommand?[user] != nil else {
-                throw PKIError(.nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
+                throw PKIError(
+                    .nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
             }
             store.index.revokedByCommand?[user] = nil
             if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
@@ -125,14 +130,17 @@ package enum PKIManager {
 
     /// Reads every `env:`/`file:` secret the run needs, before anything is created: a missing,
     /// oversized or malformed one stops the run with the state and output untouched.
-    package static func resolveSecrets(_ inventory: Inventory, inventoryDirectory: String, environment: [String: String]) throws
+    package static func resolveSecrets(
+        _ inventory: Inventory, inventoryDirectory: String, environment: [String: String]
+    ) throws
         -> ResolvedSecrets
     {
         var resolved = ResolvedSecrets()
         for node in inventory.nodes {
             if let source = node.psk, node.services.contains(where: \.needsPSK),
                 let value = try SecretResolver.resolve(
-                    source, what: "node '\(node.name)' psk", at: node.location(of: "psk"), inventoryDirectory: inventoryDirectory,
+                    source, what: "node '\(node.name)' psk", at: node.location(of: "psk"),
+                    inventoryDirectory: inventoryDirectory,
                     environment: environment, settings: inventory.secrets)
             {
                 resolved.psks[node.name] = value
@@ -163,12 +171,15 @@ package enum PKIManager {
             record.revokedAt = now
             record.revocationReason = "signed by an interrupted run"
             store.index.certificates[serial] = record
-            let holder: PKIChange.Holder = switch record.kind {
-            case .server: .node(record.holder)
-            case .client: .user(record.holder)
-            case .ca, .cross: .ca
-            }
-            changes.append(PKIChange(.revoked, holder, serial: serial, reason: "signed by an interrupted run that never recorded it"))
+            let holder: PKIChange.Holder =
+                switch record.kind {
+                case .server: .node(record.holder)
+                case .client: .user(record.holder)
+                case .ca, .cross: .ca
+                }
+            changes.append(
+                PKIChange(
+                    .revoked, holder, serial: serial, reason: "signed by an interrupted run that never recorded it"))
         }
         return changes
     }
@@ -215,7 +226,7 @@ package enum PKIManager {
         guard holder != nil || knownUser else {
             throw PKIError(.nothingToRevoke, "user '\(user)' has no current certificate in \(stateDirectory)")
         }
-        var (session, serial) = revokeByCommand(user, hold: holdUser, store: store, now: now, passphrase: passphrase)
+        let (session, serial) = revokeByCommand(user, hold: holdUser, store: store, now: now, passphrase: passphrase)
         session.changes = adopted + session.changes
         try session.updateCRL()
         try store.commit()
@@ -227,9 +238,13 @@ package enum PKIManager {
 
     /// `user`'s certificates revoked and generated secrets dropped in `store` (not committed), and
     /// the hold placed with `hold`. Returns the session that made the changes and the revoked serial.
-    static func revokeByCommand(_ user: String, hold: Bool, store: StateStore, now: Date, passphrase: String?) -> (PKISession, String?) {
+    static func revokeByCommand(_ user: String, hold: Bool, store: StateStore, now: Date, passphrase: String?) -> (
+        PKISession, String?
+    ) {
         let holder = store.index.users[user]
-        let inventory = Inventory(file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [], users: [])
+        let inventory = Inventory(
+            file: "", name: "", pki: PKISettings(ca: CASettings(name: "", key: .ecdsaP256, days: 1)), nodes: [],
+            users: [])
         let session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.revokeUser(user, reason: revokedByCommandReason, dropPassword: true)
         if hold {

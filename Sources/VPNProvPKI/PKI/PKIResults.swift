@@ -48,7 +48,9 @@ package struct PKIChange: Sendable, Hashable, CustomStringConvertible {
 
     package var description: String {
         // "created CA", not "created CA CA".
-        var text = kind.rawValue.contains("CA") && holder == .ca ? kind.rawValue : "\(kind.rawValue) \(kind == .secretGenerated ? "for " : "")\(holder)"
+        var text =
+            kind.rawValue.contains("CA") && holder == .ca
+            ? kind.rawValue : "\(kind.rawValue) \(kind == .secretGenerated ? "for " : "")\(holder)"
         if let serial { text += " (\(serial))" }
         if let reason { text += ": \(reason)" }
         return text

@@ -10,7 +10,8 @@ extension PKISession {
         if let record = index.ca {
             if record.keyType != settings.key || record.commonName != settings.name {
                 warnings.append(
-                    "pki.ca (\(settings.name), \(settings.key.rawValue)) differs from the CA in the state (\(record.commonName), \(record.keyType.rawValue)); the existing CA is kept")
+                    "pki.ca (\(settings.name), \(settings.key.rawValue)) differs from the CA in the state (\(record.commonName), \(record.keyType.rawValue)); the existing CA is kept"
+                )
             }
             return
         }
@@ -18,10 +19,14 @@ extension PKISession {
             // CA files placed in (or left in) the state without an index: adopt them.
             let key = try store.caKey(passphrase: passphrase)
             guard key.matches(ca) else {
-                throw StateError(.stateInconsistent, "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
+                throw StateError(
+                    .stateInconsistent,
+                    "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
             }
             guard let keyType = ca.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) else {
-                throw StateError(.stateInconsistent, "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
+                throw StateError(
+                    .stateInconsistent,
+                    "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
             }
             index.ca = CARecord(
                 serial: ca.serialHex, commonName: ca.subject.commonName ?? "", keyType: keyType,
@@ -40,17 +45,22 @@ extension PKISession {
                 notBefore: now - PKIManager.backdate, notAfter: now + TimeInterval(settings.days) * 86400,
                 keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cert = try CertificateIssuer.selfSigned(template, key: key)
-            let keyPEM = try store.caKeyPEM ?? passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
+            let keyPEM =
+                try store.caKeyPEM ?? passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
             if orphanKey == nil { store.stage(store.paths.caKey, Array(keyPEM.utf8), overwrite: false) }
-            let keyType = orphanKey == nil ? settings.key : cert.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) ?? settings.key
+            let keyType =
+                orphanKey == nil
+                ? settings.key : cert.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) ?? settings.key
             store.stage(store.paths.caCertificate, Array(cert.pem.utf8), overwrite: false)
             index.ca = CARecord(
-                serial: serial, commonName: settings.name, keyType: keyType, fingerprint: hexString(cert.fingerprintSHA256),
+                serial: serial, commonName: settings.name, keyType: keyType,
+                fingerprint: hexString(cert.fingerprintSHA256),
                 notAfter: cert.notAfter, anyPolicy: true)
             index.certificates[serial] = CertificateRecord(
                 serial: serial, kind: .ca, holder: "", subject: template.subject.description, subjectAltNames: [],
-                keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
+                keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter,
+                status: .valid)
             changes.append(PKIChange(.caCreated, .ca, serial: serial))
         } catch {
             throw Self.cryptoFailure("cannot create the CA", error)

@@ -10,30 +10,37 @@ extension PKISession {
         guard let ca = store.caCertificate, let record = index.ca else { return }
         let (mine, theirs) = Self.revokedByCA(index, current: record)
         if let crl = try signedCRL(
-            mine, previous: index.crl, issuer: ca, key: { try store.caKey(passphrase: passphrase) }, hasPEM: store.crlPEM != nil,
+            mine, previous: index.crl, issuer: ca, key: { try store.caKey(passphrase: passphrase) },
+            hasPEM: store.crlPEM != nil,
             path: { store.paths.crl($0, of: record) })
         {
             store.crlPEM = crl.pem
             index.crl = crl.record
-            changes.append(PKIChange(.crlUpdated, .ca, serial: String(crl.record.number), reason: "\(mine.count) revoked"))
+            changes.append(
+                PKIChange(.crlUpdated, .ca, serial: String(crl.record.number), reason: "\(mine.count) revoked"))
         }
         if var rotation = index.rotation, let previousCA = store.previousCACertificate {
             if let crl = try signedCRL(
-                theirs, previous: rotation.previousCRL, issuer: previousCA, key: { try store.previousCAKey(passphrase: passphrase) },
+                theirs, previous: rotation.previousCRL, issuer: previousCA,
+                key: { try store.previousCAKey(passphrase: passphrase) },
                 hasPEM: store.previousCRLPEM != nil, path: { store.paths.crl($0, of: rotation.previous) })
             {
                 store.previousCRLPEM = crl.pem
                 rotation.previousCRL = crl.record
                 index.rotation = rotation
                 changes.append(
-                    PKIChange(.crlUpdated, .ca, serial: String(crl.record.number), reason: "previous CA, \(theirs.count) revoked"))
+                    PKIChange(
+                        .crlUpdated, .ca, serial: String(crl.record.number),
+                        reason: "previous CA, \(theirs.count) revoked"))
             }
         }
     }
 
     /// The revoked certificates of index.json by the CA whose CRL lists them: the current CA's and,
     /// during a rotation, the previous CA's; sorted by serial. From the index alone.
-    package static func revokedByCA(_ index: StateIndex, current: CARecord) -> (current: [CertificateRecord], previous: [CertificateRecord]) {
+    package static func revokedByCA(_ index: StateIndex, current: CARecord) -> (
+        current: [CertificateRecord], previous: [CertificateRecord]
+    ) {
         let revoked = index.certificates.values.filter { $0.status == .revoked }.sorted { $0.serial < $1.serial }
         // Certificates without an issuer predate the first rotation, which names it on all of them:
         // they are the current CA's as long as no rotation ever happened.
@@ -50,11 +57,15 @@ extension PKISession {
         _ revoked: [CertificateRecord], previous: CRLRecord?, hasPEM: Bool, now: Date, stateDirectory: String
     ) throws -> (number: Int, entries: [RevokedCertificate], serials: [String])? {
         let serials = revoked.map(\.serial)
-        if let previous, previous.revokedSerials == serials, previous.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow, hasPEM {
+        if let previous, previous.revokedSerials == serials,
+            previous.nextUpdate.timeIntervalSince(now) >= PKIManager.renewalWindow, hasPEM
+        {
             return nil
         }
         func inconsistent(_ message: String) -> StateError {
-            StateError(.stateInconsistent, "state directory \(stateDirectory) is inconsistent: index.json \(message); nothing was changed")
+            StateError(
+                .stateInconsistent,
+                "state directory \(stateDirectory) is inconsistent: index.json \(message); nothing was changed")
         }
         let previousNumber = previous?.number ?? 0
         guard (0..<Int.max).contains(previousNumber) else {
@@ -63,7 +74,8 @@ extension PKISession {
         let entries = try revoked.map { record in
             // Serials vpnprov writes are hex; anything else cannot be listed (and was not written by it).
             guard !record.serial.isEmpty, let serial = bytesFromHex(record.serial) else {
-                throw inconsistent("lists the revoked certificate '\(record.serial.prefix(64))', whose serial is not hexadecimal")
+                throw inconsistent(
+                    "lists the revoked certificate '\(record.serial.prefix(64))', whose serial is not hexadecimal")
             }
             return RevokedCertificate(serial: serial, revocationDate: record.revokedAt ?? now)
         }
@@ -72,16 +84,19 @@ extension PKISession {
 
     /// A new CRL when `revoked` differs from `previous` or it nears its next update; nil: keep it.
     private func signedCRL(
-        _ revoked: [CertificateRecord], previous: CRLRecord?, issuer: X509Certificate, key: () throws -> PrivateKey, hasPEM: Bool,
+        _ revoked: [CertificateRecord], previous: CRLRecord?, issuer: X509Certificate, key: () throws -> PrivateKey,
+        hasPEM: Bool,
         path: (Int) -> String
     ) throws -> (pem: String, record: CRLRecord)? {
-        guard let (number, entries, serials) = try Self.crlContents(
-            revoked, previous: previous, hasPEM: hasPEM, now: now, stateDirectory: store.paths.root)
+        guard
+            let (number, entries, serials) = try Self.crlContents(
+                revoked, previous: previous, hasPEM: hasPEM, now: now, stateDirectory: store.paths.root)
         else { return nil }
         let nextUpdate = now + TimeInterval(PKIManager.crlDays) * 86400
         do {
             let crl = try CertificateRevocationList.build(
-                issuer: issuer, issuerKey: try key(), number: number, thisUpdate: now, nextUpdate: nextUpdate, revoked: entries)
+                issuer: issuer, issuerKey: try key(), number: number, thisUpdate: now, nextUpdate: nextUpdate,
+                revoked: entries)
             let pem = crl.pem
             store.stage(path(number), Array(pem.utf8))
             return (pem, CRLRecord(number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials))

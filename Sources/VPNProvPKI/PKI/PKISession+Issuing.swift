@@ -35,9 +35,13 @@ extension PKISession {
     func recordExtendedKeyUsages() throws {
         for (isNode, holders) in [(true, index.nodes), (false, index.users)] {
             for (name, holder) in holders where index.certificates[holder.serial]?.extendedKeyUsages == nil {
-                guard let held = isNode ? store.nodes[name] : store.users[name], index.certificates[holder.serial] != nil else { continue }
+                guard let held = isNode ? store.nodes[name] : store.users[name],
+                    index.certificates[holder.serial] != nil
+                else { continue }
                 let certificate: X509Certificate
-                do { certificate = try held.certificate() } catch { throw Self.cryptoFailure("cannot read the certificate of '\(name)'", error) }
+                do { certificate = try held.certificate() } catch {
+                    throw Self.cryptoFailure("cannot read the certificate of '\(name)'", error)
+                }
                 index.certificates[holder.serial]!.extendedKeyUsages = certificate.extendedKeyUsageOIDs
             }
         }
@@ -52,7 +56,9 @@ extension PKISession {
     }
 
     /// Why the current certificate must be replaced, or nil to keep it.
-    func renewalReason(_ profile: CertificateProfile, holder: HolderRecord?, notAfter: Date) -> (String, reuseKey: Bool)? {
+    func renewalReason(_ profile: CertificateProfile, holder: HolderRecord?, notAfter: Date) -> (
+        String, reuseKey: Bool
+    )? {
         guard let holder, let record = index.certificates[holder.serial] else { return nil }
         let keyOK = record.keyType == profile.keyType
         if record.kind != profile.kind || record.subject != profile.subject.description
@@ -65,7 +71,10 @@ extension PKISession {
                 && record.subjectAltNames.allSatisfy(wanted.contains) && !missing.isEmpty
                 && missing.allSatisfy({ $0.hasPrefix("DNS:") && IPAddressText.parse(String($0.dropFirst(4))) != nil })
             {
-                return ("no dNSName for its IP address (\(missing.map { String($0.dropFirst(4)) }.joined(separator: ", "))), which Windows requires", keyOK)
+                return (
+                    "no dNSName for its IP address (\(missing.map { String($0.dropFirst(4)) }.joined(separator: ", "))), which Windows requires",
+                    keyOK
+                )
             }
             return ("identity changed", keyOK)
         }
@@ -75,16 +84,22 @@ extension PKISession {
             let lacking = profile.extendedKeyUsages.filter { !have.contains($0.oid) }
             if !lacking.isEmpty {
                 let names = lacking.map { "\($0)" }.joined(separator: " and ")
-                return ("lacks the \(names) extended key usage\(lacking.count > 1 ? "s" : "")\(lacking.contains(.ikeIntermediate) && lacking.count == 1 ? "" : " Windows requires")", true)
+                return (
+                    "lacks the \(names) extended key usage\(lacking.count > 1 ? "s" : "")\(lacking.contains(.ikeIntermediate) && lacking.count == 1 ? "" : " Windows requires")",
+                    true
+                )
             }
         }
         if record.days != profile.days { return ("lifetime changed", true) }
-        if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints { return ("CRL distribution point changed", true) }
+        if (record.crlDistributionPoints ?? []) != profile.crlDistributionPoints {
+            return ("CRL distribution point changed", true)
+        }
         if let had = record.policies {
             // A node added to the user's nodes needs a new certificate; so does one taken away while it
             // is still in the inventory. A node that left the inventory needs nothing (its own
             // certificate is revoked), so removing a node does not re-issue every user.
-            let have = Set(had), want = Set(profile.policies)
+            let have = Set(had)
+            let want = Set(profile.policies)
             if !want.isSubset(of: have) { return ("nodes added", true) }
             if losesNode(had, keeping: profile.policies) { return ("nodes removed", true) }
         } else if !profile.policies.isEmpty {
@@ -119,7 +134,9 @@ extension PKISession {
                 jobs.append(Job(isNode: true, name: node.name, profile: profile, serial: try serial(), p12Only: false))
             } else if let (reason, reuseKey) = renewalReason(profile, holder: holder, notAfter: notAfter(profile)) {
                 jobs.append(
-                    Job(isNode: true, name: node.name, profile: profile, serial: try serial(), reuse: reuseKey ? store.nodes[node.name] : nil,
+                    Job(
+                        isNode: true, name: node.name, profile: profile, serial: try serial(),
+                        reuse: reuseKey ? store.nodes[node.name] : nil,
                         reason: reason, p12Only: false))
             }
         }
@@ -127,14 +144,21 @@ extension PKISession {
             let holder = index.users[user.name]
             let password = store.secrets.p12Passwords[user.name]
             if holder == nil {
-                jobs.append(Job(isNode: false, name: user.name, profile: profile, serial: try serial(), p12Password: password, p12Only: false))
+                jobs.append(
+                    Job(
+                        isNode: false, name: user.name, profile: profile, serial: try serial(), p12Password: password,
+                        p12Only: false))
             } else if let (reason, reuseKey) = renewalReason(profile, holder: holder, notAfter: notAfter(profile)) {
                 jobs.append(
-                    Job(isNode: false, name: user.name, profile: profile, serial: try serial(), reuse: reuseKey ? store.users[user.name] : nil,
+                    Job(
+                        isNode: false, name: user.name, profile: profile, serial: try serial(),
+                        reuse: reuseKey ? store.users[user.name] : nil,
                         reason: reason, p12Password: password, p12Only: false))
             } else if holder?.p12 == nil || holder?.openP12 == nil {
                 jobs.append(
-                    Job(isNode: false, name: user.name, profile: profile, serial: holder!.serial, reuse: store.users[user.name],
+                    Job(
+                        isNode: false, name: user.name, profile: profile, serial: holder!.serial,
+                        reuse: store.users[user.name],
                         reason: nil, p12Password: password, p12Only: true, keepP12: holder?.p12 != nil))
             }
         }
@@ -163,9 +187,11 @@ extension PKISession {
                         newKey = true
                     }
                     var template = CertificateTemplate(
-                        serial: bytesFromHex(job.serial)!, subject: job.profile.subject, notBefore: issueTime - PKIManager.backdate,
+                        serial: bytesFromHex(job.serial)!, subject: job.profile.subject,
+                        notBefore: issueTime - PKIManager.backdate,
                         notAfter: min(issueTime + TimeInterval(job.profile.days) * 86400, ca.notAfter),
-                        subjectAlternativeNames: job.profile.subjectAltNames, extendedKeyUsages: job.profile.extendedKeyUsages,
+                        subjectAlternativeNames: job.profile.subjectAltNames,
+                        extendedKeyUsages: job.profile.extendedKeyUsages,
                         keyUsage: job.profile.keyUsage)
                     template.crlDistributionPoints = job.profile.crlDistributionPoints
                     template.policies = job.profile.policies
@@ -179,11 +205,13 @@ extension PKISession {
                 if let password = job.p12Password {
                     if !job.keepP12 {
                         p12 = try PKCS12.build(
-                            key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name,
+                            key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
+                            friendlyName: job.name,
                             password: password)
                     }
                     openP12 = try PKCS12.buildWithEmptyPassword(
-                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca], friendlyName: job.name)
+                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
+                        friendlyName: job.name)
                 }
                 if let progress {
                     let done = issued.wrappingAdd(1, ordering: .relaxed).newValue
@@ -197,7 +225,8 @@ extension PKISession {
         for (job, output) in zip(jobs, outputs) {
             let paths = store.paths
             var holder = HolderRecord(
-                serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil, keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
+                serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil,
+                keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
                 certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
             if !job.p12Only {
                 let cert = try output.held.certificate()
@@ -212,19 +241,25 @@ extension PKISession {
                         old.status = .revoked
                         old.revokedAt = now
                         old.revocationReason = "no longer allowed on every node it names"
-                        changes.append(PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
+                        changes.append(
+                            PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
                     }
                     index.certificates[previous.serial] = old
                 }
                 index.certificates[job.serial] = CertificateRecord(
-                    serial: job.serial, kind: job.profile.kind, holder: job.name, subject: job.profile.subject.description,
-                    subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType, days: job.profile.days,
+                    serial: job.serial, kind: job.profile.kind, holder: job.name,
+                    subject: job.profile.subject.description,
+                    subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType,
+                    days: job.profile.days,
                     notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
                     extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
-                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty ? nil : job.profile.crlDistributionPoints,
+                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty
+                        ? nil : job.profile.crlDistributionPoints,
                     policies: job.profile.policies.isEmpty ? nil : job.profile.policies)
                 changes.append(
-                    PKIChange(previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name), serial: job.serial,
+                    PKIChange(
+                        previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name),
+                        serial: job.serial,
                         reason: job.reason))
             }
             if let p12 = output.p12 {

@@ -11,7 +11,9 @@ extension PKISession {
         }
         var nodes: [String: NodeMaterials] = [:]
         for node in inventory.nodes {
-            guard let held = store.nodes[node.name] else { throw StateError(.stateInconsistent, "node '\(node.name)' has no certificate") }
+            guard let held = store.nodes[node.name] else {
+                throw StateError(.stateInconsistent, "node '\(node.name)' has no certificate")
+            }
             var psk: String? = nil
             if node.services.contains(where: \.needsPSK) {
                 psk = node.psk == .generate ? store.secrets.psks[node.name] : psks[node.name]
@@ -36,13 +38,18 @@ extension PKISession {
             users[user.name] = entry
         }
         var materials = Materials(
-            caCertificatePEM: ca.pem, caCommonName: ca.subject.commonName ?? record.commonName, caKeyType: record.keyType,
+            caCertificatePEM: ca.pem, caCommonName: ca.subject.commonName ?? record.commonName,
+            caKeyType: record.keyType,
             crlPEM: crlPEM, nodes: nodes, users: users)
         // The nodes' trust root: during a rotation still the previous CA.
         materials.nodeScoping = (index.rotation?.previous ?? index.ca)?.anyPolicy == true
         if index.rotation != nil {
-            guard let previous = store.previousCACertificate, let cross = store.crossCertificate, let previousCRL = store.previousCRLPEM else {
-                throw StateError(.stateInconsistent, "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")
+            guard let previous = store.previousCACertificate, let cross = store.crossCertificate,
+                let previousCRL = store.previousCRLPEM
+            else {
+                throw StateError(
+                    .stateInconsistent,
+                    "the CA rotation in the state lacks the previous CA, its CRL or the cross certificate")
             }
             materials.rotation = RotationMaterials(
                 previousCACertificatePEM: previous.pem, crossCertificatePEM: cross.pem, previousCRLPEM: previousCRL)

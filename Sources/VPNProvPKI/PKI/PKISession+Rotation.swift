@@ -14,7 +14,9 @@ import VPNProvSupport
 /// docs/lifecycle.md explains why this shape and what was proven against strongSwan.
 extension PKISession {
     func startCARotation() throws {
-        guard let previous = index.ca, let previousCert = store.caCertificate, !changes.contains(where: { $0.kind == .caCreated }) else {
+        guard let previous = index.ca, let previousCert = store.caCertificate,
+            !changes.contains(where: { $0.kind == .caCreated })
+        else {
             throw PKIError(.caRotation, "the state has no CA yet: run 'vpnprov generate' first")
         }
         if let rotation = index.rotation {
@@ -29,7 +31,8 @@ extension PKISession {
         // The name differs from the previous CA's (chain building matches issuers by name), the
         // common name stays what the inventory says: Apple profiles name the issuer by its CN.
         let subject = DistinguishedName([
-            NameAttribute("O", inventory.name), NameAttribute("OU", "generation \(generation)"), NameAttribute("CN", settings.name),
+            NameAttribute("O", inventory.name), NameAttribute("OU", "generation \(generation)"),
+            NameAttribute("CN", settings.name),
         ])
         do {
             let key = try PrivateKey.generate(settings.key.algorithm)
@@ -38,18 +41,22 @@ extension PKISession {
             while crossSerial == serial { crossSerial = try newSerial() }
             let notAfter = now + TimeInterval(settings.days) * 86400
             let template = CertificateTemplate(
-                serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate, notAfter: notAfter,
+                serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate,
+                notAfter: notAfter,
                 keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cert = try CertificateIssuer.selfSigned(template, key: key)
             // The cross certificate: same subject and key, issued by the previous CA, valid as long
             // as both CAs are.
             let crossTemplate = CertificateTemplate(
                 serial: bytesFromHex(crossSerial)!, subject: subject, notBefore: now - PKIManager.backdate,
-                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
-            let cross = try CertificateIssuer.issue(crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
+                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true,
+                policies: [NodeAccessPolicy.anyPolicy])
+            let cross = try CertificateIssuer.issue(
+                crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
             let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             let record = CARecord(
-                serial: serial, commonName: settings.name, keyType: settings.key, fingerprint: hexString(cert.fingerprintSHA256),
+                serial: serial, commonName: settings.name, keyType: settings.key,
+                fingerprint: hexString(cert.fingerprintSHA256),
                 notAfter: cert.notAfter, generation: generation, anyPolicy: true)
             // Key first, then certificate, never replacing a file (see StateStore.commit).
             store.stage(store.paths.caKey(record), Array(keyPEM.utf8), overwrite: false)
@@ -62,13 +69,16 @@ extension PKISession {
                 index.certificates[serial] = existing
             }
             index.certificates[serial] = CertificateRecord(
-                serial: serial, kind: .ca, holder: "", subject: subject.description, subjectAltNames: [], keyType: settings.key,
+                serial: serial, kind: .ca, holder: "", subject: subject.description, subjectAltNames: [],
+                keyType: settings.key,
                 days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
             index.certificates[crossSerial] = CertificateRecord(
                 serial: crossSerial, kind: .cross, holder: "", subject: subject.description, subjectAltNames: [],
-                keyType: settings.key, days: settings.days, notBefore: cross.notBefore, notAfter: cross.notAfter, status: .valid,
+                keyType: settings.key, days: settings.days, notBefore: cross.notBefore, notAfter: cross.notAfter,
+                status: .valid,
                 issuer: previous.serial)
-            index.rotation = CARotationRecord(startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl)
+            index.rotation = CARotationRecord(
+                startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl)
             index.ca = record
             index.crl = nil
             store.previousCACertificate = previousCert
@@ -77,7 +87,10 @@ extension PKISession {
             store.crossCertificate = cross
             store.crlPEM = nil
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
-            changes.append(PKIChange(.caRotationStarted, .ca, serial: serial, reason: "generation \(generation), cross-certified by \(previous.serial)"))
+            changes.append(
+                PKIChange(
+                    .caRotationStarted, .ca, serial: serial,
+                    reason: "generation \(generation), cross-certified by \(previous.serial)"))
         } catch {
             throw Self.cryptoFailure("cannot create the new CA", error)
         }
@@ -99,7 +112,9 @@ extension PKISession {
         store.previousCAKeyPEM = nil
         store.previousCRLPEM = nil
         store.crossCertificate = nil
-        changes.append(PKIChange(.caRotationFinished, .ca, serial: index.ca?.serial, reason: "retired CA \(rotation.previous.serial)"))
+        changes.append(
+            PKIChange(
+                .caRotationFinished, .ca, serial: index.ca?.serial, reason: "retired CA \(rotation.previous.serial)"))
     }
 
     /// The generation of the CA that a rotation away from `ca` creates (index.json alone decides it).

@@ -20,14 +20,16 @@ extension PKISession {
             if user.password == .generate {
                 keepPassword.insert(user.name)
                 if store.secrets.passwords[user.name] == nil {
-                    store.secrets.passwords[user.name] = try SecretResolver.generate(length: SecretResolver.passwordLength)
+                    store.secrets.passwords[user.name] = try SecretResolver.generate(
+                        length: SecretResolver.passwordLength)
                     changes.append(PKIChange(.secretGenerated, .user(user.name), reason: "password"))
                 }
             }
             if user.cert {
                 keepP12.insert(user.name)
                 if store.secrets.p12Passwords[user.name] == nil {
-                    store.secrets.p12Passwords[user.name] = try SecretResolver.generate(length: SecretResolver.passwordLength)
+                    store.secrets.p12Passwords[user.name] = try SecretResolver.generate(
+                        length: SecretResolver.passwordLength)
                 }
             }
         }
@@ -40,7 +42,9 @@ extension PKISession {
     /// Replaces a node's generated PSK (the caller checked that the inventory says `psk: gen`).
     func rotatePSK(node: String) throws {
         guard let old = store.secrets.psks[node] else {
-            throw PKIError(.secretNotGenerated, "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
+            throw PKIError(
+                .secretNotGenerated,
+                "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
         }
         var new = old
         while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
@@ -51,7 +55,9 @@ extension PKISession {
     /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).
     func rotatePassword(user: String) throws {
         guard let old = store.secrets.passwords[user] else {
-            throw PKIError(.secretNotGenerated, "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
+            throw PKIError(
+                .secretNotGenerated,
+                "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
         }
         var new = old
         while new == old { new = try SecretResolver.generate(length: SecretResolver.passwordLength) }

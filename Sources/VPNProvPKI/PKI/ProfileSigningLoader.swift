@@ -1,7 +1,6 @@
 import Foundation
-import VPNProvCrypto
-
 import Glibc
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
 
@@ -12,7 +11,8 @@ enum ProfileSigningLoader {
     static let maxFileSize = 1 << 20
 
     static func load(
-        _ settings: ProfileSigningSettings, inventory: Inventory, inventoryDirectory: String, environment: [String: String]
+        _ settings: ProfileSigningSettings, inventory: Inventory, inventoryDirectory: String,
+        environment: [String: String]
     ) throws -> ProfileSigner {
         let location = inventory.location(of: "pki.profile_signing")
         func text(_ source: SecretSource, _ what: String) throws -> String {
@@ -23,19 +23,25 @@ enum ProfileSigningLoader {
             switch source {
             case .env(let name):
                 guard let value = environment[name], !value.isEmpty else {
-                    throw PKIError(.secretUnavailable, "pki.profile_signing \(what): environment variable \(name) is not set (\(source.reference))", at: location)
+                    throw PKIError(
+                        .secretUnavailable,
+                        "pki.profile_signing \(what): environment variable \(name) is not set (\(source.reference))",
+                        at: location)
                 }
                 return value
             case .file(let path):
                 let full: String
                 do {
-                    full = try SecretSourcePolicy.confinedFile(path, inventory.secrets, inventoryDirectory: inventoryDirectory)
+                    full = try SecretSourcePolicy.confinedFile(
+                        path, inventory.secrets, inventoryDirectory: inventoryDirectory)
                 } catch {
                     throw PKIError(.secretSource, "pki.profile_signing \(what): \(error.message)", at: location)
                 }
-                return try readBounded(full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
+                return try readBounded(
+                    full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
             case .generate, .literal:
-                throw PKIError(.secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
+                throw PKIError(
+                    .secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
             }
         }
         let certificatePEM = try text(settings.certificate, "cert")
@@ -48,13 +54,19 @@ enum ProfileSigningLoader {
             // PKCS#1 v1.5 (RSA) signatures are a function of key and content; ECDSA's are not.
             randomized = !(key.algorithm?.isRSA ?? false)
             guard key.matches(certificate) else {
-                throw PKIError(.crypto, "pki.profile_signing: the key (\(settings.key.reference)) does not belong to the certificate (\(settings.certificate.reference))", at: location)
+                throw PKIError(
+                    .crypto,
+                    "pki.profile_signing: the key (\(settings.key.reference)) does not belong to the certificate (\(settings.certificate.reference))",
+                    at: location)
             }
             if !chainPEM.isEmpty { _ = try X509Certificate.all(pem: chainPEM) }
         } catch let error as PKIError {
             throw error
         } catch {
-            throw PKIError(.crypto, "pki.profile_signing: cannot read the certificate, key or chain as PEM (\(settings.certificate.reference), \(settings.key.reference))", at: location)
+            throw PKIError(
+                .crypto,
+                "pki.profile_signing: cannot read the certificate, key or chain as PEM (\(settings.certificate.reference), \(settings.key.reference))",
+                at: location)
         }
         var signer = ProfileSigner(certificatePEM: certificatePEM, keyPEM: keyPEM, chainPEM: chainPEM)
         signer.randomizedSignatures = randomized
@@ -62,16 +74,20 @@ enum ProfileSigningLoader {
     }
 
     /// A regular file's text, refused past `maxFileSize` (BoundedFile, like every outside read).
-    static func readBounded(_ path: String, what: String, reference: String, location: SourceLocation?) throws -> String {
+    static func readBounded(_ path: String, what: String, reference: String, location: SourceLocation?) throws -> String
+    {
         let bytes: [UInt8]
         do {
             bytes = try BoundedFile.read(path, limit: maxFileSize)
         } catch {
             switch error {
             case .tooLarge:
-                throw PKIError(.secretUnavailable, "\(what): \(path) is larger than \(maxFileSize >> 20) MiB (\(reference))", at: location)
+                throw PKIError(
+                    .secretUnavailable, "\(what): \(path) is larger than \(maxFileSize >> 20) MiB (\(reference))",
+                    at: location)
             case .notRegular:
-                throw PKIError(.secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
+                throw PKIError(
+                    .secretUnavailable, "\(what): \(path) is not a regular file (\(reference))", at: location)
             case .symlink, .system: break
             }
             throw PKIError(.secretUnavailable, "\(what): cannot read file \(path) (\(reference))", at: location)

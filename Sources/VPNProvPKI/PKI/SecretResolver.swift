@@ -35,21 +35,27 @@ package enum SecretResolver {
             return value
         case .env(let name):
             guard let value = environment[name] else {
-                throw PKIError(.secretUnavailable, "\(what): environment variable \(name) is not set (\(source.reference))", at: location)
+                throw PKIError(
+                    .secretUnavailable, "\(what): environment variable \(name) is not set (\(source.reference))",
+                    at: location)
             }
             guard !value.isEmpty else {
-                throw PKIError(.secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))", at: location)
+                throw PKIError(
+                    .secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))",
+                    at: location)
             }
             // The process environment is decoded with invalid bytes replaced by U+FFFD: refuse it
             // the way a file with the same bytes is refused, instead of using a changed secret.
             guard !value.unicodeScalars.contains("\u{FFFD}") else {
                 throw PKIError(
-                    .secretUnavailable, "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
+                    .secretUnavailable,
+                    "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
             }
             guard value.utf8.count <= SecretPolicy.maxBytes else {
                 throw PKIError(
                     .secretUnavailable,
-                    "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))", at: location)
+                    "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))",
+                    at: location)
             }
             return value
         case .file(let path):
@@ -69,7 +75,9 @@ package enum SecretResolver {
                 if case .tooLarge = error {
                     throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
                 }
-                throw PKIError(.secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))", at: location)
+                throw PKIError(
+                    .secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))",
+                    at: location)
             }
             switch SecretFile.value(of: bytes) {
             case .success(let value): return value

@@ -1,9 +1,8 @@
 import Foundation
-
 import Glibc
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// Crash-safe file writes for the state directory.
 package enum AtomicFile {
@@ -76,7 +75,9 @@ package enum AtomicFile {
     static func makeDirectory(_ path: String) throws {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw StateError(.stateUnreadable, "\(path) exists and is not a directory") }
+            guard isDirectory.boolValue else {
+                throw StateError(.stateUnreadable, "\(path) exists and is not a directory")
+            }
             return
         }
         let parent = (path as NSString).deletingLastPathComponent

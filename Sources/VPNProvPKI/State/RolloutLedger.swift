@@ -1,9 +1,8 @@
 import Foundation
-
 import Glibc
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// The nodes whose server files changed and that nobody has said are rolled out yet
 /// (`state/rollout-pending`, one node name a line, sorted). Every run that changes a node's files adds

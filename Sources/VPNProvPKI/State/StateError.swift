@@ -1,7 +1,7 @@
 import Foundation
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// A failure of the state directory: held lock, unreadable or inconsistent state, missing CA
 /// passphrase, I/O. Always the environment's problem (exit 3), never the inventory's. Messages never

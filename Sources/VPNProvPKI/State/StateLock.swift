@@ -1,10 +1,9 @@
 import Foundation
-import Synchronization
-
 import Glibc
+import Synchronization
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// An exclusive lock on a state directory (flock on `<state>/.lock`): it dies with the process, so a
 /// crashed run never leaves a stale lock. Held until `release()` or deinit.
@@ -22,7 +21,9 @@ package final class StateLock: Sendable {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
-                throw StateError(.stateUnreadable, "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
+                throw StateError(
+                    .stateUnreadable,
+                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory")
             }
             throw AtomicFile.ioError("cannot open the lock file \(path)")
         }
@@ -31,7 +32,9 @@ package final class StateLock: Sendable {
             close(fd)
             if busy {
                 throw StateError(
-                    .lockHeld, "state directory \(stateDirectory) is locked by another vpnprov run; try again when it has finished")
+                    .lockHeld,
+                    "state directory \(stateDirectory) is locked by another vpnprov run; try again when it has finished"
+                )
             }
             throw AtomicFile.ioError("cannot lock \(path)")
         }

@@ -30,7 +30,9 @@ package struct StatePaths: Sendable {
     var caKey: String { "\(root)/ca/ca.key" }
     package var caCertificate: String { "\(root)/ca/ca.pem" }
     /// The files of a CA: the first one's at ca/ca.key and ca/ca.pem, a rotated-in one's by serial.
-    func caKey(_ record: CARecord) -> String { (record.generation ?? 1) <= 1 ? caKey : "\(root)/ca/\(record.serial).key" }
+    func caKey(_ record: CARecord) -> String {
+        (record.generation ?? 1) <= 1 ? caKey : "\(root)/ca/\(record.serial).key"
+    }
     func caCertificate(_ record: CARecord) -> String {
         (record.generation ?? 1) <= 1 ? caCertificate : "\(root)/ca/\(record.serial).pem"
     }
@@ -59,7 +61,8 @@ package struct StatePaths: Sendable {
             if st.st_mode & S_IFMT == S_IFLNK {
                 throw StateError(
                     .stateUnreadable,
-                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)")
+                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)"
+                )
             }
         }
     }
@@ -136,29 +139,34 @@ package final class StateStore {
         let paths = StatePaths(root: directory)
         try paths.refuseSymlinks()
         @Sendable func inconsistent(_ message: String) -> StateError {
-            StateError(.stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
+            StateError(
+                .stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
         }
         var index = StateIndex()
         var secrets = SecretsFile()
         let hasIndex = AtomicFile.exists(paths.index)
         if hasIndex {
-            index = try decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
+            index = try decodeIndex(
+                try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
         }
         let secretsExist = AtomicFile.exists(paths.secrets)
         if secretsExist {
-            secrets = try decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
+            secrets = try decodeSecrets(
+                try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
         } else if hasIndex && index.ca != nil {
             throw inconsistent("index.json exists but secrets.json is missing")
         }
         let store = StateStore(paths: paths, index: index, secrets: secrets, secretsFileExisted: secretsExist)
         if AtomicFile.exists(paths.issuingJournal) {
             store.foundJournal = try decodeJournal(
-                try AtomicFile.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit), path: paths.issuingJournal)
+                try AtomicFile.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit),
+                path: paths.issuingJournal)
         }
 
         // The CA.
         if let record = index.ca, (record.generation ?? 1) > 1 {
-            let (cert, keyPEM) = try loadCA(record, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+            let (cert, keyPEM) = try loadCA(
+                record, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
             store.caCertificate = cert
             store.caKeyPEM = keyPEM
             if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
@@ -169,14 +177,16 @@ package final class StateStore {
             try loadFirstCA(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
         }
         if let rotation = index.rotation {
-            let (cert, keyPEM) = try loadCA(rotation.previous, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+            let (cert, keyPEM) = try loadCA(
+                rotation.previous, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
             store.previousCACertificate = cert
             store.previousCAKeyPEM = keyPEM
             let crossPath = paths.certificate(rotation.crossSerial)
             guard AtomicFile.exists(crossPath),
                 let cross = try? X509Certificate(pem: String(decoding: try AtomicFile.read(crossPath), as: UTF8.self))
             else { throw inconsistent("the cross certificate \(crossPath) is missing or unreadable") }
-            guard let current = store.caCertificate, cross.isSigned(by: cert), (try? cross.publicKeyDER()) == (try? current.publicKeyDER())
+            guard let current = store.caCertificate, cross.isSigned(by: cert),
+                (try? cross.publicKeyDER()) == (try? current.publicKeyDER())
             else { throw inconsistent("\(crossPath) is not the current CA certified by the previous CA") }
             store.crossCertificate = cross
             if let crl = rotation.previousCRL {
@@ -199,10 +209,14 @@ package final class StateStore {
             guard let record = certificates[holder.serial] else {
                 throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
             }
-            guard record.status == .valid else { throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)") }
+            guard record.status == .valid else {
+                throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)")
+            }
             let certPath = paths.certificate(holder.serial)
             let keyPath = paths.key(holder.key)
-            guard AtomicFile.exists(certPath) else { throw inconsistent("the certificate \(certPath) of \(what) is missing") }
+            guard AtomicFile.exists(certPath) else {
+                throw inconsistent("the certificate \(certPath) of \(what) is missing")
+            }
             guard AtomicFile.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
             let certPEM = String(decoding: try AtomicFile.read(certPath), as: UTF8.self)
             let keyPEM = String(decoding: try AtomicFile.read(keyPath), as: UTF8.self)
@@ -219,11 +233,21 @@ package final class StateStore {
                 }
             } else {
                 // An older state without digests: parse and check everything.
-                guard let parsedCert = try? X509Certificate(pem: certPEM) else { throw inconsistent("\(certPath) is not a certificate") }
-                guard parsedCert.serialHex == holder.serial else { throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)") }
-                guard let parsed = try? PrivateKey(pem: keyPEM) else { throw inconsistent("\(keyPath) is not a private key") }
-                guard parsed.matches(parsedCert) else { throw inconsistent("the key of \(what) does not match its certificate") }
-                if let caCert, !parsedCert.isSigned(by: caCert) { throw inconsistent("the certificate of \(what) is not signed by the CA") }
+                guard let parsedCert = try? X509Certificate(pem: certPEM) else {
+                    throw inconsistent("\(certPath) is not a certificate")
+                }
+                guard parsedCert.serialHex == holder.serial else {
+                    throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
+                }
+                guard let parsed = try? PrivateKey(pem: keyPEM) else {
+                    throw inconsistent("\(keyPath) is not a private key")
+                }
+                guard parsed.matches(parsedCert) else {
+                    throw inconsistent("the key of \(what) does not match its certificate")
+                }
+                if let caCert, !parsedCert.isSigned(by: caCert) {
+                    throw inconsistent("the certificate of \(what) is not signed by the CA")
+                }
                 (cert, key) = (parsedCert, parsed)
             }
             func container(_ p12Record: P12Record?) throws -> [UInt8]? {
@@ -231,12 +255,16 @@ package final class StateStore {
                 let path = paths.p12(p12Record.file)
                 guard AtomicFile.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
                 let bytes = try AtomicFile.read(path)
-                guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else { throw inconsistent("\(path) has changed") }
+                guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
+                    throw inconsistent("\(path) has changed")
+                }
                 return bytes
             }
             let p12 = try container(holder.p12)
             let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
-            return (HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open)
+            return (
+                HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open
+            )
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
             if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
@@ -259,7 +287,9 @@ package final class StateStore {
             guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
                 throw inconsistent("\(path) is not CRL number \(crl.number)")
             }
-            if let caCert = store.caCertificate, !parsed.isSigned(by: caCert) { throw inconsistent("\(path) is not signed by the CA") }
+            if let caCert = store.caCertificate, !parsed.isSigned(by: caCert) {
+                throw inconsistent("\(path) is not signed by the CA")
+            }
             store.crlPEM = pem
         }
         return store
@@ -272,13 +302,19 @@ package final class StateStore {
         do {
             index = try StateJSON.decode(StateIndex.self, bytes)
         } catch {
-            throw StateError(.stateUnreadable, "cannot read \(path): it is not a valid vpnprov index (\(error)); nothing was changed")
+            throw StateError(
+                .stateUnreadable, "cannot read \(path): it is not a valid vpnprov index (\(error)); nothing was changed"
+            )
         }
         guard index.version == StateIndex.currentVersion else {
-            throw StateError(.stateUnreadable, "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
+            throw StateError(
+                .stateUnreadable,
+                "\(path) has version \(index.version); this vpnprov reads version \(StateIndex.currentVersion)")
         }
         if let bad = index.firstUnsafeFileName {
-            throw StateError(.stateUnreadable, "\(path) names a state file '\(bad)' that is not a name vpnprov writes; nothing was changed")
+            throw StateError(
+                .stateUnreadable,
+                "\(path) names a state file '\(bad)' that is not a name vpnprov writes; nothing was changed")
         }
         return index
     }
@@ -294,13 +330,20 @@ package final class StateStore {
             throw StateError(
                 .stateUnreadable,
                 "cannot read \(path): it is not a valid vpnprov issuing journal (\(error)); nothing was changed. It lists certificates a "
-                    + "killed run signed; restore it from a backup, or move it away once you know those certificates were never handed out")
+                    + "killed run signed; restore it from a backup, or move it away once you know those certificates were never handed out"
+            )
         }
         guard journal.version == IssuingJournal.currentVersion else {
-            throw StateError(.stateUnreadable, "\(path) has version \(journal.version); this vpnprov reads version \(IssuingJournal.currentVersion)")
+            throw StateError(
+                .stateUnreadable,
+                "\(path) has version \(journal.version); this vpnprov reads version \(IssuingJournal.currentVersion)")
         }
-        for (serial, record) in journal.certificates where serial != record.serial || bytesFromHex(serial) == nil || serial.utf8.count > 128 {
-            throw StateError(.stateUnreadable, "\(path) names the certificate '\(serial.prefix(64))', which is not a serial vpnprov writes; nothing was changed")
+        for (serial, record) in journal.certificates
+        where serial != record.serial || bytesFromHex(serial) == nil || serial.utf8.count > 128 {
+            throw StateError(
+                .stateUnreadable,
+                "\(path) names the certificate '\(serial.prefix(64))', which is not a serial vpnprov writes; nothing was changed"
+            )
         }
         return journal
     }
@@ -311,13 +354,16 @@ package final class StateStore {
         do {
             return try StateJSON.decode(SecretsFile.self, bytes)
         } catch {
-            throw StateError(.stateUnreadable, "cannot read \(path): it is not valid JSON of vpnprov; nothing was changed")
+            throw StateError(
+                .stateUnreadable, "cannot read \(path): it is not valid JSON of vpnprov; nothing was changed")
         }
     }
 
     /// The first CA (ca/ca.key + ca/ca.pem), including the adoption of a key whose certificate a killed
     /// first run never wrote.
-    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError) throws {
+    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError)
+        throws
+    {
         let paths = store.paths
         let index = store.index
         let keyExists = AtomicFile.exists(paths.caKey)
@@ -328,14 +374,18 @@ package final class StateStore {
             // certificate on this run (PKIManager.ensureCA).
             let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
             store.caKeyPEM = keyPEM
-            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil { _ = try store.caKey(passphrase: caPassphrase) }
+            if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
+                _ = try store.caKey(passphrase: caPassphrase)
+            }
         } else if index.ca != nil || keyExists || certExists {
             guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
             guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
             let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
             let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
             let ca: X509Certificate
-            do { ca = try X509Certificate(pem: certPEM) } catch { throw inconsistent("\(paths.caCertificate) is not a certificate") }
+            do { ca = try X509Certificate(pem: certPEM) } catch {
+                throw inconsistent("\(paths.caCertificate) is not a certificate")
+            }
             guard ca.isCA else { throw inconsistent("\(paths.caCertificate) is not a CA certificate") }
             if let record = index.ca, record.fingerprint != hexString(ca.fingerprintSHA256) {
                 throw inconsistent("\(paths.caCertificate) is not the CA recorded in index.json")
@@ -353,10 +403,13 @@ package final class StateStore {
     private static func loadCA(
         _ record: CARecord, paths: StatePaths, caPassphrase: String?, inconsistent: (String) -> StateError
     ) throws -> (X509Certificate, String) {
-        let certPath = paths.caCertificate(record), keyPath = paths.caKey(record)
+        let certPath = paths.caCertificate(record)
+        let keyPath = paths.caKey(record)
         guard AtomicFile.exists(keyPath) else { throw inconsistent("the CA key \(keyPath) is missing") }
         guard AtomicFile.exists(certPath) else { throw inconsistent("the CA certificate \(certPath) is missing") }
-        guard let cert = try? X509Certificate(pem: String(decoding: try AtomicFile.read(certPath), as: UTF8.self)), cert.isCA else {
+        guard let cert = try? X509Certificate(pem: String(decoding: try AtomicFile.read(certPath), as: UTF8.self)),
+            cert.isCA
+        else {
             throw inconsistent("\(certPath) is not a CA certificate")
         }
         guard record.fingerprint == hexString(cert.fingerprintSHA256) else {
@@ -367,17 +420,22 @@ package final class StateStore {
 
     /// The previous CA's key during a rotation (signs its CRL until the rotation is finished).
     func previousCAKey(passphrase: String?) throws -> PrivateKey {
-        guard let pem = previousCAKeyPEM else { throw StateError(.stateInconsistent, "the state has no previous CA key") }
+        guard let pem = previousCAKeyPEM else {
+            throw StateError(.stateInconsistent, "the state has no previous CA key")
+        }
         if PrivateKey.isEncryptedPEM(pem) {
             guard let passphrase, !passphrase.isEmpty else {
-                throw StateError(.caPassphrase, "the previous CA key is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+                throw StateError(
+                    .caPassphrase, "the previous CA key is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
             }
             guard let key = try? PrivateKey(pem: pem, passphrase: passphrase) else {
                 throw StateError(.caPassphrase, "cannot decrypt the previous CA key: wrong VPNPROV_CA_PASSPHRASE?")
             }
             return key
         }
-        guard let key = try? PrivateKey(pem: pem) else { throw StateError(.stateInconsistent, "the previous CA key is not a private key") }
+        guard let key = try? PrivateKey(pem: pem) else {
+            throw StateError(.stateInconsistent, "the previous CA key is not a private key")
+        }
         return key
     }
 
@@ -387,18 +445,24 @@ package final class StateStore {
         guard let pem = caKeyPEM else { throw StateError(.stateInconsistent, "the state has no CA key") }
         if PrivateKey.isEncryptedPEM(pem) {
             guard let passphrase, !passphrase.isEmpty else {
-                throw StateError(.caPassphrase, "the CA key \(paths.caKey) is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase")
+                throw StateError(
+                    .caPassphrase, "the CA key \(paths.caKey) is encrypted: set VPNPROV_CA_PASSPHRASE to its passphrase"
+                )
             }
             do {
                 decryptedCAKey = try PrivateKey(pem: pem, passphrase: passphrase)
             } catch {
-                throw StateError(.caPassphrase, "cannot decrypt the CA key \(paths.caKey): wrong VPNPROV_CA_PASSPHRASE?")
+                throw StateError(
+                    .caPassphrase, "cannot decrypt the CA key \(paths.caKey): wrong VPNPROV_CA_PASSPHRASE?")
             }
         } else {
             do {
                 decryptedCAKey = try PrivateKey(pem: pem)
             } catch {
-                throw StateError(.stateInconsistent, "state directory \(paths.root) is inconsistent: \(paths.caKey) is not a private key; nothing was changed")
+                throw StateError(
+                    .stateInconsistent,
+                    "state directory \(paths.root) is inconsistent: \(paths.caKey) is not a private key; nothing was changed"
+                )
             }
         }
         return decryptedCAKey!
@@ -417,7 +481,9 @@ package final class StateStore {
     }
 
     /// True when a commit would change anything.
-    var hasChanges: Bool { !pending.isEmpty || index != originalIndex || secrets != originalSecrets || !secretsFileExisted }
+    var hasChanges: Bool {
+        !pending.isEmpty || index != originalIndex || secrets != originalSecrets || !secretsFileExisted
+    }
 
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
@@ -440,14 +506,18 @@ package final class StateStore {
         let newSecrets = try StateJSON.encode(secrets)
         let writesSecrets = secrets != originalSecrets || !secretsFileExisted
         let writesIndex = index != originalIndex || !AtomicFile.exists(paths.index)
-        let previousSecrets = writesSecrets && secretsFileExisted ? try? AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
+        let previousSecrets =
+            writesSecrets && secretsFileExisted
+            ? try? AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
         do {
             for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
             // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
             // order staged, so a kill between them leaves a key without certificate, which load adopts,
             // never a certificate without its key.
             for file in pending where !file.overwrite {
-                if AtomicFile.exists(file.path) { throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)") }
+                if AtomicFile.exists(file.path) {
+                    throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)")
+                }
                 try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
             }
             let files = pending.filter(\.overwrite)
@@ -469,7 +539,8 @@ package final class StateStore {
         } catch {
             // Committed after all when index.json already holds the new index (only its directory
             // sync failed): then everything stays.
-            let committed = !writesIndex || (try? AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
+            let committed =
+                !writesIndex || (try? AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
             if !committed {
                 for path in createdFiles { unlink(path) }
                 if writesSecrets {

@@ -1,7 +1,7 @@
 import Foundation
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
-import VPNProvCrypto
 
 /// `vpnprov status`: what the state holds for an inventory and when it expires. Built from
 /// index.json and the names in secrets.json only (no key is read, no lock is taken, nothing written).
@@ -91,19 +91,28 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     static func daysLeft(_ date: Date, _ now: Date) -> Int { Int((date.timeIntervalSince(now) / 86400).rounded(.down)) }
 
     /// Reads the state. Throws StateError (state-unreadable) when index.json or secrets.json cannot be read.
-    package static func make(inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil) throws -> StatusReport {
+    package static func make(inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil)
+        throws -> StatusReport
+    {
         let paths = StatePaths(root: stateDirectory)
         guard AtomicFile.exists(paths.index) else {
-            throw StateError(.stateUnreadable, "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
+            throw StateError(
+                .stateUnreadable,
+                "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
         }
         // Read and decode in this order (index, then secrets), so the first problem is the one reported.
         // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).
         // Decoded as generate decodes them (version and file names checked; no decoder text quoted).
-        let index = try StateStore.decodeIndex(try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
-        let secrets = AtomicFile.exists(paths.secrets)
-            ? try StateStore.decodeSecrets(try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
+        let index = try StateStore.decodeIndex(
+            try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
+        let secrets =
+            AtomicFile.exists(paths.secrets)
+            ? try StateStore.decodeSecrets(
+                try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
             : SecretsFile()
-        var report = make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+        var report = make(
+            inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
+            expiringWithin: days)
         let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
         report.rolloutPending = inventory.nodes.map(\.name).filter(pending.contains)
         return report
@@ -112,19 +121,25 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     /// The report from the bytes of index.json and secrets.json (nil: there is none), decoded as `make`
     /// decodes the files; touches no file (the fuzzer and the mutation tests call it).
     package static func make(
-        inventory: Inventory, stateDirectory: String, indexJSON: [UInt8], secretsJSON: [UInt8]?, now: Date, expiringWithin days: Int? = nil
+        inventory: Inventory, stateDirectory: String, indexJSON: [UInt8], secretsJSON: [UInt8]?, now: Date,
+        expiringWithin days: Int? = nil
     ) throws -> StatusReport {
         let paths = StatePaths(root: stateDirectory)
         let index = try StateStore.decodeIndex(indexJSON, path: paths.index)
         let secrets = try secretsJSON.map { try StateStore.decodeSecrets($0, path: paths.secrets) } ?? SecretsFile()
-        return make(inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now, expiringWithin: days)
+        return make(
+            inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
+            expiringWithin: days)
     }
 
     static func make(
-        inventory: Inventory, stateDirectory: String, index: StateIndex, secrets: SecretsFile, now: Date, expiringWithin days: Int?
+        inventory: Inventory, stateDirectory: String, index: StateIndex, secrets: SecretsFile, now: Date,
+        expiringWithin days: Int?
     ) -> StatusReport {
         func ca(_ r: CARecord) -> CA {
-            CA(serial: r.serial, commonName: r.commonName, generation: r.generation ?? 1, notAfter: r.notAfter, daysLeft: daysLeft(r.notAfter, now))
+            CA(
+                serial: r.serial, commonName: r.commonName, generation: r.generation ?? 1, notAfter: r.notAfter,
+                daysLeft: daysLeft(r.notAfter, now))
         }
         let held = index.revokedByCommand ?? [:]
         var certificates: [Certificate] = []
@@ -139,39 +154,52 @@ package struct StatusReport: Sendable, Hashable, Encodable {
             if record.kind == .server || record.kind == .client { counts[status, default: 0] += 1 }
             certificates.append(
                 Certificate(
-                    kind: record.kind.rawValue, holder: record.holder, identity: record.subjectAltNames.first ?? record.subject,
-                    serial: record.serial, notAfter: record.notAfter, daysLeft: daysLeft(record.notAfter, now), status: status,
+                    kind: record.kind.rawValue, holder: record.holder,
+                    identity: record.subjectAltNames.first ?? record.subject,
+                    serial: record.serial, notAfter: record.notAfter, daysLeft: daysLeft(record.notAfter, now),
+                    status: status,
                     issuer: record.issuer))
         }
         let kindOrder = ["ca": 0, "cross": 1, "server": 2, "client": 3]
         certificates.sort {
-            (kindOrder[$0.kind] ?? 9, $0.holder, $0.notAfter, $0.serial) < (kindOrder[$1.kind] ?? 9, $1.holder, $1.notAfter, $1.serial)
+            (kindOrder[$0.kind] ?? 9, $0.holder, $0.notAfter, $0.serial) < (
+                kindOrder[$1.kind] ?? 9, $1.holder, $1.notAfter, $1.serial
+            )
         }
         var crls: [CRL] = []
         if let crl = index.crl, let record = index.ca {
-            crls.append(CRL(issuer: record.serial, number: crl.number, nextUpdate: crl.nextUpdate, daysLeft: daysLeft(crl.nextUpdate, now),
-                            revoked: crl.revokedSerials.count))
+            crls.append(
+                CRL(
+                    issuer: record.serial, number: crl.number, nextUpdate: crl.nextUpdate,
+                    daysLeft: daysLeft(crl.nextUpdate, now),
+                    revoked: crl.revokedSerials.count))
         }
         if let rotation = index.rotation, let crl = rotation.previousCRL {
-            crls.append(CRL(issuer: rotation.previous.serial, number: crl.number, nextUpdate: crl.nextUpdate,
-                            daysLeft: daysLeft(crl.nextUpdate, now), revoked: crl.revokedSerials.count))
+            crls.append(
+                CRL(
+                    issuer: rotation.previous.serial, number: crl.number, nextUpdate: crl.nextUpdate,
+                    daysLeft: daysLeft(crl.nextUpdate, now), revoked: crl.revokedSerials.count))
         }
-        let nodeNames = Set(inventory.nodes.map(\.name)), userNames = Set(inventory.users.map(\.name))
+        let nodeNames = Set(inventory.nodes.map(\.name))
+        let userNames = Set(inventory.users.map(\.name))
         var orphans = Set<String>()
         for name in index.nodes.keys where !nodeNames.contains(name) { orphans.insert("node \(name)") }
         for name in secrets.psks.keys where !nodeNames.contains(name) { orphans.insert("node \(name)") }
         for name in index.users.keys where !userNames.contains(name) { orphans.insert("user \(name)") }
-        for name in Array(secrets.passwords.keys) + Array(secrets.p12Passwords.keys) + Array(held.keys) where !userNames.contains(name) {
+        for name in Array(secrets.passwords.keys) + Array(secrets.p12Passwords.keys) + Array(held.keys)
+        where !userNames.contains(name) {
             orphans.insert("user \(name)")
         }
         let active = inventory.users.filter { !$0.revoked && held[$0.name] == nil }
         var report = StatusReport(
             stateDirectory: stateDirectory, now: now, ca: index.ca.map(ca),
-            rotation: Rotation(phase: index.rotation == nil ? "none" : "overlap", startedAt: index.rotation?.startedAt,
-                               previous: index.rotation.map { ca($0.previous) }),
+            rotation: Rotation(
+                phase: index.rotation == nil ? "none" : "overlap", startedAt: index.rotation?.startedAt,
+                previous: index.rotation.map { ca($0.previous) }),
             certificates: certificates, crls: crls,
-            secrets: Secrets(psks: secrets.psks.keys.sorted(), passwords: secrets.passwords.keys.sorted(),
-                             p12Passwords: secrets.p12Passwords.keys.sorted()),
+            secrets: Secrets(
+                psks: secrets.psks.keys.sorted(), passwords: secrets.passwords.keys.sorted(),
+                p12Passwords: secrets.p12Passwords.keys.sorted()),
             usersWithoutCertificates: active.filter { index.users[$0.name] == nil }.map(\.name),
             heldUsers: held.keys.sorted(), notInInventory: orphans.sorted(), expiring: nil, counts: counts)
         if let days = days { report.expiring = report.expiring(within: days) }
@@ -182,16 +210,27 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     func expiring(within days: Int) -> [Expiring] {
         let limit = now + TimeInterval(days) * 86400
         var out: [Expiring] = []
-        if let ca, ca.notAfter <= limit { out.append(Expiring(what: "CA \(ca.serial) (\(ca.commonName))", notAfter: ca.notAfter, daysLeft: ca.daysLeft)) }
-        if let previous = rotation.previous, previous.notAfter <= limit {
-            out.append(Expiring(what: "previous CA \(previous.serial)", notAfter: previous.notAfter, daysLeft: previous.daysLeft))
+        if let ca, ca.notAfter <= limit {
+            out.append(
+                Expiring(what: "CA \(ca.serial) (\(ca.commonName))", notAfter: ca.notAfter, daysLeft: ca.daysLeft))
         }
-        for c in certificates where c.status == "active" && (c.kind == "server" || c.kind == "client") && c.notAfter <= limit {
-            out.append(Expiring(what: "\(c.kind == "server" ? "node" : "user") \(c.holder) certificate \(c.serial)", notAfter: c.notAfter,
-                                daysLeft: c.daysLeft))
+        if let previous = rotation.previous, previous.notAfter <= limit {
+            out.append(
+                Expiring(
+                    what: "previous CA \(previous.serial)", notAfter: previous.notAfter, daysLeft: previous.daysLeft))
+        }
+        for c in certificates
+        where c.status == "active" && (c.kind == "server" || c.kind == "client") && c.notAfter <= limit {
+            out.append(
+                Expiring(
+                    what: "\(c.kind == "server" ? "node" : "user") \(c.holder) certificate \(c.serial)",
+                    notAfter: c.notAfter,
+                    daysLeft: c.daysLeft))
         }
         for crl in crls where crl.nextUpdate <= limit {
-            out.append(Expiring(what: "CRL \(crl.number) of CA \(crl.issuer)", notAfter: crl.nextUpdate, daysLeft: crl.daysLeft))
+            out.append(
+                Expiring(
+                    what: "CRL \(crl.number) of CA \(crl.issuer)", notAfter: crl.nextUpdate, daysLeft: crl.daysLeft))
         }
         return out
     }
@@ -202,25 +241,36 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
         var out = "state: \(stateDirectory)\n"
         if let ca {
-            out += "CA: \(ca.commonName) (generation \(ca.generation), serial \(ca.serial)), expires \(day(ca.notAfter)) (\(ca.daysLeft) days)\n"
+            out +=
+                "CA: \(ca.commonName) (generation \(ca.generation), serial \(ca.serial)), expires \(day(ca.notAfter)) (\(ca.daysLeft) days)\n"
         }
         if let previous = rotation.previous, let started = rotation.startedAt {
-            out += "CA rotation: overlap since \(day(started)); servers still trust the previous CA \(previous.serial) "
+            out +=
+                "CA rotation: overlap since \(day(started)); servers still trust the previous CA \(previous.serial) "
                 + "(expires \(day(previous.notAfter))); finish with 'vpnprov rotate-ca --finish'\n"
         } else {
             out += "CA rotation: none\n"
         }
         for crl in crls {
-            out += "CRL \(crl.number) of CA \(crl.issuer): \(crl.revoked) revoked, next update \(day(crl.nextUpdate)) (\(crl.daysLeft) days)\n"
+            out +=
+                "CRL \(crl.number) of CA \(crl.issuer): \(crl.revoked) revoked, next update \(day(crl.nextUpdate)) (\(crl.daysLeft) days)\n"
         }
         let order = ["active", "superseded", "revoked", "held"]
         out += "certificates: " + order.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", ") + "\n\n"
-        let rows = [["KIND", "HOLDER", "IDENTITY", "SERIAL", "NOT AFTER", "DAYS", "STATUS"]]
-            + certificates.map { [$0.kind, $0.holder.isEmpty ? "-" : $0.holder, $0.identity, $0.serial, day($0.notAfter), String($0.daysLeft), $0.status] }
+        let rows =
+            [["KIND", "HOLDER", "IDENTITY", "SERIAL", "NOT AFTER", "DAYS", "STATUS"]]
+            + certificates.map {
+                [
+                    $0.kind, $0.holder.isEmpty ? "-" : $0.holder, $0.identity, $0.serial, day($0.notAfter),
+                    String($0.daysLeft), $0.status,
+                ]
+            }
         var widths = Array(repeating: 0, count: 7)
         for row in rows { for (i, cell) in row.enumerated() { widths[i] = max(widths[i], cell.count) } }
         for row in rows {
-            out += row.enumerated().map { $0.offset == row.count - 1 ? $0.element : pad($0.element, widths[$0.offset]) }.joined(separator: "  ") + "\n"
+            out +=
+                row.enumerated().map { $0.offset == row.count - 1 ? $0.element : pad($0.element, widths[$0.offset]) }
+                .joined(separator: "  ") + "\n"
         }
         out += "\n"
         func list(_ items: [String]) -> String { items.isEmpty ? "none" : items.joined(separator: ", ") }
@@ -234,7 +284,8 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         if let expiring {
             out += expiring.isEmpty ? "nothing expires within the asked window\n" : ""
             for e in expiring {
-                out += "expiring: \(e.what) \(e.daysLeft < 0 ? "expired" : "expires") \(day(e.notAfter)) (\(e.daysLeft) days)\n"
+                out +=
+                    "expiring: \(e.what) \(e.daysLeft < 0 ? "expired" : "expires") \(day(e.notAfter)) (\(e.daysLeft) days)\n"
             }
         }
         return out
@@ -258,6 +309,10 @@ package struct ISODateOptional: Sendable, Hashable, Encodable {
     package init(wrappedValue: Date?) { self.wrappedValue = wrappedValue }
     package func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
-        if let date = wrappedValue { try container.encode(ISO8601DateFormatter().string(from: date)) } else { try container.encodeNil() }
+        if let date = wrappedValue {
+            try container.encode(ISO8601DateFormatter().string(from: date))
+        } else {
+            try container.encodeNil()
+        }
     }
 }

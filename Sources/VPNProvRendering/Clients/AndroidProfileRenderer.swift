@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `clients/<user>/<node>-<service>.sswan`: strongSwan Android app profiles (docs/formats.md, "strongSwan Android .sswan") for the
 /// services the app supports (ikev2-eap, ikev2-cert). The server CA travels in `remote.cert`; the
@@ -54,9 +54,13 @@ package enum AndroidProfileRenderer {
     package static func render(
         user: String, connections: [ClientConnection], inventory: Inventory, materials: Materials
     ) throws -> [OutputFile] {
-        let mine = connections.filter { $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported }
+        let mine = connections.filter {
+            $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported
+        }
         if mine.isEmpty { return [] }
-        guard let caDER = PEMText.der(materials.caCertificatePEM) else { throw ClientRenderError("the CA certificate is not PEM") }
+        guard let caDER = PEMText.der(materials.caCertificatePEM) else {
+            throw ClientRenderError("the CA certificate is not PEM")
+        }
         let shared = Shared(
             caBase64: Data(caDER).base64EncodedString(),
             // The empty-password container: the app hands it to Android's certificate installer
@@ -64,7 +68,9 @@ package enum AndroidProfileRenderer {
             // it shows a password prompt, so the import asks for nothing.
             p12Base64: materials.users[user]?.openP12.map { Data($0).base64EncodedString() },
             namespace: NameBasedUUID.namespace(forDeployment: inventory.name))
-        return try mine.compactMap { try render(connection: $0, inventory: inventory, materials: materials, shared: shared) }
+        return try mine.compactMap {
+            try render(connection: $0, inventory: inventory, materials: materials, shared: shared)
+        }
     }
 
     /// What every profile of one user shares.
@@ -94,7 +100,8 @@ package enum AndroidProfileRenderer {
         }
         let offer = c.offer(for: .android)
         let profile = Profile(
-            uuid: NameBasedUUID(namespace: shared.namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)").description
+            uuid: NameBasedUUID(namespace: shared.namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)")
+                .description
                 .lowercased(),
             name: "\(inventory.name) \(c.node) (\(c.service.rawValue))",
             type: c.service.rawValue,
@@ -118,7 +125,10 @@ extension AndroidProfileRenderer.Profile {
     func json() -> [UInt8] {
         var s = JSONStream(capacity: 1024 + remote.cert.utf8.count + (local.p12?.utf8.count ?? 0))
         func member(_ key: String, _ value: String?) {
-            if let value { s.key(key); s.string(value) }
+            if let value {
+                s.key(key)
+                s.string(value)
+            }
         }
         s.beginObject()
         member("esp-proposal", espProposal)

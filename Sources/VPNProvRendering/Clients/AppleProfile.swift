@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// The configuration profile as typed values, in Apple's key names and plist types (Apple's schema,
 /// https://github.com/apple/device-management, `mdm/profiles/com.apple.vpn.managed.yaml`): integer 0/1
@@ -111,14 +111,22 @@ struct AppleProfile: Encodable {
         s.beginArray()
         for payload in PayloadContent { payload.write(to: &s) }
         s.endArray()
-        s.key("PayloadDescription"); s.string(PayloadDescription)
-        s.key("PayloadDisplayName"); s.string(PayloadDisplayName)
-        s.key("PayloadIdentifier"); s.string(PayloadIdentifier)
-        s.key("PayloadOrganization"); s.string(PayloadOrganization)
-        s.key("PayloadRemovalDisallowed"); s.bool(PayloadRemovalDisallowed)
-        s.key("PayloadType"); s.string(PayloadType)
-        s.key("PayloadUUID"); s.string(PayloadUUID)
-        s.key("PayloadVersion"); s.integer(PayloadVersion)
+        s.key("PayloadDescription")
+        s.string(PayloadDescription)
+        s.key("PayloadDisplayName")
+        s.string(PayloadDisplayName)
+        s.key("PayloadIdentifier")
+        s.string(PayloadIdentifier)
+        s.key("PayloadOrganization")
+        s.string(PayloadOrganization)
+        s.key("PayloadRemovalDisallowed")
+        s.bool(PayloadRemovalDisallowed)
+        s.key("PayloadType")
+        s.string(PayloadType)
+        s.key("PayloadUUID")
+        s.string(PayloadUUID)
+        s.key("PayloadVersion")
+        s.integer(PayloadVersion)
         s.endDictionary()
         return s.finish()
     }
@@ -128,11 +136,17 @@ struct AppleProfile: Encodable {
 // absent optionals left out as `encodeIfPresent` leaves them out.
 extension PropertyListStream {
     fileprivate mutating func key(_ key: String, _ value: String?) {
-        if let value { self.key(key); string(value) }
+        if let value {
+            self.key(key)
+            string(value)
+        }
     }
 
     fileprivate mutating func key(_ key: String, _ value: Int?) {
-        if let value { self.key(key); integer(value) }
+        if let value {
+            self.key(key)
+            integer(value)
+        }
     }
 
     fileprivate mutating func key(_ key: String, _ rules: [AppleProfile.OnDemandRule]?) {
@@ -168,8 +182,14 @@ extension PropertyListStream {
 extension AppleProfile.Payload {
     fileprivate func write(to s: inout PropertyListStream) {
         s.beginDictionary()
-        if let d = IKEv2 { s.key("IKEv2"); d.write(to: &s) }
-        if let d = IPSec { s.key("IPSec"); d.write(to: &s) }
+        if let d = IKEv2 {
+            s.key("IKEv2")
+            d.write(to: &s)
+        }
+        if let d = IPSec {
+            s.key("IPSec")
+            d.write(to: &s)
+        }
         if let d = IPv4 {
             s.key("IPv4")
             s.beginDictionary()
@@ -178,7 +198,10 @@ extension AppleProfile.Payload {
         }
         s.key("Password", Password)
         s.key("PayloadCertificateFileName", PayloadCertificateFileName)
-        if let content = PayloadContent { s.key("PayloadContent"); s.data([UInt8](content)) }
+        if let content = PayloadContent {
+            s.key("PayloadContent")
+            s.data([UInt8](content))
+        }
         s.key("PayloadDescription", PayloadDescription)
         s.key("PayloadDisplayName", PayloadDisplayName)
         s.key("PayloadIdentifier", PayloadIdentifier)
@@ -234,7 +257,10 @@ extension AppleProfile.IPSec {
         s.key("OnDemandEnabled", OnDemandEnabled)
         s.key("OnDemandRules", OnDemandRules)
         s.key("RemoteAddress", RemoteAddress)
-        if let secret = SharedSecret { s.key("SharedSecret"); s.data([UInt8](secret)) }
+        if let secret = SharedSecret {
+            s.key("SharedSecret")
+            s.data([UInt8](secret))
+        }
         s.key("XAuthEnabled", XAuthEnabled)
         s.key("XAuthName", XAuthName)
         s.key("XAuthPassword", XAuthPassword)

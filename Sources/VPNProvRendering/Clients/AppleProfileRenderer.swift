@@ -1,9 +1,9 @@
 import Foundation
 import VPNProvCrypto
-import VPNProvPlanning
 import VPNProvModel
-import VPNProvTemplates
+import VPNProvPlanning
 import VPNProvSupport
+import VPNProvTemplates
 
 /// `clients/<user>/<user>.mobileconfig`: one configuration profile per user with a
 /// `com.apple.vpn.managed` payload per node and service, the CA as `com.apple.security.root` and the
@@ -16,7 +16,9 @@ package enum AppleProfileRenderer {
         let mine = connections.filter { $0.user == user.name && $0.devices.contains(.apple) }
         if mine.isEmpty { return nil }
         let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
-        func uuid(_ name: String) -> String { NameBasedUUID(namespace: namespace, name: "apple/\(user.name)/\(name)").description }
+        func uuid(_ name: String) -> String {
+            NameBasedUUID(namespace: namespace, name: "apple/\(user.name)/\(name)").description
+        }
         let identifier = "vpnprov.\(inventory.name).\(user.name)"
         let userMaterials = materials.users[user.name]
 
@@ -25,31 +27,33 @@ package enum AppleProfileRenderer {
             guard let der = PEMText.der(materials.caCertificatePEM) else {
                 throw ClientRenderError("the CA certificate is not PEM")
             }
-            payloads.append(AppleProfile.Payload(
-                PayloadCertificateFileName: "\(inventory.name)-ca.cer",
-                PayloadContent: Data(der),
-                PayloadDescription: "Certificate authority of the \(inventory.name) VPN servers",
-                PayloadDisplayName: materials.caCommonName,
-                PayloadIdentifier: "\(identifier).ca",
-                PayloadType: "com.apple.security.root",
-                PayloadUUID: uuid("ca"),
-                PayloadVersion: 1))
+            payloads.append(
+                AppleProfile.Payload(
+                    PayloadCertificateFileName: "\(inventory.name)-ca.cer",
+                    PayloadContent: Data(der),
+                    PayloadDescription: "Certificate authority of the \(inventory.name) VPN servers",
+                    PayloadDisplayName: materials.caCommonName,
+                    PayloadIdentifier: "\(identifier).ca",
+                    PayloadType: "com.apple.security.root",
+                    PayloadUUID: uuid("ca"),
+                    PayloadVersion: 1))
         }
         let certificateUUID = uuid("pkcs12")
         if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
             guard let p12 = userMaterials?.p12, let password = userMaterials?.p12Password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle or password for the client certificate")
             }
-            payloads.append(AppleProfile.Payload(
-                Password: password,
-                PayloadCertificateFileName: "\(user.name).p12",
-                PayloadContent: Data(p12),
-                PayloadDescription: "Client certificate of \(user.name)",
-                PayloadDisplayName: "\(user.name) (\(inventory.name) VPN)",
-                PayloadIdentifier: "\(identifier).pkcs12",
-                PayloadType: "com.apple.security.pkcs12",
-                PayloadUUID: certificateUUID,
-                PayloadVersion: 1))
+            payloads.append(
+                AppleProfile.Payload(
+                    Password: password,
+                    PayloadCertificateFileName: "\(user.name).p12",
+                    PayloadContent: Data(p12),
+                    PayloadDescription: "Client certificate of \(user.name)",
+                    PayloadDisplayName: "\(user.name) (\(inventory.name) VPN)",
+                    PayloadIdentifier: "\(identifier).pkcs12",
+                    PayloadType: "com.apple.security.pkcs12",
+                    PayloadUUID: certificateUUID,
+                    PayloadVersion: 1))
         }
         for connection in mine {
             let name = "\(inventory.name) \(connection.node) (\(connection.service.rawValue))"
@@ -92,7 +96,8 @@ package enum AppleProfileRenderer {
     static func sign(_ plist: [UInt8], with signer: ProfileSigner) throws -> [UInt8] {
         do {
             return try CMSSignedData.sign(
-                content: plist, certificate: try X509Certificate(pem: signer.certificatePEM), key: try PrivateKey(pem: signer.keyPEM),
+                content: plist, certificate: try X509Certificate(pem: signer.certificatePEM),
+                key: try PrivateKey(pem: signer.keyPEM),
                 chain: signer.chainPEM.isEmpty ? [] : try X509Certificate.all(pem: signer.chainPEM))
         } catch {
             throw ClientRenderError("cannot sign the Apple profile: \(error)")
@@ -108,7 +113,8 @@ package enum AppleProfileRenderer {
     package static func keepingPreviousSignature(
         _ file: OutputFile, signer: ProfileSigner, previous: (String) -> [UInt8]?
     ) -> OutputFile {
-        guard signer.randomizedSignatures, file.path.hasSuffix(".mobileconfig"), let old = previous(file.path), old != file.contents,
+        guard signer.randomizedSignatures, file.path.hasSuffix(".mobileconfig"), let old = previous(file.path),
+            old != file.contents,
             let certificate = try? X509Certificate(pem: signer.certificatePEM),
             let chain = signer.chainPEM.isEmpty ? [] : try? X509Certificate.all(pem: signer.chainPEM),
             let plist = try? CMSSignedData.content(of: file.contents),
@@ -174,7 +180,9 @@ package enum AppleProfileRenderer {
         return d
     }
 
-    static func ipsecDictionary(_ c: ClientConnection, materials: Materials, user: UserMaterials?) throws -> AppleProfile.IPSec {
+    static func ipsecDictionary(_ c: ClientConnection, materials: Materials, user: UserMaterials?) throws
+        -> AppleProfile.IPSec
+    {
         // Hybrid (ipsec-xauth-hybrid): Apple's schema has no method of its own for it; the IPSec
         // LocalIdentifier (group name) ending in "hybrid" selects it, with AuthenticationMethod
         // SharedSecret. Apple's IKEv1 client (vpnd) still refuses a SharedSecret/hybrid
@@ -215,7 +223,8 @@ package enum AppleProfileRenderer {
         guard s.onDemand else { return (nil, nil) }
         var rules: [AppleProfile.OnDemandRule] = []
         if !s.trustedSSIDs.isEmpty {
-            rules.append(AppleProfile.OnDemandRule(Action: "Disconnect", InterfaceTypeMatch: "WiFi", SSIDMatch: s.trustedSSIDs))
+            rules.append(
+                AppleProfile.OnDemandRule(Action: "Disconnect", InterfaceTypeMatch: "WiFi", SSIDMatch: s.trustedSSIDs))
         }
         rules.append(AppleProfile.OnDemandRule(Action: "Connect"))
         return (1, rules)

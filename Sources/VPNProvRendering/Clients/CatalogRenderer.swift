@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `catalog/servers.json`: per node and service what an app needs to build an
 /// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user data.
@@ -126,7 +126,13 @@ package enum CatalogRenderer {
             let sa = AppleSA.derive(from: node.proposals, pfs: apple.pfs)
             var rules: [OnDemandRule]? = nil
             if apple.onDemand {
-                rules = (apple.trustedSSIDs.isEmpty ? [] : [OnDemandRule(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)])
+                rules =
+                    (apple.trustedSSIDs.isEmpty
+                        ? []
+                        : [
+                            OnDemandRule(
+                                action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)
+                        ])
                     + [OnDemandRule(action: "connect")]
             }
             let windows = WindowsIPsec.derive(from: node.proposals)
@@ -147,7 +153,9 @@ package enum CatalogRenderer {
                 } else {
                     localID = ""
                 }
-                func association(_ p: AppleSAParameters?, purpose: Proposal.Purpose, lifetime: Int?) -> SecurityAssociation? {
+                func association(_ p: AppleSAParameters?, purpose: Proposal.Purpose, lifetime: Int?)
+                    -> SecurityAssociation?
+                {
                     guard v2, let p, let sa, let lifetime else { return nil }
                     return SecurityAssociation(
                         encryptionAlgorithm: p.encryptionAlgorithm, integrityAlgorithm: p.integrityAlgorithm,
@@ -155,32 +163,34 @@ package enum CatalogRenderer {
                         proposal: p.strongSwanProposal(purpose: purpose, pfs: sa.enablePFS))
                 }
                 let country = node.country?.uppercased()
-                servers.append(Server(
-                    id: "\(node.name)-\(service.rawValue)",
-                    name: "\(node.name) (\(service.rawValue))",
-                    node: node.name, service: service.rawValue,
-                    region: node.region, countryCode: country, flag: country.flatMap(flag),
-                    tier: node.tier.rawValue, host: node.address,
-                    protocol: v2 ? "IKEv2" : "IPSec",
-                    remoteID: node.id.value, localID: localID, localIDType: localIDType,
-                    pskEnabled: service.needsPSK, authMethod: authMethod(service),
-                    // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
-                    authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
-                    useExtendedAuthentication: service.needsPassword,
-                    clientCertificate: service.needsClientCert,
-                    serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
-                    ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
-                    childSecurityAssociation: association(sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
-                    enablePFS: v2 ? sa?.enablePFS : nil,
-                    fourFieldModel: FourFieldModel.usable(service, on: node),
-                    windowsIPsec: service.windowsSupported ? windows : nil,
-                    carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
-                    includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
-                    excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
-                    onDemandEnabled: apple.onDemand, onDemandRules: rules,
-                    enableRevocationCheck: v2 ? apple.crlCheck && service.serverUsesCert : nil,
-                    deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
-                    disconnectOnIdleSeconds: apple.disconnectOnIdle))
+                servers.append(
+                    Server(
+                        id: "\(node.name)-\(service.rawValue)",
+                        name: "\(node.name) (\(service.rawValue))",
+                        node: node.name, service: service.rawValue,
+                        region: node.region, countryCode: country, flag: country.flatMap(flag),
+                        tier: node.tier.rawValue, host: node.address,
+                        protocol: v2 ? "IKEv2" : "IPSec",
+                        remoteID: node.id.value, localID: localID, localIDType: localIDType,
+                        pskEnabled: service.needsPSK, authMethod: authMethod(service),
+                        // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
+                        authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
+                        useExtendedAuthentication: service.needsPassword,
+                        clientCertificate: service.needsClientCert,
+                        serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
+                        ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
+                        childSecurityAssociation: association(
+                            sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
+                        enablePFS: v2 ? sa?.enablePFS : nil,
+                        fourFieldModel: FourFieldModel.usable(service, on: node),
+                        windowsIPsec: service.windowsSupported ? windows : nil,
+                        carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
+                        includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
+                        excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
+                        onDemandEnabled: apple.onDemand, onDemandRules: rules,
+                        enableRevocationCheck: v2 ? apple.crlCheck && service.serverUsesCert : nil,
+                        deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
+                        disconnectOnIdleSeconds: apple.disconnectOnIdle))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

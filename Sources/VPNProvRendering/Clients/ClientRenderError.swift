@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// A client profile cannot be rendered (normally caught earlier by Consistency as `missing-secret`).
 package struct ClientRenderError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -19,7 +19,8 @@ enum PEMText {
         let text = Array(pem.utf8)
         let begin = Array("-----BEGIN \(type)-----".utf8)
         let end = Array("-----END \(type)-----".utf8)
-        guard let start = find(begin, in: text, from: 0), let stop = find(end, in: text, from: start + begin.count) else {
+        guard let start = find(begin, in: text, from: 0), let stop = find(end, in: text, from: start + begin.count)
+        else {
             return nil
         }
         var body: [UInt8] = []

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// Everything under `clients/`: per user the Apple profile, Android profiles, the Linux swanctl
 /// client configuration, the p12 and a README. Renders from the ClientPlan, deterministically.
@@ -31,7 +31,9 @@ package enum ClientRenderer {
         var files: [OutputFile] = []
         let byUser = plan.connectionsByUser()
         for user in inventory.users where !user.revoked {
-            files += try render(user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials, templates: templates)
+            files += try render(
+                user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials,
+                templates: templates)
         }
         return files
     }
@@ -43,10 +45,13 @@ package enum ClientRenderer {
     ) throws -> [OutputFile] {
         if connections.isEmpty { return [] }
         var userFiles: [OutputFile] = []
-        if let apple = try AppleProfileRenderer.render(user: user, connections: connections, inventory: inventory, materials: materials) {
+        if let apple = try AppleProfileRenderer.render(
+            user: user, connections: connections, inventory: inventory, materials: materials)
+        {
             userFiles.append(apple)
         }
-        userFiles += try AndroidProfileRenderer.render(user: user.name, connections: connections, inventory: inventory, materials: materials)
+        userFiles += try AndroidProfileRenderer.render(
+            user: user.name, connections: connections, inventory: inventory, materials: materials)
         userFiles += try LinuxClientRenderer.render(
             user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
         userFiles += try WindowsClientRenderer.render(
@@ -54,7 +59,8 @@ package enum ClientRenderer {
         userFiles += try NetworkManagerClientRenderer.render(
             user: user, connections: connections, inventory: inventory, materials: materials)
         let needsP12 = connections.contains {
-            $0.credentials.contains(.clientCertificate) && ($0.devices.contains(.apple) || $0.devices.contains(.android))
+            $0.credentials.contains(.clientCertificate)
+                && ($0.devices.contains(.apple) || $0.devices.contains(.android))
         }
         if needsP12 {
             guard let p12 = materials.users[user.name]?.p12 else {
@@ -66,20 +72,23 @@ package enum ClientRenderer {
             guard let password = materials.users[user.name]?.p12Password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no PKCS#12 password")
             }
-            userFiles.append(secretFile(
-                user: user.name, name: p12PasswordFile(user: user.name),
-                heading: [
-                    "PASSWORD of \(user.name).p12 (the certificate file in this folder).",
-                    "Type or paste the line below when a device asks for it while importing \(user.name).p12:",
-                ],
-                secret: password))
+            userFiles.append(
+                secretFile(
+                    user: user.name, name: p12PasswordFile(user: user.name),
+                    heading: [
+                        "PASSWORD of \(user.name).p12 (the certificate file in this folder).",
+                        "Type or paste the line below when a device asks for it while importing \(user.name).p12:",
+                    ],
+                    secret: password))
         }
         userFiles.append(readme(user: user, connections: connections, files: userFiles, inventory: inventory))
         return userFiles.sorted { $0.path < $1.path }
     }
 
     /// A short plain-text guide to the user's files: per device, what to open and what to type.
-    static func readme(user: User, connections: [ClientConnection], files: [OutputFile], inventory: Inventory) -> OutputFile {
+    static func readme(user: User, connections: [ClientConnection], files: [OutputFile], inventory: Inventory)
+        -> OutputFile
+    {
         let dir = "clients/\(user.name)/"
         let names = Set(files.map { String($0.path.dropFirst(dir.count)) })
         let passwordFile = p12PasswordFile(user: user.name)
@@ -122,11 +131,11 @@ package enum ClientRenderer {
         let sswan = names.filter { $0.hasSuffix(".sswan") }.sorted()
         if !sswan.isEmpty {
             lines += [
-                "Android: the strongSwan VPN Client app (Google Play or F-Droid), then for each file:",
+                "Android: the strongSwan VPN Client app (Google Play or F-Droid), then for each file:"
             ]
             for name in sswan { lines.append("  \(name)") }
             lines += [
-                "  1. Open the file with the app (or in the app: menu > Import VPN profile) and tap Import.",
+                "  1. Open the file with the app (or in the app: menu > Import VPN profile) and tap Import."
             ]
             if sswan.contains(where: { $0.hasSuffix("-ikev2-cert.sswan") }) {
                 lines += [
@@ -191,7 +200,9 @@ package enum ClientRenderer {
     /// The README's NetworkManager part: the commands that install the folder as root (credentials
     /// where the keyfiles name them, keyfiles 0600 into system-connections, which is what NetworkManager
     /// requires of a keyfile) and load each connection.
-    static func networkManagerReadme(user: User, connections: [ClientConnection], names: Set<String>, inventory: Inventory) -> [String] {
+    static func networkManagerReadme(
+        user: User, connections: [ClientConnection], names: Set<String>, inventory: Inventory
+    ) -> [String] {
         let nm = NetworkManagerClientRenderer.self
         let folder = nm.folder
         let keyfiles = names.filter { $0.hasPrefix(folder + "/") && $0.hasSuffix(".nmconnection") }.sorted()
@@ -205,14 +216,16 @@ package enum ClientRenderer {
             "    install -d -m 0755 -o root -g root \(target)",
         ]
         let public_ = ["ca.pem", "\(user.name).pem"].map { "\(folder)/\($0)" }.filter(names.contains)
-        if !public_.isEmpty { lines.append("    install -m 0644 -o root -g root \(public_.joined(separator: " ")) \(target)/") }
+        if !public_.isEmpty {
+            lines.append("    install -m 0644 -o root -g root \(public_.joined(separator: " ")) \(target)/")
+        }
         if names.contains("\(folder)/\(user.name).key") {
             lines.append("    install -m 0600 -o root -g root \(folder)/\(user.name).key \(target)/")
         }
         lines.append("    install -m 0600 -o root -g root \(folder)/*.nmconnection \(system)/")
         for file in keyfiles { lines.append("    nmcli connection load \(system)/\(file.dropFirst(folder.count + 1))") }
         lines += [
-            "  Then connect from the network menu, or with `nmcli connection up id \"<name>\"`, one per server and service:",
+            "  Then connect from the network menu, or with `nmcli connection up id \"<name>\"`, one per server and service:"
         ]
         for c in connections where c.devices.contains(.networkmanager) {
             lines.append("    \(nm.connectionID(deployment: inventory.name, connection: c))")

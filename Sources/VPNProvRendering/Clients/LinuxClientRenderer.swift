@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `clients/<user>/linux/swanctl/`: a strongSwan (swanctl) client configuration with one connection
 /// per node and service. A Linux user copies it to /etc/swanctl and runs
@@ -22,8 +22,11 @@ package enum LinuxClientRenderer {
         let base = "clients/\(user.name)/linux/swanctl/"
         let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
         var files = [
-            OutputFile(path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
-            OutputFile(path: base + "conf.d/secrets.conf", text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
+            OutputFile(
+                path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
+            OutputFile(
+                path: base + "conf.d/secrets.conf",
+                text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
         ]
         files += try pemCredentials(
             user: user.name, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",
@@ -35,14 +38,17 @@ package enum LinuxClientRenderer {
     /// server proves itself with a certificate, the user's certificate and key (0600) when the user logs
     /// in with one. Shared with the NetworkManager renderer.
     static func pemCredentials(
-        user: String, connections: [ClientConnection], materials: Materials, ca: String, certificate: String, key: String
+        user: String, connections: [ClientConnection], materials: Materials, ca: String, certificate: String,
+        key: String
     ) throws -> [OutputFile] {
         var files: [OutputFile] = []
         if connections.contains(where: { $0.serverAuth == .pubkey }) {
             files.append(OutputFile(path: ca, text: materials.caCertificatePEM))
         }
         if connections.contains(where: { $0.credentials.contains(.clientCertificate) }) {
-            guard let cert = materials.users[user]?.certificatePEM, let privateKey = materials.users[user]?.privateKeyPEM else {
+            guard let cert = materials.users[user]?.certificatePEM,
+                let privateKey = materials.users[user]?.privateKeyPEM
+            else {
                 throw ClientRenderError("user '\(user)': no client certificate and key")
             }
             files.append(OutputFile(path: certificate, text: cert))
@@ -64,14 +70,17 @@ package enum LinuxClientRenderer {
             for (index, round) in c.localAuth.enumerated() {
                 // Every key is always present (the engine refuses unknown names); "" = not written.
                 // The IKE identity belongs to the first round.
-                rounds.append(.object([
-                    "section": .identifier(c.localAuth.count == 1 ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
-                    "auth": .string(round.method.rawValue),
-                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
-                    "eap_id": .string(round.eapID ?? ""),
-                    "xauth_id": .string(round.xauthID ?? ""),
-                    "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
-                ]))
+                rounds.append(
+                    .object([
+                        "section": .identifier(
+                            c.localAuth.count == 1
+                                ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
+                        "auth": .string(round.method.rawValue),
+                        "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                        "eap_id": .string(round.eapID ?? ""),
+                        "xauth_id": .string(round.xauthID ?? ""),
+                        "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
+                    ]))
             }
             let remote: TemplateObject = [
                 "auth": .string(c.serverAuth.rawValue),
@@ -79,20 +88,21 @@ package enum LinuxClientRenderer {
                 "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
             ]
             let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
-            conns.append(.object([
-                "name": .identifier(TextCheck.swanctlSectionName(c.name)),
-                "node": .string(c.node),
-                "service": .string(c.service.rawValue),
-                "version": .int(c.ikeVersion),
-                "aggressive": .bool(c.aggressive),
-                "remote_addrs": .string(c.remoteAddress),
-                "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
-                "proposals": .string(offer.ike.joined(separator: ", ")),
-                "esp_proposals": .string(offer.esp.joined(separator: ", ")),
-                "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
-                "local_rounds": .list(rounds),
-                "remote": .object(remote),
-            ]))
+            conns.append(
+                .object([
+                    "name": .identifier(TextCheck.swanctlSectionName(c.name)),
+                    "node": .string(c.node),
+                    "service": .string(c.service.rawValue),
+                    "version": .int(c.ikeVersion),
+                    "aggressive": .bool(c.aggressive),
+                    "remote_addrs": .string(c.remoteAddress),
+                    "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
+                    "proposals": .string(offer.ike.joined(separator: ", ")),
+                    "esp_proposals": .string(offer.esp.joined(separator: ", ")),
+                    "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
+                    "local_rounds": .list(rounds),
+                    "remote": .object(remote),
+                ]))
         }
 
         // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
@@ -104,11 +114,15 @@ package enum LinuxClientRenderer {
             }
             var ids: [String] = []
             for id in [first] + passwordRounds where !ids.contains(id) { ids.append(id) }
-            eap.append(.object([
-                "section": .identifier("eap-1"),
-                "ids": .list(ids.enumerated().map { .object(["key": .identifier("id-\($0.offset + 1)"), "id": .string($0.element)]) }),
-                "secret": .string(encodedSecret(password)),
-            ]))
+            eap.append(
+                .object([
+                    "section": .identifier("eap-1"),
+                    "ids": .list(
+                        ids.enumerated().map {
+                            .object(["key": .identifier("id-\($0.offset + 1)"), "id": .string($0.element)])
+                        }),
+                    "secret": .string(encodedSecret(password)),
+                ]))
         }
         var ike: [TemplateValue] = []
         var pskNodes: [String] = []
@@ -117,12 +131,13 @@ package enum LinuxClientRenderer {
             guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
                 throw ClientRenderError("node '\(c.node)': no pre-shared key")
             }
-            ike.append(.object([
-                "section": .identifier("ike-\(pskNodes.count)"),
-                "node": .string(c.node),
-                "id": .string(c.remoteID.swanctlValue),
-                "secret": .string(encodedSecret(psk)),
-            ]))
+            ike.append(
+                .object([
+                    "section": .identifier("ike-\(pskNodes.count)"),
+                    "node": .string(c.node),
+                    "id": .string(c.remoteID.swanctlValue),
+                    "secret": .string(encodedSecret(psk)),
+                ]))
         }
         let common: TemplateObject = [
             "user": .string(user.name),

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `clients/<user>/networkmanager/`: NetworkManager connections for Linux desktops (docs/clients.md,
 /// "NetworkManager"). One keyfile (`.nmconnection`, the format of /etc/NetworkManager/system-connections/)
@@ -47,7 +47,9 @@ package enum NetworkManagerClientRenderer {
             let text = try keyfile(c, user: user, inventory: inventory, materials: materials, namespace: namespace)
             // Private: EAP and PSK keyfiles hold the secret, and NetworkManager loads only keyfiles that
             // only root can read.
-            files.append(OutputFile(path: base + fileName(deployment: inventory.name, connection: c), text: text, isPrivate: true))
+            files.append(
+                OutputFile(
+                    path: base + fileName(deployment: inventory.name, connection: c), text: text, isPrivate: true))
         }
         files += try LinuxClientRenderer.pemCredentials(
             user: user.name, connections: mine, materials: materials, ca: base + caFileName,

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// `clients/<user>/<user>-windows.ps1`: a PowerShell script that sets up Windows' built-in IKEv2
 /// client (docs/windows.md): the CA into the machine's Trusted Root store, the user's p12 into
@@ -33,14 +33,15 @@ package enum WindowsClientRenderer {
             guard let password = materials.users[user.name]?.password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")
             }
-            files.append(ClientRenderer.secretFile(
-                user: user.name, name: passwordFile(user: user.name),
-                heading: [
-                    "VPN PASSWORD of \(user.name) for Windows (the connections \(fileName(user: user.name)) adds).",
-                    "At the first connect Windows asks for the user name '\(user.name)' and a password:",
-                    "type or paste the line below.",
-                ],
-                secret: password))
+            files.append(
+                ClientRenderer.secretFile(
+                    user: user.name, name: passwordFile(user: user.name),
+                    heading: [
+                        "VPN PASSWORD of \(user.name) for Windows (the connections \(fileName(user: user.name)) adds).",
+                        "At the first connect Windows asks for the user name '\(user.name)' and a password:",
+                        "type or paste the line below.",
+                    ],
+                    secret: password))
         }
         return files
     }
@@ -57,23 +58,24 @@ package enum WindowsClientRenderer {
             let isCert = w.authenticationMethod == "MachineCertificate"
             needsCertificate = needsCertificate || isCert
             needsEAP = needsEAP || !isCert
-            conns.append(.object([
-                "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
-                "name": .string(connectionName(deployment: inventory.name, connection: c)),
-                "server_address": .string(c.remoteAddress),
-                "authentication_method": .string(w.authenticationMethod),
-                "eap": .bool(!isCert),
-                "certificate": .bool(isCert),
-                "ipv6": .bool(c.wantsIPv6),
-                "ipsec": .object([
-                    "encryption_method": .string(w.ipsec.encryptionMethod),
-                    "integrity_check_method": .string(w.ipsec.integrityCheckMethod),
-                    "dh_group": .string(w.ipsec.dhGroup),
-                    "cipher_transform_constants": .string(w.ipsec.cipherTransformConstants),
-                    "authentication_transform_constants": .string(w.ipsec.authenticationTransformConstants),
-                    "pfs_group": .string(w.ipsec.pfsGroup),
-                ]),
-            ]))
+            conns.append(
+                .object([
+                    "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
+                    "name": .string(connectionName(deployment: inventory.name, connection: c)),
+                    "server_address": .string(c.remoteAddress),
+                    "authentication_method": .string(w.authenticationMethod),
+                    "eap": .bool(!isCert),
+                    "certificate": .bool(isCert),
+                    "ipv6": .bool(c.wantsIPv6),
+                    "ipsec": .object([
+                        "encryption_method": .string(w.ipsec.encryptionMethod),
+                        "integrity_check_method": .string(w.ipsec.integrityCheckMethod),
+                        "dh_group": .string(w.ipsec.dhGroup),
+                        "cipher_transform_constants": .string(w.ipsec.cipherTransformConstants),
+                        "authentication_transform_constants": .string(w.ipsec.authenticationTransformConstants),
+                        "pfs_group": .string(w.ipsec.pfsGroup),
+                    ]),
+                ]))
         }
         var top: TemplateObject = [
             "user": .string(user.name),
@@ -102,7 +104,9 @@ package enum WindowsClientRenderer {
     /// The DER bytes of a PEM certificate, base64 (one line, no header).
     static func derBase64(_ pem: String) throws -> String {
         let body = pem.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
-        guard let der = Data(base64Encoded: body), !der.isEmpty else { throw ClientRenderError("the CA certificate is not PEM") }
+        guard let der = Data(base64Encoded: body), !der.isEmpty else {
+            throw ClientRenderError("the CA certificate is not PEM")
+        }
         return der.base64EncodedString()
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// A property-list or JSON document as plain values: what `PropertyListWriter` and `JSONWriter`
 /// serialize. Dictionaries keep their keys in encoding order; the writers sort them.
@@ -24,7 +24,8 @@ enum DocumentValue: Equatable {
         case (.bool(let x), .bool(let y)): return x == y
         case (.data(let x), .data(let y)): return x == y
         case (.array(let x), .array(let y)): return x == y
-        case (.dictionary(let x), .dictionary(let y)): return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        case (.dictionary(let x), .dictionary(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
         default: return false
         }
     }
@@ -105,7 +106,9 @@ final class DocumentBox {
         case let v as UInt8: set(.unsignedInteger(UInt64(v)))
         case is Double, is Float:
             throw EncodingError.invalidValue(
-                value, EncodingError.Context(codingPath: codingPath, debugDescription: "floating-point values are not written"))
+                value,
+                EncodingError.Context(codingPath: codingPath, debugDescription: "floating-point values are not written")
+            )
         default:
             try value.encode(to: DocumentEncoderImpl(box: self, codingPath: codingPath))
         }
@@ -152,14 +155,17 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func encodeNil(forKey key: Key) throws {
         throw EncodingError.invalidValue(
-            Optional<Int>.none as Any, EncodingError.Context(codingPath: codingPath + [key], debugDescription: "null is not written"))
+            Optional<Int>.none as Any,
+            EncodingError.Context(codingPath: codingPath + [key], debugDescription: "null is not written"))
     }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         try box.child(forKey: key.stringValue).encode(value, codingPath: codingPath + [key])
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
         let child = box.child(forKey: key.stringValue)
         child.become(.dictionary)
         return KeyedEncodingContainer(KeyedContainer<NestedKey>(box: child, codingPath: codingPath + [key]))
@@ -171,7 +177,9 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         return UnkeyedContainer(box: child, codingPath: codingPath + [key])
     }
 
-    mutating func superEncoder() -> Encoder { DocumentEncoderImpl(box: box.child(forKey: "super"), codingPath: codingPath) }
+    mutating func superEncoder() -> Encoder {
+        DocumentEncoderImpl(box: box.child(forKey: "super"), codingPath: codingPath)
+    }
     mutating func superEncoder(forKey key: Key) -> Encoder {
         DocumentEncoderImpl(box: box.child(forKey: key.stringValue), codingPath: codingPath + [key])
     }
@@ -195,7 +203,8 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
 
     mutating func encodeNil() throws {
         throw EncodingError.invalidValue(
-            Optional<Int>.none as Any, EncodingError.Context(codingPath: codingPath, debugDescription: "null is not written"))
+            Optional<Int>.none as Any,
+            EncodingError.Context(codingPath: codingPath, debugDescription: "null is not written"))
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
@@ -203,7 +212,9 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
         try box.appendChild().encode(value, codingPath: codingPath + [key])
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         let key = IndexKey(count)
         let child = box.appendChild()
         child.become(.dictionary)
@@ -226,7 +237,8 @@ private struct SingleContainer: SingleValueEncodingContainer {
 
     mutating func encodeNil() throws {
         throw EncodingError.invalidValue(
-            Optional<Int>.none as Any, EncodingError.Context(codingPath: codingPath, debugDescription: "null is not written"))
+            Optional<Int>.none as Any,
+            EncodingError.Context(codingPath: codingPath, debugDescription: "null is not written"))
     }
 
     mutating func encode<T: Encodable>(_ value: T) throws { try box.encode(value, codingPath: codingPath) }

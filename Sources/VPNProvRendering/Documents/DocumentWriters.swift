@@ -1,9 +1,9 @@
 import Foundation
-import VPNProvPlanning
-import VPNProvModel
-import VPNProvTemplates
-import VPNProvSupport
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 
 /// Writes an XML property list as it goes, byte for byte what Foundation's `PropertyListEncoder`
 /// (XML) and `PropertyListSerialization` write for the same values: tab indentation, `<`, `>` and
@@ -74,7 +74,8 @@ struct PropertyListStream {
                 case 0x00..<0x20:
                     entity = "\u{FFFD}"
                 // U+FFFE and U+FFFF are EF BF BE and EF BF BF.
-                case 0xEF where i + 2 < utf8.count && utf8[i + 1] == 0xBF && (utf8[i + 2] == 0xBE || utf8[i + 2] == 0xBF):
+                case 0xEF
+                where i + 2 < utf8.count && utf8[i + 1] == 0xBF && (utf8[i + 2] == 0xBE || utf8[i + 2] == 0xBF):
                     entity = "\u{FFFD}"
                     length = 3
                 default:
@@ -318,13 +319,17 @@ protocol DocumentStream {
 extension PropertyListStream: DocumentStream {
     /// An array element needs nothing before it in a plist.
     mutating func item() {}
-    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] { DocumentValue.sortedByUTF16(entries) }
+    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] {
+        DocumentValue.sortedByUTF16(entries)
+    }
 }
 
 extension JSONStream: DocumentStream {
     mutating func beginDictionary() { beginObject() }
     mutating func endDictionary() { endObject() }
-    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] { DocumentValue.sortedByUTF8(entries) }
+    static func ordered(_ entries: [(String, DocumentValue)]) -> [(String, DocumentValue)] {
+        DocumentValue.sortedByUTF8(entries)
+    }
 }
 
 extension DocumentValue {

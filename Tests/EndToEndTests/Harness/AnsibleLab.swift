@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import Glibc
+import Testing
 
 /// Where the end-to-end tests find Ansible: `VPNPROV_ANSIBLE_BIN` (a directory holding `ansible-playbook`,
 /// e.g. a virtual environment's `bin/`), else `<package>/.build/ansible-venv/bin`, which `.ci/run` creates.
@@ -23,7 +22,10 @@ enum AnsibleTools {
     static var unavailableReason: String? {
         if case .unavailable(let reason) = StrongSwanEnvironment.availability { return reason }
         for (path, what) in [
-            (playbook, "ansible-playbook (.ci/run installs ansible-core into .build/ansible-venv; or set VPNPROV_ANSIBLE_BIN)"),
+            (
+                playbook,
+                "ansible-playbook (.ci/run installs ansible-core into .build/ansible-venv; or set VPNPROV_ANSIBLE_BIN)"
+            ),
             (sshdPath, "sshd (apt: openssh-server)"),
             (sshKeygenPath, "ssh-keygen (apt: openssh-client)"),
             ("/usr/bin/ssh", "ssh (apt: openssh-client)"),
@@ -48,7 +50,10 @@ extension Trait where Self == ConditionTrait {
     static var ansible: Self {
         .enabled(
             if: AnsibleTools.unavailableReason == nil || StrongSwanEnvironment.isRequired,
-            Comment(rawValue: AnsibleTools.unavailableReason.map { "Ansible end-to-end test cannot run: \($0) (set VPNPROV_REQUIRE_E2E=1 to make this a failure)" } ?? "available"))
+            Comment(
+                rawValue: AnsibleTools.unavailableReason.map {
+                    "Ansible end-to-end test cannot run: \($0) (set VPNPROV_REQUIRE_E2E=1 to make this a failure)"
+                } ?? "available"))
     }
 }
 
@@ -104,7 +109,8 @@ final class AnsibleLab: @unchecked Sendable {
         try build.require()
         NetworkPair.removeStale()
         let lab = AnsibleLab(
-            base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())", scratch: try Scratch.makeDirectory("ansible-lab"),
+            base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())",
+            scratch: try Scratch.makeDirectory("ansible-lab"),
             build: build)
         do {
             try lab.setUp(names)
@@ -120,7 +126,8 @@ final class AnsibleLab: @unchecked Sendable {
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
         try ip(["-n", hub, "addr", "add", "192.0.2.254/24", "dev", "br0"])
-        try Command.check(AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-C", "vpnprov-e2e", "-f", keyFile])
+        try Command.check(
+            AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-C", "vpnprov-e2e", "-f", keyFile])
         let publicKey = try String(contentsOfFile: keyFile + ".pub", encoding: .utf8)
         for (i, name) in names.enumerated() {
             let ns = base + "-" + name.filter { $0.isLetter || $0.isNumber }
@@ -157,7 +164,8 @@ final class AnsibleLab: @unchecked Sendable {
         for dir in ["ssh", "swanctl/conf.d", "strongswan.d", "sysctl.d", "vpnprov"] {
             try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
         }
-        try Command.check(AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
+        try Command.check(
+            AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
         try publicKey.write(toFile: node.etc + "/ssh/authorized_keys", atomically: true, encoding: .utf8)
         // Paths as the node's processes see them: /etc/ssh is the overlay.
         let sshd = """
@@ -177,7 +185,8 @@ final class AnsibleLab: @unchecked Sendable {
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.
         let settings = Charon.settings(build: build, socketPath: socket, logPath: node.run.path + "/charon.log")
-        try (settings + "include strongswan.d/*.conf\n").write(toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
+        try (settings + "include strongswan.d/*.conf\n").write(
+            toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
         if build.root != nil {
             try settings.write(toFile: node.run.path + "/strongswan.conf", atomically: true, encoding: .utf8)
         }
@@ -205,7 +214,9 @@ final class AnsibleLab: @unchecked Sendable {
     }
 
     /// Waits (bounded) until `condition` holds or the process dies.
-    private func waitFor(_ what: String, _ process: Process, timeout: Duration = .seconds(20), _ condition: () -> Bool) throws {
+    private func waitFor(_ what: String, _ process: Process, timeout: Duration = .seconds(20), _ condition: () -> Bool)
+        throws
+    {
         let deadline = ContinuousClock.now + timeout
         while !condition() {
             if !process.isRunning { throw HarnessError("\(what) exited") }
@@ -222,7 +233,10 @@ final class AnsibleLab: @unchecked Sendable {
         let pidFile = node.run.path + "/sshd.pid"
         try Command.check(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", node.namespace, AnsibleTools.sshdPath, "-f", "/etc/ssh/sshd_config", "-E", node.run.path + "/sshd.log"],
+            [
+                "netns", "exec", node.namespace, AnsibleTools.sshdPath, "-f", "/etc/ssh/sshd_config", "-E",
+                node.run.path + "/sshd.log",
+            ],
             timeout: .seconds(20))
         let deadline = ContinuousClock.now + .seconds(20)
         while true {
@@ -274,13 +288,15 @@ final class AnsibleLab: @unchecked Sendable {
     /// `swanctl ARGS` on the node, as the node sees it (its /etc/strongswan.conf, its charon).
     func swanctl(_ node: Node, _ arguments: [String]) throws -> CommandResult {
         try Command.run(
-            StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace, StrongSwanEnvironment.swanctlPath] + arguments,
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", node.namespace, StrongSwanEnvironment.swanctlPath] + arguments,
             environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
     }
 
     /// A tool run in the node's namespace (its /etc overlay), e.g. `nft` or `sysctl`.
     func run(_ node: Node, _ arguments: [String]) throws -> CommandResult {
-        try Command.run(StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace] + arguments, timeout: .seconds(30))
+        try Command.run(
+            StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace] + arguments, timeout: .seconds(30))
     }
 
     /// The node charon's established IKE SAs.
@@ -310,7 +326,10 @@ final class AnsibleLab: @unchecked Sendable {
         guard let client = clients[label] else { throw HarnessError("no client \(label)") }
         return try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I", source, destination],
+            [
+                "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I",
+                source, destination,
+            ],
             timeout: .seconds(15))
     }
 
@@ -353,7 +372,9 @@ final class AnsibleLab: @unchecked Sendable {
         }
         for ns in namespaces.reversed() {
             if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
-                for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+                for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
+                    kill(pid, SIGKILL)
+                }
             }
             _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
             try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
@@ -377,7 +398,10 @@ struct PlayRecap: Equatable {
         var result: [String: PlayRecap] = [:]
         var inRecap = false
         for line in output.split(separator: "\n") {
-            if line.hasPrefix("PLAY RECAP") { inRecap = true; continue }
+            if line.hasPrefix("PLAY RECAP") {
+                inRecap = true
+                continue
+            }
             guard inRecap, let colon = line.firstIndex(of: ":") else { continue }
             let host = line[..<colon].trimmingCharacters(in: .whitespaces)
             var recap = PlayRecap()

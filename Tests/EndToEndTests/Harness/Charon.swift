@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
@@ -208,8 +207,9 @@ final class Charon: @unchecked Sendable {
     /// `swanctl --terminate --ike <ike>` (waits for the delete to complete, bounded).
     @discardableResult
     func terminate(ike: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
-        try swanctl(["--terminate", "--ike", ike, "--timeout", String(timeout.components.seconds)],
-                    timeout: timeout + .seconds(5))
+        try swanctl(
+            ["--terminate", "--ike", ike, "--timeout", String(timeout.components.seconds)],
+            timeout: timeout + .seconds(5))
     }
 
     /// Established IKE_SAs with their CHILD_SAs (from `swanctl --list-sas --raw`).
@@ -301,7 +301,8 @@ struct IKESA: Sendable {
                 encryption: str(ike, "encr-alg") ?? "", integrity: str(ike, "integ-alg"),
                 prf: str(ike, "prf-alg"), dhGroup: str(ike, "dh-group"),
                 localVirtualIPs: list(ike, "local-vips"), children: children,
-                uniqueID: str(ike, "uniqueid") ?? "", remoteEAPID: str(ike, "remote-eap-id") ?? str(ike, "remote-xauth-id"))
+                uniqueID: str(ike, "uniqueid") ?? "",
+                remoteEAPID: str(ike, "remote-eap-id") ?? str(ike, "remote-xauth-id"))
         }
     }
 }
@@ -344,7 +345,10 @@ private struct RawParser {
                     text = text.dropFirst()
                     var items: [String] = []
                     while let f = text.first, f != "]" {
-                        if f == " " { text = text.dropFirst(); continue }
+                        if f == " " {
+                            text = text.dropFirst()
+                            continue
+                        }
                         items.append(token())
                     }
                     text = text.dropFirst()

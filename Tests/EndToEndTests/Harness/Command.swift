@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// What a finished (or killed) command left behind.
@@ -14,7 +13,9 @@ struct CommandResult: Sendable, CustomStringConvertible {
 
     var succeeded: Bool { exitCode == 0 && !timedOut }
     /// stdout then stderr, for searching.
-    var output: String { stderr.isEmpty ? stdout : stdout + (stdout.hasSuffix("\n") || stdout.isEmpty ? "" : "\n") + stderr }
+    var output: String {
+        stderr.isEmpty ? stdout : stdout + (stdout.hasSuffix("\n") || stdout.isEmpty ? "" : "\n") + stderr
+    }
     var lines: [Substring] { output.split(separator: "\n", omittingEmptySubsequences: true) }
 
     var description: String {
@@ -167,7 +168,8 @@ enum Scratch {
 
     /// Unmounts (when it is a mount point) and removes a scratch directory.
     static func remove(_ path: String) {
-        var own = stat(), parent = stat()
+        var own = stat()
+        var parent = stat()
         if stat(path, &own) == 0 && stat(path + "/..", &parent) == 0 && own.st_dev != parent.st_dev {
             _ = umount2(path, Int32(MNT_DETACH))
         }
@@ -179,7 +181,8 @@ enum Scratch {
     static func removeAtExit() {
         remove(directory.path)
         guard FileManager.default.fileExists(atPath: directory.path) else { return }
-        FileHandle.standardError.write(Data("error: the end-to-end scratch directory \(directory.path) could not be removed\n".utf8))
+        FileHandle.standardError.write(
+            Data("error: the end-to-end scratch directory \(directory.path) could not be removed\n".utf8))
         fflush(nil)
         _exit(1)
     }

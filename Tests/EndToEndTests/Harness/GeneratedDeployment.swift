@@ -1,13 +1,14 @@
 import Foundation
+
 @testable import VPNProvCLI
 @testable import VPNProvEngine
-@testable import VPNProvPKI
-@testable import VPNProvRendering
-@testable import VPNProvOutputTree
-@testable import VPNProvPlanning
 @testable import VPNProvModel
-@testable import VPNProvTemplates
+@testable import VPNProvOutputTree
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
 @testable import VPNProvSupport
+@testable import VPNProvTemplates
 
 /// The built `vpnprov` binary, run the way an operator runs it.
 enum VPNProvBinary {
@@ -23,7 +24,8 @@ enum VPNProvBinary {
             }
         }
         let package = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         candidates.append(package.appendingPathComponent(".build/debug/vpnprov").path)
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
     }()
@@ -98,9 +100,12 @@ struct GeneratedDeployment: @unchecked Sendable {
     }
 
     private mutating func readNodes() throws {
-        let catalog = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: out.appendingPathComponent("catalog/servers.json"))) as? [String: Any]
-        guard let servers = catalog?["servers"] as? [[String: Any]] else { throw HarnessError("catalog without servers") }
+        let catalog =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: out.appendingPathComponent("catalog/servers.json"))) as? [String: Any]
+        guard let servers = catalog?["servers"] as? [[String: Any]] else {
+            throw HarnessError("catalog without servers")
+        }
         var hosts: [String: String] = [:]
         for s in servers {
             if let node = s["node"] as? String, let host = s["host"] as? String { hosts[node] = host }
@@ -109,7 +114,8 @@ struct GeneratedDeployment: @unchecked Sendable {
         nodes = try serverDirs.sorted().map { name in
             guard let host = hosts[name] else { throw HarnessError("node \(name) is not in the catalogue") }
             let dir = out.appendingPathComponent("servers/\(name)")
-            let conf = try String(contentsOfFile: dir.appendingPathComponent("swanctl/swanctl.conf").path, encoding: .utf8)
+            let conf = try String(
+                contentsOfFile: dir.appendingPathComponent("swanctl/swanctl.conf").path, encoding: .utf8)
             return Node(name: name, host: host, directory: dir, pools: Self.values(of: "addrs", in: conf))
         }
     }
@@ -118,20 +124,22 @@ struct GeneratedDeployment: @unchecked Sendable {
     static func values(of key: String, in conf: String) -> [String] {
         conf.split(separator: "\n").compactMap { line in
             let t = line.trimmingCharacters(in: .whitespaces)
-            guard t.hasPrefix("\(key) = \"") , t.hasSuffix("\"") else { return nil }
+            guard t.hasPrefix("\(key) = \""), t.hasSuffix("\"") else { return nil }
             return String(t.dropFirst(key.count + 4).dropLast())
         }
     }
 
     /// The p12 passwords from the state (what a user types when importing a .sswan/.p12).
     func p12Password(user: String) throws -> String? {
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
+        let json = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
         return ((json as? [String: Any])?["p12Passwords"] as? [String: String])?[user]
     }
 
     /// A user's EAP password from the state (what a Windows user types at the first connect).
     func password(user: String) throws -> String? {
-        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
+        let json = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: state.appendingPathComponent("secrets.json")))
         return ((json as? [String: Any])?["passwords"] as? [String: String])?[user]
     }
 
@@ -162,9 +170,10 @@ struct GeneratedDeployment: @unchecked Sendable {
                 let (node, service) = try split(String(file.dropLast(".sswan".count)), context: file)
                 let url = dir.appendingPathComponent(file)
                 // Nothing typed: the import must not need the operator's state (no p12 password).
-                cases.append(ClientCase(user: user, kind: .android, node: node, service: service) {
-                    .translated(try SswanTranslator.translate(json: Data(contentsOf: url)))
-                })
+                cases.append(
+                    ClientCase(user: user, kind: .android, node: node, service: service) {
+                        .translated(try SswanTranslator.translate(json: Data(contentsOf: url)))
+                    })
             }
             if let script = files.first(where: { $0.hasSuffix("-windows.ps1") }) {
                 cases += try windowsCases(user: user, file: dir.appendingPathComponent(script))
@@ -173,9 +182,10 @@ struct GeneratedDeployment: @unchecked Sendable {
             if FileManager.default.fileExists(atPath: linuxConf) {
                 for name in try Self.connectionNames(inFile: linuxConf) {
                     let (node, service) = try split(name, context: linuxConf)
-                    cases.append(ClientCase(user: user, kind: .linux, node: node, service: service) {
-                        .asWritten(confFile: linuxConf, connection: name, child: name)
-                    })
+                    cases.append(
+                        ClientCase(user: user, kind: .linux, node: node, service: service) {
+                            .asWritten(confFile: linuxConf, connection: name, child: name)
+                        })
                 }
             }
         }
@@ -187,7 +197,8 @@ struct GeneratedDeployment: @unchecked Sendable {
         let result = try WindowsScriptTranslator.interpret(script: try String(contentsOf: file, encoding: .utf8))
         // What Windows asks for is typed from the user's own folder (their README says it is there),
         // never from the state; with an env:/file: password it must be the one the inventory gives.
-        let passwordFile = file.deletingLastPathComponent().appendingPathComponent(WindowsClientRenderer.passwordFile(user: user))
+        let passwordFile = file.deletingLastPathComponent().appendingPathComponent(
+            WindowsClientRenderer.passwordFile(user: user))
         var password: String?
         if FileManager.default.fileExists(atPath: passwordFile.path) {
             let lines = try String(contentsOf: passwordFile, encoding: .utf8).components(separatedBy: "\n")
@@ -198,14 +209,17 @@ struct GeneratedDeployment: @unchecked Sendable {
         }
         let asksForPassword = result.connections.contains { $0.authenticationMethod != "MachineCertificate" }
         if asksForPassword, let expected = try typedPasswords[user] ?? self.password(user: user), password != expected {
-            throw HarnessError("\(passwordFile.path) does not hand \(user) the password of their Windows password connections")
+            throw HarnessError(
+                "\(passwordFile.path) does not hand \(user) the password of their Windows password connections")
         }
         return try result.connections.map { c in
             let words = c.name.split(separator: " ").map(String.init)
             guard words.count == 3, nodes.contains(where: { $0.name == words[1] }) else {
                 throw HarnessError("\(file.path): connection name \(c.name) does not name a node and a service")
             }
-            return ClientCase(user: user, kind: .windows, node: words[1], service: words[2], windowsDialled: c.serverAddress) {
+            return ClientCase(
+                user: user, kind: .windows, node: words[1], service: words[2], windowsDialled: c.serverAddress
+            ) {
                 .translated(try WindowsScriptTranslator.setup(c, of: result, password: password))
             }
         }
@@ -228,8 +242,10 @@ struct GeneratedDeployment: @unchecked Sendable {
                 throw HarnessError("\(identifier): unknown service")
             }
             let node = String(tail.dropLast(service.count + 1))
-            return ClientCase(user: user, kind: .apple, node: node, service: service, applePayload: payload,
-                              appleOthers: others) {
+            return ClientCase(
+                user: user, kind: .apple, node: node, service: service, applePayload: payload,
+                appleOthers: others
+            ) {
                 .translated(try AppleProfileTranslator.translate(vpnPayload: payload, otherPayloads: others))
             }
         }

@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// A static HTTP server in a network namespace (Python's `http.server`), serving one directory: what an
@@ -30,7 +29,9 @@ final class HTTPFileServer: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", namespace, "/usr/bin/python3", "-c", Self.script, directory.path, address, String(port)]
+        process.arguments = [
+            "netns", "exec", namespace, "/usr/bin/python3", "-c", Self.script, directory.path, address, String(port),
+        ]
         process.standardInput = FileHandle.nullDevice
         let stdout = Pipe()
         process.standardOutput = stdout

@@ -1,5 +1,4 @@
 import Foundation
-
 import Glibc
 
 /// A Linux desktop's NetworkManager with the strongSwan plugin (Debian's `network-manager` and
@@ -46,7 +45,8 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             (charonNMPath, "charon-nm (apt: network-manager-strongswan)"),
             (pluginName, "the strongSwan VPN plugin (apt: network-manager-strongswan)"),
             (dbusDaemonPath, "dbus-daemon (apt: dbus)"), (dbusSendPath, "dbus-send (apt: dbus)"),
-            (udevdPath, "systemd-udevd (apt: udev)"), (udevadmPath, "udevadm (apt: udev)"), (nsenterPath, "nsenter (apt: util-linux)"),
+            (udevdPath, "systemd-udevd (apt: udev)"), (udevadmPath, "udevadm (apt: udev)"),
+            (nsenterPath, "nsenter (apt: util-linux)"),
         ] where !FileManager.default.isExecutableFile(atPath: path) && !FileManager.default.fileExists(atPath: path) {
             return "\(what) not found at \(path)"
         }
@@ -88,87 +88,93 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         try "# private to the vpnprov end-to-end NetworkManager desktop\n"
             .write(to: dir.appendingPathComponent("resolv.conf"), atomically: true, encoding: .utf8)
         try """
-            [main]
-            plugins=keyfile
-            dns=none
-            rc-manager=unmanaged
-            hostname-mode=none
-            auth-polkit=root-only
+        [main]
+        plugins=keyfile
+        dns=none
+        rc-manager=unmanaged
+        hostname-mode=none
+        auth-polkit=root-only
 
-            [logging]
-            level=INFO
+        [logging]
+        level=INFO
 
-            """.write(to: dir.appendingPathComponent("etc-nm/NetworkManager.conf"), atomically: true, encoding: .utf8)
+        """.write(to: dir.appendingPathComponent("etc-nm/NetworkManager.conf"), atomically: true, encoding: .utf8)
         // The system bus as Debian's system.conf sets it up, without service activation: nothing but the
         // processes this desktop starts itself may run (the real configuration would let the bus start
         // ModemManager, polkitd and nm-dispatcher on NetworkManager's behalf).
         let messages = ["method_call", "method_return", "error", "signal"]
         let busInterfaces = ["", ".Introspectable", ".Properties"]
-        let policy = [#"<allow user="*"/>"#, #"<deny own="*"/>"#, #"<deny send_type="method_call"/>"#, #"<allow send_type="signal"/>"#]
+        let policy =
+            [
+                #"<allow user="*"/>"#, #"<deny own="*"/>"#, #"<deny send_type="method_call"/>"#,
+                #"<allow send_type="signal"/>"#,
+            ]
             + ["method_return", "error"].map { #"<allow send_requested_reply="true" send_type="\#($0)"/>"# }
             + messages.map { #"<allow receive_type="\#($0)"/>"# }
-            + busInterfaces.map { #"<allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus\#($0)"/>"# }
+            + busInterfaces.map {
+                #"<allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus\#($0)"/>"#
+            }
         try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>system</type>
-              <auth>EXTERNAL</auth>
-              <listen>unix:path=/run/dbus/system_bus_socket</listen>
-              <policy context="default">
-            \(policy.map { "    " + $0 }.joined(separator: "\n"))
-              </policy>
-              <includedir>/usr/share/dbus-1/system.d</includedir>
-              <includedir>/etc/dbus-1/system.d</includedir>
-            </busconfig>
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>system</type>
+          <auth>EXTERNAL</auth>
+          <listen>unix:path=/run/dbus/system_bus_socket</listen>
+          <policy context="default">
+        \(policy.map { "    " + $0 }.joined(separator: "\n"))
+          </policy>
+          <includedir>/usr/share/dbus-1/system.d</includedir>
+          <includedir>/etc/dbus-1/system.d</includedir>
+        </busconfig>
 
-            """.write(to: dir.appendingPathComponent("dbus.conf"), atomically: true, encoding: .utf8)
+        """.write(to: dir.appendingPathComponent("dbus.conf"), atomically: true, encoding: .utf8)
         // Debian's strongswan.conf, plus charon-nm's modular plugin loading with kernel-libipsec, and a log.
         try """
-            charon {
-                load_modular = yes
-                plugins {
-                    include strongswan.d/charon/*.conf
+        charon {
+            load_modular = yes
+            plugins {
+                include strongswan.d/charon/*.conf
+            }
+        }
+        include strongswan.d/*.conf
+        charon-nm {
+            load_modular = yes
+            plugins {
+                include strongswan.d/charon/*.conf
+                kernel-libipsec {
+                    load = yes
                 }
             }
-            include strongswan.d/*.conf
-            charon-nm {
-                load_modular = yes
-                plugins {
-                    include strongswan.d/charon/*.conf
-                    kernel-libipsec {
-                        load = yes
-                    }
-                }
-                filelog {
-                    e2e {
-                        path = \(dir.path)/charon-nm.log
-                        default = 1
-                        ike = 2
-                        cfg = 2
-                        flush_line = yes
-                    }
+            filelog {
+                e2e {
+                    path = \(dir.path)/charon-nm.log
+                    default = 1
+                    ike = 2
+                    cfg = 2
+                    flush_line = yes
                 }
             }
+        }
 
-            """.write(to: dir.appendingPathComponent("strongswan.conf"), atomically: true, encoding: .utf8)
+        """.write(to: dir.appendingPathComponent("strongswan.conf"), atomically: true, encoding: .utf8)
         let base = dir.appendingPathComponent("etc-nm/system-connections/base.nmconnection")
         try """
-            [connection]
-            id=base
-            type=ethernet
-            interface-name=\(pair.interfaceName)
-            autoconnect=false
+        [connection]
+        id=base
+        type=ethernet
+        interface-name=\(pair.interfaceName)
+        autoconnect=false
 
-            [ipv4]
-            method=manual
-            address1=\(pair.clientAddress)/24,\(deadGateway)
+        [ipv4]
+        method=manual
+        address1=\(pair.clientAddress)/24,\(deadGateway)
 
-            [ipv6]
-            method=manual
-            address1=\(pair.clientAddress6)/64,\(pair.serverAddress6)
+        [ipv6]
+        method=manual
+        address1=\(pair.clientAddress6)/64,\(pair.serverAddress6)
 
-            """.write(to: base, atomically: true, encoding: .utf8)
+        """.write(to: base, atomically: true, encoding: .utf8)
         try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: base.path)
 
         // $1: the desktop's directory. Background helpers write their pids; NetworkManager replaces the shell.
@@ -198,7 +204,9 @@ final class NetworkManagerDesktop: @unchecked Sendable {
             """
         let process = Process()
         process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
-        process.arguments = ["netns", "exec", pair.clientNamespace, StrongSwanBuild.shPath, "-c", script, "sh", dir.path]
+        process.arguments = [
+            "netns", "exec", pair.clientNamespace, StrongSwanBuild.shPath, "-c", script, "sh", dir.path,
+        ]
         let logURL = dir.appendingPathComponent("NetworkManager.log")
         _ = fm.createFile(atPath: logURL.path, contents: nil)
         let log = try FileHandle(forWritingTo: logURL)
@@ -241,7 +249,8 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         try nmcliCheck(["device", "set", interface, "managed", "yes"])
         // Managed takes a moment: "unmanaged" (10), "unavailable" (20), then "disconnected" (30) or beyond.
         try poll("\(interface) to become available") {
-            let state = (try? nmcli(["-g", "GENERAL.STATE", "device", "show", interface], timeout: .seconds(5)))?.stdout ?? ""
+            let state =
+                (try? nmcli(["-g", "GENERAL.STATE", "device", "show", interface], timeout: .seconds(5)))?.stdout ?? ""
             return Int(state.prefix { $0.isNumber }).map { $0 >= 30 } ?? false
         }
         try nmcliCheck(["--wait", "15", "connection", "up", "id", "base"], timeout: .seconds(20))
@@ -249,7 +258,8 @@ final class NetworkManagerDesktop: @unchecked Sendable {
 
     /// `nmcli <arguments>` inside the desktop's network and mount namespace.
     func nmcli(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
-        try Command.run(Self.nsenterPath, ["-t", String(pid), "-m", "-n", Self.nmcliPath] + arguments, timeout: timeout)
+        try Command.run(
+            Self.nsenterPath, ["-t", String(pid), "-m", "-n", Self.nmcliPath] + arguments, timeout: timeout)
     }
 
     @discardableResult
@@ -263,7 +273,9 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// namespace: what a user types in a root shell there.
     func runAsRoot(_ commands: [String], in directory: URL) throws {
         let script = (["set -e", "cd \"$1\""] + commands).joined(separator: "\n")
-        let result = try Command.run(Self.nsenterPath, ["-t", String(pid), "-m", "-n", StrongSwanBuild.shPath, "-c", script, "sh", directory.path])
+        let result = try Command.run(
+            Self.nsenterPath,
+            ["-t", String(pid), "-m", "-n", StrongSwanBuild.shPath, "-c", script, "sh", directory.path])
         guard result.succeeded else { throw HarnessError("commands failed on the desktop: \(result)") }
     }
 
@@ -273,10 +285,12 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         let prefix = "/etc/NetworkManager/"
         guard path.hasPrefix(prefix), !path.contains("..") else { throw HarnessError("\(path) is not below \(prefix)") }
         let target = etc.appendingPathComponent(String(path.dropFirst(prefix.count)))
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try? FileManager.default.removeItem(at: target)
         try FileManager.default.copyItem(at: file, to: target)
-        try FileManager.default.setAttributes([.posixPermissions: mode, .ownerAccountID: 0, .groupOwnerAccountID: 0], ofItemAtPath: target.path)
+        try FileManager.default.setAttributes(
+            [.posixPermissions: mode, .ownerAccountID: 0, .groupOwnerAccountID: 0], ofItemAtPath: target.path)
     }
 
     /// Installs a keyfile into system-connections (0600, root) and `nmcli connection load`s it.
@@ -297,7 +311,9 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         {
             usleep(50_000)
         }
-        let result = try nmcli(["--wait", String(timeout.components.seconds), "connection", "up", "id", id], timeout: timeout + .seconds(5))
+        let result = try nmcli(
+            ["--wait", String(timeout.components.seconds), "connection", "up", "id", id], timeout: timeout + .seconds(5)
+        )
         rememberCharon()
         return result
     }
@@ -317,11 +333,15 @@ final class NetworkManagerDesktop: @unchecked Sendable {
 
     /// The pid owning the plugin's bus name, if charon-nm runs.
     private func rememberCharon() {
-        guard let result = try? Command.run(Self.nsenterPath, [
-            "-t", String(pid), "-m", "-n", Self.dbusSendPath, "--system", "--print-reply", "--dest=org.freedesktop.DBus",
-            "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
-            "string:org.freedesktop.NetworkManager.strongswan",
-        ], timeout: .seconds(5)), result.succeeded,
+        guard
+            let result = try? Command.run(
+                Self.nsenterPath,
+                [
+                    "-t", String(pid), "-m", "-n", Self.dbusSendPath, "--system", "--print-reply",
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                    "string:org.freedesktop.NetworkManager.strongswan",
+                ], timeout: .seconds(5)), result.succeeded,
             let range = result.stdout.range(of: "uint32 "),
             let value = Int32(result.stdout[range.upperBound...].prefix { $0.isNumber })
         else { return }
@@ -356,7 +376,9 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         // charon-nm again: NetworkManager may have started it while stopping.
         for charon in charonPIDs where Self.command(of: charon) == "charon-nm" { Self.terminate(charon) }
         let expected = ["dbus-daemon", "systemd-udevd"]
-        for (helper, name) in zip(helperPIDs, expected) where Self.command(of: helper) == name { Self.terminate(helper) }
+        for (helper, name) in zip(helperPIDs, expected) where Self.command(of: helper) == name {
+            Self.terminate(helper)
+        }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -366,9 +388,11 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// wait is missing).
     static func command(of pid: Int32) -> String? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")"), stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first != "Z"
+            let close = stat.lastIndex(of: ")"),
+            stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first != "Z"
         else { return nil }
-        return (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        return (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     /// SIGTERM, poll up to 5 s for the process to go, then SIGKILL.

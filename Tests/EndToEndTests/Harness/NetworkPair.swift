@@ -83,12 +83,15 @@ final class NetworkPair: @unchecked Sendable {
         for address in extraServerAddresses {
             let v6 = address.contains(":")
             try ip(["-n", serverNamespace, "addr", "add", "\(address)/\(v6 ? 128 : 32)", "dev", "lo"])
-            try ip(["-n", clientNamespace, "route", "add", "\(address)/\(v6 ? 128 : 32)",
-                    "via", v6 ? serverAddress6 : serverAddress])
+            try ip([
+                "-n", clientNamespace, "route", "add", "\(address)/\(v6 ? 128 : 32)",
+                "via", v6 ? serverAddress6 : serverAddress,
+            ])
         }
         if !clientHosts.isEmpty {
             try FileManager.default.createDirectory(atPath: clientEtcDirectory, withIntermediateDirectories: true)
-            let hosts = "127.0.0.1 localhost\n::1 localhost\n"
+            let hosts =
+                "127.0.0.1 localhost\n::1 localhost\n"
                 + clientHosts.map { "\(serverAddress) \($0)\n" }.joined()
             try hosts.write(toFile: clientEtcDirectory + "/hosts", atomically: true, encoding: .utf8)
         }
@@ -138,8 +141,10 @@ final class NetworkPair: @unchecked Sendable {
         switch policy.blockIPv6 {
         case .none: return
         case .exceptLocalNetworks:
-            try ip(["-n", clientNamespace, "-6", "rule", "add", "priority", Self.deviceRulePriorityLocal,
-                    "to", linkPrefix6, "lookup", "main"])
+            try ip([
+                "-n", clientNamespace, "-6", "rule", "add", "priority", Self.deviceRulePriorityLocal,
+                "to", linkPrefix6, "lookup", "main",
+            ])
             fallthrough
         case .all:
             try ip(["-n", clientNamespace, "-6", "rule", "add", "priority", Self.deviceRulePriorityBlock, "prohibit"])

@@ -38,8 +38,10 @@ final class NodeUnderTest: @unchecked Sendable {
         }
     }
 
-    private init(deployment: GeneratedDeployment, node: GeneratedDeployment.Node, scenario: TunnelScenario,
-                 load: CommandResult) {
+    private init(
+        deployment: GeneratedDeployment, node: GeneratedDeployment.Node, scenario: TunnelScenario,
+        load: CommandResult
+    ) {
         self.deployment = deployment
         self.node = node
         self.scenario = scenario
@@ -88,7 +90,9 @@ final class NodeUnderTest: @unchecked Sendable {
         if case .translated(let setup) = loadable { policy = setup.device }
         if policy.blockIPv6 != .none {
             let before = try scenario.pair.ping(from: scenario.pair.clientNamespace, to: scenario.pair.outsideAddress6)
-            guard before.succeeded else { throw HarnessError("\(label): outside IPv6 host unreachable before connecting: \(before)") }
+            guard before.succeeded else {
+                throw HarnessError("\(label): outside IPv6 host unreachable before connecting: \(before)")
+            }
         }
         let mark = server.log.utf8.count
         defer {
@@ -125,8 +129,11 @@ final class NodeUnderTest: @unchecked Sendable {
                 throw HarnessError("\(label): IPv6 leaks: the outside host answered while connected with \(policy)")
             }
             if policy.blockIPv6 == .exceptLocalNetworks {
-                let local = try scenario.pair.ping(from: scenario.pair.clientNamespace, to: scenario.pair.serverAddress6)
-                guard local.succeeded else { throw HarnessError("\(label): local network unreachable with \(policy): \(local)") }
+                let local = try scenario.pair.ping(
+                    from: scenario.pair.clientNamespace, to: scenario.pair.serverAddress6)
+                guard local.succeeded else {
+                    throw HarnessError("\(label): local network unreachable with \(policy): \(local)")
+                }
             }
             // IPv4 still goes through the tunnel with the policy in place.
             let again = try scenario.pingThroughTunnel(tunnel)
@@ -144,7 +151,9 @@ final class NodeUnderTest: @unchecked Sendable {
         guard result.succeeded else { throw HarnessError("list-certs failed: \(result)") }
         var out: [String] = []
         var rest = Substring(result.stdout)
-        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"), let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex) {
+        while let begin = rest.range(of: "-----BEGIN CERTIFICATE-----"),
+            let end = rest.range(of: "-----END CERTIFICATE-----", range: begin.upperBound..<rest.endIndex)
+        {
             out.append(String(rest[begin.lowerBound..<end.upperBound]) + "\n")
             rest = rest[end.upperBound...]
         }

@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 import Glibc
+import Testing
 
 /// Whether this machine can run real strongSwan daemons in network namespaces, and where the tools are.
 ///
@@ -90,7 +89,8 @@ extension Trait where Self == ConditionTrait {
     static var strongSwan6: Self {
         .enabled(
             if: StrongSwanEnvironment.isRequired
-                || (StrongSwanEnvironment.availability == .available && StrongSwanBuild.trixie.availability == .available),
+                || (StrongSwanEnvironment.availability == .available
+                    && StrongSwanBuild.trixie.availability == .available),
             Comment(rawValue: StrongSwanBuild.trixie.skipReason))
     }
 }
@@ -201,8 +201,10 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             \(Self.mountPath) --bind "$s" "$r$s"
             exec \(Self.chrootPath) "$r" "$@"
             """
-        return (StrongSwanEnvironment.ipPath,
-                ["netns", "exec", namespace, Self.shPath, "-c", script, "sh", root, scratch, program] + arguments)
+        return (
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, Self.shPath, "-c", script, "sh", root, scratch, program] + arguments
+        )
     }
 
     enum Availability: Sendable, Equatable {
@@ -238,7 +240,8 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
         let root = trixieRoot
         let fm = FileManager.default
         guard fm.fileExists(atPath: root + "/" + stampName) else {
-            return .unavailable("no complete Debian 13 tree at \(root) (`scripts/install-test-deps` builds it with debootstrap)")
+            return .unavailable(
+                "no complete Debian 13 tree at \(root) (`scripts/install-test-deps` builds it with debootstrap)")
         }
         for path in [charonPath, swanctlPath] where !fm.isExecutableFile(atPath: root + path) {
             return .unavailable("\(root + path) missing")
@@ -247,7 +250,8 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             let path = root + "/usr/lib/ipsec/plugins/libstrongswan-\(plugin).so"
             if !fm.fileExists(atPath: path) { return .unavailable("\(path) missing") }
         }
-        for path in [root + "/etc/hosts", root + "/tmp", root + "/dev", root + "/proc"] where !fm.fileExists(atPath: path) {
+        for path in [root + "/etc/hosts", root + "/tmp", root + "/dev", root + "/proc"]
+        where !fm.fileExists(atPath: path) {
             return .unavailable("\(path) missing (a bind mount needs it)")
         }
         for path in [shPath, mountPath, chrootPath] where !fm.isExecutableFile(atPath: path) {

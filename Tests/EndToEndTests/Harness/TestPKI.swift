@@ -11,7 +11,8 @@ struct TestPKI: Sendable {
     /// prints "failed to load" lines on stderr.
     private static let pkiSettings: String = {
         let path = Scratch.directory.appendingPathComponent("pki-strongswan.conf").path
-        try? "pki {\n  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey sha1 sha2 gmp revocation constraints\n}\n"
+        try?
+            "pki {\n  load = random nonce openssl pem pkcs1 pkcs8 x509 pubkey sha1 sha2 gmp revocation constraints\n}\n"
             .write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }()
@@ -30,8 +31,11 @@ struct TestPKI: Sendable {
     static func make(name: String = "vpnprov e2e CA", keyType: String = "ecdsa") throws -> TestPKI {
         let pki = TestPKI(directory: try Scratch.makeDirectory("pki"))
         try pki.generateKey(to: pki.caKey, type: keyType)
-        try Self.pki(["--self", "--ca", "--lifetime", "30", "--in", pki.caKey, "--type", pkiKeyType(keyType),
-                      "--dn", "CN=\(name)", "--outform", "pem"], into: pki.caCert)
+        try Self.pki(
+            [
+                "--self", "--ca", "--lifetime", "30", "--in", pki.caKey, "--type", pkiKeyType(keyType),
+                "--dn", "CN=\(name)", "--outform", "pem",
+            ], into: pki.caCert)
         return pki
     }
 
@@ -51,8 +55,10 @@ struct TestPKI: Sendable {
         let key = directory.appendingPathComponent("\(name).key").path
         let cert = directory.appendingPathComponent("\(name).pem").path
         try generateKey(to: key, type: keyType)
-        var args = ["--issue", "--cacert", caCert, "--cakey", caKey, "--in", key, "--type", "priv",
-                    "--dn", dn ?? "CN=\(sans.first ?? name)", "--lifetime", "30", "--outform", "pem"]
+        var args = [
+            "--issue", "--cacert", caCert, "--cakey", caKey, "--in", key, "--type", "priv",
+            "--dn", dn ?? "CN=\(sans.first ?? name)", "--lifetime", "30", "--outform", "pem",
+        ]
         for san in sans { args += ["--san", san] }
         for flag in flags { args += ["--flag", flag] }
         try Self.pki(args, into: cert)
@@ -63,8 +69,10 @@ struct TestPKI: Sendable {
     /// instead of 3DES for both bags.
     func pkcs12(cert: String, key: String, password: String, rc2CertBag: Bool = false) throws -> Data {
         let out = directory.appendingPathComponent("\(Scratch.next()).p12").path
-        var args = ["pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", caCert,
-                    "-passout", "env:E2E_P12_PASSWORD", "-out", out]
+        var args = [
+            "pkcs12", "-export", "-in", cert, "-inkey", key, "-certfile", caCert,
+            "-passout", "env:E2E_P12_PASSWORD", "-out", out,
+        ]
         if rc2CertBag {
             args += ["-legacy"]
         } else {

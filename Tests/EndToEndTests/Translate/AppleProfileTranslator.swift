@@ -39,7 +39,11 @@ enum AppleProfileTranslator {
         var others: [[String: Any]] = []
         for payload in content {
             guard let dict = payload as? [String: Any] else { throw TranslationError("payload is not a dictionary") }
-            if dict["PayloadType"] as? String == "com.apple.vpn.managed" { vpns.append(dict) } else { others.append(dict) }
+            if dict["PayloadType"] as? String == "com.apple.vpn.managed" {
+                vpns.append(dict)
+            } else {
+                others.append(dict)
+            }
         }
         guard !vpns.isEmpty else { throw TranslationError("profile has no com.apple.vpn.managed payload") }
         return try vpns.map { try translate(vpnPayload: $0, otherPayloads: others, inputs: inputs) }
@@ -54,8 +58,10 @@ enum AppleProfileTranslator {
         guard try vpn.requiredString("PayloadType") == "com.apple.vpn.managed" else {
             throw TranslationError("not a com.apple.vpn.managed payload")
         }
-        vpn.accept(["PayloadVersion", "PayloadIdentifier", "PayloadUUID", "PayloadDisplayName", "PayloadDescription",
-                    "PayloadOrganization", "UserDefinedName"])
+        vpn.accept([
+            "PayloadVersion", "PayloadIdentifier", "PayloadUUID", "PayloadDisplayName", "PayloadDescription",
+            "PayloadOrganization", "UserDefinedName",
+        ])
         if let sub = try vpn.string("VPNSubType"), !sub.isEmpty {
             throw TranslationError("VPNSubType \(sub) is for VPN plug-ins")
         }
@@ -130,10 +136,13 @@ enum AppleProfileTranslator {
             }
             var ssids: [String]?
             if let value = r.any("SSIDMatch") {
-                guard let strings = value as? [String] else { throw TranslationError("SSIDMatch is not a string array") }
+                guard let strings = value as? [String] else {
+                    throw TranslationError("SSIDMatch is not a string array")
+                }
                 ssids = strings
             }
-            for key in ["DNSDomainMatch", "DNSServerAddressMatch", "URLStringProbe", "ActionParameters"] where r.has(key) {
+            for key in ["DNSDomainMatch", "DNSServerAddressMatch", "URLStringProbe", "ActionParameters"]
+            where r.has(key) {
                 throw TranslationError("OnDemandRules \(key) not translated")
             }
             try r.finish()
@@ -148,7 +157,9 @@ enum AppleProfileTranslator {
         let timer = try d.integer("DisconnectOnIdleTimer")
         guard [0, 1].contains(on) else { throw TranslationError("DisconnectOnIdle must be 0 or 1") }
         guard on == 1 else { return nil }
-        guard let timer, timer > 0 else { throw TranslationError("DisconnectOnIdle without a positive DisconnectOnIdleTimer") }
+        guard let timer, timer > 0 else {
+            throw TranslationError("DisconnectOnIdle without a positive DisconnectOnIdleTimer")
+        }
         return timer
     }
 
@@ -172,8 +183,10 @@ enum AppleProfileTranslator {
         {
             throw TranslationError("CertificateType \(t) unknown")
         }
-        for key in ["PPK", "PPKIdentifier", "PPKMandatory", "TLSMinimumVersion", "TLSMaximumVersion",
-                    "ProviderType", "ProviderBundleIdentifier", "ProviderDesignatedRequirement", "Password"]
+        for key in [
+            "PPK", "PPKIdentifier", "PPKMandatory", "TLSMinimumVersion", "TLSMaximumVersion",
+            "ProviderType", "ProviderBundleIdentifier", "ProviderDesignatedRequirement", "Password",
+        ]
         where d.has(key) {
             throw TranslationError("IKEv2.\(key) is not translated")
         }
@@ -196,7 +209,8 @@ enum AppleProfileTranslator {
         let idle = try idleTimeout(&d)
         let ikeSA = try SAParameters(try d.dictionary("IKESecurityAssociationParameters"))
         // "Child defaults to IKE values if omitted" (Apple's schema, com.apple.vpn.managed.yaml).
-        let childSA = d.has("ChildSecurityAssociationParameters")
+        let childSA =
+            d.has("ChildSecurityAssociationParameters")
             ? try SAParameters(try d.dictionary("ChildSecurityAssociationParameters")) : ikeSA
         let authName = try d.string("AuthName")
         let authPassword = try d.string("AuthPassword")
@@ -243,12 +257,14 @@ enum AppleProfileTranslator {
                     case ("SharedSecret", false, nil):
                         w.raw("auth", "psk")
                     case ("Certificate", true, _?):
-                        throw TranslationError("EAP-TLS (Certificate + ExtendedAuthEnabled + certificate) not translated")
+                        throw TranslationError(
+                            "EAP-TLS (Certificate + ExtendedAuthEnabled + certificate) not translated")
                     case ("None", _, _):
                         throw TranslationError("AuthenticationMethod None (EAP-only) not translated")
                     default:
-                        throw TranslationError("AuthenticationMethod \(method) with ExtendedAuthEnabled \(eap) and"
-                            + (certUUID == nil ? "out" : "") + " a certificate not translated")
+                        throw TranslationError(
+                            "AuthenticationMethod \(method) with ExtendedAuthEnabled \(eap) and"
+                                + (certUUID == nil ? "out" : "") + " a certificate not translated")
                     }
                     if let localID { try w.set("id", localID) }
                 }
@@ -296,7 +312,9 @@ enum AppleProfileTranslator {
         let profileAddress = try d.requiredString("RemoteAddress")
         let remoteAddress = inputs.remoteAddress ?? profileAddress
         let method = try d.string("AuthenticationMethod") ?? "SharedSecret"
-        guard method == "SharedSecret" else { throw TranslationError("IPSec AuthenticationMethod \(method) not translated") }
+        guard method == "SharedSecret" else {
+            throw TranslationError("IPSec AuthenticationMethod \(method) not translated")
+        }
         let group = try d.string("LocalIdentifier").flatMap { $0.isEmpty ? nil : $0 }
         // Apple's schema: a group name ending in "hybrid" selects hybrid authentication (server certificate,
         // XAuth, no group PSK). Apple's vpnd then verifies the server's identity against the address it dials
@@ -309,9 +327,12 @@ enum AppleProfileTranslator {
         guard let psk = try d.data("SharedSecret") else { throw TranslationError("IPSec.SharedSecret (data) missing") }
         if hybrid {
             guard IPText.bytes(profileAddress) != nil else {
-                throw TranslationError("IPSec hybrid: the device checks the server against RemoteAddress, which is not an IP address")
+                throw TranslationError(
+                    "IPSec hybrid: the device checks the server against RemoteAddress, which is not an IP address")
             }
-            guard !certs.roots.isEmpty else { throw TranslationError("IPSec hybrid without a root certificate payload") }
+            guard !certs.roots.isEmpty else {
+                throw TranslationError("IPSec hybrid without a root certificate payload")
+            }
         }
         let xauth = (try d.integer("XAuthEnabled") ?? 0) == 1
         let xauthName = try d.string("XAuthName")
@@ -322,7 +343,8 @@ enum AppleProfileTranslator {
         }
         if try d.boolean("PromptForVPNPIN") == true { throw TranslationError("PromptForVPNPIN not translated") }
         if d.has("PayloadCertificateUUID") { throw TranslationError("IPSec certificate auth not translated") }
-        for key in ["OnDemandMatchDomainsAlways", "OnDemandMatchDomainsNever", "OnDemandMatchDomainsOnRetry"] where d.has(key) {
+        for key in ["OnDemandMatchDomainsAlways", "OnDemandMatchDomainsNever", "OnDemandMatchDomainsOnRetry"]
+        where d.has(key) {
             throw TranslationError("IPSec.\(key) not translated")
         }
         let onDemand = try onDemand(&d, context: "IPSec")
@@ -380,7 +402,8 @@ enum AppleProfileTranslator {
         }
         try writeSecrets(secrets, into: &w, pskBytes: psk)
         return ClientSetup(
-            connectionName: connectionName, childName: childName, swanctlConf: w.text, files: hybrid ? certs.roots : [:],
+            connectionName: connectionName, childName: childName, swanctlConf: w.text,
+            files: hybrid ? certs.roots : [:],
             onDemand: onDemand)
     }
 
@@ -389,7 +412,9 @@ enum AppleProfileTranslator {
     /// `secret` values of eap/xauth/ike sections are written as `0s<base64>`; the special key `secretdata` takes
     /// `pskBytes`. A `pkcs12*`/`private*` section's `secret` is a passphrase that swanctl uses literally (no
     /// `0s`/`0x` decoding; seen: "MAC verification of PKCS#12 container failed"), so it is quoted instead.
-    static func writeSecrets(_ secrets: [(String, [(String, String)])], into w: inout SwanctlWriter, pskBytes: Data? = nil)
+    static func writeSecrets(
+        _ secrets: [(String, [(String, String)])], into w: inout SwanctlWriter, pskBytes: Data? = nil
+    )
         throws
     {
         guard !secrets.isEmpty else { return }
@@ -442,7 +467,9 @@ struct SAParameters: Equatable {
         let life = try d?.integer("LifeTimeInMinutes") ?? 1440
         try d?.finish()
         guard let e = Self.encryptionKeywords[enc] else { throw TranslationError("EncryptionAlgorithm \(enc) unknown") }
-        guard let i = Self.integrityKeywords[integ] else { throw TranslationError("IntegrityAlgorithm \(integ) unknown") }
+        guard let i = Self.integrityKeywords[integ] else {
+            throw TranslationError("IntegrityAlgorithm \(integ) unknown")
+        }
         guard let g = Self.dhKeywords[group] else { throw TranslationError("DiffieHellmanGroup \(group) unknown") }
         guard (10...1440).contains(life) else { throw TranslationError("LifeTimeInMinutes \(life) out of 10…1440") }
         encryption = e
@@ -478,8 +505,10 @@ struct CertificatePayloads {
             var p = try StrictDictionary(payload, context: "payload \(index)")
             let type = try p.requiredString("PayloadType")
             let uuid = try p.requiredString("PayloadUUID")
-            p.accept(["PayloadVersion", "PayloadIdentifier", "PayloadDisplayName", "PayloadDescription",
-                      "PayloadOrganization", "PayloadCertificateFileName"])
+            p.accept([
+                "PayloadVersion", "PayloadIdentifier", "PayloadDisplayName", "PayloadDescription",
+                "PayloadOrganization", "PayloadCertificateFileName",
+            ])
             guard let content = try p.data("PayloadContent") else {
                 throw TranslationError("\(type) payload without PayloadContent data")
             }
@@ -498,7 +527,9 @@ struct CertificatePayloads {
     }
 
     func pkcs12(uuid: String) throws -> PKCS12 {
-        guard let p = pkcs12ByUUID[uuid] else { throw TranslationError("PayloadCertificateUUID \(uuid) not in profile") }
+        guard let p = pkcs12ByUUID[uuid] else {
+            throw TranslationError("PayloadCertificateUUID \(uuid) not in profile")
+        }
         return p
     }
 }

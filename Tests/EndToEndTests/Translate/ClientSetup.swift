@@ -71,7 +71,8 @@ struct DeviceInputs: Sendable {
     /// only by a profile that asks for the check.
     var fetchableCRLs: [Data] = []
 
-    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = []) {
+    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = [])
+    {
         self.remoteAddress = remoteAddress
         self.password = password
         self.p12Password = p12Password
@@ -181,7 +182,9 @@ struct StrictDictionary {
     /// Plist `<true/>`/`<false/>` or JSON boolean.
     mutating func boolean(_ key: String) throws -> Bool? {
         guard let v = any(key) else { return nil }
-        guard Self.isBoolean(v), let b = v as? Bool else { throw TranslationError("\(context).\(key): expected a boolean") }
+        guard Self.isBoolean(v), let b = v as? Bool else {
+            throw TranslationError("\(context).\(key): expected a boolean")
+        }
         return b
     }
 
@@ -203,7 +206,8 @@ struct StrictDictionary {
     func finish() throws {
         let unknown = Set(dict.keys).subtracting(used).sorted()
         if !unknown.isEmpty {
-            throw TranslationError("\(context): keys the translation does not understand: \(unknown.joined(separator: ", "))")
+            throw TranslationError(
+                "\(context): keys the translation does not understand: \(unknown.joined(separator: ", "))")
         }
     }
 

@@ -60,7 +60,9 @@ struct PowerShellTokenizer {
 
     private func peek(_ k: Int = 0) -> Character? { i + k < chars.count ? chars[i + k] : nil }
     private func fail(_ message: String) -> SyntaxError { SyntaxError(line: line, message: message) }
-    private mutating func emit(_ kind: Kind, line: Int? = nil) { tokens.append(Token(kind: kind, line: line ?? self.line)) }
+    private mutating func emit(_ kind: Kind, line: Int? = nil) {
+        tokens.append(Token(kind: kind, line: line ?? self.line))
+    }
 
     private static func isNameChar(_ c: Character) -> Bool { c.isLetter || c.isNumber || c == "_" || c == "?" }
 
@@ -72,7 +74,8 @@ struct PowerShellTokenizer {
                 i += 1
                 emit(.newline, line: start)
                 line += 1
-            } else if c == " " || c == "\t" || c == "\u{FEFF}" || c == "\u{000B}" || c == "\u{000C}" || c == "\u{00A0}" {
+            } else if c == " " || c == "\t" || c == "\u{FEFF}" || c == "\u{000B}" || c == "\u{000C}" || c == "\u{00A0}"
+            {
                 i += 1
             } else if c == "`" {
                 // Line continuation: backtick + newline is whitespace; elsewhere it escapes one character.
@@ -90,12 +93,16 @@ struct PowerShellTokenizer {
                 i += 2
                 while true {
                     guard let d = peek() else { throw SyntaxError(line: start, message: "unterminated <# comment") }
-                    if d == "#" && peek(1) == ">" { i += 2; break }
+                    if d == "#" && peek(1) == ">" {
+                        i += 2
+                        break
+                    }
                     if d == "\n" { line += 1 }
                     i += 1
                 }
                 emit(.comment, line: start)
-            } else if c == "@" && (peek(1).map { Self.singleQuotes.contains($0) || Self.doubleQuotes.contains($0) } ?? false)
+            } else if c == "@"
+                && (peek(1).map { Self.singleQuotes.contains($0) || Self.doubleQuotes.contains($0) } ?? false)
                 && (peek(2) == "\n" || peek(2) == "\r")
             {
                 try hereString()
@@ -123,7 +130,10 @@ struct PowerShellTokenizer {
             } else if Self.dashes.contains(c), let n = peek(1), n.isLetter || n == "_" || n == "?" {
                 i += 1
                 var p = name()
-                if peek() == ":" && peek(1) != ":" { i += 1; p += ":" }
+                if peek() == ":" && peek(1) != ":" {
+                    i += 1
+                    p += ":"
+                }
                 emit(.parameter(p))
             } else {
                 try generic()
@@ -154,7 +164,11 @@ struct PowerShellTokenizer {
                 guard let d = peek() else { throw SyntaxError(line: start, message: "unterminated ${ variable") }
                 i += 1
                 if d == "}" { break }
-                if d == "`", let e = peek() { s.append(e); i += 1; continue }
+                if d == "`", let e = peek() {
+                    s.append(e)
+                    i += 1
+                    continue
+                }
                 s.append(d)
             }
             emit(.variable(s), line: start)
@@ -163,7 +177,7 @@ struct PowerShellTokenizer {
             emit(.variable(String(c)), line: start)
         } else if Self.isNameChar(c) {
             var s = name()
-            if peek() == ":" , let n = peek(1), Self.isNameChar(n) {  // scope or drive qualifier
+            if peek() == ":", let n = peek(1), Self.isNameChar(n) {  // scope or drive qualifier
                 i += 1
                 s += ":" + name()
             }
@@ -176,9 +190,12 @@ struct PowerShellTokenizer {
     private mutating func generic() throws {
         var s = ""
         while let c = peek() {
-            if c == " " || c == "\t" || c == "\n" || c == "\r" || Self.delimiters.contains(c) || Self.singleQuotes.contains(c)
+            if c == " " || c == "\t" || c == "\n" || c == "\r" || Self.delimiters.contains(c)
+                || Self.singleQuotes.contains(c)
                 || Self.doubleQuotes.contains(c) || c == "$" || (c == "@" && s.isEmpty)
-            { break }
+            {
+                break
+            }
             if c == ":" && peek(1) == ":" { break }
             if c == "`" {
                 guard let n = peek(1) else { throw fail("backtick at the end of the file") }
@@ -248,7 +265,8 @@ struct PowerShellTokenizer {
             guard let c = peek() else { throw SyntaxError(line: start, message: "unterminated double-quoted string") }
             if Self.doubleQuotes.contains(c) {
                 if let n = peek(1), Self.doubleQuotes.contains(n) {
-                    raw.append(c); raw.append(n)
+                    raw.append(c)
+                    raw.append(n)
                     i += 2
                     continue
                 }
@@ -256,8 +274,11 @@ struct PowerShellTokenizer {
                 return (raw, vars)
             }
             if c == "`" {
-                guard let n = peek(1) else { throw SyntaxError(line: start, message: "unterminated double-quoted string") }
-                raw.append(c); raw.append(n)
+                guard let n = peek(1) else {
+                    throw SyntaxError(line: start, message: "unterminated double-quoted string")
+                }
+                raw.append(c)
+                raw.append(n)
                 i += 2
                 continue
             }
@@ -274,8 +295,13 @@ struct PowerShellTokenizer {
                 if n == "{" {
                     var j = i + 2
                     var name = ""
-                    while j < chars.count, chars[j] != "}" { name.append(chars[j]); j += 1 }
-                    guard j < chars.count else { throw SyntaxError(line: start, message: "unterminated ${ in a string") }
+                    while j < chars.count, chars[j] != "}" {
+                        name.append(chars[j])
+                        j += 1
+                    }
+                    guard j < chars.count else {
+                        throw SyntaxError(line: start, message: "unterminated ${ in a string")
+                    }
                     vars.append(name)
                     raw += String(chars[i...j])
                     i = j + 1
@@ -284,10 +310,17 @@ struct PowerShellTokenizer {
                 if Self.isNameChar(n) {
                     var j = i + 1
                     var name = ""
-                    while j < chars.count, Self.isNameChar(chars[j]) { name.append(chars[j]); j += 1 }
+                    while j < chars.count, Self.isNameChar(chars[j]) {
+                        name.append(chars[j])
+                        j += 1
+                    }
                     if j + 1 < chars.count, chars[j] == ":", Self.isNameChar(chars[j + 1]) {
-                        name.append(":"); j += 1
-                        while j < chars.count, Self.isNameChar(chars[j]) { name.append(chars[j]); j += 1 }
+                        name.append(":")
+                        j += 1
+                        while j < chars.count, Self.isNameChar(chars[j]) {
+                            name.append(chars[j])
+                            j += 1
+                        }
                     }
                     vars.append(name)
                     raw += String(chars[i..<j])
@@ -328,21 +361,51 @@ struct PowerShellTokenizer {
     private mutating func runOne() throws {
         let target = tokens.count
         while peek() != nil && tokens.count == target {
-            if let c = peek(), c == " " || c == "\t" { i += 1; continue }
-            if peek() == ")" { emit(.punctuator(")")); i += 1; return }
+            if let c = peek(), c == " " || c == "\t" {
+                i += 1
+                continue
+            }
+            if peek() == ")" {
+                emit(.punctuator(")"))
+                i += 1
+                return
+            }
             let c = peek()!
-            if Self.singleQuotes.contains(c) { i += 1; emit(.verbatimString(try verbatimBody(start: line))); return }
+            if Self.singleQuotes.contains(c) {
+                i += 1
+                emit(.verbatimString(try verbatimBody(start: line)))
+                return
+            }
             if Self.doubleQuotes.contains(c) {
                 i += 1
                 let (raw, vars) = try expandableBody(start: line)
                 emit(.expandableString(raw: raw, variables: vars))
                 return
             }
-            if c == "$" { try variable(); return }
-            if c == "(" { emit(.punctuator("(")); i += 1; return }
-            if c == ":" && peek(1) == ":" { emit(.punctuator("::")); i += 2; return }
-            if Self.dashes.contains(c), let n = peek(1), n.isLetter { i += 1; emit(.parameter(name())); return }
-            if Self.delimiters.contains(c) { emit(.punctuator(String(c))); i += 1; return }
+            if c == "$" {
+                try variable()
+                return
+            }
+            if c == "(" {
+                emit(.punctuator("("))
+                i += 1
+                return
+            }
+            if c == ":" && peek(1) == ":" {
+                emit(.punctuator("::"))
+                i += 2
+                return
+            }
+            if Self.dashes.contains(c), let n = peek(1), n.isLetter {
+                i += 1
+                emit(.parameter(name()))
+                return
+            }
+            if Self.delimiters.contains(c) {
+                emit(.punctuator(String(c)))
+                i += 1
+                return
+            }
             try generic()
         }
     }

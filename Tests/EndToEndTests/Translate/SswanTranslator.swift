@@ -106,7 +106,8 @@ enum SswanTranslator {
                         // real password fails the load ("configured decryption secret ... invalid").
                         w.raw("auth", "pubkey")
                         files["pkcs12/client.p12"] = bytes
-                        secrets.append(("pkcs12-client", [("file", "client.p12"), ("secret", inputs.p12Password ?? "")]))
+                        secrets.append(
+                            ("pkcs12-client", [("file", "client.p12"), ("secret", inputs.p12Password ?? "")]))
                     }
                     if let localID { try w.set("id", localID) }
                 }
@@ -123,7 +124,8 @@ enum SswanTranslator {
             }
         }
         try AppleProfileTranslator.writeSecrets(secrets, into: &w)
-        return ClientSetup(connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files, device: device)
+        return ClientSetup(
+            connectionName: connectionName, childName: childName, swanctlConf: w.text, files: files, device: device)
     }
 
     /// JSON array of strings or one space-separated string (what the app accepts).

@@ -27,7 +27,9 @@ enum WindowsClientChecks {
         let received = try received(nut, before: before)
         guard !received.isEmpty else { throw HarnessError("the client daemon received no server certificate") }
         for pem in received {
-            if let reason = try WindowsScriptTranslator.checkServerCertificate(pem: pem, dialled: dialled) { return reason }
+            if let reason = try WindowsScriptTranslator.checkServerCertificate(pem: pem, dialled: dialled) {
+                return reason
+            }
         }
         return nil
     }

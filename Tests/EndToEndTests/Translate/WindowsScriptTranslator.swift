@@ -71,7 +71,9 @@ enum WindowsScriptTranslator {
             func describe() -> String { "line \(statement.first?.line ?? 0)" }
             switch s.first?.kind {
             case .generic("function"):
-                guard case .generic(let name)? = s.dropFirst().first?.kind else { throw TranslationError("\(describe()): function without name") }
+                guard case .generic(let name)? = s.dropFirst().first?.kind else {
+                    throw TranslationError("\(describe()): function without name")
+                }
                 functions[name] = Array(s)
                 continue
             case .punctuator("["):
@@ -89,7 +91,9 @@ enum WindowsScriptTranslator {
             case .generic("Write-Host"):
                 continue
             case .variable("ErrorActionPreference"):
-                guard case .verbatimString("Stop")? = statement.last?.kind else { throw TranslationError("\(describe()): ErrorActionPreference must be Stop") }
+                guard case .verbatimString("Stop")? = statement.last?.kind else {
+                    throw TranslationError("\(describe()): ErrorActionPreference must be Stop")
+                }
                 sawPreamble.stop = true
                 continue
             default: break
@@ -97,13 +101,15 @@ enum WindowsScriptTranslator {
             // `$name = <expression>` or a command (`Name -P v … [| Out-Null]`).
             if case .variable(let target)? = s.first?.kind, s.dropFirst().first?.kind == .punctuator("=") {
                 s = s.dropFirst(2)
-                vars[target] = try evaluate(Array(s), vars: vars, result: &result, functions: functions, line: describe())
+                vars[target] = try evaluate(
+                    Array(s), vars: vars, result: &result, functions: functions, line: describe())
             } else {
                 _ = try evaluate(Array(s), vars: vars, result: &result, functions: functions, line: describe())
             }
         }
         guard sawPreamble.binding, sawPreamble.strict, sawPreamble.stop else {
-            throw TranslationError("the script lacks [CmdletBinding()], Set-StrictMode or $ErrorActionPreference = 'Stop'")
+            throw TranslationError(
+                "the script lacks [CmdletBinding()], Set-StrictMode or $ErrorActionPreference = 'Stop'")
         }
         guard script.hasPrefix("#Requires -Version 5.1\n#Requires -RunAsAdministrator\n") else {
             throw TranslationError("the script does not start with #Requires -Version / -RunAsAdministrator")
@@ -124,37 +130,49 @@ enum WindowsScriptTranslator {
             var tokens = tokens
             // `… | Out-Null` discards the output.
             if let bar = tokens.firstIndex(where: { $0.kind == .punctuator("|") }) {
-                guard tokens[(bar + 1)...].map(\.kind) == [.generic("Out-Null")] else { throw TranslationError("\(line): unexpected pipeline") }
+                guard tokens[(bar + 1)...].map(\.kind) == [.generic("Out-Null")] else {
+                    throw TranslationError("\(line): unexpected pipeline")
+                }
                 tokens = Array(tokens[..<bar])
             }
             let (named, splat) = try arguments(Array(tokens.dropFirst()), vars: vars, line: line)
             var args = named
             if let splat {
-                guard case .hashtable(let table)? = vars[splat] else { throw TranslationError("\(line): @\(splat) is not a hashtable") }
+                guard case .hashtable(let table)? = vars[splat] else {
+                    throw TranslationError("\(line): @\(splat) is not a hashtable")
+                }
                 for (k, v) in table { args[k] = v }
             }
             return try run(command, args, vars: vars, result: &result, functions: functions, line: line)
         default:
-            throw TranslationError("\(line): statement not understood: \(tokens.map { "\($0.kind)" }.joined(separator: " "))")
+            throw TranslationError(
+                "\(line): statement not understood: \(tokens.map { "\($0.kind)" }.joined(separator: " "))")
         }
     }
 
     /// `-Name value` / `-Switch` pairs and an optional `@splat`.
-    private static func arguments(_ tokens: [Token], vars: [String: Value], line: String) throws -> ([String: Value], String?) {
+    private static func arguments(_ tokens: [Token], vars: [String: Value], line: String) throws -> (
+        [String: Value], String?
+    ) {
         var out: [String: Value] = [:]
         var splat: String?
         var i = 0
         while i < tokens.count {
             switch tokens[i].kind {
-            case .splat(let name): splat = name; i += 1
+            case .splat(let name):
+                splat = name
+                i += 1
             case .parameter(let p):
                 let name = p.hasSuffix(":") ? String(p.dropLast()) : p
                 if i + 1 < tokens.count, case .parameter = tokens[i + 1].kind {
-                    out[name] = .bool(true); i += 1
+                    out[name] = .bool(true)
+                    i += 1
                 } else if i + 1 < tokens.count {
-                    out[name] = try value(tokens[i + 1], vars: vars, line: line); i += 2
+                    out[name] = try value(tokens[i + 1], vars: vars, line: line)
+                    i += 2
                 } else {
-                    out[name] = .bool(true); i += 1
+                    out[name] = .bool(true)
+                    i += 1
                 }
             default: throw TranslationError("\(line): positional argument \(tokens[i].kind) not understood")
             }
@@ -198,8 +216,15 @@ enum WindowsScriptTranslator {
                 }
                 out[key] = .array(items)
                 i += 1
-            case .variable(let v) where i + 1 < body.endIndex && { if case .generic(let m) = body[i + 1].kind, m.hasPrefix(".") { return true }; return false }():
-                guard case .generic(let member) = body[i + 1].kind, vars[v] != nil else { throw TranslationError("\(line): $\(v) is not set") }
+            case .variable(let v)
+            where i + 1 < body.endIndex
+                && {
+                    if case .generic(let m) = body[i + 1].kind, m.hasPrefix(".") { return true }
+                    return false
+                }():
+                guard case .generic(let member) = body[i + 1].kind, vars[v] != nil else {
+                    throw TranslationError("\(line): $\(v) is not set")
+                }
                 out[key] = .variable(v, member: String(member.dropFirst()))
                 i += 2
             default:
@@ -211,7 +236,9 @@ enum WindowsScriptTranslator {
     }
 
     private static func string(_ args: [String: Value], _ key: String, _ line: String) throws -> String {
-        guard case .string(let s)? = args[key] else { throw TranslationError("\(line): -\(key) missing or not a string") }
+        guard case .string(let s)? = args[key] else {
+            throw TranslationError("\(line): -\(key) missing or not a string")
+        }
         return s
     }
 
@@ -222,17 +249,22 @@ enum WindowsScriptTranslator {
 
     /// What each command does on Windows (documented in the cmdlet reference), for the commands the script uses.
     private static func run(
-        _ command: String, _ args: [String: Value], vars: [String: Value], result: inout Result, functions: [String: [Token]],
+        _ command: String, _ args: [String: Value], vars: [String: Value], result: inout Result,
+        functions: [String: [Token]],
         line: String
     ) throws -> Value? {
         func only(_ allowed: Set<String>) throws {
             let unknown = Set(args.keys).subtracting(allowed)
-            guard unknown.isEmpty else { throw TranslationError("\(line): \(command) with parameters not translated: \(unknown.sorted())") }
+            guard unknown.isEmpty else {
+                throw TranslationError("\(line): \(command) with parameters not translated: \(unknown.sorted())")
+            }
         }
         switch command {
         case "ConvertTo-SecureString":
             try only(["String", "AsPlainText", "Force"])
-            guard isTrue(args, "AsPlainText"), isTrue(args, "Force") else { throw TranslationError("\(line): ConvertTo-SecureString without -AsPlainText -Force") }
+            guard isTrue(args, "AsPlainText"), isTrue(args, "Force") else {
+                throw TranslationError("\(line): ConvertTo-SecureString without -AsPlainText -Force")
+            }
             return .secure(try string(args, "String", line))
         case "New-EapConfiguration":
             // No parameters: the EapMsChapv2Auth parameter set, EAP-MSCHAPv2.
@@ -242,7 +274,10 @@ enum WindowsScriptTranslator {
             // The script's own helper: its body must import with the cmdlets into the named store.
             guard let body = functions[command] else { throw TranslationError("\(line): \(command) is not defined") }
             let kinds = body.map(\.kind)
-            for required in [PowerShellTokenizer.Kind.generic("Import-PfxCertificate"), .generic("Import-Certificate"), .parameter("CertStoreLocation"), .variable("StoreLocation")] {
+            for required in [
+                PowerShellTokenizer.Kind.generic("Import-PfxCertificate"), .generic("Import-Certificate"),
+                .parameter("CertStoreLocation"), .variable("StoreLocation"),
+            ] {
                 guard kinds.contains(required) else { throw TranslationError("\(command) does not use \(required)") }
             }
             try only(["Base64", "StoreLocation", "Password"])
@@ -268,19 +303,25 @@ enum WindowsScriptTranslator {
             return nil
         case "Add-VpnConnection":
             try only([
-                "Name", "ServerAddress", "TunnelType", "AuthenticationMethod", "EapConfigXmlStream", "RememberCredential",
+                "Name", "ServerAddress", "TunnelType", "AuthenticationMethod", "EapConfigXmlStream",
+                "RememberCredential",
                 "MachineCertificateIssuerFilter", "MachineCertificateEKUFilter", "EncryptionLevel", "SplitTunneling",
                 "AllUserConnection", "Force",
             ])
             let name = try string(args, "Name", line)
             guard !result.connections.contains(where: { $0.name == name }) else {
-                throw TranslationError("\(line): a VPN connection named \(name) already exists (Add-VpnConnection fails)")
+                throw TranslationError(
+                    "\(line): a VPN connection named \(name) already exists (Add-VpnConnection fails)")
             }
-            guard try string(args, "TunnelType", line) == "Ikev2" else { throw TranslationError("\(line): not an IKEv2 connection") }
+            guard try string(args, "TunnelType", line) == "Ikev2" else {
+                throw TranslationError("\(line): not an IKEv2 connection")
+            }
             let auth = try string(args, "AuthenticationMethod", line)
             switch auth {
             case "Eap":
-                guard case .variable(let v, "EapConfigXmlStream")? = args["EapConfigXmlStream"], case .eapMsChapV2? = vars[v] else {
+                guard case .variable(let v, "EapConfigXmlStream")? = args["EapConfigXmlStream"],
+                    case .eapMsChapV2? = vars[v]
+                else {
                     throw TranslationError("\(line): EAP without New-EapConfiguration's EapConfigXmlStream")
                 }
             case "MachineCertificate":
@@ -290,12 +331,18 @@ enum WindowsScriptTranslator {
             default: throw TranslationError("\(line): AuthenticationMethod \(auth) not translated")
             }
             if case .array(let ekus)? = args["MachineCertificateEKUFilter"] {
-                guard ekus.count == 1, case .string("1.3.6.1.5.5.7.3.2") = ekus[0] else { throw TranslationError("\(line): EKU filter not clientAuth") }
+                guard ekus.count == 1, case .string("1.3.6.1.5.5.7.3.2") = ekus[0] else {
+                    throw TranslationError("\(line): EKU filter not clientAuth")
+                }
             }
-            guard case .bool(let split)? = args["SplitTunneling"] else { throw TranslationError("\(line): SplitTunneling not set") }
-            result.connections.append(Connection(
-                name: name, serverAddress: try string(args, "ServerAddress", line), authenticationMethod: auth, ipsec: nil,
-                splitTunneling: split))
+            guard case .bool(let split)? = args["SplitTunneling"] else {
+                throw TranslationError("\(line): SplitTunneling not set")
+            }
+            result.connections.append(
+                Connection(
+                    name: name, serverAddress: try string(args, "ServerAddress", line), authenticationMethod: auth,
+                    ipsec: nil,
+                    splitTunneling: split))
             return nil
         case "Set-VpnConnectionIPsecConfiguration":
             try only([
@@ -308,7 +355,8 @@ enum WindowsScriptTranslator {
             }
             result.connections[index].ipsec = IPsec(
                 encryptionMethod: try string(args, "EncryptionMethod", line),
-                integrityCheckMethod: try string(args, "IntegrityCheckMethod", line), dhGroup: try string(args, "DHGroup", line),
+                integrityCheckMethod: try string(args, "IntegrityCheckMethod", line),
+                dhGroup: try string(args, "DHGroup", line),
                 cipherTransformConstants: try string(args, "CipherTransformConstants", line),
                 authenticationTransformConstants: try string(args, "AuthenticationTransformConstants", line),
                 pfsGroup: try string(args, "PfsGroup", line))
@@ -334,7 +382,10 @@ enum WindowsScriptTranslator {
             "AES256": ("aes256", false), "GCMAES128": ("aes128gcm16", true), "GCMAES256": ("aes256gcm16", true),
         ]
         let hash = ["MD5": "md5", "SHA1": "sha1", "SHA256": "sha256", "SHA384": "sha384"]
-        let dh = ["Group1": "modp768", "Group2": "modp1024", "Group14": "modp2048", "ECP256": "ecp256", "ECP384": "ecp384", "Group24": "modp2048s256"]
+        let dh = [
+            "Group1": "modp768", "Group2": "modp1024", "Group14": "modp2048", "ECP256": "ecp256", "ECP384": "ecp384",
+            "Group24": "modp2048s256",
+        ]
         guard let e = enc[p.encryptionMethod], let h = hash[p.integrityCheckMethod], let g = dh[p.dhGroup] else {
             throw TranslationError("IPsec values not accepted by the cmdlet: \(p)")
         }
@@ -342,11 +393,16 @@ enum WindowsScriptTranslator {
     }
 
     static func espProposal(_ p: IPsec) throws -> String {
-        let cipher = ["DES": "des", "DES3": "3des", "AES128": "aes128", "AES192": "aes192", "AES256": "aes256",
-                      "GCMAES128": "aes128gcm16", "GCMAES192": "aes192gcm16", "GCMAES256": "aes256gcm16"]
+        let cipher = [
+            "DES": "des", "DES3": "3des", "AES128": "aes128", "AES192": "aes192", "AES256": "aes256",
+            "GCMAES128": "aes128gcm16", "GCMAES192": "aes192gcm16", "GCMAES256": "aes256gcm16",
+        ]
         let integ = ["MD596": "md5", "SHA196": "sha1", "SHA256128": "sha256"]
-        let pfs = ["None": nil, "PFS1": "modp768", "PFS2": "modp1024", "PFS2048": "modp2048", "ECP256": "ecp256",
-                   "ECP384": "ecp384", "PFS24": "modp2048s256"] as [String: String?]
+        let pfs =
+            [
+                "None": nil, "PFS1": "modp768", "PFS2": "modp1024", "PFS2048": "modp2048", "ECP256": "ecp256",
+                "ECP384": "ecp384", "PFS24": "modp2048s256",
+            ] as [String: String?]
         guard let c = cipher[p.cipherTransformConstants], let group = pfs[p.pfsGroup] else {
             throw TranslationError("ESP values not translated: \(p)")
         }
@@ -357,7 +413,9 @@ enum WindowsScriptTranslator {
                 throw TranslationError("GCM cipher with authentication transform \(p.authenticationTransformConstants)")
             }
         } else {
-            guard let i = integ[p.authenticationTransformConstants] else { throw TranslationError("ESP integrity \(p.authenticationTransformConstants) not translated") }
+            guard let i = integ[p.authenticationTransformConstants] else {
+                throw TranslationError("ESP integrity \(p.authenticationTransformConstants) not translated")
+            }
             out += "-\(i)"
         }
         if let group { out += "-\(group)" }
@@ -391,13 +449,17 @@ enum WindowsScriptTranslator {
                 try w.section("local") { w in
                     switch c.authenticationMethod {
                     case "Eap":
-                        guard let user = script.userName, let password else { throw TranslationError("\(c.name): EAP needs user name and password") }
+                        guard let user = script.userName, let password else {
+                            throw TranslationError("\(c.name): EAP needs user name and password")
+                        }
                         // No `id`: strongSwan then uses its IP address, as Windows does.
                         w.raw("auth", "eap-mschapv2")
                         try w.set("eap_id", user)
                         secrets.append(("eap-windows", [("id", user), ("secret", password)]))
                     default:
-                        guard let bundle = script.machineBundles.first else { throw TranslationError("\(c.name): no machine certificate imported") }
+                        guard let bundle = script.machineBundles.first else {
+                            throw TranslationError("\(c.name): no machine certificate imported")
+                        }
                         let (certificatePEM, subject) = try machineCertificate(bundle.p12, password: bundle.password)
                         w.raw("auth", "pubkey")
                         w.raw("certs", "machine.pem")
@@ -432,9 +494,12 @@ enum WindowsScriptTranslator {
         try p12.write(to: file)
         let passFile = dir.appendingPathComponent("pass")
         try Data(password.utf8).write(to: passFile)
-        var result = try Command.run("/usr/bin/openssl", ["pkcs12", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
+        var result = try Command.run(
+            "/usr/bin/openssl", ["pkcs12", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
         if !result.succeeded {
-            result = try Command.run("/usr/bin/openssl", ["pkcs12", "-legacy", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
+            result = try Command.run(
+                "/usr/bin/openssl",
+                ["pkcs12", "-legacy", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
         }
         guard result.succeeded, let begin = result.stdout.range(of: "-----BEGIN CERTIFICATE-----") else {
             throw TranslationError("the machine certificate bundle does not open with its password: \(result.stderr)")

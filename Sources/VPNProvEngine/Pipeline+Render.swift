@@ -239,7 +239,8 @@ extension Pipeline {
 
 /// The batches of `Pipeline.render`, added to the session in batch order as they finish (on
 /// whichever worker completes the next one in order), with their render-cache entries and findings.
-// @unchecked Sendable: lock-held. Workers touch the results only under `lock`; the owner reads them after parallelMap has joined.
+// @unchecked Sendable: lock-held. Workers touch the results only under `lock`; the owner reads them after parallelMap
+// has joined.
 private final class InOrderAdding: @unchecked Sendable {
     typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
 

@@ -227,9 +227,38 @@ extension OutputTree {
             }
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
-            // Renames on all cores (tens of thousands for a fleet), in runs of neighbouring paths so
-            // each worker reuses its directory descriptors; the first failure in path order is reported.
+            if let failure = renameStaged(ordered) {
+                abort()
+                throw failure
+            }
+            // A first run writes every file: the list is then shared, not copied.
+            summary.written = ordered.count == files.count ? files : files.subset(ordered.lazy.map { Int32($0) })
+            published = true
+            summary.unchangedCount = unchangedCount
+            summary.removed = removeStale(stale, cache: cache)
+            if killedRunLeftTemporaries { removeKilledRunsTemporaries(cache: cache) }
+            wroteAnything = try writeBookkeeping(wroteFiles: wroteAnything || !summary.removed.isEmpty)
+            // The renames and removals (directory entries) are durable after one more flush.
+            if wroteAnything {
+                if syncPerFile {
+                    fsync(root)
+                } else if !FileSystemSync.sync(root) {
+                    throw OutputError.errno("cannot flush", directory)
+                }
+            }
+            // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
+            if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
+            return summary
+        }
+
+        /// Renames the staged files at `ordered` into place, on all cores (tens of thousands for a fleet),
+        /// in runs of neighbouring paths so each worker reuses its directory descriptors; the first failure
+        /// in path order, or nil.
+        private func renameStaged(_ ordered: [Int]) -> OutputError? {
             let perRun = 512
+            let files = self.files
+            let root = self.root
+            let syncPerFile = self.syncPerFile
             let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
                 let runCache = DirectoryCache(root: root, create: true)
                 defer { runCache.closeAll() }
@@ -246,45 +275,50 @@ extension OutputTree {
                 }
                 return nil
             }
-            if let failure = failures.lazy.compactMap({ $0 }).first {
-                abort()
-                throw failure
-            }
-            // A first run writes every file: the list is then shared, not copied.
-            summary.written = ordered.count == files.count ? files : files.subset(ordered.lazy.map { Int32($0) })
-            published = true
-            summary.unchangedCount = unchangedCount
-            // Remove what an earlier run wrote and this one does not; never anything else.
+            return failures.lazy.compactMap({ $0 }).first
+        }
+
+        /// Removes what an earlier run wrote and this one does not (never anything else); the paths removed.
+        private func removeStale(_ stale: [String], cache: DirectoryCache) -> [String] {
+            var removed: [String] = []
             for old in stale {
                 guard let parts = try? checkRelativePath(old),
                     let dir = try? cache.directory(parts.dropLast(), display: old, create: false)
                 else { continue }
-                if unlinkat(dir, parts.last!, 0) == 0 { summary.removed.append(old) }
+                if unlinkat(dir, parts.last!, 0) == 0 { removed.append(old) }
             }
-            removeEmptiedDirectories(after: summary.removed, cache: cache)
-            // Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
-            // renaming, anywhere in the tree: the killed run may have staged files where this run writes
-            // nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
-            // Directories left empty (created by the killed run for them) go too.
-            if killedRunLeftTemporaries {
-                var leftovers: [String] = []
-                try? listFiles(root, prefix: "") { path in
-                    let name = path.split(separator: "/").last.map(String.init) ?? path
-                    if isTemporaryName(name) { leftovers.append(path) }
-                }
-                var removedTemporaries: [String] = []
-                for path in leftovers {
-                    // By its directory (a temporary name is not a path `parent(of:)` accepts).
-                    var parts = path.split(separator: "/").map(String.init)
-                    let name = parts.removeLast()
-                    if let dir = try? cache.directory(parts[...], display: path, create: false),
-                        unlinkat(dir, name, 0) == 0
-                    {
-                        removedTemporaries.append(path)
-                    }
-                }
-                removeEmptiedDirectories(after: removedTemporaries, cache: cache)
+            removeEmptiedDirectories(after: removed, cache: cache)
+            return removed
+        }
+
+        /// Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
+        /// renaming, anywhere in the tree: the killed run may have staged files where this run writes
+        /// nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
+        /// Directories left empty (created by the killed run for them) go too.
+        private func removeKilledRunsTemporaries(cache: DirectoryCache) {
+            var leftovers: [String] = []
+            try? listFiles(root, prefix: "") { path in
+                let name = path.split(separator: "/").last.map(String.init) ?? path
+                if isTemporaryName(name) { leftovers.append(path) }
             }
+            var removedTemporaries: [String] = []
+            for path in leftovers {
+                // By its directory (a temporary name is not a path `parent(of:)` accepts).
+                var parts = path.split(separator: "/").map(String.init)
+                let name = parts.removeLast()
+                if let dir = try? cache.directory(parts[...], display: path, create: false),
+                    unlinkat(dir, name, 0) == 0
+                {
+                    removedTemporaries.append(path)
+                }
+            }
+            removeEmptiedDirectories(after: removedTemporaries, cache: cache)
+        }
+
+        /// The manifest, the render cache and the stat records, after the files: whether anything was
+        /// written (`wroteFiles`: files were renamed or removed before).
+        private func writeBookkeeping(wroteFiles: Bool) throws(OutputError) -> Bool {
+            var wroteAnything = wroteFiles
             wroteAnything =
                 try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
@@ -308,7 +342,6 @@ extension OutputTree {
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
             }
-            wroteAnything = wroteAnything || !summary.removed.isEmpty
             // Last, so its own time is later than every change it records.
             if wroteAnything || refreshStats {
                 var stats: [UInt8]?
@@ -325,17 +358,7 @@ extension OutputTree {
                     unlinkat(root, StatCache.fileName, 0)
                 }
             }
-            // The renames and removals (directory entries) are durable after one more flush.
-            if wroteAnything {
-                if syncPerFile {
-                    fsync(root)
-                } else if !FileSystemSync.sync(root) {
-                    throw OutputError.errno("cannot flush", directory)
-                }
-            }
-            // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
-            if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
-            return summary
+            return wroteAnything
         }
 
         /// Sorts `files` by path into buffers of exactly their size; two outputs for one path, neighbours

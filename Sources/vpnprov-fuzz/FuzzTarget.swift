@@ -3,7 +3,8 @@
 //
 // Built with `-D VPNPROV_FUZZ -sanitize=fuzzer -parse-as-library`, this file only exports libFuzzer's
 // entry point and libFuzzer supplies `main`. (Not named main.swift: with -parse-as-library even an
-// inactive `#if` branch may not hold top-level statements, so the replayer is an `@main` type.) Built normally (`swift build`), it is a plain program
+// inactive `#if` branch may not hold top-level statements, so the replayer is an `@main` type.) Built normally (`swift
+// build`), it is a plain program
 // that replays files or directories of inputs through the same function, so a crash found by the
 // fuzzer can be reproduced and debugged without the fuzzer runtime:
 //

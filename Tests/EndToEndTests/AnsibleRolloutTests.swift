@@ -152,7 +152,8 @@ import Testing
                 in: node.namespace)
         }
 
-        // 1. First rollout, verbose and with diffs: every generated file lands with its mode, nothing secret is printed.
+        // 1. First rollout, verbose and with diffs: every generated file lands with its mode, nothing secret is
+        // printed.
         try fleet.generate(version: 1)
         let secretsV1 = try fleet.secrets()
         let first = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v", "--diff"])

@@ -281,7 +281,8 @@ struct GeneratedTunnelTests {
         _ = try lab.revoke(user: "vic")
         try nut.server.loadAllCleanly(confFile: nut.node.confFile)
         // Only the certificate profiles: vic's ikev2-psk profiles hold the node PSK, which a revoke cannot take
-        // back (the warning about PSK services, docs/diagnostics.md `weak-psk-service`); they are not what this check is about.
+        // back (the warning about PSK services, docs/diagnostics.md `weak-psk-service`); they are not what this check
+        // is about.
         let certProfiles = vicBefore.filter { $0.0.hasSuffix("lab-v4 ikev2-cert") }
         #expect(Set(certProfiles.map { $0.0.prefix { $0 != " " } }) == ["apple", "android", "linux", "windows"])
         for (label, loadable) in certProfiles {

@@ -339,7 +339,8 @@ import VPNProvCrypto
         let node = server + "/x509/fra-1.pem"
         let newClient = dir + "/out/clients/ann/linux/swanctl/x509/ann.pem"
         func verify(_ args: [String]) throws -> Bool { try runTool(["openssl", "verify"] + args).status == 0 }
-        // An old device (old CA only) verifies the node through the cross certificate the node sends; a new one directly.
+        // An old device (old CA only) verifies the node through the cross certificate the node sends; a new one
+        // directly.
         #expect(try verify(["-CAfile", dir + "/old-ca.pem", "-untrusted", server + "/x509ca/ca-next.pem", node]))
         #expect(try !verify(["-CAfile", dir + "/old-ca.pem", node]))
         #expect(try verify(["-CAfile", dir + "/new-ca.pem", node]))

@@ -41,7 +41,8 @@ import Testing
                 "AES128", "SHA256128", "PFS2048",
             ])
         #expect(w.offer == ProposalOffer(ike: ["aes256-sha384-ecp384"], esp: ["aes128-sha256-modp2048"]))
-        // An optional group (`modpnone`) leaves PFS off; a group Windows lacks with no alternative makes the proposal unusable.
+        // An optional group (`modpnone`) leaves PFS off; a group Windows lacks with no alternative makes the proposal
+        // unusable.
         #expect(derive(["aes256-sha256-modp2048"], ["aes256gcm16-ecp256-modpnone"])?.pfsGroup == "None")
         #expect(derive(["aes256-sha256-modp2048"], ["aes256gcm16-curve25519"]) == nil)
         // AES-192-GCM exists for ESP only; SHA-512 and ECP-521 not at all.

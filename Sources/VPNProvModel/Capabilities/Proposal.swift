@@ -4,7 +4,8 @@ import VPNProvYAML
 
 // strongSwan proposal keywords (5.9.8, proposal_keywords_static.txt) and what each client kind can
 // use. One table serves the validator, the server plan and every client renderer, so a proposal is
-// understood the same way everywhere (strongSwan's proposal_keywords_static.txt, Apple's schema, the Android app's importer; docs/formats.md).
+// understood the same way everywhere (strongSwan's proposal_keywords_static.txt, Apple's schema, the Android app's
+// importer; docs/formats.md).
 
 /// One algorithm keyword's meaning.
 package struct AlgorithmInfo: Sendable, Hashable {
@@ -200,7 +201,8 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// The single IKE/Child SA parameter set an Apple IKEv2 profile pins (Apple's schema, IKESecurityAssociationParameters): Apple sends
+/// The single IKE/Child SA parameter set an Apple IKEv2 profile pins (Apple's schema,
+/// IKESecurityAssociationParameters): Apple sends
 /// exactly one proposal built from these, so it must be one the server accepts.
 package struct AppleSAParameters: Sendable, Hashable {
     package var encryptionAlgorithm: String  // e.g. "AES-256-GCM"

@@ -45,6 +45,7 @@ extension RuleCode {
     package static let unknownNode = RuleCode("unknown-node")
     /// The same entry twice in a list (services, devices, nodes); the duplicate is ignored.
     package static let duplicateEntry = RuleCode("duplicate-entry")
-    /// A value that goes into an Apple profile (an XML plist) holds a character XML 1.0 cannot carry, or a control character.
+    /// A value that goes into an Apple profile (an XML plist) holds a character XML 1.0 cannot carry, or a control
+    /// character.
     package static let unrepresentableText = RuleCode("unrepresentable-text")
 }

@@ -9,8 +9,10 @@ import VPNProvYAML
 // unless the device itself drops IPv6 while connected, IPv6 traffic keeps flowing outside the VPN.
 // Android (strongSwan app) drops it with `split-tunneling.block-ipv6`, which vpnprov always sets
 // then; Apple IKEv2 drops it with IncludeAllNetworks (`apple.include_all_networks`, on by default
-// for such nodes); a NetworkManager keyfile carries a blackhole IPv6 default route for such nodes; Apple "IPSec" (IKEv1) has no such key, a Linux swanctl client has no setting for
-// other traffic at all, and Windows' VPN cmdlets have no IPv6 block either. Those are named in one `ipv6-leak` warning per node.
+// for such nodes); a NetworkManager keyfile carries a blackhole IPv6 default route for such nodes; Apple "IPSec"
+// (IKEv1) has no such key, a Linux swanctl client has no setting for
+// other traffic at all, and Windows' VPN cmdlets have no IPv6 block either. Those are named in one `ipv6-leak` warning
+// per node.
 
 enum ClientRules {
     static func check(_ inventory: Inventory, into diagnostics: inout [Diagnostic]) {

@@ -3,11 +3,13 @@ import VPNProvSupport
 import VPNProvYAML
 
 // IKE/ESP proposals: syntax with the shared keyword table (Plan/Proposal.swift), weak algorithms, and
-// whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's IKESecurityAssociationParameters).
+// whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's
+// IKESecurityAssociationParameters).
 //
 // Decisions: every IKEv2 node must offer an Apple-expressible IKE and ESP combination (Apple profiles
 // pin exactly one; error `no-apple-proposal`); Android and Linux use strongSwan, which speaks every
-// keyword in the table. IKEv1 (ipsec-xauth-psk, ipsec-xauth-hybrid) cannot negotiate AEAD IKE SAs: if every IKE proposal
+// keyword in the table. IKEv1 (ipsec-xauth-psk, ipsec-xauth-hybrid) cannot negotiate AEAD IKE SAs: if every IKE
+// proposal
 // is AEAD the node warns (`no-ikev1-proposal`) because the server plan then has to fall back to its
 // own IKEv1 set.
 

@@ -124,7 +124,8 @@ extension RuleCode {
     /// ipsec-xauth-hybrid on a node whose identity is not an IP address: Apple devices check the
     /// hybrid server against the address they dial, so they get no profile for it.
     package static let hybridAppleIdentity = RuleCode("hybrid-apple-identity")
-    /// ipsec-xauth-psk / ipsec-xauth-hybrid: the node's charon must be built with IKEv1 (default builds from strongSwan 6.1 on
+    /// ipsec-xauth-psk / ipsec-xauth-hybrid: the node's charon must be built with IKEv1 (default builds from strongSwan
+    /// 6.1 on
     /// reportedly leave it out; docs/strongswan-versions.md).
     package static let ikev1Build = RuleCode("ikev1-build")
 

@@ -118,7 +118,8 @@ package struct HolderRecord: Codable, Equatable {
 extension StateIndex {
     /// The first string of the index that becomes part of a state file's path (serials, key ids, p12
     /// file names) without being one of the names vpnprov writes: hexadecimal serials and key ids,
-    /// `<hex>-<hex>.p12`, `<hex>-<hex>-open.p12`. Such a name could lead a read out of the state directory (`../`); nil when all
+    /// `<hex>-<hex>.p12`, `<hex>-<hex>-open.p12`. Such a name could lead a read out of the state directory (`../`); nil
+    /// when all
     /// are plain.
     var firstUnsafeFileName: String? {
         // Hex as vpnprov writes it (whole bytes), the same rule the CRL applies to serials.

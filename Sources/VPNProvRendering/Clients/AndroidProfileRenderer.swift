@@ -5,7 +5,8 @@ import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
-/// `clients/<user>/<node>-<service>.sswan`: strongSwan Android app profiles (docs/formats.md, "strongSwan Android .sswan") for the
+/// `clients/<user>/<node>-<service>.sswan`: strongSwan Android app profiles (docs/formats.md, "strongSwan Android
+/// .sswan") for the
 /// services the app supports (ikev2-eap, ikev2-cert). The server CA travels in `remote.cert`; the
 /// proposals are the node's first IKE and ESP proposal (the app accepts any strongSwan proposal).
 package enum AndroidProfileRenderer {

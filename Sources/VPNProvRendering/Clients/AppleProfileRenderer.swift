@@ -7,7 +7,8 @@ import VPNProvTemplates
 
 /// `clients/<user>/<user>.mobileconfig`: one configuration profile per user with a
 /// `com.apple.vpn.managed` payload per node and service, the CA as `com.apple.security.root` and the
-/// user's PKCS#12 as `com.apple.security.pkcs12` (docs/formats.md, "Apple .mobileconfig"). Plist types follow Apple's schema:
+/// user's PKCS#12 as `com.apple.security.pkcs12` (docs/formats.md, "Apple .mobileconfig"). Plist types follow Apple's
+/// schema:
 /// integer 0/1 flags, IPSec SharedSecret and certificates as data, IKEv2 SharedSecret as string.
 package enum AppleProfileRenderer {
     package static func render(

@@ -6,7 +6,8 @@ import VPNProvSupport
 import VPNProvTemplates
 
 /// `catalog/servers.json`: per node and service what an app needs to build an
-/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user data.
+/// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user
+/// data.
 package enum CatalogRenderer {
     /// Where the catalogue goes in the output tree (the app's backend publishes it from there).
     package static let path = "catalog/servers.json"

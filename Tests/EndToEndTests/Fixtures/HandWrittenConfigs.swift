@@ -29,7 +29,8 @@ enum HandWritten {
         """
 
     /// A server offering IKEv2 client-cert, IKEv2 EAP-MSCHAPv2, IKEv2 PSK and IKEv1 XAuth-PSK aggressive mode,
-    /// in the order that lets all of them connect (docs/decisions.md, "Connection order": client-cert connection first).
+    /// in the order that lets all of them connect (docs/decisions.md, "Connection order": client-cert connection
+    /// first).
     static func serverConf() -> String {
         """
         connections {

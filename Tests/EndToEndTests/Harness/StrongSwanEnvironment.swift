@@ -98,7 +98,8 @@ extension Trait where Self == ConditionTrait {
 /// One strongSwan build the harness runs daemons and `swanctl` from.
 ///
 /// - `.host`: the machine's own packages (Debian 12: strongSwan 5.9.8), run directly.
-/// - `.trixie`: a Debian 13 tree (strongSwan 6.0.1) that `scripts/install-test-deps` (run by `.ci/run`) builds with debootstrap into
+/// - `.trixie`: a Debian 13 tree (strongSwan 6.0.1) that `scripts/install-test-deps` (run by `.ci/run`) builds with
+/// debootstrap into
 ///   `<package>/.build/trixie-root` (or `VPNPROV_TRIXIE_ROOT`). Every program of it runs as
 ///   `ip netns exec <ns> sh -c '<mounts>; exec chroot <root> <program> …'`: `ip netns exec` gives the process a
 ///   private mount namespace (mounts made there never reach the host or another run, whatever our pid), in which

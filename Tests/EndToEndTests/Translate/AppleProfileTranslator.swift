@@ -1,7 +1,8 @@
 import Foundation
 
 /// Turns an Apple .mobileconfig VPN payload into the strongSwan client an iPhone/Mac amounts to
-/// (Apple's schema, apple/device-management mdm/profiles/com.apple.vpn.managed.yaml): same identities, authentication, credentials, and the single IKE/ESP proposal Apple
+/// (Apple's schema, apple/device-management mdm/profiles/com.apple.vpn.managed.yaml): same identities, authentication,
+/// credentials, and the single IKE/ESP proposal Apple
 /// derives from the SA parameter dictionaries (schema defaults for absent keys). Every key must be
 /// understood: an unknown one throws.
 ///
@@ -297,7 +298,8 @@ enum AppleProfileTranslator {
 
     // MARK: IPSec (IKEv1)
 
-    /// IKE proposals assumed for an iPhone "IPSec" (Cisco) client. not documented by Apple (docs/decisions.md, "Clients"): the
+    /// IKE proposals assumed for an iPhone "IPSec" (Cisco) client. not documented by Apple (docs/decisions.md,
+    /// "Clients"): the
     /// combinations known-good Apple-facing servers accept, newest first, several per IKEv1 rules.
     static let ikev1Proposals = [
         "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048",
@@ -356,7 +358,8 @@ enum AppleProfileTranslator {
         try w.section("connections") { w in
             try w.section(connectionName) { w in
                 w.raw("version", "1")
-                // With a group name iOS uses aggressive mode and sends it as ID_KEY_ID (strongSwan's docs, interop/ios).
+                // With a group name iOS uses aggressive mode and sends it as ID_KEY_ID (strongSwan's docs,
+                // interop/ios).
                 w.raw("aggressive", group == nil ? "no" : "yes")
                 try w.set("remote_addrs", remoteAddress)
                 w.raw("vips", "0.0.0.0")
@@ -437,7 +440,8 @@ enum AppleProfileTranslator {
 }
 
 /// One `IKESecurityAssociationParameters` / `ChildSecurityAssociationParameters` dictionary with Apple's
-/// schema defaults (AES-256, SHA2-256, group 14, 1440 minutes) for absent keys (Apple's schema, com.apple.vpn.managed.yaml).
+/// schema defaults (AES-256, SHA2-256, group 14, 1440 minutes) for absent keys (Apple's schema,
+/// com.apple.vpn.managed.yaml).
 struct SAParameters: Equatable {
     var encryption: String
     var integrity: String

@@ -86,7 +86,8 @@ struct TranslationError: Error, CustomStringConvertible, Equatable {
     init(_ description: String) { self.description = description }
 }
 
-/// Builds swanctl.conf text: one `key = value` per line, every value quoted and escaped (docs/formats.md, "swanctl"; strongSwan's settings_lexer.l).
+/// Builds swanctl.conf text: one `key = value` per line, every value quoted and escaped (docs/formats.md, "swanctl";
+/// strongSwan's settings_lexer.l).
 struct SwanctlWriter {
     private(set) var text = ""
     private var depth = 0

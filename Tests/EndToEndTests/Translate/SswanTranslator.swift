@@ -1,6 +1,7 @@
 import Foundation
 
-/// Turns a strongSwan Android `.sswan` profile (docs/formats.md; the app's VpnProfileImportActivity.java) into the strongSwan client the app amounts to.
+/// Turns a strongSwan Android `.sswan` profile (docs/formats.md; the app's VpnProfileImportActivity.java) into the
+/// strongSwan client the app amounts to.
 /// Supported types: `ikev2-eap` (EAP-MSCHAPv2), `ikev2-cert` (p12). Unknown keys throw; so do types and
 /// options the translation does not model (EAP-TLS, BYOD, cert+EAP, IPv6 transport, excluded subnets).
 ///

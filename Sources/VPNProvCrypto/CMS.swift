@@ -8,8 +8,8 @@ internal import CCrypto
 /// output carries no signing time, so an RSA key (PKCS#1 v1.5 signatures are deterministic) gives
 /// the same bytes for the same content on every run. ECDSA signatures take a random nonce in
 /// OpenSSL 3.0 and differ from run to run.
-public enum CMSSignedData {
-    public static func sign(
+package enum CMSSignedData {
+    package static func sign(
         content: [UInt8], certificate: X509Certificate, key: PrivateKey, chain: [X509Certificate]
     ) throws -> [UInt8] {
         ERR_clear_error()
@@ -36,7 +36,7 @@ public enum CMSSignedData {
 
     /// The encapsulated content of a DER SignedData (no signature check: tests verify with an
     /// independent tool).
-    public static func content(of der: [UInt8]) throws -> [UInt8] {
+    package static func content(of der: [UInt8]) throws -> [UInt8] {
         ERR_clear_error()
         let cms: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -56,7 +56,7 @@ extension CMSSignedData {
     /// signature verifies with that certificate, which is its only signer) and that carries exactly
     /// `certificate` and `chain`; nil for anything else. The chain is not verified: the question is
     /// only whether these bytes are a signature this signer made over that content.
-    public static func contentSigned(_ der: [UInt8], by certificate: X509Certificate, chain: [X509Certificate])
+    package static func contentSigned(_ der: [UInt8], by certificate: X509Certificate, chain: [X509Certificate])
         -> [UInt8]?
     {
         ERR_clear_error()

@@ -2,10 +2,10 @@ internal import CCrypto
 import Foundation
 
 /// One revoked certificate in a CRL.
-public struct RevokedCertificate: Sendable, Hashable {
-    public var serial: [UInt8]
-    public var revocationDate: Date
-    public init(serial: [UInt8], revocationDate: Date) {
+package struct RevokedCertificate: Sendable, Hashable {
+    package var serial: [UInt8]
+    package var revocationDate: Date
+    package init(serial: [UInt8], revocationDate: Date) {
         self.serial = serial
         self.revocationDate = revocationDate
     }
@@ -13,14 +13,14 @@ public struct RevokedCertificate: Sendable, Hashable {
 
 /// An X.509 v2 certificate revocation list.
 // @unchecked Sendable: immutable after init. The X509_CRL behind the `let` is only read.
-public final class CertificateRevocationList: @unchecked Sendable {
+package final class CertificateRevocationList: @unchecked Sendable {
     let crl: OpaquePointer
 
     init(owning crl: OpaquePointer) { self.crl = crl }
     deinit { X509_CRL_free(crl) }
 
     /// Builds and signs a v2 CRL with crlNumber and authorityKeyIdentifier; entries sorted by serial.
-    public static func build(
+    package static func build(
         issuer: X509Certificate, issuerKey: PrivateKey, number: Int, thisUpdate: Date, nextUpdate: Date,
         revoked: [RevokedCertificate]
     ) throws -> CertificateRevocationList {
@@ -77,7 +77,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
         return result
     }
 
-    public convenience init(pem: String) throws {
+    package convenience init(pem: String) throws {
         ERR_clear_error()
         let bio = try MemoryBIO(bytes: Array(pem.utf8))
         guard let crl = PEM_read_bio_X509_CRL(bio.bio, nil, nil, nil) else {
@@ -87,23 +87,23 @@ public final class CertificateRevocationList: @unchecked Sendable {
     }
 
     /// PEM of `der` (armoured in Swift, like `X509Certificate.pem`).
-    public var pem: String { PEMArmour.wrap(der, label: "X509 CRL") }
+    package var pem: String { PEMArmour.wrap(der, label: "X509 CRL") }
 
     /// The DER encoding (empty instead of a trap if libcrypto could not encode it; see `X509Certificate.der`).
-    public var der: [UInt8] { (try? derEncode { i2d_X509_CRL(crl, $0) }) ?? [] }
+    package var der: [UInt8] { (try? derEncode { i2d_X509_CRL(crl, $0) }) ?? [] }
 
-    public var number: Int? {
+    package var number: Int? {
         guard let raw = X509_CRL_get_ext_d2i(crl, NID_crl_number, nil, nil) else { return nil }
         let integer = raw.assumingMemoryBound(to: ASN1_INTEGER.self)
         defer { ASN1_INTEGER_free(integer) }
         return integerBytes(integer).reduce(0) { $0 << 8 | Int($1) }
     }
 
-    public var thisUpdate: Date { ASN1Time.date(X509_CRL_get0_lastUpdate(crl)) ?? .distantPast }
-    public var nextUpdate: Date? { ASN1Time.date(X509_CRL_get0_nextUpdate(crl)) }
-    public var issuer: DistinguishedName { DistinguishedName.read(X509_CRL_get_issuer(crl)) }
+    package var thisUpdate: Date { ASN1Time.date(X509_CRL_get0_lastUpdate(crl)) ?? .distantPast }
+    package var nextUpdate: Date? { ASN1Time.date(X509_CRL_get0_nextUpdate(crl)) }
+    package var issuer: DistinguishedName { DistinguishedName.read(X509_CRL_get_issuer(crl)) }
 
-    public var revoked: [RevokedCertificate] {
+    package var revoked: [RevokedCertificate] {
         guard let stack = X509_CRL_get_REVOKED(crl) else { return [] }
         return (0..<vpnprov_sk_X509_REVOKED_num(stack)).compactMap { i in
             guard let rev = vpnprov_sk_X509_REVOKED_value(stack, i) else { return nil }
@@ -113,7 +113,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
         }
     }
 
-    public func isSigned(by issuer: X509Certificate) -> Bool {
+    package func isSigned(by issuer: X509Certificate) -> Bool {
         guard let pub = X509_get0_pubkey(issuer.x509) else { return false }
         ERR_clear_error()
         defer { ERR_clear_error() }

@@ -2,22 +2,22 @@ internal import CCrypto
 import Foundation
 
 /// What a certificate to be issued says.
-public struct CertificateTemplate: Sendable, Hashable {
-    public var serial: [UInt8]
-    public var subject: DistinguishedName
-    public var notBefore: Date
-    public var notAfter: Date
-    public var subjectAlternativeNames: [GeneralName]
-    public var extendedKeyUsages: [ExtendedKeyUsage]
-    public var keyUsage: KeyUsage
+package struct CertificateTemplate: Sendable, Hashable {
+    package var serial: [UInt8]
+    package var subject: DistinguishedName
+    package var notBefore: Date
+    package var notAfter: Date
+    package var subjectAlternativeNames: [GeneralName]
+    package var extendedKeyUsages: [ExtendedKeyUsage]
+    package var keyUsage: KeyUsage
     /// basicConstraints cA (critical for a CA).
-    public var isCA: Bool
+    package var isCA: Bool
     /// URIs of the CRL distribution point (one DistributionPoint with these full names); empty: none.
-    public var crlDistributionPoints: [String] = []
+    package var crlDistributionPoints: [String] = []
     /// Certificate policy OIDs (dotted decimal), in this order; empty: no certificatePolicies extension.
-    public var policies: [String] = []
+    package var policies: [String] = []
 
-    public init(
+    package init(
         serial: [UInt8], subject: DistinguishedName, notBefore: Date, notAfter: Date,
         subjectAlternativeNames: [GeneralName] = [], extendedKeyUsages: [ExtendedKeyUsage] = [],
         keyUsage: KeyUsage, isCA: Bool = false, policies: [String] = []
@@ -34,15 +34,15 @@ public struct CertificateTemplate: Sendable, Hashable {
     }
 }
 
-public enum CertificateIssuer {
+package enum CertificateIssuer {
     /// A self-signed CA certificate: basicConstraints CA (critical), keyUsage keyCertSign+cRLSign
     /// (critical), subject and authority key identifiers. SHA-384 for P-384 keys, else SHA-256.
-    public static func selfSigned(_ template: CertificateTemplate, key: PrivateKey) throws -> X509Certificate {
+    package static func selfSigned(_ template: CertificateTemplate, key: PrivateKey) throws -> X509Certificate {
         try issue(template, subjectKey: key, issuer: nil, issuerKey: key)
     }
 
     /// A certificate for `subjectKey` signed by `issuer`/`issuerKey`.
-    public static func issue(
+    package static func issue(
         _ template: CertificateTemplate, subjectKey: PrivateKey, issuer: X509Certificate?, issuerKey: PrivateKey
     ) throws -> X509Certificate {
         ERR_clear_error()

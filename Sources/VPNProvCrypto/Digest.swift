@@ -1,10 +1,10 @@
 internal import CCrypto
 
 /// Message digests.
-public enum Digest {
-    public static func sha1(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha1.md, bytes) }
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha256.md, bytes) }
-    public static func sha384(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha384.md, bytes) }
+package enum Digest {
+    package static func sha1(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha1.md, bytes) }
+    package static func sha256(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha256.md, bytes) }
+    package static func sha384(_ bytes: [UInt8]) -> [UInt8] { run(Fetched.sha384.md, bytes) }
 
     /// A digest implementation fetched from the default provider once. `EVP_sha256()` and friends
     /// make OpenSSL 3 fetch the implementation again on every call, under a global lock that every file
@@ -20,10 +20,10 @@ public enum Digest {
     }
 
     /// SHA-256 over data that arrives in pieces (a file written as it is made).
-    public final class SHA256Stream {
+    package final class SHA256Stream {
         private let context: OpaquePointer?
 
-        public init() {
+        package init() {
             context = EVP_MD_CTX_new()
             precondition(
                 context != nil && EVP_DigestInit_ex(context, Fetched.sha256.md, nil) == 1, "EVP_DigestInit_ex failed")
@@ -31,13 +31,13 @@ public enum Digest {
 
         deinit { EVP_MD_CTX_free(context) }
 
-        public func update(_ bytes: [UInt8]) {
+        package func update(_ bytes: [UInt8]) {
             let ok = bytes.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
             precondition(ok == 1, "EVP_DigestUpdate failed")
         }
 
         /// The digest of everything given so far (the stream is done after this).
-        public func finish() -> [UInt8] {
+        package func finish() -> [UInt8] {
             var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
             var length: UInt32 = 0
             precondition(EVP_DigestFinal_ex(context, &out, &length) == 1, "EVP_DigestFinal_ex failed")
@@ -55,8 +55,8 @@ public enum Digest {
 }
 
 /// Cryptographically strong random bytes (RAND_bytes).
-public enum RandomBytes {
-    public static func generate(count: Int) throws -> [UInt8] {
+package enum RandomBytes {
+    package static func generate(count: Int) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         guard count == 0 || RAND_bytes(&bytes, Int32(count)) == 1 else {
             throw CryptoError.openSSL("the random generator failed")
@@ -65,7 +65,7 @@ public enum RandomBytes {
     }
 
     /// A random string of `length` characters drawn uniformly from `alphabet` (rejection sampling).
-    public static func string(length: Int, alphabet: [Character]) throws -> String {
+    package static func string(length: Int, alphabet: [Character]) throws -> String {
         precondition(!alphabet.isEmpty && alphabet.count <= 256)
         let limit = 256 - 256 % alphabet.count
         var out = ""

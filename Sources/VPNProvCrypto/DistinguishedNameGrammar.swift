@@ -19,16 +19,16 @@ internal import CCrypto
 // RDNs (strongSwan's RDN_MAX).
 
 /// One attribute type a DN identity may use.
-public struct DNAttributeType: Sendable, Hashable {
+package struct DNAttributeType: Sendable, Hashable {
     /// strongSwan's keywords for it (x501rdns), matched case-insensitively; the first is its name here.
-    public let keywords: [String]
+    package let keywords: [String]
     /// The OID, dotted.
-    public let oid: String
+    package let oid: String
     /// OpenSSL's short name for that OID (what `NameAttribute.type` holds).
-    public let openSSLName: String
+    package let openSSLName: String
     /// strongSwan encodes the value as an IA5String (e-mail, unstructured name); else PrintableString
     /// when the value allows it, UTF8String otherwise.
-    public let ia5: Bool
+    package let ia5: Bool
 
     init(_ keywords: [String], _ oid: String, _ openSSLName: String, ia5: Bool = false) {
         self.keywords = keywords
@@ -40,7 +40,7 @@ public struct DNAttributeType: Sendable, Hashable {
 
 extension DistinguishedName {
     /// Every attribute type a DN identity may use (see the comment above).
-    public static let attributeTypes: [DNAttributeType] = [
+    package static let attributeTypes: [DNAttributeType] = [
         DNAttributeType(["C"], "2.5.4.6", "C"),
         DNAttributeType(["ST"], "2.5.4.8", "ST"),
         DNAttributeType(["L"], "2.5.4.7", "L"),
@@ -67,7 +67,7 @@ extension DistinguishedName {
     ]
 
     /// strongSwan's RDN_MAX: atodn refuses a DN with more RDNs.
-    public static let maxRDNs = 20
+    package static let maxRDNs = 20
 
     private static let byKeyword: [String: DNAttributeType] = {
         var table: [String: DNAttributeType] = [:]
@@ -85,10 +85,10 @@ extension DistinguishedName {
     private static let byAnyName: [String: DNAttributeType] = byKeyword.merging(byOpenSSLName) { a, _ in a }
 
     /// The attribute type of an inventory keyword, nil when strongSwan or OpenSSL does not know it.
-    public static func attributeType(keyword: String) -> DNAttributeType? { byKeyword[keyword.lowercased()] }
+    package static func attributeType(keyword: String) -> DNAttributeType? { byKeyword[keyword.lowercased()] }
 
     /// Why `text` is not a DN identity vpnprov can issue and strongSwan reads back, or nil.
-    public enum Problem: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Problem: Error, Sendable, Hashable, CustomStringConvertible {
         case empty
         case emptyComponent
         case missingEquals(String)
@@ -98,7 +98,7 @@ extension DistinguishedName {
         case valueStartsWithEquals(String)
         case tooManyRDNs(Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .empty: return "is empty"
             case .emptyComponent: return "has an empty component"
@@ -118,18 +118,18 @@ extension DistinguishedName {
 
     /// Parses a DN identity as written in an inventory (strongSwan's text form: `C=DE, O=acme, CN=x` or
     /// `/C=DE/O=acme/CN=x`): the one grammar validation and issuing share.
-    public static func parseIdentity(_ text: String) -> Result<DistinguishedName, Problem> {
+    package static func parseIdentity(_ text: String) -> Result<DistinguishedName, Problem> {
         parse(text, lookup: byKeyword)
     }
 
     /// `parseIdentity`, nil on a problem.
-    public static func parse(_ text: String) -> DistinguishedName? {
+    package static func parse(_ text: String) -> DistinguishedName? {
         try? parseIdentity(text).get()
     }
 
     /// Parses `description` of a DN vpnprov issued or read from a certificate (OpenSSL's names,
     /// `title=x`), for comparing with identities; inventory keywords are accepted too.
-    public static func parseDescription(_ text: String) -> DistinguishedName? {
+    package static func parseDescription(_ text: String) -> DistinguishedName? {
         try? parse(text, lookup: byAnyName).get()
     }
 
@@ -160,7 +160,7 @@ extension DistinguishedName {
     }
 
     /// The dotted OID OpenSSL has for `name` (a short or long name), nil when it knows none.
-    public static func openSSLObjectID(_ name: String) -> String? {
+    package static func openSSLObjectID(_ name: String) -> String? {
         let nid = OBJ_txt2nid(name)
         guard nid != NID_undef, let object = OBJ_nid2obj(nid) else { return nil }
         var buffer = [CChar](repeating: 0, count: 128)

@@ -4,10 +4,10 @@ import Foundation
 /// PKCS#12 containers in the legacy form Apple and Android import: key and certificate bags
 /// encrypted with pbeWithSHA1And3-KeyTripleDES-CBC, SHA-1 MAC, 2048 iterations (one for the
 /// empty-password container).
-public enum PKCS12 {
+package enum PKCS12 {
     /// A container protected by `password`, which must not be empty: macOS and iOS decode an empty
     /// PKCS#12 password differently, and some importers refuse one outright.
-    public static func build(
+    package static func build(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
         password: String
     ) throws -> [UInt8] {
@@ -25,7 +25,7 @@ public enum PKCS12 {
     /// password, and this one is known, so 2,048 would buy nothing and cost five key derivations of
     /// 2,048 SHA-1 rounds per container. One iteration is the older form, what OpenSSL's `pkcs12
     /// -noiter -nomaciter` writes for importers that predate iteration counts.
-    public static func buildWithEmptyPassword(
+    package static func buildWithEmptyPassword(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String
     ) throws -> [UInt8] {
         try build(
@@ -60,7 +60,7 @@ public enum PKCS12 {
     }
 
     /// Opens a PKCS#12 (MAC checked): its key, certificate and extra certificates.
-    public static func parse(_ der: [UInt8], password: String) throws -> (
+    package static func parse(_ der: [UInt8], password: String) throws -> (
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate]
     ) {
         ERR_clear_error()

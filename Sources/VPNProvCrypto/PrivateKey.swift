@@ -2,7 +2,7 @@ internal import CCrypto
 import Foundation
 
 /// Key algorithms the crypto layer can generate.
-public enum KeyAlgorithm: Sendable, Hashable {
+package enum KeyAlgorithm: Sendable, Hashable {
     case ecdsaP256
     case ecdsaP384
     case rsa(bits: Int)
@@ -13,14 +13,14 @@ public enum KeyAlgorithm: Sendable, Hashable {
 
 /// A private key (EVP_PKEY). Immutable after creation; safe to share across threads for signing.
 // @unchecked Sendable: immutable after init. The EVP_PKEY behind the `let` is only read (signing, encoding).
-public final class PrivateKey: @unchecked Sendable {
+package final class PrivateKey: @unchecked Sendable {
     let pkey: OpaquePointer
 
     init(owning pkey: OpaquePointer) { self.pkey = pkey }
     deinit { EVP_PKEY_free(pkey) }
 
     /// Generates a fresh key.
-    public static func generate(_ algorithm: KeyAlgorithm) throws -> PrivateKey {
+    package static func generate(_ algorithm: KeyAlgorithm) throws -> PrivateKey {
         ERR_clear_error()
         let isRSA: Bool
         if case .rsa = algorithm { isRSA = true } else { isRSA = false }
@@ -50,7 +50,7 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// Reads a PEM private key (PKCS#8, encrypted PKCS#8, or traditional). An encrypted key needs
     /// `passphrase`; without it the read fails (never prompts).
-    public convenience init(pem: String, passphrase: String? = nil) throws {
+    package convenience init(pem: String, passphrase: String? = nil) throws {
         ERR_clear_error()
         let bio = try MemoryBIO(bytes: Array(pem.utf8))
         let key: OpaquePointer? = (passphrase ?? "").withCString { pass in
@@ -69,12 +69,12 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// True when `pem` holds an encrypted private key.
-    public static func isEncryptedPEM(_ pem: String) -> Bool {
+    package static func isEncryptedPEM(_ pem: String) -> Bool {
         pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") || pem.contains("Proc-Type: 4,ENCRYPTED")
     }
 
     /// Unencrypted PKCS#8 PEM ("BEGIN PRIVATE KEY").
-    public func pkcs8PEM() throws -> String {
+    package func pkcs8PEM() throws -> String {
         ERR_clear_error()
         let bio = try MemoryBIO()
         guard PEM_write_bio_PKCS8PrivateKey(bio.bio, pkey, nil, nil, 0, nil, nil) == 1 else {
@@ -84,7 +84,7 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// Encrypted PKCS#8 PEM (PBES2, PBKDF2, AES-256-CBC).
-    public func encryptedPKCS8PEM(passphrase: String) throws -> String {
+    package func encryptedPKCS8PEM(passphrase: String) throws -> String {
         ERR_clear_error()
         guard !passphrase.isEmpty else { throw CryptoError("an empty passphrase cannot protect a key") }
         let bio = try MemoryBIO()
@@ -97,12 +97,12 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// DER SubjectPublicKeyInfo of the public half.
-    public func publicKeyDER() throws -> [UInt8] {
+    package func publicKeyDER() throws -> [UInt8] {
         try derEncode { i2d_PUBKEY(pkey, $0) }
     }
 
     /// The algorithm and size of this key, when it is one vpnprov knows.
-    public var algorithm: KeyAlgorithm? {
+    package var algorithm: KeyAlgorithm? {
         switch EVP_PKEY_get_base_id(pkey) {
         case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pkey)))
         case EVP_PKEY_EC:
@@ -116,7 +116,7 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     /// True when `certificate` certifies this key's public half.
-    public func matches(_ certificate: X509Certificate) -> Bool {
+    package func matches(_ certificate: X509Certificate) -> Bool {
         guard let pub = X509_get0_pubkey(certificate.x509) else { return false }
         return EVP_PKEY_eq(pkey, pub) == 1
     }

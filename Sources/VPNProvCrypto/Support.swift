@@ -2,18 +2,18 @@ internal import CCrypto
 import Foundation
 
 /// A failure inside libcrypto (or a malformed input), with OpenSSL's error queue as text.
-public struct CryptoError: Error, Sendable, CustomStringConvertible {
+package struct CryptoError: Error, Sendable, CustomStringConvertible {
     /// What vpnprov was doing.
-    public var message: String
+    package var message: String
     /// OpenSSL's error queue at the time of the failure (may be empty).
-    public var openSSLErrors: [String]
+    package var openSSLErrors: [String]
 
-    public init(_ message: String, openSSLErrors: [String] = []) {
+    package init(_ message: String, openSSLErrors: [String] = []) {
         self.message = message
         self.openSSLErrors = openSSLErrors
     }
 
-    public var description: String {
+    package var description: String {
         openSSLErrors.isEmpty ? message : "\(message) (\(openSSLErrors.joined(separator: "; ")))"
     }
 
@@ -123,7 +123,7 @@ func objectText(_ object: OpaquePointer?) -> String {
 }
 
 /// Hex text of bytes, uppercase, no separators.
-public func hexString(_ bytes: [UInt8]) -> String {
+package func hexString(_ bytes: [UInt8]) -> String {
     let digits = Array("0123456789ABCDEF".utf8)
     var out = [UInt8]()
     out.reserveCapacity(bytes.count * 2)
@@ -135,7 +135,7 @@ public func hexString(_ bytes: [UInt8]) -> String {
 }
 
 /// Bytes from hex text (either case, no separators); nil when malformed.
-public func bytesFromHex(_ text: String) -> [UInt8]? {
+package func bytesFromHex(_ text: String) -> [UInt8]? {
     let chars = Array(text.utf8)
     guard chars.count % 2 == 0 else { return nil }
     func value(_ c: UInt8) -> UInt8? {

@@ -2,13 +2,13 @@ internal import CCrypto
 import Foundation
 
 /// One subjectAltName entry.
-public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
+package enum GeneralName: Sendable, Hashable, CustomStringConvertible {
     case dnsName(String)
     /// 4 or 16 bytes in a well-formed certificate; a parsed one may carry any length.
     case ipAddress([UInt8])
     case rfc822Name(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .dnsName(let v): return "DNS:\(v)"
         case .rfc822Name(let v): return "email:\(v)"
@@ -27,25 +27,25 @@ public enum GeneralName: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// One attribute of a distinguished name, e.g. ("CN", "fra-1").
-public struct NameAttribute: Sendable, Hashable {
+package struct NameAttribute: Sendable, Hashable {
     /// OpenSSL short name ("C", "O", "OU", "CN", "emailAddress", ...).
-    public var type: String
-    public var value: String
-    public init(_ type: String, _ value: String) {
+    package var type: String
+    package var value: String
+    package init(_ type: String, _ value: String) {
         self.type = type
         self.value = value
     }
 }
 
 /// A distinguished name as an ordered list of single-valued RDNs.
-public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
-    public var attributes: [NameAttribute]
-    public init(_ attributes: [NameAttribute]) { self.attributes = attributes }
+package struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
+    package var attributes: [NameAttribute]
+    package init(_ attributes: [NameAttribute]) { self.attributes = attributes }
 
     /// strongSwan's textual form: "C=DE, O=acme, CN=fra-1".
-    public var description: String { attributes.map { "\($0.type)=\($0.value)" }.joined(separator: ", ") }
+    package var description: String { attributes.map { "\($0.type)=\($0.value)" }.joined(separator: ", ") }
 
-    public var commonName: String? { attributes.last { $0.type == "CN" }?.value }
+    package var commonName: String? { attributes.last { $0.type == "CN" }?.value }
 
     /// An X509_NAME for this DN (caller frees). String types follow strongSwan's DN encoder:
     /// PrintableString when the value allows it, IA5String for e-mail, DC and unstructuredName,
@@ -98,21 +98,21 @@ public struct DistinguishedName: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Well-known extended key usages.
-public enum ExtendedKeyUsage: String, Sendable, Hashable, CaseIterable {
+package enum ExtendedKeyUsage: String, Sendable, Hashable, CaseIterable {
     case serverAuth = "1.3.6.1.5.5.7.3.1"
     case clientAuth = "1.3.6.1.5.5.7.3.2"
     case ikeIntermediate = "1.3.6.1.5.5.8.2.2"
-    public var oid: String { rawValue }
+    package var oid: String { rawValue }
 }
 
 /// keyUsage bits.
-public struct KeyUsage: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt32
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-    public static let digitalSignature = KeyUsage(rawValue: 0x80)
-    public static let keyEncipherment = KeyUsage(rawValue: 0x20)
-    public static let keyCertSign = KeyUsage(rawValue: 0x04)
-    public static let cRLSign = KeyUsage(rawValue: 0x02)
+package struct KeyUsage: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+    package static let digitalSignature = KeyUsage(rawValue: 0x80)
+    package static let keyEncipherment = KeyUsage(rawValue: 0x20)
+    package static let keyCertSign = KeyUsage(rawValue: 0x04)
+    package static let cRLSign = KeyUsage(rawValue: 0x02)
 
     var extensionText: String {
         var parts: [String] = []
@@ -126,13 +126,13 @@ public struct KeyUsage: OptionSet, Sendable, Hashable {
 
 /// An X.509 certificate (immutable; safe to share across threads).
 // @unchecked Sendable: immutable after init. The X509 behind the `let` is only read.
-public final class X509Certificate: @unchecked Sendable {
+package final class X509Certificate: @unchecked Sendable {
     let x509: OpaquePointer
 
     init(owning x509: OpaquePointer) { self.x509 = x509 }
     deinit { X509_free(x509) }
 
-    public convenience init(pem: String) throws {
+    package convenience init(pem: String) throws {
         ERR_clear_error()
         let bio = try MemoryBIO(bytes: Array(pem.utf8))
         guard let x509 = PEM_read_bio_X509(bio.bio, nil, nil, nil) else {
@@ -141,7 +141,7 @@ public final class X509Certificate: @unchecked Sendable {
         self.init(owning: x509)
     }
 
-    public convenience init(der: [UInt8]) throws {
+    package convenience init(der: [UInt8]) throws {
         ERR_clear_error()
         let x509: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -152,24 +152,24 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// PEM of `der` (armoured in Swift: no allocation inside libcrypto that could fail).
-    public var pem: String { PEMArmour.wrap(der, label: "CERTIFICATE") }
+    package var pem: String { PEMArmour.wrap(der, label: "CERTIFICATE") }
 
     /// The DER encoding. A parsed or signed certificate keeps its encoding inside libcrypto, so this
     /// does not fail in practice; if it ever did, the result is empty (which every reader refuses)
     /// instead of a trap.
-    public var der: [UInt8] { (try? derEncode { i2d_X509(x509, $0) }) ?? [] }
+    package var der: [UInt8] { (try? derEncode { i2d_X509(x509, $0) }) ?? [] }
 
     /// Serial number, big-endian magnitude.
-    public var serial: [UInt8] { integerBytes(X509_get0_serialNumber(x509)) }
-    public var serialHex: String { hexString(serial) }
+    package var serial: [UInt8] { integerBytes(X509_get0_serialNumber(x509)) }
+    package var serialHex: String { hexString(serial) }
 
-    public var notBefore: Date { ASN1Time.date(X509_get0_notBefore(x509)) ?? .distantPast }
-    public var notAfter: Date { ASN1Time.date(X509_get0_notAfter(x509)) ?? .distantPast }
+    package var notBefore: Date { ASN1Time.date(X509_get0_notBefore(x509)) ?? .distantPast }
+    package var notAfter: Date { ASN1Time.date(X509_get0_notAfter(x509)) ?? .distantPast }
 
-    public var subject: DistinguishedName { DistinguishedName.read(X509_get_subject_name(x509)) }
-    public var issuer: DistinguishedName { DistinguishedName.read(X509_get_issuer_name(x509)) }
+    package var subject: DistinguishedName { DistinguishedName.read(X509_get_subject_name(x509)) }
+    package var issuer: DistinguishedName { DistinguishedName.read(X509_get_issuer_name(x509)) }
 
-    public var subjectAlternativeNames: [GeneralName] {
+    package var subjectAlternativeNames: [GeneralName] {
         guard let raw = X509_get_ext_d2i(x509, NID_subject_alt_name, nil, nil) else { return [] }
         let names = OpaquePointer(raw)
         defer { vpnprov_GENERAL_NAMES_free(names) }
@@ -189,7 +189,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// Extended key usage OIDs in dotted form.
-    public var extendedKeyUsageOIDs: [String] {
+    package var extendedKeyUsageOIDs: [String] {
         guard let raw = X509_get_ext_d2i(x509, NID_ext_key_usage, nil, nil) else { return [] }
         let usages = OpaquePointer(raw)
         defer { vpnprov_EXTENDED_KEY_USAGE_free(usages) }
@@ -197,7 +197,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// Certificate policy OIDs in dotted form, in the certificate's order (empty without the extension).
-    public var certificatePolicyOIDs: [String] {
+    package var certificatePolicyOIDs: [String] {
         guard let raw = X509_get_ext_d2i(x509, NID_certificate_policies, nil, nil) else { return [] }
         let policies = OpaquePointer(raw)
         defer { vpnprov_CERTIFICATEPOLICIES_free(policies) }
@@ -205,44 +205,44 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// keyUsage bits (empty when the extension is absent).
-    public var keyUsage: KeyUsage {
+    package var keyUsage: KeyUsage {
         let flags = X509_get_extension_flags(x509)
         guard flags & UInt32(EXFLAG_KUSAGE) != 0 else { return [] }
         return KeyUsage(rawValue: X509_get_key_usage(x509))
     }
 
     /// basicConstraints cA is true.
-    public var isCA: Bool { X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 }
+    package var isCA: Bool { X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 }
 
     /// Dotted OIDs of all extensions, and which of them are critical.
-    public var extensions: [(oid: String, critical: Bool)] {
+    package var extensions: [(oid: String, critical: Bool)] {
         (0..<X509_get_ext_count(x509)).compactMap { i in
             guard let ext = X509_get_ext(x509, i) else { return nil }
             return (objectText(X509_EXTENSION_get_object(ext)), X509_EXTENSION_get_critical(ext) == 1)
         }
     }
 
-    public var subjectKeyIdentifier: [UInt8]? {
+    package var subjectKeyIdentifier: [UInt8]? {
         _ = X509_get_extension_flags(x509)
         guard let id = X509_get0_subject_key_id(x509) else { return nil }
         return asn1StringBytes(id)
     }
 
-    public var authorityKeyIdentifier: [UInt8]? {
+    package var authorityKeyIdentifier: [UInt8]? {
         _ = X509_get_extension_flags(x509)
         guard let id = X509_get0_authority_key_id(x509) else { return nil }
         return asn1StringBytes(id)
     }
 
     /// Signature algorithm short name, e.g. "ecdsa-with-SHA256".
-    public var signatureAlgorithm: String { String(cString: OBJ_nid2sn(X509_get_signature_nid(x509))) }
+    package var signatureAlgorithm: String { String(cString: OBJ_nid2sn(X509_get_signature_nid(x509))) }
 
-    public var fingerprintSHA256: [UInt8] { Digest.sha256(der) }
+    package var fingerprintSHA256: [UInt8] { Digest.sha256(der) }
 
     /// DER SubjectPublicKeyInfo of the certified key (as `PrivateKey.publicKeyDER()` of its key).
     /// The certificate's own SubjectPublicKeyInfo is re-encoded as stored, without OpenSSL 3's
     /// key encoder, which is costly (docs/benchmarks.md, "Why the code is shaped this way").
-    public func publicKeyDER() throws -> [UInt8] {
+    package func publicKeyDER() throws -> [UInt8] {
         guard let spki = X509_get_X509_PUBKEY(x509) else {
             throw CryptoError.openSSL("the certificate has no public key")
         }
@@ -250,7 +250,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// The public key's algorithm.
-    public var publicKeyAlgorithm: KeyAlgorithm? {
+    package var publicKeyAlgorithm: KeyAlgorithm? {
         guard let pub = X509_get0_pubkey(x509) else { return nil }
         switch EVP_PKEY_get_base_id(pub) {
         case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pub)))
@@ -261,7 +261,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// True when `issuer`'s key verifies this certificate's signature.
-    public func isSigned(by issuer: X509Certificate) -> Bool {
+    package func isSigned(by issuer: X509Certificate) -> Bool {
         guard let pub = X509_get0_pubkey(issuer.x509) else { return false }
         ERR_clear_error()
         defer { ERR_clear_error() }
@@ -269,7 +269,7 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// Parses every certificate in a PEM bundle.
-    public static func all(pem: String) throws -> [X509Certificate] {
+    package static func all(pem: String) throws -> [X509Certificate] {
         var out: [X509Certificate] = []
         var rest = Substring(pem)
         let end = "-----END CERTIFICATE-----"

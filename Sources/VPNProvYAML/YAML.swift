@@ -1,45 +1,45 @@
 internal import CYAML
 
 /// A position in a YAML source: 1-based line and column (columns count characters, not bytes).
-public struct YAMLMark: Sendable, Hashable, CustomStringConvertible {
-    public var line: Int
-    public var column: Int
-    public init(line: Int, column: Int) {
+package struct YAMLMark: Sendable, Hashable, CustomStringConvertible {
+    package var line: Int
+    package var column: Int
+    package init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
-    public var description: String { "\(line):\(column)" }
+    package var description: String { "\(line):\(column)" }
 }
 
 /// One node of a loaded YAML document, with the position where it starts.
 /// Aliases are already resolved (the aliased node appears again, with the anchor's position).
-public struct YAMLNode: Sendable, Hashable {
+package struct YAMLNode: Sendable, Hashable {
     /// One `key: value` entry of a mapping, in source order.
-    public struct Pair: Sendable, Hashable {
-        public var key: YAMLNode
-        public var value: YAMLNode
-        public init(key: YAMLNode, value: YAMLNode) {
+    package struct Pair: Sendable, Hashable {
+        package var key: YAMLNode
+        package var value: YAMLNode
+        package init(key: YAMLNode, value: YAMLNode) {
             self.key = key
             self.value = value
         }
     }
 
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// A scalar's text; `plain` is true when it was written unquoted (not quoted, not a block scalar).
         case scalar(String, plain: Bool)
         case sequence([YAMLNode])
         case mapping([Pair])
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// Where the node starts (1-based).
-    public var line: Int
-    public var column: Int
+    package var line: Int
+    package var column: Int
     /// Where the node ends (1-based; the position just after its last character).
-    public var endLine: Int
-    public var endColumn: Int
+    package var endLine: Int
+    package var endColumn: Int
 
-    public init(kind: Kind, line: Int, column: Int, endLine: Int? = nil, endColumn: Int? = nil) {
+    package init(kind: Kind, line: Int, column: Int, endLine: Int? = nil, endColumn: Int? = nil) {
         self.kind = kind
         self.line = line
         self.column = column
@@ -47,22 +47,22 @@ public struct YAMLNode: Sendable, Hashable {
         self.endColumn = endColumn ?? column
     }
 
-    public var mark: YAMLMark { YAMLMark(line: line, column: column) }
+    package var mark: YAMLMark { YAMLMark(line: line, column: column) }
 
     /// The scalar's text, or nil for collections.
-    public var scalar: String? {
+    package var scalar: String? {
         if case .scalar(let s, _) = kind { return s }
         return nil
     }
 
     /// True for a plain scalar YAML reads as null: empty, `~`, `null`, `Null`, `NULL`.
-    public var isNull: Bool {
+    package var isNull: Bool {
         guard case .scalar(let s, let plain) = kind, plain else { return false }
         return s.isEmpty || s == "~" || s == "null" || s == "Null" || s == "NULL"
     }
 
     /// A short human name of the node's kind, for messages ("a mapping", "a list", "a string").
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch kind {
         case .scalar: return isNull ? "null" : "a scalar"
         case .sequence: return "a list"
@@ -71,7 +71,7 @@ public struct YAMLNode: Sendable, Hashable {
     }
 
     /// Hashes what `hasSameContent` compares (text and structure, not positions or quoting style).
-    public func hashContent(into hasher: inout Hasher) {
+    package func hashContent(into hasher: inout Hasher) {
         switch kind {
         case .scalar(let s, _):
             hasher.combine(0)
@@ -91,7 +91,7 @@ public struct YAMLNode: Sendable, Hashable {
     }
 
     /// Structural equality ignoring positions and quoting style (what YAML means by "the same key").
-    public func hasSameContent(as other: YAMLNode) -> Bool {
+    package func hasSameContent(as other: YAMLNode) -> Bool {
         switch (kind, other.kind) {
         case (.scalar(let a, _), .scalar(let b, _)):
             return a == b
@@ -108,8 +108,8 @@ public struct YAMLNode: Sendable, Hashable {
 
 /// Why a YAML document could not be loaded. `mark` is where the problem is; `otherMark` points at
 /// the other party when there is one (the first definition of a duplicated key).
-public struct YAMLError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
+package struct YAMLError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable {
         /// libyaml rejected the text (scanner/parser error), or an unknown alias.
         case syntax
         /// The stream holds more than one document.
@@ -130,51 +130,51 @@ public struct YAMLError: Error, Sendable, Hashable, CustomStringConvertible {
         case tag
     }
 
-    public var kind: Kind
-    public var message: String
-    public var mark: YAMLMark?
-    public var otherMark: YAMLMark?
+    package var kind: Kind
+    package var message: String
+    package var mark: YAMLMark?
+    package var otherMark: YAMLMark?
 
-    public init(_ kind: Kind, _ message: String, at mark: YAMLMark?, other: YAMLMark? = nil) {
+    package init(_ kind: Kind, _ message: String, at mark: YAMLMark?, other: YAMLMark? = nil) {
         self.kind = kind
         self.message = message
         self.mark = mark
         self.otherMark = other
     }
 
-    public var description: String {
+    package var description: String {
         (mark.map { "\($0): " } ?? "") + message
     }
 }
 
 /// Loads one YAML document with libyaml's event API into `YAMLNode`s, with limits that make
 /// hostile input (alias bombs, deep nesting, huge scalars) fail fast with bounded memory.
-public struct YAMLLoader: Sendable {
-    public struct Limits: Sendable, Hashable {
+package struct YAMLLoader: Sendable {
+    package struct Limits: Sendable, Hashable {
         /// Total nodes produced, counting every alias expansion.
-        public var maxNodes: Int = 1_000_000
+        package var maxNodes: Int = 1_000_000
         /// Number of alias references.
-        public var maxAliases: Int = 10_000
+        package var maxAliases: Int = 10_000
         /// Nesting depth of collections.
-        public var maxDepth: Int = 256
+        package var maxDepth: Int = 256
         /// Bytes in one scalar.
-        public var maxScalarBytes: Int = 1 << 20
-        public init() {}
+        package var maxScalarBytes: Int = 1 << 20
+        package init() {}
     }
 
-    public var limits: Limits
+    package var limits: Limits
 
-    public init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
     }
 
     /// Loads the single document of `bytes` (UTF-8, optional BOM). Nil when the stream has no document
     /// (empty, or only comments).
-    public static func load(bytes: [UInt8]) throws(YAMLError) -> YAMLNode? {
+    package static func load(bytes: [UInt8]) throws(YAMLError) -> YAMLNode? {
         try YAMLLoader().load(bytes: bytes)
     }
 
-    public func load(bytes: [UInt8]) throws(YAMLError) -> YAMLNode? {
+    package func load(bytes: [UInt8]) throws(YAMLError) -> YAMLNode? {
         try Self.checkEncoding(bytes)
         // libyaml skips a BOM only when it detects the encoding itself; the encoding is fixed to UTF-8
         // here, so drop the BOM first (it takes no column).

@@ -5,7 +5,7 @@ import Testing
 /// The generated deploy/ (inventory, site.yml, vpnprov_node role) run by a real ansible-playbook over SSH
 /// against two nodes, each a network namespace with its own /etc, sshd and charon (see `AnsibleLab`), and
 /// real strongSwan clients connecting through the nodes after every rollout.
-@Suite(.serialized) struct AnsibleRolloutTests {
+@Suite struct AnsibleRolloutTests {
     /// Role variables of every run here: the lab's charons are started by the harness, not by systemd,
     /// and the packages are installed already; the nodes' Python is the system one.
     static let labVariables = [
@@ -126,7 +126,7 @@ import Testing
     static func recap(_ result: CommandResult) -> [String: PlayRecap] { PlayRecap.parse(result.stdout) }
 
     @Test(.ansible, .timeLimit(.minutes(60)))
-    func rollsOutRevokesLiveTunnelsIsIdempotentAndStopsAtABrokenNode() throws {
+    func rollsOutRevokesLiveTunnelsIsIdempotentAndStopsAtABrokenNode() async throws {
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
         let lab = try AnsibleLab.start(nodes: ["n1", "n2"])
@@ -156,7 +156,7 @@ import Testing
         // printed.
         try fleet.generate(version: 1)
         let secretsV1 = try fleet.secrets()
-        let first = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v", "--diff"])
+        let first = try await lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v", "--diff"])
         try #require(first.succeeded, "first rollout: \(first)")
         // Compared as a Bool, so a failure never prints the secret.
         let firstLeaks = secretsV1.contains { first.output.contains($0) }
@@ -241,7 +241,7 @@ import Testing
 
         // 3. Revoke bob (tunnel up), add dave, drop n1's IKEv1 service; generate; roll out.
         try fleet.generate(version: 2)
-        let second = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v"])
+        let second = try await lab.playbook(fleet.playbookArguments + Self.labVariables + ["-v"])
         try #require(second.succeeded, "second rollout: \(second)")
         #expect(
             second.stdout.contains("changed: [n1] => {\"changed\": true, \"loaded\": [], \"terminated\": [\""),
@@ -281,7 +281,7 @@ import Testing
         #expect(!(try lab.swanctl(n1, ["--list-conns"])).stdout.contains("ipsec-xauth-psk"))
 
         // 4. Nothing changed: nothing to do.
-        let third = try lab.playbook(fleet.playbookArguments + Self.labVariables)
+        let third = try await lab.playbook(fleet.playbookArguments + Self.labVariables)
         try #require(third.succeeded, "third rollout: \(third)")
         #expect(Self.recap(third)["n1"]?.changed == 0 && Self.recap(third)["n2"]?.changed == 0, "\(Self.recap(third))")
         for node in [n1, n2] {
@@ -293,7 +293,7 @@ import Testing
         // 5. Check mode on a changed tree: it reports changes and changes nothing.
         try fleet.generate(version: 3)
         let before = (try Self.snapshot(n1), try Self.snapshot(n2))
-        let check = try lab.playbook(fleet.playbookArguments + Self.labVariables + ["--check", "--diff"])
+        let check = try await lab.playbook(fleet.playbookArguments + Self.labVariables + ["--check", "--diff"])
         try #require(check.succeeded, "check mode: \(check)")
         #expect((Self.recap(check)["n1"]?.changed ?? 0) > 0, "check mode reports what it would change")
         #expect(
@@ -311,7 +311,7 @@ import Testing
 
         // 6. A broken node: n1's charon is down. The rollout fails there and never reaches n2.
         lab.stopCharon(n1)
-        let broken = try lab.playbook(fleet.playbookArguments + Self.labVariables)
+        let broken = try await lab.playbook(fleet.playbookArguments + Self.labVariables)
         #expect(!broken.succeeded, "the rollout must fail")
         #expect(Self.recap(broken)["n1"]?.failed == 1, "\(Self.recap(broken))")
         #expect((Self.recap(broken)["n2"]?.ok ?? 0) == 0, "n2 must not be touched: \(Self.recap(broken))")
@@ -327,7 +327,7 @@ import Testing
             "-i", fleet.out.appendingPathComponent("deploy/inventory.yml").path,
             fleet.out.appendingPathComponent("deploy/retire.yml").path, "--limit", "n2",
         ]
-        let retired = try lab.playbook(retireArguments + Self.labVariables)
+        let retired = try await lab.playbook(retireArguments + Self.labVariables)
         try #require(retired.succeeded, "retire: \(retired)")
         #expect(!(try lab.run(n2, ["nft", "list", "table", "inet", "vpnprov"])).succeeded, "n2's table is gone")
         #expect(try lab.run(n2, ["nft", "list", "table", "inet", "operator"]).succeeded, "the operator's table stayed")
@@ -340,7 +340,7 @@ import Testing
         #expect(
             !(try lab.swanctl(n2, ["--list-conns"])).stdout.contains("ikev2-eap"),
             "n2's charon still has vpnprov's connections")
-        let retiredAgain = try lab.playbook(retireArguments + Self.labVariables)
+        let retiredAgain = try await lab.playbook(retireArguments + Self.labVariables)
         #expect(
             retiredAgain.succeeded && Self.recap(retiredAgain)["n2"]?.changed == 0,
             "retire twice: \(Self.recap(retiredAgain))")
@@ -401,15 +401,15 @@ import Testing
         "Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 5.9 node)",
         .ansible,
         .timeLimit(.minutes(30)))
-    func revocationTakesEffectOnTheLiveNode() throws { try revocationScenario(build: .host) }
+    func revocationTakesEffectOnTheLiveNode() async throws { try await revocationScenario(build: .host) }
 
     @Test(
         "Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 6.0 node)",
         .ansible,
         .strongSwan6, .timeLimit(.minutes(30)))
-    func revocationTakesEffectOnTheLiveNode6() throws { try revocationScenario(build: .trixie) }
+    func revocationTakesEffectOnTheLiveNode6() async throws { try await revocationScenario(build: .trixie) }
 
-    func revocationScenario(build: StrongSwanBuild) throws {
+    func revocationScenario(build: StrongSwanBuild) async throws {
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
         try build.require()
@@ -437,8 +437,8 @@ import Testing
                 out.appendingPathComponent("deploy/site.yml").path,
             ]
             + Self.labVariables
-        func rollout(_ what: String) throws -> CommandResult {
-            let result = try lab.playbook(arguments + ["-v"])
+        func rollout(_ what: String) async throws -> CommandResult {
+            let result = try await lab.playbook(arguments + ["-v"])
             guard result.succeeded else { throw HarnessError("\(build): rollout \(what): \(result)") }
             return result
         }
@@ -453,7 +453,7 @@ import Testing
         #expect(daemon.stdout.contains(build.version), "n1 runs charon \(build.version): \(daemon)")
 
         try generate(1)
-        _ = try rollout("v1")
+        _ = try await rollout("v1")
 
         // Every user connects with the profile vpnprov wrote, copied away (later runs remove or replace it).
         let kept = dir.appendingPathComponent("profiles")
@@ -509,7 +509,7 @@ import Testing
         // Every revocation path at once: `vpnprov revoke bob`, dave marked revoked, carol, eve and gina removed.
         try vpnprov(["revoke", "bob"])
         try generate(2)
-        let revoked = try rollout("after the revocations")
+        let revoked = try await rollout("after the revocations")
         let after = try listing()
         for user in users where !["ann", "frank"].contains(user.name) {
             #expect(!after.contains("    \(user.presented)\n"), "\(build): \(user.name)'s IKE SA must be gone from n1")
@@ -540,9 +540,9 @@ import Testing
 
         // rotate-ca, rollout; --finish, rollout: frank's certificate from the retired CA is refused at once.
         try vpnprov(["rotate-ca"])
-        _ = try rollout("rotate-ca")
+        _ = try await rollout("rotate-ca")
         try vpnprov(["rotate-ca", "--finish"])
-        _ = try rollout("rotate-ca --finish")
+        _ = try await rollout("rotate-ca --finish")
         let frank = try #require(clients["frank"])
         _ = try? frank.terminate(ike: "n1-ikev2-cert", timeout: .seconds(3))
         let mark = lab.log(n1).utf8.count

@@ -334,7 +334,7 @@ final class AnsibleLab: @unchecked Sendable {
     }
 
     /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key.
-    func playbook(_ arguments: [String], timeout: Duration = .seconds(900)) throws -> CommandResult {
+    func playbook(_ arguments: [String], timeout: Duration = .seconds(900)) async throws -> CommandResult {
         let environment = [
             "PATH": AnsibleTools.binDirectory + ":/usr/sbin:/usr/bin:/sbin:/bin",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
@@ -350,7 +350,7 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_CONFIG": scratch.appendingPathComponent("no-ansible.cfg").path,
             "HOME": scratch.path,
         ]
-        return try Command.run(
+        return try await Command.runAwaiting(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
                 + [AnsibleTools.playbook] + arguments,

@@ -59,6 +59,20 @@ final class OneShot: @unchecked Sendable {
 /// Runs external tools with a deadline each, so a hang cannot stall the suite.
 /// Output goes to files (not pipes): a daemon that inherits the descriptors cannot block us.
 enum Command {
+    /// `run` on a thread of its own, awaited: a long run (ansible-playbook takes tens of seconds) then
+    /// holds none of the few threads Swift Testing runs tests on, and the rest of the suite goes on.
+    static func runAwaiting(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        timeout: Duration = .seconds(30)
+    ) async throws -> CommandResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
+            }.start()
+        }
+    }
+
     /// Runs `executable` to completion (or kills it at the deadline: SIGTERM, then SIGKILL).
     static func run(
         _ executable: String,

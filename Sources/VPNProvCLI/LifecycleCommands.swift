@@ -93,7 +93,7 @@ struct StatusCommand: Command {
             report = try StatusReport.make(
                 inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
         } catch let error as StateError {
-            output.error(RuleCode(error.code.rawValue), error.message)
+            output.error(error.code, error.message)
             return ExitCode.environment
         } catch {
             output.error(RuleCode("state-unreadable"), "\(error)")

@@ -147,7 +147,7 @@ extension Pipeline {
         case let error as PKIError:
             return (RuleCode(error.code.rawValue), error.message, error.isInventory ? .failure : .environment)
         case let error as StateError:
-            return (RuleCode(error.code.rawValue), error.message, .environment)
+            return (error.code, error.message, .environment)
         case let error as OutputError:
             return (.outputIO, error.message, .environment)
         default:

@@ -1,4 +1,4 @@
-import Synchronization
+import Foundation
 
 /// The points between writes that must leave the state and the output tree recoverable: every atomic
 /// write has two, when its temporary file is complete but not yet renamed (step 2k-1) and when it has
@@ -6,16 +6,27 @@ import Synchronization
 /// lock; the crash-safety tests' executable (`vpnprov-testhooks`) installs one that kills the process
 /// at a chosen step, through the same code paths a real run takes.
 package enum WriteSteps {
-    private static let hook = Mutex<(@Sendable () -> Void)?>(nil)
+    // @unchecked Sendable: lock-held. `body` is read and written only under `lock` (an NSLock, which
+    // ThreadSanitizer sees; it reported reads under Synchronization's Mutex here as races).
+    private final class Hook: @unchecked Sendable {
+        let lock = NSLock()
+        var body: (@Sendable () -> Void)?
+    }
+
+    private static let hook = Hook()
 
     /// Calls `body` at every write step from now on (test executables only).
     package static func install(_ body: @escaping @Sendable () -> Void) {
-        hook.withLock { $0 = body }
+        hook.lock.lock()
+        defer { hook.lock.unlock() }
+        hook.body = body
     }
 
     /// One write step happened.
     package static func step() {
-        let body = hook.withLock { $0 }
+        hook.lock.lock()
+        let body = hook.body
+        hook.lock.unlock()
         body?()
     }
 }

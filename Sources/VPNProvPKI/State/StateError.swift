@@ -7,25 +7,22 @@ import VPNProvSupport
 /// passphrase, I/O. Always the environment's problem (exit 3), never the inventory's. Messages never
 /// contain secret values.
 package struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
-    package struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        package let rawValue: String
-        package init(rawValue: String) { self.rawValue = rawValue }
-        package var description: String { rawValue }
-
-        package static let lockHeld = Code(rawValue: "state-locked")
-        package static let stateUnreadable = Code(rawValue: "state-unreadable")
-        package static let stateInconsistent = Code(rawValue: "state-inconsistent")
-        package static let caPassphrase = Code(rawValue: "ca-passphrase")
-        package static let io = Code(rawValue: "state-io")
-    }
-
-    package var code: Code
+    package var code: RuleCode
     package var message: String
 
-    package init(_ code: Code, _ message: String) {
+    package init(_ code: RuleCode, _ message: String) {
         self.code = code
         self.message = message
     }
 
     package var description: String { message }
+}
+
+/// The rule codes of `StateError` (docs/diagnostics.md lists them with the others).
+extension RuleCode {
+    package static let lockHeld = RuleCode("state-locked")
+    package static let stateUnreadable = RuleCode("state-unreadable")
+    package static let stateInconsistent = RuleCode("state-inconsistent")
+    package static let caPassphrase = RuleCode("ca-passphrase")
+    package static let io = RuleCode("state-io")
 }

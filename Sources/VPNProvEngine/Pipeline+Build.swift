@@ -197,7 +197,7 @@ extension Pipeline {
             } catch {
                 out.append(
                     .error(
-                        RuleCode(PKIError.Code.secretUnavailable.rawValue),
+                        .secretUnavailable,
                         "\(what): \(source.reference) cannot be read", at: location))
             }
             return nil

@@ -94,8 +94,8 @@ extension Pipeline {
             let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
             return .message(what == "node" ? .noSuchNode : .noSuchUser, "\(what) '\(name)' is not in \(file)\(hint)")
         }
-        func refuse(_ code: PKIError.Code, _ message: String, _ location: SourceLocation) -> Refusal {
-            .diagnostic(.error(RuleCode(code.rawValue), message, at: location))
+        func refuse(_ code: RuleCode, _ message: String, _ location: SourceLocation) -> Refusal {
+            .diagnostic(.error(code, message, at: location))
         }
         switch action {
         case .rotatePSK(let name):

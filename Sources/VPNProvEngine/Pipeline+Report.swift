@@ -145,7 +145,7 @@ extension Pipeline {
     static func failure(_ error: any Error) -> (code: RuleCode, message: String, outcome: Outcome) {
         switch error {
         case let error as PKIError:
-            return (RuleCode(error.code.rawValue), error.message, error.isInventory ? .failure : .environment)
+            return (error.code, error.message, error.isInventory ? .failure : .environment)
         case let error as StateError:
             return (error.code, error.message, .environment)
         case let error as OutputError:

@@ -59,9 +59,6 @@ extension OutputTree {
         }
     }
 
-    /// `.<name>.tmp-<digits>`: a file staged by a run (`Session.temporaryName`), never an output.
-    static func isTemporaryName(_ name: String) -> Bool { AtomicWrite.isTemporaryName(name) }
-
     /// The whole file (a regular file, at most `limit` bytes), or nil: BoundedFile, the one reader of
     /// outside files, on a descriptor the tree opened without following links.
     static func readAll(_ fd: Int32, limit: Int) -> [UInt8]? {

@@ -299,7 +299,7 @@ extension OutputTree {
             var leftovers: [String] = []
             try? listFiles(root, prefix: "") { path in
                 let name = path.split(separator: "/").last.map(String.init) ?? path
-                if isTemporaryName(name) { leftovers.append(path) }
+                if AtomicWrite.isTemporaryName(name) { leftovers.append(path) }
             }
             var removedTemporaries: [String] = []
             for path in leftovers {

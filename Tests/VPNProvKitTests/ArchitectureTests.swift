@@ -109,18 +109,13 @@ import Testing
     /// toolchain; `swift format -i -r Sources Tests Package.swift` fixes what this finds).
     @Test(.needs(.swiftFormat)) func sourcesAreFormatted() throws {
         try TestDependency.swiftFormat.require()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: TestDependency.swiftFormat.path)
-        process.arguments = ["lint", "--strict", "--recursive", "--parallel", "Sources", "Tests", "Package.swift"]
-        process.currentDirectoryURL = URL(fileURLWithPath: Self.root)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        // One pipe for both streams, read to its end before waiting: a long report cannot block.
-        let report = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0 && report.isEmpty, "swift-format lint:\n\(report.prefix(4000))")
+        let lint = try runTool(
+            [
+                TestDependency.swiftFormat.path, "lint", "--strict", "--recursive", "--parallel", "Sources", "Tests",
+                "Package.swift",
+            ],
+            in: Self.root)
+        #expect(lint.status == 0 && lint.output.isEmpty, "swift-format lint:\n\(lint.output.prefix(4000))")
     }
 
     static func firstMatch(_ pattern: String, in text: String) -> String? {

@@ -66,8 +66,8 @@ package final class DatabaseConnection {
         }
         connection = made
         guard PQstatus(connection) == CONNECTION_OK else {
+            // deinit finishes the connection (the object is complete here).
             let message = Self.scrub(String(cString: PQerrorMessage(connection)), secrets: self.secrets)
-            PQfinish(connection)
             throw DatabaseError(.connection, "cannot connect to the accounts database: \(message)")
         }
         _ = try query(

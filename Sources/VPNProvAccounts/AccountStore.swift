@@ -18,6 +18,14 @@ package struct AccountSummary: Sendable, Equatable, Encodable {
     package var disabled: Bool
     /// Open sessions as Simultaneous-Use counts them.
     package var openSessions: Int
+
+    package init(username: String, tier: String?, devices: Int?, disabled: Bool, openSessions: Int) {
+        self.username = username
+        self.tier = tier
+        self.devices = devices
+        self.disabled = disabled
+        self.openSessions = openSessions
+    }
 }
 
 /// One open session (a radacct row without a stop time).

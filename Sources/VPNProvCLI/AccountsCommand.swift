@@ -239,7 +239,9 @@ struct AccountsCommand: Command {
                 try arguments.value("devices").map { text throws(CLIError) in try Self.deviceCount(text) }
                 ?? deployment.deviceLimit
             try store.add(username: user, password: password!, tier: tier, devices: devices)
-            output.set("account", ["username": user, "tier": tier, "devices": String(devices)])
+            output.set(
+                "account",
+                AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
             output.result("added account '\(user)' (tier \(tier), \(devices) device\(devices == 1 ? "" : "s"))\n")
         case "set-tier":
             let user = self.user!

@@ -400,6 +400,30 @@ import VPNProvTestSupport
             let document = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
             let accounts = document?["accounts"] as? [[String: Any]]
             #expect(accounts?.map { $0["username"] as? String } == ["alice", "bob"])
+            // Every action's JSON document matches docs/json-output.schema.json.
+            if TestDependency.schemaPython.isPresent {
+                var files: [String] = []
+                for (n, arguments) in [
+                    ["migrate"], ["list"], ["sessions"], ["sessions", "bob"], ["disconnect", "bob"],
+                ]
+                .enumerated() {
+                    let result = try run(arguments + ["--format", "json"])
+                    #expect(result.status == 0, "\(arguments): \(result.err)")
+                    files.append(dir + "/doc-\(n).json")
+                    try result.out.write(toFile: files.last!, atomically: true, encoding: .utf8)
+                }
+                let carolPassword = "Carol-Pw-1618"
+                let carol = try run(
+                    ["add", "carol", "--tier", "free", "--password-stdin", "--format", "json"], stdin: carolPassword)
+                #expect(carol.status == 0, "\(carol.err)")
+                #expect(!carol.out.contains(carolPassword) && !carol.err.contains(carolPassword))
+                files.append(dir + "/doc-add.json")
+                try carol.out.write(toFile: files.last!, atomically: true, encoding: .utf8)
+                let check = try runTool(
+                    [TestDependency.schemaPython.path, MachineOutputTests.root + "/scripts/check-output", "json"]
+                        + files)
+                #expect(check.status == 0, "\(check.output)")
+            }
             #expect(try run(["enable", "bob"]).out == "account 'bob': enabled\n")
             #expect(try run(["sessions"]).out == "no open sessions\n")
             #expect(try run(["set-tier", "ghost", "pro"]).status == 2)

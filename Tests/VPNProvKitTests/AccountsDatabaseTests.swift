@@ -21,6 +21,15 @@ import VPNProvTestSupport
         try body(cluster)
     }
 
+    /// Runs `body` with a fresh server whose test database is migrated, and a store on it.
+    func withMigratedStore(_ body: (PostgresCluster, AccountStore) throws -> Void) throws {
+        try withCluster { cluster in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            _ = try Migrator.migrate(db, Self.migrations)
+            try body(cluster, AccountStore(db))
+        }
+    }
+
     static var migrations: [Migration] { AccountsCommand.migrations }
 
     @Test func theEmbeddedMigrationsAreTheFilesAndRecordThemselves() throws {
@@ -42,7 +51,7 @@ import VPNProvTestSupport
         }
     }
 
-    @Test func migrateAppliesOnceAndRefusesANewerDatabase() throws {
+    @Test func migrateAppliesOnceAndRefusesANewerOrForeignDatabase() throws {
         try withCluster { cluster in
             let db = try DatabaseConnection(conninfo: cluster.conninfo())
             let first = try Migrator.migrate(db, Self.migrations)
@@ -54,23 +63,19 @@ import VPNProvTestSupport
             // The role exists and cannot log in until the DBA says so.
             #expect(try cluster.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'radius'") == "f")
 
+            // Refused: a database newer than this vpnprov, and one with FreeRADIUS tables vpnprov did not create.
             try cluster.psql("INSERT INTO vpnprov_migrations (version, name) VALUES (2, 'from-the-future')")
-            #expect {
-                try Migrator.migrate(db, Self.migrations)
-            } throws: { error in
-                "\(error)".contains("at migration 2, but this vpnprov knows migrations up to 1")
-            }
-        }
-    }
-
-    @Test func aForeignFreeRADIUSSchemaIsNotAdopted() throws {
-        try withCluster { cluster in
-            try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)")
-            let db = try DatabaseConnection(conninfo: cluster.conninfo())
-            #expect {
-                try Migrator.migrate(db, Self.migrations)
-            } throws: { error in
-                "\(error)".contains("no vpnprov_migrations table")
+            try cluster.psql("CREATE DATABASE foreign", database: "postgres")
+            try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "foreign")
+            for (conninfo, reason) in [
+                (cluster.conninfo(), "at migration 2, but this vpnprov knows migrations up to 1"),
+                (cluster.conninfo(database: "foreign"), "no vpnprov_migrations table"),
+            ] {
+                #expect {
+                    try Migrator.migrate(DatabaseConnection(conninfo: conninfo), Self.migrations)
+                } throws: { error in
+                    "\(error)".contains(reason)
+                }
             }
         }
     }
@@ -79,10 +84,7 @@ import VPNProvTestSupport
     /// with the values FreeRADIUS would substitute and the class hook's two extra columns, run as
     /// the role `radius`: they work, and that role can do nothing else.
     @Test func freeRADIUSQueriesWorkAsTheRadiusRole() throws {
-        try withCluster { cluster in
-            let db = try DatabaseConnection(conninfo: cluster.conninfo())
-            _ = try Migrator.migrate(db, Self.migrations)
-            let store = AccountStore(db)
+        try withMigratedStore { cluster, store in
             try store.add(username: "alice", password: "correct horse", tier: "free", devices: 2)
             try cluster.psql(
                 "INSERT INTO radgroupreply (groupname, attribute, op, value) VALUES ('free', 'Session-Timeout', ':=', '3600')"
@@ -199,10 +201,7 @@ import VPNProvTestSupport
 
     /// vpn_check for every account tier against every node tier, and its reasons.
     @Test func theTierDecision() throws {
-        try withCluster { cluster in
-            let db = try DatabaseConnection(conninfo: cluster.conninfo())
-            _ = try Migrator.migrate(db, Self.migrations)
-            let store = AccountStore(db)
+        try withMigratedStore { cluster, store in
             try store.add(username: "f", password: "password1", tier: "free", devices: 1)
             try store.add(username: "p", password: "password2", tier: "pro", devices: 1)
             let answers = try cluster.psql(
@@ -221,10 +220,7 @@ import VPNProvTestSupport
 
     /// The account rows exactly as the contract says, and how each action changes them.
     @Test func accountRowsFollowTheContract() throws {
-        try withCluster { cluster in
-            let db = try DatabaseConnection(conninfo: cluster.conninfo())
-            _ = try Migrator.migrate(db, Self.migrations)
-            let store = AccountStore(db)
+        try withMigratedStore { cluster, store in
             func rows() throws -> String {
                 try cluster.psql(
                     "SELECT username, attribute, op, value FROM radcheck ORDER BY username, attribute; "

@@ -65,11 +65,11 @@ import VPNProvTestSupport
 
             // Refused: a database newer than this vpnprov, and one with FreeRADIUS tables vpnprov did not create.
             try cluster.psql("INSERT INTO vpnprov_migrations (version, name) VALUES (2, 'from-the-future')")
-            try cluster.psql("CREATE DATABASE foreign", database: "postgres")
-            try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "foreign")
+            try cluster.psql("CREATE DATABASE adopted", database: "postgres")
+            try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "adopted")
             for (conninfo, reason) in [
                 (cluster.conninfo(), "at migration 2, but this vpnprov knows migrations up to 1"),
-                (cluster.conninfo(database: "foreign"), "no vpnprov_migrations table"),
+                (cluster.conninfo(database: "adopted"), "no vpnprov_migrations table"),
             ] {
                 #expect {
                     try Migrator.migrate(DatabaseConnection(conninfo: conninfo), Self.migrations)

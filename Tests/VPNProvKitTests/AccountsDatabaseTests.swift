@@ -285,6 +285,31 @@ import VPNProvTestSupport
         }
     }
 
+    /// A statement over the timeout is cancelled and reported as such; a transaction whose body
+    /// throws leaves nothing behind; values travel as parameters, never as SQL text.
+    @Test func timeoutsTransactionsAndParameters() throws {
+        try withMigratedStore { cluster, store in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo(), statementTimeoutMilliseconds: 200)
+            #expect {
+                try db.query("SELECT pg_sleep(5)")
+            } throws: { error in
+                (error as? DatabaseError)?.kind == .timeout
+            }
+            struct Stop: Error {}
+            #expect(throws: Stop.self) {
+                try db.transaction {
+                    try db.execute("INSERT INTO vpn_tier (name, rank) VALUES ($1, $2)", ["gold", "20"])
+                    throw Stop()
+                }
+            }
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_tier WHERE name = 'gold'") == "0")
+            let hostile = "x'); DROP TABLE radcheck; --"
+            #expect(try db.query("SELECT $1::text, $2::text", [hostile, nil]) == [[hostile, nil]])
+            #expect(try cluster.psql("SELECT to_regclass('radcheck') IS NOT NULL") == "t")
+            _ = store
+        }
+    }
+
     /// libpq's errors reach the operator without the conninfo's password.
     @Test func connectionErrorsHideThePassword() throws {
         let dir = try temporaryDirectory("nosocket")
@@ -420,8 +445,25 @@ import VPNProvTestSupport
                         + files)
                 #expect(check.status == 0, "\(check.output)")
             }
-            #expect(try run(["enable", "bob"]).out == "account 'bob': enabled\n")
             #expect(try run(["sessions"]).out == "no open sessions\n")
+            #expect(try run(["enable", "bob"]).out == "account 'bob': enabled\n")
+
+            // An open session (an accounting Start row): listed, counted, and `disable` asks its node to end
+            // it; this node has no DAE target here, which is reported and fails the command.
+            try cluster.psql(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "framedipaddress, class, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', "
+                    + "TO_TIMESTAMP(1700000000), '10.27.1.5', 'pro', 'fra-1')")
+            #expect(
+                try run(["sessions", "alice"]).out == """
+                    ACCOUNT  NODE   ADDRESS    STARTED               TIER  SESSION
+                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  pro   s1
+
+                    """)
+            let disable = try run(["disable", "alice"])
+            #expect(disable.status == 1)
+            #expect(disable.out.contains("account 'alice': disabled"))
+            #expect(disable.out.contains("  fra-1: unknown-node"), "\(disable.out)")
             #expect(try run(["set-tier", "ghost", "pro"]).status == 2)
             #expect(try run(["frobnicate"]).err.contains("unknown action"))
 

@@ -187,6 +187,17 @@ package struct AccountStore {
             > 0
     }
 
+    /// Removes the account's rows (check items, reply items, tier). Its sessions and authentication
+    /// history stay in radacct and radpostauth.
+    package func delete(_ username: String) throws {
+        try requireAccount(username)
+        try db.transaction {
+            for table in ["radcheck", "radreply", "radusergroup"] {
+                try db.execute("DELETE FROM \(table) WHERE username = $1", [username])
+            }
+        }
+    }
+
     /// One check item per account and attribute (the unique index), replaced in place.
     private func setCheckItem(_ username: String, _ attribute: String, _ value: String) throws {
         try db.execute(

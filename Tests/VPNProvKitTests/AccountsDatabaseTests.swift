@@ -282,6 +282,9 @@ import VPNProvTestSupport
             #expect(try store.list().first?.disabled == false)
             #expect(throws: AccountError("no account 'ghost'")) { try store.setDevices("ghost", 2) }
             #expect(throws: AccountError("no account 'ghost'")) { try store.disable("ghost") }
+            try store.delete(user)
+            #expect(try rows() == "")
+            #expect(throws: AccountError("no account '\(user)'")) { try store.delete(user) }
         }
     }
 
@@ -464,6 +467,11 @@ import VPNProvTestSupport
             #expect(disable.status == 1)
             #expect(disable.out.contains("account 'alice': disabled"))
             #expect(disable.out.contains("  fra-1: unknown-node"), "\(disable.out)")
+            #expect(try run(["delete", "bob"]).out == "deleted account 'bob'\naccount 'bob': no open session\n")
+            #expect(
+                try run(["list"]).out.components(separatedBy: "\n").map { $0.prefix(5) } == [
+                    "ACCOU", "alice", "carol", "",
+                ])
             #expect(try run(["set-tier", "ghost", "pro"]).status == 2)
             #expect(try run(["frobnicate"]).err.contains("unknown action"))
 

@@ -38,6 +38,9 @@ package struct OpenSession: Sendable, Equatable, Encodable {
     package var framedAddress: String?
     /// ISO 8601, UTC.
     package var started: String?
+    /// The last accounting update (Start or Interim-Update), ISO 8601, UTC: a session not updated for
+    /// more than two accounting intervals is stale (a node that stopped without Stops).
+    package var updated: String?
     package var sessionID: String
     /// The tier the session was accepted with (RADIUS Class).
     package var tier: String?
@@ -238,7 +241,8 @@ package struct AccountStore {
         let rows = try db.query(
             """
             SELECT a.username, a.nasidentifier, host(a.nasipaddress), host(a.framedipaddress),
-                to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class
+                to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class,
+                to_char(a.acctupdatetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
             FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
             WHERE \(Self.openSession) AND ($1::text IS NULL OR a.username = $1)
             ORDER BY a.acctstarttime, a.radacctid
@@ -246,7 +250,7 @@ package struct AccountStore {
         return rows.map { row in
             OpenSession(
                 username: row[0] ?? "", node: row[1], nasAddress: row[2] ?? "", framedAddress: row[3], started: row[4],
-                sessionID: row[5] ?? "", tier: row[6])
+                updated: row[7], sessionID: row[5] ?? "", tier: row[6])
         }
     }
 }

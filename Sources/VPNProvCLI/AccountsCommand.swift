@@ -396,11 +396,10 @@ struct AccountsCommand: Command {
         let rows = sessions.map {
             [
                 $0.username, $0.node ?? "(\($0.nasAddress))", $0.framedAddress ?? "-", $0.started ?? "-",
-                $0.tier ?? "-",
-                $0.sessionID,
+                $0.updated ?? "-", $0.tier ?? "-", $0.sessionID,
             ]
         }
-        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "TIER", "SESSION"], rows)
+        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "UPDATED", "TIER", "SESSION"], rows)
     }
 
     static func columns(_ header: [String], _ rows: [[String]]) -> String {

@@ -152,7 +152,8 @@ import VPNProvTestSupport
                 sessions == [
                     OpenSession(
                         username: "alice", node: "fra-1", nasAddress: "192.0.2.1", framedAddress: "10.27.1.1",
-                        started: "2023-11-14T22:13:20Z", sessionID: "5f2a000000000001", tier: "free")
+                        started: "2023-11-14T22:13:20Z", updated: "2023-11-14T22:13:20Z", sessionID: "5f2a000000000001",
+                        tier: "free")
                 ])
             #expect(try store.list().first?.openSessions == 1)
 
@@ -455,12 +456,12 @@ import VPNProvTestSupport
             // it; this node has no DAE target here, which is reported and fails the command.
             try cluster.psql(
                 "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
-                    + "framedipaddress, class, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', "
-                    + "TO_TIMESTAMP(1700000000), '10.27.1.5', 'pro', 'fra-1')")
+                    + "acctupdatetime, framedipaddress, class, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', "
+                    + "TO_TIMESTAMP(1700000000), TO_TIMESTAMP(1700000300), '10.27.1.5', 'pro', 'fra-1')")
             #expect(
                 try run(["sessions", "alice"]).out == """
-                    ACCOUNT  NODE   ADDRESS    STARTED               TIER  SESSION
-                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  pro   s1
+                    ACCOUNT  NODE   ADDRESS    STARTED               UPDATED               TIER  SESSION
+                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  2023-11-14T22:18:20Z  pro   s1
 
                     """)
             let disable = try run(["disable", "alice"])

@@ -246,7 +246,7 @@ final class TestUDPSocket: @unchecked Sendable {
         let port = node.port
         func session(_ node: String?) -> OpenSession {
             OpenSession(
-                username: "carol", node: node, nasAddress: "192.0.2.1", framedAddress: nil, started: nil,
+                username: "carol", node: node, nasAddress: "192.0.2.1", framedAddress: nil, started: nil, updated: nil,
                 sessionID: "1", tier: "free")
         }
         let targets = DisconnectTargets { name in

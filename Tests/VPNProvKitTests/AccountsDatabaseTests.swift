@@ -396,6 +396,15 @@ import VPNProvTestSupport
             let addBob = try run(
                 ["add", "bob", "--tier", "pro", "--devices", "2", "--password-stdin"], stdin: bobPassword + "\n")
             #expect(addBob.status == 0, "\(addBob.err)")
+            // Without OpenSSL's legacy provider there is no MD4: a clear error, and no account.
+            let noLegacy = try binary(
+                ["accounts", "add", "dora", "--tier", "free", "--password-stdin"] + db, in: dir,
+                environment: environment.merging(["OPENSSL_MODULES": dir + "/no-such-modules"]) { $1 },
+                stdin: "Dora-Pw-5772\n")
+            all.append(noLegacy)
+            #expect(noLegacy.status == 3)
+            #expect(noLegacy.err.contains("legacy provider"), "\(noLegacy.err)")
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck WHERE username = 'dora'") == "0")
             #expect(
                 try cluster.psql("SELECT value FROM radcheck WHERE username = 'bob' AND attribute = 'NT-Password'")
                     == (try NTHash.hex(password: bobPassword)))

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import VPNProvAccounts
 import VPNProvCrypto
+import VPNProvEngine
 import VPNProvModel
 import VPNProvPKI
 import VPNProvSupport
@@ -17,31 +18,62 @@ struct AccountsDeployment {
 
     static let defaultDeviceLimit = 3
 
-    /// The deployment of this run. The conninfo comes from `--database env:VAR|file:PATH`; the
-    /// inventory's `accounts:` section (database, device_limit) and the state's per-node DAE secrets
-    /// take over here once the inventory model has them.
+    /// The deployment of this run, from the inventory's `accounts:` section (`--inventory`, else the
+    /// default inventory of the directory) and the state's per-node DAE secrets (`--state`, else
+    /// `state` beside the inventory). `--database env:VAR|file:PATH` names another conninfo; given
+    /// without `--inventory`, no inventory is read (no node can then be told to disconnect).
     static func load(_ arguments: ParsedArguments, _ context: CommandContext) throws(CLIError) -> AccountsDeployment {
-        guard let given = arguments.value("database") else {
-            throw CLIError.usage(
-                "no accounts database: pass --database env:VAR or --database file:PATH (a libpq conninfo)",
-                command: AccountsCommand.configuration.name)
+        var deployment = AccountsDeployment(conninfo: "", deviceLimit: defaultDeviceLimit, targets: .none)
+        var source: SecretSource?
+        var settings = SecretSettings()
+        var inventoryDirectory = context.currentDirectory
+        if let given = arguments.value("database") {
+            if given.hasPrefix("env:"), given.count > 4 {
+                source = .env(String(given.dropFirst(4)))
+            } else if given.hasPrefix("file:"), given.count > 5 {
+                source = .file(String(given.dropFirst(5)))
+            } else {
+                throw CLIError.usage(
+                    "invalid value for '--database <source>': expected env:VAR or file:PATH (the conninfo itself "
+                        + "may hold a password and never goes on the command line)",
+                    command: AccountsCommand.configuration.name)
+            }
         }
-        let source: SecretSource
-        if given.hasPrefix("env:"), given.count > 4 {
-            source = .env(String(given.dropFirst(4)))
-        } else if given.hasPrefix("file:"), given.count > 5 {
-            source = .file(String(given.dropFirst(5)))
-        } else {
-            throw CLIError.usage(
-                "invalid value for '--database <source>': expected env:VAR or file:PATH (the conninfo itself "
-                    + "may hold a password and never goes on the command line)",
-                command: AccountsCommand.configuration.name)
+        if source == nil || arguments.value("inventory") != nil {
+            let (display, path) = try CommonOptions.inventory(arguments.value("inventory"), context)
+            let loaded = try engine { () throws(EngineError) in
+                try Pipeline.loadInventory(display: display, path: path, strict: false, output: context.output)
+            }
+            guard let inventory = loaded.inventory else {
+                throw CLIError.usage(
+                    "\(display) has errors; 'vpnprov validate \(display)' lists them",
+                    command: AccountsCommand.configuration.name)
+            }
+            guard let accounts = inventory.accounts else {
+                throw CLIError.usage(
+                    "\(display) has no 'accounts:' section (docs/accounts.md)",
+                    command: AccountsCommand.configuration.name)
+            }
+            inventoryDirectory = (path as NSString).deletingLastPathComponent
+            settings = inventory.secrets
+            deployment.deviceLimit = accounts.deviceLimit
+            if source == nil {
+                guard let database = accounts.database else {
+                    throw CLIError.usage(
+                        "\(display): accounts.database is not set; it names the accounts database's connection string "
+                            + "(env:VAR or file:PATH)", command: AccountsCommand.configuration.name)
+                }
+                source = database
+            }
+            let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+            deployment.targets = try disconnectTargets(inventory, stateDirectory: state)
         }
+        guard let source else { return deployment }
         let conninfo: String?
         do {
             conninfo = try SecretResolver.resolve(
-                source, what: "accounts database", at: nil, inventoryDirectory: context.currentDirectory,
-                environment: context.environment)
+                source, what: "accounts database", at: nil, inventoryDirectory: inventoryDirectory,
+                environment: context.environment, settings: settings)
         } catch {
             throw CLIError.environment("\(error)")
         }
@@ -49,8 +81,30 @@ struct AccountsDeployment {
             throw CLIError.environment("accounts database: \(source.reference) is empty")
         }
         // A file ends with a newline; the conninfo does not.
-        let trimmed = conninfo.trimmingCharacters(in: .newlines)
-        return AccountsDeployment(conninfo: trimmed, deviceLimit: defaultDeviceLimit, targets: .none)
+        deployment.conninfo = conninfo.trimmingCharacters(in: .newlines)
+        return deployment
+    }
+
+    /// Every RADIUS node's Disconnect-Request listener: its address, and its secret from the state.
+    static func disconnectTargets(_ inventory: Inventory, stateDirectory: String) throws(CLIError) -> DisconnectTargets
+    {
+        let path = stateDirectory + "/secrets.json"
+        let secrets: SecretsFile
+        do {
+            secrets = try StateStore.decodeSecrets(
+                try BoundedFile.read(path, limit: BoundedFile.stateIndexLimit), path: path)
+        } catch {
+            throw CLIError.environment(
+                "cannot read the nodes' Disconnect-Request secrets from \(path): run 'vpnprov generate' first (\(error))"
+            )
+        }
+        var targets: [String: DisconnectTarget] = [:]
+        for node in inventory.nodes where node.usesRadius {
+            guard let secret = secrets.daeSecrets?[node.name] else { continue }
+            targets[node.name] = DisconnectTarget(
+                node: node.name, host: node.address, port: AccountsSettings.daePort, secret: secret)
+        }
+        return DisconnectTargets(targets)
     }
 }
 
@@ -80,10 +134,18 @@ struct AccountsCommand: Command {
         ],
         options: [
             .init(
+                "inventory", value: "file",
+                help:
+                    "The inventory whose accounts: section names the database and the RADIUS nodes (default: the directory's)."
+            ),
+            CommonOptions.state,
+            .init(
                 "database", value: "source",
-                help: "Where the accounts database's libpq conninfo is: env:VAR or file:PATH."),
+                help: "Another accounts database conninfo than accounts.database: env:VAR or file:PATH."),
             .init("tier", value: "tier", help: "add: the account's tier (free, pro)."),
-            .init("devices", value: "n", help: "add: how many devices may be connected at once (default 3)."),
+            .init(
+                "devices", value: "n",
+                help: "add: how many devices may be connected at once (default: accounts.device_limit, else 3)."),
             .init("password-file", value: "file", help: "add: read the password from this file (first line)."),
             .init("password-stdin", help: "add: read the password from standard input (first line)."),
             CommonOptions.format, CommonOptions.quiet,
@@ -144,7 +206,7 @@ struct AccountsCommand: Command {
                 "unexpected argument '\(extra.prefix(64))' for '\(action)'", command: Self.configuration.name)
         }
         let actionOptions = Set(arguments.values.keys).union(arguments.flags).subtracting([
-            "database", "format", "quiet",
+            "database", "inventory", "state", "format", "quiet",
         ])
         if let stray = actionOptions.subtracting(shape.options).sorted().first {
             throw CLIError.usage("'--\(stray)' is not an option of '\(action)'", command: Self.configuration.name)

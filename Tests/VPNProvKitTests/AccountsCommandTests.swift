@@ -30,7 +30,10 @@ import Testing
         refused(["list", "--tier", "pro"] + db, "'--tier' is not an option of 'list'")
         refused(["frobnicate"] + db, "unknown action 'frobnicate'")
         refused(["disabel", "carol"] + db, "did you mean 'disable'?")
-        refused(["list"], "no accounts database: pass --database")
+        refused(["list"], "no inventory given and none found")
+        try "vpnprov: 1\nname: acme\nnodes:\n  n1: { address: 192.0.2.1, pool: 10.1.0.0/24 }\n".write(
+            toFile: try #require(TestTemporaries.current) + "/inventory.yaml", atomically: true, encoding: .utf8)
+        refused(["list"], "inventory.yaml has no 'accounts:' section")
         refused(["list", "--database", "host=/tmp user=x password=Secret-77"], "expected env:VAR or file:PATH")
         #expect(!vpnprov(["accounts", "list", "--database", "password=Secret-77"]).err.contains("Secret-77"))
         // A password file that is not there is named, and nothing is printed from it.

@@ -105,6 +105,11 @@ package enum RadiusRenderer {
                     OutputFile(path: "radius/\(server.name)/\(file.path)", text: text, isPrivate: file.isPrivate))
             }
         }
+        // The database's migrations, for a DBA who applies them by hand (`vpnprov accounts migrate`
+        // applies the same files).
+        for migration in BuiltinMigrations.files {
+            files.append(OutputFile(path: "radius/migrations/\(migration.name)", text: migration.sql))
+        }
         return files.sorted { $0.path.precedesByUTF8($1.path) }
     }
 }

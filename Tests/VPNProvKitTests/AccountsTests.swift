@@ -188,6 +188,8 @@ import Testing
         // The catalogue says the app brings the account's own credentials, for password services only.
         let catalog = try Self.read(out + "/catalog/servers.json")
         #expect(catalog.components(separatedBy: "\"credentials\" : \"account\"").count - 1 == 4, "\(catalog)")
+        // The database's migrations ship beside the servers' directories.
+        #expect(try Self.read(out + "/radius/migrations/0001-accounts.sql").contains("CREATE FUNCTION vpn_check"))
         // Ansible knows the RADIUS servers.
         let hosts = try Self.read(out + "/deploy/inventory.yml")
         #expect(hosts.contains("vpnprov_radius:") && hosts.contains("\"rad-2\":"))

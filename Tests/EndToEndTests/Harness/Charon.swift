@@ -41,12 +41,15 @@ final class Charon: @unchecked Sendable {
     ///     `strongswan.d/vpnprov.conf`); absolute paths.
     ///   - extraSettings: more strongswan.conf text appended verbatim.
     ///   - build: which strongSwan runs (the host's by default).
+    ///   - extraPlugins: plugins charon loads beyond the build's list (e.g. `eap-radius` on a node whose
+    ///     password services go to RADIUS).
     static func start(
         in namespace: String,
         build: StrongSwanBuild = .host,
         label: String,
         settingsIncludes: [String] = [],
         extraSettings: String = "",
+        extraPlugins: [String] = [],
         timeout: Duration = .seconds(15)
     ) throws -> Charon {
         try build.require()
@@ -58,7 +61,7 @@ final class Charon: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
-        try charon.writeSettings(includes: settingsIncludes, extra: extraSettings)
+        try charon.writeSettings(includes: settingsIncludes, extra: extraSettings, extraPlugins: extraPlugins)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
         let output = try FileHandle(forWritingTo: stdoutURL)
@@ -89,11 +92,13 @@ final class Charon: @unchecked Sendable {
 
     /// The strongswan.conf of a harness charon: the plugin set, the vici socket (for charon and swanctl) and a
     /// file log.
-    static func settings(build: StrongSwanBuild, socketPath: String, logPath: String) -> String {
+    static func settings(
+        build: StrongSwanBuild, socketPath: String, logPath: String, extraPlugins: [String] = []
+    ) -> String {
         return """
             # written by the vpnprov end-to-end harness
             charon-systemd {
-              load = \(build.charonPlugins)
+              load = \(([build.charonPlugins] + extraPlugins).joined(separator: " "))
               plugins {
                 vici {
                   socket = unix://\(socketPath)
@@ -125,8 +130,8 @@ final class Charon: @unchecked Sendable {
             """
     }
 
-    private func writeSettings(includes: [String], extra: String) throws {
-        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath)
+    private func writeSettings(includes: [String], extra: String, extraPlugins: [String]) throws {
+        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath, extraPlugins: extraPlugins)
         for include in includes { text += "include \(include)\n" }
         text += extra
         if !text.hasSuffix("\n") { text += "\n" }

@@ -65,11 +65,14 @@ enum Command {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
         timeout: Duration = .seconds(30)
     ) async throws -> CommandResult {
+        try await onOwnThread { try run(executable, arguments, environment: environment, timeout: timeout) }
+    }
+
+    /// Runs `body` on a thread of its own, awaited (for long blocking work: a whole lab scenario). `body` must not
+    /// record test issues itself (the thread is outside the test's task); it returns what the test then checks.
+    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
-            }.start()
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
     }
 

@@ -85,6 +85,14 @@ final class FreeRADIUSServer: @unchecked Sendable {
         let exited = OneShot()
         process.terminationHandler = { _ in exited.fire() }
         self.exited = exited
+        // The child inherits the calling thread's signal mask, and a thread of the test process may block SIGTERM
+        // (seen: started from one, FreeRADIUS ignored SIGTERM and needed SIGKILL 5 s later; charon and the
+        // postmaster set their own masks, FreeRADIUS only installs handlers). Spawn with nothing blocked.
+        var none = sigset_t()
+        var mask = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &mask)
+        defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
         try process.run()
         self.process = process
         let deadline = ContinuousClock.now + timeout

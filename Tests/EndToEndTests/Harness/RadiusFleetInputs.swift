@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Testing
 
 /// A VPN node of the accounts scenario.
 struct RadiusNodeSpec: Sendable {
@@ -80,6 +81,8 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
         var generator = SystemRandomNumberGenerator()
         return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
+
+    static var isConfigured: Bool { !(ProcessInfo.processInfo.environment[environmentVariable] ?? "").isEmpty }
 
     init() throws {
         guard let path = ProcessInfo.processInfo.environment[Self.environmentVariable], !path.isEmpty else {
@@ -304,4 +307,16 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     var secrets: [String] { Array(radiusSecrets.values) + Array(daeSecrets.values) + Array(psks.values) }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// Runs the accounts scenario when its inputs are configured (`VPNPROV_RADIUS_INPUTS`), or when
+    /// `VPNPROV_REQUIRE_E2E=1` (then the missing inputs fail it).
+    static var radiusInputs: Self {
+        .enabled(
+            if: RadiusHandWrittenInputs.isConfigured || StrongSwanEnvironment.isRequired,
+            Comment(
+                rawValue: "\(RadiusHandWrittenInputs.environmentVariable) is not set: no node/RADIUS inputs for the "
+                    + "accounts scenario (set VPNPROV_REQUIRE_E2E=1 to make this a failure)"))
+    }
 }

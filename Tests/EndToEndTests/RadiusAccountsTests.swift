@@ -291,6 +291,27 @@ final class RadiusScenario: @unchecked Sendable {
             try disconnect(0, from: free, ikeVersion: 1)
             return "\(attempt.milliseconds) ms to the CHILD_SA"
         }
+        var seedSetups: [(label: String, setup: ClientSetup)] = []
+        step("the seed app's setups for the free node") {
+            seedSetups = try inputs.seedAppSetups(node: free.name, user: "alice", password: passwords["alice"]!)
+            return seedSetups.map(\.label).joined(separator: ", ")
+        }
+        for (label, setup) in seedSetups {
+            step("the seed app's code path (\(label), four fields) with a RADIUS account reaches the host behind") {
+                let client = try lab.client(0)
+                try client.loadAllCleanly(confFile: try setup.write(label: "seed-\(label)").confFile)
+                loadedConf[0] = nil
+                defer { _ = try? client.terminate(ike: setup.connectionName) }
+                let up = try client.initiate(child: setup.childName, ike: setup.connectionName, timeout: Self.timeout)
+                let nodeLog = try lab.nodeDaemon(free.name).log
+                try check(up.succeeded, "initiate: \(up)\n\(nodeLog.suffix(2000))")
+                guard let vip = try client.virtualIPs(ike: setup.connectionName).first(where: { !$0.contains(":") })
+                else { throw HarnessError("no IPv4 virtual IP") }
+                let ping = try lab.pingHostBehind(fromClient: 0, source: vip)
+                try check(ping.succeeded, "ping from \(vip) to the host behind \(free.name): \(ping)")
+                return "virtual IP \(vip)"
+            }
+        }
         for version in [2, 1] {
             step("free account refused by the pro node (RADIUS tier policy), IKEv\(version)") {
                 let marks = try radiusMarks()

@@ -39,6 +39,10 @@ protocol RadiusFleetInputs: AnyObject {
     func clientConnection(node: String, ikeVersion: Int) -> String
     var clientChild: String { get }
 
+    /// The seed app's code path for `node` (its catalogue entries' four fields → `SeedAppTranslator`), one client
+    /// setup per entry the seed's model can use, labelled by service.
+    func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)]
+
     /// Account operations, as the app backend (or `vpnprov accounts`) performs them.
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws
     func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws
@@ -247,6 +251,20 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
             label: "radius-client-\(user)", conf: w.text,
             files: ["x509ca/ca.pem": try SwanctlDirectory.contents(of: pki.caCert)])
         return dir.confFile
+    }
+
+    /// Hand-made catalogue entries as the seed app reads them: IKEv2 EAP (server certificate) and IKEv1 Main Mode
+    /// PSK + XAuth (an empty local ID keeps Apple's client out of Aggressive Mode, which the node does not offer).
+    func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)] {
+        guard let spec = nodes.first(where: { $0.name == node }) else { throw HarnessError("no node \(node)") }
+        let credentials = SeedAppTranslator.Credentials(
+            username: user, password: password, psk: psks[node], caPEM: try SwanctlDirectory.contents(of: pki.caCert))
+        return try [("IKEv2", false), ("IPSec", true)].map { proto, psk in
+            let entry: [String: Any] = [
+                "protocol": proto, "remoteID": "\(node).lab", "localID": "", "pskEnabled": psk, "host": spec.address,
+            ]
+            return (proto, try SeedAppTranslator.translate(entry: entry, credentials: credentials))
+        }
     }
 
     // MARK: accounts (FreeRADIUS's tables, as the app backend writes them)

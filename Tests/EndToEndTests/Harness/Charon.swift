@@ -17,14 +17,15 @@ final class Charon: @unchecked Sendable {
     let settingsPath: String
     let socketPath: String
     let logPath: String
-    private let process: Process
-    private let exited = OneShot()
+    private let process: DaemonProcess
     private var stopped = false
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
 
-    private init(namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: Process) {
+    private init(
+        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: DaemonProcess
+    ) {
         self.namespace = namespace
         self.build = build
         self.label = label
@@ -54,25 +55,19 @@ final class Charon: @unchecked Sendable {
     ) throws -> Charon {
         try build.require()
         let dir = try Scratch.makeDirectory("charon-\(label)")
-        let process = Process()
         // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec charon in place: the pid we hold is
         // charon's, so stopping it also ends the mount namespace of a tree build.
         let (executable, arguments) = build.command(in: namespace, StrongSwanBuild.charonPath, [])
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
-        try charon.writeSettings(includes: settingsIncludes, extra: extraSettings, extraPlugins: extraPlugins)
+        let settingsPath = dir.appendingPathComponent("strongswan.conf").path
+        try Self.settings(
+            build: build, socketPath: dir.appendingPathComponent("charon.vici").path,
+            logPath: dir.appendingPathComponent("charon.log").path, extraPlugins: extraPlugins,
+            includes: settingsIncludes, extra: extraSettings
+        ).write(toFile: settingsPath, atomically: true, encoding: .utf8)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        let output = try FileHandle(forWritingTo: stdoutURL)
-        defer { try? output.close() }
-        process.environment = ProcessInfo.processInfo.environment.merging(charon.environment) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        let exited = charon.exited
-        process.terminationHandler = { _ in exited.fire() }
-        try process.run()
+        let process = try DaemonProcess.start(
+            executable, arguments, environment: ["STRONGSWAN_CONF": settingsPath], outputPath: stdoutURL.path)
+        let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
 
         // Wait for the condition "socket exists" (or "daemon died"), polling with a deadline.
         let deadline = ContinuousClock.now + timeout
@@ -93,9 +88,10 @@ final class Charon: @unchecked Sendable {
     /// The strongswan.conf of a harness charon: the plugin set, the vici socket (for charon and swanctl) and a
     /// file log.
     static func settings(
-        build: StrongSwanBuild, socketPath: String, logPath: String, extraPlugins: [String] = []
+        build: StrongSwanBuild, socketPath: String, logPath: String, extraPlugins: [String] = [],
+        includes: [String] = [], extra: String = ""
     ) -> String {
-        return """
+        var text = """
             # written by the vpnprov end-to-end harness
             charon-systemd {
               load = \(([build.charonPlugins] + extraPlugins).joined(separator: " "))
@@ -128,28 +124,17 @@ final class Charon: @unchecked Sendable {
             }
 
             """
-    }
-
-    private func writeSettings(includes: [String], extra: String, extraPlugins: [String]) throws {
-        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath, extraPlugins: extraPlugins)
         for include in includes { text += "include \(include)\n" }
         text += extra
         if !text.hasSuffix("\n") { text += "\n" }
-        try text.write(toFile: settingsPath, atomically: true, encoding: .utf8)
+        return text
     }
 
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice.
     func stop(timeout: Duration = .seconds(5)) {
         if stopped { return }
         stopped = true
-        guard process.processIdentifier > 0 else { return }
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            if !exited.wait(for: timeout) {
-                kill(pid, SIGKILL)
-                _ = exited.wait(for: .seconds(5))
-            }
-        }
+        process.stop(timeout: timeout)
     }
 
     deinit { stop() }

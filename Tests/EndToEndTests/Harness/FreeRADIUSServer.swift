@@ -23,11 +23,10 @@ final class FreeRADIUSServer: @unchecked Sendable {
     let runDirectory: URL
     /// `-l`: where FreeRADIUS logs (every start of this server appends to it).
     let logPath: String
-    private var process: Process?
-    private var exited = OneShot()
+    private var process: DaemonProcess?
     private var silenced = false
 
-    var pid: Int32 { process?.processIdentifier ?? 0 }
+    var pid: Int32 { process?.pid ?? 0 }
     var isRunning: Bool { process?.isRunning ?? false }
 
     private init(namespace: String, label: String, configDirectory: String, environment: [String: String]) throws {
@@ -67,38 +66,17 @@ final class FreeRADIUSServer: @unchecked Sendable {
     func start(timeout: Duration = .seconds(20)) throws {
         if isRunning { return }
         let readyBefore = readyCount
-        let process = Process()
+        let stdoutPath = runDirectory.appendingPathComponent("stdout.log").path
         // `ip netns exec` execs FreeRADIUS in place: the pid we hold is the server's.
-        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
-        process.arguments = ["netns", "exec", namespace, Self.path, "-f", "-d", configDirectory, "-l", logPath]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let stdoutURL = runDirectory.appendingPathComponent("stdout.log")
-        if !FileManager.default.fileExists(atPath: stdoutURL.path) {
-            _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        }
-        let output = try FileHandle(forWritingTo: stdoutURL)
-        output.seekToEndOfFile()
-        defer { try? output.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        let exited = OneShot()
-        process.terminationHandler = { _ in exited.fire() }
-        self.exited = exited
-        // The child inherits the calling thread's signal mask, and a thread of the test process may block SIGTERM
-        // (seen: started from one, FreeRADIUS ignored SIGTERM and needed SIGKILL 5 s later; charon and the
-        // postmaster set their own masks, FreeRADIUS only installs handlers). Spawn with nothing blocked.
-        var none = sigset_t()
-        var mask = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &mask)
-        defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
-        try process.run()
+        let process = try DaemonProcess.start(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, Self.path, "-f", "-d", configDirectory, "-l", logPath],
+            environment: environment, outputPath: stdoutPath)
         self.process = process
         let deadline = ContinuousClock.now + timeout
         while readyCount <= readyBefore {
             if !process.isRunning || ContinuousClock.now > deadline {
-                let out = (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? ""
+                let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
                 let why = process.isRunning ? "timeout" : "exited"
                 stop()
                 throw HarnessError("FreeRADIUS (\(label)) did not become ready (\(why)):\n\(out)\n\(log.suffix(4000))")
@@ -111,15 +89,8 @@ final class FreeRADIUSServer: @unchecked Sendable {
 
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice; `start()` may follow.
     func stop(timeout: Duration = .seconds(5)) {
-        guard let process, process.processIdentifier > 0 else { return }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            if !exited.wait(for: timeout) {
-                kill(process.processIdentifier, SIGKILL)
-                _ = exited.wait(for: .seconds(5))
-            }
-        }
-        self.process = nil
+        process?.stop(timeout: timeout)
+        process = nil
     }
 
     /// Makes the server silent as a dead host is: its namespace drops every RADIUS packet (authentication

@@ -187,45 +187,34 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
         var w = SwanctlWriter()
         try w.section("connections") { w in
             for node in nodes {
-                try w.section(clientConnection(node: node.name, ikeVersion: 2)) { w in
-                    w.raw("version", "2")
-                    try w.set("remote_addrs", node.address)
-                    w.raw("vips", "0.0.0.0")
-                    w.raw("proposals", "aes256gcm16-prfsha256-ecp256")
-                    try w.section("local") { w in
-                        w.raw("auth", "eap-mschapv2")
-                        try w.set("id", user)
-                        try w.set("eap_id", user)
-                    }
-                    try w.section("remote") { w in
-                        w.raw("auth", "pubkey")
-                        try w.set("id", "\(node.name).lab")
-                    }
-                    w.section("children") { w in
-                        w.section(clientChild) { w in
-                            w.raw("remote_ts", RadiusLab.lanPrefix)
-                            w.raw("esp_proposals", "aes256gcm16-ecp256-modpnone")
+                for version in [2, 1] {
+                    try w.section(clientConnection(node: node.name, ikeVersion: version)) { w in
+                        w.raw("version", "\(version)")
+                        try w.set("remote_addrs", node.address)
+                        w.raw("vips", "0.0.0.0")
+                        w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
+                        if version == 2 {
+                            try w.section("local") { w in
+                                w.raw("auth", "eap-mschapv2")
+                                try w.set("id", user)
+                                try w.set("eap_id", user)
+                            }
+                        } else {
+                            w.section("local") { w in w.raw("auth", "psk") }
+                            try w.section("local-xauth") { w in
+                                w.raw("auth", "xauth")
+                                try w.set("xauth_id", user)
+                            }
                         }
-                    }
-                }
-                try w.section(clientConnection(node: node.name, ikeVersion: 1)) { w in
-                    w.raw("version", "1")
-                    try w.set("remote_addrs", node.address)
-                    w.raw("vips", "0.0.0.0")
-                    w.raw("proposals", "aes256-sha256-ecp256")
-                    w.section("local") { w in w.raw("auth", "psk") }
-                    try w.section("local-xauth") { w in
-                        w.raw("auth", "xauth")
-                        try w.set("xauth_id", user)
-                    }
-                    try w.section("remote") { w in
-                        w.raw("auth", "psk")
-                        try w.set("id", "\(node.name).lab")
-                    }
-                    w.section("children") { w in
-                        w.section(clientChild) { w in
-                            w.raw("remote_ts", RadiusLab.lanPrefix)
-                            w.raw("esp_proposals", "aes256gcm16")
+                        try w.section("remote") { w in
+                            w.raw("auth", version == 2 ? "pubkey" : "psk")
+                            try w.set("id", "\(node.name).lab")
+                        }
+                        w.section("children") { w in
+                            w.section(clientChild) { w in
+                                w.raw("remote_ts", RadiusLab.lanPrefix)
+                                w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
+                            }
                         }
                     }
                 }

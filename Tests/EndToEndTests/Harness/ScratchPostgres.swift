@@ -16,8 +16,7 @@ final class ScratchPostgres: @unchecked Sendable {
     let address: String
     let port = 5432
     let database: String
-    private var process: Process?
-    private let exited = OneShot()
+    private var process: DaemonProcess?
     var socketDirectory: String { directory.path }
     var dataDirectory: String { directory.appendingPathComponent("data").path }
     var logPath: String { directory.appendingPathComponent("postgres.log").path }
@@ -47,22 +46,14 @@ final class ScratchPostgres: @unchecked Sendable {
         hba.write(Data("host all all \(clients) trust\n".utf8))
         try hba.close()
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
-        process.arguments = [
-            "netns", "exec", namespace, setprivPath, "--reuid=postgres", "--regid=postgres", "--init-groups",
-            bin + "/postgres", "-D", pg.dataDirectory, "-k", pg.socketDirectory, "-c", "listen_addresses=\(address)",
-            "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-        ]
-        _ = FileManager.default.createFile(atPath: pg.logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: pg.logPath))
-        defer { try? log.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = log
-        process.standardError = log
-        let exited = pg.exited
-        process.terminationHandler = { _ in exited.fire() }
-        try process.run()
+        let process = try DaemonProcess.start(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", namespace, setprivPath, "--reuid=postgres", "--regid=postgres", "--init-groups",
+                bin + "/postgres", "-D", pg.dataDirectory, "-k", pg.socketDirectory, "-c",
+                "listen_addresses=\(address)", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
+                "full_page_writes=off",
+            ], outputPath: pg.logPath)
         pg.process = process
         do {
             let deadline = ContinuousClock.now + timeout
@@ -108,15 +99,8 @@ final class ScratchPostgres: @unchecked Sendable {
 
     /// SIGINT to the postmaster (fast shutdown), wait (bounded), then SIGKILL. Safe to call twice.
     func stop() {
-        guard let process, process.processIdentifier > 0 else { return }
-        self.process = nil
-        if process.isRunning {
-            kill(process.processIdentifier, SIGINT)
-            if !exited.wait(for: .seconds(15)) {
-                kill(process.processIdentifier, SIGKILL)
-                _ = exited.wait(for: .seconds(5))
-            }
-        }
+        process?.stop(signal: SIGINT, timeout: .seconds(15))
+        process = nil
     }
 
     deinit { stop() }

@@ -61,7 +61,12 @@ extension Pipeline {
         if let rotation = materials.rotation {
             servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
         }
-        for node in inventory.nodes { servers.append(materials.nodes[node.name]?.privateKeyPEM ?? "") }
+        for node in inventory.nodes {
+            let m = materials.nodes[node.name]
+            servers += [m?.privateKeyPEM ?? "", m?.radiusSecret ?? "", m?.daeSecret ?? ""]
+        }
+        // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
+        servers += [inventory.accounts.map { String(reflecting: $0) } ?? "", materials.radiusDatabase ?? ""]
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests
@@ -207,6 +212,13 @@ extension Pipeline {
             switch secret.owner {
             case .node(let name): psks[name] = value
             case .user(let name): passwords[name] = value
+            case .accounts:
+                if let value, let problem = ConnectionString.problem(value) {
+                    out.append(
+                        .error(
+                            .unrepresentableSecret, "\(secret.what) (\(secret.source.reference)) \(problem)",
+                            at: secret.location))
+                }
             }
         }
         return out + secretStrength(inventory, psks: psks, passwords: passwords)
@@ -217,6 +229,8 @@ extension Pipeline {
         enum Owner {
             case node(String)
             case user(String)
+            /// A connection string of `accounts:` (its key).
+            case accounts(String)
         }
         var owner: Owner
         var source: SecretSource
@@ -240,6 +254,15 @@ extension Pipeline {
                 ExternalSecret(
                     owner: .user(user.name), source: source, what: "user '\(user.name)' password",
                     location: user.location(of: "password")))
+        }
+        if let accounts = inventory.accounts {
+            for (key, source) in [("database", accounts.database), ("radius_database", accounts.radiusDatabase)] {
+                guard let source else { continue }
+                out.append(
+                    ExternalSecret(
+                        owner: .accounts(key), source: source, what: "accounts \(key)",
+                        location: accounts.location(of: key)))
+            }
         }
         return out
     }

@@ -169,6 +169,8 @@ extension Pipeline {
                             try stage(
                                 [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)]
                                     + CatalogRenderer.render(inventory: inventory)
+                                    + RadiusRenderer.render(
+                                        inventory: inventory, materials: materials, templates: templates)
                                     + DeployRenderer.render(inventory: inventory, templates: templates))
                         } catch {
                             session.discard(staged)

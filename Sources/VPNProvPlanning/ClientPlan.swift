@@ -152,7 +152,7 @@ package struct ClientPlan: Sendable, Hashable {
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             for node in nodes {
-                for service in node.services.sorted() {
+                for service in node.inventoryUserServices {
                     var devices = service.devices.filter { user.devices.contains($0) }
                     // Apple devices check an IPSec hybrid server against the IP address they dial
                     // (the validator warns `hybrid-apple-identity`).

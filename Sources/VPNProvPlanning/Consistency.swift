@@ -650,6 +650,19 @@ extension IdentityPattern {
     }
 }
 
+extension AuthMethod {
+    /// What a client does for a server round: through RADIUS, EAP is still EAP-MSCHAPv2 (the only
+    /// method the RADIUS servers offer) and XAuth still XAuth.
+    init(serverRound method: ServerAuthMethod) {
+        switch method {
+        case .pubkey: self = .pubkey
+        case .psk: self = .psk
+        case .eapMSCHAPv2, .eapRADIUS: self = .eapMSCHAPv2
+        case .xauth, .xauthRADIUS: self = .xauth
+        }
+    }
+}
+
 extension ServerView {
     /// The view of a node's server plan. `caCertificatePEM`: the CA the node's configuration ships.
     package init(_ plan: NodePlan, caCertificatePEM: String?) {
@@ -658,10 +671,10 @@ extension ServerView {
             connections: plan.connections.map { c in
                 ServerConnectionView(
                     name: c.name, version: c.version, aggressive: c.aggressive,
-                    localAuth: AuthMethod(rawValue: c.local.auth.rawValue)!, localID: c.local.id,
+                    localAuth: AuthMethod(serverRound: c.local.auth), localID: c.local.id,
                     remote: c.remote.map { r in
                         ServerRoundView(
-                            auth: AuthMethod(rawValue: r.auth.rawValue)!, id: IdentityPattern(r.id),
+                            auth: AuthMethod(serverRound: r.auth), id: IdentityPattern(r.id),
                             eapID: r.eapID.map(IdentityPattern.init),
                             certPolicies: r.certPolicies)
                     },

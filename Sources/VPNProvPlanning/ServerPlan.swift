@@ -42,6 +42,13 @@ package enum ServerAuthMethod: String, Sendable, Hashable {
     case psk
     case eapMSCHAPv2 = "eap-mschapv2"
     case xauth
+    /// EAP passed through to the RADIUS servers (strongSwan's eap-radius plugin).
+    case eapRADIUS = "eap-radius"
+    /// XAuth checked by the RADIUS servers (the eap-radius plugin's XAuth backend).
+    case xauthRADIUS = "xauth-radius"
+
+    /// An XAuth round, which authenticates no IKE identity.
+    package var isXAuth: Bool { self == .xauth || self == .xauthRADIUS }
 }
 
 /// A remote identity constraint: `%any` or one exact identity.
@@ -96,6 +103,9 @@ package struct RemoteAuthRound: Sendable, Hashable {
     /// Certificate policy OIDs the client certificate must carry (`cert_policy`; pubkey rounds): the
     /// node's access policy, so a certificate opens only the nodes its user may use.
     package var certPolicies: [String]
+    /// Groups the client must be a member of (`groups`): on a RADIUS node of a paid tier, the tier the
+    /// RADIUS server asserts in its Class attribute.
+    package var groups: [String] = []
     package init(
         section: String, auth: ServerAuthMethod, id: IdentityMatch, eapID: IdentityMatch? = nil,
         caCertificates: [String] = [], revocation: String? = nil, certPolicies: [String] = []
@@ -209,6 +219,9 @@ package struct NodeNetworkPlan: Sendable, Hashable {
     package var mss: NodeNetwork.MSS
     package var isolateClients: Bool
     package var ipsec: NodeNetwork.IPsecPath
+    /// On a RADIUS node: who may reach its Disconnect-Request listener (`accounts.disconnect_from`).
+    package var disconnectFrom: [CIDR] = []
+    package var daePort: Int?
     package init(
         pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
         isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
@@ -285,7 +298,7 @@ package enum ServerPlan {
     /// Users whose password this node must know: allowed on the node, not revoked, with a password,
     /// and only if the node offers a password service. Ordered by name (UTF-8 byte order).
     package static func passwordUsers(for node: Node, in inventory: Inventory) -> [User] {
-        guard node.services.contains(where: \.needsPassword) else { return [] }
+        guard node.inventoryUserServices.contains(where: \.needsPassword) else { return [] }
         // Positions are sorted, not the users: a fleet's user values are large to move around.
         let users = inventory.users
         return users.indices
@@ -318,7 +331,16 @@ package enum ServerPlan {
 
         let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
         let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
-        let eapRound = RemoteAuthRound(section: "remote", auth: .eapMSCHAPv2, id: .any, eapID: .any)
+        // A RADIUS node hands EAP and XAuth to the RADIUS servers, and checks the tier they assert
+        // itself: a free account is refused by a pro node even if a RADIUS server were to accept it.
+        let radius = node.usesRadius
+        let tierGroups = radius ? RadiusPlan.requiredGroups(for: node.tier) : []
+        var eapRound = RemoteAuthRound(
+            section: "remote", auth: radius ? .eapRADIUS : .eapMSCHAPv2, id: .any, eapID: .any)
+        eapRound.groups = tierGroups
+        var xauthRound = RemoteAuthRound(section: "remote-xauth", auth: radius ? .xauthRADIUS : .xauth, id: .any)
+        xauthRound.groups = tierGroups
+        let accountsText = radius ? " (accounts on the RADIUS servers)" : ""
 
         func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
             -> ServerConnection
@@ -337,13 +359,12 @@ package enum ServerPlan {
         ) -> ServerConnection {
             // PSK + XAuth: two rounds; Hybrid: XAuth as the first (only) round, server by certificate.
             let hybrid = service == .ipsecXauthHybrid
+            var hybridRound = xauthRound
+            hybridRound.id = remoteID
             let remote =
                 hybrid
-                ? [RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: remoteID)]
-                : [
-                    RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID),
-                    RemoteAuthRound(section: "remote-xauth", auth: .xauth, id: .any),
-                ]
+                ? [hybridRound]
+                : [RemoteAuthRound(section: "remote-psk", auth: .psk, id: remoteID), xauthRound]
             return ServerConnection(
                 name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
                 ikeProposals: IKEv1Proposals.ike(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
@@ -373,7 +394,8 @@ package enum ServerPlan {
         if offers.contains(.ikev2EAP) {
             connections.append(
                 v2(
-                    "ikev2-eap", .ikev2EAP, "IKEv2: server certificate, client EAP-MSCHAPv2 user/password",
+                    "ikev2-eap", .ikev2EAP,
+                    "IKEv2: server certificate, client EAP-MSCHAPv2 user/password" + accountsText,
                     local: serverCert, remote: [eapRound]))
         }
         if offers.contains(.ikev2PSKEAP) {
@@ -381,7 +403,8 @@ package enum ServerPlan {
             round.id = .exactly(pskEAPClientIdentity(in: inventory))
             connections.append(
                 v2(
-                    "ikev2-psk-eap", .ikev2PSKEAP, "IKEv2: server PSK, client EAP-MSCHAPv2 user/password",
+                    "ikev2-psk-eap", .ikev2PSKEAP,
+                    "IKEv2: server PSK, client EAP-MSCHAPv2 user/password" + accountsText,
                     local: serverPSK, remote: [round]))
         }
         if offers.contains(.ikev2PSK) {
@@ -394,13 +417,14 @@ package enum ServerPlan {
             connections.append(
                 v1(
                     "ipsec-xauth-psk-main", aggressive: false,
-                    summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)",
+                    summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)"
+                        + accountsText,
                     remoteID: .any))
             if let group = node.group {
                 connections.append(
                     v1(
                         "ipsec-xauth-psk-aggressive", aggressive: true,
-                        summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password",
+                        summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password" + accountsText,
                         remoteID: .exactly(.keyID(group))))
             }
         }
@@ -409,7 +433,8 @@ package enum ServerPlan {
             connections.append(
                 v1(
                     "ipsec-xauth-hybrid-aggressive", aggressive: true,
-                    summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password",
+                    summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password"
+                        + accountsText,
                     remoteID: .any, service: .ipsecXauthHybrid))
         }
 
@@ -418,13 +443,18 @@ package enum ServerPlan {
             pskIDs.append(node.id)
             if offers.contains(.ipsecXauthPSK), let group = node.group { pskIDs.append(.keyID(group)) }
         }
+        var network = NodeNetworkPlan(
+            pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink,
+            mss: node.network.mss,
+            isolateClients: node.network.isolateClients, ipsec: node.network.ipsec)
+        if radius, let accounts = inventory.accounts {
+            network.disconnectFrom = accounts.effectiveDisconnectFrom
+            network.daePort = AccountsSettings.daePort
+        }
         return NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
             passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
             needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
-            network: NodeNetworkPlan(
-                pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink,
-                mss: node.network.mss,
-                isolateClients: node.network.isolateClients, ipsec: node.network.ipsec))
+            network: network)
     }
 }

@@ -125,6 +125,9 @@ package enum ServerRenderer {
             files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
         }
 
+        files += try RadiusRenderer.nodeFiles(
+            node: node, inventory: inventory, nodeMaterials: nodeMaterials, templates: templates)
+
         let network = networkContext(plan)
         files.append(
             OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
@@ -180,6 +183,12 @@ package enum ServerRenderer {
             "isolate": .bool(n.isolateClients),
             "xfrm": .bool(n.ipsec == .xfrm),
             "libipsec": .bool(n.ipsec == .libipsec),
+            "dae": .bool(n.daePort != nil),
+            "dae_port": .string(n.daePort.map(String.init) ?? ""),
+            "dae_from": .list(
+                n.disconnectFrom.map {
+                    ["family": .string($0.isIPv6 ? "ip6" : "ip"), "network": .string($0.description)]
+                }),
         ]
     }
 
@@ -201,6 +210,7 @@ package enum ServerRenderer {
                     "cacerts": "",
                     "revocation": "",
                     "cert_policy": "",
+                    "groups": "",
                 ]
             ]
             for r in c.remote {
@@ -210,12 +220,13 @@ package enum ServerRenderer {
                     // An XAuth round takes no IKE identity: strongSwan checks `id` of every round against the
                     // identity that round authenticated, and an XAuth round authenticates none, so `id = %any`
                     // there fails every IKEv1 client ("constraint check failed: identity '%any' required").
-                    "id": r.auth == .xauth ? "" : .string(r.id.swanctlValue),
+                    "id": r.auth.isXAuth ? "" : .string(r.id.swanctlValue),
                     "eap_id": .string(r.eapID?.swanctlValue ?? ""),
                     "certs": "",
                     "cacerts": list(r.caCertificates),
                     "revocation": .string(r.revocation ?? ""),
                     "cert_policy": list(r.certPolicies),
+                    "groups": list(r.groups),
                 ])
             }
             return [

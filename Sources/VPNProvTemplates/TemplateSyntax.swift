@@ -29,6 +29,10 @@ package enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     /// them); anything else is refused, so no value can open a block, start a comment, end a
     /// statement or close a quoted name.
     case nftables
+    /// FreeRADIUS 3 configuration files: every string value becomes a double-quoted string, and may
+    /// not hold a quote, a backslash, `$` or a backtick (FreeRADIUS expands `${...}` and `$ENV{...}`
+    /// inside double quotes and treats the others specially) or a control character.
+    case freeradius
 
     /// One string value written in this syntax; nil when it holds a control character the syntax
     /// cannot carry (the caller names the variable in its error, never the value).
@@ -107,6 +111,13 @@ package enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             }
             if !allowed || v.isEmpty { return false }
             out.append(contentsOf: v)
+            return true
+        case .freeradius:
+            let refused: Set<UInt8> = [0x22, 0x24, 0x27, 0x5C, 0x60]
+            if v.contains(where: { isControl($0) || refused.contains($0) }) { return false }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: v)
+            out.append(UInt8(ascii: "\""))
             return true
         case .yaml:
             // YAML's double-quoted style takes the same escapes as swanctl's quoted strings.

@@ -11,10 +11,18 @@ package struct NodeMaterials: Sendable, Hashable {
     package var privateKeyPEM: String
     /// The node's PSK when it offers a PSK service (resolved from gen/env/file/literal).
     package var psk: String?
-    package init(certificatePEM: String, privateKeyPEM: String, psk: String?) {
+    /// With `accounts: radius`: the node's RADIUS shared secret and its Disconnect-Request listener's.
+    package var radiusSecret: String?
+    package var daeSecret: String?
+    package init(
+        certificatePEM: String, privateKeyPEM: String, psk: String?, radiusSecret: String? = nil,
+        daeSecret: String? = nil
+    ) {
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
         self.psk = psk
+        self.radiusSecret = radiusSecret
+        self.daeSecret = daeSecret
     }
 }
 
@@ -93,6 +101,8 @@ package struct Materials: Sendable, Hashable {
     package var users: [String: UserMaterials]
     /// Set during the overlap of a CA rotation.
     package var rotation: RotationMaterials?
+    /// The connection string the RADIUS servers use (`accounts.radius_database`), when a node uses them.
+    package var radiusDatabase: String?
     /// The nodes' trust root allows the node policies of client certificates, so nodes require them
     /// (`cert_policy`). False while the trust root is a CA from before node scoping (no `anyPolicy`),
     /// which strongSwan 5.9 would hold against every client certificate.

@@ -99,6 +99,16 @@ package enum RuleHelp {
         "invalid-address": "The address is neither an IP address nor a host name.",
         "unreachable-address": "A loopback, link-local or single-label address clients cannot dial.",
         "duplicate-address": "Two nodes have the same address.",
+        "accounts-missing": "A node says 'accounts: radius' but the inventory has no 'accounts:' section.",
+        "accounts-unused": "'accounts:' is written but no node says 'accounts: radius'.",
+        "radius-database-missing":
+            "RADIUS nodes exist but accounts.radius_database (the RADIUS servers' connection string) is not set.",
+        "invalid-radius-server":
+            "A RADIUS server's name is no safe directory name, its address no IP or host name, or its two ports are equal.",
+        "disconnect-from-empty":
+            "No address may send Disconnect-Requests: set accounts.disconnect_from (servers are host names).",
+        "radius-without-password-service":
+            "A node says 'accounts: radius' but offers no password service (EAP or XAuth) that would use it.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",
         "invalid-deploy-user":
             "deploy.user is not a portable login name (letters, digits, '.', '_', '-'; at most 32; not starting with '-').",

@@ -11,7 +11,9 @@ package struct InventoryDecoder: Sendable {
     /// Schema versions this build reads.
     package static let supportedSchemaVersion = 1
 
-    static let topLevelKeys = ["vpnprov", "name", "pki", "secrets", "defaults", "nodes", "users", "acknowledge"]
+    static let topLevelKeys = [
+        "vpnprov", "name", "pki", "secrets", "accounts", "defaults", "nodes", "users", "acknowledge",
+    ]
     /// Keys of an `acknowledge:` entry.
     static let acknowledgementKeys = ["rule", "node", "user", "service", "reason"]
     static let secretsKeys = ["env_prefix", "file_dir"]
@@ -24,6 +26,7 @@ package struct InventoryDecoder: Sendable {
         "apple",
         "deploy",
         "network",
+        "accounts",
     ]
     /// Keys of a node's `network:` (forwarding, NAT, firewall).
     package static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6"]
@@ -84,6 +87,8 @@ package struct InventoryDecoder: Sendable {
         /// `pki:` / `secrets:` had an error: the rules that read them are skipped.
         package var pki = false
         package var secrets = false
+        /// `accounts:` had an error: the rules that read it are skipped.
+        package var accounts = false
         package init() {}
     }
 
@@ -216,6 +221,10 @@ package struct InventoryDecoder: Sendable {
         let secrets = value("secrets").map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
         broken.secrets = cx.errorCount > errors
 
+        errors = cx.errorCount
+        let accounts = value("accounts").flatMap { $0.isNull ? nil : decodeAccounts($0, cx) }
+        broken.accounts = cx.errorCount > errors
+
         let acknowledgements = value("acknowledge").map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
 
         guard let name else { return nil }
@@ -224,6 +233,7 @@ package struct InventoryDecoder: Sendable {
             fieldLocations: locations)
         inventory.secrets = secrets
         inventory.acknowledgements = acknowledgements
+        inventory.accounts = accounts
         return inventory
     }
 
@@ -490,6 +500,7 @@ package struct InventoryDecoder: Sendable {
         var isolateClients: Bool?
         var ipsec: NodeNetwork.IPsecPath?
         var ipv6: NodeNetwork.IPv6Mode?
+        var accounts: AccountSource?
         var locations: [String: SourceLocation] = [:]
         /// Keys whose value had an error; "*" for an error of the mapping itself (an unknown key, not a mapping).
         var failed: Set<String> = []
@@ -627,6 +638,8 @@ package struct InventoryDecoder: Sendable {
                 }
             case "network":
                 decodeNetwork(value, what, into: &f, cx)
+            case "accounts":
+                f.accounts = cx.choice(value, field, AccountSource.self)
             default:  // dns
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -745,6 +758,7 @@ package struct InventoryDecoder: Sendable {
             isolateClients: own.isolateClients ?? defaults.isolateClients ?? true,
             ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
             ipv6: own.ipv6 ?? defaults.ipv6)
+        node.accounts = own.accounts ?? defaults.accounts ?? .inventory
         return node
     }
 

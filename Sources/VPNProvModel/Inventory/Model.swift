@@ -314,6 +314,8 @@ package struct Node: Sendable, Hashable {
     package var deploy: DeployTarget
     /// Forwarding, NAT and firewall settings (`network:`).
     package var network = NodeNetwork()
+    /// Where the accounts of the node's password services live (`accounts:`).
+    package var accounts = AccountSource.inventory
     /// Where the node's mapping starts.
     package var location: SourceLocation
     /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
@@ -410,6 +412,8 @@ package struct Inventory: Sendable, Hashable {
     package var secrets = SecretSettings()
     /// Warnings the operator keeps on purpose (`acknowledge:`), in the order written.
     package var acknowledgements: [Acknowledgement] = []
+    /// Central accounts (`accounts:`): RADIUS servers and their database; nil when not written.
+    package var accounts: AccountsSettings?
 
     package init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],

@@ -24,7 +24,7 @@ enum ClientRules {
         for node in inventory.nodes where node.pool6 == nil {
             var kinds = Set<String>()
             for user in inventory.users where !user.revoked && user.nodes.contains(node.name) {
-                for service in node.services {
+                for service in node.inventoryUserServices {
                     if service.needsClientCert && !user.cert || service.needsPassword && user.password == nil {
                         continue
                     }

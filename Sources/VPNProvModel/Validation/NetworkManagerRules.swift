@@ -17,7 +17,7 @@ enum NetworkManagerRules {
         for user in inventory.users where !user.revoked && user.devices.contains(.networkmanager) {
             for name in user.nodes {
                 guard let node = nodes[name] else { continue }
-                let held = node.services.sorted().filter { s in
+                let held = node.inventoryUserServices.filter { s in
                     (!s.needsClientCert || user.cert) && (!s.needsPassword || user.password != nil)
                 }
                 if held.isEmpty || held.contains(where: \.networkManagerSupported) { continue }

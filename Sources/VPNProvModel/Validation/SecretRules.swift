@@ -109,5 +109,25 @@ enum SecretRules {
                 names: [user.name, inventory.name],
                 at: user.location(of: "password"), checkStrength: !user.revoked, settings: inventory.secrets, into: &d)
         }
+        checkAccountsDatabases(inventory, into: &d)
+    }
+
+    /// The connection strings of `accounts:` are env:/file: references (the decoder refuses the rest),
+    /// held to the same places as every other secret.
+    private static func checkAccountsDatabases(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        guard let accounts = inventory.accounts else { return }
+        for (key, source) in [("database", accounts.database), ("radius_database", accounts.radiusDatabase)] {
+            guard let source else { continue }
+            let location = accounts.location(of: key)
+            if case .env(let name) = source, !isValidEnvironmentName(name) {
+                d.append(
+                    .error(
+                        .invalidSecretReference,
+                        "'accounts.\(key)': env:\(TextCheck.quoted(name)) is not a valid environment variable name (letters, digits, '_', not starting with a digit)",
+                        at: location))
+            } else if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {
+                d.append(.error(.secretSource, "'accounts.\(key)': \(problem)", at: location))
+            }
+        }
     }
 }

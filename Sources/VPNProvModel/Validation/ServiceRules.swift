@@ -50,7 +50,7 @@ enum ServiceRules {
         var servicesByNode: [String: Set<Service>] = [:]
         for node in inventory.nodes {
             checkNode(node, into: &d)
-            servicesByNode[node.name, default: []].formUnion(node.services)
+            servicesByNode[node.name, default: []].formUnion(node.inventoryUserServices)
         }
         let rsaServerKey = [.rsa2048, .rsa3072, .rsa4096].contains(inventory.pki.serverKey)
         for node in inventory.nodes where node.services.contains(.ipsecXauthHybrid) && !rsaServerKey {

@@ -15,6 +15,7 @@ package enum Validator {
         WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check,
         DeployRules.check,
     ]
+    static let accountsRule: Rule = AccountsRules.check
     static let secretsRule: Rule = SecretRules.check
     static let pkiRule: Rule = PKIRules.check
 
@@ -28,7 +29,9 @@ package enum Validator {
     /// (the rules reading a broken `pki:` or `secrets:`, what users get from a broken node).
     package static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init()) -> [Diagnostic]
     {
-        let active = rules + (broken.secrets ? [] : [secretsRule]) + (broken.pki ? [] : [pkiRule])
+        let active =
+            rules + (broken.secrets ? [] : [secretsRule]) + (broken.pki ? [] : [pkiRule])
+            + (broken.accounts ? [] : [accountsRule])
         // The rules run on all cores: validation is on the serial path, before anything else can start
         // (docs/benchmarks.md, "Why the code is shaped this way");
         // the findings are sorted, so the order they come in does not matter.

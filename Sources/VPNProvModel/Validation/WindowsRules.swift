@@ -21,7 +21,7 @@ enum WindowsRules {
             else { continue }
             let users = inventory.users.filter { user in
                 !user.revoked && user.devices.contains(.windows) && user.nodes.contains(node.name)
-                    && node.services.contains { s in
+                    && node.inventoryUserServices.contains { s in
                         s.windowsSupported && (s.needsClientCert ? user.cert : user.password != nil)
                     }
             }

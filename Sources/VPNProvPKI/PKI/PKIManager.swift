@@ -92,6 +92,7 @@ package enum PKIManager {
         try session.updateCRL()
         var materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
         materials.profileSigner = signer
+        materials.radiusDatabase = resolved.radiusDatabase
         if !materials.nodeScoping && inventory.nodes.contains(where: { $0.services.contains(.ikev2Cert) }) {
             session.warnings.append(
                 "the nodes' CA was created before vpnprov scoped certificate users to their nodes (its certificate carries "
@@ -126,6 +127,8 @@ package enum PKIManager {
     package struct ResolvedSecrets: Sendable {
         var psks: [String: String] = [:]
         var passwords: [String: String] = [:]
+        /// `accounts.radius_database`, when a node uses the RADIUS servers.
+        var radiusDatabase: String?
     }
 
     /// Reads every `env:`/`file:` secret the run needs, before anything is created: a missing,
@@ -154,6 +157,19 @@ package enum PKIManager {
             {
                 resolved.passwords[user.name] = value
             }
+        }
+        if let accounts = inventory.accounts, let source = accounts.radiusDatabase,
+            inventory.nodes.contains(where: \.usesRadius)
+        {
+            let location = accounts.location(of: "radius_database")
+            let value = try SecretResolver.resolve(
+                source, what: "accounts radius_database", at: location, inventoryDirectory: inventoryDirectory,
+                environment: environment, settings: inventory.secrets)
+            if let value, let problem = ConnectionString.problem(value) {
+                throw PKIError(
+                    .unrepresentableSecret, "accounts radius_database (\(source.reference)) \(problem)", at: location)
+            }
+            resolved.radiusDatabase = value
         }
         return resolved
     }

@@ -18,7 +18,10 @@ extension PKISession {
             if node.services.contains(where: \.needsPSK) {
                 psk = node.psk == .generate ? store.secrets.psks[node.name] : psks[node.name]
             }
-            nodes[node.name] = NodeMaterials(certificatePEM: held.certificatePEM, privateKeyPEM: held.keyPEM, psk: psk)
+            nodes[node.name] = NodeMaterials(
+                certificatePEM: held.certificatePEM, privateKeyPEM: held.keyPEM, psk: psk,
+                radiusSecret: node.usesRadius ? store.secrets.radiusSecrets?[node.name] : nil,
+                daeSecret: node.usesRadius ? store.secrets.daeSecrets?[node.name] : nil)
         }
         var users: [String: UserMaterials] = [:]
         for user in inventory.users where !user.revoked {

@@ -33,6 +33,22 @@ extension PKISession {
                 }
             }
         }
+        var radius = store.secrets.radiusSecrets ?? [:]
+        var dae = store.secrets.daeSecrets ?? [:]
+        for node in inventory.nodes where node.usesRadius {
+            if radius[node.name] == nil {
+                radius[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
+                changes.append(PKIChange(.secretGenerated, .node(node.name), reason: "RADIUS secret"))
+            }
+            if dae[node.name] == nil {
+                dae[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
+            }
+        }
+        let radiusNodes = Set(inventory.nodes.filter(\.usesRadius).map(\.name))
+        radius = radius.filter { radiusNodes.contains($0.key) }
+        dae = dae.filter { radiusNodes.contains($0.key) }
+        store.secrets.radiusSecrets = radius.isEmpty && store.secrets.radiusSecrets == nil ? nil : radius
+        store.secrets.daeSecrets = dae.isEmpty && store.secrets.daeSecrets == nil ? nil : dae
         // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
         store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
         store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }

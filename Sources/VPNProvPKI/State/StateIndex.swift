@@ -167,6 +167,10 @@ package struct SecretsFile: Codable, Equatable {
     package var passwords: [String: String] = [:]
     /// PKCS#12 passwords of certificate users.
     package var p12Passwords: [String: String] = [:]
+    /// Generated RADIUS shared secrets of the nodes with `accounts: radius` (absent before any).
+    package var radiusSecrets: [String: String]?
+    /// Generated secrets of those nodes' Disconnect-Request (DAE) listeners.
+    package var daeSecrets: [String: String]?
 }
 
 enum StateJSON {

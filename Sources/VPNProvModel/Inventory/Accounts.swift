@@ -1,0 +1,109 @@
+// Central accounts (`accounts:`, docs/accounts.md): the nodes that say `accounts: radius` hand their
+// password services (EAP and XAuth) to FreeRADIUS servers, which read the accounts from PostgreSQL.
+
+/// Where the password accounts of a node's EAP and XAuth services live.
+package enum AccountSource: String, Sendable, Hashable, CaseIterable {
+    /// The inventory's `users:` with a password (secrets in the node's secrets.conf).
+    case inventory
+    /// The RADIUS servers of `accounts:` (strongSwan's eap-radius plugin).
+    case radius
+}
+
+/// One RADIUS server of `accounts.servers` (FreeRADIUS 3.2).
+package struct RadiusServer: Sendable, Hashable {
+    /// The name under `servers:`: the output directory `radius/<name>/` and the node's server section.
+    package var name: String
+    /// Where the nodes send their requests: IPv4, IPv6 or DNS name.
+    package var address: String
+    package var authPort: Int
+    package var acctPort: Int
+    package var location: SourceLocation
+
+    package init(name: String, address: String, authPort: Int = 1812, acctPort: Int = 1813, location: SourceLocation) {
+        self.name = name
+        self.address = address
+        self.authPort = authPort
+        self.acctPort = acctPort
+        self.location = location
+    }
+}
+
+/// The inventory's `accounts:` section.
+package struct AccountsSettings: Sendable, Hashable {
+    /// The port every node's Disconnect-Request (DAE, RFC 5176) listener uses.
+    package static let daePort = 3799
+    package static let defaultAccountingInterval = 300
+    package static let defaultDeviceLimit = 3
+
+    /// libpq connection string `vpnprov accounts` uses (env:/file:); nil: `vpnprov accounts` cannot run.
+    package var database: SecretSource?
+    /// libpq connection string the RADIUS servers use, written into their configuration (env:/file:).
+    package var radiusDatabase: SecretSource?
+    /// Seconds between accounting Interim-Updates.
+    package var accountingInterval: Int
+    /// The device limit (Simultaneous-Use) of an account added without one.
+    package var deviceLimit: Int
+    /// Networks allowed to send Disconnect-Requests to the nodes; nil: the servers' addresses.
+    package var disconnectFrom: [CIDR]?
+    /// In order of preference: the first is asked first.
+    package var servers: [RadiusServer]
+    package var location: SourceLocation
+    /// Where each field's value was written (key: field name).
+    package var fieldLocations: [String: SourceLocation]
+
+    package init(
+        database: SecretSource? = nil, radiusDatabase: SecretSource? = nil,
+        accountingInterval: Int = AccountsSettings.defaultAccountingInterval,
+        deviceLimit: Int = AccountsSettings.defaultDeviceLimit, disconnectFrom: [CIDR]? = nil,
+        servers: [RadiusServer], location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+    ) {
+        self.database = database
+        self.radiusDatabase = radiusDatabase
+        self.accountingInterval = accountingInterval
+        self.deviceLimit = deviceLimit
+        self.disconnectFrom = disconnectFrom
+        self.servers = servers
+        self.location = location
+        self.fieldLocations = fieldLocations
+    }
+
+    package func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+
+    /// Who may send Disconnect-Requests: as written, else every server written as an IP address.
+    package var effectiveDisconnectFrom: [CIDR] {
+        if let disconnectFrom { return disconnectFrom }
+        return servers.compactMap { server in
+            IPAddressText.parse(server.address).map { CIDR(address: $0, prefix: $0.count * 8) }
+        }
+    }
+}
+
+extension Node {
+    /// The node's password services authenticate against RADIUS.
+    package var usesRadius: Bool { accounts == .radius }
+}
+
+extension Node {
+    /// The services the inventory's users get on this node: all of them, except on a RADIUS node the
+    /// password services, whose accounts live in the accounts database. Sorted, like `services`.
+    package var inventoryUserServices: [Service] { usesRadius ? services.filter { !$0.needsPassword } : services }
+}
+
+/// A libpq connection string as vpnprov writes it into the RADIUS servers' configuration.
+package enum ConnectionString {
+    /// Why `value` cannot be written into a FreeRADIUS configuration string, or nil. FreeRADIUS expands
+    /// `$` references and treats quotes and backslashes specially inside its strings; a libpq value
+    /// that needs them can come from a password file (PGPASSFILE) instead.
+    package static func problem(_ value: String) -> String? {
+        if value.allSatisfy(\.isWhitespace) { return "is empty" }
+        if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "contains a line break or another control character"
+        }
+        if let bad = value.first(where: { "'\"\\$`".contains($0) }) {
+            return
+                "contains \(bad == "'" ? "\"'\"" : "'\(bad)'"), which a FreeRADIUS configuration string cannot carry "
+                + "unchanged; keep the password in the RADIUS server's PostgreSQL password file (PGPASSFILE) instead"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,122 @@
+import VPNProvYAML
+
+extension InventoryDecoder {
+    /// Keys of `accounts:`.
+    package static let accountsKeys = [
+        "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from", "servers",
+    ]
+    /// Keys of one server under `accounts.servers`.
+    package static let radiusServerKeys = ["address", "auth_port", "acct_port"]
+    /// The accounting interval accepted (seconds): strongSwan's Interim-Updates, which also keep the
+    /// database's open sessions (and so the device limits) current.
+    package static let accountingIntervalRange = 30...86_400
+    /// The device limits accepted.
+    package static let deviceLimitRange = 1...100
+
+    /// `accounts: {database, radius_database, secret: gen, accounting_interval, device_limit,
+    /// disconnect_from, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).
+    func decodeAccounts(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsSettings? {
+        guard let entries = cx.mapping(node, "'accounts'", allowed: Self.accountsKeys) else { return nil }
+        var settings = AccountsSettings(servers: [], location: cx.location(node))
+        var sawServers = false
+        for (key, _, value) in entries {
+            let field = "'accounts.\(key)'"
+            settings.fieldLocations[key] = cx.location(value)
+            if value.isNull { continue }
+            switch key {
+            case "database", "radius_database":
+                guard let source = cx.secret(value, field) else { continue }
+                switch source {
+                case .env, .file:
+                    if key == "database" { settings.database = source } else { settings.radiusDatabase = source }
+                case .generate, .literal:
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be env:VAR or file:PATH: a connection string holds the database password, "
+                            + "so it never lives in the inventory", at: value)
+                }
+            case "secret":
+                // Each node's shared secret is generated and kept in the state: one per node, so a
+                // leaked secret exposes one node and cannot speak for another.
+                if value.scalar != "gen" {
+                    if value.scalar.map({ !$0.hasPrefix("env:") && !$0.hasPrefix("file:") }) ?? false {
+                        cx.markSecret(value)
+                    }
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be gen: every node gets its own generated RADIUS secret, kept in the state",
+                        at: value)
+                }
+            case "accounting_interval":
+                if let n = cx.integer(
+                    value, field, minimum: Self.accountingIntervalRange.lowerBound,
+                    maximum: Self.accountingIntervalRange.upperBound)
+                {
+                    settings.accountingInterval = n
+                }
+            case "device_limit":
+                if let n = cx.integer(
+                    value, field, minimum: Self.deviceLimitRange.lowerBound, maximum: Self.deviceLimitRange.upperBound)
+                {
+                    settings.deviceLimit = n
+                }
+            case "disconnect_from":
+                guard let list = cx.stringList(value, field) else { continue }
+                var networks: [CIDR] = []
+                for (text, item) in list {
+                    let single = IPAddressText.parse(text).map { CIDR(address: $0, prefix: $0.count * 8) }
+                    if let single {
+                        networks.append(single)
+                    } else if let network = cx.cidr(item, "\(field) entry", ipv6: text.contains(":")) {
+                        networks.append(network)
+                    }
+                }
+                settings.disconnectFrom = networks
+            default:  // servers
+                sawServers = true
+                settings.servers = decodeRadiusServers(value, cx)
+            }
+        }
+        if !sawServers {
+            cx.error(
+                .missingKey,
+                "'accounts': missing required key 'servers' (the RADIUS servers the nodes ask, most preferred first)",
+                at: node)
+        }
+        return settings
+    }
+
+    private func decodeRadiusServers(_ node: YAMLNode, _ cx: DecodingContext) -> [RadiusServer] {
+        guard let list = cx.mapping(node, "'accounts.servers'") else { return [] }
+        if list.isEmpty {
+            cx.error(.invalidValue, "'accounts.servers' names no server; name at least one", at: node)
+        }
+        var servers: [RadiusServer] = []
+        for (name, keyNode, value) in list {
+            let what = "RADIUS server '\(DecodingContext.printable(name))'"
+            guard let fields = cx.mapping(value, what, allowed: Self.radiusServerKeys) else { continue }
+            var server = RadiusServer(name: name, address: "", location: cx.location(keyNode))
+            var address: String?
+            for (key, _, v) in fields {
+                if v.isNull { continue }
+                let field = "\(what): '\(key)'"
+                switch key {
+                case "address": address = cx.string(v, field)
+                case "auth_port": server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
+                default: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
+                }
+            }
+            guard let address else {
+                if !fields.contains(where: { $0.key == "address" }) {
+                    cx.error(
+                        .missingKey, "\(what): missing required key 'address' (where the nodes send requests)",
+                        at: keyNode)
+                }
+                continue
+            }
+            server.address = address
+            servers.append(server)
+        }
+        return servers
+    }
+}

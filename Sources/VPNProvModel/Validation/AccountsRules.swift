@@ -1,0 +1,95 @@
+import VPNProvSupport
+
+// Central accounts (`accounts:` and a node's `accounts: radius`, docs/accounts.md).
+//
+// Decisions: a RADIUS node needs the `accounts:` section and its `radius_database` (the RADIUS
+// servers cannot be configured without them); the servers' names become directories
+// (`radius/<name>/`), so they follow the node-name rules; their addresses follow a node address's
+// rules. Disconnect-Requests are accepted only from `disconnect_from` (by default the servers written
+// as IP addresses): with none, a node's listener would have no one it may hear, which is an error.
+
+extension RuleCode {
+    /// A node says `accounts: radius` but the inventory has no `accounts:` section.
+    package static let accountsMissing = RuleCode("accounts-missing")
+    /// `accounts:` is written but no node says `accounts: radius`.
+    package static let accountsUnused = RuleCode("accounts-unused")
+    /// RADIUS nodes exist but `accounts.radius_database` is not set.
+    package static let radiusDatabaseMissing = RuleCode("radius-database-missing")
+    /// A RADIUS server's name or address is unusable.
+    package static let invalidRadiusServer = RuleCode("invalid-radius-server")
+    /// No address may send Disconnect-Requests (servers are host names and `disconnect_from` is not set).
+    package static let disconnectFromEmpty = RuleCode("disconnect-from-empty")
+    /// A node says `accounts: radius` but offers no password service.
+    package static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
+}
+
+enum AccountsRules {
+    static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        let radiusNodes = inventory.nodes.filter(\.usesRadius)
+        for node in radiusNodes where !node.services.contains(where: \.needsPassword) {
+            d.append(
+                .warning(
+                    .radiusWithoutPasswordService,
+                    "node '\(node.name)': accounts is radius but the node offers no password service (ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk, ipsec-xauth-hybrid); its RADIUS settings are unused",
+                    at: node.location(of: "accounts"), about: .node(node.name)))
+        }
+        guard let accounts = inventory.accounts else {
+            for node in radiusNodes {
+                d.append(
+                    .error(
+                        .accountsMissing,
+                        "node '\(node.name)': accounts is radius, but the inventory has no 'accounts:' section naming the RADIUS servers",
+                        at: node.location(of: "accounts")))
+            }
+            return
+        }
+        if radiusNodes.isEmpty {
+            d.append(
+                .warning(
+                    .accountsUnused,
+                    "'accounts:' is written but no node says 'accounts: radius'; no node uses the RADIUS servers",
+                    at: accounts.location))
+        } else if accounts.radiusDatabase == nil {
+            d.append(
+                .error(
+                    .radiusDatabaseMissing,
+                    "'accounts': radius_database is not set; the RADIUS servers need the connection string of the accounts database (env:VAR or file:PATH)",
+                    at: accounts.location))
+        }
+        var seen: [String: SourceLocation] = [:]
+        for server in accounts.servers {
+            let what = "RADIUS server \(TextCheck.quoted(server.name))"
+            if let problem = NameRules.problem(server.name) {
+                d.append(.error(.invalidRadiusServer, "\(what): the name \(problem)", at: server.location))
+            } else if let first = seen[server.name.lowercased()] {
+                d.append(
+                    .error(
+                        .invalidRadiusServer,
+                        "\(what): the name differs from another server's only in case; their directories would collide",
+                        at: server.location, notes: [.init(location: first, message: "the other server is here")]))
+            } else {
+                seen[server.name.lowercased()] = server.location
+            }
+            if let (severity, _, text) = NetworkRules.addressProblem(server.address), severity == .error {
+                d.append(
+                    .error(
+                        .invalidRadiusServer, "\(what): address \(TextCheck.quoted(server.address)) \(text)",
+                        at: server.location))
+            }
+            if server.authPort == server.acctPort {
+                d.append(
+                    .error(
+                        .invalidRadiusServer,
+                        "\(what): auth_port and acct_port are both \(server.authPort); RADIUS needs two ports",
+                        at: server.location))
+            }
+        }
+        if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
+            d.append(
+                .error(
+                    .disconnectFromEmpty,
+                    "'accounts': no RADIUS server is written as an IP address, so no address may send Disconnect-Requests to the nodes; set disconnect_from to the networks 'vpnprov accounts' runs from",
+                    at: accounts.location))
+        }
+    }
+}

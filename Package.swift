@@ -2,7 +2,7 @@
 import PackageDescription
 
 // vpnprov: YAML inventory -> strongSwan server configs, PKI and client profiles.
-// No package dependencies: C libraries come from Debian (libyaml-dev, libssl-dev).
+// No package dependencies: C libraries come from Debian (libyaml-dev, libssl-dev, libpq-dev).
 // Linux only (network namespaces, /proc and Glibc are used throughout); docs/decisions.md says why.
 // One target per layer of docs/architecture.md; a target may import only the layers below it, so a
 // layering mistake is a compile error. Nothing outside the package uses them: their API is `package`.
@@ -15,6 +15,7 @@ let package = Package(
         // C system libraries: each is imported by exactly one Swift module.
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // YAML documents with source positions, on libyaml.
         .target(name: "VPNProvYAML", dependencies: ["CYAML"]),
         // Keys, certificates, CRLs, PKCS#12, hashes and randomness, on OpenSSL 3 libcrypto.
@@ -25,6 +26,9 @@ let package = Package(
         .target(name: "VPNProvTemplates", dependencies: ["VPNProvSupport"]),
         // The inventory, diagnostics and rule codes, validation, the capability tables.
         .target(name: "VPNProvModel", dependencies: ["VPNProvSupport", "VPNProvYAML", "VPNProvCrypto"]),
+        // The accounts database (libpq), its migrations' runner, NT hashes, RADIUS Disconnect-Requests.
+        .target(
+            name: "VPNProvAccounts", dependencies: ["CPQ", "VPNProvCrypto", "VPNProvSupport", "VPNProvModel"]),
         // Staged writes, compare, publish, manifest, render and stat caches: paths and bytes only.
         .target(name: "VPNProvOutputTree", dependencies: ["VPNProvSupport", "VPNProvCrypto"]),
         // The state directory and the PKI that keeps it: CA, keys, certificates, CRL, secrets.
@@ -45,7 +49,10 @@ let package = Package(
         // Argument parsing, commands, help, printers (text, JSON, SARIF), exit codes.
         .target(
             name: "VPNProvCLI",
-            dependencies: ["VPNProvEngine", "VPNProvPKI", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
+            dependencies: [
+                "VPNProvEngine", "VPNProvAccounts", "VPNProvPKI", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport",
+                "VPNProvCrypto",
+            ]),
         .executableTarget(name: "vpnprov", dependencies: ["VPNProvCLI"]),
         // For tests and the fuzzer only, never linked into vpnprov: the state readers on bytes, a
         // capturing console, the test clock, the crash hook.
@@ -64,7 +71,7 @@ let package = Package(
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
                 "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
-                "VPNProvTestSupport",
+                "VPNProvAccounts", "VPNProvTestSupport",
                 "vpnprov-testhooks",
             ],
             resources: [.copy("Fixtures")]
@@ -73,7 +80,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvAccounts",
+                "VPNProvTestSupport",
             ]),
     ]
 )

@@ -134,7 +134,7 @@ package enum CommandLineTool {
             ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
             StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self,
             UnrevokeCommand.self,
-            RolledOutCommand.self,
+            RolledOutCommand.self, AccountsCommand.self,
         ]
     }
 

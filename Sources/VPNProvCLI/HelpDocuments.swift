@@ -27,7 +27,11 @@ enum HelpDocuments {
     /// An option value: its placeholder is the list of choices (`text|json`), `dir`, or anything else.
     static func completion(ofValue valueName: String) -> Completion {
         if valueName.contains("|") { return .choices(valueName.split(separator: "|").map(String.init)) }
-        return valueName == "dir" ? .directory : .none
+        switch valueName {
+        case "dir": return .directory
+        case "file": return .file
+        default: return .none
+        }
     }
 
     /// A positional argument, by its name: the inventory is a file, `dir` a directory, names are free text.
@@ -35,6 +39,7 @@ enum HelpDocuments {
         switch name {
         case "inventory": return .file
         case "dir": return .directory
+        case "action": return .choices(AccountsCommand.actions)
         default: return .none
         }
     }

@@ -45,7 +45,7 @@ package enum Digest {
         }
     }
 
-    private static func run(_ md: OpaquePointer?, _ bytes: [UInt8]) -> [UInt8] {
+    static func run(_ md: OpaquePointer?, _ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         let ok = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &out, &length, md, nil) }

@@ -1,0 +1,233 @@
+import Foundation
+import VPNProvCrypto
+
+/// A request the accounts database refuses, in words for the operator (exit 2 on the command line).
+package struct AccountError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
+}
+
+/// One account as `accounts list` shows it.
+package struct AccountSummary: Sendable, Equatable, Encodable {
+    package var username: String
+    /// nil when the account has no tier row (it cannot log in: `vpn_check` says so).
+    package var tier: String?
+    /// The Simultaneous-Use limit; nil when the row is missing (FreeRADIUS then sets no limit).
+    package var devices: Int?
+    package var disabled: Bool
+    /// Open sessions as Simultaneous-Use counts them.
+    package var openSessions: Int
+}
+
+/// One open session (a radacct row without a stop time).
+package struct OpenSession: Sendable, Equatable, Encodable {
+    package var username: String
+    /// The node it runs on: the NAS-Identifier strongSwan sends, which is the node's name.
+    package var node: String?
+    package var nasAddress: String
+    /// The virtual IP the node gave the client.
+    package var framedAddress: String?
+    /// ISO 8601, UTC.
+    package var started: String?
+    package var sessionID: String
+    /// The tier the session was accepted with (RADIUS Class).
+    package var tier: String?
+}
+
+/// The account rows of the database contract (docs/accounts.md, "The database"): what
+/// `vpnprov accounts` writes, exactly as the app backend may write them.
+package struct AccountStore {
+    package let db: DatabaseConnection
+
+    package init(_ db: DatabaseConnection) { self.db = db }
+
+    package static let devicesRange = 1...100
+    package static let minimumPasswordLength = 8
+    /// Longest password accepted (MS-CHAPv2 allows 256 UTF-16 units; RADIUS PAP 128 bytes).
+    package static let maximumPasswordBytes = 128
+
+    /// `[A-Za-z0-9._@+-]{1,64}`, the rule the database's CHECK constraints repeat.
+    package static func checkUsername(_ name: String) throws {
+        let allowed = name.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "@")
+                || c == UInt8(ascii: "+") || c == UInt8(ascii: "-")
+        }
+        guard (1...64).contains(name.utf8.count), allowed else {
+            throw AccountError(
+                "invalid account name '\(name.prefix(80))': 1 to 64 characters of A-Z a-z 0-9 . _ @ + -")
+        }
+    }
+
+    package static func checkDevices(_ devices: Int) throws {
+        guard devicesRange.contains(devices) else {
+            throw AccountError(
+                "invalid device limit \(devices): expected \(devicesRange.lowerBound) to \(devicesRange.upperBound)")
+        }
+    }
+
+    /// Length rules only; the message never shows the password.
+    package static func checkPassword(_ password: String) throws {
+        guard password.count >= minimumPasswordLength else {
+            throw AccountError("the password is shorter than \(minimumPasswordLength) characters")
+        }
+        guard password.utf8.count <= maximumPasswordBytes else {
+            throw AccountError("the password is longer than \(maximumPasswordBytes) bytes")
+        }
+        guard !password.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw AccountError("the password holds a control character (a line break?)")
+        }
+    }
+
+    /// The tiers the database knows, lowest rank first.
+    package func tiers() throws -> [(name: String, rank: Int)] {
+        try db.query("SELECT name, rank FROM vpn_tier ORDER BY rank").map { ($0[0] ?? "", Int($0[1] ?? "") ?? 0) }
+    }
+
+    /// The rank of `tier`; an error listing the known tiers when there is none.
+    package func rank(of tier: String) throws -> Int {
+        let known = try tiers()
+        guard let match = known.first(where: { $0.name == tier }) else {
+            throw AccountError(
+                "unknown tier '\(tier)': the database has \(known.map(\.name).joined(separator: ", "))")
+        }
+        return match.rank
+    }
+
+    package func exists(_ username: String) throws -> Bool {
+        try !db.query(
+            "SELECT 1 FROM radcheck WHERE username = $1 UNION ALL SELECT 1 FROM radusergroup WHERE username = $1 LIMIT 1",
+            [username]
+        ).isEmpty
+    }
+
+    private func requireAccount(_ username: String) throws {
+        try Self.checkUsername(username)
+        guard try exists(username) else { throw AccountError("no account '\(username)'") }
+    }
+
+    /// Creates the account: its NT hash, device limit and tier, in one transaction.
+    package func add(username: String, password: String, tier: String, devices: Int) throws {
+        try Self.checkUsername(username)
+        try Self.checkDevices(devices)
+        try Self.checkPassword(password)
+        let hash = try NTHash.hex(password: password)
+        try db.transaction {
+            _ = try rank(of: tier)
+            guard try !exists(username) else { throw AccountError("account '\(username)' already exists") }
+            do {
+                try db.execute(
+                    "INSERT INTO radcheck (username, attribute, op, value) VALUES ($1, 'NT-Password', ':=', $2), "
+                        + "($1, 'Simultaneous-Use', ':=', $3)", [username, hash, String(devices)])
+                try db.execute(
+                    "INSERT INTO radusergroup (username, groupname, priority) VALUES ($1, $2, 1)", [username, tier])
+            } catch let error as DatabaseError where error.isUniqueViolation {
+                throw AccountError("account '\(username)' already exists")
+            }
+        }
+    }
+
+    /// Moves the account to `tier`; returns its previous tier (nil when it had none).
+    @discardableResult
+    package func setTier(_ username: String, _ tier: String) throws -> String? {
+        try requireAccount(username)
+        return try db.transaction {
+            _ = try rank(of: tier)
+            let previous =
+                try db.query(
+                    "SELECT groupname FROM radusergroup WHERE username = $1 FOR UPDATE", [username]
+                ).first?[0] ?? nil
+            if previous == nil {
+                try db.execute(
+                    "INSERT INTO radusergroup (username, groupname, priority) VALUES ($1, $2, 1)", [username, tier])
+            } else {
+                try db.execute("UPDATE radusergroup SET groupname = $2 WHERE username = $1", [username, tier])
+            }
+            return previous
+        }
+    }
+
+    /// Whether moving from `old` to `new` lowers the account's rank (then its sessions are ended).
+    package func isDowngrade(from old: String?, to new: String) throws -> Bool {
+        guard let old else { return false }
+        return try rank(of: new) < rank(of: old)
+    }
+
+    package func setDevices(_ username: String, _ devices: Int) throws {
+        try Self.checkDevices(devices)
+        try requireAccount(username)
+        try setCheckItem(username, "Simultaneous-Use", String(devices))
+    }
+
+    /// Marks the account disabled (`Auth-Type := Reject`); false when it already was.
+    @discardableResult
+    package func disable(_ username: String) throws -> Bool {
+        try requireAccount(username)
+        return try db.execute(
+            "INSERT INTO radcheck (username, attribute, op, value) VALUES ($1, 'Auth-Type', ':=', 'Reject') "
+                + "ON CONFLICT (username, attribute) DO UPDATE SET op = ':=', value = 'Reject' "
+                + "WHERE radcheck.value IS DISTINCT FROM 'Reject'", [username]) == 1
+    }
+
+    /// Removes the disable mark; false when there was none.
+    @discardableResult
+    package func enable(_ username: String) throws -> Bool {
+        try requireAccount(username)
+        return try db.execute(
+            "DELETE FROM radcheck WHERE username = $1 AND attribute = 'Auth-Type' AND value = 'Reject'", [username])
+            > 0
+    }
+
+    /// One check item per account and attribute (the unique index), replaced in place.
+    private func setCheckItem(_ username: String, _ attribute: String, _ value: String) throws {
+        try db.execute(
+            "INSERT INTO radcheck (username, attribute, op, value) VALUES ($1, $2, ':=', $3) "
+                + "ON CONFLICT (username, attribute) DO UPDATE SET op = ':=', value = EXCLUDED.value",
+            [username, attribute, value])
+    }
+
+    /// The open-session condition of FreeRADIUS's Simultaneous-Use count: no stop time, and started
+    /// after the node's last recorded restart.
+    static let openSession =
+        "a.acctstoptime IS NULL AND (a.acctstarttime > n.reloadtime OR n.reloadtime IS NULL)"
+
+    /// Every account (a name with a password or a tier row), by name.
+    package func list() throws -> [AccountSummary] {
+        let rows = try db.query(
+            """
+            SELECT u.username,
+                (SELECT groupname FROM radusergroup g WHERE g.username = u.username),
+                (SELECT value FROM radcheck c WHERE c.username = u.username AND c.attribute = 'Simultaneous-Use'),
+                EXISTS (SELECT 1 FROM radcheck c WHERE c.username = u.username AND c.attribute = 'Auth-Type'
+                    AND c.value = 'Reject'),
+                (SELECT count(*) FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
+                    WHERE a.username = u.username AND \(Self.openSession))
+            FROM (SELECT username FROM radcheck UNION SELECT username FROM radusergroup) u
+            ORDER BY u.username COLLATE "C"
+            """)
+        return rows.map { row in
+            AccountSummary(
+                username: row[0] ?? "", tier: row[1], devices: row[2].flatMap { Int($0) }, disabled: row[3] == "t",
+                openSessions: Int(row[4] ?? "0") ?? 0)
+        }
+    }
+
+    /// Open sessions, of one account or of all, oldest first.
+    package func sessions(of username: String? = nil) throws -> [OpenSession] {
+        if let username { try Self.checkUsername(username) }
+        let rows = try db.query(
+            """
+            SELECT a.username, a.nasidentifier, host(a.nasipaddress), host(a.framedipaddress),
+                to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class
+            FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
+            WHERE \(Self.openSession) AND ($1::text IS NULL OR a.username = $1)
+            ORDER BY a.acctstarttime, a.radacctid
+            """, [username])
+        return rows.map { row in
+            OpenSession(
+                username: row[0] ?? "", node: row[1], nasAddress: row[2] ?? "", framedAddress: row[3], started: row[4],
+                sessionID: row[5] ?? "", tier: row[6])
+        }
+    }
+}

@@ -1,0 +1,204 @@
+internal import CPQ
+import Foundation
+
+/// Why a database operation failed. The message never holds the conninfo or a password: libpq's
+/// own messages may name the host, port, user and database, and every message is scrubbed of the
+/// password and the conninfo text before it is kept (`DatabaseConnection.scrub`).
+package struct DatabaseError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
+        /// The server could not be reached or refused the login.
+        case connection
+        /// A statement failed (`sqlState` says how).
+        case statement
+        /// A statement ran longer than the statement timeout.
+        case timeout
+        /// The database is not what this vpnprov expects (migrations).
+        case schema
+    }
+
+    package var kind: Kind
+    package var message: String
+    /// The SQLSTATE code of a failed statement ("23505"), when the server sent one.
+    package var sqlState: String?
+
+    package init(_ kind: Kind, _ message: String, sqlState: String? = nil) {
+        self.kind = kind
+        self.message = message
+        self.sqlState = sqlState
+    }
+
+    package var description: String { message }
+
+    /// A unique or primary-key constraint was violated.
+    package var isUniqueViolation: Bool { sqlState == "23505" }
+}
+
+/// One connection to PostgreSQL through libpq. Statements with values are parameterized
+/// (`PQexecParams`): no value is ever spliced into SQL text. Results are text. Not thread-safe:
+/// one connection per command run.
+package final class DatabaseConnection {
+    private let connection: OpaquePointer
+    /// Texts that must never appear in an error message: the conninfo and its password.
+    private let secrets: [String]
+
+    /// Default limit of one statement: long enough for a migration under load, short enough that a
+    /// locked table does not hang a command.
+    package static let defaultStatementTimeoutMilliseconds = 30_000
+    /// Seconds libpq waits for the server before giving up.
+    package static let connectTimeoutSeconds = 10
+
+    /// Connects with `conninfo` (a libpq connection string or `postgresql://` URI).
+    package init(conninfo: String, statementTimeoutMilliseconds: Int = defaultStatementTimeoutMilliseconds) throws {
+        var secrets = [conninfo]
+        secrets += Self.passwords(in: conninfo)
+        self.secrets = secrets.filter { !$0.isEmpty }
+        // expand_dbname: the first "dbname" value is the whole conninfo; the keywords after it
+        // override what it says (a connect timeout) or add a default (the application name).
+        let keywords = ["dbname", "connect_timeout", "fallback_application_name"]
+        let values = [conninfo, String(Self.connectTimeoutSeconds), "vpnprov"]
+        let made = Self.withCStrings(keywords) { k in
+            Self.withCStrings(values) { v in
+                PQconnectdbParams(k, v, 1)
+            }
+        }
+        guard let made else {
+            throw DatabaseError(.connection, "cannot connect to the accounts database: out of memory")
+        }
+        connection = made
+        guard PQstatus(connection) == CONNECTION_OK else {
+            // deinit finishes the connection (the object is complete here).
+            let message = Self.scrub(String(cString: PQerrorMessage(connection)), secrets: self.secrets)
+            throw DatabaseError(.connection, "cannot connect to the accounts database: \(message)")
+        }
+        _ = try query(
+            "SELECT set_config('statement_timeout', $1, false)", [String(max(1, statementTimeoutMilliseconds))])
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// Runs one statement with `$1`, `$2`... bound to `parameters` (nil is SQL NULL) and returns its
+    /// rows as text (nil for NULL).
+    @discardableResult
+    package func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
+        let result = Self.withOptionalCStrings(parameters) { values in
+            PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        return try rows(of: result)
+    }
+
+    /// Runs one statement and returns how many rows it changed.
+    @discardableResult
+    package func execute(_ sql: String, _ parameters: [String?] = []) throws -> Int {
+        let result = Self.withOptionalCStrings(parameters) { values in
+            PQexecParams(connection, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        try check(result)
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    /// Runs a script of several statements without parameters: the embedded migrations only, whose
+    /// text is part of vpnprov (never anything a user typed).
+    package func executeScript(_ sql: String) throws {
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result)
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func rows(of result: OpaquePointer?) throws -> [[String?]] {
+        defer { PQclear(result) }
+        try check(result)
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        var rows: [[String?]] = []
+        rows.reserveCapacity(Int(rowCount))
+        for r in 0..<rowCount {
+            var row: [String?] = []
+            for c in 0..<columnCount {
+                row.append(PQgetisnull(result, r, c) == 1 ? nil : String(cString: PQgetvalue(result, r, c)))
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    private func check(_ result: OpaquePointer?) throws {
+        guard let result else {
+            throw DatabaseError(.statement, Self.scrub(String(cString: PQerrorMessage(connection)), secrets: secrets))
+        }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+        let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+        let text = primary ?? String(cString: PQresultErrorMessage(result))
+        let message = Self.scrub(text, secrets: secrets)
+        throw DatabaseError(state == "57014" ? .timeout : .statement, message, sqlState: state)
+    }
+
+    /// `text` without any of `secrets`, trimmed, on one line.
+    static func scrub(_ text: String, secrets: [String]) -> String {
+        var out = text
+        for secret in secrets.sorted(by: { $0.count > $1.count }) where !secret.isEmpty {
+            out = out.replacingOccurrences(of: secret, with: "[hidden]")
+        }
+        return out.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
+    }
+
+    /// The password values a conninfo holds (keyword `password` or a URI's user:password), as libpq
+    /// parses them.
+    static func passwords(in conninfo: String) -> [String] {
+        var errorMessage: UnsafeMutablePointer<CChar>? = nil
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            if let errorMessage { PQfreemem(errorMessage) }
+            return []
+        }
+        defer { PQconninfoFree(options) }
+        var found: [String] = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if String(cString: keyword) == "password", let value = option.pointee.val {
+                let text = String(cString: value)
+                found.append(text)
+                // A URI carries it percent-encoded: hide that spelling too.
+                if let encoded = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
+                    found.append(encoded)
+                }
+            }
+            option += 1
+        }
+        return found
+    }
+
+    private static func withCStrings<R>(
+        _ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R
+    ) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { for c in copies { free(c) } }
+        var pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
+        pointers.append(nil)
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
+    private static func withOptionalCStrings<R>(
+        _ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R
+    ) -> R {
+        let copies = strings.map { $0.map { strdup($0) } ?? nil }
+        defer { for c in copies { free(c) } }
+        let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
+        return pointers.withUnsafeBufferPointer { body(pointers.isEmpty ? nil : $0.baseAddress) }
+    }
+}

@@ -132,7 +132,8 @@ package enum CommandLineTool {
     static var commands: [any Command.Type] {
         [
             ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
-            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotatePasswordCommand.self,
+            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotateRadiusSecretCommand.self,
+            RotatePasswordCommand.self,
             UnrevokeCommand.self,
             RolledOutCommand.self, AccountsCommand.self,
         ]

@@ -158,6 +158,33 @@ struct RotatePSKCommand: Command {
     }
 }
 
+struct RotateRadiusSecretCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rotate-radius-secret",
+        abstract: "Replace a RADIUS node's generated RADIUS and Disconnect-Request secrets.",
+        discussion: "The secret is on the node and on every RADIUS server: roll the RADIUS servers out first "
+            + "(ansible-playbook ... --limit vpnprov_radius), then the node; logins on the node fail in between. "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [
+            .init("node", help: "The node whose RADIUS secrets are replaced."), CommonOptions.inventoryArgument,
+        ],
+        options: LifecycleCommandSupport.regenerateOptions)
+
+    var arguments: ParsedArguments
+    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try LifecycleCommandSupport.requireName(arguments, "node", command: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 1, command: Self.configuration.name,
+            action: .rotateRadiusSecret(node: arguments.positionals[0]), context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
 struct RotatePasswordCommand: Command {
     static let configuration = CommandConfiguration(
         name: "rotate-password",

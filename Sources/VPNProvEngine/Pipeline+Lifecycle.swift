@@ -113,6 +113,16 @@ extension Pipeline {
                     "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
                         + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: "psk"))
             }
+        case .rotateRadiusSecret(let name):
+            guard let node = inventory.node(named: name) else {
+                return unknown("node", name, inventory.nodes.map(\.name))
+            }
+            guard node.usesRadius else {
+                return refuse(
+                    .secretNotGenerated,
+                    "node '\(name)' does not use RADIUS ('accounts: radius'); it has no RADIUS secret",
+                    node.location)
+            }
         case .rotatePassword(let name):
             guard let user = inventory.user(named: name) else {
                 return unknown("user", name, inventory.users.map(\.name))

@@ -69,7 +69,15 @@ package enum DeployRenderer {
         let regions: [TemplateValue] = order.map { group in
             ["group": .identifier(group), "hosts": .list(members[group]!.map { .string($0) })]
         }
-        return ["deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions)]
+        // The RADIUS servers of `accounts:` when a node uses them (the group is there, empty, otherwise).
+        let usesRadius = inventory.nodes.contains(where: \.usesRadius)
+        let radius: [TemplateValue] = (usesRadius ? inventory.accounts?.servers ?? [] : []).map { server in
+            ["name": .string(server.name), "host": .string(server.address)]
+        }
+        return [
+            "deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions),
+            "radius": .list(radius),
+        ]
     }
 
     /// What the role checks on a node: its connections, as the node's plan names them, and the remote

@@ -290,6 +290,12 @@ all:
           ansible_user: {{user}}
           ansible_become: {{become}}
 {{/nodes}}
+    vpnprov_radius:
+      hosts:{{^radius}} {}{{/radius}}
+{{#radius}}
+        {{name}}:
+          ansible_host: {{host}}
+{{/radius}}
 {{#regions}}
     {{group}}:
       hosts:

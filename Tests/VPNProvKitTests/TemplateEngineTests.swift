@@ -228,6 +228,10 @@ import Testing
         case .nftables:
             let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.:/_-".unicodeScalars)
             return !value.isEmpty && value.unicodeScalars.allSatisfy { allowed.contains($0) } ? value : nil
+        case .freeradius:
+            let refused = Set("\"'\\$`".unicodeScalars)
+            if controls || value.unicodeScalars.contains(where: refused.contains) { return nil }
+            return "\"" + value + "\""
         }
     }
 

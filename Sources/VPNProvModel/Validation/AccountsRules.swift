@@ -67,6 +67,12 @@ enum AccountsRules {
                         .invalidRadiusServer,
                         "\(what): the name differs from another server's only in case; their directories would collide",
                         at: server.location, notes: [.init(location: first, message: "the other server is here")]))
+            } else if inventory.nodes.contains(where: { $0.name.lowercased() == server.name.lowercased() }) {
+                d.append(
+                    .error(
+                        .invalidRadiusServer,
+                        "\(what): a node has the same name; the Ansible inventory names every host once (use the same machine under two names, or rename one)",
+                        at: server.location))
             } else {
                 seen[server.name.lowercased()] = server.location
             }

@@ -85,6 +85,7 @@ package enum PKIManager {
         try session.generateSecrets()
         switch action {
         case .rotatePSK(let node)?: try session.rotatePSK(node: node)
+        case .rotateRadiusSecret(let node)?: try session.rotateRadiusSecret(node: node)
         case .rotatePassword(let user)?: try session.rotatePassword(user: user)
         default: break
         }
@@ -110,6 +111,8 @@ package enum PKIManager {
     package enum StateAction: Sendable, Hashable {
         /// A new generated PSK for the node (its `psk` must be `gen`).
         case rotatePSK(node: String)
+        /// New generated RADIUS and Disconnect-Request secrets for a node with `accounts: radius`.
+        case rotateRadiusSecret(node: String)
         /// A new generated password for the user (their `password` must be `gen`).
         case rotatePassword(user: String)
         /// Lifts a `vpnprov revoke` hold: the user gets a fresh certificate (new serial) and secrets.

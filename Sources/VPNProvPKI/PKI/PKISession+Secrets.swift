@@ -68,6 +68,22 @@ extension PKISession {
         changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
     }
 
+    /// Replaces a RADIUS node's generated RADIUS and Disconnect-Request secrets (the caller checked
+    /// that the node says `accounts: radius`).
+    func rotateRadiusSecret(node: String) throws {
+        guard let old = store.secrets.radiusSecrets?[node], let oldDAE = store.secrets.daeSecrets?[node] else {
+            throw PKIError(
+                .secretNotGenerated, "node '\(node)' has no RADIUS secret in the state (it needs 'accounts: radius')")
+        }
+        var new = old
+        while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
+        var newDAE = oldDAE
+        while newDAE == oldDAE { newDAE = try SecretResolver.generate(length: SecretResolver.pskLength) }
+        store.secrets.radiusSecrets?[node] = new
+        store.secrets.daeSecrets?[node] = newDAE
+        changes.append(PKIChange(.secretRotated, .node(node), reason: "RADIUS secret"))
+    }
+
     /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).
     func rotatePassword(user: String) throws {
         guard let old = store.secrets.passwords[user] else {

@@ -68,6 +68,9 @@ package enum CatalogRenderer {
         package var authenticationMethod: String
         /// useExtendedAuthentication (EAP for IKEv2, XAuth for IPSec).
         package var useExtendedAuthentication: Bool
+        /// `account` on a node with `accounts: radius`: the user name and password are the app
+        /// account's own (checked by the RADIUS servers), not a profile's; absent otherwise.
+        package var credentials: String? = nil
         /// The client needs its own certificate (identityData).
         package var clientCertificate: Bool
         /// serverCertificateIssuerCommonName when the server proves itself with a certificate.
@@ -177,6 +180,7 @@ package enum CatalogRenderer {
                         // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
                         authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
                         useExtendedAuthentication: service.needsPassword,
+                        credentials: service.needsPassword && node.usesRadius ? "account" : nil,
                         clientCertificate: service.needsClientCert,
                         serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
                         ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),

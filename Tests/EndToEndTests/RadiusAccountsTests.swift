@@ -107,7 +107,8 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        let postgres = try lab.startPostgres(database: inputs.databaseName)
+        let postgres = try lab.startPostgres(
+            database: inputs.databaseName, hostAuthentication: inputs.databaseHostAuthentication)
         try inputs.migrate(postgres)
         for server in inputs.radiusServers {
             let (directory, environment) = try inputs.radiusConfiguration(server.name)
@@ -425,7 +426,16 @@ final class RadiusScenario: @unchecked Sendable {
             for (name, charon) in lab.nodeDaemons { logs["node \(name)"] = charon.log }
             for (name, charon) in lab.clientDaemons { logs[name] = charon.log }
             let secrets = Array(passwords.values) + inputs.secrets
-            let found = logs.filter { _, text in secrets.contains { text.contains($0) } }.keys.sorted()
+            let found = logs.compactMap { name, text in
+                let lines = text.split(separator: "\n").filter { line in secrets.contains { line.contains($0) } }
+                // the line with the secret blanked out, so the message says where without leaking it
+                return lines.isEmpty
+                    ? nil
+                    : "\(name): "
+                        + lines.prefix(2).map { line in
+                            secrets.reduce(String(line)) { $0.replacingOccurrences(of: $1, with: "<secret>") }
+                        }.joined(separator: " | ")
+            }.sorted()
             try check(found.isEmpty, "a password or secret appears in the logs of: \(found)")
             return "\(rows) radpostauth rows, \(logs.count) logs checked"
         }

@@ -55,7 +55,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
     func checkConfiguration() throws {
         let check = try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", namespace, Self.path, "-C", "-d", configDirectory, "-l", "stdout"],
+            command(["-C", "-d", configDirectory, "-l", "stdout"]),
             environment: environment, timeout: .seconds(30))
         guard check.succeeded else {
             throw HarnessError("FreeRADIUS (\(label)) rejects the configuration in \(configDirectory): \(check)")
@@ -67,10 +67,8 @@ final class FreeRADIUSServer: @unchecked Sendable {
         if isRunning { return }
         let readyBefore = readyCount
         let stdoutPath = runDirectory.appendingPathComponent("stdout.log").path
-        // `ip netns exec` execs FreeRADIUS in place: the pid we hold is the server's.
         let process = try DaemonProcess.start(
-            StrongSwanEnvironment.ipPath,
-            ["netns", "exec", namespace, Self.path, "-f", "-d", configDirectory, "-l", logPath],
+            StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory, "-l", logPath]),
             environment: environment, outputPath: stdoutPath)
         self.process = process
         let deadline = ContinuousClock.now + timeout
@@ -83,6 +81,21 @@ final class FreeRADIUSServer: @unchecked Sendable {
             }
             usleep(10_000)
         }
+    }
+
+    /// `ip netns exec <ns> sh -c '<mounts>; exec freeradius …'`: `ip netns exec` and the shell exec in place, so
+    /// the pid is the server's. FreeRADIUS creates its `run_dir` and `logdir` when they are missing, and a
+    /// deployed configuration names fixed ones (/var/run/…, /var/log/…): in the private mount namespace `ip netns
+    /// exec` gives it, a tmpfs over /run and one over /var/log take them, so nothing is created on the host.
+    /// (Its log goes to `-l`, in the scratch directory.)
+    private func command(_ arguments: [String]) -> [String] {
+        let script = """
+            set -e
+            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
+            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
+            exec "$@"
+            """
+        return ["netns", "exec", namespace, "/bin/sh", "-c", script, "sh", Self.path] + arguments
     }
 
     private var readyCount: Int { log.components(separatedBy: "Ready to process requests").count - 1 }

@@ -21,6 +21,8 @@ protocol RadiusFleetInputs: AnyObject {
     /// Where PostgreSQL listens (TCP, in its own namespace) and the database FreeRADIUS uses.
     var databaseAddress: String { get }
     var databaseName: String { get }
+    /// pg_hba method for the RADIUS servers' TCP connections ("trust", "scram-sha-256").
+    var databaseHostAuthentication: String { get }
 
     /// Creates the schema in the empty database (as the superuser).
     func migrate(_ postgres: ScratchPostgres) throws
@@ -76,6 +78,7 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
     let radiusServers = [(name: "rad1", address: "192.0.2.11"), (name: "rad2", address: "192.0.2.12")]
     let databaseAddress = "192.0.2.20"
     let databaseName = "radius"
+    let databaseHostAuthentication = "trust"
     let clientChild = "net"
     private var radiusSecrets: [String: String] = [:]
     private var daeSecrets: [String: String] = [:]
@@ -184,62 +187,18 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
     func clientConnection(node: String, ikeVersion: Int) -> String { "\(node)-ikev\(ikeVersion)" }
 
     func clientConf(user: String, password: String) throws -> String {
-        var w = SwanctlWriter()
-        try w.section("connections") { w in
-            for node in nodes {
-                for version in [2, 1] {
-                    try w.section(clientConnection(node: node.name, ikeVersion: version)) { w in
-                        w.raw("version", "\(version)")
-                        try w.set("remote_addrs", node.address)
-                        w.raw("vips", "0.0.0.0")
-                        w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
-                        if version == 2 {
-                            try w.section("local") { w in
-                                w.raw("auth", "eap-mschapv2")
-                                try w.set("id", user)
-                                try w.set("eap_id", user)
-                            }
-                        } else {
-                            w.section("local") { w in w.raw("auth", "psk") }
-                            try w.section("local-xauth") { w in
-                                w.raw("auth", "xauth")
-                                try w.set("xauth_id", user)
-                            }
-                        }
-                        try w.section("remote") { w in
-                            w.raw("auth", version == 2 ? "pubkey" : "psk")
-                            try w.set("id", "\(node.name).lab")
-                        }
-                        w.section("children") { w in
-                            w.section(clientChild) { w in
-                                w.raw("remote_ts", RadiusLab.lanPrefix)
-                                w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        try w.section("secrets") { w in
-            try w.section("eap-user") { w in
-                try w.set("id", user)
-                w.raw("secret", SwanctlWriter.secret(password))
-            }
-            try w.section("xauth-user") { w in
-                try w.set("id", user)
-                w.raw("secret", SwanctlWriter.secret(password))
-            }
-            for node in nodes {
-                try w.section("ike-\(node.name)") { w in
-                    try w.set("id", "\(node.name).lab")
-                    w.raw("secret", SwanctlWriter.secret(psks[node.name]!))
-                }
-            }
-        }
-        let dir = try SwanctlDirectory.make(
-            label: "radius-client-\(user)", conf: w.text,
-            files: ["x509ca/ca.pem": try SwanctlDirectory.contents(of: pki.caCert)])
-        return dir.confFile
+        let text = try RadiusClientConf.text(
+            user: user, password: password, child: clientChild,
+            nodes: nodes.map {
+                RadiusClientConf.Node(
+                    ikev2: clientConnection(node: $0.name, ikeVersion: 2),
+                    ikev1: clientConnection(node: $0.name, ikeVersion: 1), address: $0.address, id: "\($0.name).lab",
+                    psk: psks[$0.name]!)
+            })
+        return try SwanctlDirectory.make(
+            label: "radius-client-\(user)", conf: text,
+            files: ["x509ca/ca.pem": try SwanctlDirectory.contents(of: pki.caCert)]
+        ).confFile
     }
 
     /// Hand-made catalogue entries as the seed app reads them: IKEv2 EAP (server certificate) and IKEv1 Main Mode
@@ -314,6 +273,75 @@ final class RadiusHandWrittenInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     var secrets: [String] { Array(radiusSecrets.values) + Array(daeSecrets.values) + Array(psks.values) }
+}
+
+/// A strongSwan client holding one account: per node an IKEv2 EAP-MSCHAPv2 connection (server certificate) and
+/// an IKEv1 Main Mode PSK + XAuth connection, each with one child for the LAN behind the node.
+enum RadiusClientConf {
+    struct Node {
+        var ikev2: String
+        var ikev1: String
+        var address: String
+        /// The node's identity (its certificate's and its PSK's).
+        var id: String
+        var psk: String
+    }
+
+    static func text(user: String, password: String, child: String, nodes: [Node]) throws -> String {
+        var w = SwanctlWriter()
+        try w.section("connections") { w in
+            for node in nodes {
+                for version in [2, 1] {
+                    try w.section(version == 2 ? node.ikev2 : node.ikev1) { w in
+                        w.raw("version", "\(version)")
+                        try w.set("remote_addrs", node.address)
+                        w.raw("vips", "0.0.0.0")
+                        w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
+                        if version == 2 {
+                            try w.section("local") { w in
+                                w.raw("auth", "eap-mschapv2")
+                                try w.set("id", user)
+                                try w.set("eap_id", user)
+                            }
+                        } else {
+                            w.section("local") { w in w.raw("auth", "psk") }
+                            try w.section("local-xauth") { w in
+                                w.raw("auth", "xauth")
+                                try w.set("xauth_id", user)
+                            }
+                        }
+                        try w.section("remote") { w in
+                            w.raw("auth", version == 2 ? "pubkey" : "psk")
+                            try w.set("id", node.id)
+                        }
+                        w.section("children") { w in
+                            w.section(child) { w in
+                                w.raw("remote_ts", RadiusLab.lanPrefix)
+                                w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try w.section("secrets") { w in
+            try w.section("eap-user") { w in
+                try w.set("id", user)
+                w.raw("secret", SwanctlWriter.secret(password))
+            }
+            try w.section("xauth-user") { w in
+                try w.set("id", user)
+                w.raw("secret", SwanctlWriter.secret(password))
+            }
+            for (index, node) in nodes.enumerated() {
+                try w.section("ike-\(index + 1)") { w in
+                    try w.set("id", node.id)
+                    w.raw("secret", SwanctlWriter.secret(node.psk))
+                }
+            }
+        }
+        return w.text
+    }
 }
 
 extension Trait where Self == ConditionTrait {

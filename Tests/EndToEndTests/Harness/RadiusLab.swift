@@ -125,11 +125,12 @@ final class RadiusLab: @unchecked Sendable {
 
     // MARK: daemons
 
-    /// PostgreSQL in its namespace on `database.address`, trusting the lab's subnet; database `name`.
+    /// PostgreSQL in its namespace on `database.address`, for the lab's subnet; database `name`.
     @discardableResult
-    func startPostgres(database name: String) throws -> ScratchPostgres {
+    func startPostgres(database name: String, hostAuthentication: String) throws -> ScratchPostgres {
         let pg = try ScratchPostgres.start(
-            in: database.namespace, address: database.address, clients: Self.subnet, database: name)
+            in: database.namespace, address: database.address, clients: Self.subnet,
+            hostAuthentication: hostAuthentication, database: name)
         postgres = pg
         return pg
     }

@@ -27,9 +27,11 @@ final class ScratchPostgres: @unchecked Sendable {
         self.database = database
     }
 
-    /// initdb, start in `namespace` on `address` (trusting `clients`, a CIDR), create `database`.
+    /// initdb, start in `namespace` on `address` (TCP from `clients`, a CIDR, authenticated with
+    /// `hostAuthentication`, a pg_hba method), create `database`.
     static func start(
-        in namespace: String, address: String, clients: String, database: String, timeout: Duration = .seconds(60)
+        in namespace: String, address: String, clients: String, hostAuthentication: String = "trust",
+        database: String, timeout: Duration = .seconds(60)
     ) throws -> ScratchPostgres {
         guard let bin = RadiusEnvironment.postgresBin else { throw HarnessError("no PostgreSQL server installed") }
         let pg = ScratchPostgres(directory: try Scratch.makeDirectory("pg"), address: address, database: database)
@@ -43,7 +45,7 @@ final class ScratchPostgres: @unchecked Sendable {
             timeout: timeout)
         let hba = try FileHandle(forWritingTo: URL(fileURLWithPath: pg.dataDirectory + "/pg_hba.conf"))
         hba.seekToEndOfFile()
-        hba.write(Data("host all all \(clients) trust\n".utf8))
+        hba.write(Data("host all all \(clients) \(hostAuthentication)\n".utf8))
         try hba.close()
 
         let process = try DaemonProcess.start(

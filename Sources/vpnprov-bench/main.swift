@@ -21,6 +21,8 @@ struct Options {
     var keep = false
     /// N > 0: only time `validate` on N, 2N, 4N and 8N nodes (one user per node), to show how it scales.
     var validateScaling = 0
+    /// N > 0: only time `generate` for N nodes whose password users are all RADIUS accounts.
+    var radiusNodes = 0
 }
 
 func parseOptions() -> Options {
@@ -41,9 +43,10 @@ func parseOptions() -> Options {
         case "--workdir": o.workDirectory = value()
         case "--keep": o.keep = true
         case "--validate-scaling": o.validateScaling = Int(value()) ?? 0
+        case "--radius-nodes": o.radiusNodes = Int(value()) ?? 0
         case "-h", "--help":
             print(
-                "usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep] [--validate-scaling N]"
+                "usage: vpnprov-bench [--nodes N] [--users M] [--cert-users C] [--openssl-sample K] [--binary PATH] [--workdir DIR] [--keep] [--validate-scaling N] [--radius-nodes N]"
             )
             exit(0)
         default: fail("unknown option \(a)")
@@ -165,6 +168,34 @@ if options.validateScaling > 0 {
                 format: "  %7d nodes  validate %@  peak %@  exit %d%@", nodes, secs(r.seconds), mib(r.maxRSSKiB),
                 r.status, ratio))
         previous = r.seconds
+    }
+    cleanUp()
+    exit(0)
+}
+
+if options.radiusNodes > 0 {
+    // A fleet whose password users are all app accounts (accounts: radius): the accounts live in the
+    // database, so nothing about them is an input of generate; only the nodes and the servers are.
+    print("vpnprov-bench: \(options.radiusNodes) RADIUS nodes, 2 RADIUS servers, no inventory users")
+    var s = "vpnprov: 1\nname: bench\naccounts:\n  radius_database: env:VPN_RADIUS_DB\n  servers:\n"
+    s += "    rad-1: { address: 192.0.2.11 }\n    rad-2: { address: 192.0.2.12 }\n"
+    s +=
+        "defaults:\n  services: [ikev2-eap, ipsec-xauth-psk]\n  psk: gen\n  accounts: radius\n  dns: [192.0.2.53]\nnodes:\n"
+    for n in 0..<options.radiusNodes {
+        s += "  node-\(n):\n    address: node-\(n).vpn.example.com\n    tier: \(n % 2 == 0 ? "free" : "pro")\n"
+        s += "    pool: 10.\(100 + n / 250).\(n % 250).0/24\n    pool6: fd00:100:\(String(n, radix: 16))::/112\n"
+    }
+    let path = work + "/radius.yaml"
+    try s.write(toFile: path, atomically: true, encoding: .utf8)
+    var radiusEnv = ProcessInfo.processInfo.environment
+    radiusEnv["CI"] = "true"
+    radiusEnv["VPN_RADIUS_DB"] = "host=db.example.com dbname=vpn user=radius sslmode=verify-full"
+    for name in ["from scratch", "no-op"] {
+        let r = run(
+            [binary, "generate", path, "--out", work + "/out", "--state", work + "/state", "--quiet"],
+            environment: radiusEnv, stderrPath: work + "/stderr.log")
+        print(
+            String(format: "  generate (%@)  %@  peak %@  exit %d", name, secs(r.seconds), mib(r.maxRSSKiB), r.status))
     }
     cleanUp()
     exit(0)

@@ -42,7 +42,9 @@ enum SecretLeaks {
         for path in inventories {
             guard let (inventory, _) = try? InventoryLoader.load(path: path), let inventory else { continue }
             let base = (path as NSString).deletingLastPathComponent
-            let sources = inventory.nodes.compactMap(\.psk) + inventory.users.compactMap(\.password)
+            let sources =
+                inventory.nodes.compactMap(\.psk) + inventory.users.compactMap(\.password)
+                + [inventory.accounts?.database, inventory.accounts?.radiusDatabase].compactMap { $0 }
             for source in sources {
                 switch source {
                 case .literal(let value): found.insert(value)

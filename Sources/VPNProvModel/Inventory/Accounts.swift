@@ -91,19 +91,40 @@ extension Node {
 
 /// A libpq connection string as vpnprov writes it into the RADIUS servers' configuration.
 package enum ConnectionString {
-    /// Why `value` cannot be written into a FreeRADIUS configuration string, or nil. FreeRADIUS expands
-    /// `$` references and treats quotes and backslashes specially inside its strings; a libpq value
-    /// that needs them can come from a password file (PGPASSFILE) instead.
+    /// Why `value` cannot be written into the RADIUS servers' configuration, or nil.
+    ///
+    /// FreeRADIUS logs the whole connection string when it connects ("Attempting to connect to
+    /// database ..."), so a password in it would end up in the log: the password belongs in a libpq
+    /// password file (`passfile=...` in the string, or ~freerad/.pgpass), or the server logs in with a
+    /// client certificate (`sslcert=`/`sslkey=`). FreeRADIUS also expands `$` references and treats
+    /// quotes and backslashes specially inside its strings.
     package static func problem(_ value: String) -> String? {
         if value.allSatisfy(\.isWhitespace) { return "is empty" }
         if value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "contains a line break or another control character"
         }
+        if holdsPassword(value) {
+            return "holds a password, which FreeRADIUS would write into its log when it connects; put the password "
+                + "in a password file (passfile=PATH, readable only by the freerad user) or use a client certificate "
+                + "(sslcert=, sslkey=)"
+        }
         if let bad = value.first(where: { "'\"\\$`".contains($0) }) {
             return
                 "contains \(bad == "'" ? "\"'\"" : "'\(bad)'"), which a FreeRADIUS configuration string cannot carry "
-                + "unchanged; keep the password in the RADIUS server's PostgreSQL password file (PGPASSFILE) instead"
+                + "unchanged"
         }
         return nil
+    }
+
+    /// A `password=` keyword, or a URI with a password (`postgresql://user:secret@host`).
+    static func holdsPassword(_ value: String) -> Bool {
+        let lowered = value.lowercased()
+        if lowered.range(of: #"(^|\s)password\s*="#, options: .regularExpression) != nil { return true }
+        for scheme in ["postgresql://", "postgres://"] where lowered.hasPrefix(scheme) {
+            let rest = lowered.dropFirst(scheme.count)
+            guard let at = rest.firstIndex(of: "@") else { return false }
+            return rest[..<at].contains(":")
+        }
+        return false
     }
 }

@@ -1,0 +1,244 @@
+import Foundation
+import Testing
+
+@testable import VPNProvCLI
+@testable import VPNProvEngine
+@testable import VPNProvModel
+@testable import VPNProvPKI
+@testable import VPNProvPlanning
+@testable import VPNProvRendering
+@testable import VPNProvSupport
+@testable import VPNProvTemplates
+@testable import VPNProvTestSupport
+
+/// Central accounts (docs/accounts.md): the `accounts:` section, what a RADIUS node and its RADIUS
+/// servers get, and FreeRADIUS's own verdict on the generated directory. The whole path with real
+/// charon, FreeRADIUS and PostgreSQL is in EndToEndTests/RadiusAccountsTests.
+@Suite(.temporaries) struct AccountsTests {
+    static let database = "host=db.example.com dbname=vpn user=radius sslmode=verify-full"
+    static let env = ["VPN_RADIUS_DB": database, "VPN_ACCOUNTS_DB": "host=db.example.com dbname=vpn user=ops"]
+
+    static let freeradius = TestDependency(
+        path: "/usr/sbin/freeradius",
+        installedBy: "the Debian packages freeradius and freeradius-postgresql (scripts/install-test-deps)")
+
+    static func inventory(accounts: String? = nil, freeAccounts: String = "radius", extraUsers: String = "") -> String {
+        let section =
+            accounts ?? """
+                accounts:
+                  database: env:VPN_ACCOUNTS_DB
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: 192.0.2.11 }
+                    rad-2: { address: 192.0.2.12, auth_port: 11812, acct_port: 11813 }
+
+                """
+        return """
+            vpnprov: 1
+            name: acme
+            \(section)nodes:
+              nfree:
+                address: 192.0.2.1
+                tier: free
+                pool: 10.27.1.0/24
+                pool6: fd00:27:1::/112
+                services: [ikev2-cert, ikev2-eap, ipsec-xauth-psk]
+                psk: gen
+                accounts: \(freeAccounts)
+              npro:
+                address: 192.0.2.3
+                tier: pro
+                pool: 10.27.3.0/24
+                pool6: fd00:27:3::/112
+                services: [ikev2-eap, ipsec-xauth-psk]
+                psk: gen
+                accounts: radius
+            users:
+              staff:
+                cert: true
+                password: gen
+            \(extraUsers)
+            """
+    }
+
+    static func codes(_ text: String) -> [String] {
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        var diagnostics = decoded.diagnostics
+        if let inventory = decoded.inventory { diagnostics += Validator.validate(inventory) }
+        return diagnostics.map { "\($0.severity == .error ? "E" : "W"):\($0.code.rawValue)" }
+    }
+
+    static func generate(_ dir: String, _ text: String, environment: [String: String] = env) throws -> (
+        code: Int32, out: String, err: String
+    ) {
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        return vpnprov(["generate", "--quiet"], in: dir, environment: environment)
+    }
+
+    static func read(_ path: String) throws -> String { try String(contentsOfFile: path, encoding: .utf8) }
+
+    static func stateSecrets(_ dir: String) throws -> SecretsFile {
+        let path = dir + "/state/secrets.json"
+        return try StateStore.decodeSecrets(Array(try #require(FileManager.default.contents(atPath: path))), path: path)
+    }
+
+    @Test func theSectionIsCheckedKeyByKey() {
+        #expect(Self.codes(Self.inventory()).filter { $0.hasPrefix("E") } == [])
+        let broken = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: host=db password=hunter22hunter
+                  secret: Sup3rSecretLiteral
+                  device_limit: 0
+                  servers:
+                    rad-1: { address: 192.0.2.11, auth_port: 1812, acct_port: 1812 }
+                    npro: { address: "not an address" }
+                  retries: 3
+
+                """)
+        let found = Self.codes(broken)
+        #expect(found.contains("E:unknown-key"))
+        #expect(found.filter { $0 == "E:invalid-value" }.count >= 2, "\(found)")  // literal conninfo, secret
+        #expect(found.contains("E:value-out-of-range") || found.contains("E:invalid-value"), "\(found)")
+        // The literal connection string and the literal secret are hidden from every message.
+        let decoded = InventoryLoader.decode(bytes: Array(broken.utf8), file: "inventory.yaml")
+        #expect(decoded.secretLines.contains(4) || decoded.secretValues.contains("Sup3rSecretLiteral"))
+        #expect(!decoded.diagnostics.map(\.message).joined().contains("hunter22"))
+    }
+
+    @Test func rulesNameWhatARadiusNodeLacks() {
+        // accounts: radius without accounts:
+        #expect(Self.codes(Self.inventory(accounts: "")).contains("E:accounts-missing"))
+        // no radius_database
+        let noDatabase = Self.inventory(
+            accounts: "accounts:\n  servers:\n    rad-1: { address: 192.0.2.11 }\n\n")
+        #expect(Self.codes(noDatabase).contains("E:radius-database-missing"))
+        // every server a host name and no disconnect_from
+        let names = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: rad-1.example.com }
+
+                """)
+        #expect(Self.codes(names).contains("E:disconnect-from-empty"))
+        #expect(
+            !Self.codes(
+                names.replacingOccurrences(of: "  servers:", with: "  disconnect_from: [198.51.100.0/24]\n  servers:")
+            ).contains("E:disconnect-from-empty"))
+        // a server named like a node, equal ports
+        let clash = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    npro: { address: 192.0.2.11 }
+                    rad-2: { address: 192.0.2.12, auth_port: 1900, acct_port: 1900 }
+
+                """)
+        #expect(Self.codes(clash).filter { $0 == "E:invalid-radius-server" }.count == 2)
+        // accounts: written, used by no node
+        let unused = Self.inventory(freeAccounts: "inventory").replacingOccurrences(
+            of: "    accounts: radius\n", with: "")
+        #expect(Self.codes(unused).contains("W:accounts-unused"))
+    }
+
+    @Test func aRadiusNodeHandsPasswordsToRadiusAndRequiresTheTierOfAPaidNode() throws {
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, Self.inventory())
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        let free = try Self.read(out + "/servers/nfree/swanctl/swanctl.conf")
+        let pro = try Self.read(out + "/servers/npro/swanctl/swanctl.conf")
+        #expect(free.contains("auth = \"eap-radius\"") && free.contains("auth = \"xauth-radius\""))
+        #expect(!free.contains("groups ="), "a free node admits every tier")
+        #expect(pro.components(separatedBy: "groups = \"pro\"").count - 1 == 2, "the EAP and the XAuth round:\n\(pro)")
+        #expect(!free.contains("eap-mschapv2") && !pro.contains("eap-mschapv2"))
+        // The inventory's password user has no password on a RADIUS node, and no EAP profile for it;
+        // their certificate still opens the free node.
+        let secrets = try Self.read(out + "/servers/nfree/swanctl/conf.d/secrets.conf")
+        #expect(!secrets.contains("staff"))
+        let staff = try Self.read(out + "/clients/staff/linux/swanctl/swanctl.conf")
+        #expect(staff.contains("nfree-ikev2-cert") && !staff.contains("ikev2-eap"))
+        // Private files, one secret per node, the same secret on the node and in every server's clients.conf.
+        let state = try Self.stateSecrets(dir)
+        let freeSecret = try #require(state.radiusSecrets?["nfree"])
+        let proSecret = try #require(state.radiusSecrets?["npro"])
+        #expect(freeSecret != proSecret && state.daeSecrets?["nfree"] != freeSecret)
+        for (path, secret) in [
+            ("servers/nfree/strongswan.d/vpnprov-radius.conf", freeSecret),
+            ("radius/rad-1/clients.conf", proSecret), ("radius/rad-2/clients.conf", freeSecret),
+            ("servers/npro/strongswan.d/vpnprov-radius-dae.conf", try #require(state.daeSecrets?["npro"])),
+            ("radius/rad-2/mods-enabled/sql", Self.database),
+        ] {
+            #expect(try Self.read(out + "/" + path).contains(secret), "\(path)")
+            let mode = try FileManager.default.attributesOfItem(atPath: out + "/" + path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(path)")
+        }
+        let clients = try Self.read(out + "/radius/rad-1/clients.conf")
+        #expect(clients.contains("vpn_tier = \"pro\"") && clients.contains("vpn_tier = \"free\""))
+        // rad-1 is preferred; the DAE port is open only to the servers.
+        let radius = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius.conf")
+        #expect(radius.contains("nas_identifier = \"npro\""))
+        #expect(radius.range(of: "preference = 10")!.lowerBound < radius.range(of: "preference = 0")!.lowerBound)
+        let nft = try Self.read(out + "/servers/npro/network/vpnprov.nft")
+        #expect(nft.contains("udp dport 3799 ip saddr 192.0.2.11/32 accept"))
+        #expect(nft.contains("udp dport 3799 drop"))
+        // The catalogue says the app brings the account's own credentials, for password services only.
+        let catalog = try Self.read(out + "/catalog/servers.json")
+        #expect(catalog.components(separatedBy: "\"credentials\" : \"account\"").count - 1 == 4, "\(catalog)")
+        // Ansible knows the RADIUS servers.
+        let hosts = try Self.read(out + "/deploy/inventory.yml")
+        #expect(hosts.contains("vpnprov_radius:") && hosts.contains("\"rad-2\":"))
+    }
+
+    /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables
+    /// file with its Disconnect-Request rules parses.
+    @Test(.needs(AccountsTests.freeradius)) func freeRadiusAcceptsTheGeneratedConfiguration() throws {
+        try Self.freeradius.require()
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, Self.inventory())
+        try #require(run.code == 0, "\(run.err)")
+        for server in ["rad-1", "rad-2"] {
+            // Its messages may quote the configuration's secrets: only the verdict is reported.
+            let check = try runTool(["/usr/sbin/freeradius", "-C", "-d", dir + "/out/radius/" + server, "-lstdout"])
+            #expect(check.status == 0, "freeradius -C refuses radius/\(server); run it by hand to see why")
+            #expect(
+                check.output.contains("Loaded virtual server vpnprov"), "radius/\(server): no vpnprov virtual server")
+        }
+    }
+
+    @Test func validateResolvesTheConnectionStringsWithoutPrintingThem() throws {
+        let dir = try temporaryDirectory("accounts")
+        try Self.inventory().write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let ok = vpnprov(["validate", "--secrets"], in: dir, environment: Self.env)
+        #expect(ok.code == 0, "\(ok.err)")
+        // The leak check of vpnprov(...) already fails on the connection strings; a missing one is named by reference.
+        let missing = vpnprov(["validate", "--secrets"], in: dir, environment: ["VPN_RADIUS_DB": Self.database])
+        #expect(missing.code != 0 && missing.err.contains("env:VPN_ACCOUNTS_DB"), "\(missing.err)")
+        var quoted = Self.env
+        quoted["VPN_RADIUS_DB"] = "host=db password=s3cretPassw0rd"
+        let refused = vpnprov(["validate", "--secrets"], in: dir, environment: quoted)
+        #expect(refused.code != 0 && refused.err.contains("passfile"), "\(refused.err)")
+        let generate = vpnprov(["generate", "--quiet"], in: dir, environment: quoted)
+        #expect(generate.code != 0 && !FileManager.default.fileExists(atPath: dir + "/out/radius"))
+    }
+
+    @Test func rotateRadiusSecretReplacesBothSidesAndNothingElse() throws {
+        let dir = try temporaryDirectory("accounts")
+        try #require(try Self.generate(dir, Self.inventory()).code == 0)
+        let before = try Self.stateSecrets(dir)
+        let rotated = vpnprov(["rotate-radius-secret", "npro", "--quiet"], in: dir, environment: Self.env)
+        #expect(rotated.code == 0, "\(rotated.err)")
+        let after = try Self.stateSecrets(dir)
+        #expect(after.radiusSecrets?["npro"] != before.radiusSecrets?["npro"])
+        #expect(after.daeSecrets?["npro"] != before.daeSecrets?["npro"])
+        #expect(after.radiusSecrets?["nfree"] == before.radiusSecrets?["nfree"] && after.psks == before.psks)
+        let clients = try Self.read(dir + "/out/radius/rad-1/clients.conf")
+        #expect(clients.contains(try #require(after.radiusSecrets?["npro"])))
+        #expect(!clients.contains(try #require(before.radiusSecrets?["npro"])))
+        let refused = vpnprov(["rotate-radius-secret", "nosuch", "--quiet"], in: dir, environment: Self.env)
+        #expect(refused.code != 0 && refused.err.contains("[no-such-node]"), "\(refused.err)")
+    }
+}

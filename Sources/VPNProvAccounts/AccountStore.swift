@@ -18,6 +18,14 @@ package struct AccountSummary: Sendable, Equatable, Encodable {
     package var disabled: Bool
     /// Open sessions as Simultaneous-Use counts them.
     package var openSessions: Int
+
+    package init(username: String, tier: String?, devices: Int?, disabled: Bool, openSessions: Int) {
+        self.username = username
+        self.tier = tier
+        self.devices = devices
+        self.disabled = disabled
+        self.openSessions = openSessions
+    }
 }
 
 /// One open session (a radacct row without a stop time).
@@ -30,6 +38,9 @@ package struct OpenSession: Sendable, Equatable, Encodable {
     package var framedAddress: String?
     /// ISO 8601, UTC.
     package var started: String?
+    /// The last accounting update (Start or Interim-Update), ISO 8601, UTC: a session not updated for
+    /// more than two accounting intervals is stale (a node that stopped without Stops).
+    package var updated: String?
     package var sessionID: String
     /// The tier the session was accepted with (RADIUS Class).
     package var tier: String?
@@ -179,6 +190,17 @@ package struct AccountStore {
             > 0
     }
 
+    /// Removes the account's rows (check items, reply items, tier). Its sessions and authentication
+    /// history stay in radacct and radpostauth.
+    package func delete(_ username: String) throws {
+        try requireAccount(username)
+        try db.transaction {
+            for table in ["radcheck", "radreply", "radusergroup"] {
+                try db.execute("DELETE FROM \(table) WHERE username = $1", [username])
+            }
+        }
+    }
+
     /// One check item per account and attribute (the unique index), replaced in place.
     private func setCheckItem(_ username: String, _ attribute: String, _ value: String) throws {
         try db.execute(
@@ -219,7 +241,8 @@ package struct AccountStore {
         let rows = try db.query(
             """
             SELECT a.username, a.nasidentifier, host(a.nasipaddress), host(a.framedipaddress),
-                to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class
+                to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class,
+                to_char(a.acctupdatetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
             FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
             WHERE \(Self.openSession) AND ($1::text IS NULL OR a.username = $1)
             ORDER BY a.acctstarttime, a.radacctid
@@ -227,7 +250,7 @@ package struct AccountStore {
         return rows.map { row in
             OpenSession(
                 username: row[0] ?? "", node: row[1], nasAddress: row[2] ?? "", framedAddress: row[3], started: row[4],
-                sessionID: row[5] ?? "", tier: row[6])
+                updated: row[7], sessionID: row[5] ?? "", tier: row[6])
         }
     }
 }

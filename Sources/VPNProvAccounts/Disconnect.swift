@@ -306,6 +306,9 @@ package struct DisconnectTargets: Sendable {
 
     package init(lookup: @escaping @Sendable (String) -> DisconnectTarget?) { self.lookup = lookup }
 
+    /// Targets from a table of node name → target.
+    package init(_ targets: [String: DisconnectTarget]) { self.init { targets[$0] } }
+
     package static let none = DisconnectTargets { _ in nil }
 }
 

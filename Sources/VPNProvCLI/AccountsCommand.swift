@@ -58,7 +58,7 @@ struct AccountsDeployment {
 
 struct AccountsCommand: Command {
     static let actions = [
-        "migrate", "add", "set-tier", "set-devices", "disable", "enable", "list", "sessions", "disconnect",
+        "migrate", "add", "set-tier", "set-devices", "disable", "enable", "delete", "list", "sessions", "disconnect",
     ]
 
     static let configuration = CommandConfiguration(
@@ -67,13 +67,14 @@ struct AccountsCommand: Command {
         discussion: "ACTION is one of: 'migrate' applies the embedded database migrations the database lacks; "
             + "'add USER --tier TIER [--devices N] (--password-file FILE | --password-stdin)' creates an account "
             + "(only its NT hash is stored); 'set-tier USER TIER'; 'set-devices USER N' (1-100 devices at once); "
-            + "'disable USER' and 'enable USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'. "
-            + "'disable', 'disconnect' and 'set-tier' to a lower tier send a RADIUS Disconnect-Request for the user "
+            + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'. "
+            + "'disable', 'delete', 'disconnect' and 'set-tier' to a lower tier send a RADIUS Disconnect-Request for the user "
             + "to every node with an open session. Passwords are never taken from the command line and never "
             + "printed (docs/accounts.md).",
         arguments: [
             .init(
-                "action", help: "migrate, add, set-tier, set-devices, disable, enable, list, sessions or disconnect."),
+                "action",
+                help: "migrate, add, set-tier, set-devices, disable, enable, delete, list, sessions or disconnect."),
             .init("user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + -", optional: true),
             .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
         ],
@@ -118,6 +119,7 @@ struct AccountsCommand: Command {
         "set-devices": (2...2, []),
         "disable": (1...1, []),
         "enable": (1...1, []),
+        "delete": (1...1, []),
         "list": (0...0, []),
         "sessions": (0...1, []),
         "disconnect": (1...1, []),
@@ -239,7 +241,9 @@ struct AccountsCommand: Command {
                 try arguments.value("devices").map { text throws(CLIError) in try Self.deviceCount(text) }
                 ?? deployment.deviceLimit
             try store.add(username: user, password: password!, tier: tier, devices: devices)
-            output.set("account", ["username": user, "tier": tier, "devices": String(devices)])
+            output.set(
+                "account",
+                AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
             output.result("added account '\(user)' (tier \(tier), \(devices) device\(devices == 1 ? "" : "s"))\n")
         case "set-tier":
             let user = self.user!
@@ -263,6 +267,11 @@ struct AccountsCommand: Command {
             let user = self.user!
             let changed = try store.enable(user)
             output.result("account '\(user)': \(changed ? "enabled" : "was not disabled")\n")
+        case "delete":
+            let user = self.user!
+            try store.delete(user)
+            output.result("deleted account '\(user)'\n")
+            return try disconnect(user, store, deployment, context, reason: "deleted")
         case "list":
             let accounts = try store.list()
             output.set("accounts", accounts)
@@ -387,11 +396,10 @@ struct AccountsCommand: Command {
         let rows = sessions.map {
             [
                 $0.username, $0.node ?? "(\($0.nasAddress))", $0.framedAddress ?? "-", $0.started ?? "-",
-                $0.tier ?? "-",
-                $0.sessionID,
+                $0.updated ?? "-", $0.tier ?? "-", $0.sessionID,
             ]
         }
-        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "TIER", "SESSION"], rows)
+        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "UPDATED", "TIER", "SESSION"], rows)
     }
 
     static func columns(_ header: [String], _ rows: [[String]]) -> String {

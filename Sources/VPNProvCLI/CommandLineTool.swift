@@ -27,7 +27,8 @@ package enum ExitCode {
 
     /// What each code means, as the top-level help and the manual page say it.
     static let meanings: [(code: Int32, meaning: String)] = [
-        (success, "success"), (failure, "inventory errors (or check found drift)"), (usage, "usage error"),
+        (success, "success"), (failure, "inventory errors (or check found drift, or a disconnect was not confirmed)"),
+        (usage, "usage error"),
         (environment, "environment error"),
     ]
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestSupport
 
 /// Programs some unit tests drive as independent checkers. A test that needs one says so with
 /// `.needs(...)`: when the program is missing the test is skipped with the reason and what installs
@@ -25,6 +26,16 @@ struct TestDependency: Sendable, CustomStringConvertible {
         path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
     static let pki = TestDependency(
         path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
+
+    /// PostgreSQL's server (initdb, postgres) and psql, for the accounts database tests.
+    static let postgres = TestDependency(
+        path: (PostgresCluster.binDirectory ?? "/usr/lib/postgresql/15/bin") + "/initdb",
+        installedBy: "the Debian package postgresql (scripts/install-test-deps)")
+    static let psql = TestDependency(
+        path: PostgresCluster.psqlPath, installedBy: "the Debian package postgresql-client (scripts/install-test-deps)")
+    /// FreeRADIUS's RADIUS client, the independent check of Disconnect-Requests.
+    static let radclient = TestDependency(
+        path: "/usr/bin/radclient", installedBy: "the Debian package freeradius-utils (scripts/install-test-deps)")
 
     /// swift-format, which the Swift toolchain ships beside `swift`.
     static let swiftFormat = TestDependency(

@@ -1,0 +1,489 @@
+import Foundation
+import Testing
+import VPNProvCrypto
+import VPNProvTemplates
+import VPNProvTestSupport
+
+@testable import VPNProvAccounts
+@testable import VPNProvCLI
+
+/// The accounts database against a real PostgreSQL server (a cluster per test, in the test's
+/// directory, unix socket only): the migrations, the account rows of the contract, the queries
+/// FreeRADIUS runs (as the role `radius`, with the values it would substitute), the tier decision,
+/// and the `vpnprov accounts` binary, whose output never holds a password.
+@Suite(.temporaries, .needs(.postgres, .psql)) struct AccountsDatabaseTests {
+    /// Runs `body` with a fresh server; the server is stopped however `body` ends.
+    func withCluster(_ body: (PostgresCluster) throws -> Void) throws {
+        try TestDependency.postgres.require()
+        try TestDependency.psql.require()
+        let cluster = try PostgresCluster.start(in: try temporaryDirectory("pg"))
+        defer { cluster.stop() }
+        try body(cluster)
+    }
+
+    /// Runs `body` with a fresh server whose test database is migrated, and a store on it.
+    func withMigratedStore(_ body: (PostgresCluster, AccountStore) throws -> Void) throws {
+        try withCluster { cluster in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            _ = try Migrator.migrate(db, Self.migrations)
+            try body(cluster, AccountStore(db))
+        }
+    }
+
+    static var migrations: [Migration] { AccountsCommand.migrations }
+
+    @Test func theEmbeddedMigrationsAreTheFilesAndRecordThemselves() throws {
+        let dir = TemplateSetTests.repoRoot.appendingPathComponent("templates/accounts/migrations").path
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files == BuiltinMigrations.files.map(\.name), "run scripts/embed-templates")
+        for (name, sql) in BuiltinMigrations.files {
+            #expect(
+                try String(contentsOfFile: dir + "/" + name, encoding: .utf8) == sql,
+                "\(name): run scripts/embed-templates")
+        }
+        #expect(Self.migrations.map(\.version) == Array(1...Self.migrations.count))
+        for migration in Self.migrations {
+            #expect(
+                migration.sql.contains(
+                    "INSERT INTO vpnprov_migrations (version, name) VALUES (\(migration.version), '\(migration.name)');"
+                ),
+                "\(migration.fileName) does not record itself")
+        }
+    }
+
+    @Test func migrateAppliesOnceAndRefusesANewerOrForeignDatabase() throws {
+        try withCluster { cluster in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            let first = try Migrator.migrate(db, Self.migrations)
+            #expect(first == MigrationReport(from: 0, to: 1, applied: ["0001-accounts.sql"]))
+            let again = try Migrator.migrate(db, Self.migrations)
+            #expect(again == MigrationReport(from: 1, to: 1, applied: []))
+            #expect(try cluster.psql("SELECT version, name FROM vpnprov_migrations") == "1|accounts")
+            #expect(try cluster.psql("SELECT name, rank FROM vpn_tier ORDER BY rank") == "free|0\npro|10")
+            // The role exists and cannot log in until the DBA says so.
+            #expect(try cluster.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'radius'") == "f")
+
+            // Refused: a database newer than this vpnprov, and one with FreeRADIUS tables vpnprov did not create.
+            try cluster.psql("INSERT INTO vpnprov_migrations (version, name) VALUES (2, 'from-the-future')")
+            try cluster.psql("CREATE DATABASE adopted", database: "postgres")
+            try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "adopted")
+            for (conninfo, reason) in [
+                (cluster.conninfo(), "at migration 2, but this vpnprov knows migrations up to 1"),
+                (cluster.conninfo(database: "adopted"), "no vpnprov_migrations table"),
+            ] {
+                #expect {
+                    try Migrator.migrate(DatabaseConnection(conninfo: conninfo), Self.migrations)
+                } throws: { error in
+                    "\(error)".contains(reason)
+                }
+            }
+        }
+    }
+
+    /// The queries of Debian's FreeRADIUS 3.2 queries.conf that our RADIUS configuration runs,
+    /// with the values FreeRADIUS would substitute and the class hook's two extra columns, run as
+    /// the role `radius`: they work, and that role can do nothing else.
+    @Test func freeRADIUSQueriesWorkAsTheRadiusRole() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "correct horse", tier: "free", devices: 2)
+            try cluster.psql(
+                "INSERT INTO radgroupreply (groupname, attribute, op, value) VALUES ('free', 'Session-Timeout', ':=', '3600')"
+            )
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+
+            #expect(
+                try asRadius(
+                    "SELECT id, UserName, Attribute, Value, Op FROM radcheck WHERE Username = 'alice' ORDER BY id")
+                    == "1|alice|NT-Password|\(try NTHash.hex(password: "correct horse"))|:=\n2|alice|Simultaneous-Use|2|:="
+            )
+            #expect(
+                try asRadius(
+                    "SELECT id, UserName, Attribute, Value, Op FROM radreply WHERE Username = 'alice' ORDER BY id")
+                    == "")
+            #expect(
+                try asRadius("SELECT GroupName FROM radusergroup WHERE UserName='alice' ORDER BY priority") == "free")
+            #expect(
+                try asRadius(
+                    "SELECT id, GroupName, Attribute, Value, op FROM radgroupcheck WHERE GroupName = 'free' ORDER BY id"
+                ) == "")
+            #expect(
+                try asRadius(
+                    "SELECT id, GroupName, Attribute, Value, op FROM radgroupreply WHERE GroupName = 'free' ORDER BY id"
+                )
+                    == "1|free|Session-Timeout|3600|:=")
+            #expect(try asRadius("SELECT vpn_check('alice', 'free')") == "free")
+
+            let simulCount = """
+                SELECT COUNT(RadAcctId) FROM radacct a LEFT OUTER JOIN nasreload n USING (NASIPAddress) \
+                WHERE UserName='alice' AND AcctStopTime IS NULL AND (a.AcctStartTime > n.ReloadTime OR n.ReloadTime IS NULL)
+                """
+            #expect(try asRadius(simulCount) == "0")
+
+            // Accounting Start, with the class hook's ", Class, NASIdentifier".
+            let columns = """
+                AcctSessionId, AcctUniqueId, UserName, Realm, NASIPAddress, NASPortId, NASPortType, AcctStartTime, \
+                AcctUpdateTime, AcctStopTime, AcctSessionTime, AcctAuthentic, ConnectInfo_start, ConnectInfo_Stop, \
+                AcctInputOctets, AcctOutputOctets, CalledStationId, CallingStationId, AcctTerminateCause, ServiceType, \
+                FramedProtocol, FramedIpAddress, FramedIpv6Address, FramedIpv6Prefix, FramedInterfaceId, \
+                DelegatedIpv6Prefix, Class, NASIdentifier
+                """
+            try asRadius(
+                """
+                INSERT INTO radacct (\(columns)) VALUES('5f2a000000000001', 'u1', 'alice', NULLIF('', ''), '192.0.2.1', \
+                NULLIF('1', ''), 'Virtual', TO_TIMESTAMP(1700000000), TO_TIMESTAMP(1700000000), NULL, 0, 'RADIUS', '', NULL, \
+                0, 0, '192.0.2.1[4500]', '198.51.100.7[4500]', NULL, 'Framed-User', '', NULLIF('10.27.1.1', '')::inet, \
+                NULLIF('', '')::inet, NULLIF('', '')::inet, NULLIF('', ''), NULLIF('', '')::inet , 'free', 'fra-1') \
+                ON CONFLICT (AcctUniqueId) DO UPDATE SET AcctStartTime = TO_TIMESTAMP(1700000000), \
+                AcctUpdateTime = TO_TIMESTAMP(1700000000), ConnectInfo_start = '' \
+                WHERE radacct.AcctUniqueId = 'u1' AND radacct.AcctStopTime IS NULL
+                """)
+            #expect(try asRadius(simulCount) == "1")
+            #expect(
+                try asRadius(
+                    """
+                    SELECT RadAcctId, AcctSessionId, UserName, NASIPAddress, NASPortId, FramedIPAddress, CallingStationId, \
+                    FramedProtocol FROM radacct a LEFT OUTER JOIN nasreload n USING (nasipaddress) WHERE UserName='alice' \
+                    AND AcctStopTime IS NULL AND (a.AcctStartTime > n.reloadtime OR n.reloadtime IS NULL)
+                    """) == "1|5f2a000000000001|alice|192.0.2.1|1|10.27.1.1|198.51.100.7[4500]|")
+            let sessions = try store.sessions(of: "alice")
+            #expect(
+                sessions == [
+                    OpenSession(
+                        username: "alice", node: "fra-1", nasAddress: "192.0.2.1", framedAddress: "10.27.1.1",
+                        started: "2023-11-14T22:13:20Z", updated: "2023-11-14T22:13:20Z", sessionID: "5f2a000000000001",
+                        tier: "free")
+                ])
+            #expect(try store.list().first?.openSessions == 1)
+
+            // Interim-Update, then Stop.
+            try asRadius(
+                """
+                UPDATE radacct SET FramedIPAddress = NULLIF('10.27.1.1', '')::inet, FramedIPv6Address = NULLIF('', '')::inet, \
+                FramedIPv6Prefix = NULLIF('', '')::inet, FramedInterfaceId = NULLIF('', ''), \
+                DelegatedIPv6Prefix = NULLIF('', '')::inet, AcctSessionTime = 300, \
+                AcctInterval = (1700000300 - EXTRACT(EPOCH FROM (COALESCE(AcctUpdateTime, AcctStartTime)))), \
+                AcctUpdateTime = TO_TIMESTAMP(1700000300), AcctInputOctets = (('0'::bigint << 32) + '1000'::bigint), \
+                AcctOutputOctets = (('0'::bigint << 32) + '2000'::bigint) WHERE AcctUniqueId = 'u1' AND AcctStopTime IS NULL
+                """)
+            #expect(try cluster.psql("SELECT acctinterval, acctinputoctets FROM radacct") == "300|1000")
+            try asRadius(
+                """
+                UPDATE radacct SET AcctStopTime = TO_TIMESTAMP(1700000400), AcctUpdateTime = TO_TIMESTAMP(1700000400), \
+                AcctSessionTime = COALESCE(400, (1700000400 - EXTRACT(EPOCH FROM(AcctStartTime)))), \
+                AcctInputOctets = (('0'::bigint << 32) + '1500'::bigint), AcctOutputOctets = (('0'::bigint << 32) + '2500'::bigint), \
+                AcctTerminateCause = 'User-Request', FramedIPAddress = NULLIF('10.27.1.1', '')::inet, \
+                FramedIPv6Address = NULLIF('', '')::inet, FramedIPv6Prefix = NULLIF('', '')::inet, \
+                FramedInterfaceId = NULLIF('', ''), DelegatedIPv6Prefix = NULLIF('', '')::inet, ConnectInfo_stop = '' \
+                WHERE AcctUniqueId = 'u1'
+                """)
+            #expect(try asRadius(simulCount) == "0")
+            #expect(try store.sessions().isEmpty)
+
+            // Post-auth with the class hook (User-Password removed by the policy: empty pass).
+            try asRadius(
+                """
+                INSERT INTO radpostauth (username, pass, reply, authdate , Class, NASIdentifier) \
+                VALUES('alice', '', 'Access-Accept', '2026-12-01 10:00:00.123' , 'free', 'fra-1')
+                """)
+            #expect(try cluster.psql("SELECT username, class, nasidentifier FROM radpostauth") == "alice|free|fra-1")
+
+            // Least privilege: the role reads accounts, never writes them, and reads no post-auth rows.
+            for forbidden in [
+                "INSERT INTO radcheck (username, attribute, op, value) VALUES ('mallory', 'NT-Password', ':=', 'x')",
+                "UPDATE radusergroup SET groupname = 'pro'", "DELETE FROM radacct", "SELECT * FROM radpostauth",
+                "INSERT INTO vpn_tier VALUES ('gold', 20)",
+            ] {
+                #expect(throws: (any Error).self, "radius may: \(forbidden)") { try asRadius(forbidden) }
+            }
+        }
+    }
+
+    /// vpn_check for every account tier against every node tier, and its reasons.
+    @Test func theTierDecision() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "f", password: "password1", tier: "free", devices: 1)
+            try store.add(username: "p", password: "password2", tier: "pro", devices: 1)
+            let answers = try cluster.psql(
+                """
+                SELECT vpn_check('f', 'free'), vpn_check('f', 'pro'), vpn_check('p', 'free'), vpn_check('p', 'pro'), \
+                vpn_check('nobody', 'free'), vpn_check('f', 'gold'), vpn_check('f', NULL)
+                """)
+            #expect(
+                answers
+                    == "free|!tier free may not use a pro node|pro|pro|!account has no tier|!unknown node tier gold|!unknown node tier (none)"
+            )
+            try store.setTier("f", "pro")
+            #expect(try cluster.psql("SELECT vpn_check('f', 'pro')") == "pro")
+        }
+    }
+
+    /// The account rows exactly as the contract says, and how each action changes them.
+    @Test func accountRowsFollowTheContract() throws {
+        try withMigratedStore { cluster, store in
+            func rows() throws -> String {
+                try cluster.psql(
+                    "SELECT username, attribute, op, value FROM radcheck ORDER BY username, attribute; "
+                        + "SELECT username, groupname, priority FROM radusergroup ORDER BY username")
+            }
+            try store.add(
+                username: "dave.o'neil@example.com".replacingOccurrences(of: "'", with: ""), password: "password",
+                tier: "free", devices: 3)
+            #expect(
+                try rows()
+                    == """
+                    dave.oneil@example.com|NT-Password|:=|8846F7EAEE8FB117AD06BDD830B7586C
+                    dave.oneil@example.com|Simultaneous-Use|:=|3
+                    dave.oneil@example.com|free|1
+                    """)
+            let user = "dave.oneil@example.com"
+            #expect(throws: AccountError("account '\(user)' already exists")) {
+                try store.add(username: user, password: "password", tier: "free", devices: 3)
+            }
+            #expect(throws: AccountError.self) {
+                try store.add(username: "eve", password: "password", tier: "gold", devices: 1)
+            }
+            #expect(throws: AccountError.self) {
+                try store.add(username: "eve", password: "short", tier: "free", devices: 1)
+            }
+            #expect(throws: AccountError.self) {
+                try store.add(username: "eve", password: "password", tier: "free", devices: 0)
+            }
+            for bad in ["", "a b", "x'; DROP TABLE radcheck; --", String(repeating: "a", count: 65), "ünï"] {
+                #expect(throws: AccountError.self) {
+                    try store.add(username: bad, password: "password", tier: "free", devices: 1)
+                }
+            }
+            // The database enforces the name rule for writers other than vpnprov too.
+            #expect(throws: (any Error).self) {
+                try cluster.psql("INSERT INTO radcheck (username, attribute, op, value) VALUES ('a b', 'x', ':=', 'y')")
+            }
+
+            #expect(try store.setTier(user, "pro") == "free")
+            #expect(try store.isDowngrade(from: "pro", to: "free"))
+            #expect(try !store.isDowngrade(from: "free", to: "pro"))
+            try store.setDevices(user, 1)
+            #expect(try store.disable(user))
+            #expect(try !store.disable(user))
+            #expect(
+                try rows()
+                    == """
+                    \(user)|Auth-Type|:=|Reject
+                    \(user)|NT-Password|:=|8846F7EAEE8FB117AD06BDD830B7586C
+                    \(user)|Simultaneous-Use|:=|1
+                    \(user)|pro|1
+                    """)
+            #expect(
+                try store.list() == [
+                    AccountSummary(username: user, tier: "pro", devices: 1, disabled: true, openSessions: 0)
+                ])
+            #expect(try store.enable(user))
+            #expect(try !store.enable(user))
+            #expect(try store.list().first?.disabled == false)
+            #expect(throws: AccountError("no account 'ghost'")) { try store.setDevices("ghost", 2) }
+            #expect(throws: AccountError("no account 'ghost'")) { try store.disable("ghost") }
+            try store.delete(user)
+            #expect(try rows() == "")
+            #expect(throws: AccountError("no account '\(user)'")) { try store.delete(user) }
+        }
+    }
+
+    /// A statement over the timeout is cancelled and reported as such; a transaction whose body
+    /// throws leaves nothing behind; values travel as parameters, never as SQL text.
+    @Test func timeoutsTransactionsAndParameters() throws {
+        try withMigratedStore { cluster, store in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo(), statementTimeoutMilliseconds: 200)
+            #expect {
+                try db.query("SELECT pg_sleep(5)")
+            } throws: { error in
+                (error as? DatabaseError)?.kind == .timeout
+            }
+            struct Stop: Error {}
+            #expect(throws: Stop.self) {
+                try db.transaction {
+                    try db.execute("INSERT INTO vpn_tier (name, rank) VALUES ($1, $2)", ["gold", "20"])
+                    throw Stop()
+                }
+            }
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_tier WHERE name = 'gold'") == "0")
+            let hostile = "x'); DROP TABLE radcheck; --"
+            #expect(try db.query("SELECT $1::text, $2::text", [hostile, nil]) == [[hostile, nil]])
+            #expect(try cluster.psql("SELECT to_regclass('radcheck') IS NOT NULL") == "t")
+            _ = store
+        }
+    }
+
+    /// libpq's errors reach the operator without the conninfo's password.
+    @Test func connectionErrorsHideThePassword() throws {
+        let dir = try temporaryDirectory("nosocket")
+        let password = "Db-Passw0rd-never-shown"
+        for conninfo in [
+            "host=\(dir) user=operator password=\(password) dbname=accounts",
+            "postgresql://operator:\(password)@127.0.0.1:1/accounts",
+        ] {
+            #expect {
+                try DatabaseConnection(conninfo: conninfo)
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains("cannot connect to the accounts database") && !text.contains(password)
+                    && !text.contains(conninfo)
+            }
+        }
+        #expect(
+            DatabaseConnection.scrub("bad password Db-Passw0rd-never-shown\nfor x", secrets: [password])
+                == "bad password [hidden]; for x")
+    }
+
+    // MARK: - the binary
+
+    struct Run {
+        var status: Int32
+        var out: String
+        var err: String
+    }
+
+    /// Runs the built vpnprov with `stdin` as its standard input.
+    func binary(_ arguments: [String], in dir: String, environment: [String: String], stdin: String? = nil) throws
+        -> Run
+    {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: VPNProvBinary.path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: dir)
+        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
+        let id = UUID().uuidString
+        let outPath = dir + "/../\(id).out"
+        let errPath = dir + "/../\(id).err"
+        let inPath = dir + "/../\(id).in"
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: inPath, contents: Data((stdin ?? "").utf8))
+        defer { for p in [outPath, errPath, inPath] { try? FileManager.default.removeItem(atPath: p) } }
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        process.standardInput = FileHandle(forReadingAtPath: inPath)
+        try process.run()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, out: try String(contentsOfFile: outPath, encoding: .utf8),
+            err: try String(contentsOfFile: errPath, encoding: .utf8))
+    }
+
+    @Test func theCommandNeverPrintsAPassword() throws {
+        try withCluster { cluster in
+            let dir = try temporaryDirectory("work")
+            let dbPassword = "Db-Secret-9x7Q"
+            let environment = ["VPN_ACCOUNTS_DB": cluster.conninfo() + " password=\(dbPassword)"]
+            let db = ["--database", "env:VPN_ACCOUNTS_DB"]
+            var all: [Run] = []
+            func run(_ arguments: [String], stdin: String? = nil) throws -> Run {
+                let result = try binary(["accounts"] + arguments + db, in: dir, environment: environment, stdin: stdin)
+                all.append(result)
+                return result
+            }
+            let migrate = try run(["migrate"])
+            #expect(migrate.status == 0, "\(migrate.err)")
+            #expect(migrate.out == "accounts database: applied 0001-accounts.sql (migration 0 -> 1)\n")
+            #expect(try run(["migrate"]).out == "accounts database: up to date (migration 1)\n")
+
+            let alicePassword = "Alice-Pw-3141"
+            let bobPassword = "Bob-Pw-2718-ü"
+            try "\(alicePassword)\n".write(toFile: dir + "/alice.pw", atomically: true, encoding: .utf8)
+            let add = try run(["add", "alice", "--tier", "free", "--password-file", "alice.pw"])
+            #expect(add.status == 0, "\(add.err)")
+            #expect(add.out == "added account 'alice' (tier free, 3 devices)\n")
+            let addBob = try run(
+                ["add", "bob", "--tier", "pro", "--devices", "2", "--password-stdin"], stdin: bobPassword + "\n")
+            #expect(addBob.status == 0, "\(addBob.err)")
+            #expect(
+                try cluster.psql("SELECT value FROM radcheck WHERE username = 'bob' AND attribute = 'NT-Password'")
+                    == (try NTHash.hex(password: bobPassword)))
+
+            // A password as an argument is refused before anything happens; so is a short one.
+            let argv = try run(["add", "carol", "Carol-Pw-1618", "--tier", "free"])
+            #expect(argv.status == 2)
+            #expect(argv.err.contains("takes no password argument"))
+            let short = try run(["add", "carol", "--tier", "free", "--password-stdin"], stdin: "short\n")
+            #expect(short.status == 2)
+            #expect(short.err.contains("shorter than 8"))
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck WHERE username = 'carol'") == "0")
+
+            #expect(try run(["set-tier", "alice", "pro"]).status == 0)
+            #expect(try run(["set-devices", "alice", "5"]).status == 0)
+            #expect(try run(["set-devices", "alice", "500"]).status == 2)
+            #expect(try run(["disable", "bob"]).status == 0)
+            let list = try run(["list"])
+            #expect(
+                list.out == """
+                    ACCOUNT  TIER  DEVICES  STATUS    SESSIONS
+                    alice    pro   5        active    0
+                    bob      pro   2        disabled  0
+
+                    """)
+            let json = try run(["list", "--format", "json"])
+            let document = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
+            let accounts = document?["accounts"] as? [[String: Any]]
+            #expect(accounts?.map { $0["username"] as? String } == ["alice", "bob"])
+            // Every action's JSON document matches docs/json-output.schema.json.
+            if TestDependency.schemaPython.isPresent {
+                var files: [String] = []
+                for (n, arguments) in [
+                    ["migrate"], ["list"], ["sessions"], ["sessions", "bob"], ["disconnect", "bob"],
+                ]
+                .enumerated() {
+                    let result = try run(arguments + ["--format", "json"])
+                    #expect(result.status == 0, "\(arguments): \(result.err)")
+                    files.append(dir + "/doc-\(n).json")
+                    try result.out.write(toFile: files.last!, atomically: true, encoding: .utf8)
+                }
+                let carolPassword = "Carol-Pw-1618"
+                let carol = try run(
+                    ["add", "carol", "--tier", "free", "--password-stdin", "--format", "json"], stdin: carolPassword)
+                #expect(carol.status == 0, "\(carol.err)")
+                #expect(!carol.out.contains(carolPassword) && !carol.err.contains(carolPassword))
+                files.append(dir + "/doc-add.json")
+                try carol.out.write(toFile: files.last!, atomically: true, encoding: .utf8)
+                let check = try runTool(
+                    [TestDependency.schemaPython.path, MachineOutputTests.root + "/scripts/check-output", "json"]
+                        + files)
+                #expect(check.status == 0, "\(check.output)")
+            }
+            #expect(try run(["sessions"]).out == "no open sessions\n")
+            #expect(try run(["enable", "bob"]).out == "account 'bob': enabled\n")
+
+            // An open session (an accounting Start row): listed, counted, and `disable` asks its node to end
+            // it; this node has no DAE target here, which is reported and fails the command.
+            try cluster.psql(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "acctupdatetime, framedipaddress, class, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', "
+                    + "TO_TIMESTAMP(1700000000), TO_TIMESTAMP(1700000300), '10.27.1.5', 'pro', 'fra-1')")
+            #expect(
+                try run(["sessions", "alice"]).out == """
+                    ACCOUNT  NODE   ADDRESS    STARTED               UPDATED               TIER  SESSION
+                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  2023-11-14T22:18:20Z  pro   s1
+
+                    """)
+            let disable = try run(["disable", "alice"])
+            #expect(disable.status == 1)
+            #expect(disable.out.contains("account 'alice': disabled"))
+            #expect(disable.out.contains("  fra-1: unknown-node"), "\(disable.out)")
+            #expect(try run(["delete", "bob"]).out == "deleted account 'bob'\naccount 'bob': no open session\n")
+            #expect(
+                try run(["list"]).out.components(separatedBy: "\n").map { $0.prefix(5) } == [
+                    "ACCOU", "alice", "carol", "",
+                ])
+            #expect(try run(["set-tier", "ghost", "pro"]).status == 2)
+            #expect(try run(["frobnicate"]).err.contains("unknown action"))
+
+            for result in all {
+                for secret in [alicePassword, bobPassword, dbPassword] {
+                    #expect(!result.out.contains(secret) && !result.err.contains(secret), "a password was printed")
+                }
+            }
+            // The database's own log never saw them either (parameters are not logged as text).
+            let log = (try? String(contentsOfFile: cluster.logPath, encoding: .utf8)) ?? ""
+            #expect(!log.contains(alicePassword) && !log.contains(bobPassword))
+        }
+    }
+}

@@ -93,12 +93,12 @@ final class RadiusScenario: @unchecked Sendable {
 
     static func run(build: StrongSwanBuild) throws -> ScenarioReport {
         let start = ContinuousClock.now
-        let inputs: any RadiusFleetInputs =
-            RadiusHandWrittenInputs.isConfigured ? try RadiusHandWrittenInputs() : try RadiusGeneratedInputs()
         let lab = try RadiusLab.create(
-            nodes: inputs.nodes.map { ($0.name, $0.address) }, clients: 2, radius: inputs.radiusServers,
-            databaseAddress: inputs.databaseAddress)
+            nodes: RadiusGeneratedInputs.nodes.map { ($0.name, $0.address) }, clients: 2,
+            radius: RadiusGeneratedInputs.radiusServers)
         defer { lab.teardown() }
+        let inputs = try RadiusGeneratedInputs(
+            database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path))
         let scenario = RadiusScenario(build: build, inputs: inputs, lab: lab)
         try scenario.setUp()
         scenario.report.setupMilliseconds = milliseconds(since: start)
@@ -108,9 +108,7 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        let postgres = try lab.startPostgres(
-            database: inputs.databaseName, hostAuthentication: inputs.databaseHostAuthentication)
-        try inputs.migrate(postgres)
+        try inputs.migrate()
         for server in inputs.radiusServers {
             let (directory, environment) = try inputs.radiusConfiguration(server.name)
             try lab.startRadius(server.name, configDirectory: directory, environment: environment)
@@ -122,7 +120,7 @@ final class RadiusScenario: @unchecked Sendable {
         }
         try lab.startClients(build: build)
         for (user, devices) in [("alice", 2), ("bob", 1), ("dave", 1), ("erin", 1)] {
-            passwords[user] = RadiusHandWrittenInputs.random()
+            passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
         }
     }
@@ -422,7 +420,9 @@ final class RadiusScenario: @unchecked Sendable {
             let rows = try sql("SELECT count(*) FROM radpostauth")
             let leaked = try sql("SELECT count(*) FROM radpostauth WHERE coalesce(pass, '') <> ''")
             try check(leaked == "0", "\(leaked) of \(rows) radpostauth rows hold a password")
-            var logs = ["postgres": lab.postgres?.log ?? ""]
+            var logs = [
+                "postgres": (lab.postgres).flatMap { try? String(contentsOfFile: $0.logPath, encoding: .utf8) } ?? ""
+            ]
             for (name, server) in lab.radiusServers { logs["radius \(name)"] = server.allOutput }
             for (name, charon) in lab.nodeDaemons { logs["node \(name)"] = charon.log }
             for (name, charon) in lab.clientDaemons { logs[name] = charon.log }

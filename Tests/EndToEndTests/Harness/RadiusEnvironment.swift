@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestSupport
 
 /// Whether this machine can run the central-accounts lab (FreeRADIUS 3.2 with its PostgreSQL module, PostgreSQL,
 /// the FreeRADIUS utilities, strongSwan's eap-radius plugin) on top of what `StrongSwanEnvironment` needs.
@@ -8,21 +9,9 @@ import Testing
 /// (`scripts/install-test-deps` installs them).
 enum RadiusEnvironment {
     static let radclientPath = "/usr/bin/radclient"
-    static let smbencryptPath = "/usr/bin/smbencrypt"
-    static let psqlPath = "/usr/bin/psql"
-    static let runuserPath = "/usr/sbin/runuser"
     static let nftPath = "/usr/sbin/nft"
     /// The Debian package's SQL module configuration (its queries.conf and schema.sql are used as shipped).
     static let sqlModuleConfig = "/etc/freeradius/3.0/mods-config/sql/main/postgresql"
-
-    /// `/usr/lib/postgresql/<major>/bin` of the installed server (the newest when several are).
-    static let postgresBin: String? = {
-        let base = "/usr/lib/postgresql"
-        let majors = ((try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []).compactMap(Int.init)
-        return majors.sorted().reversed().map { "\(base)/\($0)/bin" }.first {
-            FileManager.default.isExecutableFile(atPath: $0 + "/initdb")
-        }
-    }()
 
     static let availability: StrongSwanEnvironment.Availability = check()
 
@@ -48,8 +37,8 @@ enum RadiusEnvironment {
         let fm = FileManager.default
         let install = "apt: freeradius freeradius-postgresql freeradius-utils postgresql (scripts/install-test-deps)"
         for path in [
-            FreeRADIUSServer.path, radclientPath, smbencryptPath, psqlPath, runuserPath, nftPath,
-            ScratchPostgres.setprivPath,
+            FreeRADIUSServer.path, radclientPath, PostgresCluster.psqlPath, nftPath,
+            PostgresCluster.setprivPath,
         ]
         where !fm.isExecutableFile(atPath: path) {
             return .unavailable("\(path) missing (\(install))")
@@ -60,7 +49,7 @@ enum RadiusEnvironment {
         ] where !fm.fileExists(atPath: path) {
             return .unavailable("\(path) missing (\(install), libcharon-extra-plugins)")
         }
-        guard let bin = postgresBin, fm.isExecutableFile(atPath: bin + "/pg_ctl") else {
+        guard let bin = PostgresCluster.binDirectory, fm.isExecutableFile(atPath: bin + "/postgres") else {
             return .unavailable("no PostgreSQL server under /usr/lib/postgresql (\(install))")
         }
         guard getpwnam("postgres") != nil else { return .unavailable("no user `postgres` (\(install))") }

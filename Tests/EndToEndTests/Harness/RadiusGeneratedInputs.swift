@@ -1,33 +1,43 @@
 import Foundation
 import Glibc
+import VPNProvTestSupport
 
 /// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
 /// RADIUS servers, a free and a pro node with `accounts: radius`) renders the nodes' `servers/<node>/` trees (with
 /// `strongswan.d/vpnprov-radius.conf` and `vpnprov-radius-dae.conf`) and the RADIUS servers' `radius/<server>/`
 /// directories, used as written; `vpnprov accounts` migrates the database and manages the accounts.
 ///
-/// The RADIUS servers reach PostgreSQL over TCP as the role `radius` with a password (the conninfo in
-/// `accounts.radius_database`, rendered into `mods-enabled/sql`); `vpnprov accounts` talks to it through its unix
-/// socket as the superuser.
+/// The RADIUS servers log in to PostgreSQL as the role `radius` with a password, which their conninfo
+/// (`accounts.radius_database`, rendered into `mods-enabled/sql`) does not hold: it names a libpq password file
+/// (`passfile=`), as docs/accounts.md tells operators to (FreeRADIUS logs the conninfo). `vpnprov accounts`
+/// connects as the superuser. Both through the cluster's unix socket.
 final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
-    let nodes = [
+    static let nodes = [
         RadiusNodeSpec(name: "free-1", address: "192.0.2.1", tier: "free"),
         RadiusNodeSpec(name: "pro-1", address: "192.0.2.3", tier: "pro"),
     ]
-    let radiusServers = [(name: "rad-1", address: "192.0.2.11"), (name: "rad-2", address: "192.0.2.12")]
-    let databaseAddress = "192.0.2.20"
-    let databaseName = "radius"
-    let databaseHostAuthentication = "scram-sha-256"
+    static let radiusServers = [(name: "rad-1", address: "192.0.2.11"), (name: "rad-2", address: "192.0.2.12")]
+    var nodes: [RadiusNodeSpec] { Self.nodes }
+    var radiusServers: [(name: String, address: String)] { Self.radiusServers }
     let clientChild = "net"
+    let postgres: PostgresCluster
+    /// The `radius` role's libpq password file (0600).
+    let passfile: String
 
     let deployment: GeneratedDeployment
-    private let radiusPassword = RadiusHandWrittenInputs.random()
+    private let radiusPassword = RadiusGeneratedInputs.random()
     private let psks: [String: String]
     /// The node RADIUS settings as generated (to restore after writing a wrong secret into them).
     private var generatedSettings: [String: String] = [:]
     /// The RADIUS servers' clients.conf as generated (to restore after mis-setting a node's tier).
     private var generatedClients: [String: String] = [:]
     private var accountsEnvironment: [String: String] = [:]
+
+    /// 32 hex digits from the system's random generator: passwords, PSKs and wrong secrets of a run.
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
 
     static func inventory() -> String {
         """
@@ -64,15 +74,25 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         """
     }
 
-    init() throws {
-        psks = ["free-1": RadiusHandWrittenInputs.random(), "pro-1": RadiusHandWrittenInputs.random()]
-        let path = try Scratch.makeDirectory("inv-accounts").appendingPathComponent("inventory.yaml").path
+    /// Generates the deployment for the accounts database `postgres` (already running: its socket is part of
+    /// the RADIUS servers' conninfo).
+    init(database postgres: PostgresCluster) throws {
+        self.postgres = postgres
+        psks = ["free-1": Self.random(), "pro-1": Self.random()]
+        let scratch = try Scratch.makeDirectory("inv-accounts")
+        let passfile = scratch.appendingPathComponent("pgpass").path
+        self.passfile = passfile
+        // host:port:database:user:password; "*" matches the socket directory given as host
+        try "*:*:\(PostgresCluster.database):radius:\(radiusPassword)\n".write(
+            toFile: passfile, atomically: true, encoding: .utf8)
+        chmod(passfile, 0o600)
+        let path = scratch.appendingPathComponent("inventory.yaml").path
         try Self.inventory().write(toFile: path, atomically: true, encoding: .utf8)
         deployment = try GeneratedDeployment.generate(
             inventory: path, label: "accounts",
             environment: [
                 "VPN_RADIUS_DB":
-                    "host=\(databaseAddress) dbname=\(databaseName) user=radius password=\(radiusPassword)",
+                    "host=\(postgres.directory) dbname=\(PostgresCluster.database) user=radius passfile=\(passfile)",
                 "VPN_PSK_FREE": psks["free-1"]!, "VPN_PSK_PRO": psks["pro-1"]!,
             ])
         for node in nodes {
@@ -107,12 +127,24 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         return result
     }
 
-    func migrate(_ postgres: ScratchPostgres) throws {
-        accountsEnvironment["VPN_ACCOUNTS_DB"] =
-            "host=\(postgres.socketDirectory) dbname=\(databaseName) user=postgres"
+    func migrate() throws {
+        accountsEnvironment["VPN_ACCOUNTS_DB"] = postgres.conninfo()
         try accounts(["migrate"])
-        // What the DBA does once (the migration creates the role NOLOGIN).
+        // What the DBA does once (the migration creates the role NOLOGIN), and a cluster that asks the role
+        // for its password (the test cluster trusts every local connection).
         try postgres.psql("ALTER ROLE radius LOGIN PASSWORD '\(radiusPassword)'")
+        let hba = postgres.dataDirectory + "/data/pg_hba.conf"
+        let rules = try String(contentsOfFile: hba, encoding: .utf8)
+        try ("local all radius scram-sha-256\n" + rules).write(toFile: hba, atomically: true, encoding: .utf8)
+        try postgres.psql("SELECT pg_reload_conf()")
+        // Without the password file the role is refused: the RADIUS servers' logins prove the file is used.
+        let bare = try Command.run(
+            PostgresCluster.psqlPath,
+            ["-X", "-w", "-h", postgres.directory, "-U", "radius", "-d", PostgresCluster.database, "-c", "SELECT 1"],
+            environment: ["PGPASSFILE": "/dev/null"])
+        guard !bare.succeeded, bare.output.contains("password") else {
+            throw HarnessError("the radius role logs in without its password: \(bare)")
+        }
     }
 
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws {
@@ -136,9 +168,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         guard result.stdout.contains("disabled") else { throw HarnessError("vpnprov accounts disable: \(result)") }
         let dae = try state("daeSecrets")
         let open =
-            try lab.postgres?.psql(
+            try postgres.psql(
                 "SELECT DISTINCT nasidentifier FROM radacct WHERE username = '\(user)' AND acctstoptime IS NULL"
-            ).split(separator: "\n").map(String.init) ?? []
+            ).split(separator: "\n").map(String.init)
         var done: [String] = []
         for nodeName in open {
             guard let secret = dae[nodeName] else { throw HarnessError("no DAE secret of \(nodeName) in the state") }
@@ -180,7 +212,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             guard !secret.isEmpty, text.contains(secret) else {
                 throw HarnessError("the node's RADIUS secret is not in its settings")
             }
-            text = text.replacingOccurrences(of: secret, with: RadiusHandWrittenInputs.random())
+            text = text.replacingOccurrences(of: secret, with: Self.random())
         }
         try text.write(toFile: settingsPath(node), atomically: true, encoding: .utf8)
         chmod(settingsPath(node), 0o600)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestSupport
 
 /// The central-accounts topology: VPN nodes that ask RADIUS about passwords, two FreeRADIUS servers sharing one
 /// PostgreSQL, clients, and a host on a LAN behind every node. One bridge (in a namespace of its own) joins
@@ -7,7 +8,8 @@ import Glibc
 ///     node i        namespace n<i>   its address from the inputs (e.g. 192.0.2.1), uplink eth0
 ///     client i      namespace c<i>   192.0.2.(101+i)
 ///     RADIUS i      namespace r<i>   its address from the inputs (e.g. 192.0.2.11)
-///     PostgreSQL    namespace db     `databaseAddress` (TCP 5432; a unix socket for the test's own psql)
+///
+/// PostgreSQL (`PostgresCluster`) listens only on its unix socket, which every namespace reaches (a path).
 ///
 /// and every node has a LAN (`lan0`, 198.51.100.1/24, forwarding on) with one host, namespace l<i>,
 /// 198.51.100.10, whose default route is the node: a ping from a client's virtual IP to that host proves traffic
@@ -33,19 +35,18 @@ final class RadiusLab: @unchecked Sendable {
     let nodes: [Member]
     let clients: [Member]
     let radiusMembers: [Member]
-    let database: Member
     /// Namespace of the host behind each node (by node name).
     let lanHosts: [String: String]
     private let bridgeNamespace: String
     private var namespaces: [String] = []
 
-    private(set) var postgres: ScratchPostgres?
+    private(set) var postgres: PostgresCluster?
     private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
     private(set) var nodeDaemons: [String: Charon] = [:]
     private(set) var clientDaemons: [String: Charon] = [:]
     private var tornDown = false
 
-    private init(nodes: [(String, String)], clients: Int, radius: [(String, String)], databaseAddress: String) {
+    private init(nodes: [(String, String)], clients: Int, radius: [(String, String)]) {
         let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
         self.base = base
         bridgeNamespace = base + "-br"
@@ -54,19 +55,16 @@ final class RadiusLab: @unchecked Sendable {
             Member(name: "client\($0 + 1)", namespace: "\(base)-c\($0)", address: "192.0.2.\(101 + $0)")
         }
         radiusMembers = radius.enumerated().map { Member(name: $1.0, namespace: "\(base)-r\($0)", address: $1.1) }
-        database = Member(name: "postgres", namespace: base + "-db", address: databaseAddress)
         lanHosts = Dictionary(uniqueKeysWithValues: nodes.enumerated().map { ($1.0, "\(base)-l\($0)") })
     }
 
     /// Creates the namespaces and links; on failure removes what was made.
     static func create(
-        nodes: [(name: String, address: String)], clients: Int, radius: [(name: String, address: String)],
-        databaseAddress: String
+        nodes: [(name: String, address: String)], clients: Int, radius: [(name: String, address: String)]
     ) throws -> RadiusLab {
         NetworkPair.removeStale()
         let lab = RadiusLab(
-            nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radius.map { ($0.name, $0.address) },
-            databaseAddress: databaseAddress)
+            nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radius.map { ($0.name, $0.address) })
         do {
             try lab.setUp()
         } catch {
@@ -77,7 +75,7 @@ final class RadiusLab: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        let onBridge = nodes + clients + radiusMembers + [database]
+        let onBridge = nodes + clients + radiusMembers
         for ns in [bridgeNamespace] + onBridge.map(\.namespace) + lanHosts.values.sorted() {
             try ip(["netns", "add", ns])
             namespaces.append(ns)
@@ -125,12 +123,11 @@ final class RadiusLab: @unchecked Sendable {
 
     // MARK: daemons
 
-    /// PostgreSQL in its namespace on `database.address`, for the lab's subnet; database `name`.
+    /// PostgreSQL with its cluster in `directory` (socket `directory/postgres`) and the database
+    /// `PostgresCluster.database`.
     @discardableResult
-    func startPostgres(database name: String, hostAuthentication: String) throws -> ScratchPostgres {
-        let pg = try ScratchPostgres.start(
-            in: database.namespace, address: database.address, clients: Self.subnet,
-            hostAuthentication: hostAuthentication, database: name)
+    func startPostgres(in directory: String) throws -> PostgresCluster {
+        let pg = try PostgresCluster.start(in: directory)
         postgres = pg
         return pg
     }

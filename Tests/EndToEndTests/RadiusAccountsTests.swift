@@ -98,7 +98,8 @@ final class RadiusScenario: @unchecked Sendable {
             radius: RadiusGeneratedInputs.radiusServers)
         defer { lab.teardown() }
         let inputs = try RadiusGeneratedInputs(
-            database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path))
+            database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path),
+            operatorNamespace: lab.radiusMembers[0].namespace)
         let scenario = RadiusScenario(build: build, inputs: inputs, lab: lab)
         try scenario.setUp()
         scenario.report.setupMilliseconds = milliseconds(since: start)

@@ -21,6 +21,8 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     var radiusServers: [(name: String, address: String)] { Self.radiusServers }
     let clientChild = "net"
     let postgres: PostgresCluster
+    /// Where `vpnprov accounts` runs (the first RADIUS server's network namespace).
+    let operatorNamespace: String
     /// The `radius` role's libpq password file (0600).
     let passfile: String
 
@@ -76,8 +78,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
 
     /// Generates the deployment for the accounts database `postgres` (already running: its socket is part of
     /// the RADIUS servers' conninfo).
-    init(database postgres: PostgresCluster) throws {
+    init(database postgres: PostgresCluster, operatorNamespace: String) throws {
         self.postgres = postgres
+        self.operatorNamespace = operatorNamespace
         psks = ["free-1": Self.random(), "pro-1": Self.random()]
         let scratch = try Scratch.makeDirectory("inv-accounts")
         let passfile = scratch.appendingPathComponent("pgpass").path
@@ -119,10 +122,23 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
 
     // MARK: database and accounts (`vpnprov accounts`)
 
+    /// `vpnprov accounts …` as the operator runs it: on a host next to the RADIUS servers (inside the first one's
+    /// network namespace, from which the nodes' Disconnect-Request listeners are reachable and which a node's
+    /// firewall admits by default), with the database's conninfo in the environment (a unix socket works from
+    /// any namespace).
+    private func runAccounts(_ arguments: [String]) throws -> CommandResult {
+        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
+                "--database", "env:VPN_ACCOUNTS_DB",
+            ],
+            environment: accountsEnvironment, timeout: .seconds(60))
+    }
+
     @discardableResult
     private func accounts(_ arguments: [String]) throws -> CommandResult {
-        let result = try VPNProvBinary.run(
-            ["accounts"] + arguments + ["--database", "env:VPN_ACCOUNTS_DB"], environment: accountsEnvironment)
+        let result = try runAccounts(arguments)
         guard result.succeeded else { throw HarnessError("vpnprov accounts \(arguments.first ?? ""): \(result)") }
         return result
     }
@@ -159,11 +175,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try accounts(["set-tier", user, tier])
     }
 
-    /// `vpnprov accounts disable`; while it cannot yet reach the nodes' Disconnect-Request listeners, the
-    /// Disconnect-Request goes out with `radclient` and the node's DAE secret from the state.
+    /// `vpnprov accounts disable`, which also sends the Disconnect-Requests. While it does not know the nodes yet
+    /// (it reports them "unknown-node" until its targets come from the inventory and the state), the
+    /// Disconnect-Request goes out with `radclient` and the node's DAE secret from the state; the returned text
+    /// says which path ended the session.
     func disable(_ user: String, lab: RadiusLab) throws -> String {
-        let result = try VPNProvBinary.run(
-            ["accounts", "disable", user, "--database", "env:VPN_ACCOUNTS_DB"], environment: accountsEnvironment)
+        let result = try runAccounts(["disable", user])
         if result.succeeded { return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
         guard result.stdout.contains("disabled") else { throw HarnessError("vpnprov accounts disable: \(result)") }
         let dae = try state("daeSecrets")
@@ -188,7 +205,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             }
             done.append("\(nodeName): Disconnect-ACK (radclient)")
         }
-        return "vpnprov accounts disable did not disconnect (\(result.exitCode)); " + done.joined(separator: ", ")
+        let said = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        return "vpnprov accounts disable (exit \(result.exitCode)): \(said.joined(separator: " "))"
+            + "; then radclient: " + done.joined(separator: ", ")
     }
 
     // MARK: RADIUS servers and nodes

@@ -119,6 +119,11 @@ final class RadiusScenario: @unchecked Sendable {
                 node.name, build: build, settingsIncludes: try inputs.nodeSettingsIncludes(node.name),
                 confFile: try inputs.nodeConfFile(node.name))
         }
+        for node in inputs.nodes {
+            if let rules = try inputs.nodeFirewall(node.name) {
+                try NetworkPair.loadNftables(rules, in: try lab.node(node.name).namespace)
+            }
+        }
         try lab.startClients(build: build)
         for (user, devices) in [("alice", 2), ("bob", 1), ("dave", 1), ("erin", 1)] {
             passwords[user] = RadiusGeneratedInputs.random()
@@ -357,9 +362,25 @@ final class RadiusScenario: @unchecked Sendable {
             try check(reject.contains("[bob]"), "no reject of bob in the RADIUS log")
             return reject
         }
-        step("disabling an account with a live tunnel ends the tunnel within seconds; it cannot reconnect") {
+        step(
+            "disabling an account with a live tunnel ends the tunnel within seconds (a Disconnect-Request from outside disconnect_from does not); it cannot reconnect"
+        ) {
             _ = try connectAndReachHostBehind(0, "dave", to: free, ikeVersion: 2)
             try wait("dave's open radacct row") { try openSessions("dave") == 1 }
+            if try inputs.nodeFirewall(free.name) != nil {
+                // Signed with the right secret but sent from a client's address, outside disconnect_from: the
+                // node's firewall drops it, no answer, the tunnel stays.
+                let file = try Scratch.makeDirectory("dae").appendingPathComponent("secret")
+                try (try inputs.daeSecret(free.name) + "\n").write(to: file, atomically: true, encoding: .utf8)
+                let outsider = try lab.radclient(
+                    inNamespace: lab.clients[1].namespace,
+                    arguments: ["-r", "1", "-t", "1", "-S", file.path, "\(free.address):3799", "disconnect"],
+                    input: "User-Name = dave\n")
+                try check(
+                    !outsider.output.contains("Disconnect-ACK") && !outsider.output.contains("Disconnect-NAK"),
+                    "a Disconnect-Request from outside disconnect_from was answered: \(outsider)")
+                try check(try hasTunnel(0, to: free, ikeVersion: 2), "the tunnel went down")
+            }
             let start = ContinuousClock.now
             let did = try inputs.disable("dave", lab: lab)
             try wait("dave's tunnel gone", timeout: .seconds(10)) { try !hasTunnel(0, to: free, ikeVersion: 2) }

@@ -23,6 +23,10 @@ protocol RadiusFleetInputs: AnyObject {
     /// A node's strongswan.conf snippets (absolute paths) and its swanctl.conf (credentials beside it).
     func nodeSettingsIncludes(_ node: String) throws -> [String]
     func nodeConfFile(_ node: String) throws -> String
+    /// The node's nftables ruleset (`nft -f` text), loaded into its namespace; nil when the inputs have none.
+    func nodeFirewall(_ node: String) throws -> String?
+    /// The node's Disconnect-Request (DAE) secret.
+    func daeSecret(_ node: String) throws -> String
     /// Puts the node's right RADIUS shared secret, or a wrong one, into its settings (the caller reloads them).
     func setNodeSecret(_ node: String, correct: Bool) throws
     /// Makes RADIUS treat `node` as a node of `tier` (a mis-set RADIUS), or (nil) as it is.

@@ -183,14 +183,13 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         let result = try runAccounts(["disable", user])
         if result.succeeded { return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
         guard result.stdout.contains("disabled") else { throw HarnessError("vpnprov accounts disable: \(result)") }
-        let dae = try state("daeSecrets")
         let open =
             try postgres.psql(
                 "SELECT DISTINCT nasidentifier FROM radacct WHERE username = '\(user)' AND acctstoptime IS NULL"
             ).split(separator: "\n").map(String.init)
         var done: [String] = []
         for nodeName in open {
-            guard let secret = dae[nodeName] else { throw HarnessError("no DAE secret of \(nodeName) in the state") }
+            let secret = try daeSecret(nodeName)
             let secretFile = try Scratch.makeDirectory("dae").appendingPathComponent("secret")
             try (secret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
             chmod(secretFile.path, 0o600)
@@ -223,6 +222,16 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func nodeConfFile(_ node: String) throws -> String { try deployment.node(node).confFile }
+
+    func nodeFirewall(_ node: String) throws -> String? {
+        try String(
+            contentsOf: deployment.out.appendingPathComponent("servers/\(node)/network/vpnprov.nft"), encoding: .utf8)
+    }
+
+    func daeSecret(_ node: String) throws -> String {
+        guard let secret = try state("daeSecrets")[node] else { throw HarnessError("no DAE secret of \(node)") }
+        return secret
+    }
 
     func setNodeSecret(_ node: String, correct: Bool) throws {
         guard var text = generatedSettings[node] else { throw HarnessError("no settings of \(node)") }

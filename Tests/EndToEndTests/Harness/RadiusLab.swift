@@ -195,12 +195,16 @@ final class RadiusLab: @unchecked Sendable {
 
     /// Runs `radclient` inside RADIUS server `from`'s namespace (as an operator's host next to it would).
     func radclient(from: String, arguments: [String], input: String) throws -> CommandResult {
-        let member = try radiusMember(from)
+        try radclient(inNamespace: try radiusMember(from).namespace, arguments: arguments, input: input)
+    }
+
+    /// Runs `radclient` inside `namespace` with `input` as its request.
+    func radclient(inNamespace namespace: String, arguments: [String], input: String) throws -> CommandResult {
         let file = try Scratch.makeDirectory("radclient").appendingPathComponent("request")
         try input.write(to: file, atomically: true, encoding: .utf8)
         return try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", member.namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
+            ["netns", "exec", namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
             timeout: .seconds(20))
     }
 

@@ -17,14 +17,15 @@ final class Charon: @unchecked Sendable {
     let settingsPath: String
     let socketPath: String
     let logPath: String
-    private let process: Process
-    private let exited = OneShot()
+    private let process: DaemonProcess
     private var stopped = false
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
 
-    private init(namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: Process) {
+    private init(
+        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: DaemonProcess
+    ) {
         self.namespace = namespace
         self.build = build
         self.label = label
@@ -41,35 +42,32 @@ final class Charon: @unchecked Sendable {
     ///     `strongswan.d/vpnprov.conf`); absolute paths.
     ///   - extraSettings: more strongswan.conf text appended verbatim.
     ///   - build: which strongSwan runs (the host's by default).
+    ///   - extraPlugins: plugins charon loads beyond the build's list (e.g. `eap-radius` on a node whose
+    ///     password services go to RADIUS).
     static func start(
         in namespace: String,
         build: StrongSwanBuild = .host,
         label: String,
         settingsIncludes: [String] = [],
         extraSettings: String = "",
+        extraPlugins: [String] = [],
         timeout: Duration = .seconds(15)
     ) throws -> Charon {
         try build.require()
         let dir = try Scratch.makeDirectory("charon-\(label)")
-        let process = Process()
         // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec charon in place: the pid we hold is
         // charon's, so stopping it also ends the mount namespace of a tree build.
         let (executable, arguments) = build.command(in: namespace, StrongSwanBuild.charonPath, [])
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
-        try charon.writeSettings(includes: settingsIncludes, extra: extraSettings)
+        let settingsPath = dir.appendingPathComponent("strongswan.conf").path
+        try Self.settings(
+            build: build, socketPath: dir.appendingPathComponent("charon.vici").path,
+            logPath: dir.appendingPathComponent("charon.log").path, extraPlugins: extraPlugins,
+            includes: settingsIncludes, extra: extraSettings
+        ).write(toFile: settingsPath, atomically: true, encoding: .utf8)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
-        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        let output = try FileHandle(forWritingTo: stdoutURL)
-        defer { try? output.close() }
-        process.environment = ProcessInfo.processInfo.environment.merging(charon.environment) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        let exited = charon.exited
-        process.terminationHandler = { _ in exited.fire() }
-        try process.run()
+        let process = try DaemonProcess.start(
+            executable, arguments, environment: ["STRONGSWAN_CONF": settingsPath], outputPath: stdoutURL.path)
+        let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
 
         // Wait for the condition "socket exists" (or "daemon died"), polling with a deadline.
         let deadline = ContinuousClock.now + timeout
@@ -89,11 +87,14 @@ final class Charon: @unchecked Sendable {
 
     /// The strongswan.conf of a harness charon: the plugin set, the vici socket (for charon and swanctl) and a
     /// file log.
-    static func settings(build: StrongSwanBuild, socketPath: String, logPath: String) -> String {
-        return """
+    static func settings(
+        build: StrongSwanBuild, socketPath: String, logPath: String, extraPlugins: [String] = [],
+        includes: [String] = [], extra: String = ""
+    ) -> String {
+        var text = """
             # written by the vpnprov end-to-end harness
             charon-systemd {
-              load = \(build.charonPlugins)
+              load = \(([build.charonPlugins] + extraPlugins).joined(separator: " "))
               plugins {
                 vici {
                   socket = unix://\(socketPath)
@@ -123,28 +124,17 @@ final class Charon: @unchecked Sendable {
             }
 
             """
-    }
-
-    private func writeSettings(includes: [String], extra: String) throws {
-        var text = Self.settings(build: build, socketPath: socketPath, logPath: logPath)
         for include in includes { text += "include \(include)\n" }
         text += extra
         if !text.hasSuffix("\n") { text += "\n" }
-        try text.write(toFile: settingsPath, atomically: true, encoding: .utf8)
+        return text
     }
 
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice.
     func stop(timeout: Duration = .seconds(5)) {
         if stopped { return }
         stopped = true
-        guard process.processIdentifier > 0 else { return }
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            if !exited.wait(for: timeout) {
-                kill(pid, SIGKILL)
-                _ = exited.wait(for: .seconds(5))
-            }
-        }
+        process.stop(timeout: timeout)
     }
 
     deinit { stop() }

@@ -65,11 +65,14 @@ enum Command {
         _ executable: String, _ arguments: [String], environment: [String: String] = [:],
         timeout: Duration = .seconds(30)
     ) async throws -> CommandResult {
+        try await onOwnThread { try run(executable, arguments, environment: environment, timeout: timeout) }
+    }
+
+    /// Runs `body` on a thread of its own, awaited (for long blocking work: a whole lab scenario). `body` must not
+    /// record test issues itself (the thread is outside the test's task); it returns what the test then checks.
+    static func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result { try run(executable, arguments, environment: environment, timeout: timeout) })
-            }.start()
+            Thread { continuation.resume(with: Result { try body() }) }.start()
         }
     }
 
@@ -220,6 +223,61 @@ enum Scratch {
         for name in names where name.hasPrefix("\(prefix)-e2e-") {
             guard let pid = Int32(name.dropFirst("\(prefix)-e2e-".count)), pid != Self.pid else { continue }
             if !processExists(pid) { remove(tmp.appendingPathComponent(name).path) }
+        }
+    }
+}
+
+/// A long-running child the harness starts (charon, FreeRADIUS, PostgreSQL): stdin /dev/null, stdout and stderr
+/// appended to a file (not a pipe a daemon could block on), stopped by its pid.
+final class DaemonProcess: @unchecked Sendable {
+    private let process: Process
+    private let exited = OneShot()
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    private init(process: Process) { self.process = process }
+
+    /// Starts `executable arguments…` with `environment` added to ours, output appended to `outputPath`.
+    ///
+    /// The child gets no blocked signal: it inherits the spawning thread's signal mask, and a thread of the test
+    /// process may block SIGTERM. Seen: FreeRADIUS started from one ignored SIGTERM (it only installs handlers;
+    /// charon and the postmaster set their own masks) and was killed 5 s later.
+    static func start(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], outputPath: String
+    ) throws -> DaemonProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        if !FileManager.default.fileExists(atPath: outputPath) {
+            _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        defer { try? output.close() }
+        output.seekToEndOfFile()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = output
+        process.standardError = output
+        let daemon = DaemonProcess(process: process)
+        let exited = daemon.exited
+        process.terminationHandler = { _ in exited.fire() }
+        var none = sigset_t()
+        var mask = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &mask)
+        defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
+        try process.run()
+        return daemon
+    }
+
+    /// `signal` (SIGTERM unless said), wait up to `timeout` for the exit, then SIGKILL. Safe to call twice.
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(5)) {
+        guard process.processIdentifier > 0, process.isRunning else { return }
+        kill(pid, signal)
+        if !exited.wait(for: timeout) {
+            kill(pid, SIGKILL)
+            _ = exited.wait(for: .seconds(5))
         }
     }
 }

@@ -165,7 +165,8 @@ final class NetworkPair: @unchecked Sendable {
         try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 
-    private static func delete(namespace ns: String) {
+    /// Kills whatever still runs inside `ns` and deletes it (and its /etc/netns overlay).
+    static func delete(namespace ns: String) {
         if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
             for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
                 kill(pid, SIGKILL)

@@ -1,0 +1,150 @@
+import Foundation
+import Glibc
+
+/// One FreeRADIUS 3.2 server (Debian's `freeradius`) running in the foreground inside a network namespace,
+/// from a given configuration directory, logging to a file of its own.
+///
+///     let rad = try FreeRADIUSServer.start(in: ns, label: "rad-1", configDirectory: dir)
+///     defer { rad.stop() }
+///     let mark = rad.logMark
+///     … // a login
+///     #expect(rad.log(since: mark).contains("Login OK: [alice]"))
+///
+/// `freeradius -C` checks the directory first: a configuration FreeRADIUS rejects fails the start with its
+/// output. Readiness is FreeRADIUS's own "Ready to process requests" line in the log (polled, with a deadline).
+final class FreeRADIUSServer: @unchecked Sendable {
+    static let path = "/usr/sbin/freeradius"
+
+    let namespace: String
+    let label: String
+    let configDirectory: String
+    /// Variables the configuration reads with `$ENV{…}` (none for a generated directory).
+    let environment: [String: String]
+    let runDirectory: URL
+    /// `-l`: where FreeRADIUS logs (every start of this server appends to it).
+    let logPath: String
+    private var process: DaemonProcess?
+    private var silenced = false
+
+    var pid: Int32 { process?.pid ?? 0 }
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    private init(namespace: String, label: String, configDirectory: String, environment: [String: String]) throws {
+        self.namespace = namespace
+        self.label = label
+        self.configDirectory = configDirectory
+        self.environment = environment
+        runDirectory = try Scratch.makeDirectory("radius-\(label)")
+        logPath = runDirectory.appendingPathComponent("radius.log").path
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+    }
+
+    /// Checks the configuration (`freeradius -C`), starts the server and waits until it is ready.
+    static func start(
+        in namespace: String, label: String, configDirectory: String, environment: [String: String] = [:],
+        timeout: Duration = .seconds(20)
+    ) throws -> FreeRADIUSServer {
+        let server = try FreeRADIUSServer(
+            namespace: namespace, label: label, configDirectory: configDirectory, environment: environment)
+        try server.checkConfiguration()
+        try server.start(timeout: timeout)
+        return server
+    }
+
+    /// `freeradius -C -d <dir>` in the server's namespace; throws with its output unless it accepts the directory.
+    func checkConfiguration() throws {
+        let check = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            command(["-C", "-d", configDirectory, "-l", "stdout"]),
+            environment: environment, timeout: .seconds(30))
+        guard check.succeeded else {
+            throw HarnessError("FreeRADIUS (\(label)) rejects the configuration in \(configDirectory): \(check)")
+        }
+    }
+
+    /// Starts the daemon (again, after `stop()`) and waits for its next "Ready to process requests".
+    func start(timeout: Duration = .seconds(20)) throws {
+        if isRunning { return }
+        let readyBefore = readyCount
+        let stdoutPath = runDirectory.appendingPathComponent("stdout.log").path
+        let process = try DaemonProcess.start(
+            StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory, "-l", logPath]),
+            environment: environment, outputPath: stdoutPath)
+        self.process = process
+        let deadline = ContinuousClock.now + timeout
+        while readyCount <= readyBefore {
+            if !process.isRunning || ContinuousClock.now > deadline {
+                let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+                let why = process.isRunning ? "timeout" : "exited"
+                stop()
+                throw HarnessError("FreeRADIUS (\(label)) did not become ready (\(why)):\n\(out)\n\(log.suffix(4000))")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// `ip netns exec <ns> sh -c '<mounts>; exec freeradius …'`: `ip netns exec` and the shell exec in place, so
+    /// the pid is the server's. FreeRADIUS creates its `run_dir` and `logdir` when they are missing, and a
+    /// deployed configuration names fixed ones (/var/run/…, /var/log/…): in the private mount namespace `ip netns
+    /// exec` gives it, a tmpfs over /run and one over /var/log take them, so nothing is created on the host.
+    /// (Its log goes to `-l`, in the scratch directory.)
+    private func command(_ arguments: [String]) -> [String] {
+        let script = """
+            set -e
+            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
+            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
+            exec "$@"
+            """
+        return ["netns", "exec", namespace, "/bin/sh", "-c", script, "sh", Self.path] + arguments
+    }
+
+    private var readyCount: Int { log.components(separatedBy: "Ready to process requests").count - 1 }
+
+    /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice; `start()` may follow.
+    func stop(timeout: Duration = .seconds(5)) {
+        process?.stop(timeout: timeout)
+        process = nil
+    }
+
+    /// Makes the server silent as a dead host is: its namespace drops every RADIUS packet (authentication
+    /// and accounting ports) without an answer, while the process keeps running.
+    func silence() throws {
+        guard !silenced else { return }
+        try NetworkPair.loadNftables(
+            """
+            table inet radius_silence {
+              chain in {
+                type filter hook input priority 0; policy accept;
+                udp dport { 1812, 1813 } drop
+              }
+            }
+
+            """, in: namespace)
+        silenced = true
+    }
+
+    /// Undoes `silence()`.
+    func unsilence() throws {
+        guard silenced else { return }
+        try NetworkPair.loadNftables("delete table inet radius_silence\n", in: namespace)
+        silenced = false
+    }
+
+    deinit { stop() }
+
+    // MARK: log
+
+    /// Everything the server logged so far (all of its starts).
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// A position in the log, for `log(since:)`.
+    var logMark: Int { log.utf8.count }
+
+    /// What the server logged after `mark`.
+    func log(since mark: Int) -> String { NodeUnderTest.since(mark, log) }
+
+    /// The server's log and its stdout/stderr (the places a leaked secret would show).
+    var allOutput: String {
+        log + ((try? String(contentsOf: runDirectory.appendingPathComponent("stdout.log"), encoding: .utf8)) ?? "")
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// A VPN node of the accounts scenario.
+struct RadiusNodeSpec: Sendable {
+    var name: String
+    var address: String
+    /// "free" or "pro".
+    var tier: String
+}
+
+/// What the accounts scenario runs: the nodes' strongSwan files, the RADIUS servers' configuration directories,
+/// the database schema and the account operations (`RadiusGeneratedInputs`: what `vpnprov generate` and
+/// `vpnprov accounts` make).
+protocol RadiusFleetInputs: AnyObject {
+    /// The nodes, the free one first, then the pro one.
+    var nodes: [RadiusNodeSpec] { get }
+    /// The RADIUS servers in the nodes' order of preference.
+    var radiusServers: [(name: String, address: String)] { get }
+    /// Creates the schema in the empty database.
+    func migrate() throws
+    /// A RADIUS server's configuration directory and the environment it reads.
+    func radiusConfiguration(_ server: String) throws -> (directory: String, environment: [String: String])
+    /// A node's strongswan.conf snippets (absolute paths) and its swanctl.conf (credentials beside it).
+    func nodeSettingsIncludes(_ node: String) throws -> [String]
+    func nodeConfFile(_ node: String) throws -> String
+    /// The node's nftables ruleset (`nft -f` text), loaded into its namespace; nil when the inputs have none.
+    func nodeFirewall(_ node: String) throws -> String?
+    /// The node's Disconnect-Request (DAE) secret.
+    func daeSecret(_ node: String) throws -> String
+    /// Puts the node's right RADIUS shared secret, or a wrong one, into its settings (the caller reloads them).
+    func setNodeSecret(_ node: String, correct: Bool) throws
+    /// Makes RADIUS treat `node` as a node of `tier` (a mis-set RADIUS), or (nil) as it is.
+    func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws
+    /// A client swanctl.conf (credentials beside it) holding `user`'s account, with connections
+    /// `clientConnection(node:ikeVersion:)`, each with the child `clientChild`.
+    func clientConf(user: String, password: String) throws -> String
+    func clientConnection(node: String, ikeVersion: Int) -> String
+    var clientChild: String { get }
+
+    /// The seed app's code path for `node` (its catalogue entries' four fields → `SeedAppTranslator`), one client
+    /// setup per entry the seed's model can use, labelled by service.
+    func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)]
+
+    /// Account operations, as the app backend (or `vpnprov accounts`) performs them.
+    func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws
+    func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws
+    /// Disables the account and ends its live sessions (Disconnect-Request to every node it has one on);
+    /// returns a description of what it did, for messages.
+    func disable(_ user: String, lab: RadiusLab) throws -> String
+
+    /// Secrets that must appear in no log (node RADIUS/DAE secrets, PSKs); account passwords are the test's.
+    var secrets: [String] { get }
+}
+
+/// A strongSwan client holding one account: per node an IKEv2 EAP-MSCHAPv2 connection (server certificate) and
+/// an IKEv1 Main Mode PSK + XAuth connection, each with one child for the LAN behind the node.
+enum RadiusClientConf {
+    struct Node {
+        var ikev2: String
+        var ikev1: String
+        var address: String
+        /// The node's identity (its certificate's and its PSK's).
+        var id: String
+        var psk: String
+    }
+
+    static func text(user: String, password: String, child: String, nodes: [Node]) throws -> String {
+        var w = SwanctlWriter()
+        try w.section("connections") { w in
+            for node in nodes {
+                for version in [2, 1] {
+                    try w.section(version == 2 ? node.ikev2 : node.ikev1) { w in
+                        w.raw("version", "\(version)")
+                        try w.set("remote_addrs", node.address)
+                        w.raw("vips", "0.0.0.0")
+                        w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
+                        if version == 2 {
+                            try w.section("local") { w in
+                                w.raw("auth", "eap-mschapv2")
+                                try w.set("id", user)
+                                try w.set("eap_id", user)
+                            }
+                        } else {
+                            w.section("local") { w in w.raw("auth", "psk") }
+                            try w.section("local-xauth") { w in
+                                w.raw("auth", "xauth")
+                                try w.set("xauth_id", user)
+                            }
+                        }
+                        try w.section("remote") { w in
+                            w.raw("auth", version == 2 ? "pubkey" : "psk")
+                            try w.set("id", node.id)
+                        }
+                        w.section("children") { w in
+                            w.section(child) { w in
+                                w.raw("remote_ts", RadiusLab.lanPrefix)
+                                w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        try w.section("secrets") { w in
+            try w.section("eap-user") { w in
+                try w.set("id", user)
+                w.raw("secret", SwanctlWriter.secret(password))
+            }
+            try w.section("xauth-user") { w in
+                try w.set("id", user)
+                w.raw("secret", SwanctlWriter.secret(password))
+            }
+            for (index, node) in nodes.enumerated() {
+                try w.section("ike-\(index + 1)") { w in
+                    try w.set("id", node.id)
+                    w.raw("secret", SwanctlWriter.secret(node.psk))
+                }
+            }
+        }
+        return w.text
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+import Glibc
+import VPNProvTestSupport
+
+/// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
+/// RADIUS servers, a free and a pro node with `accounts: radius`) renders the nodes' `servers/<node>/` trees (with
+/// `strongswan.d/vpnprov-radius.conf` and `vpnprov-radius-dae.conf`) and the RADIUS servers' `radius/<server>/`
+/// directories, used as written; `vpnprov accounts` migrates the database and manages the accounts.
+///
+/// The RADIUS servers log in to PostgreSQL as the role `radius` with a password, which their conninfo
+/// (`accounts.radius_database`, rendered into `mods-enabled/sql`) does not hold: it names a libpq password file
+/// (`passfile=`), as docs/accounts.md tells operators to (FreeRADIUS logs the conninfo). `vpnprov accounts`
+/// connects as the superuser. Both through the cluster's unix socket.
+final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
+    static let nodes = [
+        RadiusNodeSpec(name: "free-1", address: "192.0.2.1", tier: "free"),
+        RadiusNodeSpec(name: "pro-1", address: "192.0.2.3", tier: "pro"),
+    ]
+    static let radiusServers = [(name: "rad-1", address: "192.0.2.11"), (name: "rad-2", address: "192.0.2.12")]
+    var nodes: [RadiusNodeSpec] { Self.nodes }
+    var radiusServers: [(name: String, address: String)] { Self.radiusServers }
+    let clientChild = "net"
+    let postgres: PostgresCluster
+    /// Where `vpnprov accounts` runs (the first RADIUS server's network namespace).
+    let operatorNamespace: String
+    /// The `radius` role's libpq password file (0600).
+    let passfile: String
+
+    let deployment: GeneratedDeployment
+    private let radiusPassword = RadiusGeneratedInputs.random()
+    private let psks: [String: String]
+    /// The node RADIUS settings as generated (to restore after writing a wrong secret into them).
+    private var generatedSettings: [String: String] = [:]
+    /// The RADIUS servers' clients.conf as generated (to restore after mis-setting a node's tier).
+    private var generatedClients: [String: String] = [:]
+    private var accountsEnvironment: [String: String] = [:]
+
+    /// 32 hex digits from the system's random generator: passwords, PSKs and wrong secrets of a run.
+    static func random() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    static func inventory() -> String {
+        """
+        vpnprov: 1
+        name: acct
+        defaults:
+          network:
+            ipsec: libipsec
+        accounts:
+          database: env:VPN_ACCOUNTS_DB
+          radius_database: env:VPN_RADIUS_DB
+          secret: gen
+          accounting_interval: 60
+          device_limit: 3
+          servers:
+            rad-1: { address: 192.0.2.11 }
+            rad-2: { address: 192.0.2.12 }
+        nodes:
+          free-1:
+            address: 192.0.2.1
+            tier: free
+            pool: 10.27.1.0/24
+            services: [ikev2-eap, ipsec-xauth-psk]
+            psk: env:VPN_PSK_FREE
+            accounts: radius
+          pro-1:
+            address: 192.0.2.3
+            tier: pro
+            pool: 10.27.3.0/24
+            services: [ikev2-eap, ipsec-xauth-psk]
+            psk: env:VPN_PSK_PRO
+            accounts: radius
+
+        """
+    }
+
+    /// Generates the deployment for the accounts database `postgres` (already running: its socket is part of
+    /// the RADIUS servers' conninfo).
+    init(database postgres: PostgresCluster, operatorNamespace: String) throws {
+        self.postgres = postgres
+        self.operatorNamespace = operatorNamespace
+        psks = ["free-1": Self.random(), "pro-1": Self.random()]
+        let scratch = try Scratch.makeDirectory("inv-accounts")
+        let passfile = scratch.appendingPathComponent("pgpass").path
+        self.passfile = passfile
+        // host:port:database:user:password; "*" matches the socket directory given as host
+        try "*:*:\(PostgresCluster.database):radius:\(radiusPassword)\n".write(
+            toFile: passfile, atomically: true, encoding: .utf8)
+        chmod(passfile, 0o600)
+        let path = scratch.appendingPathComponent("inventory.yaml").path
+        try Self.inventory().write(toFile: path, atomically: true, encoding: .utf8)
+        deployment = try GeneratedDeployment.generate(
+            inventory: path, label: "accounts",
+            environment: [
+                "VPN_RADIUS_DB":
+                    "host=\(postgres.directory) dbname=\(PostgresCluster.database) user=radius passfile=\(passfile)",
+                "VPN_PSK_FREE": psks["free-1"]!, "VPN_PSK_PRO": psks["pro-1"]!,
+            ])
+        for node in nodes {
+            generatedSettings[node.name] = try String(contentsOfFile: settingsPath(node.name), encoding: .utf8)
+        }
+        for server in radiusServers {
+            generatedClients[server.name] = try String(contentsOfFile: clientsPath(server.name), encoding: .utf8)
+        }
+    }
+
+    private func settingsPath(_ node: String) -> String {
+        deployment.out.appendingPathComponent("servers/\(node)/strongswan.d/vpnprov-radius.conf").path
+    }
+
+    private func clientsPath(_ server: String) -> String {
+        deployment.out.appendingPathComponent("radius/\(server)/clients.conf").path
+    }
+
+    private func state(_ table: String) throws -> [String: String] {
+        let json = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: deployment.state.appendingPathComponent("secrets.json")))
+        return ((json as? [String: Any])?[table] as? [String: String]) ?? [:]
+    }
+
+    // MARK: database and accounts (`vpnprov accounts`)
+
+    /// `vpnprov accounts …` as the operator runs it: on a host next to the RADIUS servers (inside the first one's
+    /// network namespace, from which the nodes' Disconnect-Request listeners are reachable and which a node's
+    /// firewall admits by default), with the database's conninfo in the environment (a unix socket works from
+    /// any namespace).
+    private func runAccounts(_ arguments: [String]) throws -> CommandResult {
+        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
+                "--database", "env:VPN_ACCOUNTS_DB",
+            ],
+            environment: accountsEnvironment, timeout: .seconds(60))
+    }
+
+    @discardableResult
+    private func accounts(_ arguments: [String]) throws -> CommandResult {
+        let result = try runAccounts(arguments)
+        guard result.succeeded else { throw HarnessError("vpnprov accounts \(arguments.first ?? ""): \(result)") }
+        return result
+    }
+
+    func migrate() throws {
+        accountsEnvironment["VPN_ACCOUNTS_DB"] = postgres.conninfo()
+        try accounts(["migrate"])
+        // What the DBA does once (the migration creates the role NOLOGIN), and a cluster that asks the role
+        // for its password (the test cluster trusts every local connection).
+        try postgres.psql("ALTER ROLE radius LOGIN PASSWORD '\(radiusPassword)'")
+        let hba = postgres.dataDirectory + "/data/pg_hba.conf"
+        let rules = try String(contentsOfFile: hba, encoding: .utf8)
+        try ("local all radius scram-sha-256\n" + rules).write(toFile: hba, atomically: true, encoding: .utf8)
+        try postgres.psql("SELECT pg_reload_conf()")
+        // Without the password file the role is refused: the RADIUS servers' logins prove the file is used.
+        let bare = try Command.run(
+            PostgresCluster.psqlPath,
+            ["-X", "-w", "-h", postgres.directory, "-U", "radius", "-d", PostgresCluster.database, "-c", "SELECT 1"],
+            environment: ["PGPASSFILE": "/dev/null"])
+        guard !bare.succeeded, bare.output.contains("password") else {
+            throw HarnessError("the radius role logs in without its password: \(bare)")
+        }
+    }
+
+    func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws {
+        let file = try Scratch.makeDirectory("password").appendingPathComponent("password")
+        try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
+        chmod(file.path, 0o600)
+        defer { try? FileManager.default.removeItem(at: file) }
+        try accounts(["add", user, "--tier", tier, "--devices", String(devices), "--password-file", file.path])
+    }
+
+    func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws {
+        try accounts(["set-tier", user, tier])
+    }
+
+    /// `vpnprov accounts disable`, which also sends the Disconnect-Requests. While it does not know the nodes yet
+    /// (it reports them "unknown-node" until its targets come from the inventory and the state), the
+    /// Disconnect-Request goes out with `radclient` and the node's DAE secret from the state; the returned text
+    /// says which path ended the session.
+    func disable(_ user: String, lab: RadiusLab) throws -> String {
+        let result = try runAccounts(["disable", user])
+        if result.succeeded { return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
+        guard result.stdout.contains("disabled") else { throw HarnessError("vpnprov accounts disable: \(result)") }
+        let open =
+            try postgres.psql(
+                "SELECT DISTINCT nasidentifier FROM radacct WHERE username = '\(user)' AND acctstoptime IS NULL"
+            ).split(separator: "\n").map(String.init)
+        var done: [String] = []
+        for nodeName in open {
+            let secret = try daeSecret(nodeName)
+            let secretFile = try Scratch.makeDirectory("dae").appendingPathComponent("secret")
+            try (secret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
+            chmod(secretFile.path, 0o600)
+            let reply = try lab.radclient(
+                from: radiusServers[0].name,
+                arguments: [
+                    "-r", "1", "-t", "3", "-S", secretFile.path, "\(try lab.node(nodeName).address):3799", "disconnect",
+                ],
+                input: "User-Name = \(user)\n")
+            guard reply.output.contains("Disconnect-ACK") else {
+                throw HarnessError("Disconnect-Request to \(nodeName) not acknowledged: \(reply)")
+            }
+            done.append("\(nodeName): Disconnect-ACK (radclient)")
+        }
+        let said = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        return "vpnprov accounts disable (exit \(result.exitCode)): \(said.joined(separator: " "))"
+            + "; then radclient: " + done.joined(separator: ", ")
+    }
+
+    // MARK: RADIUS servers and nodes
+
+    func radiusConfiguration(_ server: String) throws -> (directory: String, environment: [String: String]) {
+        (deployment.out.appendingPathComponent("radius/\(server)").path, [:])
+    }
+
+    func nodeSettingsIncludes(_ node: String) throws -> [String] {
+        let dir = deployment.out.appendingPathComponent("servers/\(node)/strongswan.d")
+        return try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().filter { $0.hasSuffix(".conf") }
+            .map { dir.appendingPathComponent($0).path }
+    }
+
+    func nodeConfFile(_ node: String) throws -> String { try deployment.node(node).confFile }
+
+    func nodeFirewall(_ node: String) throws -> String? {
+        try String(
+            contentsOf: deployment.out.appendingPathComponent("servers/\(node)/network/vpnprov.nft"), encoding: .utf8)
+    }
+
+    func daeSecret(_ node: String) throws -> String {
+        guard let secret = try state("daeSecrets")[node] else { throw HarnessError("no DAE secret of \(node)") }
+        return secret
+    }
+
+    func setNodeSecret(_ node: String, correct: Bool) throws {
+        guard var text = generatedSettings[node] else { throw HarnessError("no settings of \(node)") }
+        if !correct {
+            let secret = try state("radiusSecrets")[node] ?? ""
+            guard !secret.isEmpty, text.contains(secret) else {
+                throw HarnessError("the node's RADIUS secret is not in its settings")
+            }
+            text = text.replacingOccurrences(of: secret, with: Self.random())
+        }
+        try text.write(toFile: settingsPath(node), atomically: true, encoding: .utf8)
+        chmod(settingsPath(node), 0o600)
+    }
+
+    /// Rewrites the node's `vpn_tier` in every RADIUS server's clients.conf and restarts the servers (FreeRADIUS
+    /// reads its clients only when it starts).
+    func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws {
+        guard let spec = nodes.first(where: { $0.name == node }) else { throw HarnessError("no node \(node)") }
+        for server in radiusServers {
+            guard var text = generatedClients[server.name] else { throw HarnessError("no clients.conf") }
+            if let tier {
+                // `client "<node>" {` (or unquoted), then its `vpn_tier = …` line
+                guard
+                    let start = text.range(of: "client \"\(node)\" {") ?? text.range(of: "client \(node) {"),
+                    let key = text.range(of: "vpn_tier = ", range: start.upperBound..<text.endIndex),
+                    let end = text.range(of: "\n", range: key.upperBound..<text.endIndex)
+                else { throw HarnessError("\(server.name): no vpn_tier for \(node) in clients.conf") }
+                text.replaceSubrange(key.upperBound..<end.lowerBound, with: "\"\(tier)\"")
+            }
+            try text.write(toFile: clientsPath(server.name), atomically: true, encoding: .utf8)
+            chmod(clientsPath(server.name), 0o600)
+            let radius = try lab.radius(server.name)
+            radius.stop()
+            try radius.start()
+        }
+    }
+
+    // MARK: clients
+
+    func clientConnection(node: String, ikeVersion: Int) -> String { "\(node)-ikev\(ikeVersion)" }
+
+    /// The node's identity (its `local.id`) from its generated swanctl.conf.
+    private func nodeID(_ node: String) throws -> String {
+        let conf = try String(contentsOfFile: try nodeConfFile(node), encoding: .utf8)
+        guard let id = GeneratedDeployment.values(of: "id", in: conf).first(where: { $0 != "%any" }) else {
+            throw HarnessError("no local id in \(node)'s swanctl.conf")
+        }
+        return id
+    }
+
+    private func caPEM(_ node: String) throws -> Data {
+        try SwanctlDirectory.contents(
+            of: deployment.out.appendingPathComponent("servers/\(node)/swanctl/x509ca/ca.pem").path)
+    }
+
+    func clientConf(user: String, password: String) throws -> String {
+        let text = try RadiusClientConf.text(
+            user: user, password: password, child: clientChild,
+            nodes: nodes.map {
+                RadiusClientConf.Node(
+                    ikev2: clientConnection(node: $0.name, ikeVersion: 2),
+                    ikev1: clientConnection(node: $0.name, ikeVersion: 1), address: $0.address,
+                    id: try nodeID($0.name), psk: psks[$0.name]!)
+            })
+        // One CA signs every node of a deployment.
+        return try SwanctlDirectory.make(
+            label: "radius-client-\(user)", conf: text, files: ["x509ca/ca.pem": try caPEM(nodes[0].name)]
+        ).confFile
+    }
+
+    /// The node's catalogue entries the seed's four-field model can use, as the app reads them.
+    func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)] {
+        let catalog = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: deployment.out.appendingPathComponent("catalog/servers.json")))
+        let entries = ((catalog as? [String: Any])?["servers"] as? [[String: Any]] ?? []).filter {
+            $0["node"] as? String == node && $0["fourFieldModel"] as? Bool == true
+        }
+        let credentials = SeedAppTranslator.Credentials(
+            username: user, password: password, psk: psks[node], caPEM: try caPEM(node))
+        return try entries.map { entry in
+            (
+                entry["service"] as? String ?? "?",
+                try SeedAppTranslator.translate(entry: entry, credentials: credentials)
+            )
+        }
+    }
+
+    var secrets: [String] {
+        let tables = ["radiusSecrets", "daeSecrets"].compactMap { try? state($0) }
+        return tables.flatMap(\.values) + Array(psks.values) + [radiusPassword]
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import VPNProvTestSupport
+
+/// The central-accounts topology: VPN nodes that ask RADIUS about passwords, two FreeRADIUS servers sharing one
+/// PostgreSQL, clients, and a host on a LAN behind every node. One bridge (in a namespace of its own) joins
+///
+///     node i        namespace n<i>   its address from the inputs (e.g. 192.0.2.1), uplink eth0
+///     client i      namespace c<i>   192.0.2.(101+i)
+///     RADIUS i      namespace r<i>   its address from the inputs (e.g. 192.0.2.11)
+///
+/// PostgreSQL (`PostgresCluster`) listens only on its unix socket, which every namespace reaches (a path).
+///
+/// and every node has a LAN (`lan0`, 198.51.100.1/24, forwarding on) with one host, namespace l<i>,
+/// 198.51.100.10, whose default route is the node: a ping from a client's virtual IP to that host proves traffic
+/// reaches a host *behind* the node. Namespaces are `vpnp-<pid>-<n>-<suffix>` (stale ones are removed like
+/// `NetworkPair`'s).
+///
+/// The lab owns every daemon it starts (PostgreSQL, FreeRADIUS, charons); `teardown()` stops them by pid —
+/// clients, then nodes (their Accounting-Stop reaches RADIUS), then RADIUS, then PostgreSQL — and deletes the
+/// namespaces.
+final class RadiusLab: @unchecked Sendable {
+    struct Member: Sendable {
+        var name: String
+        var namespace: String
+        var address: String
+    }
+
+    static let lanPrefix = "198.51.100.0/24"
+    static let lanGateway = "198.51.100.1"
+    static let lanHostAddress = "198.51.100.10"
+    static let subnet = "192.0.2.0/24"
+
+    let base: String
+    let nodes: [Member]
+    let clients: [Member]
+    let radiusMembers: [Member]
+    /// Namespace of the host behind each node (by node name).
+    let lanHosts: [String: String]
+    private let bridgeNamespace: String
+    private var namespaces: [String] = []
+
+    private(set) var postgres: PostgresCluster?
+    private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
+    private(set) var nodeDaemons: [String: Charon] = [:]
+    private(set) var clientDaemons: [String: Charon] = [:]
+    private var tornDown = false
+
+    private init(nodes: [(String, String)], clients: Int, radius: [(String, String)]) {
+        let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
+        self.base = base
+        bridgeNamespace = base + "-br"
+        self.nodes = nodes.enumerated().map { Member(name: $1.0, namespace: "\(base)-n\($0)", address: $1.1) }
+        self.clients = (0..<clients).map {
+            Member(name: "client\($0 + 1)", namespace: "\(base)-c\($0)", address: "192.0.2.\(101 + $0)")
+        }
+        radiusMembers = radius.enumerated().map { Member(name: $1.0, namespace: "\(base)-r\($0)", address: $1.1) }
+        lanHosts = Dictionary(uniqueKeysWithValues: nodes.enumerated().map { ($1.0, "\(base)-l\($0)") })
+    }
+
+    /// Creates the namespaces and links; on failure removes what was made.
+    static func create(
+        nodes: [(name: String, address: String)], clients: Int, radius: [(name: String, address: String)]
+    ) throws -> RadiusLab {
+        NetworkPair.removeStale()
+        let lab = RadiusLab(
+            nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radius.map { ($0.name, $0.address) })
+        do {
+            try lab.setUp()
+        } catch {
+            lab.teardown()
+            throw error
+        }
+        return lab
+    }
+
+    private func setUp() throws {
+        let onBridge = nodes + clients + radiusMembers
+        for ns in [bridgeNamespace] + onBridge.map(\.namespace) + lanHosts.values.sorted() {
+            try ip(["netns", "add", ns])
+            namespaces.append(ns)
+            try ip(["-n", ns, "link", "set", "lo", "up"])
+        }
+        try ip(["-n", bridgeNamespace, "link", "add", "br0", "type", "bridge"])
+        try ip(["-n", bridgeNamespace, "link", "set", "br0", "up"])
+        for (index, member) in onBridge.enumerated() {
+            let port = "p\(index)"
+            try ip([
+                "link", "add", port, "netns", bridgeNamespace, "type", "veth", "peer", "name", "eth0", "netns",
+                member.namespace,
+            ])
+            try ip(["-n", bridgeNamespace, "link", "set", port, "master", "br0", "up"])
+            try ip(["-n", member.namespace, "addr", "add", "\(member.address)/24", "dev", "eth0"])
+            try ip(["-n", member.namespace, "link", "set", "eth0", "up"])
+        }
+        for node in nodes {
+            guard let lan = lanHosts[node.name] else { continue }
+            try ip([
+                "link", "add", "lan0", "netns", node.namespace, "type", "veth", "peer", "name", "eth0", "netns", lan,
+            ])
+            try ip(["-n", node.namespace, "addr", "add", "\(Self.lanGateway)/24", "dev", "lan0"])
+            try ip(["-n", node.namespace, "link", "set", "lan0", "up"])
+            try ip(["-n", lan, "addr", "add", "\(Self.lanHostAddress)/24", "dev", "eth0"])
+            try ip(["-n", lan, "link", "set", "eth0", "up"])
+            try ip(["-n", lan, "route", "add", "default", "via", Self.lanGateway])
+            try Command.check(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", node.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        }
+    }
+
+    func node(_ name: String) throws -> Member {
+        guard let node = nodes.first(where: { $0.name == name }) else { throw HarnessError("no node \(name)") }
+        return node
+    }
+
+    func radiusMember(_ name: String) throws -> Member {
+        guard let member = radiusMembers.first(where: { $0.name == name }) else {
+            throw HarnessError("no RADIUS server \(name)")
+        }
+        return member
+    }
+
+    // MARK: daemons
+
+    /// PostgreSQL with its cluster in `directory` (socket `directory/postgres`) and the database
+    /// `PostgresCluster.database`.
+    @discardableResult
+    func startPostgres(in directory: String) throws -> PostgresCluster {
+        let pg = try PostgresCluster.start(in: directory)
+        postgres = pg
+        return pg
+    }
+
+    /// A FreeRADIUS server in its namespace (config checked first, ready when this returns).
+    @discardableResult
+    func startRadius(_ name: String, configDirectory: String, environment: [String: String] = [:]) throws
+        -> FreeRADIUSServer
+    {
+        let member = try radiusMember(name)
+        let server = try FreeRADIUSServer.start(
+            in: member.namespace, label: name, configDirectory: configDirectory, environment: environment)
+        radiusServers[name] = server
+        return server
+    }
+
+    func radius(_ name: String) throws -> FreeRADIUSServer {
+        guard let server = radiusServers[name] else { throw HarnessError("RADIUS server \(name) not started") }
+        return server
+    }
+
+    /// A node's charon (with the eap-radius plugin), its settings snippets included, its swanctl.conf loaded
+    /// cleanly.
+    @discardableResult
+    func startNode(_ name: String, build: StrongSwanBuild, settingsIncludes: [String], confFile: String) throws
+        -> Charon
+    {
+        let member = try node(name)
+        let charon = try Charon.start(
+            in: member.namespace, build: build, label: "node-\(name)", settingsIncludes: settingsIncludes,
+            extraPlugins: ["eap-radius"])
+        nodeDaemons[name] = charon
+        try charon.loadAllCleanly(confFile: confFile)
+        return charon
+    }
+
+    func nodeDaemon(_ name: String) throws -> Charon {
+        guard let charon = nodeDaemons[name] else { throw HarnessError("node \(name) not started") }
+        return charon
+    }
+
+    /// Client charons, one per client namespace.
+    func startClients(build: StrongSwanBuild) throws {
+        for client in clients {
+            clientDaemons[client.name] = try Charon.start(in: client.namespace, build: build, label: client.name)
+        }
+    }
+
+    func client(_ index: Int) throws -> Charon {
+        guard index < clients.count, let charon = clientDaemons[clients[index].name] else {
+            throw HarnessError("client \(index) not started")
+        }
+        return charon
+    }
+
+    /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).
+    func pingHostBehind(fromClient index: Int, source: String) throws -> CommandResult {
+        try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                "-I", source, Self.lanHostAddress,
+            ], timeout: .seconds(10))
+    }
+
+    /// Runs `radclient` inside RADIUS server `from`'s namespace (as an operator's host next to it would).
+    func radclient(from: String, arguments: [String], input: String) throws -> CommandResult {
+        try radclient(inNamespace: try radiusMember(from).namespace, arguments: arguments, input: input)
+    }
+
+    /// Runs `radclient` inside `namespace` with `input` as its request.
+    func radclient(inNamespace namespace: String, arguments: [String], input: String) throws -> CommandResult {
+        let file = try Scratch.makeDirectory("radclient").appendingPathComponent("request")
+        try input.write(to: file, atomically: true, encoding: .utf8)
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
+            timeout: .seconds(20))
+    }
+
+    // MARK: teardown
+
+    /// Stops every daemon by pid (clients, nodes, RADIUS, PostgreSQL) and deletes the namespaces. Safe twice.
+    func teardown() {
+        if tornDown { return }
+        tornDown = true
+        for charon in clientDaemons.values { charon.stop() }
+        for charon in nodeDaemons.values { charon.stop() }
+        for server in radiusServers.values {
+            server.stop()
+            try? server.unsilence()
+        }
+        postgres?.stop()
+        for ns in namespaces.reversed() { NetworkPair.delete(namespace: ns) }
+    }
+
+    deinit { teardown() }
+
+    @discardableResult
+    private func ip(_ args: [String]) throws -> CommandResult {
+        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    }
+}

@@ -1,0 +1,495 @@
+import Foundation
+import Testing
+
+/// Central accounts, end to end: VPN nodes whose password services (IKEv2 EAP-MSCHAPv2, IKEv1 XAuth) go to RADIUS
+/// (strongSwan's eap-radius), two FreeRADIUS 3.2 servers, one PostgreSQL with the accounts, real strongSwan
+/// clients, a host behind each node (`RadiusLab`). One lab per strongSwan version of the nodes runs the whole
+/// scenario — the steps share it to keep the run short — and every step is reported on its own:
+/// - a free account reaches a host behind the free node over IKEv2 and IKEv1 XAuth; accounting Start and Stop
+///   rows name the node (NAS-Identifier) and the tier (Class);
+/// - the pro node refuses it (RADIUS's tier policy), and refuses it by itself (`groups`) when RADIUS is mis-set
+///   to accept it; after its tier becomes pro it connects there;
+/// - a disabled account is refused; disabling one with a live tunnel ends the tunnel within seconds
+///   (Disconnect-Request to the node), and it cannot come back;
+/// - a device limit of 1 refuses a second device while the first is up, and admits it once the first is gone;
+/// - a wrong per-node secret is refused: the RADIUS server's log names the node and "Shared secret is incorrect",
+///   the node only sees the request time out (FreeRADIUS drops such a request without an answer);
+/// - the preferred RADIUS server stopped, or silent like a dead host: the other one answers. strongSwan picks
+///   one server per EAP conversation, so the first attempt after an outage may fail; the second must succeed;
+/// - no account password in any log or in radpostauth, no node secret in any log.
+@Suite(.serialized, .strongSwan, .radius)
+struct RadiusAccountsTests {
+    @Test("Central accounts via RADIUS, nodes on strongSwan 5.9", .timeLimit(.minutes(10)))
+    func accountsOnStrongSwan59() async throws {
+        try RadiusEnvironment.require()
+        try StrongSwanBuild.host.requireEAPRadius()
+        let report = try await Command.onOwnThread { try RadiusScenario.run(build: .host) }
+        report.record()
+    }
+
+    @Test("Central accounts via RADIUS, nodes on strongSwan 6.0", .strongSwan6, .timeLimit(.minutes(10)))
+    func accountsOnStrongSwan60() async throws {
+        try RadiusEnvironment.require()
+        try StrongSwanBuild.trixie.requireEAPRadius()
+        let report = try await Command.onOwnThread { try RadiusScenario.run(build: .trixie) }
+        report.record()
+    }
+}
+
+/// The results of one scenario run: each step passed or failed with its detail, and how long it took.
+struct ScenarioReport: Sendable {
+    struct Step: Sendable {
+        var name: String
+        var failure: String?
+        var detail: String
+        var milliseconds: Int
+    }
+    var title: String
+    var steps: [Step] = []
+    var setupMilliseconds = 0
+    var totalMilliseconds = 0
+
+    /// Records every failed step as a test issue and prints the summary (on the test's own task).
+    func record() {
+        for step in steps {
+            if let failure = step.failure { Issue.record(Comment(rawValue: "\(title): \(step.name): \(failure)")) }
+        }
+        for step in steps {
+            print(
+                "e2e radius \(title): \(step.failure == nil ? "PASS" : "FAIL") \(step.name) (\(step.milliseconds) ms)"
+                    + (step.detail.isEmpty ? "" : " -- \(step.detail)"))
+        }
+        let passed = steps.filter { $0.failure == nil }.count
+        print(
+            "e2e radius \(title): \(passed)/\(steps.count) steps passed; setup \(setupMilliseconds) ms, "
+                + "whole scenario \(totalMilliseconds) ms")
+    }
+}
+
+/// One run of the accounts scenario against nodes of one strongSwan build (clients of the same build).
+final class RadiusScenario: @unchecked Sendable {
+    let build: StrongSwanBuild
+    let inputs: any RadiusFleetInputs
+    let lab: RadiusLab
+    var report: ScenarioReport
+    /// Account passwords (random per run; never printed).
+    var passwords: [String: String] = [:]
+    /// The client conf each client charon holds, so it is loaded only when the user changes.
+    private var loadedConf: [Int: String] = [:]
+
+    static let timeout: Duration = .seconds(15)
+
+    private init(build: StrongSwanBuild, inputs: any RadiusFleetInputs, lab: RadiusLab) {
+        self.build = build
+        self.inputs = inputs
+        self.lab = lab
+        report = ScenarioReport(title: build.version)
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let d = ContinuousClock.now - start
+        return Int(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    static func run(build: StrongSwanBuild) throws -> ScenarioReport {
+        let start = ContinuousClock.now
+        let lab = try RadiusLab.create(
+            nodes: RadiusGeneratedInputs.nodes.map { ($0.name, $0.address) }, clients: 2,
+            radius: RadiusGeneratedInputs.radiusServers)
+        defer { lab.teardown() }
+        let inputs = try RadiusGeneratedInputs(
+            database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path),
+            operatorNamespace: lab.radiusMembers[0].namespace)
+        let scenario = RadiusScenario(build: build, inputs: inputs, lab: lab)
+        try scenario.setUp()
+        scenario.report.setupMilliseconds = milliseconds(since: start)
+        scenario.runSteps()
+        scenario.report.totalMilliseconds = milliseconds(since: start)
+        return scenario.report
+    }
+
+    private func setUp() throws {
+        try inputs.migrate()
+        for server in inputs.radiusServers {
+            let (directory, environment) = try inputs.radiusConfiguration(server.name)
+            try lab.startRadius(server.name, configDirectory: directory, environment: environment)
+        }
+        for node in inputs.nodes {
+            try lab.startNode(
+                node.name, build: build, settingsIncludes: try inputs.nodeSettingsIncludes(node.name),
+                confFile: try inputs.nodeConfFile(node.name))
+        }
+        for node in inputs.nodes {
+            if let rules = try inputs.nodeFirewall(node.name) {
+                try NetworkPair.loadNftables(rules, in: try lab.node(node.name).namespace)
+            }
+        }
+        try lab.startClients(build: build)
+        for (user, devices) in [("alice", 2), ("bob", 1), ("dave", 1), ("erin", 1)] {
+            passwords[user] = RadiusGeneratedInputs.random()
+            try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
+        }
+    }
+
+    // MARK: step machinery
+
+    /// Runs one step; a thrown error is its failure (the next steps still run). Returns whether it passed.
+    @discardableResult
+    func step(_ name: String, _ body: () throws -> String) -> Bool {
+        let start = ContinuousClock.now
+        var result = ScenarioReport.Step(name: name, failure: nil, detail: "", milliseconds: 0)
+        do {
+            result.detail = try body()
+        } catch {
+            result.failure = "\(error)"
+        }
+        result.milliseconds = Self.milliseconds(since: start)
+        report.steps.append(result)
+        return result.failure == nil
+    }
+
+    func check(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+        if !condition { throw HarnessError(message()) }
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes.
+    func wait(_ what: String, timeout: Duration = .seconds(10), _ condition: () throws -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        while try !condition() {
+            if ContinuousClock.now > deadline { throw HarnessError("timed out waiting for: \(what)") }
+            usleep(50_000)
+        }
+    }
+
+    var free: RadiusNodeSpec { inputs.nodes[0] }
+    var pro: RadiusNodeSpec { inputs.nodes[1] }
+    var preferred: String { inputs.radiusServers[0].name }
+    var fallback: String { inputs.radiusServers[1].name }
+
+    func sql(_ query: String) throws -> String {
+        guard let postgres = lab.postgres else { throw HarnessError("no database") }
+        return try postgres.psql(query)
+    }
+
+    func openSessions(_ user: String) throws -> Int {
+        Int(try sql("SELECT count(*) FROM radacct WHERE username = '\(user)' AND acctstoptime IS NULL")) ?? -1
+    }
+
+    /// Both RADIUS servers' log positions, for `radiusLog(since:)`.
+    func radiusMarks() throws -> [String: Int] {
+        var marks: [String: Int] = [:]
+        for server in inputs.radiusServers { marks[server.name] = try lab.radius(server.name).logMark }
+        return marks
+    }
+
+    func radiusLog(since marks: [String: Int]) throws -> String {
+        try inputs.radiusServers.map { try lab.radius($0.name).log(since: marks[$0.name] ?? 0) }.joined()
+    }
+
+    func lines(_ text: String, containing needle: String) -> String {
+        text.split(separator: "\n").filter { $0.contains(needle) }.prefix(3).joined(separator: " | ")
+    }
+
+    // MARK: client actions
+
+    struct Attempt {
+        var result: CommandResult
+        var virtualIP: String?
+        var milliseconds: Int
+        var succeeded: Bool { result.succeeded && virtualIP != nil }
+    }
+
+    /// Client `index` (holding `user`'s account) initiates to `node` with IKE version `version`.
+    func connect(_ index: Int, _ user: String, to node: RadiusNodeSpec, ikeVersion version: Int) throws -> Attempt {
+        let client = try lab.client(index)
+        if loadedConf[index] != user {
+            try client.loadAllCleanly(confFile: try inputs.clientConf(user: user, password: passwords[user]!))
+            loadedConf[index] = user
+        }
+        let ike = inputs.clientConnection(node: node.name, ikeVersion: version)
+        let start = ContinuousClock.now
+        let result = try client.initiate(child: inputs.clientChild, ike: ike, timeout: Self.timeout)
+        let ms = Self.milliseconds(since: start)
+        let vip = result.succeeded ? try client.virtualIPs(ike: ike).first { !$0.contains(":") } : nil
+        if !result.succeeded { _ = try? client.terminate(ike: ike, timeout: .seconds(3)) }
+        return Attempt(result: result, virtualIP: vip, milliseconds: ms)
+    }
+
+    /// Connects and pings the host behind the node from the virtual IP; throws with the node's log otherwise.
+    func connectAndReachHostBehind(_ index: Int, _ user: String, to node: RadiusNodeSpec, ikeVersion: Int) throws
+        -> Attempt
+    {
+        let mark = try lab.nodeDaemon(node.name).log.utf8.count
+        let attempt = try connect(index, user, to: node, ikeVersion: ikeVersion)
+        guard attempt.succeeded, let vip = attempt.virtualIP else {
+            throw HarnessError(
+                "\(user) → \(node.name) IKEv\(ikeVersion) failed: \(attempt.result)\n--- node log ---\n"
+                    + NodeUnderTest.since(mark, try lab.nodeDaemon(node.name).log).suffix(3000))
+        }
+        let ping = try lab.pingHostBehind(fromClient: index, source: vip)
+        try check(ping.succeeded, "ping from \(vip) to the host behind \(node.name): \(ping)")
+        return attempt
+    }
+
+    func disconnect(_ index: Int, from node: RadiusNodeSpec, ikeVersion: Int) throws {
+        _ = try lab.client(index).terminate(ike: inputs.clientConnection(node: node.name, ikeVersion: ikeVersion))
+    }
+
+    func hasTunnel(_ index: Int, to node: RadiusNodeSpec, ikeVersion: Int) throws -> Bool {
+        let ike = inputs.clientConnection(node: node.name, ikeVersion: ikeVersion)
+        return try lab.client(index).securityAssociations().contains { $0.name == ike && $0.state == "ESTABLISHED" }
+    }
+
+    /// Expects the attempt to be refused; returns the node's log lines of it.
+    func expectRefused(_ index: Int, _ user: String, to node: RadiusNodeSpec, ikeVersion: Int) throws -> String {
+        let daemon = try lab.nodeDaemon(node.name)
+        let mark = daemon.log.utf8.count
+        let attempt = try connect(index, user, to: node, ikeVersion: ikeVersion)
+        if attempt.succeeded {
+            try? disconnect(index, from: node, ikeVersion: ikeVersion)
+            throw HarnessError("\(user) → \(node.name) IKEv\(ikeVersion) connected but must be refused")
+        }
+        return NodeUnderTest.since(mark, daemon.log)
+    }
+
+    /// Closes every tunnel of both clients and waits until no accounting session is open.
+    func resetSessions() throws {
+        for index in 0..<lab.clients.count {
+            for sa in try lab.client(index).securityAssociations() { _ = try lab.client(index).terminate(ike: sa.name) }
+        }
+        try wait("no open accounting session") {
+            try sql("SELECT count(*) FROM radacct WHERE acctstoptime IS NULL") == "0"
+        }
+    }
+
+    /// `swanctl --reload-settings` on a node: re-reads its RADIUS settings and marks every server reachable again.
+    func reloadSettings(_ node: RadiusNodeSpec) throws {
+        let result = try lab.nodeDaemon(node.name).swanctl(["--reload-settings"])
+        try check(result.succeeded, "reload-settings on \(node.name): \(result)")
+    }
+
+    // MARK: the scenario
+
+    private func runSteps() {
+        step("free account → free node, IKEv2 EAP-MSCHAPv2 via RADIUS, host behind the node reached") {
+            let attempt = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 2)
+            return "\(attempt.milliseconds) ms to the CHILD_SA"
+        }
+        step("accounting Start row names the node and the tier") {
+            try wait("alice's open radacct row") { try openSessions("alice") == 1 }
+            let row = try sql(
+                "SELECT nasidentifier, class, host(nasipaddress) FROM radacct WHERE username = 'alice' AND acctstoptime IS NULL"
+            )
+            try check(row == "\(free.name)|free|\(free.address)", "radacct row: \(row)")
+            return row
+        }
+        step("accounting Stop row when the client disconnects") {
+            try disconnect(0, from: free, ikeVersion: 2)
+            try wait("alice's session closed") { try openSessions("alice") == 0 }
+            let row = try sql(
+                "SELECT nasidentifier, acctterminatecause FROM radacct WHERE username = 'alice' ORDER BY radacctid DESC LIMIT 1"
+            )
+            try check(row.hasPrefix("\(free.name)|"), "radacct stop row: \(row)")
+            return row
+        }
+        step("free account → free node, IKEv1 XAuth via RADIUS, host behind the node reached") {
+            let attempt = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 1)
+            try disconnect(0, from: free, ikeVersion: 1)
+            return "\(attempt.milliseconds) ms to the CHILD_SA"
+        }
+        var seedSetups: [(label: String, setup: ClientSetup)] = []
+        step("the seed app's setups for the free node") {
+            seedSetups = try inputs.seedAppSetups(node: free.name, user: "alice", password: passwords["alice"]!)
+            return seedSetups.map(\.label).joined(separator: ", ")
+        }
+        for (label, setup) in seedSetups {
+            step("the seed app's code path (\(label), four fields) with a RADIUS account reaches the host behind") {
+                let client = try lab.client(0)
+                try client.loadAllCleanly(confFile: try setup.write(label: "seed-\(label)").confFile)
+                loadedConf[0] = nil
+                defer { _ = try? client.terminate(ike: setup.connectionName) }
+                let up = try client.initiate(child: setup.childName, ike: setup.connectionName, timeout: Self.timeout)
+                let nodeLog = try lab.nodeDaemon(free.name).log
+                try check(up.succeeded, "initiate: \(up)\n\(nodeLog.suffix(2000))")
+                guard let vip = try client.virtualIPs(ike: setup.connectionName).first(where: { !$0.contains(":") })
+                else { throw HarnessError("no IPv4 virtual IP") }
+                let ping = try lab.pingHostBehind(fromClient: 0, source: vip)
+                try check(ping.succeeded, "ping from \(vip) to the host behind \(free.name): \(ping)")
+                return "virtual IP \(vip)"
+            }
+        }
+        for version in [2, 1] {
+            step("free account refused by the pro node (RADIUS tier policy), IKEv\(version)") {
+                let marks = try radiusMarks()
+                _ = try expectRefused(0, "alice", to: pro, ikeVersion: version)
+                let log = try radiusLog(since: marks)
+                let reject = lines(log, containing: "Login incorrect")
+                try check(reject.contains("[alice]"), "no reject of alice in the RADIUS log:\n\(log)")
+                return reject
+            }
+        }
+        for version in [2, 1] {
+            step("pro node refuses a free account RADIUS wrongly accepts (groups), IKEv\(version)") {
+                try inputs.setRadiusTier(of: pro.name, to: "free", lab: lab)
+                defer { try? inputs.setRadiusTier(of: pro.name, to: nil, lab: lab) }
+                let marks = try radiusMarks()
+                let nodeLog = try expectRefused(0, "alice", to: pro, ikeVersion: version)
+                let log = try radiusLog(since: marks)
+                try check(log.contains("Login OK: [alice]"), "RADIUS did not accept (so nothing proven):\n\(log)")
+                let why = "constraint check failed: group membership to 'pro' required"
+                try check(nodeLog.contains(why), "node log lacks \"\(why)\":\n\(nodeLog)")
+                return lines(nodeLog, containing: "group membership")
+            }
+        }
+        step("tier changed to pro → the account connects to the pro node, IKEv2 and IKEv1 XAuth") {
+            try inputs.setTier("alice", "pro", lab: lab)
+            let v2 = try connectAndReachHostBehind(0, "alice", to: pro, ikeVersion: 2)
+            try disconnect(0, from: pro, ikeVersion: 2)
+            let v1 = try connectAndReachHostBehind(0, "alice", to: pro, ikeVersion: 1)
+            try disconnect(0, from: pro, ikeVersion: 1)
+            try wait("alice's pro sessions closed") { try openSessions("alice") == 0 }
+            let classes = try sql(
+                "SELECT string_agg(DISTINCT class, ',') FROM radacct WHERE username = 'alice' AND nasidentifier = '\(pro.name)'"
+            )
+            try check(classes == "pro", "radacct class of the pro sessions: \(classes)")
+            return "IKEv2 \(v2.milliseconds) ms, IKEv1 \(v1.milliseconds) ms, class \(classes)"
+        }
+        step("disabled account refused") {
+            _ = try inputs.disable("bob", lab: lab)
+            let marks = try radiusMarks()
+            _ = try expectRefused(0, "bob", to: free, ikeVersion: 2)
+            let reject = lines(try radiusLog(since: marks), containing: "Login incorrect")
+            try check(reject.contains("[bob]"), "no reject of bob in the RADIUS log")
+            return reject
+        }
+        step(
+            "disabling an account with a live tunnel ends the tunnel within seconds (a Disconnect-Request from outside disconnect_from does not); it cannot reconnect"
+        ) {
+            _ = try connectAndReachHostBehind(0, "dave", to: free, ikeVersion: 2)
+            try wait("dave's open radacct row") { try openSessions("dave") == 1 }
+            if try inputs.nodeFirewall(free.name) != nil {
+                // Signed with the right secret but sent from a client's address, outside disconnect_from: the
+                // node's firewall drops it, no answer, the tunnel stays.
+                let file = try Scratch.makeDirectory("dae").appendingPathComponent("secret")
+                try (try inputs.daeSecret(free.name) + "\n").write(to: file, atomically: true, encoding: .utf8)
+                let outsider = try lab.radclient(
+                    inNamespace: lab.clients[1].namespace,
+                    arguments: ["-r", "1", "-t", "1", "-S", file.path, "\(free.address):3799", "disconnect"],
+                    input: "User-Name = dave\n")
+                try check(
+                    !outsider.output.contains("Disconnect-ACK") && !outsider.output.contains("Disconnect-NAK"),
+                    "a Disconnect-Request from outside disconnect_from was answered: \(outsider)")
+                try check(try hasTunnel(0, to: free, ikeVersion: 2), "the tunnel went down")
+            }
+            let start = ContinuousClock.now
+            let did = try inputs.disable("dave", lab: lab)
+            try wait("dave's tunnel gone", timeout: .seconds(10)) { try !hasTunnel(0, to: free, ikeVersion: 2) }
+            let gone = Self.milliseconds(since: start)
+            try wait("dave's session closed") { try openSessions("dave") == 0 }
+            _ = try expectRefused(0, "dave", to: free, ikeVersion: 2)
+            return "\(did); tunnel gone \(gone) ms after disabling"
+        }
+        step("device limit 1: a second device is refused while the first is up, admitted after") {
+            _ = try connectAndReachHostBehind(0, "erin", to: free, ikeVersion: 2)
+            try wait("erin's open radacct row") { try openSessions("erin") == 1 }
+            let marks = try radiusMarks()
+            _ = try expectRefused(1, "erin", to: free, ikeVersion: 2)
+            let log = try radiusLog(since: marks)
+            try check(log.contains("Multiple logins"), "RADIUS log does not name the device limit:\n\(log)")
+            try disconnect(0, from: free, ikeVersion: 2)
+            try wait("erin's first session closed") { try openSessions("erin") == 0 }
+            _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
+            try disconnect(1, from: free, ikeVersion: 2)
+            return lines(log, containing: "Multiple logins")
+        }
+        try? resetSessions()
+        step("wrong per-node secret: refused; RADIUS names the node and the secret, the node sees a timeout") {
+            try inputs.setNodeSecret(free.name, correct: false)
+            try reloadSettings(free)
+            let marks = try radiusMarks()
+            let nodeLog = try expectRefused(0, "alice", to: free, ikeVersion: 2)
+            let log = try radiusLog(since: marks)
+            let secretLine = log.split(separator: "\n").first {
+                $0.contains("Shared secret is incorrect") && $0.contains(free.name)
+            }
+            try check(secretLine != nil, "no \"Shared secret is incorrect\" line naming \(free.name):\n\(log)")
+            try check(nodeLog.contains("timed out"), "node log does not say the request timed out:\n\(nodeLog)")
+            return lines(nodeLog, containing: "timed out")
+        }
+        step("right secret restored → connects (second attempt allowed)") {
+            try inputs.setNodeSecret(free.name, correct: true)
+            try reloadSettings(free)
+            return try failoverAttempts("restored")
+        }
+        try? resetSessions()
+        step("\(preferred) stopped → \(fallback) answers (first attempt may fail)") {
+            try reloadSettings(free)
+            let rad = try lab.radius(preferred)
+            rad.stop()
+            defer { try? rad.start() }
+            return try failoverAttempts("stopped")
+        }
+        try? resetSessions()
+        step("\(preferred) silent (packets dropped) → \(fallback) answers (first attempt may fail)") {
+            try reloadSettings(free)
+            let rad = try lab.radius(preferred)
+            try rad.silence()
+            defer { try? rad.unsilence() }
+            return try failoverAttempts("silent", firstAttemptWithin: .seconds(6))
+        }
+        try? resetSessions()
+        step("no password in radpostauth, no password or node secret in any log") {
+            let rows = try sql("SELECT count(*) FROM radpostauth")
+            let leaked = try sql("SELECT count(*) FROM radpostauth WHERE coalesce(pass, '') <> ''")
+            try check(leaked == "0", "\(leaked) of \(rows) radpostauth rows hold a password")
+            var logs = [
+                "postgres": (lab.postgres).flatMap { try? String(contentsOfFile: $0.logPath, encoding: .utf8) } ?? ""
+            ]
+            for (name, server) in lab.radiusServers { logs["radius \(name)"] = server.allOutput }
+            for (name, charon) in lab.nodeDaemons { logs["node \(name)"] = charon.log }
+            for (name, charon) in lab.clientDaemons { logs[name] = charon.log }
+            let secrets = Array(passwords.values) + inputs.secrets
+            let found = logs.compactMap { name, text in
+                let lines = text.split(separator: "\n").filter { line in secrets.contains { line.contains($0) } }
+                // the line with the secret blanked out, so the message says where without leaking it
+                return lines.isEmpty
+                    ? nil
+                    : "\(name): "
+                        + lines.prefix(2).map { line in
+                            secrets.reduce(String(line)) { $0.replacingOccurrences(of: $1, with: "<secret>") }
+                        }.joined(separator: " | ")
+            }.sorted()
+            try check(found.isEmpty, "a password or secret appears in the logs of: \(found)")
+            return "\(rows) radpostauth rows, \(logs.count) logs checked"
+        }
+    }
+
+    /// alice → free node over IKEv2, at most twice (strongSwan moves to the other server only for the next
+    /// conversation); the fallback server must have answered the successful one.
+    /// `firstAttemptWithin`: a silent server costs the first attempt the node's retransmission timers; short
+    /// ones end it well before a client gives up (strongSwan's defaults take about 14 s).
+    private func failoverAttempts(_ what: String, firstAttemptWithin limit: Duration? = nil) throws -> String {
+        let marks = try radiusMarks()
+        let first = try connect(0, "alice", to: free, ikeVersion: 2)
+        if let limit {
+            let ms = Int(limit.components.seconds) * 1000
+            try check(
+                first.milliseconds < ms, "\(what): the first attempt took \(first.milliseconds) ms (limit \(ms) ms)")
+        }
+        var second: Attempt?
+        if !first.succeeded { second = try connect(0, "alice", to: free, ikeVersion: 2) }
+        let connected = second ?? first
+        try check(connected.succeeded, "\(what): no tunnel after two attempts: \(connected.result)")
+        let ping = try lab.pingHostBehind(fromClient: 0, source: connected.virtualIP!)
+        try check(ping.succeeded, "\(what): host behind unreachable: \(ping)")
+        try disconnect(0, from: free, ikeVersion: 2)
+        let fallbackLog = try lab.radius(fallback).log(since: marks[fallback] ?? 0)
+        if what != "restored" {
+            try check(
+                fallbackLog.contains("Login OK: [alice]"), "\(what): \(fallback) did not accept alice:\n\(fallbackLog)")
+        }
+        return "first attempt "
+            + (first.succeeded ? "connected (\(first.milliseconds) ms)" : "refused (\(first.milliseconds) ms)")
+            + (second.map { ", second connected (\($0.milliseconds) ms)" } ?? "")
+    }
+}

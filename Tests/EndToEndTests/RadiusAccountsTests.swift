@@ -125,7 +125,7 @@ final class RadiusScenario: @unchecked Sendable {
             }
         }
         try lab.startClients(build: build)
-        for (user, devices) in [("alice", 2), ("bob", 1), ("dave", 1), ("erin", 1)] {
+        for (user, devices) in [("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1)] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
         }
@@ -353,6 +353,18 @@ final class RadiusScenario: @unchecked Sendable {
             )
             try check(classes == "pro", "radacct class of the pro sessions: \(classes)")
             return "IKEv2 \(v2.milliseconds) ms, IKEv1 \(v1.milliseconds) ms, class \(classes)"
+        }
+        step("tier lowered to free with a live tunnel on the pro node → the tunnel ends; refused there after") {
+            try inputs.setTier("carol", "pro", lab: lab)
+            _ = try connectAndReachHostBehind(0, "carol", to: pro, ikeVersion: 2)
+            try wait("carol's open radacct row") { try openSessions("carol") == 1 }
+            let start = ContinuousClock.now
+            try inputs.setTier("carol", "free", lab: lab)
+            try wait("carol's tunnel gone", timeout: .seconds(10)) { try !hasTunnel(0, to: pro, ikeVersion: 2) }
+            let gone = Self.milliseconds(since: start)
+            try wait("carol's session closed") { try openSessions("carol") == 0 }
+            _ = try expectRefused(0, "carol", to: pro, ikeVersion: 2)
+            return "tunnel gone \(gone) ms after set-tier"
         }
         step("disabled account refused") {
             _ = try inputs.disable("bob", lab: lab)

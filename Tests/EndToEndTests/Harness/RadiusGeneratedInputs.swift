@@ -124,14 +124,14 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
 
     /// `vpnprov accounts …` as the operator runs it: on a host next to the RADIUS servers (inside the first one's
     /// network namespace, from which the nodes' Disconnect-Request listeners are reachable and which a node's
-    /// firewall admits by default), with the database's conninfo in the environment (a unix socket works from
-    /// any namespace).
+    /// firewall admits by default), on the generated deployment's inventory and state (the database's conninfo
+    /// is `accounts.database`, in the environment; a unix socket works from any namespace).
     private func runAccounts(_ arguments: [String]) throws -> CommandResult {
         guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
         return try Command.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
-                "--database", "env:VPN_ACCOUNTS_DB",
+                "--inventory", deployment.inventory, "--state", deployment.state.path,
             ],
             environment: accountsEnvironment, timeout: .seconds(60))
     }
@@ -175,38 +175,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try accounts(["set-tier", user, tier])
     }
 
-    /// `vpnprov accounts disable`, which also sends the Disconnect-Requests. While it does not know the nodes yet
-    /// (it reports them "unknown-node" until its targets come from the inventory and the state), the
-    /// Disconnect-Request goes out with `radclient` and the node's DAE secret from the state; the returned text
-    /// says which path ended the session.
+    /// `vpnprov accounts disable`, which also sends the Disconnect-Requests to every node with an open session of
+    /// the account (their addresses from the inventory, their secrets from the state); it exits 0 only when every
+    /// node acknowledged. The returned text is what it printed.
     func disable(_ user: String, lab: RadiusLab) throws -> String {
-        let result = try runAccounts(["disable", user])
-        if result.succeeded { return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) }
-        guard result.stdout.contains("disabled") else { throw HarnessError("vpnprov accounts disable: \(result)") }
-        let open =
-            try postgres.psql(
-                "SELECT DISTINCT nasidentifier FROM radacct WHERE username = '\(user)' AND acctstoptime IS NULL"
-            ).split(separator: "\n").map(String.init)
-        var done: [String] = []
-        for nodeName in open {
-            let secret = try daeSecret(nodeName)
-            let secretFile = try Scratch.makeDirectory("dae").appendingPathComponent("secret")
-            try (secret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
-            chmod(secretFile.path, 0o600)
-            let reply = try lab.radclient(
-                from: radiusServers[0].name,
-                arguments: [
-                    "-r", "1", "-t", "3", "-S", secretFile.path, "\(try lab.node(nodeName).address):3799", "disconnect",
-                ],
-                input: "User-Name = \(user)\n")
-            guard reply.output.contains("Disconnect-ACK") else {
-                throw HarnessError("Disconnect-Request to \(nodeName) not acknowledged: \(reply)")
-            }
-            done.append("\(nodeName): Disconnect-ACK (radclient)")
-        }
-        let said = result.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        return "vpnprov accounts disable (exit \(result.exitCode)): \(said.joined(separator: " "))"
-            + "; then radclient: " + done.joined(separator: ", ")
+        let result = try accounts(["disable", user])
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     // MARK: RADIUS servers and nodes

@@ -638,6 +638,7 @@ dependencies: []
     - Load swanctl configuration
 
 # Secrets and private keys: no_log keeps their content out of the output, also with -v and --diff.
+# A RADIUS node's strongswan.d/vpnprov-radius*.conf are among them (they hold its RADIUS secrets).
 - name: Install the secrets and private keys
   ansible.builtin.copy:
     src: "{{ item.path }}"
@@ -650,8 +651,23 @@ dependencies: []
       {{ (vpnprov_swanctl_dir if vpnprov_relative.startswith('swanctl/') else vpnprov_strongswan_d_dir)
          ~ '/' ~ (vpnprov_relative.split('/', 1) | last) }}
   no_log: true
+  register: vpnprov_node_secrets
   notify:
+    - Reload strongSwan settings
     - Load swanctl configuration
+
+# charon starts its RADIUS Disconnect-Request listener only when it starts (the eap-radius plugin
+# creates it once; --reload-settings does not touch it): a new or changed listener file needs a
+# restart, which ends the node's tunnels (their clients reconnect).
+- name: Restart strongSwan for its new Disconnect-Request listener
+  ansible.builtin.service:
+    name: "{{ vpnprov_service }}"
+    state: restarted
+  when:
+    - vpnprov_manage_service | bool
+    - >-
+      vpnprov_node_secrets.results | default([]) | selectattr('changed')
+      | map(attribute='dest') | select('search', '/vpnprov-radius-dae\\.conf$') | list | length > 0
 
 - name: Remove the files vpnprov no longer writes
   ansible.builtin.file:

@@ -1,0 +1,81 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The generated `vpnprov_radius` role run by a real `ansible-playbook` (docs/deploy.md, "RADIUS
+/// servers"): on a local connection into a temporary directory instead of /etc/vpnprov/freeradius, without
+/// the packages and the service (nothing here runs systemd). It installs every file of `radius/<server>/`
+/// with its mode and group, lets FreeRADIUS check the installed directory, removes a file vpnprov does not
+/// write, and changes nothing on a second run. The configuration itself serving logins is proven by
+/// `RadiusAccountsTests`.
+@Suite struct RadiusRoleTests {
+    @Test(.ansible, .radius) func theRoleInstallsChecksAndKeepsTheRadiusDirectory() async throws {
+        try AnsibleTools.require()
+        try RadiusEnvironment.require()
+        let dir = try Scratch.makeDirectory("radius-role")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inventory = dir.appendingPathComponent("inventory.yaml").path
+        try RadiusGeneratedInputs.inventory().write(toFile: inventory, atomically: true, encoding: .utf8)
+        let environment = [
+            "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
+            "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
+        ]
+        let deployment = try GeneratedDeployment.generate(inventory: inventory, label: "role", environment: environment)
+        defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
+        let out = deployment.out.path
+        let installed = dir.appendingPathComponent("etc/freeradius").path
+
+        func rollout(_ label: String) async throws -> CommandResult {
+            let result = try await Command.runAwaiting(
+                "/usr/bin/env",
+                [
+                    "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
+                    "ANSIBLE_NOCOLOR=1", AnsibleTools.playbook, "-i", out + "/deploy/inventory.yml",
+                    out + "/deploy/site.yml", "--limit", "rad-1", "-e", "ansible_connection=local",
+                    "-e", "ansible_python_interpreter=/usr/bin/python3", "-e", "vpnprov_radius_config_dir=\(installed)",
+                    "-e", "vpnprov_radius_manage_service=false", "-e", "vpnprov_radius_install_packages=false",
+                ],
+                timeout: .seconds(300))
+            try #require(result.succeeded, "\(label): \(result)")
+            return result
+        }
+        func recap(_ result: CommandResult) -> String {
+            result.stdout.split(separator: "\n").first { $0.hasPrefix("rad-1") && $0.contains("changed=") }
+                .map(String.init) ?? ""
+        }
+
+        _ = try await rollout("first rollout")
+        // Every generated file is there, with its mode and the freerad group; the secrets are 0640.
+        let fm = FileManager.default
+        let group = try #require(getgrnam("freerad")).pointee.gr_gid
+        let files = try #require(fm.enumerator(atPath: out + "/radius/rad-1")?.allObjects as? [String])
+            .filter {
+                !((try? fm.attributesOfItem(atPath: out + "/radius/rad-1/" + $0)[.type] as? FileAttributeType)
+                    == .typeDirectory)
+            }
+        #expect(files.count == 12, "\(files)")
+        for file in files {
+            var st = stat()
+            try #require(stat(installed + "/" + file, &st) == 0, "\(file) not installed")
+            let secret = file == "clients.conf" || file == "mods-enabled/sql"
+            #expect(st.st_mode & 0o777 == (secret ? 0o640 : 0o644), "\(file): \(String(st.st_mode & 0o777, radix: 8))")
+            #expect(st.st_gid == group && st.st_uid == 0, "\(file)")
+            #expect(fm.contentsEqual(atPath: installed + "/" + file, andPath: out + "/radius/rad-1/" + file), "\(file)")
+        }
+        // A file vpnprov does not write is removed; a second rollout changes nothing.
+        try "not vpnprov's\n".write(toFile: installed + "/mods-enabled/stray", atomically: true, encoding: .utf8)
+        let second = try await rollout("second rollout")
+        #expect(!fm.fileExists(atPath: installed + "/mods-enabled/stray"))
+        #expect(!recap(second).contains("changed=0"), "the stray file's removal is a change: \(recap(second))")
+        let third = try await rollout("third rollout")
+        #expect(recap(third).contains("changed=0"), "\(recap(third))")
+        // The secrets never reach Ansible's output.
+        let secrets = try String(contentsOfFile: out + "/radius/rad-1/clients.conf", encoding: .utf8)
+            .split(separator: "\n").filter { $0.contains("secret = ") }
+            .map { $0.replacingOccurrences(of: "secret = ", with: "").trimmingCharacters(in: .whitespaces) }
+        #expect(!secrets.isEmpty)
+        for secret in secrets {
+            #expect(!(second.output + third.output).contains(secret.trimmingCharacters(in: ["\""])))
+        }
+    }
+}

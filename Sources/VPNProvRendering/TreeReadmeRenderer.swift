@@ -16,6 +16,7 @@ package enum TreeReadmeRenderer {
         let text = try templates.template(template).render([
             "deployment": .string(inventory.name),
             "publishes_crl": .bool(inventory.pki.crlURL != nil),
+            "radius": .bool(inventory.accounts != nil && inventory.nodes.contains(where: \.usesRadius)),
             "crl_url": .string(inventory.pki.crlURL ?? ""),
         ])
         return OutputFile(path: path, text: text)

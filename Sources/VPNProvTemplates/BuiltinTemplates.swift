@@ -23,6 +23,12 @@ deploy/                stays with the operator: the Ansible playbook and role th
                        (ansible-playbook -i deploy/inventory.yml deploy/site.yml). No secrets.
 catalog/servers.json   to the backend of the VPN app, which publishes it to the apps: the server
                        list with what each service needs. No secrets; republish it when it changes.
+{{#radius}}
+radius/<server>/       to the RADIUS server <server>: its FreeRADIUS configuration, with every RADIUS
+                       node's secret and the accounts database's login. Rolled out by deploy/.
+radius/migrations/     to the accounts database's administrator: the tables vpnprov expects
+                       (vpnprov accounts migrate applies them).
+{{/radius}}
 {{#publishes_crl}}
 crl/crl.der            to the web server behind {{crl_url}}:
                        the certificate revocation list that devices fetch. Public; publish it after

@@ -132,9 +132,31 @@ struct RotateCACommand: Command {
     }
 }
 
-// MARK: - rotate-psk / rotate-password / unrevoke
+// MARK: - rotate-psk / rotate-radius-secret / rotate-password / unrevoke
 
-struct RotatePSKCommand: Command {
+/// A lifecycle command on one node or user (`rotate-psk NODE`, `unrevoke USER`, ...), which regenerates
+/// like `generate` with its state action.
+protocol NamedLifecycleCommand: Command {
+    /// `node` or `user`: what the first argument names.
+    static var nameKind: String { get }
+    static func action(_ name: String) -> PKIManager.StateAction
+    var arguments: ParsedArguments { get }
+}
+
+extension NamedLifecycleCommand {
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try LifecycleCommandSupport.requireName(arguments, Self.nameKind, command: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let options = try LifecycleCommandSupport.options(
+            arguments, inventoryIndex: 1, command: Self.configuration.name,
+            action: Self.action(arguments.positionals[0]), context)
+        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
+    }
+}
+
+struct RotatePSKCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "rotate-psk",
         abstract: "Replace a node's generated PSK (psk: gen).",
@@ -143,22 +165,14 @@ struct RotatePSKCommand: Command {
         arguments: [.init("node", help: "The node whose PSK is replaced."), CommonOptions.inventoryArgument],
         options: LifecycleCommandSupport.regenerateOptions)
 
+    static let nameKind = "node"
+    static func action(_ name: String) -> PKIManager.StateAction { .rotatePSK(node: name) }
+
     var arguments: ParsedArguments
     init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try LifecycleCommandSupport.requireName(arguments, "node", command: Self.configuration.name)
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name,
-            action: .rotatePSK(node: arguments.positionals[0]), context)
-        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
-    }
 }
 
-struct RotateRadiusSecretCommand: Command {
+struct RotateRadiusSecretCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "rotate-radius-secret",
         abstract: "Replace a RADIUS node's generated RADIUS and Disconnect-Request secrets.",
@@ -170,22 +184,14 @@ struct RotateRadiusSecretCommand: Command {
         ],
         options: LifecycleCommandSupport.regenerateOptions)
 
+    static let nameKind = "node"
+    static func action(_ name: String) -> PKIManager.StateAction { .rotateRadiusSecret(node: name) }
+
     var arguments: ParsedArguments
     init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try LifecycleCommandSupport.requireName(arguments, "node", command: Self.configuration.name)
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name,
-            action: .rotateRadiusSecret(node: arguments.positionals[0]), context)
-        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
-    }
 }
 
-struct RotatePasswordCommand: Command {
+struct RotatePasswordCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "rotate-password",
         abstract: "Replace a user's generated password (password: gen).",
@@ -194,23 +200,14 @@ struct RotatePasswordCommand: Command {
         arguments: [.init("user", help: "The user whose password is replaced."), CommonOptions.inventoryArgument],
         options: LifecycleCommandSupport.regenerateOptions)
 
+    static let nameKind = "user"
+    static func action(_ name: String) -> PKIManager.StateAction { .rotatePassword(user: name) }
+
     var arguments: ParsedArguments
     init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try LifecycleCommandSupport.requireName(arguments, "user", command: Self.configuration.name)
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name,
-            action: .rotatePassword(user: arguments.positionals[0]),
-            context)
-        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
-    }
 }
 
-struct UnrevokeCommand: Command {
+struct UnrevokeCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "unrevoke",
         abstract: "Undo 'vpnprov revoke USER': a fresh certificate (new serial) and secrets.",
@@ -220,19 +217,11 @@ struct UnrevokeCommand: Command {
         arguments: [.init("user", help: "The user to reinstate."), CommonOptions.inventoryArgument],
         options: LifecycleCommandSupport.regenerateOptions)
 
+    static let nameKind = "user"
+    static func action(_ name: String) -> PKIManager.StateAction { .unrevoke(user: name) }
+
     var arguments: ParsedArguments
     init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try LifecycleCommandSupport.requireName(arguments, "user", command: Self.configuration.name)
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name,
-            action: .unrevoke(user: arguments.positionals[0]), context)
-        return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
-    }
 }
 
 // MARK: - rolled-out

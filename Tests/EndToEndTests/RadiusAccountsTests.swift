@@ -93,13 +93,8 @@ final class RadiusScenario: @unchecked Sendable {
 
     static func run(build: StrongSwanBuild) throws -> ScenarioReport {
         let start = ContinuousClock.now
-        let lab = try RadiusLab.create(
-            nodes: RadiusGeneratedInputs.nodes.map { ($0.name, $0.address) }, clients: 2,
-            radius: RadiusGeneratedInputs.radiusServers)
+        let (lab, inputs) = try RadiusGeneratedInputs.startLab(build: build, clients: 2)
         defer { lab.teardown() }
-        let inputs = try RadiusGeneratedInputs(
-            database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path),
-            operatorNamespace: lab.radiusMembers[0].namespace)
         let scenario = RadiusScenario(build: build, inputs: inputs, lab: lab)
         try scenario.setUp()
         scenario.report.setupMilliseconds = milliseconds(since: start)
@@ -109,22 +104,6 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        try inputs.migrate()
-        for server in inputs.radiusServers {
-            let (directory, environment) = try inputs.radiusConfiguration(server.name)
-            try lab.startRadius(server.name, configDirectory: directory, environment: environment)
-        }
-        for node in inputs.nodes {
-            try lab.startNode(
-                node.name, build: build, settingsIncludes: try inputs.nodeSettingsIncludes(node.name),
-                confFile: try inputs.nodeConfFile(node.name))
-        }
-        for node in inputs.nodes {
-            if let rules = try inputs.nodeFirewall(node.name) {
-                try NetworkPair.loadNftables(rules, in: try lab.node(node.name).namespace)
-            }
-        }
-        try lab.startClients(build: build)
         for (user, devices) in [("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1)] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)

@@ -64,51 +64,34 @@ enum RadiusClientConf {
         var psk: String
     }
 
+    struct Account {
+        var user: String
+        var password: String
+        /// Appended to the names of the account's connections and secrets ("" when the client holds one account).
+        var suffix = ""
+    }
+
     static func text(user: String, password: String, child: String, nodes: [Node]) throws -> String {
+        try text(accounts: [Account(user: user, password: password)], child: child, nodes: nodes)
+    }
+
+    static func text(accounts: [Account], child: String, nodes: [Node]) throws -> String {
         var w = SwanctlWriter()
         try w.section("connections") { w in
-            for node in nodes {
-                for version in [2, 1] {
-                    try w.section(version == 2 ? node.ikev2 : node.ikev1) { w in
-                        w.raw("version", "\(version)")
-                        try w.set("remote_addrs", node.address)
-                        w.raw("vips", "0.0.0.0")
-                        w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
-                        if version == 2 {
-                            try w.section("local") { w in
-                                w.raw("auth", "eap-mschapv2")
-                                try w.set("id", user)
-                                try w.set("eap_id", user)
-                            }
-                        } else {
-                            w.section("local") { w in w.raw("auth", "psk") }
-                            try w.section("local-xauth") { w in
-                                w.raw("auth", "xauth")
-                                try w.set("xauth_id", user)
-                            }
-                        }
-                        try w.section("remote") { w in
-                            w.raw("auth", version == 2 ? "pubkey" : "psk")
-                            try w.set("id", node.id)
-                        }
-                        w.section("children") { w in
-                            w.section(child) { w in
-                                w.raw("remote_ts", RadiusLab.lanPrefix)
-                                w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
-                            }
-                        }
-                    }
-                }
+            for account in accounts {
+                try connections(&w, user: account.user, suffix: account.suffix, child: child, nodes: nodes)
             }
         }
         try w.section("secrets") { w in
-            try w.section("eap-user") { w in
-                try w.set("id", user)
-                w.raw("secret", SwanctlWriter.secret(password))
-            }
-            try w.section("xauth-user") { w in
-                try w.set("id", user)
-                w.raw("secret", SwanctlWriter.secret(password))
+            for account in accounts {
+                try w.section("eap-user\(account.suffix)") { w in
+                    try w.set("id", account.user)
+                    w.raw("secret", SwanctlWriter.secret(account.password))
+                }
+                try w.section("xauth-user\(account.suffix)") { w in
+                    try w.set("id", account.user)
+                    w.raw("secret", SwanctlWriter.secret(account.password))
+                }
             }
             for (index, node) in nodes.enumerated() {
                 try w.section("ike-\(index + 1)") { w in
@@ -118,5 +101,43 @@ enum RadiusClientConf {
             }
         }
         return w.text
+    }
+
+    private static func connections(
+        _ w: inout SwanctlWriter, user: String, suffix: String, child: String, nodes: [Node]
+    ) throws {
+        for node in nodes {
+            for version in [2, 1] {
+                try w.section((version == 2 ? node.ikev2 : node.ikev1) + suffix) { w in
+                    w.raw("version", "\(version)")
+                    try w.set("remote_addrs", node.address)
+                    w.raw("vips", "0.0.0.0")
+                    w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
+                    if version == 2 {
+                        try w.section("local") { w in
+                            w.raw("auth", "eap-mschapv2")
+                            try w.set("id", user)
+                            try w.set("eap_id", user)
+                        }
+                    } else {
+                        w.section("local") { w in w.raw("auth", "psk") }
+                        try w.section("local-xauth") { w in
+                            w.raw("auth", "xauth")
+                            try w.set("xauth_id", user)
+                        }
+                    }
+                    try w.section("remote") { w in
+                        w.raw("auth", version == 2 ? "pubkey" : "psk")
+                        try w.set("id", node.id)
+                    }
+                    w.section("children") { w in
+                        w.section(child) { w in
+                            w.raw("remote_ts", RadiusLab.lanPrefix)
+                            w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
+                        }
+                    }
+                }
+            }
+        }
     }
 }

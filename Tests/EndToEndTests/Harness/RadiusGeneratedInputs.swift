@@ -76,6 +76,25 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         """
     }
 
+    /// A lab running this deployment, every daemon started (`RadiusLab.start`), with `clients` client charons and
+    /// no accounts yet (`clientSettings`: strongswan.conf text for the clients). The caller tears the lab down; a failure here tears it down before it is thrown.
+    static func startLab(build: StrongSwanBuild, clients: Int, clientSettings: String = "") throws -> (
+        lab: RadiusLab, inputs: RadiusGeneratedInputs
+    ) {
+        let lab = try RadiusLab.create(
+            nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radiusServers)
+        do {
+            let inputs = try RadiusGeneratedInputs(
+                database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path),
+                operatorNamespace: lab.radiusMembers[0].namespace)
+            try lab.start(inputs, build: build, clientSettings: clientSettings)
+            return (lab, inputs)
+        } catch {
+            lab.teardown()
+            throw error
+        }
+    }
+
     /// Generates the deployment for the accounts database `postgres` (already running: its socket is part of
     /// the RADIUS servers' conninfo).
     init(database postgres: PostgresCluster, operatorNamespace: String) throws {
@@ -262,8 +281,21 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func clientConf(user: String, password: String) throws -> String {
+        try clientConf(accounts: [RadiusClientConf.Account(user: user, password: password)], label: user)
+    }
+
+    /// A client holding several accounts: account `user`'s connections are `clientConnection(…)` + "-" + user.
+    func clientConf(accounts: [(user: String, password: String)]) throws -> String {
+        try clientConf(
+            accounts: accounts.map {
+                RadiusClientConf.Account(user: $0.user, password: $0.password, suffix: "-\($0.user)")
+            },
+            label: "\(accounts.count)-accounts")
+    }
+
+    private func clientConf(accounts: [RadiusClientConf.Account], label: String) throws -> String {
         let text = try RadiusClientConf.text(
-            user: user, password: password, child: clientChild,
+            accounts: accounts, child: clientChild,
             nodes: nodes.map {
                 RadiusClientConf.Node(
                     ikev2: clientConnection(node: $0.name, ikeVersion: 2),
@@ -272,7 +304,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             })
         // One CA signs every node of a deployment.
         return try SwanctlDirectory.make(
-            label: "radius-client-\(user)", conf: text, files: ["x509ca/ca.pem": try caPEM(nodes[0].name)]
+            label: "radius-client-\(label)", conf: text, files: ["x509ca/ca.pem": try caPEM(nodes[0].name)]
         ).confFile
     }
 

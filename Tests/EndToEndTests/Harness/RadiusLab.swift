@@ -170,9 +170,10 @@ final class RadiusLab: @unchecked Sendable {
     }
 
     /// Client charons, one per client namespace.
-    func startClients(build: StrongSwanBuild) throws {
+    func startClients(build: StrongSwanBuild, settings: String = "") throws {
         for client in clients {
-            clientDaemons[client.name] = try Charon.start(in: client.namespace, build: build, label: client.name)
+            clientDaemons[client.name] = try Charon.start(
+                in: client.namespace, build: build, label: client.name, extraSettings: settings)
         }
     }
 
@@ -206,6 +207,28 @@ final class RadiusLab: @unchecked Sendable {
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
             timeout: .seconds(20))
+    }
+
+    /// Starts the deployment `inputs` describes: migrates its database (PostgreSQL already running), starts its
+    /// RADIUS servers and nodes, loads the nodes' firewalls, then starts the client charons (`clientSettings`
+    /// appended to their strongswan.conf).
+    func start(_ inputs: any RadiusFleetInputs, build: StrongSwanBuild, clientSettings: String = "") throws {
+        try inputs.migrate()
+        for server in inputs.radiusServers {
+            let (directory, environment) = try inputs.radiusConfiguration(server.name)
+            try startRadius(server.name, configDirectory: directory, environment: environment)
+        }
+        for node in inputs.nodes {
+            try startNode(
+                node.name, build: build, settingsIncludes: try inputs.nodeSettingsIncludes(node.name),
+                confFile: try inputs.nodeConfFile(node.name))
+        }
+        for node in inputs.nodes {
+            if let rules = try inputs.nodeFirewall(node.name) {
+                try NetworkPair.loadNftables(rules, in: try self.node(node.name).namespace)
+            }
+        }
+        try startClients(build: build, settings: clientSettings)
     }
 
     // MARK: teardown

@@ -48,6 +48,8 @@ package enum NTHash {
                 return
             }
             guard OSSL_PROVIDER_load(context, "legacy") != nil else {
+                // Nothing keeps the context then: freed, so a run without the provider leaks nothing.
+                OSSL_LIB_CTX_free(context)
                 md = nil
                 failure =
                     "OpenSSL's legacy provider (legacy.so, which has MD4) cannot be loaded; "

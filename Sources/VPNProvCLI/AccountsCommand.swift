@@ -88,14 +88,16 @@ struct AccountsDeployment {
     /// Every RADIUS node's Disconnect-Request listener: its address, and its secret from the state.
     static func disconnectTargets(_ inventory: Inventory, stateDirectory: String) throws(CLIError) -> DisconnectTargets
     {
-        let path = stateDirectory + "/secrets.json"
-        let secrets: SecretsFile
+        let path = StatePaths(root: stateDirectory).secrets
+        let secrets: SecretsFile?
         do {
-            secrets = try StateStore.decodeSecrets(
-                try BoundedFile.read(path, limit: BoundedFile.stateIndexLimit), path: path)
+            secrets = try StateStore.readSecrets(stateDirectory: stateDirectory)
         } catch {
+            throw CLIError.environment("cannot read the nodes' Disconnect-Request secrets: \(error)")
+        }
+        guard let secrets else {
             throw CLIError.environment(
-                "cannot read the nodes' Disconnect-Request secrets from \(path): run 'vpnprov generate' first (\(error))"
+                "cannot read the nodes' Disconnect-Request secrets: \(path) does not exist; run 'vpnprov generate' first"
             )
         }
         var targets: [String: DisconnectTarget] = [:]

@@ -227,6 +227,22 @@ import Testing
         #expect(generate.code != 0 && !FileManager.default.fileExists(atPath: dir + "/out/radius"))
     }
 
+    /// `vpnprov accounts` reads the nodes' Disconnect-Request secrets as every command reads the state:
+    /// never through a symbolic link, and a state without them is named.
+    @Test func accountsReadsTheStateSecretsLikeTheState() throws {
+        let dir = try temporaryDirectory("accounts")
+        try #require(try Self.generate(dir, Self.inventory()).code == 0)
+        let secrets = dir + "/state/secrets.json"
+        try FileManager.default.moveItem(atPath: secrets, toPath: dir + "/secrets-copy.json")
+        try FileManager.default.createSymbolicLink(atPath: secrets, withDestinationPath: dir + "/secrets-copy.json")
+        let linked = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
+        #expect(linked.code == 3 && linked.err.contains("Disconnect-Request secrets"), "\(linked.err)")
+        #expect(linked.err.contains("symbolic link") || linked.err.contains("link"), "\(linked.err)")
+        try FileManager.default.removeItem(atPath: secrets)
+        let missing = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
+        #expect(missing.code == 3 && missing.err.contains("run 'vpnprov generate' first"), "\(missing.err)")
+    }
+
     @Test func rotateRadiusSecretReplacesBothSidesAndNothingElse() throws {
         let dir = try temporaryDirectory("accounts")
         try #require(try Self.generate(dir, Self.inventory()).code == 0)

@@ -62,9 +62,7 @@ extension PKISession {
                 .secretNotGenerated,
                 "node '\(node)' has no generated PSK in the state (it needs 'psk: gen' and a PSK service)")
         }
-        var new = old
-        while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
-        store.secrets.psks[node] = new
+        store.secrets.psks[node] = try SecretResolver.generate(length: SecretResolver.pskLength, replacing: old)
         changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
     }
 
@@ -75,12 +73,10 @@ extension PKISession {
             throw PKIError(
                 .secretNotGenerated, "node '\(node)' has no RADIUS secret in the state (it needs 'accounts: radius')")
         }
-        var new = old
-        while new == old { new = try SecretResolver.generate(length: SecretResolver.pskLength) }
-        var newDAE = oldDAE
-        while newDAE == oldDAE { newDAE = try SecretResolver.generate(length: SecretResolver.pskLength) }
-        store.secrets.radiusSecrets?[node] = new
-        store.secrets.daeSecrets?[node] = newDAE
+        store.secrets.radiusSecrets?[node] = try SecretResolver.generate(
+            length: SecretResolver.pskLength, replacing: old)
+        store.secrets.daeSecrets?[node] = try SecretResolver.generate(
+            length: SecretResolver.pskLength, replacing: oldDAE)
         changes.append(PKIChange(.secretRotated, .node(node), reason: "RADIUS secret"))
     }
 
@@ -91,9 +87,8 @@ extension PKISession {
                 .secretNotGenerated,
                 "user '\(user)' has no generated password in the state (revoked, or not 'password: gen')")
         }
-        var new = old
-        while new == old { new = try SecretResolver.generate(length: SecretResolver.passwordLength) }
-        store.secrets.passwords[user] = new
+        store.secrets.passwords[user] = try SecretResolver.generate(
+            length: SecretResolver.passwordLength, replacing: old)
         changes.append(PKIChange(.secretRotated, .user(user), reason: "password"))
     }
 }

@@ -19,6 +19,13 @@ package enum SecretResolver {
         }
     }
 
+    /// A generated secret of `length` other than `old` (what a rotation must end with).
+    static func generate(length: Int, replacing old: String) throws -> String {
+        var new = old
+        while new == old { new = try generate(length: length) }
+        return new
+    }
+
     /// The value of a non-`gen` reference. `what` names the owner ("node 'fra-1' psk"); the error names
     /// the reference, never a value.
     package static func resolve(

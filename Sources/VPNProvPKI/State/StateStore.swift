@@ -350,6 +350,14 @@ package final class StateStore {
 
     /// The bytes of secrets.json (read from `path`) as `load` takes them. The error never quotes the
     /// decoder's message, which could show part of a secret.
+    /// secrets.json of `stateDirectory` read on its own, without the lock (for read-only commands):
+    /// bounded, never through a symbolic link, decoded as `load` decodes it; nil when there is none.
+    package static func readSecrets(stateDirectory: String) throws -> SecretsFile? {
+        let path = StatePaths(root: stateDirectory).secrets
+        guard AtomicFile.exists(path) else { return nil }
+        return try decodeSecrets(try AtomicFile.read(path, limit: BoundedFile.stateIndexLimit), path: path)
+    }
+
     package static func decodeSecrets(_ bytes: [UInt8], path: String) throws -> SecretsFile {
         do {
             return try StateJSON.decode(SecretsFile.self, bytes)

@@ -105,11 +105,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         // Decoded as generate decodes them (version and file names checked; no decoder text quoted).
         let index = try StateStore.decodeIndex(
             try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
-        let secrets =
-            AtomicFile.exists(paths.secrets)
-            ? try StateStore.decodeSecrets(
-                try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
-            : SecretsFile()
+        let secrets = try StateStore.readSecrets(stateDirectory: stateDirectory) ?? SecretsFile()
         var report = make(
             inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
             expiringWithin: days)

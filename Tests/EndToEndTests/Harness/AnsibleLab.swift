@@ -167,6 +167,7 @@ final class AnsibleLab: @unchecked Sendable {
         try Command.check(
             AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
         try publicKey.write(toFile: node.etc + "/ssh/authorized_keys", atomically: true, encoding: .utf8)
+        try writeRootHome(node)
         // Paths as the node's processes see them: /etc/ssh is the overlay.
         let sshd = """
             ListenAddress \(node.address)
@@ -190,6 +191,28 @@ final class AnsibleLab: @unchecked Sendable {
         if build.root != nil {
             try settings.write(toFile: node.run.path + "/strongswan.conf", atomically: true, encoding: .utf8)
         }
+    }
+
+    /// The node's root gets a home of its own, empty as on a fresh server, through an `/etc/passwd` overlay
+    /// (the host's, with root's home changed). sshd runs every command through root's login shell, and bash
+    /// started by sshd reads `~/.bashrc`: with the host's home that is whatever this machine's root keeps
+    /// there (here a `pyenv init`, about 0.1 s of CPU), paid on every one of the hundreds of module runs of
+    /// a rollout, and a lab node must not depend on the controller's shell setup anyway.
+    private func writeRootHome(_ node: Node) throws {
+        let home = node.run.appendingPathComponent("root-home").path
+        try FileManager.default.createDirectory(
+            atPath: home, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let passwd = try String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+        var lines = passwd.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let index = lines.firstIndex(where: { $0.hasPrefix("root:") }) else {
+            throw HarnessError("/etc/passwd has no root entry")
+        }
+        // name:password:uid:gid:gecos:home:shell
+        var fields = lines[index].split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 7 else { throw HarnessError("unexpected root entry in /etc/passwd") }
+        fields[5] = home
+        lines[index] = fields.joined(separator: ":")
+        try lines.joined(separator: "\n").write(toFile: node.etc + "/passwd", atomically: true, encoding: .utf8)
     }
 
     private func startDaemon(

@@ -56,6 +56,50 @@ final class OneShot: @unchecked Sendable {
     }
 }
 
+/// A task executor that is one thread of its own, running the jobs enqueued on it in order until `finish()`
+/// (`Command.onOwnExecutor`).
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var finished = false
+
+    init() {
+        let thread = Thread { [self] in drain() }
+        thread.name = "vpnprov-test-executor"
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Lets the thread end once it has run what is enqueued.
+    func finish() {
+        condition.lock()
+        finished = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func drain() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !finished { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
+
 /// Runs external tools with a deadline each, so a hang cannot stall the suite.
 /// Output goes to files (not pipes): a daemon that inherits the descriptors cannot block us.
 enum Command {
@@ -66,6 +110,16 @@ enum Command {
         timeout: Duration = .seconds(30)
     ) async throws -> CommandResult {
         try await onOwnThread { try run(executable, arguments, environment: environment, timeout: timeout) }
+    }
+
+    /// Runs `body` in the calling task (so its expectations count for the test) with a thread of its own as the
+    /// task's executor: its blocking steps hold none of the few threads Swift Testing runs tests on, and after
+    /// every `await` it goes on at once instead of queueing behind the synchronous tests for one of them. For
+    /// the long scenarios whose end is the end of the whole run (the Ansible rollouts).
+    static func onOwnExecutor<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        let executor = ThreadExecutor()
+        defer { executor.finish() }
+        return try await withTaskExecutorPreference(executor) { try await body() }
     }
 
     /// Runs `body` on a thread of its own, awaited (for long blocking work: a whole lab scenario). `body` must not

@@ -485,6 +485,7 @@ dependencies: []
     recurse: true
     hidden: true
     file_type: file
+    get_checksum: true
   delegate_to: localhost
   become: false
   register: vpnprov_node_found
@@ -588,6 +589,27 @@ dependencies: []
       {{ vpnprov_relative | select('match', '^strongswan\.d/')
          | map('regex_replace', '^strongswan\.d/', vpnprov_strongswan_d_dir ~ '/') | list }}
 
+# One module run instead of one or two per file and directory: what is already installed as
+# generated (same checksum and mode) is left out of the copies and directories below.
+- name: Look at what is installed
+  ansible.builtin.find:
+    paths:
+      - "{{ vpnprov_swanctl_dir }}"
+      - "{{ vpnprov_strongswan_d_dir }}"
+    recurse: true
+    hidden: true
+    file_type: any
+    get_checksum: true
+  register: vpnprov_node_present
+
+- name: Note what is in place
+  ansible.builtin.set_fact:
+    # path -> "checksum:mode" (directories: ":mode")
+    vpnprov_node_in_place: >-
+      {{ dict(vpnprov_node_present.files | map(attribute='path')
+              | zip(vpnprov_node_present.files | map(attribute='checksum', default='')
+                    | zip(vpnprov_node_present.files | map(attribute='mode')) | map('join', ':'))) }}
+
 - name: Compare with the last rollout
   ansible.builtin.set_fact:
     vpnprov_node_previous: "{{ vpnprov_record }}"
@@ -619,6 +641,7 @@ dependencies: []
     state: directory
     mode: "{{ '0700' if (item | basename) == 'private' else '0755' }}"
   loop: "{{ vpnprov_node_installed | map('dirname') | unique | sort }}"
+  when: vpnprov_node_in_place[item] | default('') != ':' ~ ('0700' if (item | basename) == 'private' else '0755')
 
 - name: Install the configuration and certificates
   ansible.builtin.copy:
@@ -628,6 +651,7 @@ dependencies: []
   loop: "{{ vpnprov_node_files | rejectattr('mode', 'equalto', '0600') }}"
   loop_control:
     label: "{{ vpnprov_dest }}"
+  when: vpnprov_node_in_place[vpnprov_dest] | default('') != item.checksum ~ ':' ~ item.mode
   vars:
     vpnprov_relative: "{{ item.path | relpath(vpnprov_node_dir) }}"
     vpnprov_dest: >-
@@ -645,6 +669,7 @@ dependencies: []
     dest: "{{ vpnprov_dest }}"
     mode: "0600"
   loop: "{{ vpnprov_node_files | selectattr('mode', 'equalto', '0600') }}"
+  when: vpnprov_node_in_place[vpnprov_dest] | default('') != item.checksum ~ ':0600'
   vars:
     vpnprov_relative: "{{ item.path | relpath(vpnprov_node_dir) }}"
     vpnprov_dest: >-

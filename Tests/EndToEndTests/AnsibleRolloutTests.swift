@@ -254,11 +254,28 @@ import Testing
 
         // 3. Revoke bob (tunnel up), add dave, drop n1's IKEv1 service; generate; roll out.
         try fleet.generate(version: 2)
+        // Drift on n2 since the last rollout, in two files this change leaves as they are: the certificate's
+        // content and the CA certificate's mode. The role compares what is installed before it copies, and
+        // must put both back.
+        let drifted = [
+            (n2.etc + "/swanctl/x509/n2.pem", "servers/n2/swanctl/x509/n2.pem"),
+            (n2.etc + "/swanctl/x509ca/ca.pem", "servers/n2/swanctl/x509ca/ca.pem"),
+        ]
+        try "drifted\n".write(toFile: drifted[0].0, atomically: false, encoding: .utf8)
+        #expect(chmod(drifted[1].0, 0o640) == 0)
         let second = try await lab.playbook(fleet.playbookArguments + Self.labVariables + Self.bothNodesAtOnce + ["-v"])
         try #require(second.succeeded, "second rollout: \(second)")
         #expect(
             second.stdout.contains("changed: [n1] => {\"changed\": true, \"loaded\": [], \"terminated\": [\""),
             "the role ended bob's IKE SA")
+        for (installed, generated) in drifted {
+            let expected = fleet.out.appendingPathComponent(generated).path
+            #expect(
+                FileManager.default.contents(atPath: installed) == FileManager.default.contents(atPath: expected),
+                "\(installed) was not put back")
+            let mode = try FileManager.default.attributesOfItem(atPath: installed)[.posixPermissions] as? Int
+            #expect(mode == 0o644, "\(installed) has mode \(String(mode ?? 0, radix: 8))")
+        }
         let secondLeaks = secretsV1.contains { second.output.contains($0) }
         #expect(!secondLeaks, "a secret reached the playbook output")
         let n1After = try lab.securityAssociations(n1)
@@ -454,6 +471,9 @@ import Testing
                 out.appendingPathComponent("deploy/site.yml").path,
             ]
             + Self.labVariables
+            // The node's forwarding and firewall (proven by the rollout test above) play no part in who may
+            // connect to the node itself: leaving them out saves eight module runs per rollout.
+            + ["-e", "vpnprov_manage_network=false"]
         func rollout(_ what: String) async throws -> CommandResult {
             let result = try await lab.playbook(arguments + ["-v"])
             guard result.succeeded else { throw HarnessError("\(build): rollout \(what): \(result)") }

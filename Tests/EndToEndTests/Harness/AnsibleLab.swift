@@ -203,8 +203,8 @@ final class AnsibleLab: @unchecked Sendable {
     /// The node's root gets a home of its own, empty as on a fresh server, through an `/etc/passwd` overlay
     /// (the host's, with root's home changed). sshd runs every command through root's login shell, and bash
     /// started by sshd reads `~/.bashrc`: with the host's home that is whatever this machine's root keeps
-    /// there (here a `pyenv init`, about 0.1 s of CPU), paid on every one of the hundreds of module runs of
-    /// a rollout, and a lab node must not depend on the controller's shell setup anyway.
+    /// there (here a `pyenv init`, about 0.1 s of CPU), paid on every module run (hundreds per test), and a
+    /// lab node must not depend on the test machine's shell setup anyway.
     private func writeRootHome(_ node: Node) throws {
         let home = node.run.appendingPathComponent("root-home").path
         try FileManager.default.createDirectory(

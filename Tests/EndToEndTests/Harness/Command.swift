@@ -114,8 +114,8 @@ enum Command {
 
     /// Runs `body` in the calling task (so its expectations count for the test) with a thread of its own as the
     /// task's executor: its blocking steps hold none of the few threads Swift Testing runs tests on, and after
-    /// every `await` it goes on at once instead of queueing behind the synchronous tests for one of them. For
-    /// the long scenarios whose end is the end of the whole run (the Ansible rollouts).
+    /// every `await` it goes on at once instead of queueing behind the synchronous tests for one of them (the
+    /// Ansible rollout scenarios: minutes of work, started early, so the run does not end waiting for them).
     static func onOwnExecutor<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         let executor = ThreadExecutor()
         defer { executor.finish() }

@@ -639,9 +639,11 @@ dependencies: []
   ansible.builtin.file:
     path: "{{ item }}"
     state: directory
-    mode: "{{ '0700' if (item | basename) == 'private' else '0755' }}"
+    mode: "{{ vpnprov_mode }}"
   loop: "{{ vpnprov_node_installed | map('dirname') | unique | sort }}"
-  when: vpnprov_node_in_place[item] | default('') != ':' ~ ('0700' if (item | basename) == 'private' else '0755')
+  when: vpnprov_node_in_place[item] | default('') != ':' ~ vpnprov_mode
+  vars:
+    vpnprov_mode: "{{ '0700' if (item | basename) == 'private' else '0755' }}"
 
 - name: Install the configuration and certificates
   ansible.builtin.copy:

@@ -128,6 +128,19 @@ import Testing
         return vip
     }
 
+    /// The node's file at `path` (below its /etc overlay) has the content and mode of the generated
+    /// `servers/<node>/<path>`.
+    static func expectInstalledAsGenerated(_ path: String, on node: AnsibleLab.Node, fleet: Fleet) throws {
+        let source = fleet.out.appendingPathComponent("servers/\(node.name)/\(path)").path
+        let target = node.etc + "/" + path
+        #expect(
+            FileManager.default.contents(atPath: target) == FileManager.default.contents(atPath: source),
+            "\(node.name): \(path)")
+        let mode = try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int
+        let expected = try FileManager.default.attributesOfItem(atPath: source)[.posixPermissions] as? Int
+        #expect(mode == expected, "\(node.name): \(path) has mode \(String(mode ?? 0, radix: 8))")
+    }
+
     static func recap(_ result: CommandResult) -> [String: PlayRecap] { PlayRecap.parse(result.stdout) }
 
     // No `.timeLimit` on the rollout tests: it runs the body in a child task, queued behind every test
@@ -191,17 +204,13 @@ import Testing
             // network/ goes to /etc/sysctl.d and /etc/vpnprov (checked below).
             for case let path as String in FileManager.default.enumerator(atPath: generated.path)?.allObjects ?? []
             where path != "README" && !path.hasPrefix("network") {
-                let source = generated.appendingPathComponent(path).path
                 var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue
+                guard
+                    FileManager.default.fileExists(
+                        atPath: generated.appendingPathComponent(path).path, isDirectory: &isDirectory),
+                    !isDirectory.boolValue
                 else { continue }
-                let target = node.etc + "/" + path
-                #expect(
-                    FileManager.default.contents(atPath: target) == FileManager.default.contents(atPath: source),
-                    "\(node.name): \(path)")
-                let mode = try FileManager.default.attributesOfItem(atPath: target)[.posixPermissions] as? Int
-                let expected = try FileManager.default.attributesOfItem(atPath: source)[.posixPermissions] as? Int
-                #expect(mode == expected, "\(node.name): \(path) has mode \(String(mode ?? 0, radix: 8))")
+                try Self.expectInstalledAsGenerated(path, on: node, fleet: fleet)
             }
         }
         #expect(
@@ -257,25 +266,15 @@ import Testing
         // Drift on n2 since the last rollout, in two files this change leaves as they are: the certificate's
         // content and the CA certificate's mode. The role compares what is installed before it copies, and
         // must put both back.
-        let drifted = [
-            (n2.etc + "/swanctl/x509/n2.pem", "servers/n2/swanctl/x509/n2.pem"),
-            (n2.etc + "/swanctl/x509ca/ca.pem", "servers/n2/swanctl/x509ca/ca.pem"),
-        ]
-        try "drifted\n".write(toFile: drifted[0].0, atomically: false, encoding: .utf8)
-        #expect(chmod(drifted[1].0, 0o640) == 0)
+        let drifted = ["swanctl/x509/n2.pem", "swanctl/x509ca/ca.pem"]
+        try "drifted\n".write(toFile: n2.etc + "/" + drifted[0], atomically: false, encoding: .utf8)
+        #expect(chmod(n2.etc + "/" + drifted[1], 0o640) == 0)
         let second = try await lab.playbook(fleet.playbookArguments + Self.labVariables + Self.bothNodesAtOnce + ["-v"])
         try #require(second.succeeded, "second rollout: \(second)")
         #expect(
             second.stdout.contains("changed: [n1] => {\"changed\": true, \"loaded\": [], \"terminated\": [\""),
             "the role ended bob's IKE SA")
-        for (installed, generated) in drifted {
-            let expected = fleet.out.appendingPathComponent(generated).path
-            #expect(
-                FileManager.default.contents(atPath: installed) == FileManager.default.contents(atPath: expected),
-                "\(installed) was not put back")
-            let mode = try FileManager.default.attributesOfItem(atPath: installed)[.posixPermissions] as? Int
-            #expect(mode == 0o644, "\(installed) has mode \(String(mode ?? 0, radix: 8))")
-        }
+        for path in drifted { try Self.expectInstalledAsGenerated(path, on: n2, fleet: fleet) }
         let secondLeaks = secretsV1.contains { second.output.contains($0) }
         #expect(!secondLeaks, "a secret reached the playbook output")
         let n1After = try lab.securityAssociations(n1)

@@ -425,18 +425,15 @@ final class Dnsmasq: @unchecked Sendable {
 final class SecondClient: @unchecked Sendable {
     let namespace: String
     let charon: Charon
-    private let etc: String
 
-    private init(namespace: String, charon: Charon, etc: String) {
+    private init(namespace: String, charon: Charon) {
         self.namespace = namespace
         self.charon = charon
-        self.etc = etc
     }
 
     static func start(beside pair: NetworkPair, build: StrongSwanBuild) throws -> SecondClient {
         let ns = pair.serverNamespace + "c2"  // four dash-separated fields, as removeStale() expects
         let ip = StrongSwanEnvironment.ipPath
-        let etc = "/etc/netns/\(ns)"
         do {
             try Command.check(ip, ["netns", "add", ns])
             try Command.check(
@@ -451,16 +448,16 @@ final class SecondClient: @unchecked Sendable {
             try Command.check(ip, ["-n", ns, "addr", "add", "198.18.0.2/24", "dev", "veth0"])
             try Command.check(ip, ["-n", ns, "link", "set", "veth0", "up"])
             try Command.check(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
-            try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+            let etc = try PrivateView.create(of: "/etc", for: ns, own: ["hosts"])
             let hosts =
                 "127.0.0.1 localhost\n::1 localhost\n"
                 + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
             try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
             let charon = try Charon.start(in: ns, build: build, label: "client2")
-            return SecondClient(namespace: ns, charon: charon, etc: etc)
+            return SecondClient(namespace: ns, charon: charon)
         } catch {
             _ = try? Command.run(ip, ["netns", "delete", ns])
-            try? FileManager.default.removeItem(atPath: etc)
+            PrivateView.remove(for: ns)
             throw error
         }
     }
@@ -468,6 +465,6 @@ final class SecondClient: @unchecked Sendable {
     func stop() {
         charon.stop()
         _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
-        try? FileManager.default.removeItem(atPath: etc)
+        PrivateView.remove(for: namespace)
     }
 }

@@ -60,11 +60,13 @@ extension Trait where Self == ConditionTrait {
 /// A fleet of VPN nodes managed over SSH, all on one machine. Every host is a network namespace on one
 /// bridge (192.0.2.0/24, in a hub namespace that is also the Ansible controller):
 /// - node k (1-based): `192.0.2.k` on the bridge, an "inner" address `198.51.100.k/32` on its loopback
-///   (reached by clients only through a tunnel), its own `/etc` overlay `/etc/netns/<ns>/` holding
-///   `ssh/` (sshd config, host key, the controller's public key), `swanctl/`, `strongswan.d/` and a
-///   `strongswan.conf` whose vici socket is the node's own. `ip netns exec` bind-mounts each of those over
-///   `/etc/<name>` for whatever it starts, so the node's sshd, everything Ansible runs through it, and the
-///   node's charon all see the node's files at the standard paths, as on a real server;
+///   (reached by clients only through a tunnel), its own `/etc` (`PrivateView`, in the scratch directory)
+///   holding `ssh/` (sshd config, host key, the controller's public key), `swanctl/`, `strongswan.d/`,
+///   `sysctl.d/`, `vpnprov/`, `passwd` and a `strongswan.conf` whose vici socket is the node's own, over the
+///   host's other entries read-only, and its own `/run/sshd`. The node's sshd, everything Ansible runs
+///   through it, and the node's charon all see the node's files at the standard paths, as on a real server,
+///   whatever the host's `/etc` holds (a fresh machine has no `/etc/vpnprov`), and nothing they write
+///   reaches the host;
 /// - client namespaces (`addClient`) at `192.0.2.(100+n)` with a charon of their own (harness `Charon`).
 /// Names are `vpnp-<pid>-<n>-<role>` so stale ones are cleaned like the other harness namespaces.
 final class AnsibleLab: @unchecked Sendable {
@@ -140,7 +142,12 @@ final class AnsibleLab: @unchecked Sendable {
             let ns = base + "-" + name.filter { $0.isLetter || $0.isNumber }
             let node = Node(
                 name: name, namespace: ns, address: "192.0.2.\(i + 1)", innerAddress: "198.51.100.\(i + 1)",
-                etc: "/etc/netns/\(ns)", run: try Scratch.makeDirectory("node-\(name)"))
+                etc: try PrivateView.create(
+                    of: "/etc", for: ns, own: ["passwd", "strongswan.conf"],
+                    directories: ["ssh", "swanctl", "strongswan.d", "sysctl.d", "vpnprov"]),
+                run: try Scratch.makeDirectory("node-\(name)"))
+            // sshd's privilege-separation directory, which the host may not have (nothing here starts its sshd).
+            try PrivateView.create(of: "/run", for: ns, own: [], directories: ["sshd", "mount"])
             try attach(ns, address: node.address, port: "n\(i + 1)")
             try ip(["-n", ns, "addr", "add", "\(node.innerAddress)/32", "dev", "lo"])
             try writeEtc(node, publicKey: publicKey)
@@ -168,7 +175,7 @@ final class AnsibleLab: @unchecked Sendable {
     private func writeEtc(_ node: Node, publicKey: String) throws {
         let fm = FileManager.default
         // sysctl.d and vpnprov: where the role puts the node's kernel settings and nftables table.
-        for dir in ["ssh", "swanctl/conf.d", "strongswan.d", "sysctl.d", "vpnprov"] {
+        for dir in ["swanctl/conf.d"] {
             try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
         }
         try Command.check(
@@ -259,14 +266,11 @@ final class AnsibleLab: @unchecked Sendable {
     /// which Foundation's Process takes for the child's exit and then waits for it forever); it is stopped
     /// by the pid it writes.
     private func startSSHD(_ node: Node) throws {
-        try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
         let pidFile = node.run.path + "/sshd.pid"
         try Command.check(
             StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", node.namespace, AnsibleTools.sshdPath, "-f", "/etc/ssh/sshd_config", "-E",
-                node.run.path + "/sshd.log",
-            ],
+            PrivateView.exec(
+                node.namespace, AnsibleTools.sshdPath, ["-f", "/etc/ssh/sshd_config", "-E", node.run.path + "/sshd.log"]),
             timeout: .seconds(20))
         let deadline = ContinuousClock.now + .seconds(20)
         while true {
@@ -319,14 +323,15 @@ final class AnsibleLab: @unchecked Sendable {
     func swanctl(_ node: Node, _ arguments: [String]) throws -> CommandResult {
         try Command.run(
             StrongSwanEnvironment.ipPath,
-            ["netns", "exec", node.namespace, StrongSwanEnvironment.swanctlPath] + arguments,
+            PrivateView.exec(node.namespace, StrongSwanEnvironment.swanctlPath, arguments),
             environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
     }
 
     /// A tool run in the node's namespace (its /etc overlay), e.g. `nft` or `sysctl`.
     func run(_ node: Node, _ arguments: [String]) throws -> CommandResult {
         try Command.run(
-            StrongSwanEnvironment.ipPath, ["netns", "exec", node.namespace] + arguments, timeout: .seconds(30))
+            StrongSwanEnvironment.ipPath, PrivateView.exec(node.namespace, arguments[0], Array(arguments.dropFirst())),
+            timeout: .seconds(30))
     }
 
     /// The node charon's established IKE SAs.
@@ -407,7 +412,7 @@ final class AnsibleLab: @unchecked Sendable {
                 }
             }
             _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
-            try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
+            PrivateView.remove(for: ns)
         }
         try? FileManager.default.removeItem(at: scratch)
     }

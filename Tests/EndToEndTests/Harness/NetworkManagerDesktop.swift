@@ -177,12 +177,16 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         """.write(to: base, atomically: true, encoding: .utf8)
         try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: base.path)
 
+        // The desktop's own /run (PrivateView): the host may have no /run/udev or /run/NetworkManager, and
+        // nothing here may create them on the host. Its /etc is the client namespace's (the lab's hosts file).
+        try PrivateView.create(
+            of: "/run", for: pair.clientNamespace, own: [], directories: ["dbus", "udev", "NetworkManager", "mount"])
         // $1: the desktop's directory. Background helpers write their pids; NetworkManager replaces the shell.
         let script = """
             set -e; d="$1"
             mount --make-rprivate /
+            \(PrivateView.mountScript(for: pair.clientNamespace))
             mount -t tmpfs -o size=1m,mode=0755 vpnprov-e2e /run/dbus
-            mkdir -p /run/udev /run/NetworkManager
             mount -t tmpfs -o size=4m,mode=0755 vpnprov-e2e /run/udev
             mount --bind "$d/etc-nm" /etc/NetworkManager
             mount --bind "$d/var-lib-nm" /var/lib/NetworkManager

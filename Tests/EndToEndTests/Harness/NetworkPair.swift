@@ -25,8 +25,8 @@ final class NetworkPair: @unchecked Sendable {
     /// The client's directly attached IPv6 network (what "local networks" means for the device).
     let linkPrefix6 = "2001:db8::/64"
     let interfaceName = "veth0"
-    /// Names the client resolves to `serverAddress` (through `/etc/netns/<client>/hosts`, which `ip netns exec`
-    /// bind-mounts over /etc/hosts for every process it starts in the client namespace).
+    /// Names the client resolves to `serverAddress` (through the `hosts` file of the client's own /etc,
+    /// `PrivateView`, which every strongSwan process the harness starts in the client namespace sees).
     let clientHosts: [String]
     /// More addresses the server answers on (on its loopback; the client routes them via `serverAddress`):
     /// a node whose generated configs name e.g. 203.0.113.10 is then reached at exactly that address.
@@ -39,9 +39,6 @@ final class NetworkPair: @unchecked Sendable {
         self.clientHosts = clientHosts
         self.extraServerAddresses = extraServerAddresses
     }
-
-    /// `/etc/netns/<client namespace>`: the per-namespace /etc overlay (removed on teardown).
-    var clientEtcDirectory: String { "/etc/netns/\(clientNamespace)" }
 
     /// Creates both namespaces and the link; on any failure removes what was made.
     static func create(clientHosts: [String] = [], extraServerAddresses: [String] = []) throws -> NetworkPair {
@@ -89,11 +86,11 @@ final class NetworkPair: @unchecked Sendable {
             ])
         }
         if !clientHosts.isEmpty {
-            try FileManager.default.createDirectory(atPath: clientEtcDirectory, withIntermediateDirectories: true)
+            let etc = try PrivateView.create(of: "/etc", for: clientNamespace, own: ["hosts"])
             let hosts =
                 "127.0.0.1 localhost\n::1 localhost\n"
                 + clientHosts.map { "\(serverAddress) \($0)\n" }.joined()
-            try hosts.write(toFile: clientEtcDirectory + "/hosts", atomically: true, encoding: .utf8)
+            try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
         }
     }
 
@@ -165,7 +162,7 @@ final class NetworkPair: @unchecked Sendable {
         try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 
-    /// Kills whatever still runs inside `ns` and deletes it (and its /etc/netns overlay).
+    /// Kills whatever still runs inside `ns` and deletes it (and its private views).
     static func delete(namespace ns: String) {
         if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
             for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
@@ -173,7 +170,7 @@ final class NetworkPair: @unchecked Sendable {
             }
         }
         _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
-        try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
+        PrivateView.remove(for: ns)
     }
 
     /// Deletes `vpnp-<pid>-…` namespaces (and temp dirs) whose creating process no longer exists.
@@ -189,14 +186,6 @@ final class NetworkPair: @unchecked Sendable {
             guard fields.count == 4, let pid = Int32(fields[1]), pid != Scratch.pid, !Scratch.processExists(pid)
             else { continue }
             delete(namespace: name)
-        }
-        // /etc/netns overlays whose namespace is already gone.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/etc/netns")) ?? []
-        where name.hasPrefix("\(Scratch.prefix)-") {
-            let fields = name.split(separator: "-")
-            guard fields.count == 4, let pid = Int32(fields[1]), pid != Scratch.pid, !Scratch.processExists(pid)
-            else { continue }
-            try? FileManager.default.removeItem(atPath: "/etc/netns/\(name)")
         }
     }
 }

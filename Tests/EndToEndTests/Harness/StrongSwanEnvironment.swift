@@ -188,12 +188,14 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
     /// The command line that runs `program arguments…` of this build inside `namespace`.
     func command(in namespace: String, _ program: String, _ arguments: [String]) -> (String, [String]) {
         guard let root else {
-            return (StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, program] + arguments)
+            return (StrongSwanEnvironment.ipPath, PrivateView.exec(namespace, program, arguments))
         }
         let scratch = Scratch.directory.path
-        // $1 root, $2 scratch directory; the rest is the program and its arguments.
+        // $1 root, $2 scratch directory; the rest is the program and its arguments. The namespace's own
+        // /etc (PrivateView) first, so the tree gets that host's /etc/hosts.
         let script = """
             set -e; r="$1"; s="$2"; shift 2
+            \(PrivateView.mountScript(for: namespace))
             \(Self.mountPath) --bind /dev "$r/dev"
             \(Self.mountPath) --bind /proc "$r/proc"
             \(Self.mountPath) --bind /etc/hosts "$r/etc/hosts"

@@ -308,7 +308,7 @@ struct AccountsCommand: Command {
             output.set(
                 "account",
                 AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
-            output.result("added account '\(user)' (tier \(tier), \(devices) device\(devices == 1 ? "" : "s"))\n")
+            output.result("added account '\(user)' (tier \(tier), \(Plural.count(devices, "device")))\n")
         case "set-tier":
             let user = self.user!
             let tier = value!
@@ -321,7 +321,7 @@ struct AccountsCommand: Command {
             let user = self.user!
             let devices = try Self.deviceCount(value!)
             try store.setDevices(user, devices)
-            output.result("account '\(user)': \(devices) device\(devices == 1 ? "" : "s") at once\n")
+            output.result("account '\(user)': \(Plural.count(devices, "device")) at once\n")
         case "disable":
             let user = self.user!
             let changed = try store.disable(user)
@@ -372,7 +372,7 @@ struct AccountsCommand: Command {
         let why = reason.map { " (\($0))" } ?? ""
         let failed = results.contains { !["disconnected", "no-session"].contains($0.outcome) }
         context.output.result(
-            "account '\(user)': Disconnect-Request\(why) to \(results.count) node\(results.count == 1 ? "" : "s"):\n"
+            "account '\(user)': Disconnect-Request\(why) to \(Plural.count(results.count, "node")):\n"
                 + text, failing: failed)
         return failed ? ExitCode.failure : ExitCode.success
     }

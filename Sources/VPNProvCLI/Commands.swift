@@ -139,10 +139,15 @@ struct ValidateCommand: Command {
             let external = Pipeline.externalSecrets(inventory).count
             let unresolved =
                 secrets || external == 0
-                ? "" : "; \(external) env:/file: secret\(external == 1 ? "" : "s") not resolved (--secrets)"
+                ? "" : "; \(Plural.count(external, "env:/file: secret")) not resolved (--secrets)"
             let revokedText = revoked == 0 ? "" : " and \(revoked) revoked"
+            // "ok" only for an inventory without findings (acknowledged warnings are the inventory's own
+            // choice); with warnings the line comes after them and counts them, so "ok" never stands above
+            // a list of warnings.
+            let warnings = context.output.diagnostics.filter { $0.severity == .warning && $0.acknowledged == nil }.count
+            let verdict = warnings == 0 ? "ok" : "no errors, \(Plural.count(warnings, "warning"))"
             context.output.result(
-                "\(display): ok (\(n) node\(n == 1 ? "" : "s"), \(u) user\(u == 1 ? "" : "s")\(revokedText)\(unresolved))\n"
+                "\(display): \(verdict) (\(Plural.count(n, "node")), \(Plural.count(u, "user"))\(revokedText)\(unresolved))\n"
             )
         }
         return ExitCode.success

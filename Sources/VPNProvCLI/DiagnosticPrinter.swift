@@ -81,12 +81,12 @@ package struct DiagnosticPrinter: Sendable {
         let warnings = diagnostics.filter(\.isOpenWarning).count
         let acknowledged = diagnostics.filter { $0.severity == .warning && $0.acknowledged != nil }.count
         var parts: [String] = []
-        if errors > 0 { parts.append("\(errors) error\(errors == 1 ? "" : "s")") }
-        if warnings > 0 { parts.append("\(warnings) warning\(warnings == 1 ? "" : "s")") }
+        if errors > 0 { parts.append(Plural.count(errors, "error")) }
+        if warnings > 0 { parts.append(Plural.count(warnings, "warning")) }
         if acknowledged > 0 {
             parts.append(
                 parts.isEmpty
-                    ? "\(acknowledged) warning\(acknowledged == 1 ? "" : "s") acknowledged"
+                    ? Plural.count(acknowledged, "warning") + " acknowledged"
                     : "\(acknowledged) acknowledged")
         }
         return parts.isEmpty ? nil : parts.joined(separator: ", ")

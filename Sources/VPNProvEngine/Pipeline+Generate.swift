@@ -75,7 +75,7 @@ extension Pipeline {
                         + "'\(rolledOutCommand(options)) --nodes \(waiting.joined(separator: ","))'")
             }
             if drift.isClean && stateChanges.isEmpty {
-                output.info("\(out) is up to date (\(count) files)")
+                output.info("\(out) is up to date (\(Plural.count(count, "file")))")
                 return options.strict && !waiting.isEmpty ? .failure : .success
             }
             var lines: [String] = []

@@ -61,8 +61,9 @@ extension Pipeline {
             }
         }
         output.info(
-            "vpnprov: \(summary.out): \(summary.nodes.count) nodes, \(summary.users.count) users; \(written.written.count) files written, "
-                + "\(written.unchangedCount) unchanged, \(written.removed.count) removed")
+            "vpnprov: \(summary.out): \(Plural.count(summary.nodes.count, "node")), \(Plural.count(summary.users.count, "user")); "
+                + "\(Plural.count(written.written.count, "file")) written, \(written.unchangedCount) unchanged, "
+                + "\(written.removed.count) removed")
         if !summary.nodes.changed.isEmpty {
             output.info("vpnprov: changed nodes: \(listed(summary.nodes.changed))")
         }

@@ -12,16 +12,19 @@ import Testing
 @testable import VPNProvTemplates
 @testable import VPNProvTestSupport
 
-/// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr).
-/// Afterwards it checks that neither output holds a secret of the inventory or the state involved
+/// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr), within a
+/// deadline of its own (`Deadline`: a command that blocks, on a FIFO say, ends the run instead of hanging it;
+/// a loaded machine only slows it). Afterwards it checks that neither output holds a secret of the inventory or the state involved
 /// (see `SecretLeaks`).
 func vpnprov(
     _ arguments: [String], in directory: String = TestTemporaries.current ?? TestTemporaries.root,
     environment: [String: String] = [:], now: Date = Date(), sourceLocation: Testing.SourceLocation = #_sourceLocation
 ) -> (code: Int32, out: String, err: String) {
     let (console, capture) = Console.capturing()
-    let code = CommandLineTool.run(
-        arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: now)
+    let code = Deadline.watch("vpnprov \(arguments.first ?? "")", seconds: 300) {
+        CommandLineTool.run(
+            arguments: arguments, console: console, environment: environment, currentDirectory: directory, now: now)
+    }
     let (inventories, states) = involvedPaths(arguments, in: directory)
     let secrets = SecretLeaks.secrets(stateDirectories: states, inventories: inventories, environment: environment)
     SecretLeaks.expectNone(
@@ -127,6 +130,52 @@ func involvedPaths(_ arguments: [String], in directory: String) -> (inventories:
         #expect(r.code == 0)
         #expect(r.out == "crlf.yaml: ok (1 node, 1 user)\n")
         #expect(r.err.isEmpty)
+    }
+
+    /// "ok" is said only of an inventory without findings: with warnings the verdict counts them and comes
+    /// after them (standard error first, then the one line on standard output), and every count agrees
+    /// with its number.
+    @Test func validateWithWarningsSaysNoErrorsAndCountsThem() throws {
+        let dir = try temporaryDirectory()
+        let inventory = """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1:
+                address: 203.0.113.10
+                pool: 10.10.0.0/24
+                services: [ikev2-psk]
+                psk: gen
+            users:
+              alice:
+                password: gen
+
+            """
+        try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let r = vpnprov(["validate"], in: dir)
+        #expect(r.code == 0)
+        #expect(r.err.contains("[weak-psk-service]"), "\(r.err)")
+        let warnings = r.err.components(separatedBy: ": warning: ").count - 1
+        #expect(warnings > 1)
+        #expect(r.err.hasSuffix("\n\(warnings) warnings\n"), "\(r.err)")
+        #expect(r.out == "inventory.yaml: no errors, \(warnings) warnings (1 node, 1 user)\n", "\(r.out)")
+        #expect(!r.out.contains("ok"))
+        // Without findings, "ok".
+        let clean = vpnprov(["validate", "crlf.yaml"], in: goodDir)
+        #expect(clean.err.isEmpty && clean.out == "crlf.yaml: ok (1 node, 1 user)\n")
+        // generate's summary: one node, one user, never "1 nodes".
+        let generated = vpnprov(["generate"], in: dir)
+        #expect(generated.code == 0, "\(generated.err)")
+        #expect(generated.err.contains("vpnprov: out: 1 node, 1 user; "), "\(generated.err)")
+        #expect(!generated.err.contains("1 nodes") && !generated.err.contains("1 users"))
+    }
+
+    @Test func pluralAgreesWithItsCount() {
+        #expect(Plural.count(0, "node") == "0 nodes")
+        #expect(Plural.count(1, "node") == "1 node")
+        #expect(Plural.count(2, "file") == "2 files")
+        #expect(Plural.count(1, "entry", plural: "entries") == "1 entry")
+        #expect(Plural.count(3, "entry", plural: "entries") == "3 entries")
     }
 
     @Test func validateBadInventoryPrintsGCCStyleWithCaret() {

@@ -107,7 +107,7 @@ extension PKISession {
         }
         if record.notAfter.timeIntervalSince(now) < PKIManager.renewalWindow && notAfter > record.notAfter {
             let days = Int(max(0, record.notAfter.timeIntervalSince(now)) / 86400)
-            return ("expires in \(days) days", true)
+            return ("expires in \(Plural.count(days, "day"))", true)
         }
         return nil
     }

@@ -238,7 +238,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         var out = "state: \(stateDirectory)\n"
         if let ca {
             out +=
-                "CA: \(ca.commonName) (generation \(ca.generation), serial \(ca.serial)), expires \(day(ca.notAfter)) (\(ca.daysLeft) days)\n"
+                "CA: \(ca.commonName) (generation \(ca.generation), serial \(ca.serial)), expires \(day(ca.notAfter)) (\(Plural.count(ca.daysLeft, "day")))\n"
         }
         if let previous = rotation.previous, let started = rotation.startedAt {
             out +=
@@ -249,7 +249,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         }
         for crl in crls {
             out +=
-                "CRL \(crl.number) of CA \(crl.issuer): \(crl.revoked) revoked, next update \(day(crl.nextUpdate)) (\(crl.daysLeft) days)\n"
+                "CRL \(crl.number) of CA \(crl.issuer): \(crl.revoked) revoked, next update \(day(crl.nextUpdate)) (\(Plural.count(crl.daysLeft, "day")))\n"
         }
         let order = ["active", "superseded", "revoked", "held"]
         out += "certificates: " + order.map { "\(counts[$0] ?? 0) \($0)" }.joined(separator: ", ") + "\n\n"
@@ -281,7 +281,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
             out += expiring.isEmpty ? "nothing expires within the asked window\n" : ""
             for e in expiring {
                 out +=
-                    "expiring: \(e.what) \(e.daysLeft < 0 ? "expired" : "expires") \(day(e.notAfter)) (\(e.daysLeft) days)\n"
+                    "expiring: \(e.what) \(e.daysLeft < 0 ? "expired" : "expires") \(day(e.notAfter)) (\(Plural.count(e.daysLeft, "day")))\n"
             }
         }
         return out

@@ -298,7 +298,10 @@ import Testing
         // Without --secrets only the references' form is checked.
         let plain = vpnprov(["validate"], in: dir, environment: environment)
         #expect(plain.code == 0)
-        #expect(plain.out == "inventory.yaml: ok (2 nodes, 3 users; 5 env:/file: secrets not resolved (--secrets))\n")
+        #expect(
+            plain.out
+                == "inventory.yaml: no errors, 4 warnings (2 nodes, 3 users; 5 env:/file: secrets not resolved (--secrets))\n"
+        )
         let r = vpnprov(["validate", "--secrets", "--format", "json"], in: dir, environment: environment)
         #expect(r.code == 1)
         let diagnostics = try #require(try document(r, "validate")["diagnostics"] as? [[String: Any]])

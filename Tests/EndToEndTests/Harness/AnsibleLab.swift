@@ -270,7 +270,8 @@ final class AnsibleLab: @unchecked Sendable {
         try Command.check(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
-                node.namespace, AnsibleTools.sshdPath, ["-f", "/etc/ssh/sshd_config", "-E", node.run.path + "/sshd.log"]),
+                node.namespace, AnsibleTools.sshdPath,
+                ["-f", "/etc/ssh/sshd_config", "-E", node.run.path + "/sshd.log"]),
             timeout: .seconds(20))
         let deadline = ContinuousClock.now + .seconds(20)
         while true {

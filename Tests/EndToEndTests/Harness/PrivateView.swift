@@ -98,7 +98,10 @@ enum PrivateView {
     static func exec(_ namespace: String, _ program: String, _ arguments: [String]) -> [String] {
         let mounts = mountScript(for: namespace)
         if mounts.isEmpty { return ["netns", "exec", namespace, program] + arguments }
-        return ["netns", "exec", namespace, StrongSwanBuild.shPath, "-c", "set -e\n" + mounts + "exec \"$@\"", "sh", program]
+        return [
+            "netns", "exec", namespace, StrongSwanBuild.shPath, "-c", "set -e\n" + mounts + "exec \"$@\"", "sh",
+            program,
+        ]
             + arguments
     }
 }

@@ -6,6 +6,39 @@ import Testing
 @Suite struct ArchitectureTests {
     static let root = MachineOutputTests.root
 
+    /// Every Swift file the docs and the README name exists: a path read from the repository root,
+    /// `Sources/`, `Tests/` or a test target's directory, or a bare file name of a file at the root or below
+    /// `Sources/` or `Tests/`. (Six paths went stale unnoticed when the sources were split into targets.)
+    @Test func swiftPathsNamedInTheDocsExist() throws {
+        let fm = FileManager.default
+        let documents =
+            ["README.md"]
+            + (try fm.contentsOfDirectory(atPath: Self.root + "/docs")).filter { $0.hasSuffix(".md") }
+            .map { "docs/" + $0 }
+        let swiftFiles = Set(
+            ["Sources", "Tests"].flatMap { top in
+                (fm.enumerator(atPath: Self.root + "/" + top)?.allObjects as? [String] ?? []).filter {
+                    $0.hasSuffix(".swift")
+                }.map { top + "/" + $0 }
+            })
+        let names = Set(swiftFiles.map { ($0 as NSString).lastPathComponent })
+        let testTargets = (try fm.contentsOfDirectory(atPath: Self.root + "/Tests")).map { "Tests/" + $0 + "/" }
+        let bases = ["", "Sources/", "Tests/"] + testTargets
+        var named = 0
+        for document in documents {
+            let text = try String(contentsOfFile: Self.root + "/" + document, encoding: .utf8)
+            for path in Set(Self.allMatches(#"([A-Za-z0-9_+./-]+\.swift)\b"#, in: text)) {
+                named += 1
+                let found =
+                    path.contains("/")
+                    ? bases.contains { fm.fileExists(atPath: Self.root + "/" + $0 + path) }
+                    : names.contains(path) || fm.fileExists(atPath: Self.root + "/" + path)
+                #expect(found, "\(document) names \(path), which does not exist")
+            }
+        }
+        #expect(named > 30, "only \(named) Swift paths found in the docs: the pattern is off")
+    }
+
     /// Every target of Package.swift with its direct dependencies, read from the manifest's text.
     static func manifestTargets() throws -> [String: Set<String>] {
         let text = try String(contentsOfFile: root + "/Package.swift", encoding: .utf8)

@@ -281,16 +281,20 @@ final class RadiusScenario: @unchecked Sendable {
             let client = lab.clients[0].address
             try check(bytes.range(of: Data("alice".utf8)) == nil, "the account name is in the capture")
             try check(
-                bytes.range(of: Data(client.utf8)) == nil, "the client's address (Calling-Station-Id) is in the capture")
+                bytes.range(of: Data(client.utf8)) == nil, "the client's address (Calling-Station-Id) is in the capture"
+            )
             try check(radius.isEmpty, "RADIUS in clear on the link:\n\(radius.prefix(2000))")
-            try check(!all.contains("RADIUS") && !all.contains("EAP"), "RADIUS decoded on the link:\n\(all.prefix(2000))")
+            try check(
+                !all.contains("RADIUS") && !all.contains("EAP"), "RADIUS decoded on the link:\n\(all.prefix(2000))")
             try check(
                 esp > 0,
                 "no ESP between \(node.name) and \(preferred): \(all.prefix(2000)) (\(bytes.count) bytes; tcpdump: \(capture.log))"
             )
             return "\(packets.count) packets, \(esp) ESP, none RADIUS, \(bytes.count) bytes without the account name"
         }
-        step("a RADIUS request in clear from \(node.name) to \(preferred) is dropped; answered without the generated rules") {
+        step(
+            "a RADIUS request in clear from \(node.name) to \(preferred) is dropped; answered without the generated rules"
+        ) {
             let nodeCharon = try lab.nodeDaemon(node.name)
             let server = try lab.radiusCharon(preferred)
             let serverNamespace = try lab.radiusMember(preferred).namespace
@@ -317,7 +321,9 @@ final class RadiusScenario: @unchecked Sendable {
                 let mark = try lab.radius(preferred).logMark
                 let result = try lab.radclient(
                     inNamespace: nodeNamespace,
-                    arguments: ["-r", "1", "-t", "2", "-S", file.path, "\(inputs.radiusServers[0].address):1812", "auth"],
+                    arguments: [
+                        "-r", "1", "-t", "2", "-S", file.path, "\(inputs.radiusServers[0].address):1812", "auth",
+                    ],
                     input: request)
                 let seen = try lab.radius(preferred).log(since: mark).contains("[mallory")
                 return (
@@ -336,7 +342,9 @@ final class RadiusScenario: @unchecked Sendable {
             }
             try NetworkPair.loadNftables("delete table inet vpnprov-radius\n", in: serverNamespace)
             let serverOpen = try send()
-            try check(serverOpen.seen && !serverOpen.answered, "without the server's rule: \(serverOpen) (the node's rule must drop the answer)")
+            try check(
+                serverOpen.seen && !serverOpen.answered,
+                "without the server's rule: \(serverOpen) (the node's rule must drop the answer)")
             try NetworkPair.loadNftables("delete table inet vpnprov\n", in: nodeNamespace)
             let open = try send()
             try check(open.seen && open.answered, "without both rules the request in clear was not answered: \(open)")

@@ -67,7 +67,8 @@ package struct AccountsSettings: Sendable, Hashable {
         database: SecretSource? = nil, radiusDatabase: SecretSource? = nil,
         accountingInterval: Int = AccountsSettings.defaultAccountingInterval,
         deviceLimit: Int = AccountsSettings.defaultDeviceLimit, disconnectFrom: [CIDR]? = nil,
-        protection: RadiusProtection = .ipsec, servers: [RadiusServer], location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+        protection: RadiusProtection = .ipsec, servers: [RadiusServer], location: SourceLocation,
+        fieldLocations: [String: SourceLocation] = [:]
     ) {
         self.database = database
         self.radiusDatabase = radiusDatabase

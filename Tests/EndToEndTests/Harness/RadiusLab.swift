@@ -257,7 +257,8 @@ final class RadiusLab: @unchecked Sendable {
             process = try DaemonProcess.start(
                 StrongSwanEnvironment.ipPath,
                 [
-                    "netns", "exec", namespace, RadiusEnvironment.tcpdumpPath, "-i", "eth0", "-n", "-U", "--immediate-mode", "-s", "0",
+                    "netns", "exec", namespace, RadiusEnvironment.tcpdumpPath, "-i", "eth0", "-n", "-U",
+                    "--immediate-mode", "-s", "0",
                     "-Z", "root", "-w", file.path,
                 ] + filter,
                 outputPath: output.path)

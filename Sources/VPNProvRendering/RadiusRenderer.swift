@@ -168,6 +168,7 @@ package enum RadiusRenderer {
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
+                "ipsec": .bool(accounts.protection == .ipsec),
             ]
             for file in serverFiles {
                 let text = try templates.template(file.template).render(context)

@@ -25,7 +25,8 @@ catalog/servers.json   to the backend of the VPN app, which publishes it to the 
                        list with what each service needs. No secrets; republish it when it changes.
 {{#radius}}
 radius/<server>/       to the RADIUS server <server>: its FreeRADIUS configuration, with every RADIUS
-                       node's secret and the accounts database's login. Rolled out by deploy/.
+                       node's secret and the accounts database's login, and (ipsec/) its IPsec
+                       connections to the nodes with their keys. Rolled out by deploy/.
 radius/migrations/     to the accounts database's administrator: the tables vpnprov expects
                        (vpnprov accounts migrate applies them).
 {{/radius}}
@@ -331,10 +332,19 @@ Files
   mods-enabled/*          EAP-MSCHAPv2, MS-CHAP, PAP, expiration and helpers
   policy.d/vpnprov        node identity, tier, Class and the password-forgetting policies
   sites-enabled/vpnprov   the virtual server the nodes talk to
+{{#ipsec}}
+  ipsec/swanctl.conf      not FreeRADIUS's: the IPsec connections to the nodes, with every node's
+                          IPsec key (mode 0600); RADIUS between this server and the nodes travels
+                          in ESP (accounts.protection: ipsec)
+  ipsec/vpnprov-radius.nft  not FreeRADIUS's: the nftables table that drops RADIUS that did not
+                          come through IPsec
+{{/ipsec}}
 
 Deploy
   deploy/site.yml installs it with the role vpnprov_radius (packages freeradius and
-  freeradius-postgresql) and runs it as vpnprov-freeradius.service. By hand:
+  freeradius-postgresql) and runs it as vpnprov-freeradius.service{{#ipsec}}; it installs
+  strongSwan, ipsec/swanctl.conf as /etc/swanctl/conf.d/vpnprov-radius.conf (swanctl --load-all)
+  and ipsec/vpnprov-radius.nft as /etc/vpnprov/vpnprov-radius.nft (nft -f, and at boot){{/ipsec}}. By hand:
     freeradius -C -d /etc/vpnprov/freeradius     check the configuration
     freeradius -f -d /etc/vpnprov/freeradius     run in the foreground
 

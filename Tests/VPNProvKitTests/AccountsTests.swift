@@ -310,6 +310,15 @@ import Testing
         let clients = try Self.read(dir + "/out/radius/rad-1/clients.conf")
         #expect(clients.contains(try #require(after.radiusSecrets?["npro"])))
         #expect(!clients.contains(try #require(before.radiusSecrets?["npro"])))
+        // The IPsec key goes with them, on the node and on every server.
+        let newKey = try #require(after.radiusIPsecSecrets?["npro"])
+        let oldKey = try #require(before.radiusIPsecSecrets?["npro"])
+        #expect(newKey != oldKey && after.radiusIPsecSecrets?["nfree"] == before.radiusIPsecSecrets?["nfree"])
+        for path in ["radius/rad-2/ipsec/swanctl.conf", "servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf"] {
+            let text = try Self.read(dir + "/out/" + path)
+            #expect(text.contains(ServerRenderer.base64Secret(newKey)), "\(path)")
+            #expect(!text.contains(ServerRenderer.base64Secret(oldKey)), "\(path)")
+        }
         let refused = vpnprov(["rotate-radius-secret", "nosuch", "--quiet"], in: dir, environment: Self.env)
         #expect(refused.code != 0 && refused.err.contains("[no-such-node]"), "\(refused.err)")
     }

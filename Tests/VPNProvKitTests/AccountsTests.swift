@@ -242,6 +242,17 @@ import Testing
         #expect(
             !(try Self.read(out + "/servers/nfree/network/vpnprov.nft")).contains("RADIUS answers only through IPsec"))
         #expect(try Self.stateSecrets(dir).radiusIPsecSecrets?.isEmpty ?? true)
+        // Kept on purpose (a path protected otherwise), the warning is acknowledged like any other.
+        let shown = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(shown.err.contains("[radius-cleartext]"), "\(shown.err)")
+        try
+            (clear
+            + "acknowledge:\n  - rule: radius-cleartext\n    reason: a private network between nodes and servers\n")
+            .write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let acknowledged = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(
+            acknowledged.code == 0 && !acknowledged.err.contains("[radius-cleartext]")
+                && !acknowledged.err.contains("[error-acknowledged]"), "\(acknowledged.err)")
         // Another word is refused.
         let wrong = Self.inventory().replacingOccurrences(
             of: "  radius_database: env:VPN_RADIUS_DB\n",

@@ -97,7 +97,7 @@ enum AccountsRules {
                 .warning(
                     .radiusCleartext,
                     "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
-                    at: accounts.location(of: "protection")))
+                    at: accounts.location(of: "protection"), about: .deployment))
         }
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(

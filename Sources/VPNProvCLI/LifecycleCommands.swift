@@ -175,7 +175,7 @@ struct RotatePSKCommand: NamedLifecycleCommand {
 struct RotateRadiusSecretCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "rotate-radius-secret",
-        abstract: "Replace a RADIUS node's generated RADIUS and Disconnect-Request secrets.",
+        abstract: "Replace a RADIUS node's generated RADIUS, Disconnect-Request and IPsec secrets.",
         discussion: "The secret is on the node and on every RADIUS server: roll the RADIUS servers out first "
             + "(ansible-playbook ... --limit vpnprov_radius), then the node; logins on the node fail in between. "
             + LifecycleCommandSupport.rolloutNote,

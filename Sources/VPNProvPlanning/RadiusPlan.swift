@@ -24,6 +24,23 @@ package struct RadiusPlan: Sendable, Hashable {
     package var daePort: Int
     /// The node's tier, which its RADIUS client section tells the policy.
     package var tier: Tier
+    /// How the path to the servers is protected (`accounts.protection`).
+    package var protection: RadiusProtection
+    /// Where the node's IPsec runs: with libipsec, charon must keep its own IKE and ESP packets out of
+    /// the routes it installs to the servers (strongswan.d, docs/accounts.md).
+    package var ipsecPath: NodeNetwork.IPsecPath
+
+    /// IKE and ESP proposals of the node↔RADIUS connections: both ends are vpnprov's, so one strong
+    /// suite (AES-256-GCM, ECP-384, PFS at every rekey) that strongSwan 5.9 and 6.0 on Debian offer.
+    package static let ipsecProposals = "aes256gcm16-prfsha384-ecp384"
+    package static let ipsecESPProposals = "aes256gcm16-ecp384"
+    /// Marks charon puts on its own IKE and ESP-in-UDP packets on a libipsec node (socket-default),
+    /// and the routing rule of its routes skips (kernel-netlink `!mark`): strongSwan's libipsec
+    /// host-to-host setup (testing/tests/libipsec/host2host-cert).
+    package static let libipsecBypassMark = "0x42"
+
+    /// swanctl name of the node↔server connection (both sides: the node names the server, the server the node).
+    package static func connectionName(_ peer: String) -> String { "radius-\(peer)" }
 
     /// Groups a node of `tier` requires of a RADIUS account (swanctl `groups`): every tier but the
     /// lowest, whose nodes admit every account.
@@ -42,6 +59,7 @@ package struct RadiusPlan: Sendable, Hashable {
         }
         return RadiusPlan(
             node: node.name, nasIdentifier: node.name, servers: servers,
-            accountingInterval: accounts.accountingInterval, daePort: AccountsSettings.daePort, tier: node.tier)
+            accountingInterval: accounts.accountingInterval, daePort: AccountsSettings.daePort, tier: node.tier,
+            protection: accounts.protection, ipsecPath: node.network.ipsec)
     }
 }

@@ -222,6 +222,9 @@ package struct NodeNetworkPlan: Sendable, Hashable {
     /// On a RADIUS node: who may reach its Disconnect-Request listener (`accounts.disconnect_from`).
     package var disconnectFrom: [CIDR] = []
     package var daePort: Int?
+    /// On a RADIUS node with `accounts.protection: ipsec`: the RADIUS servers written as IP addresses,
+    /// whose RADIUS answers and Disconnect-Requests the node accepts only through IPsec.
+    package var radiusPeers: [RadiusPeer] = []
     package init(
         pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
         isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
@@ -233,6 +236,18 @@ package struct NodeNetworkPlan: Sendable, Hashable {
         self.mss = mss
         self.isolateClients = isolateClients
         self.ipsec = ipsec
+    }
+}
+
+/// A RADIUS server as the node's firewall sees it: an address and the ports it answers from.
+package struct RadiusPeer: Sendable, Hashable {
+    package var address: CIDR
+    package var authPort: Int
+    package var acctPort: Int
+    package init(address: CIDR, authPort: Int, acctPort: Int) {
+        self.address = address
+        self.authPort = authPort
+        self.acctPort = acctPort
     }
 }
 
@@ -450,6 +465,15 @@ package enum ServerPlan {
         if radius, let accounts = inventory.accounts {
             network.disconnectFrom = accounts.effectiveDisconnectFrom
             network.daePort = AccountsSettings.daePort
+            if accounts.protection == .ipsec {
+                network.radiusPeers = accounts.servers.compactMap { server in
+                    IPAddressText.parse(server.address).map {
+                        RadiusPeer(
+                            address: CIDR(address: $0, prefix: $0.count * 8), authPort: server.authPort,
+                            acctPort: server.acctPort)
+                    }
+                }
+            }
         }
         return NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,

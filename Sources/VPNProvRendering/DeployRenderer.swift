@@ -99,9 +99,14 @@ package enum DeployRenderer {
             }
         }
         let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
+        // A RADIUS node's IPsec connections to its RADIUS servers (swanctl/conf.d/vpnprov-radius-ipsec.conf).
+        var connections = plan.connections.map(\.name)
+        if let radius = RadiusPlan.make(for: node, in: inventory), radius.protection == .ipsec {
+            connections += radius.servers.map { RadiusPlan.connectionName($0.name) }
+        }
         return [
             "node": .string(node.name),
-            "connections": .list(plan.connections.map { .string($0.name) }),
+            "connections": .list(connections.map { .string($0) }),
             "identities": .list(sorted.map { .string($0) }),
         ]
     }

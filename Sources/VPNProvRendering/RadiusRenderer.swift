@@ -23,6 +23,19 @@ package enum RadiusRenderer {
     /// rollout restarts the daemon only when the listener changed.
     package static let nodeFile = "strongswan.d/vpnprov-radius.conf"
     package static let daeFile = "strongswan.d/vpnprov-radius-dae.conf"
+    /// With `accounts.protection: ipsec`: the node's IPsec connections to its RADIUS servers (swanctl.conf
+    /// includes conf.d/*.conf), and each RADIUS server's connections to the nodes and its firewall table.
+    package static let nodeIPsecTemplate = "server/swanctl-radius-ipsec.conf.tmpl"
+    package static let nodeIPsecFile = "swanctl/conf.d/vpnprov-radius-ipsec.conf"
+    package static let serverIPsecTemplate = "radius/swanctl-ipsec.conf.tmpl"
+    package static let serverIPsecFile = "ipsec/swanctl.conf"
+    package static let serverFirewallTemplate = "radius/vpnprov-radius.nft.tmpl"
+    package static let serverFirewallFile = "ipsec/vpnprov-radius.nft"
+
+    /// IKE identities of the two ends (FQDN type, apart from every identity clients use): the
+    /// connections are bound to the peers' addresses, the identities choose the pre-shared key.
+    package static func nodeIdentity(_ node: String) -> String { "@node-\(node)" }
+    package static func serverIdentity(_ server: String) -> String { "@radius-\(server)" }
     /// The files of one RADIUS server: template under templates/radius/, path under radius/<server>/,
     /// private (0600) when it holds a secret.
     package static let serverFiles: [(template: String, path: String, isPrivate: Bool)] = [
@@ -61,13 +74,40 @@ package enum RadiusRenderer {
             "accounting_interval": .int(plan.accountingInterval),
             "servers": .list(servers),
         ])
+        let protected = plan.protection == .ipsec
         let dae = try templates.template(daeTemplate).render([
             "node": .string(node.name), "dae_port": .int(plan.daePort), "dae_secret": .string(daeSecret),
+            "libipsec_bypass": .bool(protected && plan.ipsecPath == .libipsec),
+            "mark": .string(RadiusPlan.libipsecBypassMark), "not_mark": .string("!" + RadiusPlan.libipsecBypassMark),
         ])
-        return [
+        var files = [
             OutputFile(path: "servers/\(node.name)/\(nodeFile)", text: text, isPrivate: true),
             OutputFile(path: "servers/\(node.name)/\(daeFile)", text: dae, isPrivate: true),
         ]
+        if protected {
+            guard let key = nodeMaterials.radiusIPsecSecret else {
+                throw RadiusRenderError(message: "node '\(node.name)': no RADIUS IPsec key in the state")
+            }
+            let peers: [TemplateValue] = plan.servers.map { s in
+                [
+                    "name": .string(s.name), "connection": .identifier(RadiusPlan.connectionName(s.name)),
+                    "secret_section": .identifier("ike-" + RadiusPlan.connectionName(s.name)),
+                    "address": .string(s.address), "local_id": .string(nodeIdentity(node.name)),
+                    "remote_id": .string(serverIdentity(s.name)), "secret": .string(ServerRenderer.base64Secret(key)),
+                    "proposals": .string(RadiusPlan.ipsecProposals),
+                    "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
+                    "start_action": .string(plan.ipsecPath == .xfrm ? "trap|start" : "start"),
+                ]
+            }
+            // The kernel's IPsec holds back traffic that a trap policy catches until the connection is up;
+            // kernel-libipsec of strongSwan 5.9 drops it without starting the connection (no acquire).
+            let trap = plan.ipsecPath == .xfrm
+            let ipsec = try templates.template(nodeIPsecTemplate).render([
+                "node": .string(node.name), "servers": .list(peers), "trap": .bool(trap),
+            ])
+            files.append(OutputFile(path: "servers/\(node.name)/\(nodeIPsecFile)", text: ipsec, isPrivate: true))
+        }
+        return files
     }
 
     /// `radius/<server>/...` for every RADIUS server; nothing when no node uses RADIUS.
@@ -91,6 +131,36 @@ package enum RadiusRenderer {
         }
         var files: [OutputFile] = []
         for server in accounts.servers {
+            if accounts.protection == .ipsec {
+                var peers: [TemplateValue] = []
+                for node in nodes {
+                    guard let key = materials.nodes[node.name]?.radiusIPsecSecret else {
+                        throw RadiusRenderError(message: "node '\(node.name)': no RADIUS IPsec key in the state")
+                    }
+                    peers.append([
+                        "name": .string(node.name), "connection": .identifier(RadiusPlan.connectionName(node.name)),
+                        "secret_section": .identifier("ike-" + RadiusPlan.connectionName(node.name)),
+                        "address": .string(node.address), "local_id": .string(serverIdentity(server.name)),
+                        "remote_id": .string(nodeIdentity(node.name)),
+                        "secret": .string(ServerRenderer.base64Secret(key)),
+                        "proposals": .string(RadiusPlan.ipsecProposals),
+                        "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
+                    ])
+                }
+                let context: TemplateValue = [
+                    "server": .string(server.name), "nodes": .list(peers),
+                    "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
+                    "auth_port": .int(server.authPort), "acct_port": .int(server.acctPort),
+                ]
+                files.append(
+                    OutputFile(
+                        path: "radius/\(server.name)/\(serverIPsecFile)",
+                        text: try templates.template(serverIPsecTemplate).render(context), isPrivate: true))
+                files.append(
+                    OutputFile(
+                        path: "radius/\(server.name)/\(serverFirewallFile)",
+                        text: try templates.template(serverFirewallTemplate).render(context)))
+            }
             let context: TemplateValue = [
                 "server": .string(server.name),
                 "nodes": .list(clients),
@@ -98,6 +168,7 @@ package enum RadiusRenderer {
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
+                "ipsec": .bool(accounts.protection == .ipsec),
             ]
             for file in serverFiles {
                 let text = try templates.template(file.template).render(context)

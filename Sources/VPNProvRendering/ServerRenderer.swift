@@ -185,6 +185,15 @@ package enum ServerRenderer {
             "libipsec": .bool(n.ipsec == .libipsec),
             "dae": .bool(n.daePort != nil),
             "dae_port": .string(n.daePort.map(String.init) ?? ""),
+            "radius_peers": .list(
+                n.radiusPeers.map {
+                    [
+                        "family": .string($0.address.isIPv6 ? "ip6" : "ip"),
+                        "address": .string($0.address.description),
+                        "auth_port": .int($0.authPort), "acct_port": .int($0.acctPort),
+                        "dae_port": .string(n.daePort.map(String.init) ?? ""),
+                    ]
+                }),
             "dae_from": .list(
                 n.disconnectFrom.map {
                     ["family": .string($0.isIPv6 ? "ip6" : "ip"), "network": .string($0.description)]

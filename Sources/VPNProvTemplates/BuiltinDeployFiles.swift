@@ -738,6 +738,13 @@ vpnprov_radius_packages:
   - freeradius
   - freeradius-postgresql
 
+# strongSwan (charon-systemd, swanctl) and nftables for the IPsec connections to the nodes
+# (accounts.protection: ipsec, the default). Debian 12 and 13 names.
+vpnprov_radius_ipsec_packages:
+  - charon-systemd
+  - strongswan-swanctl
+  - nftables
+
 # Run the generated configuration as its own service (vpnprov-freeradius.service). The package's
 # freeradius.service would listen on the same ports: it is stopped and disabled unless this is false.
 vpnprov_radius_manage_service: true
@@ -745,6 +752,16 @@ vpnprov_radius_service: vpnprov-freeradius
 vpnprov_radius_unit: /etc/systemd/system/vpnprov-freeradius.service
 vpnprov_radius_disable_package_service: true
 vpnprov_radius_package_service: freeradius
+
+# The strongSwan service that loads swanctl's configuration (Debian's charon-systemd), where the
+# server's IPsec connections go (swanctl.conf includes conf.d/*.conf), and its firewall table: a file
+# loaded with nft -f, and at boot by a unit of its own. vpnprov_radius_manage_firewall: false leaves
+# the table to you (then RADIUS in clear is not dropped here).
+vpnprov_radius_strongswan_service: strongswan
+vpnprov_radius_swanctl_conf: /etc/swanctl/conf.d/vpnprov-radius.conf
+vpnprov_radius_manage_firewall: true
+vpnprov_radius_nftables_file: /etc/vpnprov/vpnprov-radius.nft
+vpnprov_radius_nftables_unit: /etc/systemd/system/vpnprov-radius-nftables.service
 
 # Where the configuration goes, and the group FreeRADIUS runs as (it must read the secrets).
 vpnprov_radius_config_dir: /etc/vpnprov/freeradius
@@ -766,6 +783,28 @@ vpnprov_radius_server_dir: "{{ vpnprov_radius_output_dir }}/radius/{{ inventory_
     state: restarted
     daemon_reload: true
   when: vpnprov_radius_manage_service | bool
+
+# The IPsec connections to the nodes: loaded into the running charon; a connection that is up
+# stays up when its configuration did not change.
+- name: Load the IPsec connections
+  ansible.builtin.command:
+    argv: [swanctl, --load-all, --noprompt]
+  changed_when: true
+  when: vpnprov_radius_manage_service | bool
+
+- name: Load the RADIUS firewall table
+  ansible.builtin.command:
+    argv: [nft, -f, "{{ vpnprov_radius_nftables_file }}"]
+  changed_when: true
+  when: vpnprov_radius_manage_firewall | bool
+
+- name: Remove the RADIUS firewall table
+  ansible.builtin.command:
+    argv: [nft, delete, table, inet, vpnprov-radius]
+  register: vpnprov_radius_nft_deleted
+  changed_when: vpnprov_radius_nft_deleted.rc == 0
+  failed_when: false
+  when: vpnprov_radius_manage_firewall | bool
 
 """##,
         "roles/vpnprov_radius/meta/main.yml": ##"""
@@ -799,10 +838,20 @@ dependencies: []
 # the others 0644 under 0750 directories), files an earlier rollout installed and vpnprov no longer
 # writes are removed, FreeRADIUS checks the result (freeradius -C) before it is restarted, and the
 # service runs as vpnprov-freeradius.service.
+# With accounts.protection: ipsec, radius/<server>/ipsec/ is the server's side of the IPsec
+# connections to the nodes: swanctl.conf goes to vpnprov_radius_swanctl_conf (root, 0600) and is
+# loaded with swanctl --load-all, vpnprov-radius.nft to vpnprov_radius_nftables_file (loaded with
+# nft -f, and at boot by vpnprov-radius-nftables.service). Without it both are removed.
 
 - name: Install FreeRADIUS and its PostgreSQL driver
   ansible.builtin.package:
     name: "{{ vpnprov_radius_packages }}"
+    state: present
+  when: vpnprov_radius_install_packages | bool
+
+- name: Install strongSwan and nftables (the IPsec connections to the nodes)
+  ansible.builtin.package:
+    name: "{{ vpnprov_radius_ipsec_packages }}"
     state: present
   when: vpnprov_radius_install_packages | bool
 
@@ -835,11 +884,16 @@ dependencies: []
 
 - name: Choose the files to install
   ansible.builtin.set_fact:
-    vpnprov_radius_files: "{{ vpnprov_radius_found.files | sort(attribute='path') }}"
+    vpnprov_radius_files: "{{ vpnprov_radius_freeradius_files | sort(attribute='path') }}"
     vpnprov_radius_wanted: >-
-      {{ vpnprov_radius_found.files | map(attribute='path')
+      {{ vpnprov_radius_freeradius_files | map(attribute='path')
          | map('relpath', vpnprov_radius_server_dir) | map('regex_replace', '^', vpnprov_radius_config_dir ~ '/')
          | list }}
+    vpnprov_radius_ipsec: "{{ (vpnprov_radius_server_dir ~ '/ipsec/swanctl.conf') in (vpnprov_radius_found.files | map(attribute='path')) }}"
+  vars:
+    # ipsec/ is strongSwan's and nftables', not FreeRADIUS's
+    vpnprov_radius_freeradius_files: >-
+      {{ vpnprov_radius_found.files | rejectattr('path', 'match', (vpnprov_radius_server_dir ~ '/ipsec/') | regex_escape) }}
 
 - name: Create the configuration directories
   ansible.builtin.file:
@@ -903,6 +957,90 @@ dependencies: []
     mode: "0644"
   when: vpnprov_radius_manage_service | bool
   notify: Restart FreeRADIUS
+
+- name: Keep strongSwan enabled and running
+  ansible.builtin.systemd_service:
+    name: "{{ vpnprov_radius_strongswan_service }}"
+    enabled: true
+    state: started
+  when: vpnprov_radius_ipsec and (vpnprov_radius_manage_service | bool)
+
+- name: Create the directories of the IPsec connections and the firewall table
+  ansible.builtin.file:
+    path: "{{ item }}"
+    state: directory
+    owner: root
+    group: root
+    mode: "0755"
+  loop: "{{ [vpnprov_radius_swanctl_conf | dirname, vpnprov_radius_nftables_file | dirname] | unique | sort }}"
+  when: vpnprov_radius_ipsec
+
+# Every node's IPsec key: root only, and no_log keeps them out of the output.
+- name: Install the IPsec connections to the nodes
+  ansible.builtin.copy:
+    src: "{{ vpnprov_radius_server_dir }}/ipsec/swanctl.conf"
+    dest: "{{ vpnprov_radius_swanctl_conf }}"
+    owner: root
+    group: root
+    mode: "0600"
+  no_log: true
+  when: vpnprov_radius_ipsec
+  notify: Load the IPsec connections
+
+# nft -c parses and checks the file against the running kernel without changing anything.
+- name: Install the firewall table that admits RADIUS only through IPsec
+  ansible.builtin.copy:
+    src: "{{ vpnprov_radius_server_dir }}/ipsec/vpnprov-radius.nft"
+    dest: "{{ vpnprov_radius_nftables_file }}"
+    owner: root
+    group: root
+    mode: "0644"
+    validate: nft -c -f %s
+  when: vpnprov_radius_ipsec and (vpnprov_radius_manage_firewall | bool)
+  notify: Load the RADIUS firewall table
+
+- name: Load the firewall table at boot
+  ansible.builtin.copy:
+    content: |
+      # Generated by vpnprov: loads the table inet vpnprov-radius at boot (after nftables.service,
+      # whose "flush ruleset" would remove it) and removes it when stopped.
+      [Unit]
+      Description=vpnprov RADIUS only through IPsec (table inet vpnprov-radius)
+      After=nftables.service network-pre.target
+      Wants=network-pre.target
+
+      [Service]
+      Type=oneshot
+      RemainAfterExit=yes
+      ExecStart=/usr/sbin/nft -f {{ vpnprov_radius_nftables_file }}
+      ExecReload=/usr/sbin/nft -f {{ vpnprov_radius_nftables_file }}
+      ExecStop=/usr/sbin/nft delete table inet vpnprov-radius
+
+      [Install]
+      WantedBy=multi-user.target
+    dest: "{{ vpnprov_radius_nftables_unit }}"
+    owner: root
+    group: root
+    mode: "0644"
+  when: vpnprov_radius_ipsec and (vpnprov_radius_manage_firewall | bool) and (vpnprov_radius_manage_service | bool)
+  register: vpnprov_radius_nft_unit
+
+- name: Enable the boot-time loading of the table
+  ansible.builtin.systemd_service:
+    name: "{{ vpnprov_radius_nftables_unit | basename }}"
+    enabled: true
+    daemon_reload: "{{ vpnprov_radius_nft_unit is changed }}"
+  when: vpnprov_radius_ipsec and (vpnprov_radius_manage_firewall | bool) and (vpnprov_radius_manage_service | bool)
+
+- name: Remove the IPsec side when the path is not protected (accounts.protection none)
+  ansible.builtin.file:
+    path: "{{ item }}"
+    state: absent
+  loop: "{{ [vpnprov_radius_swanctl_conf, vpnprov_radius_nftables_file] }}"
+  when: not vpnprov_radius_ipsec
+  notify:
+    - Load the IPsec connections
+    - Remove the RADIUS firewall table
 
 - name: Put the configuration live
   ansible.builtin.meta: flush_handlers

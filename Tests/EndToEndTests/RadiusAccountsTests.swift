@@ -5,6 +5,9 @@ import Testing
 /// (strongSwan's eap-radius), two FreeRADIUS 3.2 servers, one PostgreSQL with the accounts, real strongSwan
 /// clients, a host behind each node (`RadiusLab`). One lab per strongSwan version of the nodes runs the whole
 /// scenario — the steps share it to keep the run short — and every step is reported on its own:
+/// - RADIUS between node and RADIUS server travels in the generated IPsec connection: a capture of the link while
+///   an account logs in holds only ESP, no account name, no client address, no RADIUS; a request in clear is
+///   dropped by the server's generated rule (and its answer by the node's), and answered once both are gone;
 /// - a free account reaches a host behind the free node over IKEv2 and IKEv1 XAuth; accounting Start and Stop
 ///   rows name the node (NAS-Identifier) and the tier (Class);
 /// - the pro node refuses it (RADIUS's tier policy), and refuses it by itself (`groups`) when RADIUS is mis-set
@@ -247,9 +250,113 @@ final class RadiusScenario: @unchecked Sendable {
         try check(result.succeeded, "reload-settings on \(node.name): \(result)")
     }
 
+    // MARK: the node-RADIUS path (accounts.protection: ipsec)
+
+    /// A capture of RADIUS server `preferred`'s link while an account logs in through the free node (IKEv2
+    /// EAP-MSCHAPv2, then IKEv1 XAuth) sees ESP between the two, and no RADIUS in clear: not the account's name,
+    /// not the client's address (Calling-Station-Id), no EAP-MSCHAPv2. Then a RADIUS request the free node sends
+    /// in clear (its IPsec to `preferred` removed) is dropped: unanswered and unseen by FreeRADIUS, and answered
+    /// once the two generated firewall rules are gone (so it is they that drop it).
+    private func pathSteps() {
+        let node = free
+        let connection = "radius-\(preferred)"
+        step("node↔RADIUS link captured during EAP-MSCHAPv2 and XAuth logins: only ESP, no account name, no RADIUS") {
+            let capture = try lab.capture(atRadius: preferred, peer: node.address)
+            let marks = try radiusMarks()
+            _ = try connectAndReachHostBehind(0, "alice", to: node, ikeVersion: 2)
+            try disconnect(0, from: node, ikeVersion: 2)
+            _ = try connectAndReachHostBehind(0, "alice", to: node, ikeVersion: 1)
+            try disconnect(0, from: node, ikeVersion: 1)
+            try wait("alice's sessions closed") { try openSessions("alice") == 0 }
+            let bytes = try capture.finish()
+            let log = try radiusLog(since: marks)
+            try check(
+                log.contains("Login OK: [alice") && log.contains("from client \(node.name)"),
+                "\(preferred) did not decide alice's logins: \(log.suffix(1500))")
+            let all = try capture.read()
+            let packets = all.split(separator: "\n").filter { !$0.hasPrefix(" ") && !$0.hasPrefix("\t") }
+            // with -v, a packet's second line is its transport: "… UDP-encap: ESP(spi=…,seq=…)"
+            let esp = all.split(separator: "\n").filter { $0.contains("ESP(spi=") }.count
+            let radius = try capture.read(["udp", "port", "1812", "or", "udp", "port", "1813"])
+            let client = lab.clients[0].address
+            try check(bytes.range(of: Data("alice".utf8)) == nil, "the account name is in the capture")
+            try check(
+                bytes.range(of: Data(client.utf8)) == nil, "the client's address (Calling-Station-Id) is in the capture"
+            )
+            try check(radius.isEmpty, "RADIUS in clear on the link:\n\(radius.prefix(2000))")
+            try check(
+                !all.contains("RADIUS") && !all.contains("EAP"), "RADIUS decoded on the link:\n\(all.prefix(2000))")
+            try check(
+                esp > 0,
+                "no ESP between \(node.name) and \(preferred): \(all.prefix(2000)) (\(bytes.count) bytes; tcpdump: \(capture.log))"
+            )
+            return "\(packets.count) packets, \(esp) ESP, none RADIUS, \(bytes.count) bytes without the account name"
+        }
+        step(
+            "a RADIUS request in clear from \(node.name) to \(preferred) is dropped; answered without the generated rules"
+        ) {
+            let nodeCharon = try lab.nodeDaemon(node.name)
+            let server = try lab.radiusCharon(preferred)
+            let serverNamespace = try lab.radiusMember(preferred).namespace
+            let nodeNamespace = try lab.node(node.name).namespace
+            // No IPsec between the two any more: the node's request, and the server's answer, leave in clear.
+            for charon in [nodeCharon, server] {
+                let peer = charon === server ? "radius-\(node.name)" : connection
+                _ = try charon.swanctl(["--uninstall", "--child", peer])
+                _ = try charon.swanctl(["--terminate", "--ike", peer])
+            }
+            defer {
+                // As loaded: the server's trap policy, the node's connection up.
+                _ = try? server.swanctl(["--install", "--child", "radius-\(node.name)"])
+                _ = try? nodeCharon.initiate(child: connection, ike: connection, timeout: .seconds(10))
+            }
+            let file = try Scratch.makeDirectory("cleartext").appendingPathComponent("secret")
+            try (try inputs.radiusSecret(node.name) + "\n").write(to: file, atomically: true, encoding: .utf8)
+            chmod(file.path, 0o600)
+            // Message-Authenticator: the servers' clients require it (radclient computes it)
+            let request =
+                "User-Name = mallory\nUser-Password = \"not-a-password\"\nNAS-Identifier = \(node.name)\n"
+                + "Message-Authenticator = 0x00\n"
+            func send() throws -> (answered: Bool, seen: Bool, output: String) {
+                let mark = try lab.radius(preferred).logMark
+                let result = try lab.radclient(
+                    inNamespace: nodeNamespace,
+                    arguments: [
+                        "-r", "1", "-t", "2", "-S", file.path, "\(inputs.radiusServers[0].address):1812", "auth",
+                    ],
+                    input: request)
+                let seen = try lab.radius(preferred).log(since: mark).contains("[mallory")
+                return (
+                    result.output.contains("Access-Reject") || result.output.contains("Access-Accept"), seen,
+                    "\(result)"
+                )
+            }
+            let protected = try send()
+            try check(!protected.answered && !protected.seen, "a request in clear was answered or seen: \(protected)")
+            guard let serverRules = try inputs.radiusIPsec(preferred)?.firewall,
+                let nodeRules = try inputs.nodeFirewall(node.name)
+            else { throw HarnessError("no generated firewall") }
+            defer {
+                try? NetworkPair.loadNftables(serverRules, in: serverNamespace)
+                try? NetworkPair.loadNftables(nodeRules, in: nodeNamespace)
+            }
+            try NetworkPair.loadNftables("delete table inet vpnprov-radius\n", in: serverNamespace)
+            let serverOpen = try send()
+            try check(
+                serverOpen.seen && !serverOpen.answered,
+                "without the server's rule: \(serverOpen) (the node's rule must drop the answer)")
+            try NetworkPair.loadNftables("delete table inet vpnprov\n", in: nodeNamespace)
+            let open = try send()
+            try check(open.seen && open.answered, "without both rules the request in clear was not answered: \(open)")
+            return "dropped by \(preferred); its answer in clear dropped by \(node.name); answered without the rules"
+        }
+        try? resetSessions()
+    }
+
     // MARK: the scenario
 
     private func runSteps() {
+        pathSteps()
         step("free account → free node, IKEv2 EAP-MSCHAPv2 via RADIUS, host behind the node reached") {
             let attempt = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 2)
             return "\(attempt.milliseconds) ms to the CHILD_SA"

@@ -6,8 +6,10 @@ import Testing
 /// servers"): on a local connection into a temporary directory instead of /etc/vpnprov/freeradius, without
 /// the packages and the service (nothing here runs systemd). It installs every file of `radius/<server>/`
 /// with its mode and group, lets FreeRADIUS check the installed directory, removes a file vpnprov does not
-/// write, and changes nothing on a second run. The configuration itself serving logins is proven by
-/// `RadiusAccountsTests`.
+/// write, and changes nothing on a second run. The server's IPsec side (`radius/<server>/ipsec/`) goes to its
+/// own places instead: the swanctl file root-only (0600), the firewall table loaded (the playbook runs in a
+/// network namespace of its own, so `nft -f` changes only that). The configuration itself serving logins is
+/// proven by `RadiusAccountsTests`.
 @Suite struct RadiusRoleTests {
     @Test(.ansible, .radius) func theRoleInstallsChecksAndKeepsTheRadiusDirectory() async throws {
         try AnsibleTools.require()
@@ -24,16 +26,23 @@ import Testing
         defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
         let out = deployment.out.path
         let installed = dir.appendingPathComponent("etc/freeradius").path
+        let swanctlConf = dir.appendingPathComponent("etc/swanctl/conf.d/vpnprov-radius.conf").path
+        let nftFile = dir.appendingPathComponent("etc/vpnprov/vpnprov-radius.nft").path
+        let namespace = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())-role"
+        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "add", namespace])
+        defer { NetworkPair.delete(namespace: namespace) }
 
         func rollout(_ label: String) async throws -> CommandResult {
             let result = try await Command.runAwaiting(
-                "/usr/bin/env",
+                StrongSwanEnvironment.ipPath,
                 [
+                    "netns", "exec", namespace, "/usr/bin/env",
                     "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
                     "ANSIBLE_NOCOLOR=1", AnsibleTools.playbook, "-i", out + "/deploy/inventory.yml",
                     out + "/deploy/site.yml", "--limit", "rad-1", "-e", "ansible_connection=local",
                     "-e", "ansible_python_interpreter=/usr/bin/python3", "-e", "vpnprov_radius_config_dir=\(installed)",
                     "-e", "vpnprov_radius_manage_service=false", "-e", "vpnprov_radius_install_packages=false",
+                    "-e", "vpnprov_radius_swanctl_conf=\(swanctlConf)", "-e", "vpnprov_radius_nftables_file=\(nftFile)",
                 ],
                 timeout: .seconds(300))
             try #require(result.succeeded, "\(label): \(result)")
@@ -51,9 +60,23 @@ import Testing
         let files = try #require(fm.enumerator(atPath: out + "/radius/rad-1")?.allObjects as? [String])
             .filter {
                 !((try? fm.attributesOfItem(atPath: out + "/radius/rad-1/" + $0)[.type] as? FileAttributeType)
-                    == .typeDirectory)
+                    == .typeDirectory) && !$0.hasPrefix("ipsec/")
             }
         #expect(files.count == 12, "\(files)")
+        #expect(!fm.fileExists(atPath: installed + "/ipsec"), "the IPsec side is not FreeRADIUS's")
+        // The IPsec side: the connections root-only, the firewall table installed and loaded.
+        for (file, source, mode) in [
+            (swanctlConf, "ipsec/swanctl.conf", 0o600), (nftFile, "ipsec/vpnprov-radius.nft", 0o644),
+        ] {
+            var st = stat()
+            try #require(stat(file, &st) == 0, "\(source) not installed")
+            #expect(st.st_mode & 0o777 == mode && st.st_uid == 0 && st.st_gid == 0, "\(source)")
+            #expect(fm.contentsEqual(atPath: file, andPath: out + "/radius/rad-1/" + source), "\(source)")
+        }
+        let table = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"])
+        #expect(table.succeeded && table.stdout.contains("RADIUS only through IPsec"), "\(table)")
         for file in files {
             var st = stat()
             try #require(stat(installed + "/" + file, &st) == 0, "\(file) not installed")
@@ -70,7 +93,9 @@ import Testing
         let third = try await rollout("third rollout")
         #expect(recap(third).contains("changed=0"), "\(recap(third))")
         // The secrets never reach Ansible's output.
-        let secrets = try String(contentsOfFile: out + "/radius/rad-1/clients.conf", encoding: .utf8)
+        let secrets = try ["clients.conf", "ipsec/swanctl.conf"].map {
+            try String(contentsOfFile: out + "/radius/rad-1/" + $0, encoding: .utf8)
+        }.joined(separator: "\n")
             .split(separator: "\n").filter { $0.contains("secret = ") }
             .map { $0.replacingOccurrences(of: "secret = ", with: "").trimmingCharacters(in: .whitespaces) }
         #expect(!secrets.isEmpty)

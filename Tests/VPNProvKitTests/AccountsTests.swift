@@ -195,6 +195,71 @@ import Testing
         #expect(hosts.contains("vpnprov_radius:") && hosts.contains("\"rad-2\":"))
     }
 
+    /// accounts.protection: ipsec (the default) puts an IPsec connection between each RADIUS node and each
+    /// RADIUS server, with one generated key per node in the state, the same on both sides; both firewalls
+    /// drop RADIUS that did not come through it. `none` writes none of it, and validate warns.
+    @Test func theNodeRadiusPathIsIPsecUnlessSwitchedOff() throws {
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, Self.inventory())
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        let state = try Self.stateSecrets(dir)
+        let freeKey = try #require(state.radiusIPsecSecrets?["nfree"])
+        let proKey = try #require(state.radiusIPsecSecrets?["npro"])
+        #expect(freeKey != proKey && freeKey != state.radiusSecrets?["nfree"])
+        let encoded = { (key: String) in "0s" + Data(key.utf8).base64EncodedString() }
+        let node = try Self.read(out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(node.contains("radius-rad-1 {") && node.contains("remote_addrs = \"192.0.2.12\""))
+        #expect(node.contains(encoded(freeKey)) && !node.contains(encoded(proKey)))
+        #expect(node.contains("start_action = \"trap|start\""), "a kernel-IPsec node holds RADIUS back while down")
+        for server in ["rad-1", "rad-2"] {
+            let conf = try Self.read(out + "/radius/\(server)/ipsec/swanctl.conf")
+            #expect(conf.contains(encoded(freeKey)) && conf.contains(encoded(proKey)) && conf.contains("radius-npro {"))
+            let mode =
+                try FileManager.default.attributesOfItem(atPath: out + "/radius/\(server)/ipsec/swanctl.conf")[
+                    .posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
+        let serverRules = try Self.read(out + "/radius/rad-2/ipsec/vpnprov-radius.nft")
+        #expect(serverRules.contains("udp dport { 11812, 11813 } meta ipsec missing iifname != \"ipsec*\" drop"))
+        let nodeRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
+        #expect(nodeRules.contains("ip saddr 192.0.2.12/32 udp sport { 11812, 11813 } meta ipsec missing drop"))
+        #expect(nodeRules.contains("ip saddr 192.0.2.11/32 udp dport 3799 meta ipsec missing drop"))
+        let hostVars = try Self.read(out + "/deploy/host_vars/nfree.yml")
+        #expect(hostVars.contains("radius-rad-1") && hostVars.contains("radius-rad-2"), "\(hostVars)")
+        #expect(!Self.codes(Self.inventory()).contains("W:radius-cleartext"))
+
+        // Switched off: nothing of it, the keys leave the state, and a warning.
+        let clear = Self.inventory().replacingOccurrences(
+            of: "  radius_database: env:VPN_RADIUS_DB\n",
+            with: "  radius_database: env:VPN_RADIUS_DB\n  protection: none\n")
+        #expect(Self.codes(clear).contains("W:radius-cleartext"))
+        let again = try Self.generate(dir, clear)
+        #expect(again.code == 0, "\(again.err)")
+        #expect(
+            !FileManager.default.fileExists(atPath: out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/radius/rad-1/ipsec/swanctl.conf"))
+        #expect(
+            !(try Self.read(out + "/servers/nfree/network/vpnprov.nft")).contains("RADIUS answers only through IPsec"))
+        #expect(try Self.stateSecrets(dir).radiusIPsecSecrets?.isEmpty ?? true)
+        // Kept on purpose (a path protected otherwise), the warning is acknowledged like any other.
+        let shown = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(shown.err.contains("[radius-cleartext]"), "\(shown.err)")
+        try
+            (clear
+            + "acknowledge:\n  - rule: radius-cleartext\n    reason: a private network between nodes and servers\n")
+            .write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let acknowledged = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(
+            acknowledged.code == 0 && !acknowledged.err.contains("[radius-cleartext]")
+                && !acknowledged.err.contains("[error-acknowledged]"), "\(acknowledged.err)")
+        // Another word is refused.
+        let wrong = Self.inventory().replacingOccurrences(
+            of: "  radius_database: env:VPN_RADIUS_DB\n",
+            with: "  radius_database: env:VPN_RADIUS_DB\n  protection: tls\n")
+        #expect(Self.codes(wrong).contains { $0.hasPrefix("E:") })
+    }
+
     /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables
     /// file with its Disconnect-Request rules parses.
     @Test(.needs(AccountsTests.freeradius)) func freeRadiusAcceptsTheGeneratedConfiguration() throws {
@@ -256,6 +321,15 @@ import Testing
         let clients = try Self.read(dir + "/out/radius/rad-1/clients.conf")
         #expect(clients.contains(try #require(after.radiusSecrets?["npro"])))
         #expect(!clients.contains(try #require(before.radiusSecrets?["npro"])))
+        // The IPsec key goes with them, on the node and on every server.
+        let newKey = try #require(after.radiusIPsecSecrets?["npro"])
+        let oldKey = try #require(before.radiusIPsecSecrets?["npro"])
+        #expect(newKey != oldKey && after.radiusIPsecSecrets?["nfree"] == before.radiusIPsecSecrets?["nfree"])
+        for path in ["radius/rad-2/ipsec/swanctl.conf", "servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf"] {
+            let text = try Self.read(dir + "/out/" + path)
+            #expect(text.contains(ServerRenderer.base64Secret(newKey)), "\(path)")
+            #expect(!text.contains(ServerRenderer.base64Secret(oldKey)), "\(path)")
+        }
         let refused = vpnprov(["rotate-radius-secret", "nosuch", "--quiet"], in: dir, environment: Self.env)
         #expect(refused.code != 0 && refused.err.contains("[no-such-node]"), "\(refused.err)")
     }

@@ -14,15 +14,18 @@ package struct NodeMaterials: Sendable, Hashable {
     /// With `accounts: radius`: the node's RADIUS shared secret and its Disconnect-Request listener's.
     package var radiusSecret: String?
     package var daeSecret: String?
+    /// With `accounts.protection: ipsec`: the IKE pre-shared key of its connections to the RADIUS servers.
+    package var radiusIPsecSecret: String?
     package init(
         certificatePEM: String, privateKeyPEM: String, psk: String?, radiusSecret: String? = nil,
-        daeSecret: String? = nil
+        daeSecret: String? = nil, radiusIPsecSecret: String? = nil
     ) {
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
         self.psk = psk
         self.radiusSecret = radiusSecret
         self.daeSecret = daeSecret
+        self.radiusIPsecSecret = radiusIPsecSecret
     }
 }
 

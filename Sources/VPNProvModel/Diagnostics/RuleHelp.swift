@@ -107,6 +107,8 @@ package enum RuleHelp {
             "A RADIUS server's name is no safe directory name, its address no IP or host name, or its two ports are equal.",
         "disconnect-from-empty":
             "No address may send Disconnect-Requests: set accounts.disconnect_from (servers are host names).",
+        "radius-cleartext":
+            "accounts.protection is none: account names, client addresses and MSCHAPv2 exchanges cross the node-RADIUS path in clear.",
         "radius-without-password-service":
             "A node says 'accounts: radius' but offers no password service (EAP or XAuth) that would use it.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",

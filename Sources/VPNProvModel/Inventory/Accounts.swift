@@ -28,6 +28,16 @@ package struct RadiusServer: Sendable, Hashable {
     }
 }
 
+/// How RADIUS travels between the nodes and the RADIUS servers (`accounts.protection`).
+package enum RadiusProtection: String, Sendable, Hashable, CaseIterable {
+    /// An IPsec connection (IKEv2, ESP) between each RADIUS node and each RADIUS server, generated on
+    /// both sides; both sides' firewalls drop RADIUS that did not come through it.
+    case ipsec
+    /// RADIUS in clear (the account name, the client's address and the MSCHAPv2 exchange readable on
+    /// the path): only for a path the operator protects otherwise.
+    case none
+}
+
 /// The inventory's `accounts:` section.
 package struct AccountsSettings: Sendable, Hashable {
     /// The port every node's Disconnect-Request (DAE, RFC 5176) listener uses.
@@ -45,6 +55,8 @@ package struct AccountsSettings: Sendable, Hashable {
     package var deviceLimit: Int
     /// Networks allowed to send Disconnect-Requests to the nodes; nil: the servers' addresses.
     package var disconnectFrom: [CIDR]?
+    /// How the node↔RADIUS path is protected.
+    package var protection: RadiusProtection
     /// In order of preference: the first is asked first.
     package var servers: [RadiusServer]
     package var location: SourceLocation
@@ -55,13 +67,15 @@ package struct AccountsSettings: Sendable, Hashable {
         database: SecretSource? = nil, radiusDatabase: SecretSource? = nil,
         accountingInterval: Int = AccountsSettings.defaultAccountingInterval,
         deviceLimit: Int = AccountsSettings.defaultDeviceLimit, disconnectFrom: [CIDR]? = nil,
-        servers: [RadiusServer], location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+        protection: RadiusProtection = .ipsec, servers: [RadiusServer], location: SourceLocation,
+        fieldLocations: [String: SourceLocation] = [:]
     ) {
         self.database = database
         self.radiusDatabase = radiusDatabase
         self.accountingInterval = accountingInterval
         self.deviceLimit = deviceLimit
         self.disconnectFrom = disconnectFrom
+        self.protection = protection
         self.servers = servers
         self.location = location
         self.fieldLocations = fieldLocations

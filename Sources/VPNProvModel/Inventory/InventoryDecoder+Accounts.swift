@@ -3,7 +3,8 @@ import VPNProvYAML
 extension InventoryDecoder {
     /// Keys of `accounts:`.
     package static let accountsKeys = [
-        "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from", "servers",
+        "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from", "protection",
+        "servers",
     ]
     /// Keys of one server under `accounts.servers`.
     package static let radiusServerKeys = ["address", "auth_port", "acct_port"]
@@ -14,7 +15,7 @@ extension InventoryDecoder {
     package static let deviceLimitRange = 1...100
 
     /// `accounts: {database, radius_database, secret: gen, accounting_interval, device_limit,
-    /// disconnect_from, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).
+    /// disconnect_from, protection, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).
     func decodeAccounts(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsSettings? {
         guard let entries = cx.mapping(node, "'accounts'", allowed: Self.accountsKeys) else { return nil }
         var settings = AccountsSettings(servers: [], location: cx.location(node))
@@ -72,6 +73,16 @@ extension InventoryDecoder {
                     }
                 }
                 settings.disconnectFrom = networks
+            case "protection":
+                guard let word = cx.string(value, field) else { continue }
+                if let protection = RadiusProtection(rawValue: word) {
+                    settings.protection = protection
+                } else {
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be ipsec (the default: RADIUS between nodes and RADIUS servers inside IPsec) or none (in clear, for a path protected otherwise)",
+                        at: value)
+                }
             default:  // servers
                 sawServers = true
                 settings.servers = decodeRadiusServers(value, cx)

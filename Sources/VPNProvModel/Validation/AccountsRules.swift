@@ -21,6 +21,8 @@ extension RuleCode {
     package static let disconnectFromEmpty = RuleCode("disconnect-from-empty")
     /// A node says `accounts: radius` but offers no password service.
     package static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
+    /// `accounts.protection: none`: RADIUS between the nodes and the RADIUS servers travels in clear.
+    package static let radiusCleartext = RuleCode("radius-cleartext")
 }
 
 enum AccountsRules {
@@ -89,6 +91,13 @@ enum AccountsRules {
                         "\(what): auth_port and acct_port are both \(server.authPort); RADIUS needs two ports",
                         at: server.location))
             }
+        }
+        if !radiusNodes.isEmpty && accounts.protection == .none {
+            d.append(
+                .warning(
+                    .radiusCleartext,
+                    "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
+                    at: accounts.location(of: "protection"), about: .deployment))
         }
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(

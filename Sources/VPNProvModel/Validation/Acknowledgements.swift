@@ -22,6 +22,7 @@ package enum Acknowledgements {
         .noIKEv1Proposal, .poolLarge, .poolContainsDNS, .networkSetting, .unreachableAddress, .unusedPSK, .unusedGroup,
         .unusedPassword, .certUnused, .userWithoutService, .deviceWithoutService, .weakPSKService, .ikev1Aggressive,
         .ikev1Service, .ikev1Hybrid, .ikev1Build, .hybridAppleIdentity, .serverDaysApple, .caDaysShort,
+        .radiusCleartext,
     ]
 
     /// Every rule code vpnprov reports (the ones with a help text).

@@ -35,6 +35,8 @@ extension PKISession {
         }
         var radius = store.secrets.radiusSecrets ?? [:]
         var dae = store.secrets.daeSecrets ?? [:]
+        var ipsec = store.secrets.radiusIPsecSecrets ?? [:]
+        let protected = inventory.accounts?.protection == .ipsec
         for node in inventory.nodes where node.usesRadius {
             if radius[node.name] == nil {
                 radius[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
@@ -43,12 +45,18 @@ extension PKISession {
             if dae[node.name] == nil {
                 dae[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
             }
+            if protected && ipsec[node.name] == nil {
+                ipsec[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
+            }
         }
         let radiusNodes = Set(inventory.nodes.filter(\.usesRadius).map(\.name))
         radius = radius.filter { radiusNodes.contains($0.key) }
         dae = dae.filter { radiusNodes.contains($0.key) }
+        ipsec = protected ? ipsec.filter { radiusNodes.contains($0.key) } : [:]
         store.secrets.radiusSecrets = radius.isEmpty && store.secrets.radiusSecrets == nil ? nil : radius
         store.secrets.daeSecrets = dae.isEmpty && store.secrets.daeSecrets == nil ? nil : dae
+        store.secrets.radiusIPsecSecrets =
+            ipsec.isEmpty && store.secrets.radiusIPsecSecrets == nil ? nil : ipsec
         // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
         store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
         store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
@@ -66,7 +74,7 @@ extension PKISession {
         changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
     }
 
-    /// Replaces a RADIUS node's generated RADIUS and Disconnect-Request secrets (the caller checked
+    /// Replaces a RADIUS node's generated RADIUS, Disconnect-Request and IPsec secrets (the caller checked
     /// that the node says `accounts: radius`).
     func rotateRadiusSecret(node: String) throws {
         guard let old = store.secrets.radiusSecrets?[node], let oldDAE = store.secrets.daeSecrets?[node] else {
@@ -77,6 +85,10 @@ extension PKISession {
             length: SecretResolver.pskLength, replacing: old)
         store.secrets.daeSecrets?[node] = try SecretResolver.generate(
             length: SecretResolver.pskLength, replacing: oldDAE)
+        if let oldIPsec = store.secrets.radiusIPsecSecrets?[node] {
+            store.secrets.radiusIPsecSecrets?[node] = try SecretResolver.generate(
+                length: SecretResolver.pskLength, replacing: oldIPsec)
+        }
         changes.append(PKIChange(.secretRotated, .node(node), reason: "RADIUS secret"))
     }
 

@@ -171,6 +171,9 @@ package struct SecretsFile: Codable, Equatable {
     package var radiusSecrets: [String: String]?
     /// Generated secrets of those nodes' Disconnect-Request (DAE) listeners.
     package var daeSecrets: [String: String]?
+    /// Generated IKE pre-shared keys of those nodes' IPsec connections to the RADIUS servers
+    /// (`accounts.protection: ipsec`; absent before any).
+    package var radiusIPsecSecrets: [String: String]?
 }
 
 enum StateJSON {

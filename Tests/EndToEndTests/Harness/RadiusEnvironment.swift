@@ -10,6 +10,8 @@ import VPNProvTestSupport
 enum RadiusEnvironment {
     static let radclientPath = "/usr/bin/radclient"
     static let nftPath = "/usr/sbin/nft"
+    /// Captures the node-RADIUS link (and reads the capture back) in the path-protection step.
+    static let tcpdumpPath = "/usr/bin/tcpdump"
     /// The Debian package's SQL module configuration (its queries.conf and schema.sql are used as shipped).
     static let sqlModuleConfig = "/etc/freeradius/3.0/mods-config/sql/main/postgresql"
 
@@ -35,9 +37,10 @@ enum RadiusEnvironment {
     private static func check() -> StrongSwanEnvironment.Availability {
         if case .unavailable(let reason) = StrongSwanEnvironment.availability { return .unavailable(reason) }
         let fm = FileManager.default
-        let install = "apt: freeradius freeradius-postgresql freeradius-utils postgresql (scripts/install-test-deps)"
+        let install =
+            "apt: freeradius freeradius-postgresql freeradius-utils postgresql tcpdump (scripts/install-test-deps)"
         for path in [
-            FreeRADIUSServer.path, radclientPath, PostgresCluster.psqlPath, nftPath,
+            FreeRADIUSServer.path, radclientPath, PostgresCluster.psqlPath, nftPath, tcpdumpPath,
             PostgresCluster.setprivPath,
         ]
         where !fm.isExecutableFile(atPath: path) {

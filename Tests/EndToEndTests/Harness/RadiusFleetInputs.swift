@@ -25,6 +25,11 @@ protocol RadiusFleetInputs: AnyObject {
     func nodeConfFile(_ node: String) throws -> String
     /// The node's nftables ruleset (`nft -f` text), loaded into its namespace; nil when the inputs have none.
     func nodeFirewall(_ node: String) throws -> String?
+    /// The RADIUS server's IPsec side of the node-RADIUS path (its swanctl.conf and nftables ruleset), nil when the
+    /// path is in clear (`accounts.protection: none`).
+    func radiusIPsec(_ server: String) throws -> (confFile: String, firewall: String)?
+    /// The node's RADIUS shared secret (as the state holds it).
+    func radiusSecret(_ node: String) throws -> String
     /// The node's Disconnect-Request (DAE) secret.
     func daeSecret(_ node: String) throws -> String
     /// Puts the node's right RADIUS shared secret, or a wrong one, into its settings (the caller reloads them).

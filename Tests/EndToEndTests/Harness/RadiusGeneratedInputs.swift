@@ -208,6 +208,13 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         (deployment.out.appendingPathComponent("radius/\(server)").path, [:])
     }
 
+    func radiusIPsec(_ server: String) throws -> (confFile: String, firewall: String)? {
+        let dir = deployment.out.appendingPathComponent("radius/\(server)/ipsec")
+        let conf = dir.appendingPathComponent("swanctl.conf").path
+        guard FileManager.default.fileExists(atPath: conf) else { return nil }
+        return (conf, try String(contentsOf: dir.appendingPathComponent("vpnprov-radius.nft"), encoding: .utf8))
+    }
+
     func nodeSettingsIncludes(_ node: String) throws -> [String] {
         let dir = deployment.out.appendingPathComponent("servers/\(node)/strongswan.d")
         return try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted().filter { $0.hasSuffix(".conf") }
@@ -219,6 +226,11 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     func nodeFirewall(_ node: String) throws -> String? {
         try String(
             contentsOf: deployment.out.appendingPathComponent("servers/\(node)/network/vpnprov.nft"), encoding: .utf8)
+    }
+
+    func radiusSecret(_ node: String) throws -> String {
+        guard let secret = try state("radiusSecrets")[node] else { throw HarnessError("no RADIUS secret of \(node)") }
+        return secret
     }
 
     func daeSecret(_ node: String) throws -> String {

@@ -16,9 +16,13 @@ import VPNProvTestSupport
 /// reaches a host *behind* the node. Namespaces are `vpnp-<pid>-<n>-<suffix>` (stale ones are removed like
 /// `NetworkPair`'s).
 ///
+/// With `accounts.protection: ipsec` every RADIUS namespace also runs a charon with the server's generated
+/// `radius/<server>/ipsec/swanctl.conf` and loads its `vpnprov-radius.nft`: RADIUS between nodes and servers then
+/// travels in ESP, as it does in production.
+///
 /// The lab owns every daemon it starts (PostgreSQL, FreeRADIUS, charons); `teardown()` stops them by pid —
-/// clients, then nodes (their Accounting-Stop reaches RADIUS), then RADIUS, then PostgreSQL — and deletes the
-/// namespaces.
+/// clients, then nodes (their Accounting-Stop reaches RADIUS), then the RADIUS servers' charons, then RADIUS, then
+/// PostgreSQL — and deletes the namespaces.
 final class RadiusLab: @unchecked Sendable {
     struct Member: Sendable {
         var name: String
@@ -44,6 +48,8 @@ final class RadiusLab: @unchecked Sendable {
     private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
     private(set) var nodeDaemons: [String: Charon] = [:]
     private(set) var clientDaemons: [String: Charon] = [:]
+    /// The RADIUS servers' charons (the IPsec end of the node-RADIUS path), by server name.
+    private(set) var radiusCharons: [String: Charon] = [:]
     private var tornDown = false
 
     private init(nodes: [(String, String)], clients: Int, radius: [(String, String)]) {
@@ -144,6 +150,46 @@ final class RadiusLab: @unchecked Sendable {
         return server
     }
 
+    /// strongswan.conf text for a RADIUS server's charon in this lab: like every test charon it runs ESP in
+    /// kernel-libipsec (the kernel here has no XFRM ESP), so, as on a libipsec node (the node's generated
+    /// vpnprov-radius-dae.conf), its IKE and ESP packets are marked and skip the routes into its TUN device.
+    /// A production RADIUS server runs the kernel's IPsec and needs none of this.
+    static let radiusLibipsecSettings = """
+        charon {
+          plugins {
+            socket-default {
+              fwmark = 0x42
+            }
+            kernel-netlink {
+              fwmark = !0x42
+            }
+            kernel-libipsec {
+              allow_peer_ts = yes
+            }
+          }
+        }
+
+        """
+
+    /// The RADIUS server's charon with its generated swanctl.conf loaded cleanly, and its generated firewall table.
+    @discardableResult
+    func startRadiusIPsec(_ name: String, build: StrongSwanBuild, confFile: String, firewall: String) throws
+        -> Charon
+    {
+        let member = try radiusMember(name)
+        let charon = try Charon.start(
+            in: member.namespace, build: build, label: "radius-\(name)", extraSettings: Self.radiusLibipsecSettings)
+        radiusCharons[name] = charon
+        try charon.loadAllCleanly(confFile: confFile)
+        try NetworkPair.loadNftables(firewall, in: member.namespace)
+        return charon
+    }
+
+    func radiusCharon(_ name: String) throws -> Charon {
+        guard let charon = radiusCharons[name] else { throw HarnessError("no charon on RADIUS server \(name)") }
+        return charon
+    }
+
     func radius(_ name: String) throws -> FreeRADIUSServer {
         guard let server = radiusServers[name] else { throw HarnessError("RADIUS server \(name) not started") }
         return server
@@ -194,6 +240,62 @@ final class RadiusLab: @unchecked Sendable {
             ], timeout: .seconds(10))
     }
 
+    /// A packet capture (tcpdump from Debian) on `namespace`'s `eth0`, written to a file in the test's scratch
+    /// directory; `finish()` stops it and returns the file.
+    final class Capture {
+        let file: URL
+        private let process: DaemonProcess
+        private let output: URL
+
+        init(namespace: String, filter: [String]) throws {
+            let dir = try Scratch.makeDirectory("capture")
+            file = dir.appendingPathComponent("link.pcap")
+            output = dir.appendingPathComponent("tcpdump.out")
+            // --immediate-mode, -U: every packet is delivered and written as it is captured (a stop does not
+            // lose what the kernel still buffers); -s 0: whole packets; -Z root: the file is written
+            // into the scratch directory (root's, 0700), not as Debian's `tcpdump` user
+            process = try DaemonProcess.start(
+                StrongSwanEnvironment.ipPath,
+                [
+                    "netns", "exec", namespace, RadiusEnvironment.tcpdumpPath, "-i", "eth0", "-n", "-U",
+                    "--immediate-mode", "-s", "0",
+                    "-Z", "root", "-w", file.path,
+                ] + filter,
+                outputPath: output.path)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !((try? String(contentsOf: output, encoding: .utf8)) ?? "").contains("listening on") {
+                if !process.isRunning || ContinuousClock.now > deadline {
+                    process.stop()
+                    throw HarnessError(
+                        "tcpdump did not start: " + ((try? String(contentsOf: output, encoding: .utf8)) ?? ""))
+                }
+                usleep(20_000)
+            }
+        }
+
+        /// Stops tcpdump (SIGINT: it writes what it holds and exits); returns the capture's bytes.
+        func finish() throws -> Data {
+            process.stop(signal: SIGINT)
+            return try Data(contentsOf: file)
+        }
+
+        /// What tcpdump printed (its start and its counts).
+        var log: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+
+        /// `tcpdump -r` of the capture, `-v` decoded, with `filter`: one packet per line (and its details).
+        func read(_ filter: [String] = []) throws -> String {
+            let result = try Command.run(
+                RadiusEnvironment.tcpdumpPath, ["-r", file.path, "-n", "-v"] + filter, timeout: .seconds(20))
+            guard result.succeeded else { throw HarnessError("reading the capture: \(result)") }
+            return result.stdout
+        }
+    }
+
+    /// Starts capturing what RADIUS server `server`'s link carries to and from `peer` (an address).
+    func capture(atRadius server: String, peer: String) throws -> Capture {
+        try Capture(namespace: try radiusMember(server).namespace, filter: ["host", peer])
+    }
+
     /// Runs `radclient` inside RADIUS server `from`'s namespace (as an operator's host next to it would).
     func radclient(from: String, arguments: [String], input: String) throws -> CommandResult {
         try radclient(inNamespace: try radiusMember(from).namespace, arguments: arguments, input: input)
@@ -217,6 +319,9 @@ final class RadiusLab: @unchecked Sendable {
         for server in inputs.radiusServers {
             let (directory, environment) = try inputs.radiusConfiguration(server.name)
             try startRadius(server.name, configDirectory: directory, environment: environment)
+            if let ipsec = try inputs.radiusIPsec(server.name) {
+                try startRadiusIPsec(server.name, build: build, confFile: ipsec.confFile, firewall: ipsec.firewall)
+            }
         }
         for node in inputs.nodes {
             try startNode(
@@ -239,6 +344,7 @@ final class RadiusLab: @unchecked Sendable {
         tornDown = true
         for charon in clientDaemons.values { charon.stop() }
         for charon in nodeDaemons.values { charon.stop() }
+        for charon in radiusCharons.values { charon.stop() }
         for server in radiusServers.values {
             server.stop()
             try? server.unsilence()

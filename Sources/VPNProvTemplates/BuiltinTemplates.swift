@@ -706,7 +706,7 @@ Files
   {{certificate_column}}this node's certificate
   {{key_column}}this node's private key (mode 0600)
   swanctl/x509crl/crl.pem       revoked client certificates
-  network/vpnprov.nft           the node's nftables table (forwarding, NAT, MSS, isolation)
+  network/vpnprov.nft           the node's nftables table (forwarding, NAT, MSS, what clients reach)
   network/60-vpnprov.conf       kernel settings forwarding needs (for /etc/sysctl.d)
 {{#daemon_settings}}
   strongswan.d/vpnprov.conf     charon settings the connections need
@@ -744,7 +744,9 @@ The nftables file replaces the table inet vpnprov in one transaction and touches
 does not survive a reboot by itself (Debian's nftables.service flushes the whole ruleset when it
 starts): load it at boot after nftables.service, as the Ansible role's vpnprov-nftables.service does.
 Its chains accept by default; if a firewall of yours drops by default, open UDP 500 and 4500 and ESP
-there as well.
+there as well. For the VPN's clients it decides where they may go: the internet, the DNS servers
+this node pushes, ICMP to the node, and of private networks only what network.allow_private names;
+never the cloud's metadata service, link-local addresses or the node's own services (sshd...).
 
 --clear matters: it empties charon's loaded credentials and its certificate cache before loading the
 files again. Without it charon keeps using the CRL it last checked a client with, so a revoked
@@ -784,6 +786,11 @@ CN=<identity>"); end it with swanctl --terminate --ike-id N --force.
 # Every chain here accepts by default and decides only about the VPN's own traffic: a packet this
 # table accepts can still be dropped by a table of yours (nftables runs every table's chains), so
 # if your firewall drops by default, open UDP 500 and 4500 and ESP there too.
+#
+# Where clients may go: the internet. Never to a cloud metadata service, a link-local or a loopback
+# address (never4/never6, whatever the inventory says). Of the node itself, only to the DNS it pushes
+# and ICMP (chain client_to_node). Of the private and internal networks (internal4/internal6), only to
+# what network.allow_private names (allow4/allow6) and DNS to the servers the node pushes.
 {{#xfrm}}
 # IPsec runs in the kernel (XFRM): decrypted packets carry a security path (meta ipsec), and a route
 # into the tunnel is an IPsec route (rt ipsec).
@@ -813,8 +820,106 @@ table inet vpnprov {
 	}
 
 {{/pool6}}
+{{#pool4}}
+	set never4 {
+		type ipv4_addr
+		flags interval
+		elements = {
+{{#never4}}
+			{{network}},
+{{/never4}}
+		}
+	}
+
+	set internal4 {
+		type ipv4_addr
+		flags interval
+		elements = {
+{{#internal4}}
+			{{network}},
+{{/internal4}}
+		}
+	}
+
+{{#has_allow4}}
+	set allow4 {
+		type ipv4_addr
+		flags interval
+		elements = {
+{{#allow4}}
+			{{network}},
+{{/allow4}}
+		}
+	}
+
+{{/has_allow4}}
+{{#has_dns4}}
+	set dns4 {
+		type ipv4_addr
+		elements = {
+{{#dns4}}
+			{{address}},
+{{/dns4}}
+		}
+	}
+
+{{/has_dns4}}
+{{/pool4}}
+{{#pool6}}
+	set never6 {
+		type ipv6_addr
+		flags interval
+		elements = {
+{{#never6}}
+			{{network}},
+{{/never6}}
+		}
+	}
+
+	set internal6 {
+		type ipv6_addr
+		flags interval
+		elements = {
+{{#internal6}}
+			{{network}},
+{{/internal6}}
+		}
+	}
+
+{{#has_allow6}}
+	set allow6 {
+		type ipv6_addr
+		flags interval
+		elements = {
+{{#allow6}}
+			{{network}},
+{{/allow6}}
+		}
+	}
+
+{{/has_allow6}}
+{{#has_dns6}}
+	set dns6 {
+		type ipv6_addr
+		elements = {
+{{#dns6}}
+			{{address}},
+{{/dns6}}
+		}
+	}
+
+{{/has_dns6}}
+{{/pool6}}
 	chain input {
 		type filter hook input priority filter; policy accept;
+{{#pool4}}
+		ip saddr @pool4 {{#xfrm}}meta ipsec missing{{/xfrm}}{{#libipsec}}iifname != "ipsec*"{{/libipsec}} drop comment "a pool address outside the tunnel is spoofed"
+		ip saddr @pool4 jump client_to_node
+{{/pool4}}
+{{#pool6}}
+		ip6 saddr @pool6 {{#xfrm}}meta ipsec missing{{/xfrm}}{{#libipsec}}iifname != "ipsec*"{{/libipsec}} drop comment "a pool address outside the tunnel is spoofed"
+		ip6 saddr @pool6 jump client_to_node
+{{/pool6}}
 		udp dport { 500, 4500 } accept comment "IKE and NAT traversal"
 		meta l4proto esp accept comment "ESP"
 {{#dae}}
@@ -823,12 +928,23 @@ table inet vpnprov {
 {{/dae_from}}
 		udp dport {{dae_port}} drop comment "nobody else may end a session"
 {{/dae}}
+	}
+
+	chain client_to_node {
+		ct state established,related accept comment "answers to the node's own connections"
 {{#pool4}}
-		ip saddr @pool4 {{#xfrm}}meta ipsec missing{{/xfrm}}{{#libipsec}}iifname != "ipsec*"{{/libipsec}} drop comment "a pool address outside the tunnel is spoofed"
+{{#has_dns4}}
+		ip daddr @dns4 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS the node pushes, where the node is one of the servers"
+{{/has_dns4}}
+		icmp type { echo-request, destination-unreachable, time-exceeded, parameter-problem } accept
 {{/pool4}}
 {{#pool6}}
-		ip6 saddr @pool6 {{#xfrm}}meta ipsec missing{{/xfrm}}{{#libipsec}}iifname != "ipsec*"{{/libipsec}} drop comment "a pool address outside the tunnel is spoofed"
+{{#has_dns6}}
+		ip6 daddr @dns6 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS the node pushes, where the node is one of the servers"
+{{/has_dns6}}
+		icmpv6 type { echo-request, destination-unreachable, packet-too-big, time-exceeded, parameter-problem } accept
 {{/pool6}}
+		reject with icmpx type admin-prohibited comment "none of the node's own services: sshd, local daemons, IKE from inside"
 	}
 
 	chain forward {
@@ -863,16 +979,40 @@ table inet vpnprov {
 {{/mss_route}}
 {{#pool4}}
 		ip saddr @pool4 ip daddr @pool4 {{#isolate}}drop{{/isolate}}{{^isolate}}accept{{/isolate}} comment "client to client"
-		ip saddr @pool4 accept
+		ip saddr @pool4 jump client_to_world
 		ip daddr @pool4 ct state established,related accept
 		ip daddr @pool4 drop comment "no new connections from outside to clients"
 {{/pool4}}
 {{#pool6}}
 		ip6 saddr @pool6 ip6 daddr @pool6 {{#isolate}}drop{{/isolate}}{{^isolate}}accept{{/isolate}} comment "client to client"
-		ip6 saddr @pool6 accept
+		ip6 saddr @pool6 jump client_to_world
 		ip6 daddr @pool6 ct state established,related accept
 		ip6 daddr @pool6 drop comment "no new connections from outside to clients"
 {{/pool6}}
+	}
+
+	chain client_to_world {
+{{#pool4}}
+		ip daddr @never4 reject with icmpx type admin-prohibited comment "cloud metadata, link-local, loopback: never"
+{{#has_dns4}}
+		ip daddr @dns4 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
+{{/has_dns4}}
+{{#has_allow4}}
+		ip daddr @allow4 accept comment "network.allow_private"
+{{/has_allow4}}
+		ip daddr @internal4 reject with icmpx type admin-prohibited comment "private and internal networks"
+{{/pool4}}
+{{#pool6}}
+		ip6 daddr @never6 reject with icmpx type admin-prohibited comment "cloud metadata, link-local, loopback: never"
+{{#has_dns6}}
+		ip6 daddr @dns6 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
+{{/has_dns6}}
+{{#has_allow6}}
+		ip6 daddr @allow6 accept comment "network.allow_private"
+{{/has_allow6}}
+		ip6 daddr @internal6 reject with icmpx type admin-prohibited comment "private and internal networks"
+{{/pool6}}
+		accept comment "the internet"
 	}
 
 	chain postrouting {

@@ -244,7 +244,8 @@ struct ForwardingTests {
         let nodeDNS = try Dnsmasq.start(
             in: pair.serverNamespace, listen: [Self.nodeUplinkAddress, Self.nodeUplinkAddress6])
         defer { nodeDNS.stop() }
-        let privateDNS = try Dnsmasq.start(in: internet.namespace, listen: [Self.privateResolver, Self.privateResolver6])
+        let privateDNS = try Dnsmasq.start(
+            in: internet.namespace, listen: [Self.privateResolver, Self.privateResolver6])
         defer { privateDNS.stop() }
 
         let c = try #require(try d.clientCases().first { $0.node == "fence-1" && $0.kind == .linux })
@@ -282,7 +283,8 @@ struct ForwardingTests {
 
         // Without the rules that decide where a client may go (the two jumps taken out of the generated
         // table), every probe below answers: what refuses them after is the generated table's doing.
-        let table = try String(contentsOf: node.directory.appendingPathComponent("network/vpnprov.nft"), encoding: .utf8)
+        let table = try String(
+            contentsOf: node.directory.appendingPathComponent("network/vpnprov.nft"), encoding: .utf8)
         let open = table.split(separator: "\n", omittingEmptySubsequences: false)
             .filter { !$0.contains("jump client_to_") }.joined(separator: "\n")
         #expect(open != table, "the generated table has no jump to its client chains")

@@ -52,15 +52,16 @@ import Testing
             .filter { $0["code"] as? String != "ipv6-leak" }
             .map { "\($0["code"]!) \($0["line"]!):\($0["column"]!)" }
         #expect(
-            found.sorted() == [
-                "duplicate-entry 21:10",  // b's DNS server 192.0.2.53 twice
-                "network-setting 13:11",  // 198.51.100.0/24 is public: no effect
-                "network-setting 14:11",  // fd00:20::/48 on a node without pool6
-                "never-forwarded 12:11",  // 169.254.169.254: the metadata service, never
-                "never-forwarded 21:10",  // fd00:ec2::253 (AWS's DNS): never reached
-                "never-forwarded 23:80",  // fd00:ec2::254 (AWS's IMDS)
-                "never-forwarded 8:10",  // 169.254.169.253 (AWS's DNS over IPv4)
-            ].sorted(), "\(found)")
+            found.sorted()
+                == [
+                    "duplicate-entry 21:10",  // b's DNS server 192.0.2.53 twice
+                    "network-setting 13:11",  // 198.51.100.0/24 is public: no effect
+                    "network-setting 14:11",  // fd00:20::/48 on a node without pool6
+                    "never-forwarded 12:11",  // 169.254.169.254: the metadata service, never
+                    "never-forwarded 21:10",  // fd00:ec2::253 (AWS's DNS): never reached
+                    "never-forwarded 23:80",  // fd00:ec2::254 (AWS's IMDS)
+                    "never-forwarded 8:10",  // 169.254.169.253 (AWS's DNS over IPv4)
+                ].sorted(), "\(found)")
         // 0.0.0.0/0 holds private and never-reached ranges alike: fine, the never-reached part stays refused.
         let messages = try #require(doc["diagnostics"] as? [[String: Any]]).compactMap { $0["message"] as? String }
         #expect(
@@ -74,7 +75,10 @@ import Testing
         let text = Self.inventory
             .replacingOccurrences(of: "dns: [169.254.169.253, 10.0.0.2]", with: "dns: [10.0.0.2]")
             .replacingOccurrences(of: "        - 169.254.169.254\n", with: "")
-            .replacingOccurrences(of: "dns: [192.0.2.53, \"fd00:ec2::253\", 192.0.2.53]", with: "dns: [192.0.2.53, \"fd00:11::1\", 192.0.2.53]")
+            .replacingOccurrences(
+                of: "dns: [192.0.2.53, \"fd00:ec2::253\", 192.0.2.53]",
+                with: "dns: [192.0.2.53, \"fd00:11::1\", 192.0.2.53]"
+            )
             .replacingOccurrences(of: ", \"fd00:ec2::254\"]", with: "]")
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

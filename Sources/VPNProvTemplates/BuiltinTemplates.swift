@@ -953,7 +953,7 @@ table inet vpnprov {
 {{/has_dns6}}
 		icmpv6 type { echo-request, destination-unreachable, packet-too-big, time-exceeded, parameter-problem } accept
 {{/pool6}}
-		reject with icmpx type admin-prohibited comment "none of the node's own services: sshd, local daemons, IKE from inside"
+		reject with icmpx admin-prohibited comment "none of the node's own services: sshd, local daemons, IKE from inside"
 	}
 
 	chain forward {
@@ -1002,24 +1002,24 @@ table inet vpnprov {
 
 	chain client_to_world {
 {{#pool4}}
-		ip daddr @never4 reject with icmpx type admin-prohibited comment "cloud metadata, link-local, loopback: never"
+		ip daddr @never4 reject with icmpx admin-prohibited comment "cloud metadata, link-local, loopback: never"
 {{#has_dns4}}
 		ip daddr @dns4 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
 {{/has_dns4}}
 {{#has_allow4}}
 		ip daddr @allow4 accept comment "network.allow_private"
 {{/has_allow4}}
-		ip daddr @internal4 reject with icmpx type admin-prohibited comment "private and internal networks"
+		ip daddr @internal4 reject with icmpx admin-prohibited comment "private and internal networks"
 {{/pool4}}
 {{#pool6}}
-		ip6 daddr @never6 reject with icmpx type admin-prohibited comment "cloud metadata, link-local, loopback: never"
+		ip6 daddr @never6 reject with icmpx admin-prohibited comment "cloud metadata, link-local, loopback: never"
 {{#has_dns6}}
 		ip6 daddr @dns6 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
 {{/has_dns6}}
 {{#has_allow6}}
 		ip6 daddr @allow6 accept comment "network.allow_private"
 {{/has_allow6}}
-		ip6 daddr @internal6 reject with icmpx type admin-prohibited comment "private and internal networks"
+		ip6 daddr @internal6 reject with icmpx admin-prohibited comment "private and internal networks"
 {{/pool6}}
 		accept comment "the internet"
 	}

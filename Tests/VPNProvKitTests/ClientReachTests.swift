@@ -133,14 +133,14 @@ import Testing
         // Order decides: never, then DNS, then the allowed networks, then the internal ones refused.
         #expect(
             chain("client_to_world", in: b) == [
-                "ip daddr @never4 reject with icmpx type admin-prohibited",
+                "ip daddr @never4 reject with icmpx admin-prohibited",
                 "ip daddr @dns4 meta l4proto { tcp, udp } th dport 53 accept",
                 "ip daddr @allow4 accept",
-                "ip daddr @internal4 reject with icmpx type admin-prohibited",
-                "ip6 daddr @never6 reject with icmpx type admin-prohibited",
+                "ip daddr @internal4 reject with icmpx admin-prohibited",
+                "ip6 daddr @never6 reject with icmpx admin-prohibited",
                 "ip6 daddr @dns6 meta l4proto { tcp, udp } th dport 53 accept",
                 "ip6 daddr @allow6 accept",
-                "ip6 daddr @internal6 reject with icmpx type admin-prohibited",
+                "ip6 daddr @internal6 reject with icmpx admin-prohibited",
                 "accept",
             ])
         // The node's own services: the pools jump to client_to_node before IKE and the DAE port are
@@ -149,6 +149,6 @@ import Testing
         let jump = try #require(input.firstIndex(of: "ip saddr @pool4 jump client_to_node"))
         let ike = try #require(input.firstIndex(of: "udp dport { 500, 4500 } accept"))
         #expect(jump < ike)
-        #expect(chain("client_to_node", in: b).last == "reject with icmpx type admin-prohibited")
+        #expect(chain("client_to_node", in: b).last == "reject with icmpx admin-prohibited")
     }
 }

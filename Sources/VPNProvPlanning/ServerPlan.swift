@@ -225,6 +225,13 @@ package struct NodeNetworkPlan: Sendable, Hashable {
     /// On a RADIUS node with `accounts.protection: ipsec`: the RADIUS servers written as IP addresses,
     /// whose RADIUS answers and Disconnect-Requests the node accepts only through IPsec.
     package var radiusPeers: [RadiusPeer] = []
+    /// The DNS servers the node pushes, per family, canonical and without repeats: clients may send DNS
+    /// to them wherever they are (on the node itself, or in a private network).
+    package var dns4: [String] = []
+    package var dns6: [String] = []
+    /// `network.allow_private`, per family, without repeats or networks inside another one.
+    package var allowPrivate4: [CIDR] = []
+    package var allowPrivate6: [CIDR] = []
     package init(
         pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
         isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
@@ -462,6 +469,17 @@ package enum ServerPlan {
             pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink,
             mss: node.network.mss,
             isolateClients: node.network.isolateClients, ipsec: node.network.ipsec)
+        let dns = node.dns.compactMap(IPAddressText.parse)
+        for bytes in dns {
+            let text = IPAddressText.format(bytes)
+            if bytes.count == 4 {
+                if !network.dns4.contains(text) { network.dns4.append(text) }
+            } else if !network.dns6.contains(text) {
+                network.dns6.append(text)
+            }
+        }
+        network.allowPrivate4 = ClientReach.normalized(node.network.allowPrivate.filter { !$0.isIPv6 })
+        network.allowPrivate6 = ClientReach.normalized(node.network.allowPrivate.filter(\.isIPv6))
         if radius, let accounts = inventory.accounts {
             network.disconnectFrom = accounts.effectiveDisconnectFrom
             network.daePort = AccountsSettings.daePort

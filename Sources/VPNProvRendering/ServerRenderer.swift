@@ -161,6 +161,11 @@ package enum ServerRenderer {
 
     // MARK: - Contexts
 
+    /// One `network` per entry: an nftables set's elements, one to a line.
+    static func networks(_ list: [CIDR]) -> TemplateValue {
+        .list(list.map { ["network": .string($0.description)] })
+    }
+
     /// The context of server/nftables.nft.tmpl and server/sysctl.conf.tmpl.
     package static func networkContext(_ plan: NodePlan) -> TemplateValue {
         let n = plan.network
@@ -198,6 +203,20 @@ package enum ServerRenderer {
                 n.disconnectFrom.map {
                     ["family": .string($0.isIPv6 ? "ip6" : "ip"), "network": .string($0.description)]
                 }),
+            // Where clients may go (docs/security.md §14): never, the DNS the node pushes, what the
+            // inventory allows of the private and internal networks, which are refused otherwise.
+            "never4": networks(ClientReach.never4.map(\.cidr)),
+            "never6": networks(ClientReach.never6.map(\.cidr)),
+            "internal4": networks(ClientReach.internal4.map(\.cidr)),
+            "internal6": networks(ClientReach.internal6.map(\.cidr)),
+            "allow4": networks(n.allowPrivate4),
+            "allow6": networks(n.allowPrivate6),
+            "has_allow4": .bool(!n.allowPrivate4.isEmpty),
+            "has_allow6": .bool(!n.allowPrivate6.isEmpty),
+            "dns4": .list(n.dns4.map { ["address": .string($0)] }),
+            "dns6": .list(n.dns6.map { ["address": .string($0)] }),
+            "has_dns4": .bool(!n.dns4.isEmpty),
+            "has_dns6": .bool(!n.dns6.isEmpty),
         ]
     }
 

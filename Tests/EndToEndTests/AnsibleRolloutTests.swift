@@ -597,6 +597,100 @@ import Testing
         _ = try Self.connect(lab, ann, label: "ann-n1", node: n1, service: "ikev2-eap")
     }
 
+    /// A service added to a running node: n1 offers ikev2-eap, then ikev2-cert too, which the generated
+    /// swanctl.conf puts first. charon keeps a connection it loads again in its place and appends a new one,
+    /// so without the role's reordering it held ikev2-eap before ikev2-cert after the rollout, and a
+    /// certificate client (who matches both equally, `%any` remote identity) was tried against ikev2-eap
+    /// first: AUTH_FAILED until charon restarted (issue 42, item 12).
+    static func addedServiceInventory(cert: Bool) -> String {
+        """
+        vpnprov: 1
+        name: acme
+        defaults:
+          network:
+            ipsec: libipsec   # the lab's charons run kernel-libipsec
+        nodes:
+          n1:
+            address: 192.0.2.1
+            pool: 10.82.0.0/24
+            services: [\(cert ? "ikev2-cert, " : "")ikev2-eap]
+        users:
+          ann:
+            password: gen
+        \(cert ? "  bob:\n    cert: true\n" : "")
+        """
+    }
+
+    @Test(
+        "A service added to a running node: charon holds the connections in the generated order, a certificate client connects",
+        .ansible)
+    func anAddedServiceKeepsTheGeneratedOrder() async throws {
+        try await Command.onOwnExecutor { try await addedServiceScenario(build: .host) }
+    }
+
+    func addedServiceScenario(build: StrongSwanBuild) async throws {
+        try StrongSwanEnvironment.require()
+        try AnsibleTools.require()
+        try build.require()
+        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)
+        defer { lab.teardown() }
+        let dir = try Scratch.makeDirectory("added-service-fleet")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let inventory = dir.appendingPathComponent("fleet.yaml").path
+        let out = dir.appendingPathComponent("out")
+        let state = dir.appendingPathComponent("state")
+        let n1 = try lab.node("n1")
+        func generate(cert: Bool) throws {
+            try Self.addedServiceInventory(cert: cert).write(toFile: inventory, atomically: true, encoding: .utf8)
+            let result = try VPNProvBinary.run(["generate", inventory, "--out", out.path, "--state", state.path])
+            guard result.succeeded else { throw HarnessError("vpnprov generate failed: \(result)") }
+        }
+        let arguments =
+            [
+                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
+                out.appendingPathComponent("deploy/site.yml").path,
+            ] + Self.labVariables + ["-e", "vpnprov_manage_network=false"]
+        func rollout(_ what: String) async throws -> CommandResult {
+            let result = try await lab.playbook(arguments + ["-v"])
+            guard result.succeeded else { throw HarnessError("rollout \(what): \(result)") }
+            return result
+        }
+        /// The connections n1's charon holds, in the order it tries them.
+        func held() throws -> [String] {
+            let result = try lab.swanctl(n1, ["--list-conns", "--raw"])
+            guard result.succeeded else { throw HarnessError("list-conns on n1: \(result)") }
+            return result.stdout.split(separator: "\n").compactMap { line in
+                guard let open = line.range(of: "list-conn event {") else { return nil }
+                return line[open.upperBound...].split(separator: " ").first.map(String.init)
+            }
+        }
+
+        try generate(cert: false)
+        _ = try await rollout("with ikev2-eap")
+        #expect(try held() == ["ikev2-eap"])
+        // ann's tunnel is up across the next rollout.
+        let ann = try lab.addClient("ann-n1")
+        try ann.loadAllCleanly(confFile: out.appendingPathComponent("clients/ann/linux/swanctl/swanctl.conf").path)
+        _ = try Self.connect(lab, ann, label: "ann-n1", node: n1, service: "ikev2-eap")
+        let annSA = try #require(try lab.securityAssociations(n1).first { $0.remoteEAPID == "ann" })
+
+        try generate(cert: true)
+        _ = try await rollout("with ikev2-cert added")
+        #expect(try held() == ["ikev2-cert", "ikev2-eap"], "charon's order after adding ikev2-cert")
+        #expect(
+            try lab.securityAssociations(n1).contains { $0.uniqueID == annSA.uniqueID },
+            "ann's tunnel must stay up while the connections are loaded again")
+        let bob = try lab.addClient("bob-n1")
+        try bob.loadAllCleanly(confFile: out.appendingPathComponent("clients/bob/linux/swanctl/swanctl.conf").path)
+        _ = try Self.connect(lab, bob, label: "bob-n1", node: n1, service: "ikev2-cert")
+        // A third rollout changes nothing: the order holds.
+        let third = try await rollout("again")
+        #expect(try held() == ["ikev2-cert", "ikev2-eap"])
+        #expect(
+            Self.recap(third)["n1"]?.changed == 0, "a rollout with nothing new changed n1: \(third.stdout.suffix(2000))"
+        )
+    }
+
     /// ansible-lint (production profile) finds nothing in the generated deploy/.
     @Test(.ansible) func generatedDeployPassesAnsibleLint() throws {
         try AnsibleTools.require()

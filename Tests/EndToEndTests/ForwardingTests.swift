@@ -162,6 +162,169 @@ struct ForwardingTests {
         print("forwarding \(build.name): \(proven) client cases reached the host behind the node")
     }
 
+    /// A node whose clients may reach 100.64.0.0/10 and fd00::/8 of the private ranges, and that pushes
+    /// four DNS servers: itself (both families) and a private resolver behind it (fc00::/8 and
+    /// 172.16/12 are not allowed: DNS to them is, nothing else).
+    static let fenceInventory = """
+        vpnprov: 1
+        name: fence
+        nodes:
+          fence-1:
+            address: fwd-1.vpn.test
+            pool: 10.92.0.0/24
+            pool6: fd00:92::/112
+            services: [ikev2-cert]
+            dns: [203.0.113.1, 2001:db8:80::1, 172.16.80.53, "fc00:80::53"]
+            network:
+              ipsec: libipsec
+              allow_private: [100.64.0.0/10, "fd00::/8"]
+        users:
+          dora:
+            cert: true
+            devices: [linux]
+
+        """
+
+    /// Behind the node ("internet" namespace): a fake metadata service (its on-link address, as on a
+    /// cloud), Alibaba's metadata address inside the allowed 100.64.0.0/10, AWS's IPv6 one inside the
+    /// allowed fd00::/8, private hosts the inventory allows and does not, a private resolver.
+    static let metadata = "169.254.169.254"
+    static let metadataAlibaba = "100.100.100.200"
+    static let metadata6 = "fd00:ec2::254"
+    static let allowedPrivate = "100.64.80.80"
+    static let allowedPrivate6 = "fd00:80::80"
+    static let refusedPrivate = "10.80.0.80"
+    static let refusedPrivate6 = "fc00:80::80"
+    static let privateResolver = "172.16.80.53"
+    static let privateResolver6 = "fc00:80::53"
+    static let fakeCredentials = "AKIA-FAKE-INSTANCE-CREDENTIALS"
+
+    @Test(
+        "A client reaches neither the cloud's metadata service, nor the node's own services, nor a private network the inventory does not allow; the internet, allowed networks and the pushed DNS it does",
+        arguments: StrongSwanBuild.all)
+    func clientsAreFencedOffTheNodeAndItsNetworks(_ build: StrongSwanBuild) throws {
+        try build.require()
+        let d = try Self.generate("fence-\(build.name)", inventory: Self.fenceInventory)
+        let node = try d.node("fence-1")
+        let nut = try NodeUnderTest.start(d, node: "fence-1", builds: BuildPair(server: build, client: build))
+        defer { nut.teardown() }
+        let pair = nut.scenario.pair
+        let internet = try Internet.attach(to: pair.serverNamespace)
+        defer { internet.teardown() }
+        let ip = StrongSwanEnvironment.ipPath
+        // The metadata address is on the node's uplink link, as a cloud puts it; the other hosts are routed
+        // to the internet namespace's host.
+        try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(Self.metadata)/32", "dev", "eth0"])
+        try Command.check(ip, ["-n", pair.serverNamespace, "route", "add", "\(Self.metadata)/32", "dev", "up0"])
+        for address in [Self.metadataAlibaba, Self.allowedPrivate, Self.refusedPrivate, Self.privateResolver] {
+            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/32", "dev", "lo"])
+            try Command.check(
+                ip, ["-n", pair.serverNamespace, "route", "add", "\(address)/32", "via", Self.hostAddress])
+        }
+        for address in [Self.metadata6, Self.allowedPrivate6, Self.refusedPrivate6, Self.privateResolver6] {
+            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/128", "dev", "lo"])
+            try Command.check(
+                ip, ["-n", pair.serverNamespace, "-6", "route", "add", "\(address)/128", "via", Self.hostAddress6])
+        }
+        // Every address behind the node serves the same directory: the fake instance credentials, and a
+        // page that says who answered.
+        let web = try Scratch.makeDirectory("fence-web")
+        let credentials = web.appendingPathComponent("latest/meta-data/iam/security-credentials")
+        try FileManager.default.createDirectory(at: credentials, withIntermediateDirectories: true)
+        try Self.fakeCredentials.write(
+            to: credentials.appendingPathComponent("vpnprov-node"), atomically: true, encoding: .utf8)
+        try "behind".write(to: web.appendingPathComponent("who"), atomically: true, encoding: .utf8)
+        let http = try HTTPFileServer(namespace: internet.namespace, address: "::", port: 80, directory: web)
+        defer { http.stop() }
+        // The node's own service, on every address of the node (as sshd listens).
+        let nodeWeb = try Scratch.makeDirectory("fence-node")
+        try "node".write(to: nodeWeb.appendingPathComponent("who"), atomically: true, encoding: .utf8)
+        let sshd = try HTTPFileServer(namespace: pair.serverNamespace, address: "::", port: 22, directory: nodeWeb)
+        defer { sshd.stop() }
+        let nodeDNS = try Dnsmasq.start(
+            in: pair.serverNamespace, listen: [Self.nodeUplinkAddress, Self.nodeUplinkAddress6])
+        defer { nodeDNS.stop() }
+        let privateDNS = try Dnsmasq.start(
+            in: internet.namespace, listen: [Self.privateResolver, Self.privateResolver6])
+        defer { privateDNS.stop() }
+
+        let c = try #require(try d.clientCases().first { $0.node == "fence-1" && $0.kind == .linux })
+        let (ike, child) = try nut.load(try c.make(), label: c.label)
+        defer { _ = try? nut.client.terminate(ike: ike) }
+        let up = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
+        try #require(up.succeeded, "no tunnel: \(up)\n\(nut.server.log.suffix(3000))")
+        let vips = try nut.client.virtualIPs(ike: ike)
+        let vip = try #require(vips.first { !$0.contains(":") }, "no IPv4 virtual IP: \(vips)")
+        let vip6 = try #require(vips.first { $0.contains(":") }, "no IPv6 virtual IP: \(vips)")
+
+        /// `curl` through the tunnel; the body, or nil when nothing answered.
+        func fetch(_ host: String, port: Int = 80, path: String = "who") throws -> String? {
+            let v6 = host.contains(":")
+            let result = try Command.run(
+                ip,
+                [
+                    "netns", "exec", pair.clientNamespace, "curl", "-s", "-f", "--interface", v6 ? vip6 : vip,
+                    "--max-time", "5", "http://\(v6 ? "[\(host)]" : host):\(port)/\(path)",
+                ], timeout: .seconds(15))
+            return result.succeeded ? result.stdout : nil
+        }
+        func resolves(_ server: String) throws -> Bool {
+            let query = try Command.run(
+                ip,
+                [
+                    "netns", "exec", pair.clientNamespace, "dig", "+short", "+time=2", "+tries=1", "-b",
+                    server.contains(":") ? vip6 : vip, "@\(server)", "web.vpn.test", "A",
+                ], timeout: .seconds(15))
+            return query.stdout.contains(Self.hostAddress)
+        }
+        let metadataURLs = [Self.metadata, Self.metadataAlibaba, Self.metadata6]
+        let nodeAddresses = [Self.nodeUplinkAddress, pair.serverInnerAddress, Self.nodeUplinkAddress6]
+        let credentialsPath = "latest/meta-data/iam/security-credentials/vpnprov-node"
+
+        // Without the rules that decide where a client may go (the two jumps taken out of the generated
+        // table), every probe below answers: what refuses them after is the generated table's doing.
+        let table = try String(
+            contentsOf: node.directory.appendingPathComponent("network/vpnprov.nft"), encoding: .utf8)
+        let open = table.split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.contains("jump client_to_") }.joined(separator: "\n")
+        #expect(open != table, "the generated table has no jump to its client chains")
+        try internet.applyGenerated(node: node, in: pair.serverNamespace, mssRules: true)  // and its sysctl file
+        try NetworkPair.loadNftables(open, in: pair.serverNamespace)
+        for host in metadataURLs {
+            #expect(
+                try fetch(host, path: credentialsPath) == Self.fakeCredentials,
+                "without the client chains the metadata service at \(host) should answer")
+        }
+        for host in nodeAddresses {
+            #expect(try fetch(host, port: 22) == "node", "without the client chains the node's port 22 at \(host)")
+        }
+        for host in [Self.refusedPrivate, Self.refusedPrivate6, Self.privateResolver] {
+            #expect(try fetch(host) == "behind", "without the client chains the private host \(host) should answer")
+        }
+
+        // The generated table, whole.
+        try internet.applyGenerated(node: node, in: pair.serverNamespace, mssRules: true)
+        for host in metadataURLs {
+            #expect(try fetch(host, path: credentialsPath) == nil, "the metadata service at \(host) answered a client")
+        }
+        for host in nodeAddresses {
+            #expect(try fetch(host, port: 22) == nil, "the node's own port 22 at \(host) answered a client")
+        }
+        for host in [Self.refusedPrivate, Self.refusedPrivate6, Self.privateResolver, Self.privateResolver6] {
+            #expect(try fetch(host) == nil, "the private host \(host), which the inventory does not allow, answered")
+        }
+        for host in [Self.allowedPrivate, Self.allowedPrivate6, Self.hostAddress, Self.hostAddress6] {
+            #expect(try fetch(host) == "behind", "\(host), which clients may reach, did not answer")
+        }
+        // The pushed DNS: the node itself and the private resolver, both families.
+        for server in [Self.nodeUplinkAddress, Self.nodeUplinkAddress6, Self.privateResolver, Self.privateResolver6] {
+            #expect(try resolves(server), "the pushed DNS server \(server) did not answer through the tunnel")
+        }
+        // ICMP to the node: ping, for the client's own diagnosis.
+        #expect(try pair.ping(from: pair.clientNamespace, source: vip, to: Self.nodeUplinkAddress).succeeded)
+        #expect(try pair.ping(from: pair.clientNamespace, source: vip6, to: Self.nodeUplinkAddress6).succeeded)
+    }
+
     @Test("Client isolation: on by default, off where the inventory says", arguments: StrongSwanBuild.all)
     func clientIsolation(_ build: StrongSwanBuild) throws {
         try build.require()
@@ -383,7 +546,11 @@ final class Dnsmasq: @unchecked Sendable {
 
     var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
-    static func start(in namespace: String) throws -> Dnsmasq {
+    /// Listens on `addresses` (the host behind the node by default) and answers web.vpn.test with the
+    /// host's address.
+    static func start(in namespace: String, listen addresses: [String] = [ForwardingTests.hostAddress]) throws
+        -> Dnsmasq
+    {
         let dir = try Scratch.makeDirectory("dnsmasq")
         let logURL = dir.appendingPathComponent("queries.log")
         let pidFile = dir.appendingPathComponent("dnsmasq.pid")
@@ -392,21 +559,20 @@ final class Dnsmasq: @unchecked Sendable {
             [
                 "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
                 "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces",
-                "--listen-address=\(ForwardingTests.hostAddress)",
+            ] + addresses.map { "--listen-address=\($0)" } + [
                 "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries",
                 "--log-facility=\(logURL.path)",
             ])
         let d = Dnsmasq(pidFile: pidFile, logURL: logURL)
-        // The parent exits once the daemon's socket is bound: it answers from here on.
-        let probe = try Command.run(
-            StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(ForwardingTests.hostAddress)",
-                "web.vpn.test",
-            ])
-        guard probe.stdout.contains(ForwardingTests.hostAddress) else {
-            d.stop()
-            throw HarnessError("dnsmasq does not answer in \(namespace): \(probe)")
+        // The parent exits once the daemon's sockets are bound: it answers from here on.
+        for address in addresses {
+            let probe = try Command.run(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(address)", "web.vpn.test"])
+            guard probe.stdout.contains(ForwardingTests.hostAddress) else {
+                d.stop()
+                throw HarnessError("dnsmasq does not answer on \(address) in \(namespace): \(probe)")
+            }
         }
         return d
     }

@@ -79,6 +79,103 @@ import Testing
         var description: String { "the module did not run: \(output)" }
     }
 
+    /// Runs the module's main() with state=ordered against a fake swanctl whose `--list-conns --pretty`
+    /// lists `held` until a `--load-conns --file <file>` loads `file` again, and `reloaded` after; returns the
+    /// swanctl calls (the temporary empty file's path as "EMPTY") and the module's result.
+    static func order(
+        _ connections: [String], held: [String], reloaded: [String], checkMode: Bool = false
+    ) throws -> (calls: [[String]], result: [String: Any]) {
+        let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
+        let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let module = dir.appendingPathComponent("vpnprov_swanctl.py")
+        try source.write(to: module, atomically: true, encoding: .utf8)
+        func listing(_ names: [String]) -> String {
+            names.map { "list-conn event {\n  \($0) {\n    local_addrs = [\n      %any\n    ]\n  }\n}\n" }.joined()
+        }
+        let input = dir.appendingPathComponent("input.json")
+        let params: [String: Any] = [
+            "params": [
+                "state": "ordered", "connections": connections, "identities": [String](),
+                "file": "/etc/swanctl/swanctl.conf",
+            ],
+            "check_mode": checkMode, "held": listing(held), "reloaded": listing(reloaded),
+        ]
+        try JSONSerialization.data(withJSONObject: params).write(to: input)
+        let driver = """
+            import json, os, sys, types
+            data = json.load(open(sys.argv[2]))
+            calls, result, state = [], {}, {"loaded": False}
+            class FakeModule:
+                def __init__(self, argument_spec, supports_check_mode):
+                    self.params = dict(data["params"])
+                    self.check_mode = data["check_mode"]
+                def get_bin_path(self, name, required=False, opt_dirs=None):
+                    return "/usr/sbin/swanctl"
+                def run_command(self, args):
+                    args = args[1:]
+                    if args[:2] == ["--load-conns", "--file"] and args[2] != data["params"]["file"]:
+                        # The file that unloads everything: it exists, and names no connection.
+                        text = open(args[2]).read()
+                        calls.append(["--load-conns", "--file", "EMPTY" if "{" not in text else text])
+                        return 0, "no connections found, 2 unloaded", ""
+                    calls.append(args)
+                    if args == ["--list-conns", "--pretty"]:
+                        return 0, data["reloaded"] if state["loaded"] else data["held"], ""
+                    if args == ["--load-conns", "--file", data["params"]["file"]]:
+                        state["loaded"] = True
+                        return 0, "successfully loaded 2 connections, 0 unloaded", ""
+                    return 1, "", "unexpected call"
+                def exit_json(self, **kw):
+                    result.update(kw); raise SystemExit(0)
+                def fail_json(self, **kw):
+                    result.update(kw, failed=True); raise SystemExit(1)
+            for name in ["ansible", "ansible.module_utils", "ansible.module_utils.basic"]:
+                sys.modules[name] = types.ModuleType(name)
+            sys.modules["ansible.module_utils.basic"].AnsibleModule = FakeModule
+            code = compile(open(sys.argv[1]).read(), sys.argv[1], "exec")
+            namespace = {"__name__": "vpnprov_swanctl"}
+            exec(code, namespace)
+            try:
+                namespace["main"]()
+            except SystemExit:
+                pass
+            print(json.dumps({"calls": calls, "result": result}))
+            """
+        let run = try runTool([Self.python, "-c", driver, module.path, input.path])
+        guard run.status == 0, let data = run.output.split(separator: "\n").last.map({ Data($0.utf8) }),
+            let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { throw ModuleRunError(output: run.output) }
+        return ((json["calls"] as? [[String]]) ?? [], (json["result"] as? [String: Any]) ?? [:])
+    }
+
+    @Test(.needs(.python3)) func loadsTheConnectionsAgainOnlyWhenCharonHoldsThemInAnotherOrder() throws {
+        let generated = ["ikev2-cert", "ikev2-eap"]
+        let list = ["--list-conns", "--pretty"]
+        // A service added to a running node: charon appended it. Everything is unloaded, then loaded in order.
+        let added = try Self.order(generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: generated)
+        #expect(
+            added.calls == [
+                list, ["--load-conns", "--file", "EMPTY"], ["--load-conns", "--file", "/etc/swanctl/swanctl.conf"],
+                list,
+            ])
+        #expect(added.result["changed"] as? Bool == true && added.result["failed"] == nil)
+        #expect(added.result["loaded"] as? [String] == generated)
+        // In order (an operator's own connection after them is fine): nothing is loaded.
+        let same = try Self.order(generated, held: generated + ["office"], reloaded: [])
+        #expect(same.calls == [list])
+        #expect(same.result["changed"] as? Bool == false)
+        // Check mode reports the change and loads nothing.
+        let checked = try Self.order(generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: [], checkMode: true)
+        #expect(checked.calls == [list])
+        #expect(checked.result["changed"] as? Bool == true)
+        // Still out of order after loading again: the host fails, naming the order.
+        let stuck = try Self.order(
+            generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: ["ikev2-eap", "ikev2-cert"])
+        #expect(stuck.result["failed"] as? Bool == true)
+        #expect((stuck.result["msg"] as? String)?.contains("another order") == true)
+    }
+
     /// One IKE SA as `swanctl --list-sas --pretty` prints it (vici's dumper: two spaces per level, one
     /// line per value), with a CHILD_SA whose own uniqueid and lists sit deeper.
     static func sa(_ id: Int, conn: String, remoteID: String, eap: String? = nil, xauth: String? = nil) -> String {

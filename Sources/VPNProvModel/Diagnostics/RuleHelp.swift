@@ -95,7 +95,10 @@ package enum RuleHelp {
             "A pool touching reserved space (0/8, 127/8, 169.254/16, 224/4, 240/4, ::/8, fe80::/10, ff00::/8).",
         "pool-contains-address": "A pool contains a node's address.",
         "pool-contains-dns": "A pool contains one of the node's DNS servers.",
-        "network-setting": "A network: setting cannot take effect (ipv6 without pool6, a unique local pool6 routed).",
+        "network-setting":
+            "A network: setting cannot take effect (ipv6 without pool6, a unique local pool6 routed, an allow_private entry that is public or of a family the node has no pool of).",
+        "never-forwarded":
+            "A DNS server or a network.allow_private entry lies where the node never lets its clients go (cloud metadata, link-local, loopback); run a resolver the clients may reach, and leave the entry out.",
         "invalid-address": "The address is neither an IP address nor a host name.",
         "unreachable-address": "A loopback, link-local or single-label address clients cannot dial.",
         "duplicate-address": "Two nodes have the same address.",

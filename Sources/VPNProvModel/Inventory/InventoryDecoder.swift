@@ -29,7 +29,7 @@ package struct InventoryDecoder: Sendable {
         "accounts",
     ]
     /// Keys of a node's `network:` (forwarding, NAT, firewall).
-    package static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6"]
+    package static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"]
     /// The MSS range accepted for `network.mss` (RFC 879's 536 up to Ethernet's 1460).
     package static let mssRange = 536...1460
     /// Keys of a node's (and `defaults:`) `apple:` mapping.
@@ -500,6 +500,7 @@ package struct InventoryDecoder: Sendable {
         var isolateClients: Bool?
         var ipsec: NodeNetwork.IPsecPath?
         var ipv6: NodeNetwork.IPv6Mode?
+        var allowPrivate: [CIDR]?
         var accounts: AccountSource?
         var locations: [String: SourceLocation] = [:]
         /// Keys whose value had an error; "*" for an error of the mapping itself (an unknown key, not a mapping).
@@ -694,6 +695,20 @@ package struct InventoryDecoder: Sendable {
             case "ipsec":
                 guard let c = cx.choice(v, field, NodeNetwork.IPsecPath.self) else { continue }
                 f.ipsec = c
+            case "allow_private":
+                // Addresses or CIDR networks of either family, like accounts.disconnect_from; each entry's
+                // line is kept for the validator (`network.allow_private.<index>`).
+                guard let list = cx.stringList(v, field) else { continue }
+                var networks: [CIDR] = []
+                for (text, item) in list {
+                    let single = IPAddressText.parse(text).map { CIDR(address: $0, prefix: $0.count * 8) }
+                    guard let network = single ?? cx.cidr(item, "\(field) entry", ipv6: text.contains(":")) else {
+                        continue
+                    }
+                    f.locations["network.allow_private.\(networks.count)"] = cx.location(item)
+                    networks.append(network)
+                }
+                f.allowPrivate = networks
             default:  // ipv6
                 guard let c = cx.choice(v, field, NodeNetwork.IPv6Mode.self) else { continue }
                 f.ipv6 = c
@@ -757,7 +772,7 @@ package struct InventoryDecoder: Sendable {
             uplink: own.uplink ?? defaults.uplink, mss: own.mss ?? defaults.mss ?? .fixed(NodeNetwork.defaultMSS),
             isolateClients: own.isolateClients ?? defaults.isolateClients ?? true,
             ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
-            ipv6: own.ipv6 ?? defaults.ipv6)
+            ipv6: own.ipv6 ?? defaults.ipv6, allowPrivate: own.allowPrivate ?? defaults.allowPrivate ?? [])
         node.accounts = own.accounts ?? defaults.accounts ?? .inventory
         return node
     }

@@ -278,16 +278,21 @@ package struct NodeNetwork: Sendable, Hashable {
     package var ipsec: IPsecPath
     /// nil: by the pool6 prefix (unique local -> nat, global -> routed).
     package var ipv6: IPv6Mode?
+    /// Private and internal networks (`ClientReach.internal4`/`internal6`) the node's clients may reach,
+    /// as written (`network.allow_private`); every other one is refused, and `ClientReach.never4`/`never6`
+    /// whatever this says.
+    package var allowPrivate: [CIDR]
 
     package init(
         uplink: String? = nil, mss: MSS = .fixed(NodeNetwork.defaultMSS), isolateClients: Bool = true,
-        ipsec: IPsecPath = .xfrm, ipv6: IPv6Mode? = nil
+        ipsec: IPsecPath = .xfrm, ipv6: IPv6Mode? = nil, allowPrivate: [CIDR] = []
     ) {
         self.uplink = uplink
         self.mss = mss
         self.isolateClients = isolateClients
         self.ipsec = ipsec
         self.ipv6 = ipv6
+        self.allowPrivate = allowPrivate
     }
 }
 

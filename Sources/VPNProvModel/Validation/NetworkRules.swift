@@ -145,6 +145,14 @@ enum NetworkRules {
                             "node '\(node.name)': DNS server \(server) is an unspecified, multicast or reserved address",
                             at: location))
                 }
+                let host = CIDR(address: bytes, prefix: bytes.count * 8)
+                if let never = ClientReach.neverRange(containing: host) {
+                    d.append(
+                        .error(
+                            .neverForwarded,
+                            "node '\(node.name)': DNS server \(server) is \(never.why), which the node's firewall never lets clients reach; push a resolver they may reach (one on the node, or a private one, which the firewall opens for DNS)",
+                            at: location))
+                }
                 if !seen.insert(IPAddressText.format(bytes)).inserted {
                     d.append(
                         .warning(
@@ -153,6 +161,7 @@ enum NetworkRules {
             }
         }
         checkPools(inventory, nodeIPs: nodeIPs, into: &d)
+        for node in inventory.nodes { checkAllowPrivate(node, into: &d) }
         for node in inventory.nodes {
             guard let mode = node.network.ipv6 else { continue }
             let location = node.location(of: "network.ipv6")
@@ -166,6 +175,39 @@ enum NetworkRules {
                     .warning(
                         .networkSetting,
                         "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
+                        at: location, about: .node(node.name)))
+            }
+        }
+    }
+
+    /// `network.allow_private`: each entry at its own line. Inside a never-reached range it is an error
+    /// (the operator asks for what the firewall refuses whatever the inventory says); an entry that
+    /// holds no private or internal address, or is of a family the node has no pool of, has no effect.
+    /// An entry only partly inside a never-reached range (0.0.0.0/0, 100.64.0.0/10 around Alibaba's
+    /// 100.100.100.200) is fine: the never-reached part stays refused, as docs/inventory.md says.
+    static func checkAllowPrivate(_ node: Node, into d: inout [Diagnostic]) {
+        for (i, entry) in node.network.allowPrivate.enumerated() {
+            let location = node.location(of: "network.allow_private.\(i)")
+            let field = "node '\(node.name)': network.allow_private \(entry)"
+            if let never = ClientReach.neverRange(containing: entry) {
+                d.append(
+                    .error(
+                        .neverForwarded,
+                        "\(field) lies in \(never.why), which the node's firewall refuses whatever the inventory says; remove it",
+                        at: location))
+            } else if (entry.isIPv6 ? node.pool6 : node.pool) == nil {
+                d.append(
+                    .warning(
+                        .networkSetting,
+                        "\(field) has no effect: the node has no \(entry.isIPv6 ? "pool6" : "pool") whose clients could reach it",
+                        at: location, about: .node(node.name)))
+            } else if !ClientReach.internalRanges(ipv6: entry.isIPv6).contains(where: {
+                ClientReach.overlaps($0.cidr, entry)
+            }) {
+                d.append(
+                    .warning(
+                        .networkSetting,
+                        "\(field) has no effect: it holds no private or internal address, and clients reach every other address anyway",
                         at: location, about: .node(node.name)))
             }
         }

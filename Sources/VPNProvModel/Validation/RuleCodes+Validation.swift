@@ -86,6 +86,9 @@ extension RuleCode {
     /// A `network:` setting that cannot take effect: `ipv6` without a `pool6`, or a unique local
     /// `pool6` routed (no internet router forwards fc00::/7).
     package static let networkSetting = RuleCode("network-setting")
+    /// A DNS server or a `network.allow_private` entry inside what the node never lets its clients reach
+    /// (cloud metadata, link-local, loopback: `ClientReach.never4`/`never6`).
+    package static let neverForwarded = RuleCode("never-forwarded")
 
     // Addresses and DNS servers.
     package static let invalidAddress = RuleCode("invalid-address")

@@ -10,9 +10,16 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: vpnprov_swanctl
-short_description: Checks the connections strongSwan has loaded, or ends the IKE SAs of given identities
+short_description: Checks the connections strongSwan has loaded and their order, or ends the IKE SAs of given identities
 description:
   - With I(state=verified), fails unless the connections the running charon has loaded are exactly I(connections).
+  - With I(state=ordered), makes the running charon hold I(connections) first and in that order, as loading I(file)
+    into a fresh charon does. charon tries connections that match a client equally well in the order it holds them,
+    and it keeps a connection that is loaded again in its place but appends a new one (vici_config.c merge_config,
+    hashtable.c put), so a service added to a running node would be tried after the ones loaded before it. When the
+    order differs, every connection is unloaded (C(swanctl --load-conns) with a file that holds none) and I(file)
+    loaded again. Established IKE SAs stay up (unloading only undoes start actions, which the generated
+    connections have none of); a connection of your own with a start action is restarted.
   - With I(state=terminated), ends every live IKE SA whose remote identity, EAP identity or XAuth identity is one of
     I(identities) (C(swanctl --terminate --ike-id N --force)). In check mode it only reports which it would end.
   - Identities are compared as strongSwan compares them, on the form charon prints. Distinguished names match
@@ -24,12 +31,16 @@ options:
     description: What to make true.
     type: str
     required: true
-    choices: [verified, terminated]
+    choices: [verified, ordered, terminated]
   connections:
-    description: The connection names that must be loaded, no more and no fewer.
+    description: The connection names that must be loaded, no more and no fewer (I(state=verified)); the generated
+      ones in their order (I(state=ordered)).
     type: list
     elements: str
     default: []
+  file:
+    description: The swanctl.conf to load again (I(state=ordered)).
+    type: str
   identities:
     description: Remote identities whose IKE SAs must end.
     type: list
@@ -47,7 +58,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 loaded:
-  description: Connections charon has loaded (state=verified).
+  description: Connections charon has loaded (state=verified), in charon's order after the task (state=ordered).
   type: list
   returned: always
 terminated:
@@ -55,6 +66,9 @@ terminated:
   type: list
   returned: always
 """
+
+import os
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -172,16 +186,57 @@ def swanctl(module, swanctl_path, args):
     return out
 
 
+def loaded_connections(module, swanctl_path):
+    """The connections charon holds, in the order it tries them (list-conns enumerates them as they are held)."""
+    out = swanctl(module, swanctl_path, ["--list-conns", "--pretty"])
+    return [name for name, _ in pretty_entries(out, "list-conn event")]
+
+
+def in_order(loaded, connections):
+    """Whether charon holds the generated connections first and in their order."""
+    return loaded[:len(connections)] == list(connections)
+
+
+def reorder(module, swanctl_path):
+    connections = module.params["connections"]
+    path = module.params["file"]
+    if not path:
+        module.fail_json(msg="state=ordered needs file", loaded=[], terminated=[])
+    before = loaded_connections(module, swanctl_path)
+    if in_order(before, connections):
+        module.exit_json(changed=False, loaded=before, terminated=[])
+    if module.check_mode:
+        module.exit_json(changed=True, loaded=before, terminated=[])
+    # A file with no connections: --load-conns unloads every connection charon holds that it does not name.
+    handle, empty = tempfile.mkstemp(prefix="vpnprov-swanctl-", suffix=".conf")
+    try:
+        os.write(handle, b"# no connections: swanctl unloads every loaded one\n")
+        os.close(handle)
+        swanctl(module, swanctl_path, ["--load-conns", "--file", empty])
+    finally:
+        os.unlink(empty)
+    swanctl(module, swanctl_path, ["--load-conns", "--file", path])
+    after = loaded_connections(module, swanctl_path)
+    if not in_order(after, connections):
+        module.fail_json(
+            msg="strongSwan holds the connections in another order than the generated one after loading them again: %s"
+            % after, loaded=after, expected=connections, terminated=[])
+    module.exit_json(changed=True, loaded=after, before=before, terminated=[])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["verified", "terminated"]),
+            state=dict(type="str", required=True, choices=["verified", "ordered", "terminated"]),
             connections=dict(type="list", elements="str", default=[]),
+            file=dict(type="str"),
             identities=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     swanctl_path = module.get_bin_path("swanctl", required=True, opt_dirs=["/usr/sbin", "/sbin"])
+    if module.params["state"] == "ordered":
+        reorder(module, swanctl_path)
     if module.params["state"] == "verified":
         out = swanctl(module, swanctl_path, ["--list-conns", "--pretty"])
         loaded = sorted({name for name, _ in pretty_entries(out, "list-conn event")})

@@ -443,6 +443,10 @@ sql {
 	dialect = "postgresql"
 	driver = "rlm_sql_${dialect}"
 	radius_db = {{database}}
+	# Escape values with PostgreSQL's own function (PQescapeStringConn) instead of rlm_sql's
+	# safe_characters list, which turns every other character into "=XX": an account named
+	# "alice+vpn@example.com" would be looked up as "alice=2Bvpn@example.com" and never log in.
+	auto_escape = yes
 
 	acct_table1 = "radacct"
 	acct_table2 = "radacct"

@@ -104,7 +104,9 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        for (user, devices) in [("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1)] {
+        for (user, devices) in [
+            ("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1), ("alice+vpn@example.com", 1),
+        ] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
         }
@@ -275,6 +277,39 @@ final class RadiusScenario: @unchecked Sendable {
             let attempt = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 1)
             try disconnect(0, from: free, ikeVersion: 1)
             return "\(attempt.milliseconds) ms to the CHILD_SA"
+        }
+        step("an account named alice+vpn@example.com ('+' in the name) logs in, IKEv2 and IKEv1 XAuth") {
+            let user = "alice+vpn@example.com"
+            let v2 = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 2)
+            try wait("the account's open radacct row") { try openSessions(user) == 1 }
+            try disconnect(0, from: free, ikeVersion: 2)
+            let v1 = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 1)
+            try disconnect(0, from: free, ikeVersion: 1)
+            try wait("the account's sessions closed") { try openSessions(user) == 0 }
+            return "IKEv2 \(v2.milliseconds) ms, IKEv1 \(v1.milliseconds) ms"
+        }
+        step("the node PSK alone opens no tunnel (IKEv2 PSK, IKEv1 without XAuth), not even as an account's identity") {
+            // Every account of the node's ipsec-xauth-psk service holds its PSK. A client that offers only the
+            // PSK, with an account's name as its identity, must get nothing: no tunnel, no accounting row.
+            let client = try lab.client(1)
+            try client.loadAllCleanly(confFile: try inputs.pskOnlyClientConf(node: free.name, identity: "alice"))
+            loadedConf[1] = nil
+            let daemon = try lab.nodeDaemon(free.name)
+            var refusals: [String] = []
+            for (version, serverAuth) in [(2, "pubkey"), (2, "psk"), (1, "psk")] {
+                let ike = "\(free.name)-psk-ikev\(version)-\(serverAuth)"
+                let mark = daemon.log.utf8.count
+                let result = try client.initiate(child: inputs.clientChild, ike: ike, timeout: .seconds(8))
+                let up = result.succeeded
+                _ = try? client.terminate(ike: ike, timeout: .seconds(3))
+                let log = NodeUnderTest.since(mark, daemon.log)
+                try check(!up, "a PSK-only client got a tunnel (\(ike)):\n\(log.suffix(2000))")
+                let why = ["failed", "XAuth", "deleting"].lazy.map { self.lines(log, containing: $0) }.first { !$0.isEmpty }
+                refusals.append("IKEv\(version), node by \(serverAuth): " + (why ?? "no tunnel"))
+            }
+            try check(try openSessions("alice") == 0, "an accounting row was opened for alice")
+            for sa in try client.securityAssociations() { _ = try client.terminate(ike: sa.name) }
+            return refusals.joined(separator: " / ")
         }
         var seedSetups: [(label: String, setup: ClientSetup)] = []
         step("the seed app's setups for the free node") {

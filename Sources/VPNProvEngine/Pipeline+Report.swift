@@ -77,7 +77,8 @@ extension Pipeline {
             let earlierServers = (radius.pending ?? []).filter { !radius.changed.contains($0) }
             if !earlierServers.isEmpty {
                 output.info(
-                    "vpnprov: RADIUS servers still waiting for a rollout from an earlier run: \(listed(earlierServers))")
+                    "vpnprov: RADIUS servers still waiting for a rollout from an earlier run: \(listed(earlierServers))"
+                )
             }
         }
         if !summary.nodes.removed.isEmpty {

@@ -304,7 +304,9 @@ final class RadiusScenario: @unchecked Sendable {
                 _ = try? client.terminate(ike: ike, timeout: .seconds(3))
                 let log = NodeUnderTest.since(mark, daemon.log)
                 try check(!up, "a PSK-only client got a tunnel (\(ike)):\n\(log.suffix(2000))")
-                let why = ["failed", "XAuth", "deleting"].lazy.map { self.lines(log, containing: $0) }.first { !$0.isEmpty }
+                let why = ["failed", "XAuth", "deleting"].lazy.map { self.lines(log, containing: $0) }.first {
+                    !$0.isEmpty
+                }
                 refusals.append("IKEv\(version), node by \(serverAuth): " + (why ?? "no tunnel"))
             }
             try check(try openSessions("alice") == 0, "an accounting row was opened for alice")

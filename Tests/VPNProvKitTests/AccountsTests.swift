@@ -174,7 +174,8 @@ import Testing
     /// without `accounts: radius`.
     @Test func aRadiusNodeMayNotOfferIkev2Psk() throws {
         let text = Self.inventory().replacingOccurrences(
-            of: "services: [ikev2-eap, ipsec-xauth-psk]", with: "services: [ikev2-eap, ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk]")
+            of: "services: [ikev2-eap, ipsec-xauth-psk]",
+            with: "services: [ikev2-eap, ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk]")
         let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
         let inventory = try #require(decoded.inventory)
         let found = Validator.validate(inventory).filter { $0.code.rawValue == "radius-psk-service" }
@@ -185,8 +186,12 @@ import Testing
         #expect(found.first?.location?.line == servicesLine, "\(String(describing: found.first?.location))")
         #expect(found.first?.message.contains("npro") == true)
         // Without ikev2-psk the PSK services pass; on a node without accounts: radius ikev2-psk passes.
-        #expect(!Self.codes(Self.inventory().replacingOccurrences(
-            of: "services: [ikev2-eap, ipsec-xauth-psk]", with: "services: [ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk]"))
+        #expect(
+            !Self.codes(
+                Self.inventory().replacingOccurrences(
+                    of: "services: [ikev2-eap, ipsec-xauth-psk]",
+                    with: "services: [ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk]")
+            )
             .contains("E:radius-psk-service"))
         let inventoryNode = Self.inventory(freeAccounts: "inventory").replacingOccurrences(
             of: "services: [ikev2-cert, ikev2-eap, ipsec-xauth-psk]", with: "services: [ikev2-cert, ikev2-psk]")
@@ -207,7 +212,8 @@ import Testing
                         rad-1: { address: 192.0.2.11 }
 
                     """)
-            let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+            let inventory = try #require(
+                InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
             return Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
         }
         let everyone = try findings("- 192.0.2.11\n    - 0.0.0.0/0\n    - ::/0")

@@ -321,7 +321,10 @@ import VPNProvYAML
         let inventory = try #require(pipeline.environment["INVENTORY"])
         let rotate = Process()
         rotate.executableURL = URL(fileURLWithPath: sandbox.base + "/bin/vpnprov")
-        rotate.arguments = ["rotate-radius-secret", "fra-2", inventory, "--state", sandbox.home + "/state", "--out", sandbox.home + "/out", "--quiet"]
+        rotate.arguments = [
+            "rotate-radius-secret", "fra-2", inventory, "--state", sandbox.home + "/state", "--out",
+            sandbox.home + "/out", "--quiet",
+        ]
         rotate.currentDirectoryURL = URL(fileURLWithPath: sandbox.repo)
         rotate.environment = sandbox.environment
         try rotate.run()

@@ -150,7 +150,8 @@ import Testing
             let summary = try #require(document["summary"] as? [String: Any])
             let radius = try #require(summary["radius"] as? [String: Any], "no radius group: \(summary.keys)")
             return (
-                radius["pending"] as? [String] ?? [], (summary["nodes"] as? [String: Any])?["pending"] as? [String] ?? [],
+                radius["pending"] as? [String] ?? [],
+                (summary["nodes"] as? [String: Any])?["pending"] as? [String] ?? [],
                 try #require(summary["next"] as? [String: Any])
             )
         }
@@ -169,21 +170,28 @@ import Testing
         #expect(lifecycle["radiusServersToRollOut"] as? [String] == ["rad-1", "rad-2"])
         let check = vpnprov(["check", "inventory.yaml", "--format", "json"], in: dir, environment: AccountsTests.env)
         documents.append(check.out)
-        #expect(check.err.contains("[rollout-pending]") && check.err.contains("RADIUS servers and nodes"), "\(check.err)")
-        #expect((try json(check.out)["drift"] as? [String: Any])?["rolloutPending"] as? [String] == ["rad-1", "rad-2", "npro"])
+        #expect(
+            check.err.contains("[rollout-pending]") && check.err.contains("RADIUS servers and nodes"), "\(check.err)")
+        #expect(
+            (try json(check.out)["drift"] as? [String: Any])?["rolloutPending"] as? [String] == [
+                "rad-1", "rad-2", "npro",
+            ])
         let status = try run(["status", "inventory.yaml"])
         #expect((status["status"] as? [String: Any])?["rolloutPending"] as? [String] == ["rad-1", "rad-2", "npro"])
         let recorded = try run(["rolled-out", "inventory.yaml", "--nodes", "rad-1,rad-2"])
         #expect((recorded["rolledOut"] as? [String: Any])?["pending"] as? [String] == ["npro"])
-        let typo = vpnprov(["rolled-out", "inventory.yaml", "--nodes", "rad1"], in: dir, environment: AccountsTests.env)
+        let typo = vpnprov(
+            ["rolled-out", "inventory.yaml", "--nodes", "rad1"], in: dir, environment: AccountsTests.env)
         #expect(typo.code == 1 && typo.err.contains("did you mean 'rad-1'?"), "\(typo.err)")
         _ = try run(["rolled-out", "inventory.yaml", "--all"])
 
         // A node taken out of the fleet: its secret is gone from the servers only once they are rolled out.
         let text = AccountsTests.inventory()
-        let removed = String(text[..<text.range(of: "  npro:\n")!.lowerBound] + text[text.range(of: "users:\n")!.lowerBound...])
+        let removed = String(
+            text[..<text.range(of: "  npro:\n")!.lowerBound] + text[text.range(of: "users:\n")!.lowerBound...])
         try removed.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        let generate = vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir, environment: AccountsTests.env)
+        let generate = vpnprov(
+            ["generate", "inventory.yaml", "--format", "json"], in: dir, environment: AccountsTests.env)
         #expect(generate.code == 0, "\(generate.err)")
         documents.append(generate.out)
         let retired = try summary(try json(generate.out))

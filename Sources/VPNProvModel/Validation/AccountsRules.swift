@@ -147,7 +147,8 @@ enum AccountsRules {
                         .error(
                             .disconnectFromWide,
                             "'accounts.disconnect_from': \(network) overlaps node '\(node.name)''s \(field) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
-                            at: location, notes: [.init(location: node.location(of: field), message: "the pool is here")]))
+                            at: location,
+                            notes: [.init(location: node.location(of: field), message: "the pool is here")]))
                 }
             }
         }

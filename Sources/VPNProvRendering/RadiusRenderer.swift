@@ -34,6 +34,7 @@ package enum RadiusRenderer {
         ("radius/mods-enabled/eap.tmpl", "mods-enabled/eap", false),
         ("radius/mods-enabled/expiration.tmpl", "mods-enabled/expiration", false),
         ("radius/mods-enabled/expr.tmpl", "mods-enabled/expr", false),
+        ("radius/mods-enabled/linelog.tmpl", "mods-enabled/linelog", false),
         ("radius/mods-enabled/mschap.tmpl", "mods-enabled/mschap", false),
         ("radius/mods-enabled/pap.tmpl", "mods-enabled/pap", false),
         ("radius/mods-enabled/sql.tmpl", "mods-enabled/sql", true),

@@ -106,6 +106,7 @@ final class RadiusScenario: @unchecked Sendable {
     private func setUp() throws {
         for (user, devices) in [
             ("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1), ("alice+vpn@example.com", 1),
+            ("frank", 1),
         ] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
@@ -429,6 +430,57 @@ final class RadiusScenario: @unchecked Sendable {
             _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
             try disconnect(1, from: free, ikeVersion: 2)
             return lines(log, containing: "Multiple logins")
+        }
+        step("every refusal is one 'Login incorrect (reason)' line of the RADIUS log, over EAP and over XAuth") {
+            // A wrong password, the device limit and a disabled account, each over IKEv2 (EAP) and IKEv1 (XAuth):
+            // each attempt leaves exactly one line about the account in the log of the server that decided,
+            // and it names the reason.
+            var seen: [String] = []
+            func refusal(
+                _ what: String, _ index: Int, _ user: String, ikeVersion: Int, reason: String, password: String? = nil
+            ) throws {
+                let marks = try radiusMarks()
+                if let password {
+                    try lab.client(index).loadAllCleanly(
+                        confFile: try inputs.clientConf(user: user, password: password))
+                    loadedConf[index] = nil
+                    let ike = inputs.clientConnection(node: free.name, ikeVersion: ikeVersion)
+                    let result = try lab.client(index).initiate(
+                        child: inputs.clientChild, ike: ike, timeout: Self.timeout)
+                    _ = try? lab.client(index).terminate(ike: ike, timeout: .seconds(3))
+                    try check(!result.succeeded, "\(what): connected")
+                } else {
+                    _ = try expectRefused(index, user, to: free, ikeVersion: ikeVersion)
+                }
+                let log = try radiusLog(since: marks)
+                let about = log.split(separator: "\n").filter {
+                    $0.contains("[\(user)]") || $0.contains("Error") || $0.contains("ERROR")
+                }
+                try check(
+                    about.count == 1 && about[0].contains("Login incorrect (") && about[0].contains(reason),
+                    "\(what), IKEv\(ikeVersion): not one 'Login incorrect (…\(reason)…)' line:\n\(about.joined(separator: "\n"))"
+                )
+                seen.append("\(what) IKEv\(ikeVersion): \(about[0].split(separator: "Auth: ").last ?? "")")
+            }
+            for (version, reason) in [(2, "mschap: "), (1, "pap: ")] {
+                try refusal(
+                    "wrong password", 1, "frank", ikeVersion: version, reason: reason,
+                    password: RadiusGeneratedInputs.random())
+            }
+            _ = try connectAndReachHostBehind(0, "frank", to: free, ikeVersion: 2)
+            try wait("frank's open radacct row") { try openSessions("frank") == 1 }
+            for version in [2, 1] {
+                try refusal("device limit", 1, "frank", ikeVersion: version, reason: "Multiple logins, device limit 1")
+            }
+            try disconnect(0, from: free, ikeVersion: 2)
+            for version in [2, 1] { try refusal("disabled", 1, "bob", ikeVersion: version, reason: "account disabled") }
+            // and an accepted login is one "Login OK" line
+            let marks = try radiusMarks()
+            _ = try connectAndReachHostBehind(0, "frank", to: free, ikeVersion: 1)
+            try disconnect(0, from: free, ikeVersion: 1)
+            let ok = try radiusLog(since: marks).split(separator: "\n").filter { $0.contains("[frank]") }
+            try check(ok.count == 1 && ok[0].contains("Login OK: [frank]"), "accepted: \(ok)")
+            return seen.joined(separator: " // ")
         }
         try? resetSessions()
         step("wrong per-node secret: refused; RADIUS names the node and the secret, the node sees a timeout") {

@@ -228,6 +228,18 @@ import Testing
         let inside = try findings("- fd00:27:1::9")
         #expect(inside.count == 1 && inside.first?.message.contains("pool6") == true, "\(inside.map { $0.message })")
         #expect(try findings("- 192.0.2.11\n    - 198.51.100.0/24\n    - 2001:db8::/32").isEmpty)
+        // Without disconnect_from the servers may send them: a server inside a pool is the same mistake.
+        let text = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: 10.27.3.9 }
+
+                """)
+        let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+        let server = Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
+        #expect(server.count == 1 && server.first?.location?.line == 6, "\(server.map { $0.location })")
     }
 
     @Test func aRadiusNodeHandsPasswordsToRadiusAndRequiresTheTierOfAPaidNode() throws {

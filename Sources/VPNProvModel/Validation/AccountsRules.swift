@@ -125,13 +125,23 @@ enum AccountsRules {
 
     /// Every `disconnect_from` network that is every address of its family, or overlaps the pool of a
     /// RADIUS node (a tunnel client could then send Disconnect-Requests to the node), is an error at
-    /// its entry.
+    /// its entry; without `disconnect_from`, a server address in a pool is one at the server.
     static func checkDisconnectFrom(_ accounts: AccountsSettings, radiusNodes: [Node], into d: inout [Diagnostic]) {
-        guard let networks = accounts.disconnectFrom else { return }
-        for (index, network) in networks.enumerated() {
-            let location =
-                index < accounts.disconnectFromLocations.count
-                ? accounts.disconnectFromLocations[index] : accounts.location(of: "disconnect_from")
+        let entries: [(CIDR, SourceLocation)]
+        if let networks = accounts.disconnectFrom {
+            entries = networks.enumerated().map { index, network in
+                (
+                    network,
+                    index < accounts.disconnectFromLocations.count
+                        ? accounts.disconnectFromLocations[index] : accounts.location(of: "disconnect_from")
+                )
+            }
+        } else {
+            entries = accounts.servers.compactMap { server in
+                IPAddressText.parse(server.address).map { (CIDR(address: $0, prefix: $0.count * 8), server.location) }
+            }
+        }
+        for (network, location) in entries {
             if network.prefix == 0 {
                 d.append(
                     .error(
@@ -146,7 +156,7 @@ enum AccountsRules {
                     d.append(
                         .error(
                             .disconnectFromWide,
-                            "'accounts.disconnect_from': \(network) overlaps node '\(node.name)''s \(field) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
+                            "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(node.name)''s \(field) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
                             at: location,
                             notes: [.init(location: node.location(of: field), message: "the pool is here")]))
                 }

@@ -239,7 +239,9 @@ struct RolledOutCommand: Command {
         options: [
             .init(
                 "nodes", value: "list",
-                help: "The nodes rolled out, comma-separated (as given to ansible-playbook --limit)."),
+                help:
+                    "The nodes (and RADIUS servers) rolled out, comma-separated (as given to ansible-playbook --limit)."
+            ),
             .init("all", help: "Every node waiting for a rollout."),
             CommonOptions.state, CommonOptions.format, CommonOptions.quiet,
         ])

@@ -32,6 +32,15 @@ extension Pipeline {
         return nil
     }
 
+    /// "node", "nodes", "RADIUS server(s)" or "nodes and RADIUS servers", for the hosts `names`.
+    static func hostsWord(_ names: [String], servers: [String]) -> String {
+        let serverCount = names.filter(servers.contains).count
+        let one = names.count == 1
+        if serverCount == 0 { return one ? "node" : "nodes" }
+        if serverCount == names.count { return one ? "RADIUS server" : "RADIUS servers" }
+        return "RADIUS servers and nodes"
+    }
+
     /// `"drift"` of `check --format json`.
     struct Drift: Encodable {
         var out: String
@@ -41,7 +50,8 @@ extension Pipeline {
         var unexpected: [String]
         var untracked: [String]
         var state: [String]
-        /// Nodes whose files changed since they were last recorded as rolled out (`vpnprov rolled-out`).
+        /// Nodes and RADIUS servers whose files changed since they were last recorded as rolled out
+        /// (`vpnprov rolled-out`), RADIUS servers first.
         var rolloutPending: [String]
     }
 
@@ -58,7 +68,7 @@ extension Pipeline {
             let drift = try session.drift()
             let stateChanges = built.prepared.changes.map(\.pendingDescription)
             let out = display(options.outDirectory, options)
-            let fleet = built.prepared.inventory.nodes.map(\.name)
+            let fleet = built.prepared.inventory.rolloutHosts
             let pending = Set(try RolloutLedger.read(stateDirectory: options.stateDirectory))
             let waiting = fleet.filter(pending.contains)
             output.set(
@@ -70,7 +80,7 @@ extension Pipeline {
                 // The tree can be up to date while the servers are not: a rollout failed or was never run.
                 output.warning(
                     .rolloutPending,
-                    "\(waiting.count == 1 ? "node" : "nodes") \(listed(waiting)) \(waiting.count == 1 ? "has" : "have") changed files "
+                    "\(Self.hostsWord(waiting, servers: built.prepared.inventory.radiusServerNames)) \(listed(waiting)) \(waiting.count == 1 ? "has" : "have") changed files "
                         + "not yet recorded as rolled out: roll \(waiting.count == 1 ? "it" : "them") out, then run "
                         + "'\(rolledOutCommand(options)) --nodes \(waiting.joined(separator: ","))'")
             }

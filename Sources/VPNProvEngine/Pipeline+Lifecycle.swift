@@ -31,6 +31,9 @@ package struct LifecycleSummary: Sendable, Hashable, Encodable {
     /// Nodes waiting for a rollout (this run's changes and earlier ones not yet recorded with
     /// `vpnprov rolled-out`): deploy them (`servers/<node>` or `deploy/`).
     package var nodesToRollOut: [String]
+    /// With `accounts:`: the RADIUS servers waiting for a rollout (`summary.radius.pending`); roll them out
+    /// before the nodes (a rotated RADIUS secret is on both sides).
+    package var radiusServersToRollOut: [String]? = nil
     /// Active users whose profiles changed: hand them the new files.
     package var usersNeedingNewProfiles: [String]
     /// The CA rotation phase after the command: "none" or "overlap".
@@ -67,6 +70,7 @@ extension Pipeline {
             let summary = report(built, written.files, pending: written.pending, options: generate, output: output)
             let result = LifecycleSummary(
                 changes: built.prepared.changes.map(\.description), nodesToRollOut: summary.nodes.pending ?? [],
+                radiusServersToRollOut: summary.radius?.pending,
                 usersNeedingNewProfiles: summary.users.changed,
                 caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")
             output.set("lifecycle", result)
@@ -170,8 +174,8 @@ extension Pipeline {
         var pending: [String]
     }
 
-    /// Takes `nodes` (nil: all) off the list of nodes waiting for a rollout. A name the inventory does
-    /// not have is an error before anything changes.
+    /// Takes `nodes` (nil: all) off the list of nodes and RADIUS servers waiting for a rollout. A name
+    /// the inventory does not have is an error before anything changes.
     package static func rolledOut(
         nodes: [String]?, inventory display: String, inventoryPath: String, stateDirectory: String,
         output: any RunReporter
@@ -184,10 +188,11 @@ extension Pipeline {
                 printDiagnostics(loaded.diagnostics, output: output)
                 return loaded.outcome ?? .failure
             }
-            let fleet = inventory.nodes.map(\.name)
+            let fleet = inventory.rolloutHosts
             for name in nodes ?? [] where !fleet.contains(name) {
                 let hint = Spelling.closest(to: name, among: fleet).map { "; did you mean '\($0)'?" } ?? ""
-                output.error(.noSuchNode, "node '\(name)' is not in \(display)\(hint)")
+                let what = inventory.accounts == nil ? "node" : "node or RADIUS server"
+                output.error(.noSuchNode, "\(what) '\(name)' is not in \(display)\(hint)")
                 return .failure
             }
             let lock = try StateLock(stateDirectory: stateDirectory)

@@ -70,8 +70,8 @@ extension Pipeline {
     /// Renders every file and stages it (write: changed files under temporary names), then commits
     /// the state and publishes the output tree. A failure before the state commit removes the
     /// temporary files: neither the state nor the visible output changed.
-    /// nil when the consistency check failed (reported; nothing changed). `pending`: the nodes waiting
-    /// for a rollout afterwards (this run's changed nodes and those recorded earlier).
+    /// nil when the consistency check failed (reported; nothing changed). `pending`: the nodes and RADIUS
+    /// servers waiting for a rollout afterwards (this run's changed ones and those recorded earlier).
     static func write(
         _ built: Built, options: GenerateOptions, output: any RunReporter
     ) throws -> (files: WriteSummary, pending: [String])? {
@@ -93,11 +93,13 @@ extension Pipeline {
             built.prepared.abandonIssuing()
             throw error
         }
-        // The nodes whose files change are recorded as waiting for a rollout before the first file
-        // is renamed (docs/ci.md: a retried deploy job must find them again).
-        let fleet = built.prepared.inventory.nodes.map(\.name)
+        // The nodes and RADIUS servers whose files change are recorded as waiting for a rollout before
+        // the first file is renamed (docs/ci.md: a retried deploy job must find them again). A RADIUS
+        // server changes when a node's RADIUS secret does (rotate-radius-secret, a node added or removed):
+        // until it is rolled out, the old secret stays valid there.
+        let fleet = built.prepared.inventory.rolloutHosts
         var pending: [String] = []
-        let files = try session.publish(announcingOwnersUnder: "servers") { (nodes) throws(OutputError) in
+        let files = try session.publish(announcingOwnersUnder: ["servers", "radius"]) { (nodes) throws(OutputError) in
             do {
                 pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
             } catch {

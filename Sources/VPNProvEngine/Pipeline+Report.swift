@@ -71,14 +71,30 @@ extension Pipeline {
         if !earlier.isEmpty {
             output.info("vpnprov: nodes still waiting for a rollout from an earlier run: \(listed(earlier))")
         }
+        if let radius = summary.radius {
+            if !radius.changed.isEmpty {
+                output.info("vpnprov: changed RADIUS servers: \(listed(radius.changed))")
+            }
+            let earlierServers = (radius.pending ?? []).filter { !radius.changed.contains($0) }
+            if !earlierServers.isEmpty {
+                output.info(
+                    "vpnprov: RADIUS servers still waiting for a rollout from an earlier run: \(listed(earlierServers))"
+                )
+            }
+        }
         if !summary.nodes.removed.isEmpty {
             output.info(
                 "vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service with "
                     + "\(summary.out)/deploy/retire.yml)")
         }
         if let rollout = summary.next.rollout, let recorded = summary.next.rolledOut {
+            let servers = !(summary.radius?.pending ?? []).isEmpty
+            let nodes = !(summary.nodes.pending ?? []).isEmpty
+            let what =
+                servers && nodes
+                ? "the RADIUS servers, then the nodes" : servers ? "the RADIUS servers" : "the nodes"
             output.info(
-                "vpnprov: next: roll the nodes out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)"
+                "vpnprov: next: roll \(what) out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)"
             )
         }
         if !summary.users.changed.isEmpty {
@@ -236,6 +252,9 @@ struct RunSummary: Encodable {
 
     var out: String
     var nodes: Names
+    /// The RADIUS servers (`radius/<server>/`), with `accounts:` only: changed, removed, waiting for a
+    /// rollout, like the nodes.
+    var radius: Names?
     var users: Names
     var files: Files
     var state: [StateChange]
@@ -261,6 +280,21 @@ struct RunSummary: Encodable {
         nodes = Names(
             count: nodeNames.count, changed: changedNodes,
             removed: nodesRemoved.subtracting(nodeNames).sorted(), pending: pendingNodes)
+        // The RADIUS servers the same way; `radius/migrations/` is the database's, not a server's.
+        let serverNames = inventory.radiusServerNames
+        let radiusWritten = written.written.owners(under: "radius")
+        let radiusRemoved = removed.owners(under: "radius")
+        let pendingServers = serverNames.filter(pending.contains)
+        if inventory.accounts != nil {
+            radius = Names(
+                count: serverNames.count,
+                changed: serverNames.filter { radiusWritten.contains($0) || radiusRemoved.contains($0) },
+                removed: radiusRemoved.subtracting(serverNames).subtracting([RadiusRenderer.migrationsDirectory])
+                    .sorted(),
+                pending: pendingServers)
+        }
+        // RADIUS servers first: deploy/site.yml rolls them out before the nodes.
+        let pendingHosts = pendingServers + pendingNodes
         let changedUsers = activeUsers.filter { usersWritten.contains($0) }
         users = Names(
             count: activeUsers.count, changed: changedUsers, removed: usersRemoved.subtracting(activeUsers).sorted())
@@ -289,9 +323,9 @@ struct RunSummary: Encodable {
         }
         self.certificates = certificates
         next = Next(
-            rollout: pendingNodes.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingNodes),
-            rolledOut: pendingNodes.isEmpty
-                ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingNodes.joined(separator: ",")),
+            rollout: pendingHosts.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingHosts),
+            rolledOut: pendingHosts.isEmpty
+                ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingHosts.joined(separator: ",")),
             profiles: changedUsers,
             publishCRL: inventory.pki.crlURL.flatMap { url in
                 written.written.contains(ServerRenderer.publishedCRLPath)
@@ -302,7 +336,8 @@ struct RunSummary: Encodable {
                 ? "\(out)/\(CatalogRenderer.path)" : nil)
     }
 
-    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes`.
+    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes` (nodes and RADIUS servers:
+    /// Ansible hosts).
     static func rolloutCommand(out: String, nodes: [String]) -> String {
         let dir = ShellWord.quote(out)
         return

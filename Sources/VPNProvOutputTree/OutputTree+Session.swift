@@ -194,7 +194,7 @@ extension OutputTree {
         /// them (the nodes waiting for a rollout) records them while a failure can still only make it
         /// remember too much, never too little.
         package func publish(
-            announcingOwnersUnder top: String? = nil, _ announce: (Set<String>) throws(OutputError) -> Void = { _ in }
+            announcingOwnersUnder tops: [String] = [], _ announce: (Set<String>) throws(OutputError) -> Void = { _ in }
         ) throws(OutputError) -> WriteSummary {
             precondition(mode == .write)
             var summary = WriteSummary()
@@ -208,9 +208,13 @@ extension OutputTree {
             let ordered = files.indices.filter { files.status($0).contains(.staged) }
             // What an earlier run wrote and this one does not (read before anything is renamed).
             let stale = Set(files.missing { forEachManifestLine(root, $0) }).sorted()
-            if let top {
+            if !tops.isEmpty {
                 do throws(OutputError) {
-                    try announce(files.owners(under: top, at: ordered).union(PathList(stale).owners(under: top)))
+                    let staleList = PathList(stale)
+                    try announce(
+                        tops.reduce(into: Set<String>()) {
+                            $0.formUnion(files.owners(under: $1, at: ordered).union(staleList.owners(under: $1)))
+                        })
                 } catch {
                     abort()
                     throw error

@@ -15,6 +15,8 @@ package struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
 }
 
 package enum RadiusRenderer {
+    /// `radius/<this>/` holds the database's migrations, not a server's directory (no server may be named so).
+    package static let migrationsDirectory = "migrations"
     package static let nodeTemplate = "server/strongswan-radius.conf.tmpl"
     package static let daeTemplate = "server/strongswan-radius-dae.conf.tmpl"
     /// Where a node's RADIUS settings go under `servers/<node>/` (and under /etc on the node): the
@@ -45,6 +47,7 @@ package enum RadiusRenderer {
         ("radius/mods-enabled/eap.tmpl", "mods-enabled/eap", false),
         ("radius/mods-enabled/expiration.tmpl", "mods-enabled/expiration", false),
         ("radius/mods-enabled/expr.tmpl", "mods-enabled/expr", false),
+        ("radius/mods-enabled/linelog.tmpl", "mods-enabled/linelog", false),
         ("radius/mods-enabled/mschap.tmpl", "mods-enabled/mschap", false),
         ("radius/mods-enabled/pap.tmpl", "mods-enabled/pap", false),
         ("radius/mods-enabled/sql.tmpl", "mods-enabled/sql", true),
@@ -179,7 +182,7 @@ package enum RadiusRenderer {
         // The database's migrations, for a DBA who applies them by hand (`vpnprov accounts migrate`
         // applies the same files).
         for migration in BuiltinMigrations.files {
-            files.append(OutputFile(path: "radius/migrations/\(migration.name)", text: migration.sql))
+            files.append(OutputFile(path: "radius/\(migrationsDirectory)/\(migration.name)", text: migration.sql))
         }
         return files.sorted { $0.path.precedesByUTF8($1.path) }
     }

@@ -330,6 +330,7 @@ Files
   radiusd.conf            main settings; run/ and log/ under /var/run and /var/log/vpnprov-freeradius
   clients.conf            one client per node, with that node's RADIUS secret (mode 0600)
   mods-enabled/sql        the accounts database's connection string (mode 0600)
+  mods-enabled/linelog    the one "Login OK" / "Login incorrect (reason)" line of each decision
   mods-enabled/*          EAP-MSCHAPv2, MS-CHAP, PAP, expiration and helpers
   policy.d/vpnprov        node identity, tier, Class and the password-forgetting policies
   sites-enabled/vpnprov   the virtual server the nodes talk to
@@ -422,6 +423,26 @@ expr {
 }
 
 """##,
+        "radius/mods-enabled/linelog.tmpl": ##"""
+{{! syntax: freeradius }}
+{{! vpnprov default template: radius/<server>/mods-enabled/linelog, the one log line of every login decision. }}
+# One line per login decision in the server's log, written by the policy vpnprov_auth_log (the core's
+# own Auth lines are off in radiusd.conf: it logged a device-limit refusal two or three times, and an
+# XAuth one without its reason). "Login OK: [user] ..." or "Login incorrect (reason): [user] ...".
+linelog vpnprov_auth_log {
+	filename = ${logdir}/radius.log
+	escape_filenames = no
+	permissions = 0600
+	format = ""
+	reference = "messages.%{%{reply:Packet-Type}:-default}"
+	messages {
+		default = "%t : Auth: Login incorrect (%{control:Tmp-String-1}): [%{User-Name}] (from client %{client:shortname} port %{%{NAS-Port}:-0} cli %{Calling-Station-Id})"
+		Access-Accept = "%t : Auth: Login OK: [%{User-Name}] (from client %{client:shortname} port %{%{NAS-Port}:-0} cli %{Calling-Station-Id})"
+		Access-Reject = "%t : Auth: Login incorrect (%{control:Tmp-String-1}): [%{User-Name}] (from client %{client:shortname} port %{%{NAS-Port}:-0} cli %{Calling-Station-Id})"
+	}
+}
+
+"""##,
         "radius/mods-enabled/mschap.tmpl": ##"""
 {{! syntax: freeradius }}
 {{! vpnprov default template: radius/<server>/mods-enabled/mschap. }}
@@ -454,6 +475,10 @@ sql {
 	dialect = "postgresql"
 	driver = "rlm_sql_${dialect}"
 	radius_db = {{database}}
+	# Escape values with PostgreSQL's own function (PQescapeStringConn) instead of rlm_sql's
+	# safe_characters list, which turns every other character into "=XX": an account named
+	# "alice+vpn@example.com" would be looked up as "alice=2Bvpn@example.com" and never log in.
+	auto_escape = yes
 
 	acct_table1 = "radacct"
 	acct_table2 = "radacct"
@@ -534,6 +559,28 @@ vpnprov_class {
 	}
 }
 
+# The one log line of a decision (mods-enabled/linelog): Login OK, or Login incorrect with the reason:
+# the core's device-limit refusal (Simultaneous-Use: its Reply-Message is radiusd.conf's msg_denied),
+# else the first module's failure message (account disabled, tier policy, a wrong password...).
+vpnprov_auth_log_reject {
+	if (&reply:Reply-Message && (&reply:Reply-Message == "device limit reached")) {
+		update control {
+			&Tmp-String-1 := "Multiple logins, device limit %{control:Simultaneous-Use}"
+		}
+	}
+	elsif (&Module-Failure-Message) {
+		update control {
+			&Tmp-String-1 := "%{Module-Failure-Message}"
+		}
+	}
+	else {
+		update control {
+			&Tmp-String-1 := "refused"
+		}
+	}
+	vpnprov_auth_log
+}
+
 # One accounting row per node session: strongSwan's Acct-Session-Id is unique per daemon start, so
 # the node is part of the key.
 vpnprov_acct_unique {
@@ -583,7 +630,10 @@ log {
 	file = ${logdir}/radius.log
 	colourise = no
 	# one "Login OK" or "Login incorrect (why)" line per decision; never the passwords
-	auth = yes
+	# The core's Auth lines are off: the policy vpnprov_auth_log writes one line per decision
+	# (mods-enabled/linelog). msg_denied is the core's Reply-Message of a device-limit refusal, which
+	# that policy recognises.
+	auth = no
 	auth_badpass = no
 	auth_goodpass = no
 	msg_denied = "device limit reached"
@@ -690,10 +740,16 @@ server vpnprov {
 		vpnprov_class
 		vpnprov_forget_password
 		sql
+		vpnprov_auth_log
 		Post-Auth-Type REJECT {
 			vpnprov_forget_password
+			vpnprov_auth_log_reject
 			sql
-			eap
+			# An EAP-Failure for a policy refusal; not after the device limit, which the core decides
+			# once the EAP conversation is over (eap would only log that it has no session left).
+			if (!&reply:Reply-Message || (&reply:Reply-Message != "device limit reached")) {
+				eap
+			}
 		}
 	}
 }

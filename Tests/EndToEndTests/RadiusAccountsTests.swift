@@ -107,7 +107,10 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     private func setUp() throws {
-        for (user, devices) in [("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1)] {
+        for (user, devices) in [
+            ("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1), ("alice+vpn@example.com", 1),
+            ("frank", 1),
+        ] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
         }
@@ -383,6 +386,41 @@ final class RadiusScenario: @unchecked Sendable {
             try disconnect(0, from: free, ikeVersion: 1)
             return "\(attempt.milliseconds) ms to the CHILD_SA"
         }
+        step("an account named alice+vpn@example.com ('+' in the name) logs in, IKEv2 and IKEv1 XAuth") {
+            let user = "alice+vpn@example.com"
+            let v2 = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 2)
+            try wait("the account's open radacct row") { try openSessions(user) == 1 }
+            try disconnect(0, from: free, ikeVersion: 2)
+            let v1 = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 1)
+            try disconnect(0, from: free, ikeVersion: 1)
+            try wait("the account's sessions closed") { try openSessions(user) == 0 }
+            return "IKEv2 \(v2.milliseconds) ms, IKEv1 \(v1.milliseconds) ms"
+        }
+        step("the node PSK alone opens no tunnel (IKEv2 PSK, IKEv1 without XAuth), not even as an account's identity") {
+            // Every account of the node's ipsec-xauth-psk service holds its PSK. A client that offers only the
+            // PSK, with an account's name as its identity, must get nothing: no tunnel, no accounting row.
+            let client = try lab.client(1)
+            try client.loadAllCleanly(confFile: try inputs.pskOnlyClientConf(node: free.name, identity: "alice"))
+            loadedConf[1] = nil
+            let daemon = try lab.nodeDaemon(free.name)
+            var refusals: [String] = []
+            for (version, serverAuth) in [(2, "pubkey"), (2, "psk"), (1, "psk")] {
+                let ike = "\(free.name)-psk-ikev\(version)-\(serverAuth)"
+                let mark = daemon.log.utf8.count
+                let result = try client.initiate(child: inputs.clientChild, ike: ike, timeout: .seconds(8))
+                let up = result.succeeded
+                _ = try? client.terminate(ike: ike, timeout: .seconds(3))
+                let log = NodeUnderTest.since(mark, daemon.log)
+                try check(!up, "a PSK-only client got a tunnel (\(ike)):\n\(log.suffix(2000))")
+                let why = ["failed", "XAuth", "deleting"].lazy.map { self.lines(log, containing: $0) }.first {
+                    !$0.isEmpty
+                }
+                refusals.append("IKEv\(version), node by \(serverAuth): " + (why ?? "no tunnel"))
+            }
+            try check(try openSessions("alice") == 0, "an accounting row was opened for alice")
+            for sa in try client.securityAssociations() { _ = try client.terminate(ike: sa.name) }
+            return refusals.joined(separator: " / ")
+        }
         var seedSetups: [(label: String, setup: ClientSetup)] = []
         step("the seed app's setups for the free node") {
             seedSetups = try inputs.seedAppSetups(node: free.name, user: "alice", password: passwords["alice"]!)
@@ -499,6 +537,57 @@ final class RadiusScenario: @unchecked Sendable {
             _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
             try disconnect(1, from: free, ikeVersion: 2)
             return lines(log, containing: "Multiple logins")
+        }
+        step("every refusal is one 'Login incorrect (reason)' line of the RADIUS log, over EAP and over XAuth") {
+            // A wrong password, the device limit and a disabled account, each over IKEv2 (EAP) and IKEv1 (XAuth):
+            // each attempt leaves exactly one line about the account in the log of the server that decided,
+            // and it names the reason.
+            var seen: [String] = []
+            func refusal(
+                _ what: String, _ index: Int, _ user: String, ikeVersion: Int, reason: String, password: String? = nil
+            ) throws {
+                let marks = try radiusMarks()
+                if let password {
+                    try lab.client(index).loadAllCleanly(
+                        confFile: try inputs.clientConf(user: user, password: password))
+                    loadedConf[index] = nil
+                    let ike = inputs.clientConnection(node: free.name, ikeVersion: ikeVersion)
+                    let result = try lab.client(index).initiate(
+                        child: inputs.clientChild, ike: ike, timeout: Self.timeout)
+                    _ = try? lab.client(index).terminate(ike: ike, timeout: .seconds(3))
+                    try check(!result.succeeded, "\(what): connected")
+                } else {
+                    _ = try expectRefused(index, user, to: free, ikeVersion: ikeVersion)
+                }
+                let log = try radiusLog(since: marks)
+                let about = log.split(separator: "\n").filter {
+                    $0.contains("[\(user)]") || $0.contains("Error") || $0.contains("ERROR")
+                }
+                try check(
+                    about.count == 1 && about[0].contains("Login incorrect (") && about[0].contains(reason),
+                    "\(what), IKEv\(ikeVersion): not one 'Login incorrect (…\(reason)…)' line:\n\(about.joined(separator: "\n"))"
+                )
+                seen.append("\(what) IKEv\(ikeVersion): \(about[0].split(separator: "Auth: ").last ?? "")")
+            }
+            for (version, reason) in [(2, "mschap: "), (1, "pap: ")] {
+                try refusal(
+                    "wrong password", 1, "frank", ikeVersion: version, reason: reason,
+                    password: RadiusGeneratedInputs.random())
+            }
+            _ = try connectAndReachHostBehind(0, "frank", to: free, ikeVersion: 2)
+            try wait("frank's open radacct row") { try openSessions("frank") == 1 }
+            for version in [2, 1] {
+                try refusal("device limit", 1, "frank", ikeVersion: version, reason: "Multiple logins, device limit 1")
+            }
+            try disconnect(0, from: free, ikeVersion: 2)
+            for version in [2, 1] { try refusal("disabled", 1, "bob", ikeVersion: version, reason: "account disabled") }
+            // and an accepted login is one "Login OK" line
+            let marks = try radiusMarks()
+            _ = try connectAndReachHostBehind(0, "frank", to: free, ikeVersion: 1)
+            try disconnect(0, from: free, ikeVersion: 1)
+            let ok = try radiusLog(since: marks).split(separator: "\n").filter { $0.contains("[frank]") }
+            try check(ok.count == 1 && ok[0].contains("Login OK: [frank]"), "accepted: \(ok)")
+            return seen.joined(separator: " // ")
         }
         try? resetSessions()
         step("wrong per-node secret: refused; RADIUS names the node and the secret, the node sees a timeout") {

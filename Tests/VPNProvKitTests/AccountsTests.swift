@@ -144,6 +144,104 @@ import Testing
         #expect(Self.codes(unused).contains("W:accounts-unused"))
     }
 
+    /// Every connection string that carries a password is refused, however libpq spells it: the
+    /// keywords `password` and `sslpassword`, a URI's user information, and a URI's query parameters
+    /// (percent-encoded names included, which libpq decodes). What holds none passes.
+    @Test(arguments: [
+        "host=db password=hunter22hunter", "host=db sslpassword=hunter22hunter", "password = x host=db",
+        "postgresql://radius:hunter22@db/vpn", "postgres://radius:hunter22@db:5432/vpn",
+        "postgresql://radius@db/vpn?password=hunter22", "postgresql://db/vpn?sslmode=require&password=hunter22",
+        "postgresql://db/vpn?sslpassword=hunter22", "postgresql:///vpn?host=/run/pg&password=hunter22",
+        "postgresql://db/vpn?%70assword=hunter22", "POSTGRESQL://db/vpn?Password=hunter22",
+    ])
+    func aConnectionStringWithAPasswordIsRefused(_ value: String) {
+        #expect(ConnectionString.problem(value)?.contains("passfile") == true, "\(value)")
+    }
+
+    @Test(arguments: [
+        "host=db dbname=vpn user=radius passfile=/etc/vpnprov/pgpass sslmode=verify-full",
+        "postgresql://radius@db:5432/vpn?passfile=/etc/vpnprov/pgpass&sslmode=verify-full",
+        "postgresql://db/vpn?user=a@b", "postgresql://radius@db:5432/vpn?application_name=password",
+        "host=db sslkey=/etc/vpnprov/radius.key sslcert=/etc/vpnprov/radius.crt",
+    ])
+    func aConnectionStringWithoutAPasswordPasses(_ value: String) {
+        #expect(ConnectionString.problem(value) == nil, "\(value)")
+    }
+
+    /// A RADIUS node may not offer ikev2-psk: the node PSK that every account of its PSK services holds
+    /// would open a tunnel without an account. The error is at the node's services line; the other PSK
+    /// services (whose PSK is followed by an account round) stay allowed, and so does ikev2-psk on a node
+    /// without `accounts: radius`.
+    @Test func aRadiusNodeMayNotOfferIkev2Psk() throws {
+        let text = Self.inventory().replacingOccurrences(
+            of: "services: [ikev2-eap, ipsec-xauth-psk]",
+            with: "services: [ikev2-eap, ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk]")
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        let inventory = try #require(decoded.inventory)
+        let found = Validator.validate(inventory).filter { $0.code.rawValue == "radius-psk-service" }
+        #expect(found.count == 1 && found.first?.severity == .error, "\(found)")
+        let servicesLine = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex {
+            $0.contains("ikev2-psk, ikev2-psk-eap")
+        }.map { $0 + 1 }
+        #expect(found.first?.location?.line == servicesLine, "\(String(describing: found.first?.location))")
+        #expect(found.first?.message.contains("npro") == true)
+        // Without ikev2-psk the PSK services pass; on a node without accounts: radius ikev2-psk passes.
+        #expect(
+            !Self.codes(
+                Self.inventory().replacingOccurrences(
+                    of: "services: [ikev2-eap, ipsec-xauth-psk]",
+                    with: "services: [ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk]")
+            )
+            .contains("E:radius-psk-service"))
+        let inventoryNode = Self.inventory(freeAccounts: "inventory").replacingOccurrences(
+            of: "services: [ikev2-cert, ikev2-eap, ipsec-xauth-psk]", with: "services: [ikev2-cert, ikev2-psk]")
+        #expect(!Self.codes(inventoryNode).contains("E:radius-psk-service"), "\(Self.codes(inventoryNode))")
+    }
+
+    /// `disconnect_from` may not be every address or reach into a RADIUS node's pool: the error is at the
+    /// entry, and an entry next to the pools passes.
+    @Test func disconnectFromIsNeitherEverythingNorAPool() throws {
+        func findings(_ list: String) throws -> [Diagnostic] {
+            let text = Self.inventory(
+                accounts: """
+                    accounts:
+                      radius_database: env:VPN_RADIUS_DB
+                      disconnect_from:
+                        \(list)
+                      servers:
+                        rad-1: { address: 192.0.2.11 }
+
+                    """)
+            let inventory = try #require(
+                InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+            return Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
+        }
+        let everyone = try findings("- 192.0.2.11\n    - 0.0.0.0/0\n    - ::/0")
+        #expect(everyone.count == 2 && everyone.allSatisfy { $0.severity == .error }, "\(everyone)")
+        // The section starts on line 3: disconnect_from's entries are lines 6, 7, 8.
+        #expect(everyone.map { $0.location?.line } == [7, 8], "\(everyone.map { $0.location })")
+        // 10.27.0.0/16 holds both nodes' pools; fd00:27:3::5 is in npro's pool6.
+        let pool = try findings("- 10.27.0.0/16\n    - fd00:27:3::5")
+        #expect(pool.count == 3, "\(pool.map { $0.message })")
+        #expect(pool.map { $0.location?.line } == [6, 6, 7], "\(pool.map { $0.location })")
+        #expect(pool.allSatisfy { !$0.notes.isEmpty })
+        let inside = try findings("- fd00:27:1::9")
+        #expect(inside.count == 1 && inside.first?.message.contains("pool6") == true, "\(inside.map { $0.message })")
+        #expect(try findings("- 192.0.2.11\n    - 198.51.100.0/24\n    - 2001:db8::/32").isEmpty)
+        // Without disconnect_from the servers may send them: a server inside a pool is the same mistake.
+        let text = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: 10.27.3.9 }
+
+                """)
+        let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+        let server = Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
+        #expect(server.count == 1 && server.first?.location?.line == 6, "\(server.map { $0.location })")
+    }
+
     @Test func aRadiusNodeHandsPasswordsToRadiusAndRequiresTheTierOfAPaidNode() throws {
         let dir = try temporaryDirectory("accounts")
         let run = try Self.generate(dir, Self.inventory())

@@ -130,7 +130,8 @@ import VPNProvYAML
         var ansibleLog: String
         var base: String
 
-        init(_ pipeline: Pipeline) throws {
+        /// `example`: the inventory copied to `$INVENTORY`, with the files beside it it names (`besides`).
+        init(_ pipeline: Pipeline, example: String = MachineOutputTests.example, besides: [String] = []) throws {
             let base = try temporaryDirectory()
             self.base = base
             repo = base + "/repo"
@@ -141,7 +142,12 @@ import VPNProvYAML
             try fm.createDirectory(
                 atPath: repo + "/" + (inventory as NSString).deletingLastPathComponent,
                 withIntermediateDirectories: true)
-            try fm.copyItem(atPath: MachineOutputTests.example, toPath: repo + "/" + inventory)
+            try fm.copyItem(atPath: example, toPath: repo + "/" + inventory)
+            let exampleDirectory = (example as NSString).deletingLastPathComponent
+            let inventoryDirectory = repo + "/" + (inventory as NSString).deletingLastPathComponent
+            for name in besides {
+                try fm.copyItem(atPath: exampleDirectory + "/" + name, toPath: inventoryDirectory + "/" + name)
+            }
             try fm.createDirectory(
                 atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let bin = base + "/bin"
@@ -291,5 +297,43 @@ import VPNProvYAML
         // The example's acknowledged warnings (suppressed in the SARIF log) are no Code Quality issues.
         #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"suppressions\""))
         #expect(!report.contains { $0["check_name"] as? String == "weak-psk-service" })
+    }
+
+    /// With central accounts the deploy job also rolls out the RADIUS servers whose directory changed,
+    /// before the nodes: on the app example's first run every server and node, after
+    /// `rotate-radius-secret fra-2` both servers and fra-2 (the rotated secret is on both sides), and a
+    /// run after a successful rollout nothing.
+    @Test(.needs(.schemaPython), arguments: ["github", "gitlab"]) func theDeployJobRollsOutTheRadiusServers(
+        _ flavour: String
+    ) throws {
+        let blocks = try Self.blocks()
+        let pipeline =
+            flavour == "github"
+            ? Self.github(try #require(blocks.first { Self.value($0, "jobs") != nil }))
+            : Self.gitlab(try #require(blocks.first { Self.value($0, "stages") != nil }))
+        let deploy = try #require(pipeline.jobs[flavour == "github" ? "deploy" : "vpnprov-deploy"])
+        let sandbox = try Sandbox(pipeline, example: Self.root + "/inventory/app.yaml", besides: ["radius-db.conf"])
+        defer { try? FileManager.default.removeItem(atPath: sandbox.base) }
+        let limit = "-i \(sandbox.home)/out/deploy/inventory.yml \(sandbox.home)/out/deploy/site.yml --limit "
+        _ = try sandbox.run(deploy)
+        #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == limit + "rad-1,rad-2,ams-1,fra-2\n")
+
+        let inventory = try #require(pipeline.environment["INVENTORY"])
+        let rotate = Process()
+        rotate.executableURL = URL(fileURLWithPath: sandbox.base + "/bin/vpnprov")
+        rotate.arguments = [
+            "rotate-radius-secret", "fra-2", inventory, "--state", sandbox.home + "/state", "--out",
+            sandbox.home + "/out", "--quiet",
+        ]
+        rotate.currentDirectoryURL = URL(fileURLWithPath: sandbox.repo)
+        rotate.environment = sandbox.environment
+        try rotate.run()
+        rotate.waitUntilExit()
+        #expect(rotate.terminationStatus == 0)
+        _ = try sandbox.run(deploy)
+        let rolled = try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8)
+        #expect(rolled == limit + "rad-1,rad-2,ams-1,fra-2\n" + limit + "rad-1,rad-2,fra-2\n", "\(rolled)")
+        _ = try sandbox.run(deploy)
+        #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == rolled)
     }
 }

@@ -114,6 +114,10 @@ package enum RuleHelp {
             "accounts.protection is none: account names, client addresses and MSCHAPv2 exchanges cross the node-RADIUS path in clear.",
         "radius-without-password-service":
             "A node says 'accounts: radius' but offers no password service (EAP or XAuth) that would use it.",
+        "radius-psk-service":
+            "A node says 'accounts: radius' and offers ikev2-psk, which admits every holder of the node PSK without an account.",
+        "disconnect-from-wide":
+            "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",
         "invalid-deploy-user":
             "deploy.user is not a portable login name (letters, digits, '.', '_', '-'; at most 32; not starting with '-').",

@@ -57,6 +57,8 @@ package struct AccountsSettings: Sendable, Hashable {
     package var disconnectFrom: [CIDR]?
     /// How the node↔RADIUS path is protected.
     package var protection: RadiusProtection
+    /// Where each `disconnectFrom` entry was written (same order).
+    package var disconnectFromLocations: [SourceLocation] = []
     /// In order of preference: the first is asked first.
     package var servers: [RadiusServer]
     package var location: SourceLocation
@@ -90,6 +92,17 @@ package struct AccountsSettings: Sendable, Hashable {
             IPAddressText.parse(server.address).map { CIDR(address: $0, prefix: $0.count * 8) }
         }
     }
+}
+
+extension Inventory {
+    /// The RADIUS servers' names (`radius/<name>/`, Ansible hosts of the group `vpnprov_radius`), in
+    /// preference order; empty without `accounts:`.
+    package var radiusServerNames: [String] { accounts?.servers.map(\.name) ?? [] }
+
+    /// Every host a rollout reaches, as `state/rollout-pending` and the rollout's `--limit` name them:
+    /// the RADIUS servers first (deploy/site.yml rolls them out first), then the nodes. The names are
+    /// disjoint: a RADIUS server named like a node is a validation error.
+    package var rolloutHosts: [String] { radiusServerNames + nodes.map(\.name) }
 }
 
 extension Node {
@@ -130,15 +143,44 @@ package enum ConnectionString {
         return nil
     }
 
-    /// A `password=` keyword, or a URI with a password (`postgresql://user:secret@host`).
+    /// The libpq keywords whose value is a password: the login's, and the client key's passphrase.
+    static let passwordKeywords: Set<String> = ["password", "sslpassword"]
+
+    /// A `password=` or `sslpassword=` keyword, or a URI with a password: in its user information
+    /// (`postgresql://user:secret@host`) or as a query parameter (`?password=`, `&sslpassword=`; libpq
+    /// percent-decodes parameter names, so `%70assword=` counts too).
     static func holdsPassword(_ value: String) -> Bool {
         let lowered = value.lowercased()
-        if lowered.range(of: #"(^|\s)password\s*="#, options: .regularExpression) != nil { return true }
         for scheme in ["postgresql://", "postgres://"] where lowered.hasPrefix(scheme) {
             let rest = lowered.dropFirst(scheme.count)
-            guard let at = rest.firstIndex(of: "@") else { return false }
-            return rest[..<at].contains(":")
+            let authority = rest.prefix { $0 != "/" && $0 != "?" }
+            if let at = authority.lastIndex(of: "@"), authority[..<at].contains(":") { return true }
+            guard let query = rest.firstIndex(of: "?") else { return false }
+            return rest[rest.index(after: query)...].split(separator: "&").contains { parameter in
+                let name = parameter.prefix { $0 != "=" }
+                return passwordKeywords.contains(percentDecoded(String(name)).trimmingCharacters(in: .whitespaces))
+            }
         }
-        return false
+        // Keyword form: `keyword = value` pairs separated by white space.
+        return lowered.range(of: #"(^|\s)(ssl)?password\s*="#, options: .regularExpression) != nil
+    }
+
+    /// `%XX` sequences decoded (invalid ones kept as written), lowercased.
+    static func percentDecoded(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        let utf8 = Array(text.utf8)
+        var i = 0
+        while i < utf8.count {
+            if utf8[i] == UInt8(ascii: "%"), i + 2 < utf8.count,
+                let byte = UInt8(String(decoding: utf8[(i + 1)...(i + 2)], as: UTF8.self), radix: 16)
+            {
+                bytes.append(byte)
+                i += 3
+            } else {
+                bytes.append(utf8[i])
+                i += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self).lowercased()
     }
 }

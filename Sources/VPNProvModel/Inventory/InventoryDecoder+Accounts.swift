@@ -70,7 +70,10 @@ extension InventoryDecoder {
                         networks.append(single)
                     } else if let network = cx.cidr(item, "\(field) entry", ipv6: text.contains(":")) {
                         networks.append(network)
+                    } else {
+                        continue
                     }
+                    settings.disconnectFromLocations.append(cx.location(item))
                 }
                 settings.disconnectFrom = networks
             case "protection":

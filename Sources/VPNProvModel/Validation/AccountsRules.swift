@@ -7,6 +7,12 @@ import VPNProvSupport
 // (`radius/<name>/`), so they follow the node-name rules; their addresses follow a node address's
 // rules. Disconnect-Requests are accepted only from `disconnect_from` (by default the servers written
 // as IP addresses): with none, a node's listener would have no one it may hear, which is an error.
+// A RADIUS node may not offer ikev2-psk (`radius-psk-service`): its only client credential is the
+// node PSK, which every account of the node's ipsec-xauth-psk / ikev2-psk-eap services holds, so it
+// would admit anyone past tiers, disabling, deletion and device limits (docs/decisions.md, "A RADIUS
+// node offers no PSK-only service"). `disconnect_from` may not be every address (`/0`) or reach into a
+// RADIUS node's pool (`disconnect-from-wide`): the node's firewall is the only thing that keeps a
+// captured Disconnect-Request from being replayed, since charon checks no Event-Timestamp.
 
 extension RuleCode {
     /// A node says `accounts: radius` but the inventory has no `accounts:` section.
@@ -23,6 +29,10 @@ extension RuleCode {
     package static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
     /// `accounts.protection: none`: RADIUS between the nodes and the RADIUS servers travels in clear.
     package static let radiusCleartext = RuleCode("radius-cleartext")
+    /// A RADIUS node offers ikev2-psk, whose only client credential is the node PSK.
+    package static let radiusPSKService = RuleCode("radius-psk-service")
+    /// `disconnect_from` admits every address or addresses of a RADIUS node's pool.
+    package static let disconnectFromWide = RuleCode("disconnect-from-wide")
 }
 
 enum AccountsRules {
@@ -34,6 +44,13 @@ enum AccountsRules {
                     .radiusWithoutPasswordService,
                     "node '\(node.name)': accounts is radius but the node offers no password service (ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk, ipsec-xauth-hybrid); its RADIUS settings are unused",
                     at: node.location(of: "accounts"), about: .node(node.name)))
+        }
+        for node in radiusNodes where node.services.contains(.ikev2PSK) {
+            d.append(
+                .error(
+                    .radiusPSKService,
+                    "node '\(node.name)': ikev2-psk admits whoever holds the node PSK, and on an 'accounts: radius' node every account holds it (ipsec-xauth-psk and ikev2-psk-eap hand it to the app); that login would pass by tiers, disabling, deletion and device limits. Remove ikev2-psk from this node (staff use ikev2-cert), or offer it on a node without 'accounts: radius'",
+                    at: node.location(of: "services")))
         }
         guard let accounts = inventory.accounts else {
             for node in radiusNodes {
@@ -63,6 +80,12 @@ enum AccountsRules {
             let what = "RADIUS server \(TextCheck.quoted(server.name))"
             if let problem = NameRules.problem(server.name) {
                 d.append(.error(.invalidRadiusServer, "\(what): the name \(problem)", at: server.location))
+            } else if server.name.lowercased() == "migrations" {
+                d.append(
+                    .error(
+                        .invalidRadiusServer,
+                        "\(what): radius/migrations/ holds the database's migrations; name the server otherwise",
+                        at: server.location))
             } else if let first = seen[server.name.lowercased()] {
                 d.append(
                     .error(
@@ -99,12 +122,54 @@ enum AccountsRules {
                     "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
                     at: accounts.location(of: "protection"), about: .deployment))
         }
+        checkDisconnectFrom(accounts, radiusNodes: radiusNodes, into: &d)
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(
                 .error(
                     .disconnectFromEmpty,
                     "'accounts': no RADIUS server is written as an IP address, so no address may send Disconnect-Requests to the nodes; set disconnect_from to the networks 'vpnprov accounts' runs from",
                     at: accounts.location))
+        }
+    }
+
+    /// Every `disconnect_from` network that is every address of its family, or overlaps the pool of a
+    /// RADIUS node (a tunnel client could then send Disconnect-Requests to the node), is an error at
+    /// its entry; without `disconnect_from`, a server address in a pool is one at the server.
+    static func checkDisconnectFrom(_ accounts: AccountsSettings, radiusNodes: [Node], into d: inout [Diagnostic]) {
+        let entries: [(CIDR, SourceLocation)]
+        if let networks = accounts.disconnectFrom {
+            entries = networks.enumerated().map { index, network in
+                (
+                    network,
+                    index < accounts.disconnectFromLocations.count
+                        ? accounts.disconnectFromLocations[index] : accounts.location(of: "disconnect_from")
+                )
+            }
+        } else {
+            entries = accounts.servers.compactMap { server in
+                IPAddressText.parse(server.address).map { (CIDR(address: $0, prefix: $0.count * 8), server.location) }
+            }
+        }
+        for (network, location) in entries {
+            if network.prefix == 0 {
+                d.append(
+                    .error(
+                        .disconnectFromWide,
+                        "'accounts.disconnect_from': \(network) lets every address send Disconnect-Requests to the nodes; the node checks no time stamp, so a captured request could be replayed from anywhere. Name the networks 'vpnprov accounts' runs from",
+                        at: location))
+                continue
+            }
+            for node in radiusNodes {
+                for (field, pool) in [("pool", node.pool), ("pool6", node.pool6)] {
+                    guard let pool, NetworkRules.overlaps(pool, network) else { continue }
+                    d.append(
+                        .error(
+                            .disconnectFromWide,
+                            "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(node.name)''s \(field) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
+                            at: location,
+                            notes: [.init(location: node.location(of: field), message: "the pool is here")]))
+                }
+            }
         }
     }
 }

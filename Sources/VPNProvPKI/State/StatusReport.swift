@@ -78,7 +78,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     package var expiring: [Expiring]?
     /// Counts by status over node and user certificates.
     package var counts: [String: Int]
-    /// Nodes whose server files changed and are not yet recorded as rolled out (`vpnprov rolled-out`).
+    /// Nodes and RADIUS servers whose files changed and are not yet recorded as rolled out (`vpnprov rolled-out`).
     package var rolloutPending: [String] = []
 
     /// A date as the report prints it: "2027-11-15" (UTC).
@@ -110,7 +110,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
             inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
             expiringWithin: days)
         let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
-        report.rolloutPending = inventory.nodes.map(\.name).filter(pending.contains)
+        report.rolloutPending = inventory.rolloutHosts.filter(pending.contains)
         return report
     }
 

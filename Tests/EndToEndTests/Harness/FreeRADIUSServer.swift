@@ -14,6 +14,8 @@ import Glibc
 /// output. Readiness is FreeRADIUS's own "Ready to process requests" line in the log (polled, with a deadline).
 final class FreeRADIUSServer: @unchecked Sendable {
     static let path = "/usr/sbin/freeradius"
+    /// The `logdir` of the generated radiusd.conf, under /var/log.
+    static let logDirectoryName = "vpnprov-freeradius"
 
     let namespace: String
     let label: String
@@ -21,7 +23,9 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// Variables the configuration reads with `$ENV{…}` (none for a generated directory).
     let environment: [String: String]
     let runDirectory: URL
-    /// `-l`: where FreeRADIUS logs (every start of this server appends to it).
+    /// Where FreeRADIUS logs (every start of this server appends to it): the generated configuration's
+    /// `${logdir}/radius.log`, with the scratch directory mounted on its `logdir`, so that the lines the
+    /// configuration itself writes there (its linelog of every login decision) are in it too.
     let logPath: String
     private var process: DaemonProcess?
     private var silenced = false
@@ -68,7 +72,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
         let readyBefore = readyCount
         let stdoutPath = runDirectory.appendingPathComponent("stdout.log").path
         let process = try DaemonProcess.start(
-            StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory, "-l", logPath]),
+            StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory]),
             environment: environment, outputPath: stdoutPath)
         self.process = process
         let deadline = ContinuousClock.now + timeout
@@ -87,15 +91,18 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// the pid is the server's. FreeRADIUS creates its `run_dir` and `logdir` when they are missing, and a
     /// deployed configuration names fixed ones (/var/run/…, /var/log/…): in the private mount namespace `ip netns
     /// exec` gives it, a tmpfs over /run and one over /var/log take them, so nothing is created on the host.
-    /// (Its log goes to `-l`, in the scratch directory.)
+    /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`) is the scratch directory, bind-mounted there.
     private func command(_ arguments: [String]) -> [String] {
         let script = """
             set -e
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
+            mkdir /var/log/\(Self.logDirectoryName)
+            mount --bind "$1" /var/log/\(Self.logDirectoryName)
+            shift
             exec "$@"
             """
-        return ["netns", "exec", namespace, "/bin/sh", "-c", script, "sh", Self.path] + arguments
+        return ["netns", "exec", namespace, "/bin/sh", "-c", script, "sh", runDirectory.path, Self.path] + arguments
     }
 
     private var readyCount: Int { log.components(separatedBy: "Ready to process requests").count - 1 }

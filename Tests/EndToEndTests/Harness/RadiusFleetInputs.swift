@@ -39,6 +39,11 @@ protocol RadiusFleetInputs: AnyObject {
     /// A client swanctl.conf (credentials beside it) holding `user`'s account, with connections
     /// `clientConnection(node:ikeVersion:)`, each with the child `clientChild`.
     func clientConf(user: String, password: String) throws -> String
+    /// A client swanctl.conf holding only `node`'s PSK, with identity `identity`: connections
+    /// `<node>-psk-ikev2-pubkey` and `<node>-psk-ikev2-psk` (IKEv2, the client authenticates with the PSK,
+    /// the node with its certificate or the PSK) and `<node>-psk-ikev1-psk` (IKEv1 Main Mode PSK without an
+    /// XAuth round), each with the child `clientChild`.
+    func pskOnlyClientConf(node: String, identity: String) throws -> String
     func clientConnection(node: String, ikeVersion: Int) -> String
     var clientChild: String { get }
 

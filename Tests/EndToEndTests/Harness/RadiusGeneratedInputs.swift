@@ -296,6 +296,50 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try clientConf(accounts: [RadiusClientConf.Account(user: user, password: password)], label: user)
     }
 
+    func pskOnlyClientConf(node: String, identity: String) throws -> String {
+        guard let spec = nodes.first(where: { $0.name == node }), let psk = psks[node] else {
+            throw HarnessError("no node \(node)")
+        }
+        let id = try nodeID(node)
+        var w = SwanctlWriter()
+        try w.section("connections") { w in
+            for (version, serverAuth) in [(2, "pubkey"), (2, "psk"), (1, "psk")] {
+                try w.section("\(node)-psk-ikev\(version)-\(serverAuth)") { w in
+                    w.raw("version", "\(version)")
+                    try w.set("remote_addrs", spec.address)
+                    w.raw("vips", "0.0.0.0")
+                    w.raw("proposals", version == 2 ? "aes256gcm16-prfsha256-ecp256" : "aes256-sha256-ecp256")
+                    try w.section("local") { w in
+                        w.raw("auth", "psk")
+                        try w.set("id", identity)
+                    }
+                    try w.section("remote") { w in
+                        // The node proves itself with its certificate (as its EAP connection does) or with
+                        // the PSK (as an ikev2-psk or IKEv1 connection would).
+                        w.raw("auth", serverAuth)
+                        try w.set("id", id)
+                    }
+                    w.section("children") { w in
+                        w.section(clientChild) { w in
+                            w.raw("remote_ts", RadiusLab.lanPrefix)
+                            w.raw("esp_proposals", version == 2 ? "aes256gcm16-ecp256-modpnone" : "aes256gcm16")
+                        }
+                    }
+                }
+            }
+        }
+        try w.section("secrets") { w in
+            try w.section("ike-node") { w in
+                try w.set("id-1", id)
+                try w.set("id-2", identity)
+                w.raw("secret", SwanctlWriter.secret(psk))
+            }
+        }
+        return try SwanctlDirectory.make(
+            label: "radius-psk-only", conf: w.text, files: ["x509ca/ca.pem": try caPEM(nodes[0].name)]
+        ).confFile
+    }
+
     /// A client holding several accounts: account `user`'s connections are `clientConnection(…)` + "-" + user.
     func clientConf(accounts: [(user: String, password: String)]) throws -> String {
         try clientConf(

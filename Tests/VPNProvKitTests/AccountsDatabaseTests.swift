@@ -54,21 +54,25 @@ import VPNProvTestSupport
     @Test func migrateAppliesOnceAndRefusesANewerOrForeignDatabase() throws {
         try withCluster { cluster in
             let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            let newest = Self.migrations.count
             let first = try Migrator.migrate(db, Self.migrations)
-            #expect(first == MigrationReport(from: 0, to: 1, applied: ["0001-accounts.sql"]))
+            #expect(first == MigrationReport(from: 0, to: newest, applied: Self.migrations.map(\.fileName)))
             let again = try Migrator.migrate(db, Self.migrations)
-            #expect(again == MigrationReport(from: 1, to: 1, applied: []))
-            #expect(try cluster.psql("SELECT version, name FROM vpnprov_migrations") == "1|accounts")
+            #expect(again == MigrationReport(from: newest, to: newest, applied: []))
+            #expect(
+                try cluster.psql("SELECT version, name FROM vpnprov_migrations ORDER BY version")
+                    == Self.migrations.map { "\($0.version)|\($0.name)" }.joined(separator: "\n"))
             #expect(try cluster.psql("SELECT name, rank FROM vpn_tier ORDER BY rank") == "free|0\npro|10")
             // The role exists and cannot log in until the DBA says so.
             #expect(try cluster.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'radius'") == "f")
 
             // Refused: a database newer than this vpnprov, and one with FreeRADIUS tables vpnprov did not create.
-            try cluster.psql("INSERT INTO vpnprov_migrations (version, name) VALUES (2, 'from-the-future')")
+            try cluster.psql(
+                "INSERT INTO vpnprov_migrations (version, name) VALUES (\(newest + 1), 'from-the-future')")
             try cluster.psql("CREATE DATABASE adopted", database: "postgres")
             try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "adopted")
             for (conninfo, reason) in [
-                (cluster.conninfo(), "at migration 2, but this vpnprov knows migrations up to 1"),
+                (cluster.conninfo(), "at migration \(newest + 1), but this vpnprov knows migrations up to \(newest)"),
                 (cluster.conninfo(database: "adopted"), "no vpnprov_migrations table"),
             ] {
                 #expect {
@@ -77,6 +81,45 @@ import VPNProvTestSupport
                     "\(error)".contains(reason)
                 }
             }
+        }
+    }
+
+    /// Account names are unique as strongSwan compares identities (ASCII case folded): `add` refuses a name that
+    /// differs from an account's only in case, and so does the database for a backend that writes the rows itself
+    /// (migration 2's indexes). Migration 2 refuses a database that already holds such a pair, naming both.
+    @Test func accountNamesAreUniqueAsStrongSwanComparesIdentities() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "bob", password: "password1", tier: "free", devices: 1)
+            #expect {
+                try store.add(username: "BOB", password: "password2", tier: "free", devices: 1)
+            } throws: { error in
+                "\(error)".contains("'BOB' collides with account 'bob'")
+            }
+            #expect {
+                try store.add(username: "bob", password: "password2", tier: "free", devices: 1)
+            } throws: { error in
+                "\(error)" == "account 'bob' already exists"
+            }
+            for insert in [
+                "INSERT INTO radusergroup (username, groupname, priority) VALUES ('Bob', 'free', 1)",
+                "INSERT INTO radcheck (username, attribute, op, value) VALUES ('bOb', 'NT-Password', ':=', '00')",
+            ] {
+                #expect(throws: (any Error).self, "\(insert)") { try cluster.psql(insert) }
+            }
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck WHERE lower(username) = 'bob'") == "2")
+        }
+        try withCluster { cluster in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            _ = try Migrator.migrate(db, Self.migrations.filter { $0.version == 1 })
+            try cluster.psql(
+                "INSERT INTO radusergroup (username, groupname) VALUES ('carol', 'free'), ('Carol', 'free'), ('dave', 'free')"
+            )
+            #expect {
+                try Migrator.migrate(db, Self.migrations)
+            } throws: { error in
+                "\(error)".contains("differ only in case") && "\(error)".contains("Carol, carol")
+            }
+            #expect(try Migrator.currentVersion(db) == 1)
         }
     }
 
@@ -384,8 +427,12 @@ import VPNProvTestSupport
             }
             let migrate = try run(["migrate"])
             #expect(migrate.status == 0, "\(migrate.err)")
-            #expect(migrate.out == "accounts database: applied 0001-accounts.sql (migration 0 -> 1)\n")
-            #expect(try run(["migrate"]).out == "accounts database: up to date (migration 1)\n")
+            let newest = Self.migrations.count
+            #expect(
+                migrate.out
+                    == "accounts database: applied \(Self.migrations.map(\.fileName).joined(separator: ", ")) "
+                    + "(migration 0 -> \(newest))\n")
+            #expect(try run(["migrate"]).out == "accounts database: up to date (migration \(newest))\n")
 
             let alicePassword = "Alice-Pw-3141"
             let bobPassword = "Bob-Pw-2718-ü"

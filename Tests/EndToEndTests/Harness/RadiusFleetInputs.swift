@@ -29,6 +29,8 @@ protocol RadiusFleetInputs: AnyObject {
     func daeSecret(_ node: String) throws -> String
     /// Puts the node's right RADIUS shared secret, or a wrong one, into its settings (the caller reloads them).
     func setNodeSecret(_ node: String, correct: Bool) throws
+    /// The node's RADIUS secret (what signs its Access- and Accounting-Requests).
+    func radiusSecret(_ node: String) throws -> String
     /// Makes RADIUS treat `node` as a node of `tier` (a mis-set RADIUS), or (nil) as it is.
     func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws
     /// A client swanctl.conf (credentials beside it) holding `user`'s account, with connections
@@ -44,6 +46,9 @@ protocol RadiusFleetInputs: AnyObject {
     /// Account operations, as the app backend (or `vpnprov accounts`) performs them.
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws
     func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws
+    /// Creates the account as an app backend would: the same rows, without the inventory's checks (`vpnprov accounts
+    /// add --database` without `--inventory`).
+    func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws
     /// Disables the account and ends its live sessions (Disconnect-Request to every node it has one on);
     /// returns a description of what it did, for messages.
     func disable(_ user: String, lab: RadiusLab) throws -> String

@@ -12,6 +12,11 @@ import Testing
 /// - a disabled account is refused; disabling one with a live tunnel ends the tunnel within seconds
 ///   (Disconnect-Request to the node), and it cannot come back;
 /// - a device limit of 1 refuses a second device while the first is up, and admits it once the first is gone;
+/// - a device limit of 2: two devices up at once, both passing traffic; parallel logins never exceed it (charon
+///   logins at once, and a burst of Access-Requests at the RADIUS server);
+/// - account names that collide (in case, or with an inventory identity) are refused by `accounts add`, and by the
+///   RADIUS policy when a backend wrote them;
+/// - accounting forged with one node's secret for another node is dropped and logged, radacct unchanged;
 /// - a wrong per-node secret is refused: the RADIUS server's log names the node and "Shared secret is incorrect",
 ///   the node only sees the request time out (FreeRADIUS drops such a request without an answer);
 /// - the preferred RADIUS server stopped, or silent like a dead host: the other one answers. strongSwan picks

@@ -123,6 +123,50 @@ import VPNProvTestSupport
         }
     }
 
+    /// The device decision the RADIUS servers ask (`simul_count_query` = vpn_device_claim, `simul_verify_query` =
+    /// vpn_devices_in_use), as the role `radius`: a login below the limit is admitted with a claim, which counts until
+    /// the session's radacct row consumes it; logins of one account at once are decided one at a time (six at once,
+    /// limit 1: one admitted, one claim).
+    @Test func theDeviceDecisionCountsClaimsAndIsAtomic() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 2)
+            try store.add(username: "bob", password: "password2", tier: "free", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            let claim = "SELECT vpn_device_claim('alice', '2', 'fra-1', '192.0.2.1')"
+            #expect(try asRadius(claim) == "0")
+            #expect(try asRadius(claim) == "1")
+            #expect(try asRadius(claim) == "2", "the limit is reached: no third claim")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('ALICE')") == "2")
+            // alice's first session starts on fra-1: its row consumes one claim, the count stays 2
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, nasidentifier) "
+                    + "VALUES ('s1', 'u1', 'alice', '192.0.2.1', now(), 'fra-1')")
+            #expect(
+                try asRadius("SELECT acctsessionid LIKE 'claim-%' FROM vpn_devices_in_use('alice') ORDER BY 1")
+                    == "f\nt")
+            #expect(try asRadius(claim) == "2")
+            // the radius role changes claims only through the functions
+            #expect(throws: (any Error).self) { try asRadius("DELETE FROM vpn_device_claim") }
+
+            let decisions = DecisionBox()
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                let answer = (try? cluster.psql("SET ROLE radius; SELECT vpn_device_claim('bob', '1', 'fra-1', '')"))
+                decisions.append(answer ?? "error")
+            }
+            #expect(decisions.sorted == ["0", "1", "1", "1", "1", "1"])
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_device_claim WHERE username = 'bob'") == "1")
+        }
+    }
+
+    final class DecisionBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [String] = []
+        func append(_ value: String) { lock.withLock { values.append(value) } }
+        var sorted: [String] { lock.withLock { values.sorted() } }
+    }
+
     /// The queries of Debian's FreeRADIUS 3.2 queries.conf that our RADIUS configuration runs,
     /// with the values FreeRADIUS would substitute and the class hook's two extra columns, run as
     /// the role `radius`: they work, and that role can do nothing else.

@@ -53,7 +53,7 @@ import Testing
                 !((try? fm.attributesOfItem(atPath: out + "/radius/rad-1/" + $0)[.type] as? FileAttributeType)
                     == .typeDirectory)
             }
-        #expect(files.count == 12, "\(files)")
+        #expect(files.count == 14, "\(files)")  // RadiusRenderer.serverFiles
         for file in files {
             var st = stat()
             try #require(stat(installed + "/" + file, &st) == 0, "\(file) not installed")

@@ -26,10 +26,11 @@ CREATE FUNCTION vpn_device_claim_seconds() RETURNS integer LANGUAGE sql IMMUTABL
 
 -- The devices account p_user has in use: its open sessions (as FreeRADIUS's stock simul_count_query
 -- counts them: not those a node's restart ended, nasreload) and its live claims.
+-- VOLATILE: the claims are live as of each call (clock_timestamp).
 CREATE FUNCTION vpn_devices_in_use(p_user text) RETURNS TABLE (
     radacctid bigint, acctsessionid text, username text, nasipaddress inet, nasportid text,
     framedipaddress inet, callingstationid text, framedprotocol text
-) LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+) LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
     SELECT a.radacctid, a.acctsessionid, a.username, a.nasipaddress, a.nasportid, a.framedipaddress,
         a.callingstationid, a.framedprotocol
     FROM radacct AS a LEFT JOIN nasreload AS n USING (nasipaddress)

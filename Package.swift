@@ -50,7 +50,8 @@ let package = Package(
         .target(
             name: "VPNProvCLI",
             dependencies: [
-                "VPNProvEngine", "VPNProvAccounts", "VPNProvPKI", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport",
+                "VPNProvEngine", "VPNProvAccounts", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvTemplates",
+                "VPNProvSupport",
                 "VPNProvCrypto",
             ]),
         .executableTarget(name: "vpnprov", dependencies: ["VPNProvCLI"]),

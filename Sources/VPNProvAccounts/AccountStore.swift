@@ -113,6 +113,27 @@ package struct AccountStore {
         ).isEmpty
     }
 
+    /// The existing account whose name strongSwan takes for the same identity as `username` (equal
+    /// without regard to ASCII case: identification.c compares FQDN and e-mail identities with
+    /// strncasecmp), nil when there is none.
+    package func collidingAccount(_ username: String) throws -> String? {
+        try db.query(
+            "SELECT username FROM radcheck WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\") "
+                + "UNION SELECT username FROM radusergroup WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\") "
+                + "ORDER BY 1 LIMIT 1",
+            [username]
+        ).first?[0] ?? nil
+    }
+
+    /// The refusal of a name that collides with account `existing`.
+    static func collision(_ username: String, _ existing: String) -> AccountError {
+        existing == username
+            ? AccountError("account '\(username)' already exists")
+            : AccountError(
+                "account name '\(username)' collides with account '\(existing)': strongSwan compares identities "
+                    + "without regard to case, so the two would be one peer to a node")
+    }
+
     private func requireAccount(_ username: String) throws {
         try Self.checkUsername(username)
         guard try exists(username) else { throw AccountError("no account '\(username)'") }
@@ -126,7 +147,7 @@ package struct AccountStore {
         let hash = try NTHash.hex(password: password)
         try db.transaction {
             _ = try rank(of: tier)
-            guard try !exists(username) else { throw AccountError("account '\(username)' already exists") }
+            if let existing = try collidingAccount(username) { throw Self.collision(username, existing) }
             do {
                 try db.execute(
                     "INSERT INTO radcheck (username, attribute, op, value) VALUES ($1, 'NT-Password', ':=', $2), "
@@ -134,7 +155,8 @@ package struct AccountStore {
                 try db.execute(
                     "INSERT INTO radusergroup (username, groupname, priority) VALUES ($1, $2, 1)", [username, tier])
             } catch let error as DatabaseError where error.isUniqueViolation {
-                throw AccountError("account '\(username)' already exists")
+                // another writer created it (or a name equal but for case) since the check above
+                throw AccountError("account '\(username)' already exists, or one whose name differs only in case")
             }
         }
     }

@@ -5,6 +5,7 @@ import VPNProvCrypto
 import VPNProvEngine
 import VPNProvModel
 import VPNProvPKI
+import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
@@ -15,6 +16,9 @@ struct AccountsDeployment {
     var conninfo: String
     var deviceLimit: Int
     var targets: DisconnectTargets
+    /// The inventory's identities (folded as strongSwan compares them) and what holds each: `add` refuses
+    /// them as account names (RadiusPlan.inventoryIdentities). Empty without an inventory.
+    var inventoryIdentities: [String: String] = [:]
 
     static let defaultDeviceLimit = 3
 
@@ -57,6 +61,9 @@ struct AccountsDeployment {
             inventoryDirectory = (path as NSString).deletingLastPathComponent
             settings = inventory.secrets
             deployment.deviceLimit = accounts.deviceLimit
+            deployment.inventoryIdentities = Dictionary(
+                RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
+                uniquingKeysWith: { first, _ in first })
             if source == nil {
                 guard let database = accounts.database else {
                     throw CLIError.usage(
@@ -304,6 +311,11 @@ struct AccountsCommand: Command {
             let devices =
                 try arguments.value("devices").map { text throws(CLIError) in try Self.deviceCount(text) }
                 ?? deployment.deviceLimit
+            if let owner = deployment.inventoryIdentities[RadiusPlan.foldedIdentity(user)] {
+                throw AccountError(
+                    "account name '\(user)' is \(owner) in the inventory: a node would take the account for that "
+                        + "peer (strongSwan compares identities without regard to case); choose another name")
+            }
             try store.add(username: user, password: password!, tier: tier, devices: devices)
             output.set(
                 "account",

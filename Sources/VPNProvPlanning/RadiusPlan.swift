@@ -1,4 +1,5 @@
 import VPNProvModel
+import VPNProvSupport
 
 // The AAA path of a RADIUS node (docs/accounts.md): what the node's eap-radius plugin is told, and
 // what the RADIUS servers know about each node. Both sides are rendered from this one plan.
@@ -61,5 +62,52 @@ package struct RadiusPlan: Sendable, Hashable {
             node: node.name, nasIdentifier: node.name, servers: servers,
             accountingInterval: accounts.accountingInterval, daePort: AccountsSettings.daePort, tier: node.tier,
             protection: accounts.protection, ipsecPath: node.network.ipsec)
+    }
+}
+
+extension RadiusPlan {
+    /// `text` as strongSwan compares identities: ASCII letters folded to lower case (identification.c
+    /// compares FQDN and e-mail identities with strncasecmp; the names are ASCII).
+    package static func foldedIdentity(_ text: String) -> String {
+        String(decoding: text.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+    }
+
+    /// The inventory's identities an app account's name must never equal (folded, `foldedIdentity`), each
+    /// with what holds it, sorted: every user's name (its EAP and XAuth identity) and IKE identity (its
+    /// certificate's), every node's identity and address, and the identity of IKEv2 PSK+EAP clients. A node
+    /// takes an account with such a name for that peer: its login ended the staff member's tunnel (strongSwan's
+    /// uniqueness check) and got the staff member's virtual address (pool leases are kept per identity). Only
+    /// identities an account name can spell (`A-Z a-z 0-9 . _ @ + -`) are listed: DNs, key IDs and IPv6
+    /// addresses cannot collide.
+    package static func inventoryIdentities(in inventory: Inventory) -> [(identity: String, owner: String)] {
+        var owners: [String: String] = [:]
+        func add(_ identity: String, _ owner: String) {
+            let spellable =
+                !identity.isEmpty && identity.utf8.count <= 64
+                && identity.utf8.allSatisfy { c in
+                    (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                        || c == UInt8(ascii: ".") || c == UInt8(ascii: "_") || c == UInt8(ascii: "@")
+                        || c == UInt8(ascii: "+") || c == UInt8(ascii: "-")
+                }
+            guard spellable else { return }
+            let folded = foldedIdentity(identity)
+            if owners[folded] == nil { owners[folded] = owner }
+        }
+        func add(_ identity: IKEIdentity, _ owner: String) {
+            switch identity {
+            case .fqdn(let v), .userFQDN(let v), .ipv4(let v): add(v, owner)
+            case .ipv6, .dn, .keyID: break
+            }
+        }
+        for node in inventory.nodes {
+            add(node.id, "the IKE identity of node '\(node.name)'")
+            add(node.address, "the address of node '\(node.name)'")
+        }
+        for user in inventory.users {
+            add(user.name, "the EAP/XAuth identity of user '\(user.name)'")
+            add(user.id, "the IKE identity of user '\(user.name)'")
+        }
+        add(ClientPlan.pskEAPLocalIdentity(in: inventory), "the IKE identity of the IKEv2 PSK+EAP clients")
+        return owners.map { ($0.key, $0.value) }.sorted { $0.identity.precedesByUTF8($1.identity) }
     }
 }

@@ -158,7 +158,8 @@ package struct ServerConnection: Sendable, Hashable {
     package var pools: [String]
     package var sendCert: SendCertPolicy
     package var sendCertreq: Bool
-    /// `unique = no`: one certificate or account may be used on several devices at once.
+    /// `unique = no`: one certificate or account may be used on several devices at once (a new IKE_SA
+    /// with INITIAL_CONTACT replaces the peer's others); `never` for RADIUS accounts (even then not).
     package var unique: String
     /// `fragmentation = yes` (IKEv2 RFC 7383 / IKEv1 vendor fragmentation; big certificate payloads).
     package var fragmentation: String
@@ -363,6 +364,13 @@ package enum ServerPlan {
         var xauthRound = RemoteAuthRound(section: "remote-xauth", auth: radius ? .xauthRADIUS : .xauth, id: .any)
         xauthRound.groups = tierGroups
         let accountsText = radius ? " (accounts on the RADIUS servers)" : ""
+        // A RADIUS account may be up on several devices at once, up to its device limit, which the RADIUS
+        // servers enforce: `unique = never`, since with `no` a second device's INITIAL_CONTACT ended the first
+        // one's tunnel (check_uniqueness in ike_sa_manager.c compares the EAP/XAuth identity). Inventory users
+        // keep `no`: a reinstalled device replaces its stale tunnel.
+        func uniqueness(_ remote: [RemoteAuthRound]) -> String {
+            remote.contains { $0.auth == .eapRADIUS || $0.auth == .xauthRADIUS } ? "never" : "no"
+        }
 
         func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
             -> ServerConnection
@@ -371,7 +379,7 @@ package enum ServerPlan {
                 name: name, service: service, summary: summary, version: 2, aggressive: nil,
                 ikeProposals: node.proposals.ike, local: local, remote: remote, pools: v2Pools,
                 sendCert: local.auth == .pubkey ? .always : .never, sendCertreq: service == .ikev2Cert,
-                unique: "no", fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
+                unique: uniqueness(remote), fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
                 child: ServerChild(
                     name: childName, localTS: v2TS, espProposals: v2ESP, rekeyTime: 0, dpdAction: "clear"))
         }
@@ -391,7 +399,7 @@ package enum ServerPlan {
                 name: name, service: service, summary: summary, version: 1, aggressive: aggressive,
                 ikeProposals: IKEv1Proposals.ike(from: node.proposals.ike), local: hybrid ? serverCert : serverPSK,
                 remote: remote,
-                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: "no",
+                pools: v1Pools, sendCert: hybrid ? .always : .never, sendCertreq: false, unique: uniqueness(remote),
                 fragmentation: "yes",
                 dpdDelay: dpdDelay, dpdTimeout: ikev1DPDTimeout, rekeyTime: 0,
                 child: ServerChild(

@@ -52,6 +52,7 @@ package enum RadiusRenderer {
         ("radius/mods-enabled/pap.tmpl", "mods-enabled/pap", false),
         ("radius/mods-enabled/sql.tmpl", "mods-enabled/sql", true),
         ("radius/policy.d/vpnprov.tmpl", "policy.d/vpnprov", false),
+        ("radius/policy.d/vpnprov-identities.tmpl", "policy.d/vpnprov-identities", false),
         ("radius/sites-enabled/vpnprov.tmpl", "sites-enabled/vpnprov", false),
         ("radius/README.tmpl", "README", false),
     ]
@@ -172,6 +173,8 @@ package enum RadiusRenderer {
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
                 "ipsec": .bool(accounts.protection == .ipsec),
+                "identities": .list(
+                    RadiusPlan.inventoryIdentities(in: inventory).map { ["identity": .string($0.identity)] }),
             ]
             for file in serverFiles {
                 let text = try templates.template(file.template).render(context)

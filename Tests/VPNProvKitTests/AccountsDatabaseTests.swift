@@ -54,21 +54,25 @@ import VPNProvTestSupport
     @Test func migrateAppliesOnceAndRefusesANewerOrForeignDatabase() throws {
         try withCluster { cluster in
             let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            let newest = Self.migrations.count
             let first = try Migrator.migrate(db, Self.migrations)
-            #expect(first == MigrationReport(from: 0, to: 1, applied: ["0001-accounts.sql"]))
+            #expect(first == MigrationReport(from: 0, to: newest, applied: Self.migrations.map(\.fileName)))
             let again = try Migrator.migrate(db, Self.migrations)
-            #expect(again == MigrationReport(from: 1, to: 1, applied: []))
-            #expect(try cluster.psql("SELECT version, name FROM vpnprov_migrations") == "1|accounts")
+            #expect(again == MigrationReport(from: newest, to: newest, applied: []))
+            #expect(
+                try cluster.psql("SELECT version, name FROM vpnprov_migrations ORDER BY version")
+                    == Self.migrations.map { "\($0.version)|\($0.name)" }.joined(separator: "\n"))
             #expect(try cluster.psql("SELECT name, rank FROM vpn_tier ORDER BY rank") == "free|0\npro|10")
             // The role exists and cannot log in until the DBA says so.
             #expect(try cluster.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'radius'") == "f")
 
             // Refused: a database newer than this vpnprov, and one with FreeRADIUS tables vpnprov did not create.
-            try cluster.psql("INSERT INTO vpnprov_migrations (version, name) VALUES (2, 'from-the-future')")
+            try cluster.psql(
+                "INSERT INTO vpnprov_migrations (version, name) VALUES (\(newest + 1), 'from-the-future')")
             try cluster.psql("CREATE DATABASE adopted", database: "postgres")
             try cluster.psql("CREATE TABLE radcheck (id serial PRIMARY KEY)", database: "adopted")
             for (conninfo, reason) in [
-                (cluster.conninfo(), "at migration 2, but this vpnprov knows migrations up to 1"),
+                (cluster.conninfo(), "at migration \(newest + 1), but this vpnprov knows migrations up to \(newest)"),
                 (cluster.conninfo(database: "adopted"), "no vpnprov_migrations table"),
             ] {
                 #expect {
@@ -78,6 +82,89 @@ import VPNProvTestSupport
                 }
             }
         }
+    }
+
+    /// Account names are unique as strongSwan compares identities (ASCII case folded): `add` refuses a name that
+    /// differs from an account's only in case, and so does the database for a backend that writes the rows itself
+    /// (migration 2's indexes). Migration 2 refuses a database that already holds such a pair, naming both.
+    @Test func accountNamesAreUniqueAsStrongSwanComparesIdentities() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "bob", password: "password1", tier: "free", devices: 1)
+            #expect {
+                try store.add(username: "BOB", password: "password2", tier: "free", devices: 1)
+            } throws: { error in
+                "\(error)".contains("'BOB' collides with account 'bob'")
+            }
+            #expect {
+                try store.add(username: "bob", password: "password2", tier: "free", devices: 1)
+            } throws: { error in
+                "\(error)" == "account 'bob' already exists"
+            }
+            for insert in [
+                "INSERT INTO radusergroup (username, groupname, priority) VALUES ('Bob', 'free', 1)",
+                "INSERT INTO radcheck (username, attribute, op, value) VALUES ('bOb', 'NT-Password', ':=', '00')",
+            ] {
+                #expect(throws: (any Error).self, "\(insert)") { try cluster.psql(insert) }
+            }
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck WHERE lower(username) = 'bob'") == "2")
+        }
+        try withCluster { cluster in
+            let db = try DatabaseConnection(conninfo: cluster.conninfo())
+            _ = try Migrator.migrate(db, Self.migrations.filter { $0.version == 1 })
+            try cluster.psql(
+                "INSERT INTO radusergroup (username, groupname) VALUES ('carol', 'free'), ('Carol', 'free'), ('dave', 'free')"
+            )
+            #expect {
+                try Migrator.migrate(db, Self.migrations)
+            } throws: { error in
+                "\(error)".contains("differ only in case") && "\(error)".contains("Carol, carol")
+            }
+            #expect(try Migrator.currentVersion(db) == 1)
+        }
+    }
+
+    /// The device decision the RADIUS servers ask (`simul_count_query` = vpn_device_claim, `simul_verify_query` =
+    /// vpn_devices_in_use), as the role `radius`: a login below the limit is admitted with a claim, which counts until
+    /// the session's radacct row consumes it; logins of one account at once are decided one at a time (six at once,
+    /// limit 1: one admitted, one claim).
+    @Test func theDeviceDecisionCountsClaimsAndIsAtomic() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 2)
+            try store.add(username: "bob", password: "password2", tier: "free", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            let claim = "SELECT vpn_device_claim('alice', '2', 'fra-1', '192.0.2.1')"
+            #expect(try asRadius(claim) == "0")
+            #expect(try asRadius(claim) == "1")
+            #expect(try asRadius(claim) == "2", "the limit is reached: no third claim")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('ALICE')") == "2")
+            // alice's first session starts on fra-1: its row consumes one claim, the count stays 2
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, nasidentifier) "
+                    + "VALUES ('s1', 'u1', 'alice', '192.0.2.1', now(), 'fra-1')")
+            #expect(
+                try asRadius("SELECT acctsessionid LIKE 'claim-%' FROM vpn_devices_in_use('alice') ORDER BY 1")
+                    == "f\nt")
+            #expect(try asRadius(claim) == "2")
+            // the radius role changes claims only through the functions
+            #expect(throws: (any Error).self) { try asRadius("DELETE FROM vpn_device_claim") }
+
+            let decisions = DecisionBox()
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                let answer = (try? cluster.psql("SET ROLE radius; SELECT vpn_device_claim('bob', '1', 'fra-1', '')"))
+                decisions.append(answer ?? "error")
+            }
+            #expect(decisions.sorted == ["0", "1", "1", "1", "1", "1"])
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_device_claim WHERE username = 'bob'") == "1")
+        }
+    }
+
+    final class DecisionBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var values: [String] = []
+        func append(_ value: String) { lock.withLock { values.append(value) } }
+        var sorted: [String] { lock.withLock { values.sorted() } }
     }
 
     /// The queries of Debian's FreeRADIUS 3.2 queries.conf that our RADIUS configuration runs,
@@ -384,8 +471,12 @@ import VPNProvTestSupport
             }
             let migrate = try run(["migrate"])
             #expect(migrate.status == 0, "\(migrate.err)")
-            #expect(migrate.out == "accounts database: applied 0001-accounts.sql (migration 0 -> 1)\n")
-            #expect(try run(["migrate"]).out == "accounts database: up to date (migration 1)\n")
+            let newest = Self.migrations.count
+            #expect(
+                migrate.out
+                    == "accounts database: applied \(Self.migrations.map(\.fileName).joined(separator: ", ")) "
+                    + "(migration 0 -> \(newest))\n")
+            #expect(try run(["migrate"]).out == "accounts database: up to date (migration \(newest))\n")
 
             let alicePassword = "Alice-Pw-3141"
             let bobPassword = "Bob-Pw-2718-ü"

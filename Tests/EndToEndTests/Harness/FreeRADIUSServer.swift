@@ -141,6 +141,15 @@ final class FreeRADIUSServer: @unchecked Sendable {
 
     // MARK: log
 
+    /// What the configuration itself writes into `${logdir}/radius.log` (the policy's linelog lines; FreeRADIUS's
+    /// own lines go to `-l`): the file is in the tmpfs of the server's private mount namespace, read through
+    /// /proc/<pid>/root. Empty when the server is not running or wrote none. The file lives as long as the process.
+    var policyLog: String {
+        guard pid > 0 else { return "" }
+        return (try? String(contentsOfFile: "/proc/\(pid)/root/var/log/vpnprov-freeradius/radius.log", encoding: .utf8))
+            ?? ""
+    }
+
     /// Everything the server logged so far (all of its starts).
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 

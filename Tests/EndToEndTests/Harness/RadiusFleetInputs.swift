@@ -54,6 +54,9 @@ protocol RadiusFleetInputs: AnyObject {
     /// Account operations, as the app backend (or `vpnprov accounts`) performs them.
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws
     func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws
+    /// Creates the account as an app backend would: the same rows, without the inventory's checks (`vpnprov accounts
+    /// add --database` without `--inventory`).
+    func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws
     /// Disables the account and ends its live sessions (Disconnect-Request to every node it has one on);
     /// returns a description of what it did, for messages.
     func disable(_ user: String, lab: RadiusLab) throws -> String

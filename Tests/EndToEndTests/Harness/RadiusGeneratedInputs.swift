@@ -190,6 +190,22 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try accounts(["add", user, "--tier", tier, "--devices", String(devices), "--password-file", file.path])
     }
 
+    func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws {
+        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        let file = try Scratch.makeDirectory("password").appendingPathComponent("password")
+        try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
+        chmod(file.path, 0o600)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", operatorNamespace, binary, "accounts", "add", user, "--tier", tier, "--devices",
+                String(devices), "--password-file", file.path, "--database", "env:VPN_ACCOUNTS_DB",
+            ],
+            environment: accountsEnvironment, timeout: .seconds(60))
+        guard result.succeeded else { throw HarnessError("vpnprov accounts add --database: \(result)") }
+    }
+
     func setTier(_ user: String, _ tier: String, lab: RadiusLab) throws {
         try accounts(["set-tier", user, tier])
     }

@@ -446,38 +446,12 @@ import Testing
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
         try build.require()
-        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)
-        defer { lab.teardown() }
-        let dir = try Scratch.makeDirectory("revocation-fleet")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let inventory = dir.appendingPathComponent("fleet.yaml").path
-        let out = dir.appendingPathComponent("out")
-        let state = dir.appendingPathComponent("state")
-        let n1 = try lab.node("n1")
-        func vpnprov(_ arguments: [String]) throws {
-            let result = try VPNProvBinary.run(arguments + [inventory, "--out", out.path, "--state", state.path])
-            guard result.succeeded else {
-                throw HarnessError("vpnprov \(arguments.joined(separator: " ")) failed: \(result)")
-            }
-        }
-        func generate(_ version: Int) throws {
-            try Self.revocationInventory(version: version).write(toFile: inventory, atomically: true, encoding: .utf8)
-            try vpnprov(["generate"])
-        }
-        let arguments =
-            [
-                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
-                out.appendingPathComponent("deploy/site.yml").path,
-            ]
-            + Self.labVariables
-            // The node's forwarding and firewall (proven by the rollout test above) play no part in who may
-            // connect to the node itself: leaving them out saves eight module runs per rollout.
-            + ["-e", "vpnprov_manage_network=false"]
-        func rollout(_ what: String) async throws -> CommandResult {
-            let result = try await lab.playbook(arguments + ["-v"])
-            guard result.succeeded else { throw HarnessError("\(build): rollout \(what): \(result)") }
-            return result
-        }
+        let fleet = try OneNodeFleet.start(build: build, label: "revocation-fleet")
+        defer { fleet.teardown() }
+        let (lab, n1, dir, out) = (fleet.lab, fleet.n1, fleet.dir, fleet.out)
+        func vpnprov(_ arguments: [String]) throws { try fleet.vpnprov(arguments) }
+        func generate(_ version: Int) throws { try fleet.generate(Self.revocationInventory(version: version)) }
+        func rollout(_ what: String) async throws -> CommandResult { try await fleet.rollout(what) }
         /// The node's IKE SAs as `swanctl --list-sas --pretty` prints them (hostile identities included).
         func listing() throws -> String {
             let result = try lab.swanctl(n1, ["--list-sas", "--pretty"])
@@ -632,29 +606,11 @@ import Testing
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
         try build.require()
-        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)
-        defer { lab.teardown() }
-        let dir = try Scratch.makeDirectory("added-service-fleet")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let inventory = dir.appendingPathComponent("fleet.yaml").path
-        let out = dir.appendingPathComponent("out")
-        let state = dir.appendingPathComponent("state")
-        let n1 = try lab.node("n1")
-        func generate(cert: Bool) throws {
-            try Self.addedServiceInventory(cert: cert).write(toFile: inventory, atomically: true, encoding: .utf8)
-            let result = try VPNProvBinary.run(["generate", inventory, "--out", out.path, "--state", state.path])
-            guard result.succeeded else { throw HarnessError("vpnprov generate failed: \(result)") }
-        }
-        let arguments =
-            [
-                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
-                out.appendingPathComponent("deploy/site.yml").path,
-            ] + Self.labVariables + ["-e", "vpnprov_manage_network=false"]
-        func rollout(_ what: String) async throws -> CommandResult {
-            let result = try await lab.playbook(arguments + ["-v"])
-            guard result.succeeded else { throw HarnessError("rollout \(what): \(result)") }
-            return result
-        }
+        let fleet = try OneNodeFleet.start(build: build, label: "added-service-fleet")
+        defer { fleet.teardown() }
+        let (lab, n1, out) = (fleet.lab, fleet.n1, fleet.out)
+        func generate(cert: Bool) throws { try fleet.generate(Self.addedServiceInventory(cert: cert)) }
+        func rollout(_ what: String) async throws -> CommandResult { try await fleet.rollout(what) }
         /// The connections n1's charon holds, in the order it tries them.
         func held() throws -> [String] {
             let result = try lab.swanctl(n1, ["--list-conns", "--raw"])
@@ -711,5 +667,62 @@ import Testing
             ],
             timeout: .seconds(600))
         #expect(lint.succeeded, "ansible-lint: \(lint)")
+    }
+}
+
+/// One lab node with an inventory, output tree and state of its own (below `dir`), for the scenarios that
+/// change the inventory and roll it out again. Its rollouts leave out the node's forwarding and firewall
+/// (proven by the rollout test), which play no part in who may connect to the node itself: eight module
+/// runs fewer per rollout.
+struct OneNodeFleet {
+    let lab: AnsibleLab
+    let n1: AnsibleLab.Node
+    let dir: URL
+    let out: URL
+    private let inventory: String
+    private let state: URL
+
+    static func start(build: StrongSwanBuild, label: String) throws -> OneNodeFleet {
+        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)
+        do {
+            let dir = try Scratch.makeDirectory(label)
+            return OneNodeFleet(
+                lab: lab, n1: try lab.node("n1"), dir: dir, out: dir.appendingPathComponent("out"),
+                inventory: dir.appendingPathComponent("fleet.yaml").path, state: dir.appendingPathComponent("state"))
+        } catch {
+            lab.teardown()
+            throw error
+        }
+    }
+
+    func teardown() {
+        lab.teardown()
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    /// `vpnprov <arguments> <inventory> --out … --state …`, which must succeed.
+    func vpnprov(_ arguments: [String]) throws {
+        let result = try VPNProvBinary.run(arguments + [inventory, "--out", out.path, "--state", state.path])
+        guard result.succeeded else {
+            throw HarnessError("vpnprov \(arguments.joined(separator: " ")) failed: \(result)")
+        }
+    }
+
+    /// Writes `text` as the inventory and generates.
+    func generate(_ text: String) throws {
+        try text.write(toFile: inventory, atomically: true, encoding: .utf8)
+        try vpnprov(["generate"])
+    }
+
+    /// Rolls the generated deploy/ out to the node, which must succeed.
+    func rollout(_ what: String) async throws -> CommandResult {
+        let arguments =
+            [
+                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
+                out.appendingPathComponent("deploy/site.yml").path,
+            ] + AnsibleRolloutTests.labVariables + ["-e", "vpnprov_manage_network=false", "-v"]
+        let result = try await lab.playbook(arguments)
+        guard result.succeeded else { throw HarnessError("\(lab.build): rollout \(what): \(result)") }
+        return result
     }
 }

@@ -18,38 +18,30 @@ import Testing
 @Suite(.temporaries) struct DeployModuleTests {
     static let python = "/usr/bin/python3"
 
-    /// Runs the module's main() with `identities` against `listing`; returns (IKE SA ids it terminated, its result).
-    static func terminate(_ identities: [String], listing: String, checkMode: Bool = false) throws -> (
-        ended: [String], result: [String: Any]
-    ) {
+    /// Runs the module's main() (as vpnprov writes it) with python3 and a stand-in for Ansible's
+    /// AnsibleModule: `input` is what the stand-in reads (`params`, `check_mode` and whatever `runCommand`
+    /// uses), `runCommand` the stand-in's `run_command` method (Python, indented as a method of the class),
+    /// which records the swanctl calls in `calls`; returns the JSON object the Python expression `printed`
+    /// makes of them and of `result` after the run.
+    static func runModule(_ input: [String: Any], runCommand: String, printed: String) throws -> [String: Any] {
         let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
         let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
         defer { try? FileManager.default.removeItem(at: dir) }
         let module = dir.appendingPathComponent("vpnprov_swanctl.py")
         try source.write(to: module, atomically: true, encoding: .utf8)
-        let input = dir.appendingPathComponent("input.json")
-        let params: [String: Any] = [
-            "params": ["state": "terminated", "connections": [String](), "identities": identities],
-            "check_mode": checkMode, "listing": listing,
-        ]
-        try JSONSerialization.data(withJSONObject: params).write(to: input)
+        let inputFile = dir.appendingPathComponent("input.json")
+        try JSONSerialization.data(withJSONObject: input).write(to: inputFile)
         let driver = """
-            import json, sys, types
+            import json, os, sys, types
             data = json.load(open(sys.argv[2]))
-            calls, result = [], {}
+            calls, result, state = [], {}, {"loaded": False}
             class FakeModule:
                 def __init__(self, argument_spec, supports_check_mode):
-                    self.params = data["params"]
+                    self.params = dict(data["params"])
                     self.check_mode = data["check_mode"]
                 def get_bin_path(self, name, required=False, opt_dirs=None):
                     return "/usr/sbin/swanctl"
-                def run_command(self, args):
-                    calls.append(args[1:])
-                    if args[1:] == ["--list-sas", "--pretty"]:
-                        return 0, data["listing"], ""
-                    if args[1] == "--terminate":
-                        return 0, "", ""
-                    return 1, "", "unexpected call"
+            \(runCommand)
                 def exit_json(self, **kw):
                     result.update(kw); raise SystemExit(0)
                 def fail_json(self, **kw):
@@ -64,13 +56,35 @@ import Testing
                 namespace["main"]()
             except SystemExit:
                 pass
-            ended = [c[2] for c in calls if c[:1] == ["--terminate"]]
-            print(json.dumps({"ended": ended, "result": result}))
+            print(json.dumps(\(printed)))
             """
-        let run = try runTool([Self.python, "-c", driver, module.path, input.path])
+        let run = try runTool([Self.python, "-c", driver, module.path, inputFile.path])
         guard run.status == 0, let data = run.output.split(separator: "\n").last.map({ Data($0.utf8) }),
             let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { throw ModuleRunError(output: run.output) }
+        return json
+    }
+
+    /// Runs the module's main() with `identities` against `listing`; returns (IKE SA ids it terminated, its result).
+    static func terminate(_ identities: [String], listing: String, checkMode: Bool = false) throws -> (
+        ended: [String], result: [String: Any]
+    ) {
+        let input: [String: Any] = [
+            "params": ["state": "terminated", "connections": [String](), "identities": identities],
+            "check_mode": checkMode, "listing": listing,
+        ]
+        let runCommand = """
+                def run_command(self, args):
+                    calls.append(args[1:])
+                    if args[1:] == ["--list-sas", "--pretty"]:
+                        return 0, data["listing"], ""
+                    if args[1] == "--terminate":
+                        return 0, "", ""
+                    return 1, "", "unexpected call"
+            """
+        let json = try runModule(
+            input, runCommand: runCommand,
+            printed: #"{"ended": [c[2] for c in calls if c[:1] == ["--terminate"]], "result": result}"#)
         return ((json["ended"] as? [String]) ?? [], (json["result"] as? [String: Any]) ?? [:])
     }
 
@@ -85,33 +99,17 @@ import Testing
     static func order(
         _ connections: [String], held: [String], reloaded: [String], checkMode: Bool = false
     ) throws -> (calls: [[String]], result: [String: Any]) {
-        let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
-        let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let module = dir.appendingPathComponent("vpnprov_swanctl.py")
-        try source.write(to: module, atomically: true, encoding: .utf8)
         func listing(_ names: [String]) -> String {
             names.map { "list-conn event {\n  \($0) {\n    local_addrs = [\n      %any\n    ]\n  }\n}\n" }.joined()
         }
-        let input = dir.appendingPathComponent("input.json")
-        let params: [String: Any] = [
+        let input: [String: Any] = [
             "params": [
                 "state": "ordered", "connections": connections, "identities": [String](),
                 "file": "/etc/swanctl/swanctl.conf",
             ],
             "check_mode": checkMode, "held": listing(held), "reloaded": listing(reloaded),
         ]
-        try JSONSerialization.data(withJSONObject: params).write(to: input)
-        let driver = """
-            import json, os, sys, types
-            data = json.load(open(sys.argv[2]))
-            calls, result, state = [], {}, {"loaded": False}
-            class FakeModule:
-                def __init__(self, argument_spec, supports_check_mode):
-                    self.params = dict(data["params"])
-                    self.check_mode = data["check_mode"]
-                def get_bin_path(self, name, required=False, opt_dirs=None):
-                    return "/usr/sbin/swanctl"
+        let runCommand = """
                 def run_command(self, args):
                     args = args[1:]
                     if args[:2] == ["--load-conns", "--file"] and args[2] != data["params"]["file"]:
@@ -126,26 +124,8 @@ import Testing
                         state["loaded"] = True
                         return 0, "successfully loaded 2 connections, 0 unloaded", ""
                     return 1, "", "unexpected call"
-                def exit_json(self, **kw):
-                    result.update(kw); raise SystemExit(0)
-                def fail_json(self, **kw):
-                    result.update(kw, failed=True); raise SystemExit(1)
-            for name in ["ansible", "ansible.module_utils", "ansible.module_utils.basic"]:
-                sys.modules[name] = types.ModuleType(name)
-            sys.modules["ansible.module_utils.basic"].AnsibleModule = FakeModule
-            code = compile(open(sys.argv[1]).read(), sys.argv[1], "exec")
-            namespace = {"__name__": "vpnprov_swanctl"}
-            exec(code, namespace)
-            try:
-                namespace["main"]()
-            except SystemExit:
-                pass
-            print(json.dumps({"calls": calls, "result": result}))
             """
-        let run = try runTool([Self.python, "-c", driver, module.path, input.path])
-        guard run.status == 0, let data = run.output.split(separator: "\n").last.map({ Data($0.utf8) }),
-            let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { throw ModuleRunError(output: run.output) }
+        let json = try runModule(input, runCommand: runCommand, printed: #"{"calls": calls, "result": result}"#)
         return ((json["calls"] as? [[String]]) ?? [], (json["result"] as? [String: Any]) ?? [:])
     }
 

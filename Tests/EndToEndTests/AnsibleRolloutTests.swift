@@ -443,9 +443,6 @@ import Testing
     }
 
     func revocationScenario(build: StrongSwanBuild) async throws {
-        try StrongSwanEnvironment.require()
-        try AnsibleTools.require()
-        try build.require()
         let fleet = try OneNodeFleet.start(build: build, label: "revocation-fleet")
         defer { fleet.teardown() }
         let (lab, n1, dir, out) = (fleet.lab, fleet.n1, fleet.dir, fleet.out)
@@ -603,9 +600,6 @@ import Testing
     }
 
     func addedServiceScenario(build: StrongSwanBuild) async throws {
-        try StrongSwanEnvironment.require()
-        try AnsibleTools.require()
-        try build.require()
         let fleet = try OneNodeFleet.start(build: build, label: "added-service-fleet")
         defer { fleet.teardown() }
         let (lab, n1, out) = (fleet.lab, fleet.n1, fleet.out)
@@ -682,8 +676,10 @@ struct OneNodeFleet {
     private let inventory: String
     private let state: URL
 
+    /// Fails (the test) when Ansible or the strongSwan build cannot run here.
     static func start(build: StrongSwanBuild, label: String) throws -> OneNodeFleet {
-        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)
+        try AnsibleTools.require()
+        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)  // requires the build (and strongSwan)
         do {
             let dir = try Scratch.makeDirectory(label)
             return OneNodeFleet(

@@ -62,17 +62,19 @@ enum VPNProvBinary {
         process.standardOutput = FileHandle(forWritingAtPath: outPath)
         process.standardError = FileHandle(forWritingAtPath: errPath)
         process.standardInput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
+        let exited = ChildExit()
+        exited.handle(process)
         try process.run()
+        exited.watch(process.processIdentifier)
         // A deadline of the run's own (not the test's, which would count from when the test was queued).
-        if exited.wait(timeout: .now() + .seconds(deadlineSeconds)) == .timedOut {
+        if !exited.wait(for: .seconds(deadlineSeconds)) {
             kill(process.processIdentifier, SIGKILL)
-            exited.wait()
+            _ = exited.wait(for: .seconds(30))
             throw DeadlineExceeded(what: "vpnprov \(arguments.joined(separator: " "))", seconds: deadlineSeconds)
         }
+        let ended = exited.status ?? ChildExit.Status(code: -1, killedBySignal: false)
         return Outcome(
-            status: process.terminationStatus, killed: process.terminationReason == .uncaughtSignal,
+            status: ended.code, killed: ended.killedBySignal,
             out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
             err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestSupport
 
 /// What a finished (or killed) command left behind.
 struct CommandResult: Sendable, CustomStringConvertible {
@@ -154,8 +155,8 @@ enum Command {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
-        let exited = OneShot()
-        process.terminationHandler = { _ in exited.fire() }
+        let exited = ChildExit()
+        exited.handle(process)
         do {
             try process.run()
         } catch {
@@ -163,6 +164,7 @@ enum Command {
             try? err.close()
             throw HarnessError("cannot start \(executable): \(error)")
         }
+        exited.watch(process.processIdentifier)
         var timedOut = false
         if !exited.wait(for: timeout) {
             timedOut = true
@@ -178,7 +180,7 @@ enum Command {
         let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
         return CommandResult(
             executable: executable, arguments: arguments,
-            exitCode: process.isRunning ? -1 : process.terminationStatus,
+            exitCode: exited.status?.code ?? -1,
             stdout: stdout, stderr: stderr, timedOut: timedOut)
     }
 
@@ -285,10 +287,10 @@ enum Scratch {
 /// appended to a file (not a pipe a daemon could block on), stopped by its pid.
 final class DaemonProcess: @unchecked Sendable {
     private let process: Process
-    private let exited = OneShot()
+    private let exited = ChildExit()
 
     var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
+    var isRunning: Bool { exited.status == nil }
 
     private init(process: Process) { self.process = process }
 
@@ -314,20 +316,20 @@ final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         let daemon = DaemonProcess(process: process)
-        let exited = daemon.exited
-        process.terminationHandler = { _ in exited.fire() }
+        daemon.exited.handle(process)
         var none = sigset_t()
         var mask = sigset_t()
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, &mask)
         defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
         try process.run()
+        daemon.exited.watch(process.processIdentifier)
         return daemon
     }
 
     /// `signal` (SIGTERM unless said), wait up to `timeout` for the exit, then SIGKILL. Safe to call twice.
     func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(5)) {
-        guard process.processIdentifier > 0, process.isRunning else { return }
+        guard process.processIdentifier > 0, isRunning else { return }
         kill(pid, signal)
         if !exited.wait(for: timeout) {
             kill(pid, SIGKILL)

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import VPNProvTestSupport
 
 /// A static HTTP server in a network namespace (Python's `http.server`), serving one directory: what an
 /// operator's web server does with a published CRL. Its request log (stderr) shows what was fetched.
 final class HTTPFileServer: @unchecked Sendable {
     let directory: URL
     private let process: Process
-    private let exited = OneShot()
+    private let exited = ChildExit()
     private let logURL: URL
 
     private static let script = """
@@ -36,9 +37,9 @@ final class HTTPFileServer: @unchecked Sendable {
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: logURL)
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.fire() }
+        exited.handle(process)
         try process.run()
+        exited.watch(process.processIdentifier)
         // The script says "listening" once its socket is bound and listening: wait for that line (or the
         // process's end), bounded.
         let ready = OneShot()
@@ -51,7 +52,7 @@ final class HTTPFileServer: @unchecked Sendable {
             }
             ready.fire()
         }
-        guard ready.wait(for: timeout), process.isRunning else {
+        guard ready.wait(for: timeout), exited.status == nil else {
             stop()
             throw HarnessError("the HTTP server in \(namespace) did not start:\n\(requestLog)")
         }
@@ -61,7 +62,7 @@ final class HTTPFileServer: @unchecked Sendable {
     var requestLog: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
     func stop() {
-        guard process.isRunning else { return }
+        guard exited.status == nil else { return }
         kill(process.processIdentifier, SIGTERM)
         if !exited.wait(for: .seconds(5)) {
             kill(process.processIdentifier, SIGKILL)

@@ -38,7 +38,10 @@ extension Pipeline {
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String:
         String]
     {
-        var shared: [Any] = [ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes]
+        var shared: [Any] = [
+            ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes,
+            inventory.acme.map { String(reflecting: $0) } ?? "", materials.acmeCABundlePEM ?? "",
+        ]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
@@ -131,12 +134,19 @@ extension Pipeline {
             printDiagnostics([error.diagnostic], output: output)
             return nil
         }
+        let acmeBundle: String?
+        switch ACMEBundle.read(inventory, inventoryDirectory: inventoryDirectory) {
+        case .success(let pem): acmeBundle = pem
+        case .failure(let failure):
+            printDiagnostics([failure.diagnostic], output: output)
+            return nil
+        }
         // The lock stays held (in Built) until the state is committed and the tree published: two
         // runs must not both prepare from the same state and then both commit.
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
         var handedOver = false
         defer { if lock == nil && !handedOver { heldLock.release() } }
-        let prepared: PrepareResult
+        var prepared: PrepareResult
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
@@ -148,6 +158,7 @@ extension Pipeline {
             return nil
         }
         output.progress.finished(.issuingCertificates)
+        prepared.materials.acmeCABundlePEM = acmeBundle
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
         let (fresh, previousCacheEntries, refreshStats) = try freshUsers(
             in: options.outDirectory, fingerprints: fingerprints)

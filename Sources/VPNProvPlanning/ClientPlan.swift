@@ -170,7 +170,9 @@ package struct ClientPlan: Sendable, Hashable {
                             onDemand: resolved.onDemand, trustedSSIDs: resolved.trustedSSIDs,
                             includeAllNetworks: resolved.includeAllNetworks,
                             excludeLocalNetworks: resolved.excludeLocalNetworks,
-                            crlCheck: resolved.crlCheck && service.serverUsesCert, dpd: resolved.dpd,
+                            // The deployment's CRL says nothing about an ACME certificate.
+                            crlCheck: resolved.crlCheck && service.serverUsesCert && node.certificate == .ca,
+                            dpd: resolved.dpd,
                             disconnectOnIdle: resolved.disconnectOnIdle)
                     }
                     if devices.contains(.apple) && service.ikeVersion == 2 {
@@ -220,18 +222,22 @@ package struct ClientPlan: Sendable, Hashable {
         var localID: IKEIdentity? = user.id
         var aggressive = false
         let serverAuth: AuthMethod = service.serverUsesCert ? .pubkey : .psk
+        // An ACME node's certificate chains to a public root the device already trusts: the client carries no
+        // CA of the deployment's (docs/acme.md, "What each client checks").
+        let ca: Set<ClientCredential> = node.certificate == .acme ? [] : [.caCertificate]
+        let serverKey = serverCertificateType(node, inventory)
         var rounds: [ClientAuthRound]
         var credentials: Set<ClientCredential> = []
         var certificateType: String?
         switch service {
         case .ikev2Cert:
             rounds = [ClientAuthRound(method: .pubkey)]
-            credentials = [.caCertificate, .clientCertificate]
+            credentials = ca.union([.clientCertificate])
             certificateType = appleCertificateType(materials?.users[user.name]?.keyType ?? inventory.pki.clientKey)
         case .ikev2EAP:
             rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
-            credentials = [.caCertificate, .password]
-            certificateType = appleCertificateType(inventory.pki.serverKey)
+            credentials = ca.union([.password])
+            certificateType = serverKey
         case .ikev2PSK:
             rounds = [ClientAuthRound(method: .psk)]
             credentials = [.psk]
@@ -257,7 +263,7 @@ package struct ClientPlan: Sendable, Hashable {
             localID = .keyID(inventory.hybridGroupName)
             aggressive = true
             rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
-            credentials = [.caCertificate, .password]
+            credentials = ca.union([.password])
         }
         var offers: [Device: ProposalOffer] = [:]
         for device in devices {
@@ -308,6 +314,18 @@ package struct ClientPlan: Sendable, Hashable {
     /// the server (the server plan's `pskEAPClientIdentity`; Consistency proves they agree).
     package static func pskEAPLocalIdentity(in inventory: Inventory) -> IKEIdentity {
         .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Apple `CertificateType` of the node's server certificate: its ACME key, or `pki.server_key`.
+    package static func serverCertificateType(_ node: Node, _ inventory: Inventory) -> String {
+        guard node.certificate == .acme, let acme = inventory.acme else {
+            return appleCertificateType(inventory.pki.serverKey)
+        }
+        switch acme.key(for: node) {
+        case .rsa2048, .rsa3072, .rsa4096: return "RSA"
+        case .ec256: return "ECDSA256"
+        case .ec384: return "ECDSA384"
+        }
     }
 
     /// Apple `CertificateType` for a key type.

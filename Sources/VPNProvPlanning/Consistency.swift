@@ -355,7 +355,9 @@ package enum Consistency {
             }
         }
         // Certificates.
-        if c.serverAuth == .pubkey {
+        // An ACME node serves no certificate of vpnprov's: the one its rollout obtains names exactly the node's
+        // DNS-name identity (the validator requires one), which is the identity its clients expect.
+        if c.serverAuth == .pubkey && node.certificate == .ca {
             if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
                 if !context.certificate(facts, contains: c.remoteID) {
                     out.append(
@@ -443,7 +445,15 @@ package enum Consistency {
                     at: node.location(of: "services")))
         default: break
         }
-        if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+        if node.certificate == .acme {
+            if !CertificateFacts.sameIgnoringCase(node.id.value, c.remoteAddress) {
+                out.append(
+                    .error(
+                        .windowsCertificate,
+                        "node '\(c.node)': its ACME certificate names only '\(node.id.value)', not '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801); set the node's address to \(node.id.value)",
+                        at: node.location(of: "address")))
+            }
+        } else if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
             if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
                 out.append(
                     .error(

@@ -301,6 +301,14 @@ package enum ServerPlan {
     package static let ipv4PoolName = "pool-v4"
     package static let ipv6PoolName = "pool-v6"
     /// swanctl file names (relative to x509ca/, x509crl/).
+    /// The node's certificate in swanctl's `x509/`: vpnprov's `<node>.pem`, or for an ACME node the one the
+    /// rollout obtains on the node (docs/acme.md).
+    package static func certificateFileName(_ node: Node) -> String {
+        node.certificate == .acme ? acmeCertificateFileName : "\(node.name).pem"
+    }
+    /// The ACME certificate's file name in `x509/` (its key's in `private/`, its chain's `vpnprov-acme-N.pem` in
+    /// `x509ca/`), written by the role's ACME tasks.
+    package static let acmeCertificateFileName = "vpnprov-acme.pem"
     package static let caFileName = "ca.pem"
     package static let crlFileName = "crl.pem"
     /// During a CA rotation: the new CA cross-certified by the previous one, and the new CA's CRL.
@@ -352,7 +360,7 @@ package enum ServerPlan {
         let v2ESP = AppleSA.serverESPProposals(
             from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
 
-        let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: ["\(node.name).pem"])
+        let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: [certificateFileName(node)])
         let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
         // A RADIUS node hands EAP and XAuth to the RADIUS servers, and checks the tier they assert
         // itself: a free account is refused by a pro node even if a RADIUS server were to accept it.

@@ -104,10 +104,23 @@ package enum DeployRenderer {
         if let radius = RadiusPlan.make(for: node, in: inventory), radius.protection == .ipsec {
             connections += radius.servers.map { RadiusPlan.connectionName($0.name) }
         }
-        return [
+        var context: TemplateObject = [
             "node": .string(node.name),
             "connections": .list(connections.map { .string($0) }),
             "identities": .list(sorted.map { .string($0) }),
+            "acme": .bool(false),
         ]
+        // The validator holds an ACME node to a DNS-name identity and the `acme:` section to an e-mail.
+        if node.certificate == .acme, let acme = inventory.acme, case .fqdn(let domain) = node.id {
+            context["acme"] = .object([
+                "directory": .string(acme.directory),
+                "email": .string(acme.email ?? ""),
+                "domain": .string(domain),
+                "key_type": .string(acme.key(for: node).rawValue),
+                "renew_days": .int(acme.renewDays),
+                "ca_bundle": .bool(acme.caBundle != nil),
+            ])
+        }
+        return .object(context)
     }
 }

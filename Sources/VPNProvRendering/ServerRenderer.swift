@@ -107,10 +107,16 @@ package enum ServerRenderer {
             files.append(
                 OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
         }
-        files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
-        files.append(
-            OutputFile(
-                path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM, isPrivate: true))
+        // An ACME node's certificate and key are made on the node by the rollout; the key never leaves it.
+        if node.certificate == .ca {
+            files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
+            files.append(
+                OutputFile(
+                    path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM,
+                    isPrivate: true))
+        } else if let bundle = materials.acmeCABundlePEM {
+            files.append(OutputFile(path: "\(dir)/acme/ca-bundle.pem", text: bundle))
+        }
         files.append(
             OutputFile(
                 path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)",
@@ -145,6 +151,10 @@ package enum ServerRenderer {
             // The file table's rows that hold the node name, padded to the table's description column.
             "certificate_column": .string(readmeColumn("swanctl/x509/\(node.name).pem")),
             "key_column": .string(readmeColumn("swanctl/private/\(node.name).key")),
+            "acme": .bool(node.certificate == .acme),
+            "acme_bundle": .bool(node.certificate == .acme && materials.acmeCABundlePEM != nil),
+            "acme_directory": .string(inventory.acme?.directory ?? ""),
+            "acme_domain": .string(node.id.value),
         ])
         files.append(OutputFile(path: "\(dir)/README", text: readme))
 

@@ -137,8 +137,9 @@ include conf.d/*.conf
     Without elevation PowerShell refuses to start it (#Requires -RunAsAdministrator).
 
     It trusts the VPN's certificate authority (Local Computer > Trusted Root Certification
-    Authorities), imports the user's certificate and key into Local Computer > Personal when a
-    connection logs in with a certificate, and creates one VPN connection per server and login kind,
+    Authorities) where a server's certificate or the user's comes from it (a server with a publicly
+    trusted certificate needs nothing added), imports the user's certificate and key into Local
+    Computer > Personal when a connection logs in with a certificate, and creates one VPN connection per server and login kind,
     each set to exactly one IKE and one ESP proposal the server accepts (Windows' own default offer
     ends in a 1024-bit Diffie-Hellman group that the servers refuse). Running it again replaces
     these connections instead of adding new ones.
@@ -158,7 +159,9 @@ Set-StrictMode -Version 3.0
 $ErrorActionPreference = 'Stop'
 
 $UserName = {{user}}
+{{#trust_ca}}
 $CaCertificateBase64 = {{ca_base64}}
+{{/trust_ca}}
 {{#certificate}}
 $ClientCertificateBase64 = {{p12_base64}}
 $ClientCertificatePassword = ConvertTo-SecureString -String {{p12_password}} -AsPlainText -Force
@@ -203,7 +206,9 @@ function Remove-VpnprovConnection {
     }
 }
 
+{{#trust_ca}}
 $CaCertificate = Import-VpnprovCertificate -Base64 $CaCertificateBase64 -StoreLocation 'Cert:\LocalMachine\Root'
+{{/trust_ca}}
 {{#certificate}}
 Import-VpnprovCertificate -Base64 $ClientCertificateBase64 -StoreLocation 'Cert:\LocalMachine\My' -Password $ClientCertificatePassword | Out-Null
 {{/certificate}}
@@ -279,6 +284,17 @@ vpnprov_identities:{{^identities}} []{{/identities}}
 {{#identities}}
   - {{.}}
 {{/identities}}
+{{#acme}}
+# The node's certificate comes from an ACME CA (docs/acme.md): the role obtains it on the node, renews it
+# there on a timer and installs it as swanctl/x509/vpnprov-acme.pem; its key never leaves the node.
+vpnprov_acme:
+  directory: {{directory}}
+  email: {{email}}
+  domain: {{domain}}
+  key_type: {{key_type}}
+  renew_days: {{renew_days}}
+  ca_bundle: {{#ca_bundle}}true{{/ca_bundle}}{{^ca_bundle}}false{{/ca_bundle}}
+{{/acme}}
 
 """##,
         "deploy/inventory.yml.tmpl": ##"""
@@ -934,8 +950,18 @@ Files
   swanctl/swanctl.conf          connections and address pools (no secrets)
   swanctl/conf.d/secrets.conf   node PSK and user passwords (mode 0600)
   swanctl/x509ca/ca.pem         the deployment's CA certificate
+{{^acme}}
   {{certificate_column}}this node's certificate
   {{key_column}}this node's private key (mode 0600)
+{{/acme}}
+{{#acme}}
+{{#acme_bundle}}
+  acme/ca-bundle.pem            the CAs the node trusts for the ACME directory's HTTPS
+{{/acme_bundle}}
+  (not here) swanctl/x509/vpnprov-acme.pem, private/vpnprov-acme.pem, x509ca/vpnprov-acme-N.pem:
+                                this node's publicly trusted certificate, its key and chain, obtained
+                                and renewed on the node from {{acme_directory}}
+{{/acme}}
   swanctl/x509crl/crl.pem       revoked client certificates
   network/vpnprov.nft           the node's nftables table (forwarding, NAT, MSS, what clients reach)
   network/60-vpnprov.conf       kernel settings forwarding needs (for /etc/sysctl.d)
@@ -958,7 +984,13 @@ Deploy by hand (as root on the server; Debian: apt-get install charon-systemd st
 libcharon-extra-plugins, which load the EAP-MSCHAPv2 and XAuth plugins by default):
 
   cp -R --preserve=mode swanctl/. /etc/swanctl/
+{{^acme}}
   chmod 600 /etc/swanctl/conf.d/secrets.conf /etc/swanctl/private/{{node}}.key
+{{/acme}}
+{{#acme}}
+  chmod 600 /etc/swanctl/conf.d/secrets.conf
+  # and obtain the certificate for {{acme_domain}} first (docs/acme.md, "By hand")
+{{/acme}}
 {{#daemon_settings}}
   cp strongswan.d/vpnprov.conf /etc/strongswan.d/vpnprov.conf
   systemctl restart strongswan

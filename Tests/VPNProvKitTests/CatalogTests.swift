@@ -34,9 +34,34 @@ import Testing
             ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
         let catalog = CatalogRenderer.catalog(inventory: inventory)
         let marked = catalog.servers.filter { $0.node == "fra-1" && $0.fourFieldModel }.map(\.service)
-        #expect(marked == ["ipsec-xauth-psk", "ipsec-xauth-hybrid"])
+        #expect(marked == ["ipsec-xauth-psk"])
         #expect(FourFieldModel.service(ikeVersion: 2, pskEnabled: true) == .ikev2PSKEAP)
         #expect(FourFieldModel.service(ikeVersion: 1, pskEnabled: false) == .ipsecXauthHybrid)
+    }
+
+    @Test func anACMENodesCertificateEntriesNeedNothingOnTheDevice() throws {
+        // An ACME node's certificate chains to a root the device already trusts: its ikev2-eap and hybrid
+        // entries are for the four-field code, name no issuer and turn off the deployment CRL's check.
+        var inventory = inventory
+        var acme = ACMESettings(location: SourceLocation(file: "t", line: 1, column: 1))
+        acme.email = "ops@acme.example"
+        inventory.acme = acme
+        inventory.nodes[0].certificate = .acme
+        inventory.nodes[0].id = .fqdn("fra-1.vpn.example.com")
+        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let fra = catalog.servers.filter { $0.node == "fra-1" }
+        #expect(
+            fra.filter(\.fourFieldModel).map(\.service) == [
+                "ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid",
+            ])
+        let eap = try #require(fra.first { $0.service == "ikev2-eap" })
+        #expect(eap.needsOnDevice == [] && eap.serverCertificateIssuerCommonName == nil)
+        #expect(eap.enableRevocationCheck == false)
+        let cert = try #require(fra.first { $0.service == "ikev2-cert" })
+        #expect(cert.needsOnDevice == ["client-certificate"] && !cert.fourFieldModel)
+        // The other node still holds a certificate of the deployment CA.
+        let ams = try #require(catalog.servers.first { $0.id == "ams-1-ikev2-eap" })
+        #expect(ams.needsOnDevice == ["ca-certificate"] && !ams.fourFieldModel)
     }
 
     @Test func entriesHaveTheAppFieldsWithJSONTypes() throws {
@@ -53,11 +78,16 @@ import Testing
             ])
         // The seed app's four-field model: extended authentication always on, no client certificate,
         // the device's default proposals (the fixture nodes accept aes256-sha256-modp2048 / aes256-sha256).
+        // The fixture's nodes hold certificates of the deployment CA, which a device must have installed: their
+        // ikev2-eap and hybrid entries need it (needsOnDevice) and so are not for the four-field code.
         let fourField = servers.filter { $0["fourFieldModel"] as? Bool == true }.map { $0["service"] as? String }
-        #expect(
-            fourField == [
-                "ikev2-eap", "ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-hybrid", "ikev2-eap", "ipsec-xauth-psk",
-            ])
+        #expect(fourField == ["ikev2-psk-eap", "ipsec-xauth-psk", "ipsec-xauth-psk"])
+        let needs = Dictionary(
+            uniqueKeysWithValues: servers.map { ($0["id"] as! String, $0["needsOnDevice"] as? [String]) })
+        #expect(needs["fra-1-ikev2-eap"] == ["ca-certificate"])
+        #expect(needs["fra-1-ikev2-cert"] == ["ca-certificate", "client-certificate"])
+        #expect(needs["fra-1-ipsec-xauth-hybrid"] == ["ca-certificate"])
+        #expect(needs["fra-1-ipsec-xauth-psk"] == [])
         let hybrid = try #require(servers.first { $0["id"] as? String == "fra-1-ipsec-xauth-hybrid" })
         #expect(hybrid["protocol"] as? String == "IPSec" && hybrid["pskEnabled"] as? Bool == false)
         #expect(hybrid["localID"] as? String == "acme-hybrid" && hybrid["localIDType"] as? String == "KeyID")

@@ -128,7 +128,40 @@ import Testing
                 // carol is revoked: not allowed. alice has a certificate and a password; her client may present
                 // the certificate's SAN or its subject.
                 "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
+                "acme": false,
             ])
+    }
+
+    @Test func anACMENodesHostVarsCarryWhatTheRoleObtainsItsCertificateWith() throws {
+        var inventory = inventory
+        var acme = ACMESettings(location: SourceLocation(file: "t", line: 1, column: 1))
+        acme.email = "ops@acme.example"
+        acme.key = .ec256
+        acme.caBundle = "pebble.pem"
+        inventory.acme = acme
+        let index = try #require(inventory.nodes.firstIndex { $0.name == "fra-1" })
+        inventory.nodes[index].certificate = .acme
+        inventory.nodes[index].id = .fqdn("fra-1.vpn.example.com")
+        let templates = try TemplateSet.builtin()
+        let files = try DeployRenderer.render(inventory: inventory, templates: templates)
+        let text = String(
+            decoding: try #require(files.first { $0.path == "deploy/host_vars/fra-1.yml" }).contents, as: UTF8.self)
+        // fra-1 offers ipsec-xauth-hybrid, which signs with RSA: its key is RSA although acme.key is ec256.
+        #expect(
+            text.hasSuffix(
+                """
+                vpnprov_acme:
+                  directory: "https://acme-v02.api.letsencrypt.org/directory"
+                  email: "ops@acme.example"
+                  domain: "fra-1.vpn.example.com"
+                  key_type: "rsa2048"
+                  renew_days: 30
+                  ca_bundle: true
+
+                """))
+        let ams = String(
+            decoding: try #require(files.first { $0.path == "deploy/host_vars/ams-1.yml" }).contents, as: UTF8.self)
+        #expect(!ams.contains("vpnprov_acme"))
     }
 
     @Test func regionGroupsAreAnsibleIdentifiers() {

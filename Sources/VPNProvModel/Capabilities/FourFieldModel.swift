@@ -29,6 +29,16 @@ package enum FourFieldModel {
     /// the Child SA's group only counts with enablePFS, which defaults to off.
     package static let ikev2Offer = ProposalOffer(ike: ["aes256-sha256-modp2048"], esp: ["aes256-sha256"])
 
+    /// What a device must hold before it can use the service on the node, beyond what an app configures
+    /// (`needsOnDevice` of the catalogue): the deployment's CA, where the node's certificate comes from it
+    /// and the device checks that certificate; the user's own certificate for `ikev2-cert`.
+    package static func needsOnDevice(_ service: Service, on node: Node) -> [String] {
+        var needs: [String] = []
+        if service.serverUsesCert && node.certificate == .ca { needs.append("ca-certificate") }
+        if service.needsClientCert { needs.append("client-certificate") }
+        return needs
+    }
+
     /// Whether the seed's code, given this node and service's four fields, configures exactly the
     /// connection the node serves: the service is the one the code derives from protocol and
     /// pskEnabled, and the node accepts what the device offers (IKEv1 nodes always accept the iPhone
@@ -37,6 +47,9 @@ package enum FourFieldModel {
         guard self.service(ikeVersion: service.ikeVersion, pskEnabled: service.needsPSK) == service else {
             return false
         }
+        // The code installs nothing: a server certificate must chain to a root the device already holds,
+        // which only an ACME node's does (docs/acme.md).
+        if !needsOnDevice(service, on: node).isEmpty { return false }
         if service.ikeVersion == 1 { return true }
         return Proposal.intersects(ikev2Offer.ike, node.proposals.ike, purpose: .ike, withGroups: true)
             && Proposal.intersects(ikev2Offer.esp, node.proposals.esp, purpose: .esp, withGroups: false)

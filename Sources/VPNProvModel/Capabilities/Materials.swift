@@ -110,6 +110,8 @@ package struct Materials: Sendable, Hashable {
     /// (`cert_policy`). False while the trust root is a CA from before node scoping (no `anyPolicy`),
     /// which strongSwan 5.9 would hold against every client certificate.
     package var nodeScoping = true
+    /// `acme.ca_bundle`'s certificates (PEM), shipped to the ACME nodes; nil without one.
+    package var acmeCABundlePEM: String?
     package init(
         caCertificatePEM: String, caCommonName: String, caKeyType: KeyType, crlPEM: String,
         nodes: [String: NodeMaterials], users: [String: UserMaterials]

@@ -116,6 +116,11 @@ package enum RuleHelp {
             "A node says 'accounts: radius' but offers no password service (EAP or XAuth) that would use it.",
         "radius-psk-service":
             "A node says 'accounts: radius' and offers ikev2-psk, which admits every holder of the node PSK without an account.",
+        "acme-settings-missing":
+            "A node says 'certificate: acme' but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
+        "acme-identity":
+            "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
+        "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",

@@ -12,7 +12,7 @@ package struct InventoryDecoder: Sendable {
     package static let supportedSchemaVersion = 1
 
     static let topLevelKeys = [
-        "vpnprov", "name", "pki", "secrets", "accounts", "defaults", "nodes", "users", "acknowledge",
+        "vpnprov", "name", "pki", "secrets", "accounts", "acme", "defaults", "nodes", "users", "acknowledge",
     ]
     /// Keys of an `acknowledge:` entry.
     static let acknowledgementKeys = ["rule", "node", "user", "service", "reason"]
@@ -27,6 +27,7 @@ package struct InventoryDecoder: Sendable {
         "deploy",
         "network",
         "accounts",
+        "certificate",
     ]
     /// Keys of a node's `network:` (forwarding, NAT, firewall).
     package static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"]
@@ -225,6 +226,8 @@ package struct InventoryDecoder: Sendable {
         let accounts = value("accounts").flatMap { $0.isNull ? nil : decodeAccounts($0, cx) }
         broken.accounts = cx.errorCount > errors
 
+        let acme = value("acme").flatMap { $0.isNull ? nil : decodeACME($0, cx) }
+
         let acknowledgements = value("acknowledge").map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
 
         guard let name else { return nil }
@@ -234,6 +237,7 @@ package struct InventoryDecoder: Sendable {
         inventory.secrets = secrets
         inventory.acknowledgements = acknowledgements
         inventory.accounts = accounts
+        inventory.acme = acme
         return inventory
     }
 
@@ -502,6 +506,7 @@ package struct InventoryDecoder: Sendable {
         var ipv6: NodeNetwork.IPv6Mode?
         var allowPrivate: [CIDR]?
         var accounts: AccountSource?
+        var certificate: CertificateSource?
         var locations: [String: SourceLocation] = [:]
         /// Keys whose value had an error; "*" for an error of the mapping itself (an unknown key, not a mapping).
         var failed: Set<String> = []
@@ -641,6 +646,8 @@ package struct InventoryDecoder: Sendable {
                 decodeNetwork(value, what, into: &f, cx)
             case "accounts":
                 f.accounts = cx.choice(value, field, AccountSource.self)
+            case "certificate":
+                f.certificate = cx.choice(value, field, CertificateSource.self)
             default:  // dns
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -774,6 +781,7 @@ package struct InventoryDecoder: Sendable {
             ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
             ipv6: own.ipv6 ?? defaults.ipv6, allowPrivate: own.allowPrivate ?? defaults.allowPrivate ?? [])
         node.accounts = own.accounts ?? defaults.accounts ?? .inventory
+        node.certificate = own.certificate ?? defaults.certificate ?? .ca
         return node
     }
 

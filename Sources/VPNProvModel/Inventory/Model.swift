@@ -321,6 +321,8 @@ package struct Node: Sendable, Hashable {
     package var network = NodeNetwork()
     /// Where the accounts of the node's password services live (`accounts:`).
     package var accounts = AccountSource.inventory
+    /// Where the node's server certificate comes from (`certificate:`).
+    package var certificate = CertificateSource.ca
     /// Where the node's mapping starts.
     package var location: SourceLocation
     /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
@@ -419,6 +421,8 @@ package struct Inventory: Sendable, Hashable {
     package var acknowledgements: [Acknowledgement] = []
     /// Central accounts (`accounts:`): RADIUS servers and their database; nil when not written.
     package var accounts: AccountsSettings?
+    /// The ACME settings (`acme:`) of the nodes with `certificate: acme`; nil when not written.
+    package var acme: ACMESettings?
 
     package init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],

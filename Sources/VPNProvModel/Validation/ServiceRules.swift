@@ -53,7 +53,9 @@ enum ServiceRules {
             servicesByNode[node.name, default: []].formUnion(node.inventoryUserServices)
         }
         let rsaServerKey = [.rsa2048, .rsa3072, .rsa4096].contains(inventory.pki.serverKey)
-        for node in inventory.nodes where node.services.contains(.ipsecXauthHybrid) && !rsaServerKey {
+        // An ACME node's key is RSA whenever it offers hybrid (ACMESettings.key(for:)).
+        for node in inventory.nodes
+        where node.services.contains(.ipsecXauthHybrid) && !rsaServerKey && node.certificate == .ca {
             d.append(
                 .error(
                     .hybridServerKey,

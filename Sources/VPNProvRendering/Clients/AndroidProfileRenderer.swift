@@ -14,7 +14,7 @@ package enum AndroidProfileRenderer {
         struct Remote: Encodable {
             var addr: String
             var id: String
-            var cert: String
+            var cert: String?
         }
         struct Local: Encodable {
             var id: String?
@@ -59,11 +59,15 @@ package enum AndroidProfileRenderer {
             $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported
         }
         if mine.isEmpty { return [] }
-        guard let caDER = PEMText.der(materials.caCertificatePEM) else {
-            throw ClientRenderError("the CA certificate is not PEM")
+        var caBase64: String?
+        if mine.contains(where: { $0.credentials.contains(.caCertificate) }) {
+            guard let caDER = PEMText.der(materials.caCertificatePEM) else {
+                throw ClientRenderError("the CA certificate is not PEM")
+            }
+            caBase64 = Data(caDER).base64EncodedString()
         }
         let shared = Shared(
-            caBase64: Data(caDER).base64EncodedString(),
+            caBase64: caBase64,
             // The empty-password container: the app hands it to Android's certificate installer
             // (KeyChain.createInstallIntent with EXTRA_PKCS12), which tries the empty password before
             // it shows a password prompt, so the import asks for nothing.
@@ -76,7 +80,8 @@ package enum AndroidProfileRenderer {
 
     /// What every profile of one user shares.
     struct Shared {
-        var caBase64: String
+        /// nil when no profile of the user needs the deployment CA (ACME nodes only).
+        var caBase64: String?
         var p12Base64: String?
         var namespace: NameBasedUUID
     }
@@ -106,7 +111,10 @@ package enum AndroidProfileRenderer {
                 .lowercased(),
             name: "\(inventory.name) \(c.node) (\(c.service.rawValue))",
             type: c.service.rawValue,
-            remote: Profile.Remote(addr: c.remoteAddress, id: c.remoteID.value, cert: shared.caBase64),
+            // Without `remote.cert` the app verifies the server against the device's CA store (ACME nodes).
+            remote: Profile.Remote(
+                addr: c.remoteAddress, id: c.remoteID.value,
+                cert: c.credentials.contains(.caCertificate) ? shared.caBase64 : nil),
             local: local,
             ikeProposal: offer?.ike.first,
             espProposal: offer?.esp.first,
@@ -124,7 +132,7 @@ extension AndroidProfileRenderer.Profile {
     /// proves them against `JSONEncoder` and `JSONSerialization` (the `Encodable` conformance is
     /// what they compare with).
     func json() -> [UInt8] {
-        var s = JSONStream(capacity: 1024 + remote.cert.utf8.count + (local.p12?.utf8.count ?? 0))
+        var s = JSONStream(capacity: 1024 + (remote.cert?.utf8.count ?? 0) + (local.p12?.utf8.count ?? 0))
         func member(_ key: String, _ value: String?) {
             if let value {
                 s.key(key)

@@ -174,7 +174,9 @@ package enum AppleProfileRenderer {
             d.AuthenticationMethod = "SharedSecret"
             d.SharedSecret = psk
         default:
-            d.ServerCertificateIssuerCommonName = materials.caCommonName
+            // An ACME node's issuer is one of its CA's intermediates, which the CA changes at will: the device
+            // checks the chain against its own roots and the name against RemoteIdentifier instead.
+            if c.credentials.contains(.caCertificate) { d.ServerCertificateIssuerCommonName = materials.caCommonName }
             d.CertificateType = c.appleCertificateType
             if c.credentials.contains(.clientCertificate) { d.PayloadCertificateUUID = certificateUUID }
         }

@@ -73,8 +73,13 @@ package enum CatalogRenderer {
         package var credentials: String? = nil
         /// The client needs its own certificate (identityData).
         package var clientCertificate: Bool
-        /// serverCertificateIssuerCommonName when the server proves itself with a certificate.
+        /// serverCertificateIssuerCommonName when the server proves itself with a certificate of the
+        /// deployment CA (absent for an ACME node, whose issuing intermediate the ACME CA changes at will).
         package var serverCertificateIssuerCommonName: String?
+        /// What the device must already hold, beyond what an app configures: `ca-certificate` (the
+        /// deployment's CA, from a profile; a node whose certificate is not publicly trusted) and
+        /// `client-certificate`. Empty: nothing, so an app alone can set the entry up.
+        package var needsOnDevice: [String] = []
         /// IKEv2 only: the one IKE / Child SA parameter set to pin, and enablePFS.
         package var ikeSecurityAssociation: SecurityAssociation?
         package var childSecurityAssociation: SecurityAssociation?
@@ -182,7 +187,9 @@ package enum CatalogRenderer {
                         useExtendedAuthentication: service.needsPassword,
                         credentials: service.needsPassword && node.usesRadius ? "account" : nil,
                         clientCertificate: service.needsClientCert,
-                        serverCertificateIssuerCommonName: service.serverUsesCert ? inventory.pki.ca.name : nil,
+                        serverCertificateIssuerCommonName: service.serverUsesCert && node.certificate == .ca
+                            ? inventory.pki.ca.name : nil,
+                        needsOnDevice: FourFieldModel.needsOnDevice(service, on: node),
                         ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
                         childSecurityAssociation: association(
                             sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
@@ -193,7 +200,8 @@ package enum CatalogRenderer {
                         includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
                         excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
                         onDemandEnabled: apple.onDemand, onDemandRules: rules,
-                        enableRevocationCheck: v2 ? apple.crlCheck && service.serverUsesCert : nil,
+                        enableRevocationCheck: v2
+                            ? apple.crlCheck && service.serverUsesCert && node.certificate == .ca : nil,
                         deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
                         disconnectOnIdleSeconds: apple.disconnectOnIdle))
             }

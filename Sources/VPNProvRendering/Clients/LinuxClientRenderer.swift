@@ -35,14 +35,15 @@ package enum LinuxClientRenderer {
     }
 
     /// The PEM files strongSwan-based clients read beside their configuration: the CA certificate when a
-    /// server proves itself with a certificate, the user's certificate and key (0600) when the user logs
+    /// server proves itself with a certificate of the deployment CA, the user's certificate and key (0600) when the user logs
     /// in with one. Shared with the NetworkManager renderer.
     static func pemCredentials(
         user: String, connections: [ClientConnection], materials: Materials, ca: String, certificate: String,
         key: String
     ) throws -> [OutputFile] {
         var files: [OutputFile] = []
-        if connections.contains(where: { $0.serverAuth == .pubkey }) {
+        // Not for ACME nodes, whose certificates chain to a public root (docs/acme.md).
+        if connections.contains(where: { $0.credentials.contains(.caCertificate) }) {
             files.append(OutputFile(path: ca, text: materials.caCertificatePEM))
         }
         if connections.contains(where: { $0.credentials.contains(.clientCertificate) }) {
@@ -85,7 +86,7 @@ package enum LinuxClientRenderer {
             let remote: TemplateObject = [
                 "auth": .string(c.serverAuth.rawValue),
                 "id": .string(c.remoteID.swanctlValue),
-                "cacerts": .string(c.serverAuth == .pubkey ? caFileName : ""),
+                "cacerts": .string(c.credentials.contains(.caCertificate) ? caFileName : ""),
             ]
             let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
             conns.append(

@@ -64,7 +64,8 @@ package enum NetworkManagerClientRenderer {
         let dir = credentialDirectory(deployment: inventory.name, user: user.name)
         let offer = c.offers[.networkmanager] ?? ProposalOffer(ike: [], esp: [])
         var vpn: [(String, String)] = [("service-type", serviceType), ("address", c.remoteAddress)]
-        if c.serverAuth == .pubkey { vpn.append(("certificate", "\(dir)/\(caFileName)")) }
+        // Without `certificate` charon-nm trusts the desktop's CA directory (/etc/ssl/certs): ACME nodes.
+        if c.credentials.contains(.caCertificate) { vpn.append(("certificate", "\(dir)/\(caFileName)")) }
         // Without remote-identity charon-nm would expect the dialled address (loosely) as identity.
         vpn.append(("remote-identity", c.remoteID.swanctlValue))
         var secret: String?

@@ -77,10 +77,15 @@ package enum WindowsClientRenderer {
                     ]),
                 ]))
         }
+        let trustCA =
+            needsCertificate || connections.contains { $0.windows != nil && $0.credentials.contains(.caCertificate) }
         var top: TemplateObject = [
             "user": .string(user.name),
             "deployment": .string(inventory.name),
-            "ca_base64": .string(try derBase64(materials.caCertificatePEM)),
+            "ca_base64": .string(trustCA ? try derBase64(materials.caCertificatePEM) : ""),
+            // The CA goes into the machine's root store for a server of the deployment CA, and for a
+            // certificate login (its issuer filter); an ACME node chains to a root Windows holds already.
+            "trust_ca": .bool(trustCA),
             "certificate": .bool(needsCertificate),
             "eap": .bool(needsEAP),
             "password_file": .string(passwordFile(user: user.name)),

@@ -380,12 +380,13 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         ).confFile
     }
 
-    /// The node's catalogue entries the seed's four-field model can use, as the app reads them.
+    /// The node's catalogue entries the seed's four-field model can use, as the app reads them, on a device that holds
+    /// the deployment CA (`SeedAppTests.usableWithTheCA`).
     func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)] {
         let catalog = try JSONSerialization.jsonObject(
             with: Data(contentsOf: deployment.out.appendingPathComponent("catalog/servers.json")))
         let entries = ((catalog as? [String: Any])?["servers"] as? [[String: Any]] ?? []).filter {
-            $0["node"] as? String == node && $0["fourFieldModel"] as? Bool == true
+            $0["node"] as? String == node && SeedAppTests.usableWithTheCA($0)
         }
         let credentials = SeedAppTranslator.Credentials(
             username: user, password: password, psk: psks[node], caPEM: try caPEM(node))

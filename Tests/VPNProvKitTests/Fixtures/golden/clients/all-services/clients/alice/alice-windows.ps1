@@ -10,8 +10,9 @@
     Without elevation PowerShell refuses to start it (#Requires -RunAsAdministrator).
 
     It trusts the VPN's certificate authority (Local Computer > Trusted Root Certification
-    Authorities), imports the user's certificate and key into Local Computer > Personal when a
-    connection logs in with a certificate, and creates one VPN connection per server and login kind,
+    Authorities) where a server's certificate or the user's comes from it (a server with a publicly
+    trusted certificate needs nothing added), imports the user's certificate and key into Local
+    Computer > Personal when a connection logs in with a certificate, and creates one VPN connection per server and login kind,
     each set to exactly one IKE and one ESP proposal the server accepts (Windows' own default offer
     ends in a 1024-bit Diffie-Hellman group that the servers refuse). Running it again replaces
     these connections instead of adding new ones.

@@ -55,6 +55,8 @@ import Testing
         ("renew_days: 0", "invalid-value", 5),
         ("renew_days: 90", "invalid-value", 5),
         ("colour: blue", "unknown-key", 5),
+        ("roots: [etc/ssl/certs/ISRG_Root_X1.pem]", "invalid-value", 5),
+        ("roots: [\"/etc/ssl/certs/a b.pem\"]", "invalid-value", 5),
     ])
     func aBadACMEValueIsAnErrorAtItsLine(_ line: String, _ code: String, _ lineNumber: Int) {
         // The section is lines 3 to 5: the value under test is on line 5 (an e-mail under test replaces the good one).
@@ -118,6 +120,10 @@ import Testing
             encoding: .utf8)
         #expect(!keyfile.contains("certificate="))
         #expect(!fm.fileExists(atPath: clients.appendingPathComponent("ann/linux/swanctl/x509ca/ca.pem").path))
+        // charon reads no system trust store: the Linux client names the ACME CA's root where Debian keeps it.
+        let linux = try String(
+            contentsOf: clients.appendingPathComponent("ann/linux/swanctl/swanctl.conf"), encoding: .utf8)
+        #expect(linux.contains("cacerts = \"/etc/ssl/certs/ISRG_Root_X1.pem\"") && !linux.contains("ca.pem"))
         let windows = try String(contentsOf: clients.appendingPathComponent("ann/ann-windows.ps1"), encoding: .utf8)
         #expect(!windows.contains("LocalMachine\\Root"))
         // bob logs in with a certificate of the deployment CA: Windows still imports the CA for it.

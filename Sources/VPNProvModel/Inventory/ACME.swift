@@ -41,6 +41,11 @@ package struct ACMESettings: Sendable, Hashable {
     /// ACME directory's own HTTPS: a private ACME server.
     package var caBundle: String?
     package var renewDays = defaultRenewDays
+    /// Where a Linux swanctl client finds the ACME CA's roots (absolute paths on the client): charon reads no
+    /// system trust store, so the client's connection names them (`cacerts`). Let's Encrypt's by default, as
+    /// Debian's ca-certificates installs it.
+    package var roots = defaultRoots
+    package static let defaultRoots = ["/etc/ssl/certs/ISRG_Root_X1.pem"]
     package var location: SourceLocation
     /// Where each key's value was written (key: "email", "directory", ...).
     package var fieldLocations: [String: SourceLocation] = [:]

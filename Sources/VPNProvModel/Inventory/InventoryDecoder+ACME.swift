@@ -2,9 +2,9 @@ import VPNProvYAML
 
 extension InventoryDecoder {
     /// Keys of `acme:`.
-    package static let acmeKeys = ["directory", "email", "challenge", "key", "ca_bundle", "renew_days"]
+    package static let acmeKeys = ["directory", "email", "challenge", "key", "ca_bundle", "renew_days", "roots"]
 
-    /// `acme: {directory, email, challenge, key, ca_bundle, renew_days}` (docs/acme.md). The values end up in
+    /// `acme: {directory, email, challenge, key, ca_bundle, renew_days, roots}` (docs/acme.md). The values end up in
     /// the nodes' Ansible variables and in the renewal unit's command line, so each is held to characters
     /// that are plain in YAML, a shell word and a systemd unit.
     func decodeACME(_ node: YAMLNode, _ cx: DecodingContext) -> ACMESettings? {
@@ -46,6 +46,23 @@ extension InventoryDecoder {
                 } else {
                     settings.caBundle = path
                 }
+            case "roots":
+                guard let list = cx.stringList(value, field) else { continue }
+                var roots: [String] = []
+                for (path, item) in list {
+                    if path.hasPrefix("/"), !path.contains("//"),
+                        path.unicodeScalars.allSatisfy({ Self.plainPathCharacters.contains($0) })
+                    {
+                        roots.append(path)
+                    } else {
+                        cx.error(
+                            .invalidValue,
+                            "\(field): '\(DecodingContext.printable(path))' must be an absolute path on the Linux "
+                                + "clients (letters, digits and - . _ / only), e.g. /etc/ssl/certs/ISRG_Root_X1.pem",
+                            at: item)
+                    }
+                }
+                if !roots.isEmpty { settings.roots = roots }
             default:  // renew_days
                 if let days = cx.integer(
                     value, field, minimum: ACMESettings.renewDaysRange.lowerBound,
@@ -72,6 +89,9 @@ extension InventoryDecoder {
         }
         return nil
     }
+
+    static let plainPathCharacters = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/".unicodeScalars)
 
     static let plainURLCharacters = Set(
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?=&%+".unicodeScalars)

@@ -58,6 +58,15 @@ package enum LinuxClientRenderer {
         return files
     }
 
+    /// The CAs a connection's server must chain to: the deployment CA in the client's `x509ca/`, or for an ACME
+    /// node the ACME CA's roots where the client's system keeps them (`acme.roots`; charon reads no system
+    /// trust store); "" when the server authenticates with a PSK.
+    static func cacerts(_ c: ClientConnection, inventory: Inventory) -> String {
+        guard c.serverAuth == .pubkey else { return "" }
+        if c.credentials.contains(.caCertificate) { return caFileName }
+        return (inventory.acme?.roots ?? ACMESettings.defaultRoots).joined(separator: ",")
+    }
+
     /// `0s<base64>`: no character of the secret can break the syntax or be read as hex/base64 prefix.
     static func encodedSecret(_ secret: String) -> String { "0s" + Data(secret.utf8).base64EncodedString() }
 
@@ -86,7 +95,7 @@ package enum LinuxClientRenderer {
             let remote: TemplateObject = [
                 "auth": .string(c.serverAuth.rawValue),
                 "id": .string(c.remoteID.swanctlValue),
-                "cacerts": .string(c.credentials.contains(.caCertificate) ? caFileName : ""),
+                "cacerts": .string(cacerts(c, inventory: inventory)),
             ]
             let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
             conns.append(

@@ -225,7 +225,7 @@ package struct ClientPlan: Sendable, Hashable {
         // An ACME node's certificate chains to a public root the device already trusts: the client carries no
         // CA of the deployment's (docs/acme.md, "What each client checks").
         let ca: Set<ClientCredential> = node.certificate == .acme ? [] : [.caCertificate]
-        let serverKey = serverCertificateType(node, inventory)
+
         var rounds: [ClientAuthRound]
         var credentials: Set<ClientCredential> = []
         var certificateType: String?
@@ -237,7 +237,9 @@ package struct ClientPlan: Sendable, Hashable {
         case .ikev2EAP:
             rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
             credentials = ca.union([.password])
-            certificateType = serverKey
+            // Apple's schema requires ServerCertificateIssuerCommonName with CertificateType and extended
+            // authentication, and an ACME node's issuer is none a profile may name: neither key for it.
+            certificateType = node.certificate == .acme ? nil : appleCertificateType(inventory.pki.serverKey)
         case .ikev2PSK:
             rounds = [ClientAuthRound(method: .psk)]
             credentials = [.psk]
@@ -314,18 +316,6 @@ package struct ClientPlan: Sendable, Hashable {
     /// the server (the server plan's `pskEAPClientIdentity`; Consistency proves they agree).
     package static func pskEAPLocalIdentity(in inventory: Inventory) -> IKEIdentity {
         .fqdn("psk-eap.\(inventory.name)")
-    }
-
-    /// Apple `CertificateType` of the node's server certificate: its ACME key, or `pki.server_key`.
-    package static func serverCertificateType(_ node: Node, _ inventory: Inventory) -> String {
-        guard node.certificate == .acme, let acme = inventory.acme else {
-            return appleCertificateType(inventory.pki.serverKey)
-        }
-        switch acme.key(for: node) {
-        case .rsa2048, .rsa3072, .rsa4096: return "RSA"
-        case .ec256: return "ECDSA256"
-        case .ec384: return "ECDSA384"
-        }
     }
 
     /// Apple `CertificateType` for a key type.

@@ -111,6 +111,8 @@ import Testing
         let clients = out.appendingPathComponent("clients")
         let apple = try String(contentsOf: clients.appendingPathComponent("ann/ann.mobileconfig"), encoding: .utf8)
         #expect(!apple.contains("com.apple.security.root") && !apple.contains("ServerCertificateIssuerCommonName"))
+        // Apple's schema requires the issuer's name with CertificateType and extended authentication: neither.
+        #expect(!apple.contains("<key>CertificateType</key>"), "\(apple)")
         let sswan =
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: clients.appendingPathComponent("ann/n1-ikev2-eap.sswan"))) as? [String: Any]

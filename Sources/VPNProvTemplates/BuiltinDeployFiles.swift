@@ -514,7 +514,7 @@ dependencies: []
   ansible.builtin.find:
     paths: "{{ vpnprov_swanctl_dir }}/x509ca"
     patterns: vpnprov-acme-*.pem
-  register: vpnprov_acme_chain
+  register: vpnprov_node_acme_chain
 
 - name: Remove the ACME certificate, key and chain, the client's directory and the renewal script
   ansible.builtin.file:
@@ -523,7 +523,7 @@ dependencies: []
   loop: >-
     {{ [vpnprov_swanctl_dir ~ '/x509/vpnprov-acme.pem', vpnprov_swanctl_dir ~ '/private/vpnprov-acme.pem',
         vpnprov_acme_dir, vpnprov_acme_script]
-       + (vpnprov_acme_chain.files | map(attribute='path') | sort)
+       + (vpnprov_node_acme_chain.files | map(attribute='path') | sort)
        + ([vpnprov_acme_unit_dir ~ '/vpnprov-acme-renew.service', vpnprov_acme_unit_dir ~ '/vpnprov-acme-renew.timer']
           if (vpnprov_manage_service | bool) else []) }}
   notify: Load swanctl configuration
@@ -588,14 +588,14 @@ dependencies: []
     - vpnprov-acme-renew.service
     - vpnprov-acme-renew.timer
   when: vpnprov_manage_service | bool
-  register: vpnprov_acme_units
+  register: vpnprov_node_acme_units
 
 - name: Run the renewal daily
   ansible.builtin.systemd_service:
     name: vpnprov-acme-renew.timer
     enabled: true
     state: started
-    daemon_reload: "{{ vpnprov_acme_units is changed }}"
+    daemon_reload: "{{ vpnprov_node_acme_units is changed }}"
   when: vpnprov_manage_service | bool
 
 # Obtains a certificate when the node has none (or another name, key type or directory was asked for),
@@ -605,8 +605,8 @@ dependencies: []
 - name: Obtain or renew the node's certificate
   ansible.builtin.command:
     argv: "{{ [vpnprov_acme_script, '--no-load'] + (['--force'] if (vpnprov_acme_force_renewal | bool) else []) }}"
-  register: vpnprov_acme_run
-  changed_when: vpnprov_acme_run.stdout is search('^installed', multiline=True)
+  register: vpnprov_node_acme_run
+  changed_when: vpnprov_node_acme_run.stdout is search('^installed', multiline=True)
   when: not ansible_check_mode
   notify: Load swanctl configuration
 
@@ -920,12 +920,12 @@ dependencies: []
 - name: Look for an ACME client an earlier rollout set up
   ansible.builtin.stat:
     path: "{{ vpnprov_acme_dir }}"
-  register: vpnprov_acme_left
+  register: vpnprov_node_acme_left
   when: vpnprov_acme | default({}, true) | length == 0
 
 - name: Take the ACME client off a node whose certificate no longer comes from ACME
   ansible.builtin.include_tasks: acme-absent.yml
-  when: (vpnprov_acme | default({}, true) | length == 0) and vpnprov_acme_left.stat.exists
+  when: (vpnprov_acme | default({}, true) | length == 0) and vpnprov_node_acme_left.stat.exists
 
 - name: Put the configuration live
   ansible.builtin.meta: flush_handlers

@@ -73,11 +73,22 @@ import Testing
         try await Command.onOwnExecutor { try await scenario(build: .host) }
     }
 
+    @Test(
+        .ansible, .strongSwan6,
+        .enabled(
+            if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+            "needs pebble, lego and curl (scripts/install-test-deps)"))
+    func nodeObtainsKeepsRenewsAndSurvivesAFailedRenewalOfItsACMECertificate6() async throws {
+        try await Command.onOwnExecutor { try await scenario(build: .trixie) }
+    }
+
     func scenario(build: StrongSwanBuild) async throws {
         let fleet = try OneNodeFleet.start(
             build: build, label: "acme-fleet", node: Self.domain, views: Self.nodeViews)
         defer { fleet.teardown() }
         let (lab, n1) = (fleet.lab, fleet.n1)
+        let daemon = try lab.swanctl(n1, ["--version", "--daemon"])
+        #expect(daemon.stdout.contains(build.version), "n1 runs charon \(build.version): \(daemon)")
         let pebble = try PebbleServer.start(in: lab, hosts: [Self.domain: n1.address])
         defer { pebble.stop() }
 

@@ -677,13 +677,17 @@ struct OneNodeFleet {
     private let state: URL
 
     /// Fails (the test) when Ansible or the strongSwan build cannot run here.
-    static func start(build: StrongSwanBuild, label: String) throws -> OneNodeFleet {
+    /// `node`: the node's name (an ACME node's is its DNS name); `views`: as `AnsibleLab.start`.
+    static func start(
+        build: StrongSwanBuild, label: String, node: String = "n1", views: [String: [String]] = [:]
+    ) throws -> OneNodeFleet {
         try AnsibleTools.require()
-        let lab = try AnsibleLab.start(nodes: ["n1"], build: build)  // requires the build (and strongSwan)
+        // Requires the build (and strongSwan).
+        let lab = try AnsibleLab.start(nodes: [node], build: build, views: views)
         do {
             let dir = try Scratch.makeDirectory(label)
             return OneNodeFleet(
-                lab: lab, n1: try lab.node("n1"), dir: dir, out: dir.appendingPathComponent("out"),
+                lab: lab, n1: try lab.node(node), dir: dir, out: dir.appendingPathComponent("out"),
                 inventory: dir.appendingPathComponent("fleet.yaml").path, state: dir.appendingPathComponent("state"))
         } catch {
             lab.teardown()
@@ -710,15 +714,21 @@ struct OneNodeFleet {
         try vpnprov(["generate"])
     }
 
-    /// Rolls the generated deploy/ out to the node, which must succeed.
-    func rollout(_ what: String) async throws -> CommandResult {
+    /// Rolls the generated deploy/ out to the node (`extra`: more ansible-playbook arguments), which must
+    /// succeed.
+    func rollout(_ what: String, extra: [String] = []) async throws -> CommandResult {
+        let result = try await attemptRollout(extra: extra)
+        guard result.succeeded else { throw HarnessError("\(lab.build): rollout \(what): \(result)") }
+        return result
+    }
+
+    /// Rolls the generated deploy/ out to the node, whatever the outcome.
+    func attemptRollout(extra: [String] = []) async throws -> CommandResult {
         let arguments =
             [
                 "-i", out.appendingPathComponent("deploy/inventory.yml").path,
                 out.appendingPathComponent("deploy/site.yml").path,
-            ] + AnsibleRolloutTests.labVariables + ["-e", "vpnprov_manage_network=false", "-v"]
-        let result = try await lab.playbook(arguments)
-        guard result.succeeded else { throw HarnessError("\(lab.build): rollout \(what): \(result)") }
-        return result
+            ] + AnsibleRolloutTests.labVariables + ["-e", "vpnprov_manage_network=false", "-v"] + extra
+        return try await lab.playbook(arguments)
     }
 }

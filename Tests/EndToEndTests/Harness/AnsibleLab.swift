@@ -97,6 +97,7 @@ final class AnsibleLab: @unchecked Sendable {
     private var daemons: [String: Process] = [:]  // "<node>/charon"
     private var sshdPIDs: [Int32] = []
     private var namespaces: [String] = []
+    private var serverHosts = 0
     private var tornDown = false
 
     private init(base: String, scratch: URL, build: StrongSwanBuild) {
@@ -108,8 +109,12 @@ final class AnsibleLab: @unchecked Sendable {
         self.configFile = scratch.appendingPathComponent("ansible.cfg").path
     }
 
-    /// Creates the hub and one namespace per node name, each with sshd and charon running.
-    static func start(nodes names: [String], build: StrongSwanBuild = .host) throws -> AnsibleLab {
+    /// Creates the hub and one namespace per node name, each with sshd and charon running. `views`: more host
+    /// directories each node gets a view of, with the given entries its own (empty directories), e.g.
+    /// `["/var/lib": ["vpnprov"]]` for a role that writes `/var/lib/vpnprov` (which must not reach the host).
+    static func start(nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:]) throws
+        -> AnsibleLab
+    {
         try build.require()
         NetworkPair.removeStale()
         let lab = AnsibleLab(
@@ -117,7 +122,7 @@ final class AnsibleLab: @unchecked Sendable {
             scratch: try Scratch.makeDirectory("ansible-lab"),
             build: build)
         do {
-            try lab.setUp(names)
+            try lab.setUp(names, views: views)
         } catch {
             lab.teardown()
             throw error
@@ -125,7 +130,7 @@ final class AnsibleLab: @unchecked Sendable {
         return lab
     }
 
-    private func setUp(_ names: [String]) throws {
+    private func setUp(_ names: [String], views: [String: [String]]) throws {
         try addNamespace(hub)
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
@@ -148,6 +153,9 @@ final class AnsibleLab: @unchecked Sendable {
                 run: try Scratch.makeDirectory("node-\(name)"))
             // sshd's privilege-separation directory, which the host may not have (nothing here starts its sshd).
             try PrivateView.create(of: "/run", for: ns, own: [], directories: ["sshd", "mount"])
+            for (host, directories) in views.sorted(by: { $0.key < $1.key }) {
+                try PrivateView.create(of: host, for: ns, own: [], directories: directories)
+            }
             try attach(ns, address: node.address, port: "n\(i + 1)")
             try ip(["-n", ns, "addr", "add", "\(node.innerAddress)/32", "dev", "lo"])
             try writeEtc(node, publicKey: publicKey)
@@ -355,6 +363,19 @@ final class AnsibleLab: @unchecked Sendable {
         let charon = try Charon.start(in: ns, label: "client-\(label)")
         clients[label] = (ns, charon)
         return charon
+    }
+
+    /// A namespace on the bridge for a server the nodes use (e.g. an ACME server), at `192.0.2.(200+n)`, with
+    /// a view of `/etc` whose entries `ownEtc` are its own (files for the caller to write before starting
+    /// anything there with `PrivateView.exec`). Stopping what runs there is the caller's; the namespace and
+    /// view go at teardown.
+    func addServerHost(_ label: String, ownEtc: [String]) throws -> (namespace: String, address: String, etc: String) {
+        serverHosts += 1
+        let ns = "\(base)-s\(serverHosts)"
+        let address = "192.0.2.\(200 + serverHosts)"
+        try attach(ns, address: address, port: "s\(serverHosts)")
+        let etc = try PrivateView.create(of: "/etc", for: ns, own: ownEtc)
+        return (ns, address, etc)
     }
 
     /// Pings `destination` from a client namespace, from `source` (one echo, bounded).

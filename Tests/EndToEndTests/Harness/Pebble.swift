@@ -1,0 +1,140 @@
+import Foundation
+import Glibc
+
+/// Let's Encrypt's RFC 8555 test server (Debian `pebble`) on a server host of an `AnsibleLab`, as the ACME
+/// directory of the lab's nodes: an independent ACME server that validates HTTP-01 challenges for real,
+/// by connecting to port 80 of the address the name resolves to.
+///
+/// - Its HTTPS certificate (`192.0.2.(200+n)` as IP SAN) is issued by a throw-away `TestPKI` CA:
+///   `httpsCA` is what a node must trust for the directory (the role's `ca-bundle.pem`).
+/// - It resolves the names it validates with the system resolver: its host's own `/etc/hosts`
+///   (`PrivateView`) maps each node's DNS name to the node's lab address (`hosts`).
+/// - Its issuing root and intermediate are new on every start (Pebble makes them at start-up) and
+///   served on the management port (`issuingRoot()`, `issuingIntermediate()`).
+/// - No randomness in what the tests see: no validation delay (`PEBBLE_VA_NOSLEEP`), no nonces
+///   rejected for testing (`PEBBLE_WFE_NONCEREJECT=0`), and no authorization reused
+///   (`PEBBLE_AUTHZREUSE=0`), so every order is validated on port 80 again.
+final class PebbleServer: @unchecked Sendable {
+    static let path = "/usr/bin/pebble"
+    static let curlPath = "/usr/bin/curl"
+
+    /// Why Pebble cannot run here, or nil.
+    static var unavailableReason: String? {
+        for (path, what) in [
+            (path, "pebble (apt: pebble)"), (curlPath, "curl (apt: curl)"), ("/usr/bin/lego", "lego (apt: lego)"),
+        ]
+        where !FileManager.default.isExecutableFile(atPath: path) {
+            return "\(what) not found at \(path)"
+        }
+        return nil
+    }
+
+    let namespace: String
+    let address: String
+    /// The ACME directory, e.g. `https://192.0.2.201:14000/dir`.
+    let directoryURL: String
+    /// PEM file: the CA of the server's HTTPS certificate.
+    let httpsCA: String
+    private let pki: TestPKI
+    private let scratch: URL
+    private let daemon: DaemonProcess
+    private var logPath: String { scratch.appendingPathComponent("pebble.log").path }
+
+    private init(
+        namespace: String, address: String, pki: TestPKI, scratch: URL, daemon: DaemonProcess
+    ) {
+        self.namespace = namespace
+        self.address = address
+        self.directoryURL = "https://\(address):14000/dir"
+        self.httpsCA = pki.caCert
+        self.pki = pki
+        self.scratch = scratch
+        self.daemon = daemon
+    }
+
+    /// Starts Pebble on a new server host of `lab`, resolving `hosts` (DNS name -> address), and waits
+    /// (bounded) until its management port serves the issuing root.
+    static func start(in lab: AnsibleLab, hosts: [String: String], timeout: Duration = .seconds(30)) throws
+        -> PebbleServer
+    {
+        if let reason = unavailableReason { throw HarnessError("Pebble cannot run: \(reason)") }
+        let host = try lab.addServerHost("pebble", ownEtc: ["hosts"])
+        let hostsFile =
+            "127.0.0.1 localhost\n" + hosts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)\n" }.joined()
+        try hostsFile.write(toFile: host.etc + "/hosts", atomically: true, encoding: .utf8)
+        let pki = try TestPKI.make(name: "lab ACME server CA")
+        let scratch = try Scratch.makeDirectory("pebble")
+        do {
+            let (cert, key) = try pki.issue(name: "pebble", sans: [host.address])
+            let config: [String: Any] = [
+                "pebble": [
+                    "listenAddress": "\(host.address):14000",
+                    "managementListenAddress": "\(host.address):15000",
+                    "certificate": cert,
+                    "privateKey": key,
+                    "httpPort": 80,
+                    "tlsPort": 443,
+                    "ocspResponderURL": "",
+                    "externalAccountBindingRequired": false,
+                ]
+            ]
+            let configPath = scratch.appendingPathComponent("pebble-config.json").path
+            try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys])
+                .write(to: URL(fileURLWithPath: configPath))
+            let daemon = try DaemonProcess.start(
+                StrongSwanEnvironment.ipPath,
+                PrivateView.exec(host.namespace, path, ["-config", configPath]),
+                environment: ["PEBBLE_VA_NOSLEEP": "1", "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_AUTHZREUSE": "0"],
+                outputPath: scratch.appendingPathComponent("pebble.log").path)
+            let server = PebbleServer(
+                namespace: host.namespace, address: host.address, pki: pki, scratch: scratch, daemon: daemon)
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                if !daemon.isRunning { throw HarnessError("pebble exited:\n\(server.log)") }
+                if (try? server.management("/roots/0", timeout: .seconds(2)))?.succeeded == true { break }
+                if ContinuousClock.now > deadline { throw HarnessError("pebble did not start:\n\(server.log)") }
+                usleep(20_000)
+            }
+            return server
+        } catch {
+            try? FileManager.default.removeItem(at: scratch)
+            try? FileManager.default.removeItem(at: pki.directory)
+            throw error
+        }
+    }
+
+    /// What Pebble logged so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    private func management(_ path: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
+        try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", namespace, Self.curlPath, "-sS", "--fail", "--max-time", "5", "--cacert", httpsCA,
+                "https://\(address):15000\(path)",
+            ], timeout: timeout)
+    }
+
+    /// The PEM the management port serves at `path`, which must answer.
+    private func pem(_ path: String) throws -> String {
+        let result = try management(path)
+        guard result.succeeded, result.stdout.contains("-----BEGIN CERTIFICATE-----") else {
+            throw HarnessError("pebble \(path): \(result)")
+        }
+        return result.stdout
+    }
+
+    /// Pebble's issuing root (PEM), new with every start.
+    func issuingRoot() throws -> String { try pem("/roots/0") }
+
+    /// The intermediate that signs Pebble's certificates (PEM).
+    func issuingIntermediate() throws -> String { try pem("/intermediates/0") }
+
+    func stop() {
+        daemon.stop()
+        try? FileManager.default.removeItem(at: scratch)
+        try? FileManager.default.removeItem(at: pki.directory)
+    }
+
+    deinit { stop() }
+}

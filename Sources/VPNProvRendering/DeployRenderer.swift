@@ -119,6 +119,7 @@ package enum DeployRenderer {
                 "key_type": .string(acme.key(for: node).rawValue),
                 "renew_days": .int(acme.renewDays),
                 "ca_bundle": .bool(acme.caBundle != nil),
+                "roots": .list(acme.roots.map { .string($0) }),
             ])
         }
         return .object(context)

@@ -573,6 +573,20 @@ dependencies: []
     mode: "0644"
   when: vpnprov_acme.ca_bundle | default(false) | bool
 
+# strongSwan 5.9 sends the chain only towards a CA a client asks for (a certificate request) that it
+# knows itself. With the ACME CA's roots in x509ca/, a client that trusts them gets the intermediates;
+# without them, a client that also asks for the deployment CA (a certificate user) would get none.
+- name: Install the ACME CA's roots for strongSwan
+  ansible.builtin.copy:
+    src: "{{ item }}"
+    remote_src: true
+    dest: "{{ vpnprov_swanctl_dir }}/x509ca/vpnprov-acme-root-{{ vpnprov_node_acme_root_index + 1 }}.pem"
+    mode: "0644"
+  loop: "{{ vpnprov_acme.roots | default([]) }}"
+  loop_control:
+    index_var: vpnprov_node_acme_root_index
+  notify: Load swanctl configuration
+
 - name: Install the renewal script
   ansible.builtin.template:
     src: vpnprov-acme-renew.j2

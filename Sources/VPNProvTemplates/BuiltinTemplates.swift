@@ -294,6 +294,11 @@ vpnprov_acme:
   key_type: {{key_type}}
   renew_days: {{renew_days}}
   ca_bundle: {{#ca_bundle}}true{{/ca_bundle}}{{^ca_bundle}}false{{/ca_bundle}}
+  # The ACME CA's roots on the node (acme.roots), installed into swanctl/x509ca/ too.
+  roots:
+{{#roots}}
+    - {{.}}
+{{/roots}}
 {{/acme}}
 
 """##,

@@ -13,41 +13,40 @@ import Testing
     static let nodeViews = ["/var/lib": ["vpnprov"], "/usr/local/lib": ["vpnprov"]]
     static let script = "/usr/local/lib/vpnprov/acme-renew"
 
-    static let inventory = """
+    /// The lab's inventory: n1 takes its certificate from Pebble (`acme:` names Pebble's directory, the CA of
+    /// its HTTPS as `ca_bundle` and its root as the Linux clients' root); ann logs in with a password, bob with a
+    /// certificate of the deployment CA, on every client kind.
+    static func inventory(_ pebble: PebbleServer, bundle: String, root: String, sshHost: String) -> String {
+        """
         vpnprov: 1
         name: lab
+        acme:
+          directory: \(pebble.directoryURL)
+          email: ops@vpn.test
+          ca_bundle: \(bundle)
+          roots: [\(root)]
+        pki:
+          server_key: rsa-2048
         defaults:
           network:
             ipsec: libipsec   # the lab's charons run kernel-libipsec
         nodes:
           \(domain):
-            address: 192.0.2.1
+            address: \(domain)
+            id: \(domain)
+            deploy: { host: \(sshHost) }   # the controller has no DNS for the lab
             pool: 10.81.0.0/24
-            services: [ikev2-eap]
+            services: [ikev2-cert, ikev2-eap, ipsec-xauth-hybrid]
+            certificate: acme
         users:
           ann:
             password: gen
+            devices: [apple, android, linux, windows]
+          bob:
+            cert: true
+            devices: [apple, android, linux, windows]
 
         """
-
-    /// What `vpnprov generate` will write into the node's host_vars for `acme:` in the inventory (the
-    /// generator side of issue 38); until then the test passes it as extra variables, and writes the
-    /// ca-bundle.pem the generator will copy. With the generator: put `acme:` (directory, email,
-    /// ca_bundle) and `certificate: acme` into `inventory`, drop `acmeVariables` and `writeCABundle`.
-    static func acmeVariables(_ pebble: PebbleServer) -> [String: Any] {
-        [
-            "vpnprov_acme": [
-                "directory": pebble.directoryURL, "email": "ops@vpn.test", "domain": domain, "key_type": "rsa2048",
-                "renew_days": 30, "ca_bundle": true,
-            ] as [String: Any]
-        ]
-    }
-
-    static func writeCABundle(_ pebble: PebbleServer, fleet: OneNodeFleet) throws {
-        let dir = fleet.out.appendingPathComponent("servers/\(domain)/acme")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            atPath: pebble.httpsCA, toPath: dir.appendingPathComponent("ca-bundle.pem").path)
     }
 
     static func mode(_ path: String) throws -> Int {
@@ -92,15 +91,12 @@ import Testing
         let pebble = try PebbleServer.start(in: lab, hosts: [Self.domain: n1.address])
         defer { pebble.stop() }
 
-        try fleet.generate(Self.inventory)
-        try Self.writeCABundle(pebble, fleet: fleet)
-        let variables = fleet.dir.appendingPathComponent("acme-vars.json")
-        try JSONSerialization.data(withJSONObject: Self.acmeVariables(pebble), options: [.sortedKeys])
-            .write(to: variables)
-        let acme = ["-e", "@" + variables.path]
-
+        // Pebble's root is new at every start: the inventory names it once Pebble runs.
         let root = fleet.dir.appendingPathComponent("pebble-root.pem").path
         try pebble.issuingRoot().write(toFile: root, atomically: true, encoding: .utf8)
+        let bundle = fleet.dir.appendingPathComponent("pebble-https-ca.pem").path
+        try FileManager.default.copyItem(atPath: pebble.httpsCA, toPath: bundle)
+        try fleet.generate(Self.inventory(pebble, bundle: bundle, root: root, sshHost: n1.address))
         let intermediate = try pebble.issuingIntermediate()
         let leaf = n1.swanctlDirectory + "/x509/vpnprov-acme.pem"
         let chain = n1.swanctlDirectory + "/x509ca/vpnprov-acme-1.pem"
@@ -108,7 +104,7 @@ import Testing
         let reported = fleet.out.appendingPathComponent("rollout/acme/\(Self.domain).pem").path
 
         // (a) The first rollout obtains the certificate from Pebble, before the connections are loaded.
-        let first = try await fleet.rollout("first", extra: acme)
+        let first = try await fleet.rollout("first")
         #expect((AnsibleRolloutTests.recap(first)[Self.domain]?.changed ?? 0) > 0, "first rollout: \(first.stdout)")
         #expect(try Self.mode(leaf) == 0o644)
         #expect(try Self.mode(chain) == 0o644)
@@ -140,14 +136,18 @@ import Testing
         #expect(!first.output.contains(keyBody), "the rollout's output shows the private key")
         #expect(try !Self.tree(fleet.out, contains: keyBody), "the private key reached the controller")
 
+        // Every client kind connects with only Pebble's root as its trust anchor (no deployment CA for the
+        // server) and reaches the node's inner address through the tunnel.
+        try Self.clientsConnectWithThePublicRootOnly(fleet, rootPEM: Data(try pebble.issuingRoot().utf8))
+
         // (b) An unchanged rollout changes nothing and obtains no new certificate.
-        let second = try await fleet.rollout("second", extra: acme)
+        let second = try await fleet.rollout("second")
         #expect(AnsibleRolloutTests.recap(second)[Self.domain]?.changed == 0, "second rollout: \(second.stdout)")
         #expect(try Self.serial(leaf) == issued, "the unchanged rollout obtained a new certificate")
 
         // (c) A forced renewal (what an operator runs) installs a new certificate; the live tunnel stays.
         let client = try lab.addClient("ann")
-        let profile = fleet.out.appendingPathComponent("clients/ann/linux/swanctl/swanctl.conf").path
+        let profile = try Self.linuxProfile(fleet, user: "ann")
         _ = try client.loadAllCleanly(confFile: profile)
         // The profile names the connection after the node, dots replaced.
         let connection = "n1_vpn_test-ikev2-eap"
@@ -168,6 +168,17 @@ import Testing
         #expect(
             try lab.ping(fromClient: "ann", source: vip, to: n1.innerAddress).succeeded,
             "ann's tunnel after the renewal")
+        // The next connection is served with the new certificate, the only one charon holds now (bob's: a
+        // second device of ann's would replace her tunnel, as a reinstalled device does).
+        let bobPassword = try String(
+            contentsOf: fleet.out.appendingPathComponent("clients/bob/bob-p12-password.txt"), encoding: .utf8
+        ).split(separator: "\n").last.map(String.init)
+        let bobApple = try AppleProfileTranslator.translate(
+            profileData: Data(contentsOf: fleet.out.appendingPathComponent("clients/bob/bob.mobileconfig")),
+            inputs: DeviceInputs(
+                remoteAddress: n1.address, p12Password: bobPassword, systemRoots: [Data(try pebble.issuingRoot().utf8)])
+        )
+        _ = try Self.connect(fleet, try #require(bobApple.first), label: "apple bob after the renewal")
 
         // (d) With the node's port 80 closed, a forced renewal fails with lego's reason, the play fails,
         // and the node keeps its certificate.
@@ -180,7 +191,7 @@ import Testing
             try #require(result.succeeded, "nft \(command): \(result)")
         }
         let blocked = try await fleet.attemptRollout(
-            extra: acme + ["-e", "vpnprov_acme_force_renewal=true"])
+            extra: ["-e", "vpnprov_acme_force_renewal=true"])
         #expect(!blocked.succeeded, "the rollout succeeded with port 80 closed: \(blocked.stdout)")
         #expect(AnsibleRolloutTests.recap(blocked)[Self.domain]?.failed == 1, "\(blocked.stdout)")
         #expect(
@@ -190,6 +201,130 @@ import Testing
         #expect(try Self.serial(leaf) == renewed, "the failed renewal replaced the certificate")
         #expect(try lab.swanctl(n1, ["--list-certs"]).stdout.contains(Self.swanctlSerial(renewed)))
         #expect(try lab.securityAssociations(n1).map(\.uniqueID) == before, "the failed renewal ended ann's tunnel")
+    }
+
+    /// A copy of the user's Linux swanctl directory as written, dialling the node's lab address instead of its
+    /// name (the lab has no DNS); returns its swanctl.conf.
+    static func linuxProfile(_ fleet: OneNodeFleet, user: String) throws -> String {
+        let written = fleet.out.appendingPathComponent("clients/\(user)/linux/swanctl")
+        let copy = try Scratch.makeDirectory("acme-linux-\(user)").appendingPathComponent("swanctl")
+        try FileManager.default.copyItem(at: written, to: copy)
+        let conf = copy.appendingPathComponent("swanctl.conf")
+        let text = try String(contentsOf: conf, encoding: .utf8)
+        let dialled = "remote_addrs = \"\(domain)\""
+        guard text.contains(dialled) else { throw HarnessError("\(user)'s Linux profile does not dial \(domain)") }
+        try text.replacingOccurrences(of: dialled, with: "remote_addrs = \"\(fleet.n1.address)\"")
+            .write(to: conf, atomically: true, encoding: .utf8)
+        return conf.path
+    }
+
+    /// Connects `setup` from a client of its own, pings the node's inner address through the tunnel and ends the
+    /// tunnel again (the renewal step counts the node's tunnels). Returns what was proven, for the log.
+    static func connect(_ fleet: OneNodeFleet, _ setup: ClientSetup, label: String) throws -> String {
+        let (lab, n1) = (fleet.lab, fleet.n1)
+        let client = try lab.addClient(label)
+        defer { client.stop() }
+        let dir = try setup.write(label: label)
+        _ = try client.loadAllCleanly(confFile: dir.confFile)
+        let initiated = try client.initiate(child: setup.childName, ike: setup.connectionName, timeout: .seconds(20))
+        guard initiated.succeeded else {
+            throw HarnessError("\(label): \(initiated)\n--- node log ---\n\(lab.log(n1))")
+        }
+        guard let vip = try client.virtualIPs(ike: setup.connectionName).first(where: { !$0.contains(":") }) else {
+            throw HarnessError("\(label): no virtual IPv4 address")
+        }
+        let ping = try lab.ping(fromClient: label, source: vip, to: n1.innerAddress)
+        guard ping.succeeded else { throw HarnessError("\(label): no traffic through the tunnel: \(ping)") }
+        _ = try client.terminate(ike: setup.connectionName)
+        return "\(label) \(vip)"
+    }
+
+    /// The seed app's code path (the catalogue's four fields, a device trusting only Pebble's root), the Apple
+    /// profiles, the Android .sswan files, bob's Linux directory and the Windows scripts, each translated into the
+    /// strongSwan client it amounts to, connect to the ACME node.
+    static func clientsConnectWithThePublicRootOnly(_ fleet: OneNodeFleet, rootPEM: Data) throws {
+        let (out, n1) = (fleet.out, fleet.n1)
+        let clients = out.appendingPathComponent("clients")
+        // The secrets as the users received them: the last line of each text file beside the profiles.
+        func lastLine(_ path: String) throws -> String {
+            let text = try String(contentsOf: clients.appendingPathComponent(path), encoding: .utf8)
+            return String(text.split(separator: "\n").last ?? "")
+        }
+        let password = try lastLine("ann/ann-windows-password.txt")
+        let p12Password = try lastLine("bob/bob-p12-password.txt")
+        var proven: [String] = []
+        func prove(_ label: String, _ setup: () throws -> ClientSetup) {
+            do { proven.append(try connect(fleet, try setup(), label: label)) } catch { Issue.record("\(error)") }
+        }
+
+        // The app: the entries it can use alone are the node's ikev2-eap and hybrid ones, and they need nothing.
+        let catalog = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: out.appendingPathComponent("catalog/servers.json")))
+        let entries = ((catalog as? [String: Any])?["servers"] as? [[String: Any]] ?? []).filter {
+            $0["fourFieldModel"] as? Bool == true
+        }
+        #expect(
+            Set(entries.compactMap { $0["service"] as? String }) == ["ikev2-eap", "ipsec-xauth-hybrid"],
+            "\(entries)")
+        #expect(entries.allSatisfy { ($0["needsOnDevice"] as? [String]) == [] })
+        let app = SeedAppTranslator.Credentials(username: "ann", password: password, psk: nil, caPEM: rootPEM)
+        for entry in entries {
+            prove("app \(entry["service"] as? String ?? "?")") {
+                try SeedAppTranslator.translate(entry: entry, credentials: app, remoteAddress: n1.address)
+            }
+        }
+        // Apple: the profiles carry no root payload; the device trusts its own store.
+        for (user, expected) in [("ann", 1), ("bob", 1)] {
+            let profile = try Data(contentsOf: clients.appendingPathComponent("\(user)/\(user).mobileconfig"))
+            #expect(!String(decoding: profile, as: UTF8.self).contains("com.apple.security.root"), "\(user)")
+            let inputs = DeviceInputs(remoteAddress: n1.address, p12Password: p12Password, systemRoots: [rootPEM])
+            let setups = try AppleProfileTranslator.translate(profileData: profile, inputs: inputs)
+            #expect(setups.count == expected, "\(user): \(setups.count) Apple connections")
+            for (index, setup) in setups.enumerated() { prove("apple \(user) \(index)") { setup } }
+        }
+        // Android: no remote.cert, so the app trusts the device's CAs.
+        for (user, service) in [("ann", "ikev2-eap"), ("bob", "ikev2-cert")] {
+            let file = clients.appendingPathComponent("\(user)/\(Self.domain)-\(service).sswan")
+            // The .sswan's PKCS#12 opens with the empty password (Android's installer tries it first).
+            let inputs = DeviceInputs(remoteAddress: n1.address, password: password, systemRoots: [rootPEM])
+            prove("android \(user)") { try SswanTranslator.translate(json: try Data(contentsOf: file), inputs: inputs) }
+        }
+        // Linux: bob's directory as written (ann's is the renewal step's client); cacerts names Pebble's root.
+        let bobLinux = try Self.linuxProfile(fleet, user: "bob")
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: clients.appendingPathComponent("bob/linux/swanctl/x509ca/ca.pem").path))
+        do {
+            let client = try fleet.lab.addClient("linux-bob")
+            defer { client.stop() }
+            _ = try client.loadAllCleanly(confFile: bobLinux)
+            let name = "n1_vpn_test-ikev2-cert"
+            let up = try client.initiate(child: name, ike: name, timeout: .seconds(20))
+            #expect(up.succeeded, "linux bob: \(up)")
+            if up.succeeded { proven.append("linux bob") }
+        } catch {
+            Issue.record("\(error)")
+        }
+        // Windows: the scripts import no CA for the server; the machine's root store holds Pebble's root.
+        for (user, method) in [("ann", "Eap"), ("bob", "MachineCertificate")] {
+            let script = try String(
+                contentsOf: clients.appendingPathComponent("\(user)/\(user)-windows.ps1"), encoding: .utf8)
+            let result = try WindowsScriptTranslator.interpret(script: script)
+            if user == "ann" { #expect(result.rootCertificates.isEmpty, "ann's script imports a root") }
+            guard let connection = result.connections.first(where: { $0.authenticationMethod == method }) else {
+                Issue.record("\(user): no \(method) connection in the Windows script")
+                continue
+            }
+            prove("windows \(user)") {
+                try WindowsScriptTranslator.setup(
+                    connection, of: result, password: password, remoteAddress: n1.address, machineRoots: [rootPEM])
+            }
+        }
+        // Windows' own checks of the server certificate (the dialled name as dNSName, serverAuth).
+        let leaf = try String(contentsOfFile: n1.swanctlDirectory + "/x509/vpnprov-acme.pem", encoding: .utf8)
+        #expect(try WindowsScriptTranslator.checkServerCertificate(pem: leaf, dialled: Self.domain) == nil)
+        print("e2e acme: connected with only Pebble's root: \(proven.joined(separator: ", "))")
+        #expect(proven.count == 9, "\(proven)")
     }
 
     /// openssl's `serial=0A1B…` as swanctl --list-certs prints it (`serial:    0a:1b:…`).

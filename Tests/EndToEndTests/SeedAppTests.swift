@@ -50,6 +50,8 @@ struct SeedAppTests {
         let seed = try Inventories.generateSeed()
         let servers = try Self.catalogue(seed)
         var proven: [String] = []
+        // What a device that never installed a profile trusts: public roots only, none of them the deployment's.
+        let publicRoot = try Data(contentsOf: URL(fileURLWithPath: try TestPKI.make(name: "a public root").caCert))
         for node in seed.nodes {
             let entries = servers.filter { $0["node"] as? String == node.name }
             let marked = entries.filter { $0["fourFieldModel"] as? Bool == true }.compactMap {
@@ -80,6 +82,15 @@ struct SeedAppTests {
                         proven.append("\(node.name) \(service)")
                     } catch {
                         Issue.record("\(error)")
+                    }
+                    if service == "ikev2-eap" {
+                        // The same four fields on a device with only public roots: this node's certificate comes from
+                        // the deployment CA (needsOnDevice says so), and the device refuses it.
+                        var publicOnly = credentials
+                        publicOnly.caPEM = publicRoot
+                        let untrusted = try SeedAppTranslator.translate(entry: entry, credentials: publicOnly)
+                        _ = try nut.refuse(.translated(untrusted), label: "\(label), only a public root")
+                        #expect(nut.client.logContains("no trusted"), "\(label): refused for another reason")
                     }
                 } else {
                     // ikev2-psk and ikev2-cert: the seed's code (extended authentication always on) never reaches

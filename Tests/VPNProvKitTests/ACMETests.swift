@@ -135,6 +135,21 @@ import Testing
         #expect(hostVars.contains("  domain: \"n1.vpn.example.com\"\n") && hostVars.contains("  ca_bundle: true\n"))
     }
 
+    /// Windows compares the address it dials with the certificate's dNSName, and an ACME certificate names only
+    /// the node's identity: a node dialled by its IP address fails `generate` for its Windows users.
+    @Test func windowsUsersOfAnACMENodeMustDialItsName() throws {
+        let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("acme-windows"))
+        let inventoryURL = dir.appendingPathComponent("inventory.yaml")
+        try Self.inventory().replacingOccurrences(of: "address: n1.vpn.example.com", with: "address: 192.0.2.7")
+            .write(to: inventoryURL, atomically: true, encoding: .utf8)
+        let run = vpnprov([
+            "generate", inventoryURL.path, "--out", dir.appendingPathComponent("out").path, "--state",
+            dir.appendingPathComponent("state").path,
+        ])
+        #expect(run.code != 0)
+        #expect(run.err.contains("[windows-certificate]") && run.err.contains("192.0.2.7"), "\(run.err)")
+    }
+
     @Test func anUnreadableOrEmptyCABundleIsAnErrorAtItsLine() throws {
         let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("acme-bundle"))
         let inventoryURL = dir.appendingPathComponent("inventory.yaml")

@@ -9,8 +9,9 @@ import VPNProvTestSupport
     @Test func anExitIsSeenWhileAGrandchildHoldsFoundationsSocket() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The grandchild ends when its stdin (a pipe the test holds) closes: no timer involved.
-        process.arguments = ["-c", "cat >/dev/null & exit 3"]
+        // The grandchild ends when the pipe the test holds closes: no timer involved. (Its input is named as
+        // descriptor 3: sh gives a background job /dev/null as standard input.)
+        process.arguments = ["-c", "exec 3<&0; cat <&3 >/dev/null & exit 3"]
         let stdin = Pipe()
         process.standardInput = stdin
         process.standardOutput = FileHandle.nullDevice

@@ -157,6 +157,9 @@ import Testing
                   key_type: "rsa2048"
                   renew_days: 30
                   ca_bundle: true
+                  # The ACME CA's roots on the node (acme.roots), installed into swanctl/x509ca/ too.
+                  roots:
+                    - "/etc/ssl/certs/ISRG_Root_X1.pem"
 
                 """))
         let ams = String(

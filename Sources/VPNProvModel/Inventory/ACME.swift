@@ -26,11 +26,11 @@ package struct ACMESettings: Sendable, Hashable {
         case http01 = "http-01"
     }
 
-    /// The node's ACME key; the names are lego's `--key-type` values.
+    /// The node's ACME key; the names are lego's `--key-type` values (lego 4.9, Debian 12, has no rsa3072).
     package enum Key: String, Sendable, Hashable, CaseIterable {
-        case rsa2048, rsa3072, rsa4096, ec256, ec384
+        case rsa2048, rsa4096, ec256, ec384
 
-        package var isRSA: Bool { self == .rsa2048 || self == .rsa3072 || self == .rsa4096 }
+        package var isRSA: Bool { self == .rsa2048 || self == .rsa4096 }
     }
 
     package var directory = letsEncrypt

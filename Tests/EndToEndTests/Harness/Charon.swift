@@ -151,18 +151,20 @@ final class Charon: @unchecked Sendable {
     }
 
     /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).
-    /// Throws when swanctl exits non-zero; returns the result for inspection otherwise.
+    /// With `clear`, charon's credentials are emptied first (`--clear`): without it, certificates an earlier
+    /// configuration loaded (a CA the device then trusted) stay loaded. Throws when swanctl exits non-zero;
+    /// returns the result for inspection otherwise.
     @discardableResult
-    func loadAll(confFile: String) throws -> CommandResult {
-        let result = try swanctl(["--load-all", "--noprompt", "--file", confFile])
+    func loadAll(confFile: String, clear: Bool = false) throws -> CommandResult {
+        let result = try swanctl(["--load-all", "--noprompt", "--file", confFile] + (clear ? ["--clear"] : []))
         guard result.succeeded else { throw HarnessError("load failed: \(result)") }
         return result
     }
 
     /// `loadAll` plus: any output line saying failed/invalid/ignored/discarded is an error.
     @discardableResult
-    func loadAllCleanly(confFile: String) throws -> CommandResult {
-        let result = try loadAll(confFile: confFile)
+    func loadAllCleanly(confFile: String, clear: Bool = false) throws -> CommandResult {
+        let result = try loadAll(confFile: confFile, clear: clear)
         let problems = Self.loadProblems(in: result.output)
         guard problems.isEmpty else {
             throw HarnessError("swanctl load reported problems:\n" + problems.joined(separator: "\n"))

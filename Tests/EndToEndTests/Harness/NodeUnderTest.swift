@@ -55,12 +55,13 @@ final class NodeUnderTest: @unchecked Sendable {
         switch loadable {
         case .translated(let setup):
             let dir = try setup.write(label: "client")
-            try client.loadAllCleanly(confFile: dir.confFile)
+            // The device trusts what this setup holds, not what an earlier one loaded.
+            try client.loadAllCleanly(confFile: dir.confFile, clear: true)
             loadedClientConf = nil
             return (setup.connectionName, setup.childName)
         case .asWritten(let conf, let connection, let child):
             if loadedClientConf != conf {
-                try client.loadAllCleanly(confFile: conf)
+                try client.loadAllCleanly(confFile: conf, clear: true)
                 loadedClientConf = conf
             }
             return (connection, child)

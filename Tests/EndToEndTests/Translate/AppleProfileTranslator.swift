@@ -219,7 +219,8 @@ enum AppleProfileTranslator {
         d.accept(ikev2DeviceSideKeys)
         try d.finish()
 
-        var files: [String: Data] = certs.roots
+        // The device trusts its own store and the profile's root payloads alike.
+        var files: [String: Data] = certs.roots.merging(inputs.systemRootFiles) { profile, _ in profile }
         // A device that checks revocation has the CRLs it could fetch; one that does not never consults them.
         if revocationCheck {
             for (i, crl) in inputs.fetchableCRLs.enumerated() { files["x509crl/fetched-\(i + 1).crl"] = crl }
@@ -332,8 +333,8 @@ enum AppleProfileTranslator {
                 throw TranslationError(
                     "IPSec hybrid: the device checks the server against RemoteAddress, which is not an IP address")
             }
-            guard !certs.roots.isEmpty else {
-                throw TranslationError("IPSec hybrid without a root certificate payload")
+            guard !certs.roots.isEmpty || !inputs.systemRoots.isEmpty else {
+                throw TranslationError("IPSec hybrid without a root certificate payload or a trusted system root")
             }
         }
         let xauth = (try d.integer("XAuthEnabled") ?? 0) == 1
@@ -406,7 +407,7 @@ enum AppleProfileTranslator {
         try writeSecrets(secrets, into: &w, pskBytes: psk)
         return ClientSetup(
             connectionName: connectionName, childName: childName, swanctlConf: w.text,
-            files: hybrid ? certs.roots : [:],
+            files: hybrid ? certs.roots.merging(inputs.systemRootFiles) { profile, _ in profile } : [:],
             onDemand: onDemand)
     }
 

@@ -70,13 +70,26 @@ struct DeviceInputs: Sendable {
     /// CRLs the device would fetch while checking the server certificate's revocation (PEM or DER); used
     /// only by a profile that asks for the check.
     var fetchableCRLs: [Data] = []
+    /// The device's own trust store (PEM or DER): roots it trusts without any profile, as a phone or desktop
+    /// trusts the public CAs; the lab's public CA is Pebble's root. Empty by default.
+    var systemRoots: [Data] = []
 
-    init(remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = [])
-    {
+    init(
+        remoteAddress: String? = nil, password: String? = nil, p12Password: String? = nil, fetchableCRLs: [Data] = [],
+        systemRoots: [Data] = []
+    ) {
         self.remoteAddress = remoteAddress
         self.password = password
         self.p12Password = p12Password
         self.fetchableCRLs = fetchableCRLs
+        self.systemRoots = systemRoots
+    }
+
+    /// `systemRoots` as files of a client's `x509ca/`.
+    var systemRootFiles: [String: Data] {
+        var files: [String: Data] = [:]
+        for (index, root) in systemRoots.enumerated() { files["x509ca/system-\(index + 1).pem"] = root }
+        return files
     }
 }
 

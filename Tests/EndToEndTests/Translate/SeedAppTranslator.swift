@@ -16,7 +16,8 @@ enum SeedAppTranslator {
         var password: String
         /// The node's PSK as the app's user received it (pskEnabled servers).
         var psk: String?
-        /// The deployment's CA, installed on the device (a server certificate must chain to a trusted root).
+        /// A root the device trusts, which the server certificate must chain to: the deployment's CA, installed by a
+        /// profile, or for an ACME node a public root of the device's own store (in the lab Pebble's).
         var caPEM: Data
     }
 

@@ -77,6 +77,10 @@ enum SswanTranslator {
         if let caCert {
             guard let der = Data(base64Encoded: caCert) else { throw TranslationError("sswan.remote.cert not base64") }
             files["x509ca/remote.der"] = der
+        } else {
+            // Without remote.cert the app trusts every CA of the device ("automatic CA certificate selection":
+            // VpnProfile without a CA alias, no CA restriction when android_service.c initiates).
+            files = inputs.systemRootFiles
         }
         var secrets: [(String, [(String, String)])] = []
         var w = SwanctlWriter()

@@ -430,7 +430,8 @@ enum WindowsScriptTranslator {
 
     /// The strongSwan client of one connection. `password`: what the person types at the first connect.
     static func setup(
-        _ c: Connection, of script: Result, password: String?, remoteAddress: String? = nil
+        _ c: Connection, of script: Result, password: String?, remoteAddress: String? = nil,
+        machineRoots: [Data] = []
     ) throws -> ClientSetup {
         // Without Set-VpnConnectionIPsecConfiguration Windows offers its built-in set, whose only DH group is MODP1024.
         let ike = try c.ipsec.map(ikeProposal) ?? windowsDefaultIKE
@@ -438,6 +439,8 @@ enum WindowsScriptTranslator {
         guard c.splitTunneling == false else { throw TranslationError("\(c.name): split tunneling not translated") }
         var files: [String: Data] = [:]
         for (index, der) in script.rootCertificates.enumerated() { files["x509ca/root-\(index).der"] = der }
+        // What LocalMachine\Root held before the script ran (the public CAs Windows ships).
+        for (index, root) in machineRoots.enumerated() { files["x509ca/machine-\(index).pem"] = root }
         var secrets: [(String, [(String, String)])] = []
         var w = SwanctlWriter()
         try w.section("connections") { w in

@@ -52,12 +52,13 @@ struct StatusCommand: Command {
         discussion:
             "The CA (both during a rotation), every node and user certificate (identity, serial, not-after, days left, "
             + "active / superseded / revoked / held), the CRLs, which generated secrets exist (never their values), users without "
-            + "certificates, and what the state holds for names the inventory no longer has. Read-only: takes no lock, changes "
-            + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate or a CRL expires within DAYS "
-            + "(or has expired), for a daily CI job.",
+            + "certificates, and what the state holds for names the inventory no longer has; for an ACME node, the certificate "
+            + "its last rollout reported (OUT/rollout/acme/NODE.pem). Read-only: takes no lock, changes "
+            + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate (an ACME node's as reported) "
+            + "or a CRL expires within DAYS (or has expired), for a daily CI job.",
         arguments: [CommonOptions.inventoryArgument],
         options: [
-            CommonOptions.state, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
+            CommonOptions.state, CommonOptions.out, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
             .init(
                 "expiring", value: "days",
                 help: "Exit 1 when something expires within this many days (listing what and when)."),
@@ -91,7 +92,8 @@ struct StatusCommand: Command {
         let report: StatusReport
         do {
             report = try StatusReport.make(
-                inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring)
+                inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring,
+                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context))
         } catch let error as StateError {
             output.error(error.code, error.message)
             return ExitCode.environment

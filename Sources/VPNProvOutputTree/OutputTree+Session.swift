@@ -568,7 +568,10 @@ extension OutputTree {
                 manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker,
             ]
             let expected = files
-            let extra = try listFilesInParallel(root) { !expected.containsSorted($0) && !bookkeeping.contains($0) }
+            let reports = OutputTree.rolloutReportsDirectory + "/"
+            let extra = try listFilesInParallel(root) {
+                !expected.containsSorted($0) && !bookkeeping.contains($0) && !$0.hasPrefix(reports)
+            }
             let directories = DirectoryCache(root: root, create: false)
             defer { directories.closeAll() }
             for i in files.indices where files.status(i).contains(.changed) {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import VPNProvCLI
+@testable import VPNProvCrypto
 @testable import VPNProvEngine
 @testable import VPNProvModel
 @testable import VPNProvPlanning
@@ -148,6 +149,45 @@ import Testing
         ])
         #expect(run.code != 0)
         #expect(run.err.contains("[windows-certificate]") && run.err.contains("192.0.2.7"), "\(run.err)")
+    }
+
+    /// `status` shows an ACME node's certificate as the rollout reported it into `<out>/rollout/acme/`, the expiry
+    /// gate counts it (and not the unused certificate of the state), and `check` does not call the report drift.
+    @Test func statusAndTheExpiryGateReadWhatTheRolloutReported() throws {
+        let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("acme-status"))
+        let inventoryURL = dir.appendingPathComponent("inventory.yaml")
+        try Self.inventory().write(to: inventoryURL, atomically: true, encoding: .utf8)
+        let (out, state) = (dir.appendingPathComponent("out").path, dir.appendingPathComponent("state").path)
+        #expect(vpnprov(["generate", inventoryURL.path, "--out", out, "--state", state]).code == 0)
+        let before = vpnprov(["status", inventoryURL.path, "--out", out, "--state", state])
+        #expect(before.out.contains("ACME certificate of n1 (n1.vpn.example.com): not reported yet"), "\(before.out)")
+        // Within 10 years the CA and the state's certificates expire too; the window shows what is counted.
+        let quiet = vpnprov(["status", inventoryURL.path, "--out", out, "--state", state, "--expiring", "30"])
+        #expect(quiet.code == 0, "\(quiet.out)")
+
+        // What the role fetches: the node's certificate (here one of the test PKI, 825 days from 2026-01-01).
+        let inventory = try #require(
+            InventoryLoader.decode(bytes: Array(Self.inventory().utf8), file: "inventory.yaml").inventory)
+        let pem = TestPKI.serverCertificatePEM(inventory.nodes[0], in: inventory)
+        let reported = URL(fileURLWithPath: out).appendingPathComponent("rollout/acme")
+        try FileManager.default.createDirectory(at: reported, withIntermediateDirectories: true)
+        try pem.write(to: reported.appendingPathComponent("n1.pem"), atomically: true, encoding: .utf8)
+        let certificate = try X509Certificate(pem: pem)
+        let now = certificate.notAfter.addingTimeInterval(-10 * 86400)
+        let status = vpnprov(["status", inventoryURL.path, "--out", out, "--state", state], now: now)
+        #expect(
+            status.out.contains("ACME certificate of n1 (n1.vpn.example.com): serial \(certificate.serialHex)"),
+            "\(status.out)")
+        let gate = vpnprov(
+            ["status", inventoryURL.path, "--out", out, "--state", state, "--expiring", "20"], now: now)
+        #expect(gate.code == 1, "\(gate.out)")
+        #expect(gate.out.contains("expiring: node n1 ACME certificate \(certificate.serialHex)"), "\(gate.out)")
+        #expect(!gate.out.contains("expiring: node n1 certificate"), "the state's unused certificate: \(gate.out)")
+        let json = vpnprov(["status", inventoryURL.path, "--out", out, "--state", state, "--format", "json"], now: now)
+        #expect(json.out.contains("\"acme\"") && json.out.contains("\"reported\" : true"), "\(json.out)")
+        // The report is the rollout's, not drift.
+        let check = vpnprov(["check", inventoryURL.path, "--out", out, "--state", state])
+        #expect(check.code == 0 && !check.out.contains("rollout/acme"), "\(check.out)\n\(check.err)")
     }
 
     @Test func anUnreadableOrEmptyCABundleIsAnErrorAtItsLine() throws {

@@ -55,6 +55,20 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         package var p12Passwords: [String]
     }
 
+    /// An ACME node's certificate as its last rollout reported it (`<out>/rollout/acme/<node>.pem`).
+    package struct ACMECertificate: Sendable, Hashable, Encodable {
+        package var node: String
+        /// The name the certificate is for (the node's identity).
+        package var domain: String
+        /// false: no rollout has reported one (or the report cannot be read: `problem`).
+        package var reported: Bool
+        package var serial: String?
+        @ISODateOptional package var notAfter: Date?
+        package var daysLeft: Int?
+        package var issuer: String?
+        package var problem: String?
+    }
+
     package struct Expiring: Sendable, Hashable, Encodable {
         package var what: String
         @ISODate package var notAfter: Date
@@ -80,6 +94,8 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     package var counts: [String: Int]
     /// Nodes and RADIUS servers whose files changed and are not yet recorded as rolled out (`vpnprov rolled-out`).
     package var rolloutPending: [String] = []
+    /// Every ACME node's certificate, from what the rollout reported (empty without ACME nodes).
+    package var acme: [ACMECertificate] = []
 
     /// A date as the report prints it: "2027-11-15" (UTC).
     static func day(_ date: Date) -> String {
@@ -90,10 +106,41 @@ package struct StatusReport: Sendable, Hashable, Encodable {
 
     static func daysLeft(_ date: Date, _ now: Date) -> Int { Int((date.timeIntervalSince(now) / 86400).rounded(.down)) }
 
+    /// A reported certificate is one PEM certificate (and its chain, if any); more than this is not one.
+    static let reportLimit = 1 << 20
+
+    /// What the rollout reported for each ACME node of `inventory`, read from `outDirectory`'s `rollout/acme/`.
+    package static func acmeCertificates(inventory: Inventory, outDirectory: String, now: Date) -> [ACMECertificate] {
+        inventory.nodes.filter { $0.certificate == .acme }.map { node in
+            var entry = ACMECertificate(node: node.name, domain: node.id.value, reported: false)
+            let path = outDirectory + "/rollout/acme/\(node.name).pem"
+            guard FileManager.default.fileExists(atPath: path) else { return entry }
+            do {
+                let bytes = try BoundedFile.read(path, limit: reportLimit)
+                guard let text = String(validating: bytes, as: UTF8.self),
+                    let leaf = try X509Certificate.all(pem: text).first
+                else {
+                    entry.problem = "\(path) holds no PEM certificate"
+                    return entry
+                }
+                entry.reported = true
+                entry.serial = leaf.serialHex
+                entry.notAfter = leaf.notAfter
+                entry.daysLeft = daysLeft(leaf.notAfter, now)
+                entry.issuer = leaf.issuer.description
+            } catch {
+                entry.problem = "\(path): \(error)"
+            }
+            return entry
+        }
+    }
+
     /// Reads the state. Throws StateError (state-unreadable) when index.json or secrets.json cannot be read.
-    package static func make(inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil)
-        throws -> StatusReport
-    {
+    /// With `outDirectory`, ACME nodes' certificates come from what the rollout reported there.
+    package static func make(
+        inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil,
+        outDirectory: String? = nil
+    ) throws -> StatusReport {
         let paths = StatePaths(root: stateDirectory)
         guard AtomicFile.exists(paths.index) else {
             throw StateError(
@@ -111,6 +158,10 @@ package struct StatusReport: Sendable, Hashable, Encodable {
             expiringWithin: days)
         let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
         report.rolloutPending = inventory.rolloutHosts.filter(pending.contains)
+        if let outDirectory {
+            report.acme = acmeCertificates(inventory: inventory, outDirectory: outDirectory, now: now)
+            if let days { report.expiring = report.expiring(within: days) }
+        }
         return report
     }
 
@@ -215,13 +266,24 @@ package struct StatusReport: Sendable, Hashable, Encodable {
                 Expiring(
                     what: "previous CA \(previous.serial)", notAfter: previous.notAfter, daysLeft: previous.daysLeft))
         }
+        // An ACME node serves the certificate its rollout obtained, not the one of the state (kept, unused).
+        let acmeNodes = Set(acme.map(\.node))
         for c in certificates
-        where c.status == "active" && (c.kind == "server" || c.kind == "client") && c.notAfter <= limit {
+        where c.status == "active" && (c.kind == "server" || c.kind == "client") && c.notAfter <= limit
+            && !(c.kind == "server" && acmeNodes.contains(c.holder))
+        {
             out.append(
                 Expiring(
                     what: "\(c.kind == "server" ? "node" : "user") \(c.holder) certificate \(c.serial)",
                     notAfter: c.notAfter,
                     daysLeft: c.daysLeft))
+        }
+        for a in acme {
+            guard let notAfter = a.notAfter, let daysLeft = a.daysLeft, notAfter <= limit else { continue }
+            out.append(
+                Expiring(
+                    what: "node \(a.node) ACME certificate \(a.serial ?? "?") (as the last rollout reported it)",
+                    notAfter: notAfter, daysLeft: daysLeft))
         }
         for crl in crls where crl.nextUpdate <= limit {
             out.append(
@@ -277,6 +339,16 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         out += "held (revoked with 'vpnprov revoke'): \(list(heldUsers))\n"
         out += "in the state, not in the inventory: \(list(notInInventory))\n"
         out += "waiting for a rollout: \(list(rolloutPending))\n"
+        for a in acme {
+            if let notAfter = a.notAfter, let daysLeft = a.daysLeft {
+                out +=
+                    "ACME certificate of \(a.node) (\(a.domain)): serial \(a.serial ?? "?"), expires \(day(notAfter)) "
+                    + "(\(Plural.count(daysLeft, "day"))), issued by \(a.issuer ?? "?"), as the last rollout reported it\n"
+            } else {
+                out +=
+                    "ACME certificate of \(a.node) (\(a.domain)): \(a.problem ?? "not reported yet (roll the node out)")\n"
+            }
+        }
         if let expiring {
             out += expiring.isEmpty ? "nothing expires within the asked window\n" : ""
             for e in expiring {

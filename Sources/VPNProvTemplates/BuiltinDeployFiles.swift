@@ -585,6 +585,8 @@ dependencies: []
   loop: "{{ vpnprov_acme.roots | default([]) }}"
   loop_control:
     index_var: vpnprov_node_acme_root_index
+  # In check mode on a new node x509ca/ is not there yet (its creation was only simulated).
+  ignore_errors: "{{ ansible_check_mode }}"
   notify: Load swanctl configuration
 
 - name: Install the renewal script

@@ -103,6 +103,14 @@ import Testing
         let key = n1.swanctlDirectory + "/private/vpnprov-acme.pem"
         let reported = fleet.out.appendingPathComponent("rollout/acme/\(Self.domain).pem").path
 
+        // A rollout in check mode obtains nothing (it would spend the ACME CA's rate limits).
+        let checked = try await fleet.attemptRollout(extra: ["--check"])
+        #expect(checked.succeeded, "check mode: \(checked)")
+        #expect(!FileManager.default.fileExists(atPath: leaf), "check mode installed a certificate")
+        let legoState = try lab.run(n1, ["/usr/bin/test", "-e", "/var/lib/vpnprov/acme/certificates"])
+        #expect(!legoState.succeeded, "check mode ran lego")
+        #expect(!pebble.issuedAny, "check mode ordered a certificate:\n\(pebble.log)")
+
         // (a) The first rollout obtains the certificate from Pebble, before the connections are loaded.
         let first = try await fleet.rollout("first")
         #expect((AnsibleRolloutTests.recap(first)[Self.domain]?.changed ?? 0) > 0, "first rollout: \(first.stdout)")
@@ -128,10 +136,19 @@ import Testing
         #expect(listed.stdout.contains("has private key"), "\(listed.stdout)")
         #expect(listed.stdout.contains("subject:  \"CN=Pebble Intermediate CA"), "\(listed.stdout)")
         let issued = try Self.serial(leaf)
+        #expect(pebble.issuedAny, "Pebble's log shows no issuance:\n\(pebble.log)")
+        // vpnprov status knows its expiry from what the rollout reported.
+        let status = try fleet.vpnprov(["status"]).stdout
+        let reportedSerial = issued.replacingOccurrences(of: "serial=", with: "").lowercased()
+        #expect(
+            status.lowercased().contains(
+                "acme certificate of \(Self.domain) (\(Self.domain)): serial \(reportedSerial)"),
+            "\(status)")
         #expect(listed.stdout.contains(Self.swanctlSerial(issued)), "charon holds serial \(issued): \(listed.stdout)")
         // The controller gets the certificate (public), never the key.
         #expect(FileManager.default.contents(atPath: reported) == FileManager.default.contents(atPath: leaf))
         #expect(try Self.mode(reported) == 0o644)
+
         let keyBody = try Self.keyBody(key)
         #expect(!first.output.contains(keyBody), "the rollout's output shows the private key")
         #expect(try !Self.tree(fleet.out, contains: keyBody), "the private key reached the controller")

@@ -700,12 +700,14 @@ struct OneNodeFleet {
         try? FileManager.default.removeItem(at: dir)
     }
 
-    /// `vpnprov <arguments> <inventory> --out … --state …`, which must succeed.
-    func vpnprov(_ arguments: [String]) throws {
+    /// `vpnprov <arguments> <inventory> --out … --state …`, which must succeed; returns what it printed.
+    @discardableResult
+    func vpnprov(_ arguments: [String]) throws -> CommandResult {
         let result = try VPNProvBinary.run(arguments + [inventory, "--out", out.path, "--state", state.path])
         guard result.succeeded else {
             throw HarnessError("vpnprov \(arguments.joined(separator: " ")) failed: \(result)")
         }
+        return result
     }
 
     /// Writes `text` as the inventory and generates.

@@ -106,6 +106,9 @@ final class PebbleServer: @unchecked Sendable {
     /// What Pebble logged so far.
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
+    /// Pebble has issued a certificate (its log says "Issued certificate serial …" for each).
+    var issuedAny: Bool { log.contains("Issued certificate serial") }
+
     private func management(_ path: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
         try Command.run(
             StrongSwanEnvironment.ipPath,

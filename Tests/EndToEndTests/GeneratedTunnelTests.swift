@@ -150,7 +150,8 @@ struct GeneratedTunnelTests {
                     let before = c.kind == .windows ? try WindowsClientChecks.prepare(nut) : []
                     let proof = try nut.prove(loadable, label: c.label, ikeVersion: c.ikeVersion)
                     if let dialled = c.windowsDialled,
-                        let reason = try WindowsClientChecks.refusal(nut, dialled: dialled, before: before)
+                        let reason = try WindowsClientChecks.refusal(
+                            nut, dialled: dialled, before: before, own: WindowsClientChecks.own(loadable))
                     {
                         throw HarnessError("\(c.label): Windows would refuse the server certificate: \(reason)")
                     }

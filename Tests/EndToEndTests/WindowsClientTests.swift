@@ -67,10 +67,12 @@ struct WindowsClientTests {
         for service in ["ikev2-eap", "ikev2-cert"] {
             let c = try annCase(lab, service)
             let before = try WindowsClientChecks.prepare(nut)
-            let (ike, child) = try nut.load(try c.make(), label: c.label)
+            let loadable = try c.make()
+            let (ike, child) = try nut.load(loadable, label: c.label)
             defer { _ = try? nut.client.terminate(ike: ike) }
             _ = try nut.client.initiate(child: child, ike: ike, timeout: .seconds(15))
-            let reason = try WindowsClientChecks.refusal(nut, dialled: "192.0.2.1", before: before)
+            let reason = try WindowsClientChecks.refusal(
+                nut, dialled: "192.0.2.1", before: before, own: WindowsClientChecks.own(loadable))
             #expect(
                 reason?.contains("13801") == true && reason?.contains("no dNSName '192.0.2.1'") == true,
                 "\(c.label): Windows must refuse the certificate, got \(reason ?? "acceptance")")

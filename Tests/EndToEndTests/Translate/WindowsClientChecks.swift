@@ -14,17 +14,26 @@ enum WindowsClientChecks {
         return Set(try nut.clientEndEntityCertificates())
     }
 
-    /// The certificates the client holds now and did not hold before the handshake (the server's).
-    static func received(_ nut: NodeUnderTest, before: Set<String>) throws -> [String] {
-        try nut.clientEndEntityCertificates().filter { pem in
+    /// The certificates the client holds now and did not hold before the handshake (the server's), leaving out
+    /// the client's own (`own`: what the setup loaded, which the load replaced the earlier setup's with).
+    static func received(_ nut: NodeUnderTest, before: Set<String>, own: [Data] = []) throws -> [String] {
+        let ownDER = Set(own.compactMap { try? X509Certificate(pem: String(decoding: $0, as: UTF8.self)).der })
+        return try nut.clientEndEntityCertificates().filter { pem in
             guard !before.contains(pem), let cert = try? X509Certificate(pem: pem) else { return false }
-            return !cert.isCA
+            return !cert.isCA && !ownDER.contains(cert.der)
         }
     }
 
+    /// The PEM certificates a translated setup loads as the client's own (`x509/`).
+    static func own(_ loadable: ClientCase.Loadable) -> [Data] {
+        guard case .translated(let setup) = loadable else { return [] }
+        return setup.files.filter { $0.key.hasPrefix("x509/") }.map(\.value)
+    }
+
     /// Why Windows refuses the server certificate received during the handshake, or nil.
-    static func refusal(_ nut: NodeUnderTest, dialled: String, before: Set<String>) throws -> String? {
-        let received = try received(nut, before: before)
+    static func refusal(_ nut: NodeUnderTest, dialled: String, before: Set<String>, own: [Data] = []) throws -> String?
+    {
+        let received = try received(nut, before: before, own: own)
         guard !received.isEmpty else { throw HarnessError("the client daemon received no server certificate") }
         for pem in received {
             if let reason = try WindowsScriptTranslator.checkServerCertificate(pem: pem, dialled: dialled) {

@@ -6,13 +6,11 @@ import VPNProvTestSupport
 /// holder of a socket the child inherited: here a grandchild the child leaves behind holds it, as a daemon that
 /// another thread started at the same moment can.
 @Suite struct ChildExitTests {
-    @Test func anExitIsSeenWhileAGrandchildHoldsFoundationsSocket() throws {
+    /// `sh -c script`, started and watched.
+    static func shell(_ script: String, stdin: Any = FileHandle.nullDevice) throws -> (Process, ChildExit) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        // The grandchild ends when the pipe the test holds closes: no timer involved. (Its input is named as
-        // descriptor 3: sh gives a background job /dev/null as standard input.)
-        process.arguments = ["-c", "exec 3<&0; cat <&3 >/dev/null & exit 3"]
-        let stdin = Pipe()
+        process.arguments = ["-c", script]
         process.standardInput = stdin
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -20,6 +18,14 @@ import VPNProvTestSupport
         exited.handle(process)
         try process.run()
         exited.watch(process.processIdentifier)
+        return (process, exited)
+    }
+
+    @Test func anExitIsSeenWhileAGrandchildHoldsFoundationsSocket() throws {
+        // The grandchild ends when the pipe the test holds closes: no timer involved. (Its input is named as
+        // descriptor 3: sh gives a background job /dev/null as standard input.)
+        let stdin = Pipe()
+        let (process, exited) = try Self.shell("exec 3<&0; cat <&3 >/dev/null & exit 3", stdin: stdin)
         defer { try? stdin.fileHandleForWriting.close() }
 
         #expect(exited.wait(for: .seconds(60)), "the shell's exit was not seen")
@@ -29,16 +35,7 @@ import VPNProvTestSupport
     }
 
     @Test func aKilledChildIsReportedAsKilled() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "kill -KILL $$"]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let exited = ChildExit()
-        exited.handle(process)
-        try process.run()
-        exited.watch(process.processIdentifier)
+        let (_, exited) = try Self.shell("kill -KILL $$")
         #expect(exited.wait(for: .seconds(60)))
         #expect(exited.status == ChildExit.Status(code: SIGKILL, killedBySignal: true))
     }

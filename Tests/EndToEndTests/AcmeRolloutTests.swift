@@ -4,8 +4,10 @@ import Testing
 /// A node whose certificate comes from ACME (issue 38): the generated deploy/'s vpnprov_node role, run by a
 /// real ansible-playbook over SSH, obtains it with the node's lego from a real ACME server (Pebble, on a
 /// server host of the lab that resolves the node's name to its lab address and validates HTTP-01 on the
-/// node's port 80), installs it for the node's charon, leaves it alone on an unchanged rollout, renews it
-/// on demand without ending a live tunnel, and keeps it when a renewal fails.
+/// node's port 80), installs it for the node's charon, leaves it alone on an unchanged rollout (and in check
+/// mode), renews it on demand without ending a live tunnel, and keeps it when a renewal fails; every client
+/// kind vpnprov writes for the node, and the seed app's code path, connects with only Pebble's root as its
+/// trust anchor; `vpnprov status` shows the certificate the rollout reported.
 @Suite struct AcmeRolloutTests {
     static let domain = "n1.vpn.test"
     /// The role writes /var/lib/vpnprov/acme (lego's state) and /usr/local/lib/vpnprov/acme-renew: the

@@ -26,17 +26,15 @@ enum ACMERules {
                     at: acme.location))
         }
         for node in acmeNodes {
-            guard case .fqdn = node.id else {
-                d.append(
-                    .error(
-                        .acmeIdentity,
-                        "node '\(node.name)': 'certificate: acme' needs a DNS-name identity, found "
-                            + "'\(node.id.value)': an ACME CA certifies DNS names, and every client compares the "
-                            + "node's identity with the certificate. Give the node 'id: vpn1.example.com' (a name whose "
-                            + "DNS record points at the node) or keep 'certificate: ca'",
-                        at: node.location(of: "id")))
-                continue
-            }
+            if case .fqdn = node.id { continue }
+            d.append(
+                .error(
+                    .acmeIdentity,
+                    "node '\(node.name)': 'certificate: acme' needs a DNS-name identity, found "
+                        + "'\(node.id.value)': an ACME CA certifies DNS names, and every client compares the "
+                        + "node's identity with the certificate. Give the node 'id: vpn1.example.com' (a name whose "
+                        + "DNS record points at the node) or keep 'certificate: ca'",
+                    at: node.location(of: "id")))
         }
         guard let first = acmeNodes.first else { return }
         guard let acme = inventory.acme else {

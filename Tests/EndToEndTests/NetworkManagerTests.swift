@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvCrypto
 
 /// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
 /// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend
@@ -101,6 +102,117 @@ struct NetworkManagerTests {
             }
             try desktop.runAsRoot(commands, in: root)
         }
+    }
+
+    /// An ACME node (docs/acme.md): its keyfiles name no CA, so charon-nm trusts its CA directory, which here holds
+    /// only Pebble's root; the node's certificate comes from Pebble (obtained with lego in the node's namespace,
+    /// HTTP-01 on its port 80, installed as the role installs it). EAP and certificate users connect and reach the
+    /// node through the tunnel.
+    @Test(
+        "ACME node: keyfiles without a CA connect through charon-nm trusting only Pebble's root",
+        .enabled(
+            if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+            "needs pebble, lego and curl (scripts/install-test-deps)"),
+        arguments: StrongSwanBuild.all)
+    func desktopConnectsToAnACMENode(_ build: StrongSwanBuild) throws {
+        try build.require()
+        try NetworkManagerDesktop.require()
+        let name = "nm-1.vpn.test"
+        let keep = try Scratch.makeDirectory("nm-acme")
+        defer { try? FileManager.default.removeItem(at: keep) }
+        let text = Self.inventory
+            .replacingOccurrences(
+                of: "defaults:\n",
+                with: "acme:\n  email: ops@vpn.test\n  directory: https://192.0.2.2:14000/dir\ndefaults:\n"
+            )
+            .replacingOccurrences(
+                of: "    address: 192.0.2.1\n", with: "    address: \(name)\n    id: \(name)\n    certificate: acme\n"
+            )
+            .replacingOccurrences(
+                of: "    services: [ikev2-cert, ikev2-eap, ikev2-psk]\n    psk: gen\n",
+                with: "    services: [ikev2-cert, ikev2-eap]\n")
+        let path = keep.appendingPathComponent("inventory.yaml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let d = try GeneratedDeployment.generate(inventory: path, label: "nm-acme-\(build.name)")
+        defer { try? FileManager.default.removeItem(at: d.out.deletingLastPathComponent()) }
+        let node = try d.node("nm-1")
+        let dora = try UserFiles(d, user: "dora")
+        for keyfile in dora.keyfiles {
+            #expect(try UserFiles.value("certificate", in: keyfile) == nil, "\(keyfile.lastPathComponent) names a CA")
+        }
+
+        let pair = try NetworkPair.create(clientHosts: [name])
+        defer { pair.teardown() }
+        // Pebble in the client's namespace resolves the node's name to it (the pair's hosts file) and fetches the
+        // HTTP-01 token from the node's port 80, where lego listens while it validates.
+        let pebble = try PebbleServer.start(namespace: pair.clientNamespace, address: pair.clientAddress)
+        defer { pebble.stop() }
+        let lego = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", pair.serverNamespace, "/usr/bin/lego", "--accept-tos", "--server", pebble.directoryURL,
+                "--email", "ops@vpn.test", "--path", keep.appendingPathComponent("lego").path, "--key-type", "rsa2048",
+                "--domains", name, "--http", "--http.port", ":80", "run",
+            ], environment: ["LEGO_CA_CERTIFICATES": pebble.httpsCA], timeout: .seconds(60))
+        try #require(lego.succeeded, "lego: \(lego)\n\(pebble.log)")
+        // Installed as the role's renewal script installs it: one certificate per file, and the ACME CA's root.
+        let issued = keep.appendingPathComponent("lego/certificates/\(name)")
+        let chain = try X509Certificate.all(
+            pem: try String(contentsOfFile: issued.path + ".crt", encoding: .utf8))
+        try #require(chain.count >= 2, "lego's chain: \(chain.count) certificates")
+        let swanctl = node.directory.appendingPathComponent("swanctl")
+        let root = try pebble.issuingRoot()
+        var files = [
+            "x509/vpnprov-acme.pem": chain[0].pem, "x509ca/vpnprov-acme-root-1.pem": root,
+            "private/vpnprov-acme.pem": try String(contentsOfFile: issued.path + ".key", encoding: .utf8),
+        ]
+        for (index, ca) in chain.dropFirst().enumerated() { files["x509ca/vpnprov-acme-\(index + 1).pem"] = ca.pem }
+        for (relative, pem) in files {
+            let url = swanctl.appendingPathComponent(relative)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try pem.write(to: url, atomically: true, encoding: .utf8)
+        }
+
+        let server = try Charon.start(
+            in: pair.serverNamespace, build: build, label: "server",
+            settingsIncludes: node.settingsInclude.map { [$0] } ?? [])
+        defer { server.stop() }
+        try server.loadAllCleanly(confFile: node.confFile)
+        // The desktop's trust store: Pebble's root only.
+        let trust = keep.appendingPathComponent("ca-dir")
+        try FileManager.default.createDirectory(at: trust, withIntermediateDirectories: true)
+        try root.write(to: trust.appendingPathComponent("pebble-root.pem"), atomically: true, encoding: .utf8)
+        let desktop = try NetworkManagerDesktop.start(on: pair, caDirectory: trust.path)
+        defer { desktop.stop() }
+        try dora.install(on: desktop)
+        var proven: [String] = []
+        for service in ["ikev2-eap", "ikev2-cert"] {
+            let id = "nmt nm-1 \(service)"
+            let up = try desktop.up(id)
+            guard up.succeeded else {
+                let logs =
+                    "--- charon-nm ---\n\(desktop.charonLog.suffix(3000))\n--- server ---\n\(server.log.suffix(3000))"
+                Issue.record(Comment(rawValue: "\(service): nmcli connection up failed: \(up)\n\(logs)"))
+                continue
+            }
+            defer { desktop.down(id) }
+            let sa = try server.securityAssociations().first { $0.state == "ESTABLISHED" }
+            #expect(sa?.name == service, "\(service): the server chose \(sa?.name ?? "nothing")")
+            #expect(desktop.charonLog.contains("CN=Pebble Intermediate CA"), "charon-nm saw no Pebble chain")
+            let ping = try pair.ping(from: pair.clientNamespace, to: pair.serverInnerAddress)
+            #expect(ping.succeeded, "\(service): ping through the tunnel: \(ping)")
+            if ping.succeeded { proven.append(service) }
+        }
+        #expect(proven == ["ikev2-eap", "ikev2-cert"], "proven: \(proven)")
+        // The control: with Pebble's root gone from the directory (charon-nm reads it at every connect), the same
+        // keyfile is refused: the desktop trusted the node because of that root, and only because of it.
+        try FileManager.default.removeItem(at: trust.appendingPathComponent("pebble-root.pem"))
+        let untrusted = try desktop.up("nmt nm-1 ikev2-eap", timeout: .seconds(10))
+        if untrusted.succeeded { desktop.down("nmt nm-1 ikev2-eap") }
+        #expect(!untrusted.succeeded, "connected without Pebble's root in charon-nm's CA directory")
+        #expect(desktop.charonLog.contains("no trusted RSA public key found"), "refused for another reason")
+        print("e2e networkmanager acme \(build.version): \(proven.joined(separator: ", ")) with only Pebble's root")
     }
 
     @Test(

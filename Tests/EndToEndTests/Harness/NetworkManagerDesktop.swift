@@ -78,7 +78,11 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     }
 
     /// Starts the desktop in `pair`'s client namespace and waits (bounded) until the base connection is up.
-    static func start(on pair: NetworkPair, timeout: Duration = .seconds(20)) throws -> NetworkManagerDesktop {
+    /// `caDirectory`: charon-nm's CA directory (`charon-nm.ca_dir`, what it trusts for a keyfile that names no
+    /// certificate) instead of its default, the system's (`/etc/ssl/certs` on Debian).
+    static func start(on pair: NetworkPair, caDirectory: String? = nil, timeout: Duration = .seconds(20)) throws
+        -> NetworkManagerDesktop
+    {
         try require()
         let dir = try Scratch.makeDirectory("nm-desktop")
         let fm = FileManager.default
@@ -139,7 +143,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         }
         include strongswan.d/*.conf
         charon-nm {
-            load_modular = yes
+        \(caDirectory.map { "    ca_dir = \($0)\n" } ?? "")    load_modular = yes
             plugins {
                 include strongswan.d/charon/*.conf
                 kernel-libipsec {

@@ -62,6 +62,14 @@ final class PebbleServer: @unchecked Sendable {
         let hostsFile =
             "127.0.0.1 localhost\n" + hosts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)\n" }.joined()
         try hostsFile.write(toFile: host.etc + "/hosts", atomically: true, encoding: .utf8)
+        return try start(namespace: host.namespace, address: host.address, timeout: timeout)
+    }
+
+    /// Starts Pebble in `namespace` (whose `PrivateView` /etc resolves the names it validates), listening on
+    /// `address`, and waits (bounded) until its management port serves the issuing root.
+    static func start(namespace: String, address: String, timeout: Duration = .seconds(30)) throws -> PebbleServer {
+        if let reason = unavailableReason { throw HarnessError("Pebble cannot run: \(reason)") }
+        let host = (namespace: namespace, address: address)
         let pki = try TestPKI.make(name: "lab ACME server CA")
         let scratch = try Scratch.makeDirectory("pebble")
         do {

@@ -147,32 +147,10 @@ struct NetworkManagerTests {
         // HTTP-01 token from the node's port 80, where lego listens while it validates.
         let pebble = try PebbleServer.start(namespace: pair.clientNamespace, address: pair.clientAddress)
         defer { pebble.stop() }
-        let lego = try Command.run(
-            StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", pair.serverNamespace, "/usr/bin/lego", "--accept-tos", "--server", pebble.directoryURL,
-                "--email", "ops@vpn.test", "--path", keep.appendingPathComponent("lego").path, "--key-type", "rsa2048",
-                "--domains", name, "--http", "--http.port", ":80", "run",
-            ], environment: ["LEGO_CA_CERTIFICATES": pebble.httpsCA], timeout: .seconds(60))
-        try #require(lego.succeeded, "lego: \(lego)\n\(pebble.log)")
-        // Installed as the role's renewal script installs it: one certificate per file, and the ACME CA's root.
-        let issued = keep.appendingPathComponent("lego/certificates/\(name)")
-        let chain = try X509Certificate.all(
-            pem: try String(contentsOfFile: issued.path + ".crt", encoding: .utf8))
-        try #require(chain.count >= 2, "lego's chain: \(chain.count) certificates")
-        let swanctl = node.directory.appendingPathComponent("swanctl")
+        try pebble.issue(
+            domain: name, inNamespace: pair.serverNamespace,
+            swanctlDirectory: node.directory.appendingPathComponent("swanctl"))
         let root = try pebble.issuingRoot()
-        var files = [
-            "x509/vpnprov-acme.pem": chain[0].pem, "x509ca/vpnprov-acme-root-1.pem": root,
-            "private/vpnprov-acme.pem": try String(contentsOfFile: issued.path + ".key", encoding: .utf8),
-        ]
-        for (index, ca) in chain.dropFirst().enumerated() { files["x509ca/vpnprov-acme-\(index + 1).pem"] = ca.pem }
-        for (relative, pem) in files {
-            let url = swanctl.appendingPathComponent(relative)
-            try FileManager.default.createDirectory(
-                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try pem.write(to: url, atomically: true, encoding: .utf8)
-        }
 
         let server = try Charon.start(
             in: pair.serverNamespace, build: build, label: "server",

@@ -44,6 +44,60 @@ struct RadiusAccountsTests {
     }
 }
 
+/// An app's user, as an account of the central accounts, on a node whose certificate comes from ACME (Pebble): a
+/// lab of its own, beside the accounts scenario rather than after it.
+@Suite(.strongSwan, .radius)
+struct RadiusACMETests {
+    /// An app's user, as an account of the central accounts, on a node whose certificate comes from ACME
+    /// (Pebble): the seed app's code path on a device that trusts only Pebble's root reaches the host behind the
+    /// node over IKEv2 EAP, its login checked by the RADIUS servers.
+    @Test(
+        "A RADIUS account on an ACME node: the seed app's code path with only Pebble's root reaches the host behind",
+        .enabled(
+            if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
+            "needs pebble, lego and curl (scripts/install-test-deps)"),
+        arguments: StrongSwanBuild.all)
+    func accountOnAnACMENode(_ build: StrongSwanBuild) async throws {
+        try RadiusEnvironment.require()
+        try build.require()
+        try build.requireEAPRadius()
+        let detail = try await Command.onOwnThread { () throws -> String in
+            let (lab, inputs, pebble) = try RadiusGeneratedInputs.startACMELab(build: build, clients: 2)
+            defer {
+                pebble.stop()
+                lab.teardown()
+                if let host = lab.clients.last { PrivateView.remove(for: host.namespace) }
+            }
+            try inputs.migrate()
+            let password = RadiusGeneratedInputs.random()
+            try inputs.addAccount("ann", password: password, tier: "free", devices: 1, lab: lab)
+            let root = Data(try pebble.issuingRoot().utf8)
+            let setups = try inputs.seedAppSetups(node: "free-1", user: "ann", password: password, trust: root)
+            guard let eap = setups.first(where: { $0.label == "ikev2-eap" })?.setup else {
+                throw HarnessError("free-1's ikev2-eap entry is not for the four-field code: \(setups.map(\.label))")
+            }
+            let client = try lab.client(0)
+            try client.loadAllCleanly(confFile: try eap.write(label: "seed-acme").confFile, clear: true)
+            let up = try client.initiate(child: eap.childName, ike: eap.connectionName, timeout: .seconds(15))
+            guard up.succeeded else {
+                throw HarnessError("initiate: \(up)\n\(try lab.nodeDaemon("free-1").log.suffix(3000))")
+            }
+            defer { _ = try? client.terminate(ike: eap.connectionName) }
+            guard let vip = try client.virtualIPs(ike: eap.connectionName).first(where: { !$0.contains(":") }) else {
+                throw HarnessError("no IPv4 virtual IP")
+            }
+            let ping = try lab.pingHostBehind(fromClient: 0, source: vip)
+            guard ping.succeeded else { throw HarnessError("ping from \(vip) to the host behind free-1: \(ping)") }
+            let received = client.logLines(containing: "received end entity cert").joined(separator: " / ")
+            guard received.contains("CN=\(RadiusGeneratedInputs.acmeDomain)") else {
+                throw HarnessError("the client was not served the ACME certificate: \(received)")
+            }
+            return "virtual IP \(vip), served \(received)"
+        }
+        print("e2e radius acme \(build.version): \(detail)")
+    }
+}
+
 /// The results of one scenario run: each step passed or failed with its detail, and how long it took.
 struct ScenarioReport: Sendable {
     struct Step: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvCrypto
 
 /// Let's Encrypt's RFC 8555 test server (Debian `pebble`) on a server host of an `AnsibleLab`, as the ACME
 /// directory of the lab's nodes: an independent ACME server that validates HTTP-01 challenges for real,
@@ -17,6 +18,7 @@ import Glibc
 final class PebbleServer: @unchecked Sendable {
     static let path = "/usr/bin/pebble"
     static let curlPath = "/usr/bin/curl"
+    static let legoPath = "/usr/bin/lego"
 
     /// Why Pebble cannot run here, or nil.
     static var unavailableReason: String? {
@@ -108,6 +110,37 @@ final class PebbleServer: @unchecked Sendable {
             try? FileManager.default.removeItem(at: scratch)
             try? FileManager.default.removeItem(at: pki.directory)
             throw error
+        }
+    }
+
+    /// Obtains a certificate for `domain` with lego run in `namespace` (the node's: HTTP-01 on its port 80) and
+    /// installs it below `swanctlDirectory` as the role's renewal script does: one certificate per file
+    /// (`x509/vpnprov-acme.pem`, `x509ca/vpnprov-acme-N.pem`), the key (`private/vpnprov-acme.pem`), and Pebble's
+    /// root as the ACME CA's root (`x509ca/vpnprov-acme-root-1.pem`). For labs whose nodes are not rolled out by
+    /// the role (AcmeRolloutTests proves the role itself).
+    func issue(domain: String, inNamespace namespace: String, swanctlDirectory: URL) throws {
+        let state = scratch.appendingPathComponent("lego-\(domain)")
+        let lego = try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", namespace, Self.legoPath, "--accept-tos", "--server", directoryURL, "--email",
+                "ops@vpn.test", "--path", state.path, "--key-type", "rsa2048", "--domains", domain, "--http",
+                "--http.port", ":80", "run",
+            ], environment: ["LEGO_CA_CERTIFICATES": httpsCA], timeout: .seconds(60))
+        guard lego.succeeded else { throw HarnessError("lego for \(domain): \(lego)\n\(log)") }
+        let issued = state.appendingPathComponent("certificates/\(domain)")
+        let chain = try X509Certificate.all(pem: try String(contentsOfFile: issued.path + ".crt", encoding: .utf8))
+        guard chain.count >= 2 else { throw HarnessError("lego's chain for \(domain): \(chain.count) certificates") }
+        var files = [
+            "x509/vpnprov-acme.pem": chain[0].pem, "x509ca/vpnprov-acme-root-1.pem": try issuingRoot(),
+            "private/vpnprov-acme.pem": try String(contentsOfFile: issued.path + ".key", encoding: .utf8),
+        ]
+        for (index, ca) in chain.dropFirst().enumerated() { files["x509ca/vpnprov-acme-\(index + 1).pem"] = ca.pem }
+        for (relative, pem) in files {
+            let url = swanctlDirectory.appendingPathComponent(relative)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try pem.write(to: url, atomically: true, encoding: .utf8)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Testing
 import VPNProvTestSupport
 
 /// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
@@ -41,7 +42,21 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
-    static func inventory() -> String {
+    /// The ACME variant's name for free-1 (its identity and the name its certificate is for).
+    static let acmeDomain = "free-1.vpn.test"
+
+    /// The accounts inventory; with `acmeDirectory`, free-1's certificate comes from that ACME directory.
+    static func inventory(acmeDirectory: String? = nil) -> String {
+        let text = plainInventory()
+        guard let acmeDirectory else { return text }
+        return text.replacingOccurrences(
+            of: "defaults:\n", with: "acme:\n  email: ops@vpn.test\n  directory: \(acmeDirectory)\ndefaults:\n"
+        ).replacingOccurrences(
+            of: "    address: 192.0.2.1\n",
+            with: "    address: 192.0.2.1\n    id: \(acmeDomain)\n    certificate: acme\n")
+    }
+
+    private static func plainInventory() -> String {
         """
         vpnprov: 1
         name: acct
@@ -95,9 +110,41 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         }
     }
 
+    /// The lab with free-1 certified by Pebble (issue 38): Pebble runs on the last client's host, which resolves
+    /// free-1's name to it; lego in free-1's namespace obtains the certificate before the nodes start. The caller
+    /// stops Pebble and tears the lab down (`PrivateView.remove` for the Pebble host).
+    static func startACMELab(build: StrongSwanBuild, clients: Int) throws -> (
+        lab: RadiusLab, inputs: RadiusGeneratedInputs, pebble: PebbleServer
+    ) {
+        let lab = try RadiusLab.create(
+            nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radiusServers)
+        var pebble: PebbleServer?
+        do {
+            let host = try #require(lab.clients.last)
+            let free = try lab.node("free-1")
+            let etc = try PrivateView.create(of: "/etc", for: host.namespace, own: ["hosts"])
+            try "127.0.0.1 localhost\n\(free.address) \(acmeDomain)\n".write(
+                toFile: etc + "/hosts", atomically: true, encoding: .utf8)
+            let server = try PebbleServer.start(namespace: host.namespace, address: host.address)
+            pebble = server
+            let inputs = try RadiusGeneratedInputs(
+                database: try lab.startPostgres(in: try Scratch.makeDirectory("accounts-db").path),
+                operatorNamespace: lab.radiusMembers[0].namespace, acmeDirectory: server.directoryURL)
+            try server.issue(
+                domain: acmeDomain, inNamespace: free.namespace,
+                swanctlDirectory: inputs.deployment.out.appendingPathComponent("servers/free-1/swanctl"))
+            try lab.start(inputs, build: build)
+            return (lab, inputs, server)
+        } catch {
+            pebble?.stop()
+            lab.teardown()
+            throw error
+        }
+    }
+
     /// Generates the deployment for the accounts database `postgres` (already running: its socket is part of
     /// the RADIUS servers' conninfo).
-    init(database postgres: PostgresCluster, operatorNamespace: String) throws {
+    init(database postgres: PostgresCluster, operatorNamespace: String, acmeDirectory: String? = nil) throws {
         self.postgres = postgres
         self.operatorNamespace = operatorNamespace
         psks = ["free-1": Self.random(), "pro-1": Self.random()]
@@ -109,7 +156,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             toFile: passfile, atomically: true, encoding: .utf8)
         chmod(passfile, 0o600)
         let path = scratch.appendingPathComponent("inventory.yaml").path
-        try Self.inventory().write(toFile: path, atomically: true, encoding: .utf8)
+        try Self.inventory(acmeDirectory: acmeDirectory).write(toFile: path, atomically: true, encoding: .utf8)
         deployment = try GeneratedDeployment.generate(
             inventory: path, label: "accounts",
             environment: [
@@ -383,13 +430,20 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// The node's catalogue entries the seed's four-field model can use, as the app reads them, on a device that holds
     /// the deployment CA (`SeedAppTests.usableWithTheCA`).
     func seedAppSetups(node: String, user: String, password: String) throws -> [(label: String, setup: ClientSetup)] {
+        try seedAppSetups(node: node, user: user, password: password, trust: nil)
+    }
+
+    /// `trust`: the device's own trust store instead (a public root, for an ACME node).
+    func seedAppSetups(node: String, user: String, password: String, trust: Data?) throws -> [(
+        label: String, setup: ClientSetup
+    )] {
         let catalog = try JSONSerialization.jsonObject(
             with: Data(contentsOf: deployment.out.appendingPathComponent("catalog/servers.json")))
         let entries = ((catalog as? [String: Any])?["servers"] as? [[String: Any]] ?? []).filter {
             $0["node"] as? String == node && SeedAppTests.usableWithTheCA($0)
         }
         let credentials = SeedAppTranslator.Credentials(
-            username: user, password: password, psk: psks[node], caPEM: try caPEM(node))
+            username: user, password: password, psk: psks[node], caPEM: try trust ?? caPEM(node))
         return try entries.map { entry in
             (
                 entry["service"] as? String ?? "?",

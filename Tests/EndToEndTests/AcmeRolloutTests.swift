@@ -189,9 +189,7 @@ import Testing
             "ann's tunnel after the renewal")
         // The next connection is served with the new certificate, the only one charon holds now (bob's: a
         // second device of ann's would replace her tunnel, as a reinstalled device does).
-        let bobPassword = try String(
-            contentsOf: fleet.out.appendingPathComponent("clients/bob/bob-p12-password.txt"), encoding: .utf8
-        ).split(separator: "\n").last.map(String.init)
+        let bobPassword = try Self.secret(fleet, "bob/bob-p12-password.txt")
         let bobApple = try AppleProfileTranslator.translate(
             profileData: Data(contentsOf: fleet.out.appendingPathComponent("clients/bob/bob.mobileconfig")),
             inputs: DeviceInputs(
@@ -237,6 +235,13 @@ import Testing
         return conf.path
     }
 
+    /// A secret as its user received it: the last line of a text file beside the profiles (`clients/<path>`).
+    static func secret(_ fleet: OneNodeFleet, _ path: String) throws -> String {
+        let text = try String(
+            contentsOf: fleet.out.appendingPathComponent("clients").appendingPathComponent(path), encoding: .utf8)
+        return String(text.split(separator: "\n").last ?? "")
+    }
+
     /// Connects `setup` from a client of its own, pings the node's inner address through the tunnel and ends the
     /// tunnel again (the renewal step counts the node's tunnels). Returns what was proven, for the log.
     static func connect(_ fleet: OneNodeFleet, _ setup: ClientSetup, label: String) throws -> String {
@@ -264,13 +269,8 @@ import Testing
     static func clientsConnectWithThePublicRootOnly(_ fleet: OneNodeFleet, rootPEM: Data) throws {
         let (out, n1) = (fleet.out, fleet.n1)
         let clients = out.appendingPathComponent("clients")
-        // The secrets as the users received them: the last line of each text file beside the profiles.
-        func lastLine(_ path: String) throws -> String {
-            let text = try String(contentsOf: clients.appendingPathComponent(path), encoding: .utf8)
-            return String(text.split(separator: "\n").last ?? "")
-        }
-        let password = try lastLine("ann/ann-windows-password.txt")
-        let p12Password = try lastLine("bob/bob-p12-password.txt")
+        let password = try Self.secret(fleet, "ann/ann-windows-password.txt")
+        let p12Password = try Self.secret(fleet, "bob/bob-p12-password.txt")
         var proven: [String] = []
         func prove(_ label: String, _ setup: () throws -> ClientSetup) {
             do { proven.append(try connect(fleet, try setup(), label: label)) } catch { Issue.record("\(error)") }

@@ -153,15 +153,16 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         let index = try StateStore.decodeIndex(
             try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
         let secrets = try StateStore.readSecrets(stateDirectory: stateDirectory) ?? SecretsFile()
+        // The expiry list waits for the ACME reports, which it counts.
         var report = make(
             inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
-            expiringWithin: days)
+            expiringWithin: nil)
         let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
         report.rolloutPending = inventory.rolloutHosts.filter(pending.contains)
         if let outDirectory {
             report.acme = acmeCertificates(inventory: inventory, outDirectory: outDirectory, now: now)
-            if let days { report.expiring = report.expiring(within: days) }
         }
+        if let days { report.expiring = report.expiring(within: days) }
         return report
     }
 

@@ -341,7 +341,11 @@ private struct RawParser {
                             text = text.dropFirst()
                             continue
                         }
-                        items.append(token())
+                        // An item ends only at a space or the closing bracket: items such as
+                        // distinguished names hold `=`, and a stop at it would never advance.
+                        let item = text.prefix(while: { $0 != " " && $0 != "]" })
+                        text = text.dropFirst(item.count)
+                        items.append(String(item))
                     }
                     text = text.dropFirst()
                     entries.append((key, .list(items)))

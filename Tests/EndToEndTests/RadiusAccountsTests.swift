@@ -457,7 +457,11 @@ final class RadiusScenario: @unchecked Sendable {
         }
         step("the node PSK alone opens no tunnel (IKEv2 PSK, IKEv1 without XAuth), not even as an account's identity") {
             // Every account of the node's ipsec-xauth-psk service holds its PSK. A client that offers only the
-            // PSK, with an account's name as its identity, must get nothing: no tunnel, no accounting row.
+            // PSK, with an account's name as its identity, must get nothing: no tunnel, no accounting row, and
+            // alice's live tunnel (client 0) must not be ended by the attempt's INITIAL_CONTACT.
+            _ = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 2)
+            try wait("alice's open radacct row") { try openSessions("alice") == 1 }
+            let live = try lab.nodeDaemon(free.name).securityAssociations().map(\.uniqueID)
             let client = try lab.client(1)
             try client.loadAllCleanly(confFile: try inputs.pskOnlyClientConf(node: free.name, identity: "alice"))
             loadedConf[1] = nil
@@ -476,9 +480,15 @@ final class RadiusScenario: @unchecked Sendable {
                 }
                 refusals.append("IKEv\(version), node by \(serverAuth): " + (why ?? "no tunnel"))
             }
-            try check(try openSessions("alice") == 0, "an accounting row was opened for alice")
+            try check(try openSessions("alice") == 1, "an accounting row was opened or closed for alice")
             for sa in try client.securityAssociations() { _ = try client.terminate(ike: sa.name) }
-            return refusals.joined(separator: " / ")
+            try check(
+                try lab.nodeDaemon(free.name).securityAssociations().map(\.uniqueID) == live,
+                "the PSK-only attempts as alice ended alice's tunnel")
+            try check(try hasTunnel(0, to: free, ikeVersion: 2), "alice's client lost its tunnel")
+            try disconnect(0, from: free, ikeVersion: 2)
+            try wait("alice's session closed") { try openSessions("alice") == 0 }
+            return refusals.joined(separator: " / ") + "; alice's live tunnel kept"
         }
         var seedSetups: [(label: String, setup: ClientSetup)] = []
         step("the seed app's setups for the free node") {

@@ -198,6 +198,32 @@ import Testing
         #expect(!Self.codes(inventoryNode).contains("E:radius-psk-service"), "\(Self.codes(inventoryNode))")
     }
 
+    /// A staff member's identities are no account names (issue 42 item 4: an account `ops@lab` ended the staff
+    /// certificate tunnel of that identity and got its virtual address): the user's name and IKE identity, with the
+    /// nodes' identities and addresses, are what `accounts add` refuses and what the RADIUS policy refuses for rows a
+    /// backend wrote, folded as strongSwan compares them.
+    @Test func staffIdentitiesAreKeptFromAccountNames() throws {
+        let text = Self.inventory(extraUsers: "  Ops:\n    cert: true\n    id: Ops@Staff.Example\n")
+        let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+        let identities = Dictionary(
+            RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
+            uniquingKeysWith: { a, _ in a })
+        #expect(identities["ops"] == "the EAP/XAuth identity of user 'Ops'", "\(identities)")
+        #expect(identities["ops@staff.example"] == "the IKE identity of user 'Ops'", "\(identities)")
+        #expect(identities["staff"] == "the EAP/XAuth identity of user 'staff'", "\(identities)")
+        #expect(identities["192.0.2.1"] == "the IKE identity of node 'nfree'", "\(identities)")  // its id is its address
+        let dir = try temporaryDirectory("accounts-staff")
+        let run = try Self.generate(dir, text)
+        #expect(run.code == 0, "\(run.err)")
+        for server in ["rad-1", "rad-2"] {
+            let policy = try Self.read(dir + "/out/radius/\(server)/policy.d/vpnprov-identities")
+            for identity in ["ops", "ops@staff.example", "staff", "192.0.2.1"] {
+                #expect(policy.contains("case \"\(identity)\" {"), "\(server) lacks \(identity):\n\(policy)")
+            }
+            #expect(policy.contains("%{tolower:%{User-Name}}"), "the policy compares folded names")
+        }
+    }
+
     /// `disconnect_from` may not be every address or reach into a RADIUS node's pool: the error is at the
     /// entry, and an entry next to the pools passes.
     @Test func disconnectFromIsNeitherEverythingNorAPool() throws {

@@ -843,7 +843,8 @@ server vpnprov {
 		sql
 	}
 
-	# the device limit (Simultaneous-Use) counts the account's open accounting rows
+	# the device limit (Simultaneous-Use): the sql module's simul_count_query asks the database's
+	# vpn_device_claim, which counts open sessions and recent admissions under one lock per account
 	session {
 		sql
 	}

@@ -7,7 +7,8 @@ import Testing
 /// node's port 80), installs it for the node's charon, leaves it alone on an unchanged rollout (and in check
 /// mode), renews it on demand without ending a live tunnel, and keeps it when a renewal fails; every client
 /// kind vpnprov writes for the node, and the seed app's code path, connects with only Pebble's root as its
-/// trust anchor; `vpnprov status` shows the certificate the rollout reported.
+/// trust anchor; `vpnprov status` shows the certificate the rollout reported. On strongSwan 6.0 only what
+/// depends on charon runs (the first rollout, the clients, the renewal with a live tunnel).
 @Suite struct AcmeRolloutTests {
     static let domain = "n1.vpn.test"
     /// The role writes /var/lib/vpnprov/acme (lego's state) and /usr/local/lib/vpnprov/acme-renew: the
@@ -105,13 +106,20 @@ import Testing
         let key = n1.swanctlDirectory + "/private/vpnprov-acme.pem"
         let reported = fleet.out.appendingPathComponent("rollout/acme/\(Self.domain).pem").path
 
+        // What depends on the node's charon (it loads the certificate, serves it, reloads it on renewal) runs
+        // on both builds; what only Ansible and lego decide (check mode, an unchanged rollout, a failed
+        // renewal) runs once, on the host's build: the role's tasks are the same for both.
+        let ansibleOnly = build == .host
+
         // A rollout in check mode obtains nothing (it would spend the ACME CA's rate limits).
-        let checked = try await fleet.attemptRollout(extra: ["--check"])
-        #expect(checked.succeeded, "check mode: \(checked)")
-        #expect(!FileManager.default.fileExists(atPath: leaf), "check mode installed a certificate")
-        let legoState = try lab.run(n1, ["/usr/bin/test", "-e", "/var/lib/vpnprov/acme/certificates"])
-        #expect(!legoState.succeeded, "check mode ran lego")
-        #expect(!pebble.issuedAny, "check mode ordered a certificate:\n\(pebble.log)")
+        if ansibleOnly {
+            let checked = try await fleet.attemptRollout(extra: ["--check"])
+            #expect(checked.succeeded, "check mode: \(checked)")
+            #expect(!FileManager.default.fileExists(atPath: leaf), "check mode installed a certificate")
+            let legoState = try lab.run(n1, ["/usr/bin/test", "-e", "/var/lib/vpnprov/acme/certificates"])
+            #expect(!legoState.succeeded, "check mode ran lego")
+            #expect(!pebble.issuedAny, "check mode ordered a certificate:\n\(pebble.log)")
+        }
 
         // (a) The first rollout obtains the certificate from Pebble, before the connections are loaded.
         let first = try await fleet.rollout("first")
@@ -160,9 +168,11 @@ import Testing
         try Self.clientsConnectWithThePublicRootOnly(fleet, rootPEM: Data(try pebble.issuingRoot().utf8))
 
         // (b) An unchanged rollout changes nothing and obtains no new certificate.
-        let second = try await fleet.rollout("second")
-        #expect(AnsibleRolloutTests.recap(second)[Self.domain]?.changed == 0, "second rollout: \(second.stdout)")
-        #expect(try Self.serial(leaf) == issued, "the unchanged rollout obtained a new certificate")
+        if ansibleOnly {
+            let second = try await fleet.rollout("second")
+            #expect(AnsibleRolloutTests.recap(second)[Self.domain]?.changed == 0, "second rollout: \(second.stdout)")
+            #expect(try Self.serial(leaf) == issued, "the unchanged rollout obtained a new certificate")
+        }
 
         // (c) A forced renewal (what an operator runs) installs a new certificate; the live tunnel stays.
         let client = try lab.addClient("ann")
@@ -199,6 +209,7 @@ import Testing
 
         // (d) With the node's port 80 closed, a forced renewal fails with lego's reason, the play fails,
         // and the node keeps its certificate.
+        guard ansibleOnly else { return }
         for command in [
             "add table inet acmetest",
             "add chain inet acmetest input { type filter hook input priority -10; policy accept; }",

@@ -211,7 +211,8 @@ import Testing
         #expect(identities["ops"] == "the EAP/XAuth identity of user 'Ops'", "\(identities)")
         #expect(identities["ops@staff.example"] == "the IKE identity of user 'Ops'", "\(identities)")
         #expect(identities["staff"] == "the EAP/XAuth identity of user 'staff'", "\(identities)")
-        #expect(identities["192.0.2.1"] == "the IKE identity of node 'nfree'", "\(identities)")  // its id is its address
+        // A node's IKE identity is its address.
+        #expect(identities["192.0.2.1"] == "the IKE identity of node 'nfree'", "\(identities)")
         let dir = try temporaryDirectory("accounts-staff")
         let run = try Self.generate(dir, text)
         #expect(run.code == 0, "\(run.err)")

@@ -16,7 +16,7 @@ package struct AccountSummary: Sendable, Equatable, Encodable {
     /// The Simultaneous-Use limit; nil when the row is missing (FreeRADIUS then sets no limit).
     package var devices: Int?
     package var disabled: Bool
-    /// Open sessions as Simultaneous-Use counts them.
+    /// Open sessions as the device limit counts them: live ones (`AccountStore.staleAfter`).
     package var openSessions: Int
 
     package init(username: String, tier: String?, devices: Int?, disabled: Bool, openSessions: Int) {
@@ -38,20 +38,28 @@ package struct OpenSession: Sendable, Equatable, Encodable {
     package var framedAddress: String?
     /// ISO 8601, UTC.
     package var started: String?
-    /// The last accounting update (Start or Interim-Update), ISO 8601, UTC: a session not updated for
-    /// more than two accounting intervals is stale (a node that stopped without Stops).
+    /// The last accounting update (Start or Interim-Update), ISO 8601, UTC.
     package var updated: String?
     package var sessionID: String
     /// The tier the session was accepted with (RADIUS Class).
     package var tier: String?
+    /// Not updated for longer than `AccountStore.staleAfter`: its node stopped without sending a Stop
+    /// (crashed, lost power or its path to the RADIUS servers). A stale session does not count as a device.
+    package var stale: Bool = false
 }
 
 /// The account rows of the database contract (docs/accounts.md, "The database"): what
 /// `vpnprov accounts` writes, exactly as the app backend may write them.
 package struct AccountStore {
     package let db: DatabaseConnection
+    /// Seconds without an accounting update after which an open session is stale (the RADIUS servers'
+    /// window, `AccountsSettings.staleAfter`); nil: no session is ever stale.
+    package let staleAfter: Int?
 
-    package init(_ db: DatabaseConnection) { self.db = db }
+    package init(_ db: DatabaseConnection, staleAfter: Int? = nil) {
+        self.db = db
+        self.staleAfter = staleAfter
+    }
 
     package static let devicesRange = 1...100
     package static let minimumPasswordLength = 8
@@ -236,6 +244,12 @@ package struct AccountStore {
     static let openSession =
         "a.acctstoptime IS NULL AND (a.acctstarttime > n.reloadtime OR n.reloadtime IS NULL)"
 
+    /// Whether radacct row `a` is live (`vpn_session_live`, migration 4) for the window in query parameter
+    /// `window` ("$1"): this store's `staleAfter`.
+    static func liveSession(window: String) -> String {
+        "vpn_session_live(a.acctupdatetime, a.acctstarttime, \(window)::integer)"
+    }
+
     /// Every account (a name with a password or a tier row), by name.
     package func list() throws -> [AccountSummary] {
         let rows = try db.query(
@@ -246,10 +260,10 @@ package struct AccountStore {
                 EXISTS (SELECT 1 FROM radcheck c WHERE c.username = u.username AND c.attribute = 'Auth-Type'
                     AND c.value = 'Reject'),
                 (SELECT count(*) FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
-                    WHERE a.username = u.username AND \(Self.openSession))
+                    WHERE a.username = u.username AND \(Self.openSession) AND \(Self.liveSession(window: "$1")))
             FROM (SELECT username FROM radcheck UNION SELECT username FROM radusergroup) u
             ORDER BY u.username COLLATE "C"
-            """)
+            """, [staleAfter.map(String.init)])
         return rows.map { row in
             AccountSummary(
                 username: row[0] ?? "", tier: row[1], devices: row[2].flatMap { Int($0) }, disabled: row[3] == "t",
@@ -264,15 +278,16 @@ package struct AccountStore {
             """
             SELECT a.username, a.nasidentifier, host(a.nasipaddress), host(a.framedipaddress),
                 to_char(a.acctstarttime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), a.acctsessionid, a.class,
-                to_char(a.acctupdatetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                to_char(a.acctupdatetime AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                NOT \(Self.liveSession(window: "$2"))
             FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
             WHERE \(Self.openSession) AND ($1::text IS NULL OR a.username = $1)
             ORDER BY a.acctstarttime, a.radacctid
-            """, [username])
+            """, [username, staleAfter.map(String.init)])
         return rows.map { row in
             OpenSession(
                 username: row[0] ?? "", node: row[1], nasAddress: row[2] ?? "", framedAddress: row[3], started: row[4],
-                updated: row[7], sessionID: row[5] ?? "", tier: row[6])
+                updated: row[7], sessionID: row[5] ?? "", tier: row[6], stale: row[8] == "t")
         }
     }
 }

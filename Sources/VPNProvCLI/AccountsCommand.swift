@@ -15,6 +15,9 @@ import VPNProvTemplates
 struct AccountsDeployment {
     var conninfo: String
     var deviceLimit: Int
+    /// Seconds without an accounting update after which a session is stale, as the RADIUS servers count:
+    /// from the inventory's `accounts.accounting_interval`, else its default.
+    var staleAfter = AccountsSettings.staleAfter(accountingInterval: AccountsSettings.defaultAccountingInterval)
     var targets: DisconnectTargets
     /// The inventory's identities (folded as strongSwan compares them) and what holds each: `add` refuses
     /// them as account names (RadiusPlan.inventoryIdentities). Empty without an inventory.
@@ -61,6 +64,7 @@ struct AccountsDeployment {
             inventoryDirectory = (path as NSString).deletingLastPathComponent
             settings = inventory.secrets
             deployment.deviceLimit = accounts.deviceLimit
+            deployment.staleAfter = accounts.staleAfter
             deployment.inventoryIdentities = Dictionary(
                 RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
                 uniquingKeysWith: { first, _ in first })
@@ -268,7 +272,7 @@ struct AccountsCommand: Command {
         } catch {
             throw CLIError.environment("\(error)")
         }
-        let store = AccountStore(db)
+        let store = AccountStore(db, staleAfter: deployment.staleAfter)
         return try accountsCall {
             if action != "migrate" {
                 // Every other action needs the tables: refuse a database that is empty or newer.
@@ -472,10 +476,10 @@ struct AccountsCommand: Command {
         let rows = sessions.map {
             [
                 $0.username, $0.node ?? "(\($0.nasAddress))", $0.framedAddress ?? "-", $0.started ?? "-",
-                $0.updated ?? "-", $0.tier ?? "-", $0.sessionID,
+                $0.updated ?? "-", $0.stale ? "stale" : "live", $0.tier ?? "-", $0.sessionID,
             ]
         }
-        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "UPDATED", "TIER", "SESSION"], rows)
+        return columns(["ACCOUNT", "NODE", "ADDRESS", "STARTED", "UPDATED", "STATE", "TIER", "SESSION"], rows)
     }
 
     static func columns(_ header: [String], _ rows: [[String]]) -> String {

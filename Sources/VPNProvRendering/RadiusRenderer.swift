@@ -169,6 +169,7 @@ package enum RadiusRenderer {
                 "server": .string(server.name),
                 "nodes": .list(clients),
                 "database": .string(database),
+                "stale_after": .int(accounts.staleAfter),
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(nodes.map(\.name).joined(separator: ", ")),

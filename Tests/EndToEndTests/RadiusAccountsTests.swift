@@ -15,6 +15,8 @@ import Testing
 /// - a disabled account is refused; disabling one with a live tunnel ends the tunnel within seconds
 ///   (Disconnect-Request to the node), and it cannot come back;
 /// - a device limit of 1 refuses a second device while the first is up, and admits it once the first is gone;
+/// - a node whose accounting Stop never arrives (RADIUS silent as its tunnel ends): the open row counts while it is
+///   fresh, and no longer once stale (aged by the window in the database);
 /// - a device limit of 2: two devices up at once, both passing traffic; parallel logins never exceed it (charon
 ///   logins at once, and a burst of Access-Requests at the RADIUS server);
 /// - account names that collide (in case, or with an inventory identity) are refused by `accounts add`, and by the
@@ -294,6 +296,59 @@ final class RadiusScenario: @unchecked Sendable {
             throw HarnessError("\(user) → \(node.name) IKEv\(ikeVersion) connected but must be refused")
         }
         return NodeUnderTest.since(mark, daemon.log)
+    }
+
+    /// strongSwan sends no Accounting-On/Off: a node that crashes or loses its path to the RADIUS servers leaves
+    /// its sessions open. Here both RADIUS servers are silent while erin's tunnel on the free node ends (its
+    /// accounting Stop times out, as for a node that went away): the open row keeps erin (device limit 1) out
+    /// while it is fresh. The row is then aged by the RADIUS servers' window (two accounting intervals and a
+    /// minute: the minutes of a real outage, which the lab does not wait for): erin's next login is admitted
+    /// and reaches the host behind, and `vpnprov accounts` marks the row stale and counts it no more.
+    func staleSessionsStopCounting() throws -> String {
+        _ = try connectAndReachHostBehind(0, "erin", to: free, ikeVersion: 2)
+        try wait("erin's open radacct row") { try openSessions("erin") == 1 }
+        let daemon = try lab.nodeDaemon(free.name)
+        let mark = daemon.log.utf8.count
+        let servers = try inputs.radiusServers.map { try lab.radius($0.name) }
+        for server in servers { try server.silence() }
+        defer { for server in servers { try? server.unsilence() } }
+        try disconnect(0, from: free, ikeVersion: 2)
+        do {
+            try wait("the node's accounting Stop timing out", timeout: .seconds(20)) {
+                NodeUnderTest.since(mark, daemon.log).contains("Accounting-Request timed out")
+            }
+        } catch {
+            throw HarnessError(
+                "\(error); erin's open rows: \(try openSessions("erin")); node log:\n"
+                    + NodeUnderTest.since(mark, daemon.log).suffix(3000))
+        }
+        for server in servers { try server.unsilence() }
+        try reloadSettings(free)
+        try check(try openSessions("erin") == 1, "the Stop reached the database")
+        let marks = try radiusMarks()
+        _ = try expectRefused(1, "erin", to: free, ikeVersion: 2)
+        let log = try radiusLog(since: marks)
+        try check(log.contains("Multiple logins"), "a fresh open row must count:\n\(log)")
+        // docs/accounts.md: stale after two accounting intervals and a minute without an update.
+        let window = 2 * inputs.accountingInterval + 60
+        try sql(
+            "UPDATE radacct SET acctstarttime = acctstarttime - interval '\(window + 1) seconds', "
+                + "acctupdatetime = acctupdatetime - interval '\(window + 1) seconds' "
+                + "WHERE username = 'erin' AND acctstoptime IS NULL")
+        _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
+        try wait("erin's new session") { try openSessions("erin") == 2 }
+        try disconnect(1, from: free, ikeVersion: 2)
+        try wait("erin's new session closed") { try openSessions("erin") == 1 }
+        // What the operator sees: the stale row, marked so, and not counted as a device.
+        let sessions = try inputs.accountsOutput(["sessions", "erin"])
+        try check(sessions.contains(" stale "), "accounts sessions does not mark the stale row:\n\(sessions)")
+        let list = try inputs.accountsOutput(["list", "--format", "json"])
+        let document = try JSONSerialization.jsonObject(with: Data(list.utf8)) as? [String: Any]
+        let erin = (document?["accounts"] as? [[String: Any]])?.first { $0["username"] as? String == "erin" }
+        try check(erin?["openSessions"] as? Int == 0, "accounts list counts the stale row: \(list)")
+        try sql("UPDATE radacct SET acctstoptime = now() WHERE username = 'erin' AND acctstoptime IS NULL")
+        return
+            "window \(window) s; refused while fresh (\(lines(log, containing: "Multiple logins"))), admitted once stale"
     }
 
     /// Closes every tunnel of both clients and waits until no accounting session is open.
@@ -612,6 +667,9 @@ final class RadiusScenario: @unchecked Sendable {
             _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
             try disconnect(1, from: free, ikeVersion: 2)
             return lines(log, containing: "Multiple logins")
+        }
+        step("a node that stopped without accounting Stops: its session counts while fresh, no longer once stale") {
+            try staleSessionsStopCounting()
         }
         step("every refusal is one 'Login incorrect (reason)' line of the RADIUS log, over EAP and over XAuth") {
             // A wrong password, the device limit and a disabled account, each over IKEv2 (EAP) and IKEv1 (XAuth):

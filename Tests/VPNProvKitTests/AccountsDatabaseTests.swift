@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvTemplates
 import VPNProvTestSupport
 
@@ -157,6 +158,55 @@ import VPNProvTestSupport
             }
             #expect(decisions.sorted == ["0", "1", "1", "1", "1", "1"])
             #expect(try cluster.psql("SELECT count(*) FROM vpn_device_claim WHERE username = 'bob'") == "1")
+        }
+    }
+
+    /// Sessions of a node that stopped without sending Stops (strongSwan sends no Accounting-On/Off): an
+    /// open row without an accounting update for the RADIUS servers' window (the fifth argument, from
+    /// mods-enabled/sql) no longer counts as a device, so its account can log in again; an update makes it
+    /// count again. The functions of migration 3, which RADIUS servers not yet rolled out ask, count every
+    /// open row as before. `accounts list` counts live sessions; `accounts sessions` marks the stale one.
+    @Test func sessionsOfANodeThatStoppedWithoutStopsStopCounting() throws {
+        try withMigratedStore { cluster, _ in
+            let window = AccountsSettings.staleAfter(accountingInterval: 300)
+            #expect(window == 660)
+            let store = AccountStore(try DatabaseConnection(conninfo: cluster.conninfo()), staleAfter: window)
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            let claim = "SELECT vpn_device_claim('alice', '1', 'fra-2', '192.0.2.2', '\(window)')"
+            // alice's session on fra-1 started 11 minutes ago and was updated (Interim-Update) a minute ago.
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "acctupdatetime, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', "
+                    + "now() - interval '11 minutes', now() - interval '1 minute', 'fra-1')")
+            #expect(try asRadius(claim) == "1", "a live session counts: the limit is reached")
+            #expect(try store.list().first?.openSessions == 1)
+            #expect(try store.sessions().map(\.stale) == [false])
+            // fra-1 crashed: no Interim-Update for 11 minutes (more than 2 intervals and a minute).
+            try cluster.psql("UPDATE radacct SET acctupdatetime = now() - interval '11 minutes'")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '\(window)')") == "0")
+            // Servers rolled out before migration 4 ask the functions without a window: the row counts there.
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice')") == "1")
+            #expect(try store.list().first?.openSessions == 0)
+            #expect(try store.sessions().map(\.stale) == [true])
+            #expect(
+                try AccountStore(try DatabaseConnection(conninfo: cluster.conninfo())).list().first?.openSessions == 1)
+            #expect(try asRadius(claim) == "0", "the stale session still counts")
+            // A row with a Start and no update yet is judged by its start; a window that is not a number
+            // counts every open row.
+            try cluster.psql("DELETE FROM vpn_device_claim")
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "nasidentifier) VALUES ('s2', 'u2', 'alice', '192.0.2.3', now() - interval '12 minutes', 'fra-3')"
+            )
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '\(window)')") == "0")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', 'x')") == "2")
+            // fra-1 comes back (a partition, not a crash): its next Interim-Update makes the session count again.
+            try cluster.psql("UPDATE radacct SET acctupdatetime = now() WHERE acctuniqueid = 'u1'")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '\(window)')") == "1")
+            #expect(try store.sessions().map(\.stale) == [true, false])
         }
     }
 
@@ -560,8 +610,8 @@ import VPNProvTestSupport
                     + "TO_TIMESTAMP(1700000000), TO_TIMESTAMP(1700000300), '10.27.1.5', 'pro', 'fra-1')")
             #expect(
                 try run(["sessions", "alice"]).out == """
-                    ACCOUNT  NODE   ADDRESS    STARTED               UPDATED               TIER  SESSION
-                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  2023-11-14T22:18:20Z  pro   s1
+                    ACCOUNT  NODE   ADDRESS    STARTED               UPDATED               STATE  TIER  SESSION
+                    alice    fra-1  10.27.1.5  2023-11-14T22:13:20Z  2023-11-14T22:18:20Z  stale  pro   s1
 
                     """)
             let disable = try run(["disable", "alice"])

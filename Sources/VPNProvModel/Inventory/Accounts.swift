@@ -51,6 +51,11 @@ package struct AccountsSettings: Sendable, Hashable {
     package var radiusDatabase: SecretSource?
     /// Seconds between accounting Interim-Updates.
     package var accountingInterval: Int
+    /// Seconds without an accounting update after which an open session no longer counts as a device
+    /// (its node stopped without sending Stops): two intervals, so one lost Interim-Update is not enough,
+    /// and a minute for retransmissions and clocks.
+    package static func staleAfter(accountingInterval: Int) -> Int { 2 * accountingInterval + 60 }
+    package var staleAfter: Int { Self.staleAfter(accountingInterval: accountingInterval) }
     /// The device limit (Simultaneous-Use) of an account added without one.
     package var deviceLimit: Int
     /// Networks allowed to send Disconnect-Requests to the nodes; nil: the servers' addresses.

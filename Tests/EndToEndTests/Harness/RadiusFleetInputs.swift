@@ -61,6 +61,11 @@ protocol RadiusFleetInputs: AnyObject {
     /// returns a description of what it did, for messages.
     func disable(_ user: String, lab: RadiusLab) throws -> String
 
+    /// The nodes' `accounts.accounting_interval` (seconds between Interim-Updates).
+    var accountingInterval: Int { get }
+    /// What `vpnprov accounts ARGUMENTS` printed on standard output (it must succeed).
+    func accountsOutput(_ arguments: [String]) throws -> String
+
     /// Secrets that must appear in no log (node RADIUS/DAE secrets, PSKs); account passwords are the test's.
     var secrets: [String] { get }
 }

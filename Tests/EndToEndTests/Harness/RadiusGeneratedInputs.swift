@@ -67,7 +67,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
           database: env:VPN_ACCOUNTS_DB
           radius_database: env:VPN_RADIUS_DB
           secret: gen
-          accounting_interval: 60
+          accounting_interval: \(Self.accountingInterval)
           device_limit: 3
           servers:
             rad-1: { address: 192.0.2.11 }
@@ -201,6 +201,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             ],
             environment: accountsEnvironment, timeout: .seconds(60))
     }
+
+    /// The inventory's `accounts.accounting_interval`.
+    static let accountingInterval = 60
+    var accountingInterval: Int { Self.accountingInterval }
+
+    func accountsOutput(_ arguments: [String]) throws -> String { try accounts(arguments).stdout }
 
     @discardableResult
     private func accounts(_ arguments: [String]) throws -> CommandResult {

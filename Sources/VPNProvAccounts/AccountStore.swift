@@ -169,6 +169,13 @@ package struct AccountStore {
         }
     }
 
+    /// Replaces the account's password (its NT hash); the message never shows the password.
+    package func setPassword(_ username: String, _ password: String) throws {
+        try Self.checkPassword(password)
+        try requireAccount(username)
+        try setCheckItem(username, "NT-Password", try NTHash.hex(password: password))
+    }
+
     /// Moves the account to `tier`; returns its previous tier (nil when it had none).
     @discardableResult
     package func setTier(_ username: String, _ tier: String) throws -> String? {

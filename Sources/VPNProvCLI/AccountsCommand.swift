@@ -125,7 +125,8 @@ struct AccountsDeployment {
 
 struct AccountsCommand: Command {
     static let actions = [
-        "migrate", "add", "set-tier", "set-devices", "disable", "enable", "delete", "list", "sessions", "disconnect",
+        "migrate", "add", "set-password", "set-tier", "set-devices", "disable", "enable", "delete", "list", "sessions",
+        "disconnect",
     ]
 
     static let configuration = CommandConfiguration(
@@ -133,15 +134,20 @@ struct AccountsCommand: Command {
         abstract: "Manage the central accounts (RADIUS) in the accounts database.",
         discussion: "ACTION is one of: 'migrate' applies the embedded database migrations the database lacks; "
             + "'add USER --tier TIER [--devices N] (--password-file FILE | --password-stdin)' creates an account "
-            + "(only its NT hash is stored); 'set-tier USER TIER'; 'set-devices USER N' (1-100 devices at once); "
+            + "(only its NT hash is stored); 'set-password USER (--password-file FILE | --password-stdin) "
+            + "[--keep-sessions]' replaces its password and ends its sessions; 'set-tier USER TIER'; "
+            + "'set-devices USER N' (1-100 devices at once); "
             + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'. "
-            + "'disable', 'delete', 'disconnect' and 'set-tier' to a lower tier send a RADIUS Disconnect-Request for the user "
+            + "'disable', 'delete', 'disconnect', 'set-password' and 'set-tier' to a lower tier send a RADIUS "
+            + "Disconnect-Request for the user "
             + "to every node with an open session. Passwords are never taken from the command line and never "
             + "printed (docs/accounts.md).",
         arguments: [
             .init(
                 "action",
-                help: "migrate, add, set-tier, set-devices, disable, enable, delete, list, sessions or disconnect."),
+                help:
+                    "migrate, add, set-password, set-tier, set-devices, disable, enable, delete, list, sessions or disconnect."
+            ),
             .init("user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + -", optional: true),
             .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
         ],
@@ -159,8 +165,14 @@ struct AccountsCommand: Command {
             .init(
                 "devices", value: "n",
                 help: "add: how many devices may be connected at once (default: accounts.device_limit, else 3)."),
-            .init("password-file", value: "file", help: "add: read the password from this file (first line)."),
-            .init("password-stdin", help: "add: read the password from standard input (first line)."),
+            .init(
+                "password-file", value: "file",
+                help: "add, set-password: read the password from this file (first line)."),
+            .init("password-stdin", help: "add, set-password: read the password from standard input (first line)."),
+            .init(
+                "keep-sessions",
+                help: "set-password: leave the account's live sessions up (by default they end, so that a reset after "
+                    + "a leak locks the old password's holder out)."),
             CommonOptions.format, CommonOptions.quiet,
         ])
 
@@ -190,6 +202,7 @@ struct AccountsCommand: Command {
     static let shapes: [String: (positionals: ClosedRange<Int>, options: Set<String>)] = [
         "migrate": (0...0, []),
         "add": (1...1, ["tier", "devices", "password-file", "password-stdin"]),
+        "set-password": (1...1, ["password-file", "password-stdin", "keep-sessions"]),
         "set-tier": (2...2, []),
         "set-devices": (2...2, []),
         "disable": (1...1, []),
@@ -209,9 +222,9 @@ struct AccountsCommand: Command {
         }
         if given > shape.positionals.upperBound {
             let extra = arguments.positionals[shape.positionals.upperBound + 1]
-            if action == "add" && shape.positionals.upperBound + 1 == 2 {
+            if Self.readsPassword(action) && shape.positionals.upperBound + 1 == 2 {
                 throw CLIError.usage(
-                    "'add' takes no password argument: use --password-file FILE or --password-stdin "
+                    "'\(action)' takes no password argument: use --password-file FILE or --password-stdin "
                         + "(a password on the command line is visible to every user of the machine)",
                     command: Self.configuration.name)
             }
@@ -229,17 +242,22 @@ struct AccountsCommand: Command {
             guard arguments.value("tier") != nil else {
                 throw CLIError.usage("'add' needs --tier <tier>", command: Self.configuration.name)
             }
+            if let devices = arguments.value("devices") { _ = try Self.deviceCount(devices) }
+        }
+        if Self.readsPassword(action) {
             let file = arguments.value("password-file") != nil
             let stdin = arguments.flag("password-stdin")
             guard file != stdin else {
                 throw CLIError.usage(
-                    "'add' needs exactly one of --password-file FILE and --password-stdin",
+                    "'\(action)' needs exactly one of --password-file FILE and --password-stdin",
                     command: Self.configuration.name)
             }
-            if let devices = arguments.value("devices") { _ = try Self.deviceCount(devices) }
         }
         if action == "set-devices", let value { _ = try Self.deviceCount(value) }
     }
+
+    /// The actions that read a password (never from the command line).
+    static func readsPassword(_ action: String) -> Bool { action == "add" || action == "set-password" }
 
     static func deviceCount(_ text: String) throws(CLIError) -> Int {
         guard let n = Int(text), AccountStore.devicesRange.contains(n) else {
@@ -265,7 +283,7 @@ struct AccountsCommand: Command {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let deployment = try AccountsDeployment.load(arguments, context)
         // The password is read (and checked) before the database is touched.
-        let password = action == "add" ? try readPassword(context) : nil
+        let password = Self.readsPassword(action) ? try readPassword(context) : nil
         let db: DatabaseConnection
         do {
             db = try DatabaseConnection(conninfo: deployment.conninfo)
@@ -325,6 +343,13 @@ struct AccountsCommand: Command {
                 "account",
                 AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
             output.result("added account '\(user)' (tier \(tier), \(Plural.count(devices, "device")))\n")
+        case "set-password":
+            let user = self.user!
+            try store.setPassword(user, password!)
+            output.result("account '\(user)': password changed\n")
+            if !arguments.flag("keep-sessions") {
+                return try disconnect(user, store, deployment, context, reason: "password changed")
+            }
         case "set-tier":
             let user = self.user!
             let tier = value!

@@ -170,7 +170,7 @@ final class RadiusScenario: @unchecked Sendable {
     private func setUp() throws {
         for (user, devices) in [
             ("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1), ("alice+vpn@example.com", 1),
-            ("frank", 1), ("gina", 2),
+            ("frank", 1), ("gina", 2), ("ivy", 1),
         ] {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
@@ -296,6 +296,13 @@ final class RadiusScenario: @unchecked Sendable {
             throw HarnessError("\(user) → \(node.name) IKEv\(ikeVersion) connected but must be refused")
         }
         return NodeUnderTest.since(mark, daemon.log)
+    }
+
+    /// A new random password for `user`, which the next (re)loaded client configuration uses; returns it.
+    func newPassword(_ user: String) -> String {
+        let password = RadiusGeneratedInputs.random()
+        passwords[user] = password
+        return password
     }
 
     /// strongSwan sends no Accounting-On/Off: a node that crashes or loses its path to the RADIUS servers leaves
@@ -670,6 +677,20 @@ final class RadiusScenario: @unchecked Sendable {
         }
         step("a node that stopped without accounting Stops: its session counts while fresh, no longer once stale") {
             try staleSessionsStopCounting()
+        }
+        step("set-password: the live tunnel ends, the old password is refused, the new one reaches the host behind") {
+            _ = try connectAndReachHostBehind(0, "ivy", to: free, ikeVersion: 2)
+            try wait("ivy's open radacct row") { try openSessions("ivy") == 1 }
+            let did = try inputs.setPassword("ivy", password: newPassword("ivy"))
+            try wait("ivy's tunnel ended") { try !hasTunnel(0, to: free, ikeVersion: 2) }
+            try wait("ivy's session closed") { try openSessions("ivy") == 0 }
+            // client 0 still holds the old password
+            _ = try expectRefused(0, "ivy", to: free, ikeVersion: 2)
+            loadedConf[0] = nil
+            _ = try connectAndReachHostBehind(0, "ivy", to: free, ikeVersion: 2)
+            try disconnect(0, from: free, ikeVersion: 2)
+            try wait("ivy's session closed") { try openSessions("ivy") == 0 }
+            return did.replacingOccurrences(of: "\n", with: " ")
         }
         step("every refusal is one 'Login incorrect (reason)' line of the RADIUS log, over EAP and over XAuth") {
             // A wrong password, the device limit and a disabled account, each over IKEv2 (EAP) and IKEv1 (XAuth):

@@ -559,6 +559,28 @@ import VPNProvTestSupport
             #expect(short.err.contains("shorter than 8"))
             #expect(try cluster.psql("SELECT count(*) FROM radcheck WHERE username = 'carol'") == "0")
 
+            // set-password replaces the NT hash, reads the password like add, and refuses what add refuses.
+            let newAlicePassword = "Alice-New-Pw-1414"
+            let changed = try run(["set-password", "alice", "--password-stdin"], stdin: newAlicePassword + "\n")
+            #expect(changed.status == 0, "\(changed.err)")
+            #expect(changed.out == "account 'alice': password changed\naccount 'alice': no open session\n")
+            #expect(
+                try cluster.psql("SELECT value FROM radcheck WHERE username = 'alice' AND attribute = 'NT-Password'")
+                    == (try NTHash.hex(password: newAlicePassword)))
+            let kept = try run(
+                ["set-password", "alice", "--password-file", "alice.pw", "--keep-sessions"])
+            #expect(kept.out == "account 'alice': password changed\n", "\(kept.err)")
+            #expect(
+                try cluster.psql("SELECT value FROM radcheck WHERE username = 'alice' AND attribute = 'NT-Password'")
+                    == (try NTHash.hex(password: alicePassword)))
+            #expect(try run(["set-password", "alice", newAlicePassword]).err.contains("takes no password argument"))
+            #expect(try run(["set-password", "alice"]).err.contains("exactly one of --password-file"))
+            #expect(try run(["set-password", "alice", "--password-stdin"], stdin: "short\n").status == 2)
+            let ghost = try run(["set-password", "ghost", "--password-stdin"], stdin: newAlicePassword + "\n")
+            #expect(ghost.status == 2 && ghost.err.contains("no account 'ghost'"), "\(ghost.err)")
+            #expect(
+                try run(["add", "carol", "--tier", "free", "--keep-sessions"]).err.contains("not an option of 'add'"))
+
             #expect(try run(["set-tier", "alice", "pro"]).status == 0)
             #expect(try run(["set-devices", "alice", "5"]).status == 0)
             #expect(try run(["set-devices", "alice", "500"]).status == 2)
@@ -627,13 +649,13 @@ import VPNProvTestSupport
             #expect(try run(["frobnicate"]).err.contains("unknown action"))
 
             for result in all {
-                for secret in [alicePassword, bobPassword, dbPassword] {
+                for secret in [alicePassword, bobPassword, dbPassword, newAlicePassword] {
                     #expect(!result.out.contains(secret) && !result.err.contains(secret), "a password was printed")
                 }
             }
             // The database's own log never saw them either (parameters are not logged as text).
             let log = (try? String(contentsOfFile: cluster.logPath, encoding: .utf8)) ?? ""
-            #expect(!log.contains(alicePassword) && !log.contains(bobPassword))
+            #expect(!log.contains(alicePassword) && !log.contains(bobPassword) && !log.contains(newAlicePassword))
         }
     }
 }

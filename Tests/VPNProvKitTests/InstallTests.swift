@@ -298,10 +298,15 @@ enum InstallCheckTools {
             for section in ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "EXIT STATUS"] {
                 #expect(text.contains("\n\(section)\n"), "\(section)")
             }
+            // Compared with whitespace runs as one space: mandoc wraps a usage longer than the page.
+            func words(_ text: String) -> String {
+                text.split(whereSeparator: { $0 == " " || $0 == "\n" }).joined(separator: " ")
+            }
+            let flowing = words(text)
             for c in Self.configurations {
                 // The usage as `vpnprov COMMAND --help` prints it, without its <> around placeholders.
                 let usage = c.usage.replacingOccurrences(of: "<", with: "").replacingOccurrences(of: ">", with: "")
-                #expect(text.contains(usage), "\(c.name): \(usage)")
+                #expect(flowing.contains(words(usage)), "\(c.name): \(usage)")
             }
         }
     }

@@ -57,6 +57,9 @@ protocol RadiusFleetInputs: AnyObject {
     /// Creates the account as an app backend would: the same rows, without the inventory's checks (`vpnprov accounts
     /// add --database` without `--inventory`).
     func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws
+    /// Replaces the account's password and ends its live sessions (`vpnprov accounts set-password`); returns what
+    /// it printed.
+    func setPassword(_ user: String, password: String) throws -> String
     /// Disables the account and ends its live sessions (Disconnect-Request to every node it has one on);
     /// returns a description of what it did, for messages.
     func disable(_ user: String, lab: RadiusLab) throws -> String

@@ -236,11 +236,25 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws {
+        try withPasswordFile(password) { file in
+            try accounts(["add", user, "--tier", tier, "--devices", String(devices), "--password-file", file])
+        }
+    }
+
+    func setPassword(_ user: String, password: String) throws -> String {
+        try withPasswordFile(password) { file in
+            try accounts(["set-password", user, "--password-file", file]).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// Runs `body` with the path of a private file holding `password`, removed afterwards.
+    private func withPasswordFile<T>(_ password: String, _ body: (String) throws -> T) throws -> T {
         let file = try Scratch.makeDirectory("password").appendingPathComponent("password")
         try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
         chmod(file.path, 0o600)
         defer { try? FileManager.default.removeItem(at: file) }
-        try accounts(["add", user, "--tier", tier, "--devices", String(devices), "--password-file", file.path])
+        return try body(file.path)
     }
 
     func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws {

@@ -125,8 +125,8 @@ struct AccountsDeployment {
 
 struct AccountsCommand: Command {
     static let actions = [
-        "migrate", "add", "set-password", "set-tier", "set-devices", "disable", "enable", "delete", "list", "sessions",
-        "disconnect",
+        "migrate", "add", "import", "set-password", "set-tier", "set-devices", "disable", "enable", "delete", "list",
+        "sessions", "disconnect",
     ]
 
     static let configuration = CommandConfiguration(
@@ -134,7 +134,9 @@ struct AccountsCommand: Command {
         abstract: "Manage the central accounts (RADIUS) in the accounts database.",
         discussion: "ACTION is one of: 'migrate' applies the embedded database migrations the database lacks; "
             + "'add USER --tier TIER [--devices N] (--password-file FILE | --password-stdin)' creates an account "
-            + "(only its NT hash is stored); 'set-password USER (--password-file FILE | --password-stdin) "
+            + "(only its NT hash is stored); 'import FILE [--devices N]' creates every account of a JSON Lines file "
+            + "(username, tier, devices, and password or nt_hash per line) in one transaction, all or none; "
+            + "'set-password USER (--password-file FILE | --password-stdin) "
             + "[--keep-sessions]' replaces its password and ends its sessions; 'set-tier USER TIER'; "
             + "'set-devices USER N' (1-100 devices at once); "
             + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'. "
@@ -146,9 +148,11 @@ struct AccountsCommand: Command {
             .init(
                 "action",
                 help:
-                    "migrate, add, set-password, set-tier, set-devices, disable, enable, delete, list, sessions or disconnect."
+                    "migrate, add, import, set-password, set-tier, set-devices, disable, enable, delete, list, sessions or "
+                    + "disconnect."
             ),
-            .init("user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + -", optional: true),
+            .init(
+                "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
             .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
         ],
         options: [
@@ -164,7 +168,9 @@ struct AccountsCommand: Command {
             .init("tier", value: "tier", help: "add: the account's tier (free, pro)."),
             .init(
                 "devices", value: "n",
-                help: "add: how many devices may be connected at once (default: accounts.device_limit, else 3)."),
+                help:
+                    "add, import: how many devices may be connected at once (default: accounts.device_limit, else 3; "
+                    + "import: for lines without devices)."),
             .init(
                 "password-file", value: "file",
                 help: "add, set-password: read the password from this file (first line)."),
@@ -202,6 +208,7 @@ struct AccountsCommand: Command {
     static let shapes: [String: (positionals: ClosedRange<Int>, options: Set<String>)] = [
         "migrate": (0...0, []),
         "add": (1...1, ["tier", "devices", "password-file", "password-stdin"]),
+        "import": (1...1, ["devices"]),
         "set-password": (1...1, ["password-file", "password-stdin", "keep-sessions"]),
         "set-tier": (2...2, []),
         "set-devices": (2...2, []),
@@ -237,13 +244,13 @@ struct AccountsCommand: Command {
         if let stray = actionOptions.subtracting(shape.options).sorted().first {
             throw CLIError.usage("'--\(stray)' is not an option of '\(action)'", command: Self.configuration.name)
         }
-        if let user { try usage { try AccountStore.checkUsername(user) } }
+        if let user, action != "import" { try usage { try AccountStore.checkUsername(user) } }
         if action == "add" {
             guard arguments.value("tier") != nil else {
                 throw CLIError.usage("'add' needs --tier <tier>", command: Self.configuration.name)
             }
-            if let devices = arguments.value("devices") { _ = try Self.deviceCount(devices) }
         }
+        if let devices = arguments.value("devices") { _ = try Self.deviceCount(devices) }
         if Self.readsPassword(action) {
             let file = arguments.value("password-file") != nil
             let stdin = arguments.flag("password-stdin")
@@ -343,6 +350,8 @@ struct AccountsCommand: Command {
                 "account",
                 AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
             output.result("added account '\(user)' (tier \(tier), \(Plural.count(devices, "device")))\n")
+        case "import":
+            return try importAccounts(from: self.user!, store, deployment, context)
         case "set-password":
             let user = self.user!
             try store.setPassword(user, password!)
@@ -390,6 +399,46 @@ struct AccountsCommand: Command {
         default:
             preconditionFailure("action checked in init")
         }
+        return ExitCode.success
+    }
+
+    /// Largest import file read (about four million accounts).
+    static let importLimit = 512 << 20
+
+    /// `import FILE`: every account of the file, checked line by line (and against the inventory's identities),
+    /// then created in one transaction.
+    private func importAccounts(
+        from file: String, _ store: AccountStore, _ deployment: AccountsDeployment, _ context: CommandContext
+    ) throws -> Int32 {
+        var bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(context.resolve(file), limit: Self.importLimit)
+        } catch {
+            throw AccountError("cannot read import file \(file): \(error.reason)")
+        }
+        defer { for i in bytes.indices { bytes[i] = 0 } }
+        let accounts = try AccountImport.parse(bytes)
+        for account in accounts {
+            if let owner = deployment.inventoryIdentities[RadiusPlan.foldedIdentity(account.username)] {
+                throw AccountError(
+                    "line \(account.line): account name '\(account.username)' is \(owner) in the inventory: a node "
+                        + "would take the account for that peer; choose another name")
+            }
+        }
+        let devices =
+            try arguments.value("devices").map { text throws(CLIError) in try Self.deviceCount(text) }
+            ?? deployment.deviceLimit
+        let progress = Progress(console: context.console, environment: context.environment)
+        try store.importAccounts(accounts, defaultDevices: devices) { done in
+            progress?.advanced(.importingAccounts, done: done, total: accounts.count)
+        }
+        progress?.finished(.importingAccounts)
+        var tiers: [String: Int] = [:]
+        for account in accounts { tiers[account.tier, default: 0] += 1 }
+        let byTier = tiers.keys.sorted().map { "\($0) \(tiers[$0]!)" }.joined(separator: ", ")
+        context.output.set("imported", accounts.count)
+        context.output.result(
+            "imported \(Plural.count(accounts.count, "account"))" + (accounts.isEmpty ? "" : " (\(byTier))") + "\n")
         return ExitCode.success
     }
 

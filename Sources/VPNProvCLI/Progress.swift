@@ -25,6 +25,7 @@ final class Progress: ProgressObserver, @unchecked Sendable {
         case .issuingCertificates: return "issuing certificates"
         case .comparingProfiles: return "comparing profiles"
         case .writingProfiles: return "writing profiles"
+        case .importingAccounts: return "importing accounts"
         }
     }
 

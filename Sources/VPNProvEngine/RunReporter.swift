@@ -47,6 +47,7 @@ package enum ProgressStage: Sendable, Hashable {
     case issuingCertificates
     case comparingProfiles
     case writingProfiles
+    case importingAccounts
 }
 
 /// Watches the long stages of a run. `advanced` is called from worker threads.

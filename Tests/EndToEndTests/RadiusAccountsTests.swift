@@ -298,6 +298,21 @@ final class RadiusScenario: @unchecked Sendable {
         return NodeUnderTest.since(mark, daemon.log)
     }
 
+    /// The NT hash of `password` (MD4 of its UTF-16LE form) as the openssl CLI computes it: what another RADIUS
+    /// server or Samba would export.
+    static func ntHash(_ password: String) throws -> String {
+        let file = try Scratch.makeDirectory("nthash").appendingPathComponent("utf16le")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(password.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).write(to: file)
+        let result = try Command.check(
+            StrongSwanEnvironment.openSSLPath,
+            ["dgst", "-md4", "-provider", "legacy", "-provider", "default", "-r", file.path])
+        guard let hex = result.stdout.split(separator: " ").first, hex.count == 32 else {
+            throw HarnessError("openssl dgst -md4: \(result)")
+        }
+        return String(hex)
+    }
+
     /// A new random password for `user`, which the next (re)loaded client configuration uses; returns it.
     func newPassword(_ user: String) -> String {
         let password = RadiusGeneratedInputs.random()
@@ -677,6 +692,23 @@ final class RadiusScenario: @unchecked Sendable {
         }
         step("a node that stopped without accounting Stops: its session counts while fresh, no longer once stale") {
             try staleSessionsStopCounting()
+        }
+        step("accounts import: an account with a password and one with an NT hash log in, IKEv2 and IKEv1 XAuth") {
+            passwords["jill"] = RadiusGeneratedInputs.random()
+            passwords["kim"] = RadiusGeneratedInputs.random()
+            let did = try inputs.importAccounts([
+                #"{"username": "jill", "tier": "free", "devices": 1, "password": "\#(passwords["jill"]!)"}"#,
+                #"{"username": "kim", "tier": "free", "devices": 1, "nt_hash": "\#(try Self.ntHash(passwords["kim"]!))"}"#,
+            ])
+            try check(did == "imported 2 accounts (free 2)", "import printed: \(did)")
+            for user in ["jill", "kim"] {
+                for version in [2, 1] {
+                    _ = try connectAndReachHostBehind(0, user, to: free, ikeVersion: version)
+                    try disconnect(0, from: free, ikeVersion: version)
+                    try wait("\(user)'s session closed") { try openSessions(user) == 0 }
+                }
+            }
+            return did
         }
         step("set-password: the live tunnel ends, the old password is refused, the new one reaches the host behind") {
             _ = try connectAndReachHostBehind(0, "ivy", to: free, ikeVersion: 2)

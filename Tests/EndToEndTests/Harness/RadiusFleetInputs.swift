@@ -57,6 +57,8 @@ protocol RadiusFleetInputs: AnyObject {
     /// Creates the account as an app backend would: the same rows, without the inventory's checks (`vpnprov accounts
     /// add --database` without `--inventory`).
     func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws
+    /// `vpnprov accounts import` of a JSON Lines file holding `lines`; returns what it printed.
+    func importAccounts(_ lines: [String]) throws -> String
     /// Replaces the account's password and ends its live sessions (`vpnprov accounts set-password`); returns what
     /// it printed.
     func setPassword(_ user: String, password: String) throws -> String

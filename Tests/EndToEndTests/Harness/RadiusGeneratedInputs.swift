@@ -241,6 +241,13 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         }
     }
 
+    func importAccounts(_ lines: [String]) throws -> String {
+        // The file holds passwords: private, and gone afterwards, like a password file.
+        try withPasswordFile(lines.joined(separator: "\n")) { file in
+            try accounts(["import", file]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
     func setPassword(_ user: String, password: String) throws -> String {
         try withPasswordFile(password) { file in
             try accounts(["set-password", user, "--password-file", file]).stdout

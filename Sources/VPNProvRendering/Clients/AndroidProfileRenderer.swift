@@ -56,7 +56,7 @@ package enum AndroidProfileRenderer {
         user: String, connections: [ClientConnection], inventory: Inventory, materials: Materials
     ) throws -> [OutputFile] {
         let mine = connections.filter {
-            $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported
+            $0.user == user && $0.devices.contains(.android) && Device.android.speaks($0.service)
         }
         if mine.isEmpty { return [] }
         var caBase64: String?

@@ -58,9 +58,9 @@ package enum ClientRenderer {
             user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
         userFiles += try NetworkManagerClientRenderer.render(
             user: user, connections: connections, inventory: inventory, materials: materials)
+        // The p12 for importing by hand, where a kind of a certificate connection wants it in the folder.
         let needsP12 = connections.contains {
-            $0.credentials.contains(.clientCertificate)
-                && ($0.devices.contains(.apple) || $0.devices.contains(.android))
+            $0.credentials.contains(.clientCertificate) && $0.devices.contains { $0.kind.certificate.p12InFolder }
         }
         if needsP12 {
             guard let p12 = materials.users[user.name]?.p12 else {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import VPNProvModel
+@testable import VPNProvRendering
 
 /// Everything about client kinds is derived from one description per kind (VPNProvModel/Capabilities/ClientKinds/):
 /// these pin the derived tables to what was written out by hand before them, so a description that says
@@ -93,5 +94,16 @@ import Testing
         }
         #expect(leak(.apple, .ikev2EAP, killSwitch: true) == nil)
         #expect(leak(.apple, .ikev2EAP, killSwitch: false) == "Apple IKEv2 (apple.include_all_networks is off)")
+    }
+
+    /// The rendering layer's registry names each kind's own renderer, and the README's parts come in
+    /// `Device` order (Apple, Android, swanctl, Windows, NetworkManager), as the README had them.
+    @Test func eachKindHasItsRenderer() {
+        let renderers: [Device: String] = [
+            .apple: "AppleProfileRenderer", .android: "AndroidProfileRenderer", .linux: "LinuxClientRenderer",
+            .windows: "WindowsClientRenderer", .networkmanager: "NetworkManagerClientRenderer",
+        ]
+        for device in Device.allCases { #expect(String(describing: device.renderer) == renderers[device], "\(device)") }
+        #expect(Device.allCases == [.apple, .android, .linux, .windows, .networkmanager])
     }
 }

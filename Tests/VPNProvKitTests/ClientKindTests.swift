@@ -71,29 +71,36 @@ import Testing
         let v2: [Device: ProposalOffer?] = [
             .apple: nil, .android: first, .linux: all, .windows: nil, .networkmanager: all,
         ]
+        #expect(Set(v2.keys) == Set(Device.allCases), "a kind without its row here")
         for device in Device.allCases {
-            #expect(device.kind.offer(for: .ikev2EAP, proposals: proposals) == v2[device]!, "\(device)")
+            #expect(device.kind.offer(for: .ikev2EAP, proposals: proposals) == (v2[device] ?? nil), "\(device)")
         }
         #expect(Device.apple.kind.offer(for: .ipsecXauthPSK, proposals: proposals) == appleIPSec)
         #expect(Device.linux.kind.offer(for: .ipsecXauthHybrid, proposals: proposals) == ikev1)
     }
 
-    /// What the `ipv6-leak` warning names per kind, as ClientRules' switch had it.
+    /// What the `ipv6-leak` warning names per kind (IKEv2, IKEv1, IKEv2 with the Apple kill switch on), as
+    /// ClientRules' switch had it.
     @Test func ipv6LeaksAreTheOnesTheyReplaced() {
-        func leak(_ device: Device, _ service: Service, killSwitch: Bool) -> String? {
-            device.kind.ipv6Leak(service: service) { killSwitch }
+        let leaks: [Device: [String?]] = [
+            .apple: [
+                "Apple IKEv2 (apple.include_all_networks is off)", "Apple IPSec (ipsec-xauth-psk has no kill switch)",
+                nil,
+            ],
+            .android: [nil, nil, nil],
+            .linux: ["Linux (swanctl)", "Linux (swanctl)", "Linux (swanctl)"],
+            .windows: Array(repeating: "Windows (its VPN cmdlets have no IPv6 block)", count: 3),
+            .networkmanager: [nil, nil, nil],
+        ]
+        #expect(Set(leaks.keys) == Set(Device.allCases), "a kind without its row here")
+        for device in Device.allCases {
+            let found = [
+                device.kind.ipv6Leak(service: .ikev2EAP) { false },
+                device.kind.ipv6Leak(service: .ipsecXauthPSK) { false },
+                device.kind.ipv6Leak(service: .ikev2EAP) { true },
+            ]
+            #expect(found == leaks[device], "\(device)")
         }
-        for killSwitch in [false, true] {
-            #expect(leak(.android, .ikev2EAP, killSwitch: killSwitch) == nil)
-            #expect(leak(.networkmanager, .ikev2PSK, killSwitch: killSwitch) == nil)
-            #expect(leak(.linux, .ikev2PSK, killSwitch: killSwitch) == "Linux (swanctl)")
-            #expect(leak(.windows, .ikev2EAP, killSwitch: killSwitch) == "Windows (its VPN cmdlets have no IPv6 block)")
-            #expect(
-                leak(.apple, .ipsecXauthPSK, killSwitch: killSwitch)
-                    == "Apple IPSec (ipsec-xauth-psk has no kill switch)")
-        }
-        #expect(leak(.apple, .ikev2EAP, killSwitch: true) == nil)
-        #expect(leak(.apple, .ikev2EAP, killSwitch: false) == "Apple IKEv2 (apple.include_all_networks is off)")
     }
 
     /// The rendering layer's registry names each kind's own renderer, and the README's parts come in

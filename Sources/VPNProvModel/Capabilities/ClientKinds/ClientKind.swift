@@ -68,8 +68,8 @@ extension Device {
         }
     }
 
-    /// The kind can set up the service.
-    package func speaks(_ service: Service) -> Bool { kind.services.contains(service) }
+    /// The kind can set up the service (its description's `services`).
+    package func speaks(_ service: Service) -> Bool { service.devices.contains(self) }
 
     /// Why the validator's `device-without-service` warning finds nothing for the kind: " (<speaker> speaks
     /// <its services>)", empty for a kind that speaks every service.
@@ -83,6 +83,12 @@ extension Device {
 }
 
 extension Service {
-    /// Client kinds that can use the service, in `Device` order.
-    package var devices: [Device] { Device.allCases.filter { $0.speaks(self) } }
+    /// Client kinds that can use the service, in `Device` order: the kinds whose description lists it.
+    package var devices: [Device] { Self.devicesByOrder[order] }
+
+    /// `devices` of each service, by `order`: made once, as the planner and the validator ask for every
+    /// user, node and service of a fleet.
+    private static let devicesByOrder: [[Device]] = allCases.map { service in
+        Device.allCases.filter { $0.kind.services.contains(service) }
+    }
 }

@@ -98,18 +98,12 @@ package struct ClientConnection: Sendable, Hashable {
     package var appleSettings: AppleDeviceSettings?
 
     /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
-    /// pool; else Linux (a swanctl client cannot block other traffic), Apple IKEv1 ("IPSec" has no
-    /// IncludeAllNetworks) and Apple IKEv2 without the kill switch. Android blocks with block-ipv6.
+    /// pool; else those whose description names a leak (`ClientKind.ipv6Leak`: Linux, Windows, Apple IKEv1
+    /// and Apple IKEv2 without the kill switch), as the validator's `ipv6-leak` warning does.
     package var ipv6LeakingDevices: [Device] {
         if wantsIPv6 { return [] }
         return devices.filter { device in
-            switch device {
-            case .android: return false
-            case .linux, .windows: return true
-            // The keyfile blackholes IPv6 while connected.
-            case .networkmanager: return false
-            case .apple: return ikeVersion == 1 || appleSettings?.includeAllNetworks != true
-            }
+            device.kind.ipv6Leak(service: service) { appleSettings?.includeAllNetworks == true } != nil
         }
     }
 
@@ -127,12 +121,6 @@ package struct ClientPlan: Sendable, Hashable {
 
     /// Every user's connections at once, in plan order (one pass, for rendering a whole fleet).
     package func connectionsByUser() -> [String: [ClientConnection]] { Dictionary(grouping: connections, by: \.user) }
-
-    /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
-    /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (docs/decisions.md, "Clients").
-    package static let appleIPSecOffer = ProposalOffer(
-        ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
-        esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])
 
     package static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
         var connections: [ClientConnection] = []
@@ -267,28 +255,11 @@ package struct ClientPlan: Sendable, Hashable {
             rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
             credentials = ca.union([.password])
         }
+        // What each kind sends (its description); Apple IKEv2 and Windows are set from AppleSA and
+        // WindowsIPsec by the caller.
         var offers: [Device: ProposalOffer] = [:]
         for device in devices {
-            switch (device, service.ikeVersion) {
-            case (.apple, 1): offers[.apple] = appleIPSecOffer
-            case (.apple, _): break  // set from AppleSA by the caller
-            case (.android, _):
-                offers[.android] = ProposalOffer(
-                    ike: Array(node.proposals.ike.prefix(1)), esp: Array(node.proposals.esp.prefix(1)))
-            case (.linux, 1):
-                // The server's own IKEv1 lists, same order: IKEv1 has no AEAD in Phase 1 (strongSwan drops
-                // `aes256gcm16-prfsha256-ecp256` to a bare `ecp256`), and in Aggressive Mode the KE sent with
-                // the first message is for the first proposal's group, so the first one must be the server's
-                // first choice or the responder fails with "unable to apply received KE value".
-                offers[.linux] = ProposalOffer(
-                    ike: IKEv1Proposals.ike(from: node.proposals.ike),
-                    esp: IKEv1Proposals.esp(from: node.proposals.esp))
-            case (.linux, _): offers[.linux] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
-            // charon-nm takes strongSwan proposal strings (`ike`, `esp`): the node's own, all of them.
-            case (.networkmanager, _):
-                offers[.networkmanager] = ProposalOffer(ike: node.proposals.ike, esp: node.proposals.esp)
-            case (.windows, _): break  // set from WindowsIPsec by the caller
-            }
+            if let offer = device.kind.offer(for: service, proposals: node.proposals) { offers[device] = offer }
         }
         return ClientConnection(
             user: user.name, node: node.name, service: service, devices: devices,

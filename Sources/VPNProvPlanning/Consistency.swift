@@ -527,11 +527,13 @@ package enum Consistency {
             }
         }
         if c.credentials.contains(.clientCertificate) {
-            let needsP12 = c.devices.contains(.apple) || c.devices.contains(.android) || c.devices.contains(.windows)
-            let needsPEM = c.devices.contains(.linux) || c.devices.contains(.networkmanager)
+            // The forms the connection's kinds read the certificate in (ClientKind.certificate).
+            let forms = c.devices.map { $0.kind.certificate }
+            let needsP12 = forms.contains { $0.p12 }
+            let needsPEM = forms.contains { $0.pem }
             let missingP12 =
                 needsP12 && (um?.p12 == nil || (um?.p12Password ?? "").isEmpty)
-                || c.devices.contains(.android) && um?.openP12 == nil
+                || forms.contains { $0.openP12 } && um?.openP12 == nil
             let missingPEM = needsPEM && (um?.certificatePEM == nil || um?.privateKeyPEM == nil)
             if missingP12 || missingPEM {
                 out.append(

@@ -3,18 +3,9 @@ import VPNProvSupport
 import VPNProvYAML
 
 // What the validator, the server plan, the client plan and the renderers all need to know about
-// clients, as properties of the inventory's own values: which client kinds can use a service, the
-// Apple options in effect for a user on a node, and the group name hybrid clients send.
-
-extension Service {
-    /// Client kinds that can use the service.
-    package var devices: [Device] {
-        var devices: [Device] = androidSupported ? [.apple, .android, .linux] : [.apple, .linux]
-        if windowsSupported { devices.append(.windows) }
-        if networkManagerSupported { devices.append(.networkmanager) }
-        return devices
-    }
-}
+// clients, as properties of the inventory's own values: the Apple options in effect for a user on a
+// node, and the group name hybrid clients send. Which client kinds can use a service is derived from
+// the kinds' descriptions (ClientKinds/ClientKind.swift, `Service.devices`).
 
 extension AppleOptions {
     /// Apple options in effect: the user's, else the node's (with `defaults:`), else the built-in ones:

@@ -37,23 +37,16 @@ package enum Service: String, Sendable, Hashable, Codable, CaseIterable, Compara
     package var needsClientCert: Bool { self == .ikev2Cert }
     /// The server proves itself with its certificate.
     package var serverUsesCert: Bool { self == .ikev2Cert || self == .ikev2EAP || self == .ipsecXauthHybrid }
-    /// The strongSwan Android app can use it (.sswan).
-    package var androidSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
-    /// Windows' built-in IKEv2 client can use it: EAP-MSCHAPv2 or a machine certificate. It has no
-    /// IKEv2 PSK authentication (`Add-VpnConnection` knows a PSK only for L2TP) and no IKEv1 XAuth.
-    package var windowsSupported: Bool { self == .ikev2EAP || self == .ikev2Cert }
-    /// NetworkManager's strongSwan plugin (charon-nm) can express it: IKEv2 only, and the server proves
-    /// itself with a certificate exactly when the client uses EAP or a certificate, with a PSK when the
-    /// client does (src/charon-nm/nm/nm_service.c), so ikev2-psk-eap (EAP with a PSK server) and the
-    /// IKEv1 services cannot be set up.
-    package var networkManagerSupported: Bool { self == .ikev2EAP || self == .ikev2Cert || self == .ikev2PSK }
+    // Which client kinds can use it: `Service.devices`, derived from the kinds' descriptions
+    // (Capabilities/ClientKinds/).
 
     /// Stable order used everywhere output is generated (the order servers load connections in).
     package var order: Int { Service.allCases.firstIndex(of: self)! }
     package static func < (lhs: Service, rhs: Service) -> Bool { lhs.order < rhs.order }
 }
 
-/// Client profile kinds a user receives.
+/// Client profile kinds a user receives. Each is described once, in its own file of
+/// Capabilities/ClientKinds/ (`Device.kind`).
 package enum Device: String, Sendable, Hashable, Codable, CaseIterable {
     case apple
     case android
@@ -63,10 +56,9 @@ package enum Device: String, Sendable, Hashable, Codable, CaseIterable {
     /// Linux desktops: NetworkManager with its strongSwan plugin (`networkmanager/*.nmconnection`).
     case networkmanager
 
-    /// A user's devices when the inventory names none: every kind but `networkmanager`, which is asked
-    /// for by name (its keyfiles are installed as root into the machine's NetworkManager, and inventories
-    /// written before it existed keep their output).
-    package static let defaults: [Device] = allCases.filter { $0 != .networkmanager }
+    /// A user's devices when the inventory names none: the kinds whose description says so
+    /// (`ClientKind.isDefault`), every one but `networkmanager`, which is asked for by name.
+    package static let defaults: [Device] = allCases.filter { $0.kind.isDefault }
 }
 
 package enum Tier: String, Sendable, Hashable, Codable, CaseIterable {

@@ -29,17 +29,11 @@ enum ClientRules {
                         continue
                     }
                     for device in service.devices where user.devices.contains(device) {
-                        switch device {
-                        case .android, .networkmanager: break
-                        case .linux: kinds.insert("Linux (swanctl)")
-                        case .windows: kinds.insert("Windows (its VPN cmdlets have no IPv6 block)")
-                        case .apple where service.ikeVersion == 1:
-                            kinds.insert("Apple IPSec (\(service.rawValue) has no kill switch)")
-                        case .apple:
-                            if !AppleOptions.effective(user: user, node: node).includeAllNetworks {
-                                kinds.insert("Apple IKEv2 (apple.include_all_networks is off)")
-                            }
+                        // Each kind says what leaks (ClientKind.ipv6Leak); the kill switch is resolved only for Apple.
+                        let leak = device.kind.ipv6Leak(service: service) {
+                            AppleOptions.effective(user: user, node: node).includeAllNetworks
                         }
+                        if let leak { kinds.insert(leak) }
                     }
                 }
             }

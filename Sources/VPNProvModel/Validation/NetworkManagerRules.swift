@@ -20,7 +20,7 @@ enum NetworkManagerRules {
                 let held = node.inventoryUserServices.filter { s in
                     (!s.needsClientCert || user.cert) && (!s.needsPassword || user.password != nil)
                 }
-                if held.isEmpty || held.contains(where: \.networkManagerSupported) { continue }
+                if held.isEmpty || held.contains(where: Device.networkmanager.speaks) { continue }
                 d.append(
                     .error(
                         .networkManagerService,

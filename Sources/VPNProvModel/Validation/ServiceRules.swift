@@ -3,7 +3,9 @@ import VPNProvSupport
 import VPNProvYAML
 
 // What each service needs (PSK, group, passwords, certificates), user references to nodes, which
-// client kinds can use what, the warnings for weak-by-design services, and the catalogue country.
+// client kinds can use what (each kind's description says which services it speaks, and its hint is
+// derived from it: Capabilities/ClientKinds/), the warnings for weak-by-design services, and the
+// catalogue country.
 //
 // Decisions: a password is required when one of the user's nodes offers a password service that one
 // of the user's devices can use (Android only speaks ikev2-eap and ikev2-cert); revoked users are
@@ -35,15 +37,6 @@ enum ServiceRules {
             return "ends in 'hybrid', which makes Apple devices use hybrid authentication instead of the group PSK"
         }
         return nil
-    }
-
-    static func deviceSupports(_ device: Device, _ service: Service) -> Bool {
-        switch device {
-        case .apple, .linux: return true
-        case .android: return service.androidSupported
-        case .windows: return service.windowsSupported
-        case .networkmanager: return service.networkManagerSupported
-        }
     }
 
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
@@ -198,12 +191,12 @@ enum ServiceRules {
             }
         }
         if user.revoked { return }
-        let passwordUsed = services.contains { s in s.needsPassword && devices.contains { deviceSupports($0, s) } }
+        let passwordUsed = services.contains { s in s.needsPassword && devices.contains { $0.speaks(s) } }
         // A user gets the services they hold credentials for: a certificate-only user on a node that
         // also offers EAP simply gets no EAP profile. A password is missing only when the user could
         // use nothing at all without one.
         let certUsable =
-            user.cert && services.contains { s in s.needsClientCert && devices.contains { deviceSupports($0, s) } }
+            user.cert && services.contains { s in s.needsClientCert && devices.contains { $0.speaks(s) } }
         if passwordUsed && user.password == nil && !certUsable {
             let which = Service.allCases.filter { services.contains($0) && $0.needsPassword }.map(\.rawValue).joined(
                 separator: ", ")
@@ -227,7 +220,7 @@ enum ServiceRules {
         }
         // Which devices can use something (a certificate service only with cert: true).
         func usable(_ device: Device) -> Bool {
-            services.contains { s in deviceSupports(device, s) && (!s.needsClientCert || user.cert) }
+            services.contains { s in device.speaks(s) && (!s.needsClientCert || user.cert) }
         }
         let unserved = devices.filter { !usable($0) }
         if !devices.isEmpty && unserved.count == devices.count || devices.isEmpty {
@@ -242,7 +235,7 @@ enum ServiceRules {
                 d.append(
                     .warning(
                         .deviceWithoutService,
-                        "\(owner): no service on their nodes works with device \(device.rawValue)\(device == .android ? " (the Android app speaks ikev2-eap and ikev2-cert)" : device == .windows ? " (Windows' built-in client speaks ikev2-eap and ikev2-cert)" : device == .networkmanager ? " (NetworkManager's strongSwan plugin speaks ikev2-eap, ikev2-cert and ikev2-psk)" : "")",
+                        "\(owner): no service on their nodes works with device \(device.rawValue)\(device.servicesHint)",
                         at: user.location(of: "devices"), about: .user(user.name)))
             }
         }

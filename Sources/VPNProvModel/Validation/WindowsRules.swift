@@ -10,7 +10,7 @@ import VPNProvYAML
 
 enum WindowsRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
-        for node in inventory.nodes where node.services.contains(where: \.windowsSupported) {
+        for node in inventory.nodes where node.services.contains(where: Device.windows.speaks) {
             // Broken proposals are reported by ProposalRules; only judge lists that parse. The users
             // are looked for only when the proposals leave Windows out (a fleet has thousands).
             let parses = { (list: [String], purpose: Proposal.Purpose) in
@@ -22,7 +22,7 @@ enum WindowsRules {
             let users = inventory.users.filter { user in
                 !user.revoked && user.devices.contains(.windows) && user.nodes.contains(node.name)
                     && node.inventoryUserServices.contains { s in
-                        s.windowsSupported && (s.needsClientCert ? user.cert : user.password != nil)
+                        Device.windows.speaks(s) && (s.needsClientCert ? user.cert : user.password != nil)
                     }
             }
             if !users.isEmpty {

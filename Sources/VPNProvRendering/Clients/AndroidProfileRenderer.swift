@@ -56,7 +56,7 @@ package enum AndroidProfileRenderer {
         user: String, connections: [ClientConnection], inventory: Inventory, materials: Materials
     ) throws -> [OutputFile] {
         let mine = connections.filter {
-            $0.user == user && $0.devices.contains(.android) && $0.service.androidSupported
+            $0.user == user && $0.devices.contains(.android) && Device.android.speaks($0.service)
         }
         if mine.isEmpty { return [] }
         var caBase64: String?
@@ -169,5 +169,41 @@ extension AndroidProfileRenderer.Profile {
         var bytes = s.bytes
         bytes.append(0x0A)
         return bytes
+    }
+}
+
+// MARK: - ClientKindRenderer
+
+extension AndroidProfileRenderer: ClientKindRenderer {
+    package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
+        try render(
+            user: input.user.name, connections: input.connections, inventory: input.inventory,
+            materials: input.materials)
+    }
+
+    /// The README's Android part: the app, then importing each `.sswan` file.
+    package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
+        let sswan = names.filter { $0.hasSuffix(".sswan") }.sorted()
+        if sswan.isEmpty { return [] }
+        var lines: [String] = []
+        lines += [
+            "Android: the strongSwan VPN Client app (Google Play or F-Droid), then for each file:"
+        ]
+        for name in sswan { lines.append("  \(name)") }
+        lines += [
+            "  1. Open the file with the app (or in the app: menu > Import VPN profile) and tap Import."
+        ]
+        if sswan.contains(where: { $0.hasSuffix("-ikev2-cert.sswan") }) {
+            lines += [
+                "  2. Certificate profiles (…-ikev2-cert.sswan) show \"Install certificate\": tap it and",
+                "     confirm the name Android suggests. No password is asked: the certificate inside",
+                "     these files has none (Android may ask you to set a screen lock first).",
+            ]
+        }
+        lines += [
+            "  Nothing else to type: the VPN password is inside the profile.",
+            "",
+        ]
+        return lines
     }
 }

@@ -238,3 +238,49 @@ package enum AppleProfileRenderer {
         s.disconnectOnIdle > 0 ? (1, s.disconnectOnIdle) : (nil, nil)
     }
 }
+
+// MARK: - ClientKindRenderer
+
+extension AppleProfileRenderer: ClientKindRenderer {
+    package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
+        try render(
+            user: input.user, connections: input.connections, inventory: input.inventory,
+            materials: input.materials
+        ).map { [$0] } ?? []
+    }
+
+    /// The README's Apple part: installing the profile on an iPhone, iPad or Mac.
+    package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
+        let user = input.user
+        let inventory = input.inventory
+        guard names.contains("\(user.name).mobileconfig") else { return [] }
+        var lines: [String] = []
+        lines += [
+            "iPhone, iPad: \(user.name).mobileconfig",
+            "  1. Open the file (AirDrop, Mail attachment or the Files app); the phone says",
+            "     \"Profile Downloaded\".",
+            "  2. Settings > General > VPN & Device Management > the profile > Install.",
+            "  3. Type the device's own passcode when asked. Nothing else: the VPN passwords and the",
+            "     certificate's password are inside the profile.",
+            "Mac: \(user.name).mobileconfig",
+            "  Double-click the file, then System Settings > General > Device Management (Profiles",
+            "  on older macOS) > the profile > Install, and type the Mac's login password.",
+            "  The profile holds one VPN per server and service, the certificate authority and, for",
+            "  certificate logins, the user's certificate.",
+        ]
+        if inventory.pki.profileSigning != nil {
+            lines += [
+                "  The profile is signed: the install screen names the signer, and says \"Verified\" when",
+                "  the device trusts the signer's root certificate.",
+            ]
+        } else {
+            lines += [
+                "  The install screen says \"Not Verified\": the profile carries no signature, so the device",
+                "  cannot tell who made it. That is expected for these files; install it only if it reached",
+                "  you from your VPN operator over a channel you trust.",
+            ]
+        }
+        lines.append("")
+        return lines
+    }
+}

@@ -195,7 +195,7 @@ package enum CatalogRenderer {
                             sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
                         enablePFS: v2 ? sa?.enablePFS : nil,
                         fourFieldModel: FourFieldModel.usable(service, on: node),
-                        windowsIPsec: service.windowsSupported ? windows : nil,
+                        windowsIPsec: Device.windows.speaks(service) ? windows : nil,
                         carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
                         includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
                         excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,

@@ -44,23 +44,14 @@ package enum ClientRenderer {
         user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
     ) throws -> [OutputFile] {
         if connections.isEmpty { return [] }
+        let input = ClientRenderInput(
+            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
         var userFiles: [OutputFile] = []
-        if let apple = try AppleProfileRenderer.render(
-            user: user, connections: connections, inventory: inventory, materials: materials)
-        {
-            userFiles.append(apple)
-        }
-        userFiles += try AndroidProfileRenderer.render(
-            user: user.name, connections: connections, inventory: inventory, materials: materials)
-        userFiles += try LinuxClientRenderer.render(
-            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
-        userFiles += try WindowsClientRenderer.render(
-            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
-        userFiles += try NetworkManagerClientRenderer.render(
-            user: user, connections: connections, inventory: inventory, materials: materials)
+        // Each kind's renderer, in `Device` order (`Device.renderer`).
+        for device in Device.allCases { userFiles += try device.renderer.files(input) }
+        // The p12 for importing by hand, where a kind of a certificate connection wants it in the folder.
         let needsP12 = connections.contains {
-            $0.credentials.contains(.clientCertificate)
-                && ($0.devices.contains(.apple) || $0.devices.contains(.android))
+            $0.credentials.contains(.clientCertificate) && $0.devices.contains { $0.kind.certificate.p12InFolder }
         }
         if needsP12 {
             guard let p12 = materials.users[user.name]?.p12 else {
@@ -81,14 +72,14 @@ package enum ClientRenderer {
                     ],
                     secret: password))
         }
-        userFiles.append(readme(user: user, connections: connections, files: userFiles, inventory: inventory))
+        userFiles.append(readme(input, files: userFiles))
         return userFiles.sorted { $0.path < $1.path }
     }
 
-    /// A short plain-text guide to the user's files: per device, what to open and what to type.
-    static func readme(user: User, connections: [ClientConnection], files: [OutputFile], inventory: Inventory)
-        -> OutputFile
-    {
+    /// A short plain-text guide to the user's files: per device, what to open and what to type (each
+    /// kind's part, in `Device` order), then the p12 for importing by hand.
+    static func readme(_ input: ClientRenderInput, files: [OutputFile]) -> OutputFile {
+        let (user, inventory) = (input.user, input.inventory)
         let dir = "clients/\(user.name)/"
         let names = Set(files.map { String($0.path.dropFirst(dir.count)) })
         let passwordFile = p12PasswordFile(user: user.name)
@@ -100,91 +91,7 @@ package enum ClientRenderer {
             "every password a device asks for is in this folder.",
             "",
         ]
-        if names.contains("\(user.name).mobileconfig") {
-            lines += [
-                "iPhone, iPad: \(user.name).mobileconfig",
-                "  1. Open the file (AirDrop, Mail attachment or the Files app); the phone says",
-                "     \"Profile Downloaded\".",
-                "  2. Settings > General > VPN & Device Management > the profile > Install.",
-                "  3. Type the device's own passcode when asked. Nothing else: the VPN passwords and the",
-                "     certificate's password are inside the profile.",
-                "Mac: \(user.name).mobileconfig",
-                "  Double-click the file, then System Settings > General > Device Management (Profiles",
-                "  on older macOS) > the profile > Install, and type the Mac's login password.",
-                "  The profile holds one VPN per server and service, the certificate authority and, for",
-                "  certificate logins, the user's certificate.",
-            ]
-            if inventory.pki.profileSigning != nil {
-                lines += [
-                    "  The profile is signed: the install screen names the signer, and says \"Verified\" when",
-                    "  the device trusts the signer's root certificate.",
-                ]
-            } else {
-                lines += [
-                    "  The install screen says \"Not Verified\": the profile carries no signature, so the device",
-                    "  cannot tell who made it. That is expected for these files; install it only if it reached",
-                    "  you from your VPN operator over a channel you trust.",
-                ]
-            }
-            lines.append("")
-        }
-        let sswan = names.filter { $0.hasSuffix(".sswan") }.sorted()
-        if !sswan.isEmpty {
-            lines += [
-                "Android: the strongSwan VPN Client app (Google Play or F-Droid), then for each file:"
-            ]
-            for name in sswan { lines.append("  \(name)") }
-            lines += [
-                "  1. Open the file with the app (or in the app: menu > Import VPN profile) and tap Import."
-            ]
-            if sswan.contains(where: { $0.hasSuffix("-ikev2-cert.sswan") }) {
-                lines += [
-                    "  2. Certificate profiles (…-ikev2-cert.sswan) show \"Install certificate\": tap it and",
-                    "     confirm the name Android suggests. No password is asked: the certificate inside",
-                    "     these files has none (Android may ask you to set a screen lock first).",
-                ]
-            }
-            lines += [
-                "  Nothing else to type: the VPN password is inside the profile.",
-                "",
-            ]
-        }
-        if names.contains(where: { $0.hasPrefix("linux/") }) {
-            lines += [
-                "Linux with strongSwan (swanctl): linux/swanctl/",
-                "  Copy the directory's contents to /etc/swanctl, keep conf.d/secrets.conf and private/",
-                "  readable by root only, run `swanctl --load-all`, then",
-                "  `swanctl --initiate --child <name>` with a child name from swanctl.conf:",
-            ]
-            for c in connections where c.devices.contains(.linux) { lines.append("    \(c.name)") }
-            if connections.contains(where: { $0.devices.contains(.linux) && $0.aggressive }) {
-                lines += [
-                    "  IKEv1 with a group name uses Aggressive Mode, which strongSwan refuses unless",
-                    "  strongswan.conf sets charon { i_dont_care_about_security_and_use_aggressive_mode_psk = yes }.",
-                ]
-            }
-            lines.append("")
-        }
-        let windowsScript = WindowsClientRenderer.fileName(user: user.name)
-        if names.contains(windowsScript) {
-            lines += [
-                windowsScript,
-                "  Windows 10/11 (built-in VPN client): run it once from an elevated PowerShell",
-                "  (Run as administrator): powershell.exe -ExecutionPolicy Bypass -File .\\\(windowsScript)",
-                "  It trusts the certificate authority, imports the certificate where needed and adds one VPN",
-                "  connection per server and service; running it again replaces them.",
-            ]
-            let passwordFile = WindowsClientRenderer.passwordFile(user: user.name)
-            if names.contains(passwordFile) {
-                lines += [
-                    "  Password logins ask for the user name '\(user.name)' and the password in",
-                    "  \(passwordFile) at the first connect; tick \"Remember my sign-in info\"",
-                    "  to be asked only once.",
-                ]
-            }
-            lines.append("")
-        }
-        lines += networkManagerReadme(user: user, connections: connections, names: names, inventory: inventory)
+        for device in Device.allCases { lines += device.renderer.readme(input, names: names) }
         if names.contains("\(user.name).p12") {
             lines += [
                 "\(user.name).p12 and \(passwordFile)",
@@ -195,45 +102,5 @@ package enum ClientRenderer {
             ]
         }
         return OutputFile(path: "\(dir)README", text: lines.joined(separator: "\n"))
-    }
-
-    /// The README's NetworkManager part: the commands that install the folder as root (credentials
-    /// where the keyfiles name them, keyfiles 0600 into system-connections, which is what NetworkManager
-    /// requires of a keyfile) and load each connection.
-    static func networkManagerReadme(
-        user: User, connections: [ClientConnection], names: Set<String>, inventory: Inventory
-    ) -> [String] {
-        let nm = NetworkManagerClientRenderer.self
-        let folder = nm.folder
-        let keyfiles = names.filter { $0.hasPrefix(folder + "/") && $0.hasSuffix(".nmconnection") }.sorted()
-        if keyfiles.isEmpty { return [] }
-        let target = nm.credentialDirectory(deployment: inventory.name, user: user.name)
-        let system = "/etc/NetworkManager/system-connections"
-        var lines = [
-            "Linux desktop with NetworkManager: \(folder)/",
-            "  Needs NetworkManager's strongSwan plugin (Debian/Ubuntu: apt install network-manager-strongswan).",
-            "  As root, in this folder:",
-            "    install -d -m 0755 -o root -g root \(target)",
-        ]
-        let public_ = ["ca.pem", "\(user.name).pem"].map { "\(folder)/\($0)" }.filter(names.contains)
-        if !public_.isEmpty {
-            lines.append("    install -m 0644 -o root -g root \(public_.joined(separator: " ")) \(target)/")
-        }
-        if names.contains("\(folder)/\(user.name).key") {
-            lines.append("    install -m 0600 -o root -g root \(folder)/\(user.name).key \(target)/")
-        }
-        lines.append("    install -m 0600 -o root -g root \(folder)/*.nmconnection \(system)/")
-        for file in keyfiles { lines.append("    nmcli connection load \(system)/\(file.dropFirst(folder.count + 1))") }
-        lines += [
-            "  Then connect from the network menu, or with `nmcli connection up id \"<name>\"`, one per server and service:"
-        ]
-        for c in connections where c.devices.contains(.networkmanager) {
-            lines.append("    \(nm.connectionID(deployment: inventory.name, connection: c))")
-        }
-        lines += [
-            "  Nothing to type: the password or key is in the connection file, which only root can read.",
-            "",
-        ]
-        return lines
     }
 }

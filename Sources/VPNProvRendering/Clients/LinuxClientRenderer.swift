@@ -163,3 +163,35 @@ package enum LinuxClientRenderer {
         return (.object(swanctl), .object(secrets))
     }
 }
+
+// MARK: - ClientKindRenderer
+
+extension LinuxClientRenderer: ClientKindRenderer {
+    package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
+        try render(
+            user: input.user, connections: input.connections, inventory: input.inventory,
+            materials: input.materials, templates: input.templates)
+    }
+
+    /// The README's swanctl part: where the directory goes and the child names to initiate.
+    package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
+        let connections = input.connections
+        guard names.contains(where: { $0.hasPrefix("linux/") }) else { return [] }
+        var lines: [String] = []
+        lines += [
+            "Linux with strongSwan (swanctl): linux/swanctl/",
+            "  Copy the directory's contents to /etc/swanctl, keep conf.d/secrets.conf and private/",
+            "  readable by root only, run `swanctl --load-all`, then",
+            "  `swanctl --initiate --child <name>` with a child name from swanctl.conf:",
+        ]
+        for c in connections where c.devices.contains(.linux) { lines.append("    \(c.name)") }
+        if connections.contains(where: { $0.devices.contains(.linux) && $0.aggressive }) {
+            lines += [
+                "  IKEv1 with a group name uses Aggressive Mode, which strongSwan refuses unless",
+                "  strongswan.conf sets charon { i_dont_care_about_security_and_use_aggressive_mode_psk = yes }.",
+            ]
+        }
+        lines.append("")
+        return lines
+    }
+}

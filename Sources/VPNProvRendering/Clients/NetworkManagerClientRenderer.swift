@@ -152,3 +152,52 @@ package enum NetworkManagerClientRenderer {
         return out
     }
 }
+
+// MARK: - ClientKindRenderer
+
+extension NetworkManagerClientRenderer: ClientKindRenderer {
+    package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
+        try render(
+            user: input.user, connections: input.connections, inventory: input.inventory,
+            materials: input.materials)
+    }
+
+    /// The README's NetworkManager part: the commands that install the folder as root (credentials
+    /// where the keyfiles name them, keyfiles 0600 into system-connections, which is what NetworkManager
+    /// requires of a keyfile) and load each connection.
+    package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
+        let (user, connections, inventory) = (input.user, input.connections, input.inventory)
+        let nm = NetworkManagerClientRenderer.self
+        let folder = nm.folder
+        let keyfiles = names.filter { $0.hasPrefix(folder + "/") && $0.hasSuffix(".nmconnection") }.sorted()
+        if keyfiles.isEmpty { return [] }
+        let target = nm.credentialDirectory(deployment: inventory.name, user: user.name)
+        let system = "/etc/NetworkManager/system-connections"
+        var lines = [
+            "Linux desktop with NetworkManager: \(folder)/",
+            "  Needs NetworkManager's strongSwan plugin (Debian/Ubuntu: apt install network-manager-strongswan).",
+            "  As root, in this folder:",
+            "    install -d -m 0755 -o root -g root \(target)",
+        ]
+        let public_ = ["ca.pem", "\(user.name).pem"].map { "\(folder)/\($0)" }.filter(names.contains)
+        if !public_.isEmpty {
+            lines.append("    install -m 0644 -o root -g root \(public_.joined(separator: " ")) \(target)/")
+        }
+        if names.contains("\(folder)/\(user.name).key") {
+            lines.append("    install -m 0600 -o root -g root \(folder)/\(user.name).key \(target)/")
+        }
+        lines.append("    install -m 0600 -o root -g root \(folder)/*.nmconnection \(system)/")
+        for file in keyfiles { lines.append("    nmcli connection load \(system)/\(file.dropFirst(folder.count + 1))") }
+        lines += [
+            "  Then connect from the network menu, or with `nmcli connection up id \"<name>\"`, one per server and service:"
+        ]
+        for c in connections where c.devices.contains(.networkmanager) {
+            lines.append("    \(nm.connectionID(deployment: inventory.name, connection: c))")
+        }
+        lines += [
+            "  Nothing to type: the password or key is in the connection file, which only root can read.",
+            "",
+        ]
+        return lines
+    }
+}

@@ -115,3 +115,38 @@ package enum WindowsClientRenderer {
         return der.base64EncodedString()
     }
 }
+
+// MARK: - ClientKindRenderer
+
+extension WindowsClientRenderer: ClientKindRenderer {
+    package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
+        try render(
+            user: input.user, connections: input.connections, inventory: input.inventory,
+            materials: input.materials, templates: input.templates)
+    }
+
+    /// The README's Windows part: running the script, and the password file of password logins.
+    package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
+        let user = input.user
+        let windowsScript = fileName(user: user.name)
+        guard names.contains(windowsScript) else { return [] }
+        var lines: [String] = []
+        lines += [
+            windowsScript,
+            "  Windows 10/11 (built-in VPN client): run it once from an elevated PowerShell",
+            "  (Run as administrator): powershell.exe -ExecutionPolicy Bypass -File .\\\(windowsScript)",
+            "  It trusts the certificate authority, imports the certificate where needed and adds one VPN",
+            "  connection per server and service; running it again replaces them.",
+        ]
+        let passwordFile = WindowsClientRenderer.passwordFile(user: user.name)
+        if names.contains(passwordFile) {
+            lines += [
+                "  Password logins ask for the user name '\(user.name)' and the password in",
+                "  \(passwordFile) at the first connect; tick \"Remember my sign-in info\"",
+                "  to be asked only once.",
+            ]
+        }
+        lines.append("")
+        return lines
+    }
+}

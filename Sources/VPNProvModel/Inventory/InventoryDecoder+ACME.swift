@@ -9,7 +9,7 @@ extension InventoryDecoder {
         var settings = ACMESettings(location: cx.location(node))
         for (key, _, value) in entries {
             let field = "'acme.\(key.rawValue)'"
-            settings.fieldLocations[key.rawValue] = cx.location(value)
+            settings.fieldLocations[key] = cx.location(value)
             if value.isNull { continue }
             switch key {
             case .directory:

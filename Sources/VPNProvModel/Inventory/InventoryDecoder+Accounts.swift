@@ -15,7 +15,7 @@ extension InventoryDecoder {
         var sawServers = false
         for (key, _, value) in entries {
             let field = "'accounts.\(key.rawValue)'"
-            settings.fieldLocations[key.rawValue] = cx.location(value)
+            settings.fieldLocations[key] = cx.location(value)
             if value.isNull { continue }
             switch key {
             case .database, .radiusDatabase:

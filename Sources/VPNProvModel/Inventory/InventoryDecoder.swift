@@ -115,10 +115,10 @@ package struct InventoryDecoder: Sendable {
 
         var name: String?
         // Where top-level and pki values are written, so their diagnostics point there (not at 1:1).
-        var locations: [String: SourceLocation] = [:]
+        var locations: [InventoryField: SourceLocation] = [:]
         if let n = value(.name) {
             name = cx.string(n, "'name'")
-            locations["name"] = cx.location(n)
+            locations[.name] = cx.location(n)
             if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
         } else {
             cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
@@ -284,14 +284,14 @@ package struct InventoryDecoder: Sendable {
 
     /// `secrets: {env_prefix: VPN_ | [A_, B_], file_dir: DIR}`.
     private func decodeSecrets(
-        _ node: YAMLNode, locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, locations: inout [InventoryField: SourceLocation], _ cx: DecodingContext
     ) -> SecretSettings {
         var settings = SecretSettings()
-        locations["secrets"] = cx.location(node)
+        locations[.secretsSection] = cx.location(node)
         if node.isNull { return settings }
         guard let entries = cx.mapping(node, "'secrets'", keys: SecretsKey.self) else { return settings }
         for (key, _, value) in entries {
-            locations["secrets.\(key.rawValue)"] = cx.location(value)
+            locations[.secrets(key)] = cx.location(value)
             if value.isNull { continue }
             switch key {
             case .envPrefix:
@@ -333,10 +333,10 @@ package struct InventoryDecoder: Sendable {
     }
 
     private func decodePKI(
-        _ node: YAMLNode, deployment: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, deployment: String, locations: inout [InventoryField: SourceLocation], _ cx: DecodingContext
     ) -> PKISettings? {
         var settings = Self.defaultPKI(deployment: deployment)
-        locations["pki"] = cx.location(node)
+        locations[.pkiSection] = cx.location(node)
         if node.isNull { return settings }
         guard let entries = cx.mapping(node, "'pki'", keys: PKIKey.self) else { return nil }
         var serverKey: KeyType?
@@ -344,7 +344,7 @@ package struct InventoryDecoder: Sendable {
         var signing: ProfileSigningSettings?
         var crlURL: String?
         for (key, _, value) in entries {
-            locations["pki.\(key.rawValue)"] = cx.location(value)
+            locations[.pki(key)] = cx.location(value)
             switch key {
             case .profileSigning:
                 signing = decodeProfileSigning(value, cx)
@@ -360,7 +360,7 @@ package struct InventoryDecoder: Sendable {
                 if value.isNull { continue }
                 guard let ca = cx.mapping(value, "'pki.ca'", keys: CAKey.self) else { continue }
                 for (caKey, _, caValue) in ca {
-                    locations["pki.ca.\(caKey.rawValue)"] = cx.location(caValue)
+                    locations[.ca(caKey)] = cx.location(caValue)
                     switch caKey {
                     case .name:
                         if let s = cx.string(caValue, "'pki.ca.name'") { settings.ca.name = s }
@@ -484,7 +484,7 @@ package struct InventoryDecoder: Sendable {
         var allowPrivate: [CIDR]?
         var accounts: AccountSource?
         var certificate: CertificateSource?
-        var locations: [String: SourceLocation] = [:]
+        var locations: [NodeField: SourceLocation] = [:]
         /// Keys whose value had an error.
         var failed: Set<NodeKey> = []
         /// The mapping itself had an error (an unknown key, not a mapping).
@@ -500,22 +500,22 @@ package struct InventoryDecoder: Sendable {
         }
     }
 
-    /// A node's `apple:` mapping; field locations go to `locations` as "apple.<key>".
+    /// A node's `apple:` mapping; field locations go to `locations` as `.apple(key)`.
     private func decodeApple(
-        _ node: YAMLNode, _ what: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, _ what: String, locations: inout [NodeField: SourceLocation], _ cx: DecodingContext
     ) -> AppleOptions {
         let entries = cx.mapping(node, "\(what): 'apple'", keys: AppleKey.self)
-        return decodeApple(entries, what, cx) { locations["apple.\($0.rawValue)"] = $1 }
+        return decodeApple(entries, what, cx) { locations[.apple($0)] = $1 }
     }
 
-    /// A user's `apple:` mapping (the keys of `UserAppleKey`); field locations go to `locations` as "apple.<key>".
+    /// A user's `apple:` mapping (the keys of `UserAppleKey`); field locations go to `locations` as `.apple(key)`.
     private func decodeUserApple(
-        _ node: YAMLNode, _ what: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, _ what: String, locations: inout [UserField: SourceLocation], _ cx: DecodingContext
     ) -> AppleOptions {
         let entries = cx.mapping(node, "\(what): 'apple'", keys: UserAppleKey.self)?.map {
             (key: $0.key.appleKey, keyNode: $0.keyNode, value: $0.value)
         }
-        return decodeApple(entries, what, cx) { locations["apple.\($0.rawValue)"] = $1 }
+        return decodeApple(entries, what, cx) { locations[.apple($0)] = $1 }
     }
 
     /// The entries of an `apple:` mapping; `record` keeps where each value was written.
@@ -626,7 +626,7 @@ package struct InventoryDecoder: Sendable {
                     case .ike: f.ike = list
                     case .esp: f.esp = list
                     }
-                    if list != nil { f.locations["proposals.\(pk.rawValue)"] = cx.location(pv) }
+                    if list != nil { f.locations[.proposals(pk)] = cx.location(pv) }
                 }
             case .apple:
                 f.apple = decodeApple(value, what, locations: &f.locations, cx)
@@ -641,7 +641,7 @@ package struct InventoryDecoder: Sendable {
                     case .user: f.deployUser = cx.string(dv, sub)
                     case .become: f.deployBecome = cx.bool(dv, sub)
                     }
-                    f.locations["deploy.\(dk.rawValue)"] = cx.location(dv)
+                    f.locations[.deploy(dk)] = cx.location(dv)
                 }
             case .network:
                 decodeNetwork(value, what, into: &f, cx)
@@ -664,7 +664,7 @@ package struct InventoryDecoder: Sendable {
                     f.dns = servers
                 }
             }
-            if ok { f.locations[key.rawValue] = cx.location(value) }
+            if ok { f.locations[.key(key)] = cx.location(value) }
         }
         return f
     }
@@ -713,7 +713,7 @@ package struct InventoryDecoder: Sendable {
                     guard let network = single ?? cx.cidr(item, "\(field) entry", ipv6: text.contains(":")) else {
                         continue
                     }
-                    f.locations["network.allow_private.\(networks.count)"] = cx.location(item)
+                    f.locations[.allowPrivate(networks.count)] = cx.location(item)
                     networks.append(network)
                 }
                 f.allowPrivate = networks
@@ -721,7 +721,7 @@ package struct InventoryDecoder: Sendable {
                 guard let c = cx.choice(v, field, NodeNetwork.IPv6Mode.self) else { continue }
                 f.ipv6 = c
             }
-            f.locations["network.\(key.rawValue)"] = cx.location(v)
+            f.locations[.network(key)] = cx.location(v)
         }
     }
 
@@ -755,12 +755,12 @@ package struct InventoryDecoder: Sendable {
             return nil
         }
         let id = own.id ?? defaults.id ?? IKEIdentity.classify(address)
-        if locations["id"] == nil { locations["id"] = locations["address"] }
+        if locations[.key(.id)] == nil { locations[.key(.id)] = locations[.key(.address)] }
         let proposals = Proposals(
             ike: own.ike ?? defaults.ike ?? Proposals.defaults.ike,
             esp: own.esp ?? defaults.esp ?? Proposals.defaults.esp)
-        if locations["proposals"] == nil {
-            locations["proposals"] = locations["proposals.ike"] ?? locations["proposals.esp"]
+        if locations[.key(.proposals)] == nil {
+            locations[.key(.proposals)] = locations[.proposals(.ike)] ?? locations[.proposals(.esp)]
         }
         var node = Node(
             name: name, address: address, id: id,
@@ -821,7 +821,7 @@ package struct InventoryDecoder: Sendable {
         var devices = Device.defaults
         var revoked = false
         var apple = AppleOptions()
-        var locations: [String: SourceLocation] = [:]
+        var locations: [UserField: SourceLocation] = [:]
 
         if !value.isNull {
             guard let entries = cx.mapping(value, what, keys: UserKey.self) else { return nil }
@@ -870,7 +870,7 @@ package struct InventoryDecoder: Sendable {
                 case .revoked:
                     if let b = cx.bool(v, field) { revoked = b } else { ok = false }
                 }
-                if ok { locations[key.rawValue] = cx.location(v) }
+                if ok { locations[.key(key)] = cx.location(v) }
             }
         }
         if id == nil { id = .userFQDN("\(name)@\(deployment)") }

@@ -127,3 +127,105 @@ extension InventoryDecoder {
         case roots
     }
 }
+
+/// Where a node's value was written (`Node.fieldLocations`): one of its keys, or a key of one of its
+/// mappings. `path` is the field's dotted name as docs and messages spell it (`network.allow_private`).
+package enum NodeField: Sendable, Hashable {
+    case key(InventoryDecoder.NodeKey)
+    case proposals(InventoryDecoder.ProposalKey)
+    case apple(InventoryDecoder.AppleKey)
+    case deploy(InventoryDecoder.DeployKey)
+    case network(InventoryDecoder.NetworkKey)
+    /// One entry of `network.allow_private` (0-based, among the entries that decoded).
+    case allowPrivate(Int)
+
+    package var path: String {
+        switch self {
+        case .key(let key): key.rawValue
+        case .proposals(let key): "proposals.\(key.rawValue)"
+        case .apple(let key): "apple.\(key.rawValue)"
+        case .deploy(let key): "deploy.\(key.rawValue)"
+        case .network(let key): "network.\(key.rawValue)"
+        case .allowPrivate(let index): "network.allow_private.\(index)"
+        }
+    }
+
+    /// The field whose mapping or list holds this one (`proposals` for `proposals.ike`); nil for a key
+    /// of the node itself.
+    package var parent: NodeField? {
+        switch self {
+        case .key: nil
+        case .proposals: .key(.proposals)
+        case .apple: .key(.apple)
+        case .deploy: .key(.deploy)
+        case .network: .key(.network)
+        case .allowPrivate: .network(.allowPrivate)
+        }
+    }
+
+    /// Every field but the entries of a list (`allowPrivate`), in the order of the section enums.
+    package static var named: [NodeField] {
+        InventoryDecoder.NodeKey.allCases.map(NodeField.key) + InventoryDecoder.ProposalKey.allCases.map(proposals)
+            + InventoryDecoder.AppleKey.allCases.map(apple) + InventoryDecoder.DeployKey.allCases.map(deploy)
+            + InventoryDecoder.NetworkKey.allCases.map(network)
+    }
+}
+
+/// Where a user's value was written (`User.fieldLocations`).
+package enum UserField: Sendable, Hashable {
+    case key(InventoryDecoder.UserKey)
+    case apple(InventoryDecoder.AppleKey)
+
+    package var path: String {
+        switch self {
+        case .key(let key): key.rawValue
+        case .apple(let key): "apple.\(key.rawValue)"
+        }
+    }
+
+    /// Every field, in the order of the section enums.
+    package static var named: [UserField] {
+        InventoryDecoder.UserKey.allCases.map(UserField.key)
+            + InventoryDecoder.UserAppleKey.allCases.map { UserField.apple($0.appleKey) }
+    }
+}
+
+/// Where a top-level value was written (`Inventory.fieldLocations`): `name:`, the `pki:` and `secrets:`
+/// mappings and the keys inside them.
+package enum InventoryField: Sendable, Hashable {
+    case name
+    /// The `pki:` mapping itself.
+    case pkiSection
+    case pki(InventoryDecoder.PKIKey)
+    case ca(InventoryDecoder.CAKey)
+    /// The `secrets:` mapping itself.
+    case secretsSection
+    case secrets(InventoryDecoder.SecretsKey)
+
+    package var path: String {
+        switch self {
+        case .name: "name"
+        case .pkiSection: "pki"
+        case .pki(let key): "pki.\(key.rawValue)"
+        case .ca(let key): "pki.ca.\(key.rawValue)"
+        case .secretsSection: "secrets"
+        case .secrets(let key): "secrets.\(key.rawValue)"
+        }
+    }
+
+    /// The field whose mapping holds this one (`pki.ca` for `pki.ca.days`); nil at the top level.
+    package var parent: InventoryField? {
+        switch self {
+        case .name, .pkiSection, .secretsSection: nil
+        case .pki: .pkiSection
+        case .ca: .pki(.ca)
+        case .secrets: .secretsSection
+        }
+    }
+
+    /// Every field, in the order of the section enums.
+    package static var named: [InventoryField] {
+        [.name, .pkiSection] + InventoryDecoder.PKIKey.allCases.map(pki) + InventoryDecoder.CAKey.allCases.map(ca)
+            + [.secretsSection] + InventoryDecoder.SecretsKey.allCases.map(secrets)
+    }
+}

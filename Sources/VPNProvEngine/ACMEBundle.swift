@@ -14,7 +14,7 @@ enum ACMEBundle {
         guard let acme = inventory.acme, let path = acme.caBundle,
             inventory.nodes.contains(where: { $0.certificate == .acme })
         else { return .success(nil) }
-        let location = acme.location(of: "ca_bundle")
+        let location = acme.location(of: .caBundle)
         let full = path.hasPrefix("/") ? path : inventoryDirectory.isEmpty ? path : inventoryDirectory + "/" + path
         let bytes: [UInt8]
         do {

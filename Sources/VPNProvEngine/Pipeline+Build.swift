@@ -257,21 +257,23 @@ extension Pipeline {
             out.append(
                 ExternalSecret(
                     owner: .node(node.name), source: source, what: "node '\(node.name)' psk",
-                    location: node.location(of: "psk")))
+                    location: node.location(of: .psk)))
         }
         for user in inventory.users where !user.revoked {
             guard let source = user.password, source.isExternal else { continue }
             out.append(
                 ExternalSecret(
                     owner: .user(user.name), source: source, what: "user '\(user.name)' password",
-                    location: user.location(of: "password")))
+                    location: user.location(of: .password)))
         }
         if let accounts = inventory.accounts {
-            for (key, source) in [("database", accounts.database), ("radius_database", accounts.radiusDatabase)] {
+            for (key, source) in [
+                (InventoryDecoder.AccountsKey.database, accounts.database), (.radiusDatabase, accounts.radiusDatabase),
+            ] {
                 guard let source else { continue }
                 out.append(
                     ExternalSecret(
-                        owner: .accounts(key), source: source, what: "accounts \(key)",
+                        owner: .accounts(key.rawValue), source: source, what: "accounts \(key.rawValue)",
                         location: accounts.location(of: key)))
             }
         }
@@ -291,7 +293,7 @@ extension Pipeline {
                     .error(
                         problem.category == .weak ? .weakPSK : .unrepresentableSecret,
                         "node '\(node.name)': the PSK from \(node.psk!.reference) \(problem.message)",
-                        at: node.location(of: "psk")))
+                        at: node.location(of: .psk)))
             }
         }
         for user in inventory.users where !user.revoked && external(user.password) {
@@ -301,7 +303,7 @@ extension Pipeline {
                     .error(
                         problem.category == .weak ? .weakPassword : .unrepresentableSecret,
                         "user '\(user.name)': the password from \(user.password!.reference) \(problem.message)",
-                        at: user.location(of: "password")))
+                        at: user.location(of: .password)))
             }
         }
         return out

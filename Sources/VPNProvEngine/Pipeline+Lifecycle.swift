@@ -109,13 +109,13 @@ extension Pipeline {
             guard node.services.contains(where: \.needsPSK) else {
                 return refuse(
                     .secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate",
-                    node.location(of: "services"))
+                    node.location(of: .services))
             }
             guard node.psk == .generate else {
                 return refuse(
                     .secretNotGenerated,
                     "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
-                        + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: "psk"))
+                        + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: .psk))
             }
         case .rotateRadiusSecret(let name):
             guard let node = inventory.node(named: name) else {
@@ -134,7 +134,7 @@ extension Pipeline {
             guard !user.revoked else {
                 return refuse(
                     .secretNotGenerated, "user '\(name)' is revoked; they have no password to rotate",
-                    user.location(of: "revoked"))
+                    user.location(of: .revoked))
             }
             guard let password = user.password else {
                 return refuse(.secretNotGenerated, "user '\(name)' has no password", user.location)
@@ -143,7 +143,7 @@ extension Pipeline {
                 return refuse(
                     .secretNotGenerated,
                     "the password of user '\(name)' comes from \(password.reference), which is yours to change; "
-                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: "password")
+                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: .password)
                 )
             }
         case .unrevoke(let name):
@@ -154,7 +154,7 @@ extension Pipeline {
                 return refuse(
                     .nothingToUnrevoke,
                     "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
-                    user.location(of: "revoked"))
+                    user.location(of: .revoked))
             }
         case .startCARotation, .finishCARotation, .revoke:
             break

@@ -174,7 +174,7 @@ package struct ClientPlan: Sendable, Hashable {
                                     .error(
                                         .appleProposalUnsupported,
                                         "node '\(node.name)': no IKE/ESP proposal pair can be expressed in an Apple profile (AES-256(-GCM)/AES-128(-GCM)/ChaCha20-Poly1305 with SHA2 and DH group 14-21, 31 or 32); Apple clients of this node get no \(service.rawValue) profile",
-                                        at: node.location(of: "proposals")))
+                                        at: node.location(of: .proposals)))
                             }
                         }
                     }
@@ -193,7 +193,7 @@ package struct ClientPlan: Sendable, Hashable {
                                     .error(
                                         .windowsProposalUnsupported,
                                         "node '\(node.name)': no IKE/ESP proposal pair Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); Windows clients of this node get no \(service.rawValue) connection",
-                                        at: node.location(of: "proposals")))
+                                        at: node.location(of: .proposals)))
                             }
                         }
                     }

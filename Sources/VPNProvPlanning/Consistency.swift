@@ -292,12 +292,17 @@ package enum Consistency {
 
         let selection = select(c, in: view.connections)
         guard case .selected(let s) = selection else {
-            if case .none(let code, let field, let onUser, let reason) = selection {
+            if case .none(let code, let field, let reason) = selection {
+                let location =
+                    switch field {
+                    case .node(let key): node.location(of: key)
+                    case .user(let key): user.location(of: key)
+                    }
                 out.append(
                     .error(
                         code,
                         "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
-                        at: onUser ? user.location(of: field) : node.location(of: field)))
+                        at: location))
             }
             return out
         }
@@ -307,7 +312,7 @@ package enum Consistency {
                 .error(
                     .authMismatch,
                     "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
-                    at: node.location(of: "services")))
+                    at: node.location(of: .services)))
         }
         // The client's rounds are the server's remote rounds, in order.
         let clientRounds = c.localAuth.map(\.method)
@@ -317,7 +322,7 @@ package enum Consistency {
                 .error(
                     .authMismatch,
                     "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
-                    at: node.location(of: "services")))
+                    at: node.location(of: .services)))
         }
         for (round, server) in zip(c.localAuth, s.remote) {
             if case .exactly(let id)? = server.eapID, let eapID = round.eapID, id.value != eapID {
@@ -336,14 +341,14 @@ package enum Consistency {
                     .error(
                         .ikeProposalMismatch,
                         "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
-                        at: node.location(of: "proposals")))
+                        at: node.location(of: .proposals)))
             }
             if !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
                 out.append(
                     .error(
                         .espProposalMismatch,
                         "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
-                        at: node.location(of: "proposals")))
+                        at: node.location(of: .proposals)))
             } else if c.ikeVersion == 2
                 && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true)
             {
@@ -351,7 +356,7 @@ package enum Consistency {
                     .error(
                         .pfsMismatch,
                         "\(device.rawValue) \(what): the ESP proposals match without a DH group but not with the client's PFS groups, so CHILD_SA rekeying fails (add the group, or `modpnone`, to the node's ESP proposals)",
-                        at: node.location(of: "proposals")))
+                        at: node.location(of: .proposals)))
             }
         }
         // Certificates.
@@ -364,7 +369,7 @@ package enum Consistency {
                         .error(
                             .serverCertificateSAN,
                             "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
-                            at: node.location(of: "id")))
+                            at: node.location(of: .id)))
                 }
                 if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
                     out.append(
@@ -394,7 +399,7 @@ package enum Consistency {
                     .error(
                         .clientCertificateSAN,
                         "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
-                        at: user.location(of: "id")))
+                        at: user.location(of: .id)))
             }
             // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
             let required = s.remote.flatMap(\.certPolicies)
@@ -403,7 +408,7 @@ package enum Consistency {
                     .error(
                         .clientCertificatePolicy,
                         "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
-                        at: user.location(of: "nodes")))
+                        at: user.location(of: .nodes)))
             }
         }
         return out
@@ -436,13 +441,13 @@ package enum Consistency {
                 .error(
                     .authMismatch,
                     "windows \(c.service.rawValue) client of node '\(c.node)': strongSwan selects connection '\(w.name)' for the identity Windows sends, not '\(selected.name)'",
-                    at: node.location(of: "services")))
-        case .none(let code, _, _, let reason):
+                    at: node.location(of: .services)))
+        case .none(let code, _, let reason):
             out.append(
                 .error(
                     code,
                     "user '\(c.user)': no connection of node '\(c.node)' accepts its windows \(c.service.rawValue) client: \(reason)",
-                    at: node.location(of: "services")))
+                    at: node.location(of: .services)))
         default: break
         }
         if node.certificate == .acme {
@@ -451,7 +456,7 @@ package enum Consistency {
                     .error(
                         .windowsCertificate,
                         "node '\(c.node)': its ACME certificate names only '\(node.id.value)', not '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801); set the node's address to \(node.id.value)",
-                        at: node.location(of: "address")))
+                        at: node.location(of: .address)))
             }
         } else if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
             if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
@@ -459,7 +464,7 @@ package enum Consistency {
                     .error(
                         .windowsCertificate,
                         "node '\(c.node)': its certificate has no dNSName subjectAltName '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801)",
-                        at: node.location(of: "address")))
+                        at: node.location(of: .address)))
             }
             if let ekus = facts.extendedKeyUsages, !ekus.contains(serverAuthOID) {
                 out.append(
@@ -477,14 +482,14 @@ package enum Consistency {
                     .error(
                         .windowsCertificate,
                         "user '\(c.user)': the client certificate lacks the clientAuth extended key usage Windows requires (error 13806)",
-                        at: user.location(of: "cert")))
+                        at: user.location(of: .cert)))
             }
             if let id = windows.localID, facts.subject != nil, !context.certificate(facts, contains: id) {
                 out.append(
                     .error(
                         .windowsCertificate,
                         "user '\(c.user)': Windows sends the certificate subject '\(id.value)' as identity, but the certificate's subject differs",
-                        at: user.location(of: "id")))
+                        at: user.location(of: .id)))
             }
         }
         return out
@@ -503,12 +508,12 @@ package enum Consistency {
                     .error(
                         .missingSecret,
                         "user '\(c.user)': \(c.service.rawValue) on node '\(c.node)' needs a password, and the user has none",
-                        at: user.location(of: "password")))
+                        at: user.location(of: .password)))
             } else if !context.knowsPassword(view, c.user) {
                 out.append(
                     .error(
                         .missingSecret, "user '\(c.user)': node '\(c.node)' does not know the user's password",
-                        at: user.location(of: "password")))
+                        at: user.location(of: .password)))
             }
         }
         if c.credentials.contains(.psk) {
@@ -517,13 +522,13 @@ package enum Consistency {
                     .error(
                         .missingSecret,
                         "node '\(c.node)': \(c.service.rawValue) needs a pre-shared key, and the node has none",
-                        at: node.location(of: "psk")))
+                        at: node.location(of: .psk)))
             } else if view.pskIdentities.isEmpty {
                 out.append(
                     .error(
                         .missingSecret,
                         "node '\(c.node)': its secrets hold no pre-shared key for \(c.service.rawValue)",
-                        at: node.location(of: "psk")))
+                        at: node.location(of: .psk)))
             }
         }
         if c.credentials.contains(.clientCertificate) {
@@ -540,7 +545,7 @@ package enum Consistency {
                     .error(
                         .missingSecret,
                         "user '\(c.user)': \(c.service.rawValue) needs a client certificate, and none was issued",
-                        at: user.location(of: "cert")))
+                        at: user.location(of: .cert)))
             }
         }
         if c.credentials.contains(.caCertificate) && materials.caCertificatePEM.isEmpty {
@@ -553,8 +558,14 @@ package enum Consistency {
 
     enum Selection {
         case selected(ServerConnectionView)
-        /// code, inventory field, whether the field is the user's, reason
-        case none(RuleCode, String, Bool, String)
+        /// code, the inventory field to blame, reason
+        case none(RuleCode, Field, String)
+    }
+
+    /// The field a mismatch is reported at: the node's or the user's.
+    enum Field {
+        case node(InventoryDecoder.NodeKey)
+        case user(InventoryDecoder.UserKey)
     }
 
     /// strongSwan's identity match ranks (identification.c): exact 20, `%any` 1, none 0.
@@ -582,7 +593,7 @@ package enum Consistency {
         if versioned.isEmpty {
             let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
             return .none(
-                .noServerConnection, "services", false, "the node has no IKEv\(c.ikeVersion)\(mode) connection")
+                .noServerConnection, .node(.services), "the node has no IKEv\(c.ikeVersion)\(mode) connection")
         }
         if c.ikeVersion == 1 {
             // An IKEv1 initiator names its auth method (XAuthInitPSK, HybridInitRSA) in its first
@@ -591,7 +602,7 @@ package enum Consistency {
             versioned = versioned.filter { $0.remote.map(\.auth) == rounds }
             if versioned.isEmpty {
                 return .none(
-                    .authMismatch, "services", false,
+                    .authMismatch, .node(.services),
                     "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
         }
@@ -599,7 +610,7 @@ package enum Consistency {
         if serverIDs.isEmpty {
             let ids = Set(versioned.map(\.localID.value)).sorted().joined(separator: ", ")
             return .none(
-                .remoteIDMismatch, "id", false,
+                .remoteIDMismatch, .node(.id),
                 "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
         }
         let ranked = serverIDs.enumerated()
@@ -608,9 +619,8 @@ package enum Consistency {
             .sorted { $0.rank != $1.rank ? $0.rank > $1.rank : $0.index < $1.index }
             .map(\.conn)
         if ranked.isEmpty {
-            let field = c.service == .ipsecXauthPSK ? "group" : "id"
             return .none(
-                .localIDMismatch, field, field == "id",
+                .localIDMismatch, c.service == .ipsecXauthPSK ? .node(.group) : .user(.id),
                 "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
         }
         let first = c.localAuth.first?.method
@@ -618,7 +628,7 @@ package enum Consistency {
             let rounds = c.localAuth.map(\.method)
             guard let match = ranked.first(where: { $0.remote.map(\.auth) == rounds }) else {
                 return .none(
-                    .authMismatch, "services", false,
+                    .authMismatch, .node(.services),
                     "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
             return .selected(match)
@@ -626,24 +636,24 @@ package enum Consistency {
         switch first {
         case .eapMSCHAPv2?:
             guard let match = ranked.first(where: { $0.remote.first?.auth == .eapMSCHAPv2 }) else {
-                return .none(.authMismatch, "services", false, "no matching connection takes EAP clients")
+                return .none(.authMismatch, .node(.services), "no matching connection takes EAP clients")
             }
             return .selected(match)
         case .pubkey?:
             if let initial = versioned.first, !initial.sendCertreq {
                 return .none(
-                    .authMismatch, "services", false,
+                    .authMismatch, .node(.services),
                     "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request"
                 )
             }
             guard let match = ranked.first(where: { $0.remote.first?.auth == .pubkey }) else {
-                return .none(.authMismatch, "services", false, "no matching connection takes certificate clients")
+                return .none(.authMismatch, .node(.services), "no matching connection takes certificate clients")
             }
             return .selected(match)
         default:
             guard let match = ranked.first(where: { $0.remote.first?.auth == first }) else {
                 return .none(
-                    .authMismatch, "services", false,
+                    .authMismatch, .node(.services),
                     "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
             }
             return .selected(match)

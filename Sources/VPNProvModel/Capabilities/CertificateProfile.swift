@@ -61,7 +61,7 @@ package struct CertificateProfile: Equatable {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
-                    at: node.location(of: "id"))
+                    at: node.location(of: .id))
             }
             subject = dn
         case .keyID: break
@@ -93,7 +93,7 @@ package struct CertificateProfile: Equatable {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
-                    at: user.location(of: "id"))
+                    at: user.location(of: .id))
             }
             subject = dn
         case .keyID: break

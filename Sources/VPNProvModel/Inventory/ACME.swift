@@ -47,12 +47,13 @@ package struct ACMESettings: Sendable, Hashable {
     package var roots = defaultRoots
     package static let defaultRoots = ["/etc/ssl/certs/ISRG_Root_X1.pem"]
     package var location: SourceLocation
-    /// Where each key's value was written (key: "email", "directory", ...).
-    package var fieldLocations: [String: SourceLocation] = [:]
+    /// Where each key's value was written.
+    package var fieldLocations: [InventoryDecoder.ACMEKey: SourceLocation] = [:]
 
     package init(location: SourceLocation) { self.location = location }
 
-    package func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+    /// Best location for a key: its own, else the section's.
+    package func location(of key: InventoryDecoder.ACMEKey) -> SourceLocation { fieldLocations[key] ?? location }
 
     /// The key a node gets: `key`, except that a node offering `ipsec-xauth-hybrid` gets RSA (IKEv1 hybrid
     /// authentication signs with RSA; docs/acme.md), 2048 bits unless an RSA size is chosen.

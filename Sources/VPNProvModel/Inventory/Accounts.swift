@@ -67,15 +67,15 @@ package struct AccountsSettings: Sendable, Hashable {
     /// In order of preference: the first is asked first.
     package var servers: [RadiusServer]
     package var location: SourceLocation
-    /// Where each field's value was written (key: field name).
-    package var fieldLocations: [String: SourceLocation]
+    /// Where each key's value was written.
+    package var fieldLocations: [InventoryDecoder.AccountsKey: SourceLocation]
 
     package init(
         database: SecretSource? = nil, radiusDatabase: SecretSource? = nil,
         accountingInterval: Int = AccountsSettings.defaultAccountingInterval,
         deviceLimit: Int = AccountsSettings.defaultDeviceLimit, disconnectFrom: [CIDR]? = nil,
         protection: RadiusProtection = .ipsec, servers: [RadiusServer], location: SourceLocation,
-        fieldLocations: [String: SourceLocation] = [:]
+        fieldLocations: [InventoryDecoder.AccountsKey: SourceLocation] = [:]
     ) {
         self.database = database
         self.radiusDatabase = radiusDatabase
@@ -88,7 +88,10 @@ package struct AccountsSettings: Sendable, Hashable {
         self.fieldLocations = fieldLocations
     }
 
-    package func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+    /// Best location for a key: its own, else the section's.
+    package func location(of key: InventoryDecoder.AccountsKey) -> SourceLocation {
+        fieldLocations[key] ?? location
+    }
 
     /// Who may send Disconnect-Requests: as written, else every server written as an IP address.
     package var effectiveDisconnectFrom: [CIDR] {

@@ -116,6 +116,17 @@ final class DecodingContext {
         return result
     }
 
+    /// The entries of a mapping whose keys are those of one section (`Keys`, in the order of its cases:
+    /// the allowed list and the "did you mean" hints come from it), in order; anything else is reported as
+    /// `mapping(_:_:allowed:)` does.
+    func mapping<Keys: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ what: String, keys: Keys.Type) -> [(
+        key: Keys, keyNode: YAMLNode, value: YAMLNode
+    )]? where Keys.RawValue == String {
+        guard let entries = mapping(node, what, allowed: Keys.allCases.map(\.rawValue)) else { return nil }
+        // Every key left is one of `allowed`, so each has its case.
+        return entries.map { (Keys(rawValue: $0.key)!, $0.keyNode, $0.value) }
+    }
+
     // MARK: - Scalars by expected type
 
     /// Any scalar as text (a plain `NO` or `on` stays the string). Nil for null (absent) or after an error.

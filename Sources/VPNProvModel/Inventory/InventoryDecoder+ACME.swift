@@ -1,28 +1,25 @@
 import VPNProvYAML
 
 extension InventoryDecoder {
-    /// Keys of `acme:`.
-    package static let acmeKeys = ["directory", "email", "challenge", "key", "ca_bundle", "renew_days", "roots"]
-
     /// `acme: {directory, email, challenge, key, ca_bundle, renew_days, roots}` (docs/acme.md). The values end up in
     /// the nodes' Ansible variables and in the renewal unit's command line, so each is held to characters
     /// that are plain in YAML, a shell word and a systemd unit.
     func decodeACME(_ node: YAMLNode, _ cx: DecodingContext) -> ACMESettings? {
-        guard let entries = cx.mapping(node, "'acme'", allowed: Self.acmeKeys) else { return nil }
+        guard let entries = cx.mapping(node, "'acme'", keys: ACMEKey.self) else { return nil }
         var settings = ACMESettings(location: cx.location(node))
         for (key, _, value) in entries {
-            let field = "'acme.\(key)'"
+            let field = "'acme.\(key.rawValue)'"
             settings.fieldLocations[key] = cx.location(value)
             if value.isNull { continue }
             switch key {
-            case "directory":
+            case .directory:
                 guard let url = cx.string(value, field) else { continue }
                 if let problem = Self.acmeDirectoryProblem(url) {
                     cx.error(.invalidValue, "\(field) \(problem)", at: value)
                 } else {
                     settings.directory = url
                 }
-            case "email":
+            case .email:
                 guard let email = cx.string(value, field) else { continue }
                 if Self.isPlainEmail(email) {
                     settings.email = email
@@ -33,20 +30,20 @@ extension InventoryDecoder {
                             + "'\(DecodingContext.printable(email))': the ACME CA writes to it about expiring "
                             + "certificates", at: value)
                 }
-            case "challenge":
+            case .challenge:
                 if let challenge = cx.choice(value, field, ACMESettings.Challenge.self) {
                     settings.challenge = challenge
                 }
-            case "key":
+            case .key:
                 if let key = cx.choice(value, field, ACMESettings.Key.self) { settings.key = key }
-            case "ca_bundle":
+            case .caBundle:
                 guard let path = cx.string(value, field) else { continue }
                 if path.isEmpty || path.contains(where: { $0.isNewline || $0 == "\0" }) {
                     cx.error(.invalidValue, "\(field) must be the path of a PEM file", at: value)
                 } else {
                     settings.caBundle = path
                 }
-            case "roots":
+            case .roots:
                 guard let list = cx.stringList(value, field) else { continue }
                 var roots: [String] = []
                 for (path, item) in list {
@@ -63,7 +60,7 @@ extension InventoryDecoder {
                     }
                 }
                 if !roots.isEmpty { settings.roots = roots }
-            default:  // renew_days
+            case .renewDays:
                 if let days = cx.integer(
                     value, field, minimum: ACMESettings.renewDaysRange.lowerBound,
                     maximum: ACMESettings.renewDaysRange.upperBound)

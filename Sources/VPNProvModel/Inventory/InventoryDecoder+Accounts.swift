@@ -1,13 +1,6 @@
 import VPNProvYAML
 
 extension InventoryDecoder {
-    /// Keys of `accounts:`.
-    package static let accountsKeys = [
-        "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from", "protection",
-        "servers",
-    ]
-    /// Keys of one server under `accounts.servers`.
-    package static let radiusServerKeys = ["address", "auth_port", "acct_port"]
     /// The accounting interval accepted (seconds): strongSwan's Interim-Updates, which also keep the
     /// database's open sessions (and so the device limits) current.
     package static let accountingIntervalRange = 30...86_400
@@ -17,26 +10,26 @@ extension InventoryDecoder {
     /// `accounts: {database, radius_database, secret: gen, accounting_interval, device_limit,
     /// disconnect_from, protection, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).
     func decodeAccounts(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsSettings? {
-        guard let entries = cx.mapping(node, "'accounts'", allowed: Self.accountsKeys) else { return nil }
+        guard let entries = cx.mapping(node, "'accounts'", keys: AccountsKey.self) else { return nil }
         var settings = AccountsSettings(servers: [], location: cx.location(node))
         var sawServers = false
         for (key, _, value) in entries {
-            let field = "'accounts.\(key)'"
+            let field = "'accounts.\(key.rawValue)'"
             settings.fieldLocations[key] = cx.location(value)
             if value.isNull { continue }
             switch key {
-            case "database", "radius_database":
+            case .database, .radiusDatabase:
                 guard let source = cx.secret(value, field) else { continue }
                 switch source {
                 case .env, .file:
-                    if key == "database" { settings.database = source } else { settings.radiusDatabase = source }
+                    if key == .database { settings.database = source } else { settings.radiusDatabase = source }
                 case .generate, .literal:
                     cx.error(
                         .invalidValue,
                         "\(field) must be env:VAR or file:PATH: a connection string holds the database password, "
                             + "so it never lives in the inventory", at: value)
                 }
-            case "secret":
+            case .secret:
                 // Each node's shared secret is generated and kept in the state: one per node, so a
                 // leaked secret exposes one node and cannot speak for another.
                 if value.scalar != "gen" {
@@ -48,20 +41,20 @@ extension InventoryDecoder {
                         "\(field) must be gen: every node gets its own generated RADIUS secret, kept in the state",
                         at: value)
                 }
-            case "accounting_interval":
+            case .accountingInterval:
                 if let n = cx.integer(
                     value, field, minimum: Self.accountingIntervalRange.lowerBound,
                     maximum: Self.accountingIntervalRange.upperBound)
                 {
                     settings.accountingInterval = n
                 }
-            case "device_limit":
+            case .deviceLimit:
                 if let n = cx.integer(
                     value, field, minimum: Self.deviceLimitRange.lowerBound, maximum: Self.deviceLimitRange.upperBound)
                 {
                     settings.deviceLimit = n
                 }
-            case "disconnect_from":
+            case .disconnectFrom:
                 guard let list = cx.stringList(value, field) else { continue }
                 var networks: [CIDR] = []
                 for (text, item) in list {
@@ -76,7 +69,7 @@ extension InventoryDecoder {
                     settings.disconnectFromLocations.append(cx.location(item))
                 }
                 settings.disconnectFrom = networks
-            case "protection":
+            case .protection:
                 guard let word = cx.string(value, field) else { continue }
                 if let protection = RadiusProtection(rawValue: word) {
                     settings.protection = protection
@@ -86,7 +79,7 @@ extension InventoryDecoder {
                         "\(field) must be ipsec (the default: RADIUS between nodes and RADIUS servers inside IPsec) or none (in clear, for a path protected otherwise)",
                         at: value)
                 }
-            default:  // servers
+            case .servers:
                 sawServers = true
                 settings.servers = decodeRadiusServers(value, cx)
             }
@@ -108,20 +101,20 @@ extension InventoryDecoder {
         var servers: [RadiusServer] = []
         for (name, keyNode, value) in list {
             let what = "RADIUS server '\(DecodingContext.printable(name))'"
-            guard let fields = cx.mapping(value, what, allowed: Self.radiusServerKeys) else { continue }
+            guard let fields = cx.mapping(value, what, keys: RadiusServerKey.self) else { continue }
             var server = RadiusServer(name: name, address: "", location: cx.location(keyNode))
             var address: String?
             for (key, _, v) in fields {
                 if v.isNull { continue }
-                let field = "\(what): '\(key)'"
+                let field = "\(what): '\(key.rawValue)'"
                 switch key {
-                case "address": address = cx.string(v, field)
-                case "auth_port": server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
-                default: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
+                case .address: address = cx.string(v, field)
+                case .authPort: server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
+                case .acctPort: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
                 }
             }
             guard let address else {
-                if !fields.contains(where: { $0.key == "address" }) {
+                if !fields.contains(where: { $0.key == .address }) {
                     cx.error(
                         .missingKey, "\(what): missing required key 'address' (where the nodes send requests)",
                         at: keyNode)

@@ -11,44 +11,15 @@ package struct InventoryDecoder: Sendable {
     /// Schema versions this build reads.
     package static let supportedSchemaVersion = 1
 
-    static let topLevelKeys = [
-        "vpnprov", "name", "pki", "secrets", "accounts", "acme", "defaults", "nodes", "users", "acknowledge",
-    ]
-    /// Keys of an `acknowledge:` entry.
-    static let acknowledgementKeys = ["rule", "node", "user", "service", "reason"]
-    static let secretsKeys = ["env_prefix", "file_dir"]
-    static let pkiKeys = ["ca", "server_days", "client_days", "server_key", "client_key", "profile_signing", "crl_url"]
-    static let profileSigningKeys = ["cert", "key", "chain"]
-    static let caKeys = ["name", "key", "days"]
-    /// Keys of a node (and of `defaults:`).
-    package static let nodeKeys = [
-        "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals", "dns",
-        "apple",
-        "deploy",
-        "network",
-        "accounts",
-        "certificate",
-    ]
-    /// Keys of a node's `network:` (forwarding, NAT, firewall).
-    package static let networkKeys = ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"]
+    // The keys of each section are the enums of InventoryKeys.swift.
+    /// Keys of a node (and of `defaults:`), as written.
+    package static let nodeKeys = NodeKey.allCases.map(\.rawValue)
     /// The MSS range accepted for `network.mss` (RFC 879's 536 up to Ethernet's 1460).
     package static let mssRange = 536...1460
-    /// Keys of a node's (and `defaults:`) `apple:` mapping.
-    package static let nodeAppleKeys = [
-        "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "pfs", "crl_check", "dpd",
-        "disconnect_on_idle",
-    ]
-    /// Keys of a user's `apple:` mapping (what concerns the device, not the server).
-    package static let userAppleKeys = [
-        "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "disconnect_on_idle",
-    ]
     /// Longest idle time accepted for `disconnect_on_idle` (seconds; one day).
     package static let maxDisconnectOnIdle = 86_400
-    static let proposalKeys = ["ike", "esp"]
-    /// Keys of a node's `deploy:` (how Ansible reaches it).
-    package static let deployKeys = ["host", "port", "user", "become"]
-    /// Keys of a user.
-    package static let userKeys = ["password", "cert", "id", "nodes", "devices", "revoked", "apple"]
+    /// Keys of a user, as written.
+    package static let userKeys = UserKey.allCases.map(\.rawValue)
 
     /// Default services of a node when neither the node nor `defaults:` names any.
     package static let defaultServices: [Service] = [.ikev2EAP]
@@ -133,9 +104,9 @@ package struct InventoryDecoder: Sendable {
                 return nil
             }
         }
-        guard let entries = cx.mapping(root, "the inventory", allowed: Self.topLevelKeys) else { return nil }
-        let value = { (key: String) in entries.first { $0.key == key }?.value }
-        if value("vpnprov") == nil {
+        guard let entries = cx.mapping(root, "the inventory", keys: TopLevelKey.self) else { return nil }
+        let value = { (key: TopLevelKey) in entries.first { $0.key == key }?.value }
+        if value(.vpnprov) == nil {
             cx.error(
                 .missingKey,
                 "missing required key 'vpnprov' (the schema version, 'vpnprov: \(Self.supportedSchemaVersion)')",
@@ -144,10 +115,10 @@ package struct InventoryDecoder: Sendable {
 
         var name: String?
         // Where top-level and pki values are written, so their diagnostics point there (not at 1:1).
-        var locations: [String: SourceLocation] = [:]
-        if let n = value("name") {
+        var locations: [InventoryField: SourceLocation] = [:]
+        if let n = value(.name) {
             name = cx.string(n, "'name'")
-            locations["name"] = cx.location(n)
+            locations[.name] = cx.location(n)
             if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
         } else {
             cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
@@ -156,18 +127,18 @@ package struct InventoryDecoder: Sendable {
 
         var errors = cx.errorCount
         let pki =
-            value("pki").flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) }
+            value(.pki).flatMap { decodePKI($0, deployment: deployment, locations: &locations, cx) }
             ?? Self.defaultPKI(deployment: deployment)
         broken.pki = cx.errorCount > errors
 
         var defaults = NodeFields()
-        if let d = value("defaults"), !d.isNull {
+        if let d = value(.defaults), !d.isNull {
             defaults = decodeNodeFields(d, "defaults", cx)
         }
         // The keys each node writes itself: a node writing a key whose `defaults:` value is broken
         // does not depend on it.
         var ownFields: [String: Set<String>] = [:]
-        if let n = value("nodes"), case .mapping(let pairs) = n.kind {
+        if let n = value(.nodes), case .mapping(let pairs) = n.kind {
             for pair in pairs {
                 guard let name = pair.key.scalar, case .mapping(let fields) = pair.value.kind else { continue }
                 ownFields[name] = Set(fields.compactMap(\.key.scalar))
@@ -178,7 +149,7 @@ package struct InventoryDecoder: Sendable {
         // Every name under 'nodes:', decoded or not: a user naming a node that failed to decode gets
         // no second error (the node's own error says what is wrong).
         var declaredNodes = Set<String>()
-        if let n = value("nodes"), !n.isNull, let list = cx.mapping(n, "'nodes'") {
+        if let n = value(.nodes), !n.isNull, let list = cx.mapping(n, "'nodes'") {
             declaredNodes = Set(list.map(\.key))
             for entry in list {
                 errors = cx.errorCount
@@ -194,7 +165,7 @@ package struct InventoryDecoder: Sendable {
         }
 
         var users: [User] = []
-        if let u = value("users"), !u.isNull, let list = cx.mapping(u, "'users'") {
+        if let u = value(.users), !u.isNull, let list = cx.mapping(u, "'users'") {
             let nodeNames = nodes.map(\.name)
             // Each node name's first position: user node lists are checked and ordered with it, not
             // by scanning every node per user.
@@ -219,16 +190,16 @@ package struct InventoryDecoder: Sendable {
         }
 
         errors = cx.errorCount
-        let secrets = value("secrets").map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
+        let secrets = value(.secrets).map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
         broken.secrets = cx.errorCount > errors
 
         errors = cx.errorCount
-        let accounts = value("accounts").flatMap { $0.isNull ? nil : decodeAccounts($0, cx) }
+        let accounts = value(.accounts).flatMap { $0.isNull ? nil : decodeAccounts($0, cx) }
         broken.accounts = cx.errorCount > errors
 
-        let acme = value("acme").flatMap { $0.isNull ? nil : decodeACME($0, cx) }
+        let acme = value(.acme).flatMap { $0.isNull ? nil : decodeACME($0, cx) }
 
-        let acknowledgements = value("acknowledge").map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
+        let acknowledgements = value(.acknowledge).map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
 
         guard let name else { return nil }
         var inventory = Inventory(
@@ -254,70 +225,76 @@ package struct InventoryDecoder: Sendable {
         var result: [Acknowledgement] = []
         for (i, item) in items.enumerated() {
             let what = "'acknowledge' entry \(i + 1)"
-            guard let entries = cx.mapping(item, what, allowed: Self.acknowledgementKeys) else { continue }
+            guard let entries = cx.mapping(item, what, keys: AcknowledgementKey.self) else { continue }
             var rule: (String, YAMLNode)?
             var reason: String?
-            var names: [String: String] = [:]
+            var nodeName: String?
+            var userName: String?
             var service: Service?
             var ok = true
+            /// The value of a key that takes text; nil (reported) when it is not a string.
+            func readText(_ value: YAMLNode, _ field: String) -> String? {
+                guard let text = cx.string(value, field) else {
+                    if value.isNull { cx.error(.typeMismatch, "\(field) must be a string, found null", at: value) }
+                    ok = false
+                    return nil
+                }
+                return text
+            }
             for (key, _, value) in entries {
-                let field = "\(what): '\(key)'"
+                let field = "\(what): '\(key.rawValue)'"
                 switch key {
-                case "service":
+                case .service:
                     service = cx.choice(value, field, Service.self)
                     if service == nil { ok = false }
-                default:
-                    guard let text = cx.string(value, field) else {
-                        if value.isNull { cx.error(.typeMismatch, "\(field) must be a string, found null", at: value) }
+                case .rule:
+                    if let text = readText(value, field) { rule = (text, value) }
+                case .reason:
+                    guard let text = readText(value, field) else { continue }
+                    if text.allSatisfy(\.isWhitespace) {
+                        cx.error(
+                            .invalidValue,
+                            "\(field) must say why the warning is kept; it is shown with the warning in JSON and SARIF",
+                            at: value)
                         ok = false
-                        continue
                     }
-                    if key == "rule" {
-                        rule = (text, value)
-                    } else if key == "reason" {
-                        if text.allSatisfy(\.isWhitespace) {
-                            cx.error(
-                                .invalidValue,
-                                "\(field) must say why the warning is kept; it is shown with the warning in JSON and SARIF",
-                                at: value)
-                            ok = false
-                        }
-                        reason = text
-                    } else {
-                        names[key] = text
-                    }
+                    reason = text
+                case .node:
+                    nodeName = readText(value, field)
+                case .user:
+                    userName = readText(value, field)
                 }
             }
-            if rule == nil && !entries.contains(where: { $0.key == "rule" }) {
+            if rule == nil && !entries.contains(where: { $0.key == .rule }) {
                 cx.error(
                     .missingKey,
                     "\(what): missing required key 'rule' (the code of the warning, as printed in brackets)", at: item)
             }
-            if reason == nil && !entries.contains(where: { $0.key == "reason" }) {
+            if reason == nil && !entries.contains(where: { $0.key == .reason }) {
                 cx.error(.missingKey, "\(what): missing required key 'reason' (why the warning is kept)", at: item)
             }
             guard ok, let (code, ruleNode) = rule, let reason else { continue }
             result.append(
                 Acknowledgement(
-                    rule: RuleCode(code), node: names["node"], user: names["user"], service: service, reason: reason,
+                    rule: RuleCode(code), node: nodeName, user: userName, service: service, reason: reason,
                     location: cx.location(item), ruleLocation: cx.location(ruleNode)))
         }
         return result
     }
 
     /// `secrets: {env_prefix: VPN_ | [A_, B_], file_dir: DIR}`.
-    private func decodeSecrets(_ node: YAMLNode, locations: inout [String: SourceLocation], _ cx: DecodingContext)
-        -> SecretSettings
-    {
+    private func decodeSecrets(
+        _ node: YAMLNode, locations: inout [InventoryField: SourceLocation], _ cx: DecodingContext
+    ) -> SecretSettings {
         var settings = SecretSettings()
-        locations["secrets"] = cx.location(node)
+        locations[.secretsSection] = cx.location(node)
         if node.isNull { return settings }
-        guard let entries = cx.mapping(node, "'secrets'", allowed: Self.secretsKeys) else { return settings }
+        guard let entries = cx.mapping(node, "'secrets'", keys: SecretsKey.self) else { return settings }
         for (key, _, value) in entries {
-            locations["secrets.\(key)"] = cx.location(value)
+            locations[.secrets(key)] = cx.location(value)
             if value.isNull { continue }
             switch key {
-            case "env_prefix":
+            case .envPrefix:
                 let prefixes: [(String, YAMLNode)]?
                 if case .sequence = value.kind {
                     prefixes = cx.stringList(value, "'secrets.env_prefix'")
@@ -337,7 +314,7 @@ package struct InventoryDecoder: Sendable {
                     }
                 }
                 settings.envPrefixes = valid
-            default:
+            case .fileDirectory:
                 guard let dir = cx.string(value, "'secrets.file_dir'") else { continue }
                 if dir.isEmpty || TextCheck.hasControlCharacters(dir) {
                     cx.error(
@@ -356,22 +333,22 @@ package struct InventoryDecoder: Sendable {
     }
 
     private func decodePKI(
-        _ node: YAMLNode, deployment: String, locations: inout [String: SourceLocation], _ cx: DecodingContext
+        _ node: YAMLNode, deployment: String, locations: inout [InventoryField: SourceLocation], _ cx: DecodingContext
     ) -> PKISettings? {
         var settings = Self.defaultPKI(deployment: deployment)
-        locations["pki"] = cx.location(node)
+        locations[.pkiSection] = cx.location(node)
         if node.isNull { return settings }
-        guard let entries = cx.mapping(node, "'pki'", allowed: Self.pkiKeys) else { return nil }
+        guard let entries = cx.mapping(node, "'pki'", keys: PKIKey.self) else { return nil }
         var serverKey: KeyType?
         var clientKey: KeyType?
         var signing: ProfileSigningSettings?
         var crlURL: String?
         for (key, _, value) in entries {
-            locations["pki.\(key)"] = cx.location(value)
+            locations[.pki(key)] = cx.location(value)
             switch key {
-            case "profile_signing":
+            case .profileSigning:
                 signing = decodeProfileSigning(value, cx)
-            case "crl_url":
+            case .crlURL:
                 if value.isNull { continue }
                 guard let url = cx.string(value, "'pki.crl_url'") else { continue }
                 if let problem = Self.crlURLProblem(url) {
@@ -379,27 +356,27 @@ package struct InventoryDecoder: Sendable {
                 } else {
                     crlURL = url
                 }
-            case "ca":
+            case .ca:
                 if value.isNull { continue }
-                guard let ca = cx.mapping(value, "'pki.ca'", allowed: Self.caKeys) else { continue }
+                guard let ca = cx.mapping(value, "'pki.ca'", keys: CAKey.self) else { continue }
                 for (caKey, _, caValue) in ca {
-                    locations["pki.ca.\(caKey)"] = cx.location(caValue)
+                    locations[.ca(caKey)] = cx.location(caValue)
                     switch caKey {
-                    case "name":
+                    case .name:
                         if let s = cx.string(caValue, "'pki.ca.name'") { settings.ca.name = s }
-                    case "key":
+                    case .key:
                         if let k = cx.choice(caValue, "'pki.ca.key'", KeyType.self) { settings.ca.key = k }
-                    default:
+                    case .days:
                         if let d = cx.integer(caValue, "'pki.ca.days'", maximum: 36_500) { settings.ca.days = d }
                     }
                 }
-            case "server_days":
+            case .serverDays:
                 if let d = cx.integer(value, "'pki.server_days'", maximum: 36_500) { settings.serverDays = d }
-            case "client_days":
+            case .clientDays:
                 if let d = cx.integer(value, "'pki.client_days'", maximum: 36_500) { settings.clientDays = d }
-            case "server_key":
+            case .serverKey:
                 serverKey = cx.choice(value, "'pki.server_key'", KeyType.self)
-            default:
+            case .clientKey:
                 clientKey = cx.choice(value, "'pki.client_key'", KeyType.self)
             }
         }
@@ -451,12 +428,12 @@ package struct InventoryDecoder: Sendable {
     /// (a PEM does not fit a YAML scalar written inline, and `gen` cannot make a trusted identity).
     private func decodeProfileSigning(_ node: YAMLNode, _ cx: DecodingContext) -> ProfileSigningSettings? {
         if node.isNull { return nil }
-        guard let entries = cx.mapping(node, "'pki.profile_signing'", allowed: Self.profileSigningKeys) else {
+        guard let entries = cx.mapping(node, "'pki.profile_signing'", keys: ProfileSigningKey.self) else {
             return nil
         }
-        var found: [String: SecretSource] = [:]
+        var found: [ProfileSigningKey: SecretSource] = [:]
         for (key, _, value) in entries {
-            let field = "'pki.profile_signing.\(key)'"
+            let field = "'pki.profile_signing.\(key.rawValue)'"
             guard let source = cx.secret(value, field) else {
                 if value.isNull { cx.error(.invalidValue, "\(field) needs env:VAR or file:PATH", at: value) }
                 continue
@@ -469,12 +446,12 @@ package struct InventoryDecoder: Sendable {
                     at: value)
             }
         }
-        for required in ["cert", "key"] where found[required] == nil && !entries.contains(where: { $0.key == required })
-        {
-            cx.error(.missingKey, "'pki.profile_signing': missing required key '\(required)'", at: node)
+        for required in [ProfileSigningKey.cert, .key]
+        where found[required] == nil && !entries.contains(where: { $0.key == required }) {
+            cx.error(.missingKey, "'pki.profile_signing': missing required key '\(required.rawValue)'", at: node)
         }
-        guard let cert = found["cert"], let key = found["key"] else { return nil }
-        return ProfileSigningSettings(certificate: cert, key: key, chain: found["chain"])
+        guard let cert = found[.cert], let key = found[.key] else { return nil }
+        return ProfileSigningSettings(certificate: cert, key: key, chain: found[.chain])
     }
 
     // MARK: - Nodes
@@ -507,39 +484,60 @@ package struct InventoryDecoder: Sendable {
         var allowPrivate: [CIDR]?
         var accounts: AccountSource?
         var certificate: CertificateSource?
-        var locations: [String: SourceLocation] = [:]
-        /// Keys whose value had an error; "*" for an error of the mapping itself (an unknown key, not a mapping).
-        var failed: Set<String> = []
+        var locations: [NodeField: SourceLocation] = [:]
+        /// Keys whose value had an error.
+        var failed: Set<NodeKey> = []
+        /// The mapping itself had an error (an unknown key, not a mapping).
+        var mappingFailed = false
         /// Errors found in the values of `failed`.
         var failedCount = 0
 
-        /// A node depends on a broken `defaults:` field when it does not write that key itself.
+        /// A node depends on a broken `defaults:` field when it does not write that key itself (`own`: the
+        /// keys it writes, as written).
         func breaks(_ node: String, own: Set<String>?) -> Bool {
-            if failed.contains("*") { return true }
-            return failed.contains { !(own ?? []).contains($0) }
+            if mappingFailed { return true }
+            return failed.contains { !(own ?? []).contains($0.rawValue) }
         }
     }
 
-    /// An `apple:` mapping (keys limited to `allowed`); field locations go to `locations` as "apple.<key>".
+    /// A node's `apple:` mapping; field locations go to `locations` as `.apple(key)`.
     private func decodeApple(
-        _ node: YAMLNode, _ what: String, allowed: [String], locations: inout [String: SourceLocation],
-        _ cx: DecodingContext
+        _ node: YAMLNode, _ what: String, locations: inout [NodeField: SourceLocation], _ cx: DecodingContext
+    ) -> AppleOptions {
+        let entries = cx.mapping(node, "\(what): 'apple'", keys: AppleKey.self)
+        return decodeApple(entries, what, cx) { locations[.apple($0)] = $1 }
+    }
+
+    /// A user's `apple:` mapping (the keys of `UserAppleKey`); field locations go to `locations` as `.apple(key)`.
+    private func decodeUserApple(
+        _ node: YAMLNode, _ what: String, locations: inout [UserField: SourceLocation], _ cx: DecodingContext
+    ) -> AppleOptions {
+        let entries = cx.mapping(node, "\(what): 'apple'", keys: UserAppleKey.self)?.map {
+            (key: $0.key.appleKey, keyNode: $0.keyNode, value: $0.value)
+        }
+        return decodeApple(entries, what, cx) { locations[.apple($0)] = $1 }
+    }
+
+    /// The entries of an `apple:` mapping; `record` keeps where each value was written.
+    private func decodeApple(
+        _ entries: [(key: AppleKey, keyNode: YAMLNode, value: YAMLNode)]?, _ what: String, _ cx: DecodingContext,
+        record: (AppleKey, SourceLocation) -> Void
     ) -> AppleOptions {
         var o = AppleOptions()
-        guard let entries = cx.mapping(node, "\(what): 'apple'", allowed: allowed) else { return o }
+        guard let entries else { return o }
         for (key, _, value) in entries {
             if value.isNull { continue }
-            let field = "\(what): 'apple.\(key)'"
+            let field = "\(what): 'apple.\(key.rawValue)'"
             switch key {
-            case "on_demand": o.onDemand = cx.bool(value, field)
-            case "include_all_networks": o.includeAllNetworks = cx.bool(value, field)
-            case "exclude_local_networks": o.excludeLocalNetworks = cx.bool(value, field)
-            case "pfs": o.pfs = cx.bool(value, field)
-            case "crl_check": o.crlCheck = cx.bool(value, field)
-            case "dpd": o.dpd = cx.choice(value, field, AppleDPDRate.self)
-            case "disconnect_on_idle":
+            case .onDemand: o.onDemand = cx.bool(value, field)
+            case .includeAllNetworks: o.includeAllNetworks = cx.bool(value, field)
+            case .excludeLocalNetworks: o.excludeLocalNetworks = cx.bool(value, field)
+            case .pfs: o.pfs = cx.bool(value, field)
+            case .crlCheck: o.crlCheck = cx.bool(value, field)
+            case .dpd: o.dpd = cx.choice(value, field, AppleDPDRate.self)
+            case .disconnectOnIdle:
                 o.disconnectOnIdle = cx.integer(value, field, minimum: 0, maximum: Self.maxDisconnectOnIdle)
-            default:  // trusted_ssids
+            case .trustedSSIDs:
                 guard let list = cx.stringList(value, field) else { continue }
                 var ssids: [String] = []
                 var repeats = DecodingContext.Repeats()
@@ -569,7 +567,7 @@ package struct InventoryDecoder: Sendable {
                 }
                 o.trustedSSIDs = ssids
             }
-            locations["apple.\(key)"] = cx.location(value)
+            record(key, cx.location(value))
         }
         return o
     }
@@ -577,14 +575,14 @@ package struct InventoryDecoder: Sendable {
     private func decodeNodeFields(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
         let start = cx.errorCount
         var f = decodeNodeFieldValues(node, what, cx)
-        if cx.errorCount - start > f.failedCount { f.failed.insert("*") }
+        if cx.errorCount - start > f.failedCount { f.mappingFailed = true }
         return f
     }
 
     /// The fields of `decodeNodeFields`, with the keys whose value had an error in `failed`.
     private func decodeNodeFieldValues(_ node: YAMLNode, _ what: String, _ cx: DecodingContext) -> NodeFields {
         var f = NodeFields()
-        guard let entries = cx.mapping(node, what, allowed: Self.nodeKeys) else { return f }
+        guard let entries = cx.mapping(node, what, keys: NodeKey.self) else { return f }
         for (key, _, value) in entries {
             if value.isNull { continue }
             let before = cx.errorCount
@@ -594,61 +592,64 @@ package struct InventoryDecoder: Sendable {
                     f.failedCount += cx.errorCount - before
                 }
             }
-            let field = "\(what): '\(key)'"
+            let field = "\(what): '\(key.rawValue)'"
             var ok = true
             switch key {
-            case "address":
+            case .address:
                 f.address = cx.string(value, field)
                 ok = f.address != nil
-            case "id":
+            case .id:
                 f.id = cx.string(value, field).map(IKEIdentity.classify)
                 ok = f.id != nil
-            case "region":
+            case .region:
                 f.region = cx.string(value, field)
-            case "country":
+            case .country:
                 f.country = cx.string(value, field)
-            case "tier":
+            case .tier:
                 f.tier = cx.choice(value, field, Tier.self)
-            case "pool":
+            case .pool:
                 f.pool = cx.cidr(value, field, ipv6: false)
-            case "pool6":
+            case .pool6:
                 f.pool6 = cx.cidr(value, field, ipv6: true)
-            case "services":
+            case .services:
                 // Stored in `Service.allCases` order, unique.
                 f.services = cx.choiceList(value, field, Service.self)?.sorted()
-            case "psk":
+            case .psk:
                 f.psk = cx.secret(value, field)
-            case "group":
+            case .group:
                 f.group = cx.string(value, field)
-            case "proposals":
-                guard let p = cx.mapping(value, field, allowed: Self.proposalKeys) else { continue }
+            case .proposals:
+                guard let p = cx.mapping(value, field, keys: ProposalKey.self) else { continue }
                 for (pk, _, pv) in p {
-                    let list = cx.stringList(pv, "\(what): 'proposals.\(pk)'")?.map(\.0)
-                    if pk == "ike" { f.ike = list } else { f.esp = list }
-                    if list != nil { f.locations["proposals.\(pk)"] = cx.location(pv) }
+                    let list = cx.stringList(pv, "\(what): 'proposals.\(pk.rawValue)'")?.map(\.0)
+                    switch pk {
+                    case .ike: f.ike = list
+                    case .esp: f.esp = list
+                    }
+                    if list != nil { f.locations[.proposals(pk)] = cx.location(pv) }
                 }
-            case "apple":
-                f.apple = decodeApple(value, what, allowed: Self.nodeAppleKeys, locations: &f.locations, cx)
-            case "deploy":
-                guard let d = cx.mapping(value, field, allowed: Self.deployKeys) else { continue }
+            case .apple:
+                f.apple = decodeApple(value, what, locations: &f.locations, cx)
+            case .deploy:
+                guard let d = cx.mapping(value, field, keys: DeployKey.self) else { continue }
                 for (dk, _, dv) in d {
                     if dv.isNull { continue }
-                    let sub = "\(what): 'deploy.\(dk)'"
+                    let sub = "\(what): 'deploy.\(dk.rawValue)'"
                     switch dk {
-                    case "host": f.deployHost = cx.string(dv, sub)
-                    case "port": f.deployPort = cx.integer(dv, sub, minimum: 1, maximum: 65535)
-                    case "user": f.deployUser = cx.string(dv, sub)
-                    default: f.deployBecome = cx.bool(dv, sub)  // become
+                    case .host: f.deployHost = cx.string(dv, sub)
+                    case .port: f.deployPort = cx.integer(dv, sub, minimum: 1, maximum: 65535)
+                    case .user: f.deployUser = cx.string(dv, sub)
+                    case .become: f.deployBecome = cx.bool(dv, sub)
                     }
-                    f.locations["deploy.\(dk)"] = cx.location(dv)
+                    f.locations[.deploy(dk)] = cx.location(dv)
                 }
-            case "network":
+            case .network:
                 decodeNetwork(value, what, into: &f, cx)
-            case "accounts":
+            case .accounts:
                 f.accounts = cx.choice(value, field, AccountSource.self)
-            case "certificate":
+            case .certificate:
                 f.certificate = cx.choice(value, field, CertificateSource.self)
-            default:  // dns
+            case .dns:
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
                     for (s, item) in list {
@@ -663,7 +664,7 @@ package struct InventoryDecoder: Sendable {
                     f.dns = servers
                 }
             }
-            if ok { f.locations[key] = cx.location(value) }
+            if ok { f.locations[.key(key)] = cx.location(value) }
         }
         return f
     }
@@ -671,12 +672,12 @@ package struct InventoryDecoder: Sendable {
     /// A `network:` mapping. Interface names follow the kernel's rules (1 to 15 bytes, no `/`, no
     /// space), narrowed to the characters every output that names them can carry unquoted.
     private func decodeNetwork(_ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext) {
-        guard let entries = cx.mapping(value, "\(what): 'network'", allowed: Self.networkKeys) else { return }
+        guard let entries = cx.mapping(value, "\(what): 'network'", keys: NetworkKey.self) else { return }
         for (key, _, v) in entries {
             if v.isNull { continue }
-            let field = "\(what): 'network.\(key)'"
+            let field = "\(what): 'network.\(key.rawValue)'"
             switch key {
-            case "uplink":
+            case .uplink:
                 guard let name = cx.string(v, field) else { continue }
                 guard Self.isInterfaceName(name) else {
                     cx.error(
@@ -686,7 +687,7 @@ package struct InventoryDecoder: Sendable {
                     continue
                 }
                 f.uplink = name
-            case "mss":
+            case .mss:
                 if case .scalar(let text, _) = v.kind, text == "auto" {
                     f.mss = .routeMTU
                 } else if let n = cx.integer(
@@ -696,13 +697,13 @@ package struct InventoryDecoder: Sendable {
                 } else {
                     continue
                 }
-            case "isolate_clients":
+            case .isolateClients:
                 guard let b = cx.bool(v, field) else { continue }
                 f.isolateClients = b
-            case "ipsec":
+            case .ipsec:
                 guard let c = cx.choice(v, field, NodeNetwork.IPsecPath.self) else { continue }
                 f.ipsec = c
-            case "allow_private":
+            case .allowPrivate:
                 // Addresses or CIDR networks of either family, like accounts.disconnect_from; each entry's
                 // line is kept for the validator (`network.allow_private.<index>`).
                 guard let list = cx.stringList(v, field) else { continue }
@@ -712,15 +713,15 @@ package struct InventoryDecoder: Sendable {
                     guard let network = single ?? cx.cidr(item, "\(field) entry", ipv6: text.contains(":")) else {
                         continue
                     }
-                    f.locations["network.allow_private.\(networks.count)"] = cx.location(item)
+                    f.locations[.allowPrivate(networks.count)] = cx.location(item)
                     networks.append(network)
                 }
                 f.allowPrivate = networks
-            default:  // ipv6
+            case .ipv6:
                 guard let c = cx.choice(v, field, NodeNetwork.IPv6Mode.self) else { continue }
                 f.ipv6 = c
             }
-            f.locations["network.\(key)"] = cx.location(v)
+            f.locations[.network(key)] = cx.location(v)
         }
     }
 
@@ -754,12 +755,12 @@ package struct InventoryDecoder: Sendable {
             return nil
         }
         let id = own.id ?? defaults.id ?? IKEIdentity.classify(address)
-        if locations["id"] == nil { locations["id"] = locations["address"] }
+        if locations[.key(.id)] == nil { locations[.key(.id)] = locations[.key(.address)] }
         let proposals = Proposals(
             ike: own.ike ?? defaults.ike ?? Proposals.defaults.ike,
             esp: own.esp ?? defaults.esp ?? Proposals.defaults.esp)
-        if locations["proposals"] == nil {
-            locations["proposals"] = locations["proposals.ike"] ?? locations["proposals.esp"]
+        if locations[.key(.proposals)] == nil {
+            locations[.key(.proposals)] = locations[.proposals(.ike)] ?? locations[.proposals(.esp)]
         }
         var node = Node(
             name: name, address: address, id: id,
@@ -820,23 +821,23 @@ package struct InventoryDecoder: Sendable {
         var devices = Device.defaults
         var revoked = false
         var apple = AppleOptions()
-        var locations: [String: SourceLocation] = [:]
+        var locations: [UserField: SourceLocation] = [:]
 
         if !value.isNull {
-            guard let entries = cx.mapping(value, what, allowed: Self.userKeys) else { return nil }
+            guard let entries = cx.mapping(value, what, keys: UserKey.self) else { return nil }
             for (key, _, v) in entries {
                 if v.isNull { continue }
-                let field = "\(what): '\(key)'"
+                let field = "\(what): '\(key.rawValue)'"
                 var ok = true
                 switch key {
-                case "password":
+                case .password:
                     password = cx.secret(v, field)
                     ok = password != nil
-                case "cert":
+                case .cert:
                     if let b = cx.bool(v, field) { cert = b } else { ok = false }
-                case "id":
+                case .id:
                     if let s = cx.string(v, field) { id = IKEIdentity.classify(s) } else { ok = false }
-                case "nodes":
+                case .nodes:
                     guard let list = cx.stringList(v, field) else {
                         ok = false
                         break
@@ -858,18 +859,18 @@ package struct InventoryDecoder: Sendable {
                         }
                     }
                     nodes = chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }
-                case "devices":
+                case .devices:
                     if let d = cx.choiceList(v, field, Device.self) {
                         devices = Device.allCases.filter(d.contains)
                     } else {
                         ok = false
                     }
-                case "apple":
-                    apple = decodeApple(v, what, allowed: Self.userAppleKeys, locations: &locations, cx)
-                default:  // revoked
+                case .apple:
+                    apple = decodeUserApple(v, what, locations: &locations, cx)
+                case .revoked:
                     if let b = cx.bool(v, field) { revoked = b } else { ok = false }
                 }
-                if ok { locations[key] = cx.location(v) }
+                if ok { locations[.key(key)] = cx.location(v) }
             }
         }
         if id == nil { id = .userFQDN("\(name)@\(deployment)") }

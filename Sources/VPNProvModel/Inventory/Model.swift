@@ -317,14 +317,15 @@ package struct Node: Sendable, Hashable {
     package var certificate = CertificateSource.ca
     /// Where the node's mapping starts.
     package var location: SourceLocation
-    /// Where each field's value was written (key: field name, e.g. "pool"); absent for defaults.
-    package var fieldLocations: [String: SourceLocation]
+    /// Where each field's value was written (`.key(.pool)`, `.network(.mss)`); absent for defaults.
+    package var fieldLocations: [NodeField: SourceLocation]
 
     package init(
         name: String, address: String, id: IKEIdentity, region: String? = nil, country: String? = nil,
         tier: Tier = .free, pool: CIDR? = nil, pool6: CIDR? = nil, services: [Service],
         psk: SecretSource? = nil, group: String? = nil, proposals: Proposals = .defaults, dns: [String] = [],
-        deploy: DeployTarget = DeployTarget(), location: SourceLocation, fieldLocations: [String: SourceLocation] = [:]
+        deploy: DeployTarget = DeployTarget(), location: SourceLocation,
+        fieldLocations: [NodeField: SourceLocation] = [:]
     ) {
         self.name = name
         self.address = address
@@ -344,8 +345,21 @@ package struct Node: Sendable, Hashable {
         self.fieldLocations = fieldLocations
     }
 
-    /// Best location for a field: its own, else the node's.
-    package func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+    /// Best location for a field: its own, else the node's (a field left to its default was written nowhere).
+    package func location(of field: NodeField) -> SourceLocation { fieldLocations[field] ?? location }
+
+    /// Best location for one of the node's keys: its own, else the node's.
+    package func location(of key: InventoryDecoder.NodeKey) -> SourceLocation { location(of: .key(key)) }
+
+    /// Location of a nested field (`proposals.ike`) falling back to its parents, then to the node.
+    package func location(nested field: NodeField) -> SourceLocation {
+        var field = field
+        while true {
+            if let l = fieldLocations[field] { return l }
+            guard let parent = field.parent else { return location }
+            field = parent
+        }
+    }
 
     /// The SSH host Ansible connects to: `deploy.host`, else the address clients dial.
     package var deployHost: String { deploy.host ?? address }
@@ -371,12 +385,13 @@ package struct User: Sendable, Hashable {
     /// The user's own Apple options (on-demand, trusted SSIDs, kill switch, idle disconnect).
     package var apple = AppleOptions()
     package var location: SourceLocation
-    package var fieldLocations: [String: SourceLocation]
+    /// Where each field's value was written (`.key(.password)`, `.apple(.onDemand)`).
+    package var fieldLocations: [UserField: SourceLocation]
 
     package init(
         name: String, password: SecretSource? = nil, cert: Bool = false, id: IKEIdentity, nodes: [String],
         devices: [Device] = Device.defaults, revoked: Bool = false, location: SourceLocation,
-        fieldLocations: [String: SourceLocation] = [:]
+        fieldLocations: [UserField: SourceLocation] = [:]
     ) {
         self.name = name
         self.password = password
@@ -389,7 +404,11 @@ package struct User: Sendable, Hashable {
         self.fieldLocations = fieldLocations
     }
 
-    package func location(of field: String) -> SourceLocation { fieldLocations[field] ?? location }
+    /// Best location for a field: its own, else the user's.
+    package func location(of field: UserField) -> SourceLocation { fieldLocations[field] ?? location }
+
+    /// Best location for one of the user's keys: its own, else the user's.
+    package func location(of key: InventoryDecoder.UserKey) -> SourceLocation { location(of: .key(key)) }
 }
 
 package struct Inventory: Sendable, Hashable {
@@ -403,10 +422,9 @@ package struct Inventory: Sendable, Hashable {
     package var nodes: [Node]
     /// Users in the order written in the inventory.
     package var users: [User]
-    /// Where top-level fields were written (keys: "name", "pki", "pki.ca", "pki.ca.name", "pki.ca.key",
-    /// "pki.ca.days", "pki.server_days", "pki.client_days", "pki.server_key", "pki.client_key");
-    /// absent for defaults.
-    package var fieldLocations: [String: SourceLocation]
+    /// Where top-level fields were written (`name:`, `pki:` and `secrets:` and every key inside them:
+    /// `.name`, `.pki(.serverDays)`, `.ca(.days)`, `.secrets(.envPrefix)`); absent for defaults.
+    package var fieldLocations: [InventoryField: SourceLocation]
     /// Where `env:`/`file:` secrets may come from (`secrets:`).
     package var secrets = SecretSettings()
     /// Warnings the operator keeps on purpose (`acknowledge:`), in the order written.
@@ -418,7 +436,7 @@ package struct Inventory: Sendable, Hashable {
 
     package init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],
-        fieldLocations: [String: SourceLocation] = [:]
+        fieldLocations: [InventoryField: SourceLocation] = [:]
     ) {
         self.file = file
         self.schemaVersion = schemaVersion
@@ -429,14 +447,14 @@ package struct Inventory: Sendable, Hashable {
         self.fieldLocations = fieldLocations
     }
 
-    /// Best location for a top-level field: its own, else the nearest written parent ("pki.ca.days" ->
-    /// "pki.ca" -> "pki"), else the start of the file.
-    package func location(of field: String) -> SourceLocation {
-        var key = Substring(field)
+    /// Best location for a top-level field: its own, else the nearest written parent (`pki.ca.days` ->
+    /// `pki.ca` -> `pki`), else the start of the file.
+    package func location(of field: InventoryField) -> SourceLocation {
+        var field = field
         while true {
-            if let location = fieldLocations[String(key)] { return location }
-            guard let dot = key.lastIndex(of: ".") else { break }
-            key = key[..<dot]
+            if let location = fieldLocations[field] { return location }
+            guard let parent = field.parent else { break }
+            field = parent
         }
         return SourceLocation(file: file, line: 1, column: 1)
     }

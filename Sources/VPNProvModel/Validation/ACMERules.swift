@@ -34,7 +34,7 @@ enum ACMERules {
                         + "'\(node.id.value)': an ACME CA certifies DNS names, and every client compares the "
                         + "node's identity with the certificate. Give the node 'id: vpn1.example.com' (a name whose "
                         + "DNS record points at the node) or keep 'certificate: ca'",
-                    at: node.location(of: "id")))
+                    at: node.location(of: .id)))
         }
         guard let first = acmeNodes.first else { return }
         guard let acme = inventory.acme else {
@@ -44,12 +44,12 @@ enum ACMERules {
                         .acmeSettingsMissing,
                         "node '\(node.name)': 'certificate: acme', but the inventory has no 'acme:' section (at least "
                             + "'acme: {email: ...}', the ACME account's contact)",
-                        at: node.location(of: "certificate")))
+                        at: node.location(of: .certificate)))
             }
             return
         }
         // An email written but refused is reported by the decoder already.
-        if acme.email == nil, acme.fieldLocations["email"] == nil {
+        if acme.email == nil, acme.fieldLocations[.email] == nil {
             d.append(
                 .error(
                     .acmeSettingsMissing,

@@ -43,14 +43,14 @@ enum AccountsRules {
                 .warning(
                     .radiusWithoutPasswordService,
                     "node '\(node.name)': accounts is radius but the node offers no password service (ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk, ipsec-xauth-hybrid); its RADIUS settings are unused",
-                    at: node.location(of: "accounts"), about: .node(node.name)))
+                    at: node.location(of: .accounts), about: .node(node.name)))
         }
         for node in radiusNodes where node.services.contains(.ikev2PSK) {
             d.append(
                 .error(
                     .radiusPSKService,
                     "node '\(node.name)': ikev2-psk admits whoever holds the node PSK, and on an 'accounts: radius' node every account holds it (ipsec-xauth-psk and ikev2-psk-eap hand it to the app); that login would pass by tiers, disabling, deletion and device limits. Remove ikev2-psk from this node (staff use ikev2-cert), or offer it on a node without 'accounts: radius'",
-                    at: node.location(of: "services")))
+                    at: node.location(of: .services)))
         }
         guard let accounts = inventory.accounts else {
             for node in radiusNodes {
@@ -58,7 +58,7 @@ enum AccountsRules {
                     .error(
                         .accountsMissing,
                         "node '\(node.name)': accounts is radius, but the inventory has no 'accounts:' section naming the RADIUS servers",
-                        at: node.location(of: "accounts")))
+                        at: node.location(of: .accounts)))
             }
             return
         }
@@ -120,7 +120,7 @@ enum AccountsRules {
                 .warning(
                     .radiusCleartext,
                     "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
-                    at: accounts.location(of: "protection"), about: .deployment))
+                    at: accounts.location(of: .protection), about: .deployment))
         }
         checkDisconnectFrom(accounts, radiusNodes: radiusNodes, into: &d)
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
@@ -142,7 +142,7 @@ enum AccountsRules {
                 (
                     network,
                     index < accounts.disconnectFromLocations.count
-                        ? accounts.disconnectFromLocations[index] : accounts.location(of: "disconnect_from")
+                        ? accounts.disconnectFromLocations[index] : accounts.location(of: .disconnectFrom)
                 )
             }
         } else {
@@ -160,14 +160,14 @@ enum AccountsRules {
                 continue
             }
             for node in radiusNodes {
-                for (field, pool) in [("pool", node.pool), ("pool6", node.pool6)] {
+                for (key, pool) in [(InventoryDecoder.NodeKey.pool, node.pool), (.pool6, node.pool6)] {
                     guard let pool, NetworkRules.overlaps(pool, network) else { continue }
                     d.append(
                         .error(
                             .disconnectFromWide,
-                            "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(node.name)''s \(field) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
+                            "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(node.name)''s \(key.rawValue) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
                             at: location,
-                            notes: [.init(location: node.location(of: field), message: "the pool is here")]))
+                            notes: [.init(location: node.location(of: key), message: "the pool is here")]))
                 }
             }
         }

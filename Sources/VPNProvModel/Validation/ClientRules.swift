@@ -42,7 +42,7 @@ enum ClientRules {
                 .warning(
                     .ipv6Leak,
                     "node '\(node.name)' has no IPv6 pool, and IPv6 traffic of these clients bypasses the VPN: \(kinds.sorted().joined(separator: ", ")); give the node a pool6 to carry IPv6 through the tunnel",
-                    at: node.location(of: "pool"), about: .node(node.name)))
+                    at: node.location(of: .pool), about: .node(node.name)))
         }
     }
 
@@ -51,7 +51,7 @@ enum ClientRules {
         func check(
             _ own: AppleOptions, merged: AppleOptions, what: @autoclosure () -> String,
             about subject: Diagnostic.Subject,
-            at location: (String) -> SourceLocation
+            at location: (InventoryDecoder.AppleKey) -> SourceLocation
         ) -> Bool {
             let before = diagnostics.count
             if let ssids = own.trustedSSIDs, !ssids.isEmpty, merged.onDemand != true {
@@ -59,21 +59,21 @@ enum ClientRules {
                     .warning(
                         .appleOptionUnused,
                         "\(what()): apple.trusted_ssids has no effect without apple.on_demand: true",
-                        at: location("apple.trusted_ssids"), about: subject))
+                        at: location(.trustedSSIDs), about: subject))
             }
             if own.excludeLocalNetworks != nil, merged.includeAllNetworks == false {
                 diagnostics.append(
                     .warning(
                         .appleOptionUnused,
                         "\(what()): apple.exclude_local_networks has no effect with apple.include_all_networks: false",
-                        at: location("apple.exclude_local_networks"), about: subject))
+                        at: location(.excludeLocalNetworks), about: subject))
             }
             return diagnostics.count > before
         }
         for node in inventory.nodes {
             _ = check(
                 node.apple, merged: node.apple, what: "node '\(node.name)'", about: .node(node.name),
-                at: node.location(of:))
+                at: { node.location(of: .apple($0)) })
         }
         for user in inventory.users where !user.revoked {
             // Only a user's own option can be reported: most users set none.
@@ -83,7 +83,7 @@ enum ClientRules {
                 // Reported once per user, at the first node where the option does nothing.
                 if check(
                     user.apple, merged: user.apple.over(node.apple), what: "user '\(user.name)' on node '\(name)'",
-                    about: .user(user.name), at: user.location(of:))
+                    about: .user(user.name), at: { user.location(of: .apple($0)) })
                 {
                     break
                 }

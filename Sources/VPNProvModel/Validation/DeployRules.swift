@@ -36,14 +36,14 @@ enum DeployRules {
                 d.append(
                     .error(
                         .invalidDeployHost, "node '\(node.name)': deploy.host \(TextCheck.quoted(host)) \(text)",
-                        at: node.location(of: "deploy.host")))
+                        at: node.location(of: .deploy(.host))))
             }
             if let problem = userProblem(node.deploy.user) {
                 d.append(
                     .error(
                         .invalidDeployUser,
                         "node '\(node.name)': deploy.user \(TextCheck.quoted(node.deploy.user)) \(problem)",
-                        at: node.location(of: "deploy.user")))
+                        at: node.location(of: .deploy(.user))))
             }
         }
     }

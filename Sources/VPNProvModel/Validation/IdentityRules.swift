@@ -156,7 +156,7 @@ enum IdentityRules {
 
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         for node in inventory.nodes {
-            let location = node.fieldLocations["id"] ?? node.location(of: "address")
+            let location = node.fieldLocations[.key(.id)] ?? node.location(of: .address)
             for f in findings(node.id) {
                 d.append(
                     Diagnostic(
@@ -167,7 +167,7 @@ enum IdentityRules {
         var seen: [String: (String, SourceLocation)] = [:]
         seen.reserveCapacity(inventory.users.count)
         for user in inventory.users {
-            let location = user.location(of: "id")
+            let location = user.location(of: .id)
             let findings = findings(user.id)
             for f in findings {
                 d.append(

@@ -46,7 +46,7 @@ enum NameRules {
     }
 
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
-        let nameLocation = inventory.location(of: "name")
+        let nameLocation = inventory.location(of: .name)
         if let p = problem(inventory.name) {
             d.append(.error(.invalidName, "deployment name \(TextCheck.quoted(inventory.name)) \(p)", at: nameLocation))
         }

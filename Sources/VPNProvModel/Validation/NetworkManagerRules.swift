@@ -25,7 +25,7 @@ enum NetworkManagerRules {
                     .error(
                         .networkManagerService,
                         "user '\(user.name)': NetworkManager's strongSwan plugin cannot set up \(held.map(\.rawValue).joined(separator: ", ")) (it speaks IKEv2 with EAP, a certificate or a PSK on both sides: ikev2-eap, ikev2-cert, ikev2-psk), so node '\(node.name)' gets no NetworkManager connection; offer one of those on the node, or remove networkmanager from the user's devices",
-                        at: user.location(of: "devices")))
+                        at: user.location(of: .devices)))
             }
         }
     }

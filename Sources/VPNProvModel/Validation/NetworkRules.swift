@@ -103,7 +103,7 @@ enum NetworkRules {
         var addressOwners: [String: (String, SourceLocation)] = [:]
         var nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)] = []
         for node in inventory.nodes {
-            let location = node.location(of: "address")
+            let location = node.location(of: .address)
             if let (severity, code, text) = addressProblem(node.address) {
                 d.append(
                     Diagnostic(
@@ -125,7 +125,7 @@ enum NetworkRules {
             }
         }
         for node in inventory.nodes {
-            let location = node.location(of: "dns")
+            let location = node.location(of: .dns)
             var seen: Set<String> = []
             for server in node.dns {
                 guard let bytes = IPAddressText.parse(server) else {
@@ -164,7 +164,7 @@ enum NetworkRules {
         for node in inventory.nodes { checkAllowPrivate(node, into: &d) }
         for node in inventory.nodes {
             guard let mode = node.network.ipv6 else { continue }
-            let location = node.location(of: "network.ipv6")
+            let location = node.location(of: .network(.ipv6))
             if node.pool6 == nil {
                 d.append(
                     .warning(
@@ -187,7 +187,7 @@ enum NetworkRules {
     /// 100.100.100.200) is fine: the never-reached part stays refused, as docs/inventory.md says.
     static func checkAllowPrivate(_ node: Node, into d: inout [Diagnostic]) {
         for (i, entry) in node.network.allowPrivate.enumerated() {
-            let location = node.location(of: "network.allow_private.\(i)")
+            let location = node.location(of: .allowPrivate(i))
             let field = "node '\(node.name)': network.allow_private \(entry)"
             if let never = ClientReach.neverRange(containing: entry) {
                 d.append(
@@ -231,9 +231,12 @@ enum NetworkRules {
                         at: node.location))
                 continue
             }
-            for (field, cidr, wantsIPv6) in [("pool", node.pool, false), ("pool6", node.pool6, true)] {
+            for (key, cidr, wantsIPv6) in [
+                (InventoryDecoder.NodeKey.pool, node.pool, false), (.pool6, node.pool6, true),
+            ] {
                 guard let cidr else { continue }
-                let location = node.location(of: field)
+                let field = key.rawValue
+                let location = node.location(of: key)
                 if cidr.isIPv6 != wantsIPv6 {
                     d.append(
                         .error(
@@ -292,7 +295,7 @@ enum NetworkRules {
                                 .poolContainsDNS,
                                 "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client",
                                 at: location,
-                                notes: [.init(location: node.location(of: "dns"), message: "DNS servers here")],
+                                notes: [.init(location: node.location(of: .dns), message: "DNS servers here")],
                                 about: .node(node.name)))
                     }
                 }

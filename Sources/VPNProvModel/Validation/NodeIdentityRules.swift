@@ -53,7 +53,7 @@ enum NodeIdentityRules {
         var certificateKeys: [MatchKey: Node] = [:]
         var sections: [String: Node] = [:]
         for node in inventory.nodes {
-            let idLocation = node.fieldLocations["id"] ?? node.location(of: "address")
+            let idLocation = node.fieldLocations[.key(.id)] ?? node.location(of: .address)
             // An identity that is itself wrong (invalid-identity, identity-pattern) is reported once, as that.
             let valid = !IdentityRules.findings(node.id).contains { $0.severity == .error }
             var reported = !valid
@@ -68,7 +68,7 @@ enum NodeIdentityRules {
                             at: idLocation,
                             notes: [
                                 .init(
-                                    location: other.fieldLocations["id"] ?? other.location(of: "address"),
+                                    location: other.fieldLocations[.key(.id)] ?? other.location(of: .address),
                                     message: "node '\(other.name)' has it here")
                             ]))
                 } else {
@@ -134,7 +134,7 @@ enum NodeIdentityRules {
                     at: user.location,
                     notes: [
                         .init(
-                            location: node.fieldLocations["id"] ?? node.location(of: "address"),
+                            location: node.fieldLocations[.key(.id)] ?? node.location(of: .address),
                             message: "node '\(node.name)''s identity")
                     ]))
         }

@@ -16,8 +16,8 @@ enum PKIRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let pki = inventory.pki
         let lifetimes = [
-            ("pki.ca.days", "ca.days", pki.ca.days), ("pki.server_days", "server_days", pki.serverDays),
-            ("pki.client_days", "client_days", pki.clientDays),
+            (InventoryField.ca(.days), "ca.days", pki.ca.days), (.pki(.serverDays), "server_days", pki.serverDays),
+            (.pki(.clientDays), "client_days", pki.clientDays),
         ]
         var valid = true
         for (field, label, days) in lifetimes where days < 1 || days > maxDays {
@@ -32,7 +32,7 @@ enum PKIRules {
                 .warning(
                     .serverDaysApple,
                     "pki: server_days is \(pki.serverDays); Apple devices reject server certificates valid for more than \(appleServerDays) days",
-                    at: inventory.location(of: "pki.server_days"), about: .deployment))
+                    at: inventory.location(of: .pki(.serverDays)), about: .deployment))
         }
         if valid {
             for (field, label, days) in lifetimes.dropFirst() where days > pki.ca.days {
@@ -40,13 +40,13 @@ enum PKIRules {
                     .warning(
                         .caDaysShort,
                         "pki: ca.days (\(pki.ca.days)) is shorter than \(label) (\(days)); certificates stop validating when the CA expires",
-                        at: inventory.location(of: "pki.ca.days"),
+                        at: inventory.location(of: .ca(.days)),
                         notes: [.init(location: inventory.location(of: field), message: "\(label) set here")],
                         about: .deployment))
             }
         }
         let name = pki.ca.name
-        let nameLocation = inventory.location(of: "pki.ca.name")
+        let nameLocation = inventory.location(of: .ca(.name))
         if name.isEmpty || name.allSatisfy({ $0 == " " }) {
             d.append(.error(.invalidCAName, "pki: ca.name is empty", at: nameLocation))
         } else if TextCheck.hasControlCharacters(name) {

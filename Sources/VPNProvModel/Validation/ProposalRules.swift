@@ -22,8 +22,8 @@ enum ProposalRules {
         let owner = "node '\(node.name)'"
         var parsed: [Proposal.Purpose: [Proposal]] = [.ike: [], .esp: []]
         for (purpose, list, field, label) in [
-            (Proposal.Purpose.ike, node.proposals.ike, "proposals.ike", "IKE"),
-            (.esp, node.proposals.esp, "proposals.esp", "ESP"),
+            (Proposal.Purpose.ike, node.proposals.ike, NodeField.proposals(.ike), "IKE"),
+            (.esp, node.proposals.esp, .proposals(.esp), "ESP"),
         ] {
             let location = node.location(nested: field)
             if list.isEmpty {
@@ -81,14 +81,14 @@ enum ProposalRules {
                 .error(
                     .noAppleProposal,
                     "\(owner): no IKE and ESP proposal pair an Apple IKEv2 profile can express; add e.g. \(Proposals.defaults.ike[0]) and \(Proposals.defaults.esp[0])",
-                    at: node.location(nested: "proposals")))
+                    at: node.location(of: .proposals)))
         }
         if node.services.contains(where: { $0.ikeVersion == 1 }) && !ike.contains(where: { !$0.isAEAD }) {
             d.append(
                 .warning(
                     .noIKEv1Proposal,
                     "\(owner): \(node.services.filter { $0.ikeVersion == 1 }.map(\.rawValue).joined(separator: " and ")) \(node.services.filter { $0.ikeVersion == 1 }.count == 1 ? "needs" : "need") a non-AEAD IKE proposal (IKEv1 has no AEAD IKE SA); add e.g. aes256-sha256-modp2048",
-                    at: node.location(nested: "proposals.ike"),
+                    at: node.location(nested: .proposals(.ike)),
                     about: .node(node.name, services: node.services.filter { $0.ikeVersion == 1 })))
         }
     }

@@ -72,7 +72,7 @@ enum SecretRules {
         var pskOwners: [String: (String, SourceLocation)] = [:]
         for node in inventory.nodes {
             guard let psk = node.psk else { continue }
-            let location = node.location(of: "psk")
+            let location = node.location(of: .psk)
             checkSource(
                 psk, kind: .psk, owner: "node '\(node.name)'", about: .node(node.name),
                 names: [node.name, inventory.name], at: location,
@@ -107,7 +107,7 @@ enum SecretRules {
             checkSource(
                 password, kind: .password, owner: "user '\(user.name)'", about: .user(user.name),
                 names: [user.name, inventory.name],
-                at: user.location(of: "password"), checkStrength: !user.revoked, settings: inventory.secrets, into: &d)
+                at: user.location(of: .password), checkStrength: !user.revoked, settings: inventory.secrets, into: &d)
         }
         checkAccountsDatabases(inventory, into: &d)
     }
@@ -116,17 +116,19 @@ enum SecretRules {
     /// held to the same places as every other secret.
     private static func checkAccountsDatabases(_ inventory: Inventory, into d: inout [Diagnostic]) {
         guard let accounts = inventory.accounts else { return }
-        for (key, source) in [("database", accounts.database), ("radius_database", accounts.radiusDatabase)] {
+        for (key, source) in [
+            (InventoryDecoder.AccountsKey.database, accounts.database), (.radiusDatabase, accounts.radiusDatabase),
+        ] {
             guard let source else { continue }
             let location = accounts.location(of: key)
             if case .env(let name) = source, !isValidEnvironmentName(name) {
                 d.append(
                     .error(
                         .invalidSecretReference,
-                        "'accounts.\(key)': env:\(TextCheck.quoted(name)) is not a valid environment variable name (letters, digits, '_', not starting with a digit)",
+                        "'accounts.\(key.rawValue)': env:\(TextCheck.quoted(name)) is not a valid environment variable name (letters, digits, '_', not starting with a digit)",
                         at: location))
             } else if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {
-                d.append(.error(.secretSource, "'accounts.\(key)': \(problem)", at: location))
+                d.append(.error(.secretSource, "'accounts.\(key.rawValue)': \(problem)", at: location))
             }
         }
     }

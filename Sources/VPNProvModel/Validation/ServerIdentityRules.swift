@@ -67,10 +67,10 @@ package enum ServerIdentityRules {
                     .serverIdentityOverlap,
                     "node '\(node.name)': identity '\(node.id.value)' is also on user '\(user.name)''s client certificate; "
                         + "its holder could pose as this server to every client",
-                    at: node.fieldLocations["id"] ?? node.location(of: "address"),
+                    at: node.fieldLocations[.key(.id)] ?? node.location(of: .address),
                     notes: [
                         .init(
-                            location: user.location(of: "id"), message: "user '\(user.name)''s certificate carries it")
+                            location: user.location(of: .id), message: "user '\(user.name)''s certificate carries it")
                     ]))
         }
     }

@@ -53,7 +53,7 @@ enum ServiceRules {
                 .error(
                     .hybridServerKey,
                     "node '\(node.name)': ipsec-xauth-hybrid needs an RSA server key (IKEv1 hybrid authentication is RSA only), but pki.server_key is \(inventory.pki.serverKey.rawValue); set pki: server_key: rsa-3072",
-                    at: node.location(of: "services")))
+                    at: node.location(of: .services)))
         }
         let nodeNames = inventory.nodes.map(\.name)
         for user in inventory.users {
@@ -63,7 +63,7 @@ enum ServiceRules {
 
     static func checkNode(_ node: Node, into d: inout [Diagnostic]) {
         let owner = "node '\(node.name)'"
-        let servicesLocation = node.location(of: "services")
+        let servicesLocation = node.location(of: .services)
         if node.services.isEmpty {
             d.append(
                 .error(.noServices, "\(owner): offers no service; list at least one in services", at: servicesLocation))
@@ -84,11 +84,11 @@ enum ServiceRules {
         } else if node.psk != nil && pskServices.isEmpty {
             d.append(
                 .warning(
-                    .unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: "psk"),
+                    .unusedPSK, "\(owner): psk is set but no service uses it", at: node.location(of: .psk),
                     about: .node(node.name)))
         }
         if let group = node.group {
-            let location = node.location(of: "group")
+            let location = node.location(of: .group)
             if let p = groupProblem(group) {
                 d.append(.error(.invalidGroup, "\(owner): group \(TextCheck.quoted(group)) \(p)", at: location))
             }
@@ -134,7 +134,7 @@ enum ServiceRules {
                         .warning(
                             .hybridAppleIdentity,
                             "\(owner): id is not an IP address; Apple devices check an IPSec hybrid server against the address they dial, so Apple profiles get no ipsec-xauth-hybrid connection for this node",
-                            at: node.location(of: "id"), about: .node(node.name, services: [service])))
+                            at: node.location(of: .id), about: .node(node.name, services: [service])))
                 }
             case .ikev2Cert, .ikev2EAP:
                 break
@@ -153,7 +153,7 @@ enum ServiceRules {
             d.append(
                 .error(
                     .invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)",
-                    at: node.location(of: "country")))
+                    at: node.location(of: .country)))
         }
     }
 
@@ -162,7 +162,7 @@ enum ServiceRules {
     ) {
         // Made only for a finding (a fleet checks 20,000 users, nearly all without one).
         var owner: String { "user '\(user.name)'" }
-        var nodesLocation: SourceLocation { user.location(of: "nodes") }
+        var nodesLocation: SourceLocation { user.location(of: .nodes) }
         var services: Set<Service> = []
         var seenNodes: Set<String> = []
         for name in user.nodes {
@@ -185,7 +185,7 @@ enum ServiceRules {
                 d.append(
                     .warning(
                         .duplicateEntry, "\(owner): device \(device.rawValue) is listed twice",
-                        at: user.location(of: "devices")))
+                        at: user.location(of: .devices)))
             } else {
                 devices.append(device)
             }
@@ -210,13 +210,13 @@ enum ServiceRules {
                 .warning(
                     .unusedPassword,
                     "\(owner): password is set but none of their nodes and devices uses a password service",
-                    at: user.location(of: "password"), about: .user(user.name)))
+                    at: user.location(of: .password), about: .user(user.name)))
         }
         if user.cert && !services.contains(.ikev2Cert) {
             d.append(
                 .warning(
                     .certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert",
-                    at: user.location(of: "cert"), about: .user(user.name)))
+                    at: user.location(of: .cert), about: .user(user.name)))
         }
         // Which devices can use something (a certificate service only with cert: true).
         func usable(_ device: Device) -> Bool {
@@ -236,7 +236,7 @@ enum ServiceRules {
                     .warning(
                         .deviceWithoutService,
                         "\(owner): no service on their nodes works with device \(device.rawValue)\(device.servicesHint)",
-                        at: user.location(of: "devices"), about: .user(user.name)))
+                        at: user.location(of: .devices), about: .user(user.name)))
             }
         }
     }

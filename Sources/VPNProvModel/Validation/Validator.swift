@@ -157,15 +157,3 @@ package enum TextCheck {
         return out + "'"
     }
 }
-
-extension Node {
-    /// Location of a nested field (`proposals.ike`) falling back to its parents, then to the node.
-    func location(nested field: String) -> SourceLocation {
-        var key = Substring(field)
-        while true {
-            if let l = fieldLocations[String(key)] { return l }
-            guard let dot = key.lastIndex(of: ".") else { return location }
-            key = key[..<dot]
-        }
-    }
-}

@@ -32,7 +32,7 @@ enum WindowsRules {
                     .error(
                         .noWindowsProposal,
                         "node '\(node.name)': Windows users (\(names)) reach it, but no IKE and ESP proposal pair is one Windows' IKEv2 client can be set to (\(WindowsIPsec.supportedSummary)); add e.g. aes256-sha256-modp2048 and aes256-sha256, or remove windows from those users' devices",
-                        at: node.location(nested: "proposals")))
+                        at: node.location(of: .proposals)))
             }
         }
     }

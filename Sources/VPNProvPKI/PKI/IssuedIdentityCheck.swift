@@ -29,7 +29,7 @@ extension ServerIdentityRules {
                     "node '\(node.name)': identity '\(node.id.value)' is on the client certificate \(serial) issued to '\(record.holder)' "
                         + "(\(record.status == .revoked ? "revoked, " : "")valid until \(ISO8601DateFormatter().string(from: record.notAfter))); "
                         + "its holder could pose as this server to every client",
-                    at: node.fieldLocations["id"] ?? node.location(of: "address"))
+                    at: node.fieldLocations[.key(.id)] ?? node.location(of: .address))
             }
         }
     }

@@ -145,7 +145,7 @@ package enum PKIManager {
         for node in inventory.nodes {
             if let source = node.psk, node.services.contains(where: \.needsPSK),
                 let value = try SecretResolver.resolve(
-                    source, what: "node '\(node.name)' psk", at: node.location(of: "psk"),
+                    source, what: "node '\(node.name)' psk", at: node.location(of: .psk),
                     inventoryDirectory: inventoryDirectory,
                     environment: environment, settings: inventory.secrets)
             {
@@ -155,7 +155,7 @@ package enum PKIManager {
         for user in inventory.users where !user.revoked {
             if let source = user.password,
                 let value = try SecretResolver.resolve(
-                    source, what: "user '\(user.name)' password", at: user.location(of: "password"),
+                    source, what: "user '\(user.name)' password", at: user.location(of: .password),
                     inventoryDirectory: inventoryDirectory, environment: environment, settings: inventory.secrets)
             {
                 resolved.passwords[user.name] = value
@@ -164,7 +164,7 @@ package enum PKIManager {
         if let accounts = inventory.accounts, let source = accounts.radiusDatabase,
             inventory.nodes.contains(where: \.usesRadius)
         {
-            let location = accounts.location(of: "radius_database")
+            let location = accounts.location(of: .radiusDatabase)
             let value = try SecretResolver.resolve(
                 source, what: "accounts radius_database", at: location, inventoryDirectory: inventoryDirectory,
                 environment: environment, settings: inventory.secrets)

@@ -14,7 +14,7 @@ enum ProfileSigningLoader {
         _ settings: ProfileSigningSettings, inventory: Inventory, inventoryDirectory: String,
         environment: [String: String]
     ) throws -> ProfileSigner {
-        let location = inventory.location(of: "pki.profile_signing")
+        let location = inventory.location(of: .pki(.profileSigning))
         func text(_ source: SecretSource, _ what: String) throws -> String {
             // The same rules as every env:/file: secret: the signing key is one.
             if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {

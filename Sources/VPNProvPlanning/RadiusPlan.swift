@@ -40,6 +40,10 @@ package struct RadiusPlan: Sendable, Hashable {
     /// host-to-host setup (testing/tests/libipsec/host2host-cert).
     package static let libipsecBypassMark = "0x42"
 
+    /// charon's per-address limit of half-open IKE_SAs on a RADIUS node (`charon.block_threshold`, default 5): many
+    /// app users behind one carrier-grade NAT address log in at once. docs/decisions.md, "Central accounts".
+    package static let blockThreshold = 50
+
     /// swanctl name of the node↔server connection (both sides: the node names the server, the server the node).
     package static func connectionName(_ peer: String) -> String { "radius-\(peer)" }
 

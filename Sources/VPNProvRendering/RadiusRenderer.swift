@@ -81,6 +81,7 @@ package enum RadiusRenderer {
         let protected = plan.protection == .ipsec
         let dae = try templates.template(daeTemplate).render([
             "node": .string(node.name), "dae_port": .int(plan.daePort), "dae_secret": .string(daeSecret),
+            "block_threshold": .int(RadiusPlan.blockThreshold),
             "libipsec_bypass": .bool(protected && plan.ipsecPath == .libipsec),
             "mark": .string(RadiusPlan.libipsecBypassMark), "not_mark": .string("!" + RadiusPlan.libipsecBypassMark),
         ])

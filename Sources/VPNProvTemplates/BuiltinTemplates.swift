@@ -1344,6 +1344,13 @@ secrets {
 # listener's secret. strongSwan reads it only when it starts: restart strongSwan after a change
 # (deploy/ does). It also holds the other settings read only then.
 charon {
+   # App users share addresses behind carrier-grade NAT and log in together (a router reboot, a
+   # train leaving a tunnel). charon ignores an IKE_SA_INIT from an address that already has
+   # block_threshold half-open IKE_SAs (default 5): the sixth login and later waited for their
+   # clients' retransmissions (4 s, 7 s, 13 s, ...). The cookie threshold is left as it is (10
+   # half-open IKE_SAs in all): beyond it every initiator must echo a cookie, proving its address,
+   # before the node computes anything for it, so floods from forged addresses cost what they did.
+   block_threshold = {{block_threshold}}
    plugins {
       eap-radius {
          dae {

@@ -307,6 +307,15 @@ import Testing
         let radius = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius.conf")
         #expect(radius.contains("nas_identifier = \"npro\""))
         #expect(radius.range(of: "preference = 10")!.lowerBound < radius.range(of: "preference = 0")!.lowerBound)
+        // Read by charon only when it starts, beside the listener: many logins at once from one address (a
+        // carrier-grade NAT) are not ignored after the fifth half-open IKE_SA.
+        let dae = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius-dae.conf")
+        #expect(dae.contains("\ncharon {\n") && dae.contains("\n   block_threshold = 50\n"), "\(dae)")
+        // The RADIUS servers count a session as a device while it was updated within two accounting
+        // intervals (300 s by default) and a minute.
+        let sql = try Self.read(out + "/radius/rad-1/mods-enabled/sql")
+        #expect(sql.contains("%{NAS-IP-Address}}', '660')\""), "\(sql)")
+        #expect(sql.contains("FROM vpn_devices_in_use('%{SQL-User-Name}', '660')\""), "\(sql)")
         let nft = try Self.read(out + "/servers/npro/network/vpnprov.nft")
         #expect(nft.contains("udp dport 3799 ip saddr 192.0.2.11/32 accept"))
         #expect(nft.contains("udp dport 3799 drop"))

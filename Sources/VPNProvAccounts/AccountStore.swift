@@ -278,6 +278,24 @@ package struct AccountStore {
         }
     }
 
+    /// Per node (its NAS-Identifier), its open sessions: live ones and stale ones (for this store's window).
+    package func nodeActivity() throws -> [String: (live: Int, stale: Int)] {
+        let rows = try db.query(
+            """
+            SELECT a.nasidentifier, count(*) FILTER (WHERE \(Self.liveSession(window: "$1"))),
+                count(*) FILTER (WHERE NOT \(Self.liveSession(window: "$1")))
+            FROM radacct a LEFT JOIN nasreload n USING (nasipaddress)
+            WHERE \(Self.openSession) AND a.nasidentifier IS NOT NULL
+            GROUP BY a.nasidentifier
+            """, [staleAfter.map(String.init)])
+        var activity: [String: (live: Int, stale: Int)] = [:]
+        for row in rows {
+            guard let node = row[0] else { continue }
+            activity[node] = (Int(row[1] ?? "0") ?? 0, Int(row[2] ?? "0") ?? 0)
+        }
+        return activity
+    }
+
     /// Open sessions, of one account or of all, oldest first.
     package func sessions(of username: String? = nil) throws -> [OpenSession] {
         if let username { try Self.checkUsername(username) }

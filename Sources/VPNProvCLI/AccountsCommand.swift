@@ -19,6 +19,8 @@ struct AccountsDeployment {
     /// from the inventory's `accounts.accounting_interval`, else its default.
     var staleAfter = AccountsSettings.staleAfter(accountingInterval: AccountsSettings.defaultAccountingInterval)
     var targets: DisconnectTargets
+    /// The inventory read (nil with `--database` alone).
+    var inventory: Inventory?
     /// The inventory's identities (folded as strongSwan compares them) and what holds each: `add` refuses
     /// them as account names (RadiusPlan.inventoryIdentities). Empty without an inventory.
     var inventoryIdentities: [String: String] = [:]
@@ -65,6 +67,7 @@ struct AccountsDeployment {
             settings = inventory.secrets
             deployment.deviceLimit = accounts.deviceLimit
             deployment.staleAfter = accounts.staleAfter
+            deployment.inventory = inventory
             deployment.inventoryIdentities = Dictionary(
                 RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
                 uniquingKeysWith: { first, _ in first })
@@ -126,7 +129,7 @@ struct AccountsDeployment {
 struct AccountsCommand: Command {
     static let actions = [
         "migrate", "add", "import", "set-password", "set-tier", "set-devices", "disable", "enable", "delete", "list",
-        "sessions", "disconnect",
+        "sessions", "disconnect", "catalogue",
     ]
 
     static let configuration = CommandConfiguration(
@@ -139,7 +142,8 @@ struct AccountsCommand: Command {
             + "'set-password USER (--password-file FILE | --password-stdin) "
             + "[--keep-sessions]' replaces its password and ends its sessions; 'set-tier USER TIER'; "
             + "'set-devices USER N' (1-100 devices at once); "
-            + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'. "
+            + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'; "
+            + "'catalogue' prints the app catalogue with each RADIUS node's sessions, capacity, load and state. "
             + "'disable', 'delete', 'disconnect', 'set-password' and 'set-tier' to a lower tier send a RADIUS "
             + "Disconnect-Request for the user "
             + "to every node with an open session. Passwords are never taken from the command line and never "
@@ -148,8 +152,8 @@ struct AccountsCommand: Command {
             .init(
                 "action",
                 help:
-                    "migrate, add, import, set-password, set-tier, set-devices, disable, enable, delete, list, sessions or "
-                    + "disconnect."
+                    "migrate, add, import, set-password, set-tier, set-devices, disable, enable, delete, list, sessions, "
+                    + "disconnect or catalogue."
             ),
             .init(
                 "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
@@ -218,6 +222,7 @@ struct AccountsCommand: Command {
         "list": (0...0, []),
         "sessions": (0...1, []),
         "disconnect": (1...1, []),
+        "catalogue": (0...0, []),
     ]
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -396,6 +401,19 @@ struct AccountsCommand: Command {
             output.result(Self.table(sessions))
         case "disconnect":
             return try disconnect(self.user!, store, deployment, context, reason: nil)
+        case "catalogue":
+            guard let inventory = deployment.inventory else {
+                throw AccountError("'catalogue' needs the inventory (its nodes): give --inventory FILE")
+            }
+            let activity = try store.nodeActivity().mapValues {
+                NodeActivity(liveSessions: $0.live, staleSessions: $0.stale)
+            }
+            let document = Pipeline.liveCatalogue(inventory: inventory, activity: activity)
+            if output.isMachineReadable {
+                output.set("catalogue", try JSONDecoder().decode(JSONValue.self, from: Data(document)))
+            } else {
+                output.result(String(decoding: document, as: UTF8.self))
+            }
         default:
             preconditionFailure("action checked in init")
         }
@@ -565,5 +583,48 @@ struct AccountsCommand: Command {
             }
             .joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
+    }
+}
+
+/// Any JSON value, decoded and encoded again as it is: the live catalogue inside the `--format json` document.
+indirect enum JSONValue: Codable, Sendable {
+    case object([String: JSONValue])
+    case array([JSONValue])
+    case string(String)
+    case number(Double)
+    case integer(Int)
+    case bool(Bool)
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .object(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
     }
 }

@@ -16,7 +16,8 @@ import Testing
 ///   (Disconnect-Request to the node), and it cannot come back;
 /// - a device limit of 1 refuses a second device while the first is up, and admits it once the first is gone;
 /// - a node whose accounting Stop never arrives (RADIUS silent as its tunnel ends): the open row counts while it is
-///   fresh, and no longer once stale (aged by the window in the database);
+///   fresh, and no longer once stale (aged by the window in the database); `accounts catalogue` shows the node with
+///   the session and alive, then not alive;
 /// - a device limit of 2: two devices up at once, both passing traffic; parallel logins never exceed it (charon
 ///   logins at once, and a burst of Access-Requests at the RADIUS server);
 /// - account names that collide (in case, or with an inventory identity) are refused by `accounts add`, and by the
@@ -313,6 +314,19 @@ final class RadiusScenario: @unchecked Sendable {
         return String(hex)
     }
 
+    /// `vpnprov accounts catalogue`: per entry of `node` (one per service), its `sessions` and `alive`, in order.
+    func liveCatalogue(_ node: String) throws -> (sessions: [Int], alive: [Bool]) {
+        let text = try inputs.accountsOutput(["catalogue"])
+        let document = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        let entries = ((document?["servers"] as? [[String: Any]]) ?? []).filter { $0["node"] as? String == node }
+        let sessions = entries.compactMap { $0["sessions"] as? Int }
+        let alive = entries.compactMap { $0["alive"] as? Bool }
+        // one value per entry, all equal (they describe the node)
+        try check(
+            !entries.isEmpty && sessions.count == entries.count && alive.count == entries.count, "catalogue: \(text)")
+        return (Array(Set(sessions)).sorted(), Array(Set(alive)).sorted { !$0 && $1 })
+    }
+
     /// A new random password for `user`, which the next (re)loaded client configuration uses; returns it.
     func newPassword(_ user: String) -> String {
         let password = RadiusGeneratedInputs.random()
@@ -351,12 +365,20 @@ final class RadiusScenario: @unchecked Sendable {
         _ = try expectRefused(1, "erin", to: free, ikeVersion: 2)
         let log = try radiusLog(since: marks)
         try check(log.contains("Multiple logins"), "a fresh open row must count:\n\(log)")
+        // The live catalogue: the node carries erin's session and is up as far as accounting can tell.
+        let loaded = try liveCatalogue(free.name)
+        try check(loaded.sessions == [1] && loaded.alive == [true], "live catalogue with the fresh row: \(loaded)")
         // docs/accounts.md: stale after two accounting intervals and a minute without an update.
         let window = 2 * inputs.accountingInterval + 60
         try sql(
             "UPDATE radacct SET acctstarttime = acctstarttime - interval '\(window + 1) seconds', "
                 + "acctupdatetime = acctupdatetime - interval '\(window + 1) seconds' "
                 + "WHERE username = 'erin' AND acctstoptime IS NULL")
+        // Its accounting stopped: the node is shown as not alive, with no session; the pro node as it was.
+        let stopped = try liveCatalogue(free.name)
+        try check(stopped.sessions == [0] && stopped.alive == [false], "live catalogue, accounting stopped: \(stopped)")
+        let other = try liveCatalogue(pro.name)
+        try check(other.alive == [true], "live catalogue, \(pro.name): \(other)")
         _ = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
         try wait("erin's new session") { try openSessions("erin") == 2 }
         try disconnect(1, from: free, ikeVersion: 2)
@@ -690,7 +712,9 @@ final class RadiusScenario: @unchecked Sendable {
             try disconnect(1, from: free, ikeVersion: 2)
             return lines(log, containing: "Multiple logins")
         }
-        step("a node that stopped without accounting Stops: its session counts while fresh, no longer once stale") {
+        step(
+            "a node that stopped without accounting Stops: its session counts while fresh, no longer once stale; the live catalogue shows the node loaded, then not alive"
+        ) {
             try staleSessionsStopCounting()
         }
         step("accounts import: an account with a password and one with an NT hash log in, IKEv2 and IKEv1 XAuth") {

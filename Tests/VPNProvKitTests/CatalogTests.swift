@@ -27,6 +27,78 @@ import Testing
         for secret in ClientFixtures.secrets { #expect(!text.contains(secret)) }
     }
 
+    /// `vpnprov accounts catalogue`: the same entries, each RADIUS node's with its live sessions, the addresses
+    /// of its IPv4 pool (a /24: 254), the load in percent (rounded down) and whether accounting says it is up;
+    /// other nodes' entries as `generate` writes them; the same bytes for the same activity.
+    @Test func theLiveCatalogueAddsLoadAndStateToRadiusNodes() throws {
+        var inventory = inventory
+        inventory.nodes[0].accounts = .radius
+        let activity = ["fra-1": NodeActivity(liveSessions: 127, staleSessions: 3)]
+        let live = CatalogRenderer.live(inventory: inventory, activity: activity)
+        #expect(live == CatalogRenderer.live(inventory: inventory, activity: activity))
+        let top = try #require(try JSONSerialization.jsonObject(with: Data(live)) as? [String: Any])
+        let servers = try #require(top["servers"] as? [[String: Any]])
+        let fra = servers.filter { $0["node"] as? String == "fra-1" }
+        #expect(!fra.isEmpty)
+        for entry in fra {
+            #expect(entry["sessions"] as? Int == 127 && entry["capacity"] as? Int == 254)
+            #expect(entry["load"] as? Int == 50 && entry["alive"] as? Bool == true)
+        }
+        for entry in servers where entry["node"] as? String == "ams-1" {
+            #expect(entry["sessions"] == nil && entry["alive"] == nil && entry["load"] == nil)
+        }
+        // Without the live fields the entries are the static catalogue's.
+        let stripped = servers.map { $0.filter { !["sessions", "capacity", "load", "alive"].contains($0.key) } }
+        let staticTop = try #require(
+            try JSONSerialization.jsonObject(with: Data(CatalogRenderer.render(inventory: inventory)[0].contents))
+                as? [String: Any])
+        #expect(NSArray(array: stripped).isEqual(to: staticTop["servers"] as? [Any] ?? []))
+        // Open sessions, none updated lately: its accounting stopped. No session at all: up, and idle.
+        let stopped = CatalogRenderer.live(
+            inventory: inventory, activity: ["fra-1": NodeActivity(liveSessions: 0, staleSessions: 2)])
+        #expect(String(decoding: stopped, as: UTF8.self).contains("\"alive\" : false"))
+        let idle = CatalogRenderer.live(inventory: inventory, activity: [:])
+        let idleText = String(decoding: idle, as: UTF8.self)
+        #expect(idleText.contains("\"alive\" : true") && idleText.contains("\"sessions\" : 0"))
+        #expect(!idleText.contains("\"alive\" : false"))
+    }
+
+    /// The static catalogue and a live one (fra-1 a RADIUS node, one with its accounting stopped) match
+    /// docs/catalog.schema.json, which apps and backends can validate against.
+    @Test(.needs(.schemaPython)) func catalogsMatchTheirSchema() throws {
+        let dir = try temporaryDirectory("catalog-schema")
+        var radius = inventory
+        radius.nodes[0].accounts = .radius
+        let documents: [(String, [UInt8])] = [
+            ("static.json", Array(CatalogRenderer.render(inventory: inventory)[0].contents)),
+            (
+                "live.json",
+                CatalogRenderer.live(inventory: radius, activity: ["fra-1": .init(liveSessions: 3, staleSessions: 0)])
+            ),
+            (
+                "stopped.json",
+                CatalogRenderer.live(inventory: radius, activity: ["fra-1": .init(liveSessions: 0, staleSessions: 1)])
+            ),
+        ]
+        var files: [String] = []
+        for (name, bytes) in documents {
+            files.append(dir + "/" + name)
+            try Data(bytes).write(to: URL(fileURLWithPath: files.last!))
+        }
+        let check = try runTool(
+            [TestDependency.schemaPython.path, MachineOutputTests.root + "/scripts/check-output", "catalog"] + files)
+        #expect(check.status == 0, "\(check.output)")
+        // and the schema is strict: an unknown field is refused
+        try Data(#"{"version": 1, "deployment": "d", "servers": [], "extra": 1}"#.utf8).write(
+            to: URL(fileURLWithPath: dir + "/extra.json"))
+        let extra = try runTool(
+            [
+                TestDependency.schemaPython.path, MachineOutputTests.root + "/scripts/check-output", "catalog",
+                dir + "/extra.json",
+            ])
+        #expect(extra.status == 1, "\(extra.output)")
+    }
+
     @Test func fourFieldModelNeedsTheDeviceDefaultProposals() throws {
         // A node without AES-256/SHA2-256/MODP2048 (IKE) cannot take the seed's IKEv2 clients; IKEv1 always can.
         var inventory = inventory

@@ -192,3 +192,20 @@ package enum ConnectionString {
         return String(decoding: bytes, as: UTF8.self).lowercased()
     }
 }
+
+/// What the accounts database says about one RADIUS node now (`vpnprov accounts catalogue`): its open
+/// sessions, live (updated within `AccountsSettings.staleAfter`) and stale.
+package struct NodeActivity: Sendable, Hashable {
+    package var liveSessions: Int
+    package var staleSessions: Int
+
+    package init(liveSessions: Int, staleSessions: Int) {
+        self.liveSessions = liveSessions
+        self.staleSessions = staleSessions
+    }
+
+    /// Whether the node is up as far as accounting can tell: false when it has open sessions and none was
+    /// updated within the window (its accounting stopped: it crashed or lost its RADIUS servers). A node
+    /// without open sessions sends no accounting and counts as up.
+    package var alive: Bool { liveSessions > 0 || staleSessions == 0 }
+}

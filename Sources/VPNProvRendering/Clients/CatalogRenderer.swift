@@ -106,6 +106,13 @@ package enum CatalogRenderer {
         package var deadPeerDetectionRate: String?
         /// Seconds of idle time after which the profiles disconnect (0 = never).
         package var disconnectOnIdleSeconds: Int?
+        /// The live catalogue only (`vpnprov accounts catalogue`), entries of RADIUS nodes: the node's live
+        /// sessions, the addresses of its IPv4 pool (its capacity; absent without a pool), `load` (sessions
+        /// against capacity, in percent, rounded down) and whether its accounting says it is up.
+        package var sessions: Int? = nil
+        package var capacity: Int? = nil
+        package var load: Int? = nil
+        package var alive: Bool? = nil
     }
 
     static func authMethod(_ service: Service) -> String {
@@ -207,6 +214,33 @@ package enum CatalogRenderer {
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)
+    }
+
+    /// Addresses strongSwan leases from an IPv4 pool: all but the first and the last of the block
+    /// (`src/libcharon/attributes/mem_pool.c`); nil without an IPv4 pool.
+    package static func capacity(of node: Node) -> Int? {
+        guard let pool = node.pool, !pool.isIPv6 else { return nil }
+        let size = 1 << (32 - pool.prefix)
+        return size > 2 ? size - 2 : size
+    }
+
+    /// The catalogue with each RADIUS node's entries carrying its load and state from the accounts
+    /// database; the same bytes for the same inventory and activity.
+    package static func live(inventory: Inventory, activity: [String: NodeActivity]) -> [UInt8] {
+        var catalog = catalog(inventory: inventory)
+        let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        for index in catalog.servers.indices {
+            guard let node = nodes[catalog.servers[index].node], node.usesRadius else { continue }
+            let now = activity[node.name] ?? NodeActivity(liveSessions: 0, staleSessions: 0)
+            let capacity = capacity(of: node)
+            catalog.servers[index].sessions = now.liveSessions
+            catalog.servers[index].capacity = capacity
+            catalog.servers[index].load = capacity.map { $0 > 0 ? now.liveSessions * 100 / $0 : 0 }
+            catalog.servers[index].alive = now.alive
+        }
+        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog))
+        data.append(0x0A)
+        return data
     }
 
     package static func render(inventory: Inventory) -> [OutputFile] {

@@ -94,7 +94,10 @@ private final class RadiusAuthRun: @unchecked Sendable {
 
     func openSessions() throws -> Int {
         guard let postgres = lab.postgres else { throw HarnessError("no database") }
-        return Int(try postgres.psql("SELECT count(*) FROM radacct WHERE acctstoptime IS NULL")) ?? -1
+        // the benchmark's own accounts' (the filled sessions stay open)
+        return Int(
+            try postgres.psql("SELECT count(*) FROM radacct WHERE acctstoptime IS NULL AND username LIKE 'bench%'"))
+            ?? -1
     }
 
     func waitForOpenSessions(_ count: Int) throws {
@@ -147,6 +150,29 @@ private final class RadiusAuthRun: @unchecked Sendable {
         let nodeDaemon = try lab.nodeDaemon(node.name)
 
         // (a) serial: initiate, CHILD_SA up, terminate; one account after the other
+        let empty = try serialLogins("serial", client: client, node: nodeDaemon)
+        // (a') the same with a large account base in the database (VPNPROV_BENCHMARK_FILL=N: N more accounts, and
+        // N/10 open sessions of theirs on other nodes)
+        if let fill = Int(ProcessInfo.processInfo.environment["VPNPROV_BENCHMARK_FILL"] ?? ""), fill > 0 {
+            let fillStart = ContinuousClock.now
+            try fillDatabase(fill)
+            Self.report(
+                "database filled with \(fill) accounts (accounts import) and \(fill / 10) open sessions in "
+                    + "\(Self.seconds(since: fillStart)) s")
+            let full = try serialLogins("serial, \(fill) accounts", client: client, node: nodeDaemon)
+            Self.report(
+                String(
+                    format: "median login with %d accounts: %.0f%% of the median on the small database", fill,
+                    100 * Self.median(full) / Self.median(empty)))
+        }
+
+        // (b) concurrent: every account initiates at once, from one client address, then from several
+        try concurrent("from one address") { _ in 0 }
+        try concurrent("from \(lab.clients.count) addresses") { $0 % self.lab.clients.count }
+    }
+
+    /// Every account logs in and out in turn; returns each login's time to its CHILD_SA (seconds).
+    private func serialLogins(_ label: String, client: Charon, node nodeDaemon: Charon) throws -> [Double] {
         let marks = (node: nodeDaemon.log.utf8.count, client: client.log.utf8.count)
         var upTimes: [Double] = []
         let serialStart = ContinuousClock.now
@@ -162,15 +188,35 @@ private final class RadiusAuthRun: @unchecked Sendable {
         Self.report(
             String(
                 format:
-                    "serial: %d logins (initiate, CHILD_SA up, terminate) in %.2f s = %.1f logins/s; to the CHILD_SA ",
-                users.count, serial, Double(users.count) / serial) + Self.milliseconds(upTimes) + "; "
+                    "%@: %d logins (initiate, CHILD_SA up, terminate) in %.2f s = %.1f logins/s; to the CHILD_SA ",
+                label, users.count, serial, Double(users.count) / serial) + Self.milliseconds(upTimes) + "; "
                 + exchanges(
                     node: marks.node, clientRetransmissions: count("retransmit", in: client, since: marks.client)))
         try waitForOpenSessions(0)
+        return upTimes
+    }
 
-        // (b) concurrent: every account initiates at once, from one client address, then from several
-        try concurrent("from one address") { _ in 0 }
-        try concurrent("from \(lab.clients.count) addresses") { $0 % self.lab.clients.count }
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// `count` more accounts through `vpnprov accounts import` (NT hashes), and open sessions of a tenth of
+    /// them on other nodes, updated now (so they count), then ANALYZE as autovacuum would.
+    private func fillDatabase(_ count: Int) throws {
+        var lines: [String] = []
+        lines.reserveCapacity(count)
+        for i in 0..<count {
+            let hash = (0..<4).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max)) }.joined()
+            lines.append(#"{"username": "fill\#(i)", "tier": "free", "nt_hash": "\#(hash)"}"#)
+        }
+        _ = try inputs.importAccounts(lines)
+        guard let postgres = lab.postgres else { throw HarnessError("no database") }
+        _ = try postgres.psql(
+            "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, acctupdatetime, "
+                + "nasidentifier, class) SELECT '1-' || i, 'fill-' || i, 'fill' || (i * 10), "
+                + "('198.51.100.' || (i % 200 + 1))::inet, now() - interval '1 hour', now(), 'other-' || (i % 200), "
+                + "'free' FROM generate_series(0, \(count / 10 - 1)) AS i; ANALYZE")
     }
 
     /// Every account initiates at once, account `i` from client `client(i)`; then all are terminated.

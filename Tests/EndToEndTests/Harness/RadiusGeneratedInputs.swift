@@ -192,14 +192,14 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// network namespace, from which the nodes' Disconnect-Request listeners are reachable and which a node's
     /// firewall admits by default), on the generated deployment's inventory and state (the database's conninfo
     /// is `accounts.database`, in the environment; a unix socket works from any namespace).
-    private func runAccounts(_ arguments: [String]) throws -> CommandResult {
+    private func runAccounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
         guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
         return try Command.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
                 "--inventory", deployment.inventory, "--state", deployment.state.path,
             ],
-            environment: accountsEnvironment, timeout: .seconds(60))
+            environment: accountsEnvironment, timeout: timeout)
     }
 
     /// The inventory's `accounts.accounting_interval`.
@@ -209,8 +209,8 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     func accountsOutput(_ arguments: [String]) throws -> String { try accounts(arguments).stdout }
 
     @discardableResult
-    private func accounts(_ arguments: [String]) throws -> CommandResult {
-        let result = try runAccounts(arguments)
+    private func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
+        let result = try runAccounts(arguments, timeout: timeout)
         guard result.succeeded else { throw HarnessError("vpnprov accounts \(arguments.first ?? ""): \(result)") }
         return result
     }
@@ -244,7 +244,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     func importAccounts(_ lines: [String]) throws -> String {
         // The file holds passwords: private, and gone afterwards, like a password file.
         try withPasswordFile(lines.joined(separator: "\n")) { file in
-            try accounts(["import", file]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            // a benchmark imports a million accounts (about a minute)
+            try accounts(["import", file], timeout: .seconds(600)).stdout.trimmingCharacters(
+                in: .whitespacesAndNewlines)
         }
     }
 

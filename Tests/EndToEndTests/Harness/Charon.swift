@@ -130,6 +130,13 @@ final class Charon: @unchecked Sendable {
         return text
     }
 
+    /// SIGKILL, as a crash or a power cut ends it: charon deletes no IKE_SA and sends no accounting Stop.
+    func crash() {
+        if stopped { return }
+        stopped = true
+        process.stop(signal: SIGKILL)
+    }
+
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice.
     func stop(timeout: Duration = .seconds(5)) {
         if stopped { return }
@@ -341,9 +348,14 @@ private struct RawParser {
                             text = text.dropFirst()
                             continue
                         }
-                        // An item ends only at a space or the closing bracket: items such as
-                        // distinguished names hold `=`, and a stop at it would never advance.
-                        let item = text.prefix(while: { $0 != " " && $0 != "]" })
+                        // An item ends only at a space or the list's closing bracket: items hold `=`
+                        // (distinguished names; a stop at it would never advance) and brackets of their own
+                        // (a traffic selector's protocol, `192.0.2.1/32[17]`).
+                        var depth = 0
+                        let item = text.prefix { c in
+                            if c == "[" { depth += 1 } else if c == "]" { depth -= 1 }
+                            return c != " " && depth >= 0
+                        }
                         text = text.dropFirst(item.count)
                         items.append(String(item))
                     }

@@ -554,9 +554,10 @@ sql {
 	# at a time and reserves the device of the login it admits; vpn_devices_in_use lists the devices when
 	# the limit is reached. A session counts while its node updates it: one without an accounting
 	# update for {{stale_after}} s (two of the nodes' accounting intervals and a minute) is of a node that
-	# stopped without sending Stops (migration 4). They come before the package's queries.conf:
-	# FreeRADIUS keeps the first definition of a name.
-	simul_count_query = "SELECT vpn_device_claim('%{SQL-User-Name}', '%{control:Simultaneous-Use}', '%{NAS-Identifier}', '%{%{NAS-IPv6-Address}:-%{NAS-IP-Address}}', '{{stale_after}}')"
+	# stopped without sending Stops (migration 4). A login's Acct-Session-Id tells when the node's
+	# charon started: the sessions of a node that started again since are closed. They come before
+	# the package's queries.conf: FreeRADIUS keeps the first definition of a name.
+	simul_count_query = "SELECT vpn_device_claim('%{SQL-User-Name}', '%{control:Simultaneous-Use}', '%{NAS-Identifier}', '%{%{NAS-IPv6-Address}:-%{NAS-IP-Address}}', '{{stale_after}}', '%{Acct-Session-Id}')"
 	simul_verify_query = "SELECT radacctid, acctsessionid, username, nasipaddress, nasportid, framedipaddress, callingstationid, framedprotocol FROM vpn_devices_in_use('%{SQL-User-Name}', '{{stale_after}}')"
 
 	$INCLUDE ${modconfdir}/${.:name}/main/${dialect}/queries.conf

@@ -327,6 +327,41 @@ final class RadiusScenario: @unchecked Sendable {
         return (Array(Set(sessions)).sorted(), Array(Set(alive)).sorted { !$0 && $1 })
     }
 
+    /// The free node's charon is killed (SIGKILL: no Stop reaches RADIUS) while erin (device limit 1) has a tunnel
+    /// there, and started again as the rollout's service would start it. Nobody touches the database: erin's
+    /// next login to that node is admitted at once, since its Acct-Session-Id carries the new charon's start
+    /// time, and her old row is closed with Acct-Terminate-Cause NAS-Reboot.
+    func restartedNodeClosesItsSessions() throws -> String {
+        _ = try connectAndReachHostBehind(0, "erin", to: free, ikeVersion: 2)
+        try wait("erin's open radacct row") { try openSessions("erin") == 1 }
+        try lab.nodeDaemon(free.name).crash()
+        let restarted = try lab.startNode(
+            free.name, build: build, settingsIncludes: try inputs.nodeSettingsIncludes(free.name),
+            confFile: try inputs.nodeConfFile(free.name))
+        do {
+            try wait("the restarted node's IPsec to its RADIUS servers", timeout: .seconds(20)) {
+                let up = try restarted.securityAssociations().filter { $0.state == "ESTABLISHED" }.map(\.name)
+                return inputs.radiusServers.allSatisfy { up.contains("radius-\($0.name)") }
+            }
+        } catch {
+            throw HarnessError(
+                "\(error): \(try restarted.securityAssociations().map { "\($0.name) \($0.state)" })\n"
+                    + (try restarted.swanctl(["--list-sas", "--raw"]).stdout.prefix(3000)))
+        }
+        try check(try openSessions("erin") == 1, "erin's row was closed before any login")
+        // client 0 still holds its tunnel to the dead charon: drop it without asking the node
+        let ike = inputs.clientConnection(node: free.name, ikeVersion: 2)
+        _ = try lab.client(0).swanctl(["--terminate", "--ike", ike, "--force", "--timeout", "1"])
+        let attempt = try connectAndReachHostBehind(1, "erin", to: free, ikeVersion: 2)
+        let cause = try sql(
+            "SELECT acctterminatecause FROM radacct WHERE username = 'erin' AND acctstoptime IS NOT NULL "
+                + "ORDER BY radacctid DESC LIMIT 1")
+        try check(cause == "NAS-Reboot", "erin's old row: \(cause)")
+        try disconnect(1, from: free, ikeVersion: 2)
+        try wait("erin's session closed") { try openSessions("erin") == 0 }
+        return "admitted in \(attempt.milliseconds) ms; the old row closed as \(cause)"
+    }
+
     /// A new random password for `user`, which the next (re)loaded client configuration uses; returns it.
     func newPassword(_ user: String) -> String {
         let password = RadiusGeneratedInputs.random()
@@ -561,6 +596,7 @@ final class RadiusScenario: @unchecked Sendable {
             _ = try connectAndReachHostBehind(0, "alice", to: free, ikeVersion: 2)
             try wait("alice's open radacct row") { try openSessions("alice") == 1 }
             let live = try lab.nodeDaemon(free.name).securityAssociations().map(\.uniqueID)
+            try check(live.count >= 3, "the node's SAs (two to the RADIUS servers, alice's): \(live)")
             let client = try lab.client(1)
             try client.loadAllCleanly(confFile: try inputs.pskOnlyClientConf(node: free.name, identity: "alice"))
             loadedConf[1] = nil
@@ -733,6 +769,10 @@ final class RadiusScenario: @unchecked Sendable {
                 }
             }
             return did
+        }
+        try? resetSessions()
+        step("a node's charon killed with a session open and started again: the account logs in there at once") {
+            try restartedNodeClosesItsSessions()
         }
         step("set-password: the live tunnel ends, the old password is refused, the new one reaches the host behind") {
             _ = try connectAndReachHostBehind(0, "ivy", to: free, ikeVersion: 2)

@@ -210,6 +210,53 @@ import VPNProvTestSupport
         }
     }
 
+    /// strongSwan's Acct-Session-Id is "<charon start time>-<IKE_SA number>", in Access-Requests and accounting
+    /// alike: the first request of a node under a later start time closes its open sessions of earlier starts
+    /// (NAS-Reboot), so an account whose node was restarted logs in again at once; older or foreign session ids,
+    /// and other nodes' sessions, change nothing.
+    @Test func aNodeThatStartedAgainClosesItsEarlierSessions() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            func start(_ session: String, node: String, user: String = "alice") throws {
+                try asRadius(
+                    "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                        + "acctupdatetime, nasidentifier) VALUES ('\(session)', 'u-\(node)-\(session)', '\(user)', "
+                        + "'192.0.2.1', now(), now(), '\(node)')")
+            }
+            try start("1700000000-7", node: "fra-1")
+            try start("1700000000-8", node: "ams-1", user: "bob")
+            #expect(
+                try cluster.psql("SELECT nasidentifier, started FROM vpn_node_start ORDER BY 1")
+                    == "ams-1|1700000000\nfra-1|1700000000")
+            func claim(_ session: String) throws -> String {
+                try asRadius("SELECT vpn_device_claim('alice', '1', 'fra-1', '192.0.2.1', '660', '\(session)')")
+            }
+            #expect(try claim("1700000000-9") == "1", "the same start: alice's session counts")
+            #expect(try claim("1690000000-1") == "1", "an earlier start changes nothing")
+            #expect(try claim("x-1") == "1", "not strongSwan's form: ignored")
+            #expect(try claim("1700000500-1") == "0", "fra-1 started again: alice's old session is closed")
+            #expect(
+                try cluster.psql("SELECT acctterminatecause FROM radacct WHERE acctsessionid = '1700000000-7'")
+                    == "NAS-Reboot")
+            #expect(
+                try cluster.psql("SELECT count(*) FROM radacct WHERE nasidentifier = 'ams-1' AND acctstoptime IS NULL")
+                    == "1")
+            #expect(
+                try cluster.psql("SELECT started FROM vpn_node_start WHERE nasidentifier = 'fra-1'") == "1700000500")
+            // an accounting Start of a later start closes the node's earlier sessions too
+            try start("1700000000-9", node: "ams-1")
+            try start("1700000900-1", node: "ams-1", user: "carol")
+            #expect(
+                try cluster.psql("SELECT count(*) FROM radacct WHERE nasidentifier = 'ams-1' AND acctstoptime IS NULL")
+                    == "1")
+            // the radius role cannot call it directly
+            #expect(throws: (any Error).self) { try asRadius("SELECT vpn_node_started('fra-1', '1800000000-1')") }
+        }
+    }
+
     final class DecisionBox: @unchecked Sendable {
         private let lock = NSLock()
         private var values: [String] = []

@@ -314,7 +314,7 @@ import Testing
         // The RADIUS servers count a session as a device while it was updated within two accounting
         // intervals (300 s by default) and a minute.
         let sql = try Self.read(out + "/radius/rad-1/mods-enabled/sql")
-        #expect(sql.contains("%{NAS-IP-Address}}', '660')\""), "\(sql)")
+        #expect(sql.contains("%{NAS-IP-Address}}', '660', '%{Acct-Session-Id}')\""), "\(sql)")
         #expect(sql.contains("FROM vpn_devices_in_use('%{SQL-User-Name}', '660')\""), "\(sql)")
         let nft = try Self.read(out + "/servers/npro/network/vpnprov.nft")
         #expect(nft.contains("udp dport 3799 ip saddr 192.0.2.11/32 accept"))

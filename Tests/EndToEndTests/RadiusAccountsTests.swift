@@ -18,6 +18,8 @@ import Testing
 /// - a node whose accounting Stop never arrives (RADIUS silent as its tunnel ends): the open row counts while it is
 ///   fresh, and no longer once stale (aged by the window in the database); `accounts catalogue` shows the node with
 ///   the session and alive, then not alive;
+/// - a node's charon killed with a session open and started again: the account logs in there at once, its old
+///   row closed (NAS-Reboot) by the new charon's first request;
 /// - a device limit of 2: two devices up at once, both passing traffic; parallel logins never exceed it (charon
 ///   logins at once, and a burst of Access-Requests at the RADIUS server);
 /// - account names that collide (in case, or with an inventory identity) are refused by `accounts add`, and by the

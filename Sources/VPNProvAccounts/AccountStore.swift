@@ -1,5 +1,6 @@
 import Foundation
 import VPNProvCrypto
+import VPNProvModel
 
 /// A request the accounts database refuses, in words for the operator (exit 2 on the command line).
 package struct AccountError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -279,7 +280,7 @@ package struct AccountStore {
     }
 
     /// Per node (its NAS-Identifier), its open sessions: live ones and stale ones (for this store's window).
-    package func nodeActivity() throws -> [String: (live: Int, stale: Int)] {
+    package func nodeActivity() throws -> [String: NodeActivity] {
         let rows = try db.query(
             """
             SELECT a.nasidentifier, count(*) FILTER (WHERE \(Self.liveSession(window: "$1"))),
@@ -288,10 +289,11 @@ package struct AccountStore {
             WHERE \(Self.openSession) AND a.nasidentifier IS NOT NULL
             GROUP BY a.nasidentifier
             """, [staleAfter.map(String.init)])
-        var activity: [String: (live: Int, stale: Int)] = [:]
+        var activity: [String: NodeActivity] = [:]
         for row in rows {
             guard let node = row[0] else { continue }
-            activity[node] = (Int(row[1] ?? "0") ?? 0, Int(row[2] ?? "0") ?? 0)
+            activity[node] = NodeActivity(
+                liveSessions: Int(row[1] ?? "0") ?? 0, staleSessions: Int(row[2] ?? "0") ?? 0)
         }
         return activity
     }

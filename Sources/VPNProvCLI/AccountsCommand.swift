@@ -405,14 +405,11 @@ struct AccountsCommand: Command {
             guard let inventory = deployment.inventory else {
                 throw AccountError("'catalogue' needs the inventory (its nodes): give --inventory FILE")
             }
-            let activity = try store.nodeActivity().mapValues {
-                NodeActivity(liveSessions: $0.live, staleSessions: $0.stale)
-            }
-            let document = Pipeline.liveCatalogue(inventory: inventory, activity: activity)
+            let live = Pipeline.liveCatalogue(inventory: inventory, activity: try store.nodeActivity())
             if output.isMachineReadable {
-                output.set("catalogue", try JSONDecoder().decode(JSONValue.self, from: Data(document)))
+                output.set("catalogue", live.document)
             } else {
-                output.result(String(decoding: document, as: UTF8.self))
+                output.result(String(decoding: live.bytes, as: UTF8.self))
             }
         default:
             preconditionFailure("action checked in init")
@@ -583,48 +580,5 @@ struct AccountsCommand: Command {
             }
             .joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
-    }
-}
-
-/// Any JSON value, decoded and encoded again as it is: the live catalogue inside the `--format json` document.
-indirect enum JSONValue: Codable, Sendable {
-    case object([String: JSONValue])
-    case array([JSONValue])
-    case string(String)
-    case number(Double)
-    case integer(Int)
-    case bool(Bool)
-    case null
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
-            self = .integer(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .object(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .bool(let value): try container.encode(value)
-        case .null: try container.encodeNil()
-        }
     }
 }

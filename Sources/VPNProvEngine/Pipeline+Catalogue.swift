@@ -4,7 +4,11 @@ import VPNProvRendering
 extension Pipeline {
     /// The live app catalogue (`vpnprov accounts catalogue`, docs/formats.md "The live catalogue"): the catalogue
     /// `generate` writes, with each RADIUS node's load and state from the accounts database.
-    package static func liveCatalogue(inventory: Inventory, activity: [String: NodeActivity]) -> [UInt8] {
-        CatalogRenderer.live(inventory: inventory, activity: activity)
+    /// Returns the document (for `--format json`) and its bytes as the catalogue file holds them (for text).
+    package static func liveCatalogue(inventory: Inventory, activity: [String: NodeActivity])
+        -> (document: some Encodable & Sendable, bytes: [UInt8])
+    {
+        let catalog = CatalogRenderer.liveCatalog(inventory: inventory, activity: activity)
+        return (catalog, CatalogRenderer.encoded(catalog))
     }
 }

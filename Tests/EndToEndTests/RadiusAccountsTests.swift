@@ -320,6 +320,12 @@ final class RadiusScenario: @unchecked Sendable {
     func liveCatalogue(_ node: String) throws -> (sessions: [Int], alive: [Bool]) {
         let text = try inputs.accountsOutput(["catalogue"])
         let document = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        // --format json carries the same catalogue under "catalogue"
+        let json = try inputs.accountsOutput(["catalogue", "--format", "json"])
+        let wrapped = (try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])?["catalogue"]
+        try check(
+            NSDictionary(dictionary: document ?? [:]).isEqual(to: wrapped as? [String: Any] ?? ["": 0]),
+            "--format json: \(json.prefix(2000))")
         let entries = ((document?["servers"] as? [[String: Any]]) ?? []).filter { $0["node"] as? String == node }
         let sessions = entries.compactMap { $0["sessions"] as? Int }
         let alive = entries.compactMap { $0["alive"] as? Bool }

@@ -34,8 +34,8 @@ import Testing
         var inventory = inventory
         inventory.nodes[0].accounts = .radius
         let activity = ["fra-1": NodeActivity(liveSessions: 127, staleSessions: 3)]
-        let live = CatalogRenderer.live(inventory: inventory, activity: activity)
-        #expect(live == CatalogRenderer.live(inventory: inventory, activity: activity))
+        let live = Pipeline.liveCatalogue(inventory: inventory, activity: activity).bytes
+        #expect(live == Pipeline.liveCatalogue(inventory: inventory, activity: activity).bytes)
         let top = try #require(try JSONSerialization.jsonObject(with: Data(live)) as? [String: Any])
         let servers = try #require(top["servers"] as? [[String: Any]])
         let fra = servers.filter { $0["node"] as? String == "fra-1" }
@@ -54,10 +54,11 @@ import Testing
                 as? [String: Any])
         #expect(NSArray(array: stripped).isEqual(to: staticTop["servers"] as? [Any] ?? []))
         // Open sessions, none updated lately: its accounting stopped. No session at all: up, and idle.
-        let stopped = CatalogRenderer.live(
-            inventory: inventory, activity: ["fra-1": NodeActivity(liveSessions: 0, staleSessions: 2)])
+        let stopped = Pipeline.liveCatalogue(
+            inventory: inventory, activity: ["fra-1": NodeActivity(liveSessions: 0, staleSessions: 2)]
+        ).bytes
         #expect(String(decoding: stopped, as: UTF8.self).contains("\"alive\" : false"))
-        let idle = CatalogRenderer.live(inventory: inventory, activity: [:])
+        let idle = Pipeline.liveCatalogue(inventory: inventory, activity: [:]).bytes
         let idleText = String(decoding: idle, as: UTF8.self)
         #expect(idleText.contains("\"alive\" : true") && idleText.contains("\"sessions\" : 0"))
         #expect(!idleText.contains("\"alive\" : false"))
@@ -73,11 +74,13 @@ import Testing
             ("static.json", Array(CatalogRenderer.render(inventory: inventory)[0].contents)),
             (
                 "live.json",
-                CatalogRenderer.live(inventory: radius, activity: ["fra-1": .init(liveSessions: 3, staleSessions: 0)])
+                Pipeline.liveCatalogue(inventory: radius, activity: ["fra-1": .init(liveSessions: 3, staleSessions: 0)])
+                    .bytes
             ),
             (
                 "stopped.json",
-                CatalogRenderer.live(inventory: radius, activity: ["fra-1": .init(liveSessions: 0, staleSessions: 1)])
+                Pipeline.liveCatalogue(inventory: radius, activity: ["fra-1": .init(liveSessions: 0, staleSessions: 1)])
+                    .bytes
             ),
         ]
         var files: [String] = []

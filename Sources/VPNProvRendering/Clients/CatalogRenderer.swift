@@ -225,8 +225,8 @@ package enum CatalogRenderer {
     }
 
     /// The catalogue with each RADIUS node's entries carrying its load and state from the accounts
-    /// database; the same bytes for the same inventory and activity.
-    package static func live(inventory: Inventory, activity: [String: NodeActivity]) -> [UInt8] {
+    /// database.
+    package static func liveCatalog(inventory: Inventory, activity: [String: NodeActivity]) -> Catalog {
         var catalog = catalog(inventory: inventory)
         let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for index in catalog.servers.indices {
@@ -238,15 +238,18 @@ package enum CatalogRenderer {
             catalog.servers[index].load = capacity.map { $0 > 0 ? now.liveSessions * 100 / $0 : 0 }
             catalog.servers[index].alive = now.alive
         }
-        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog))
-        data.append(0x0A)
-        return data
+        return catalog
     }
 
     package static func render(inventory: Inventory) -> [OutputFile] {
+        [OutputFile(path: path, contents: encoded(catalog(inventory: inventory)))]
+    }
+
+    /// The catalogue's JSON, newline-terminated.
+    package static func encoded(_ catalog: Catalog) -> [UInt8] {
         // Encoding plain strings, integers and booleans cannot fail.
-        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog(inventory: inventory)))
+        var data = JSONWriter.json(try! DocumentEncoder.encode(catalog))
         data.append(0x0A)
-        return [OutputFile(path: path, contents: data)]
+        return data
     }
 }

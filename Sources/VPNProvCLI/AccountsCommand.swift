@@ -99,7 +99,8 @@ struct AccountsDeployment {
         return deployment
     }
 
-    /// Every RADIUS node's Disconnect-Request listener: its address, and its secret from the state.
+    /// Every RADIUS node's Disconnect-Request listener: its address on the path to the RADIUS servers
+    /// (`radius_address`, else `address`), and its secret from the state.
     static func disconnectTargets(_ inventory: Inventory, stateDirectory: String) throws(CLIError) -> DisconnectTargets
     {
         let path = StatePaths(root: stateDirectory).secrets
@@ -118,7 +119,7 @@ struct AccountsDeployment {
         for node in inventory.nodes where node.usesRadius {
             guard let secret = secrets.daeSecrets?[node.name] else { continue }
             targets[node.name] = DisconnectTarget(
-                node: node.name, host: node.address, port: AccountsSettings.daePort, secret: secret)
+                node: node.name, host: RadiusPlan.pathAddress(of: node), port: AccountsSettings.daePort, secret: secret)
         }
         return DisconnectTargets(targets)
     }

@@ -18,6 +18,12 @@ package struct RadiusPlan: Sendable, Hashable {
     }
 
     package var node: String
+    /// The node's own address on its path to the servers (`pathAddress(of:)`): its RADIUS client's address there, the
+    /// source of its RADIUS, its end of the IPsec connections and where its Disconnect-Requests go.
+    package var pathAddress: String
+    /// What the RADIUS servers hold the node's NAS-IP-Address (NAS-IPv6-Address) to, when its RADIUS comes from
+    /// another address than clients dial; nil when it must be the packet's source.
+    package var nasAddress: NASAddress?
     /// The node's NAS-Identifier: its name, which is also its RADIUS client's short name.
     package var nasIdentifier: String
     package var servers: [Server]
@@ -30,6 +36,35 @@ package struct RadiusPlan: Sendable, Hashable {
     /// Where the node's IPsec runs: with libipsec, charon must keep its own IKE and ESP packets out of
     /// the routes it installs to the servers (strongswan.d, docs/accounts.md).
     package var ipsecPath: NodeNetwork.IPsecPath
+
+    /// strongSwan's NAS-IP-Address is the address the client reached the node at (eap_radius.c: the IKE_SA's own
+    /// host). With `radius_address` the packet comes from elsewhere, so the servers compare it with the node's
+    /// `address` instead; a node dialled by DNS name has no address the servers could know, and its NAS-Identifier
+    /// (with the client's secret and source address) is what binds its accounting to it.
+    package enum NASAddress: Sendable, Hashable {
+        /// The node's `address`, canonical text.
+        case address(String)
+        /// The node's `address` is a DNS name.
+        case unknown
+
+        /// The value of the RADIUS client's `vpn_nas_address` (policy.d/vpnprov).
+        package var clientValue: String {
+            switch self {
+            case .address(let text): text
+            case .unknown: "any"
+            }
+        }
+    }
+
+    /// The node's own address on its path to the RADIUS servers: `radius_address`, or what clients dial.
+    package static func pathAddress(of node: Node) -> String { node.radiusAddress ?? node.address }
+
+    /// nil when the node's RADIUS comes from `address` itself (`NASAddress`).
+    package static func nasAddress(of node: Node) -> NASAddress? {
+        guard node.radiusAddress != nil else { return nil }
+        guard let bytes = IPAddressText.parse(node.address) else { return .unknown }
+        return .address(IPAddressText.format(bytes))
+    }
 
     /// IKE and ESP proposals of the node↔RADIUS connections: both ends are vpnprov's, so one strong
     /// suite (AES-256-GCM, ECP-384, PFS at every rekey) that strongSwan 5.9 and 6.0 on Debian offer.
@@ -63,7 +98,8 @@ package struct RadiusPlan: Sendable, Hashable {
                 acctPort: s.acctPort, preference: (count - 1 - i) * 10)
         }
         return RadiusPlan(
-            node: node.name, nasIdentifier: node.name, servers: servers,
+            node: node.name, pathAddress: pathAddress(of: node), nasAddress: nasAddress(of: node),
+            nasIdentifier: node.name, servers: servers,
             accountingInterval: accounts.accountingInterval, daePort: AccountsSettings.daePort, tier: node.tier,
             protection: accounts.protection, ipsecPath: node.network.ipsec)
     }
@@ -106,6 +142,7 @@ extension RadiusPlan {
         for node in inventory.nodes {
             add(node.id, "the IKE identity of node '\(node.name)'")
             add(node.address, "the address of node '\(node.name)'")
+            if let address = node.radiusAddress { add(address, "the RADIUS address of node '\(node.name)'") }
         }
         for user in inventory.users {
             add(user.name, "the EAP/XAuth identity of user '\(user.name)'")

@@ -98,6 +98,7 @@ package enum RadiusRenderer {
                     "name": .string(s.name), "connection": .identifier(RadiusPlan.connectionName(s.name)),
                     "secret_section": .identifier("ike-" + RadiusPlan.connectionName(s.name)),
                     "address": .string(s.address), "local_id": .string(nodeIdentity(node.name)),
+                    "local_address": .string(plan.nasAddress == nil ? "" : plan.pathAddress),
                     "remote_id": .string(serverIdentity(s.name)), "secret": .string(ServerRenderer.base64Secret(key)),
                     "proposals": .string(RadiusPlan.ipsecProposals),
                     "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
@@ -130,8 +131,9 @@ package enum RadiusRenderer {
                 throw RadiusRenderError(message: "node '\(node.name)': no RADIUS secret in the state")
             }
             clients.append([
-                "name": .string(node.name), "address": .string(node.address), "secret": .string(secret),
-                "tier": .string(node.tier.rawValue),
+                "name": .string(node.name), "address": .string(RadiusPlan.pathAddress(of: node)),
+                "secret": .string(secret), "tier": .string(node.tier.rawValue),
+                "nas_address": .string(RadiusPlan.nasAddress(of: node)?.clientValue ?? ""),
             ])
         }
         var files: [OutputFile] = []
@@ -145,7 +147,8 @@ package enum RadiusRenderer {
                     peers.append([
                         "name": .string(node.name), "connection": .identifier(RadiusPlan.connectionName(node.name)),
                         "secret_section": .identifier("ike-" + RadiusPlan.connectionName(node.name)),
-                        "address": .string(node.address), "local_id": .string(serverIdentity(server.name)),
+                        "address": .string(RadiusPlan.pathAddress(of: node)),
+                        "local_id": .string(serverIdentity(server.name)),
                         "remote_id": .string(nodeIdentity(node.name)),
                         "secret": .string(ServerRenderer.base64Secret(key)),
                         "proposals": .string(RadiusPlan.ipsecProposals),

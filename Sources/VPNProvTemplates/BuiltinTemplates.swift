@@ -396,6 +396,11 @@ client {{name}} {
 	require_message_authenticator = yes
 	# the node's tier: accounts of a lower tier are refused there (policy.d/vpnprov)
 	vpn_tier = {{tier}}
+{{#nas_address}}
+	# the node's RADIUS comes from its radius_address: its NAS-IP-Address is what clients reach it at
+	# ("any": a DNS name; its NAS-Identifier binds it) (policy.d/vpnprov)
+	vpn_nas_address = {{nas_address}}
+{{/nas_address}}
 }
 {{/nodes}}
 
@@ -656,7 +661,9 @@ vpnprov_auth_log_reject {
 # vpnprov_acct_node: accounting is accepted only from the node it names. The NAS-Identifier must be
 #   the short name of the client whose secret signed the packet, and its NAS-IP-Address (or
 #   NAS-IPv6-Address) the address the packet came from, which is that client's address: with node A's
-#   secret, no one can open, update or close a session "on node B". Accounting-On and -Off are refused
+#   secret, no one can open, update or close a session "on node B". A node whose RADIUS comes from
+#   another address (radius_address, its client's vpn_nas_address) must name the address clients
+#   reach it at instead; one dialled by DNS name ("any") is bound by its NAS-Identifier alone. Accounting-On and -Off are refused
 #   from everyone: strongSwan never sends them, and one would close every open session of the address
 #   it names. A refused packet gets no answer (FreeRADIUS answers no accounting it rejects) and one
 #   "Accounting refused (why)" line in radius.log (mods-enabled/linelog).
@@ -676,12 +683,17 @@ vpnprov_acct_node {
 			&Tmp-String-2 := "no NAS-IP-Address"
 		}
 	}
-	elsif (&NAS-IP-Address && (!&Packet-Src-IP-Address || (&NAS-IP-Address != &Packet-Src-IP-Address))) {
+	elsif (("%{client:vpn_nas_address}" != "") && ("%{client:vpn_nas_address}" != "any") && ("%{%{NAS-IPv6-Address}:-%{NAS-IP-Address}}" != "%{client:vpn_nas_address}")) {
+		update control {
+			&Tmp-String-2 := "NAS address %{%{NAS-IPv6-Address}:-%{NAS-IP-Address}} is not the address of client '%{client:shortname}'"
+		}
+	}
+	elsif (("%{client:vpn_nas_address}" == "") && &NAS-IP-Address && (!&Packet-Src-IP-Address || (&NAS-IP-Address != &Packet-Src-IP-Address))) {
 		update control {
 			&Tmp-String-2 := "NAS-IP-Address %{NAS-IP-Address} is not the address of client '%{client:shortname}'"
 		}
 	}
-	elsif (&NAS-IPv6-Address && (!&Packet-Src-IPv6-Address || (&NAS-IPv6-Address != &Packet-Src-IPv6-Address))) {
+	elsif (("%{client:vpn_nas_address}" == "") && &NAS-IPv6-Address && (!&Packet-Src-IPv6-Address || (&NAS-IPv6-Address != &Packet-Src-IPv6-Address))) {
 		update control {
 			&Tmp-String-2 := "NAS-IPv6-Address %{NAS-IPv6-Address} is not the address of client '%{client:shortname}'"
 		}
@@ -1458,6 +1470,10 @@ connections {
    {{connection}} {
       version = 2
       remote_addrs = {{address}}
+{{#local_address}}
+      # radius_address: the node's own address on its path to the RADIUS servers
+      local_addrs = {{local_address}}
+{{/local_address}}
       proposals = {{proposals}}
       mobike = no
       dpd_delay = 30s

@@ -394,12 +394,98 @@ import Testing
         #expect(Self.codes(wrong).contains { $0.hasPrefix("E:") })
     }
 
+    /// The free node with its RADIUS on another address (issue 39, item 7): `radius_address`.
+    static func inventoryWithRadiusAddress(_ address: String = "203.0.113.1") -> String {
+        inventory().replacingOccurrences(
+            of: "    accounts: radius\n  npro:", with: "    accounts: radius\n    radius_address: \(address)\n  npro:")
+    }
+
+    /// A node that reaches its RADIUS servers from another address than the one clients dial (a private network):
+    /// the servers know it by that address, its IPsec to them starts there, its Disconnect-Requests go there, and
+    /// its accounting must name the address clients reach it at (strongSwan's NAS-IP-Address).
+    @Test func aNodeReachesItsRadiusServersFromItsRadiusAddress() throws {
+        let text = Self.inventoryWithRadiusAddress()
+        #expect(Self.codes(text).filter { $0.hasPrefix("E") || $0.contains("radius-address") } == [])
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, text)
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        for server in ["rad-1", "rad-2"] {
+            let clients = try Self.read(out + "/radius/\(server)/clients.conf")
+            let free = try #require(clients.range(of: "client \"nfree\" {").map { String(clients[$0.lowerBound...]) })
+            let freeSection = String(free.prefix { $0 != "}" })
+            #expect(freeSection.contains("ipaddr = \"203.0.113.1\"\n"), "\(freeSection)")
+            #expect(freeSection.contains("vpn_nas_address = \"192.0.2.1\"\n"), "\(freeSection)")
+            let pro = try #require(clients.range(of: "client \"npro\" {").map { String(clients[$0.lowerBound...]) })
+            let proSection = String(pro.prefix { $0 != "}" })
+            #expect(proSection.contains("ipaddr = \"192.0.2.3\"\n") && !proSection.contains("vpn_nas_address"))
+            let ipsec = try Self.read(out + "/radius/\(server)/ipsec/swanctl.conf")
+            let toFree = try #require(ipsec.range(of: "radius-nfree {").map { String(ipsec[$0.lowerBound...]) })
+            #expect(toFree.prefix(200).contains("remote_addrs = \"203.0.113.1\""), "\(toFree.prefix(200))")
+        }
+        let node = try Self.read(out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(node.contains("local_addrs = \"203.0.113.1\""), "\(node)")
+        let pro = try Self.read(out + "/servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(!pro.contains("local_addrs"))
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        let inventory = try #require(decoded.inventory)
+        let targets = try AccountsDeployment.disconnectTargets(inventory, stateDirectory: dir + "/state")
+        #expect(targets.lookup("nfree")?.host == "203.0.113.1")
+        #expect(targets.lookup("npro")?.host == "192.0.2.3")
+        #expect(
+            RadiusPlan.inventoryIdentities(in: inventory).contains { $0.identity == "203.0.113.1" },
+            "an account named after the node's RADIUS address is refused like one named after its address")
+
+        // A node dialled by DNS name: the servers cannot know its NAS address, its NAS-Identifier binds it.
+        let named = text.replacingOccurrences(of: "    address: 192.0.2.1\n", with: "    address: vpn1.example.com\n")
+        let again = try Self.generate(dir, named)
+        #expect(again.code == 0, "\(again.err)")
+        #expect(try Self.read(out + "/radius/rad-1/clients.conf").contains("vpn_nas_address = \"any\"\n"))
+        // An IPv6 path to IPv6 servers; the address is written in canonical form, as FreeRADIUS compares it.
+        let six = Self.inventoryWithRadiusAddress("2001:DB8:0:0::5").replacingOccurrences(
+            of: "192.0.2.11 }", with: "2001:db8::11 }"
+        ).replacingOccurrences(
+            of: "192.0.2.12,", with: "2001:db8::12,")
+        #expect(Self.codes(six).filter { $0.hasPrefix("E") } == [], "\(Self.codes(six))")
+        let dir6 = try temporaryDirectory("accounts")
+        let v6 = try Self.generate(dir6, six)
+        #expect(v6.code == 0, "\(v6.err)")
+        let clients6 = try Self.read(dir6 + "/out/radius/rad-1/clients.conf")
+        #expect(
+            clients6.contains("ipaddr = \"2001:db8::5\"\n") && clients6.contains("vpn_nas_address = \"192.0.2.1\"\n"))
+    }
+
+    /// Each unusable `radius_address` is reported at its line.
+    @Test func aRadiusAddressIsCheckedAtItsLine() throws {
+        func findings(_ text: String) -> [Diagnostic] {
+            let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+            return decoded.diagnostics + (decoded.inventory.map { Validator.validate($0) } ?? [])
+        }
+        let line = Self.inventoryWithRadiusAddress().split(separator: "\n", omittingEmptySubsequences: false)
+            .firstIndex { $0.contains("radius_address:") }.map { $0 + 1 }
+        for (value, code, severity) in [
+            ("radius.example.com", "invalid-value", Severity.error),
+            ("192.0.2.3", "radius-address", .error),  // npro's address
+            ("10.27.3.9", "radius-address", .error),  // in npro's pool
+            ("2001:db8::5", "radius-address", .error),  // the servers are IPv4
+        ] {
+            let found = findings(Self.inventoryWithRadiusAddress(value)).filter { $0.code.rawValue == code }
+            #expect(found.count == 1, "\(value): \(found.map(\.message))")
+            #expect(found.first?.severity == severity && found.first?.location?.line == line, "\(value)")
+        }
+        let unused = Self.inventoryWithRadiusAddress().replacingOccurrences(
+            of: "    accounts: radius\n    radius_address", with: "    accounts: inventory\n    radius_address")
+        let warning = findings(unused).filter { $0.code.rawValue == "radius-address" }
+        #expect(warning.count == 1 && warning.first?.severity == .warning, "\(warning.map(\.message))")
+    }
+
     /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables
     /// file with its Disconnect-Request rules parses.
     @Test(.needs(AccountsTests.freeradius)) func freeRadiusAcceptsTheGeneratedConfiguration() throws {
         try Self.freeradius.require()
         let dir = try temporaryDirectory("accounts")
-        let run = try Self.generate(dir, Self.inventory())
+        // nfree with a radius_address: its client's vpn_nas_address and the policy that reads it are FreeRADIUS's too.
+        let run = try Self.generate(dir, Self.inventoryWithRadiusAddress())
         try #require(run.code == 0, "\(run.err)")
         for server in ["rad-1", "rad-2"] {
             // Its messages may quote the configuration's secrets: only the verdict is reported.

@@ -186,6 +186,7 @@ import Testing
                     }, NodeField.network)
                 w.node[.allowPrivate(0)] = w.node[.network(.allowPrivate)]
             case .accounts: line = w.text.add("    accounts: radius")
+            case .radiusAddress: line = w.text.add("    radius_address: 203.0.113.9")
             case .certificate: line = w.text.add("    certificate: acme")
             }
             w.node[.key(key)] = line
@@ -326,7 +327,7 @@ import Testing
         #expect(
             names(Keys.NodeKey.self) == [
                 "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
-                "dns", "apple", "deploy", "network", "accounts", "certificate",
+                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate",
             ])
         #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
         #expect(

@@ -120,6 +120,8 @@ package enum RuleHelp {
             "A node says 'certificate: acme' but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
         "acme-identity":
             "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
+        "radius-address":
+            "A node's radius_address is unused (no 'accounts: radius'), another node's address, in a pool, or of another family than a RADIUS server.",
         "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",

@@ -483,6 +483,7 @@ package struct InventoryDecoder: Sendable {
         var ipv6: NodeNetwork.IPv6Mode?
         var allowPrivate: [CIDR]?
         var accounts: AccountSource?
+        var radiusAddress: String?
         var certificate: CertificateSource?
         var locations: [NodeField: SourceLocation] = [:]
         /// Keys whose value had an error.
@@ -647,6 +648,18 @@ package struct InventoryDecoder: Sendable {
                 decodeNetwork(value, what, into: &f, cx)
             case .accounts:
                 f.accounts = cx.choice(value, field, AccountSource.self)
+            case .radiusAddress:
+                // The node's own address on the path to its RADIUS servers: its RADIUS client's address there and
+                // the source of its RADIUS, an address literal in canonical form (docs/accounts.md).
+                guard let text = cx.string(value, field) else { continue }
+                guard let bytes = IPAddressText.parse(text) else {
+                    cx.error(
+                        .invalidValue,
+                        "\(field): '\(DecodingContext.printable(text))' is not an IPv4 or IPv6 address (the node's own address towards its RADIUS servers)",
+                        at: value)
+                    continue
+                }
+                f.radiusAddress = IPAddressText.format(bytes)
             case .certificate:
                 f.certificate = cx.choice(value, field, CertificateSource.self)
             case .dns:
@@ -782,6 +795,7 @@ package struct InventoryDecoder: Sendable {
             ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
             ipv6: own.ipv6 ?? defaults.ipv6, allowPrivate: own.allowPrivate ?? defaults.allowPrivate ?? [])
         node.accounts = own.accounts ?? defaults.accounts ?? .inventory
+        node.radiusAddress = own.radiusAddress ?? defaults.radiusAddress
         node.certificate = own.certificate ?? defaults.certificate ?? .ca
         return node
     }

@@ -43,7 +43,9 @@ extension InventoryDecoder {
     /// Keys of a node (and of `defaults:`).
     package enum NodeKey: String, Sendable, Hashable, CaseIterable {
         case address, id, region, country, tier, pool, pool6, services, psk, group, proposals, dns, apple, deploy
-        case network, accounts, certificate
+        case network, accounts
+        case radiusAddress = "radius_address"
+        case certificate
     }
 
     /// Keys of a node's `network:` (forwarding, NAT, firewall).

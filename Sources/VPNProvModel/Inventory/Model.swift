@@ -313,6 +313,9 @@ package struct Node: Sendable, Hashable {
     package var network = NodeNetwork()
     /// Where the accounts of the node's password services live (`accounts:`).
     package var accounts = AccountSource.inventory
+    /// The node's own address on its path to the RADIUS servers (`radius_address`, canonical text), when that is
+    /// not `address` (a private network): its RADIUS goes out from there and its Disconnect-Requests come in there.
+    package var radiusAddress: String?
     /// Where the node's server certificate comes from (`certificate:`).
     package var certificate = CertificateSource.ca
     /// Where the node's mapping starts.

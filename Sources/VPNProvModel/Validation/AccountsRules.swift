@@ -33,11 +33,15 @@ extension RuleCode {
     package static let radiusPSKService = RuleCode("radius-psk-service")
     /// `disconnect_from` admits every address or addresses of a RADIUS node's pool.
     package static let disconnectFromWide = RuleCode("disconnect-from-wide")
+    /// A node's `radius_address` is unused (no `accounts: radius`) or unusable: another node's address, in a pool,
+    /// or of another family than a RADIUS server's address.
+    package static let radiusAddress = RuleCode("radius-address")
 }
 
 enum AccountsRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let radiusNodes = inventory.nodes.filter(\.usesRadius)
+        checkRadiusAddresses(inventory, into: &d)
         for node in radiusNodes where !node.services.contains(where: \.needsPassword) {
             d.append(
                 .warning(
@@ -129,6 +133,63 @@ enum AccountsRules {
                     .disconnectFromEmpty,
                     "'accounts': no RADIUS server is written as an IP address, so no address may send Disconnect-Requests to the nodes; set disconnect_from to the networks 'vpnprov accounts' runs from",
                     at: accounts.location))
+        }
+    }
+
+    /// `radius_address` (the node's own address towards its RADIUS servers, docs/accounts.md): only on a RADIUS node,
+    /// no other node's address (a RADIUS client is known by its address), outside every pool (clients would speak
+    /// as the node), and of the family of the servers written as addresses (the node sends from it to them).
+    static func checkRadiusAddresses(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        /// Every node's address and RADIUS address in canonical form, with whose it is.
+        var holders: [[UInt8]: (node: String, what: String)] = [:]
+        for node in inventory.nodes {
+            if let bytes = IPAddressText.parse(node.address) {
+                holders[bytes] = holders[bytes] ?? (node.name, "address")
+            }
+        }
+        for node in inventory.nodes {
+            guard let text = node.radiusAddress, let bytes = IPAddressText.parse(text) else { continue }
+            let at = node.location(of: .radiusAddress)
+            let what = "node '\(node.name)': radius_address \(text)"
+            guard node.usesRadius else {
+                d.append(
+                    .warning(
+                        .radiusAddress, "\(what) is unused: the node does not say 'accounts: radius'", at: at,
+                        about: .node(node.name)))
+                continue
+            }
+            if let holder = holders[bytes], holder.node != node.name {
+                d.append(
+                    .error(
+                        .radiusAddress,
+                        "\(what) is also the \(holder.what) of node '\(holder.node)'; the RADIUS servers know each node by the address its RADIUS comes from",
+                        at: at))
+            } else {
+                holders[bytes] = (node.name, "radius_address")
+            }
+            let single = CIDR(address: bytes, prefix: bytes.count * 8)
+            for other in inventory.nodes {
+                for pool in [other.pool, other.pool6].compactMap({ $0 }) where ClientReach.contains(pool, single) {
+                    d.append(
+                        .error(
+                            .radiusAddress,
+                            "\(what) lies in the pool \(pool) of node '\(other.name)': a client given that address would speak to the RADIUS servers as the node",
+                            at: at))
+                }
+            }
+            let otherFamily = (inventory.accounts?.servers ?? []).filter { server in
+                IPAddressText.parse(server.address).map { $0.count != bytes.count } ?? false
+            }
+            if !otherFamily.isEmpty {
+                d.append(
+                    .error(
+                        .radiusAddress,
+                        "\(what) is IPv\(bytes.count == 4 ? 4 : 6) but "
+                            + otherFamily.map { "RADIUS server '\($0.name)' is at \($0.address)" }.joined(
+                                separator: ", ")
+                            + "; the node sends its RADIUS from this address, so both must be of one family",
+                        at: at))
+            }
         }
     }
 

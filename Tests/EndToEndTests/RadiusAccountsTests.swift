@@ -50,14 +50,17 @@ struct RadiusAccountsTests {
 }
 
 /// An app's user, as an account of the central accounts, on a node whose certificate comes from ACME (Pebble): a
-/// lab of its own, beside the accounts scenario rather than after it.
+/// lab of its own, beside the accounts scenario rather than after it. Its node, free-1, reaches the RADIUS servers
+/// from a second address (`radius_address`, a private network between them), not from the address clients dial.
 @Suite(.strongSwan, .radius)
 struct RadiusACMETests {
     /// An app's user, as an account of the central accounts, on a node whose certificate comes from ACME
     /// (Pebble): the seed app's code path on a device that trusts only Pebble's root reaches the host behind the
-    /// node over IKEv2 EAP, its login checked by the RADIUS servers.
+    /// node over IKEv2 EAP, its login checked by the RADIUS servers; then a Linux desktop (the real NetworkManager
+    /// and charon-nm, trusting only Pebble's root) with the same account, set up from the catalogue as
+    /// docs/accounts.md says. The node's RADIUS, accounting and Disconnect-Requests all take its `radius_address`.
     @Test(
-        "A RADIUS account on an ACME node: the seed app's code path with only Pebble's root reaches the host behind",
+        "A RADIUS account on an ACME node reached from its radius_address: the seed app's code path and a NetworkManager desktop with only Pebble's root reach the host behind",
         .enabled(
             if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
             "needs pebble, lego and curl (scripts/install-test-deps)"),
@@ -66,18 +69,42 @@ struct RadiusACMETests {
         try RadiusEnvironment.require()
         try build.require()
         try build.requireEAPRadius()
+        try NetworkManagerDesktop.require()
         let detail = try await Command.onOwnThread { () throws -> String in
-            let (lab, inputs, pebble) = try RadiusGeneratedInputs.startACMELab(build: build, clients: 2)
+            // Client 0: the seed app's code path (a charon); client 1: a NetworkManager desktop; the last: Pebble.
+            let (lab, inputs, pebble) = try RadiusGeneratedInputs.startACMELab(build: build, clients: 3, desktops: [1])
             defer {
                 pebble.stop()
                 lab.teardown()
-                if let host = lab.clients.last { PrivateView.remove(for: host.namespace) }
+                for host in lab.clients.dropFirst() { PrivateView.remove(for: host.namespace) }
             }
             try inputs.migrate()
             let password = RadiusGeneratedInputs.random()
             try inputs.addAccount("ann", password: password, tier: "free", devices: 1, lab: lab)
-            let root = Data(try pebble.issuingRoot().utf8)
-            let setups = try inputs.seedAppSetups(node: "free-1", user: "ann", password: password, trust: root)
+            let root = try pebble.issuingRoot()
+            let nas = try #require(RadiusGeneratedInputs.nodes.first { $0.name == "free-1" }).address
+            /// ann's open accounting rows on free-1 that name the address clients dial (not the RADIUS path's).
+            func openRows() throws -> Int {
+                let postgres = try #require(lab.postgres)
+                return Int(
+                    try postgres.psql(
+                        "SELECT count(*) FROM radacct WHERE username = 'ann' AND acctstoptime IS NULL "
+                            + "AND nasidentifier = 'free-1' AND nasipaddress = '\(nas)'")) ?? -1
+            }
+            func wait(_ what: String, _ condition: () throws -> Bool) throws {
+                let deadline = ContinuousClock.now + .seconds(15)
+                while try !condition() {
+                    if ContinuousClock.now > deadline {
+                        let log = try inputs.radiusServers.map { try lab.radius($0.name).log(since: 0) }.joined()
+                        throw HarnessError("timeout waiting for \(what)\n--- RADIUS ---\n\(log.suffix(3000))")
+                    }
+                    usleep(50_000)
+                }
+            }
+
+            // The seed app's code path.
+            let setups = try inputs.seedAppSetups(
+                node: "free-1", user: "ann", password: password, trust: Data(root.utf8))
             guard let eap = setups.first(where: { $0.label == "ikev2-eap" })?.setup else {
                 throw HarnessError("free-1's ikev2-eap entry is not for the four-field code: \(setups.map(\.label))")
             }
@@ -87,7 +114,6 @@ struct RadiusACMETests {
             guard up.succeeded else {
                 throw HarnessError("initiate: \(up)\n\(try lab.nodeDaemon("free-1").log.suffix(3000))")
             }
-            defer { _ = try? client.terminate(ike: eap.connectionName) }
             guard let vip = try client.virtualIPs(ike: eap.connectionName).first(where: { !$0.contains(":") }) else {
                 throw HarnessError("no IPv4 virtual IP")
             }
@@ -97,7 +123,56 @@ struct RadiusACMETests {
             guard received.contains("CN=\(RadiusGeneratedInputs.acmeDomain)") else {
                 throw HarnessError("the client was not served the ACME certificate: \(received)")
             }
-            return "virtual IP \(vip), served \(received)"
+            // The RADIUS servers know free-1 only by its radius_address: they answered its login, and took its
+            // accounting (sent from there, naming the address clients dial), Start and Stop.
+            try wait("ann's accounting Start from free-1's radius_address") { try openRows() == 1 }
+            _ = try client.terminate(ike: eap.connectionName)
+            try wait("ann's accounting Stop") { try openRows() == 0 }
+
+            // A Linux desktop with the same account, from the catalogue's ikev2-eap entry of free-1.
+            let catalog = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: inputs.deployment.out.appendingPathComponent("catalog/servers.json")))
+            let entry = try #require(
+                ((catalog as? [String: Any])?["servers"] as? [[String: Any]] ?? []).first {
+                    $0["node"] as? String == "free-1" && $0["service"] as? String == "ikev2-eap"
+                })
+            let scratch = try Scratch.makeDirectory("nm-account")
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let trust = scratch.appendingPathComponent("ca-dir")
+            try FileManager.default.createDirectory(at: trust, withIntermediateDirectories: true)
+            try root.write(to: trust.appendingPathComponent("pebble-root.pem"), atomically: true, encoding: .utf8)
+            let keyfile = scratch.appendingPathComponent("app-free-1.nmconnection")
+            try AccountKeyfileTranslator.keyfile(
+                id: "app free-1", entry: entry, account: "ann", password: password, caFile: nil
+            ).write(to: keyfile, atomically: true, encoding: .utf8)
+            let host = lab.clients[1]
+            let desktop = try NetworkManagerDesktop.start(
+                on: .init(namespace: host.namespace, interfaceName: "eth0", address: host.address, ipv6: nil),
+                caDirectory: trust.path)
+            defer { desktop.stop() }
+            try desktop.load(connectionFile: keyfile)
+            let nmUp = try desktop.up("app free-1")
+            guard nmUp.succeeded else {
+                throw HarnessError(
+                    "nmcli connection up: \(nmUp)\n--- charon-nm ---\n\(desktop.charonLog.suffix(3000))"
+                        + "\n--- node ---\n\(try lab.nodeDaemon("free-1").log.suffix(3000))")
+            }
+            let desktopPing = try lab.pingHostBehind(fromClient: 1)
+            guard desktopPing.succeeded else { throw HarnessError("desktop ping to the host behind: \(desktopPing)") }
+            guard desktop.charonLog.contains("CN=\(RadiusGeneratedInputs.acmeDomain)") else {
+                throw HarnessError("charon-nm was not served the ACME certificate")
+            }
+            try wait("the desktop's accounting Start") { try openRows() == 1 }
+            // Disabling the account ends the desktop's tunnel: the Disconnect-Request goes to free-1's radius_address.
+            let disabled = try inputs.disable("ann", lab: lab)
+            guard disabled.contains("free-1: disconnected") else {
+                throw HarnessError("disable did not disconnect free-1: \(disabled)")
+            }
+            try wait("the desktop's VPN to go down") {
+                !(try desktop.nmcli(["-t", "-f", "TYPE", "connection", "show", "--active"], timeout: .seconds(5)))
+                    .stdout.split(separator: "\n").contains("vpn")
+            }
+            return "virtual IP \(vip), served \(received); desktop connected and pinged, then disconnected by disable"
         }
         print("e2e radius acme \(build.version): \(detail)")
     }

@@ -83,6 +83,26 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     static func start(on pair: NetworkPair, caDirectory: String? = nil, timeout: Duration = .seconds(20)) throws
         -> NetworkManagerDesktop
     {
+        try start(
+            on: Link(
+                namespace: pair.clientNamespace, interfaceName: pair.interfaceName, address: pair.clientAddress,
+                ipv6: (pair.clientAddress6, pair.serverAddress6)),
+            caDirectory: caDirectory, timeout: timeout)
+    }
+
+    /// Where a desktop runs: its network namespace, the interface NetworkManager manages there, and the addresses of
+    /// its base connection (IPv4 with a /24, and IPv6 with a /64 and its gateway, or none).
+    struct Link {
+        var namespace: String
+        var interfaceName: String
+        var address: String
+        var ipv6: (address: String, gateway: String)?
+    }
+
+    /// Starts the desktop on `link` (as `start(on:caDirectory:timeout:)` on a pair's client end).
+    static func start(on link: Link, caDirectory: String? = nil, timeout: Duration = .seconds(20)) throws
+        -> NetworkManagerDesktop
+    {
         try require()
         let dir = try Scratch.makeDirectory("nm-desktop")
         let fm = FileManager.default
@@ -167,16 +187,15 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         [connection]
         id=base
         type=ethernet
-        interface-name=\(pair.interfaceName)
+        interface-name=\(link.interfaceName)
         autoconnect=false
 
         [ipv4]
         method=manual
-        address1=\(pair.clientAddress)/24,\(deadGateway)
+        address1=\(link.address)/24,\(deadGateway)
 
         [ipv6]
-        method=manual
-        address1=\(pair.clientAddress6)/64,\(pair.serverAddress6)
+        \(link.ipv6.map { "method=manual\naddress1=\($0.address)/64,\($0.gateway)" } ?? "method=disabled")
 
         """.write(to: base, atomically: true, encoding: .utf8)
         try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: base.path)
@@ -184,12 +203,12 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         // The desktop's own /run (PrivateView): the host may have no /run/udev or /run/NetworkManager, and
         // nothing here may create them on the host. Its /etc is the client namespace's (the lab's hosts file).
         try PrivateView.create(
-            of: "/run", for: pair.clientNamespace, own: [], directories: ["dbus", "udev", "NetworkManager", "mount"])
+            of: "/run", for: link.namespace, own: [], directories: ["dbus", "udev", "NetworkManager", "mount"])
         // $1: the desktop's directory. Background helpers write their pids; NetworkManager replaces the shell.
         let script = """
             set -e; d="$1"
             mount --make-rprivate /
-            \(PrivateView.mountScript(for: pair.clientNamespace))
+            \(PrivateView.mountScript(for: link.namespace))
             mount -t tmpfs -o size=1m,mode=0755 vpnprov-e2e /run/dbus
             mount -t tmpfs -o size=4m,mode=0755 vpnprov-e2e /run/udev
             mount --bind "$d/etc-nm" /etc/NetworkManager
@@ -213,7 +232,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: StrongSwanEnvironment.ipPath)
         process.arguments = [
-            "netns", "exec", pair.clientNamespace, StrongSwanBuild.shPath, "-c", script, "sh", dir.path,
+            "netns", "exec", link.namespace, StrongSwanBuild.shPath, "-c", script, "sh", dir.path,
         ]
         let logURL = dir.appendingPathComponent("NetworkManager.log")
         _ = fm.createFile(atPath: logURL.path, contents: nil)
@@ -222,10 +241,10 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = log
         process.standardError = log
-        let desktop = NetworkManagerDesktop(namespace: pair.clientNamespace, directory: dir, process: process)
+        let desktop = NetworkManagerDesktop(namespace: link.namespace, directory: dir, process: process)
         try process.run()
         do {
-            try desktop.waitUntilRunning(interface: pair.interfaceName, timeout: timeout)
+            try desktop.waitUntilRunning(interface: link.interfaceName, timeout: timeout)
         } catch {
             let text = "\(error)\n--- NetworkManager log (end) ---\n\(desktop.networkManagerLog.suffix(4000))"
             desktop.stop()

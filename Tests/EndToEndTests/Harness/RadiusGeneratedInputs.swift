@@ -44,6 +44,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
 
     /// The ACME variant's name for free-1 (its identity and the name its certificate is for).
     static let acmeDomain = "free-1.vpn.test"
+    /// The ACME variant's free-1 reaches the RADIUS servers from this address (`radius_address`), not from the
+    /// address clients dial: a private network between node and servers (`RadiusLab.addRadiusPath`).
+    static let acmeRadiusAddress = "203.0.113.1"
 
     /// The accounts inventory; with `acmeDirectory`, free-1's certificate comes from that ACME directory.
     static func inventory(acmeDirectory: String? = nil) -> String {
@@ -53,7 +56,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
             of: "defaults:\n", with: "acme:\n  email: ops@vpn.test\n  directory: \(acmeDirectory)\ndefaults:\n"
         ).replacingOccurrences(
             of: "    address: 192.0.2.1\n",
-            with: "    address: 192.0.2.1\n    id: \(acmeDomain)\n    certificate: acme\n")
+            with:
+                "    address: 192.0.2.1\n    id: \(acmeDomain)\n    certificate: acme\n    radius_address: \(acmeRadiusAddress)\n"
+        )
     }
 
     private static func plainInventory() -> String {
@@ -113,13 +118,17 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// The lab with free-1 certified by Pebble (issue 38): Pebble runs on the last client's host, which resolves
     /// free-1's name to it; lego in free-1's namespace obtains the certificate before the nodes start. The caller
     /// stops Pebble and tears the lab down (`PrivateView.remove` for the Pebble host).
-    static func startACMELab(build: StrongSwanBuild, clients: Int) throws -> (
+    /// free-1 reaches the RADIUS servers from `acmeRadiusAddress`. `desktops`: client namespaces without a charon,
+    /// for NetworkManager desktops.
+    static func startACMELab(build: StrongSwanBuild, clients: Int, desktops: Set<Int> = []) throws -> (
         lab: RadiusLab, inputs: RadiusGeneratedInputs, pebble: PebbleServer
     ) {
         let lab = try RadiusLab.create(
             nodes: nodes.map { ($0.name, $0.address) }, clients: clients, radius: radiusServers)
+        lab.clientsWithoutCharon = desktops
         var pebble: PebbleServer?
         do {
+            try lab.addRadiusPath(node: "free-1", address: acmeRadiusAddress)
             let host = try #require(lab.clients.last)
             let free = try lab.node("free-1")
             let etc = try PrivateView.create(of: "/etc", for: host.namespace, own: ["hosts"])

@@ -50,6 +50,9 @@ final class RadiusLab: @unchecked Sendable {
     private(set) var clientDaemons: [String: Charon] = [:]
     /// The RADIUS servers' charons (the IPsec end of the node-RADIUS path), by server name.
     private(set) var radiusCharons: [String: Charon] = [:]
+    /// Client namespaces (by index) that run no charon: a NetworkManager desktop runs its charon-nm there, and both
+    /// would bind the IKE ports. Set before `start`.
+    var clientsWithoutCharon: Set<Int> = []
     private var tornDown = false
 
     private init(nodes: [(String, String)], clients: Int, radius: [(String, String)]) {
@@ -217,7 +220,7 @@ final class RadiusLab: @unchecked Sendable {
 
     /// Client charons, one per client namespace.
     func startClients(build: StrongSwanBuild, settings: String = "") throws {
-        for client in clients {
+        for (index, client) in clients.enumerated() where !clientsWithoutCharon.contains(index) {
             clientDaemons[client.name] = try Charon.start(
                 in: client.namespace, build: build, label: client.name, extraSettings: settings)
         }
@@ -228,6 +231,29 @@ final class RadiusLab: @unchecked Sendable {
             throw HarnessError("client \(index) not started")
         }
         return charon
+    }
+
+    /// Gives node `name` a second address, `address` (a /32 on its uplink), from which it reaches every RADIUS server,
+    /// as a private network between them would (`radius_address`): its routes to the servers take that source, and
+    /// each server routes its answers back to it. The node's address on the shared link stays what clients dial.
+    func addRadiusPath(node name: String, address: String) throws {
+        let member = try node(name)
+        try ip(["-n", member.namespace, "addr", "add", "\(address)/32", "dev", "eth0"])
+        for server in radiusMembers {
+            try ip(["-n", member.namespace, "route", "add", "\(server.address)/32", "dev", "eth0", "src", address])
+            try ip(["-n", server.namespace, "route", "add", "\(address)/32", "dev", "eth0"])
+        }
+    }
+
+    /// Pings the host behind the nodes from client `index`'s namespace, its source address the kernel's choice (a
+    /// desktop's tunnel route names its virtual IP).
+    func pingHostBehind(fromClient index: Int) throws -> CommandResult {
+        try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                Self.lanHostAddress,
+            ], timeout: .seconds(10))
     }
 
     /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).

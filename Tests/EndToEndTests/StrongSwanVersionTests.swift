@@ -201,3 +201,82 @@ struct StrongSwanVersionTests {
         #expect(!load.succeeded && load.output.contains("loading connection 'pq' failed"), "\(load)")
     }
 }
+
+/// What the quantum-safe pieces need of strongSwan, measured on Debian testing's 6.1 (`StrongSwanBuild.testing`):
+/// ML-KEM in an additional key exchange (RFC 9370) and post-quantum preshared keys (RFC 8784). The 5.9 and 6.0
+/// builds can do neither (`StrongSwanVersionTests.mlkemIsNotUsable`); docs/strongswan-versions.md has the sources.
+@Suite(.serialized, .strongSwan, .strongSwan61)
+struct StrongSwan61Tests {
+    static let proposal = "aes256gcm16-prfsha384-ecp384-ke1_mlkem768"
+
+    /// A PSK connection whose IKE_SA adds an ML-KEM-768 exchange; `ppk`: the client's PPK (hex) under the PPK_ID
+    /// `ppk-cli`, which the server also holds (`serverPPK`), each end requiring one.
+    static func conf(server: Bool, proposal: String = proposal, ppk: String?) -> String {
+        let secret = SwanctlWriter.secret("quantum-safe probe secret, not weak 3Kp")
+        let common = "    version = 2\n    proposals = \(proposal)\n"
+            + (ppk == nil ? "" : "    ppk_required = yes\n" + (server ? "" : "    ppk_id = ppk-cli\n"))
+        let peer =
+            server
+            ? "    local_addrs = 192.0.2.1\n    pools = p\n    local {\n      auth = psk\n      id = srv\n    }\n"
+                + "    remote {\n      auth = psk\n    }\n"
+                + "    children {\n      pq {\n        local_ts = 0.0.0.0/0\n        esp_proposals = aes256gcm16\n      }\n    }\n"
+            : "    remote_addrs = 192.0.2.1\n    vips = 0.0.0.0\n    local {\n      auth = psk\n      id = cli\n    }\n"
+                + "    remote {\n      auth = psk\n      id = srv\n    }\n"
+                + "    children {\n      pq {\n        remote_ts = 198.51.100.1/32\n        esp_proposals = aes256gcm16\n      }\n    }\n"
+        return "connections {\n  pq {\n" + common + peer + "  }\n}\n"
+            + (server ? "pools {\n  p {\n    addrs = 10.9.0.0/24\n  }\n}\n" : "")
+            + "secrets {\n  ike-1 {\n    secret = \(secret)\n  }\n"
+            + (ppk.map { "  ppk-1 {\n    id = ppk-cli\n    secret = 0x\($0)\n  }\n" } ?? "") + "}\n"
+    }
+
+    static let serverPPK = String(repeating: "5a", count: 32)
+
+    @Test(
+        "strongSwan 6.1: an IKE_SA with an ML-KEM-768 additional key exchange and a post-quantum preshared key carries traffic; a wrong PPK is refused where one is required; a 6.0 client cannot compute ML-KEM"
+    )
+    func hybridKeyExchangeAndPPKWork() throws {
+        try BuildPair(server: .testing, client: .testing).require()
+        let server = try SwanctlDirectory.make(label: "pq61-server", conf: Self.conf(server: true, ppk: Self.serverPPK))
+        let s = try TunnelScenario.start(builds: BuildPair(server: .testing, client: .testing))
+        defer { s.teardown() }
+        try s.server.loadAllCleanly(confFile: server.confFile)
+
+        let good = try SwanctlDirectory.make(label: "pq61-client", conf: Self.conf(server: false, ppk: Self.serverPPK))
+        try s.client.loadAllCleanly(confFile: good.confFile)
+        let tunnel = try s.connect(child: "pq", ike: "pq")
+        #expect(try s.pingThroughTunnel(tunnel).succeeded, "no traffic through the hybrid tunnel")
+        #expect(
+            s.server.logContains("selected proposal: IKE:AES_GCM_16_256/PRF_HMAC_SHA2_384/ECP_384/KE1_ML_KEM_768"),
+            "\(s.server.log.suffix(3000))")
+        #expect(s.server.logContains("using PPK for PPK_ID 'ppk-cli'"), "\(s.server.log.suffix(3000))")
+        _ = try s.client.terminate(ike: "pq")
+
+        // The same PPK_ID with another key: the AUTH payloads, computed with the PPK, do not verify.
+        let wrong = try SwanctlDirectory.make(
+            label: "pq61-wrong", conf: Self.conf(server: false, ppk: String(repeating: "a5", count: 32)))
+        try s.client.loadAllCleanly(confFile: wrong.confFile)
+        let refused = try s.client.initiate(child: "pq", ike: "pq", timeout: .seconds(10))
+        #expect(!refused.succeeded, "a wrong PPK was accepted: \(refused)")
+        #expect(s.server.logContains("MAC mismatched"), "refused for another reason: \(s.server.log.suffix(2000))")
+
+        // Without a PPK, against a server that requires one.
+        let none = try SwanctlDirectory.make(label: "pq61-none", conf: Self.conf(server: false, ppk: nil))
+        try s.client.loadAllCleanly(confFile: none.confFile)
+        let missing = try s.client.initiate(child: "pq", ike: "pq", timeout: .seconds(10))
+        #expect(!missing.succeeded, "no PPK was accepted where one is required: \(missing)")
+        #expect(
+            s.server.logContains("PPK required but peer does not support PPK"),
+            "refused for another reason: \(s.server.log.suffix(2000))")
+
+        // A 6.0 client offering the same ML-KEM proposal: it negotiates ML-KEM and cannot compute it.
+        let mixed = try TunnelScenario.start(builds: BuildPair(server: .testing, client: .trixie))
+        defer { mixed.teardown() }
+        let classical = try SwanctlDirectory.make(label: "pq61-server-noppk", conf: Self.conf(server: true, ppk: nil))
+        try mixed.server.loadAllCleanly(confFile: classical.confFile)
+        let old = try SwanctlDirectory.make(label: "pq60-client", conf: Self.conf(server: false, ppk: nil))
+        try mixed.client.loadAllCleanly(confFile: old.confFile)
+        let result = try mixed.client.initiate(child: "pq", ike: "pq", timeout: .seconds(10))
+        #expect(!result.succeeded, "\(result)")
+        #expect(result.output.contains("negotiated key exchange method ML_KEM_768 not supported"), "\(result)")
+    }
+}

@@ -86,6 +86,15 @@ extension Trait where Self == ConditionTrait {
     /// Like `.strongSwan`, for tests that also need the strongSwan 6 tree (`StrongSwanBuild.trixie`): skipped
     /// with the reason when it is missing, run (and failed by `StrongSwanBuild.trixie.require()`) under
     /// `VPNPROV_REQUIRE_E2E=1`.
+    /// Like `.strongSwan6`, for tests that need the Debian testing tree (`StrongSwanBuild.testing`, strongSwan 6.1).
+    static var strongSwan61: Self {
+        .enabled(
+            if: StrongSwanEnvironment.isRequired
+                || (StrongSwanEnvironment.availability == .available
+                    && StrongSwanBuild.testing.availability == .available),
+            Comment(rawValue: StrongSwanBuild.testing.skipReason))
+    }
+
     static var strongSwan6: Self {
         .enabled(
             if: StrongSwanEnvironment.isRequired
@@ -151,15 +160,32 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             """,
         swanctlPlugins: "random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 pubkey sha1 sha2 md5 hmac aes rc2 gmp")
 
+    /// Debian testing's packages (strongSwan 6.1), for the quantum-safe pieces only: ML-KEM in an additional key
+    /// exchange and post-quantum preshared keys, which no earlier Debian build computes
+    /// (docs/strongswan-versions.md). Debian's 6.1 is built without IKEv1, so it has no `xauth-generic`.
+    static let testing = StrongSwanBuild(
+        name: "6.1", root: testingRoot,
+        charonPlugins: """
+            random nonce x509 revocation constraints pubkey pkcs1 pkcs8 pkcs12 pem openssl sha1 sha2 md5 hmac kdf \
+            gmp aes kernel-libipsec kernel-netlink socket-default vici updown eap-identity eap-mschapv2 eap-md5 \
+            attr
+            """,
+        swanctlPlugins: "random nonce openssl pem pkcs1 pkcs8 pkcs12 x509 pubkey sha1 sha2 md5 hmac aes rc2 gmp")
+
+    /// The generated matrix's builds (`testing` is not part of it).
     static let all = [host, trixie]
 
     /// `VPNPROV_TRIXIE_ROOT`, else `<package>/.build/trixie-root`.
-    static let trixieRoot: String = {
-        if let root = ProcessInfo.processInfo.environment["VPNPROV_TRIXIE_ROOT"], !root.isEmpty { return root }
+    static let trixieRoot = treeRoot(variable: "VPNPROV_TRIXIE_ROOT", directory: "trixie-root")
+    /// `VPNPROV_TESTING_ROOT`, else `<package>/.build/testing-root`.
+    static let testingRoot = treeRoot(variable: "VPNPROV_TESTING_ROOT", directory: "testing-root")
+
+    private static func treeRoot(variable: String, directory: String) -> String {
+        if let root = ProcessInfo.processInfo.environment[variable], !root.isEmpty { return root }
         return URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/trixie-root").path
-    }()
+            .deletingLastPathComponent().appendingPathComponent(".build/" + directory).path
+    }
 
     /// Written by `scripts/install-test-deps` as the last step of building the tree: a tree without it is incomplete.
     static let stampName = ".vpnprov-tree-complete"
@@ -172,7 +198,7 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
     var version: String { Self.versions[name] ?? name }
     private static let versions: [String: String] = {
         var out: [String: String] = [:]
-        for build in [host, trixie] {
+        for build in [host, trixie, testing] {
             let status = (build.root ?? "") + "/var/lib/dpkg/status"
             guard let text = try? String(contentsOfFile: status, encoding: .utf8) else { continue }
             for stanza in text.components(separatedBy: "\n\n") where stanza.hasPrefix("Package: charon-systemd\n") {
@@ -221,7 +247,7 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             if case .unavailable(let reason) = StrongSwanEnvironment.availability { return .unavailable(reason) }
             return .available
         }
-        return Self.trixieAvailability
+        return root == Self.testingRoot ? Self.testingAvailability : Self.trixieAvailability
     }
 
     var skipReason: String {
@@ -239,17 +265,20 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static let trixieAvailability: Availability = {
-        let root = trixieRoot
+    private static let trixieAvailability = treeAvailability(trixie, "Debian 13")
+    private static let testingAvailability = treeAvailability(testing, "Debian testing")
+
+    private static func treeAvailability(_ build: StrongSwanBuild, _ what: String) -> Availability {
+        let root = build.root ?? "/"
         let fm = FileManager.default
         guard fm.fileExists(atPath: root + "/" + stampName) else {
             return .unavailable(
-                "no complete Debian 13 tree at \(root) (`scripts/install-test-deps` builds it with debootstrap)")
+                "no complete \(what) tree at \(root) (`scripts/install-test-deps` builds it with debootstrap)")
         }
         for path in [charonPath, swanctlPath] where !fm.isExecutableFile(atPath: root + path) {
             return .unavailable("\(root + path) missing")
         }
-        for plugin in trixie.charonPlugins.split(whereSeparator: \.isWhitespace).map(String.init) + ["rc2"] {
+        for plugin in build.charonPlugins.split(whereSeparator: \.isWhitespace).map(String.init) + ["rc2"] {
             let path = root + "/usr/lib/ipsec/plugins/libstrongswan-\(plugin).so"
             if !fm.fileExists(atPath: path) { return .unavailable("\(path) missing") }
         }
@@ -264,5 +293,5 @@ struct StrongSwanBuild: Sendable, Hashable, CustomStringConvertible {
             return .unavailable("the scratch directory \(Scratch.path) is not below /tmp (unset TMPDIR)")
         }
         return .available
-    }()
+    }
 }

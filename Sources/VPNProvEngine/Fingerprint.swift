@@ -124,6 +124,7 @@ extension Fingerprint {
         bytes(materials.p12Password.map { Array($0.utf8) })
         text(String(reflecting: materials.keyType))
         bytes(materials.openP12)
+        bytes(materials.ppk.map { Array($0.utf8) })
         return out
     }
 
@@ -155,6 +156,6 @@ extension Fingerprint {
     static let coveredUserFields = ["name", "password", "cert", "id", "nodes", "devices", "revoked", "apple"]
     static let skippedUserFields = ["location", "fieldLocations"]
     static let coveredMaterialFields = [
-        "password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType", "openP12",
+        "password", "certificatePEM", "privateKeyPEM", "p12", "p12Password", "keyType", "openP12", "ppk",
     ]
 }

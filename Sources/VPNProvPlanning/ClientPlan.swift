@@ -96,6 +96,10 @@ package struct ClientConnection: Sendable, Hashable {
     package var windows: WindowsConnection? = nil
     /// Apple profile settings (nil when the user has no Apple device for this connection).
     package var appleSettings: AppleDeviceSettings?
+    /// The node asks for PPKs (`quantum_safe.ppk`, IKEv2): the PPK_ID the user's PPK is filed under, and whether
+    /// the node requires it. Only kinds whose description carries PPKs (`ClientKind.quantumSafe`) send it.
+    package var ppkID: String?
+    package var ppkRequired = false
 
     /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
     /// pool; else those whose description names a leak (`ClientKind.ipv6Leak`: Linux, Windows, Apple IKEv1
@@ -259,14 +263,24 @@ package struct ClientPlan: Sendable, Hashable {
         // WindowsIPsec by the caller.
         var offers: [Device: ProposalOffer] = [:]
         for device in devices {
-            if let offer = device.kind.offer(for: service, proposals: node.proposals) { offers[device] = offer }
+            guard var offer = device.kind.offer(for: service, proposals: node.proposals) else { continue }
+            // A kind that computes ML-KEM asks for it on a quantum-safe node (never for `none`).
+            if service.ikeVersion == 2, let settings = node.quantumSafe, device.kind.quantumSafe.contains(.mlKEM) {
+                offer.ike = offer.ike.map { $0 + settings.clientSuffix }
+            }
+            offers[device] = offer
         }
-        return ClientConnection(
+        var connection = ClientConnection(
             user: user.name, node: node.name, service: service, devices: devices,
             name: "\(node.name)-\(service.rawValue)", remoteAddress: node.address, remoteID: node.id,
             localID: localID, ikeVersion: service.ikeVersion, aggressive: aggressive, serverAuth: serverAuth,
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
             credentials: credentials, wantsIPv6: node.pool6 != nil, appleSettings: nil)
+        if service.ikeVersion == 2, let mode = node.quantumSafe?.ppk {
+            connection.ppkID = QuantumSafe.ppkID(user: user.name)
+            connection.ppkRequired = mode == .required
+        }
+        return connection
     }
 
     /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a

@@ -170,6 +170,8 @@ package struct ServerConnection: Sendable, Hashable {
     /// Seconds; 0 = the server never starts IKE rekeying (IKEv1: reauthentication); clients do.
     package var rekeyTime: Int
     package var child: ServerChild
+    /// `ppk_required = yes` (`quantum_safe.ppk: required`): an IKE_SA without the client's PPK is refused.
+    package var ppkRequired = false
 
     package init(
         name: String, service: Service, summary: String, version: Int, aggressive: Bool?, ikeProposals: [String],
@@ -270,6 +272,9 @@ package struct NodePlan: Sendable, Hashable {
     package var pskIdentities: [IKEIdentity]
     /// Users whose EAP/XAuth password goes into this node's secrets, ordered by name (UTF-8 bytes).
     package var passwordUsers: [String]
+    /// Users whose post-quantum preshared key goes into this node's secrets (`quantum_safe.ppk`), ordered by
+    /// name (UTF-8 bytes); empty on a node without PPKs.
+    package var ppkUsers: [String] = []
     /// An Aggressive Mode PSK connection exists: charon needs
     /// `i_dont_care_about_security_and_use_aggressive_mode_psk = yes`.
     package var needsAggressiveModePSK: Bool
@@ -324,6 +329,17 @@ package enum ServerPlan {
     /// FQDN. Same for every node of a deployment.
     package static func pskEAPClientIdentity(in inventory: Inventory) -> IKEIdentity {
         .fqdn("psk-eap.\(inventory.name)")
+    }
+
+    /// Users whose PPK this node must know (`quantum_safe.ppk`): allowed on the node and not revoked, ordered by name
+    /// (UTF-8 byte order). A PPK is the user's, whatever device or service they connect with.
+    package static func ppkUsers(for node: Node, in inventory: Inventory) -> [User] {
+        guard node.quantumSafe?.ppk != nil else { return [] }
+        let users = inventory.users
+        return users.indices
+            .filter { !users[$0].revoked && users[$0].nodes.contains(node.name) }
+            .sorted { users[$0].name.precedesByUTF8(users[$1].name) }
+            .map { users[$0] }
     }
 
     /// Users whose password this node must know: allowed on the node, not revoked, with a password,
@@ -383,13 +399,17 @@ package enum ServerPlan {
         func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
             -> ServerConnection
         {
-            ServerConnection(
+            var connection = ServerConnection(
                 name: name, service: service, summary: summary, version: 2, aggressive: nil,
-                ikeProposals: node.proposals.ike, local: local, remote: remote, pools: v2Pools,
+                // Quantum-safe: ML-KEM in the first additional key exchange of every proposal (RFC 9370).
+                ikeProposals: node.proposals.ike.map { $0 + (node.quantumSafe?.serverSuffix ?? "") }, local: local,
+                remote: remote, pools: v2Pools,
                 sendCert: local.auth == .pubkey ? .always : .never, sendCertreq: service == .ikev2Cert,
                 unique: uniqueness(remote), fragmentation: "yes", dpdDelay: dpdDelay, dpdTimeout: nil, rekeyTime: 0,
                 child: ServerChild(
                     name: childName, localTS: v2TS, espProposals: v2ESP, rekeyTime: 0, dpdAction: "clear"))
+            connection.ppkRequired = node.quantumSafe?.ppk == .required
+            return connection
         }
         func v1(
             _ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch,
@@ -509,10 +529,12 @@ package enum ServerPlan {
                 }
             }
         }
-        return NodePlan(
+        var plan = NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
             passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
             needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
             network: network)
+        plan.ppkUsers = ppkUsers(for: node, in: inventory).map(\.name)
+        return plan
     }
 }

@@ -18,6 +18,8 @@ package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
         case missingPSK(node: String)
         /// A user allowed on the node has a password in the inventory but none in Materials.
         case missingPassword(user: String, node: String)
+        /// A user allowed on a node with `quantum_safe.ppk` has no PPK in Materials.
+        case missingPPK(user: String, node: String)
     }
     package var kind: Kind
     package var description: String {
@@ -26,6 +28,8 @@ package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
         case .missingPSK(let node): return "node '\(node)': offers a PSK service but no PSK was resolved"
         case .missingPassword(let user, let node):
             return "user '\(user)': no password resolved (needed on node '\(node)')"
+        case .missingPPK(let user, let node):
+            return "user '\(user)': no PPK in the state (needed on node '\(node)')"
         }
     }
 }
@@ -282,6 +286,7 @@ package enum ServerRenderer {
                 "dpd_delay": seconds(c.dpdDelay),
                 "dpd_timeout": c.dpdTimeout.map(seconds) ?? "",
                 "rekey_time": seconds(c.rekeyTime),
+                "ppk_required": .bool(c.ppkRequired),
                 "rounds": .list(rounds),
                 "child": [
                     "name": .identifier(c.child.name),
@@ -326,7 +331,19 @@ package enum ServerRenderer {
                 "secret": .string(base64Secret(password)),
             ])
         }
-        return ["node": .string(node.name), "psk": .list(psk), "users": .list(users)]
+        var ppks: [TemplateValue] = []
+        for (i, name) in plan.ppkUsers.enumerated() {
+            guard let ppk = materials.users[name]?.ppk else {
+                throw ServerRenderError(kind: .missingPPK(user: name, node: node.name))
+            }
+            ppks.append([
+                "section": .identifier(String(format: "ppk-u%04d", i + 1)),
+                "name": .string(name),
+                "id": .string(QuantumSafe.ppkID(user: name)),
+                "secret": .string(base64Secret(ppk)),
+            ])
+        }
+        return ["node": .string(node.name), "psk": .list(psk), "users": .list(users), "ppks": .list(ppks)]
     }
 
     /// `0s` + base64 of the UTF-8 bytes: strongSwan decodes it to exactly those bytes, whatever they are.

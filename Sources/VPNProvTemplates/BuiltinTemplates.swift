@@ -60,6 +60,13 @@ secrets {
       secret = {{secret}}
    }
 {{/ike}}
+{{#ppk}}
+   # the user's post-quantum preshared key (RFC 8784)
+   {{section}} {
+      id = {{id}}
+      secret = {{secret}}
+   }
+{{/ppk}}
 }
 
 """##,
@@ -83,6 +90,13 @@ connections {
       remote_addrs = {{remote_addrs}}
       vips = {{vips}}
       proposals = {{proposals}}
+{{#ppk_id}}
+      # the user's post-quantum preshared key (RFC 8784; strongSwan 6.1 or later)
+      ppk_id = {{ppk_id}}
+{{/ppk_id}}
+{{#ppk_required}}
+      ppk_required = yes
+{{/ppk_required}}
 {{#local_rounds}}
       {{section}} {
          auth = {{auth}}
@@ -1346,6 +1360,13 @@ secrets {
       secret = {{secret}}
    }
 {{/users}}
+{{#ppks}}
+   # post-quantum preshared key (RFC 8784) of user {{name}}
+   {{section}} {
+      id = {{id}}
+      secret = {{secret}}
+   }
+{{/ppks}}
 }
 
 """##,
@@ -1547,6 +1568,10 @@ connections {
       dpd_timeout = {{dpd_timeout}}
 {{/dpd_timeout}}
       rekey_time = {{rekey_time}}
+{{#ppk_required}}
+      # quantum_safe.ppk: required: no IKE_SA without the client's post-quantum preshared key
+      ppk_required = yes
+{{/ppk_required}}
 {{#rounds}}
       {{section}} {
          auth = {{auth}}

@@ -213,7 +213,8 @@ struct StrongSwan61Tests {
     /// `ppk-cli`, which the server also holds (`serverPPK`), each end requiring one.
     static func conf(server: Bool, proposal: String = proposal, ppk: String?) -> String {
         let secret = SwanctlWriter.secret("quantum-safe probe secret, not weak 3Kp")
-        let common = "    version = 2\n    proposals = \(proposal)\n"
+        let common =
+            "    version = 2\n    proposals = \(proposal)\n"
             + (ppk == nil ? "" : "    ppk_required = yes\n" + (server ? "" : "    ppk_id = ppk-cli\n"))
         let peer =
             server

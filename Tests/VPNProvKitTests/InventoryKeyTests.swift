@@ -188,6 +188,16 @@ import Testing
             case .accounts: line = w.text.add("    accounts: radius")
             case .radiusAddress: line = w.text.add("    radius_address: 203.0.113.9")
             case .certificate: line = w.text.add("    certificate: acme")
+            case .quantumSafe:
+                line = w.nested(
+                    key,
+                    { (k: Keys.QuantumSafeKey) in
+                        switch k {
+                        case .mlKEM: "[mlkem768]"
+                        case .classicalFallback: "true"
+                        case .ppk: "optional"
+                        }
+                    }, NodeField.quantumSafe)
             }
             w.node[.key(key)] = line
         }
@@ -327,7 +337,7 @@ import Testing
         #expect(
             names(Keys.NodeKey.self) == [
                 "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
-                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate",
+                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe",
             ])
         #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
         #expect(

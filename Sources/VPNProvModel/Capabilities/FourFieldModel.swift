@@ -51,6 +51,8 @@ package enum FourFieldModel {
         // which only an ACME node's does (docs/acme.md).
         if !needsOnDevice(service, on: node).isEmpty { return false }
         if service.ikeVersion == 1 { return true }
+        // The code sets no post-quantum key exchange and no PPK: a node must admit a classical device.
+        if let settings = node.quantumSafe, !settings.admits([]) { return false }
         return Proposal.intersects(ikev2Offer.ike, node.proposals.ike, purpose: .ike, withGroups: true)
             && Proposal.intersects(ikev2Offer.esp, node.proposals.esp, purpose: .esp, withGroups: false)
     }

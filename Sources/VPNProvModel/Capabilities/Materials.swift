@@ -44,6 +44,8 @@ package struct UserMaterials: Sendable, Hashable {
     /// Android `.sswan` profiles: the Android certificate installer tries the empty password before
     /// it asks, so importing needs no typing. Never given to Apple devices.
     package var openP12: [UInt8]?
+    /// The user's post-quantum preshared key (RFC 8784) when the user reaches a node with `quantum_safe.ppk`.
+    package var ppk: String?
     package init(
         password: String?, certificatePEM: String? = nil, privateKeyPEM: String? = nil, p12: [UInt8]? = nil,
         p12Password: String? = nil, keyType: KeyType? = nil, openP12: [UInt8]? = nil

@@ -124,6 +124,10 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     package var groups: [AlgorithmInfo]
     /// ESP only: `modpnone`/`none` present, so the group is optional.
     package var groupOptional: Bool
+    /// Additional key exchanges (RFC 9370, `ke1_mlkem768`), by slot 1...7: the methods of each slot, `none` among
+    /// them where the slot is optional. Only in the proposals vpnprov derives from `quantum_safe:`
+    /// (`parse(_:purpose:additionalKeyExchanges:)`); the inventory's `proposals:` take none.
+    package var additionalKeyExchanges: [Int: Set<String>] = [:]
 
     package var description: String { text }
     package var isAEAD: Bool { encryption.first?.isAEAD ?? false }
@@ -135,12 +139,20 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     /// Parses one proposal with strongSwan's rules: IKE needs encryption + (integrity unless AEAD) +
     /// PRF (mandatory for AEAD) + a DH group; ESP needs encryption + integrity unless AEAD; AEAD and
     /// non-AEAD ciphers do not mix.
-    package static func parse(_ text: String, purpose: Purpose) throws(ProposalError) -> Proposal {
+    /// `additionalKeyExchanges`: also read `keN_<ML-KEM parameter set>` and `keN_none`, as the proposals vpnprov
+    /// derives from `quantum_safe:` carry them.
+    package static func parse(_ text: String, purpose: Purpose, additionalKeyExchanges: Bool = false)
+        throws(ProposalError) -> Proposal
+    {
         var p = Proposal(
             text: text, purpose: purpose, encryption: [], integrity: [], prf: [], groups: [], groupOptional: false)
         guard !text.isEmpty else { throw ProposalError(message: "empty proposal") }
         for token in text.split(separator: "-", omittingEmptySubsequences: false).map(String.init) {
             if token.isEmpty { throw ProposalError(message: "empty algorithm in '\(text)'") }
+            if additionalKeyExchanges, let (slot, method) = Self.additionalKeyExchange(token) {
+                p.additionalKeyExchanges[slot, default: []].insert(method)
+                continue
+            }
             if AlgorithmTable.noGroupKeywords.contains(token) {
                 guard purpose == .esp else { throw ProposalError(message: "'\(token)' is only valid in ESP proposals") }
                 p.groupOptional = true
@@ -192,6 +204,16 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
             throw ProposalError(message: "'\(text)': an IKE proposal needs a key exchange group (e.g. ecp256)")
         }
         return p
+    }
+
+    /// `ke<slot>_<method>` with a slot 1...7 and an ML-KEM parameter set or `none`; nil for anything else.
+    static func additionalKeyExchange(_ token: String) -> (slot: Int, method: String)? {
+        let parts = token.split(separator: "_", maxSplits: 1).map(String.init)
+        guard parts.count == 2, parts[0].count == 3, parts[0].hasPrefix("ke"), let slot = Int(parts[0].dropFirst(2)),
+            (1...7).contains(slot),
+            parts[1] == "none" || QuantumSafe.MLKEM(rawValue: parts[1]) != nil
+        else { return nil }
+        return (slot, parts[1])
     }
 
     /// The PRFs in effect: explicit ones, else derived from integrity (`sha256` -> `prfsha256`).

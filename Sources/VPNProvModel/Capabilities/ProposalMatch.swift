@@ -13,8 +13,8 @@ extension Proposal {
         -> Bool
     {
         if client.contains("default") || server.contains("default") { return true }
-        let cs = client.compactMap { try? Proposal.parse($0, purpose: purpose) }
-        let ss = server.compactMap { try? Proposal.parse($0, purpose: purpose) }
+        let cs = client.compactMap { try? Proposal.parse($0, purpose: purpose, additionalKeyExchanges: true) }
+        let ss = server.compactMap { try? Proposal.parse($0, purpose: purpose, additionalKeyExchanges: true) }
         if cs.count != client.count || ss.count != server.count { return true }
         return cs.contains { c in ss.contains { s in compatible(c, s, withGroups: withGroups) } }
     }
@@ -28,6 +28,14 @@ extension Proposal {
         if !a.isAEAD && !common(a.integrity, b.integrity) { return false }
         if a.purpose == .ike {
             guard common(a.effectivePRFs, b.effectivePRFs), common(a.groups, b.groups) else { return false }
+            // Each additional key exchange slot: a side without transforms for it takes `none` (proposal.c's
+            // select_algo: an optional slot matches a peer that proposes none), so a classical client matches
+            // only a slot with `none`, and a client with ML-KEM only a slot offering one of its methods.
+            for slot in Set(a.additionalKeyExchanges.keys).union(b.additionalKeyExchanges.keys) {
+                let x = a.additionalKeyExchanges[slot] ?? ["none"]
+                let y = b.additionalKeyExchanges[slot] ?? ["none"]
+                if x.isDisjoint(with: y) { return false }
+            }
         } else if withGroups {
             var ga = Set(a.groups.compactMap(\.group))
             var gb = Set(b.groups.compactMap(\.group))

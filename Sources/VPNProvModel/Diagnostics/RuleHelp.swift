@@ -122,6 +122,12 @@ package enum RuleHelp {
             "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
         "radius-address":
             "A node's radius_address is unused (no 'accounts: radius'), another node's address, in a pool, or of another family than a RADIUS server.",
+        "quantum-safe-ikev1":
+            "A node with 'quantum_safe' offers an IKEv1 service, which has no additional key exchange and no PPK.",
+        "quantum-safe-radius":
+            "'ppk: required' on an 'accounts: radius' node: app accounts have no PPK, so every one would be refused.",
+        "quantum-safe-device":
+            "Users reach a quantum-safe node with a device whose generated configuration cannot carry what the node requires.",
         "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",

@@ -485,6 +485,7 @@ package struct InventoryDecoder: Sendable {
         var accounts: AccountSource?
         var radiusAddress: String?
         var certificate: CertificateSource?
+        var quantumSafe: QuantumSafe?
         var locations: [NodeField: SourceLocation] = [:]
         /// Keys whose value had an error.
         var failed: Set<NodeKey> = []
@@ -662,6 +663,8 @@ package struct InventoryDecoder: Sendable {
                 f.radiusAddress = IPAddressText.format(bytes)
             case .certificate:
                 f.certificate = cx.choice(value, field, CertificateSource.self)
+            case .quantumSafe:
+                f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
             case .dns:
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -738,6 +741,56 @@ package struct InventoryDecoder: Sendable {
         }
     }
 
+    /// `quantum_safe: {ml_kem: [mlkem768], classical_fallback: false, ppk: required|optional}`: at least one of
+    /// `ml_kem` and `ppk`; each bad value at its line. nil (reported) when nothing usable was written.
+    private func decodeQuantumSafe(_ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext)
+        -> QuantumSafe?
+    {
+        guard let entries = cx.mapping(value, "\(what): 'quantum_safe'", keys: QuantumSafeKey.self) else { return nil }
+        var settings = QuantumSafe(mlKEM: [], classicalFallback: false, ppk: nil)
+        var ok = true
+        for (key, _, v) in entries {
+            if v.isNull { continue }
+            let field = "\(what): 'quantum_safe.\(key.rawValue)'"
+            switch key {
+            case .mlKEM:
+                guard let list = cx.choiceList(v, field, QuantumSafe.MLKEM.self) else {
+                    ok = false
+                    continue
+                }
+                if list.isEmpty {
+                    cx.error(
+                        .invalidValue, "\(field) names no ML-KEM parameter set (mlkem512, mlkem768, mlkem1024)", at: v)
+                    ok = false
+                    continue
+                }
+                settings.mlKEM = list
+            case .classicalFallback:
+                guard let b = cx.bool(v, field) else {
+                    ok = false
+                    continue
+                }
+                settings.classicalFallback = b
+            case .ppk:
+                guard let mode = cx.choice(v, field, QuantumSafe.PPKMode.self) else {
+                    ok = false
+                    continue
+                }
+                settings.ppk = mode
+            }
+            f.locations[.quantumSafe(key)] = cx.location(v)
+        }
+        guard ok else { return nil }
+        if settings.mlKEM.isEmpty && settings.ppk == nil {
+            cx.error(
+                .missingKey,
+                "\(what): 'quantum_safe' needs 'ml_kem' (a hybrid key exchange, e.g. [mlkem768]) or 'ppk' (required or optional), or both",
+                at: value)
+            return nil
+        }
+        return settings
+    }
+
     /// A Linux interface name vpnprov writes into nftables and sysctl files.
     static func isInterfaceName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
@@ -796,6 +849,8 @@ package struct InventoryDecoder: Sendable {
             ipv6: own.ipv6 ?? defaults.ipv6, allowPrivate: own.allowPrivate ?? defaults.allowPrivate ?? [])
         node.accounts = own.accounts ?? defaults.accounts ?? .inventory
         node.radiusAddress = own.radiusAddress ?? defaults.radiusAddress
+        // A node's quantum_safe: replaces the whole of defaults' (its keys are read together).
+        node.quantumSafe = own.quantumSafe ?? (own.locations[.key(.quantumSafe)] == nil ? defaults.quantumSafe : nil)
         node.certificate = own.certificate ?? defaults.certificate ?? .ca
         return node
     }

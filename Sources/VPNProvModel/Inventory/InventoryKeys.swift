@@ -46,6 +46,14 @@ extension InventoryDecoder {
         case network, accounts
         case radiusAddress = "radius_address"
         case certificate
+        case quantumSafe = "quantum_safe"
+    }
+
+    /// Keys of a node's `quantum_safe:` (docs/quantum-safe.md).
+    package enum QuantumSafeKey: String, Sendable, Hashable, CaseIterable {
+        case mlKEM = "ml_kem"
+        case classicalFallback = "classical_fallback"
+        case ppk
     }
 
     /// Keys of a node's `network:` (forwarding, NAT, firewall).
@@ -140,6 +148,7 @@ package enum NodeField: Sendable, Hashable {
     case network(InventoryDecoder.NetworkKey)
     /// One entry of `network.allow_private` (0-based, among the entries that decoded).
     case allowPrivate(Int)
+    case quantumSafe(InventoryDecoder.QuantumSafeKey)
 
     package var path: String {
         switch self {
@@ -149,6 +158,7 @@ package enum NodeField: Sendable, Hashable {
         case .deploy(let key): "deploy.\(key.rawValue)"
         case .network(let key): "network.\(key.rawValue)"
         case .allowPrivate(let index): "network.allow_private.\(index)"
+        case .quantumSafe(let key): "quantum_safe.\(key.rawValue)"
         }
     }
 
@@ -162,6 +172,7 @@ package enum NodeField: Sendable, Hashable {
         case .deploy: .key(.deploy)
         case .network: .key(.network)
         case .allowPrivate: .network(.allowPrivate)
+        case .quantumSafe: .key(.quantumSafe)
         }
     }
 
@@ -170,6 +181,7 @@ package enum NodeField: Sendable, Hashable {
         InventoryDecoder.NodeKey.allCases.map(NodeField.key) + InventoryDecoder.ProposalKey.allCases.map(proposals)
             + InventoryDecoder.AppleKey.allCases.map(apple) + InventoryDecoder.DeployKey.allCases.map(deploy)
             + InventoryDecoder.NetworkKey.allCases.map(network)
+            + InventoryDecoder.QuantumSafeKey.allCases.map(quantumSafe)
     }
 }
 

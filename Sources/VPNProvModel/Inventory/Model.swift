@@ -318,6 +318,8 @@ package struct Node: Sendable, Hashable {
     package var radiusAddress: String?
     /// Where the node's server certificate comes from (`certificate:`).
     package var certificate = CertificateSource.ca
+    /// Quantum-safe tunnels (`quantum_safe:`): nil for classical ones.
+    package var quantumSafe: QuantumSafe?
     /// Where the node's mapping starts.
     package var location: SourceLocation
     /// Where each field's value was written (`.key(.pool)`, `.network(.mss)`); absent for defaults.

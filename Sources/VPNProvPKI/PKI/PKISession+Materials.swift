@@ -28,6 +28,7 @@ extension PKISession {
         for user in inventory.users where !user.revoked {
             let password = user.password == .generate ? store.secrets.passwords[user.name] : passwords[user.name]
             var entry = UserMaterials(password: password)
+            entry.ppk = store.secrets.ppks?[user.name]
             if user.cert {
                 guard let held = store.users[user.name], let holder = index.users[user.name], let p12 = holder.p12,
                     let bytes = store.p12s[p12.file]

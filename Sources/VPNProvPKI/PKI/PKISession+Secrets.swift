@@ -57,6 +57,19 @@ extension PKISession {
         store.secrets.daeSecrets = dae.isEmpty && store.secrets.daeSecrets == nil ? nil : dae
         store.secrets.radiusIPsecSecrets =
             ipsec.isEmpty && store.secrets.radiusIPsecSecrets == nil ? nil : ipsec
+        // A post-quantum preshared key for every user who reaches a node that asks for PPKs.
+        let ppkNodes = inventory.nodes.filter { $0.quantumSafe?.ppk != nil }.map(\.name)
+        var ppks = store.secrets.ppks ?? [:]
+        var keepPPK = Set<String>()
+        for user in inventory.users where !user.revoked && ppkNodes.contains(where: user.nodes.contains) {
+            keepPPK.insert(user.name)
+            if ppks[user.name] == nil {
+                ppks[user.name] = try SecretResolver.generate(length: SecretResolver.ppkLength)
+                changes.append(PKIChange(.secretGenerated, .user(user.name), reason: "PPK"))
+            }
+        }
+        ppks = ppks.filter { keepPPK.contains($0.key) }
+        store.secrets.ppks = ppks.isEmpty && store.secrets.ppks == nil ? nil : ppks
         // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
         store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
         store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
@@ -90,6 +103,17 @@ extension PKISession {
                 length: SecretResolver.pskLength, replacing: oldIPsec)
         }
         changes.append(PKIChange(.secretRotated, .node(node), reason: "RADIUS secret"))
+    }
+
+    /// Replaces a user's post-quantum preshared key (the caller checked that the user reaches a node with PPKs).
+    func rotatePPK(user: String) throws {
+        guard let old = store.secrets.ppks?[user] else {
+            throw PKIError(
+                .secretNotGenerated,
+                "user '\(user)' has no PPK in the state (revoked, or reaching no node with 'quantum_safe.ppk')")
+        }
+        store.secrets.ppks?[user] = try SecretResolver.generate(length: SecretResolver.ppkLength, replacing: old)
+        changes.append(PKIChange(.secretRotated, .user(user), reason: "PPK"))
     }
 
     /// Replaces a user's generated password (the caller checked that the inventory says `password: gen`).

@@ -10,6 +10,9 @@ package enum SecretResolver {
     static let alphabet = Array("23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnpqrstuvwxyz")
     static let pskLength = 32
     static let passwordLength = 24
+    /// 48 characters of the alphabet: 277 bits, above the 256 bits of entropy strongSwan asks of a PPK for
+    /// 128-bit security against a quantum computer (swanctl.opt, `secrets.ppk<suffix>.secret`).
+    static let ppkLength = 48
 
     static func generate(length: Int) throws -> String {
         do {

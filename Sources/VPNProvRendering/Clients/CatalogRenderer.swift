@@ -30,6 +30,20 @@ package enum CatalogRenderer {
         package var proposal: String
     }
 
+    /// A quantum-safe node's requirements (`quantum_safe:`, docs/quantum-safe.md), for an app to set the same.
+    package struct QuantumSafeEntry: Codable, Sendable, Hashable {
+        /// The ML-KEM methods the node accepts in the first additional key exchange (RFC 9370 ADDKE1), by their
+        /// IKEv2 numbers (ML-KEM-512 35, ML-KEM-768 36, ML-KEM-1024 37), most preferred first; empty without
+        /// ML-KEM. Apple: `postQuantumKeyExchangeMethods = [the first the device supports]` (iOS/macOS 26 take
+        /// 36 and 37); strongSwan: `-ke1_mlkem768` appended to the proposal.
+        package var additionalKeyExchangeMethods: [Int]
+        /// A device that does not do ML-KEM is admitted (classically).
+        package var classicalFallback: Bool
+        /// `required` or `optional`: the node takes the user's post-quantum preshared key (RFC 8784), which is
+        /// per user and never in the catalogue; absent without PPKs.
+        package var ppk: String?
+    }
+
     /// One NEOnDemandRule, in evaluation order (first match wins): `disconnect` with
     /// interfaceTypeMatch `wiFi` and ssidMatch for trusted networks, then `connect`.
     package struct OnDemandRule: Codable, Sendable, Hashable {
@@ -106,6 +120,8 @@ package enum CatalogRenderer {
         package var deadPeerDetectionRate: String?
         /// Seconds of idle time after which the profiles disconnect (0 = never).
         package var disconnectOnIdleSeconds: Int?
+        /// IKEv2 entries of a quantum-safe node; absent otherwise.
+        package var quantumSafe: QuantumSafeEntry? = nil
         /// The live catalogue only (`vpnprov accounts catalogue`), entries of RADIUS nodes: the node's live
         /// sessions, the addresses of its IPv4 pool (its capacity; absent without a pool), `load` (sessions
         /// against capacity, in percent, rounded down) and whether its accounting says it is up.
@@ -210,7 +226,13 @@ package enum CatalogRenderer {
                         enableRevocationCheck: v2
                             ? apple.crlCheck && service.serverUsesCert && node.certificate == .ca : nil,
                         deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
-                        disconnectOnIdleSeconds: apple.disconnectOnIdle))
+                        disconnectOnIdleSeconds: apple.disconnectOnIdle,
+                        quantumSafe: v2
+                            ? node.quantumSafe.map {
+                                QuantumSafeEntry(
+                                    additionalKeyExchangeMethods: $0.mlKEM.map(\.transformID),
+                                    classicalFallback: $0.mlKEM.isEmpty || $0.classicalFallback, ppk: $0.ppk?.rawValue)
+                            } : nil))
             }
         }
         return Catalog(version: 1, deployment: inventory.name, servers: servers)

@@ -112,6 +112,8 @@ package enum LinuxClientRenderer {
                     "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
                     "local_rounds": .list(rounds),
                     "remote": .object(remote),
+                    "ppk_id": .string(c.ppkID ?? ""),
+                    "ppk_required": .bool(c.ppkRequired),
                 ]))
         }
 
@@ -149,6 +151,15 @@ package enum LinuxClientRenderer {
                     "secret": .string(encodedSecret(psk)),
                 ]))
         }
+        // The user's post-quantum preshared key, once, under the PPK_ID every connection that asks for it names.
+        var ppk: [TemplateValue] = []
+        if let id = connections.lazy.compactMap(\.ppkID).first {
+            guard let secret = materials.users[user.name]?.ppk else {
+                throw ClientRenderError("user '\(user.name)': no post-quantum preshared key")
+            }
+            ppk.append(
+                .object(["section": .identifier("ppk-1"), "id": .string(id), "secret": .string(encodedSecret(secret))]))
+        }
         let common: TemplateObject = [
             "user": .string(user.name),
             "deployment": .string(inventory.name),
@@ -160,6 +171,7 @@ package enum LinuxClientRenderer {
         var secrets = common
         secrets["eap"] = .list(eap)
         secrets["ike"] = .list(ike)
+        secrets["ppk"] = .list(ppk)
         return (.object(swanctl), .object(secrets))
     }
 }
@@ -185,6 +197,16 @@ extension LinuxClientRenderer: ClientKindRenderer {
             "  `swanctl --initiate --child <name>` with a child name from swanctl.conf:",
         ]
         for c in connections where c.devices.contains(.linux) { lines.append("    \(c.name)") }
+        let quantumSafe = connections.filter {
+            $0.devices.contains(.linux)
+                && ($0.ppkID != nil || $0.offers[.linux]?.ike.contains { $0.contains("-ke1_") } == true)
+        }
+        if !quantumSafe.isEmpty {
+            lines += [
+                "  " + quantumSafe.map(\.name).joined(separator: ", ") + " are quantum-safe (ML-KEM and/or a",
+                "  post-quantum preshared key): they need strongSwan 6.1 or later (`swanctl --version`).",
+            ]
+        }
         if connections.contains(where: { $0.devices.contains(.linux) && $0.aggressive }) {
             lines += [
                 "  IKEv1 with a group name uses Aggressive Mode, which strongSwan refuses unless",

@@ -21,4 +21,7 @@ package enum AndroidClientKind: ClientKind {
 
     /// The profile sets `split-tunneling.block-ipv6` on such nodes.
     package static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String? { nil }
+
+    /// The strongSwan app's `.sswan` import has no PPK field and vpnprov does not hand it ML-KEM proposals.
+    package static var quantumSafe: QuantumSafeSupport { [] }
 }

@@ -33,4 +33,7 @@ package enum AppleClientKind: ClientKind {
         if service.ikeVersion == 1 { return "Apple IPSec (\(service.rawValue) has no kill switch)" }
         return killSwitch() ? nil : "Apple IKEv2 (apple.include_all_networks is off)"
     }
+
+    /// Not yet generated: Apple's profile keys for ML-KEM (iOS/macOS 26) and PPKs (iOS 18/macOS 15) are not written, so an Apple device connects classically.
+    package static var quantumSafe: QuantumSafeSupport { [] }
 }

@@ -32,6 +32,10 @@ package protocol ClientKind {
     /// `ipv6-leak` warning names it, or nil when the kind drops IPv6 while connected. `killSwitch` is
     /// whether the user's Apple kill switch (`apple.include_all_networks`) is on; only Apple asks.
     static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String?
+    /// What the kind's generated configuration carries of quantum-safe tunnels (docs/quantum-safe.md): the
+    /// client planner gives it ML-KEM and the user's PPK only where this says so, and the validator refuses the
+    /// kind on a node that requires what it lacks.
+    static var quantumSafe: QuantumSafeSupport { get }
 }
 
 /// The forms of the user's client certificate a kind reads (the Consistency check requires each one it

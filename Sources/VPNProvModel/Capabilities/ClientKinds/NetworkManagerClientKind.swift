@@ -25,4 +25,7 @@ package enum NetworkManagerClientKind: ClientKind {
 
     /// The keyfile blackholes IPv6 while connected.
     package static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String? { nil }
+
+    /// The strongSwan plugin's keyfile has no PPK setting, and Debian 12's charon-nm (5.9) computes no ML-KEM.
+    package static var quantumSafe: QuantumSafeSupport { [] }
 }

@@ -22,4 +22,7 @@ package enum WindowsClientKind: ClientKind {
     package static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String? {
         "Windows (its VPN cmdlets have no IPv6 block)"
     }
+
+    /// Windows' IKEv2 client has neither ML-KEM nor PPKs.
+    package static var quantumSafe: QuantumSafeSupport { [] }
 }

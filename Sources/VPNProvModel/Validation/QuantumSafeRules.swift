@@ -1,0 +1,68 @@
+import VPNProvSupport
+
+// Quantum-safe tunnels (`quantum_safe:` of a node, docs/quantum-safe.md). IKEv1 has neither additional key
+// exchanges nor PPKs, and Debian's strongSwan 6.1 is built without it: a quantum-safe node offers IKEv2 services
+// only (`quantum-safe-ikev1`). A PPK lives in the node's own credentials, never in RADIUS, so an app account
+// has none: `ppk: required` on an `accounts: radius` node would refuse every account (`quantum-safe-radius`).
+// A user reaching the node with a device whose generated configuration cannot carry what the node requires (its
+// kind's `quantumSafe`) would be refused at every connect: an error at the node's `quantum_safe`
+// (`quantum-safe-device`), unless the node admits classical clients.
+
+extension RuleCode {
+    /// A quantum-safe node offers an IKEv1 service.
+    package static let quantumSafeIKEv1 = RuleCode("quantum-safe-ikev1")
+    /// `ppk: required` on a node whose password services are RADIUS accounts.
+    package static let quantumSafeRadius = RuleCode("quantum-safe-radius")
+    /// Users reach a quantum-safe node with a device that cannot do what it requires.
+    package static let quantumSafeDevice = RuleCode("quantum-safe-device")
+}
+
+enum QuantumSafeRules {
+    static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        for node in inventory.nodes {
+            guard let settings = node.quantumSafe else { continue }
+            let ikev1 = node.services.filter { $0.ikeVersion == 1 }
+            if !ikev1.isEmpty {
+                d.append(
+                    .error(
+                        .quantumSafeIKEv1,
+                        "node '\(node.name)': quantum_safe applies to IKEv2, but the node offers "
+                            + ikev1.map(\.rawValue).joined(separator: ", ")
+                            + " (IKEv1 has no additional key exchange and no PPK, and Debian's strongSwan 6.1 has no IKEv1); remove them from this node",
+                        at: node.location(of: .services)))
+            }
+            if settings.ppk == .required && node.usesRadius {
+                d.append(
+                    .error(
+                        .quantumSafeRadius,
+                        "node '\(node.name)': 'ppk: required' refuses every app account of 'accounts: radius' (a PPK lives in the node's credentials, RADIUS cannot hand one over); use 'ppk: optional' here",
+                        at: node.location(of: .quantumSafe(.ppk))))
+            }
+            for device in Device.allCases where !settings.admits(device.kind.quantumSafe) {
+                let users = inventory.users.filter { user in
+                    !user.revoked && user.devices.contains(device) && user.nodes.contains(node.name)
+                        && node.inventoryUserServices.contains { s in
+                            s.ikeVersion == 2 && device.speaks(s)
+                                && (s.needsClientCert ? user.cert : user.password != nil)
+                        }
+                }
+                guard !users.isEmpty else { continue }
+                let names =
+                    users.prefix(3).map { "'\($0.name)'" }.joined(separator: ", ") + (users.count > 3 ? ", ..." : "")
+                let lacking = [
+                    settings.mlKEM.isEmpty || settings.classicalFallback || device.kind.quantumSafe.contains(.mlKEM)
+                        ? nil : "ML-KEM (or 'classical_fallback: true')",
+                    settings.ppk != .required || device.kind.quantumSafe.contains(.ppk)
+                        ? nil : "a PPK (or 'ppk: optional')",
+                ].compactMap { $0 }
+                d.append(
+                    .error(
+                        .quantumSafeDevice,
+                        "node '\(node.name)': users \(names) reach it with \(device.rawValue), whose generated configuration carries no "
+                            + lacking.joined(separator: " and ")
+                            + ", so the node would refuse them; remove \(device.rawValue) from their devices or admit classical clients",
+                        at: node.location(of: .quantumSafe)))
+            }
+        }
+    }
+}

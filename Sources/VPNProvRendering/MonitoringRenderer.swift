@@ -155,13 +155,13 @@ package enum MonitoringRenderer {
                 description:
                     "Clients get no address once the pool is full: give the node a larger pool or move users to another node.",
                 firing: [
-                    ("vpnprov_pool_leases{\(node),pool=\"pool4\",state=\"online\"}", "250x30"),
-                    ("vpnprov_pool_addresses{\(node),pool=\"pool4\"}", "254x30"),
+                    ("vpnprov_pool_leases{\(node),pool=\"pool-v4\",state=\"online\"}", "250x30"),
+                    ("vpnprov_pool_addresses{\(node),pool=\"pool-v4\"}", "254x30"),
                 ],
                 quiet: [
-                    ("vpnprov_pool_leases{\(node),pool=\"pool4\",state=\"online\"}", "100x30"),
-                    ("vpnprov_pool_addresses{\(node),pool=\"pool4\"}", "254x30"),
-                ], evaluatedAt: "15m", labels: nodeLabels + [("pool", "pool4")]),
+                    ("vpnprov_pool_leases{\(node),pool=\"pool-v4\",state=\"online\"}", "100x30"),
+                    ("vpnprov_pool_addresses{\(node),pool=\"pool-v4\"}", "254x30"),
+                ], evaluatedAt: "15m", labels: nodeLabels + [("pool", "pool-v4")]),
             Alert(
                 name: "VPNProvRadiusUnreachable", expr: "vpnprov_radius_up{\(job)} == 0", duration: "2m",
                 severity: "critical",

@@ -118,29 +118,38 @@ package enum MonitoringRenderer {
                 expr:
                     "vpnprov_certificate_not_after_seconds{\(job),kind=\"node\"} - time() < \(plan.certificateWarningDays) * \(day)",
                 duration: "10m", severity: "warning",
-                summary: "the certificate of vpnprov node {{ $labels.node }} expires in less than \(plan.certificateWarningDays) days",
+                summary:
+                    "the certificate of vpnprov node {{ $labels.node }} expires in less than \(plan.certificateWarningDays) days",
                 description:
                     "{{ $labels.subject }} should have been renewed (vpnprov generate and a rollout, or the node's ACME renewal); `vpnprov status --expiring \(plan.certificateWarningDays)` lists it.",
                 firing: [("vpnprov_certificate_not_after_seconds{\(node),kind=\"node\",subject=\"n1\"}", "1000000x30")],
-                quiet: [("vpnprov_certificate_not_after_seconds{\(node),kind=\"node\",subject=\"n1\"}", "100000000x30")],
+                quiet: [
+                    ("vpnprov_certificate_not_after_seconds{\(node),kind=\"node\",subject=\"n1\"}", "100000000x30")
+                ],
                 evaluatedAt: "15m", labels: nodeLabels + [("kind", "node"), ("subject", "n1")]),
             Alert(
                 name: "VPNProvCAExpiring",
                 expr:
                     "vpnprov_certificate_not_after_seconds{\(job),kind=\"ca\"} - time() < \(MonitoringPlan.caWarningDays) * \(day)",
                 duration: "10m", severity: "warning",
-                summary: "a CA that vpnprov node {{ $labels.node }} trusts expires in less than \(MonitoringPlan.caWarningDays) days",
+                summary:
+                    "a CA that vpnprov node {{ $labels.node }} trusts expires in less than \(MonitoringPlan.caWarningDays) days",
                 description:
                     "{{ $labels.subject }}: start a CA rotation (vpnprov rotate-ca, docs/lifecycle.md); it has to reach every device before the CA ends.",
-                firing: [("vpnprov_certificate_not_after_seconds{\(node),kind=\"ca\",subject=\"Lab CA\"}", "10000000x30")],
-                quiet: [("vpnprov_certificate_not_after_seconds{\(node),kind=\"ca\",subject=\"Lab CA\"}", "20000000x30")],
+                firing: [
+                    ("vpnprov_certificate_not_after_seconds{\(node),kind=\"ca\",subject=\"Lab CA\"}", "10000000x30")
+                ],
+                quiet: [
+                    ("vpnprov_certificate_not_after_seconds{\(node),kind=\"ca\",subject=\"Lab CA\"}", "20000000x30")
+                ],
                 evaluatedAt: "15m", labels: nodeLabels + [("kind", "ca"), ("subject", "Lab CA")]),
             Alert(
                 name: "VPNProvCRLStale",
                 expr:
                     "vpnprov_crl_next_update_seconds{\(job)} - time() < \(MonitoringPlan.renewalWarningDays) * \(day)",
                 duration: "10m", severity: "warning",
-                summary: "the CRL on vpnprov node {{ $labels.node }} is due for its next update within \(MonitoringPlan.renewalWarningDays) days",
+                summary:
+                    "the CRL on vpnprov node {{ $labels.node }} is due for its next update within \(MonitoringPlan.renewalWarningDays) days",
                 description:
                     "The CRL of {{ $labels.issuer }} was not renewed: run vpnprov generate and the rollout. Once it is past its next update, strongSwan treats it as stale.",
                 firing: [("vpnprov_crl_next_update_seconds{\(node),issuer=\"Lab CA\"}", "1000000x30")],
@@ -151,7 +160,8 @@ package enum MonitoringRenderer {
                 expr:
                     "vpnprov_pool_leases{\(job),state=\"online\"} / ignoring(state) vpnprov_pool_addresses{\(job)} > \(MonitoringPlan.poolFullRatio)",
                 duration: "10m", severity: "warning",
-                summary: "address pool {{ $labels.pool }} of vpnprov node {{ $labels.node }} is over \(Int(MonitoringPlan.poolFullRatio * 100))% used",
+                summary:
+                    "address pool {{ $labels.pool }} of vpnprov node {{ $labels.node }} is over \(Int(MonitoringPlan.poolFullRatio * 100))% used",
                 description:
                     "Clients get no address once the pool is full: give the node a larger pool or move users to another node.",
                 firing: [

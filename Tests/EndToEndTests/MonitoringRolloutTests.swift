@@ -113,8 +113,10 @@ import Testing
         let defaults = try String(contentsOfFile: n1.etc + "/default/prometheus-node-exporter", encoding: .utf8)
         let argsLine = try #require(
             defaults.split(separator: "\n").first { $0.hasPrefix("ARGS=") }, "no ARGS in \(defaults)")
-        let exporterArguments = argsLine.dropFirst("ARGS=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            .split(separator: " ").map(String.init)
+        let exporterArguments = argsLine.dropFirst("ARGS=".count).trimmingCharacters(
+            in: CharacterSet(charactersIn: "\"")
+        )
+        .split(separator: " ").map(String.init)
         #expect(exporterArguments.contains("--web.listen-address=:9100"), "\(exporterArguments)")
         daemons.append(
             try DaemonProcess.start(

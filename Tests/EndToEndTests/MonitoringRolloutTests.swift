@@ -251,6 +251,19 @@ import Testing
         #expect(text.succeeded && text.stdout.contains("vpnprov_ike_sas{"), "\(text)")
         #expect(!text.stdout.contains("ann") && !text.stdout.contains("vpnprov_user_"), "\(text.stdout)")
 
+        // monitoring.user_labels (the role writes it into the collector's configuration): the user's own series.
+        let configPath = n1.etc + "/vpnprov/monitoring.json"
+        let configText = try String(contentsOfFile: configPath, encoding: .utf8)
+        let withUsers = configText.replacingOccurrences(of: "\"user_labels\": false", with: "\"user_labels\": true")
+        try #require(withUsers != configText, "the collector's configuration: \(configText)")
+        try withUsers.write(toFile: configPath, atomically: true, encoding: .utf8)
+        try collect()
+        let labelled = try lab.run(n1, ["/bin/cat", metricsFile]).stdout
+        #expect(
+            labelled.contains("vpnprov_user_ike_sas{connection=\"ikev2-eap\",service=\"ikev2-eap\",user=\"ann\"} 1"),
+            "\(labelled)")
+        try configText.write(toFile: configPath, atomically: true, encoding: .utf8)
+
         // 5. After the client disconnects, no SA.
         _ = try client.terminate(ike: "n1-ikev2-eap", timeout: .seconds(10))
         try waitFor(sas, "no SA after the client disconnected") { value($0) == 0 }

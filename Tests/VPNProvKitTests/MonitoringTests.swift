@@ -16,6 +16,9 @@ import Testing
     static let promtool = TestDependency(
         path: "/usr/bin/promtool", installedBy: "the Debian package prometheus (scripts/install-test-deps)")
 
+    static let systemdAnalyze = TestDependency(
+        path: "/usr/bin/systemd-analyze", installedBy: "the Debian package systemd")
+
     /// An inventory whose `monitoring:` section is `monitoring` (its first line is line 3).
     static func inventory(monitoring: String = "monitoring:\n  from: [192.0.2.250]\n") -> String {
         """
@@ -239,6 +242,32 @@ import Testing
         try generate(Self.inventory(monitoring: ""))
         #expect(!fm.fileExists(atPath: out.appendingPathComponent("monitoring/prometheus/rules.yml").path))
         #expect(try !String(contentsOf: nft, encoding: .utf8).contains("9100"))
+    }
+
+    /// The collector's service and timer, as the role renders them with its defaults, pass
+    /// `systemd-analyze verify` without a word (an unknown key or a bad value is only a warning there).
+    @Test(.needs(systemdAnalyze)) func theCollectorsUnitsVerify() throws {
+        try Self.systemdAnalyze.require()
+        let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("monitoring-units"))
+        let values = [
+            "vpnprov_service": "strongswan", "vpnprov_monitoring_script": "/usr/local/lib/vpnprov/strongswan-metrics",
+            "vpnprov_monitoring_config": "/etc/vpnprov/monitoring.json",
+            "vpnprov_monitoring_textfile_dir": "/var/lib/prometheus/node-exporter",
+            "vpnprov_vici_socket": "/var/run/charon.vici", "vpnprov_strongswan_d_dir": "/etc/strongswan.d",
+            "vpnprov_monitoring.interval | default(15)": "15",
+        ]
+        var paths: [String] = []
+        for unit in ["vpnprov-strongswan-metrics.service", "vpnprov-strongswan-metrics.timer"] {
+            var text = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/templates/\(unit).j2"])
+            for (name, value) in values { text = text.replacingOccurrences(of: "{{ \(name) }}", with: value) }
+            #expect(!text.contains("{{"), "\(unit): \(text)")
+            let path = dir.appendingPathComponent(unit).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            paths.append(path)
+        }
+        let result = try Self.run(Self.systemdAnalyze.path, ["verify", "--man=no"] + paths, in: dir)
+        #expect(result.code == 0, "\(result.output)")
+        #expect(!result.output.contains("vpnprov-strongswan-metrics"), "\(result.output)")
     }
 
     static func run(_ path: String, _ arguments: [String], in directory: URL) throws -> (code: Int32, output: String) {

@@ -72,9 +72,11 @@ package enum MonitoringRenderer {
         var severity: String
         var summary: String
         var description: String
-        /// Input series (`promtool test rules`): where it fires and where it is quiet.
+        /// Input series (`promtool test rules`): where it fires and where it is quiet. `alsoFiring`: more
+        /// cases where it fires (another branch of its expression), with the same labels.
         var firing: [(String, String)]
         var quiet: [(String, String)]
+        var alsoFiring: [[(String, String)]] = []
         /// When the cases are evaluated, and the labels of the alert that fires (besides `severity`).
         var evaluatedAt: String
         var labels: [(String, String)]
@@ -105,14 +107,17 @@ package enum MonitoringRenderer {
             Alert(
                 name: "VPNProvMetricsStale",
                 expr:
-                    "time() - vpnprov_collector_last_run_timestamp_seconds{\(job)} > \(8 * MonitoringPlan.collectorInterval)",
+                    "time() - vpnprov_collector_last_run_timestamp_seconds{\(job)} > \(8 * MonitoringPlan.collectorInterval)"
+                    + " or (up{\(job)} == 1 unless on(instance) vpnprov_collector_last_run_timestamp_seconds{\(job)})",
                 duration: "2m", severity: "warning",
                 summary: "strongSwan metrics of vpnprov node {{ $labels.node }} are stale",
                 description:
-                    "The collector (vpnprov-strongswan-metrics.timer) has not written the node's strongSwan metrics for two minutes: the other vpnprov alerts cannot see this node.",
+                    "The collector (vpnprov-strongswan-metrics.timer) has not written the node's strongSwan metrics for two minutes, or never: the other vpnprov alerts cannot see this node.",
                 firing: [("vpnprov_collector_last_run_timestamp_seconds{\(node)}", "0x20")],
-                quiet: [("vpnprov_collector_last_run_timestamp_seconds{\(node)}", "0+60x20")], evaluatedAt: "10m",
-                labels: nodeLabels),
+                quiet: [
+                    ("vpnprov_collector_last_run_timestamp_seconds{\(node)}", "0+60x20"), ("up{\(node)}", "1x20"),
+                ],
+                alsoFiring: [[("up{\(node)}", "1x20")]], evaluatedAt: "10m", labels: nodeLabels),
             Alert(
                 name: "VPNProvCertificateExpiring",
                 expr:
@@ -223,10 +228,11 @@ package enum MonitoringRenderer {
 
             """
         for alert in alerts(plan) {
-            for firing in [true, false] {
+            let cases = [(alert.firing, true)] + alert.alsoFiring.map { ($0, true) } + [(alert.quiet, false)]
+            for (inputs, firing) in cases {
                 text += "  # \(alert.name) \(firing ? "fires" : "stays quiet")\n"
                 text += "  - interval: 1m\n    input_series:\n"
-                for (series, values) in firing ? alert.firing : alert.quiet {
+                for (series, values) in inputs {
                     text += "      - series: \(yamlString(series))\n        values: \(yamlString(values))\n"
                 }
                 text += "    alert_rule_test:\n      - eval_time: \(alert.evaluatedAt)\n"

@@ -481,7 +481,9 @@ def collect(config, socket_path, radius_settings, timeout):
                     continue
                 try:
                     if cert.get("type") == "X509" and cert.get("flag") in ("NONE", "CA"):
-                        if cert.get("flag") == "NONE" and cert.get("has_privkey", "yes") != "yes":
+                        # The node's own certificate is the one charon holds the key of: a client's certificate
+                        # in charon's cache has none (and must not become a series named after the user).
+                        if cert.get("flag") == "NONE" and cert.get("has_privkey") != "yes":
                             continue
                         subject, not_after = certificate_fields(data)
                         kind = "ca" if cert.get("flag") == "CA" else "node"
@@ -1244,12 +1246,14 @@ dependencies: []
   when: vpnprov_manage_service | bool
   register: vpnprov_node_monitoring_units
 
+# In check mode on a new node the package and the units were only simulated: systemd knows neither.
 - name: Keep the node exporter enabled and running
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_monitoring_exporter_service }}"
     enabled: true
     state: started
   when: vpnprov_manage_service | bool
+  ignore_errors: "{{ ansible_check_mode }}"
 
 - name: Run the collector on its timer
   ansible.builtin.systemd_service:
@@ -1258,6 +1262,7 @@ dependencies: []
     state: started
     daemon_reload: "{{ vpnprov_node_monitoring_units is changed }}"
   when: vpnprov_manage_service | bool
+  ignore_errors: "{{ ansible_check_mode }}"
 
 """##,
         "roles/vpnprov_node/tasks/present.yml": ##"""

@@ -966,6 +966,7 @@ final class RadiusScenario: @unchecked Sendable {
             let text = try String(contentsOf: output, encoding: .utf8)
             return text.split(separator: "\n").filter {
                 $0.hasPrefix("vpnprov_radius_up{") || $0.hasPrefix("strongswan_up ")
+                    || $0.hasPrefix("vpnprov_certificate_not_after_seconds{kind=\"node\"")
             }
             .joined(separator: ", ")
         }
@@ -974,6 +975,10 @@ final class RadiusScenario: @unchecked Sendable {
             both.contains("vpnprov_radius_up{server=\"\(preferred)\"} 1")
                 && both.contains("vpnprov_radius_up{server=\"\(fallback)\"} 1") && both.contains("strongswan_up 1"),
             "both servers up: \(both)")
+        // charon's own certificate, found by its key, on 5.9 and 6.0 alike (vici's has_privkey).
+        try check(
+            both.components(separatedBy: "vpnprov_certificate_not_after_seconds{kind=\"node\"").count == 2,
+            "one node certificate: \(both)")
         let rad = try lab.radius(preferred)
         rad.stop()
         defer { try? rad.start() }

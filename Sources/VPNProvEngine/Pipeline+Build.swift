@@ -70,6 +70,11 @@ extension Pipeline {
         }
         // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
         servers += [inventory.accounts.map { String(reflecting: $0) } ?? "", materials.radiusDatabase ?? ""]
+        // The nodes' firewall and host_vars, and monitoring/, hold the monitoring settings (not where they
+        // were written: moving a line changes no output).
+        if let monitoring = inventory.monitoring {
+            servers += ["monitoring", monitoring.from.map(\.description), monitoring.port, monitoring.userLabels]
+        }
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests

@@ -173,7 +173,8 @@ extension Pipeline {
                                     + CatalogRenderer.render(inventory: inventory)
                                     + RadiusRenderer.render(
                                         inventory: inventory, materials: materials, templates: templates)
-                                    + DeployRenderer.render(inventory: inventory, templates: templates))
+                                    + DeployRenderer.render(inventory: inventory, templates: templates)
+                                    + MonitoringRenderer.render(inventory: inventory))
                         } catch {
                             session.discard(staged)
                             throw error

@@ -235,6 +235,10 @@ package struct NodeNetworkPlan: Sendable, Hashable {
     /// `network.allow_private`, per family, without repeats or networks inside another one.
     package var allowPrivate4: [CIDR] = []
     package var allowPrivate6: [CIDR] = []
+    /// With `monitoring:`: the exporter's TCP port and who may reach it (`monitoring.from`); nil and
+    /// empty without.
+    package var exporterPort: Int?
+    package var exporterFrom: [CIDR] = []
     package init(
         pool4: CIDR?, pool6: CIDR?, ipv6Mode: NodeNetwork.IPv6Mode?, uplink: String?, mss: NodeNetwork.MSS,
         isolateClients: Bool, ipsec: NodeNetwork.IPsecPath
@@ -516,6 +520,10 @@ package enum ServerPlan {
         }
         network.allowPrivate4 = ClientReach.normalized(node.network.allowPrivate.filter { !$0.isIPv6 })
         network.allowPrivate6 = ClientReach.normalized(node.network.allowPrivate.filter(\.isIPv6))
+        if let monitoring = inventory.monitoring {
+            network.exporterPort = monitoring.port
+            network.exporterFrom = monitoring.from
+        }
         if radius, let accounts = inventory.accounts {
             network.disconnectFrom = accounts.effectiveDisconnectFrom
             network.daePort = AccountsSettings.daePort

@@ -101,7 +101,8 @@ package enum DeployRenderer {
         let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
         // A RADIUS node's IPsec connections to its RADIUS servers (swanctl/conf.d/vpnprov-radius-ipsec.conf).
         var connections = plan.connections.map(\.name)
-        if let radius = RadiusPlan.make(for: node, in: inventory), radius.protection == .ipsec {
+        let radius = RadiusPlan.make(for: node, in: inventory)
+        if let radius, radius.protection == .ipsec {
             connections += radius.servers.map { RadiusPlan.connectionName($0.name) }
         }
         var context: TemplateObject = [
@@ -109,7 +110,24 @@ package enum DeployRenderer {
             "connections": .list(connections.map { .string($0) }),
             "identities": .list(sorted.map { .string($0) }),
             "acme": .bool(false),
+            "monitoring": .bool(false),
         ]
+        // The node's exporter and collector (docs/monitoring.md): the port, whether SAs carry user labels,
+        // the service each connection carries, and the RADIUS servers the collector asks for their status.
+        if let monitoring = MonitoringPlan.make(inventory) {
+            let services = MonitoringPlan.services(plan, radius: radius)
+            context["monitoring"] = .object([
+                "port": .int(monitoring.port),
+                "user_labels": .identifier(monitoring.userLabels ? "true" : "false"),
+                "interval": .int(MonitoringPlan.collectorInterval),
+                "services": .list(
+                    services.map { ["connection": .string($0.connection), "service": .string($0.service)] }),
+                "radius": .list(
+                    (radius?.servers ?? []).map {
+                        ["name": .string($0.name), "address": .string($0.address), "port": .int($0.authPort)]
+                    }),
+            ])
+        }
         // The validator holds an ACME node to a DNS-name identity and the `acme:` section to an e-mail.
         if node.certificate == .acme, let acme = inventory.acme, case .fqdn(let domain) = node.id {
             context["acme"] = .object([

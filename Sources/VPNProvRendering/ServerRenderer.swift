@@ -217,6 +217,12 @@ package enum ServerRenderer {
                 n.disconnectFrom.map {
                     ["family": .string($0.isIPv6 ? "ip6" : "ip"), "network": .string($0.description)]
                 }),
+            "exporter": .bool(n.exporterPort != nil),
+            "exporter_port": .string(n.exporterPort.map(String.init) ?? ""),
+            "exporter_from": .list(
+                n.exporterFrom.map {
+                    ["family": .string($0.isIPv6 ? "ip6" : "ip"), "network": .string($0.description)]
+                }),
             // Where clients may go (docs/security.md §14): never, the DNS the node pushes, what the
             // inventory allows of the private and internal networks, which are refused otherwise.
             "never4": networks(ClientReach.never4.map(\.cidr)),

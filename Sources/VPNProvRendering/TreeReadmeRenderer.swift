@@ -18,6 +18,7 @@ package enum TreeReadmeRenderer {
             "publishes_crl": .bool(inventory.pki.crlURL != nil),
             "radius": .bool(inventory.accounts != nil && inventory.nodes.contains(where: \.usesRadius)),
             "crl_url": .string(inventory.pki.crlURL ?? ""),
+            "monitoring": .bool(inventory.monitoring != nil),
         ])
         return OutputFile(path: path, text: text)
     }

@@ -30,6 +30,11 @@ radius/<server>/       to the RADIUS server <server>: its FreeRADIUS configurati
 radius/migrations/     to the accounts database's administrator: the tables vpnprov expects
                        (vpnprov accounts migrate applies them).
 {{/radius}}
+{{#monitoring}}
+monitoring/prometheus/ to the operator's Prometheus: the scrape job for every node (scrape.yml,
+                       targets.json) and the alert rules with their tests (rules.yml,
+                       rules.test.yml). No secrets. docs/monitoring.md says how to add them.
+{{/monitoring}}
 {{#publishes_crl}}
 crl/crl.der            to the web server behind {{crl_url}}:
                        the certificate revocation list that devices fetch. Public; publish it after
@@ -314,6 +319,28 @@ vpnprov_acme:
     - {{.}}
 {{/roots}}
 {{/acme}}
+{{#monitoring}}
+# The node's exporter (docs/monitoring.md): Debian's prometheus-node-exporter on this port, and strongSwan's
+# state as metrics in its textfile directory, written every {{interval}} s; the node's nftables table admits
+# only monitoring.from to the port.
+vpnprov_monitoring:
+  port: {{port}}
+  interval: {{interval}}
+  # Per-user series (monitoring.user_labels).
+  user_labels: {{user_labels}}
+  # connection -> the vpnprov service it carries (the metrics' service label)
+  services:
+{{#services}}
+    {{connection}}: {{service}}
+{{/services}}
+  # The RADIUS servers the collector asks for their status (RFC 5997 Status-Server).
+  radius:{{^radius}} []{{/radius}}
+{{#radius}}
+    - name: {{name}}
+      address: {{address}}
+      port: {{port}}
+{{/radius}}
+{{/monitoring}}
 
 """##,
         "deploy/inventory.yml.tmpl": ##"""
@@ -1238,6 +1265,13 @@ table inet vpnprov {
 {{/dae_from}}
 		udp dport {{dae_port}} drop comment "nobody else may end a session"
 {{/dae}}
+{{#exporter}}
+		tcp dport {{exporter_port}} iifname "lo" accept comment "the node's own look at its exporter"
+{{#exporter_from}}
+		tcp dport {{exporter_port}} {{family}} saddr {{network}} accept comment "Prometheus (monitoring.from)"
+{{/exporter_from}}
+		tcp dport {{exporter_port}} drop comment "nobody else may read the exporter"
+{{/exporter}}
 	}
 
 	chain client_to_node {

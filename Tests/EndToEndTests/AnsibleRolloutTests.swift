@@ -26,6 +26,8 @@ import Testing
             defaults:
               network:
                 ipsec: libipsec   # the lab's charons run kernel-libipsec
+            monitoring:         # the role's exporter tasks, rolled out, repeated, checked and retired here too
+              from: [192.0.2.254]
             nodes:
               n1:
                 address: 192.0.2.1
@@ -154,7 +156,9 @@ import Testing
     func rolloutScenario() async throws {
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
-        let lab = try AnsibleLab.start(nodes: ["n1", "n2"])
+        // The monitoring tasks write /etc/default/prometheus-node-exporter, /var/lib/prometheus and the collector.
+        let lab = try AnsibleLab.start(
+            nodes: ["n1", "n2"], views: ["/var/lib": ["prometheus"], "/usr/local/lib": ["vpnprov"]], etc: ["default"])
         defer { lab.teardown() }
         let dir = try Scratch.makeDirectory("fleet")
         let fleet = Fleet(
@@ -237,6 +241,12 @@ import Testing
                 "\(node.name): the operator's table survived")
         }
         #expect(FileManager.default.fileExists(atPath: n1.etc + "/strongswan.d/vpnprov.conf"))
+        for node in [n1, n2] {
+            #expect(
+                FileManager.default.fileExists(atPath: node.etc + "/vpnprov/monitoring.json"),
+                "\(node.name): the collector's configuration")
+            #expect(try lab.run(node, ["/usr/bin/test", "-x", "/usr/local/lib/vpnprov/strongswan-metrics"]).succeeded)
+        }
         let conns = try lab.swanctl(n1, ["--list-conns"])
         #expect(conns.stdout.contains("ipsec-xauth-psk-aggressive:"), "n1 runs the generated connections: \(conns)")
 
@@ -363,9 +373,13 @@ import Testing
         #expect(try lab.run(n2, ["nft", "list", "table", "inet", "operator"]).succeeded, "the operator's table stayed")
         for path in [
             "vpnprov/vpnprov.nft", "sysctl.d/60-vpnprov.conf", "swanctl/conf.d/secrets.conf", "swanctl/private/n2.key",
+            "vpnprov/monitoring.json",
         ] {
             #expect(!FileManager.default.fileExists(atPath: n2.etc + "/" + path), "n2: \(path) stayed")
         }
+        #expect(
+            try lab.run(n2, ["/usr/bin/test", "!", "-e", "/usr/local/lib/vpnprov/strongswan-metrics"]).succeeded,
+            "n2: the metrics collector stayed")
         #expect((try? String(contentsOfFile: n2.etc + "/" + operatorFile, encoding: .utf8)) == operatorText)
         #expect(
             !(try lab.swanctl(n2, ["--list-conns"])).stdout.contains("ikev2-eap"),

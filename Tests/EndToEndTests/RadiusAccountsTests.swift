@@ -964,6 +964,9 @@ final class RadiusScenario: @unchecked Sendable {
             return try failoverAttempts("restored")
         }
         try? resetSessions()
+        step("the node's metrics collector: both RADIUS servers answer its Status-Server; a stopped one does not") {
+            try collectorRadiusStatus()
+        }
         step("\(preferred) stopped → \(fallback) answers (first attempt may fail)") {
             try reloadSettings(free)
             let rad = try lab.radius(preferred)
@@ -1004,6 +1007,61 @@ final class RadiusScenario: @unchecked Sendable {
             try check(found.isEmpty, "a password or secret appears in the logs of: \(found)")
             return "\(rows) radpostauth rows, \(logs.count) logs checked"
         }
+    }
+
+    /// The vpnprov_node role's metrics collector (docs/monitoring.md), run in the free node's namespace with the
+    /// node's generated RADIUS settings as the role installs them: `vpnprov_radius_up` is 1 for each server
+    /// (RFC 5997 Status-Server, answered by FreeRADIUS through the node's IPsec to it), and 0 for the preferred
+    /// one while it is stopped.
+    private func collectorRadiusStatus() throws -> String {
+        guard
+            let settings = try inputs.nodeSettingsIncludes(free.name).first(where: {
+                $0.hasSuffix("/vpnprov-radius.conf")
+            })
+        else { return "skipped: the inputs have no generated vpnprov-radius.conf" }
+        let dir = try Scratch.makeDirectory("collector")
+        let config = dir.appendingPathComponent("monitoring.json")
+        let servers = inputs.radiusServers.map {
+            ["name": $0.name, "address": $0.address, "port": 1812] as [String: Any]
+        }
+        try JSONSerialization.data(withJSONObject: ["services": [:] as [String: String], "radius": servers])
+            .write(to: config)
+        let output = dir.appendingPathComponent("vpnprov.prom")
+        let script = AnsibleTools.packageRoot.appendingPathComponent(
+            "templates/deploy/roles/vpnprov_node/files/vpnprov-strongswan-metrics")
+        func status() throws -> String {
+            let result = try Command.run(
+                StrongSwanEnvironment.ipPath,
+                [
+                    "netns", "exec", try lab.node(free.name).namespace, "/usr/bin/python3", script.path, "--config",
+                    config.path, "--output", output.path, "--socket", try lab.nodeDaemon(free.name).socketPath,
+                    "--radius-settings", settings,
+                ], timeout: .seconds(30))
+            try check(result.succeeded, "collector: \(result)")
+            let text = try String(contentsOf: output, encoding: .utf8)
+            return text.split(separator: "\n").filter {
+                $0.hasPrefix("vpnprov_radius_up{") || $0.hasPrefix("strongswan_up ")
+                    || $0.hasPrefix("vpnprov_certificate_not_after_seconds{kind=\"node\"")
+            }
+            .joined(separator: ", ")
+        }
+        let both = try status()
+        try check(
+            both.contains("vpnprov_radius_up{server=\"\(preferred)\"} 1")
+                && both.contains("vpnprov_radius_up{server=\"\(fallback)\"} 1") && both.contains("strongswan_up 1"),
+            "both servers up: \(both)")
+        // charon's own certificate, found by its key, on 5.9 and 6.0 alike (vici's has_privkey).
+        try check(
+            both.components(separatedBy: "vpnprov_certificate_not_after_seconds{kind=\"node\"").count == 2,
+            "one node certificate: \(both)")
+        let rad = try lab.radius(preferred)
+        rad.stop()
+        defer { try? rad.start() }
+        let one = try status()
+        try check(
+            one.contains("vpnprov_radius_up{server=\"\(preferred)\"} 0")
+                && one.contains("vpnprov_radius_up{server=\"\(fallback)\"} 1"), "\(preferred) stopped: \(one)")
+        return "\(both) | \(preferred) stopped: \(one)"
     }
 
     /// gina (device limit 2) on client 0, then on client 1: client 1's INITIAL_CONTACT must not end client 0's

@@ -129,6 +129,7 @@ import Testing
                 // the certificate's SAN or its subject.
                 "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
                 "acme": false,
+                "monitoring": false,
             ])
     }
 

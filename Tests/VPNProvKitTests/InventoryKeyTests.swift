@@ -28,6 +28,7 @@ import Testing
         var user: [UserField: Int] = [:]
         var accounts: [Keys.AccountsKey: Int] = [:]
         var acme: [Keys.ACMEKey: Int] = [:]
+        var monitoring: [Keys.MonitoringKey: Int] = [:]
 
         /// Writes a node's `key:` and, under it, each key of `K` with its value; the line of the first.
         mutating func nested<K: RawRepresentable & CaseIterable>(
@@ -134,6 +135,16 @@ import Testing
                 }
             w.acme[key] = w.text.add("  \(key.rawValue): \(value)")
         }
+        _ = w.text.add("monitoring:")
+        for key in Keys.MonitoringKey.allCases {
+            let value =
+                switch key {
+                case .from: "[192.0.2.250]"
+                case .port: "9200"
+                case .userLabels: "true"
+                }
+            w.monitoring[key] = w.text.add("  \(key.rawValue): \(value)")
+        }
         _ = w.text.add("nodes:")
         _ = w.text.add("  n1:")
         for key in Keys.NodeKey.allCases {
@@ -236,18 +247,21 @@ import Testing
         let user = try #require(inventory.users.first)
         let accounts = try #require(inventory.accounts)
         let acme = try #require(inventory.acme)
+        let monitoring = try #require(inventory.monitoring)
 
         #expect(Set(w.node.keys) == Set(NodeField.named + [.allowPrivate(0)]))
         #expect(Set(w.user.keys) == Set(UserField.named))
         #expect(Set(w.top.keys) == Set(InventoryField.named))
         #expect(Set(w.accounts.keys) == Set(Keys.AccountsKey.allCases))
         #expect(Set(w.acme.keys) == Set(Keys.ACMEKey.allCases))
+        #expect(Set(w.monitoring.keys) == Set(Keys.MonitoringKey.allCases))
 
         #expect(node.fieldLocations.mapValues(\.line) == w.node)
         #expect(user.fieldLocations.mapValues(\.line) == w.user)
         #expect(inventory.fieldLocations.mapValues(\.line) == w.top)
         #expect(accounts.fieldLocations.mapValues(\.line) == w.accounts)
         #expect(acme.fieldLocations.mapValues(\.line) == w.acme)
+        #expect(monitoring.fieldLocations.mapValues(\.line) == w.monitoring)
         for (field, line) in w.node { #expect(node.location(of: field).line == line, "\(field.path)") }
         for (field, line) in w.user { #expect(user.location(of: field).line == line, "\(field.path)") }
         for (field, line) in w.top { #expect(inventory.location(of: field).line == line, "\(field.path)") }
@@ -283,6 +297,10 @@ import Testing
         #expect(acme.directory == "https://acme.example.com/directory" && acme.email == "ops@example.com")
         #expect(acme.challenge == .http01 && acme.key == .ec384 && acme.caBundle == "acme-ca.pem")
         #expect(acme.renewDays == 20 && acme.roots == ["/etc/ssl/certs/Acme_Root.pem"])
+
+        let monitoring = try #require(inventory.monitoring)
+        #expect(monitoring.from.map(\.description) == ["192.0.2.250/32"])
+        #expect(monitoring.port == 9200 && monitoring.userLabels)
 
         #expect(node.address == "n1.vpn.example.com" && node.id == .fqdn("vpn.example.com"))
         #expect(node.region == "eu-central" && node.country == "NO" && node.tier == .pro)
@@ -324,8 +342,10 @@ import Testing
         }
         #expect(
             names(Keys.TopLevelKey.self) == [
-                "vpnprov", "name", "pki", "secrets", "accounts", "acme", "defaults", "nodes", "users", "acknowledge",
+                "vpnprov", "name", "pki", "secrets", "accounts", "acme", "monitoring", "defaults", "nodes", "users",
+                "acknowledge",
             ])
+        #expect(names(Keys.MonitoringKey.self) == ["from", "port", "user_labels"])
         #expect(names(Keys.AcknowledgementKey.self) == ["rule", "node", "user", "service", "reason"])
         #expect(names(Keys.SecretsKey.self) == ["env_prefix", "file_dir"])
         #expect(

@@ -131,6 +131,8 @@ package enum RuleHelp {
         "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",
+        "monitoring-from-wide":
+            "monitoring.from admits every address (/0) or a node's pool: name only the Prometheus servers.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",
         "invalid-deploy-user":
             "deploy.user is not a portable login name (letters, digits, '.', '_', '-'; at most 32; not starting with '-').",

@@ -198,6 +198,7 @@ package struct InventoryDecoder: Sendable {
         broken.accounts = cx.errorCount > errors
 
         let acme = value(.acme).flatMap { $0.isNull ? nil : decodeACME($0, cx) }
+        let monitoring = value(.monitoring).flatMap { $0.isNull ? nil : decodeMonitoring($0, cx) }
 
         let acknowledgements = value(.acknowledge).map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
 
@@ -209,6 +210,7 @@ package struct InventoryDecoder: Sendable {
         inventory.acknowledgements = acknowledgements
         inventory.accounts = accounts
         inventory.acme = acme
+        inventory.monitoring = monitoring
         return inventory
     }
 

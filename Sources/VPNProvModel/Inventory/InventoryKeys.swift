@@ -5,7 +5,7 @@
 extension InventoryDecoder {
     /// Keys of the inventory's top level.
     package enum TopLevelKey: String, Sendable, Hashable, CaseIterable {
-        case vpnprov, name, pki, secrets, accounts, acme, defaults, nodes, users, acknowledge
+        case vpnprov, name, pki, secrets, accounts, acme, monitoring, defaults, nodes, users, acknowledge
     }
 
     /// Keys of an `acknowledge:` entry.
@@ -135,6 +135,12 @@ extension InventoryDecoder {
         case caBundle = "ca_bundle"
         case renewDays = "renew_days"
         case roots
+    }
+
+    /// Keys of `monitoring:`.
+    package enum MonitoringKey: String, Sendable, Hashable, CaseIterable {
+        case from, port
+        case userLabels = "user_labels"
     }
 }
 

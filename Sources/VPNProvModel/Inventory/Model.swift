@@ -438,6 +438,9 @@ package struct Inventory: Sendable, Hashable {
     package var accounts: AccountsSettings?
     /// The ACME settings (`acme:`) of the nodes with `certificate: acme`; nil when not written.
     package var acme: ACMESettings?
+    /// The fleet's monitoring (`monitoring:`, docs/monitoring.md): nil when not written, and then no node
+    /// runs an exporter and no file of `monitoring/` is written.
+    package var monitoring: MonitoringSettings?
 
     package init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],

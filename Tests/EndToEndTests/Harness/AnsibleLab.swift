@@ -112,9 +112,11 @@ final class AnsibleLab: @unchecked Sendable {
     /// Creates the hub and one namespace per node name, each with sshd and charon running. `views`: more host
     /// directories each node gets a view of, with the given entries its own (empty directories), e.g.
     /// `["/var/lib": ["vpnprov"]]` for a role that writes `/var/lib/vpnprov` (which must not reach the host).
-    static func start(nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:]) throws
-        -> AnsibleLab
-    {
+    /// `etc`: more entries of each node's `/etc` that are its own (empty directories), e.g. `["default"]` for a
+    /// role that writes `/etc/default/...`.
+    static func start(
+        nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:], etc: [String] = []
+    ) throws -> AnsibleLab {
         try build.require()
         NetworkPair.removeStale()
         let lab = AnsibleLab(
@@ -122,7 +124,7 @@ final class AnsibleLab: @unchecked Sendable {
             scratch: try Scratch.makeDirectory("ansible-lab"),
             build: build)
         do {
-            try lab.setUp(names, views: views)
+            try lab.setUp(names, views: views, etc: etc)
         } catch {
             lab.teardown()
             throw error
@@ -130,7 +132,7 @@ final class AnsibleLab: @unchecked Sendable {
         return lab
     }
 
-    private func setUp(_ names: [String], views: [String: [String]]) throws {
+    private func setUp(_ names: [String], views: [String: [String]], etc: [String]) throws {
         try addNamespace(hub)
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
@@ -149,7 +151,7 @@ final class AnsibleLab: @unchecked Sendable {
                 name: name, namespace: ns, address: "192.0.2.\(i + 1)", innerAddress: "198.51.100.\(i + 1)",
                 etc: try PrivateView.create(
                     of: "/etc", for: ns, own: ["passwd", "strongswan.conf"],
-                    directories: ["ssh", "swanctl", "strongswan.d", "sysctl.d", "vpnprov"]),
+                    directories: ["ssh", "swanctl", "strongswan.d", "sysctl.d", "vpnprov"] + etc),
                 run: try Scratch.makeDirectory("node-\(name)"))
             // sshd's privilege-separation directory, which the host may not have (nothing here starts its sshd).
             try PrivateView.create(of: "/run", for: ns, own: [], directories: ["sshd", "mount"])
@@ -364,6 +366,9 @@ final class AnsibleLab: @unchecked Sendable {
         clients[label] = (ns, charon)
         return charon
     }
+
+    /// The namespace of the client `label` (`addClient`).
+    func clientNamespace(_ label: String) -> String? { clients[label]?.namespace }
 
     /// A namespace on the bridge for a server the nodes use (e.g. an ACME server), at `192.0.2.(200+n)`, with
     /// a view of `/etc` whose entries `ownEtc` are its own (files for the caller to write before starting

@@ -122,13 +122,24 @@ package final class StateStore {
     /// Loads and checks the state directory. Any unreadable or inconsistent part is an error and
     /// nothing is changed.
     static func load(_ directory: StateDirectory, caPassphrase: String?) throws -> StateStore {
-        let paths = directory.paths
         try directory.refuseSymlinks()
         let root = directory.root
         @Sendable func inconsistent(_ message: String) -> StateError {
             StateError(
                 .stateInconsistent, "state directory \(root) is inconsistent: \(message); nothing was changed")
         }
+        let store = try loadRecords(directory, inconsistent: inconsistent)
+        try loadCAs(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
+        try loadHolders(store, inconsistent: inconsistent)
+        try loadCRL(store, inconsistent: inconsistent)
+        return store
+    }
+
+    /// index.json, secrets.json and a killed run's issuing.json, decoded: the store before its files are read.
+    private static func loadRecords(_ directory: StateDirectory, inconsistent: (String) -> StateError) throws
+        -> StateStore
+    {
+        let paths = directory.paths
         var index = StateIndex()
         var secrets = SecretsFile()
         let hasIndex = directory.exists(paths.index)
@@ -150,8 +161,17 @@ package final class StateStore {
                 try directory.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit),
                 path: paths.issuingJournal)
         }
+        return store
+    }
 
-        // The CA.
+    /// The current CA (the first one, or one a rotation made), and during a rotation the previous CA,
+    /// the cross certificate and the previous CA's CRL.
+    private static func loadCAs(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError)
+        throws
+    {
+        let directory = store.directory
+        let paths = store.paths
+        let index = store.index
         if let record = index.ca, (record.generation ?? 1) > 1 {
             let (cert, keyPEM) = try loadCA(
                 record, in: directory, caPassphrase: caPassphrase, inconsistent: inconsistent)
@@ -186,76 +206,28 @@ package final class StateStore {
         if index.ca == nil && !(index.nodes.isEmpty && index.users.isEmpty && index.crl == nil) {
             throw inconsistent("index.json lists certificates but no CA")
         }
+    }
 
-        // Current node and user certificates, keys and p12 containers (checked in parallel).
+    /// What `loadHolder` reads for one node or user: its certificate and key, its p12 and its passwordless p12.
+    private typealias LoadedHolder = (held: HeldCertificate, p12: [UInt8]?, open: (file: String, bytes: [UInt8])?)
+
+    /// Current node and user certificates, keys and p12 containers (checked in parallel).
+    private static func loadHolders(_ store: StateStore, inconsistent: @escaping @Sendable (String) -> StateError)
+        throws
+    {
+        let index = store.index
         let holders = index.nodes.map { (true, $0.key, $0.value) } + index.users.map { (false, $0.key, $0.value) }
-        let caCert = store.caCertificate
+        let directory = store.directory
+        let caCertificate = store.caCertificate
         let certificates = index.certificates
-        let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?, open: (String, [UInt8])?) in
+        let results = try parallelMap(holders.count) { i -> LoadedHolder in
             let (isNode, name, holder) = holders[i]
-            let what = isNode ? "node '\(name)'" : "user '\(name)'"
-            guard let record = certificates[holder.serial] else {
-                throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
-            }
-            guard record.status == .valid else {
-                throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)")
-            }
-            let certPath = paths.certificate(holder.serial)
-            let keyPath = paths.key(holder.key)
-            guard directory.exists(certPath) else {
-                throw inconsistent("the certificate \(certPath) of \(what) is missing")
-            }
-            guard directory.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
-            let certPEM = String(decoding: try directory.read(certPath), as: UTF8.self)
-            let keyPEM = String(decoding: try directory.read(keyPath), as: UTF8.self)
-            var cert: X509Certificate? = nil
-            var key: PrivateKey? = nil
-            if let keyDigest = holder.keySHA256, let certDigest = holder.certificateSHA256 {
-                // Both files are byte for byte what this state wrote when it issued the certificate
-                // (signed by its CA, for this key): checked without parsing either.
-                guard hexString(Digest.sha256(Array(certPEM.utf8))) == certDigest else {
-                    throw inconsistent("\(certPath) of \(what) has changed")
-                }
-                guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
-                    throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
-                }
-            } else {
-                // An older state without digests: parse and check everything.
-                guard let parsedCert = try? X509Certificate(pem: certPEM) else {
-                    throw inconsistent("\(certPath) is not a certificate")
-                }
-                guard parsedCert.serialHex == holder.serial else {
-                    throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
-                }
-                guard let parsed = try? PrivateKey(pem: keyPEM) else {
-                    throw inconsistent("\(keyPath) is not a private key")
-                }
-                guard parsed.matches(parsedCert) else {
-                    throw inconsistent("the key of \(what) does not match its certificate")
-                }
-                if let caCert, !parsedCert.isSigned(by: caCert) {
-                    throw inconsistent("the certificate of \(what) is not signed by the CA")
-                }
-                (cert, key) = (parsedCert, parsed)
-            }
-            func container(_ p12Record: P12Record?) throws -> [UInt8]? {
-                guard let p12Record else { return nil }
-                let path = paths.p12(p12Record.file)
-                guard directory.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
-                let bytes = try directory.read(path)
-                guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
-                    throw inconsistent("\(path) has changed")
-                }
-                return bytes
-            }
-            let p12 = try container(holder.p12)
-            let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
-            return (
-                HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open
-            )
+            return try loadHolder(
+                holder, what: isNode ? "node '\(name)'" : "user '\(name)'", in: directory,
+                certificates: certificates, caCertificate: caCertificate, inconsistent: inconsistent)
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
-            if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
+            if isNode { store.nodes[name] = results[i].held } else { store.users[name] = results[i].held }
             if !isNode, holder.p12 != nil, store.secrets.p12Passwords[name] == nil {
                 // secrets.json is committed before index.json: a run killed between the two (one that
                 // revoked this user) leaves a p12 whose password is gone. Nothing can open it, so its
@@ -264,10 +236,86 @@ package final class StateStore {
                 store.index.users[name]?.openP12 = nil
                 continue
             }
-            if let file = holder.p12?.file, let bytes = results[i].1 { store.p12s[file] = bytes }
+            if let file = holder.p12?.file, let bytes = results[i].p12 { store.p12s[file] = bytes }
             if let (file, bytes) = results[i].open { store.p12s[file] = bytes }
         }
+    }
 
+    /// One node's or user's (`what`) current certificate, key and p12 containers, checked against the
+    /// digests the index recorded (or, in an older state without them, parsed and checked against each
+    /// other and `caCertificate`).
+    private static func loadHolder(
+        _ holder: HolderRecord, what: String, in directory: StateDirectory,
+        certificates: [String: CertificateRecord], caCertificate: X509Certificate?,
+        inconsistent: (String) -> StateError
+    ) throws -> LoadedHolder {
+        let paths = directory.paths
+        guard let record = certificates[holder.serial] else {
+            throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
+        }
+        guard record.status == .valid else {
+            throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)")
+        }
+        let certPath = paths.certificate(holder.serial)
+        let keyPath = paths.key(holder.key)
+        guard directory.exists(certPath) else {
+            throw inconsistent("the certificate \(certPath) of \(what) is missing")
+        }
+        guard directory.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
+        let certPEM = String(decoding: try directory.read(certPath), as: UTF8.self)
+        let keyPEM = String(decoding: try directory.read(keyPath), as: UTF8.self)
+        var cert: X509Certificate? = nil
+        var key: PrivateKey? = nil
+        if let keyDigest = holder.keySHA256, let certDigest = holder.certificateSHA256 {
+            // Both files are byte for byte what this state wrote when it issued the certificate
+            // (signed by its CA, for this key): checked without parsing either.
+            guard hexString(Digest.sha256(Array(certPEM.utf8))) == certDigest else {
+                throw inconsistent("\(certPath) of \(what) has changed")
+            }
+            guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
+                throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
+            }
+        } else {
+            // An older state without digests: parse and check everything.
+            guard let parsedCert = try? X509Certificate(pem: certPEM) else {
+                throw inconsistent("\(certPath) is not a certificate")
+            }
+            guard parsedCert.serialHex == holder.serial else {
+                throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
+            }
+            guard let parsed = try? PrivateKey(pem: keyPEM) else {
+                throw inconsistent("\(keyPath) is not a private key")
+            }
+            guard parsed.matches(parsedCert) else {
+                throw inconsistent("the key of \(what) does not match its certificate")
+            }
+            if let caCertificate, !parsedCert.isSigned(by: caCertificate) {
+                throw inconsistent("the certificate of \(what) is not signed by the CA")
+            }
+            (cert, key) = (parsedCert, parsed)
+        }
+        func container(_ p12Record: P12Record?) throws -> [UInt8]? {
+            guard let p12Record else { return nil }
+            let path = paths.p12(p12Record.file)
+            guard directory.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
+            let bytes = try directory.read(path)
+            guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
+                throw inconsistent("\(path) has changed")
+            }
+            return bytes
+        }
+        let p12 = try container(holder.p12)
+        let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
+        return (
+            HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open
+        )
+    }
+
+    /// The current CRL, checked: its number as the index records it, signed by the CA.
+    private static func loadCRL(_ store: StateStore, inconsistent: (String) -> StateError) throws {
+        let index = store.index
+        let paths = store.paths
+        let directory = store.directory
         if let crl = index.crl {
             let path = index.ca.map { paths.crl(crl.number, of: $0) } ?? paths.crl(crl.number)
             guard directory.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
@@ -280,7 +328,6 @@ package final class StateStore {
             }
             store.crlPEM = pem
         }
-        return store
     }
 
     /// The bytes of index.json (read from `path`) as `load` takes them: decoded and of the version this

@@ -282,16 +282,15 @@ package enum Consistency {
 
     // MARK: - one connection
 
+    /// One client connection against the node's configuration: its secrets, the connection strongSwan
+    /// selects for it, how each side authenticates, the proposals of each client kind, the certificates.
     static func check(
         connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials,
         context: CheckContext
     ) -> [Diagnostic] {
-        var out: [Diagnostic] = []
-        var what: String { "\(c.service.rawValue) client of node '\(c.node)'" }
-        out += checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
-
+        var out = checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
         let selection = select(c, in: view.connections)
-        guard case .selected(let s) = selection else {
+        guard case .selected(let selected) = selection else {
             if case .none(let code, let field, let reason) = selection {
                 let location =
                     switch field {
@@ -306,22 +305,41 @@ package enum Consistency {
             }
             return out
         }
-        // The server proves itself the way the client expects.
+        out += checkAuthentication(c, selected: selected, node: node, user: user)
+        out += checkProposals(c, selected: selected, node: node, context: context)
+        out += checkServerCertificate(c, view: view, node: node, materials: materials, context: context)
+        if c.devices.contains(.windows), let windows = c.windows {
+            out += checkWindows(
+                c, windows, selected: selected, view: view, node: node, user: user, materials: materials,
+                context: context)
+        }
+        out += checkClientCertificate(c, selected: selected, user: user, materials: materials, context: context)
+        return out
+    }
+
+    /// "ikev2-eap client of node 'fra-1'".
+    static func describe(_ c: ClientConnection) -> String { "\(c.service.rawValue) client of node '\(c.node)'" }
+
+    /// The server proves itself the way the client expects, and the client's rounds are the selected
+    /// connection's remote rounds, in order (with the EAP identity it accepts).
+    static func checkAuthentication(_ c: ClientConnection, selected s: ServerConnectionView, node: Node, user: User)
+        -> [Diagnostic]
+    {
+        var out: [Diagnostic] = []
         if s.localAuth != c.serverAuth {
             out.append(
                 .error(
                     .authMismatch,
-                    "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
+                    "\(describe(c)): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
                     at: node.location(of: .services)))
         }
-        // The client's rounds are the server's remote rounds, in order.
         let clientRounds = c.localAuth.map(\.method)
         let serverRounds = s.remote.map(\.auth)
         if clientRounds != serverRounds {
             out.append(
                 .error(
                     .authMismatch,
-                    "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
+                    "\(describe(c)): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
                     at: node.location(of: .services)))
         }
         for (round, server) in zip(c.localAuth, s.remote) {
@@ -333,7 +351,16 @@ package enum Consistency {
                         at: user.location))
             }
         }
-        // Proposals, per client kind.
+        return out
+    }
+
+    /// The IKE and ESP proposals each client kind sends, against the selected connection's (and for
+    /// IKEv2 with the client's PFS groups, which CHILD_SA rekeying needs).
+    static func checkProposals(
+        _ c: ClientConnection, selected s: ServerConnectionView, node: Node, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        let what = describe(c)
         for device in c.devices {
             guard let offer = c.offers[device] else { continue }
             if !context.intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
@@ -359,57 +386,68 @@ package enum Consistency {
                         at: node.location(of: .proposals)))
             }
         }
-        // Certificates.
-        // An ACME node serves no certificate of vpnprov's: the one its rollout obtains names exactly the node's
-        // DNS-name identity (the validator requires one), which is the identity its clients expect.
-        if c.serverAuth == .pubkey && node.certificate == .ca {
-            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
-                if !context.certificate(facts, contains: c.remoteID) {
-                    out.append(
-                        .error(
-                            .serverCertificateSAN,
-                            "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
-                            at: node.location(of: .id)))
-                }
-                if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
-                    out.append(
-                        .error(
-                            .caMismatch,
-                            "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
-                            at: node.location))
-                }
+        return out
+    }
+
+    /// The node's certificate names the identity its clients expect and comes from the CA they trust, and
+    /// the node ships that CA. An ACME node serves no certificate of vpnprov's: the one its rollout obtains
+    /// names exactly the node's DNS-name identity (the validator requires one), which is the identity its
+    /// clients expect.
+    static func checkServerCertificate(
+        _ c: ClientConnection, view: ServerView, node: Node, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        guard c.serverAuth == .pubkey && node.certificate == .ca else { return [] }
+        var out: [Diagnostic] = []
+        if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+            if !context.certificate(facts, contains: c.remoteID) {
+                out.append(
+                    .error(
+                        .serverCertificateSAN,
+                        "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
+                        at: node.location(of: .id)))
             }
-            if context.shipsOtherCA(view, materials: materials) {
+            if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
                 out.append(
                     .error(
                         .caMismatch,
-                        "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                        "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
                         at: node.location))
             }
         }
-        if c.devices.contains(.windows), let windows = c.windows {
-            out += checkWindows(
-                c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
+        if context.shipsOtherCA(view, materials: materials) {
+            out.append(
+                .error(
+                    .caMismatch,
+                    "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                    at: node.location))
         }
-        if c.credentials.contains(.clientCertificate), let localID = c.localID,
+        return out
+    }
+
+    /// A client certificate names the client's identity and carries the policy of every node that
+    /// requires one (NodeAccessPolicy).
+    static func checkClientCertificate(
+        _ c: ClientConnection, selected s: ServerConnectionView, user: User, materials: Materials,
+        context: CheckContext
+    ) -> [Diagnostic] {
+        guard c.credentials.contains(.clientCertificate), let localID = c.localID,
             let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
-        {
-            if !context.certificate(facts, contains: localID) {
-                out.append(
-                    .error(
-                        .clientCertificateSAN,
-                        "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
-                        at: user.location(of: .id)))
-            }
-            // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
-            let required = s.remote.flatMap(\.certPolicies)
-            if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
-                out.append(
-                    .error(
-                        .clientCertificatePolicy,
-                        "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
-                        at: user.location(of: .nodes)))
-            }
+        else { return [] }
+        var out: [Diagnostic] = []
+        if !context.certificate(facts, contains: localID) {
+            out.append(
+                .error(
+                    .clientCertificateSAN,
+                    "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
+                    at: user.location(of: .id)))
+        }
+        let required = s.remote.flatMap(\.certPolicies)
+        if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
+            out.append(
+                .error(
+                    .clientCertificatePolicy,
+                    "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
+                    at: user.location(of: .nodes)))
         }
         return out
     }

@@ -39,20 +39,18 @@ let package = Package(
         .target(
             name: "VPNProvRendering",
             dependencies: ["VPNProvPlanning", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto"]),
-        // generate, check, revoke and the lifecycle commands: a report value, no printing, no exit codes.
+        // generate, check, revoke, the lifecycle and accounts commands: a report value, no printing, no exit codes.
         .target(
             name: "VPNProvEngine",
             dependencies: [
-                "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning", "VPNProvModel",
-                "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvYAML",
+                "VPNProvPKI", "VPNProvAccounts", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvYAML",
             ]),
         // Argument parsing, commands, help, printers (text, JSON, SARIF), exit codes.
         .target(
             name: "VPNProvCLI",
             dependencies: [
-                "VPNProvEngine", "VPNProvAccounts", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvTemplates",
-                "VPNProvSupport",
-                "VPNProvCrypto",
+                "VPNProvEngine", "VPNProvAccounts", "VPNProvPKI", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto",
             ]),
         .executableTarget(name: "vpnprov", dependencies: ["VPNProvCLI"]),
         // For tests and the fuzzer only, never linked into vpnprov: the state readers on bytes, a

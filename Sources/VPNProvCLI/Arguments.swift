@@ -83,15 +83,80 @@ enum HelpFormatter {
     }
 }
 
-/// Arguments after the command name, split by the command's configuration.
+/// The options one command declares, one case each, in the order its help lists them: the command's
+/// table is made from them (`declarations`), and its parsed arguments are read by case
+/// (`Arguments.value(_:)`, `Arguments.flag(_:)`), so reading an option the command does not declare
+/// does not compile.
+protocol CommandOptions: CaseIterable, Hashable, Sendable {
+    /// The option's entry in the command's table: its name, value placeholder (nil for a flag) and help.
+    var declaration: CommandConfiguration.Option { get }
+}
+
+extension CommandOptions {
+    /// The command's options as its table lists them.
+    static var declarations: [CommandConfiguration.Option] { allCases.map(\.declaration) }
+}
+
+/// A command without options of its own (an `accounts` action that takes only the group's).
+enum NoOptions: CommandOptions {
+    var declaration: CommandConfiguration.Option { switch self {} }
+}
+
+/// A command's parsed arguments, read through the options it declares.
+struct Arguments<Option: CommandOptions>: Sendable {
+    /// What the parser read (the group's options included, for a subcommand).
+    let parsed: ParsedArguments
+
+    init(_ parsed: ParsedArguments) { self.parsed = parsed }
+
+    var positionals: [String] { parsed.positionals }
+
+    /// The positional at `index`, if given.
+    func positional(_ index: Int) -> String? { index < parsed.positionals.count ? parsed.positionals[index] : nil }
+
+    /// The value of an option that takes one; nil when it was not given.
+    func value(_ option: Option) -> String? {
+        let declaration = option.declaration
+        precondition(declaration.valueName != nil, "--\(declaration.name) is a flag")
+        return parsed.values[declaration.name]
+    }
+
+    /// Whether a flag was given.
+    func flag(_ option: Option) -> Bool {
+        let declaration = option.declaration
+        precondition(declaration.valueName == nil, "--\(declaration.name) takes a value")
+        return parsed.flags.contains(declaration.name)
+    }
+
+    /// The same arguments read through the options of the group this subcommand belongs to (`accounts`'s
+    /// `--inventory`, `--state`, `--database`).
+    func group<Group: CommandOptions>(_: Group.Type) -> Arguments<Group> { Arguments<Group>(parsed) }
+
+    /// The arguments after the first positional (a group's subcommand name), for the subcommand.
+    var droppingFirstPositional: Arguments {
+        var rest = parsed
+        rest.positionals.removeFirst()
+        return Arguments(rest)
+    }
+}
+
+/// Arguments after the command name, split by the command's configuration. Commands read them through
+/// their declared options (`Arguments`); the names are the parser's.
 package struct ParsedArguments: Sendable {
     package var positionals: [String] = []
-    package var values: [String: String] = [:]
-    package var flags: Set<String> = []
+    fileprivate(set) var values: [String: String] = [:]
+    fileprivate(set) var flags: Set<String> = []
     package var wantsHelp = false
 
-    package func value(_ name: String) -> String? { values[name] }
-    package func flag(_ name: String) -> Bool { flags.contains(name) }
+    /// The names of the options given (values and flags), for a group that checks its subcommand's.
+    var givenOptionNames: Set<String> { flags.union(values.keys) }
+
+    /// The value of an option of the table this was parsed by (the options every command shares:
+    /// `CommonOptions.format`).
+    func value(of option: CommandConfiguration.Option) -> String? { values[option.name] }
+
+    /// Whether a flag of the table this was parsed by was given (`CommonOptions.quiet`).
+    func flag(of option: CommandConfiguration.Option) -> Bool { flags.contains(option.name) }
 
     /// Splits `arguments` by `configuration`. Usage errors name the command so help can be suggested.
     package static func parse(_ arguments: [String], for configuration: CommandConfiguration) throws(CLIError)

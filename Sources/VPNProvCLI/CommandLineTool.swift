@@ -98,11 +98,14 @@ package struct CommandContext: Sendable {
     }
 }
 
-/// A subcommand: static configuration, construction from parsed arguments, validation, then run.
+/// A subcommand (or a group's subcommand, as `accounts add`): static configuration, construction
+/// from its typed arguments, validation, then run.
 protocol Command {
+    /// The options it declares; its configuration's options are theirs (a group's also its subcommands').
+    associatedtype Option: CommandOptions
     static var configuration: CommandConfiguration { get }
-    /// Takes the values out of the parsed arguments (no file system access).
-    init(_ arguments: ParsedArguments) throws(CLIError)
+    /// Takes the values out of the arguments (no file system access).
+    init(_ arguments: Arguments<Option>) throws(CLIError)
     /// Checks arguments against each other and the environment before anything is done.
     func validate(_ context: CommandContext) throws(CLIError)
     /// Does the work; returns the exit code.
@@ -111,6 +114,9 @@ protocol Command {
 
 extension Command {
     func validate(_ context: CommandContext) throws(CLIError) {}
+
+    /// From what the parser read by the command's configuration.
+    init(_ parsed: ParsedArguments) throws(CLIError) { try self.init(Arguments<Option>(parsed)) }
 }
 
 /// Entry point of the `vpnprov` command.
@@ -212,7 +218,8 @@ package enum CommandLineTool {
             let format = try CommonOptions.format(parsed, for: type.configuration)
             var context = context
             context.output = CommandOutput(
-                command: type.configuration.name, format: format, console: context.console, quiet: parsed.flag("quiet"),
+                command: type.configuration.name, format: format, console: context.console,
+                quiet: parsed.flag(of: CommonOptions.quiet),
                 progress: Progress(console: context.console, environment: context.environment))
             let code: Int32
             do {

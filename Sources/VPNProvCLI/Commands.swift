@@ -34,9 +34,9 @@ enum CommonOptions {
     static func format(_ arguments: ParsedArguments, for configuration: CommandConfiguration) throws(CLIError)
         -> DiagnosticPrinter.Format
     {
-        guard let text = arguments.value("format") else { return .text }
-        let allowed = (configuration.options.first { $0.name == "format" }?.valueName ?? "text").split(separator: "|")
-            .map(String.init)
+        let declared = configuration.options.first { $0.name == format.name }
+        guard let declared, let text = arguments.value(of: declared) else { return .text }
+        let allowed = (declared.valueName ?? "text").split(separator: "|").map(String.init)
         guard allowed.contains(text), let format = DiagnosticPrinter.Format(rawValue: text) else {
             let hint = Spelling.closest(to: text, among: allowed).map { "; did you mean '\($0)'?" } ?? ""
             let expected =
@@ -86,9 +86,69 @@ enum CommonOptions {
     }
 }
 
+/// What a command that regenerates the output is pointed at, as given on its command line: the
+/// inventory, `--out`, `--state` and `--templates` (generate, check, revoke and the lifecycle commands).
+struct TreeArguments: Sendable {
+    var inventory: String?
+    var out: String?
+    var state: String?
+    var templates: String?
+
+    /// `--templates` must name a directory.
+    func checkTemplates(_ context: CommandContext, command: String) throws(CLIError) {
+        guard let templates else { return }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: context.resolve(templates), isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else {
+            throw CLIError.usage("templates directory '\(templates)' not found", command: command)
+        }
+    }
+
+    /// The engine's options: the inventory found, the directories resolved (defaults beside the inventory).
+    func generateOptions(strict: Bool, _ context: CommandContext) throws(CLIError) -> GenerateOptions {
+        let (display, path) = try CommonOptions.inventory(inventory, context)
+        return GenerateOptions(
+            inventory: display, inventoryPath: path,
+            outDirectory: CommonOptions.outDirectory(out, inventoryPath: path, context),
+            stateDirectory: CommonOptions.stateDirectory(state, inventoryPath: path, context),
+            templatesDirectory: templates.map(context.resolve), strict: strict, environment: context.environment,
+            outGiven: out != nil, currentDirectory: context.currentDirectory, now: context.now)
+    }
+
+    /// `generateOptions`, refused (for `command`) when the directories overlap or are system directories.
+    func checkedGenerateOptions(strict: Bool, _ context: CommandContext, command: String) throws(CLIError)
+        -> GenerateOptions
+    {
+        let options = try generateOptions(strict: strict, context)
+        try DirectoryChecks.check(
+            out: options.outDirectory, state: options.stateDirectory, environment: context.environment,
+            command: command)
+        return options
+    }
+}
+
 // MARK: - validate
 
 struct ValidateCommand: Command {
+    enum Option: CommandOptions {
+        case format, strict, secrets, showAcknowledged, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .format: CommonOptions.formatWithSARIF
+            case .strict: CommonOptions.strict
+            case .secrets:
+                .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed).")
+            case .showAcknowledged:
+                .init(
+                    "show-acknowledged",
+                    help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons.")
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "validate",
         abstract: "Parse and check an inventory; print its diagnostics.",
@@ -96,25 +156,18 @@ struct ValidateCommand: Command {
             + "inventory has errors, or warnings with --strict. With --secrets, env: and file: secrets are resolved "
             + "(never printed) and unset variables, unreadable files and weak values are reported where they are referenced.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [
-            CommonOptions.formatWithSARIF, CommonOptions.strict,
-            .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed)."),
-            .init(
-                "show-acknowledged",
-                help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons."),
-            CommonOptions.quiet,
-        ])
+        options: Option.declarations)
 
     var inventory: String?
     var strict: Bool
     var secrets: Bool
     var showAcknowledged: Bool
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        inventory = arguments.positionals.first
-        strict = arguments.flag("strict")
-        secrets = arguments.flag("secrets")
-        showAcknowledged = arguments.flag("show-acknowledged")
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        inventory = arguments.positional(0)
+        strict = arguments.flag(.strict)
+        secrets = arguments.flag(.secrets)
+        showAcknowledged = arguments.flag(.showAcknowledged)
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
@@ -168,48 +221,45 @@ struct ValidateCommand: Command {
 // MARK: - generate / check
 
 struct GenerateCommand: Command {
+    enum Option: CommandOptions {
+        case out, state, templates, format, strict, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .out: CommonOptions.out
+            case .state: CommonOptions.state
+            case .templates: CommonOptions.templates
+            case .format: CommonOptions.format
+            case .strict: CommonOptions.strict
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "generate",
         abstract: "Write server configs, PKI and client profiles for the inventory.",
         discussion: "Keys, certificates and generated secrets are kept in the state directory and reused; "
             + "re-running on an unchanged inventory rewrites nothing.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [
-            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.format, CommonOptions.strict,
-            CommonOptions.quiet,
-        ])
+        options: Option.declarations)
 
-    var arguments: ParsedArguments
+    var tree: TreeArguments
+    var strict: Bool
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        self.arguments = arguments
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        tree = TreeArguments(
+            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
+            templates: arguments.value(.templates))
+        strict = arguments.flag(.strict)
     }
 
     func options(_ context: CommandContext) throws(CLIError) -> GenerateOptions {
-        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
-        let options = GenerateOptions(
-            inventory: display, inventoryPath: path,
-            outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
-            stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-            templatesDirectory: arguments.value("templates").map(context.resolve),
-            strict: arguments.flag("strict"), environment: context.environment,
-            outGiven: arguments.value("out") != nil, currentDirectory: context.currentDirectory,
-            now: context.now)
-        try DirectoryChecks.check(
-            out: options.outDirectory, state: options.stateDirectory, environment: context.environment,
-            command: Self.configuration.name)
-        return options
+        try tree.checkedGenerateOptions(strict: strict, context, command: Self.configuration.name)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
-        if let templates = arguments.value("templates") {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: context.resolve(templates), isDirectory: &isDirectory),
-                isDirectory.boolValue
-            else {
-                throw CLIError.usage("templates directory '\(templates)' not found", command: Self.configuration.name)
-            }
-        }
+        try tree.checkTemplates(context, command: Self.configuration.name)
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
@@ -219,37 +269,44 @@ struct GenerateCommand: Command {
 }
 
 struct CheckCommand: Command {
+    enum Option: CommandOptions {
+        case out, state, templates, format, strict, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .out: CommonOptions.out
+            case .state: CommonOptions.state
+            case .templates: CommonOptions.templates
+            case .format: CommonOptions.formatWithSARIF
+            case .strict: CommonOptions.strict
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "check",
         abstract: "Check that the output tree is up to date with the inventory (CI drift gate).",
         discussion: "Exit status 1 when generating would change, add or remove any file under --out.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [
-            CommonOptions.out, CommonOptions.state, CommonOptions.templates, CommonOptions.formatWithSARIF,
-            CommonOptions.strict,
-            CommonOptions.quiet,
-        ])
+        options: Option.declarations)
 
-    var generate: GenerateCommand
+    var tree: TreeArguments
+    var strict: Bool
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        do {
-            generate = try GenerateCommand(arguments)
-        } catch .usage(let message, _) {
-            throw CLIError.usage(message, command: Self.configuration.name)
-        }
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        tree = TreeArguments(
+            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
+            templates: arguments.value(.templates))
+        strict = arguments.flag(.strict)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
-        do {
-            try generate.validate(context)
-        } catch .usage(let message, _) {
-            throw CLIError.usage(message, command: Self.configuration.name)
-        }
+        try tree.checkTemplates(context, command: Self.configuration.name)
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let options = try generate.options(context)
+        let options = try tree.checkedGenerateOptions(strict: strict, context, command: Self.configuration.name)
         return try engineCommand { () throws(EngineError) in try Pipeline.check(options, output: context.output) }
     }
 }
@@ -257,6 +314,20 @@ struct CheckCommand: Command {
 // MARK: - revoke
 
 struct RevokeCommand: Command {
+    enum Option: CommandOptions {
+        case state, out, templates, format, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .state: CommonOptions.state
+            case .out: CommonOptions.out
+            case .templates: CommonOptions.templates
+            case .format: CommonOptions.format
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "revoke",
         abstract: "Revoke a user's client certificate (CRL) and regenerate.",
@@ -264,38 +335,28 @@ struct RevokeCommand: Command {
             .init("user", help: "The user whose certificate is revoked."),
             CommonOptions.inventoryArgument,
         ],
-        options: [
-            CommonOptions.state, CommonOptions.out, CommonOptions.templates, CommonOptions.format, CommonOptions.quiet,
-        ])
+        options: Option.declarations)
 
-    var arguments: ParsedArguments
+    var user: String?
+    var tree: TreeArguments
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        self.arguments = arguments
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        user = arguments.positional(0)
+        tree = TreeArguments(
+            inventory: arguments.positional(1), out: arguments.value(.out), state: arguments.value(.state),
+            templates: arguments.value(.templates))
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
-        guard let user = arguments.positionals.first, !user.isEmpty else {
+        guard let user, !user.isEmpty else {
             throw CLIError.usage("missing argument <user>", command: Self.configuration.name)
         }
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let (display, path) = try CommonOptions.inventory(arguments.positionals.dropFirst().first, context)
         let options = RevokeOptions(
-            user: arguments.positionals[0],
-            regenerate: GenerateOptions(
-                inventory: display, inventoryPath: path,
-                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
-                stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil,
-                currentDirectory: context.currentDirectory,
-                now: context.now))
-        try DirectoryChecks.check(
-            out: options.regenerate.outDirectory, state: options.regenerate.stateDirectory,
-            environment: context.environment,
-            command: Self.configuration.name)
+            user: user ?? "",
+            regenerate: try tree.checkedGenerateOptions(strict: false, context, command: Self.configuration.name))
         return try engineCommand { () throws(EngineError) in try Pipeline.revoke(options, output: context.output) }
     }
 }
@@ -303,6 +364,17 @@ struct RevokeCommand: Command {
 // MARK: - init
 
 struct InitCommand: Command {
+    enum Option: CommandOptions {
+        case format, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .format: CommonOptions.format
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "init",
         abstract: "Write a commented starter inventory.",
@@ -310,12 +382,12 @@ struct InitCommand: Command {
         arguments: [
             .init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)
         ],
-        options: [CommonOptions.format, CommonOptions.quiet])
+        options: Option.declarations)
 
     var directory: String?
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        directory = arguments.positionals.first
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        directory = arguments.positional(0)
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {

@@ -10,42 +10,60 @@ import VPNProvSupport
 enum LifecycleCommandSupport {
     static let lifecycleFormat = CommonOptions.format
 
-    /// The regenerate options of a state-changing command; `inventoryIndex` is the positional of INVENTORY.
+    /// The regenerate options of a state-changing command.
     static func options(
-        _ arguments: ParsedArguments, inventoryIndex: Int, command: String, action: PKIManager.StateAction,
-        _ context: CommandContext
+        _ tree: TreeArguments, command: String, action: PKIManager.StateAction, _ context: CommandContext
     ) throws(CLIError) -> LifecycleOptions {
-        let given = arguments.positionals.count > inventoryIndex ? arguments.positionals[inventoryIndex] : nil
-        let (display, path) = try CommonOptions.inventory(given, context)
-        return LifecycleOptions(
-            command: command, action: action,
-            regenerate: GenerateOptions(
-                inventory: display, inventoryPath: path,
-                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context),
-                stateDirectory: CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context),
-                templatesDirectory: arguments.value("templates").map(context.resolve), strict: false,
-                environment: context.environment, outGiven: arguments.value("out") != nil,
-                currentDirectory: context.currentDirectory,
-                now: context.now))
+        LifecycleOptions(command: command, action: action, regenerate: try tree.generateOptions(strict: false, context))
     }
 
-    static let regenerateOptions = [
-        CommonOptions.state, CommonOptions.out, CommonOptions.templates, lifecycleFormat, CommonOptions.quiet,
-    ]
     static let rolloutNote =
         "Afterwards the output is regenerated like 'generate', and the command says which nodes need a rollout "
         + "and which users need new profiles."
+}
 
-    static func requireName(_ arguments: ParsedArguments, _ what: String, command: String) throws(CLIError) {
-        guard let name = arguments.positionals.first, !name.isEmpty else {
-            throw CLIError.usage("missing argument <\(what)>", command: command)
+/// The options of the commands that regenerate after a change of the state (`rotate-psk`, `unrevoke`, ...).
+enum RegenerateOption: CommandOptions {
+    case state, out, templates, format, quiet
+
+    var declaration: CommandConfiguration.Option {
+        switch self {
+        case .state: CommonOptions.state
+        case .out: CommonOptions.out
+        case .templates: CommonOptions.templates
+        case .format: LifecycleCommandSupport.lifecycleFormat
+        case .quiet: CommonOptions.quiet
         }
+    }
+
+    /// The tree the command regenerates, with the inventory given at `inventoryIndex`.
+    static func tree(_ arguments: Arguments<RegenerateOption>, inventoryIndex: Int) -> TreeArguments {
+        TreeArguments(
+            inventory: arguments.positional(inventoryIndex), out: arguments.value(.out),
+            state: arguments.value(.state), templates: arguments.value(.templates))
     }
 }
 
 // MARK: - status
 
 struct StatusCommand: Command {
+    enum Option: CommandOptions {
+        case state, out, format, quiet, expiring
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .state: CommonOptions.state
+            case .out: CommonOptions.out
+            case .format: LifecycleCommandSupport.lifecycleFormat
+            case .quiet: CommonOptions.quiet
+            case .expiring:
+                .init(
+                    "expiring", value: "days",
+                    help: "Exit 1 when something expires within this many days (listing what and when).")
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "status",
         abstract: "Show what the state holds for the inventory, and when it expires.",
@@ -57,19 +75,18 @@ struct StatusCommand: Command {
             + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate (an ACME node's as reported) "
             + "or a CRL expires within DAYS (or has expired), for a daily CI job.",
         arguments: [CommonOptions.inventoryArgument],
-        options: [
-            CommonOptions.state, CommonOptions.out, LifecycleCommandSupport.lifecycleFormat, CommonOptions.quiet,
-            .init(
-                "expiring", value: "days",
-                help: "Exit 1 when something expires within this many days (listing what and when)."),
-        ])
+        options: Option.declarations)
 
-    var arguments: ParsedArguments
+    var inventory: String?
+    var state: String?
+    var out: String?
     var expiring: Int?
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        self.arguments = arguments
-        if let text = arguments.value("expiring") {
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        inventory = arguments.positional(0)
+        state = arguments.value(.state)
+        out = arguments.value(.out)
+        if let text = arguments.value(.expiring) {
             guard let days = Int(text), days >= 0, days <= 36500 else {
                 throw CLIError.usage(
                     "invalid value '\(text)' for '--expiring <days>': expected a whole number of days (0-36500)",
@@ -80,9 +97,9 @@ struct StatusCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
+        let (display, path) = try CommonOptions.inventory(inventory, context)
         let now = context.now
-        let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+        let state = CommonOptions.stateDirectory(state, inventoryPath: path, context)
         let output = context.output
         let loaded = try engine { () throws(EngineError) in
             try Pipeline.loadInventory(display: display, path: path, strict: false, output: output)
@@ -93,7 +110,7 @@ struct StatusCommand: Command {
         do {
             report = try StatusReport.make(
                 inventory: inventory, stateDirectory: state, now: now, expiringWithin: expiring,
-                outDirectory: CommonOptions.outDirectory(arguments.value("out"), inventoryPath: path, context))
+                outDirectory: CommonOptions.outDirectory(out, inventoryPath: path, context))
         } catch let error as StateError {
             output.error(error.code, error.message)
             return ExitCode.environment
@@ -111,6 +128,21 @@ struct StatusCommand: Command {
 // MARK: - rotate-ca
 
 struct RotateCACommand: Command {
+    enum Option: CommandOptions {
+        case finish, state, out, templates, format, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .finish: .init("finish", help: "End the overlap: remove the previous CA from every server.")
+            case .state: RegenerateOption.state.declaration
+            case .out: RegenerateOption.out.declaration
+            case .templates: RegenerateOption.templates.declaration
+            case .format: RegenerateOption.format.declaration
+            case .quiet: RegenerateOption.quiet.declaration
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "rotate-ca",
         abstract: "Start a CA rotation (new CA, every certificate re-issued), or end it with --finish.",
@@ -120,16 +152,22 @@ struct RotateCACommand: Command {
             + "previous CA: after the rollout, certificates and profiles from before the rotation are refused. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [CommonOptions.inventoryArgument],
-        options: [.init("finish", help: "End the overlap: remove the previous CA from every server.")]
-            + LifecycleCommandSupport.regenerateOptions)
+        options: Option.declarations)
 
-    var arguments: ParsedArguments
-    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+    var finish: Bool
+    var tree: TreeArguments
+
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        finish = arguments.flag(.finish)
+        tree = TreeArguments(
+            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
+            templates: arguments.value(.templates))
+    }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let action: PKIManager.StateAction = arguments.flag("finish") ? .finishCARotation : .startCARotation
+        let action: PKIManager.StateAction = finish ? .finishCARotation : .startCARotation
         let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 0, command: Self.configuration.name, action: action, context)
+            tree, command: Self.configuration.name, action: action, context)
         return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
@@ -138,22 +176,30 @@ struct RotateCACommand: Command {
 
 /// A lifecycle command on one node or user (`rotate-psk NODE`, `unrevoke USER`, ...), which regenerates
 /// like `generate` with its state action.
-protocol NamedLifecycleCommand: Command {
+protocol NamedLifecycleCommand: Command where Option == RegenerateOption {
     /// `node` or `user`: what the first argument names.
     static var nameKind: String { get }
     static func action(_ name: String) -> PKIManager.StateAction
-    var arguments: ParsedArguments { get }
+    /// The node or user named.
+    var name: String? { get }
+    var tree: TreeArguments { get }
+    init(name: String?, tree: TreeArguments)
 }
 
 extension NamedLifecycleCommand {
+    init(_ arguments: Arguments<RegenerateOption>) throws(CLIError) {
+        self.init(name: arguments.positional(0), tree: RegenerateOption.tree(arguments, inventoryIndex: 1))
+    }
+
     func validate(_ context: CommandContext) throws(CLIError) {
-        try LifecycleCommandSupport.requireName(arguments, Self.nameKind, command: Self.configuration.name)
+        guard let name, !name.isEmpty else {
+            throw CLIError.usage("missing argument <\(Self.nameKind)>", command: Self.configuration.name)
+        }
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let options = try LifecycleCommandSupport.options(
-            arguments, inventoryIndex: 1, command: Self.configuration.name,
-            action: Self.action(arguments.positionals[0]), context)
+            tree, command: Self.configuration.name, action: Self.action(name ?? ""), context)
         return try engineCommand { () throws(EngineError) in try Pipeline.lifecycle(options, output: context.output) }
     }
 }
@@ -165,13 +211,13 @@ struct RotatePSKCommand: NamedLifecycleCommand {
         discussion: "A PSK from env:, file: or the inventory itself is the operator's to change: that is an error. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("node", help: "The node whose PSK is replaced."), CommonOptions.inventoryArgument],
-        options: LifecycleCommandSupport.regenerateOptions)
+        options: RegenerateOption.declarations)
 
     static let nameKind = "node"
     static func action(_ name: String) -> PKIManager.StateAction { .rotatePSK(node: name) }
 
-    var arguments: ParsedArguments
-    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+    var name: String?
+    var tree: TreeArguments
 }
 
 struct RotateRadiusSecretCommand: NamedLifecycleCommand {
@@ -184,13 +230,13 @@ struct RotateRadiusSecretCommand: NamedLifecycleCommand {
         arguments: [
             .init("node", help: "The node whose RADIUS secrets are replaced."), CommonOptions.inventoryArgument,
         ],
-        options: LifecycleCommandSupport.regenerateOptions)
+        options: RegenerateOption.declarations)
 
     static let nameKind = "node"
     static func action(_ name: String) -> PKIManager.StateAction { .rotateRadiusSecret(node: name) }
 
-    var arguments: ParsedArguments
-    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+    var name: String?
+    var tree: TreeArguments
 }
 
 struct RotatePasswordCommand: NamedLifecycleCommand {
@@ -200,13 +246,13 @@ struct RotatePasswordCommand: NamedLifecycleCommand {
         discussion: "A password from env: or file: is the operator's to change: that is an error. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user whose password is replaced."), CommonOptions.inventoryArgument],
-        options: LifecycleCommandSupport.regenerateOptions)
+        options: RegenerateOption.declarations)
 
     static let nameKind = "user"
     static func action(_ name: String) -> PKIManager.StateAction { .rotatePassword(user: name) }
 
-    var arguments: ParsedArguments
-    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+    var name: String?
+    var tree: TreeArguments
 }
 
 struct UnrevokeCommand: NamedLifecycleCommand {
@@ -217,18 +263,37 @@ struct UnrevokeCommand: NamedLifecycleCommand {
             "The revoked serial stays on the CRL. A user revoked in the inventory ('revoked: true') is unrevoked there. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user to reinstate."), CommonOptions.inventoryArgument],
-        options: LifecycleCommandSupport.regenerateOptions)
+        options: RegenerateOption.declarations)
 
     static let nameKind = "user"
     static func action(_ name: String) -> PKIManager.StateAction { .unrevoke(user: name) }
 
-    var arguments: ParsedArguments
-    init(_ arguments: ParsedArguments) throws(CLIError) { self.arguments = arguments }
+    var name: String?
+    var tree: TreeArguments
 }
 
 // MARK: - rolled-out
 
 struct RolledOutCommand: Command {
+    enum Option: CommandOptions {
+        case nodes, all, state, format, quiet
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .nodes:
+                .init(
+                    "nodes", value: "list",
+                    help:
+                        "The nodes (and RADIUS servers) rolled out, comma-separated (as given to ansible-playbook --limit)."
+                )
+            case .all: .init("all", help: "Every node waiting for a rollout.")
+            case .state: CommonOptions.state
+            case .format: CommonOptions.format
+            case .quiet: CommonOptions.quiet
+            }
+        }
+    }
+
     static let configuration = CommandConfiguration(
         name: "rolled-out",
         abstract: "Record that nodes were rolled out: they no longer wait for a rollout.",
@@ -238,23 +303,16 @@ struct RolledOutCommand: Command {
             + "command says they were rolled out. So a deploy job whose rollout failed rolls the same nodes out when it is "
             + "retried, although generate then changes nothing (docs/ci.md).",
         arguments: [CommonOptions.inventoryArgument],
-        options: [
-            .init(
-                "nodes", value: "list",
-                help:
-                    "The nodes (and RADIUS servers) rolled out, comma-separated (as given to ansible-playbook --limit)."
-            ),
-            .init("all", help: "Every node waiting for a rollout."),
-            CommonOptions.state, CommonOptions.format, CommonOptions.quiet,
-        ])
+        options: Option.declarations)
 
-    var arguments: ParsedArguments
+    var inventory: String?
+    var state: String?
     var nodes: [String]?
 
-    init(_ arguments: ParsedArguments) throws(CLIError) {
-        self.arguments = arguments
-        let all = arguments.flag("all")
-        switch (arguments.value("nodes"), all) {
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        inventory = arguments.positional(0)
+        state = arguments.value(.state)
+        switch (arguments.value(.nodes), arguments.flag(.all)) {
         case (let list?, false):
             let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
                 !$0.isEmpty
@@ -274,8 +332,8 @@ struct RolledOutCommand: Command {
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let (display, path) = try CommonOptions.inventory(arguments.positionals.first, context)
-        let state = CommonOptions.stateDirectory(arguments.value("state"), inventoryPath: path, context)
+        let (display, path) = try CommonOptions.inventory(inventory, context)
+        let state = CommonOptions.stateDirectory(state, inventoryPath: path, context)
         return try engineCommand { () throws(EngineError) in
             try Pipeline.rolledOut(
                 nodes: nodes, inventory: display, inventoryPath: path, stateDirectory: state, output: context.output)

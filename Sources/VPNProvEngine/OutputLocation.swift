@@ -89,7 +89,8 @@ package enum OutputLocation {
         let text =
             out.hasPrefix(base == "/" ? "/" : base + "/") && base != "/" ? String(out.dropFirst(base.count + 1)) : out
         if recorded(stateDirectory: options.stateDirectory).map(standardized) == out { return }
-        try? AtomicFile.write(Array((text + "\n").utf8), to: options.stateDirectory + "/" + fileName)
+        try? StateDirectory.open(options.stateDirectory, create: false)?.write(
+            Array((text + "\n").utf8), toFileNamed: fileName)
     }
 
     /// The state directories a run that has just created a CA in `stateDirectory` may have meant

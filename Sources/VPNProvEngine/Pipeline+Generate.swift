@@ -69,7 +69,7 @@ extension Pipeline {
             let stateChanges = built.prepared.changes.map(\.pendingDescription)
             let out = display(options.outDirectory, options)
             let fleet = built.prepared.inventory.rolloutHosts
-            let pending = Set(try RolloutLedger.read(stateDirectory: options.stateDirectory))
+            let pending = Set(try RolloutLedger.read(built.lock.stateDirectory))
             let waiting = fleet.filter(pending.contains)
             output.set(
                 "drift",

@@ -197,10 +197,10 @@ extension Pipeline {
             }
             let lock = try StateLock(stateDirectory: stateDirectory)
             defer { lock.release() }
-            let before = Set(try RolloutLedger.read(stateDirectory: stateDirectory)).intersection(fleet)
+            let before = Set(try RolloutLedger.read(lock.stateDirectory)).intersection(fleet)
             let named = Set(nodes ?? Array(before))
             let after = before.subtracting(named)
-            if after != before { try RolloutLedger.write(after, stateDirectory: stateDirectory) }
+            if after != before { try RolloutLedger.write(after, in: lock.stateDirectory) }
             let result = RolledOut(
                 recorded: fleet.filter { before.contains($0) && named.contains($0) },
                 notPending: fleet.filter { named.contains($0) && !before.contains($0) },

@@ -101,7 +101,7 @@ extension Pipeline {
         var pending: [String] = []
         let files = try session.publish(announcingOwnersUnder: ["servers", "radius"]) { (nodes) throws(OutputError) in
             do {
-                pending = try RolloutLedger.add(nodes, fleet: fleet, stateDirectory: options.stateDirectory)
+                pending = try RolloutLedger.add(nodes, fleet: fleet, in: built.lock.stateDirectory)
             } catch {
                 throw OutputError(
                     "cannot record the nodes waiting for a rollout: \((error as? StateError)?.message ?? "\(error)")")

@@ -282,16 +282,15 @@ package enum Consistency {
 
     // MARK: - one connection
 
+    /// One client connection against the node's configuration: its secrets, the connection strongSwan
+    /// selects for it, how each side authenticates, the proposals of each client kind, the certificates.
     static func check(
-        connection c: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials,
+        connection client: ClientConnection, view: ServerView, node: Node, user: User, materials: Materials,
         context: CheckContext
     ) -> [Diagnostic] {
-        var out: [Diagnostic] = []
-        var what: String { "\(c.service.rawValue) client of node '\(c.node)'" }
-        out += checkSecrets(c, view: view, node: node, user: user, materials: materials, context: context)
-
-        let selection = select(c, in: view.connections)
-        guard case .selected(let s) = selection else {
+        var out = checkSecrets(client, view: view, node: node, user: user, materials: materials, context: context)
+        let selection = select(client, in: view.connections)
+        guard case .selected(let selected) = selection else {
             if case .none(let code, let field, let reason) = selection {
                 let location =
                     switch field {
@@ -301,56 +300,86 @@ package enum Consistency {
                 out.append(
                     .error(
                         code,
-                        "user '\(c.user)': no connection of node '\(c.node)' accepts its \(c.service.rawValue) client: \(reason)",
+                        "user '\(client.user)': no connection of node '\(client.node)' accepts its \(client.service.rawValue) client: \(reason)",
                         at: location))
             }
             return out
         }
-        // The server proves itself the way the client expects.
-        if s.localAuth != c.serverAuth {
+        out += checkAuthentication(client, selected: selected, node: node, user: user)
+        out += checkProposals(client, selected: selected, node: node, context: context)
+        out += checkServerCertificate(client, view: view, node: node, materials: materials, context: context)
+        if client.devices.contains(.windows), let windows = client.windows {
+            out += checkWindows(
+                client, windows, selected: selected, view: view, node: node, user: user, materials: materials,
+                context: context)
+        }
+        out += checkClientCertificate(client, selected: selected, user: user, materials: materials, context: context)
+        return out
+    }
+
+    /// "ikev2-eap client of node 'fra-1'".
+    static func describe(_ client: ClientConnection) -> String {
+        "\(client.service.rawValue) client of node '\(client.node)'"
+    }
+
+    /// The server proves itself the way the client expects, and the client's rounds are the selected
+    /// connection's remote rounds, in order (with the EAP identity it accepts).
+    static func checkAuthentication(_ client: ClientConnection, selected: ServerConnectionView, node: Node, user: User)
+        -> [Diagnostic]
+    {
+        var out: [Diagnostic] = []
+        if selected.localAuth != client.serverAuth {
             out.append(
                 .error(
                     .authMismatch,
-                    "\(what): strongSwan selects connection '\(s.name)', which proves the server with \(s.localAuth), but the client expects \(c.serverAuth)",
+                    "\(describe(client)): strongSwan selects connection '\(selected.name)', which proves the server with \(selected.localAuth), but the client expects \(client.serverAuth)",
                     at: node.location(of: .services)))
         }
-        // The client's rounds are the server's remote rounds, in order.
-        let clientRounds = c.localAuth.map(\.method)
-        let serverRounds = s.remote.map(\.auth)
+        let clientRounds = client.localAuth.map(\.method)
+        let serverRounds = selected.remote.map(\.auth)
         if clientRounds != serverRounds {
             out.append(
                 .error(
                     .authMismatch,
-                    "\(what): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(s.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
+                    "\(describe(client)): the client authenticates with \(clientRounds.map(\.rawValue).joined(separator: " + ")), connection '\(selected.name)' expects \(serverRounds.map(\.rawValue).joined(separator: " + "))",
                     at: node.location(of: .services)))
         }
-        for (round, server) in zip(c.localAuth, s.remote) {
+        for (round, server) in zip(client.localAuth, selected.remote) {
             if case .exactly(let id)? = server.eapID, let eapID = round.eapID, id.value != eapID {
                 out.append(
                     .error(
                         .localIDMismatch,
-                        "user '\(c.user)': connection '\(s.name)' of node '\(c.node)' accepts only EAP identity '\(id.value)'",
+                        "user '\(client.user)': connection '\(selected.name)' of node '\(client.node)' accepts only EAP identity '\(id.value)'",
                         at: user.location))
             }
         }
-        // Proposals, per client kind.
-        for device in c.devices {
-            guard let offer = c.offers[device] else { continue }
-            if !context.intersects(offer.ike, s.ikeProposals, purpose: .ike, withGroups: true) {
+        return out
+    }
+
+    /// The IKE and ESP proposals each client kind sends, against the selected connection's (and for
+    /// IKEv2 with the client's PFS groups, which CHILD_SA rekeying needs).
+    static func checkProposals(
+        _ client: ClientConnection, selected: ServerConnectionView, node: Node, context: CheckContext
+    ) -> [Diagnostic] {
+        var out: [Diagnostic] = []
+        let what = describe(client)
+        for device in client.devices {
+            guard let offer = client.offers[device] else { continue }
+            if !context.intersects(offer.ike, selected.ikeProposals, purpose: .ike, withGroups: true) {
                 out.append(
                     .error(
                         .ikeProposalMismatch,
-                        "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.ikeProposals.joined(separator: ", ")))",
+                        "\(device.rawValue) \(what): none of the IKE proposals it sends (\(offer.ike.joined(separator: ", "))) is accepted by connection '\(selected.name)' (\(selected.ikeProposals.joined(separator: ", ")))",
                         at: node.location(of: .proposals)))
             }
-            if !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: false) {
+            if !context.intersects(offer.esp, selected.espProposals, purpose: .esp, withGroups: false) {
                 out.append(
                     .error(
                         .espProposalMismatch,
-                        "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(s.name)' (\(s.espProposals.joined(separator: ", ")))",
+                        "\(device.rawValue) \(what): none of the ESP proposals it sends (\(offer.esp.joined(separator: ", "))) is accepted by connection '\(selected.name)' (\(selected.espProposals.joined(separator: ", ")))",
                         at: node.location(of: .proposals)))
-            } else if c.ikeVersion == 2
-                && !context.intersects(offer.esp, s.espProposals, purpose: .esp, withGroups: true)
+            } else if client.ikeVersion == 2
+                && !context.intersects(offer.esp, selected.espProposals, purpose: .esp, withGroups: true)
             {
                 out.append(
                     .error(
@@ -359,57 +388,68 @@ package enum Consistency {
                         at: node.location(of: .proposals)))
             }
         }
-        // Certificates.
-        // An ACME node serves no certificate of vpnprov's: the one its rollout obtains names exactly the node's
-        // DNS-name identity (the validator requires one), which is the identity its clients expect.
-        if c.serverAuth == .pubkey && node.certificate == .ca {
-            if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
-                if !context.certificate(facts, contains: c.remoteID) {
-                    out.append(
-                        .error(
-                            .serverCertificateSAN,
-                            "node '\(c.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(c.remoteID.value)')",
-                            at: node.location(of: .id)))
-                }
-                if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
-                    out.append(
-                        .error(
-                            .caMismatch,
-                            "node '\(c.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
-                            at: node.location))
-                }
+        return out
+    }
+
+    /// The node's certificate names the identity its clients expect and comes from the CA they trust, and
+    /// the node ships that CA. An ACME node serves no certificate of vpnprov's: the one its rollout obtains
+    /// names exactly the node's DNS-name identity (the validator requires one), which is the identity its
+    /// clients expect.
+    static func checkServerCertificate(
+        _ client: ClientConnection, view: ServerView, node: Node, materials: Materials, context: CheckContext
+    ) -> [Diagnostic] {
+        guard client.serverAuth == .pubkey && node.certificate == .ca else { return [] }
+        var out: [Diagnostic] = []
+        if let pem = materials.nodes[client.node]?.certificatePEM, let facts = context.facts(pem) {
+            if !context.certificate(facts, contains: client.remoteID) {
+                out.append(
+                    .error(
+                        .serverCertificateSAN,
+                        "node '\(client.node)': its certificate's subjectAltName does not contain the identity clients expect ('\(client.remoteID.value)')",
+                        at: node.location(of: .id)))
             }
-            if context.shipsOtherCA(view, materials: materials) {
+            if let issuer = facts.issuerCommonName, issuer != materials.caCommonName {
                 out.append(
                     .error(
                         .caMismatch,
-                        "node '\(c.node)': its configuration ships another CA certificate than the client profiles",
+                        "node '\(client.node)': its certificate is issued by '\(issuer)', but clients trust '\(materials.caCommonName)'",
                         at: node.location))
             }
         }
-        if c.devices.contains(.windows), let windows = c.windows {
-            out += checkWindows(
-                c, windows, selected: s, view: view, node: node, user: user, materials: materials, context: context)
+        if context.shipsOtherCA(view, materials: materials) {
+            out.append(
+                .error(
+                    .caMismatch,
+                    "node '\(client.node)': its configuration ships another CA certificate than the client profiles",
+                    at: node.location))
         }
-        if c.credentials.contains(.clientCertificate), let localID = c.localID,
-            let pem = materials.users[c.user]?.certificatePEM, let facts = context.facts(pem)
-        {
-            if !context.certificate(facts, contains: localID) {
-                out.append(
-                    .error(
-                        .clientCertificateSAN,
-                        "user '\(c.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
-                        at: user.location(of: .id)))
-            }
-            // The node lets a certificate in only with the node's policy (NodeAccessPolicy).
-            let required = s.remote.flatMap(\.certPolicies)
-            if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
-                out.append(
-                    .error(
-                        .clientCertificatePolicy,
-                        "user '\(c.user)': the client certificate lacks node '\(c.node)''s policy \(missing), which the node requires",
-                        at: user.location(of: .nodes)))
-            }
+        return out
+    }
+
+    /// A client certificate names the client's identity and carries the policy of every node that
+    /// requires one (NodeAccessPolicy).
+    static func checkClientCertificate(
+        _ client: ClientConnection, selected: ServerConnectionView, user: User, materials: Materials,
+        context: CheckContext
+    ) -> [Diagnostic] {
+        guard client.credentials.contains(.clientCertificate), let localID = client.localID,
+            let pem = materials.users[client.user]?.certificatePEM, let facts = context.facts(pem)
+        else { return [] }
+        var out: [Diagnostic] = []
+        if !context.certificate(facts, contains: localID) {
+            out.append(
+                .error(
+                    .clientCertificateSAN,
+                    "user '\(client.user)': the client certificate's subjectAltName does not contain its identity '\(localID.value)'",
+                    at: user.location(of: .id)))
+        }
+        let required = selected.remote.flatMap(\.certPolicies)
+        if let have = facts.policies, let missing = required.first(where: { !have.contains($0) }) {
+            out.append(
+                .error(
+                    .clientCertificatePolicy,
+                    "user '\(client.user)': the client certificate lacks node '\(client.node)''s policy \(missing), which the node requires",
+                    at: user.location(of: .nodes)))
         }
         return out
     }

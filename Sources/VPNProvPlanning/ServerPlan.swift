@@ -361,48 +361,86 @@ package enum ServerPlan {
     /// `nodeScoping: false` (a trust root from before node scoping, Materials.nodeScoping) leaves out
     /// the node policy that certificate clients must carry.
     package static func make(for node: Node, in inventory: Inventory, nodeScoping: Bool = true) -> NodePlan {
+        let pools = pools(of: node)
+        let shapes = ConnectionShapes(node: node, pools: pools)
+        let connections = connections(of: node, in: inventory, shapes: shapes, nodeScoping: nodeScoping)
+        var plan = NodePlan(
+            node: node.name, identity: node.id, connections: connections, pools: pools,
+            pskIdentities: pskIdentities(of: node), passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
+            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
+            network: network(of: node, in: inventory))
+        plan.ppkUsers = ppkUsers(for: node, in: inventory).map(\.name)
+        return plan
+    }
+
+    /// The node's address pools, each with the DNS servers of its family.
+    static func pools(of node: Node) -> [ServerPool] {
         var pools: [ServerPool] = []
         let v4DNS = node.dns.filter { IPAddressText.parse($0)?.count == 4 }
         let v6DNS = node.dns.filter { IPAddressText.parse($0)?.count == 16 }
         if let pool = node.pool { pools.append(ServerPool(name: ipv4PoolName, addrs: pool, dns: v4DNS)) }
         if let pool6 = node.pool6 { pools.append(ServerPool(name: ipv6PoolName, addrs: pool6, dns: v6DNS)) }
+        return pools
+    }
 
-        // IKEv2: every pool, all traffic of each family with a pool (IPv4 when there is no pool at all).
-        let v2Pools = pools.map(\.name)
-        var v2TS: [String] = []
-        if node.pool != nil || node.pool6 == nil { v2TS.append("0.0.0.0/0") }
-        if node.pool6 != nil { v2TS.append("::/0") }
-        // IKEv1: one traffic selector only (more need the unity plugin), so one family: IPv4 if any.
-        let v1Pools = node.pool != nil ? [ipv4PoolName] : (node.pool6 != nil ? [ipv6PoolName] : [])
-        let v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
+    /// What a node's IKEv2 and IKEv1 connections share: pools and traffic selectors, proposals, the
+    /// server's authentication rounds and the clients' EAP and XAuth rounds.
+    struct ConnectionShapes {
+        let node: Node
+        /// IKEv2: every pool, all traffic of each family with a pool (IPv4 when there is no pool at all).
+        let v2Pools: [String]
+        let v2TS: [String]
+        /// IKEv1: one traffic selector only (more need the unity plugin), so one family: IPv4 if any.
+        let v1Pools: [String]
+        let v1TS: [String]
+        /// With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
+        let v2ESP: [String]
+        let serverCert: LocalAuthRound
+        let serverPSK: LocalAuthRound
+        let eapRound: RemoteAuthRound
+        let xauthRound: RemoteAuthRound
+        /// Appended to the summary of the connections whose accounts are on the RADIUS servers.
+        let accountsText: String
 
-        // With Apple PFS on, the ESP proposal Apple devices use also accepts their rekey's DH group.
-        let v2ESP = AppleSA.serverESPProposals(
-            from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
+        init(node: Node, pools: [ServerPool]) {
+            self.node = node
+            v2Pools = pools.map(\.name)
+            var v2TS: [String] = []
+            if node.pool != nil || node.pool6 == nil { v2TS.append("0.0.0.0/0") }
+            if node.pool6 != nil { v2TS.append("::/0") }
+            self.v2TS = v2TS
+            v1Pools = node.pool != nil ? [ipv4PoolName] : (node.pool6 != nil ? [ipv6PoolName] : [])
+            v1TS = node.pool == nil && node.pool6 != nil ? ["::/0"] : ["0.0.0.0/0"]
+            v2ESP = AppleSA.serverESPProposals(
+                from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs)
+            serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: [certificateFileName(node)])
+            serverPSK = LocalAuthRound(auth: .psk, id: node.id)
+            // A RADIUS node hands EAP and XAuth to the RADIUS servers, and checks the tier they assert
+            // itself: a free account is refused by a pro node even if a RADIUS server were to accept it.
+            let radius = node.usesRadius
+            let tierGroups = radius ? RadiusPlan.requiredGroups(for: node.tier) : []
+            var eapRound = RemoteAuthRound(
+                section: "remote", auth: radius ? .eapRADIUS : .eapMSCHAPv2, id: .any, eapID: .any)
+            eapRound.groups = tierGroups
+            self.eapRound = eapRound
+            var xauthRound = RemoteAuthRound(section: "remote-xauth", auth: radius ? .xauthRADIUS : .xauth, id: .any)
+            xauthRound.groups = tierGroups
+            self.xauthRound = xauthRound
+            accountsText = radius ? " (accounts on the RADIUS servers)" : ""
+        }
 
-        let serverCert = LocalAuthRound(auth: .pubkey, id: node.id, certificates: [certificateFileName(node)])
-        let serverPSK = LocalAuthRound(auth: .psk, id: node.id)
-        // A RADIUS node hands EAP and XAuth to the RADIUS servers, and checks the tier they assert
-        // itself: a free account is refused by a pro node even if a RADIUS server were to accept it.
-        let radius = node.usesRadius
-        let tierGroups = radius ? RadiusPlan.requiredGroups(for: node.tier) : []
-        var eapRound = RemoteAuthRound(
-            section: "remote", auth: radius ? .eapRADIUS : .eapMSCHAPv2, id: .any, eapID: .any)
-        eapRound.groups = tierGroups
-        var xauthRound = RemoteAuthRound(section: "remote-xauth", auth: radius ? .xauthRADIUS : .xauth, id: .any)
-        xauthRound.groups = tierGroups
-        let accountsText = radius ? " (accounts on the RADIUS servers)" : ""
-        // A RADIUS account may be up on several devices at once, up to its device limit, which the RADIUS
-        // servers enforce: `unique = never`, since with `no` a second device's INITIAL_CONTACT ended the first
-        // one's tunnel (check_uniqueness in ike_sa_manager.c compares the EAP/XAuth identity). Inventory users
-        // keep `no`: a reinstalled device replaces its stale tunnel.
+        /// A RADIUS account may be up on several devices at once, up to its device limit, which the RADIUS
+        /// servers enforce: `unique = never`, since with `no` a second device's INITIAL_CONTACT ended the first
+        /// one's tunnel (check_uniqueness in ike_sa_manager.c compares the EAP/XAuth identity). Inventory users
+        /// keep `no`: a reinstalled device replaces its stale tunnel.
         func uniqueness(_ remote: [RemoteAuthRound]) -> String {
             remote.contains { $0.auth == .eapRADIUS || $0.auth == .xauthRADIUS } ? "never" : "no"
         }
 
-        func v2(_ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound])
-            -> ServerConnection
-        {
+        /// An IKEv2 connection authenticating the server with `local` and the client with `remote`.
+        func v2(
+            _ name: String, _ service: Service, _ summary: String, local: LocalAuthRound, remote: [RemoteAuthRound]
+        ) -> ServerConnection {
             var connection = ServerConnection(
                 name: name, service: service, summary: summary, version: 2, aggressive: nil,
                 // Quantum-safe: ML-KEM in the first additional key exchange of every proposal (RFC 9370).
@@ -415,11 +453,13 @@ package enum ServerPlan {
             connection.ppkRequired = node.quantumSafe?.ppk == .required
             return connection
         }
+
+        /// An IKEv1 connection: PSK + XAuth in two rounds, or Hybrid (XAuth as the first and only round,
+        /// the server by certificate).
         func v1(
             _ name: String, aggressive: Bool, summary: String, remoteID: IdentityMatch,
             service: Service = .ipsecXauthPSK
         ) -> ServerConnection {
-            // PSK + XAuth: two rounds; Hybrid: XAuth as the first (only) round, server by certificate.
             let hybrid = service == .ipsecXauthHybrid
             var hybridRound = xauthRound
             hybridRound.id = remoteID
@@ -438,14 +478,20 @@ package enum ServerPlan {
                     name: childName, localTS: v1TS, espProposals: IKEv1Proposals.esp(from: node.proposals.esp),
                     rekeyTime: 0, dpdAction: "clear"))
         }
+    }
 
+    /// The node's connections, one (or two) per service it offers, in the order charon must load them.
+    static func connections(of node: Node, in inventory: Inventory, shapes: ConnectionShapes, nodeScoping: Bool)
+        -> [ServerConnection]
+    {
+        let accountsText = shapes.accountsText
         var connections: [ServerConnection] = []
         let offers = Set(node.services)
         if offers.contains(.ikev2Cert) {
             connections.append(
-                v2(
+                shapes.v2(
                     "ikev2-cert", .ikev2Cert, "IKEv2: server certificate, client certificate from our CA",
-                    local: serverCert,
+                    local: shapes.serverCert,
                     remote: [
                         RemoteAuthRound(
                             section: "remote", auth: .pubkey, id: .any, caCertificates: [caFileName],
@@ -455,36 +501,36 @@ package enum ServerPlan {
         }
         if offers.contains(.ikev2EAP) {
             connections.append(
-                v2(
+                shapes.v2(
                     "ikev2-eap", .ikev2EAP,
                     "IKEv2: server certificate, client EAP-MSCHAPv2 user/password" + accountsText,
-                    local: serverCert, remote: [eapRound]))
+                    local: shapes.serverCert, remote: [shapes.eapRound]))
         }
         if offers.contains(.ikev2PSKEAP) {
-            var round = eapRound
+            var round = shapes.eapRound
             round.id = .exactly(pskEAPClientIdentity(in: inventory))
             connections.append(
-                v2(
+                shapes.v2(
                     "ikev2-psk-eap", .ikev2PSKEAP,
                     "IKEv2: server PSK, client EAP-MSCHAPv2 user/password" + accountsText,
-                    local: serverPSK, remote: [round]))
+                    local: shapes.serverPSK, remote: [round]))
         }
         if offers.contains(.ikev2PSK) {
             connections.append(
-                v2(
-                    "ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: serverPSK,
+                shapes.v2(
+                    "ikev2-psk", .ikev2PSK, "IKEv2: node PSK on both sides", local: shapes.serverPSK,
                     remote: [RemoteAuthRound(section: "remote", auth: .psk, id: .any)]))
         }
         if offers.contains(.ipsecXauthPSK) {
             connections.append(
-                v1(
+                shapes.v1(
                     "ipsec-xauth-psk-main", aggressive: false,
                     summary: "IKEv1 Main Mode: node PSK + XAuth user/password (clients without a group name)"
                         + accountsText,
                     remoteID: .any))
             if let group = node.group {
                 connections.append(
-                    v1(
+                    shapes.v1(
                         "ipsec-xauth-psk-aggressive", aggressive: true,
                         summary: "IKEv1 Aggressive Mode: group name + node PSK + XAuth user/password" + accountsText,
                         remoteID: .exactly(.keyID(group))))
@@ -493,18 +539,28 @@ package enum ServerPlan {
 
         if offers.contains(.ipsecXauthHybrid) {
             connections.append(
-                v1(
+                shapes.v1(
                     "ipsec-xauth-hybrid-aggressive", aggressive: true,
                     summary: "IKEv1 Hybrid (Aggressive Mode): server certificate, client XAuth user/password"
                         + accountsText,
                     remoteID: .any, service: .ipsecXauthHybrid))
         }
+        return connections
+    }
 
+    /// The identities the node's PSK is written for: its own, and its group name's for Aggressive Mode.
+    static func pskIdentities(of node: Node) -> [IKEIdentity] {
         var pskIDs: [IKEIdentity] = []
         if node.services.contains(where: \.needsPSK) {
             pskIDs.append(node.id)
-            if offers.contains(.ipsecXauthPSK), let group = node.group { pskIDs.append(.keyID(group)) }
+            if node.services.contains(.ipsecXauthPSK), let group = node.group { pskIDs.append(.keyID(group)) }
         }
+        return pskIDs
+    }
+
+    /// What the node's sysctl and nftables files need: pools, pushed DNS servers, private networks its
+    /// clients may reach, and for a RADIUS node who may send Disconnect-Requests and its RADIUS peers.
+    static func network(of node: Node, in inventory: Inventory) -> NodeNetworkPlan {
         var network = NodeNetworkPlan(
             pool4: node.pool, pool6: node.pool6, ipv6Mode: node.ipv6Mode, uplink: node.network.uplink,
             mss: node.network.mss,
@@ -524,7 +580,7 @@ package enum ServerPlan {
             network.exporterPort = monitoring.port
             network.exporterFrom = monitoring.from
         }
-        if radius, let accounts = inventory.accounts {
+        if node.usesRadius, let accounts = inventory.accounts {
             network.disconnectFrom = accounts.effectiveDisconnectFrom
             network.daePort = AccountsSettings.daePort
             if accounts.protection == .ipsec {
@@ -537,12 +593,6 @@ package enum ServerPlan {
                 }
             }
         }
-        var plan = NodePlan(
-            node: node.name, identity: node.id, connections: connections, pools: pools, pskIdentities: pskIDs,
-            passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
-            needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
-            network: network)
-        plan.ppkUsers = ppkUsers(for: node, in: inventory).map(\.name)
-        return plan
+        return network
     }
 }

@@ -50,6 +50,19 @@ package enum BoundedFile {
         return try read(fd: fd, limit: limit)
     }
 
+    /// The whole file `name` in the open directory `directory`, as `read(_:limit:followSymlinks:)` reads a path.
+    package static func read(at directory: Int32, _ name: String, limit: Int, followSymlinks: Bool = true)
+        throws(Failure) -> [UInt8]
+    {
+        let fd = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followSymlinks ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else {
+            if errno == ELOOP && !followSymlinks { throw .symlink }
+            throw .system(errno: errno)
+        }
+        defer { close(fd) }
+        return try read(fd: fd, limit: limit)
+    }
+
     /// The whole of the open file `fd` (from its current offset), with the same rules as
     /// `read(_:limit:)`: refused before a byte is read when it is not a regular file or `fstat` says it
     /// is over `limit` (a sparse 200 GB file costs nothing), and while reading once more than `limit`

@@ -86,25 +86,9 @@ package struct InventoryDecoder: Sendable {
     // MARK: - Top level
 
     private func decode(_ root: YAMLNode?, _ broken: inout BrokenParts, _ cx: DecodingContext) -> Inventory? {
-        guard let root, !root.isNull else {
-            cx.append(
-                .error(
-                    .emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'",
-                    at: SourceLocation(file: file, line: 1, column: 1)))
-            return nil
-        }
-        // Schema version first: a different version makes every other message noise.
-        if case .mapping(let pairs) = root.kind, let v = pairs.first(where: { $0.key.scalar == "vpnprov" })?.value {
-            guard case .scalar(let s, true) = v.kind, s == String(Self.supportedSchemaVersion) else {
-                let shown = v.scalar.map { "'\(DecodingContext.printable($0))'" } ?? cx.describe(v)
-                cx.error(
-                    .schemaVersion,
-                    "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'",
-                    at: v)
-                return nil
-            }
-        }
-        guard let entries = cx.mapping(root, "the inventory", keys: TopLevelKey.self) else { return nil }
+        guard let root = checkedRoot(root, cx),
+            let entries = cx.mapping(root, "the inventory", keys: TopLevelKey.self)
+        else { return nil }
         let value = { (key: TopLevelKey) in entries.first { $0.key == key }?.value }
         if value(.vpnprov) == nil {
             cx.error(
@@ -113,16 +97,9 @@ package struct InventoryDecoder: Sendable {
                 at: root)
         }
 
-        var name: String?
         // Where top-level and pki values are written, so their diagnostics point there (not at 1:1).
         var locations: [InventoryField: SourceLocation] = [:]
-        if let n = value(.name) {
-            name = cx.string(n, "'name'")
-            locations[.name] = cx.location(n)
-            if n.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: n) }
-        } else {
-            cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
-        }
+        let name = decodeName(value(.name), root: root, locations: &locations, cx)
         let deployment = name ?? "vpnprov"
 
         var errors = cx.errorCount
@@ -131,63 +108,9 @@ package struct InventoryDecoder: Sendable {
             ?? Self.defaultPKI(deployment: deployment)
         broken.pki = cx.errorCount > errors
 
-        var defaults = NodeFields()
-        if let d = value(.defaults), !d.isNull {
-            defaults = decodeNodeFields(d, "defaults", cx)
-        }
-        // The keys each node writes itself: a node writing a key whose `defaults:` value is broken
-        // does not depend on it.
-        var ownFields: [String: Set<String>] = [:]
-        if let n = value(.nodes), case .mapping(let pairs) = n.kind {
-            for pair in pairs {
-                guard let name = pair.key.scalar, case .mapping(let fields) = pair.value.kind else { continue }
-                ownFields[name] = Set(fields.compactMap(\.key.scalar))
-            }
-        }
-
-        var nodes: [Node] = []
-        // Every name under 'nodes:', decoded or not: a user naming a node that failed to decode gets
-        // no second error (the node's own error says what is wrong).
-        var declaredNodes = Set<String>()
-        if let n = value(.nodes), !n.isNull, let list = cx.mapping(n, "'nodes'") {
-            declaredNodes = Set(list.map(\.key))
-            for entry in list {
-                errors = cx.errorCount
-                let node = decodeNode(
-                    name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx)
-                if let node { nodes.append(node) }
-                if node == nil || cx.errorCount > errors
-                    || node.map({ defaults.breaks($0.name, own: ownFields[$0.name]) }) == true
-                {
-                    broken.nodes.insert(entry.key)
-                }
-            }
-        }
-
-        var users: [User] = []
-        if let u = value(.users), !u.isNull, let list = cx.mapping(u, "'users'") {
-            let nodeNames = nodes.map(\.name)
-            // Each node name's first position: user node lists are checked and ordered with it, not
-            // by scanning every node per user.
-            var nodePositions: [String: Int] = [:]
-            nodePositions.reserveCapacity(nodeNames.count)
-            for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
-            for entry in list {
-                errors = cx.errorCount
-                var named: [String]?
-                let user = decodeUser(
-                    name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment,
-                    nodeNames: nodeNames,
-                    declaredNodes: declaredNodes, nodePositions: nodePositions, named: &named, cx)
-                if let user { users.append(user) }
-                if user == nil || cx.errorCount > errors {
-                    broken.users.insert(entry.key)
-                } else if named.map({ $0.contains(where: broken.nodes.contains) }) ?? !broken.nodes.isEmpty {
-                    // On a broken node by its `nodes:`, or by default on every node.
-                    broken.usersOnBrokenNodes.insert(entry.key)
-                }
-            }
-        }
+        let (nodes, declaredNodes) = decodeNodes(value(.nodes), defaults: value(.defaults), &broken, cx)
+        let users = decodeUsers(
+            value(.users), deployment: deployment, nodes: nodes, declaredNodes: declaredNodes, &broken, cx)
 
         errors = cx.errorCount
         let secrets = value(.secrets).map { decodeSecrets($0, locations: &locations, cx) } ?? SecretSettings()
@@ -212,6 +135,114 @@ package struct InventoryDecoder: Sendable {
         inventory.acme = acme
         inventory.monitoring = monitoring
         return inventory
+    }
+
+    /// The document's root, or nil (reported) when it is empty or names another schema version: a
+    /// different version makes every other message noise, so it is checked first.
+    private func checkedRoot(_ root: YAMLNode?, _ cx: DecodingContext) -> YAMLNode? {
+        guard let root, !root.isNull else {
+            cx.append(
+                .error(
+                    .emptyInventory, "the inventory is empty; it needs at least 'vpnprov: 1' and 'name:'",
+                    at: SourceLocation(file: file, line: 1, column: 1)))
+            return nil
+        }
+        if case .mapping(let pairs) = root.kind, let v = pairs.first(where: { $0.key.scalar == "vpnprov" })?.value {
+            guard case .scalar(let s, true) = v.kind, s == String(Self.supportedSchemaVersion) else {
+                let shown = v.scalar.map { "'\(DecodingContext.printable($0))'" } ?? cx.describe(v)
+                cx.error(
+                    .schemaVersion,
+                    "unsupported schema version \(shown); this vpnprov reads 'vpnprov: \(Self.supportedSchemaVersion)'",
+                    at: v)
+                return nil
+            }
+        }
+        return root
+    }
+
+    /// `name:` (the deployment name), required; nil (reported) when missing or not a string.
+    private func decodeName(
+        _ value: YAMLNode?, root: YAMLNode, locations: inout [InventoryField: SourceLocation], _ cx: DecodingContext
+    ) -> String? {
+        guard let value else {
+            cx.error(.missingKey, "missing required key 'name' (the deployment name)", at: root)
+            return nil
+        }
+        let name = cx.string(value, "'name'")
+        locations[.name] = cx.location(value)
+        if value.isNull { cx.error(.typeMismatch, "'name' must be a string, found null", at: value) }
+        return name
+    }
+
+    /// `nodes:`, each node merged with `defaults:` (`defaultsNode`). Returns the nodes that decoded and
+    /// every name under `nodes:` (a user naming a node that failed to decode gets no second error: the
+    /// node's own error says what is wrong); the nodes with an error (their own, or in a `defaults:`
+    /// value they inherit) go into `broken`.
+    private func decodeNodes(
+        _ nodesNode: YAMLNode?, defaults defaultsNode: YAMLNode?, _ broken: inout BrokenParts, _ cx: DecodingContext
+    ) -> (nodes: [Node], declared: Set<String>) {
+        var defaults = NodeFields()
+        if let defaultsNode, !defaultsNode.isNull {
+            defaults = decodeNodeFields(defaultsNode, "defaults", cx)
+        }
+        // The keys each node writes itself: a node writing a key whose `defaults:` value is broken
+        // does not depend on it.
+        var ownFields: [String: Set<String>] = [:]
+        if let nodesNode, case .mapping(let pairs) = nodesNode.kind {
+            for pair in pairs {
+                guard let name = pair.key.scalar, case .mapping(let fields) = pair.value.kind else { continue }
+                ownFields[name] = Set(fields.compactMap(\.key.scalar))
+            }
+        }
+        var nodes: [Node] = []
+        var declaredNodes = Set<String>()
+        if let nodesNode, !nodesNode.isNull, let list = cx.mapping(nodesNode, "'nodes'") {
+            declaredNodes = Set(list.map(\.key))
+            for entry in list {
+                let errors = cx.errorCount
+                let node = decodeNode(
+                    name: entry.key, keyNode: entry.keyNode, value: entry.value, defaults: defaults, cx)
+                if let node { nodes.append(node) }
+                if node == nil || cx.errorCount > errors
+                    || node.map({ defaults.breaks($0.name, own: ownFields[$0.name]) }) == true
+                {
+                    broken.nodes.insert(entry.key)
+                }
+            }
+        }
+        return (nodes, declaredNodes)
+    }
+
+    /// `users:`, each checked against the decoded `nodes` (and the `declaredNodes` names). Users with an
+    /// error, and users on a broken node, go into `broken`.
+    private func decodeUsers(
+        _ usersNode: YAMLNode?, deployment: String, nodes: [Node], declaredNodes: Set<String>,
+        _ broken: inout BrokenParts, _ cx: DecodingContext
+    ) -> [User] {
+        guard let usersNode, !usersNode.isNull, let list = cx.mapping(usersNode, "'users'") else { return [] }
+        var users: [User] = []
+        let nodeNames = nodes.map(\.name)
+        // Each node name's first position: user node lists are checked and ordered with it, not
+        // by scanning every node per user.
+        var nodePositions: [String: Int] = [:]
+        nodePositions.reserveCapacity(nodeNames.count)
+        for (i, name) in nodeNames.enumerated() where nodePositions[name] == nil { nodePositions[name] = i }
+        for entry in list {
+            let errors = cx.errorCount
+            var named: [String]?
+            let user = decodeUser(
+                name: entry.key, keyNode: entry.keyNode, value: entry.value, deployment: deployment,
+                nodeNames: nodeNames,
+                declaredNodes: declaredNodes, nodePositions: nodePositions, named: &named, cx)
+            if let user { users.append(user) }
+            if user == nil || cx.errorCount > errors {
+                broken.users.insert(entry.key)
+            } else if named.map({ $0.contains(where: broken.nodes.contains) }) ?? !broken.nodes.isEmpty {
+                // On a broken node by its `nodes:`, or by default on every node.
+                broken.usersOnBrokenNodes.insert(entry.key)
+            }
+        }
+        return users
     }
 
     /// `acknowledge: [{rule: CODE, node: NAME, user: NAME, service: SERVICE, reason: TEXT}]`: the

@@ -213,21 +213,24 @@ enum NetworkRules {
         }
     }
 
-    static func checkPools(
-        _ inventory: Inventory, nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)],
-        into d: inout [Diagnostic]
-    ) {
-        var pools: [(node: String, field: String, cidr: CIDR, location: SourceLocation)] = []
+    /// A node address as the pool checks look it up: its node, its bytes, where it is written.
+    typealias NodeAddress = (name: String, bytes: [UInt8], location: SourceLocation)
+    /// A pool that passed its own checks, for the overlap check across nodes.
+    typealias CheckedPool = (node: String, field: String, cidr: CIDR, location: SourceLocation)
+
+    /// Every node's pools: present, of their family, of a usable size, outside reserved ranges, holding no
+    /// node address and no DNS server of the node, and not overlapping another node's.
+    static func checkPools(_ inventory: Inventory, nodeIPs: [NodeAddress], into d: inout [Diagnostic]) {
+        var pools: [CheckedPool] = []
         let addresses = SortedAddresses(nodeIPs.map(\.bytes))
         var ownAddress: [String: [UInt8]] = [:]
         for ip in nodeIPs where ownAddress[ip.name] == nil { ownAddress[ip.name] = ip.bytes }
         for node in inventory.nodes {
-            let owner = "node '\(node.name)'"
             if node.pool == nil && node.pool6 == nil {
                 d.append(
                     .error(
                         .missingPool,
-                        "\(owner): no virtual IP pool; set pool (IPv4) and/or pool6 (IPv6) so clients get an address",
+                        "node '\(node.name)': no virtual IP pool; set pool (IPv4) and/or pool6 (IPv6) so clients get an address",
                         at: node.location))
                 continue
             }
@@ -235,78 +238,105 @@ enum NetworkRules {
                 (InventoryDecoder.NodeKey.pool, node.pool, false), (.pool6, node.pool6, true),
             ] {
                 guard let cidr else { continue }
-                let field = key.rawValue
-                let location = node.location(of: key)
-                if cidr.isIPv6 != wantsIPv6 {
-                    d.append(
-                        .error(
-                            .poolFamily,
-                            "\(owner): \(field) \(cidr) is \(cidr.isIPv6 ? "IPv6" : "IPv4"); \(wantsIPv6 ? "pool6 takes an IPv6 network, use pool for IPv4" : "pool takes an IPv4 network, use pool6 for IPv6")",
-                            at: location))
-                    continue
-                }
-                let maxPrefix = cidr.isIPv6 ? 126 : 30
-                if cidr.prefix > maxPrefix {
-                    d.append(
-                        .error(
-                            .poolTooSmall,
-                            "\(owner): \(field) \(cidr) leaves fewer than 2 addresses for clients; use /\(maxPrefix) or shorter",
-                            at: location))
-                }
-                if !cidr.isIPv6 && cidr.prefix < 16 {
-                    d.append(
-                        .warning(
-                            .poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?",
-                            at: location, about: .node(node.name)))
-                }
-                var usable = true
-                for r in (cidr.isIPv6 ? reserved6 : reserved4) where overlaps(r.cidr, cidr) {
-                    d.append(
-                        .error(.poolReserved, "\(owner): \(field) \(cidr) overlaps the \(r.why) range", at: location))
-                    usable = false
-                    break
-                }
-                // Node addresses inside the pool, found by binary search in the sorted addresses: its own,
-                // and the first other one (with how many more), not one diagnostic per pair.
-                let inside = addresses.range(of: cidr)
-                var others = inside.count
-                if let own = ownAddress[node.name], contains(cidr, own) {
-                    others -= 1
-                    d.append(
-                        .error(
-                            .poolContainsAddress,
-                            "\(owner): \(field) \(cidr) contains its own address (\(IPAddressText.format(own)))",
-                            at: location))
-                }
-                if others > 0, let first = inside.first(where: { nodeIPs[addresses.order[$0]].name != node.name }) {
-                    let ip = nodeIPs[addresses.order[first]]
-                    let more = others > 1 ? " and \(others - 1) more node address\(others > 2 ? "es" : "")" : ""
-                    d.append(
-                        .error(
-                            .poolContainsAddress,
-                            "\(owner): \(field) \(cidr) contains the address of node '\(ip.name)' (\(IPAddressText.format(ip.bytes)))\(more)",
-                            at: location,
-                            notes: [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
-                }
-                for server in node.dns {
-                    if let bytes = IPAddressText.parse(server), contains(cidr, bytes) {
-                        d.append(
-                            .warning(
-                                .poolContainsDNS,
-                                "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client",
-                                at: location,
-                                notes: [.init(location: node.location(of: .dns), message: "DNS servers here")],
-                                about: .node(node.name)))
-                    }
-                }
-                if usable { pools.append((node.name, field, cidr, location)) }
+                let usable = checkPool(
+                    cidr, key: key, wantsIPv6: wantsIPv6, of: node, own: ownAddress[node.name],
+                    addresses: addresses, nodeIPs: nodeIPs, into: &d)
+                if usable { pools.append((node.name, key.rawValue, cidr, node.location(of: key))) }
             }
         }
-        // Overlaps across nodes, each later pool reported once against the earliest pool it overlaps.
-        // Two CIDR networks overlap exactly when one contains the other, so for each pool it is enough
-        // to look up its own prefixes (earlier pools containing it) and one entry for the pools inside
-        // it: O(pools × address bits) instead of comparing every pair. (A node's two pools are of
-        // different families and never overlap.)
+        checkPoolOverlaps(pools, into: &d)
+    }
+
+    /// One pool of `node` (`key`: pool or pool6): its family, its size, reserved ranges, node addresses
+    /// (`own` the node's) and the node's DNS servers inside it. Returns whether it is usable for the
+    /// overlap check (of its family, outside reserved ranges).
+    static func checkPool(
+        _ cidr: CIDR, key: InventoryDecoder.NodeKey, wantsIPv6: Bool, of node: Node, own: [UInt8]?,
+        addresses: SortedAddresses, nodeIPs: [NodeAddress], into d: inout [Diagnostic]
+    ) -> Bool {
+        let owner = "node '\(node.name)'"
+        let field = key.rawValue
+        let location = node.location(of: key)
+        if cidr.isIPv6 != wantsIPv6 {
+            d.append(
+                .error(
+                    .poolFamily,
+                    "\(owner): \(field) \(cidr) is \(cidr.isIPv6 ? "IPv6" : "IPv4"); \(wantsIPv6 ? "pool6 takes an IPv6 network, use pool for IPv4" : "pool takes an IPv4 network, use pool6 for IPv6")",
+                    at: location))
+            return false
+        }
+        let maxPrefix = cidr.isIPv6 ? 126 : 30
+        if cidr.prefix > maxPrefix {
+            d.append(
+                .error(
+                    .poolTooSmall,
+                    "\(owner): \(field) \(cidr) leaves fewer than 2 addresses for clients; use /\(maxPrefix) or shorter",
+                    at: location))
+        }
+        if !cidr.isIPv6 && cidr.prefix < 16 {
+            d.append(
+                .warning(
+                    .poolLarge, "\(owner): \(field) \(cidr) is larger than a /16; is that intended?",
+                    at: location, about: .node(node.name)))
+        }
+        var usable = true
+        for r in (cidr.isIPv6 ? reserved6 : reserved4) where overlaps(r.cidr, cidr) {
+            d.append(.error(.poolReserved, "\(owner): \(field) \(cidr) overlaps the \(r.why) range", at: location))
+            usable = false
+            break
+        }
+        checkPoolAddresses(cidr, key: key, of: node, own: own, addresses: addresses, nodeIPs: nodeIPs, into: &d)
+        for server in node.dns {
+            if let bytes = IPAddressText.parse(server), contains(cidr, bytes) {
+                d.append(
+                    .warning(
+                        .poolContainsDNS,
+                        "\(owner): \(field) \(cidr) contains its DNS server \(server); the server may lease that address to a client",
+                        at: location,
+                        notes: [.init(location: node.location(of: .dns), message: "DNS servers here")],
+                        about: .node(node.name)))
+            }
+        }
+        return usable
+    }
+
+    /// Node addresses inside a pool of `node`, found by binary search in the sorted addresses: its own
+    /// (`own`), and the first other one (with how many more), not one diagnostic per pair.
+    static func checkPoolAddresses(
+        _ cidr: CIDR, key: InventoryDecoder.NodeKey, of node: Node, own: [UInt8]?, addresses: SortedAddresses,
+        nodeIPs: [NodeAddress], into d: inout [Diagnostic]
+    ) {
+        let owner = "node '\(node.name)'"
+        let field = key.rawValue
+        let location = node.location(of: key)
+        let inside = addresses.range(of: cidr)
+        var others = inside.count
+        if let own, contains(cidr, own) {
+            others -= 1
+            d.append(
+                .error(
+                    .poolContainsAddress,
+                    "\(owner): \(field) \(cidr) contains its own address (\(IPAddressText.format(own)))",
+                    at: location))
+        }
+        if others > 0, let first = inside.first(where: { nodeIPs[addresses.order[$0]].name != node.name }) {
+            let ip = nodeIPs[addresses.order[first]]
+            let more = others > 1 ? " and \(others - 1) more node address\(others > 2 ? "es" : "")" : ""
+            d.append(
+                .error(
+                    .poolContainsAddress,
+                    "\(owner): \(field) \(cidr) contains the address of node '\(ip.name)' (\(IPAddressText.format(ip.bytes)))\(more)",
+                    at: location,
+                    notes: [.init(location: ip.location, message: "node '\(ip.name)' address here")]))
+        }
+    }
+
+    /// Overlaps across nodes, each later pool reported once against the earliest pool it overlaps.
+    /// Two CIDR networks overlap exactly when one contains the other, so for each pool it is enough
+    /// to look up its own prefixes (earlier pools containing it) and one entry for the pools inside
+    /// it: O(pools × address bits) instead of comparing every pair. (A node's two pools are of
+    /// different families and never overlap.)
+    static func checkPoolOverlaps(_ pools: [CheckedPool], into d: inout [Diagnostic]) {
         var exact: [PrefixKey: Int] = [:]  // earliest pool that is exactly this network
         var within: [PrefixKey: Int] = [:]  // earliest pool inside this network
         for j in pools.indices {

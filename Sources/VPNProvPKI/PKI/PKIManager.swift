@@ -53,7 +53,7 @@ package enum PKIManager {
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        let store = try StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         let adopted = adoptInterruptedIssues(store, now: now)
         var commanded: [PKIChange] = []
@@ -239,7 +239,7 @@ package enum PKIManager {
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
         let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let store = try StateStore.load(directory: stateDirectory, caPassphrase: passphrase)
+        let store = try StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
         let adopted = adoptInterruptedIssues(store, now: now)
         let holder = store.index.users[user]
         guard holder != nil || knownUser else {

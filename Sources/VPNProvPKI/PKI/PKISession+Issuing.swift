@@ -112,10 +112,34 @@ extension PKISession {
         return nil
     }
 
+    /// Issues every certificate that is due (new holders, changed profiles, near expiry) and builds the
+    /// p12 files that are missing, on all cores, then records and stages the results in inventory order.
     func issue(
         profiles: (nodes: [CertificateProfile], users: [CertificateProfile]), progress: (@Sendable (Int, Int) -> Void)?
     ) throws {
         guard let ca = store.caCertificate else { throw StateError(.stateInconsistent, "the state has no CA") }
+        try recordExtendedKeyUsages()
+        let jobs = try dueJobs(profiles: profiles, ca: ca)
+        guard !jobs.isEmpty else { return }
+        let caKey = try store.caKey(passphrase: passphrase)
+        let issueTime = self.now
+        let issued = Atomic<Int>(0)
+        let outputs = try parallelMap(jobs.count) { i -> JobOutput in
+            let output = try Self.perform(jobs[i], ca: ca, caKey: caKey, issueTime: issueTime)
+            if let progress {
+                let done = issued.wrappingAdd(1, ordering: .relaxed).newValue
+                progress(done, jobs.count)
+            }
+            return output
+        }
+        for (job, output) in zip(jobs, outputs) { try record(job, output) }
+    }
+
+    /// The jobs of this run, in inventory order (nodes, then users), each with a fresh serial unless it
+    /// only builds a p12.
+    func dueJobs(profiles: (nodes: [CertificateProfile], users: [CertificateProfile]), ca: X509Certificate) throws
+        -> [Job]
+    {
         var jobs: [Job] = []
         var plannedSerials = Set<String>()
         func serial() throws -> String {
@@ -127,7 +151,6 @@ extension PKISession {
         func notAfter(_ profile: CertificateProfile) -> Date {
             min(now + TimeInterval(profile.days) * 86400, ca.notAfter)
         }
-        try recordExtendedKeyUsages()
         for (node, profile) in zip(inventory.nodes, profiles.nodes) {
             let holder = index.nodes[node.name]
             if holder == nil {
@@ -162,125 +185,132 @@ extension PKISession {
                         reason: nil, p12Password: password, p12Only: true, keepP12: holder?.p12 != nil))
             }
         }
-        guard !jobs.isEmpty else { return }
-        let caKey = try store.caKey(passphrase: passphrase)
-        let issueTime = self.now
-        let total = jobs.count
-        let issued = Atomic<Int>(0)
-        let planned = jobs
-        let outputs = try parallelMap(planned.count) { i -> JobOutput in
-            let job = planned[i]
-            let what = job.isNode ? "node '\(job.name)'" : "user '\(job.name)'"
-            do {
-                var held: HeldCertificate
-                var newKey = false
-                if job.p12Only, let reuse = job.reuse {
-                    held = reuse
-                } else {
-                    let key: PrivateKey
-                    let keyPEM: String
-                    if let reuse = job.reuse {
-                        (key, keyPEM) = (try reuse.privateKey(), reuse.keyPEM)
-                    } else {
-                        key = try PrivateKey.generate(job.profile.keyType.algorithm)
-                        keyPEM = try key.pkcs8PEM()
-                        newKey = true
-                    }
-                    var template = CertificateTemplate(
-                        serial: bytesFromHex(job.serial)!, subject: job.profile.subject,
-                        notBefore: issueTime - PKIManager.backdate,
-                        notAfter: min(issueTime + TimeInterval(job.profile.days) * 86400, ca.notAfter),
-                        subjectAlternativeNames: job.profile.subjectAltNames,
-                        extendedKeyUsages: job.profile.extendedKeyUsages,
-                        keyUsage: job.profile.keyUsage)
-                    template.crlDistributionPoints = job.profile.crlDistributionPoints
-                    template.policies = job.profile.policies
-                    let cert = try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
-                    held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
-                }
-                let certificate = try held.certificate()
-                let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
-                var p12: [UInt8]? = nil
-                var openP12: [UInt8]? = nil
-                if let password = job.p12Password {
-                    if !job.keepP12 {
-                        p12 = try PKCS12.build(
-                            key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
-                            friendlyName: job.name,
-                            password: password)
-                    }
-                    openP12 = try PKCS12.buildWithEmptyPassword(
-                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
-                        friendlyName: job.name)
-                }
-                if let progress {
-                    let done = issued.wrappingAdd(1, ordering: .relaxed).newValue
-                    progress(done, total)
-                }
-                return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
-            } catch {
-                throw Self.cryptoFailure("cannot issue the certificate of \(what)", error)
-            }
-        }
-        for (job, output) in zip(jobs, outputs) {
-            let paths = store.paths
-            var holder = HolderRecord(
-                serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil,
-                keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
-                certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
-            if !job.p12Only {
-                let cert = try output.held.certificate()
-                if output.newKey { store.stage(paths.key(output.keyID), Array(output.held.keyPEM.utf8)) }
-                store.stage(paths.certificate(job.serial), Array(output.held.certificatePEM.utf8))
-                let previous = job.isNode ? index.nodes[job.name] : index.users[job.name]
-                if let previous, var old = index.certificates[previous.serial], old.status == .valid {
-                    old.status = .superseded
-                    // A certificate that opened a node its holder no longer may use must stop working
-                    // at the next rollout, not when it expires: it goes onto the CRL.
-                    if let had = old.policies, losesNode(had, keeping: job.profile.policies) {
-                        old.status = .revoked
-                        old.revokedAt = now
-                        old.revocationReason = "no longer allowed on every node it names"
-                        changes.append(
-                            PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
-                    }
-                    index.certificates[previous.serial] = old
-                }
-                index.certificates[job.serial] = CertificateRecord(
-                    serial: job.serial, kind: job.profile.kind, holder: job.name,
-                    subject: job.profile.subject.description,
-                    subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType,
-                    days: job.profile.days,
-                    notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
-                    extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
-                    crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty
-                        ? nil : job.profile.crlDistributionPoints,
-                    policies: job.profile.policies.isEmpty ? nil : job.profile.policies)
-                changes.append(
-                    PKIChange(
-                        previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name),
-                        serial: job.serial,
-                        reason: job.reason))
-            }
-            if let p12 = output.p12 {
-                let file = "\(job.serial)-\(hexString(Array(Digest.sha256(p12).prefix(8)))).p12"
-                store.stage(paths.p12(file), p12)
-                store.p12s[file] = p12
-                holder.p12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
-            }
-            if let p12 = output.openP12 {
-                let file = "\(job.serial)-\(hexString(Array(Digest.sha256(p12).prefix(8))))-open.p12"
-                store.stage(paths.p12(file), p12)
-                store.p12s[file] = p12
-                holder.openP12 = P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
-            }
-            if job.isNode {
-                index.nodes[job.name] = holder
-                store.nodes[job.name] = output.held
+        return jobs
+    }
+
+    /// One job's work, on a worker thread: the key (reused or new), the certificate signed by `ca`, and
+    /// the p12 files of a user.
+    static func perform(_ job: Job, ca: X509Certificate, caKey: PrivateKey, issueTime: Date) throws -> JobOutput {
+        do {
+            var held: HeldCertificate
+            var newKey = false
+            if job.p12Only, let reuse = job.reuse {
+                held = reuse
             } else {
-                index.users[job.name] = holder
-                store.users[job.name] = output.held
+                let key: PrivateKey
+                let keyPEM: String
+                if let reuse = job.reuse {
+                    (key, keyPEM) = (try reuse.privateKey(), reuse.keyPEM)
+                } else {
+                    key = try PrivateKey.generate(job.profile.keyType.algorithm)
+                    keyPEM = try key.pkcs8PEM()
+                    newKey = true
+                }
+                let cert = try sign(job.profile, serial: job.serial, key: key, ca: ca, caKey: caKey, at: issueTime)
+                held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
             }
+            let certificate = try held.certificate()
+            let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
+            var p12: [UInt8]? = nil
+            var openP12: [UInt8]? = nil
+            if let password = job.p12Password {
+                if !job.keepP12 {
+                    p12 = try PKCS12.build(
+                        key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
+                        friendlyName: job.name,
+                        password: password)
+                }
+                openP12 = try PKCS12.buildWithEmptyPassword(
+                    key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
+                    friendlyName: job.name)
+            }
+            return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
+        } catch {
+            let what = job.isNode ? "node '\(job.name)'" : "user '\(job.name)'"
+            throw Self.cryptoFailure("cannot issue the certificate of \(what)", error)
         }
+    }
+
+    /// The certificate of `profile` for `key`, numbered `serial`, signed by `ca` as of `issueTime`.
+    static func sign(
+        _ profile: CertificateProfile, serial: String, key: PrivateKey, ca: X509Certificate, caKey: PrivateKey,
+        at issueTime: Date
+    ) throws -> X509Certificate {
+        var template = CertificateTemplate(
+            serial: bytesFromHex(serial)!, subject: profile.subject,
+            notBefore: issueTime - PKIManager.backdate,
+            notAfter: min(issueTime + TimeInterval(profile.days) * 86400, ca.notAfter),
+            subjectAlternativeNames: profile.subjectAltNames,
+            extendedKeyUsages: profile.extendedKeyUsages,
+            keyUsage: profile.keyUsage)
+        template.crlDistributionPoints = profile.crlDistributionPoints
+        template.policies = profile.policies
+        return try CertificateIssuer.issue(template, subjectKey: key, issuer: ca, issuerKey: caKey)
+    }
+
+    /// Records a finished job: its certificate in the index (the one it replaces superseded, or revoked
+    /// when it opened a node the new one does not), its files staged, its holder current.
+    func record(_ job: Job, _ output: JobOutput) throws {
+        var holder = HolderRecord(
+            serial: job.serial, key: output.keyID, p12: job.keepP12 ? index.users[job.name]?.p12 : nil,
+            keySHA256: hexString(Digest.sha256(Array(output.held.keyPEM.utf8))),
+            certificateSHA256: hexString(Digest.sha256(Array(output.held.certificatePEM.utf8))))
+        if !job.p12Only { try recordCertificate(job, output) }
+        if let p12 = output.p12 { holder.p12 = stageP12(p12, serial: job.serial, suffix: "") }
+        if let p12 = output.openP12 { holder.openP12 = stageP12(p12, serial: job.serial, suffix: "-open") }
+        if job.isNode {
+            index.nodes[job.name] = holder
+            store.nodes[job.name] = output.held
+        } else {
+            index.users[job.name] = holder
+            store.users[job.name] = output.held
+        }
+    }
+
+    /// A newly signed certificate (and a new key): staged, recorded in the index, and the holder's
+    /// previous certificate superseded (or revoked).
+    func recordCertificate(_ job: Job, _ output: JobOutput) throws {
+        let paths = store.paths
+        let cert = try output.held.certificate()
+        if output.newKey { store.stage(paths.key(output.keyID), Array(output.held.keyPEM.utf8)) }
+        store.stage(paths.certificate(job.serial), Array(output.held.certificatePEM.utf8))
+        let previous = job.isNode ? index.nodes[job.name] : index.users[job.name]
+        if let previous, var old = index.certificates[previous.serial], old.status == .valid {
+            old.status = .superseded
+            // A certificate that opened a node its holder no longer may use must stop working
+            // at the next rollout, not when it expires: it goes onto the CRL.
+            if let had = old.policies, losesNode(had, keeping: job.profile.policies) {
+                old.status = .revoked
+                old.revokedAt = now
+                old.revocationReason = "no longer allowed on every node it names"
+                changes.append(
+                    PKIChange(.revoked, .user(job.name), serial: previous.serial, reason: "nodes narrowed"))
+            }
+            index.certificates[previous.serial] = old
+        }
+        index.certificates[job.serial] = CertificateRecord(
+            serial: job.serial, kind: job.profile.kind, holder: job.name,
+            subject: job.profile.subject.description,
+            subjectAltNames: job.profile.subjectAltNames.map(\.description), keyType: job.profile.keyType,
+            days: job.profile.days,
+            notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid,
+            extendedKeyUsages: cert.extendedKeyUsageOIDs, issuer: index.ca?.serial,
+            crlDistributionPoints: job.profile.crlDistributionPoints.isEmpty
+                ? nil : job.profile.crlDistributionPoints,
+            policies: job.profile.policies.isEmpty ? nil : job.profile.policies)
+        changes.append(
+            PKIChange(
+                previous == nil ? .issued : .reissued, job.isNode ? .node(job.name) : .user(job.name),
+                serial: job.serial,
+                reason: job.reason))
+    }
+
+    /// Stages a p12 of the certificate `serial` under its content-addressed name (`suffix` "-open" for
+    /// the passwordless one) and returns its record.
+    func stageP12(_ p12: [UInt8], serial: String, suffix: String) -> P12Record {
+        let file = "\(serial)-\(hexString(Array(Digest.sha256(p12).prefix(8))))\(suffix).p12"
+        store.stage(store.paths.p12(file), p12)
+        store.p12s[file] = p12
+        return P12Record(file: file, sha256: hexString(Digest.sha256(p12)))
     }
 }

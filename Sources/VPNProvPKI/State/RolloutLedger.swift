@@ -16,17 +16,32 @@ package enum RolloutLedger {
     /// longer file is not one vpnprov wrote and is refused like any unreadable state file.
     static let maxBytes = 1 << 18
 
-    static func path(_ stateDirectory: String) -> String { stateDirectory + "/" + fileName }
+    static func path(_ directory: StateDirectory) -> String { directory.root + "/" + fileName }
 
-    /// The pending nodes, sorted; empty when the file does not exist.
+    /// The pending nodes, sorted; empty when the file (or the state directory) does not exist.
     package static func read(stateDirectory: String) throws -> [String] {
-        let path = path(stateDirectory)
+        guard let directory = try StateDirectory.open(stateDirectory, create: false) else { return [] }
+        return try read(directory)
+    }
+
+    /// The pending nodes of the open state directory, sorted; empty when the file does not exist.
+    package static func read(_ directory: StateDirectory) throws -> [String] {
+        let path = path(directory)
         var st = stat()
-        guard lstat(path, &st) == 0 else {
+        guard fstatat(directory.fd, fileName, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT { return [] }
             throw AtomicFile.ioError("cannot read \(path)")
         }
-        return parse(try AtomicFile.read(path, limit: maxBytes))
+        return parse(try directory.read(path, limit: maxBytes))
+    }
+
+    /// The state directory at `path`, which must exist.
+    static func existing(_ path: String) throws -> StateDirectory {
+        guard let directory = try StateDirectory.open(path, create: false) else {
+            errno = ENOENT
+            throw AtomicFile.ioError("cannot open the state directory \(path)")
+        }
+        return directory
     }
 
     /// The names of a record's bytes (empty lines and surrounding blanks ignored), sorted and unique.
@@ -39,23 +54,35 @@ package enum RolloutLedger {
 
     /// Replaces the record with `nodes` (removes it when empty). Call with the state lock held.
     package static func write(_ nodes: Set<String>, stateDirectory: String) throws {
-        let path = path(stateDirectory)
+        try write(nodes, in: try existing(stateDirectory))
+    }
+
+    /// Replaces the record of the open state directory with `nodes` (removes it when empty). Call with
+    /// the state lock held.
+    package static func write(_ nodes: Set<String>, in directory: StateDirectory) throws {
+        let path = path(directory)
         if nodes.isEmpty {
-            guard unlink(path) == 0 || errno == ENOENT else { throw AtomicFile.ioError("cannot remove \(path)") }
-            try AtomicFile.syncDirectory(stateDirectory)
+            guard directory.remove(path) else { throw AtomicFile.ioError("cannot remove \(path)") }
+            try directory.syncDirectory(directory.root)
             return
         }
-        try AtomicFile.write(Array(nodes.sorted().map { $0 + "\n" }.joined().utf8), to: path)
+        try directory.write(Array(nodes.sorted().map { $0 + "\n" }.joined().utf8), to: path)
     }
 
     /// Adds `nodes` and drops names the inventory no longer has (a node taken out of the fleet is
     /// retired, not rolled out); writes only when that changes the record. Returns the pending nodes.
     @discardableResult
     package static func add(_ nodes: Set<String>, fleet: [String], stateDirectory: String) throws -> [String] {
-        let before = try read(stateDirectory: stateDirectory)
+        try add(nodes, fleet: fleet, in: try existing(stateDirectory))
+    }
+
+    /// `add(_:fleet:stateDirectory:)` in the open state directory.
+    @discardableResult
+    package static func add(_ nodes: Set<String>, fleet: [String], in directory: StateDirectory) throws -> [String] {
+        let before = try read(directory)
         let inFleet = Set(fleet)
         let after = Set(before).union(nodes).intersection(inFleet)
-        if after != Set(before) { try write(after, stateDirectory: stateDirectory) }
+        if after != Set(before) { try write(after, in: directory) }
         return after.sorted()
     }
 }

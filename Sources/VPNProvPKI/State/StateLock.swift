@@ -9,16 +9,22 @@ import VPNProvSupport
 /// crashed run never leaves a stale lock. Held until `release()` or deinit.
 package final class StateLock: Sendable {
     package let directory: String
+    /// The state directory, opened once when the lock is taken: the run that holds the lock reads and
+    /// writes the state through it (`StateStore.load`).
+    package let stateDirectory: StateDirectory
     /// The lock file's descriptor, -1 once released; guarded so `release()` from any thread and deinit
     /// cannot close it twice.
     private let fd: Mutex<Int32>
 
-    /// Creates the state directory (0700) when missing and takes the lock, or throws `.lockHeld`.
+    /// Creates the state directory (0700) when missing, opens it and takes the lock, or throws `.lockHeld`.
     package init(stateDirectory: String) throws {
         directory = stateDirectory
-        try AtomicFile.makeDirectory(stateDirectory)
-        let path = "\(stateDirectory)/.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard let opened = try StateDirectory.open(stateDirectory, create: true) else {
+            throw AtomicFile.ioError("cannot open the state directory \(stateDirectory)")
+        }
+        self.stateDirectory = opened
+        let path = opened.paths.lock
+        let fd = openat(opened.fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
                 throw StateError(

@@ -48,24 +48,8 @@ package struct StatePaths: Sendable {
     /// `issuing.json`: certificates signed by a run that has not committed them to index.json yet
     /// (written before any of them reaches a file, removed once index.json holds them).
     package var issuingJournal: String { "\(root)/issuing.json" }
-
-    /// Refuses a symbolic link anywhere vpnprov reads or writes inside the state directory (its
-    /// subdirectories, index.json, secrets.json, the lock): like the output tree, the state is never
-    /// followed elsewhere. The state directory itself may be a link (the operator's choice of disk).
-    /// Files inside the subdirectories are opened with O_NOFOLLOW and replaced by rename, which
-    /// replaces a link instead of writing through it.
-    func refuseSymlinks() throws {
-        for path in subdirectories + [index, secrets, issuingJournal, "\(root)/.lock"] {
-            var st = stat()
-            guard lstat(path, &st) == 0 else { continue }
-            if st.st_mode & S_IFMT == S_IFLNK {
-                throw StateError(
-                    .stateUnreadable,
-                    "\(path) is a symbolic link; vpnprov does not follow links inside the state directory (replace it with the real directory or file)"
-                )
-            }
-        }
-    }
+    /// The lock file (`StateLock`).
+    var lock: String { "\(root)/.lock" }
 }
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.
@@ -92,7 +76,9 @@ struct HeldCertificate: Sendable {
 
 /// The state directory loaded and checked; changes are staged here and committed at once.
 package final class StateStore {
-    let paths: StatePaths
+    /// The state directory, opened once: every file below is read and written through it.
+    let directory: StateDirectory
+    var paths: StatePaths { directory.paths }
     var index: StateIndex
     var secrets: SecretsFile
     let originalIndex: StateIndex
@@ -122,8 +108,8 @@ package final class StateStore {
     /// Files to write on commit: path -> (bytes, may overwrite).
     private(set) var pending: [(path: String, bytes: [UInt8], overwrite: Bool)] = []
 
-    private init(paths: StatePaths, index: StateIndex, secrets: SecretsFile, secretsFileExisted: Bool) {
-        self.paths = paths
+    private init(directory: StateDirectory, index: StateIndex, secrets: SecretsFile, secretsFileExisted: Bool) {
+        self.directory = directory
         self.index = index
         self.secrets = secrets
         self.originalIndex = index
@@ -135,38 +121,60 @@ package final class StateStore {
 
     /// Loads and checks the state directory. Any unreadable or inconsistent part is an error and
     /// nothing is changed.
-    static func load(directory: String, caPassphrase: String?) throws -> StateStore {
-        let paths = StatePaths(root: directory)
-        try paths.refuseSymlinks()
+    static func load(_ directory: StateDirectory, caPassphrase: String?) throws -> StateStore {
+        try directory.refuseSymlinks()
+        let root = directory.root
         @Sendable func inconsistent(_ message: String) -> StateError {
             StateError(
-                .stateInconsistent, "state directory \(directory) is inconsistent: \(message); nothing was changed")
+                .stateInconsistent, "state directory \(root) is inconsistent: \(message); nothing was changed")
         }
+        let store = try loadRecords(directory, inconsistent: inconsistent)
+        try loadCAs(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
+        try loadHolders(store, inconsistent: inconsistent)
+        try loadCRL(store, inconsistent: inconsistent)
+        return store
+    }
+
+    /// index.json, secrets.json and a killed run's issuing.json, decoded: the store before its files are read.
+    private static func loadRecords(_ directory: StateDirectory, inconsistent: (String) -> StateError) throws
+        -> StateStore
+    {
+        let paths = directory.paths
         var index = StateIndex()
         var secrets = SecretsFile()
-        let hasIndex = AtomicFile.exists(paths.index)
+        let hasIndex = directory.exists(paths.index)
         if hasIndex {
             index = try decodeIndex(
-                try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
+                try directory.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
         }
-        let secretsExist = AtomicFile.exists(paths.secrets)
+        let secretsExist = directory.exists(paths.secrets)
         if secretsExist {
             secrets = try decodeSecrets(
-                try AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
+                try directory.read(paths.secrets, limit: BoundedFile.stateIndexLimit), path: paths.secrets)
         } else if hasIndex && index.ca != nil {
             throw inconsistent("index.json exists but secrets.json is missing")
         }
-        let store = StateStore(paths: paths, index: index, secrets: secrets, secretsFileExisted: secretsExist)
-        if AtomicFile.exists(paths.issuingJournal) {
+        let store = StateStore(
+            directory: directory, index: index, secrets: secrets, secretsFileExisted: secretsExist)
+        if directory.exists(paths.issuingJournal) {
             store.foundJournal = try decodeJournal(
-                try AtomicFile.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit),
+                try directory.read(paths.issuingJournal, limit: BoundedFile.stateIndexLimit),
                 path: paths.issuingJournal)
         }
+        return store
+    }
 
-        // The CA.
+    /// The current CA (the first one, or one a rotation made), and during a rotation the previous CA,
+    /// the cross certificate and the previous CA's CRL.
+    private static func loadCAs(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError)
+        throws
+    {
+        let directory = store.directory
+        let paths = store.paths
+        let index = store.index
         if let record = index.ca, (record.generation ?? 1) > 1 {
             let (cert, keyPEM) = try loadCA(
-                record, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+                record, in: directory, caPassphrase: caPassphrase, inconsistent: inconsistent)
             store.caCertificate = cert
             store.caKeyPEM = keyPEM
             if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
@@ -178,12 +186,12 @@ package final class StateStore {
         }
         if let rotation = index.rotation {
             let (cert, keyPEM) = try loadCA(
-                rotation.previous, paths: paths, caPassphrase: caPassphrase, inconsistent: inconsistent)
+                rotation.previous, in: directory, caPassphrase: caPassphrase, inconsistent: inconsistent)
             store.previousCACertificate = cert
             store.previousCAKeyPEM = keyPEM
             let crossPath = paths.certificate(rotation.crossSerial)
-            guard AtomicFile.exists(crossPath),
-                let cross = try? X509Certificate(pem: String(decoding: try AtomicFile.read(crossPath), as: UTF8.self))
+            guard directory.exists(crossPath),
+                let cross = try? X509Certificate(pem: String(decoding: try directory.read(crossPath), as: UTF8.self))
             else { throw inconsistent("the cross certificate \(crossPath) is missing or unreadable") }
             guard let current = store.caCertificate, cross.isSigned(by: cert),
                 (try? cross.publicKeyDER()) == (try? current.publicKeyDER())
@@ -191,83 +199,35 @@ package final class StateStore {
             store.crossCertificate = cross
             if let crl = rotation.previousCRL {
                 let path = paths.crl(crl.number, of: rotation.previous)
-                guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
-                store.previousCRLPEM = String(decoding: try AtomicFile.read(path), as: UTF8.self)
+                guard directory.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
+                store.previousCRLPEM = String(decoding: try directory.read(path), as: UTF8.self)
             }
         }
         if index.ca == nil && !(index.nodes.isEmpty && index.users.isEmpty && index.crl == nil) {
             throw inconsistent("index.json lists certificates but no CA")
         }
+    }
 
-        // Current node and user certificates, keys and p12 containers (checked in parallel).
+    /// What `loadHolder` reads for one node or user: its certificate and key, its p12 and its passwordless p12.
+    private typealias LoadedHolder = (held: HeldCertificate, p12: [UInt8]?, open: (file: String, bytes: [UInt8])?)
+
+    /// Current node and user certificates, keys and p12 containers (checked in parallel).
+    private static func loadHolders(_ store: StateStore, inconsistent: @escaping @Sendable (String) -> StateError)
+        throws
+    {
+        let index = store.index
         let holders = index.nodes.map { (true, $0.key, $0.value) } + index.users.map { (false, $0.key, $0.value) }
-        let caCert = store.caCertificate
+        let directory = store.directory
+        let caCertificate = store.caCertificate
         let certificates = index.certificates
-        let results = try parallelMap(holders.count) { i -> (HeldCertificate, [UInt8]?, open: (String, [UInt8])?) in
+        let results = try parallelMap(holders.count) { i -> LoadedHolder in
             let (isNode, name, holder) = holders[i]
-            let what = isNode ? "node '\(name)'" : "user '\(name)'"
-            guard let record = certificates[holder.serial] else {
-                throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
-            }
-            guard record.status == .valid else {
-                throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)")
-            }
-            let certPath = paths.certificate(holder.serial)
-            let keyPath = paths.key(holder.key)
-            guard AtomicFile.exists(certPath) else {
-                throw inconsistent("the certificate \(certPath) of \(what) is missing")
-            }
-            guard AtomicFile.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
-            let certPEM = String(decoding: try AtomicFile.read(certPath), as: UTF8.self)
-            let keyPEM = String(decoding: try AtomicFile.read(keyPath), as: UTF8.self)
-            var cert: X509Certificate? = nil
-            var key: PrivateKey? = nil
-            if let keyDigest = holder.keySHA256, let certDigest = holder.certificateSHA256 {
-                // Both files are byte for byte what this state wrote when it issued the certificate
-                // (signed by its CA, for this key): checked without parsing either.
-                guard hexString(Digest.sha256(Array(certPEM.utf8))) == certDigest else {
-                    throw inconsistent("\(certPath) of \(what) has changed")
-                }
-                guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
-                    throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
-                }
-            } else {
-                // An older state without digests: parse and check everything.
-                guard let parsedCert = try? X509Certificate(pem: certPEM) else {
-                    throw inconsistent("\(certPath) is not a certificate")
-                }
-                guard parsedCert.serialHex == holder.serial else {
-                    throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
-                }
-                guard let parsed = try? PrivateKey(pem: keyPEM) else {
-                    throw inconsistent("\(keyPath) is not a private key")
-                }
-                guard parsed.matches(parsedCert) else {
-                    throw inconsistent("the key of \(what) does not match its certificate")
-                }
-                if let caCert, !parsedCert.isSigned(by: caCert) {
-                    throw inconsistent("the certificate of \(what) is not signed by the CA")
-                }
-                (cert, key) = (parsedCert, parsed)
-            }
-            func container(_ p12Record: P12Record?) throws -> [UInt8]? {
-                guard let p12Record else { return nil }
-                let path = paths.p12(p12Record.file)
-                guard AtomicFile.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
-                let bytes = try AtomicFile.read(path)
-                guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
-                    throw inconsistent("\(path) has changed")
-                }
-                return bytes
-            }
-            let p12 = try container(holder.p12)
-            let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
-            return (
-                HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open
-            )
+            return try loadHolder(
+                holder, what: isNode ? "node '\(name)'" : "user '\(name)'", in: directory,
+                certificates: certificates, caCertificate: caCertificate, inconsistent: inconsistent)
         }
         for (i, (isNode, name, holder)) in holders.enumerated() {
-            if isNode { store.nodes[name] = results[i].0 } else { store.users[name] = results[i].0 }
+            if isNode { store.nodes[name] = results[i].held } else { store.users[name] = results[i].held }
             if !isNode, holder.p12 != nil, store.secrets.p12Passwords[name] == nil {
                 // secrets.json is committed before index.json: a run killed between the two (one that
                 // revoked this user) leaves a p12 whose password is gone. Nothing can open it, so its
@@ -276,14 +236,90 @@ package final class StateStore {
                 store.index.users[name]?.openP12 = nil
                 continue
             }
-            if let file = holder.p12?.file, let bytes = results[i].1 { store.p12s[file] = bytes }
+            if let file = holder.p12?.file, let bytes = results[i].p12 { store.p12s[file] = bytes }
             if let (file, bytes) = results[i].open { store.p12s[file] = bytes }
         }
+    }
 
+    /// One node's or user's (`what`) current certificate, key and p12 containers, checked against the
+    /// digests the index recorded (or, in an older state without them, parsed and checked against each
+    /// other and `caCertificate`).
+    private static func loadHolder(
+        _ holder: HolderRecord, what: String, in directory: StateDirectory,
+        certificates: [String: CertificateRecord], caCertificate: X509Certificate?,
+        inconsistent: (String) -> StateError
+    ) throws -> LoadedHolder {
+        let paths = directory.paths
+        guard let record = certificates[holder.serial] else {
+            throw inconsistent("\(what) refers to serial \(holder.serial), which is not in the index")
+        }
+        guard record.status == .valid else {
+            throw inconsistent("\(what) holds certificate \(holder.serial) marked \(record.status.rawValue)")
+        }
+        let certPath = paths.certificate(holder.serial)
+        let keyPath = paths.key(holder.key)
+        guard directory.exists(certPath) else {
+            throw inconsistent("the certificate \(certPath) of \(what) is missing")
+        }
+        guard directory.exists(keyPath) else { throw inconsistent("the key \(keyPath) of \(what) is missing") }
+        let certPEM = String(decoding: try directory.read(certPath), as: UTF8.self)
+        let keyPEM = String(decoding: try directory.read(keyPath), as: UTF8.self)
+        var cert: X509Certificate? = nil
+        var key: PrivateKey? = nil
+        if let keyDigest = holder.keySHA256, let certDigest = holder.certificateSHA256 {
+            // Both files are byte for byte what this state wrote when it issued the certificate
+            // (signed by its CA, for this key): checked without parsing either.
+            guard hexString(Digest.sha256(Array(certPEM.utf8))) == certDigest else {
+                throw inconsistent("\(certPath) of \(what) has changed")
+            }
+            guard hexString(Digest.sha256(Array(keyPEM.utf8))) == keyDigest else {
+                throw inconsistent("the key of \(what) does not match its certificate (\(keyPath) has changed)")
+            }
+        } else {
+            // An older state without digests: parse and check everything.
+            guard let parsedCert = try? X509Certificate(pem: certPEM) else {
+                throw inconsistent("\(certPath) is not a certificate")
+            }
+            guard parsedCert.serialHex == holder.serial else {
+                throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
+            }
+            guard let parsed = try? PrivateKey(pem: keyPEM) else {
+                throw inconsistent("\(keyPath) is not a private key")
+            }
+            guard parsed.matches(parsedCert) else {
+                throw inconsistent("the key of \(what) does not match its certificate")
+            }
+            if let caCertificate, !parsedCert.isSigned(by: caCertificate) {
+                throw inconsistent("the certificate of \(what) is not signed by the CA")
+            }
+            (cert, key) = (parsedCert, parsed)
+        }
+        func container(_ p12Record: P12Record?) throws -> [UInt8]? {
+            guard let p12Record else { return nil }
+            let path = paths.p12(p12Record.file)
+            guard directory.exists(path) else { throw inconsistent("the PKCS#12 \(path) of \(what) is missing") }
+            let bytes = try directory.read(path)
+            guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
+                throw inconsistent("\(path) has changed")
+            }
+            return bytes
+        }
+        let p12 = try container(holder.p12)
+        let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
+        return (
+            HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open
+        )
+    }
+
+    /// The current CRL, checked: its number as the index records it, signed by the CA.
+    private static func loadCRL(_ store: StateStore, inconsistent: (String) -> StateError) throws {
+        let index = store.index
+        let paths = store.paths
+        let directory = store.directory
         if let crl = index.crl {
             let path = index.ca.map { paths.crl(crl.number, of: $0) } ?? paths.crl(crl.number)
-            guard AtomicFile.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
-            let pem = String(decoding: try AtomicFile.read(path, limit: BoundedFile.stateIndexLimit), as: UTF8.self)
+            guard directory.exists(path) else { throw inconsistent("the CRL \(path) is missing") }
+            let pem = String(decoding: try directory.read(path, limit: BoundedFile.stateIndexLimit), as: UTF8.self)
             guard let parsed = try? CertificateRevocationList(pem: pem), parsed.number == crl.number else {
                 throw inconsistent("\(path) is not CRL number \(crl.number)")
             }
@@ -292,7 +328,6 @@ package final class StateStore {
             }
             store.crlPEM = pem
         }
-        return store
     }
 
     /// The bytes of index.json (read from `path`) as `load` takes them: decoded and of the version this
@@ -353,9 +388,15 @@ package final class StateStore {
     /// secrets.json of `stateDirectory` read on its own, without the lock (for read-only commands):
     /// bounded, never through a symbolic link, decoded as `load` decodes it; nil when there is none.
     package static func readSecrets(stateDirectory: String) throws -> SecretsFile? {
-        let path = StatePaths(root: stateDirectory).secrets
-        guard AtomicFile.exists(path) else { return nil }
-        return try decodeSecrets(try AtomicFile.read(path, limit: BoundedFile.stateIndexLimit), path: path)
+        guard let directory = try StateDirectory.open(stateDirectory, create: false) else { return nil }
+        return try readSecrets(directory)
+    }
+
+    /// secrets.json of the open state directory, as `readSecrets(stateDirectory:)` reads it.
+    static func readSecrets(_ directory: StateDirectory) throws -> SecretsFile? {
+        let path = directory.paths.secrets
+        guard directory.exists(path) else { return nil }
+        return try decodeSecrets(try directory.read(path, limit: BoundedFile.stateIndexLimit), path: path)
     }
 
     package static func decodeSecrets(_ bytes: [UInt8], path: String) throws -> SecretsFile {
@@ -373,14 +414,15 @@ package final class StateStore {
         throws
     {
         let paths = store.paths
+        let directory = store.directory
         let index = store.index
-        let keyExists = AtomicFile.exists(paths.caKey)
-        let certExists = AtomicFile.exists(paths.caCertificate)
+        let keyExists = directory.exists(paths.caKey)
+        let certExists = directory.exists(paths.caCertificate)
         if index.ca == nil && keyExists && !certExists {
             // A first run killed between writing the new CA's key and its certificate (commit writes
             // the key first): nothing was committed with this key, so it is adopted and gets its
             // certificate on this run (PKIManager.ensureCA).
-            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            let keyPEM = String(decoding: try directory.read(paths.caKey), as: UTF8.self)
             store.caKeyPEM = keyPEM
             if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
                 _ = try store.caKey(passphrase: caPassphrase)
@@ -388,8 +430,8 @@ package final class StateStore {
         } else if index.ca != nil || keyExists || certExists {
             guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
             guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
-            let certPEM = String(decoding: try AtomicFile.read(paths.caCertificate), as: UTF8.self)
-            let keyPEM = String(decoding: try AtomicFile.read(paths.caKey), as: UTF8.self)
+            let certPEM = String(decoding: try directory.read(paths.caCertificate), as: UTF8.self)
+            let keyPEM = String(decoding: try directory.read(paths.caKey), as: UTF8.self)
             let ca: X509Certificate
             do { ca = try X509Certificate(pem: certPEM) } catch {
                 throw inconsistent("\(paths.caCertificate) is not a certificate")
@@ -409,13 +451,14 @@ package final class StateStore {
 
     /// A CA recorded in the index: its certificate (checked against the recorded fingerprint) and key PEM.
     private static func loadCA(
-        _ record: CARecord, paths: StatePaths, caPassphrase: String?, inconsistent: (String) -> StateError
+        _ record: CARecord, in directory: StateDirectory, caPassphrase: String?, inconsistent: (String) -> StateError
     ) throws -> (X509Certificate, String) {
+        let paths = directory.paths
         let certPath = paths.caCertificate(record)
         let keyPath = paths.caKey(record)
-        guard AtomicFile.exists(keyPath) else { throw inconsistent("the CA key \(keyPath) is missing") }
-        guard AtomicFile.exists(certPath) else { throw inconsistent("the CA certificate \(certPath) is missing") }
-        guard let cert = try? X509Certificate(pem: String(decoding: try AtomicFile.read(certPath), as: UTF8.self)),
+        guard directory.exists(keyPath) else { throw inconsistent("the CA key \(keyPath) is missing") }
+        guard directory.exists(certPath) else { throw inconsistent("the CA certificate \(certPath) is missing") }
+        guard let cert = try? X509Certificate(pem: String(decoding: try directory.read(certPath), as: UTF8.self)),
             cert.isCA
         else {
             throw inconsistent("\(certPath) is not a CA certificate")
@@ -423,7 +466,7 @@ package final class StateStore {
         guard record.fingerprint == hexString(cert.fingerprintSHA256) else {
             throw inconsistent("\(certPath) is not the CA recorded in index.json")
         }
-        return (cert, String(decoding: try AtomicFile.read(keyPath), as: UTF8.self))
+        return (cert, String(decoding: try directory.read(keyPath), as: UTF8.self))
     }
 
     /// The previous CA's key during a rotation (signs its CRL until the rotation is finished).
@@ -496,69 +539,70 @@ package final class StateStore {
     /// Writes staged files (no per-file fsync), syncs the file system, then secrets.json and
     /// index.json atomically (index last: it is the commit point).
     func commit() throws {
-        try paths.refuseSymlinks()
+        try directory.refuseSymlinks()
         // Leftovers of a run killed mid-write (never renamed into place, so never part of the state).
-        for directory in [paths.root] + paths.subdirectories { AtomicFile.removeTemporaries(in: directory) }
+        directory.removeTemporaries()
         guard hasChanges else {
             // A journal whose certificates index.json already holds (its run was killed after the commit point).
-            if foundJournal != nil { unlink(paths.issuingJournal) }
+            if foundJournal != nil { directory.remove(paths.issuingJournal) }
             return
         }
         // Before the first certificate reaches a file (no-op when the pipeline recorded it already).
         try recordIssuing()
         // What this commit creates, so a failure (a full disk) can take it back: files and
         // subdirectories that do not exist yet. Before index.json is committed nothing refers to them.
-        let createdDirectories = paths.subdirectories.filter { !AtomicFile.exists($0) }
-        let createdFiles = pending.map(\.path).filter { !AtomicFile.exists($0) }
+        let createdDirectories = paths.subdirectories.filter { !directory.exists($0) }
+        let createdFiles = pending.map(\.path).filter { !directory.exists($0) }
         let newIndex = try StateJSON.encode(index)
         let newSecrets = try StateJSON.encode(secrets)
         let writesSecrets = secrets != originalSecrets || !secretsFileExisted
-        let writesIndex = index != originalIndex || !AtomicFile.exists(paths.index)
+        let writesIndex = index != originalIndex || !directory.exists(paths.index)
         let previousSecrets =
             writesSecrets && secretsFileExisted
-            ? try? AtomicFile.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
+            ? try? directory.read(paths.secrets, limit: BoundedFile.stateIndexLimit) : nil
         do {
-            for directory in paths.subdirectories { try AtomicFile.makeDirectory(directory) }
+            for subdirectory in paths.subdirectories { try directory.makeSubdirectory(subdirectory) }
             // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
             // order staged, so a kill between them leaves a key without certificate, which load adopts,
             // never a certificate without its key.
             for file in pending where !file.overwrite {
-                if AtomicFile.exists(file.path) {
+                if directory.exists(file.path) {
                     throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)")
                 }
-                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: false)
+                try directory.write(file.bytes, to: file.path, sync: false, overwrite: false)
             }
             let files = pending.filter(\.overwrite)
+            let directory = directory
             _ = try parallelMap(files.count) { i in
                 let file = files[i]
                 // A file from an earlier crashed run may exist already: content-addressed names make it
                 // the same content (keys, certs, p12, CRL).
-                try AtomicFile.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
+                try directory.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
             }
-            try AtomicFile.syncFileSystem(of: paths.root)
-            for directory in paths.subdirectories { try AtomicFile.syncDirectory(directory) }
-            if writesSecrets { try AtomicFile.write(newSecrets, to: paths.secrets) }
-            if writesIndex { try AtomicFile.write(newIndex, to: paths.index) }
+            try directory.syncFileSystem()
+            for subdirectory in paths.subdirectories { try directory.syncDirectory(subdirectory) }
+            if writesSecrets { try directory.write(newSecrets, to: paths.secrets) }
+            if writesIndex { try directory.write(newIndex, to: paths.index) }
             // index.json holds every certificate the journal named: it has done its work.
             if journalRecorded || foundJournal != nil {
-                unlink(paths.issuingJournal)
-                try? AtomicFile.syncDirectory(paths.root)
+                directory.remove(paths.issuingJournal)
+                try? directory.syncDirectory(paths.root)
             }
         } catch {
             // Committed after all when index.json already holds the new index (only its directory
             // sync failed): then everything stays.
             let committed =
-                !writesIndex || (try? AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
+                !writesIndex || (try? directory.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
             if !committed {
-                for path in createdFiles { unlink(path) }
+                for path in createdFiles { directory.remove(path) }
                 if writesSecrets {
                     if let previousSecrets {
-                        try? AtomicFile.write(previousSecrets, to: paths.secrets)
+                        try? directory.write(previousSecrets, to: paths.secrets)
                     } else if !secretsFileExisted {
-                        unlink(paths.secrets)
+                        directory.remove(paths.secrets)
                     }
                 }
-                for directory in createdDirectories.reversed() { rmdir(directory) }
+                for subdirectory in createdDirectories.reversed() { directory.removeSubdirectory(subdirectory) }
             }
             throw error
         }
@@ -580,7 +624,7 @@ package final class StateStore {
         guard !journalRecorded else { return }
         let signed = uncommittedCertificates
         guard !signed.isEmpty else { return }
-        try AtomicFile.write(try StateJSON.encode(IssuingJournal(certificates: signed)), to: paths.issuingJournal)
+        try directory.write(try StateJSON.encode(IssuingJournal(certificates: signed)), to: paths.issuingJournal)
         journalRecorded = true
     }
 
@@ -589,9 +633,9 @@ package final class StateStore {
     func abandonIssuing() {
         guard journalRecorded else { return }
         if let foundJournal, let bytes = try? StateJSON.encode(foundJournal) {
-            try? AtomicFile.write(bytes, to: paths.issuingJournal)
+            try? directory.write(bytes, to: paths.issuingJournal)
         } else {
-            unlink(paths.issuingJournal)
+            directory.remove(paths.issuingJournal)
         }
         journalRecorded = false
     }

@@ -141,8 +141,10 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         inventory: Inventory, stateDirectory: String, now: Date, expiringWithin days: Int? = nil,
         outDirectory: String? = nil
     ) throws -> StatusReport {
+        // Opened once (read-only, no lock): the reads below all go through it.
+        let directory = try StateDirectory.open(stateDirectory, create: false)
         let paths = StatePaths(root: stateDirectory)
-        guard AtomicFile.exists(paths.index) else {
+        guard let directory, directory.exists(paths.index) else {
             throw StateError(
                 .stateUnreadable,
                 "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
@@ -151,13 +153,13 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).
         // Decoded as generate decodes them (version and file names checked; no decoder text quoted).
         let index = try StateStore.decodeIndex(
-            try AtomicFile.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
-        let secrets = try StateStore.readSecrets(stateDirectory: stateDirectory) ?? SecretsFile()
+            try directory.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
+        let secrets = try StateStore.readSecrets(directory) ?? SecretsFile()
         // The expiry list waits for the ACME reports, which it counts.
         var report = make(
             inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,
             expiringWithin: nil)
-        let pending = Set(try RolloutLedger.read(stateDirectory: stateDirectory))
+        let pending = Set(try RolloutLedger.read(directory))
         report.rolloutPending = inventory.rolloutHosts.filter(pending.contains)
         if let outDirectory {
             report.acme = acmeCertificates(inventory: inventory, outDirectory: outDirectory, now: now)

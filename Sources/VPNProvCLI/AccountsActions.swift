@@ -1,0 +1,362 @@
+import VPNProvAccounts
+import VPNProvEngine
+
+/// One `accounts` action: a command of the `accounts` group, its positionals after the action's name,
+/// its own options in `Option` (the group's are read through `AccountsTarget`).
+protocol AccountsAction: Command {
+    /// Whether it reads a password (`--password-file` or `--password-stdin`), never from the command line.
+    static var readsPassword: Bool { get }
+}
+
+extension AccountsAction {
+    static var readsPassword: Bool { false }
+
+    static func target(_ arguments: Arguments<Option>) -> AccountsTarget {
+        AccountsTarget(arguments.group(AccountsOption.self))
+    }
+}
+
+/// An action on one account (`disable USER`, ...): the name is checked before anything is done.
+protocol AccountsUserAction: AccountsAction where Option == NoOptions {
+    var target: AccountsTarget { get }
+    var user: String { get }
+    init(target: AccountsTarget, user: String)
+    func perform(_ session: AccountsSession) throws(AccountsFailure) -> Outcome
+}
+
+extension AccountsUserAction {
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        self.init(target: Self.target(arguments), user: arguments.positional(0) ?? "")
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try perform(session) }
+    }
+}
+
+// MARK: - the actions
+
+struct AccountsMigrate: AccountsAction {
+    static let configuration = CommandConfiguration(
+        name: "migrate", abstract: "Apply the embedded database migrations the database lacks.")
+
+    var target: AccountsTarget
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) { target = Self.target(arguments) }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), requireMigrated: false, context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.migrate() }
+    }
+}
+
+struct AccountsAdd: AccountsAction {
+    enum Option: CommandOptions {
+        case tier, devices, passwordFile, passwordStdin
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .tier: AccountsActionOptions.tier
+            case .devices: AccountsActionOptions.devices
+            case .passwordFile: AccountsActionOptions.passwordFile
+            case .passwordStdin: AccountsActionOptions.passwordStdin
+            }
+        }
+    }
+
+    static let configuration = CommandConfiguration(
+        name: "add", abstract: "Create an account (only its NT hash is stored).",
+        arguments: [AccountsActionOptions.user], options: Option.declarations)
+    static let readsPassword = true
+
+    var target: AccountsTarget
+    var user: String
+    var tier: String?
+    var devices: String?
+    var passwordFile: String?
+    var passwordStdin: Bool
+
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0) ?? ""
+        tier = arguments.value(.tier)
+        devices = arguments.value(.devices)
+        passwordFile = arguments.value(.passwordFile)
+        passwordStdin = arguments.flag(.passwordStdin)
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+        guard tier != nil else {
+            throw CLIError.usage("'add' needs --tier <tier>", command: AccountsCommand.configuration.name)
+        }
+        if let devices { _ = try AccountsCommand.deviceCount(devices) }
+        try AccountsSetPassword.requireOnePasswordSource(file: passwordFile, stdin: passwordStdin, action: "add")
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let deployment = try target.deployment(context)
+        // The password is read (and checked) before the database is touched.
+        let password = try AccountsCommand.readPassword(file: passwordFile, context)
+        let session = try target.session(deployment, context)
+        let devices = try devices.map { text throws(CLIError) in try AccountsCommand.deviceCount(text) }
+        return try AccountsCommand.perform { () throws(AccountsFailure) in
+            try session.add(user, tier: tier ?? "", devices: devices, password: password)
+        }
+    }
+}
+
+struct AccountsImport: AccountsAction {
+    enum Option: CommandOptions {
+        case devices
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .devices: AccountsActionOptions.devices
+            }
+        }
+    }
+
+    static let configuration = CommandConfiguration(
+        name: "import", abstract: "Create every account of a JSON Lines file in one transaction, all or none.",
+        // Named as the group's help names the positional (`<user>`, "import: the file").
+        arguments: [.init("user", help: "The JSON Lines file.")], options: Option.declarations)
+
+    var target: AccountsTarget
+    var file: String
+    var devices: String?
+
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        target = Self.target(arguments)
+        file = arguments.positional(0) ?? ""
+        devices = arguments.value(.devices)
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        if let devices { _ = try AccountsCommand.deviceCount(devices) }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        let devices = try devices.map { text throws(CLIError) in try AccountsCommand.deviceCount(text) }
+        return try AccountsCommand.perform { () throws(AccountsFailure) in
+            try session.importAccounts(file: file, path: context.resolve(file), devices: devices)
+        }
+    }
+}
+
+struct AccountsSetPassword: AccountsAction {
+    enum Option: CommandOptions {
+        case passwordFile, passwordStdin, keepSessions
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .passwordFile: AccountsActionOptions.passwordFile
+            case .passwordStdin: AccountsActionOptions.passwordStdin
+            case .keepSessions: AccountsActionOptions.keepSessions
+            }
+        }
+    }
+
+    static let configuration = CommandConfiguration(
+        name: "set-password", abstract: "Replace an account's password and end its sessions.",
+        arguments: [AccountsActionOptions.user], options: Option.declarations)
+    static let readsPassword = true
+
+    var target: AccountsTarget
+    var user: String
+    var passwordFile: String?
+    var passwordStdin: Bool
+    var keepSessions: Bool
+
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0) ?? ""
+        passwordFile = arguments.value(.passwordFile)
+        passwordStdin = arguments.flag(.passwordStdin)
+        keepSessions = arguments.flag(.keepSessions)
+    }
+
+    /// Exactly one of `--password-file` and `--password-stdin`.
+    static func requireOnePasswordSource(file: String?, stdin: Bool, action: String) throws(CLIError) {
+        guard (file != nil) != stdin else {
+            throw CLIError.usage(
+                "'\(action)' needs exactly one of --password-file FILE and --password-stdin",
+                command: AccountsCommand.configuration.name)
+        }
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+        try Self.requireOnePasswordSource(file: passwordFile, stdin: passwordStdin, action: Self.configuration.name)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let deployment = try target.deployment(context)
+        let password = try AccountsCommand.readPassword(file: passwordFile, context)
+        let session = try target.session(deployment, context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in
+            try session.setPassword(user, password, keepSessions: keepSessions)
+        }
+    }
+}
+
+struct AccountsSetTier: AccountsAction {
+    static let configuration = CommandConfiguration(
+        name: "set-tier", abstract: "Change an account's tier; a lower tier ends its sessions.",
+        arguments: [AccountsActionOptions.user, .init("value", help: "The tier.")])
+
+    var target: AccountsTarget
+    var user: String
+    var tier: String
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0) ?? ""
+        tier = arguments.positional(1) ?? ""
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.setTier(user, tier) }
+    }
+}
+
+struct AccountsSetDevices: AccountsAction {
+    static let configuration = CommandConfiguration(
+        name: "set-devices", abstract: "Change how many devices may be connected at once (1-100).",
+        arguments: [AccountsActionOptions.user, .init("value", help: "The device limit.")])
+
+    var target: AccountsTarget
+    var user: String
+    var devices: String
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0) ?? ""
+        devices = arguments.positional(1) ?? ""
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+        _ = try AccountsCommand.deviceCount(devices)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        let devices = try AccountsCommand.deviceCount(devices)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.setDevices(user, devices) }
+    }
+}
+
+struct AccountsDisable: AccountsUserAction {
+    static let configuration = CommandConfiguration(
+        name: "disable", abstract: "Disable an account and end its sessions.", arguments: [AccountsActionOptions.user])
+
+    var target: AccountsTarget
+    var user: String
+
+    func perform(_ session: AccountsSession) throws(AccountsFailure) -> Outcome { try session.disable(user) }
+}
+
+struct AccountsEnable: AccountsUserAction {
+    static let configuration = CommandConfiguration(
+        name: "enable", abstract: "Enable a disabled account.", arguments: [AccountsActionOptions.user])
+
+    var target: AccountsTarget
+    var user: String
+
+    func perform(_ session: AccountsSession) throws(AccountsFailure) -> Outcome { try session.enable(user) }
+}
+
+struct AccountsDelete: AccountsUserAction {
+    static let configuration = CommandConfiguration(
+        name: "delete", abstract: "Delete an account and end its sessions.", arguments: [AccountsActionOptions.user])
+
+    var target: AccountsTarget
+    var user: String
+
+    func perform(_ session: AccountsSession) throws(AccountsFailure) -> Outcome { try session.delete(user) }
+}
+
+struct AccountsDisconnect: AccountsUserAction {
+    static let configuration = CommandConfiguration(
+        name: "disconnect", abstract: "End an account's sessions (RADIUS Disconnect-Requests).",
+        arguments: [AccountsActionOptions.user])
+
+    var target: AccountsTarget
+    var user: String
+
+    func perform(_ session: AccountsSession) throws(AccountsFailure) -> Outcome {
+        try session.disconnect(user, reason: nil)
+    }
+}
+
+struct AccountsList: AccountsAction {
+    static let configuration = CommandConfiguration(name: "list", abstract: "List the accounts.")
+
+    var target: AccountsTarget
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) { target = Self.target(arguments) }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.list() }
+    }
+}
+
+struct AccountsSessions: AccountsAction {
+    static let configuration = CommandConfiguration(
+        name: "sessions", abstract: "List the open sessions (of one account).",
+        arguments: [.init("user", help: "The account name.", optional: true)])
+
+    var target: AccountsTarget
+    var user: String?
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0)
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        if let user { try AccountsCommand.usage { try AccountStore.checkUsername(user) } }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.sessions(of: user) }
+    }
+}
+
+struct AccountsCatalogue: AccountsAction {
+    static let configuration = CommandConfiguration(
+        name: "catalogue",
+        abstract: "Print the app catalogue with each RADIUS node's sessions, capacity, load and state.")
+
+    var target: AccountsTarget
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) { target = Self.target(arguments) }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        let output = context.output
+        return try AccountsCommand.perform { () throws(AccountsFailure) in
+            let live = try session.catalogue()
+            if output.isMachineReadable {
+                output.set("catalogue", live.document)
+            } else {
+                output.result(String(decoding: live.bytes, as: UTF8.self))
+            }
+            return .success
+        }
+    }
+}

@@ -140,7 +140,7 @@ package enum CommandLineTool {
         [
             ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
             StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotateRadiusSecretCommand.self,
-            RotatePasswordCommand.self,
+            RotatePasswordCommand.self, RotatePPKCommand.self,
             UnrevokeCommand.self,
             RolledOutCommand.self, AccountsCommand.self,
         ]

@@ -255,6 +255,23 @@ struct RotatePasswordCommand: NamedLifecycleCommand {
     var tree: TreeArguments
 }
 
+struct RotatePPKCommand: NamedLifecycleCommand {
+    static let configuration = CommandConfiguration(
+        name: "rotate-ppk",
+        abstract: "Replace a user's post-quantum preshared key (nodes with quantum_safe.ppk).",
+        discussion: "The user's nodes and the user's clients both need the new key: roll the nodes out and hand "
+            + "out the new profiles together (a client with the old key is refused where the PPK is required). "
+            + LifecycleCommandSupport.rolloutNote,
+        arguments: [.init("user", help: "The user whose PPK is replaced."), CommonOptions.inventoryArgument],
+        options: RegenerateOption.declarations)
+
+    static let nameKind = "user"
+    static func action(_ name: String) -> PKIManager.StateAction { .rotatePPK(user: name) }
+
+    var name: String?
+    var tree: TreeArguments
+}
+
 struct UnrevokeCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
         name: "unrevoke",

@@ -146,6 +146,21 @@ extension Pipeline {
                         + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: .password)
                 )
             }
+        case .rotatePPK(let name):
+            guard let user = inventory.user(named: name) else {
+                return unknown("user", name, inventory.users.map(\.name))
+            }
+            guard !user.revoked else {
+                return refuse(
+                    .secretNotGenerated, "user '\(name)' is revoked; they have no PPK to rotate",
+                    user.location(of: .revoked))
+            }
+            guard inventory.nodes.contains(where: { $0.quantumSafe?.ppk != nil && user.nodes.contains($0.name) }) else {
+                return refuse(
+                    .secretNotGenerated,
+                    "user '\(name)' reaches no node with 'quantum_safe.ppk'; they have no PPK",
+                    user.location(of: .nodes))
+            }
         case .unrevoke(let name):
             guard let user = inventory.user(named: name) else {
                 return unknown("user", name, inventory.users.map(\.name))

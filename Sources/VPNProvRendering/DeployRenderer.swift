@@ -111,6 +111,9 @@ package enum DeployRenderer {
             "identities": .list(sorted.map { .string($0) }),
             "acme": .bool(false),
             "monitoring": .bool(false),
+            // ML-KEM needs strongSwan 6.1 on the node (6.0.1 negotiates it and then fails every handshake; 5.9
+            // refuses the keyword): the role checks the installed version before it puts anything live.
+            "strongswan_minimum": .string(node.quantumSafe?.mlKEM.isEmpty == false ? QuantumSafe.mlKEMStrongSwan : ""),
         ]
         // The node's exporter and collector (docs/monitoring.md): the port, whether SAs carry user labels,
         // the service each connection carries, and the RADIUS servers the collector asks for their status.

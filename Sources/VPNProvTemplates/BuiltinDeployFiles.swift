@@ -1283,6 +1283,24 @@ dependencies: []
     state: present
   when: vpnprov_install_packages | bool
 
+- name: Read the installed strongSwan version
+  ansible.builtin.command:
+    cmd: dpkg-query --showformat=${Version} --show charon-systemd
+  register: vpnprov_node_strongswan_installed
+  changed_when: false
+  check_mode: false
+  when: vpnprov_strongswan_minimum is defined
+
+- name: Check that strongSwan computes what the configuration asks for
+  ansible.builtin.assert:
+    that: vpnprov_node_strongswan_installed.stdout is version(vpnprov_strongswan_minimum, '>=')
+    fail_msg: >-
+      strongSwan {{ vpnprov_node_strongswan_installed.stdout }} on this node cannot compute ML-KEM, which its
+      quantum_safe configuration asks for: it needs strongSwan {{ vpnprov_strongswan_minimum }} or later
+      (docs/quantum-safe.md). No configuration was changed.
+    quiet: true
+  when: vpnprov_strongswan_minimum is defined
+
 - name: Keep the strongSwan service enabled and running
   ansible.builtin.service:
     name: "{{ vpnprov_service }}"

@@ -303,6 +303,11 @@ vpnprov_identities:{{^identities}} []{{/identities}}
 {{#identities}}
   - {{.}}
 {{/identities}}
+{{#strongswan_minimum}}
+# The node's configuration asks for ML-KEM (quantum_safe, docs/quantum-safe.md), which strongSwan computes from
+# this version on: the rollout stops before it changes anything when the node's charon-systemd is older.
+vpnprov_strongswan_minimum: {{strongswan_minimum}}
+{{/strongswan_minimum}}
 {{#acme}}
 # The node's certificate comes from an ACME CA (docs/acme.md): the role obtains it on the node, renews it
 # there on a timer and installs it as swanctl/x509/vpnprov-acme.pem; its key never leaves the node.

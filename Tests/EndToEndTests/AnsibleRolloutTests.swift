@@ -655,6 +655,29 @@ import Testing
         )
     }
 
+    @Test(
+        "A node whose strongSwan cannot compute ML-KEM: the rollout of a quantum-safe configuration stops with the reason before anything is loaded",
+        .ansible)
+    func aQuantumSafeNodeNeedsStrongSwan61() async throws {
+        try await Command.onOwnExecutor {
+            let fleet = try OneNodeFleet.start(build: .host, label: "quantum-safe-fleet")
+            defer { fleet.teardown() }
+            try fleet.generate(
+                Self.addedServiceInventory(cert: false).replacingOccurrences(
+                    of: "    services: [ikev2-eap]\n",
+                    with: "    services: [ikev2-eap]\n    quantum_safe: {ml_kem: [mlkem768]}\n"
+                ).replacingOccurrences(of: "    password: gen\n", with: "    password: gen\n    devices: [linux]\n"))
+            let result = try await fleet.attemptRollout()
+            #expect(!result.succeeded, "a 5.9 node took an ML-KEM configuration: \(result.stdout.suffix(2000))")
+            #expect(
+                result.stdout.contains("cannot compute ML-KEM")
+                    && result.stdout.contains("needs strongSwan 6.1 or later"),
+                "\(result.stdout.suffix(3000)) \(result.stderr.suffix(2000))")
+            let held = try fleet.lab.swanctl(fleet.n1, ["--list-conns"])
+            #expect(held.succeeded && held.stdout.isEmpty, "n1 loaded connections: \(held)")
+        }
+    }
+
     /// ansible-lint (production profile) finds nothing in the generated deploy/.
     @Test(.ansible) func generatedDeployPassesAnsibleLint() throws {
         try AnsibleTools.require()

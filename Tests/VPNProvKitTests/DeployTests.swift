@@ -130,6 +130,8 @@ import Testing
                 "identities": ["O=acme, CN=alice@acme.example", "alice", "alice@acme.example", "bob"],
                 "acme": false,
                 "monitoring": false,
+                // No ML-KEM asked of the node: no strongSwan version to check.
+                "strongswan_minimum": "",
             ])
     }
 

@@ -168,7 +168,7 @@ enum InstallCheckTools {
     static func expectCompletions(_ complete: (String) throws -> [String]) throws {
         #expect(try complete("vpnprov ") == (configurations.map(\.name) + ["help"]).sorted())
         #expect(try complete("vpnprov check --format ") == ["json", "sarif", "text"])
-        #expect(try complete("vpnprov help rotate-p") == ["rotate-password", "rotate-psk"])
+        #expect(try complete("vpnprov help rotate-p") == ["rotate-password", "rotate-ppk", "rotate-psk"])
         for c in configurations {
             #expect(
                 try complete("vpnprov \(c.name) --") == (c.options.map { "--" + $0.name } + ["--help"]).sorted(),

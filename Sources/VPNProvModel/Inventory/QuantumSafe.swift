@@ -30,6 +30,10 @@ package struct QuantumSafe: Sendable, Hashable {
         case optional
     }
 
+    /// The first strongSwan version that computes ML-KEM in an additional key exchange on Debian (6.1.0 in Debian
+    /// testing; docs/strongswan-versions.md).
+    package static let mlKEMStrongSwan = "6.1"
+
     /// ML-KEM parameter sets offered in the first additional key exchange, most preferred first; empty: none.
     package var mlKEM: [MLKEM]
     /// Whether a client that cannot compute ML-KEM is still admitted (without it).

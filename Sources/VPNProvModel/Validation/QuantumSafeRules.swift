@@ -38,6 +38,7 @@ enum QuantumSafeRules {
                         "node '\(node.name)': 'ppk: required' refuses every app account of 'accounts: radius' (a PPK lives in the node's credentials, RADIUS cannot hand one over); use 'ppk: optional' here",
                         at: node.location(of: .quantumSafe(.ppk))))
             }
+            var refused: [(device: Device, users: [User])] = []
             for device in Device.allCases where !settings.admits(device.kind.quantumSafe) {
                 let users = inventory.users.filter { user in
                     !user.revoked && user.devices.contains(device) && user.nodes.contains(node.name)
@@ -46,23 +47,25 @@ enum QuantumSafeRules {
                                 && (s.needsClientCert ? user.cert : user.password != nil)
                         }
                 }
-                guard !users.isEmpty else { continue }
-                let names =
-                    users.prefix(3).map { "'\($0.name)'" }.joined(separator: ", ") + (users.count > 3 ? ", ..." : "")
-                let lacking = [
-                    settings.mlKEM.isEmpty || settings.classicalFallback || device.kind.quantumSafe.contains(.mlKEM)
-                        ? nil : "ML-KEM (or 'classical_fallback: true')",
-                    settings.ppk != .required || device.kind.quantumSafe.contains(.ppk)
-                        ? nil : "a PPK (or 'ppk: optional')",
-                ].compactMap { $0 }
-                d.append(
-                    .error(
-                        .quantumSafeDevice,
-                        "node '\(node.name)': users \(names) reach it with \(device.rawValue), whose generated configuration carries no "
-                            + lacking.joined(separator: " and ")
-                            + ", so the node would refuse them; remove \(device.rawValue) from their devices or admit classical clients",
-                        at: node.location(of: .quantumSafe)))
+                if !users.isEmpty { refused.append((device, users)) }
             }
+            guard !refused.isEmpty else { continue }
+            let lacking = [
+                settings.mlKEM.isEmpty || settings.classicalFallback ? nil : "ML-KEM (or 'classical_fallback: true')",
+                settings.ppk != .required ? nil : "a PPK (or 'ppk: optional')",
+            ].compactMap { $0 }
+            let who = refused.map { entry in
+                let names = entry.users.prefix(3).map { "'\($0.name)'" }.joined(separator: ", ")
+                return "\(entry.device.rawValue) (\(names)\(entry.users.count > 3 ? ", ..." : ""))"
+            }
+            d.append(
+                .error(
+                    .quantumSafeDevice,
+                    "node '\(node.name)' requires " + lacking.joined(separator: " and ")
+                        + ", which the generated configuration of these devices of its users cannot carry, so the node would refuse them: "
+                        + who.joined(separator: ", ")
+                        + "; remove those devices from the users' devices (Linux carries both) or admit classical clients",
+                    at: node.location(of: .quantumSafe)))
         }
     }
 }

@@ -87,6 +87,7 @@ package enum PKIManager {
         case .rotatePSK(let node)?: try session.rotatePSK(node: node)
         case .rotateRadiusSecret(let node)?: try session.rotateRadiusSecret(node: node)
         case .rotatePassword(let user)?: try session.rotatePassword(user: user)
+        case .rotatePPK(let user)?: try session.rotatePPK(user: user)
         default: break
         }
         try session.issue(profiles: profiles, progress: progress)
@@ -115,6 +116,8 @@ package enum PKIManager {
         case rotateRadiusSecret(node: String)
         /// A new generated password for the user (their `password` must be `gen`).
         case rotatePassword(user: String)
+        /// A new post-quantum preshared key for the user (who reaches a node with `quantum_safe.ppk`).
+        case rotatePPK(user: String)
         /// Lifts a `vpnprov revoke` hold: the user gets a fresh certificate (new serial) and secrets.
         case unrevoke(user: String)
         /// Creates a new CA (cross-certified by the current one) and re-issues every certificate under it.

@@ -35,7 +35,7 @@ extension AccountsUserAction {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try perform(session) }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try perform(session) }
     }
 }
 
@@ -51,7 +51,7 @@ struct AccountsMigrate: AccountsAction {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), requireMigrated: false, context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.migrate() }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.migrate() }
     }
 }
 
@@ -105,7 +105,7 @@ struct AccountsAdd: AccountsAction {
         let password = try AccountsCommand.readPassword(file: passwordFile, context)
         let session = try target.session(deployment, context)
         let devices = try devices.map { text throws(CLIError) in try AccountsCommand.deviceCount(text) }
-        return try AccountsCommand.perform { () throws(AccountsFailure) in
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             try session.add(user, tier: tier ?? "", devices: devices, password: password)
         }
     }
@@ -144,7 +144,7 @@ struct AccountsImport: AccountsAction {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
         let devices = try devices.map { text throws(CLIError) in try AccountsCommand.deviceCount(text) }
-        return try AccountsCommand.perform { () throws(AccountsFailure) in
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             try session.importAccounts(file: file, path: context.resolve(file), devices: devices)
         }
     }
@@ -200,7 +200,7 @@ struct AccountsSetPassword: AccountsAction {
         let deployment = try target.deployment(context)
         let password = try AccountsCommand.readPassword(file: passwordFile, context)
         let session = try target.session(deployment, context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             try session.setPassword(user, password, keepSessions: keepSessions)
         }
     }
@@ -227,7 +227,7 @@ struct AccountsSetTier: AccountsAction {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.setTier(user, tier) }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setTier(user, tier) }
     }
 }
 
@@ -254,7 +254,7 @@ struct AccountsSetDevices: AccountsAction {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
         let devices = try AccountsCommand.deviceCount(devices)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.setDevices(user, devices) }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setDevices(user, devices) }
     }
 }
 
@@ -310,7 +310,7 @@ struct AccountsList: AccountsAction {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.list() }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.list() }
     }
 }
 
@@ -333,7 +333,7 @@ struct AccountsSessions: AccountsAction {
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.perform { () throws(AccountsFailure) in try session.sessions(of: user) }
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.sessions(of: user) }
     }
 }
 
@@ -349,7 +349,7 @@ struct AccountsCatalogue: AccountsAction {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session = try target.session(try target.deployment(context), context)
         let output = context.output
-        return try AccountsCommand.perform { () throws(AccountsFailure) in
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             let live = try session.catalogue()
             if output.isMachineReadable {
                 output.set("catalogue", live.document)

@@ -135,9 +135,9 @@ struct AccountsCommand: Command {
         }
     }
 
-    /// Runs an action's work: refusals are usage errors of this command, unusable inputs usage errors,
-    /// the database's failures environment errors; the outcome is the exit status.
-    static func perform(_ body: () throws(AccountsFailure) -> Outcome) throws(CLIError) -> Int32 {
+    /// The exit status of an action's work (`AccountsSession`): refusals are usage errors of this command,
+    /// unusable inputs usage errors, the database's failures environment errors.
+    static func exitStatus(_ body: () throws(AccountsFailure) -> Outcome) throws(CLIError) -> Int32 {
         do {
             return ExitCode.of(try body())
         } catch {

@@ -488,7 +488,7 @@ final class RadiusScenario: @unchecked Sendable {
         try check(loaded.sessions == [1] && loaded.alive == [true], "live catalogue with the fresh row: \(loaded)")
         // docs/accounts.md: stale after two accounting intervals and a minute without an update.
         let window = 2 * inputs.accountingInterval + 60
-        try sql(
+        _ = try sql(
             "UPDATE radacct SET acctstarttime = acctstarttime - interval '\(window + 1) seconds', "
                 + "acctupdatetime = acctupdatetime - interval '\(window + 1) seconds' "
                 + "WHERE username = 'erin' AND acctstoptime IS NULL")
@@ -508,7 +508,7 @@ final class RadiusScenario: @unchecked Sendable {
         let document = try JSONSerialization.jsonObject(with: Data(list.utf8)) as? [String: Any]
         let erin = (document?["accounts"] as? [[String: Any]])?.first { $0["username"] as? String == "erin" }
         try check(erin?["openSessions"] as? Int == 0, "accounts list counts the stale row: \(list)")
-        try sql("UPDATE radacct SET acctstoptime = now() WHERE username = 'erin' AND acctstoptime IS NULL")
+        _ = try sql("UPDATE radacct SET acctstoptime = now() WHERE username = 'erin' AND acctstoptime IS NULL")
         return
             "window \(window) s; refused while fresh (\(lines(log, containing: "Multiple logins"))), admitted once stale"
     }

@@ -245,7 +245,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func addAccount(_ user: String, password: String, tier: String, devices: Int, lab: RadiusLab) throws {
-        try withPasswordFile(password) { file in
+        _ = try withPasswordFile(password) { file in
             try accounts(["add", user, "--tier", tier, "--devices", String(devices), "--password-file", file])
         }
     }
@@ -355,7 +355,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// Rewrites the node's `vpn_tier` in every RADIUS server's clients.conf and restarts the servers (FreeRADIUS
     /// reads its clients only when it starts).
     func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws {
-        guard let spec = nodes.first(where: { $0.name == node }) else { throw HarnessError("no node \(node)") }
+        guard nodes.contains(where: { $0.name == node }) else { throw HarnessError("no node \(node)") }
         for server in radiusServers {
             guard var text = generatedClients[server.name] else { throw HarnessError("no clients.conf") }
             if let tier {

@@ -100,6 +100,8 @@ package struct ClientConnection: Sendable, Hashable {
     /// the node requires it. Only kinds whose description carries PPKs (`ClientKind.quantumSafe`) send it.
     package var ppkID: String?
     package var ppkRequired = false
+    /// Apple IKEv2 on a node with ML-KEM: the method its IKE SA parameters name for the first additional exchange.
+    package var appleKeyExchange: QuantumSafe.MLKEM?
 
     /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
     /// pool; else those whose description names a leak (`ClientKind.ipv6Leak`: Linux, Windows, Apple IKEv1
@@ -171,6 +173,11 @@ package struct ClientPlan: Sendable, Hashable {
                         if let apple = appleSA[node.name] ?? nil {
                             connection.apple = apple.sa
                             connection.offers[.apple] = apple.offer
+                            // Apple names one method per additional exchange: the node's first it computes.
+                            if let method = node.quantumSafe?.methods(for: Device.apple.kind.quantumSafe).first {
+                                connection.appleKeyExchange = method
+                                connection.offers[.apple]?.ike = apple.offer.ike.map { $0 + "-ke1_\(method.rawValue)" }
+                            }
                         } else {
                             connection.devices.removeAll { $0 == .apple }
                             if reportedApple.insert(node.name).inserted {
@@ -265,8 +272,8 @@ package struct ClientPlan: Sendable, Hashable {
         for device in devices {
             guard var offer = device.kind.offer(for: service, proposals: node.proposals) else { continue }
             // A kind that computes ML-KEM asks for it on a quantum-safe node (never for `none`).
-            if service.ikeVersion == 2, let settings = node.quantumSafe, device.kind.quantumSafe.contains(.mlKEM) {
-                offer.ike = offer.ike.map { $0 + settings.clientSuffix }
+            if service.ikeVersion == 2, let settings = node.quantumSafe {
+                offer.ike = offer.ike.map { $0 + settings.clientSuffix(for: device.kind.quantumSafe) }
             }
             offers[device] = offer
         }

@@ -8,7 +8,7 @@ import Testing
 /// before).
 @Suite(.serialized, .strongSwan, .strongSwan61)
 struct QuantumSafeTunnelTests {
-    static func inventory(_ quantumSafe: String) -> String {
+    static func inventory(_ quantumSafe: String, extraUsers: String = "") -> String {
         """
         vpnprov: 1
         name: pq
@@ -22,7 +22,8 @@ struct QuantumSafeTunnelTests {
           alice:
             password: gen
             cert: true
-            devices: [linux]
+            devices: [linux, apple]
+        \(extraUsers)
 
         """
     }
@@ -98,6 +99,19 @@ struct QuantumSafeTunnelTests {
                 "no additional key exchange: \(s.server.log.suffix(3000))")
             #expect(s.server.logContains("using PPK for PPK_ID 'ppk-alice'"), "\(s.server.log.suffix(3000))")
         }
+        // alice's Apple profile as a device on iOS / macOS 26 reads it (AppleProfileTranslator, from Apple's schema and
+        // documentation): each IKEv2 payload asks for ML-KEM-768 and sends her PPK.
+        let profile = try Data(contentsOf: d.out.appendingPathComponent("clients/alice/alice.mobileconfig"))
+        for (index, setup) in try AppleProfileTranslator.translate(profileData: profile).enumerated() {
+            try Self.session(d) { s in
+                try s.client.loadAllCleanly(confFile: try setup.write(label: "pq-apple-\(index)").confFile)
+                let tunnel = try s.connect(child: setup.childName, ike: setup.connectionName)
+                #expect(try s.pingThroughTunnel(tunnel).succeeded, "Apple payload \(index): no traffic")
+                #expect(s.server.logContains("KE1_ML_KEM_768"), "Apple payload \(index): \(s.server.log.suffix(2000))")
+                #expect(s.server.logContains("using PPK for PPK_ID 'ppk-alice'"), "Apple payload \(index)")
+            }
+            proven.append("apple \(index + 1)")
+        }
         // A classical client of the same user: no proposal the node accepts.
         try Self.session(d) { s in
             try s.client.loadAllCleanly(confFile: try Self.edited(original, tag: "classical", Self.classical))
@@ -138,8 +152,11 @@ struct QuantumSafeTunnelTests {
 
         // The same node admitting classical clients, with an optional PPK: a classical client connects without the
         // additional exchange, the generated client still gets ML-KEM and uses its PPK.
-        try Self.inventory("{ml_kem: [mlkem768], classical_fallback: true, ppk: optional}")
-            .write(toFile: path, atomically: true, encoding: .utf8)
+        // bea's phone runs the strongSwan app, which has no PPK: she may use only this node.
+        try Self.inventory(
+            "{ml_kem: [mlkem768], classical_fallback: true, ppk: optional}",
+            extraUsers: "  bea:\n    password: gen\n    devices: [android]\n"
+        ).write(toFile: path, atomically: true, encoding: .utf8)
         _ = try LifecycleTunnelTests.vpnprov(["generate"], d)
         let fallback = try Self.linuxCopy(d, tag: "fallback")
         try Self.session(d) { s in
@@ -160,7 +177,26 @@ struct QuantumSafeTunnelTests {
             #expect(s.server.logContains("using PPK for PPK_ID 'ppk-alice'"), "\(s.server.log.suffix(2000))")
             proven.append("hybrid with fallback")
         }
-        #expect(proven == ["ikev2-eap", "ikev2-cert", "rotated PPK", "classical fallback", "hybrid with fallback"])
+        // bea's Android profile as the app imports it (SswanTranslator): ML-KEM through its ike-proposal, no PPK.
+        let secrets = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: d.state.appendingPathComponent("secrets.json")))
+        let password = try #require(((secrets as? [String: Any])?["passwords"] as? [String: String])?["bea"])
+        let sswan = try Data(contentsOf: d.out.appendingPathComponent("clients/bea/q1-ikev2-eap.sswan"))
+        let android = try SswanTranslator.translate(json: sswan, inputs: DeviceInputs(password: password))
+        try Self.session(d) { s in
+            try s.client.loadAllCleanly(confFile: try android.write(label: "pq-android").confFile)
+            let tunnel = try s.connect(child: android.childName, ike: android.connectionName)
+            #expect(try s.pingThroughTunnel(tunnel).succeeded, "Android: no traffic")
+            #expect(s.server.logContains("KE1_ML_KEM_768"), "Android: \(s.server.log.suffix(2000))")
+            #expect(!s.server.logContains("using PPK"), "Android sent a PPK it does not have")
+            proven.append("android")
+        }
+        #expect(
+            proven == [
+                "ikev2-eap", "ikev2-cert", "apple 1", "apple 2", "rotated PPK", "classical fallback",
+                "hybrid with fallback",
+                "android",
+            ])
         print("e2e quantum-safe \(StrongSwanBuild.testing.version): \(proven.joined(separator: ", "))")
     }
 }

@@ -32,6 +32,11 @@ import Testing
             ExtendedAuthEnabled: 1, IKESecurityAssociationParameters: sa, LocalIdentifier: "",
             RemoteAddress: "vpn.example.com",
             RemoteIdentifier: "vpn.example.com", UseConfigurationAttributeInternalIPSubnet: 0)
+        // Quantum-safe keys: a post-quantum key exchange in the IKE SA, a PPK (data) with its identifier.
+        vpn.IKEv2?.IKESecurityAssociationParameters.PostQuantumKeyExchangeMethods = [36]
+        vpn.IKEv2?.PPK = Array("ppk bytes & <more>".utf8)
+        vpn.IKEv2?.PPKIdentifier = "ppk-alice"
+        vpn.IKEv2?.PPKMandatory = 1
         var ipsec = AppleProfile.Payload(
             PayloadDescription: "d", PayloadDisplayName: "d", PayloadIdentifier: "x.ipsec",
             PayloadType: "com.apple.vpn.managed",

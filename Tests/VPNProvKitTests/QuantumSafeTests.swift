@@ -58,6 +58,13 @@ import Testing
         text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(needle) }.map { $0 + 1 }
     }
 
+    /// `user`'s PPK as the state holds it.
+    static func ppk(of user: String, _ dir: String) throws -> String? {
+        let json = try JSONSerialization.jsonObject(
+            with: try #require(FileManager.default.contents(atPath: dir + "/state/secrets.json")))
+        return ((json as? [String: Any])?["ppks"] as? [String: String])?[user]
+    }
+
     @Test func eachBadValueIsReportedAtItsLine() {
         #expect(Self.findings(Self.inventory()).filter { $0.severity == .error } == [])
         for (q1, code) in [
@@ -76,14 +83,19 @@ import Testing
     }
 
     @Test func aNodeMayNotAskWhatItsClientsOrServicesCannotDo() {
-        // An Apple device on a node that requires ML-KEM (its profile carries none yet): at the node's quantum_safe.
-        let apple = Self.inventory(bobDevices: "[apple]").replacingOccurrences(
+        // An Android device on a node that requires ML-KEM (its profile carries none): at the node's quantum_safe.
+        let apple = Self.inventory(bobDevices: "[android]").replacingOccurrences(
             of: "    nodes: [q2, q3]", with: "    nodes: [q1, q2, q3]")
         let device = Self.findings(apple).filter { $0.code == .quantumSafeDevice }
-        #expect(device.count == 1 && device.first?.message.contains("'bob'") == true, "\(device.map(\.message))")
+        #expect(
+            device.count == 1 && device.first?.message.contains("android ('bob')") == true, "\(device.map(\.message))")
         #expect(device.first?.location?.line == Self.line(of: "quantum_safe: {ml_kem", in: apple))
-        // The same device on q3, which admits classical clients: nothing.
-        #expect(!Self.findings(Self.inventory(bobDevices: "[apple]")).contains { $0.code == .quantumSafeDevice })
+        // The same device on q3, which admits classical clients: nothing; an Apple device on q1 (its profile carries
+        // both): nothing.
+        #expect(!Self.findings(Self.inventory(bobDevices: "[android]")).contains { $0.code == .quantumSafeDevice })
+        let appleOnQ1 = Self.inventory(bobDevices: "[apple]").replacingOccurrences(
+            of: "    nodes: [q2, q3]", with: "    nodes: [q1, q2, q3]")
+        #expect(!Self.findings(appleOnQ1).contains { $0.code == .quantumSafeDevice })
         // IKEv1 on a quantum-safe node.
         let v1 = Self.inventory().replacingOccurrences(
             of: "services: [ikev2-cert, ikev2-eap]\n",
@@ -102,6 +114,24 @@ import Testing
             )
         #expect(
             Self.findings(radius).map(\.code).contains(.quantumSafeRadius), "\(Self.findings(radius).map(\.message))")
+    }
+
+    /// What each client kind's generated configuration carries (its description's `quantumSafe`), with the source of
+    /// each row in the description; a new kind without its row fails here.
+    @Test func eachClientKindSaysWhatItCarries() {
+        let expected: [Device: QuantumSafeSupport] = [
+            .apple: [.mlKEM, .ppk], .android: [.mlKEM, .mlKEM512], .linux: [.mlKEM, .mlKEM512, .ppk],
+            .windows: [], .networkmanager: [],
+        ]
+        for device in Device.allCases {
+            #expect(device.kind.quantumSafe == expected[device], "\(device)")
+        }
+        // Apple computes no ML-KEM-512: a node offering only that requires what Apple lacks.
+        let only512 = QuantumSafe(mlKEM: [.mlkem512], classicalFallback: false, ppk: nil)
+        #expect(!only512.admits(Device.apple.kind.quantumSafe) && only512.admits(Device.linux.kind.quantumSafe))
+        #expect(
+            QuantumSafe(mlKEM: [.mlkem512, .mlkem1024], classicalFallback: false, ppk: nil)
+                .methods(for: Device.apple.kind.quantumSafe) == [.mlkem1024])
     }
 
     /// strongSwan's selection of additional key exchanges (proposal.c, select_algo): a side without transforms for a
@@ -149,13 +179,32 @@ import Testing
             clientSecrets[ppkSection...].split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                 .first { $0.hasPrefix("secret = ") })
         #expect(key.hasPrefix("secret = ") && secrets1.contains(key), "\(key)")
-        // bob's Apple profile stays classical; q3 admits it (the generate above passed its consistency check).
-        let apple = try String(
-            contentsOfFile: try #require(
-                FileManager.default.enumerator(atPath: dir + "/out/clients/bob")?.compactMap { $0 as? String }
-                    .first { $0.hasSuffix(".mobileconfig") }.map { dir + "/out/clients/bob/" + $0 }),
-            encoding: .utf8)
-        #expect(!apple.contains("mlkem") && !apple.contains("PPK"))
+        // bob's Apple profile on q3, with the types Apple's schema gives these keys (apple/device-management,
+        // com.apple.vpn.managed, IKEv2: PPK <data>, PPKIdentifier <string>, PPKMandatory <integer> 0 or 1) and its
+        // documentation (IKESecurityAssociationParameters.PostQuantumKeyExchangeMethods: up to seven integers of
+        // 0, 36, 37, one per additional exchange); q2's payloads carry none of them.
+        let profile = try #require(
+            FileManager.default.contents(atPath: dir + "/out/clients/bob/bob.mobileconfig"))
+        let plist = try #require(
+            try PropertyListSerialization.propertyList(from: profile, format: nil) as? [String: Any])
+        let vpns = (plist["PayloadContent"] as? [[String: Any]] ?? []).filter {
+            $0["PayloadType"] as? String == "com.apple.vpn.managed" && $0["VPNType"] as? String == "IKEv2"
+        }
+        let byNode = Dictionary(
+            vpns.map { (($0["PayloadIdentifier"] as? String ?? "").contains(".q3.") ? "q3" : "q2", $0) },
+            uniquingKeysWith: { first, _ in first })
+        let q3IKEv2 = try #require(byNode["q3"]?["IKEv2"] as? [String: Any])
+        #expect((q3IKEv2["PPK"] as? Data).map { String(decoding: $0, as: UTF8.self) } == (try Self.ppk(of: "bob", dir)))
+        #expect(q3IKEv2["PPKIdentifier"] as? String == "ppk-bob")
+        #expect(q3IKEv2["PPKMandatory"] as? Int == 0, "q3's PPK is optional")
+        let ikeSA = try #require(q3IKEv2["IKESecurityAssociationParameters"] as? [String: Any])
+        #expect(ikeSA["PostQuantumKeyExchangeMethods"] as? [Int] == [36], "q3's first method Apple computes")
+        let childSA = try #require(q3IKEv2["ChildSecurityAssociationParameters"] as? [String: Any])
+        #expect(childSA["PostQuantumKeyExchangeMethods"] == nil, "no additional exchange on Child SA rekeys")
+        let q2IKEv2 = try #require(byNode["q2"]?["IKEv2"] as? [String: Any])
+        #expect(q2IKEv2["PPK"] == nil && q2IKEv2["PPKIdentifier"] == nil && q2IKEv2["PPKMandatory"] == nil)
+        #expect(
+            (q2IKEv2["IKESecurityAssociationParameters"] as? [String: Any])?["PostQuantumKeyExchangeMethods"] == nil)
         // The catalogue says what an app must set.
         let catalog = try JSONSerialization.jsonObject(with: Data(read("catalog/servers.json").utf8)) as? [String: Any]
         let entries = catalog?["servers"] as? [[String: Any]] ?? []

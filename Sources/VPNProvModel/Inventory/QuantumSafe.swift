@@ -54,17 +54,25 @@ package struct QuantumSafe: Sendable, Hashable {
         return mlKEM.map { "-ke1_\($0.rawValue)" }.joined() + (classicalFallback ? "-ke1_none" : "")
     }
 
-    /// What a client that computes ML-KEM appends to its IKEv2 proposals: the same methods, never `none`, so that
-    /// such a client is never talked down to a classical exchange.
-    package var clientSuffix: String { mlKEM.map { "-ke1_\($0.rawValue)" }.joined() }
+    /// The node's ML-KEM methods a client kind with `capabilities` computes, in the node's order.
+    package func methods(for capabilities: QuantumSafeSupport) -> [MLKEM] {
+        guard capabilities.contains(.mlKEM) else { return [] }
+        return mlKEM.filter { $0 != .mlkem512 || capabilities.contains(.mlKEM512) }
+    }
 
     /// The PPK_ID (RFC 8784) under which `user`'s PPK is filed on the nodes and which the user's clients send.
     package static func ppkID(user: String) -> String { "ppk-\(user)" }
 
-    /// Whether a client kind's tunnel to the node may be classical in the respect `capabilities` lack, i.e. whether
-    /// the node admits it at all.
+    /// What a client kind with `capabilities` appends to its IKEv2 proposals: the methods it computes, never
+    /// `none`, so that such a client is never talked down to a classical exchange; "" when it computes none.
+    package func clientSuffix(for capabilities: QuantumSafeSupport) -> String {
+        methods(for: capabilities).map { "-ke1_\($0.rawValue)" }.joined()
+    }
+
+    /// Whether the node admits a client kind with `capabilities` at all (classically where it lacks a piece the
+    /// node leaves optional).
     package func admits(_ capabilities: QuantumSafeSupport) -> Bool {
-        (mlKEM.isEmpty || classicalFallback || capabilities.contains(.mlKEM))
+        (mlKEM.isEmpty || classicalFallback || !methods(for: capabilities).isEmpty)
             && (ppk != .required || capabilities.contains(.ppk))
     }
 }
@@ -78,4 +86,6 @@ package struct QuantumSafeSupport: OptionSet, Sendable, Hashable {
     package static let mlKEM = QuantumSafeSupport(rawValue: 1)
     /// It sends a post-quantum preshared key when its configuration holds one.
     package static let ppk = QuantumSafeSupport(rawValue: 2)
+    /// With `mlKEM`: ML-KEM-512 too (Apple's devices take only 768 and 1024).
+    package static let mlKEM512 = QuantumSafeSupport(rawValue: 4)
 }

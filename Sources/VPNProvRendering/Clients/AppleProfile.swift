@@ -63,6 +63,11 @@ struct AppleProfile: Encodable {
         var OnDemandEnabled: Int?
         var OnDemandRules: [OnDemandRule]?
         var PayloadCertificateUUID: String?
+        /// The user's post-quantum preshared key (RFC 8784; iOS 18, macOS 15), its PPK_ID, and whether the
+        /// device refuses a server that does not take it (`PPKMandatory`, 0 or 1; Apple's default 1).
+        var PPK: [UInt8]?
+        var PPKIdentifier: String?
+        var PPKMandatory: Int?
         var RemoteAddress: String
         var RemoteIdentifier: String
         var ServerCertificateIssuerCommonName: String?
@@ -75,6 +80,9 @@ struct AppleProfile: Encodable {
         var EncryptionAlgorithm: String
         var IntegrityAlgorithm: String
         var LifeTimeInMinutes: Int
+        /// One ML-KEM method per additional key exchange, ADDKE1 first (iOS / macOS 26: 36 ML-KEM-768,
+        /// 37 ML-KEM-1024); absent for a classical SA.
+        var PostQuantumKeyExchangeMethods: [Int]? = nil
     }
 
     /// One `OnDemandRules` element; the device evaluates them in order and the first match wins.
@@ -175,6 +183,12 @@ extension PropertyListStream {
         self.key("EncryptionAlgorithm", sa.EncryptionAlgorithm)
         self.key("IntegrityAlgorithm", sa.IntegrityAlgorithm)
         self.key("LifeTimeInMinutes", sa.LifeTimeInMinutes)
+        if let methods = sa.PostQuantumKeyExchangeMethods {
+            self.key("PostQuantumKeyExchangeMethods")
+            beginArray()
+            for method in methods { integer(method) }
+            endArray()
+        }
         endDictionary()
     }
 }
@@ -236,6 +250,13 @@ extension AppleProfile.IKEv2 {
         s.key("LocalIdentifier", LocalIdentifier)
         s.key("OnDemandEnabled", OnDemandEnabled)
         s.key("OnDemandRules", OnDemandRules)
+        // Keys in byte order, as Apple's tools write them: "PPK…" before "Payload…".
+        if let ppk = PPK {
+            s.key("PPK")
+            s.data(ppk)
+        }
+        s.key("PPKIdentifier", PPKIdentifier)
+        s.key("PPKMandatory", PPKMandatory)
         s.key("PayloadCertificateUUID", PayloadCertificateUUID)
         s.key("RemoteAddress", RemoteAddress)
         s.key("RemoteIdentifier", RemoteIdentifier)

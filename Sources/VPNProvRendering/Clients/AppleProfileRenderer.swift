@@ -151,6 +151,19 @@ package enum AppleProfileRenderer {
             RemoteAddress: c.remoteAddress,
             RemoteIdentifier: c.remoteID.value,
             UseConfigurationAttributeInternalIPSubnet: 0)
+        // Quantum-safe (docs/quantum-safe.md): ML-KEM in the IKE SA's first additional exchange only. The node's
+        // ESP proposals take no additional exchange, which a Child SA rekey proposing one would fail against.
+        if let method = c.appleKeyExchange {
+            d.IKESecurityAssociationParameters.PostQuantumKeyExchangeMethods = [method.transformID]
+        }
+        if let id = c.ppkID {
+            guard let ppk = user?.ppk, !ppk.isEmpty else {
+                throw ClientRenderError("user '\(c.user)': no post-quantum preshared key for \(c.service.rawValue)")
+            }
+            d.PPK = Array(ppk.utf8)
+            d.PPKIdentifier = id
+            d.PPKMandatory = c.ppkRequired ? 1 : 0
+        }
         if let settings = c.appleSettings {
             if settings.includeAllNetworks {
                 d.IncludeAllNetworks = 1

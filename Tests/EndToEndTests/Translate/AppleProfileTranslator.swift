@@ -9,8 +9,14 @@ import Foundation
 /// Supported: VPNType IKEv2 with Certificate+EAP-MSCHAPv2, Certificate (client cert from a pkcs12 payload),
 /// SharedSecret, SharedSecret+EAP-MSCHAPv2; VPNType IPSec (IKEv1) with SharedSecret, optional group name
 /// (aggressive mode, ID_KEY_ID) and XAuth, and hybrid (group name ending in "hybrid": server certificate + XAuth).
-/// Not supported (throws): EAP-TLS, EAP-only (None), IKEv1 certificate, PPK, password prompts without a
-/// `DeviceInputs` password.
+/// Quantum-safe (IKEv2): `PPK`, `PPKIdentifier`, `PPKMandatory` (Apple's schema, iOS 18 / macOS 15: the PPK's bytes,
+/// its identifier, and whether the device refuses a server that does not take it, default 1) become strongSwan's
+/// `ppk_id`, `ppk_required` and a `ppk` secret; `PostQuantumKeyExchangeMethods` of the IKE SA parameters (Apple's
+/// documentation of `VPN.IKEv2.IKESecurityAssociationParameters`, iOS / macOS 26: one method per additional
+/// exchange, ADDKE1 first; 36 ML-KEM-768, 37 ML-KEM-1024, 0 none) become `-ke<n>_<method>` of its proposal.
+/// Not supported (throws): EAP-TLS, EAP-only (None), IKEv1 certificate, password prompts without a
+/// `DeviceInputs` password, `PostQuantumKeyExchangeMethods` in the Child SA parameters and
+/// `AllowPostQuantumKeyExchangeFallback`.
 enum AppleProfileTranslator {
     static let connectionName = "home"
     static let childName = "home"
@@ -184,8 +190,14 @@ enum AppleProfileTranslator {
         {
             throw TranslationError("CertificateType \(t) unknown")
         }
+        let ppk = try d.data("PPK")
+        let ppkID = try d.string("PPKIdentifier")
+        let ppkMandatory = try d.integer("PPKMandatory") ?? 1
+        // "If this key is present PPKIdentifier must also be present" (and the other way round).
+        if (ppk == nil) != (ppkID == nil) { throw TranslationError("IKEv2.PPK and IKEv2.PPKIdentifier go together") }
+        guard [0, 1].contains(ppkMandatory) else { throw TranslationError("IKEv2.PPKMandatory \(ppkMandatory)") }
         for key in [
-            "PPK", "PPKIdentifier", "PPKMandatory", "TLSMinimumVersion", "TLSMaximumVersion",
+            "AllowPostQuantumKeyExchangeFallback", "TLSMinimumVersion", "TLSMaximumVersion",
             "ProviderType", "ProviderBundleIdentifier", "ProviderDesignatedRequirement", "Password",
         ]
         where d.has(key) {
@@ -213,6 +225,9 @@ enum AppleProfileTranslator {
         let childSA =
             d.has("ChildSecurityAssociationParameters")
             ? try SAParameters(try d.dictionary("ChildSecurityAssociationParameters")) : ikeSA
+        if d.has("ChildSecurityAssociationParameters") && !childSA.additionalKeyExchanges.isEmpty {
+            throw TranslationError("ChildSecurityAssociationParameters.PostQuantumKeyExchangeMethods not translated")
+        }
         let authName = try d.string("AuthName")
         let authPassword = try d.string("AuthPassword")
         let sharedSecret = try d.string("SharedSecret")
@@ -234,6 +249,10 @@ enum AppleProfileTranslator {
                 w.raw("vips", "0.0.0.0, ::")
                 w.raw("proposals", ikeSA.ikeProposal)
                 w.raw("rekey_time", "\(ikeSA.lifetimeMinutes)m")
+                if let ppkID {
+                    try w.set("ppk_id", ppkID)
+                    w.raw("ppk_required", ppkMandatory == 1 ? "yes" : "no")
+                }
                 w.raw("dpd_delay", dpdDelay)
                 if disableMOBIKE { w.raw("mobike", "no") }
                 try w.section("local") { w in
@@ -290,6 +309,9 @@ enum AppleProfileTranslator {
             var ids = [("id-1", remoteID)]
             if let localID { ids.append(("id-2", localID)) }
             secrets.append(("ike-psk", ids + [("secret", psk)]))
+        }
+        if let ppk, let ppkID {
+            secrets.append(("ppk-1", [("id", ppkID), ("secretencoded", "0s" + ppk.base64EncodedString())]))
         }
         try writeSecrets(secrets, into: &w)
         return ClientSetup(
@@ -431,6 +453,8 @@ enum AppleProfileTranslator {
                             try w.set("secret", value)
                         case "secret": w.raw("secret", SwanctlWriter.secret(value))
                         case "secretdata": w.raw("secret", SwanctlWriter.secret(pskBytes ?? Data()))
+                        // Already in swanctl's encoding (`0s` + base64 of arbitrary bytes: a PPK).
+                        case "secretencoded": w.raw("secret", value)
                         default: try w.set(key, value)
                         }
                     }
@@ -450,6 +474,10 @@ struct SAParameters: Equatable {
     var dhGroup: String
     var aead: Bool
     var lifetimeMinutes: Int
+    /// `PostQuantumKeyExchangeMethods`: strongSwan's keyword per additional exchange, ADDKE1 first (0: none).
+    var additionalKeyExchanges: [String] = []
+
+    static let postQuantumKeywords: [Int: String] = [0: "none", 36: "mlkem768", 37: "mlkem1024"]
 
     static let encryptionKeywords: [String: String] = [
         "DES": "des", "3DES": "3des", "AES-128": "aes128", "AES-256": "aes256",
@@ -470,6 +498,17 @@ struct SAParameters: Equatable {
         let integ = try d?.string("IntegrityAlgorithm") ?? "SHA2-256"
         let group = try d?.integer("DiffieHellmanGroup") ?? 14
         let life = try d?.integer("LifeTimeInMinutes") ?? 1440
+        if let methods = d?.any("PostQuantumKeyExchangeMethods") {
+            guard let list = methods as? [Int], (1...7).contains(list.count) else {
+                throw TranslationError("PostQuantumKeyExchangeMethods: expected 1 to 7 integers")
+            }
+            additionalKeyExchanges = try list.map { method in
+                guard let keyword = Self.postQuantumKeywords[method] else {
+                    throw TranslationError("PostQuantumKeyExchangeMethods: \(method) is not 0, 36 or 37")
+                }
+                return keyword
+            }
+        }
         try d?.finish()
         guard let e = Self.encryptionKeywords[enc] else { throw TranslationError("EncryptionAlgorithm \(enc) unknown") }
         guard let i = Self.integrityKeywords[integ] else {
@@ -487,7 +526,8 @@ struct SAParameters: Equatable {
 
     /// The single IKE proposal: `aes256gcm16-prfsha256-ecp256` or `aes256-sha256-prfsha256-modp2048`.
     var ikeProposal: String {
-        aead ? "\(encryption)-\(prf)-\(dhGroup)" : "\(encryption)-\(integrity)-\(prf)-\(dhGroup)"
+        (aead ? "\(encryption)-\(prf)-\(dhGroup)" : "\(encryption)-\(integrity)-\(prf)-\(dhGroup)")
+            + additionalKeyExchanges.enumerated().map { "-ke\($0.offset + 1)_\($0.element)" }.joined()
     }
 
     /// The single ESP proposal; with PFS the group is added (used on rekey only in IKEv2).

@@ -22,6 +22,8 @@ package enum AndroidClientKind: ClientKind {
     /// The profile sets `split-tunneling.block-ipv6` on such nodes.
     package static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String? { nil }
 
-    /// The strongSwan app's `.sswan` import has no PPK field and vpnprov does not hand it ML-KEM proposals.
-    package static var quantumSafe: QuantumSafeSupport { [] }
+    /// The strongSwan app computes ML-KEM (all three parameter sets, through its OpenSSL) from version 2.6.1 when its
+    /// profile's `ike-proposal` names it (android_service.c takes that one proposal; the release note of 2.6.1);
+    /// it has no PPK setting.
+    package static var quantumSafe: QuantumSafeSupport { [.mlKEM, .mlKEM512] }
 }

@@ -34,6 +34,9 @@ package enum AppleClientKind: ClientKind {
         return killSwitch() ? nil : "Apple IKEv2 (apple.include_all_networks is off)"
     }
 
-    /// Not yet generated: Apple's profile keys for ML-KEM (iOS/macOS 26) and PPKs (iOS 18/macOS 15) are not written, so an Apple device connects classically.
-    package static var quantumSafe: QuantumSafeSupport { [] }
+    /// Apple's IKEv2 profile keys (apple/device-management, com.apple.vpn.managed): `PPK`, `PPKIdentifier` and
+    /// `PPKMandatory` from iOS 18 / macOS 15; `PostQuantumKeyExchangeMethods` in the SA parameters (one method per
+    /// additional exchange: 36 ML-KEM-768, 37 ML-KEM-1024, no 512) from iOS / macOS 26. An older device ignores
+    /// them and connects classically, where the node allows that.
+    package static var quantumSafe: QuantumSafeSupport { [.mlKEM, .ppk] }
 }

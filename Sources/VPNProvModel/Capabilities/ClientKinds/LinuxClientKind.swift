@@ -29,5 +29,5 @@ package enum LinuxClientKind: ClientKind {
     package static func ipv6Leak(service: Service, killSwitch: () -> Bool) -> String? { "Linux (swanctl)" }
 
     /// swanctl from strongSwan 6.1 on (`proposals` with `ke1_`, `ppk_id` and a `ppk` secret); the user's README says so.
-    package static var quantumSafe: QuantumSafeSupport { [.mlKEM, .ppk] }
+    package static var quantumSafe: QuantumSafeSupport { [.mlKEM, .mlKEM512, .ppk] }
 }

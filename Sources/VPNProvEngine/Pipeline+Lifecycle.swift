@@ -101,6 +101,21 @@ extension Pipeline {
         func refuse(_ code: RuleCode, _ message: String, _ location: SourceLocation) -> Refusal {
             .diagnostic(.error(code, message, at: location))
         }
+        /// The user named, not revoked, whose `secret` is to be rotated; else (nil) the refusal.
+        func activeUser(_ name: String, secret: String) -> (user: User?, refusal: Refusal?) {
+            guard let user = inventory.user(named: name) else {
+                return (nil, unknown("user", name, inventory.users.map(\.name)))
+            }
+            guard !user.revoked else {
+                return (
+                    nil,
+                    refuse(
+                        .secretNotGenerated, "user '\(name)' is revoked; they have no \(secret) to rotate",
+                        user.location(of: .revoked))
+                )
+            }
+            return (user, nil)
+        }
         switch action {
         case .rotatePSK(let name):
             guard let node = inventory.node(named: name) else {
@@ -128,14 +143,8 @@ extension Pipeline {
                     node.location)
             }
         case .rotatePassword(let name):
-            guard let user = inventory.user(named: name) else {
-                return unknown("user", name, inventory.users.map(\.name))
-            }
-            guard !user.revoked else {
-                return refuse(
-                    .secretNotGenerated, "user '\(name)' is revoked; they have no password to rotate",
-                    user.location(of: .revoked))
-            }
+            let (found, refusal) = activeUser(name, secret: "password")
+            guard let user = found else { return refusal }
             guard let password = user.password else {
                 return refuse(.secretNotGenerated, "user '\(name)' has no password", user.location)
             }
@@ -147,14 +156,8 @@ extension Pipeline {
                 )
             }
         case .rotatePPK(let name):
-            guard let user = inventory.user(named: name) else {
-                return unknown("user", name, inventory.users.map(\.name))
-            }
-            guard !user.revoked else {
-                return refuse(
-                    .secretNotGenerated, "user '\(name)' is revoked; they have no PPK to rotate",
-                    user.location(of: .revoked))
-            }
+            let (found, refusal) = activeUser(name, secret: "PPK")
+            guard let user = found else { return refusal }
             guard inventory.nodes.contains(where: { $0.quantumSafe?.ppk != nil && user.nodes.contains($0.name) }) else {
                 return refuse(
                     .secretNotGenerated,

@@ -96,20 +96,9 @@ struct StrongSwanVersionTests {
         #expect(throws: HarnessError.self) { try clean.loadAllCleanly(confFile: bad.confFile) }
     }
 
-    /// A PSK server and client offering only `proposal` in IKE.
+    /// A PSK server and client offering only `proposal` in IKE (StrongSwan61Tests' connection without a PPK).
     private static func pskConf(proposal: String, server: Bool) -> String {
-        let secret = SwanctlWriter.secret("ml-kem probe secret, not weak 7Qx")
-        let peer =
-            server
-            ? "    local_addrs = 192.0.2.1\n    pools = p\n    local {\n      auth = psk\n      id = srv\n    }\n"
-                + "    remote {\n      auth = psk\n    }\n"
-                + "    children {\n      pq {\n        local_ts = 0.0.0.0/0\n        esp_proposals = aes256gcm16\n      }\n    }\n"
-            : "    remote_addrs = 192.0.2.1\n    vips = 0.0.0.0\n    local {\n      auth = psk\n      id = cli\n    }\n"
-                + "    remote {\n      auth = psk\n      id = srv\n    }\n"
-                + "    children {\n      pq {\n        remote_ts = 198.51.100.1/32\n        esp_proposals = aes256gcm16\n      }\n    }\n"
-        return "connections {\n  pq {\n    version = 2\n    proposals = \(proposal)\n" + peer + "  }\n}\n"
-            + (server ? "pools {\n  p {\n    addrs = 10.9.0.0/24\n  }\n}\n" : "")
-            + "secrets {\n  ike-1 {\n    secret = \(secret)\n  }\n}\n"
+        StrongSwan61Tests.conf(server: server, proposal: proposal, ppk: nil)
     }
 
     /// One IKE proposal per keyword vpnprov accepts (aliases included), built around it with algorithms every

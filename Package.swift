@@ -90,3 +90,9 @@ let package = Package(
 if Context.environment["VPNPROV_UNIT_TESTS_ONLY"] == "1" {
     package.targets.removeAll { $0.name == "EndToEndTests" }
 }
+
+// A file must import the module of every member it uses, not only of the types it names (SE-0444), so
+// each file's imports say what it depends on.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 // Central accounts (`accounts:`, docs/accounts.md): the nodes that say `accounts: radius` hand their
 // password services (EAP and XAuth) to FreeRADIUS servers, which read the accounts from PostgreSQL.
 

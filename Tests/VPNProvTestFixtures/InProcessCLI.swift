@@ -26,7 +26,7 @@ package func vpnprov(
 }
 
 /// The inventories and state directories a command line may touch: the named ones and the defaults.
-package func involvedPaths(_ arguments: [String], in directory: String) -> (inventories: [String], states: [String]) {
+func involvedPaths(_ arguments: [String], in directory: String) -> (inventories: [String], states: [String]) {
     func absolute(_ p: String) -> String { p.hasPrefix("/") ? p : directory + "/" + p }
     var inventories = [absolute("inventory.yaml"), absolute("inventory.yml")]
     var states = [absolute("state")]

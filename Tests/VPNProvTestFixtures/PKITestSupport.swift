@@ -3,7 +3,7 @@ import VPNProvCrypto
 import VPNProvModel
 import VPNProvPKI
 
-package let testLocation = SourceLocation(file: "test.yaml", line: 1, column: 1)
+let testLocation = SourceLocation(file: "test.yaml", line: 1, column: 1)
 package let testNow = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21
 
 package func makeNode(

@@ -18,7 +18,7 @@ package enum Mutations {
     package static let maxInputSize = 64 << 10
 
     /// Bytes that matter to YAML and to the inventory grammar, used for replacements and insertions.
-    package static let interesting: [UInt8] =
+    static let interesting: [UInt8] =
         Array(":-&*[]{}|>!#'\"\n\t ,?%@`\\0123456789abz.".utf8) + [0x00, 0x7F, 0xC3, 0xE2, 0xFF, 0x0D]
 
     package static func lines(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {

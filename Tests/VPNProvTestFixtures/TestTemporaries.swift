@@ -67,7 +67,7 @@ package enum TestTemporaries {
         _exit(1)
     }
 
-    package static func removeRoot(_ path: String, mounted: Bool) {
+    static func removeRoot(_ path: String, mounted: Bool) {
         if mounted || isMountPoint(path) { _ = umount2(path, Int32(MNT_DETACH)) }
         try? FileManager.default.removeItem(atPath: path)
     }
@@ -79,7 +79,7 @@ package enum TestTemporaries {
     }
 
     /// Roots of earlier runs whose process is gone.
-    package static func removeStaleRoots() {
+    static func removeStaleRoots() {
         let tmp = NSTemporaryDirectory()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: tmp)) ?? [] where name.hasPrefix(prefix) {
             guard let owner = Int32(name.dropFirst(prefix.count)), owner != pid else { continue }

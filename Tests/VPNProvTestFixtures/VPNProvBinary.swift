@@ -7,7 +7,7 @@ import VPNProvTestSupport
 /// `vpnprov-testhooks`, the same command with the test seams (crash steps, test clock) switched on.
 package enum VPNProvBinary {
     package static var path: String { binary("vpnprov") }
-    package static var testHooksPath: String { binary("vpnprov-testhooks") }
+    static var testHooksPath: String { binary("vpnprov-testhooks") }
 
     package static func binary(_ name: String) -> String {
         Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path
@@ -20,15 +20,15 @@ package enum VPNProvBinary {
         package var err: String
     }
 
-    package struct DeadlineExceeded: Error, CustomStringConvertible {
-        package var what: String
-        package var seconds: Int
-        package var description: String { "\(what) did not finish within \(seconds) s: killed" }
+    struct DeadlineExceeded: Error, CustomStringConvertible {
+        var what: String
+        var seconds: Int
+        var description: String { "\(what) did not finish within \(seconds) s: killed" }
     }
 
     /// How long one run of the binary may take (the longest, a generate of the crash fixtures, takes a few
     /// seconds on a quiet machine).
-    package static let deadlineSeconds = 300
+    static let deadlineSeconds = 300
 
     package static func run(
         _ arguments: [String], in directory: String, environment extra: [String: String] = [:], testHooks: Bool = false

@@ -10,10 +10,10 @@ package enum Fixture {
         VPNProvModel.SourceLocation(file: file, line: line, column: column)
     }
 
-    package static let nodeFields = [
+    static let nodeFields = [
         "address", "id", "pool", "pool6", "services", "psk", "group", "proposals", "dns", "country",
     ]
-    package static let userFields = ["password", "cert", "id", "nodes", "devices"]
+    static let userFields = ["password", "cert", "id", "nodes", "devices"]
 
     /// A node whose key is at `line`, column 3; field k's value at line+1+k, column 14.
     package static func node(

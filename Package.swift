@@ -70,8 +70,8 @@ let package = Package(
         .target(
             name: "VPNProvTestFixtures",
             dependencies: [
-                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvSupport",
-                "VPNProvCrypto", "VPNProvTestSupport",
+                "VPNProvCLI", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto",
+                "VPNProvTestSupport",
             ],
             path: "Tests/VPNProvTestFixtures",
             resources: [.copy("Fixtures")]

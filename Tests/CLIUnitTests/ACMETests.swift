@@ -1,9 +1,8 @@
 import Foundation
 import Testing
+import VPNProvCrypto
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvCrypto
-@testable import VPNProvModel
 
 /// ACME nodes (docs/acme.md): the `acme:` section and `certificate:` key, refused at their lines when wrong, and
 /// what an ACME node and its clients get from `generate`. The rollout that obtains the certificate, with Pebble, is

@@ -1,13 +1,13 @@
 import Foundation
 import Testing
 import VPNProvAccounts
+import VPNProvModel
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine
-@testable import VPNProvModel
-@testable import VPNProvPKI
-@testable import VPNProvPlanning
-@testable import VPNProvRendering
 
 /// Central accounts (docs/accounts.md): the `accounts:` section, what a RADIUS node and its RADIUS
 /// servers get, and FreeRADIUS's own verdict on the generated directory. The whole path with real

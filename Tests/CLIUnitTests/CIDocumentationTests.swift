@@ -1,11 +1,11 @@
 import Foundation
 import Testing
+import VPNProvEngine
+import VPNProvPKI
 import VPNProvTestFixtures
 import VPNProvYAML
 
 @testable import VPNProvCLI
-@testable import VPNProvEngine
-@testable import VPNProvPKI
 
 /// docs/ci.md is copied into real pipelines: its two YAML blocks (GitHub Actions, GitLab CI) are
 /// read as YAML and every shell step of every job is run, with the vpnprov just built, against a

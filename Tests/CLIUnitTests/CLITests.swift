@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 import VPNProvEngine
+import VPNProvSupport
 import VPNProvTestFixtures
 import VPNProvTestSupport
 
 @testable import VPNProvCLI
-@testable import VPNProvSupport
 
 @Suite(.temporaries) struct CLITests {
     var badDir: String { InventoryFixtures.root.appendingPathComponent("bad").path }

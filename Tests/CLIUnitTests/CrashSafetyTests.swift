@@ -1,9 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvEngine
-@testable import VPNProvModel
 
 /// Crash safety: `generate` killed at many points never leaves a half-written file, the state
 /// always loads afterwards, and the CA never changes once created. The binary is killed with

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
+import VPNProvModel
+import VPNProvPKI
 import VPNProvTestFixtures
 
 @testable import VPNProvCLI
-@testable import VPNProvModel
-@testable import VPNProvPKI
 @testable import VPNProvTestSupport
 
 /// One test per crash found by fuzzing or by MutationTests: the input that crashed, which

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
 import VPNProvTestFixtures
+import VPNProvTestSupport
 
 @testable import VPNProvCLI
 @testable import VPNProvModel
-@testable import VPNProvTestSupport
 
 /// Small gaps a new operator fell into on a first deployment, each pinned.
 @Suite(.temporaries) struct HandOffTests {

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine
-@testable import VPNProvModel
 
 /// Hostile input through the CLI: hostile inventories are rejected with their rule code, names that would
 /// escape the output tree are invalid, and a symlink planted in the output directory is never followed.

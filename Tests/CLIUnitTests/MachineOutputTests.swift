@@ -1,10 +1,10 @@
 import Foundation
 import Testing
+import VPNProvPKI
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine
 @testable import VPNProvModel
-@testable import VPNProvPKI
 
 /// `--format json` (one document, the `vpnprov: 1` envelope) and `--format sarif` (checked against
 /// the OASIS SARIF 2.1.0 schema), `validate --secrets`, the end-of-run summary and `--quiet`.

@@ -1,9 +1,8 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Certificate users are scoped to their nodes (docs/security.md, section 13): the certificate's
 /// policies, the node's `cert_policy`, what a change of `nodes:` re-issues and revokes, and a CA from

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// The rough edges a new operator hits: where the output tree goes, what the per-node README asks
 /// them to paste, what revoke says, and errors that follow from an earlier one.

@@ -1,14 +1,14 @@
 import Foundation
 import Testing
-import VPNProvCrypto
+import VPNProvModel
+import VPNProvOutputTree
+import VPNProvPKI
 import VPNProvTestFixtures
 import VPNProvTestSupport
 
 @testable import VPNProvCLI
+@testable import VPNProvCrypto
 @testable import VPNProvEngine
-@testable import VPNProvModel
-@testable import VPNProvOutputTree
-@testable import VPNProvPKI
 @testable import VPNProvPlanning
 
 /// `generate`, `check` and `revoke` run in-process on a copy of the shipped example inventory.

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Quantum-safe tunnels (docs/quantum-safe.md): `quantum_safe:` checked at its lines, what the nodes and the Linux
 /// clients get, the consistency check's reading of additional key exchanges, the catalogue's entry, and

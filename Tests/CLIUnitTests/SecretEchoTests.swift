@@ -1,9 +1,8 @@
 import Foundation
 import Testing
+import VPNProvCLI
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvCLI
-@testable import VPNProvModel
 
 /// A value that is, or might be, a secret is never printed: not in a source excerpt, not in a
 /// message or note, in text or JSON. "Might be": the value of a key vpnprov does not know (a

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
 
 @testable import VPNProvCLI
-@testable import VPNProvModel
 
 /// Text diagnostics quote inventory values, and CI logs read stderr: nothing an inventory holds may
 /// print a terminal escape, break a line, reorder what a reader sees, or start a line a CI runner

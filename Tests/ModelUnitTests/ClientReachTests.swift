@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Where a node's clients may go (docs/security.md §14): `network.allow_private` and the pushed DNS
 /// servers judged at their lines, and the node's table written from the same ranges. The traffic proof

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Identities that must stay apart (docs/security.md, "Identities that must stay apart"): a password's
 /// identity (the user name in secrets.conf) against every node identity, and nodes among themselves.

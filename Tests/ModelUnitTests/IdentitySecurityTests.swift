@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Identities a peer matches must match exactly one identity, and no client certificate may carry a
 /// server's identity (see docs/security.md).

@@ -1,7 +1,6 @@
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// The key enums of InventoryKeys.swift: every key of every section, written once on a line of its own with
 /// a value that is not its default, is decoded into its own field and its location recorded under its own

@@ -1,10 +1,9 @@
 import Foundation
 import Testing
+import VPNProvCLI
+import VPNProvModel
 import VPNProvTestFixtures
 import VPNProvYAML
-
-@testable import VPNProvCLI
-@testable import VPNProvModel
 
 @Suite(.temporaries) struct BadInventoryFixtureTests {
     @Test func thereAreEnoughBadFixtures() {

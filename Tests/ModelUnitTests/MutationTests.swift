@@ -1,9 +1,8 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
-@testable import VPNProvTestSupport
+import VPNProvTestSupport
 
 /// Deterministic mutation testing of the loader and the validator: thousands of inventories
 /// derived from the fixtures by byte flips, deletions, line duplications and splices go through

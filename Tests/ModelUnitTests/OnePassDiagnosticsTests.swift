@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// An inventory with schema errors still gets every rule check that does not depend on a broken
 /// piece, in the same run; and an indentation mistake is reported at the line that is wrong, with

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// One finding repeated at one place (an anchor aliased thousands of times) is reported a bounded
 /// number of times, and a value repeated in one list is reported once (docs/diagnostics.md).

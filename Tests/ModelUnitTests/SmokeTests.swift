@@ -1,7 +1,6 @@
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 @Test func serviceOrderIsTheSpecTableOrder() {
     #expect(

@@ -1,9 +1,9 @@
 import Glibc
 import Testing
+import VPNProvPlanning
 import VPNProvTestFixtures
 
 @testable import VPNProvModel
-@testable import VPNProvPlanning
 
 // Field lines of the fixture nodes (key at 20, 40, 60) and users (key at 100, 110, 120, 130).
 // node: address +1, id +2, pool +3, pool6 +4, services +5, psk +6, group +7, proposals +8, dns +9, country +10

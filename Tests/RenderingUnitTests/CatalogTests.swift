@@ -1,12 +1,12 @@
 import Foundation
 import Testing
-import VPNProvSupport
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine
 @testable import VPNProvModel
 @testable import VPNProvPlanning
 @testable import VPNProvRendering
+@testable import VPNProvSupport
 
 @Suite(.temporaries) struct CatalogTests {
     let inventory = ClientFixtures.inventory()

@@ -1,8 +1,7 @@
 import Testing
+import VPNProvModel
+import VPNProvRendering
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
-@testable import VPNProvRendering
 
 /// Everything about client kinds is derived from one description per kind (VPNProvModel/Capabilities/ClientKinds/):
 /// these pin the derived tables to what was written out by hand before them, so a description that says

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import VPNProvCrypto
 import VPNProvTestFixtures
 
+@testable import VPNProvCrypto
 @testable import VPNProvModel
 @testable import VPNProvPlanning
 @testable import VPNProvRendering

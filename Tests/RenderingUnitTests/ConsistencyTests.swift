@@ -1,8 +1,8 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
 @testable import VPNProvPlanning
 
 @Suite(.temporaries) struct ConsistencyTests {

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTemplates
 import VPNProvTestFixtures
-
-@testable import VPNProvTemplates
 
 /// The role's module (deploy/roles/vpnprov_node/library/vpnprov_swanctl.py, as vpnprov writes it) run by
 /// python3 with a stand-in for Ansible's AnsibleModule: it gets the parameters and `swanctl --list-sas

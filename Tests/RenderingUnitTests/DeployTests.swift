@@ -1,11 +1,11 @@
 import Foundation
 import Testing
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvRendering
 import VPNProvSupport
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
-@testable import VPNProvPlanning
-@testable import VPNProvRendering
 @testable import VPNProvTemplates
 
 /// The `deploy:` node field (decoding, defaults, validation) and the deploy/ tree it feeds.

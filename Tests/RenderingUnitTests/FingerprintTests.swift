@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine
-@testable import VPNProvModel
 
 /// The render cache trusts a user's files only while the fingerprint of everything they are rendered
 /// from is unchanged: the user's fingerprint must change with every field that can change a file.

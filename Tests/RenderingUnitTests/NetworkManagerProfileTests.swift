@@ -1,12 +1,12 @@
 import Foundation
 import Testing
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
-@testable import VPNProvPlanning
 @testable import VPNProvRendering
-@testable import VPNProvSupport
-@testable import VPNProvTemplates
 
 /// The NetworkManager keyfiles (`networkmanager` device): which services get one, what the `[vpn]` keys say,
 /// the secret's escaping, file modes, the README's install commands, the IPv6 blackhole, and the validator's

@@ -4,7 +4,6 @@ import Testing
 import VPNProvCrypto
 import VPNProvTestFixtures
 
-@testable import VPNProvEngine
 @testable import VPNProvOutputTree
 
 /// The output tree's bookkeeping (`.vpnprov-stat`, `.vpnprov-cache`) is a hint: damaged, it is

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
+import VPNProvSupport
 import VPNProvTestFixtures
 
 @testable import VPNProvOutputTree
-@testable import VPNProvSupport
 
 @Suite(.temporaries) struct OutputTreeTests {
     let fm = FileManager.default

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
-import VPNProvCrypto
 import VPNProvTestFixtures
 
+@testable import VPNProvCrypto
 @testable import VPNProvOutputTree
 
 /// The render cache file reads back exactly what was written, and anything unexpected reads as empty

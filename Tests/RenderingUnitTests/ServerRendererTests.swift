@@ -1,13 +1,13 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvSupport
+import VPNProvTemplates
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
-@testable import VPNProvPlanning
 @testable import VPNProvRendering
-@testable import VPNProvSupport
-@testable import VPNProvTemplates
 
 /// Inventories built in code and fake Materials (dummy PEM text) for the server renderer.
 enum ServerFixtures {

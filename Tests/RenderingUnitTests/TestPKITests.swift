@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
+import VPNProvSupport
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
-@testable import VPNProvSupport
 
 /// Goldens of the encodings themselves: the test PKI's certificates and CRL byte for byte, and the
 /// structure of a PKCS#12 built now (its salts are random, so its bytes cannot be a golden).

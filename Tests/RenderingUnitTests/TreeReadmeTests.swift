@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 import VPNProvModel
+import VPNProvRendering
+import VPNProvTemplates
 import VPNProvTestFixtures
-
-@testable import VPNProvRendering
-@testable import VPNProvTemplates
 
 /// `out/README`: what goes to whom, at the top of the output tree.
 @Suite(.temporaries) struct TreeReadmeTests {

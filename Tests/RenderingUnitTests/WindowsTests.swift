@@ -1,10 +1,9 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvPKI
+import VPNProvPlanning
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
-@testable import VPNProvPlanning
 
 /// Windows' side of the plan: which Set-VpnConnectionIPsecConfiguration values a node's proposals become, which
 /// nodes the validator refuses for Windows users, and the certificate checks Windows makes.

@@ -1,12 +1,11 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
 import VPNProvPlanning
 import VPNProvTestFixtures
-
-@testable import VPNProvEngine
-@testable import VPNProvModel
-@testable import VPNProvTestSupport
+import VPNProvTestSupport
 
 /// Certificates read back from the state (or handed to the fuzzer) may be damaged or crafted: the
 /// wrapper renders what it finds, never traps.

@@ -1,10 +1,9 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvPKI
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// One DN grammar for validation and issuing (VPNProvCrypto's DistinguishedNameGrammar.swift): a DN
 /// identity validates exactly when `generate` can issue it, and the certificate's subject is what

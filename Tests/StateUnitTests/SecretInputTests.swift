@@ -1,9 +1,9 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
 @testable import VPNProvPKI
 
 /// `file:` and `env:` secrets as an attacker or a careless editor leaves them: Windows line endings,

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
+import VPNProvModel
 import VPNProvTestFixtures
-
-@testable import VPNProvModel
 
 /// Where `env:` and `file:` secrets may come from (docs/inventory.md): never vpnprov's own variables,
 /// only variables with an allowed prefix, only files inside the secrets directory (symbolic links

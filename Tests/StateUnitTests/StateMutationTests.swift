@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvEngine
+import VPNProvModel
 import VPNProvPlanning
 import VPNProvTestFixtures
 
-@testable import VPNProvEngine
-@testable import VPNProvModel
 @testable import VPNProvPKI
 @testable import VPNProvTestSupport
 

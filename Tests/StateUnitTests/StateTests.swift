@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvTestFixtures
 
-@testable import VPNProvModel
 @testable import VPNProvPKI
 
 @Suite(.temporaries) struct StateTests {

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 import VPNProvCLI
-import VPNProvModel
 import VPNProvTestSupport
 
 /// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr), within a

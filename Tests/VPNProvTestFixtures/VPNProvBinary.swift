@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import VPNProvEngine
 import VPNProvTestSupport
 
 /// Runs the built `vpnprov` binary (next to the test bundle) as a child process, or with `testHooks`

@@ -65,16 +65,43 @@ let package = Package(
         // libFuzzer target for the loader and validator (README "Fuzzing"); a corpus replayer otherwise.
         .executableTarget(
             name: "vpnprov-fuzz", dependencies: ["VPNProvTestSupport", "VPNProvCLI", "VPNProvPKI", "VPNProvModel"]),
-        .testTarget(
-            name: "VPNProvKitTests",
+        // Helpers and fixtures the unit test targets share (temporary directories, the test PKI, goldens,
+        // inventories, the in-process command line); on Swift Testing, so never linked into the fuzzer.
+        .target(
+            name: "VPNProvTestFixtures",
             dependencies: [
-                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
-                "VPNProvAccounts", "VPNProvTestSupport",
-                "vpnprov-testhooks",
+                "VPNProvCLI", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto",
+                "VPNProvTestSupport",
             ],
+            path: "Tests/VPNProvTestFixtures",
             resources: [.copy("Fixtures")]
         ),
+        // The unit tests, a target per group of layers, each depending on the layers it tests.
+        .testTarget(
+            name: "ModelUnitTests",
+            dependencies: [
+                "VPNProvCLI", "VPNProvPlanning", "VPNProvModel", "VPNProvYAML", "VPNProvTestSupport",
+                "VPNProvTestFixtures",
+            ]),
+        .testTarget(
+            name: "StateUnitTests",
+            dependencies: [
+                "VPNProvEngine", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvCrypto", "VPNProvTestSupport",
+                "VPNProvTestFixtures",
+            ]),
+        .testTarget(
+            name: "RenderingUnitTests",
+            dependencies: [
+                "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvTestFixtures",
+            ]),
+        .testTarget(
+            name: "CLIUnitTests",
+            dependencies: [
+                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvAccounts", "VPNProvRendering", "VPNProvOutputTree",
+                "VPNProvPlanning", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
+                "VPNProvTestSupport", "VPNProvTestFixtures", "vpnprov-testhooks",
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
@@ -89,4 +116,10 @@ let package = Package(
 // out of their builds (about a fifth of the code each would compile; docs/testing.md, "CI").
 if Context.environment["VPNPROV_UNIT_TESTS_ONLY"] == "1" {
     package.targets.removeAll { $0.name == "EndToEndTests" }
+}
+
+// A file must import the module of every member it uses, not only of the types it names (SE-0444), so
+// each file's imports say what it depends on.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("MemberImportVisibility")]
 }

@@ -63,9 +63,9 @@ package struct AccountStore {
     }
 
     package static let devicesRange = 1...100
-    package static let minimumPasswordLength = 8
+    static let minimumPasswordLength = 8
     /// Longest password accepted (MS-CHAPv2 allows 256 UTF-16 units; RADIUS PAP 128 bytes).
-    package static let maximumPasswordBytes = 128
+    static let maximumPasswordBytes = 128
 
     /// `[A-Za-z0-9._@+-]{1,64}`, the rule the database's CHECK constraints repeat.
     package static func checkUsername(_ name: String) throws {
@@ -80,7 +80,7 @@ package struct AccountStore {
         }
     }
 
-    package static func checkDevices(_ devices: Int) throws {
+    static func checkDevices(_ devices: Int) throws {
         guard devicesRange.contains(devices) else {
             throw AccountError(
                 "invalid device limit \(devices): expected \(devicesRange.lowerBound) to \(devicesRange.upperBound)")
@@ -125,7 +125,7 @@ package struct AccountStore {
     /// The existing account whose name strongSwan takes for the same identity as `username` (equal
     /// without regard to ASCII case: identification.c compares FQDN and e-mail identities with
     /// strncasecmp), nil when there is none.
-    package func collidingAccount(_ username: String) throws -> String? {
+    func collidingAccount(_ username: String) throws -> String? {
         try db.query(
             "SELECT username FROM radcheck WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\") "
                 + "UNION SELECT username FROM radusergroup WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\") "

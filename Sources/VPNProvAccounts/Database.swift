@@ -19,7 +19,7 @@ package struct DatabaseError: Error, Sendable, CustomStringConvertible {
     package var kind: Kind
     package var message: String
     /// The SQLSTATE code of a failed statement ("23505"), when the server sent one.
-    package var sqlState: String?
+    var sqlState: String?
 
     package init(_ kind: Kind, _ message: String, sqlState: String? = nil) {
         self.kind = kind
@@ -30,7 +30,7 @@ package struct DatabaseError: Error, Sendable, CustomStringConvertible {
     package var description: String { message }
 
     /// A unique or primary-key constraint was violated.
-    package var isUniqueViolation: Bool { sqlState == "23505" }
+    var isUniqueViolation: Bool { sqlState == "23505" }
 }
 
 /// One connection to PostgreSQL through libpq. Statements with values are parameterized
@@ -43,9 +43,9 @@ package final class DatabaseConnection {
 
     /// Default limit of one statement: long enough for a migration under load, short enough that a
     /// locked table does not hang a command.
-    package static let defaultStatementTimeoutMilliseconds = 30_000
+    static let defaultStatementTimeoutMilliseconds = 30_000
     /// Seconds libpq waits for the server before giving up.
-    package static let connectTimeoutSeconds = 10
+    static let connectTimeoutSeconds = 10
 
     /// Connects with `conninfo` (a libpq connection string or `postgresql://` URI).
     package init(conninfo: String, statementTimeoutMilliseconds: Int = defaultStatementTimeoutMilliseconds) throws {
@@ -99,7 +99,7 @@ package final class DatabaseConnection {
 
     /// Runs a script of several statements without parameters: the embedded migrations only, whose
     /// text is part of vpnprov (never anything a user typed).
-    package func executeScript(_ sql: String) throws {
+    func executeScript(_ sql: String) throws {
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         try check(result)

@@ -119,7 +119,7 @@ package enum RadiusPacket {
     /// Whether `response` answers `request` under `secret`: same identifier, a valid Response
     /// Authenticator and, when present, a valid Message-Authenticator (computed with the Request
     /// Authenticator in the authenticator field).
-    package static func verifyResponse(_ response: [UInt8], to request: [UInt8], secret: [UInt8]) -> Bool {
+    static func verifyResponse(_ response: [UInt8], to request: [UInt8], secret: [UInt8]) -> Bool {
         guard let parsed = parse(response), parsed.identifier == request[1] else { return false }
         let length = Int(response[2]) << 8 | Int(response[3])
         var copy = Array(response[0..<length])
@@ -151,7 +151,7 @@ package enum RadiusPacket {
     }
 
     /// RFC 5176 §3.6 Error-Cause values a node may send.
-    package static func describeErrorCause(_ value: Int) -> String {
+    static func describeErrorCause(_ value: Int) -> String {
         let names: [Int: String] = [
             201: "Residual Session Context Removed", 401: "Unsupported Attribute", 402: "Missing Attribute",
             403: "NAS Identification Mismatch", 404: "Invalid Request", 405: "Unsupported Service",

@@ -143,10 +143,10 @@ struct Arguments<Option: CommandOptions>: Sendable {
 /// Arguments after the command name, split by the command's configuration. Commands read them through
 /// their declared options (`Arguments`); the names are the parser's.
 package struct ParsedArguments: Sendable {
-    package var positionals: [String] = []
+    var positionals: [String] = []
     fileprivate(set) var values: [String: String] = [:]
     fileprivate(set) var flags: Set<String> = []
-    package var wantsHelp = false
+    var wantsHelp = false
 
     /// The names of the options given (values and flags), for a group that checks its subcommand's.
     var givenOptionNames: Set<String> { flags.union(values.keys) }

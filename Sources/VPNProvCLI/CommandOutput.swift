@@ -35,7 +35,7 @@ package final class CommandOutput: @unchecked Sendable {
     /// Shows how far the long stages are (nil: not shown).
     package let progress: (any ProgressObserver)?
     /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
-    package var showAcknowledged: Bool {
+    var showAcknowledged: Bool {
         get { locked { showAcknowledgedValue } }
         set { locked { showAcknowledgedValue = newValue } }
     }
@@ -77,7 +77,7 @@ package final class CommandOutput: @unchecked Sendable {
     }
 
     /// True when the document goes to standard output (json, sarif).
-    package var isMachineReadable: Bool { format != .text }
+    var isMachineReadable: Bool { format != .text }
 
     /// Source text of an input file, for excerpts under text diagnostics; `hidden` lines (literal
     /// secrets) are never shown.

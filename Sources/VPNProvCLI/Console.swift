@@ -15,7 +15,7 @@ package struct Console: Sendable {
 
     private let sink: @Sendable (Stream, String) -> Void
     /// Progress messages go to stderr only when it is a terminal.
-    package var errorIsTerminal: Bool
+    var errorIsTerminal: Bool
 
     package init(errorIsTerminal: Bool = false, sink: @escaping @Sendable (Stream, String) -> Void) {
         self.sink = sink

@@ -28,7 +28,7 @@ package struct DNAttributeType: Sendable, Hashable {
     package let openSSLName: String
     /// strongSwan encodes the value as an IA5String (e-mail, unstructured name); else PrintableString
     /// when the value allows it, UTF8String otherwise.
-    package let ia5: Bool
+    let ia5: Bool
 
     init(_ keywords: [String], _ oid: String, _ openSSLName: String, ia5: Bool = false) {
         self.keywords = keywords
@@ -67,7 +67,7 @@ extension DistinguishedName {
     ]
 
     /// strongSwan's RDN_MAX: atodn refuses a DN with more RDNs.
-    package static let maxRDNs = 20
+    static let maxRDNs = 20
 
     private static let byKeyword: [String: DNAttributeType] = {
         var table: [String: DNAttributeType] = [:]
@@ -85,7 +85,7 @@ extension DistinguishedName {
     private static let byAnyName: [String: DNAttributeType] = byKeyword.merging(byOpenSSLName) { a, _ in a }
 
     /// The attribute type of an inventory keyword, nil when strongSwan or OpenSSL does not know it.
-    package static func attributeType(keyword: String) -> DNAttributeType? { byKeyword[keyword.lowercased()] }
+    static func attributeType(keyword: String) -> DNAttributeType? { byKeyword[keyword.lowercased()] }
 
     /// Why `text` is not a DN identity vpnprov can issue and strongSwan reads back, or nil.
     package enum Problem: Error, Sendable, Hashable, CustomStringConvertible {

@@ -6,7 +6,7 @@ package struct CryptoError: Error, Sendable, CustomStringConvertible {
     /// What vpnprov was doing.
     package var message: String
     /// OpenSSL's error queue at the time of the failure (may be empty).
-    package var openSSLErrors: [String]
+    var openSSLErrors: [String]
 
     package init(_ message: String, openSSLErrors: [String] = []) {
         self.message = message

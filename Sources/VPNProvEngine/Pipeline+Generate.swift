@@ -207,9 +207,9 @@ extension Pipeline {
 
 extension RuleCode {
     /// `revoke` of a name the inventory does not list.
-    package static let noSuchUser = RuleCode("no-such-user")
+    static let noSuchUser = RuleCode("no-such-user")
     /// The command names a node the inventory does not list.
-    package static let noSuchNode = RuleCode("no-such-node")
+    static let noSuchNode = RuleCode("no-such-node")
     /// Nodes whose server files changed are not recorded as rolled out.
     package static let rolloutPending = RuleCode("rollout-pending")
     /// `check`: the output tree or the state differs from what `generate` would make of them.
@@ -219,7 +219,7 @@ extension RuleCode {
 extension PKIChange {
     /// The change as something that would happen ("generate secret for user 'ivan': password"), for
     /// `check`, which changes nothing.
-    package var pendingDescription: String {
+    var pendingDescription: String {
         let verb: String
         switch kind {
         case .caCreated: verb = "create CA"

@@ -25,7 +25,7 @@ package struct LifecycleOptions: Sendable, Hashable {
 }
 
 /// What a lifecycle command changed and who has to act on it.
-package struct LifecycleSummary: Sendable, Hashable, Encodable {
+struct LifecycleSummary: Sendable, Hashable, Encodable {
     /// State changes, as the generate summary prints them.
     package var changes: [String]
     /// Nodes waiting for a rollout (this run's changes and earlier ones not yet recorded with

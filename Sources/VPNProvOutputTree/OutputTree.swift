@@ -50,7 +50,7 @@ package enum OutputTree {
     package static let manifestName = ".vpnprov-manifest"
     /// What the rollout reports back into the tree (`rollout/acme/<node>.pem`, the node certificates it obtained
     /// from ACME; docs/acme.md): never written by vpnprov, never drift, read by `vpnprov status`.
-    package static let rolloutReportsDirectory = "rollout"
+    static let rolloutReportsDirectory = "rollout"
     static let publicMode: mode_t = 0o644
     static let privateMode: mode_t = 0o600
 

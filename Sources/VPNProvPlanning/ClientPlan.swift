@@ -322,7 +322,7 @@ package struct ClientPlan: Sendable, Hashable {
 
 extension IKEIdentity {
     /// An IPv4 or IPv6 identity.
-    package var isIPAddress: Bool {
+    var isIPAddress: Bool {
         switch self {
         case .ipv4, .ipv6: return true
         default: return false

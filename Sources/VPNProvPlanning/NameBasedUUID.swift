@@ -9,7 +9,7 @@ package struct NameBasedUUID: Sendable, Hashable, CustomStringConvertible {
     package let bytes: [UInt8]
 
     /// RFC 4122 Appendix C URL namespace.
-    package static let urlNamespace = NameBasedUUID(bytes: [
+    static let urlNamespace = NameBasedUUID(bytes: [
         0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
     ])
 

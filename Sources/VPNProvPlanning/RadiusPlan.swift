@@ -84,7 +84,7 @@ package struct RadiusPlan: Sendable, Hashable {
 
     /// Groups a node of `tier` requires of a RADIUS account (swanctl `groups`): every tier but the
     /// lowest, whose nodes admit every account.
-    package static func requiredGroups(for tier: Tier) -> [String] {
+    static func requiredGroups(for tier: Tier) -> [String] {
         tier == .free ? [] : [tier.rawValue]
     }
 

@@ -307,17 +307,17 @@ package struct NodePlan: Sendable, Hashable {
 
 /// Derives NodePlans from the inventory. Pure: same inventory, same plan.
 package enum ServerPlan {
-    package static let ipv4PoolName = "pool-v4"
-    package static let ipv6PoolName = "pool-v6"
+    static let ipv4PoolName = "pool-v4"
+    static let ipv6PoolName = "pool-v6"
     /// swanctl file names (relative to x509ca/, x509crl/).
     /// The node's certificate in swanctl's `x509/`: vpnprov's `<node>.pem`, or for an ACME node the one the
     /// rollout obtains on the node (docs/acme.md).
-    package static func certificateFileName(_ node: Node) -> String {
+    static func certificateFileName(_ node: Node) -> String {
         node.certificate == .acme ? acmeCertificateFileName : "\(node.name).pem"
     }
     /// The ACME certificate's file name in `x509/` (its key's in `private/`, its chain's `vpnprov-acme-N.pem` in
     /// `x509ca/`), written by the role's ACME tasks.
-    package static let acmeCertificateFileName = "vpnprov-acme.pem"
+    static let acmeCertificateFileName = "vpnprov-acme.pem"
     package static let caFileName = "ca.pem"
     package static let crlFileName = "crl.pem"
     /// During a CA rotation: the new CA cross-certified by the previous one, and the new CA's CRL.

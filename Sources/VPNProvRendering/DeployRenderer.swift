@@ -13,10 +13,10 @@ import VPNProvTemplates
 // docs/deploy.md describes the role.
 
 package enum DeployRenderer {
-    package static let inventoryTemplate = "deploy/inventory.yml.tmpl"
-    package static let hostVarsTemplate = "deploy/host_vars.yml.tmpl"
+    static let inventoryTemplate = "deploy/inventory.yml.tmpl"
+    static let hostVarsTemplate = "deploy/host_vars.yml.tmpl"
     /// The Ansible group every node is in.
-    package static let nodesGroup = "vpnprov_nodes"
+    static let nodesGroup = "vpnprov_nodes"
 
     /// Every file of deploy/, sorted by path.
     package static func render(inventory: Inventory, templates: TemplateSet) throws -> [OutputFile] {
@@ -47,7 +47,7 @@ package enum DeployRenderer {
                     }))
     }
 
-    package static func inventoryContext(_ inventory: Inventory) -> TemplateValue {
+    static func inventoryContext(_ inventory: Inventory) -> TemplateValue {
         let nodes: [TemplateValue] = inventory.nodes.map { node in
             [
                 "name": .string(node.name),

@@ -9,7 +9,7 @@ import VPNProvTemplates
 // so a node and its RADIUS servers agree on names, ports and secrets.
 
 /// Why the RADIUS files could not be produced. Never contains a secret value.
-package struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
+struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
     package var message: String
     package var description: String { message }
 }
@@ -17,27 +17,27 @@ package struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
 package enum RadiusRenderer {
     /// `radius/<this>/` holds the database's migrations, not a server's directory (no server may be named so).
     package static let migrationsDirectory = "migrations"
-    package static let nodeTemplate = "server/strongswan-radius.conf.tmpl"
-    package static let daeTemplate = "server/strongswan-radius-dae.conf.tmpl"
+    static let nodeTemplate = "server/strongswan-radius.conf.tmpl"
+    static let daeTemplate = "server/strongswan-radius-dae.conf.tmpl"
     /// Where a node's RADIUS settings go under `servers/<node>/` (and under /etc on the node): the
     /// servers, which `swanctl --reload-settings` applies, and the Disconnect-Request listener, which
     /// strongSwan starts only with the daemon (eap_radius_plugin.c creates it once), apart so a
     /// rollout restarts the daemon only when the listener changed.
-    package static let nodeFile = "strongswan.d/vpnprov-radius.conf"
-    package static let daeFile = "strongswan.d/vpnprov-radius-dae.conf"
+    static let nodeFile = "strongswan.d/vpnprov-radius.conf"
+    static let daeFile = "strongswan.d/vpnprov-radius-dae.conf"
     /// With `accounts.protection: ipsec`: the node's IPsec connections to its RADIUS servers (swanctl.conf
     /// includes conf.d/*.conf), and each RADIUS server's connections to the nodes and its firewall table.
-    package static let nodeIPsecTemplate = "server/swanctl-radius-ipsec.conf.tmpl"
-    package static let nodeIPsecFile = "swanctl/conf.d/vpnprov-radius-ipsec.conf"
-    package static let serverIPsecTemplate = "radius/swanctl-ipsec.conf.tmpl"
-    package static let serverIPsecFile = "ipsec/swanctl.conf"
-    package static let serverFirewallTemplate = "radius/vpnprov-radius.nft.tmpl"
-    package static let serverFirewallFile = "ipsec/vpnprov-radius.nft"
+    static let nodeIPsecTemplate = "server/swanctl-radius-ipsec.conf.tmpl"
+    static let nodeIPsecFile = "swanctl/conf.d/vpnprov-radius-ipsec.conf"
+    static let serverIPsecTemplate = "radius/swanctl-ipsec.conf.tmpl"
+    static let serverIPsecFile = "ipsec/swanctl.conf"
+    static let serverFirewallTemplate = "radius/vpnprov-radius.nft.tmpl"
+    static let serverFirewallFile = "ipsec/vpnprov-radius.nft"
 
     /// IKE identities of the two ends (FQDN type, apart from every identity clients use): the
     /// connections are bound to the peers' addresses, the identities choose the pre-shared key.
-    package static func nodeIdentity(_ node: String) -> String { "@node-\(node)" }
-    package static func serverIdentity(_ server: String) -> String { "@radius-\(server)" }
+    static func nodeIdentity(_ node: String) -> String { "@node-\(node)" }
+    static func serverIdentity(_ server: String) -> String { "@radius-\(server)" }
     /// The files of one RADIUS server: template under templates/radius/, path under radius/<server>/,
     /// private (0600) when it holds a secret.
     package static let serverFiles: [(template: String, path: String, isPrivate: Bool)] = [
@@ -58,7 +58,7 @@ package enum RadiusRenderer {
     ]
 
     /// A node's two RADIUS files under `servers/<node>/strongswan.d/`; none for a node without RADIUS.
-    package static func nodeFiles(
+    static func nodeFiles(
         node: Node, inventory: Inventory, nodeMaterials: NodeMaterials, templates: TemplateSet
     ) throws -> [OutputFile] {
         guard let plan = RadiusPlan.make(for: node, in: inventory) else { return [] }

@@ -37,13 +37,13 @@ package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
 package enum ServerRenderer {
     package static let swanctlTemplate = "server/swanctl.conf.tmpl"
     package static let secretsTemplate = "server/secrets.conf.tmpl"
-    package static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
-    package static let readmeTemplate = "server/README.tmpl"
+    static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
+    static let readmeTemplate = "server/README.tmpl"
     package static let nftablesTemplate = "server/nftables.nft.tmpl"
-    package static let sysctlTemplate = "server/sysctl.conf.tmpl"
+    static let sysctlTemplate = "server/sysctl.conf.tmpl"
     /// Where a node's network files go under `servers/<node>/` (and, on the node, under /etc).
-    package static let nftablesFile = "network/vpnprov.nft"
-    package static let sysctlFile = "network/60-vpnprov.conf"
+    static let nftablesFile = "network/vpnprov.nft"
+    static let sysctlFile = "network/60-vpnprov.conf"
 
     /// Every node's files, nodes in inventory order, each node's files sorted by path.
     package static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
@@ -242,7 +242,7 @@ package enum ServerRenderer {
 
     /// The context of server/swanctl.conf.tmpl for a plan (public so tests and custom templates can
     /// see exactly what a template receives).
-    package static func swanctlContext(_ plan: NodePlan) -> TemplateValue {
+    static func swanctlContext(_ plan: NodePlan) -> TemplateValue {
         func yesNo(_ b: Bool) -> TemplateValue { .string(b ? "yes" : "no") }
         func seconds(_ n: Int) -> TemplateValue { .string("\(n)s") }
         func list(_ items: [String]) -> TemplateValue { .string(items.joined(separator: ", ")) }

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// The one way vpnprov writes a file it must never leave half-written: the contents go to a temporary

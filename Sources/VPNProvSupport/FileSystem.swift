@@ -15,7 +15,7 @@ package enum FileSystemSync {
 
 /// The process's file-creation mask, read once from /proc (umask(2) cannot be read without
 /// changing it, which would race with other threads creating files).
-package enum FileMode {
+enum FileMode {
     static let processUmask: mode_t? = {
         guard let bytes = try? BoundedFile.read("/proc/self/status", limit: 64 << 10) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
@@ -26,7 +26,7 @@ package enum FileMode {
     }()
 
     /// True when a file created with `mode` gets exactly `mode` (unknown umask: false).
-    package static func umaskKeeps(_ mode: mode_t) -> Bool {
+    static func umaskKeeps(_ mode: mode_t) -> Bool {
         guard let mask = processUmask else { return false }
         return mode & mask == 0
     }

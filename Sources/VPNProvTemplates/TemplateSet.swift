@@ -37,7 +37,7 @@ package struct TemplateSetError: Error, Hashable, CustomStringConvertible {
 
 package struct TemplateSet: Sendable {
     /// Names (paths relative to templates/) of every template vpnprov uses.
-    package static var knownNames: [String] { BuiltinTemplates.files.keys.sorted() }
+    static var knownNames: [String] { BuiltinTemplates.files.keys.sorted() }
 
     /// Parsed templates by name.
     package private(set) var templates: [String: Template]

@@ -9,7 +9,7 @@ import VPNProvSupport
 /// them at their default action, so they end a run exactly where they arrive, like a kill).
 package enum CrashAfterWrites {
     package static let variable = "VPNPROV_CRASH_AFTER_WRITES"
-    package static let signalVariable = "VPNPROV_CRASH_SIGNAL"
+    static let signalVariable = "VPNPROV_CRASH_SIGNAL"
 
     /// Installs the kill at the step the environment names; does nothing without the variable.
     package static func install(from environment: [String: String]) {

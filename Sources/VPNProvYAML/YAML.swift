@@ -37,7 +37,7 @@ package struct YAMLNode: Sendable, Hashable {
     package var column: Int
     /// Where the node ends (1-based; the position just after its last character).
     package var endLine: Int
-    package var endColumn: Int
+    var endColumn: Int
 
     package init(kind: Kind, line: Int, column: Int, endLine: Int? = nil, endColumn: Int? = nil) {
         self.kind = kind
@@ -62,7 +62,7 @@ package struct YAMLNode: Sendable, Hashable {
     }
 
     /// A short human name of the node's kind, for messages ("a mapping", "a list", "a string").
-    package var kindDescription: String {
+    var kindDescription: String {
         switch kind {
         case .scalar: return isNull ? "null" : "a scalar"
         case .sequence: return "a list"
@@ -71,7 +71,7 @@ package struct YAMLNode: Sendable, Hashable {
     }
 
     /// Hashes what `hasSameContent` compares (text and structure, not positions or quoting style).
-    package func hashContent(into hasher: inout Hasher) {
+    func hashContent(into hasher: inout Hasher) {
         switch kind {
         case .scalar(let s, _):
             hasher.combine(0)
@@ -91,7 +91,7 @@ package struct YAMLNode: Sendable, Hashable {
     }
 
     /// Structural equality ignoring positions and quoting style (what YAML means by "the same key").
-    package func hasSameContent(as other: YAMLNode) -> Bool {
+    func hasSameContent(as other: YAMLNode) -> Bool {
         switch (kind, other.kind) {
         case (.scalar(let a, _), .scalar(let b, _)):
             return a == b
@@ -152,13 +152,13 @@ package struct YAMLError: Error, Sendable, Hashable, CustomStringConvertible {
 package struct YAMLLoader: Sendable {
     package struct Limits: Sendable, Hashable {
         /// Total nodes produced, counting every alias expansion.
-        package var maxNodes: Int = 1_000_000
+        var maxNodes: Int = 1_000_000
         /// Number of alias references.
         package var maxAliases: Int = 10_000
         /// Nesting depth of collections.
-        package var maxDepth: Int = 256
+        var maxDepth: Int = 256
         /// Bytes in one scalar.
-        package var maxScalarBytes: Int = 1 << 20
+        var maxScalarBytes: Int = 1 << 20
         package init() {}
     }
 

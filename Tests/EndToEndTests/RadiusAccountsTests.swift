@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestSupport
 
 /// Central accounts, end to end: VPN nodes whose password services (IKEv2 EAP-MSCHAPv2, IKEv1 XAuth) go to RADIUS
 /// (strongSwan's eap-radius), two FreeRADIUS 3.2 servers, one PostgreSQL with the accounts, real strongSwan

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestSupport
 
 /// How many password logins per second one node with `accounts: radius` takes through FreeRADIUS and PostgreSQL
 /// on this machine: a benchmark that prints figures (`bench radius: …`) and asserts only that every login

@@ -26,7 +26,7 @@ package struct AppleSA: Sendable, Hashable {
     package var childLifetimeMinutes: Int
 
     /// Lifetimes that avoid the macOS 14 rekey trouble (1410 minutes: docs/decisions.md, "Clients").
-    package static let defaultLifetimeMinutes = 1410
+    static let defaultLifetimeMinutes = 1410
 
     /// The proposals the device sends with these parameters.
     package var offer: ProposalOffer {

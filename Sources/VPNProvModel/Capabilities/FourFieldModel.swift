@@ -27,7 +27,7 @@ package enum FourFieldModel {
     /// NEVPNIKEv2SecurityAssociationParameters defaults of AES-256, SHA2-256 (the PRF follows the
     /// integrity algorithm) and DH group 14 since iOS 14 / macOS 11, for the IKE and the Child SA;
     /// the Child SA's group only counts with enablePFS, which defaults to off.
-    package static let ikev2Offer = ProposalOffer(ike: ["aes256-sha256-modp2048"], esp: ["aes256-sha256"])
+    static let ikev2Offer = ProposalOffer(ike: ["aes256-sha256-modp2048"], esp: ["aes256-sha256"])
 
     /// What a device must hold before it can use the service on the node, beyond what an app configures
     /// (`needsOnDevice` of the catalogue): the deployment's CA, where the node's certificate comes from it

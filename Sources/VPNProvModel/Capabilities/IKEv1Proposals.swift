@@ -11,11 +11,11 @@ package enum IKEv1Proposals {
     /// Extra IKEv1 Phase 1 proposals after the ones derived from the node's: what iOS/macOS "Cisco
     /// IPSec" clients offer, as accepted by setup-ipsec-vpn's tested server (docs/decisions.md, "Clients"). 3DES
     /// and MODP1024 are deliberately absent.
-    package static let fallbackIKE = [
+    static let fallbackIKE = [
         "aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048",
     ]
     /// Extra IKEv1 Quick Mode (ESP) proposals after the node's.
-    package static let fallbackESP = ["aes256-sha256", "aes256-sha1", "aes128-sha1"]
+    static let fallbackESP = ["aes256-sha256", "aes256-sha1", "aes128-sha1"]
 
     /// IKEv1 Phase 1 proposals derived from IKEv2 ones, then the fallbacks, without duplicates.
     /// IKEv1 takes one algorithm of each kind per proposal and has no AEAD in Phase 1, so every

@@ -37,7 +37,7 @@ package enum NodeAccessPolicy {
     }
 
     /// The policies a user's certificate carries: one per node in `nodes:` (inventory order).
-    package static func oids(for user: User) -> [String] {
+    static func oids(for user: User) -> [String] {
         user.nodes.map { oid(forNode: $0) }
     }
 }

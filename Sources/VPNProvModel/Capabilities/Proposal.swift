@@ -15,7 +15,7 @@ package struct AlgorithmInfo: Sendable, Hashable {
     /// AEAD cipher (needs no integrity, needs an explicit PRF in IKE).
     package var isAEAD: Bool
     /// Considered weak: refused unless the inventory allows weak algorithms.
-    package var isWeak: Bool
+    var isWeak: Bool
     /// Apple profile value: EncryptionAlgorithm / IntegrityAlgorithm string, or DH group number as text.
     package var apple: String?
     /// DH group number for key exchange keywords.
@@ -102,7 +102,7 @@ package enum AlgorithmTable {
     }
 
     /// `none`/`modpnone`: makes a DH group optional in ESP proposals (PFS on rekey).
-    package static let noGroupKeywords: Set<String> = ["none", "modpnone"]
+    static let noGroupKeywords: Set<String> = ["none", "modpnone"]
 }
 
 /// Why a proposal string is not valid.
@@ -123,11 +123,11 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     /// Key exchange groups (for ESP: PFS groups used on rekey).
     package var groups: [AlgorithmInfo]
     /// ESP only: `modpnone`/`none` present, so the group is optional.
-    package var groupOptional: Bool
+    var groupOptional: Bool
     /// Additional key exchanges (RFC 9370, `ke1_mlkem768`), by slot 1...7: the methods of each slot, `none` among
     /// them where the slot is optional. Only in the proposals vpnprov derives from `quantum_safe:`
     /// (`parse(_:purpose:additionalKeyExchanges:)`); the inventory's `proposals:` take none.
-    package var additionalKeyExchanges: [Int: Set<String>] = [:]
+    var additionalKeyExchanges: [Int: Set<String>] = [:]
 
     package var description: String { text }
     package var isAEAD: Bool { encryption.first?.isAEAD ?? false }

@@ -26,7 +26,7 @@ extension RuleCode {
     /// An explicit YAML tag (`!!str`, `!custom`): the schema does not take tags.
     package static let yamlTag = RuleCode("yaml-tag")
     /// The file holds no YAML document.
-    package static let emptyInventory = RuleCode("empty-inventory")
+    static let emptyInventory = RuleCode("empty-inventory")
 
     // Schema
     /// `vpnprov:` is not a supported schema version.
@@ -34,18 +34,18 @@ extension RuleCode {
     /// A key the schema does not know (with a "did you mean" hint).
     package static let unknownKey = RuleCode("unknown-key")
     /// A required key is absent.
-    package static let missingKey = RuleCode("missing-key")
+    static let missingKey = RuleCode("missing-key")
     /// A value has the wrong YAML type (list for a string, yes/no for a boolean, quoted number...).
     package static let typeMismatch = RuleCode("type-mismatch")
     /// A value of the right type but not one of the allowed values (tier, key type, service, device...).
     package static let invalidValue = RuleCode("invalid-value")
     /// A pool that is not a CIDR network, or has host bits set.
-    package static let invalidCIDR = RuleCode("invalid-cidr")
+    static let invalidCIDR = RuleCode("invalid-cidr")
     /// A user's `nodes:` names a node the inventory does not define.
     package static let unknownNode = RuleCode("unknown-node")
     /// The same entry twice in a list (services, devices, nodes); the duplicate is ignored.
     package static let duplicateEntry = RuleCode("duplicate-entry")
     /// A value that goes into an Apple profile (an XML plist) holds a character XML 1.0 cannot carry, or a control
     /// character.
-    package static let unrepresentableText = RuleCode("unrepresentable-text")
+    static let unrepresentableText = RuleCode("unrepresentable-text")
 }

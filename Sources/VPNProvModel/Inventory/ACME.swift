@@ -13,12 +13,12 @@ package enum CertificateSource: String, Sendable, Hashable, CaseIterable {
 /// `certificate: acme`.
 package struct ACMESettings: Sendable, Hashable {
     /// Let's Encrypt's production directory (the default).
-    package static let letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
+    static let letsEncrypt = "https://acme-v02.api.letsencrypt.org/directory"
     /// Let's Encrypt's staging directory (untrusted certificates, far higher rate limits).
-    package static let letsEncryptStaging = "https://acme-staging-v02.api.letsencrypt.org/directory"
+    static let letsEncryptStaging = "https://acme-staging-v02.api.letsencrypt.org/directory"
     /// Renew when fewer days than this are left (Let's Encrypt suggests renewing at two thirds of the lifetime).
-    package static let defaultRenewDays = 30
-    package static let renewDaysRange = 1...60
+    static let defaultRenewDays = 30
+    static let renewDaysRange = 1...60
 
     /// How the CA checks that the node holds its name.
     package enum Challenge: String, Sendable, Hashable, CaseIterable {

@@ -1,3 +1,5 @@
+import Foundation
+
 // Central accounts (`accounts:`, docs/accounts.md): the nodes that say `accounts: radius` hand their
 // password services (EAP and XAuth) to FreeRADIUS servers, which read the accounts from PostgreSQL.
 
@@ -63,7 +65,7 @@ package struct AccountsSettings: Sendable, Hashable {
     /// How the node↔RADIUS path is protected.
     package var protection: RadiusProtection
     /// Where each `disconnectFrom` entry was written (same order).
-    package var disconnectFromLocations: [SourceLocation] = []
+    var disconnectFromLocations: [SourceLocation] = []
     /// In order of preference: the first is asked first.
     package var servers: [RadiusServer]
     package var location: SourceLocation

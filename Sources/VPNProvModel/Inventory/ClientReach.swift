@@ -94,7 +94,7 @@ package enum ClientReach {
         ] + internal4.map(embedded)
 
     package static func never(ipv6: Bool) -> [Range] { ipv6 ? never6 : never4 }
-    package static func internalRanges(ipv6: Bool) -> [Range] { ipv6 ? internal6 : internal4 }
+    static func internalRanges(ipv6: Bool) -> [Range] { ipv6 ? internal6 : internal4 }
 
     /// Whether the first `prefix` bits of `address` put it inside `c` (same family).
     package static func contains(_ c: CIDR, _ inner: CIDR) -> Bool {

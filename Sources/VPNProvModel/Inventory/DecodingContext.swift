@@ -371,7 +371,7 @@ final class DecodingContext {
 
 /// Edit distance (optimal string alignment: insert, delete, substitute, swap neighbours) for hints.
 package enum Spelling {
-    package static func distance(_ a: String, _ b: String) -> Int {
+    static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a.lowercased())
         let b = Array(b.lowercased())
         if a.isEmpty { return b.count }

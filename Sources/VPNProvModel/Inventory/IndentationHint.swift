@@ -1,3 +1,4 @@
+import Foundation
 import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML

@@ -3,9 +3,9 @@ import VPNProvYAML
 extension InventoryDecoder {
     /// The accounting interval accepted (seconds): strongSwan's Interim-Updates, which also keep the
     /// database's open sessions (and so the device limits) current.
-    package static let accountingIntervalRange = 30...86_400
+    static let accountingIntervalRange = 30...86_400
     /// The device limits accepted.
-    package static let deviceLimitRange = 1...100
+    static let deviceLimitRange = 1...100
 
     /// `accounts: {database, radius_database, secret: gen, accounting_interval, device_limit,
     /// disconnect_from, protection, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).

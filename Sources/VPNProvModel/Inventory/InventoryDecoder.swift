@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import VPNProvCrypto
 import VPNProvSupport
@@ -9,20 +10,20 @@ import VPNProvYAML
 /// The inventory is returned only when decoding found no error; rule checks are the Validator's job.
 package struct InventoryDecoder: Sendable {
     /// Schema versions this build reads.
-    package static let supportedSchemaVersion = 1
+    static let supportedSchemaVersion = 1
 
     // The keys of each section are the enums of InventoryKeys.swift.
     /// Keys of a node (and of `defaults:`), as written.
     package static let nodeKeys = NodeKey.allCases.map(\.rawValue)
     /// The MSS range accepted for `network.mss` (RFC 879's 536 up to Ethernet's 1460).
-    package static let mssRange = 536...1460
+    static let mssRange = 536...1460
     /// Longest idle time accepted for `disconnect_on_idle` (seconds; one day).
-    package static let maxDisconnectOnIdle = 86_400
+    static let maxDisconnectOnIdle = 86_400
     /// Keys of a user, as written.
-    package static let userKeys = UserKey.allCases.map(\.rawValue)
+    static let userKeys = UserKey.allCases.map(\.rawValue)
 
     /// Default services of a node when neither the node nor `defaults:` names any.
-    package static let defaultServices: [Service] = [.ikev2EAP]
+    static let defaultServices: [Service] = [.ikev2EAP]
 
     /// Path used in diagnostics and `Inventory.file`.
     package var file: String
@@ -55,7 +56,7 @@ package struct InventoryDecoder: Sendable {
         /// Users with an error: left out.
         package var users: Set<String> = []
         /// Users (decoded cleanly) on a broken node: what they get from their nodes is not judged.
-        package var usersOnBrokenNodes: Set<String> = []
+        var usersOnBrokenNodes: Set<String> = []
         /// `pki:` / `secrets:` had an error: the rules that read them are skipped.
         package var pki = false
         package var secrets = false

@@ -172,9 +172,9 @@ package struct ProfileSigningSettings: Sendable, Hashable {
 /// secrets may come from"; docs/security.md section 3).
 package struct SecretSettings: Sendable, Hashable {
     /// Without `secrets.env_prefix`: variables named `VPN_...`.
-    package static let defaultEnvPrefixes = ["VPN_"]
+    static let defaultEnvPrefixes = ["VPN_"]
     /// vpnprov's own variables (`VPNPROV_CA_PASSPHRASE`, ...): never a secret of the inventory.
-    package static let reservedPrefix = "VPNPROV_"
+    static let reservedPrefix = "VPNPROV_"
 
     /// An `env:` variable's name must start with one of these.
     package var envPrefixes: [String]
@@ -260,7 +260,7 @@ package struct NodeNetwork: Sendable, Hashable {
 
     /// strongSwan's recommended value for IPsec over a 1500-byte path: the ESP-in-UDP overhead
     /// leaves 1400 bytes for the inner packet, 40 of them TCP/IP headers.
-    package static let defaultMSS = 1360
+    static let defaultMSS = 1360
 
     /// The interface pool traffic leaves by; nil: any (masquerade applies whatever the route).
     package var uplink: String?
@@ -433,7 +433,7 @@ package struct Inventory: Sendable, Hashable {
     /// Where `env:`/`file:` secrets may come from (`secrets:`).
     package var secrets = SecretSettings()
     /// Warnings the operator keeps on purpose (`acknowledge:`), in the order written.
-    package var acknowledgements: [Acknowledgement] = []
+    var acknowledgements: [Acknowledgement] = []
     /// Central accounts (`accounts:`): RADIUS servers and their database; nil when not written.
     package var accounts: AccountsSettings?
     /// The ACME settings (`acme:`) of the nodes with `certificate: acme`; nil when not written.
@@ -544,7 +544,7 @@ package struct AppleOptions: Sendable, Hashable {
 /// One entry of `acknowledge:`: a warning rule kept on purpose for a node, a user or the nodes
 /// offering a service (all that are given must match), or with none of them for the deployment's
 /// own warnings (`pki:`), with the reason (docs/inventory.md).
-package struct Acknowledgement: Sendable, Hashable {
+struct Acknowledgement: Sendable, Hashable {
     package var rule: RuleCode
     package var node: String?
     package var user: String?
@@ -552,7 +552,7 @@ package struct Acknowledgement: Sendable, Hashable {
     package var reason: String
     /// The entry (its `- ` item), and its `rule:` value.
     package var location: SourceLocation
-    package var ruleLocation: SourceLocation
+    var ruleLocation: SourceLocation
 
     package init(
         rule: RuleCode, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String,

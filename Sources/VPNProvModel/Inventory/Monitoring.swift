@@ -5,9 +5,9 @@ import VPNProvYAML
 /// configuration and alert rules for the fleet.
 package struct MonitoringSettings: Sendable, Hashable {
     /// The node exporter's own default port.
-    package static let defaultPort = 9100
+    static let defaultPort = 9100
     /// The ports accepted: not the privileged ones (the exporter runs as its own user).
-    package static let portRange = 1024...65535
+    static let portRange = 1024...65535
 
     /// Who may scrape the exporters (Prometheus servers): addresses as /32 or /128 networks.
     package var from: [CIDR] = []

@@ -9,11 +9,11 @@ import VPNProvYAML
 
 extension RuleCode {
     /// A node says `certificate: acme` but the inventory has no `acme:` section, or it has no `email`.
-    package static let acmeSettingsMissing = RuleCode("acme-settings-missing")
+    static let acmeSettingsMissing = RuleCode("acme-settings-missing")
     /// An ACME node whose identity is not a DNS name.
-    package static let acmeIdentity = RuleCode("acme-identity")
+    static let acmeIdentity = RuleCode("acme-identity")
     /// `acme:` is written but no node says `certificate: acme`.
-    package static let acmeUnused = RuleCode("acme-unused")
+    static let acmeUnused = RuleCode("acme-unused")
 }
 
 enum ACMERules {

@@ -16,23 +16,23 @@ import VPNProvSupport
 
 extension RuleCode {
     /// A node says `accounts: radius` but the inventory has no `accounts:` section.
-    package static let accountsMissing = RuleCode("accounts-missing")
+    static let accountsMissing = RuleCode("accounts-missing")
     /// `accounts:` is written but no node says `accounts: radius`.
-    package static let accountsUnused = RuleCode("accounts-unused")
+    static let accountsUnused = RuleCode("accounts-unused")
     /// RADIUS nodes exist but `accounts.radius_database` is not set.
-    package static let radiusDatabaseMissing = RuleCode("radius-database-missing")
+    static let radiusDatabaseMissing = RuleCode("radius-database-missing")
     /// A RADIUS server's name or address is unusable.
-    package static let invalidRadiusServer = RuleCode("invalid-radius-server")
+    static let invalidRadiusServer = RuleCode("invalid-radius-server")
     /// No address may send Disconnect-Requests (servers are host names and `disconnect_from` is not set).
-    package static let disconnectFromEmpty = RuleCode("disconnect-from-empty")
+    static let disconnectFromEmpty = RuleCode("disconnect-from-empty")
     /// A node says `accounts: radius` but offers no password service.
-    package static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
+    static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
     /// `accounts.protection: none`: RADIUS between the nodes and the RADIUS servers travels in clear.
-    package static let radiusCleartext = RuleCode("radius-cleartext")
+    static let radiusCleartext = RuleCode("radius-cleartext")
     /// A RADIUS node offers ikev2-psk, whose only client credential is the node PSK.
-    package static let radiusPSKService = RuleCode("radius-psk-service")
+    static let radiusPSKService = RuleCode("radius-psk-service")
     /// `disconnect_from` admits every address or addresses of a RADIUS node's pool.
-    package static let disconnectFromWide = RuleCode("disconnect-from-wide")
+    static let disconnectFromWide = RuleCode("disconnect-from-wide")
     /// A node's `radius_address` is unused (no `accounts: radius`) or unusable: another node's address, in a pool,
     /// or of another family than a RADIUS server's address.
     package static let radiusAddress = RuleCode("radius-address")

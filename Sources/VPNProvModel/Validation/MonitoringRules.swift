@@ -9,7 +9,7 @@ import VPNProvSupport
 
 extension RuleCode {
     /// A `monitoring.from` entry admits every address, or a node's pool.
-    package static let monitoringFromWide = RuleCode("monitoring-from-wide")
+    static let monitoringFromWide = RuleCode("monitoring-from-wide")
 }
 
 enum MonitoringRules {

@@ -7,7 +7,7 @@ import VPNProvYAML
 extension RuleCode {
     /// `deploy.host` (or, without it, the address it defaults to) is not an IP address or host name
     /// SSH can connect to.
-    package static let invalidDeployHost = RuleCode("invalid-deploy-host")
+    static let invalidDeployHost = RuleCode("invalid-deploy-host")
     /// `deploy.user` is not a login name a Unix system accepts.
-    package static let invalidDeployUser = RuleCode("invalid-deploy-user")
+    static let invalidDeployUser = RuleCode("invalid-deploy-user")
 }

@@ -88,7 +88,7 @@ extension RuleCode {
     package static let networkSetting = RuleCode("network-setting")
     /// A DNS server or a `network.allow_private` entry inside what the node never lets its clients reach
     /// (cloud metadata, link-local, loopback: `ClientReach.never4`/`never6`).
-    package static let neverForwarded = RuleCode("never-forwarded")
+    static let neverForwarded = RuleCode("never-forwarded")
 
     // Addresses and DNS servers.
     package static let invalidAddress = RuleCode("invalid-address")
@@ -147,9 +147,9 @@ extension RuleCode {
 
     // Acknowledgements (`acknowledge:`).
     /// An acknowledgement names no rule vpnprov has.
-    package static let unknownRule = RuleCode("unknown-rule")
+    static let unknownRule = RuleCode("unknown-rule")
     /// An acknowledgement names a rule that only reports errors: errors are fixed, not acknowledged.
-    package static let errorAcknowledged = RuleCode("error-acknowledged")
+    static let errorAcknowledged = RuleCode("error-acknowledged")
     /// Warning: an acknowledgement that matches no warning (fixed since, or a misspelt name).
-    package static let staleAcknowledgement = RuleCode("stale-acknowledgement")
+    static let staleAcknowledgement = RuleCode("stale-acknowledgement")
 }

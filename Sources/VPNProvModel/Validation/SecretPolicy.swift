@@ -22,7 +22,7 @@ package enum SecretPolicy {
         case password
 
         package var minimumLength: Int { self == .psk ? 20 : 12 }
-        package var minimumBits: Int { self == .psk ? 80 : 60 }
+        var minimumBits: Int { self == .psk ? 80 : 60 }
         var label: String { self == .psk ? "a PSK" : "a password" }
     }
 

@@ -40,9 +40,9 @@ extension RuleCode {
     /// env:/file: reference that cannot be resolved (inventory flavour).
     package static let secretUnavailable = RuleCode("secret-unavailable")
     /// An identity that cannot be put into a certificate (inventory flavour).
-    package static let badIdentity = RuleCode("certificate-identity")
+    static let badIdentity = RuleCode("certificate-identity")
     /// `revoke` of a user without a current certificate (inventory flavour).
-    package static let nothingToRevoke = RuleCode("nothing-to-revoke")
+    static let nothingToRevoke = RuleCode("nothing-to-revoke")
     /// `unrevoke` of a user who is not held revoked by command (inventory flavour).
     package static let nothingToUnrevoke = RuleCode("nothing-to-unrevoke")
     /// `rotate-psk` / `rotate-password` of a secret vpnprov did not generate (inventory flavour).

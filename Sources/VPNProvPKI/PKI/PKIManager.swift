@@ -8,7 +8,7 @@ package enum PKIManager {
     /// Certificates are renewed when they expire within this window.
     package static let renewalWindow: TimeInterval = 30 * 86400
     /// CRL lifetime (renewed within `renewalWindow` of nextUpdate).
-    package static let crlDays = 365
+    static let crlDays = 365
     /// Certificates are valid from one hour before issuance (device clock skew).
     static let backdate: TimeInterval = 3600
     package static let caPassphraseVariable = "VPNPROV_CA_PASSPHRASE"

@@ -21,7 +21,7 @@ package struct StateError: Error, Sendable, Hashable, CustomStringConvertible {
 /// The rule codes of `StateError` (docs/diagnostics.md lists them with the others).
 extension RuleCode {
     package static let lockHeld = RuleCode("state-locked")
-    package static let stateUnreadable = RuleCode("state-unreadable")
+    static let stateUnreadable = RuleCode("state-unreadable")
     package static let stateInconsistent = RuleCode("state-inconsistent")
     package static let caPassphrase = RuleCode("ca-passphrase")
     package static let io = RuleCode("state-io")

@@ -17,7 +17,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     package struct Rotation: Sendable, Hashable, Encodable {
         /// "none" or "overlap".
         package var phase: String
-        @ISODateOptional package var startedAt: Date?
+        @ISODateOptional var startedAt: Date?
         /// The CA being replaced (trusted by the servers until `rotate-ca --finish`).
         package var previous: CA?
     }
@@ -110,7 +110,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
     static let reportLimit = 1 << 20
 
     /// What the rollout reported for each ACME node of `inventory`, read from `outDirectory`'s `rollout/acme/`.
-    package static func acmeCertificates(inventory: Inventory, outDirectory: String, now: Date) -> [ACMECertificate] {
+    static func acmeCertificates(inventory: Inventory, outDirectory: String, now: Date) -> [ACMECertificate] {
         inventory.nodes.filter { $0.certificate == .acme }.map { node in
             var entry = ACMECertificate(node: node.name, domain: node.id.value, reported: false)
             let path = outDirectory + "/rollout/acme/\(node.name).pem"

@@ -9,7 +9,7 @@ import VPNProvTemplates
 /// client configuration, the p12 and a README. Renders from the ClientPlan, deterministically.
 package enum ClientRenderer {
     /// The file beside `<user>.p12` that hands its password to the user (0600).
-    package static func p12PasswordFile(user: String) -> String { "\(user)-p12-password.txt" }
+    static func p12PasswordFile(user: String) -> String { "\(user)-p12-password.txt" }
 
     /// A file of the user's folder that hands one secret to the user, sealed like the profiles (0600):
     /// what it is and when a device asks for it, then the secret alone on its line, to copy.

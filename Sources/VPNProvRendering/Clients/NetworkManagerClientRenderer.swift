@@ -14,14 +14,14 @@ import VPNProvTemplates
 /// keyfiles name them by those absolute paths, where charon-nm (running as root) reads them.
 package enum NetworkManagerClientRenderer {
     /// The plugin's D-Bus service name (`[vpn] service-type`).
-    package static let serviceType = "org.freedesktop.NetworkManager.strongswan"
+    static let serviceType = "org.freedesktop.NetworkManager.strongswan"
     /// The folder of the user's files below `clients/<user>/`.
     package static let folder = "networkmanager"
     static let caFileName = "ca.pem"
 
     /// Where the README puts the CA certificate, the user's certificate and key on the desktop. Below
     /// /etc/NetworkManager, which every NetworkManager installation has and only root writes to.
-    package static func credentialDirectory(deployment: String, user: String) -> String {
+    static func credentialDirectory(deployment: String, user: String) -> String {
         "/etc/NetworkManager/vpnprov/\(deployment)/\(user)"
     }
 
@@ -31,7 +31,7 @@ package enum NetworkManagerClientRenderer {
     }
 
     /// The connection's name (`nmcli connection up <id>`): `<deployment> <node> <service>`.
-    package static func connectionID(deployment: String, connection c: ClientConnection) -> String {
+    static func connectionID(deployment: String, connection c: ClientConnection) -> String {
         "\(deployment) \(c.node) \(c.service.rawValue)"
     }
 

@@ -3,12 +3,12 @@ import VPNProvSupport
 import VPNProvYAML
 
 /// The strongSwan VPN Client app for Android: one `.sswan` profile per node and service.
-package enum AndroidClientKind: ClientKind {
+enum AndroidClientKind: ClientKind {
     package static var device: Device { .android }
     /// The app's profile types: EAP-MSCHAPv2 and a user certificate, both against a server certificate.
     package static var services: [Service] { [.ikev2EAP, .ikev2Cert] }
-    package static var speaker: String { "the Android app" }
-    package static var isDefault: Bool { true }
+    static var speaker: String { "the Android app" }
+    static var isDefault: Bool { true }
     /// The .sswan file embeds the passwordless p12; the folder's p12 with its password is for importing by hand.
     package static var certificate: ClientCertificateForm {
         ClientCertificateForm(p12: true, openP12: true, pem: false, p12InFolder: true)

@@ -6,11 +6,11 @@ import VPNProvYAML
 /// "IPSec" (IKEv1) payload per node and service. Apple's built-in client sets up every service (a hybrid
 /// node whose identity is not an IP address is left out by the client plan: the device checks the server
 /// against the address it dials).
-package enum AppleClientKind: ClientKind {
+enum AppleClientKind: ClientKind {
     package static var device: Device { .apple }
     package static var services: [Service] { Service.allCases }
-    package static var speaker: String { "Apple's built-in client" }
-    package static var isDefault: Bool { true }
+    static var speaker: String { "Apple's built-in client" }
+    static var isDefault: Bool { true }
     /// The profile carries the p12 as a `com.apple.security.pkcs12` payload with its password; the folder's
     /// copy is for the macOS Keychain and other apps.
     package static var certificate: ClientCertificateForm {
@@ -19,7 +19,7 @@ package enum AppleClientKind: ClientKind {
 
     /// What Apple devices offer for Cisco "IPSec" (IKEv1). Apple does not document it and a profile
     /// cannot set it; this is the set hwdsl2/setup-ipsec-vpn's tested server accepts (docs/decisions.md, "Clients").
-    package static let ipsecOffer = ProposalOffer(
+    static let ipsecOffer = ProposalOffer(
         ike: ["aes256-sha256-modp2048", "aes128-sha256-modp2048", "aes256-sha1-modp2048", "aes128-sha1-modp2048"],
         esp: ["aes256-sha256", "aes128-sha256", "aes256-sha1", "aes128-sha1"])
 

@@ -3,11 +3,11 @@ import VPNProvSupport
 import VPNProvYAML
 
 /// A Linux machine with strongSwan's swanctl: `linux/swanctl/`, one connection per node and service.
-package enum LinuxClientKind: ClientKind {
+enum LinuxClientKind: ClientKind {
     package static var device: Device { .linux }
     package static var services: [Service] { Service.allCases }
-    package static var speaker: String { "strongSwan's swanctl" }
-    package static var isDefault: Bool { true }
+    static var speaker: String { "strongSwan's swanctl" }
+    static var isDefault: Bool { true }
     /// swanctl reads the certificate and key from `x509/` and `private/`.
     package static var certificate: ClientCertificateForm {
         ClientCertificateForm(p12: false, openP12: false, pem: true, p12InFolder: false)

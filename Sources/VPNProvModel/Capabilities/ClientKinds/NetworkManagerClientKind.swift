@@ -3,16 +3,16 @@ import VPNProvSupport
 import VPNProvYAML
 
 /// Linux desktops: NetworkManager with its strongSwan plugin (`networkmanager/*.nmconnection`).
-package enum NetworkManagerClientKind: ClientKind {
+enum NetworkManagerClientKind: ClientKind {
     package static var device: Device { .networkmanager }
     /// What charon-nm can express: IKEv2 only, and the server proves itself with a certificate exactly when
     /// the client uses EAP or a certificate, with a PSK when the client does (src/charon-nm/nm/nm_service.c),
     /// so ikev2-psk-eap (EAP with a PSK server) and the IKEv1 services cannot be set up.
     package static var services: [Service] { [.ikev2EAP, .ikev2Cert, .ikev2PSK] }
-    package static var speaker: String { "NetworkManager's strongSwan plugin" }
+    static var speaker: String { "NetworkManager's strongSwan plugin" }
     /// Asked for by name: its keyfiles are installed as root into the machine's NetworkManager, and
     /// inventories written before it existed keep their output.
-    package static var isDefault: Bool { false }
+    static var isDefault: Bool { false }
     /// charon-nm reads the certificate and key as PEM files the README installs.
     package static var certificate: ClientCertificateForm {
         ClientCertificateForm(p12: false, openP12: false, pem: true, p12InFolder: false)

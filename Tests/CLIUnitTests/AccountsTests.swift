@@ -1,0 +1,554 @@
+import Foundation
+import Testing
+import VPNProvAccounts
+import VPNProvModel
+import VPNProvPKI
+import VPNProvPlanning
+import VPNProvRendering
+import VPNProvTestFixtures
+
+@testable import VPNProvEngine
+
+/// Central accounts (docs/accounts.md): the `accounts:` section, what a RADIUS node and its RADIUS
+/// servers get, and FreeRADIUS's own verdict on the generated directory. The whole path with real
+/// charon, FreeRADIUS and PostgreSQL is in EndToEndTests/RadiusAccountsTests.
+@Suite(.temporaries) struct AccountsTests {
+    static let database = "host=db.example.com dbname=vpn user=radius sslmode=verify-full"
+    static let env = ["VPN_RADIUS_DB": database, "VPN_ACCOUNTS_DB": "host=db.example.com dbname=vpn user=ops"]
+
+    static let freeradius = TestDependency(
+        path: "/usr/sbin/freeradius",
+        installedBy: "the Debian packages freeradius and freeradius-postgresql (scripts/install-test-deps)")
+
+    static func inventory(accounts: String? = nil, freeAccounts: String = "radius", extraUsers: String = "") -> String {
+        let section =
+            accounts ?? """
+                accounts:
+                  database: env:VPN_ACCOUNTS_DB
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: 192.0.2.11 }
+                    rad-2: { address: 192.0.2.12, auth_port: 11812, acct_port: 11813 }
+
+                """
+        return """
+            vpnprov: 1
+            name: acme
+            \(section)nodes:
+              nfree:
+                address: 192.0.2.1
+                tier: free
+                pool: 10.27.1.0/24
+                pool6: fd00:27:1::/112
+                services: [ikev2-cert, ikev2-eap, ipsec-xauth-psk]
+                psk: gen
+                accounts: \(freeAccounts)
+              npro:
+                address: 192.0.2.3
+                tier: pro
+                pool: 10.27.3.0/24
+                pool6: fd00:27:3::/112
+                services: [ikev2-eap, ipsec-xauth-psk]
+                psk: gen
+                accounts: radius
+            users:
+              staff:
+                cert: true
+                password: gen
+            \(extraUsers)
+            """
+    }
+
+    static func codes(_ text: String) -> [String] {
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        var diagnostics = decoded.diagnostics
+        if let inventory = decoded.inventory { diagnostics += Validator.validate(inventory) }
+        return diagnostics.map { "\($0.severity == .error ? "E" : "W"):\($0.code.rawValue)" }
+    }
+
+    static func generate(_ dir: String, _ text: String, environment: [String: String] = env) throws -> (
+        code: Int32, out: String, err: String
+    ) {
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        return vpnprov(["generate", "--quiet"], in: dir, environment: environment)
+    }
+
+    static func read(_ path: String) throws -> String { try String(contentsOfFile: path, encoding: .utf8) }
+
+    static func stateSecrets(_ dir: String) throws -> SecretsFile {
+        let path = dir + "/state/secrets.json"
+        return try StateStore.decodeSecrets(Array(try #require(FileManager.default.contents(atPath: path))), path: path)
+    }
+
+    @Test func theSectionIsCheckedKeyByKey() {
+        #expect(Self.codes(Self.inventory()).filter { $0.hasPrefix("E") } == [])
+        let broken = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: host=db password=hunter22hunter
+                  secret: Sup3rSecretLiteral
+                  device_limit: 0
+                  servers:
+                    rad-1: { address: 192.0.2.11, auth_port: 1812, acct_port: 1812 }
+                    npro: { address: "not an address" }
+                  retries: 3
+
+                """)
+        let found = Self.codes(broken)
+        #expect(found.contains("E:unknown-key"))
+        #expect(found.filter { $0 == "E:invalid-value" }.count >= 2, "\(found)")  // literal conninfo, secret
+        #expect(found.contains("E:value-out-of-range") || found.contains("E:invalid-value"), "\(found)")
+        // The literal connection string and the literal secret are hidden from every message.
+        let decoded = InventoryLoader.decode(bytes: Array(broken.utf8), file: "inventory.yaml")
+        #expect(decoded.secretLines.contains(4) || decoded.secretValues.contains("Sup3rSecretLiteral"))
+        #expect(!decoded.diagnostics.map(\.message).joined().contains("hunter22"))
+    }
+
+    @Test func rulesNameWhatARadiusNodeLacks() {
+        // accounts: radius without accounts:
+        #expect(Self.codes(Self.inventory(accounts: "")).contains("E:accounts-missing"))
+        // no radius_database
+        let noDatabase = Self.inventory(
+            accounts: "accounts:\n  servers:\n    rad-1: { address: 192.0.2.11 }\n\n")
+        #expect(Self.codes(noDatabase).contains("E:radius-database-missing"))
+        // every server a host name and no disconnect_from
+        let names = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: rad-1.example.com }
+
+                """)
+        #expect(Self.codes(names).contains("E:disconnect-from-empty"))
+        #expect(
+            !Self.codes(
+                names.replacingOccurrences(of: "  servers:", with: "  disconnect_from: [198.51.100.0/24]\n  servers:")
+            ).contains("E:disconnect-from-empty"))
+        // a server named like a node, equal ports
+        let clash = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    npro: { address: 192.0.2.11 }
+                    rad-2: { address: 192.0.2.12, auth_port: 1900, acct_port: 1900 }
+
+                """)
+        #expect(Self.codes(clash).filter { $0 == "E:invalid-radius-server" }.count == 2)
+        // accounts: written, used by no node
+        let unused = Self.inventory(freeAccounts: "inventory").replacingOccurrences(
+            of: "    accounts: radius\n", with: "")
+        #expect(Self.codes(unused).contains("W:accounts-unused"))
+    }
+
+    /// Every connection string that carries a password is refused, however libpq spells it: the
+    /// keywords `password` and `sslpassword`, a URI's user information, and a URI's query parameters
+    /// (percent-encoded names included, which libpq decodes). What holds none passes.
+    @Test(arguments: [
+        "host=db password=hunter22hunter", "host=db sslpassword=hunter22hunter", "password = x host=db",
+        "postgresql://radius:hunter22@db/vpn", "postgres://radius:hunter22@db:5432/vpn",
+        "postgresql://radius@db/vpn?password=hunter22", "postgresql://db/vpn?sslmode=require&password=hunter22",
+        "postgresql://db/vpn?sslpassword=hunter22", "postgresql:///vpn?host=/run/pg&password=hunter22",
+        "postgresql://db/vpn?%70assword=hunter22", "POSTGRESQL://db/vpn?Password=hunter22",
+    ])
+    func aConnectionStringWithAPasswordIsRefused(_ value: String) {
+        #expect(ConnectionString.problem(value)?.contains("passfile") == true, "\(value)")
+    }
+
+    @Test(arguments: [
+        "host=db dbname=vpn user=radius passfile=/etc/vpnprov/pgpass sslmode=verify-full",
+        "postgresql://radius@db:5432/vpn?passfile=/etc/vpnprov/pgpass&sslmode=verify-full",
+        "postgresql://db/vpn?user=a@b", "postgresql://radius@db:5432/vpn?application_name=password",
+        "host=db sslkey=/etc/vpnprov/radius.key sslcert=/etc/vpnprov/radius.crt",
+    ])
+    func aConnectionStringWithoutAPasswordPasses(_ value: String) {
+        #expect(ConnectionString.problem(value) == nil, "\(value)")
+    }
+
+    /// A RADIUS node may not offer ikev2-psk: the node PSK that every account of its PSK services holds
+    /// would open a tunnel without an account. The error is at the node's services line; the other PSK
+    /// services (whose PSK is followed by an account round) stay allowed, and so does ikev2-psk on a node
+    /// without `accounts: radius`.
+    @Test func aRadiusNodeMayNotOfferIkev2Psk() throws {
+        let text = Self.inventory().replacingOccurrences(
+            of: "services: [ikev2-eap, ipsec-xauth-psk]",
+            with: "services: [ikev2-eap, ikev2-psk, ikev2-psk-eap, ipsec-xauth-psk]")
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        let inventory = try #require(decoded.inventory)
+        let found = Validator.validate(inventory).filter { $0.code.rawValue == "radius-psk-service" }
+        #expect(found.count == 1 && found.first?.severity == .error, "\(found)")
+        let servicesLine = text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex {
+            $0.contains("ikev2-psk, ikev2-psk-eap")
+        }.map { $0 + 1 }
+        #expect(found.first?.location?.line == servicesLine, "\(String(describing: found.first?.location))")
+        #expect(found.first?.message.contains("npro") == true)
+        // Without ikev2-psk the PSK services pass; on a node without accounts: radius ikev2-psk passes.
+        #expect(
+            !Self.codes(
+                Self.inventory().replacingOccurrences(
+                    of: "services: [ikev2-eap, ipsec-xauth-psk]",
+                    with: "services: [ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk]")
+            )
+            .contains("E:radius-psk-service"))
+        let inventoryNode = Self.inventory(freeAccounts: "inventory").replacingOccurrences(
+            of: "services: [ikev2-cert, ikev2-eap, ipsec-xauth-psk]", with: "services: [ikev2-cert, ikev2-psk]")
+        #expect(!Self.codes(inventoryNode).contains("E:radius-psk-service"), "\(Self.codes(inventoryNode))")
+    }
+
+    /// A staff member's identities are no account names (issue 42 item 4: an account `ops@lab` ended the staff
+    /// certificate tunnel of that identity and got its virtual address): the user's name and IKE identity, with the
+    /// nodes' identities and addresses, are what `accounts add` refuses and what the RADIUS policy refuses for rows a
+    /// backend wrote, folded as strongSwan compares them.
+    @Test func staffIdentitiesAreKeptFromAccountNames() throws {
+        let text = Self.inventory(extraUsers: "  Ops:\n    cert: true\n    id: Ops@Staff.Example\n")
+        let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+        let identities = Dictionary(
+            RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
+            uniquingKeysWith: { a, _ in a })
+        #expect(identities["ops"] == "the EAP/XAuth identity of user 'Ops'", "\(identities)")
+        #expect(identities["ops@staff.example"] == "the IKE identity of user 'Ops'", "\(identities)")
+        #expect(identities["staff"] == "the EAP/XAuth identity of user 'staff'", "\(identities)")
+        // A node's IKE identity is its address.
+        #expect(identities["192.0.2.1"] == "the IKE identity of node 'nfree'", "\(identities)")
+        let dir = try temporaryDirectory("accounts-staff")
+        let run = try Self.generate(dir, text)
+        #expect(run.code == 0, "\(run.err)")
+        for server in ["rad-1", "rad-2"] {
+            let policy = try Self.read(dir + "/out/radius/\(server)/policy.d/vpnprov-identities")
+            for identity in ["ops", "ops@staff.example", "staff", "192.0.2.1"] {
+                #expect(policy.contains("case \"\(identity)\" {"), "\(server) lacks \(identity):\n\(policy)")
+            }
+            #expect(policy.contains("%{tolower:%{User-Name}}"), "the policy compares folded names")
+        }
+    }
+
+    /// `disconnect_from` may not be every address or reach into a RADIUS node's pool: the error is at the
+    /// entry, and an entry next to the pools passes.
+    @Test func disconnectFromIsNeitherEverythingNorAPool() throws {
+        func findings(_ list: String) throws -> [Diagnostic] {
+            let text = Self.inventory(
+                accounts: """
+                    accounts:
+                      radius_database: env:VPN_RADIUS_DB
+                      disconnect_from:
+                        \(list)
+                      servers:
+                        rad-1: { address: 192.0.2.11 }
+
+                    """)
+            let inventory = try #require(
+                InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+            return Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
+        }
+        let everyone = try findings("- 192.0.2.11\n    - 0.0.0.0/0\n    - ::/0")
+        #expect(everyone.count == 2 && everyone.allSatisfy { $0.severity == .error }, "\(everyone)")
+        // The section starts on line 3: disconnect_from's entries are lines 6, 7, 8.
+        #expect(everyone.map { $0.location?.line } == [7, 8], "\(everyone.map { $0.location })")
+        // 10.27.0.0/16 holds both nodes' pools; fd00:27:3::5 is in npro's pool6.
+        let pool = try findings("- 10.27.0.0/16\n    - fd00:27:3::5")
+        #expect(pool.count == 3, "\(pool.map { $0.message })")
+        #expect(pool.map { $0.location?.line } == [6, 6, 7], "\(pool.map { $0.location })")
+        #expect(pool.allSatisfy { !$0.notes.isEmpty })
+        let inside = try findings("- fd00:27:1::9")
+        #expect(inside.count == 1 && inside.first?.message.contains("pool6") == true, "\(inside.map { $0.message })")
+        #expect(try findings("- 192.0.2.11\n    - 198.51.100.0/24\n    - 2001:db8::/32").isEmpty)
+        // Without disconnect_from the servers may send them: a server inside a pool is the same mistake.
+        let text = Self.inventory(
+            accounts: """
+                accounts:
+                  radius_database: env:VPN_RADIUS_DB
+                  servers:
+                    rad-1: { address: 10.27.3.9 }
+
+                """)
+        let inventory = try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+        let server = Validator.validate(inventory).filter { $0.code.rawValue == "disconnect-from-wide" }
+        #expect(server.count == 1 && server.first?.location?.line == 6, "\(server.map { $0.location })")
+    }
+
+    @Test func aRadiusNodeHandsPasswordsToRadiusAndRequiresTheTierOfAPaidNode() throws {
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, Self.inventory())
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        let free = try Self.read(out + "/servers/nfree/swanctl/swanctl.conf")
+        let pro = try Self.read(out + "/servers/npro/swanctl/swanctl.conf")
+        #expect(free.contains("auth = \"eap-radius\"") && free.contains("auth = \"xauth-radius\""))
+        #expect(!free.contains("groups ="), "a free node admits every tier")
+        #expect(pro.components(separatedBy: "groups = \"pro\"").count - 1 == 2, "the EAP and the XAuth round:\n\(pro)")
+        #expect(!free.contains("eap-mschapv2") && !pro.contains("eap-mschapv2"))
+        // The inventory's password user has no password on a RADIUS node, and no EAP profile for it;
+        // their certificate still opens the free node.
+        let secrets = try Self.read(out + "/servers/nfree/swanctl/conf.d/secrets.conf")
+        #expect(!secrets.contains("staff"))
+        let staff = try Self.read(out + "/clients/staff/linux/swanctl/swanctl.conf")
+        #expect(staff.contains("nfree-ikev2-cert") && !staff.contains("ikev2-eap"))
+        // Private files, one secret per node, the same secret on the node and in every server's clients.conf.
+        let state = try Self.stateSecrets(dir)
+        let freeSecret = try #require(state.radiusSecrets?["nfree"])
+        let proSecret = try #require(state.radiusSecrets?["npro"])
+        #expect(freeSecret != proSecret && state.daeSecrets?["nfree"] != freeSecret)
+        for (path, secret) in [
+            ("servers/nfree/strongswan.d/vpnprov-radius.conf", freeSecret),
+            ("radius/rad-1/clients.conf", proSecret), ("radius/rad-2/clients.conf", freeSecret),
+            ("servers/npro/strongswan.d/vpnprov-radius-dae.conf", try #require(state.daeSecrets?["npro"])),
+            ("radius/rad-2/mods-enabled/sql", Self.database),
+        ] {
+            #expect(try Self.read(out + "/" + path).contains(secret), "\(path)")
+            let mode = try FileManager.default.attributesOfItem(atPath: out + "/" + path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(path)")
+        }
+        let clients = try Self.read(out + "/radius/rad-1/clients.conf")
+        #expect(clients.contains("vpn_tier = \"pro\"") && clients.contains("vpn_tier = \"free\""))
+        // rad-1 is preferred; the DAE port is open only to the servers.
+        let radius = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius.conf")
+        #expect(radius.contains("nas_identifier = \"npro\""))
+        #expect(radius.range(of: "preference = 10")!.lowerBound < radius.range(of: "preference = 0")!.lowerBound)
+        // Read by charon only when it starts, beside the listener: many logins at once from one address (a
+        // carrier-grade NAT) are not ignored after the fifth half-open IKE_SA.
+        let dae = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius-dae.conf")
+        #expect(dae.contains("\ncharon {\n") && dae.contains("\n   block_threshold = 50\n"), "\(dae)")
+        // The RADIUS servers count a session as a device while it was updated within two accounting
+        // intervals (300 s by default) and a minute.
+        let sql = try Self.read(out + "/radius/rad-1/mods-enabled/sql")
+        #expect(sql.contains("%{NAS-IP-Address}}', '660', '%{Acct-Session-Id}')\""), "\(sql)")
+        #expect(sql.contains("FROM vpn_devices_in_use('%{SQL-User-Name}', '660')\""), "\(sql)")
+        let nft = try Self.read(out + "/servers/npro/network/vpnprov.nft")
+        #expect(nft.contains("udp dport 3799 ip saddr 192.0.2.11/32 accept"))
+        #expect(nft.contains("udp dport 3799 drop"))
+        // The catalogue says the app brings the account's own credentials, for password services only.
+        let catalog = try Self.read(out + "/catalog/servers.json")
+        #expect(catalog.components(separatedBy: "\"credentials\" : \"account\"").count - 1 == 4, "\(catalog)")
+        // The database's migrations ship beside the servers' directories.
+        #expect(try Self.read(out + "/radius/migrations/0001-accounts.sql").contains("CREATE FUNCTION vpn_check"))
+        // Ansible knows the RADIUS servers.
+        let hosts = try Self.read(out + "/deploy/inventory.yml")
+        #expect(hosts.contains("vpnprov_radius:") && hosts.contains("\"rad-2\":"))
+    }
+
+    /// accounts.protection: ipsec (the default) puts an IPsec connection between each RADIUS node and each
+    /// RADIUS server, with one generated key per node in the state, the same on both sides; both firewalls
+    /// drop RADIUS that did not come through it. `none` writes none of it, and validate warns.
+    @Test func theNodeRadiusPathIsIPsecUnlessSwitchedOff() throws {
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, Self.inventory())
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        let state = try Self.stateSecrets(dir)
+        let freeKey = try #require(state.radiusIPsecSecrets?["nfree"])
+        let proKey = try #require(state.radiusIPsecSecrets?["npro"])
+        #expect(freeKey != proKey && freeKey != state.radiusSecrets?["nfree"])
+        let encoded = { (key: String) in "0s" + Data(key.utf8).base64EncodedString() }
+        let node = try Self.read(out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(node.contains("radius-rad-1 {") && node.contains("remote_addrs = \"192.0.2.12\""))
+        #expect(node.contains(encoded(freeKey)) && !node.contains(encoded(proKey)))
+        #expect(node.contains("start_action = \"trap|start\""), "a kernel-IPsec node holds RADIUS back while down")
+        for server in ["rad-1", "rad-2"] {
+            let conf = try Self.read(out + "/radius/\(server)/ipsec/swanctl.conf")
+            #expect(conf.contains(encoded(freeKey)) && conf.contains(encoded(proKey)) && conf.contains("radius-npro {"))
+            let mode =
+                try FileManager.default.attributesOfItem(atPath: out + "/radius/\(server)/ipsec/swanctl.conf")[
+                    .posixPermissions] as? Int
+            #expect(mode == 0o600)
+        }
+        let serverRules = try Self.read(out + "/radius/rad-2/ipsec/vpnprov-radius.nft")
+        #expect(serverRules.contains("udp dport { 11812, 11813 } meta ipsec missing iifname != \"ipsec*\" drop"))
+        let nodeRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
+        #expect(nodeRules.contains("ip saddr 192.0.2.12/32 udp sport { 11812, 11813 } meta ipsec missing drop"))
+        #expect(nodeRules.contains("ip saddr 192.0.2.11/32 udp dport 3799 meta ipsec missing drop"))
+        let hostVars = try Self.read(out + "/deploy/host_vars/nfree.yml")
+        #expect(hostVars.contains("radius-rad-1") && hostVars.contains("radius-rad-2"), "\(hostVars)")
+        #expect(!Self.codes(Self.inventory()).contains("W:radius-cleartext"))
+
+        // Switched off: nothing of it, the keys leave the state, and a warning.
+        let clear = Self.inventory().replacingOccurrences(
+            of: "  radius_database: env:VPN_RADIUS_DB\n",
+            with: "  radius_database: env:VPN_RADIUS_DB\n  protection: none\n")
+        #expect(Self.codes(clear).contains("W:radius-cleartext"))
+        let again = try Self.generate(dir, clear)
+        #expect(again.code == 0, "\(again.err)")
+        #expect(
+            !FileManager.default.fileExists(atPath: out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf"))
+        #expect(!FileManager.default.fileExists(atPath: out + "/radius/rad-1/ipsec/swanctl.conf"))
+        #expect(
+            !(try Self.read(out + "/servers/nfree/network/vpnprov.nft")).contains("RADIUS answers only through IPsec"))
+        #expect(try Self.stateSecrets(dir).radiusIPsecSecrets?.isEmpty ?? true)
+        // Kept on purpose (a path protected otherwise), the warning is acknowledged like any other.
+        let shown = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(shown.err.contains("[radius-cleartext]"), "\(shown.err)")
+        try
+            (clear
+            + "acknowledge:\n  - rule: radius-cleartext\n    reason: a private network between nodes and servers\n")
+            .write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let acknowledged = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(
+            acknowledged.code == 0 && !acknowledged.err.contains("[radius-cleartext]")
+                && !acknowledged.err.contains("[error-acknowledged]"), "\(acknowledged.err)")
+        // Another word is refused.
+        let wrong = Self.inventory().replacingOccurrences(
+            of: "  radius_database: env:VPN_RADIUS_DB\n",
+            with: "  radius_database: env:VPN_RADIUS_DB\n  protection: tls\n")
+        #expect(Self.codes(wrong).contains { $0.hasPrefix("E:") })
+    }
+
+    /// The free node with its RADIUS on another address (issue 39, item 7): `radius_address`.
+    static func inventoryWithRadiusAddress(_ address: String = "203.0.113.1") -> String {
+        inventory().replacingOccurrences(
+            of: "    accounts: radius\n  npro:", with: "    accounts: radius\n    radius_address: \(address)\n  npro:")
+    }
+
+    /// A node that reaches its RADIUS servers from another address than the one clients dial (a private network):
+    /// the servers know it by that address, its IPsec to them starts there, its Disconnect-Requests go there, and
+    /// its accounting must name the address clients reach it at (strongSwan's NAS-IP-Address).
+    @Test func aNodeReachesItsRadiusServersFromItsRadiusAddress() throws {
+        let text = Self.inventoryWithRadiusAddress()
+        #expect(Self.codes(text).filter { $0.hasPrefix("E") || $0.contains("radius-address") } == [])
+        let dir = try temporaryDirectory("accounts")
+        let run = try Self.generate(dir, text)
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        for server in ["rad-1", "rad-2"] {
+            let clients = try Self.read(out + "/radius/\(server)/clients.conf")
+            let free = try #require(clients.range(of: "client \"nfree\" {").map { String(clients[$0.lowerBound...]) })
+            let freeSection = String(free.prefix { $0 != "}" })
+            #expect(freeSection.contains("ipaddr = \"203.0.113.1\"\n"), "\(freeSection)")
+            #expect(freeSection.contains("vpn_nas_address = \"192.0.2.1\"\n"), "\(freeSection)")
+            let pro = try #require(clients.range(of: "client \"npro\" {").map { String(clients[$0.lowerBound...]) })
+            let proSection = String(pro.prefix { $0 != "}" })
+            #expect(proSection.contains("ipaddr = \"192.0.2.3\"\n") && !proSection.contains("vpn_nas_address"))
+            let ipsec = try Self.read(out + "/radius/\(server)/ipsec/swanctl.conf")
+            let toFree = try #require(ipsec.range(of: "radius-nfree {").map { String(ipsec[$0.lowerBound...]) })
+            #expect(toFree.prefix(200).contains("remote_addrs = \"203.0.113.1\""), "\(toFree.prefix(200))")
+        }
+        let node = try Self.read(out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(node.contains("local_addrs = \"203.0.113.1\""), "\(node)")
+        let pro = try Self.read(out + "/servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf")
+        #expect(!pro.contains("local_addrs"))
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        let inventory = try #require(decoded.inventory)
+        let targets = try AccountsDeployment.disconnectTargets(inventory, stateDirectory: dir + "/state")
+        #expect(targets.lookup("nfree")?.host == "203.0.113.1")
+        #expect(targets.lookup("npro")?.host == "192.0.2.3")
+        #expect(
+            RadiusPlan.inventoryIdentities(in: inventory).contains { $0.identity == "203.0.113.1" },
+            "an account named after the node's RADIUS address is refused like one named after its address")
+
+        // A node dialled by DNS name: the servers cannot know its NAS address, its NAS-Identifier binds it.
+        let named = text.replacingOccurrences(of: "    address: 192.0.2.1\n", with: "    address: vpn1.example.com\n")
+        let again = try Self.generate(dir, named)
+        #expect(again.code == 0, "\(again.err)")
+        #expect(try Self.read(out + "/radius/rad-1/clients.conf").contains("vpn_nas_address = \"any\"\n"))
+        // An IPv6 path to IPv6 servers; the address is written in canonical form, as FreeRADIUS compares it.
+        let six = Self.inventoryWithRadiusAddress("2001:DB8:0:0::5").replacingOccurrences(
+            of: "192.0.2.11 }", with: "2001:db8::11 }"
+        ).replacingOccurrences(
+            of: "192.0.2.12,", with: "2001:db8::12,")
+        #expect(Self.codes(six).filter { $0.hasPrefix("E") } == [], "\(Self.codes(six))")
+        let dir6 = try temporaryDirectory("accounts")
+        let v6 = try Self.generate(dir6, six)
+        #expect(v6.code == 0, "\(v6.err)")
+        let clients6 = try Self.read(dir6 + "/out/radius/rad-1/clients.conf")
+        #expect(
+            clients6.contains("ipaddr = \"2001:db8::5\"\n") && clients6.contains("vpn_nas_address = \"192.0.2.1\"\n"))
+    }
+
+    /// Each unusable `radius_address` is reported at its line.
+    @Test func aRadiusAddressIsCheckedAtItsLine() throws {
+        func findings(_ text: String) -> [Diagnostic] {
+            let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+            return decoded.diagnostics + (decoded.inventory.map { Validator.validate($0) } ?? [])
+        }
+        let line = Self.inventoryWithRadiusAddress().split(separator: "\n", omittingEmptySubsequences: false)
+            .firstIndex { $0.contains("radius_address:") }.map { $0 + 1 }
+        for (value, code, severity) in [
+            ("radius.example.com", "invalid-value", Severity.error),
+            ("192.0.2.3", "radius-address", .error),  // npro's address
+            ("10.27.3.9", "radius-address", .error),  // in npro's pool
+            ("2001:db8::5", "radius-address", .error),  // the servers are IPv4
+        ] {
+            let found = findings(Self.inventoryWithRadiusAddress(value)).filter { $0.code.rawValue == code }
+            #expect(found.count == 1, "\(value): \(found.map(\.message))")
+            #expect(found.first?.severity == severity && found.first?.location?.line == line, "\(value)")
+        }
+        let unused = Self.inventoryWithRadiusAddress().replacingOccurrences(
+            of: "    accounts: radius\n    radius_address", with: "    accounts: inventory\n    radius_address")
+        let warning = findings(unused).filter { $0.code.rawValue == "radius-address" }
+        #expect(warning.count == 1 && warning.first?.severity == .warning, "\(warning.map(\.message))")
+    }
+
+    /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables
+    /// file with its Disconnect-Request rules parses.
+    @Test(.needs(AccountsTests.freeradius)) func freeRadiusAcceptsTheGeneratedConfiguration() throws {
+        try Self.freeradius.require()
+        let dir = try temporaryDirectory("accounts")
+        // nfree with a radius_address: its client's vpn_nas_address and the policy that reads it are FreeRADIUS's too.
+        let run = try Self.generate(dir, Self.inventoryWithRadiusAddress())
+        try #require(run.code == 0, "\(run.err)")
+        for server in ["rad-1", "rad-2"] {
+            // Its messages may quote the configuration's secrets: only the verdict is reported.
+            let check = try runTool(["/usr/sbin/freeradius", "-C", "-d", dir + "/out/radius/" + server, "-lstdout"])
+            #expect(check.status == 0, "freeradius -C refuses radius/\(server); run it by hand to see why")
+            #expect(
+                check.output.contains("Loaded virtual server vpnprov"), "radius/\(server): no vpnprov virtual server")
+        }
+    }
+
+    @Test func validateResolvesTheConnectionStringsWithoutPrintingThem() throws {
+        let dir = try temporaryDirectory("accounts")
+        try Self.inventory().write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let ok = vpnprov(["validate", "--secrets"], in: dir, environment: Self.env)
+        #expect(ok.code == 0, "\(ok.err)")
+        // The leak check of vpnprov(...) already fails on the connection strings; a missing one is named by reference.
+        let missing = vpnprov(["validate", "--secrets"], in: dir, environment: ["VPN_RADIUS_DB": Self.database])
+        #expect(missing.code != 0 && missing.err.contains("env:VPN_ACCOUNTS_DB"), "\(missing.err)")
+        var quoted = Self.env
+        quoted["VPN_RADIUS_DB"] = "host=db password=s3cretPassw0rd"
+        let refused = vpnprov(["validate", "--secrets"], in: dir, environment: quoted)
+        #expect(refused.code != 0 && refused.err.contains("passfile"), "\(refused.err)")
+        let generate = vpnprov(["generate", "--quiet"], in: dir, environment: quoted)
+        #expect(generate.code != 0 && !FileManager.default.fileExists(atPath: dir + "/out/radius"))
+    }
+
+    /// `vpnprov accounts` reads the nodes' Disconnect-Request secrets as every command reads the state:
+    /// never through a symbolic link, and a state without them is named.
+    @Test func accountsReadsTheStateSecretsLikeTheState() throws {
+        let dir = try temporaryDirectory("accounts")
+        try #require(try Self.generate(dir, Self.inventory()).code == 0)
+        let secrets = dir + "/state/secrets.json"
+        try FileManager.default.moveItem(atPath: secrets, toPath: dir + "/secrets-copy.json")
+        try FileManager.default.createSymbolicLink(atPath: secrets, withDestinationPath: dir + "/secrets-copy.json")
+        let linked = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
+        #expect(linked.code == 3 && linked.err.contains("Disconnect-Request secrets"), "\(linked.err)")
+        #expect(linked.err.contains("symbolic link") || linked.err.contains("link"), "\(linked.err)")
+        try FileManager.default.removeItem(atPath: secrets)
+        let missing = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
+        #expect(missing.code == 3 && missing.err.contains("run 'vpnprov generate' first"), "\(missing.err)")
+    }
+
+    @Test func rotateRadiusSecretReplacesBothSidesAndNothingElse() throws {
+        let dir = try temporaryDirectory("accounts")
+        try #require(try Self.generate(dir, Self.inventory()).code == 0)
+        let before = try Self.stateSecrets(dir)
+        let rotated = vpnprov(["rotate-radius-secret", "npro", "--quiet"], in: dir, environment: Self.env)
+        #expect(rotated.code == 0, "\(rotated.err)")
+        let after = try Self.stateSecrets(dir)
+        #expect(after.radiusSecrets?["npro"] != before.radiusSecrets?["npro"])
+        #expect(after.daeSecrets?["npro"] != before.daeSecrets?["npro"])
+        #expect(after.radiusSecrets?["nfree"] == before.radiusSecrets?["nfree"] && after.psks == before.psks)
+        let clients = try Self.read(dir + "/out/radius/rad-1/clients.conf")
+        #expect(clients.contains(try #require(after.radiusSecrets?["npro"])))
+        #expect(!clients.contains(try #require(before.radiusSecrets?["npro"])))
+        // The IPsec key goes with them, on the node and on every server.
+        let newKey = try #require(after.radiusIPsecSecrets?["npro"])
+        let oldKey = try #require(before.radiusIPsecSecrets?["npro"])
+        #expect(newKey != oldKey && after.radiusIPsecSecrets?["nfree"] == before.radiusIPsecSecrets?["nfree"])
+        for path in ["radius/rad-2/ipsec/swanctl.conf", "servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf"] {
+            let text = try Self.read(dir + "/out/" + path)
+            #expect(text.contains(ServerRenderer.base64Secret(newKey)), "\(path)")
+            #expect(!text.contains(ServerRenderer.base64Secret(oldKey)), "\(path)")
+        }
+        let refused = vpnprov(["rotate-radius-secret", "nosuch", "--quiet"], in: dir, environment: Self.env)
+        #expect(refused.code != 0 && refused.err.contains("[no-such-node]"), "\(refused.err)")
+    }
+}

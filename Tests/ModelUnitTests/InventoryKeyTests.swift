@@ -1,0 +1,396 @@
+import Testing
+import VPNProvModel
+import VPNProvTestFixtures
+
+/// The key enums of InventoryKeys.swift: every key of every section, written once on a line of its own with
+/// a value that is not its default, is decoded into its own field and its location recorded under its own
+/// typed field. A decoder case that read another key's value, or recorded it under another field, fails here;
+/// a key without a case does not compile.
+@Suite struct InventoryKeyTests {
+    typealias Keys = InventoryDecoder
+
+    /// An inventory's text, line by line.
+    struct Text {
+        var lines: [String] = []
+        /// Adds a line; its number (1-based).
+        mutating func add(_ line: String) -> Int {
+            lines.append(line)
+            return lines.count
+        }
+        var string: String { lines.joined(separator: "\n") + "\n" }
+    }
+
+    /// The inventory, and the line each field's value starts on (a block mapping starts at its first key).
+    struct Written {
+        var text = Text()
+        var top: [InventoryField: Int] = [:]
+        var node: [NodeField: Int] = [:]
+        var user: [UserField: Int] = [:]
+        var accounts: [Keys.AccountsKey: Int] = [:]
+        var acme: [Keys.ACMEKey: Int] = [:]
+        var monitoring: [Keys.MonitoringKey: Int] = [:]
+
+        /// Writes a node's `key:` and, under it, each key of `K` with its value; the line of the first.
+        mutating func nested<K: RawRepresentable & CaseIterable>(
+            _ key: Keys.NodeKey, _ value: (K) -> String, _ field: (K) -> NodeField
+        ) -> Int where K.RawValue == String {
+            _ = text.add("    \(key.rawValue):")
+            var first: Int?
+            for nestedKey in K.allCases {
+                let at = text.add("      \(nestedKey.rawValue): \(value(nestedKey))")
+                node[field(nestedKey)] = at
+                first = first ?? at
+            }
+            return first!
+        }
+    }
+
+    static func appleValue(_ key: Keys.AppleKey) -> String {
+        switch key {
+        case .onDemand, .excludeLocalNetworks, .pfs: "true"
+        case .includeAllNetworks, .crlCheck: "false"
+        case .trustedSSIDs: "[home]"
+        case .dpd: "high"
+        case .disconnectOnIdle: "600"
+        }
+    }
+
+    static func written() -> Written {
+        var w = Written()
+        _ = w.text.add("vpnprov: 1")
+        w.top[.name] = w.text.add("name: acme")
+        _ = w.text.add("pki:")
+        w.top[.pkiSection] = w.text.lines.count + 1
+        for key in Keys.PKIKey.allCases {
+            let line: Int
+            switch key {
+            case .ca:
+                _ = w.text.add("  ca:")
+                var first: Int?
+                for caKey in Keys.CAKey.allCases {
+                    let value =
+                        switch caKey {
+                        case .name: "Acme Root"
+                        case .key: "ecdsa-p384"
+                        case .days: "4000"
+                        }
+                    let at = w.text.add("    \(caKey.rawValue): \(value)")
+                    w.top[.ca(caKey)] = at
+                    first = first ?? at
+                }
+                line = first!
+            case .serverDays: line = w.text.add("  server_days: 700")
+            case .clientDays: line = w.text.add("  client_days: 300")
+            case .serverKey: line = w.text.add("  server_key: rsa-3072")
+            case .clientKey: line = w.text.add("  client_key: ecdsa-p384")
+            case .profileSigning:
+                _ = w.text.add("  profile_signing:")
+                var first: Int?
+                for signingKey in Keys.ProfileSigningKey.allCases {
+                    let at = w.text.add("    \(signingKey.rawValue): env:SIGNING_\(signingKey.rawValue.uppercased())")
+                    first = first ?? at
+                }
+                line = first!
+            case .crlURL: line = w.text.add("  crl_url: http://crl.example.com/acme.crl")
+            }
+            w.top[.pki(key)] = line
+        }
+        _ = w.text.add("secrets:")
+        for key in Keys.SecretsKey.allCases {
+            let value =
+                switch key {
+                case .envPrefix: "VPN_"
+                case .fileDirectory: "secrets"
+                }
+            let line = w.text.add("  \(key.rawValue): \(value)")
+            w.top[.secrets(key)] = line
+            w.top[.secretsSection] = w.top[.secretsSection] ?? line
+        }
+        _ = w.text.add("accounts:")
+        for key in Keys.AccountsKey.allCases {
+            let value =
+                switch key {
+                case .database: "env:VPN_ACCOUNTS_DB"
+                case .radiusDatabase: "env:VPN_RADIUS_DB"
+                case .secret: "gen"
+                case .accountingInterval: "600"
+                case .deviceLimit: "5"
+                case .disconnectFrom: "[192.0.2.0/24]"
+                case .protection: "none"
+                case .servers: "{rad-1: {address: 192.0.2.11, auth_port: 11812, acct_port: 11813}}"
+                }
+            w.accounts[key] = w.text.add("  \(key.rawValue): \(value)")
+        }
+        _ = w.text.add("acme:")
+        for key in Keys.ACMEKey.allCases {
+            let value =
+                switch key {
+                case .directory: "https://acme.example.com/directory"
+                case .email: "ops@example.com"
+                case .challenge: "http-01"
+                case .key: "ec384"
+                case .caBundle: "acme-ca.pem"
+                case .renewDays: "20"
+                case .roots: "[/etc/ssl/certs/Acme_Root.pem]"
+                }
+            w.acme[key] = w.text.add("  \(key.rawValue): \(value)")
+        }
+        _ = w.text.add("monitoring:")
+        for key in Keys.MonitoringKey.allCases {
+            let value =
+                switch key {
+                case .from: "[192.0.2.250]"
+                case .port: "9200"
+                case .userLabels: "true"
+                }
+            w.monitoring[key] = w.text.add("  \(key.rawValue): \(value)")
+        }
+        _ = w.text.add("nodes:")
+        _ = w.text.add("  n1:")
+        for key in Keys.NodeKey.allCases {
+            let line: Int
+            switch key {
+            case .address: line = w.text.add("    address: n1.vpn.example.com")
+            case .id: line = w.text.add("    id: vpn.example.com")
+            case .region: line = w.text.add("    region: eu-central")
+            case .country: line = w.text.add("    country: NO")
+            case .tier: line = w.text.add("    tier: pro")
+            case .pool: line = w.text.add("    pool: 10.9.0.0/24")
+            case .pool6: line = w.text.add("    pool6: fd00:9::/112")
+            case .services: line = w.text.add("    services: [ikev2-psk, ikev2-eap]")
+            case .psk: line = w.text.add("    psk: env:N1_PSK")
+            case .group: line = w.text.add("    group: acme")
+            case .proposals:
+                line = w.nested(
+                    key,
+                    { (k: Keys.ProposalKey) in
+                        switch k {
+                        case .ike: "[aes256gcm16-prfsha384-ecp384]"
+                        case .esp: "[aes128gcm16]"
+                        }
+                    }, NodeField.proposals)
+            case .dns: line = w.text.add("    dns: [192.0.2.53]")
+            case .apple: line = w.nested(key, Self.appleValue, NodeField.apple)
+            case .deploy:
+                line = w.nested(
+                    key,
+                    { (k: Keys.DeployKey) in
+                        switch k {
+                        case .host: "n1.admin.example.com"
+                        case .port: "2222"
+                        case .user: "ops"
+                        case .become: "true"
+                        }
+                    }, NodeField.deploy)
+            case .network:
+                line = w.nested(
+                    key,
+                    { (k: Keys.NetworkKey) in
+                        switch k {
+                        case .uplink: "ens3"
+                        case .mss: "1300"
+                        case .isolateClients: "false"
+                        case .ipsec: "libipsec"
+                        case .ipv6: "routed"
+                        case .allowPrivate: "[10.20.0.0/16]"
+                        }
+                    }, NodeField.network)
+                w.node[.allowPrivate(0)] = w.node[.network(.allowPrivate)]
+            case .accounts: line = w.text.add("    accounts: radius")
+            case .radiusAddress: line = w.text.add("    radius_address: 203.0.113.9")
+            case .certificate: line = w.text.add("    certificate: acme")
+            case .quantumSafe:
+                line = w.nested(
+                    key,
+                    { (k: Keys.QuantumSafeKey) in
+                        switch k {
+                        case .mlKEM: "[mlkem768]"
+                        case .classicalFallback: "true"
+                        case .ppk: "optional"
+                        }
+                    }, NodeField.quantumSafe)
+            }
+            w.node[.key(key)] = line
+        }
+        _ = w.text.add("users:")
+        _ = w.text.add("  u1:")
+        for key in Keys.UserKey.allCases {
+            let line: Int
+            switch key {
+            case .password: line = w.text.add("    password: env:U1_PASSWORD")
+            case .cert: line = w.text.add("    cert: true")
+            case .id: line = w.text.add("    id: u1@example.com")
+            case .nodes: line = w.text.add("    nodes: [n1]")
+            case .devices: line = w.text.add("    devices: [linux]")
+            case .revoked: line = w.text.add("    revoked: true")
+            case .apple:
+                _ = w.text.add("    apple:")
+                var first: Int?
+                for appleKey in Keys.UserAppleKey.allCases.map(\.appleKey) {
+                    let at = w.text.add("      \(appleKey.rawValue): \(appleValue(appleKey))")
+                    w.user[.apple(appleKey)] = at
+                    first = first ?? at
+                }
+                line = first!
+            }
+            w.user[.key(key)] = line
+        }
+        return w
+    }
+
+    @Test func everyKeyIsRecordedUnderItsOwnField() throws {
+        let w = Self.written()
+        let result = decode(w.text.string, file: "keys.yaml")
+        #expect(result.diagnostics.isEmpty, "\(result.diagnostics.map(\.message))")
+        let inventory = try #require(result.inventory)
+        let node = try #require(inventory.nodes.first)
+        let user = try #require(inventory.users.first)
+        let accounts = try #require(inventory.accounts)
+        let acme = try #require(inventory.acme)
+        let monitoring = try #require(inventory.monitoring)
+
+        #expect(Set(w.node.keys) == Set(NodeField.named + [.allowPrivate(0)]))
+        #expect(Set(w.user.keys) == Set(UserField.named))
+        #expect(Set(w.top.keys) == Set(InventoryField.named))
+        #expect(Set(w.accounts.keys) == Set(Keys.AccountsKey.allCases))
+        #expect(Set(w.acme.keys) == Set(Keys.ACMEKey.allCases))
+        #expect(Set(w.monitoring.keys) == Set(Keys.MonitoringKey.allCases))
+
+        #expect(node.fieldLocations.mapValues(\.line) == w.node)
+        #expect(user.fieldLocations.mapValues(\.line) == w.user)
+        #expect(inventory.fieldLocations.mapValues(\.line) == w.top)
+        #expect(accounts.fieldLocations.mapValues(\.line) == w.accounts)
+        #expect(acme.fieldLocations.mapValues(\.line) == w.acme)
+        #expect(monitoring.fieldLocations.mapValues(\.line) == w.monitoring)
+        for (field, line) in w.node { #expect(node.location(of: field).line == line, "\(field.path)") }
+        for (field, line) in w.user { #expect(user.location(of: field).line == line, "\(field.path)") }
+        for (field, line) in w.top { #expect(inventory.location(of: field).line == line, "\(field.path)") }
+    }
+
+    @Test func everyKeyIsDecodedIntoItsOwnField() throws {
+        let result = decode(Self.written().text.string, file: "keys.yaml")
+        let inventory = try #require(result.inventory)
+        let node = try #require(inventory.nodes.first)
+        let user = try #require(inventory.users.first)
+
+        #expect(inventory.name == "acme")
+        let pki = inventory.pki
+        #expect(pki.ca == CASettings(name: "Acme Root", key: .ecdsaP384, days: 4000))
+        #expect(pki.serverDays == 700 && pki.clientDays == 300)
+        #expect(pki.serverKey == .rsa3072 && pki.clientKey == .ecdsaP384)
+        #expect(pki.profileSigning?.certificate == .env("SIGNING_CERT"))
+        #expect(pki.profileSigning?.key == .env("SIGNING_KEY"))
+        #expect(pki.profileSigning?.chain == .env("SIGNING_CHAIN"))
+        #expect(pki.crlURL == "http://crl.example.com/acme.crl")
+        #expect(inventory.secrets.envPrefixes == ["VPN_"] && inventory.secrets.fileDirectory == "secrets")
+
+        let accounts = try #require(inventory.accounts)
+        #expect(accounts.database == .env("VPN_ACCOUNTS_DB") && accounts.radiusDatabase == .env("VPN_RADIUS_DB"))
+        #expect(accounts.accountingInterval == 600 && accounts.deviceLimit == 5)
+        #expect(accounts.disconnectFrom?.map(\.description) == ["192.0.2.0/24"])
+        #expect(accounts.protection == RadiusProtection.none)
+        #expect(accounts.servers.map(\.name) == ["rad-1"])
+        #expect(accounts.servers.first?.address == "192.0.2.11")
+        #expect(accounts.servers.first?.authPort == 11812 && accounts.servers.first?.acctPort == 11813)
+
+        let acme = try #require(inventory.acme)
+        #expect(acme.directory == "https://acme.example.com/directory" && acme.email == "ops@example.com")
+        #expect(acme.challenge == .http01 && acme.key == .ec384 && acme.caBundle == "acme-ca.pem")
+        #expect(acme.renewDays == 20 && acme.roots == ["/etc/ssl/certs/Acme_Root.pem"])
+
+        let monitoring = try #require(inventory.monitoring)
+        #expect(monitoring.from.map(\.description) == ["192.0.2.250/32"])
+        #expect(monitoring.port == 9200 && monitoring.userLabels)
+
+        #expect(node.address == "n1.vpn.example.com" && node.id == .fqdn("vpn.example.com"))
+        #expect(node.region == "eu-central" && node.country == "NO" && node.tier == .pro)
+        #expect(node.pool?.description == "10.9.0.0/24" && node.pool6?.description == "fd00:9::/112")
+        #expect(node.services == [.ikev2EAP, .ikev2PSK] && node.psk == .env("N1_PSK") && node.group == "acme")
+        #expect(node.proposals == Proposals(ike: ["aes256gcm16-prfsha384-ecp384"], esp: ["aes128gcm16"]))
+        #expect(node.dns == ["192.0.2.53"])
+        var apple = AppleOptions()
+        apple.onDemand = true
+        apple.trustedSSIDs = ["home"]
+        apple.includeAllNetworks = false
+        apple.excludeLocalNetworks = true
+        apple.pfs = true
+        apple.crlCheck = false
+        apple.dpd = .high
+        apple.disconnectOnIdle = 600
+        #expect(node.apple == apple)
+        #expect(node.deploy == DeployTarget(host: "n1.admin.example.com", port: 2222, user: "ops", become: true))
+        #expect(node.network.uplink == "ens3" && node.network.mss == .fixed(1300))
+        #expect(node.network.isolateClients == false && node.network.ipsec == .libipsec)
+        #expect(node.network.ipv6 == .routed && node.network.allowPrivate.map(\.description) == ["10.20.0.0/16"])
+        #expect(node.accounts == .radius && node.certificate == .acme)
+
+        #expect(user.password == .env("U1_PASSWORD") && user.cert && user.id == .userFQDN("u1@example.com"))
+        #expect(user.nodes == ["n1"] && user.devices == [.linux] && user.revoked)
+        var userApple = AppleOptions()
+        userApple.onDemand = true
+        userApple.trustedSSIDs = ["home"]
+        userApple.includeAllNetworks = false
+        userApple.excludeLocalNetworks = true
+        userApple.disconnectOnIdle = 600
+        #expect(user.apple == userApple)
+    }
+
+    /// The allowed keys of each section, in the order its messages list them and its hints are chosen.
+    @Test func theSectionsListTheirKeysInTheirOrder() {
+        func names<K: RawRepresentable & CaseIterable>(_: K.Type) -> [String] where K.RawValue == String {
+            K.allCases.map(\.rawValue)
+        }
+        #expect(
+            names(Keys.TopLevelKey.self) == [
+                "vpnprov", "name", "pki", "secrets", "accounts", "acme", "monitoring", "defaults", "nodes", "users",
+                "acknowledge",
+            ])
+        #expect(names(Keys.MonitoringKey.self) == ["from", "port", "user_labels"])
+        #expect(names(Keys.AcknowledgementKey.self) == ["rule", "node", "user", "service", "reason"])
+        #expect(names(Keys.SecretsKey.self) == ["env_prefix", "file_dir"])
+        #expect(
+            names(Keys.PKIKey.self) == [
+                "ca", "server_days", "client_days", "server_key", "client_key", "profile_signing", "crl_url",
+            ])
+        #expect(names(Keys.ProfileSigningKey.self) == ["cert", "key", "chain"])
+        #expect(names(Keys.CAKey.self) == ["name", "key", "days"])
+        #expect(
+            names(Keys.NodeKey.self) == [
+                "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
+                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe",
+            ])
+        #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
+        #expect(
+            names(Keys.AppleKey.self) == [
+                "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "pfs", "crl_check",
+                "dpd", "disconnect_on_idle",
+            ])
+        #expect(
+            names(Keys.UserAppleKey.self) == [
+                "on_demand", "trusted_ssids", "include_all_networks", "exclude_local_networks", "disconnect_on_idle",
+            ])
+        #expect(Keys.UserAppleKey.allCases.map(\.appleKey.rawValue) == names(Keys.UserAppleKey.self))
+        #expect(names(Keys.ProposalKey.self) == ["ike", "esp"])
+        #expect(names(Keys.DeployKey.self) == ["host", "port", "user", "become"])
+        #expect(names(Keys.UserKey.self) == ["password", "cert", "id", "nodes", "devices", "revoked", "apple"])
+        #expect(
+            names(Keys.AccountsKey.self) == [
+                "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from",
+                "protection", "servers",
+            ])
+        #expect(names(Keys.RadiusServerKey.self) == ["address", "auth_port", "acct_port"])
+        #expect(
+            names(Keys.ACMEKey.self) == [
+                "directory", "email", "challenge", "key", "ca_bundle", "renew_days", "roots",
+            ])
+    }
+
+    /// Each field's dotted name is its own: the tests' spellings (FieldNames.swift) and the docs' find one field.
+    @Test func fieldPathsAreDistinct() {
+        #expect(Set(NodeField.named.map(\.path)).count == NodeField.named.count)
+        #expect(Set(UserField.named.map(\.path)).count == UserField.named.count)
+        #expect(Set(InventoryField.named.map(\.path)).count == InventoryField.named.count)
+        #expect(NodeField("network.allow_private.2") == .allowPrivate(2))
+        #expect(InventoryField("pki.ca.days").parent == .pki(.ca))
+    }
+}

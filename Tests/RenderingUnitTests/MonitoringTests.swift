@@ -265,7 +265,16 @@ import VPNProvTestFixtures
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             paths.append(path)
         }
-        let result = try Self.run(Self.systemdAnalyze.path, ["verify", "--man=no"] + paths, in: dir)
+        // systemd-analyze records its unit loading in /run/systemd (systemd-units-load), which no test may write on
+        // the host: it runs in a mount namespace of its own with a tmpfs over /run (a user namespace makes that
+        // possible without privileges too).
+        let result = try Self.run(
+            "/usr/bin/unshare",
+            [
+                "--mount", "--map-root-user", "sh", "-c",
+                "mount -t tmpfs -o size=1m vpnprov-verify /run && exec \"$0\" \"$@\"", Self.systemdAnalyze.path,
+                "verify", "--man=no",
+            ] + paths, in: dir)
         #expect(result.code == 0, "\(result.output)")
         #expect(!result.output.contains("vpnprov-strongswan-metrics"), "\(result.output)")
     }

@@ -203,8 +203,8 @@ extension LinuxClientRenderer: ClientKindRenderer {
         }
         if !quantumSafe.isEmpty {
             lines += [
-                "  " + quantumSafe.map(\.name).joined(separator: ", ") + " are quantum-safe (ML-KEM and/or a",
-                "  post-quantum preshared key): they need strongSwan 6.1 or later (`swanctl --version`).",
+                "  " + quantumSafe.map(\.name).joined(separator: ", ") + " are quantum-safe: ML-KEM needs",
+                "  strongSwan 6.1 or later (`swanctl --version`), a post-quantum preshared key 5.7 or later.",
             ]
         }
         if connections.contains(where: { $0.devices.contains(.linux) && $0.aggressive }) {

@@ -392,7 +392,7 @@ import VPNProvTestFixtures
         #expect(Self.codes(wrong).contains { $0.hasPrefix("E:") })
     }
 
-    /// The free node with its RADIUS on another address (issue 39, item 7): `radius_address`.
+    /// The free node with its RADIUS on another address: `radius_address`.
     static func inventoryWithRadiusAddress(_ address: String = "203.0.113.1") -> String {
         inventory().replacingOccurrences(
             of: "    accounts: radius\n  npro:", with: "    accounts: radius\n    radius_address: \(address)\n  npro:")

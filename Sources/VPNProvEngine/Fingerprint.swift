@@ -103,10 +103,29 @@ extension Fingerprint {
             out += "b\(value.count):".utf8
             out += value
         }
+        // Enums case by case, not through String(reflecting:), which walks them by reflection (a few
+        // percent of a fleet's no-op run; docs/benchmarks.md, "Why the code is shaped this way").
+        func tagged(_ tag: String, _ value: String) {
+            text(tag)
+            text(value)
+        }
         text(user.name)
-        text(String(reflecting: user.password))  // small enums: reflection is cheap here
+        switch user.password {
+        case nil: text("-")
+        case .generate?: text("generate")
+        case .env(let name)?: tagged("env", name)
+        case .file(let path)?: tagged("file", path)
+        case .literal(let value)?: tagged("literal", value)
+        }
         text(user.cert ? "cert" : "no-cert")
-        text(String(reflecting: user.id))
+        switch user.id {
+        case .fqdn(let v): tagged("fqdn", v)
+        case .userFQDN(let v): tagged("userFQDN", v)
+        case .ipv4(let v): tagged("ipv4", v)
+        case .ipv6(let v): tagged("ipv6", v)
+        case .dn(let v): tagged("dn", v)
+        case .keyID(let v): tagged("keyID", v)
+        }
         text("\(user.nodes.count)")
         for node in user.nodes { text(node) }
         text(user.devices.map(\.rawValue).joined(separator: ","))
@@ -122,7 +141,7 @@ extension Fingerprint {
         bytes(materials.privateKeyPEM.map { Array($0.utf8) })
         bytes(materials.p12)
         bytes(materials.p12Password.map { Array($0.utf8) })
-        text(String(reflecting: materials.keyType))
+        text(materials.keyType?.rawValue ?? "-")
         bytes(materials.openP12)
         bytes(materials.ppk.map { Array($0.utf8) })
         return out

@@ -93,13 +93,35 @@ extension Pipeline {
     /// The render-cache entry of `servers/` and `catalog/` (not a valid user name).
     static let serversCacheKey = "@servers"
 
+    /// What the previous run left for the render cache: the output tree opened for reading, its render
+    /// cache and stat records.
+    struct PreviousRun: Sendable {
+        var reader: OutputTree.Session
+        var cache: RenderCache
+        var stats: StatCache?
+    }
+
+    /// Reads the previous run's caches on another thread, with the program's own digest (`buildIdentity`):
+    /// neither depends on the inventory or the state, and a fleet's cache takes about as long to parse
+    /// as the state takes to load (docs/benchmarks.md).
+    static func readPreviousRun(_ directory: String) -> Background<Result<PreviousRun, OutputError>> {
+        Background {
+            _ = buildIdentity
+            return Result { () throws(OutputError) -> PreviousRun in
+                let reader = try OutputTree.Session(directory: directory, mode: .compare)
+                let (cache, stats) = reader.previousCaches()
+                return PreviousRun(reader: reader, cache: cache, stats: stats)
+            }
+        }
+    }
+
     /// The users whose cached files are intact and rendered from the same inputs.
     static func freshUsers(
-        in directory: String, fingerprints: [String: String]
-    ) throws -> (fresh: [String: RenderCache.Entry], previousEntries: Int, refreshStats: Bool) {
-        let reader = try OutputTree.Session(directory: directory, mode: .compare)
-        let (cache, stats) = reader.previousCaches()
-        let previous = cache.entries
+        _ previousRun: PreviousRun, fingerprints: [String: String]
+    ) -> (fresh: [String: RenderCache.Entry], previousEntries: Int, refreshStats: Bool) {
+        let reader = previousRun.reader
+        let stats = previousRun.stats
+        let previous = previousRun.cache.entries
         let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
         let checked = parallelMap(candidates.count) { i -> (intact: Bool, hashed: Bool) in
             var hashed = false
@@ -149,6 +171,8 @@ extension Pipeline {
         // The lock stays held (in Built) until the state is committed and the tree published: two
         // runs must not both prepare from the same state and then both commit.
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
+        // Under the lock, so no other run is replacing the caches while they are read.
+        let previousRun = readPreviousRun(options.outDirectory)
         var handedOver = false
         defer { if lock == nil && !handedOver { heldLock.release() } }
         var prepared: PrepareResult
@@ -165,8 +189,8 @@ extension Pipeline {
         output.progress.finished(.issuingCertificates)
         prepared.materials.acmeCABundlePEM = acmeBundle
         let fingerprints = fingerprints(prepared.inventory, prepared.materials, templates)
-        let (fresh, previousCacheEntries, refreshStats) = try freshUsers(
-            in: options.outDirectory, fingerprints: fingerprints)
+        let (fresh, previousCacheEntries, refreshStats) = freshUsers(
+            try previousRun.value.get(), fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
         // Only users rendered again are checked: a run where every user is fresh needs no server facts.
         let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }

@@ -475,47 +475,62 @@ extension OutputTree {
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
             // A user's files sit in a few directories: the parent is checked and opened once, and for the
-            // files after the first only the name is checked (a fleet has hundreds of thousands of paths).
-            var parent: (path: Substring, fd: Int32)?
-            for (k, file) in entry.files.enumerated() {
-                let slash = file.path.utf8.lastIndex(of: UInt8(ascii: "/"))
-                let parentPath = slash.map { file.path[..<$0] } ?? ""
-                let nameText = slash.map { file.path[file.path.index(after: $0)...] } ?? file.path[...]
-                let dir: Int32
-                if let parent, parent.path == parentPath {
-                    guard isPlainComponent(nameText.utf8) else { return false }
-                    dir = parent.fd
+            // files after the first only the name is checked. Paths are read in place from the packed
+            // list (a fleet has hundreds of thousands; docs/benchmarks.md, "Why the code is shaped this way").
+            var parentPath: [UInt8] = []
+            var parentFD: Int32 = -1
+            var k = 0
+            var hashedAny = false
+            defer { if hashedAny { hashed = true } }
+            return entry.files.allFiles { sha256, isPrivate, path in
+                defer { k += 1 }
+                var slash = path.count
+                while slash > 0 && path[slash - 1] != UInt8(ascii: "/") { slash -= 1 }
+                let parent = UnsafeBufferPointer(rebasing: path[..<max(0, slash - 1)])
+                let name = UnsafeBufferPointer(rebasing: path[slash...])
+                if parentFD >= 0, parent.elementsEqual(parentPath) {
+                    guard isPlainComponent(name) else { return false }
                 } else {
-                    guard let parts = try? checkRelativePath(file.path),
-                        let opened = try? cache.directory(parts.dropLast(), display: file.path)
+                    let text = String(decoding: path, as: UTF8.self)
+                    guard let parts = try? checkRelativePath(text),
+                        let opened = try? cache.directory(parts.dropLast(), display: text)
                     else { return false }
-                    dir = opened
-                    parent = (parentPath, opened)
+                    parentFD = opened
+                    parentPath = Array(parent)
                 }
-                let name = String(nameText)
-                if let stats, entry.firstOrdinal >= 0 {
-                    var st = stat()
-                    if fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
-                        (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
-                        stats.trusts(st, ordinal: Int(entry.firstOrdinal) + k)
-                    {
-                        continue
+                let mode = isPrivate ? privateMode : publicMode
+                return withCString(name) { name in
+                    if let stats, entry.firstOrdinal >= 0 {
+                        var st = stat()
+                        if fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+                            (st.st_mode & 0o7777) == mode, stats.trusts(st, ordinal: Int(entry.firstOrdinal) + k)
+                        {
+                            return true
+                        }
                     }
+                    hashedAny = true
+                    let fd = openat(parentFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+                    guard fd >= 0 else { return false }
+                    defer { close(fd) }
+                    var st = stat()
+                    // Bounded like every outside read: a huge (or sparse) file at a cached path is simply
+                    // not intact, and is rendered and written again.
+                    guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, (st.st_mode & 0o7777) == mode,
+                        let bytes = readAll(fd, limit: BoundedFile.outputFileLimit),
+                        RenderCache.SHA256Value(Digest.sha256(bytes)) == sha256
+                    else { return false }
+                    return true
                 }
-                hashed = true
-                let fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-                guard fd >= 0 else { return false }
-                defer { close(fd) }
-                var st = stat()
-                // Bounded like every outside read: a huge (or sparse) file at a cached path is simply
-                // not intact, and is rendered and written again.
-                guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
-                    (st.st_mode & 0o7777) == (file.isPrivate ? privateMode : publicMode),
-                    let bytes = readAll(fd, limit: BoundedFile.outputFileLimit),
-                    RenderCache.SHA256Value(Digest.sha256(bytes)) == file.sha256
-                else { return false }
             }
-            return true
+        }
+
+        /// `body` with `name` (a checked path component: no NUL) as a C string, without a `String`.
+        private func withCString<R>(_ name: UnsafeBufferPointer<UInt8>, _ body: (UnsafePointer<CChar>) -> R) -> R {
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1) { buffer in
+                name.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(fromContentsOf: $0) }
+                buffer[name.count] = 0
+                return body(buffer.baseAddress!)
+            }
         }
 
         /// The bytes of a file the tree holds now (not following links), nil when it is missing, not a

@@ -34,29 +34,32 @@ package struct RenderCache: Sendable {
             words = (word(0), word(1), word(2), word(3))
         }
 
-        /// From 64 hexadecimal digits; nil for anything else. Straight into the four words: a fleet's
-        /// cache has hundreds of thousands of digests to read.
+        /// From 64 hexadecimal digits; nil for anything else.
         init?<S: Collection>(hex: S) where S.Element == UInt8 {
-            guard hex.count == 64 else { return nil }
-            var (w0, w1, w2, w3): (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            var i = 0
-            for c in hex {
-                let v: UInt64
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): v = UInt64(c - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): v = UInt64(c - UInt8(ascii: "a") + 10)
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): v = UInt64(c - UInt8(ascii: "A") + 10)
-                default: return nil
+            guard hex.count == 64, let value = Array(hex).withUnsafeBufferPointer({ Self(hexDigits: $0.baseAddress!) })
+            else { return nil }
+            self = value
+        }
+
+        /// From the 64 hexadecimal digits at `digits`; nil when one is not a digit. By arithmetic on
+        /// the bytes in place: a fleet's cache has hundreds of thousands of digests to read.
+        init?(hexDigits digits: UnsafePointer<UInt8>) {
+            var invalid: UInt8 = 0
+            func word(_ at: Int) -> UInt64 {
+                var w: UInt64 = 0
+                for k in 0..<16 {
+                    let c = digits[at + k]
+                    let decimal = c &- UInt8(ascii: "0")
+                    let letter = (c | 0x20) &- UInt8(ascii: "a")
+                    let isDecimal = decimal < 10
+                    invalid |= (isDecimal || letter < 6) ? 0 : 1
+                    w = w << 4 | UInt64(isDecimal ? decimal : letter &+ 10)
                 }
-                switch i >> 4 {
-                case 0: w0 = w0 << 4 | v
-                case 1: w1 = w1 << 4 | v
-                case 2: w2 = w2 << 4 | v
-                default: w3 = w3 << 4 | v
-                }
-                i += 1
+                return w
             }
-            words = (w0, w1, w2, w3)
+            let words = (word(0), word(16), word(32), word(48))
+            guard invalid == 0 else { return nil }
+            self.words = words
         }
 
         /// Upper-case hexadecimal, as the cache file has always written digests.
@@ -106,6 +109,12 @@ package struct RenderCache: Sendable {
 
         package init(arrayLiteral files: File...) { self.init(files) }
 
+        /// Files already packed as this list packs them (`count` of them in `packed`).
+        init(packed: [UInt8], count: Int) {
+            bytes = packed
+            self.count = count
+        }
+
         init<S: Sequence>(_ files: S) where S.Element == File {
             for file in files { append(file) }
         }
@@ -137,21 +146,33 @@ package struct RenderCache: Sendable {
         mutating func shrinkToFit() { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
 
         /// Calls `body` with each file in order, its path as UTF-8 bytes in place.
-        func forEachFile(
-            _ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) throws -> Void
-        ) rethrows {
-            try bytes.withUnsafeBufferPointer { buffer in
+        func forEachFile(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) -> Void) {
+            _ = allFiles { sha256, isPrivate, path in
+                body(sha256, isPrivate, path)
+                return true
+            }
+        }
+
+        /// Calls `body` with each file in order (its path as UTF-8 bytes in place) until it returns
+        /// false; whether it never did.
+        func allFiles(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) -> Bool)
+            -> Bool
+        {
+            bytes.withUnsafeBufferPointer { buffer in
                 var at = 0
                 while at < buffer.count {
                     let raw = UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer[at...]))
                     let words = raw.loadUnaligned(as: (UInt64, UInt64, UInt64, UInt64).self)
                     let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 33, as: UInt32.self)))
                     let start = at + 37
-                    try body(
-                        SHA256Value(words: words), buffer[at + 32] != 0,
-                        UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
+                    guard
+                        body(
+                            SHA256Value(words: words), buffer[at + 32] != 0,
+                            UnsafeBufferPointer(rebasing: buffer[start..<(start + length)]))
+                    else { return false }
                     at = start + length
                 }
+                return true
             }
         }
 
@@ -197,49 +218,92 @@ package struct RenderCache: Sendable {
 
     package var entries: [String: Entry] = [:]
 
-    /// Parses the cache file; anything unexpected gives an empty cache. Lines are read in place (a
-    /// fleet's cache has hundreds of thousands), never split into an array first.
+    /// Parses the cache file; anything unexpected gives an empty cache. Lines are read in place with
+    /// fixed field positions (a fleet's cache has hundreds of thousands), never split into arrays.
     init(bytes: [UInt8]?) {
         guard let bytes else { return }
-        var current: (String, Entry)?
+        entries = bytes.withUnsafeBufferPointer { Self.parse($0) } ?? [:]
+    }
+
+    /// The entries of a cache file, nil for anything unexpected. A `file` line is
+    /// `file <64 hex digits> <0600|0644> <path>`; a `user` line `user <name> <fingerprint>`.
+    private static func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> [String: Entry]? {
+        guard let base = buffer.baseAddress else { return nil }
+        let end = buffer.count
         var parsed: [String: Entry] = [:]
-        func finish(_ item: (String, Entry)?) {
-            guard let (name, read) = item else { return }
-            var entry = read
-            entry.files.shrinkToFit()
-            parsed[name] = entry
+        var current: (name: String, entry: Entry)?
+        // One growing buffer for the user being read, copied once at its exact size when the user ends
+        // (instead of growing each user's own buffer and then shrinking it).
+        var packed: [UInt8] = []
+        var packedCount = 0
+        func finish() {
+            guard var item = current else { return }
+            item.entry.files = FileList(packed: packed.withUnsafeBufferPointer { Array($0) }, count: packedCount)
+            parsed[item.name] = item.entry
+            packed.removeAll(keepingCapacity: true)
+            packedCount = 0
+        }
+        func text(_ from: Int, _ to: Int) -> String {
+            String(decoding: UnsafeBufferPointer(start: base + from, count: to - from), as: UTF8.self)
+        }
+        func matches(_ at: Int, _ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            return end - at >= count && memcmp(base + at, literal.utf8Start, count) == 0
         }
         var ordinal: Int32 = 0
         var start = 0
         var first = true
-        while start < bytes.count {
-            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
-            let line = bytes[start..<end]
-            start = end + 1
-            if line.isEmpty { continue }
+        while start < end {
+            let lineEnd = memchr(base + start, 0x0A, end - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? end
+            defer { start = lineEnd + 1 }
+            let length = lineEnd - start
+            if length == 0 { continue }
             if first {
-                guard line.elementsEqual(Self.header.utf8) else { return }
+                guard Self.header.utf8.elementsEqual(UnsafeBufferPointer(start: base + start, count: length)) else {
+                    return nil
+                }
                 first = false
                 continue
             }
-            let fields = line.split(separator: UInt8(ascii: " "), maxSplits: 3)
-            func text(_ i: Int) -> String { String(decoding: fields[i], as: UTF8.self) }
-            if fields.count == 3, fields[0].elementsEqual("user".utf8) {
-                finish(current)
-                current = (text(1), Entry(fingerprint: text(2), files: FileList(), firstOrdinal: ordinal))
-            } else if fields.count == 4, fields[0].elementsEqual("file".utf8), current != nil,
-                let digest = SHA256Value(hex: fields[1])
-            {
-                current!.1.files.append(
-                    sha256: digest, isPrivate: fields[2].elementsEqual("0600".utf8), path: fields[3])
+            if matches(start, "file "), current != nil {
+                // "file " (5), 64 digits, " ", "0600"/"0644", " ", a path of at least one byte.
+                guard length > 75, base[start + 69] == 0x20, base[start + 74] == 0x20,
+                    let digest = SHA256Value(hexDigits: base + start + 5)
+                else { return nil }
+                let isPrivate: Bool
+                if matches(start + 70, "0600") {
+                    isPrivate = true
+                } else if matches(start + 70, "0644") {
+                    isPrivate = false
+                } else {
+                    return nil
+                }
+                withUnsafeBytes(of: digest.words) { packed += $0 }
+                packed.append(isPrivate ? 1 : 0)
+                withUnsafeBytes(of: UInt32(length - 75).littleEndian) { packed += $0 }
+                packed += UnsafeBufferPointer(start: base + start + 75, count: length - 75)
+                packedCount += 1
                 ordinal += 1
+            } else if matches(start, "user ") {
+                // Exactly two fields after "user", separated by one space, neither empty.
+                let nameStart = start + 5
+                guard let space = memchr(base + nameStart, 0x20, lineEnd - nameStart) else { return nil }
+                let nameEnd = UnsafePointer(space.assumingMemoryBound(to: UInt8.self)) - base
+                guard nameEnd > nameStart, nameEnd + 1 < lineEnd,
+                    memchr(base + nameEnd + 1, 0x20, lineEnd - nameEnd - 1) == nil
+                else { return nil }
+                finish()
+                current = (
+                    text(nameStart, nameEnd),
+                    Entry(fingerprint: text(nameEnd + 1, lineEnd), files: FileList(), firstOrdinal: ordinal)
+                )
             } else {
-                return
+                return nil
             }
         }
-        if first { return }
-        finish(current)
-        entries = parsed
+        if first { return nil }
+        finish()
+        return parsed
     }
 
     package init(entries: [String: Entry]) { self.entries = entries }

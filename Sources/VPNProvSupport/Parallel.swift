@@ -17,3 +17,25 @@ package func parallelMap<T: Sendable>(_ count: Int, _ body: @Sendable (Int) -> T
     }
     return slots.withLock { $0.map { $0! } }
 }
+
+/// `body`, started on another thread at once; `value` waits for its result. For work that can overlap
+/// a serial stretch of the caller (a run reads the previous run's caches while the state loads).
+package final class Background<T: Sendable>: Sendable {
+    private let slot = Mutex<T?>(nil)
+    private let finished = DispatchGroup()
+
+    package init(_ body: @escaping @Sendable () -> T) {
+        finished.enter()
+        DispatchQueue.global().async { [self] in
+            let result = body()
+            slot.withLock { $0 = result }
+            finished.leave()
+        }
+    }
+
+    /// The result, once `body` has returned.
+    package var value: T {
+        finished.wait()
+        return slot.withLock { $0! }
+    }
+}

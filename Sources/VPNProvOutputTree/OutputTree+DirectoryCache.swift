@@ -63,23 +63,31 @@ extension OutputTree {
             lastParent = nil
         }
 
-        private var lastParent: (path: Substring, fd: Int32)?
+        private var lastParent: (path: Substring, fd: Int32, created: Bool)?
 
         /// The directory holding `path` and the file's name in it, with `checkRelativePath`'s rules;
         /// nil when the directory is missing and not created. A file in the same directory as the one
         /// before costs no splitting of its path (stat records and renames go through long runs).
         func parent(of path: String) throws(OutputError) -> (dir: Int32, name: String)? {
+            try place(of: path).map { ($0.dir, $0.name) }
+        }
+
+        /// `parent(of:)`, and whether this cache created that directory (so it held nothing before this
+        /// cache wrote to it).
+        func place(of path: String) throws(OutputError) -> (dir: Int32, name: String, created: Bool)? {
             let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
             let parentPath = slash.map { path[..<$0] } ?? ""
             let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
-            guard OutputTree.isPlainComponent(name.utf8) else {
+            // A leading slash leaves an empty parent that is not the root.
+            guard OutputTree.isPlainComponent(name.utf8), slash == nil || !parentPath.isEmpty else {
                 throw OutputError("refusing unsafe output path '\(path)'")
             }
-            if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name)) }
+            if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name), lastParent.created) }
             let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
             guard let fd = try directory(components[...], display: path) else { return nil }
-            lastParent = (parentPath, fd)
-            return (fd, String(name))
+            let created = created(components[...])
+            lastParent = (parentPath, fd, created)
+            return (fd, String(name), created)
         }
 
         /// Every directory this cache created (relative paths).

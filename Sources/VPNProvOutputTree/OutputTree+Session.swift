@@ -45,8 +45,9 @@ extension OutputTree {
             }
         }
 
-        static func temporaryName(_ name: String) -> String { ".\(name).tmp-\(processID)" }
-        private static let processID = getpid()
+        static func temporaryName(_ name: String) -> String { "." + name + temporarySuffix }
+        /// `.tmp-<pid>`, made once (a name is made for every file written).
+        private static let temporarySuffix = ".tmp-\(getpid())"
 
         let directory: String
         let mode: Mode
@@ -109,17 +110,18 @@ extension OutputTree {
             }
             do {
                 for file in files {
-                    let parts = try checkRelativePath(file.path)
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
-                    guard root >= 0, let dir = try cache.directory(parts.dropLast(), display: file.path) else {
+                    // The file's directory is looked up (and made) once per run of files in it.
+                    guard root >= 0, let place = try cache.place(of: file.path) else {
+                        _ = try checkRelativePath(file.path)
                         batch.files.append(file.path, .changed)
                         continue
                     }
                     // A directory this batch created holds only what the batch wrote: nothing to compare.
                     let current =
-                        cache.created(parts.dropLast())
+                        place.created
                         ? .differs(missing: true)
-                        : try state(dir, name: parts.last!, contents: file.contents, mode: mode)
+                        : try state(place.dir, name: place.name, contents: file.contents, mode: mode)
                     switch current {
                     case .matches:
                         batch.files.append(file.path)
@@ -128,7 +130,7 @@ extension OutputTree {
                         if self.mode == .write {
                             try markWriting()
                             try writeTemporary(
-                                dir, name: Session.temporaryName(parts.last!), contents: file.contents, mode: mode,
+                                place.dir, name: Session.temporaryName(place.name), contents: file.contents, mode: mode,
                                 sync: syncPerFile,
                                 display: file.path)
                             WriteSteps.step()
@@ -482,6 +484,9 @@ extension OutputTree {
             var k = 0
             var hashedAny = false
             defer { if hashedAny { hashed = true } }
+            // Unwrapped once, not per file (each look into an optional struct copies it).
+            let records = entry.firstOrdinal >= 0 ? stats : nil
+            let firstOrdinal = Int(entry.firstOrdinal)
             return entry.files.allFiles { sha256, isPrivate, path in
                 defer { k += 1 }
                 var slash = path.count
@@ -500,10 +505,10 @@ extension OutputTree {
                 }
                 let mode = isPrivate ? privateMode : publicMode
                 return withCString(name) { name in
-                    if let stats, entry.firstOrdinal >= 0 {
+                    if let records {
                         var st = stat()
                         if fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
-                            (st.st_mode & 0o7777) == mode, stats.trusts(st, ordinal: Int(entry.firstOrdinal) + k)
+                            (st.st_mode & 0o7777) == mode, records.trusts(st, ordinal: firstOrdinal + k)
                         {
                             return true
                         }

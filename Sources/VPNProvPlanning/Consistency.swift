@@ -1,3 +1,4 @@
+import Synchronization
 import VPNProvCrypto
 import VPNProvModel
 import VPNProvSupport
@@ -174,15 +175,17 @@ package enum Consistency {
         // Lookups by name are computed once per call: a slice has a connection per user, node and service.
         let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let users = Dictionary(inventory.users.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let context = CheckContext(servers)
-        for c in plan.connections {
-            guard let node = nodes[c.node], let user = users[c.user] else { continue }
-            guard let view = servers.views[c.node] else {
-                add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
-                continue
-            }
-            for d in check(connection: c, view: view, node: node, user: user, materials: materials, context: context) {
-                add(d)
+        servers.withContext { context in
+            for c in plan.connections {
+                guard let node = nodes[c.node], let user = users[c.user] else { continue }
+                guard let view = servers.views[c.node] else {
+                    add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
+                    continue
+                }
+                for d in check(connection: c, view: view, node: node, user: user, materials: materials, context: context)
+                {
+                    add(d)
+                }
             }
         }
         return out
@@ -196,8 +199,11 @@ package enum Consistency {
         let passwordUsers: [String: Set<String>]
         let shipsOtherCA: [String: Bool]
         let inspect: CertificateInspector?
-        /// Facts of the node certificates, by PEM.
+        /// Facts of the node certificates, by node name (not by PEM, which a lookup would hash whole).
         let nodeFacts: [String: CertificateFacts?]
+        /// Check contexts between checks: their proposal comparisons stay known from one slice of users to
+        /// the next (a slice has only a few users).
+        private let idle = Mutex<[CheckContext]>([])
 
         package init(_ servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
             var views: [String: ServerView] = [:]
@@ -213,8 +219,10 @@ package enum Consistency {
             }
             var nodeFacts: [String: CertificateFacts?] = [:]
             if let inspect {
-                for node in materials.nodes.values where nodeFacts[node.certificatePEM] == nil {
-                    nodeFacts[node.certificatePEM] = .some(inspect(node.certificatePEM))
+                var byPEM: [String: CertificateFacts?] = [:]
+                for (name, node) in materials.nodes {
+                    if byPEM[node.certificatePEM] == nil { byPEM[node.certificatePEM] = .some(inspect(node.certificatePEM)) }
+                    nodeFacts[name] = byPEM[node.certificatePEM]!
                 }
             }
             self.views = views
@@ -223,12 +231,26 @@ package enum Consistency {
             self.inspect = inspect
             self.nodeFacts = nodeFacts
         }
+
+        /// `body` with a check context of its own, taken from those between checks (or new) and put back.
+        func withContext<T>(_ body: (CheckContext) -> T) -> T {
+            let context = idle.withLock { $0.popLast() } ?? CheckContext(self)
+            defer {
+                context.forgetUsers()
+                idle.withLock { $0.append(context) }
+            }
+            return body(context)
+        }
     }
 
-    /// One check's caches (certificates and proposal comparisons) over the shared server facts.
-    final class CheckContext {
+    /// One check's caches (certificates and proposal comparisons) over the shared server facts. Used by one
+    /// thread at a time (`Servers.withContext` hands it out).
+    // @unchecked Sendable: confined. A context is only used by the thread that took it from `Servers.withContext`;
+    // the pool's Mutex orders its handing over.
+    final class CheckContext: @unchecked Sendable {
         let servers: Servers
         private var facts: [String: CertificateFacts?] = [:]
+        private var userFacts: [String: CertificateFacts?] = [:]
         private var intersections: [IntersectionKey: Bool] = [:]
 
         struct IntersectionKey: Hashable {
@@ -239,6 +261,14 @@ package enum Consistency {
         }
 
         init(_ servers: Servers) { self.servers = servers }
+
+        /// Drops what it learnt about users (their certificates and names), keeping the proposal
+        /// comparisons: the next check is of other users.
+        func forgetUsers() {
+            facts = [:]
+            userFacts = [:]
+            names = [:]
+        }
 
         func knowsPassword(_ view: ServerView, _ user: String) -> Bool {
             servers.passwordUsers[view.node]?.contains(user) ?? view.passwordUsers.contains(user)
@@ -252,9 +282,23 @@ package enum Consistency {
 
         func facts(_ pem: String) -> CertificateFacts? {
             guard let inspect = servers.inspect else { return nil }
-            if let known = servers.nodeFacts[pem] ?? facts[pem] { return known }
+            if let known = facts[pem] { return known }
             let value = inspect(pem)
             facts[pem] = value
+            return value
+        }
+
+        /// The facts of node `name`'s certificate; nil without one (or without an inspector).
+        func nodeFacts(_ name: String, materials: Materials) -> CertificateFacts? {
+            if let known = servers.nodeFacts[name] { return known }
+            return materials.nodes[name].flatMap { facts($0.certificatePEM) }
+        }
+
+        /// The facts of user `name`'s certificate; nil without one (or without an inspector).
+        func userFacts(_ name: String, materials: Materials) -> CertificateFacts? {
+            if let known = userFacts[name] { return known }
+            let value = materials.users[name]?.certificatePEM.flatMap { facts($0) }
+            userFacts[name] = .some(value)
             return value
         }
 
@@ -400,7 +444,7 @@ package enum Consistency {
     ) -> [Diagnostic] {
         guard client.serverAuth == .pubkey && node.certificate == .ca else { return [] }
         var out: [Diagnostic] = []
-        if let pem = materials.nodes[client.node]?.certificatePEM, let facts = context.facts(pem) {
+        if let facts = context.nodeFacts(client.node, materials: materials) {
             if !context.certificate(facts, contains: client.remoteID) {
                 out.append(
                     .error(
@@ -433,7 +477,7 @@ package enum Consistency {
         context: CheckContext
     ) -> [Diagnostic] {
         guard client.credentials.contains(.clientCertificate), let localID = client.localID,
-            let pem = materials.users[client.user]?.certificatePEM, let facts = context.facts(pem)
+            let facts = context.userFacts(client.user, materials: materials)
         else { return [] }
         var out: [Diagnostic] = []
         if !context.certificate(facts, contains: localID) {
@@ -473,9 +517,7 @@ package enum Consistency {
         user: User, materials: Materials, context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
-        var asWindows = c
-        asWindows.localID = windows.localID
-        switch select(asWindows, in: view.connections) {
+        switch select(c, in: view.connections, localID: windows.localID) {
         case .selected(let w) where w.name != selected.name:
             out.append(
                 .error(
@@ -498,7 +540,7 @@ package enum Consistency {
                         "node '\(c.node)': its ACME certificate names only '\(node.id.value)', not '\(c.remoteAddress)', the address Windows dials (Windows refuses it with error 13801); set the node's address to \(node.id.value)",
                         at: node.location(of: .address)))
             }
-        } else if let pem = materials.nodes[c.node]?.certificatePEM, let facts = context.facts(pem) {
+        } else if let facts = context.nodeFacts(c.node, materials: materials) {
             if !facts.dnsNames.contains(where: { CertificateFacts.sameIgnoringCase($0, c.remoteAddress) }) {
                 out.append(
                     .error(
@@ -514,8 +556,8 @@ package enum Consistency {
                         at: node.location))
             }
         }
-        if windows.authenticationMethod == "MachineCertificate", let pem = materials.users[c.user]?.certificatePEM,
-            let facts = context.facts(pem)
+        if windows.authenticationMethod == "MachineCertificate",
+            let facts = context.userFacts(c.user, materials: materials)
         {
             if let ekus = facts.extendedKeyUsages, !ekus.contains(clientAuthOID) {
                 out.append(
@@ -626,9 +668,18 @@ package enum Consistency {
     /// decides (IKE_SA_INIT happens before identities are known). IKEv1: the mode (Main/Aggressive)
     /// and the auth method (PSK vs XAuth-PSK) must equal the connection's; identities as above.
     static func select(_ c: ClientConnection, in connections: [ServerConnectionView]) -> Selection {
-        var versioned = connections.filter {
-            ($0.version == c.ikeVersion || $0.version == 0)
-                && (c.ikeVersion == 2 || ($0.aggressive ?? false) == c.aggressive)
+        select(c, in: connections, localID: c.localID)
+    }
+
+    /// `select` for a client that sends `localID` as its identity (Windows sends its own).
+    /// Works on the connections' positions, copying only the one selected: it runs for every client
+    /// connection of a fleet (docs/benchmarks.md, "Why the code is shaped this way").
+    static func select(_ c: ClientConnection, in connections: [ServerConnectionView], localID: IKEIdentity?)
+        -> Selection
+    {
+        var versioned = connections.indices.filter {
+            (connections[$0].version == c.ikeVersion || connections[$0].version == 0)
+                && (c.ikeVersion == 2 || (connections[$0].aggressive ?? false) == c.aggressive)
         }
         if versioned.isEmpty {
             let mode = c.ikeVersion == 1 ? (c.aggressive ? " Aggressive Mode" : " Main Mode") : ""
@@ -639,64 +690,64 @@ package enum Consistency {
             // An IKEv1 initiator names its auth method (XAuthInitPSK, HybridInitRSA) in its first
             // message; phase1.c select_config only looks at connections that give that method.
             let rounds = c.localAuth.map(\.method)
-            versioned = versioned.filter { $0.remote.map(\.auth) == rounds }
+            versioned = versioned.filter { connections[$0].remote.map(\.auth) == rounds }
             if versioned.isEmpty {
                 return .none(
                     .authMismatch, .node(.services),
                     "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
         }
-        let serverIDs = versioned.filter { $0.localID == c.remoteID }
+        let serverIDs = versioned.filter { connections[$0].localID == c.remoteID }
         if serverIDs.isEmpty {
-            let ids = Set(versioned.map(\.localID.value)).sorted().joined(separator: ", ")
+            let ids = Set(versioned.map { connections[$0].localID.value }).sorted().joined(separator: ", ")
             return .none(
                 .remoteIDMismatch, .node(.id),
                 "the client expects server identity '\(c.remoteID.value)', the server uses '\(ids)'")
         }
-        let ranked = serverIDs.enumerated()
-            .map { (index: $0.offset, conn: $0.element, rank: rank($0.element.remote.first?.id ?? .any, c.localID)) }
+        // Ranked by match quality, file order among equals (positions ascend).
+        let ranked = serverIDs.map { (index: $0, rank: rank(connections[$0].remote.first?.id ?? .any, localID)) }
             .filter { $0.rank > 0 }
             .sorted { $0.rank != $1.rank ? $0.rank > $1.rank : $0.index < $1.index }
-            .map(\.conn)
+            .map(\.index)
         if ranked.isEmpty {
             return .none(
                 .localIDMismatch, c.service == .ipsecXauthPSK ? .node(.group) : .user(.id),
-                "no connection accepts the client identity '\(c.localID?.value ?? "(its IP address)")'")
+                "no connection accepts the client identity '\(localID?.value ?? "(its IP address)")'")
         }
         let first = c.localAuth.first?.method
         if c.ikeVersion == 1 {
             let rounds = c.localAuth.map(\.method)
-            guard let match = ranked.first(where: { $0.remote.map(\.auth) == rounds }) else {
+            guard let match = ranked.first(where: { connections[$0].remote.map(\.auth) == rounds }) else {
                 return .none(
                     .authMismatch, .node(.services),
                     "no connection authenticates with \(rounds.map(\.rawValue).joined(separator: " + "))")
             }
-            return .selected(match)
+            return .selected(connections[match])
         }
         switch first {
         case .eapMSCHAPv2?:
-            guard let match = ranked.first(where: { $0.remote.first?.auth == .eapMSCHAPv2 }) else {
+            guard let match = ranked.first(where: { connections[$0].remote.first?.auth == .eapMSCHAPv2 }) else {
                 return .none(.authMismatch, .node(.services), "no matching connection takes EAP clients")
             }
-            return .selected(match)
+            return .selected(connections[match])
         case .pubkey?:
-            if let initial = versioned.first, !initial.sendCertreq {
+            if let initial = versioned.first.map({ connections[$0] }), !initial.sendCertreq {
                 return .none(
                     .authMismatch, .node(.services),
                     "the client sends its certificate only when asked, and the first IKEv2 connection ('\(initial.name)') sends no certificate request"
                 )
             }
-            guard let match = ranked.first(where: { $0.remote.first?.auth == .pubkey }) else {
+            guard let match = ranked.first(where: { connections[$0].remote.first?.auth == .pubkey }) else {
                 return .none(.authMismatch, .node(.services), "no matching connection takes certificate clients")
             }
-            return .selected(match)
+            return .selected(connections[match])
         default:
-            guard let match = ranked.first(where: { $0.remote.first?.auth == first }) else {
+            guard let match = ranked.first(where: { connections[$0].remote.first?.auth == first }) else {
                 return .none(
                     .authMismatch, .node(.services),
                     "no matching connection takes \(first?.rawValue ?? "unauthenticated") clients")
             }
-            return .selected(match)
+            return .selected(connections[match])
         }
     }
 }

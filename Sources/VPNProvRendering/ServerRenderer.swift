@@ -331,7 +331,7 @@ package enum ServerRenderer {
                 throw ServerRenderError(kind: .missingPassword(user: name, node: node.name))
             }
             users.append([
-                "section": .identifier(String(format: "eap-u%04d", i + 1)),
+                "section": .identifier(numbered("eap-u", i + 1)),
                 "name": .string(name),
                 "id": .string(name),
                 "secret": .string(base64Secret(password)),
@@ -343,13 +343,20 @@ package enum ServerRenderer {
                 throw ServerRenderError(kind: .missingPPK(user: name, node: node.name))
             }
             ppks.append([
-                "section": .identifier(String(format: "ppk-u%04d", i + 1)),
+                "section": .identifier(numbered("ppk-u", i + 1)),
                 "name": .string(name),
                 "id": .string(QuantumSafe.ppkID(user: name)),
                 "secret": .string(base64Secret(ppk)),
             ])
         }
         return ["node": .string(node.name), "psk": .list(psk), "users": .list(users), "ppks": .list(ppks)]
+    }
+
+    /// `prefix` and `number` with at least four digits ("eap-u0007"), as `%04d` writes it, without
+    /// Foundation's formatter (a call per user and node).
+    static func numbered(_ prefix: String, _ number: Int) -> String {
+        let digits = String(number)
+        return prefix + String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     /// `0s` + base64 of the UTF-8 bytes: strongSwan decodes it to exactly those bytes, whatever they are.

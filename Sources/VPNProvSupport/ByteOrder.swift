@@ -10,6 +10,28 @@ extension String {
         var b = other
         return a.withUTF8 { x in b.withUTF8 { y in compareUTF8(x, y) < 0 } }
     }
+
+    /// Whether `needle`'s bytes occur in `self`'s, compared in place (Foundation's `contains`, which
+    /// an import of Foundation selects, searches by character through `NSString`).
+    package func containsUTF8(_ needle: String) -> Bool {
+        var haystack = self
+        var needle = needle
+        return haystack.withUTF8 { h in
+            needle.withUTF8 { n in
+                guard let first = n.first else { return true }
+                var at = 0
+                while h.count - at >= n.count {
+                    guard let hit = memchr(h.baseAddress! + at, Int32(first), h.count - at - n.count + 1) else {
+                        return false
+                    }
+                    at = UnsafeRawPointer(hit) - UnsafeRawPointer(h.baseAddress!)
+                    if memcmp(h.baseAddress! + at, n.baseAddress!, n.count) == 0 { return true }
+                    at += 1
+                }
+                return false
+            }
+        }
+    }
 }
 
 /// memcmp-style order of two byte strings (negative, zero or positive), a shorter prefix first.

@@ -199,7 +199,7 @@ extension LinuxClientRenderer: ClientKindRenderer {
         for c in connections where c.devices.contains(.linux) { lines.append("    \(c.name)") }
         let quantumSafe = connections.filter {
             $0.devices.contains(.linux)
-                && ($0.ppkID != nil || $0.offers[.linux]?.ike.contains { $0.contains("-ke1_") } == true)
+                && ($0.ppkID != nil || $0.offers[.linux]?.ike.contains { $0.containsUTF8("-ke1_") } == true)
         }
         if !quantumSafe.isEmpty {
             lines += [

@@ -62,46 +62,181 @@ package enum ClientCredential: String, Sendable, Hashable, Comparable, CaseItera
 }
 
 /// One connection a user's clients make to one service of one node.
+///
+/// Its fields live in one reference-counted box, copied only when a shared one is changed: a fleet's
+/// renderers and consistency check copy every user's connections many times, and a copy then retains
+/// one box instead of each of its strings and arrays (docs/benchmarks.md, "Why the code is shaped this way").
 package struct ClientConnection: Sendable, Hashable {
-    package var user: String
-    package var node: String
-    package var service: Service
+    struct Fields: Sendable, Hashable {
+        var user: String
+        var node: String
+        var service: Service
+        var devices: [Device]
+        var name: String
+        var remoteAddress: String
+        var remoteID: IKEIdentity
+        var localID: IKEIdentity?
+        var ikeVersion: Int
+        var aggressive: Bool
+        var serverAuth: AuthMethod
+        var localAuth: [ClientAuthRound]
+        var offers: [Device: ProposalOffer]
+        var apple: AppleSA?
+        var appleCertificateType: String?
+        var credentials: Set<ClientCredential>
+        var wantsIPv6: Bool
+        var windows: WindowsConnection? = nil
+        var appleSettings: AppleDeviceSettings?
+        var ppkID: String?
+        var ppkRequired: Bool = false
+        var appleKeyExchange: QuantumSafe.MLKEM?
+    }
+
+    // @unchecked Sendable: copy-on-write. `fields` is changed only through `storage`'s modify, which first
+    // copies a box that is not uniquely referenced; a shared box is never written.
+    private final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    private var storage: Fields {
+        get { box.fields }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            yield &box.fields
+        }
+    }
+
+    package init(
+        user: String, node: String, service: Service, devices: [Device], name: String, remoteAddress: String,
+        remoteID: IKEIdentity, localID: IKEIdentity?, ikeVersion: Int, aggressive: Bool, serverAuth: AuthMethod,
+        localAuth: [ClientAuthRound], offers: [Device: ProposalOffer], apple: AppleSA?, appleCertificateType: String?,
+        credentials: Set<ClientCredential>, wantsIPv6: Bool, windows: WindowsConnection? = nil,
+        appleSettings: AppleDeviceSettings?, ppkID: String? = nil, ppkRequired: Bool = false,
+        appleKeyExchange: QuantumSafe.MLKEM? = nil
+    ) {
+        box = Box(
+            Fields(
+                user: user, node: node, service: service, devices: devices, name: name, remoteAddress: remoteAddress,
+                remoteID: remoteID, localID: localID, ikeVersion: ikeVersion, aggressive: aggressive,
+                serverAuth: serverAuth, localAuth: localAuth, offers: offers, apple: apple,
+                appleCertificateType: appleCertificateType, credentials: credentials, wantsIPv6: wantsIPv6,
+                windows: windows, appleSettings: appleSettings, ppkID: ppkID, ppkRequired: ppkRequired,
+                appleKeyExchange: appleKeyExchange))
+    }
+
+    package var user: String {
+        get { box.fields.user }
+        set { storage.user = newValue }
+    }
+    package var node: String {
+        get { box.fields.node }
+        set { storage.node = newValue }
+    }
+    package var service: Service {
+        get { box.fields.service }
+        set { storage.service = newValue }
+    }
     /// Client kinds that get this connection (the user's devices that support the service).
-    package var devices: [Device]
+    package var devices: [Device] {
+        get { box.fields.devices }
+        set { storage.devices = newValue }
+    }
     /// `<node>-<service>`: swanctl connection name, .sswan file name stem.
-    package var name: String
+    package var name: String {
+        get { box.fields.name }
+        set { storage.name = newValue }
+    }
     /// What the client dials.
-    package var remoteAddress: String
+    package var remoteAddress: String {
+        get { box.fields.remoteAddress }
+        set { storage.remoteAddress = newValue }
+    }
     /// The server identity the client expects (and sends as IDr).
-    package var remoteID: IKEIdentity
+    package var remoteID: IKEIdentity {
+        get { box.fields.remoteID }
+        set { storage.remoteID = newValue }
+    }
     /// The identity the client sends as IDi (nil: none configured, the client uses its IP address).
-    package var localID: IKEIdentity?
-    package var ikeVersion: Int
+    package var localID: IKEIdentity? {
+        get { box.fields.localID }
+        set { storage.localID = newValue }
+    }
+    package var ikeVersion: Int {
+        get { box.fields.ikeVersion }
+        set { storage.ikeVersion = newValue }
+    }
     /// IKEv1 Aggressive Mode (group name sent as key ID).
-    package var aggressive: Bool
+    package var aggressive: Bool {
+        get { box.fields.aggressive }
+        set { storage.aggressive = newValue }
+    }
     /// How the client expects the server to prove itself.
-    package var serverAuth: AuthMethod
+    package var serverAuth: AuthMethod {
+        get { box.fields.serverAuth }
+        set { storage.serverAuth = newValue }
+    }
     /// The client's own authentication rounds, in order.
-    package var localAuth: [ClientAuthRound]
+    package var localAuth: [ClientAuthRound] {
+        get { box.fields.localAuth }
+        set { storage.localAuth = newValue }
+    }
     /// Proposals each client kind sends.
-    package var offers: [Device: ProposalOffer]
+    package var offers: [Device: ProposalOffer] {
+        get { box.fields.offers }
+        set { storage.offers = newValue }
+    }
     /// Apple IKEv2 SA parameters (nil for IKEv1 and when the user has no Apple device).
-    package var apple: AppleSA?
+    package var apple: AppleSA? {
+        get { box.fields.apple }
+        set { storage.apple = newValue }
+    }
     /// Apple `CertificateType` of the client certificate (ikev2-cert) or of the server's key (ikev2-eap).
-    package var appleCertificateType: String?
-    package var credentials: Set<ClientCredential>
+    package var appleCertificateType: String? {
+        get { box.fields.appleCertificateType }
+        set { storage.appleCertificateType = newValue }
+    }
+    package var credentials: Set<ClientCredential> {
+        get { box.fields.credentials }
+        set { storage.credentials = newValue }
+    }
     /// The node has an IPv6 pool: request an IPv6 virtual IP and route ::/0 too.
-    package var wantsIPv6: Bool
+    package var wantsIPv6: Bool {
+        get { box.fields.wantsIPv6 }
+        set { storage.wantsIPv6 = newValue }
+    }
     /// How Windows makes this connection (nil when the user has no Windows device for it).
-    package var windows: WindowsConnection? = nil
+    package var windows: WindowsConnection? {
+        get { box.fields.windows }
+        set { storage.windows = newValue }
+    }
     /// Apple profile settings (nil when the user has no Apple device for this connection).
-    package var appleSettings: AppleDeviceSettings?
+    package var appleSettings: AppleDeviceSettings? {
+        get { box.fields.appleSettings }
+        set { storage.appleSettings = newValue }
+    }
     /// The node asks for PPKs (`quantum_safe.ppk`, IKEv2): the PPK_ID the user's PPK is filed under, and whether
     /// the node requires it. Only kinds whose description carries PPKs (`ClientKind.quantumSafe`) send it.
-    package var ppkID: String?
-    package var ppkRequired = false
+    package var ppkID: String? {
+        get { box.fields.ppkID }
+        set { storage.ppkID = newValue }
+    }
+    package var ppkRequired: Bool {
+        get { box.fields.ppkRequired }
+        set { storage.ppkRequired = newValue }
+    }
     /// Apple IKEv2 on a node with ML-KEM: the method its IKE SA parameters name for the first additional exchange.
-    package var appleKeyExchange: QuantumSafe.MLKEM?
+    package var appleKeyExchange: QuantumSafe.MLKEM? {
+        get { box.fields.appleKeyExchange }
+        set { storage.appleKeyExchange = newValue }
+    }
+
+    package static func == (a: ClientConnection, b: ClientConnection) -> Bool {
+        a.box === b.box || a.box.fields == b.box.fields
+    }
+    package func hash(into hasher: inout Hasher) { hasher.combine(box.fields) }
 
     /// Client kinds of this connection that let IPv6 bypass the tunnel: none when the node has an IPv6
     /// pool; else those whose description names a leak (`ClientKind.ipv6Leak`: Linux, Windows, Apple IKEv1

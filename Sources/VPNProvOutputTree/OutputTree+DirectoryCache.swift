@@ -82,7 +82,9 @@ extension OutputTree {
             guard OutputTree.isPlainComponent(name.utf8), slash == nil || !parentPath.isEmpty else {
                 throw OutputError("refusing unsafe output path '\(path)'")
             }
-            if let lastParent, lastParent.path == parentPath { return (lastParent.fd, String(name), lastParent.created) }
+            if let lastParent, lastParent.path == parentPath {
+                return (lastParent.fd, String(name), lastParent.created)
+            }
             let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
             guard let fd = try directory(components[...], display: path) else { return nil }
             let created = created(components[...])

@@ -146,7 +146,9 @@ package struct RenderCache: Sendable {
         mutating func shrinkToFit() { bytes = bytes.withUnsafeBufferPointer { Array($0) } }
 
         /// Calls `body` with each file in order, its path as UTF-8 bytes in place.
-        func forEachFile(_ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) -> Void) {
+        func forEachFile(
+            _ body: (_ sha256: SHA256Value, _ isPrivate: Bool, _ path: UnsafeBufferPointer<UInt8>) -> Void
+        ) {
             _ = allFiles { sha256, isPrivate, path in
                 body(sha256, isPrivate, path)
                 return true
@@ -254,7 +256,10 @@ package struct RenderCache: Sendable {
         var start = 0
         var first = true
         while start < end {
-            let lineEnd = memchr(base + start, 0x0A, end - start).map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? end
+            let lineEnd =
+                memchr(base + start, 0x0A, end - start).map {
+                    UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base
+                } ?? end
             defer { start = lineEnd + 1 }
             let length = lineEnd - start
             if length == 0 { continue }

@@ -182,7 +182,8 @@ package enum Consistency {
                     add(.error(.noServerConnection, "node '\(c.node)' has no server configuration", at: node.location))
                     continue
                 }
-                for d in check(connection: c, view: view, node: node, user: user, materials: materials, context: context)
+                for d in check(
+                    connection: c, view: view, node: node, user: user, materials: materials, context: context)
                 {
                     add(d)
                 }
@@ -221,7 +222,9 @@ package enum Consistency {
             if let inspect {
                 var byPEM: [String: CertificateFacts?] = [:]
                 for (name, node) in materials.nodes {
-                    if byPEM[node.certificatePEM] == nil { byPEM[node.certificatePEM] = .some(inspect(node.certificatePEM)) }
+                    if byPEM[node.certificatePEM] == nil {
+                        byPEM[node.certificatePEM] = .some(inspect(node.certificatePEM))
+                    }
                     nodeFacts[name] = byPEM[node.certificatePEM]!
                 }
             }

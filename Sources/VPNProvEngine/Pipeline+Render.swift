@@ -59,9 +59,10 @@ extension Pipeline {
         let users = inventory.users
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
+        let nodeFacts = ClientPlan.NodeFacts(inventory: inventory)
         let results = parallelMap(slices) { k -> [Diagnostic] in
             let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
-            let plan = ClientPlan.build(inventory: sub, materials: materials)
+            let plan = ClientPlan.build(inventory: sub, materials: materials, nodeFacts: nodeFacts)
             return Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
         }
         return merged(results)
@@ -139,6 +140,7 @@ extension Pipeline {
         let fingerprints = built.fingerprints
         let servers = built.servers
         let users = inventory.users.filter { !$0.revoked }
+        let nodeFacts = ClientPlan.NodeFacts(inventory: inventory)
         let batchSize = usersPerSlice
         let batches = 1 + (users.count + batchSize - 1) / batchSize
         let report = progress.callback(stage)
@@ -190,7 +192,7 @@ extension Pipeline {
                         // One plan for the check and the files. A fresh user's connections were
                         // checked by the run that rendered them from the same inputs.
                         let sub = slice(inventory, stale[...])
-                        let plan = ClientPlan.build(inventory: sub, materials: materials)
+                        let plan = ClientPlan.build(inventory: sub, materials: materials, nodeFacts: nodeFacts)
                         findings = Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
                         if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
                         byUser = plan.connectionsByUser()

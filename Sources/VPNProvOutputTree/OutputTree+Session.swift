@@ -266,7 +266,8 @@ extension OutputTree {
             let root = self.root
             let syncPerFile = self.syncPerFile
             let failures = parallelMap((ordered.count + perRun - 1) / perRun) { k -> OutputError? in
-                let runCache = DirectoryCache(root: root, create: true)
+                // Each staged file's directory holds its temporary file already: opened, never created.
+                let runCache = DirectoryCache(root: root, create: false)
                 defer { runCache.closeAll() }
                 for position in ordered[(k * perRun)..<min(ordered.count, (k + 1) * perRun)] {
                     let path = files[position]

@@ -263,23 +263,59 @@ package struct ClientPlan: Sendable, Hashable {
     /// Every user's connections at once, in plan order (one pass, for rendering a whole fleet).
     package func connectionsByUser() -> [String: [ClientConnection]] { Dictionary(grouping: connections, by: \.user) }
 
-    package static func build(inventory: Inventory, materials: Materials? = nil) -> ClientPlan {
+    /// What planning derives from a node alone, the same for every user: each node's Apple and Windows
+    /// parameters and what each client kind offers for each of its services. Derived once per run and
+    /// shared by every slice of users (a fleet plans a slice of eight users at a time; docs/benchmarks.md,
+    /// "Why the code is shaped this way").
+    package struct NodeFacts: Sendable {
+        /// The parameters and the proposals they make the device send, nil when Apple cannot express any.
+        fileprivate var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
+        /// nil when Windows cannot be set to any of the node's proposals.
+        fileprivate var windowsIPsec: [String: WindowsIPsec?] = [:]
+        /// What each client kind sends, by node and service (a kind without an offer is absent).
+        fileprivate var offers: [String: [Service: [Device: ProposalOffer]]] = [:]
+
+        package init(inventory: Inventory) {
+            for node in inventory.nodes where appleSA[node.name] == nil {
+                appleSA[node.name] = .some(
+                    AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map {
+                        ($0, $0.offer)
+                    })
+                windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals))
+                var byService: [Service: [Device: ProposalOffer]] = [:]
+                for service in node.inventoryUserServices {
+                    var byDevice: [Device: ProposalOffer] = [:]
+                    for device in service.devices {
+                        guard var offer = device.kind.offer(for: service, proposals: node.proposals) else { continue }
+                        // A kind that computes ML-KEM asks for it on a quantum-safe node (never for `none`).
+                        if service.ikeVersion == 2, let settings = node.quantumSafe {
+                            offer.ike = offer.ike.map { $0 + settings.clientSuffix(for: device.kind.quantumSafe) }
+                        }
+                        byDevice[device] = offer
+                    }
+                    byService[service] = byDevice
+                }
+                offers[node.name] = byService
+            }
+        }
+    }
+
+    /// `nodeFacts`: derived from this inventory's nodes (`NodeFacts(inventory:)`), or nil to derive them here.
+    package static func build(
+        inventory: Inventory, materials: Materials? = nil, nodeFacts: NodeFacts? = nil
+    ) -> ClientPlan {
         var connections: [ClientConnection] = []
         var diagnostics: [Diagnostic] = []
         var reportedApple: Set<String> = []
         // Per node, not per user and node: parsing proposals is the costly part of planning.
-        // The parameters and the proposals they make the device send, nil when Apple cannot express any.
-        var appleSA: [String: (sa: AppleSA, offer: ProposalOffer)?] = [:]
-        for node in inventory.nodes where appleSA[node.name] == nil {
-            appleSA[node.name] = .some(
-                AppleSA.derive(from: node.proposals, pfs: AppleOptions.effective(user: nil, node: node).pfs).map {
-                    ($0, $0.offer)
-                })
-        }
-        var windowsIPsec: [String: WindowsIPsec?] = [:]
+        let facts = nodeFacts ?? NodeFacts(inventory: inventory)
+        let appleSA = facts.appleSA
+        let windowsIPsec = facts.windowsIPsec
         var reportedWindows: Set<String> = []
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
+            // The subject of the user's certificate, made once for all of the user's nodes.
+            var windowsCertificateID: IKEIdentity?? = nil
             for node in nodes {
                 for service in node.inventoryUserServices {
                     var devices = service.devices.filter { user.devices.contains($0) }
@@ -292,7 +328,7 @@ package struct ClientPlan: Sendable, Hashable {
                     if service.needsPassword && user.password == nil { continue }
                     var connection = plan(
                         user: user, node: node, service: service, devices: devices, inventory: inventory,
-                        materials: materials)
+                        materials: materials, offers: facts.offers[node.name]?[service] ?? [:])
                     if devices.contains(.apple) {
                         let resolved = AppleOptions.effective(user: user, node: node)
                         connection.appleSettings = AppleDeviceSettings(
@@ -325,12 +361,13 @@ package struct ClientPlan: Sendable, Hashable {
                         }
                     }
                     if devices.contains(.windows) {
-                        if windowsIPsec[node.name] == nil {
-                            windowsIPsec[node.name] = .some(WindowsIPsec.derive(from: node.proposals))
-                        }
                         if let ipsec = windowsIPsec[node.name] ?? nil {
+                            if service == .ikev2Cert && windowsCertificateID == nil {
+                                windowsCertificateID = .some(
+                                    windowsCertificateIdentity(user: user, inventory: inventory))
+                            }
                             connection.windows = windowsConnection(
-                                user: user, service: service, ipsec: ipsec, inventory: inventory, materials: materials)
+                                service: service, ipsec: ipsec, certificateID: windowsCertificateID ?? nil)
                             connection.offers[.windows] = ipsec.offer
                         } else {
                             connection.devices.removeAll { $0 == .windows }
@@ -351,7 +388,8 @@ package struct ClientPlan: Sendable, Hashable {
     }
 
     private static func plan(
-        user: User, node: Node, service: Service, devices: [Device], inventory: Inventory, materials: Materials?
+        user: User, node: Node, service: Service, devices: [Device], inventory: Inventory, materials: Materials?,
+        offers kindOffers: [Device: ProposalOffer]
     ) -> ClientConnection {
         var localID: IKEIdentity? = user.id
         var aggressive = false
@@ -405,12 +443,7 @@ package struct ClientPlan: Sendable, Hashable {
         // WindowsIPsec by the caller.
         var offers: [Device: ProposalOffer] = [:]
         for device in devices {
-            guard var offer = device.kind.offer(for: service, proposals: node.proposals) else { continue }
-            // A kind that computes ML-KEM asks for it on a quantum-safe node (never for `none`).
-            if service.ikeVersion == 2, let settings = node.quantumSafe {
-                offer.ike = offer.ike.map { $0 + settings.clientSuffix(for: device.kind.quantumSafe) }
-            }
-            offers[device] = offer
+            if let offer = kindOffers[device] { offers[device] = offer }
         }
         var connection = ClientConnection(
             user: user.name, node: node.name, service: service, devices: devices,
@@ -427,16 +460,20 @@ package struct ClientPlan: Sendable, Hashable {
 
     /// Windows' side of a connection: EAP-MSCHAPv2 (Windows sends its IP address as identity) or a
     /// machine certificate (Windows sends the certificate's subject DN).
-    static func windowsConnection(
-        user: User, service: Service, ipsec: WindowsIPsec, inventory: Inventory, materials: Materials?
-    ) -> WindowsConnection {
+    /// `certificateID`: `windowsCertificateIdentity` of the user, for ikev2-cert.
+    static func windowsConnection(service: Service, ipsec: WindowsIPsec, certificateID: IKEIdentity?)
+        -> WindowsConnection
+    {
         if service == .ikev2Cert {
-            // The subject vpnprov issues the certificate with (the PKI re-issues when it would differ).
-            let subject = (try? CertificateProfile.client(user, inventory: inventory))?.subject.description
-            return WindowsConnection(
-                authenticationMethod: "MachineCertificate", localID: subject.map { .dn($0) }, ipsec: ipsec)
+            return WindowsConnection(authenticationMethod: "MachineCertificate", localID: certificateID, ipsec: ipsec)
         }
         return WindowsConnection(authenticationMethod: "Eap", localID: nil, ipsec: ipsec)
+    }
+
+    /// The subject DN vpnprov issues the user's certificate with (the PKI re-issues when it would differ):
+    /// the identity Windows sends with its machine certificate.
+    static func windowsCertificateIdentity(user: User, inventory: Inventory) -> IKEIdentity? {
+        (try? CertificateProfile.client(user, inventory: inventory)).map { .dn($0.subject.description) }
     }
 
     /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on

@@ -107,12 +107,14 @@ package enum TextCheck {
 
     /// A swanctl section name from free text: [A-Za-z0-9_-] kept, anything else becomes `_`.
     package static func swanctlSectionName(_ text: String) -> String {
-        String(
-            text.unicodeScalars.map { s -> Character in
-                let ok =
-                    (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "-" || s == "_"
-                return ok ? Character(s) : "_"
-            })
+        func kept(_ b: UInt8) -> Bool {
+            (b >= 0x61 && b <= 0x7A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x5F
+        }
+        // Most names are kept whole (every connection of every user asks for its section name).
+        if text.utf8.allSatisfy(kept) { return text }
+        var name = String.UnicodeScalarView()
+        for s in text.unicodeScalars { name.append(s.isASCII && kept(UInt8(s.value)) ? s : "_") }
+        return String(name)
     }
 
     /// Levenshtein distance (for "did you mean" hints over short lists).

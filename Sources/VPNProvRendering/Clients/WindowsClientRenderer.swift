@@ -108,8 +108,14 @@ package enum WindowsClientRenderer {
 
     /// The DER bytes of a PEM certificate, base64 (one line, no header).
     static func derBase64(_ pem: String) throws -> String {
-        let body = pem.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }.joined()
-        guard let der = Data(base64Encoded: body), !der.isEmpty else {
+        // The lines between the armour, split at ASCII line breaks (all a PEM text holds) byte by byte.
+        var body: [UInt8] = []
+        body.reserveCapacity(pem.utf8.count)
+        for line in pem.utf8.split(whereSeparator: { $0 >= 0x0A && $0 <= 0x0D })
+        where !line.starts(with: "-----".utf8) {
+            body += line
+        }
+        guard let der = Data(base64Encoded: Data(body)), !der.isEmpty else {
             throw ClientRenderError("the CA certificate is not PEM")
         }
         return der.base64EncodedString()

@@ -79,17 +79,62 @@ extension OutputTree {
             let parentPath = slash.map { path[..<$0] } ?? ""
             let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
             // A leading slash leaves an empty parent that is not the root.
-            guard OutputTree.isPlainComponent(name.utf8), slash == nil || !parentPath.isEmpty else {
+            guard OutputTree.isPlainComponent(name.utf8), slash == nil || !parentPath.isEmpty,
+                OutputTree.isPlainRelativePath(parentPath.utf8)
+            else {
                 throw OutputError("refusing unsafe output path '\(path)'")
             }
             if let lastParent, lastParent.path == parentPath {
                 return (lastParent.fd, String(name), lastParent.created)
             }
-            let components = parentPath.isEmpty ? [] : try OutputTree.checkRelativePath(String(parentPath))
-            guard let fd = try directory(components[...], display: path) else { return nil }
-            let created = created(components[...])
+            guard let fd = try directory(path: parentPath, display: path) else { return nil }
+            let created = !made.isEmpty && made.contains(String(parentPath))
             lastParent = (parentPath, fd, created)
             return (fd, String(name), created)
+        }
+
+        /// The directory at `relative` (checked by `isPlainRelativePath`; empty: the root): from the
+        /// nearest directory of it already open, each missing level opened (and created when asked)
+        /// in turn. Files come sorted, so that is mostly the previous file's directory or its parent,
+        /// and the path is neither split nor joined (docs/benchmarks.md, "Why the code is shaped this way").
+        private func directory(path relative: Substring, display: String) throws(OutputError) -> Int32? {
+            if relative.isEmpty { return root }
+            if let fd = open[String(relative)] { return fd }
+            // Room for every level of this path, none closed while it is walked.
+            if open.count >= 64 { closeAll() }
+            var fd = root
+            var start = relative.startIndex
+            var cut = relative.endIndex
+            while let slash = relative[..<cut].utf8.lastIndex(of: UInt8(ascii: "/")) {
+                if let found = open[String(relative[..<slash])] {
+                    fd = found
+                    start = relative.index(after: slash)
+                    break
+                }
+                cut = slash
+            }
+            while start < relative.endIndex {
+                let end = relative[start...].utf8.firstIndex(of: UInt8(ascii: "/")) ?? relative.endIndex
+                let component = String(relative[start..<end])
+                let key = String(relative[..<end])
+                if create {
+                    if mkdirat(fd, component, 0o755) == 0 {
+                        made.insert(key)
+                    } else if errno != EEXIST {
+                        throw OutputError.errno("cannot create directory for", display)
+                    }
+                }
+                let next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard next >= 0 else {
+                    if !create && errno == ENOENT { return nil }
+                    throw OutputError(
+                        "refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
+                }
+                open[key] = next
+                fd = next
+                start = end < relative.endIndex ? relative.index(after: end) : end
+            }
+            return fd
         }
 
         /// Every directory this cache created (relative paths).

@@ -64,6 +64,26 @@ package enum OutputTree {
         return bytes.map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// `checkRelativePath`'s rules without splitting: every `/`-separated component plain; empty is
+    /// the root.
+    static func isPlainRelativePath<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        var length = 0
+        var first = true
+        for b in bytes {
+            if b == UInt8(ascii: "/") {
+                if length == 0 { return false }
+                length = 0
+                first = true
+                continue
+            }
+            if (first && b == UInt8(ascii: ".")) || b == 0 { return false }
+            first = false
+            length += 1
+            if length > 255 { return false }
+        }
+        return length > 0 || bytes.isEmpty
+    }
+
     /// One component of a safe output path: not empty, no leading dot (no `.`, `..` or hidden name), no
     /// NUL, at most 255 bytes.
     static func isPlainComponent<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {

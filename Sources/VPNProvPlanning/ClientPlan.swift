@@ -265,7 +265,7 @@ package struct ClientPlan: Sendable, Hashable {
 
     /// What planning derives from a node alone, the same for every user: each node's Apple and Windows
     /// parameters and what each client kind offers for each of its services. Derived once per run and
-    /// shared by every slice of users (a fleet plans a slice of eight users at a time; docs/benchmarks.md,
+    /// shared by every slice of users (a fleet is planned sixteen users at a time; docs/benchmarks.md,
     /// "Why the code is shaped this way").
     package struct NodeFacts: Sendable {
         /// The parameters and the proposals they make the device send, nil when Apple cannot express any.

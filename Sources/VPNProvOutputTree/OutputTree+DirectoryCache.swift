@@ -38,7 +38,18 @@ extension OutputTree {
             guard let parent = try directory(components.dropLast(), display: display, create: create) else {
                 return nil
             }
-            let component = components.last!
+            guard let fd = try child(components.last!, of: parent, key: key, display: display, create: create) else {
+                return nil
+            }
+            last = (Array(components), fd)
+            return fd
+        }
+
+        /// Directory `component` of `parent` (its path `key`), created first when asked, opened without
+        /// following a link and kept open; nil when it is missing and not created.
+        private func child(_ component: String, of parent: Int32, key: String, display: String, create: Bool)
+            throws(OutputError) -> Int32?
+        {
             if create {
                 if mkdirat(parent, component, 0o755) == 0 {
                     made.insert(key)
@@ -52,7 +63,6 @@ extension OutputTree {
                 throw OutputError("refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
             }
             open[key] = fd
-            last = (Array(components), fd)
             return fd
         }
 
@@ -115,22 +125,11 @@ extension OutputTree {
             }
             while start < relative.endIndex {
                 let end = relative[start...].utf8.firstIndex(of: UInt8(ascii: "/")) ?? relative.endIndex
-                let component = String(relative[start..<end])
-                let key = String(relative[..<end])
-                if create {
-                    if mkdirat(fd, component, 0o755) == 0 {
-                        made.insert(key)
-                    } else if errno != EEXIST {
-                        throw OutputError.errno("cannot create directory for", display)
-                    }
-                }
-                let next = openat(fd, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard next >= 0 else {
-                    if !create && errno == ENOENT { return nil }
-                    throw OutputError(
-                        "refusing to write '\(display)': '\(component)' is not a plain directory (symlink?)")
-                }
-                open[key] = next
+                guard
+                    let next = try child(
+                        String(relative[start..<end]), of: fd, key: String(relative[..<end]), display: display,
+                        create: create)
+                else { return nil }
                 fd = next
                 start = end < relative.endIndex ? relative.index(after: end) : end
             }

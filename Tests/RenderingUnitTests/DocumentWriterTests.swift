@@ -273,3 +273,56 @@ import VPNProvTestFixtures
         #expect(throws: EncodingError.self) { try DocumentEncoder.encode(F()) }
     }
 }
+
+/// The word tests the writers skip unescaped runs with: as yes-or-no answers they must agree with
+/// looking at each byte, or a byte that needs escaping would be copied as it is.
+@Suite struct ByteScanTests {
+    /// Words of random bytes, and words of one byte value in every position among harmless ones.
+    static func words() -> [UInt64] {
+        var g = SeededGenerator(seed: 0x5EED_B17E)
+        var out = (0..<20_000).map { _ in g.next() }
+        for value in 0...255 {
+            for position in 0..<8 {
+                var word = [UInt8](repeating: UInt8(ascii: "a"), count: 8)
+                word[position] = UInt8(value)
+                out.append(word.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+            }
+        }
+        return out
+    }
+
+    static func bytes(_ word: UInt64) -> [UInt8] { withUnsafeBytes(of: word) { Array($0) } }
+
+    @Test func wordTestsAgreeWithEachByte() {
+        for word in Self.words() {
+            let bytes = Self.bytes(word)
+            for n: UInt8 in [1, 0x20, 0x80] {
+                #expect(ByteScan.hasLess(word, n) == bytes.contains { $0 < n }, "hasLess \(word) \(n)")
+            }
+            for b: UInt8 in [0x00, 0x22, 0x26, 0x3C, 0x3E, 0x5C, 0x80, 0xEF, 0xFF] {
+                #expect(ByteScan.has(word, b) == bytes.contains(b), "has \(word) \(b)")
+            }
+        }
+    }
+
+    @Test func skipStopsAtOrBeforeTheFirstByteToEscape() {
+        let special: (UInt8) -> Bool = { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }
+        for length in 0..<26 {
+            for position in 0..<max(length, 1) {
+                for value in [0x00, 0x1F, 0x22, 0x5C, 0x20, 0x7F, 0xEF] as [UInt8] {
+                    var buffer = [UInt8](repeating: UInt8(ascii: "x"), count: length)
+                    if position < length { buffer[position] = value }
+                    let stop = buffer.withUnsafeBufferPointer { pointer in
+                        ByteScan.skip(pointer, from: 0) {
+                            ByteScan.hasLess($0, 0x20) || ByteScan.has($0, 0x22) || ByteScan.has($0, 0x5C)
+                        }
+                    }
+                    let first = buffer.firstIndex(where: special) ?? length
+                    #expect(stop <= first, "length \(length), byte \(value) at \(position): skipped to \(stop)")
+                    // Only whole words are skipped: what is left is a word holding the byte, or a short rest.
+                    #expect(first == length ? length - stop < 8 : first - stop < 8)
+                }
+            }
+        }
+    }
+}

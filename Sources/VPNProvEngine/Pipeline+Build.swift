@@ -196,7 +196,8 @@ extension Pipeline {
         let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
         let servers =
             stale
-            ? checkedServers(prepared.inventory, prepared.materials)
+            ? checkedServers(
+                prepared.inventory, prepared.materials, inspect: inspector(parsed: prepared.parsedCertificates))
             : Consistency.Servers([], materials: prepared.materials, inspect: nil)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
@@ -340,7 +341,18 @@ extension Pipeline {
 
     /// Real certificate contents for the consistency check's SAN and issuer checks.
     package static let inspectCertificate: Consistency.CertificateInspector = { pem in
-        guard let cert = try? X509Certificate(pem: pem) else { return nil }
+        (try? X509Certificate(pem: pem)).map(facts)
+    }
+
+    /// `inspectCertificate`, reading the certificates the PKI holds parsed already (`parsed`, by PEM text)
+    /// where it does: a fleet's run from scratch parsed each certificate it had just issued, and OpenSSL 3
+    /// decodes the public key of each (2 % of the run; docs/benchmarks.md, "Why the code is shaped this way").
+    static func inspector(parsed: [String: X509Certificate]) -> Consistency.CertificateInspector {
+        { pem in (parsed[pem] ?? (try? X509Certificate(pem: pem))).map(facts) }
+    }
+
+    /// What the consistency check reads of a certificate.
+    static func facts(_ cert: X509Certificate) -> CertificateFacts {
         var facts = CertificateFacts(issuerCommonName: cert.issuer.commonName, subject: cert.subject.description)
         facts.extendedKeyUsages = cert.extendedKeyUsageOIDs
         facts.policies = cert.certificatePolicyOIDs

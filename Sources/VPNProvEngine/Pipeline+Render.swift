@@ -32,7 +32,10 @@ extension Pipeline {
     }
 
     /// Every node's server view, with its certificate read, for the consistency check.
-    static func checkedServers(_ inventory: Inventory, _ materials: Materials) -> Consistency.Servers {
+    static func checkedServers(
+        _ inventory: Inventory, _ materials: Materials,
+        inspect: @escaping Consistency.CertificateInspector = inspectCertificate
+    ) -> Consistency.Servers {
         // A node at a time on all cores: each view lists the node's password users (20,000 for a fleet).
         let nodes = inventory.nodes
         let views = parallelMap(nodes.count) {
@@ -40,7 +43,7 @@ extension Pipeline {
                 ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping),
                 caCertificatePEM: materials.caCertificatePEM)
         }
-        return Consistency.Servers(views, materials: materials, inspect: inspectCertificate)
+        return Consistency.Servers(views, materials: materials, inspect: inspect)
     }
 
     /// Findings in order, each once (a node's finding can come from every slice of users).

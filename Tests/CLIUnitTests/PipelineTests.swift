@@ -392,4 +392,32 @@ import VPNProvTestSupport
         built.lock.release()
         #expect(vpnprov(["check"], in: dir).code == 0)
     }
+
+    /// The consistency check reads the certificates a run has just issued from the PKI's parsed copies
+    /// instead of parsing their PEM text again: what it reads must be what the PEM says, certificate by
+    /// certificate, and a PEM the PKI holds no parsed copy of is still read.
+    @Test func certificatesHeldParsedReadAsTheirPEMText() throws {
+        let dir = try workspace()
+        let options = GenerateOptions(
+            inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
+            stateDirectory: dir + "/state", now: testNow)
+        let (console, _) = Console.capturing()
+        let built = try #require(
+            try Pipeline.build(options, output: CommandOutput(command: "generate", console: console), persist: false))
+        defer { built.lock.release() }
+        let materials = built.prepared.materials
+        let pems =
+            materials.nodes.values.map(\.certificatePEM) + materials.users.values.compactMap(\.certificatePEM)
+        let parsed = built.prepared.parsedCertificates
+        // A first run issued every one of them, so the PKI holds each parsed.
+        #expect(!pems.isEmpty && pems.allSatisfy { parsed[$0] != nil })
+        let inspect = Pipeline.inspector(parsed: parsed)
+        for pem in pems {
+            let facts = try #require(Pipeline.inspectCertificate(pem))
+            #expect(inspect(pem) == facts)
+        }
+        let withoutCopies = Pipeline.inspector(parsed: [:])
+        #expect(pems.allSatisfy { withoutCopies($0) == Pipeline.inspectCertificate($0) })
+        #expect(inspect("not a certificate") == nil)
+    }
 }

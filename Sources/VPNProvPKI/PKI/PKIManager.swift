@@ -103,9 +103,13 @@ package enum PKIManager {
                     + "their new profiles (docs/security.md, section 13)")
         }
         if persist { try store.commit() }
-        return PrepareResult(
+        var result = PrepareResult(
             materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,
             pendingStore: persist ? nil : store)
+        for held in [store.nodes.values, store.users.values].joined() {
+            if let parsed = held.parsedCertificate { result.parsedCertificates[held.certificatePEM] = parsed }
+        }
+        return result
     }
 
     /// A one-off change a lifecycle command makes before the usual work of `prepare`.

@@ -67,6 +67,10 @@ package struct PrepareResult {
     package var inventory: Inventory
     /// With `persist: false`, the loaded and updated state, written only by `commit()`.
     let pendingStore: StateStore?
+    /// The node and user certificates of `materials` the state holds parsed already (those this run
+    /// issued, or read for another reason), by their PEM text: what reads a certificate of the materials
+    /// need not parse it again.
+    package var parsedCertificates: [String: X509Certificate] = [:]
 
     /// Writes what `prepare(persist: false)` computed (no-op after `persist: true`). Lets a caller check
     /// everything it derives from the materials before the state changes.

@@ -106,11 +106,17 @@ package struct Template: Sendable {
 
     /// Renders the template with `context` (normally an `.object`) as the root.
     package func render(_ context: TemplateValue) throws(TemplateError) -> String {
+        String(decoding: try renderBytes(context), as: UTF8.self)
+    }
+
+    /// `render`'s text as UTF-8 bytes (what the file holds): the template and every value are text, so
+    /// the bytes are valid UTF-8 and a file's contents need not go through a `String` and back.
+    package func renderBytes(_ context: TemplateValue) throws(TemplateError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(source.count * 2)
         var stack = [context]
         try render(parts, stack: &stack, into: &out)
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 
     // MARK: - Tokens
@@ -312,19 +318,24 @@ package struct Template: Sendable {
     private func lookup(_ path: [String], in stack: [TemplateValue], offset: Int) throws(TemplateError) -> TemplateValue
     {
         if path.count == 1 && path[0] == "." { return stack[stack.count - 1] }
+        // Members are read from the values in place (`member`), not from copies of them.
         var found: TemplateValue?
-        for value in stack.reversed() {
-            if case .object(let members) = value, let v = members[path[0]] {
+        var level = stack.count - 1
+        while level >= 0 {
+            if let v = stack[level].member(path[0]) {
                 found = v
                 break
             }
+            level -= 1
         }
         guard var value = found else { throw fail(offset, .missingVariable(path.joined(separator: "."))) }
-        for key in path.dropFirst() {
-            guard case .object(let members) = value, let v = members[key] else {
+        var k = 1
+        while k < path.count {
+            guard let v = value.member(path[k]) else {
                 throw fail(offset, .missingVariable(path.joined(separator: ".")))
             }
             value = v
+            k += 1
         }
         return value
     }

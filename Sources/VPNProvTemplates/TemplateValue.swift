@@ -20,6 +20,12 @@ package indirect enum TemplateValue: Sendable, Hashable {
     /// Named members, looked up with `{{name}}` or `{{outer.inner}}`.
     case object(TemplateObject)
 
+    /// The member `key` of an object; nil for a missing member or another kind of value.
+    func member(_ key: String) -> TemplateValue? {
+        guard case .object(let members) = self else { return nil }
+        return members[key]
+    }
+
     /// Whether a `{{#section}}` renders (and `{{^section}}` does not).
     var isTruthy: Bool {
         switch self {

@@ -23,10 +23,11 @@ package enum LinuxClientRenderer {
         let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
         var files = [
             OutputFile(
-                path: base + "swanctl.conf", text: try templates.template(swanctlTemplate).render(contexts.swanctl)),
+                path: base + "swanctl.conf",
+                contents: try templates.template(swanctlTemplate).renderBytes(contexts.swanctl)),
             OutputFile(
                 path: base + "conf.d/secrets.conf",
-                text: try templates.template(secretsTemplate).render(contexts.secrets), isPrivate: true),
+                contents: try templates.template(secretsTemplate).renderBytes(contexts.secrets), isPrivate: true),
         ]
         files += try pemCredentials(
             user: user.name, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",

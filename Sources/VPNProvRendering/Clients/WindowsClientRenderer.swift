@@ -26,9 +26,11 @@ package enum WindowsClientRenderer {
         let mine = connections.filter { $0.user == user.name && $0.devices.contains(.windows) && $0.windows != nil }
         if mine.isEmpty { return [] }
         let context = try context(user: user, connections: mine, inventory: inventory, materials: materials)
-        let text = try templates.template(template).render(context)
+        let script = try templates.template(template).renderBytes(context)
         // Private: with a certificate connection it carries the p12 and its password.
-        var files = [OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", text: text, isPrivate: true)]
+        var files = [
+            OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", contents: script, isPrivate: true)
+        ]
         if mine.contains(where: { $0.windows?.authenticationMethod != "MachineCertificate" }) {
             guard let password = materials.users[user.name]?.password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")

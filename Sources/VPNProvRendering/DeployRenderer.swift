@@ -25,15 +25,31 @@ package enum DeployRenderer {
             OutputFile(
                 path: "deploy/inventory.yml",
                 text: try templates.template(inventoryTemplate).render(inventoryContext(inventory))))
+        // Each certificate user's identities, made once for all of the user's nodes.
+        let certificateIdentities = certificateIdentities(inventory)
         for node in inventory.nodes {
             let text = try templates.template(hostVarsTemplate).render(
-                hostVarsContext(node: node, inventory: inventory))
+                hostVarsContext(node: node, inventory: inventory, certificateIdentities: certificateIdentities))
             files.append(OutputFile(path: "deploy/host_vars/\(node.name).yml", text: text))
         }
         for (path, text) in BuiltinDeployFiles.files {
             files.append(OutputFile(path: "deploy/\(path)", text: text))
         }
         return files.sorted { $0.path.precedesByUTF8($1.path) }
+    }
+
+    /// The identities a certificate user can connect as, by user: the user's IKE identity and the subject
+    /// of the certificate vpnprov issues the user.
+    static func certificateIdentities(_ inventory: Inventory) -> [String: [String]] {
+        var out: [String: [String]] = [:]
+        for user in inventory.users where !user.revoked && user.cert {
+            var identities = [user.id.swanctlValue]
+            if let subject = try? CertificateProfile.client(user, inventory: inventory).subject {
+                identities.append(subject.description)
+            }
+            out[user.name] = identities
+        }
+        return out
     }
 
     /// The Ansible group of a region: `vpnprov_region_` and the region with every character outside
@@ -87,15 +103,16 @@ package enum DeployRenderer {
     /// the identity as the inventory writes it (the certificate's SAN, or its subject when the identity
     /// is a DN) and the certificate's subject DN as strongSwan prints it ("O=acme, CN=dave@acme"), which
     /// a client may send instead (the role compares DNs RDN by RDN, whatever the spacing or order).
-    package static func hostVarsContext(node: Node, inventory: Inventory) -> TemplateValue {
+    /// `certificateIdentities`: `certificateIdentities(inventory)`, or nil to make them here.
+    package static func hostVarsContext(
+        node: Node, inventory: Inventory, certificateIdentities: [String: [String]]? = nil
+    ) -> TemplateValue {
         let plan = ServerPlan.make(for: node, in: inventory)
         var identities = plan.passwordUsers
         if node.services.contains(.ikev2Cert) {
+            let byUser = certificateIdentities ?? Self.certificateIdentities(inventory)
             for user in inventory.users where !user.revoked && user.cert && user.nodes.contains(node.name) {
-                identities.append(user.id.swanctlValue)
-                if let subject = try? CertificateProfile.client(user, inventory: inventory).subject {
-                    identities.append(subject.description)
-                }
+                identities += byUser[user.name] ?? []
             }
         }
         let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }

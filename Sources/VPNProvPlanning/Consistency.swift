@@ -409,7 +409,8 @@ package enum Consistency {
         _ client: ClientConnection, selected: ServerConnectionView, node: Node, context: CheckContext
     ) -> [Diagnostic] {
         var out: [Diagnostic] = []
-        let what = describe(client)
+        // Only a finding spells out the client.
+        var what: String { describe(client) }
         for device in client.devices {
             guard let offer = client.offers[device] else { continue }
             if !context.intersects(offer.ike, selected.ikeProposals, purpose: .ike, withGroups: true) {

@@ -326,3 +326,20 @@ import VPNProvTestFixtures
         }
     }
 }
+
+/// Integers are written digit by digit into the document: the same text `String` makes of them.
+@Suite struct DecimalDigitsTests {
+    @Test func digitsAreStringsDigits() {
+        var g = SeededGenerator(seed: 0xD1_6175)
+        var values: [Int64] = [0, 1, -1, 9, 10, -10, 99, 100, Int64.max, Int64.min, Int64.min + 1]
+        values += (0..<2_000).map { _ in Int64(bitPattern: g.next()) >> Int64(g.next() % 64) }
+        for value in values {
+            var bytes: [UInt8] = []
+            DecimalDigits.append(value.magnitude, negative: value < 0, to: &bytes)
+            #expect(String(decoding: bytes, as: UTF8.self) == String(value))
+        }
+        var bytes: [UInt8] = []
+        DecimalDigits.append(UInt64.max, negative: false, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == String(UInt64.max))
+    }
+}

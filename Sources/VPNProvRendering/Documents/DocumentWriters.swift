@@ -115,7 +115,7 @@ struct PropertyListStream {
     mutating func integer(_ i: Int64) {
         tabs(depth)
         append("<integer>")
-        bytes += String(i).utf8
+        DecimalDigits.append(i.magnitude, negative: i < 0, to: &bytes)
         append("</integer>\n")
     }
 
@@ -124,7 +124,7 @@ struct PropertyListStream {
     mutating func unsignedInteger(_ u: UInt64) {
         tabs(depth)
         append("<integer>")
-        bytes += String(u).utf8
+        DecimalDigits.append(u, negative: false, to: &bytes)
         append("</integer>\n")
     }
 
@@ -275,8 +275,8 @@ struct JSONStream {
     mutating func item() { nextMember() }
 
     package mutating func string(_ s: String) { quoted(s) }
-    mutating func integer(_ i: Int64) { bytes += String(i).utf8 }
-    mutating func unsignedInteger(_ u: UInt64) { bytes += String(u).utf8 }
+    mutating func integer(_ i: Int64) { DecimalDigits.append(i.magnitude, negative: i < 0, to: &bytes) }
+    mutating func unsignedInteger(_ u: UInt64) { DecimalDigits.append(u, negative: false, to: &bytes) }
     mutating func bool(_ b: Bool) { append(b ? "true" : "false") }
     mutating func data(_ contents: [UInt8]) { quoted(Data(contents).base64EncodedString()) }
 
@@ -404,5 +404,23 @@ enum ByteScan {
             i += 8
         }
         return i
+    }
+}
+
+/// Decimal digits written straight into a document's bytes, as `String(value)` spells them, without
+/// making the string (every profile holds dozens of integers).
+enum DecimalDigits {
+    static func append(_ magnitude: UInt64, negative: Bool, to bytes: inout [UInt8]) {
+        if negative { bytes.append(UInt8(ascii: "-")) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var value = magnitude
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            } while value != 0
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
     }
 }

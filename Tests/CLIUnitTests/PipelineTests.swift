@@ -16,6 +16,13 @@ import VPNProvTestSupport
     static let example = Repository.example
 
     /// A temp directory holding `inventory.yaml` (the example unless `text` is given).
+    /// `generate` of the workspace `dir`'s inventory into its `out` and `state`, at the tests' time.
+    func generateOptions(in dir: String) -> GenerateOptions {
+        GenerateOptions(
+            inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
+            stateDirectory: dir + "/state", now: testNow)
+    }
+
     func workspace(_ text: String? = nil) throws -> String {
         let dir = try temporaryDirectory()
         let contents = try text ?? String(contentsOfFile: Self.example, encoding: .utf8)
@@ -356,9 +363,7 @@ import VPNProvTestSupport
     /// file, no temporary file and no state are left, and `check` fails the same way.
     @Test func aConsistencyErrorFoundWhileRenderingWritesNothing() throws {
         let dir = try workspace()
-        let options = GenerateOptions(
-            inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
-            stateDirectory: dir + "/state", now: testNow)
+        let options = generateOptions(in: dir)
         let (console, capture) = Console.capturing()
         let output = CommandOutput(command: "generate", console: console)
         var built = try #require(try Pipeline.build(options, output: output, persist: false))
@@ -398,9 +403,7 @@ import VPNProvTestSupport
     /// certificate, and a PEM the PKI holds no parsed copy of is still read.
     @Test func certificatesHeldParsedReadAsTheirPEMText() throws {
         let dir = try workspace()
-        let options = GenerateOptions(
-            inventory: "inventory.yaml", inventoryPath: dir + "/inventory.yaml", outDirectory: dir + "/out",
-            stateDirectory: dir + "/state", now: testNow)
+        let options = generateOptions(in: dir)
         let (console, _) = Console.capturing()
         let built = try #require(
             try Pipeline.build(options, output: CommandOutput(command: "generate", console: console), persist: false))

@@ -13,9 +13,6 @@ extension OutputTree {
         private var open: [String: Int32] = [:]
         /// Directories this cache made (mkdirat succeeded): empty when made.
         private var made: Set<String> = []
-        /// The directory asked for last: files come in runs of the same directory, and comparing a
-        /// few short names costs less than joining them into a key to look up.
-        private var last: (components: [String], fd: Int32)?
 
         init(root: Int32, create: Bool) {
             self.root = root
@@ -26,23 +23,7 @@ extension OutputTree {
         func directory(_ components: ArraySlice<String>, display: String, create: Bool? = nil) throws(OutputError)
             -> Int32?
         {
-            let create = create ?? self.create
-            if components.isEmpty { return root }
-            if let last, last.components.elementsEqual(components) { return last.fd }
-            let key = components.joined(separator: "/")
-            if let fd = open[key] {
-                last = (Array(components), fd)
-                return fd
-            }
-            if open.count >= 64 { closeAll() }
-            guard let parent = try directory(components.dropLast(), display: display, create: create) else {
-                return nil
-            }
-            guard let fd = try child(components.last!, of: parent, key: key, display: display, create: create) else {
-                return nil
-            }
-            last = (Array(components), fd)
-            return fd
+            try directory(path: components.joined(separator: "/")[...], display: display, create: create ?? self.create)
         }
 
         /// Directory `component` of `parent` (its path `key`), created first when asked, opened without
@@ -69,7 +50,6 @@ extension OutputTree {
         func closeAll() {
             for fd in open.values { close(fd) }
             open = [:]
-            last = nil
             lastParent = nil
         }
 
@@ -97,17 +77,17 @@ extension OutputTree {
             if let lastParent, lastParent.path == parentPath {
                 return (lastParent.fd, String(name), lastParent.created)
             }
-            guard let fd = try directory(path: parentPath, display: path) else { return nil }
+            guard let fd = try directory(path: parentPath, display: path, create: create) else { return nil }
             let created = !made.isEmpty && made.contains(String(parentPath))
             lastParent = (parentPath, fd, created)
             return (fd, String(name), created)
         }
 
-        /// The directory at `relative` (checked by `isPlainRelativePath`; empty: the root): from the
+        /// The directory at `relative` (`/`-separated names; empty: the root): from the
         /// nearest directory of it already open, each missing level opened (and created when asked)
         /// in turn. Files come sorted, so that is mostly the previous file's directory or its parent,
         /// and the path is neither split nor joined (docs/benchmarks.md, "Why the code is shaped this way").
-        private func directory(path relative: Substring, display: String) throws(OutputError) -> Int32? {
+        private func directory(path relative: Substring, display: String, create: Bool) throws(OutputError) -> Int32? {
             if relative.isEmpty { return root }
             if let fd = open[String(relative)] { return fd }
             // Room for every level of this path, none closed while it is walked.

@@ -329,13 +329,9 @@ package struct Template: Sendable {
             level -= 1
         }
         guard var value = found else { throw fail(offset, .missingVariable(path.joined(separator: "."))) }
-        var k = 1
-        while k < path.count {
-            guard let v = value.member(path[k]) else {
-                throw fail(offset, .missingVariable(path.joined(separator: ".")))
-            }
+        for key in path.dropFirst() {
+            guard let v = value.member(key) else { throw fail(offset, .missingVariable(path.joined(separator: "."))) }
             value = v
-            k += 1
         }
         return value
     }

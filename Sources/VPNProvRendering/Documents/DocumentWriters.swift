@@ -235,10 +235,12 @@ struct JSONStream {
                 }
                 guard i < utf8.count else { break }
                 let b = utf8[i]
+                guard b < 0x20 || b == 0x22 || b == 0x5C else {
+                    i += 1
+                    continue
+                }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
                 i += 1
-                guard b < 0x20 || b == 0x22 || b == 0x5C else { continue }
-                let at = i - 1
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<at]))
                 start = i
                 switch b {
                 case 0x22: append("\\\"")

@@ -158,6 +158,7 @@ extension Pipeline {
             var findings: [Diagnostic] = []
             let result = Result { () throws -> InOrderAdding.BatchResult in
                 var files: [OutputFile] = []
+                var folders: [String] = []
                 var entries: [String: RenderCache.Entry] = [:]
                 var kept = OutputTree.Session.Batch()
                 var staged = OutputTree.Session.Batch()
@@ -220,9 +221,11 @@ extension Pipeline {
                         }
                         entries[user.name] = RenderCache.entry(fingerprint: fingerprints[user.name]!, files: userFiles)
                         files += userFiles
+                        folders.append(ClientRenderer.folder(user: user.name))
                     }
                 }
-                var prepared = try session.prepare(files)
+                // Each user's folder holds that user's files alone: a new one is staged whole.
+                var prepared = try session.prepare(files, folders: folders)
                 prepared.append(staged)
                 prepared.append(kept)
                 return (prepared, entries)

@@ -11,8 +11,9 @@ extension OutputTree {
     /// memory at once. `prepare` may run on several threads at once (one batch each); `add` takes
     /// the batches in order, one call at a time; `publish` makes the new files visible:
     /// - prepare compares each file with the tree and writes a changed one under a temporary name
-    ///   (`.<name>.tmp-<pid>`) next to its place; nothing visible changes yet;
-    /// - publish flushes the file system once, renames every temporary file into place, removes
+    ///   (`.<name>.tmp-<pid>`) next to its place, or a new folder of the caller's whole under one
+    ///   (its files under their own names inside); nothing visible changes yet;
+    /// - publish flushes the file system once, renames every staged folder and temporary file into place, removes
     ///   what an earlier run wrote and this one does not, writes the manifest and flushes again.
     ///   A crash never leaves a half-written file, and one flush replaces an fsync per file;
     /// - abort (after a failure before publish) removes the temporary files: nothing changed.
@@ -29,6 +30,8 @@ extension OutputTree {
             package var files = PathList()
             /// How many files were already right (a no-op run of a fleet has hundreds of thousands).
             package var unchanged = 0
+            /// The folders written whole under a temporary name (their final relative paths).
+            var stagedFolders: [String] = []
 
             package init() {}
 
@@ -36,6 +39,7 @@ extension OutputTree {
             package mutating func append(_ other: Batch) {
                 files.append(contentsOf: other.files)
                 unchanged += other.unchanged
+                stagedFolders += other.stagedFolders
             }
 
             /// Adds files known to be right without rendering them (a fresh render-cache entry).
@@ -59,6 +63,8 @@ extension OutputTree {
         /// set of a fleet's hundreds of thousands of paths (docs/benchmarks.md, "Why the code is shaped this way").
         private var files = PathList()
         private var unchangedCount = 0
+        /// The staged folders of every batch added: `publish` renames each into place whole.
+        private var stagedFolders: [String] = []
         private let addLock = NSLock()
         /// `publish` has renamed the staged files into place: `abort` has none left to remove.
         private var published = false
@@ -97,10 +103,27 @@ extension OutputTree {
 
         /// Compares `files` with the tree and, in write mode, writes the changed ones under temporary
         /// names. Thread-safe. On error, this batch's temporary files are already removed.
-        package func prepare(_ files: [OutputFile]) throws(OutputError) -> Batch {
+        ///
+        /// `folders` are directories (relative paths) that only this call writes into in this run (a
+        /// user's folder). In write mode, one that does not exist yet is made whole under a temporary
+        /// name (`.<name>.tmp-<pid>`) with its files under their own names, and `publish` renames the
+        /// folder instead of each file: a new user's fifty files cost one rename, not fifty.
+        package func prepare(_ files: [OutputFile], folders: [String] = []) throws(OutputError) -> Batch {
             var batch = Batch()
             let cache = DirectoryCache(root: root, create: mode == .write)
+            // The folder the current files are in, when it is staged: its path with the slash, and a
+            // cache of the directories below its temporary name.
+            var staging: (prefix: String, fd: Int32, cache: DirectoryCache)?
+            func endStaging() {
+                guard let current = staging else { return }
+                // Its directory entries are durable before publish renames it (file data: `writeTemporary`).
+                if syncPerFile { fsync(current.fd) }
+                current.cache.closeAll()
+                close(current.fd)
+                staging = nil
+            }
             defer {
+                endStaging()
                 cache.closeAll()
                 if !cache.createdDirectories.isEmpty {
                     markerLock.lock()
@@ -108,9 +131,31 @@ extension OutputTree {
                     markerLock.unlock()
                 }
             }
-            do {
+            do throws(OutputError) {
                 for file in files {
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
+                    if self.mode == .write, root >= 0, !folders.isEmpty {
+                        if let current = staging, !file.path.hasPrefix(current.prefix) { endStaging() }
+                        if staging == nil, let folder = folders.first(where: { file.path.hasPrefix($0 + "/") }),
+                            !batch.stagedFolders.contains(folder), let fd = try stageFolder(folder, cache: cache)
+                        {
+                            batch.stagedFolders.append(folder)
+                            staging = (folder + "/", fd, DirectoryCache(root: fd, create: true))
+                        }
+                        if let current = staging {
+                            // Nothing is in a staged folder but what this batch writes: nothing to compare.
+                            let inside = String(file.path.dropFirst(current.prefix.count))
+                            guard let place = try current.cache.place(of: inside) else {
+                                throw OutputError("refusing unsafe output path '\(file.path)'")
+                            }
+                            try writeTemporary(
+                                place.dir, name: place.name, contents: file.contents, mode: mode, sync: syncPerFile,
+                                display: file.path)
+                            WriteSteps.step()
+                            batch.files.append(file.path, [.changed, .inStagedFolder])
+                            continue
+                        }
+                    }
                     // The file's directory is looked up (and made) once per run of files in it.
                     guard root >= 0, let place = try cache.place(of: file.path) else {
                         _ = try checkRelativePath(file.path)
@@ -139,10 +184,59 @@ extension OutputTree {
                     }
                 }
             } catch {
-                discard(batch.files)
+                discard(batch)
                 throw error
             }
             return batch
+        }
+
+        /// Makes `folder`'s temporary name and opens it, when `folder` does not exist; nil when it does
+        /// (its files are then compared and staged one by one). A temporary folder of this pid already
+        /// there is a run killed long ago: replaced.
+        private func stageFolder(_ folder: String, cache: DirectoryCache) throws(OutputError) -> Int32? {
+            guard let place = try cache.place(of: folder) else { return nil }
+            var st = stat()
+            if !place.created {
+                guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return nil }
+            }
+            try markWriting()
+            let temporary = Session.temporaryName(place.name)
+            if mkdirat(place.dir, temporary, 0o755) != 0 {
+                guard errno == EEXIST else { throw OutputError.errno("cannot create directory for", folder) }
+                Self.removeTree(place.dir, temporary)
+                guard mkdirat(place.dir, temporary, 0o755) == 0 else {
+                    throw OutputError.errno("cannot create directory for", folder)
+                }
+            }
+            let fd = openat(place.dir, temporary, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                let e = OutputError.errno("cannot create directory for", folder)
+                Self.removeTree(place.dir, temporary)
+                throw e
+            }
+            return fd
+        }
+
+        /// Removes `name` in `dir` and, when it is a directory, everything below it (never following a link).
+        static func removeTree(_ dir: Int32, _ name: String) {
+            if unlinkat(dir, name, 0) == 0 || (errno != EISDIR && errno != EPERM) { return }
+            let fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return }
+            for (child, _) in (try? directoryEntries(fd, display: name)) ?? [] { removeTree(fd, child) }
+            close(fd)
+            unlinkat(dir, name, AT_REMOVEDIR)
+        }
+
+        /// Removes the temporary names of staged folders (and all they hold).
+        private func removeStagedFolders(_ folders: [String]) {
+            guard root >= 0, !folders.isEmpty else { return }
+            let cache = DirectoryCache(root: root, create: false)
+            defer { cache.closeAll() }
+            for folder in folders {
+                if let place = try? cache.place(of: folder) {
+                    Self.removeTree(place.dir, Session.temporaryName(place.name))
+                }
+            }
         }
 
         /// Takes a prepared batch (in order, one call at a time). Two outputs for one path are an error
@@ -152,16 +246,23 @@ extension OutputTree {
             defer { addLock.unlock() }
             files.append(contentsOf: batch.files)
             unchangedCount += batch.unchanged
+            stagedFolders += batch.stagedFolders
         }
 
         static func duplicate(_ path: String) -> OutputError { OutputError("two outputs want the path '\(path)'") }
 
         /// Removes the temporary files of a batch that is not going to be added (or of everything
         /// added so far): used after a failure, so nothing visible changed.
-        package func discard(_ batch: Batch) { discard(batch.files) }
+        package func discard(_ batch: Batch) {
+            discard(batch.files)
+            removeStagedFolders(batch.stagedFolders)
+        }
 
         package func abort() {
-            if !published { discard(files) }
+            if !published {
+                discard(files)
+                removeStagedFolders(stagedFolders)
+            }
             // Every temporary file of this session is gone; a killed run's may not be, and then the
             // marker stays for the next run to clean up.
             markerLock.lock()
@@ -208,6 +309,10 @@ extension OutputTree {
             // In path order, so the first failure reported is the first path, and each run of renames
             // reuses its directory descriptors.
             let ordered = files.indices.filter { files.status($0).contains(.staged) }
+            // Every file written: staged alone or inside a staged folder.
+            let written =
+                stagedFolders.isEmpty
+                ? ordered : files.indices.filter { !files.status($0).isDisjoint(with: [.staged, .inStagedFolder]) }
             // What an earlier run wrote and this one does not (read before anything is renamed).
             let stale = Set(files.missing { forEachManifestLine(root, $0) }).sorted()
             if !tops.isEmpty {
@@ -215,7 +320,7 @@ extension OutputTree {
                     let staleList = PathList(stale)
                     try announce(
                         tops.reduce(into: Set<String>()) {
-                            $0.formUnion(files.owners(under: $1, at: ordered).union(staleList.owners(under: $1)))
+                            $0.formUnion(files.owners(under: $1, at: written).union(staleList.owners(under: $1)))
                         })
                 } catch {
                     abort()
@@ -223,8 +328,8 @@ extension OutputTree {
                 }
             }
             // Flushes are for new data; a run that changes nothing must not flush the file system.
-            var wroteAnything = !ordered.isEmpty
-            if !syncPerFile && !ordered.isEmpty {
+            var wroteAnything = !written.isEmpty
+            if !syncPerFile && !written.isEmpty {
                 guard FileSystemSync.sync(root) else {
                     let e = OutputError.errno("cannot flush", directory)
                     abort()
@@ -233,12 +338,12 @@ extension OutputTree {
             }
             let cache = DirectoryCache(root: root, create: true)
             defer { cache.closeAll() }
-            if let failure = renameStaged(ordered) {
+            if let failure = renameStagedFolders(cache: cache) ?? renameStaged(ordered) {
                 abort()
                 throw failure
             }
             // A first run writes every file: the list is then shared, not copied.
-            summary.written = ordered.count == files.count ? files : files.subset(ordered.lazy.map { Int32($0) })
+            summary.written = written.count == files.count ? files : files.subset(written.lazy.map { Int32($0) })
             published = true
             summary.unchangedCount = unchangedCount
             summary.removed = removeStale(stale, cache: cache)
@@ -255,6 +360,24 @@ extension OutputTree {
             // The marker goes once no temporary file is left: this run's are renamed, a killed run's removed.
             if markerWritten || killedRunLeftTemporaries { unlinkat(root, Session.writingMarker, 0) }
             return summary
+        }
+
+        /// Renames each staged folder into place (once renamed, it is no longer this run's to remove:
+        /// `abort` then leaves it, as it leaves a renamed file); the first failure, or nil.
+        private func renameStagedFolders(cache: DirectoryCache) -> OutputError? {
+            for (i, folder) in stagedFolders.enumerated() {
+                guard let place = try? cache.place(of: folder),
+                    renameat(place.dir, Session.temporaryName(place.name), place.dir, place.name) == 0
+                else {
+                    let failure = OutputError.errno("cannot write", folder)
+                    stagedFolders.removeFirst(i)
+                    return failure
+                }
+                if syncPerFile { fsync(place.dir) }
+                WriteSteps.step()
+            }
+            stagedFolders = []
+            return nil
         }
 
         /// Renames the staged files at `ordered` into place, on all cores (tens of thousands for a fleet),
@@ -298,25 +421,35 @@ extension OutputTree {
             return removed
         }
 
-        /// Temporary files of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between writing and
-        /// renaming, anywhere in the tree: the killed run may have staged files where this run writes
+        /// Temporary files and staged folders of an earlier run killed (SIGKILL, SIGINT, SIGTERM) between
+        /// writing and renaming, anywhere in the tree: the killed run may have staged files where this run writes
         /// nothing (a user whose `unrevoke` was interrupted). This run's own are all renamed by now.
         /// Directories left empty (created by the killed run for them) go too.
         private func removeKilledRunsTemporaries(cache: DirectoryCache) {
+            // Temporary files and staged folders (a staged folder is not searched: it goes whole).
             var leftovers: [String] = []
-            try? listFiles(root, prefix: "") { path in
-                let name = path.split(separator: "/").last.map(String.init) ?? path
-                if AtomicWrite.isTemporaryName(name) { leftovers.append(path) }
+            func search(_ dir: Int32, _ prefix: String) {
+                for (name, type) in (try? directoryEntries(dir, display: prefix.isEmpty ? "." : prefix)) ?? [] {
+                    let path = prefix.isEmpty ? name : "\(prefix)/\(name)"
+                    if AtomicWrite.isTemporaryName(name) {
+                        leftovers.append(path)
+                    } else if isDirectory(dir, name, type) {
+                        let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                        guard sub >= 0 else { continue }
+                        search(sub, path)
+                        close(sub)
+                    }
+                }
             }
+            search(root, "")
             var removedTemporaries: [String] = []
             for path in leftovers {
                 // By its directory (a temporary name is not a path `parent(of:)` accepts).
                 var parts = path.split(separator: "/").map(String.init)
                 let name = parts.removeLast()
-                if let dir = try? cache.directory(parts[...], display: path, create: false),
-                    unlinkat(dir, name, 0) == 0
-                {
-                    removedTemporaries.append(path)
+                if let dir = try? cache.directory(parts[...], display: path, create: false) {
+                    Self.removeTree(dir, name)
+                    if faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0 { removedTemporaries.append(path) }
                 }
             }
             removeEmptiedDirectories(after: removedTemporaries, cache: cache)

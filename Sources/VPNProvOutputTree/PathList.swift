@@ -14,6 +14,9 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
         static let changed = Status(rawValue: 1)
         /// Written under its temporary name (write mode).
         static let staged = Status(rawValue: 2)
+        /// Written under its own name inside a staged folder, which is renamed into place whole (write
+        /// mode).
+        static let inStagedFolder = Status(rawValue: 4)
     }
 
     private var bytes: [UInt8] = []

@@ -11,8 +11,24 @@ package enum CrashAfterWrites {
     package static let variable = "VPNPROV_CRASH_AFTER_WRITES"
     static let signalVariable = "VPNPROV_CRASH_SIGNAL"
 
-    /// Installs the kill at the step the environment names; does nothing without the variable.
+    /// `VPNPROV_WRITE_STEPS_FILE=path`: the run counts its write steps and `recordCount` writes the
+    /// number there (how the crash tests read the layout of a run off a completed one).
+    package static let countVariable = "VPNPROV_WRITE_STEPS_FILE"
+    private static let counted = Mutex(0)
+
+    /// Writes the number of write steps counted to the file `VPNPROV_WRITE_STEPS_FILE` names (at the end
+    /// of a run); does nothing without the variable.
+    package static func recordCount(from environment: [String: String]) {
+        guard let path = environment[countVariable], !path.isEmpty else { return }
+        try? Data("\(counted.withLock { $0 })\n".utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Installs the kill at the step the environment names, or the step counter; does nothing without
+    /// either variable.
     package static func install(from environment: [String: String]) {
+        if environment[countVariable] != nil {
+            WriteSteps.install { counted.withLock { $0 += 1 } }
+        }
         guard let limit = environment[variable].flatMap({ Int($0) }) else { return }
         let signal: Int32 =
             switch environment[signalVariable] {

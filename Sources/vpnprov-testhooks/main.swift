@@ -3,8 +3,8 @@ import VPNProvCLI
 import VPNProvTestSupport
 
 // `vpnprov` with the test seams switched on, built for the tests and never installed: the crash tests
-// kill it at a chosen write step (VPNPROV_CRASH_AFTER_WRITES, VPNPROV_CRASH_SIGNAL), and VPNPROV_NOW
-// replaces the clock. docs/testing.md describes both.
+// kill it at a chosen write step (VPNPROV_CRASH_AFTER_WRITES, VPNPROV_CRASH_SIGNAL) or count the steps
+// (VPNPROV_WRITE_STEPS_FILE), and VPNPROV_NOW replaces the clock. docs/testing.md describes them.
 let environment = ProcessInfo.processInfo.environment
 CrashAfterWrites.install(from: environment)
 var now = Date()
@@ -18,4 +18,6 @@ if let text = environment[TestClock.variable], !text.isEmpty {
     }
     now = date
 }
-exit(CommandLineTool.main(arguments: Array(CommandLine.arguments.dropFirst()), now: now))
+let status = CommandLineTool.main(arguments: Array(CommandLine.arguments.dropFirst()), now: now)
+CrashAfterWrites.recordCount(from: environment)
+exit(status)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VPNProvModel
 import VPNProvTestFixtures
+import VPNProvTestSupport
 
 /// Crash safety: `generate` killed at many points never leaves a half-written file, the state
 /// always loads afterwards, and the CA never changes once created. The binary is killed with
@@ -39,11 +40,11 @@ import VPNProvTestFixtures
         return text
     }
 
-    /// Temporary files, and the marker that a run is between its first temporary file and publish
-    /// (it tells the next run to look for temporaries; empty, never an output).
+    /// Temporary files, files in a staged folder (a new user's folder under a temporary name), and
+    /// the marker that a run is between its first temporary file and publish (it tells the next run to
+    /// look for temporaries; empty, never an output).
     static func isTemporary(_ path: String) -> Bool {
-        let name = (path as NSString).lastPathComponent
-        return name.hasPrefix(".") && name.contains(".tmp-") || path == ".vpnprov-writing"
+        path.split(separator: "/").contains { $0.hasPrefix(".") && $0.contains(".tmp-") } || path == ".vpnprov-writing"
     }
 
     static func snapshot(_ root: String) -> [String: Data] {
@@ -151,15 +152,16 @@ import VPNProvTestFixtures
     /// The write steps of a changing `generate`, in the order WriteSteps counts them: the issuing
     /// journal (2: complete, renamed), one per staged output file (`staged`), two per state file
     /// (`stateFiles`: complete, renamed; the new keys, certificates, p12 and CRL first, then
-    /// secrets.json, then index.json, the commit point), then one rename per staged file to publish
-    /// it. The kill points are the edges and the middle of each phase, and every step of the state
-    /// commit's first, middle and last three files: what separates one outcome from another (nothing
-    /// committed, the journal only, output staged, state files without their index, the index
-    /// committed with the output unpublished, partly published). Steps inside a phase differ only in
-    /// which file is cut, so the rest of each phase adds no case.
-    static func changingRunKillPoints(staged: Int, stateFiles: Int) -> [Int] {
+    /// secrets.json, then index.json, the commit point), then one rename per staged file or staged
+    /// folder (a new user's) to publish it, up to `total`. The kill points are the edges and the middle
+    /// of each phase, and every step of the state commit's first, middle and last three files: what
+    /// separates one outcome from another (nothing committed, the journal only, output staged, state
+    /// files without their index, the index committed with the output unpublished, partly published).
+    /// Steps inside a phase differ only in which file is cut, so the rest of each phase adds no case.
+    static func changingRunKillPoints(staged: Int, stateFiles: Int, total: Int) -> [Int] {
         let commit = 2 + staged
         let publish = commit + 2 * stateFiles
+        let renames = total - publish
         let middleFile = commit + 2 * (stateFiles / 2)
         let points =
             [
@@ -167,7 +169,7 @@ import VPNProvTestFixtures
                 commit + 1, commit + 2, middleFile + 1, middleFile + 2,
             ]
             + Array(max(commit + 1, publish - 5)...publish)
-            + [publish + 1, publish + staged / 2, publish + staged]
+            + [publish + 1, publish + renames / 2, publish + renames]
         return Array(Set(points)).sorted()
     }
 
@@ -187,20 +189,22 @@ import VPNProvTestFixtures
         try Self.inventory(changed: true).write(
             toFile: parent + "/site/inventory.yaml", atomically: true, encoding: .utf8)
         let stateBefore = Self.snapshot(base + "/state")
-        let staged = try Self.filesWritten(["generate"], in: parent + "/site")
+        let (staged, total) = try Self.writeSteps(["generate"], in: parent + "/site")
         let stateFiles = Self.snapshot(parent + "/site/state").filter { stateBefore[$0.key] != $0.value }.count
         try FileManager.default.removeItem(atPath: parent)
         #expect(staged > 40 && stateFiles > 5, "the change writes \(staged) output and \(stateFiles) state files")
-        let points = Self.changingRunKillPoints(staged: staged, stateFiles: stateFiles)
+        // The new users' folders are renamed whole: fewer renames than staged files.
+        let renames = total - (2 + staged + 2 * stateFiles)
+        #expect(renames > 0 && renames < staged, "the change publishes \(staged) files in \(renames) renames")
+        let points = Self.changingRunKillPoints(staged: staged, stateFiles: stateFiles, total: total)
         for n in points {
             #expect(
                 try Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: n),
                 "step \(n) was never reached")
         }
-        let end = 2 + 2 * staged + 2 * stateFiles
         #expect(
-            try !Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: end + 1),
-            "the run has more than the \(end) write steps its layout gives")
+            try !Self.crashAndRecover(base: base, inventory: Self.inventory(changed: true), at: total + 1),
+            "the run has more than the \(total) write steps it counted")
     }
 
     /// `rotate-ca` killed at growing intervals through its state commit and output: the state is
@@ -397,13 +401,29 @@ import VPNProvTestFixtures
         return try filesWritten(arguments, in: parent + "/site")
     }
 
+    /// How many output files `arguments` writes when run in `dir`, and how many write steps it takes.
+    static func writeSteps(_ arguments: [String], in dir: String) throws -> (files: Int, steps: Int) {
+        let countFile = try temporaryDirectory() + "/steps"
+        defer { try? FileManager.default.removeItem(atPath: (countFile as NSString).deletingLastPathComponent) }
+        let run = try VPNProvBinary.run(
+            arguments, in: dir, environment: [CrashAfterWrites.countVariable: countFile], testHooks: true)
+        try #require(run.status == 0, "\(arguments): \(run.err.suffix(300))")
+        let steps = try String(contentsOfFile: countFile, encoding: .utf8)
+        return (filesWrittenCount(run.err), try #require(Int(steps.trimmingCharacters(in: .whitespacesAndNewlines))))
+    }
+
+    /// The number in the "N files written" line of a run's stderr.
+    static func filesWrittenCount(_ err: String) -> Int {
+        let match = err.split(separator: "\n").first { $0.contains(" files written") }
+        let words = match?.split(separator: ";").last?.split(separator: " ") ?? []
+        return Int(words.first ?? "") ?? 0
+    }
+
     /// How many output files `arguments` writes when run in `dir`.
     static func filesWritten(_ arguments: [String], in dir: String) throws -> Int {
         let run = try VPNProvBinary.run(arguments, in: dir)
         try #require(run.status == 0, "\(arguments): \(run.err.suffix(300))")
-        let match = run.err.split(separator: "\n").first { $0.contains(" files written") }
-        let words = match?.split(separator: ";").last?.split(separator: " ") ?? []
-        return Int(words.first ?? "") ?? 0
+        return filesWrittenCount(run.err)
     }
 
     /// SIGINT and SIGTERM (Ctrl-C, a service manager) end every state-changing command the way a kill

@@ -79,8 +79,17 @@ import VPNProvTestSupport
         let killed = try VPNProvBinary.run(
             ["generate", "inventory.yaml"], in: dir, environment: seams, testHooks: true)
         #expect(killed.killed, "\(killed.err)")
-        let product = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir, environment: seams)
+        let stepsFile = dir + "/write-steps"
+        let product = try VPNProvBinary.run(
+            ["generate", "inventory.yaml"], in: dir,
+            environment: seams.merging(["VPNPROV_WRITE_STEPS_FILE": stepsFile]) { a, _ in a })
         #expect(product.status == 0 && !product.killed, "\(product.err)")
+        #expect(!FileManager.default.fileExists(atPath: stepsFile))
+        let counted = try VPNProvBinary.run(
+            ["rotate-psk", "fra-1", "inventory.yaml"], in: dir, environment: ["VPNPROV_WRITE_STEPS_FILE": stepsFile],
+            testHooks: true)
+        #expect(counted.status == 0, "\(counted.err)")
+        #expect(Int((try? String(contentsOfFile: stepsFile, encoding: .utf8))?.dropLast() ?? "") ?? 0 > 0)
         let status = try VPNProvBinary.run(
             ["status", "inventory.yaml", "--format", "json"], in: dir, environment: seams)
         #expect(

@@ -120,6 +120,99 @@ import VPNProvTestFixtures
             })
     }
 
+    /// A folder that does not exist yet is written whole under a temporary name and renamed once at
+    /// publish: nothing of it is visible before, everything (modes included) after.
+    @Test func aNewFolderIsStagedWholeAndRenamedIntoPlace() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let files = [
+            OutputFile(path: "clients/u/u.sswan", text: "{}", isPrivate: true),
+            OutputFile(path: "clients/u/linux/swanctl/swanctl.conf", text: "connections {}\n"),
+            OutputFile(path: "servers/a.conf", text: "a"),
+        ]
+        let session = try OutputTree.Session(directory: dir, mode: .write)
+        session.add(try session.prepare(files, folders: ["clients/u"]))
+        let staged = "clients/.u.tmp-\(getpid())"
+        #expect(!fm.fileExists(atPath: dir + "/clients/u"))
+        #expect(
+            try fm.subpathsOfDirectory(atPath: dir + "/" + staged).sorted() == [
+                "linux", "linux/swanctl", "linux/swanctl/swanctl.conf", "u.sswan",
+            ])
+        let summary = try session.publish()
+        #expect(
+            Array(summary.written) == ["clients/u/linux/swanctl/swanctl.conf", "clients/u/u.sswan", "servers/a.conf"])
+        #expect(!fm.fileExists(atPath: dir + "/" + staged))
+        #expect(try String(contentsOfFile: dir + "/clients/u/u.sswan", encoding: .utf8) == "{}")
+        #expect(try mode(dir + "/clients/u/u.sswan") == 0o600)
+        #expect(try mode(dir + "/clients/u/linux/swanctl/swanctl.conf") == 0o644)
+        #expect(try OutputTree.compare(files, with: dir).isClean)
+        // Once it exists, its files are compared one by one: only a changed one is written.
+        var changed = files
+        changed[0] = OutputFile(path: "clients/u/u.sswan", text: "{\"v\":2}", isPrivate: true)
+        let again = try OutputTree.Session(directory: dir, mode: .write)
+        again.add(try again.prepare(changed, folders: ["clients/u"]))
+        #expect(Array(try again.publish().written) == ["clients/u/u.sswan"])
+        #expect(try OutputTree.compare(changed, with: dir).isClean)
+    }
+
+    /// A failed run removes its staged folders and the directories it made for them: nothing changed.
+    @Test func anAbortedRunLeavesNoStagedFolder() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        _ = try OutputTree.write([OutputFile(path: "keep.txt", text: "x")], to: dir)
+        let before = try fm.subpathsOfDirectory(atPath: dir).sorted()
+        let session = try OutputTree.Session(directory: dir, mode: .write)
+        session.add(
+            try session.prepare(
+                [OutputFile(path: "clients/u/a/b.txt", text: "b"), OutputFile(path: "clients/u/c.txt", text: "c")],
+                folders: ["clients/u"]))
+        #expect(fm.fileExists(atPath: dir + "/clients/.u.tmp-\(getpid())/a/b.txt"))
+        session.abort()
+        #expect(try fm.subpathsOfDirectory(atPath: dir).sorted() == before)
+        // A batch discarded before it is added goes the same way.
+        let other = try OutputTree.Session(directory: dir, mode: .write)
+        other.discard(try other.prepare([OutputFile(path: "clients/v/x.txt", text: "x")], folders: ["clients/v"]))
+        other.abort()
+        #expect(try fm.subpathsOfDirectory(atPath: dir).sorted() == before)
+    }
+
+    /// A run killed between staging and publish leaves a staged folder (and the marker): the next run
+    /// removes it whole, with the directory it was in when that is left empty.
+    @Test func aKilledRunsStagedFolderIsRemovedByTheNextRun() throws {
+        let dir = try tempDir()
+        defer { try? fm.removeItem(atPath: dir) }
+        let left = dir + "/clients/.w.tmp-999999"
+        try fm.createDirectory(atPath: left + "/linux", withIntermediateDirectories: true)
+        try "secret".write(toFile: left + "/linux/w.conf", atomically: false, encoding: .utf8)
+        try "secret".write(toFile: left + "/w.sswan", atomically: false, encoding: .utf8)
+        try fm.createDirectory(atPath: dir + "/servers", withIntermediateDirectories: true)
+        try "half".write(toFile: dir + "/servers/.a.conf.tmp-999999", atomically: false, encoding: .utf8)
+        fm.createFile(atPath: dir + "/.vpnprov-writing", contents: Data())
+        _ = try OutputTree.write([OutputFile(path: "servers/a.conf", text: "a")], to: dir)
+        #expect(!fm.fileExists(atPath: dir + "/clients"))
+        #expect(
+            try fm.subpathsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".vpnprov-") }.sorted() == [
+                "servers", "servers/a.conf",
+            ])
+    }
+
+    /// A staged folder is made below its parent opened without following links.
+    @Test func aStagedFolderNeverFollowsASymlink() throws {
+        let dir = try tempDir()
+        let outside = try tempDir()
+        defer {
+            try? fm.removeItem(atPath: dir)
+            try? fm.removeItem(atPath: outside)
+        }
+        try fm.createSymbolicLink(atPath: dir + "/clients", withDestinationPath: outside)
+        let session = try OutputTree.Session(directory: dir, mode: .write)
+        #expect(throws: OutputError.self) {
+            _ = try session.prepare([OutputFile(path: "clients/u/x.txt", text: "x")], folders: ["clients/u"])
+        }
+        session.abort()
+        #expect(try fm.contentsOfDirectory(atPath: outside).isEmpty)
+    }
+
     /// The shortcut for files in the directory of the file before keeps `checkRelativePath`'s rules.
     @Test func parentOfAPathFollowsThePathRules() throws {
         let dir = try tempDir()

@@ -122,7 +122,8 @@ package enum AndroidProfileRenderer {
             // calls allowFamily(AF_INET6) when no IPv6 address or route came from the server);
             // with block-ipv6 it leaves the family out and Android drops IPv6 while connected.
             splitTunneling: c.wantsIPv6 ? nil : Profile.SplitTunneling(blockIPv6: true))
-        return OutputFile(path: "clients/\(c.user)/\(c.name).sswan", contents: profile.json(), isPrivate: true)
+        return OutputFile(
+            path: ClientRenderer.folder(user: c.user) + "/\(c.name).sswan", contents: profile.json(), isPrivate: true)
     }
 }
 

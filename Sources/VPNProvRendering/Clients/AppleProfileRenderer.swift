@@ -90,7 +90,9 @@ package enum AppleProfileRenderer {
         var data = profile.xml()
         if let signer = materials.profileSigner { data = try sign(data, with: signer) }
         // Always private: passwords, PSKs or the p12 with its password are inside.
-        return OutputFile(path: "clients/\(user.name)/\(user.name).mobileconfig", contents: data, isPrivate: true)
+        return OutputFile(
+            path: ClientRenderer.folder(user: user.name) + "/\(user.name).mobileconfig", contents: data, isPrivate: true
+        )
     }
 
     /// The profile as CMS SignedData (DER) with the plist inside: the form a device shows as signed.

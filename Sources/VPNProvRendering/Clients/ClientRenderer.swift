@@ -8,6 +8,10 @@ import VPNProvTemplates
 /// Everything under `clients/`: per user the Apple profile, Android profiles, the Linux swanctl
 /// client configuration, the p12 and a README. Renders from the ClientPlan, deterministically.
 package enum ClientRenderer {
+    /// The folder that holds every file of `user` and nothing else (a user's files are written,
+    /// and staged, as one folder).
+    package static func folder(user: String) -> String { "clients/\(user)" }
+
     /// The file beside `<user>.p12` that hands its password to the user (0600).
     static func p12PasswordFile(user: String) -> String { "\(user)-p12-password.txt" }
 
@@ -15,7 +19,7 @@ package enum ClientRenderer {
     /// what it is and when a device asks for it, then the secret alone on its line, to copy.
     static func secretFile(user: String, name: String, heading: [String], secret: String) -> OutputFile {
         let text = (heading + ["", secret, ""]).joined(separator: "\n")
-        return OutputFile(path: "clients/\(user)/\(name)", contents: Array(text.utf8), isPrivate: true)
+        return OutputFile(path: folder(user: user) + "/" + name, contents: Array(text.utf8), isPrivate: true)
     }
 
     package static func render(
@@ -57,7 +61,8 @@ package enum ClientRenderer {
             guard let p12 = materials.users[user.name]?.p12 else {
                 throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle")
             }
-            userFiles.append(OutputFile(path: "clients/\(user.name)/\(user.name).p12", contents: p12, isPrivate: true))
+            userFiles.append(
+                OutputFile(path: folder(user: user.name) + "/\(user.name).p12", contents: p12, isPrivate: true))
             // The user imports the p12 by hand (macOS Keychain, other apps) without the operator: its
             // password travels with it, in a file named for what it is.
             guard let password = materials.users[user.name]?.p12Password, !password.isEmpty else {
@@ -80,7 +85,7 @@ package enum ClientRenderer {
     /// kind's part, in `Device` order), then the p12 for importing by hand.
     static func readme(_ input: ClientRenderInput, files: [OutputFile]) -> OutputFile {
         let (user, inventory) = (input.user, input.inventory)
-        let dir = "clients/\(user.name)/"
+        let dir = folder(user: user.name) + "/"
         let names = Set(files.map { String($0.path.dropFirst(dir.count)) })
         let passwordFile = p12PasswordFile(user: user.name)
         var lines = [

@@ -19,7 +19,7 @@ package enum LinuxClientRenderer {
     ) throws -> [OutputFile] {
         let mine = connections.filter { $0.user == user.name && $0.devices.contains(.linux) }
         if mine.isEmpty { return [] }
-        let base = "clients/\(user.name)/linux/swanctl/"
+        let base = ClientRenderer.folder(user: user.name) + "/linux/swanctl/"
         let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
         var files = [
             OutputFile(

@@ -40,7 +40,7 @@ package enum NetworkManagerClientRenderer {
     ) throws -> [OutputFile] {
         let mine = connections.filter { $0.user == user.name && $0.devices.contains(.networkmanager) }
         if mine.isEmpty { return [] }
-        let base = "clients/\(user.name)/\(folder)/"
+        let base = ClientRenderer.folder(user: user.name) + "/\(folder)/"
         let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
         var files: [OutputFile] = []
         for c in mine {

@@ -29,7 +29,9 @@ package enum WindowsClientRenderer {
         let script = try templates.template(template).renderBytes(context)
         // Private: with a certificate connection it carries the p12 and its password.
         var files = [
-            OutputFile(path: "clients/\(user.name)/\(fileName(user: user.name))", contents: script, isPrivate: true)
+            OutputFile(
+                path: ClientRenderer.folder(user: user.name) + "/" + fileName(user: user.name), contents: script,
+                isPrivate: true)
         ]
         if mine.contains(where: { $0.windows?.authenticationMethod != "MachineCertificate" }) {
             guard let password = materials.users[user.name]?.password, !password.isEmpty else {

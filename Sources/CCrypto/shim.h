@@ -59,4 +59,10 @@ static inline int vpnprov_GEN_EMAIL(void) { return GEN_EMAIL; }
 static inline int vpnprov_GEN_DIRNAME(void) { return GEN_DIRNAME; }
 
 static inline int vpnprov_PKCS12_DEFAULT_ITER(void) { return PKCS12_DEFAULT_ITER; }
+
+/* PKCS#12 safes and bags, for building a container from its parts. */
+static inline STACK_OF(PKCS12_SAFEBAG) *vpnprov_sk_PKCS12_SAFEBAG_new_null(void) { return sk_PKCS12_SAFEBAG_new_null(); }
+static inline int vpnprov_sk_PKCS12_SAFEBAG_push(STACK_OF(PKCS12_SAFEBAG) *sk, PKCS12_SAFEBAG *bag) { return sk_PKCS12_SAFEBAG_push(sk, bag); }
+static inline void vpnprov_sk_PKCS12_SAFEBAG_pop_free(STACK_OF(PKCS12_SAFEBAG) *sk) { sk_PKCS12_SAFEBAG_pop_free(sk, PKCS12_SAFEBAG_free); }
+static inline void vpnprov_sk_PKCS7_pop_free(STACK_OF(PKCS7) *sk) { sk_PKCS7_pop_free(sk, PKCS7_free); }
 #endif

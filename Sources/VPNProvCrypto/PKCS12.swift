@@ -11,10 +11,10 @@ package enum PKCS12 {
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
         password: String
     ) throws -> [UInt8] {
-        guard !password.isEmpty else { throw CryptoError("a PKCS#12 password must not be empty") }
-        return try build(
-            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName,
-            anyPassword: password)
+        guard key.matches(certificate) else { throw CryptoError("the key does not match the certificate") }
+        return try PKCS12Contents(
+            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName
+        ).container(password: password)
     }
 
     /// A container with the empty password ("" encoded as the two-byte BMPString terminator), same
@@ -28,35 +28,10 @@ package enum PKCS12 {
     package static func buildWithEmptyPassword(
         key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String
     ) throws -> [UInt8] {
-        try build(
-            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName,
-            anyPassword: "")
-    }
-
-    private static func build(
-        key: PrivateKey, certificate: X509Certificate, caCertificates: [X509Certificate], friendlyName: String,
-        anyPassword password: String
-    ) throws -> [UInt8] {
-        ERR_clear_error()
-        guard let stack = vpnprov_sk_X509_new_null() else { throw CryptoError.openSSL("cannot allocate a stack") }
-        defer { vpnprov_sk_X509_free(stack) }
-        for ca in caCertificates {
-            guard vpnprov_sk_X509_push(stack, ca.x509) > 0 else { throw CryptoError.openSSL("cannot add a CA") }
-        }
-        let nid = NID_pbe_WithSHA1And3_Key_TripleDES_CBC
-        let iterations = password.isEmpty ? 1 : vpnprov_PKCS12_DEFAULT_ITER()
-        let p12: OpaquePointer? = password.withCString { pass in
-            friendlyName.withCString { name in
-                PKCS12_create(pass, name, key.pkey, certificate.x509, stack, nid, nid, iterations, -1, 0)
-            }
-        }
-        guard let p12 else { throw CryptoError.openSSL("cannot build the PKCS#12") }
-        defer { PKCS12_free(p12) }
-        let macOK = password.withCString { pass in
-            PKCS12_set_mac(p12, pass, -1, nil, 0, iterations, EVP_sha1())
-        }
-        guard macOK == 1 else { throw CryptoError.openSSL("cannot add the PKCS#12 MAC") }
-        return try derEncode { i2d_PKCS12(p12, $0) }
+        guard key.matches(certificate) else { throw CryptoError("the key does not match the certificate") }
+        return try PKCS12Contents(
+            key: key, certificate: certificate, caCertificates: caCertificates, friendlyName: friendlyName
+        ).containerWithEmptyPassword()
     }
 
     /// Opens a PKCS#12 (MAC checked): its key, certificate and extra certificates.

@@ -182,6 +182,52 @@ import VPNProvTestFixtures
         #expect(wrong.status != 0)
     }
 
+    /// The containers are built from their parts (the key encoded once for both and for its PEM): they
+    /// must have, element for element and length for length, the layout of what OpenSSL's own
+    /// `PKCS12_create` makes of the same key, certificate, CA and name (`openssl pkcs12 -export`).
+    @Test(.needs(.openssl)) func containersBuiltFromPartsHaveTheLayoutOfOpenSSLsExport() throws {
+        let state = makeTempDirectory()
+        let alice = try prepare(standardInventory(), state: state).materials.users["alice"]!
+        let opened = try PKCS12.parse(try #require(alice.p12), password: try #require(alice.p12Password))
+        // As the state holds them (PEM): a certificate read from a PKCS#12 carries its bag's name.
+        let contents = try PKCS12Contents(
+            key: opened.key, certificate: X509Certificate(pem: opened.certificate.pem),
+            caCertificates: opened.caCertificates.map { try X509Certificate(pem: $0.pem) }, friendlyName: "alice")
+        #expect(try contents.keyPEM() == opened.key.pkcs8PEM())
+        let dir = makeTempDirectory()
+        try contents.keyPEM().write(toFile: "\(dir)/key.pem", atomically: true, encoding: .utf8)
+        try opened.certificate.pem.write(toFile: "\(dir)/cert.pem", atomically: true, encoding: .utf8)
+        try opened.caCertificates.map(\.pem).joined().write(
+            toFile: "\(dir)/ca.pem", atomically: true, encoding: .utf8)
+        /// The ASN.1 outline: each element's depth, header and length, without offsets and contents
+        /// (salts and ciphertexts are random).
+        func outline(_ der: [UInt8], _ name: String) throws -> String {
+            _ = FileManager.default.createFile(atPath: "\(dir)/\(name)", contents: Data(der))
+            let parsed = try runTool(["openssl", "asn1parse", "-inform", "DER", "-in", "\(dir)/\(name)"])
+            #expect(parsed.status == 0, "\(parsed.output)")
+            return parsed.output.split(separator: "\n").map {
+                String($0.drop { $0 != ":" }).replacingOccurrences(
+                    of: #"\[HEX DUMP\]:.*"#, with: "", options: .regularExpression)
+            }.joined(separator: "\n")
+        }
+        for (password, iterations) in [("export-password", "2048"), ("", "1")] {
+            var arguments = [
+                "openssl", "pkcs12", "-export", "-legacy", "-inkey", "\(dir)/key.pem", "-in", "\(dir)/cert.pem",
+                "-certfile", "\(dir)/ca.pem", "-name", "alice", "-certpbe", "PBE-SHA1-3DES", "-keypbe",
+                "PBE-SHA1-3DES", "-macalg", "sha1", "-out", "\(dir)/cli.p12", "-passout", "env:VPNPROV_TEST_P12",
+            ]
+            if iterations == "1" { arguments += ["-noiter", "-nomaciter"] }
+            let exported = try runTool(arguments, environment: ["VPNPROV_TEST_P12": password])
+            try #require(exported.status == 0, "\(exported.output)")
+            let cli = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(dir)/cli.p12")))
+            let ours =
+                try password.isEmpty ? contents.containerWithEmptyPassword() : contents.container(password: password)
+            #expect(try outline(ours, "ours.p12") == outline(cli, "cli-copy.p12"), "iterations \(iterations)")
+            let reopened = try PKCS12.parse(ours, password: password)
+            #expect(reopened.certificate.der == opened.certificate.der && reopened.key.matches(reopened.certificate))
+        }
+    }
+
     @Test(.needs(.openssl)) func sswanContainerHasTheEmptyPasswordAndTheSameLegacyAlgorithms() throws {
         let state = makeTempDirectory()
         let first = try prepare(standardInventory(), state: state).materials.users["alice"]!

@@ -194,35 +194,40 @@ extension PKISession {
         do {
             var held: HeldCertificate
             var newKey = false
+            // The PKCS#12 contents (the key's PKCS#8 form) also give a new key its PEM.
+            var contents: PKCS12Contents?
             if job.p12Only, let reuse = job.reuse {
                 held = reuse
             } else {
                 let key: PrivateKey
-                let keyPEM: String
+                var keyPEM: String?
                 if let reuse = job.reuse {
                     (key, keyPEM) = (try reuse.privateKey(), reuse.keyPEM)
                 } else {
                     key = try PrivateKey.generate(job.profile.keyType.algorithm)
-                    keyPEM = try key.pkcs8PEM()
                     newKey = true
                 }
                 let cert = try sign(job.profile, serial: job.serial, key: key, ca: ca, caKey: caKey, at: issueTime)
-                held = HeldCertificate(parsedCertificate: cert, certificatePEM: cert.pem, key: key, keyPEM: keyPEM)
+                if job.p12Password != nil {
+                    contents = try PKCS12Contents(
+                        key: key, certificate: cert, caCertificates: [ca], friendlyName: job.name)
+                }
+                held = HeldCertificate(
+                    parsedCertificate: cert, certificatePEM: cert.pem, key: key,
+                    keyPEM: try keyPEM ?? contents?.keyPEM() ?? key.pkcs8PEM())
             }
             let certificate = try held.certificate()
             let keyID = hexString(Array(Digest.sha256(try certificate.publicKeyDER()).prefix(20)))
             var p12: [UInt8]? = nil
             var openP12: [UInt8]? = nil
             if let password = job.p12Password {
-                if !job.keepP12 {
-                    p12 = try PKCS12.build(
+                let made =
+                    try contents
+                    ?? PKCS12Contents(
                         key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
-                        friendlyName: job.name,
-                        password: password)
-                }
-                openP12 = try PKCS12.buildWithEmptyPassword(
-                    key: try held.privateKey(), certificate: certificate, caCertificates: [ca],
-                    friendlyName: job.name)
+                        friendlyName: job.name)
+                if !job.keepP12 { p12 = try made.container(password: password) }
+                openP12 = try made.containerWithEmptyPassword()
             }
             return JobOutput(held: held, keyID: keyID, newKey: newKey, p12: p12, openP12: openP12)
         } catch {

@@ -114,9 +114,10 @@ package final class CertificateRevocationList: @unchecked Sendable {
     }
 
     package func isSigned(by issuer: X509Certificate) -> Bool {
-        guard let pub = X509_get0_pubkey(issuer.x509) else { return false }
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        return X509_CRL_verify(crl, pub) == 1
+        issuer.withPublicKey { pub in
+            ERR_clear_error()
+            defer { ERR_clear_error() }
+            return X509_CRL_verify(crl, pub) == 1
+        } ?? false
     }
 }

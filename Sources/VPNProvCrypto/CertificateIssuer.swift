@@ -35,6 +35,42 @@ package struct CertificateTemplate: Sendable, Hashable {
 }
 
 package enum CertificateIssuer {
+    /// Sets an EC key's SubjectPublicKeyInfo from the key's encoded point and named curve, the fields
+    /// `X509_set_pubkey` writes; false for other keys (the caller then uses `X509_set_pubkey`). OpenSSL
+    /// 3.0's `X509_set_pubkey` encodes the key with its encoder framework and decodes the result again,
+    /// 3 % of a fleet's run from scratch for 400 users (docs/benchmarks.md, "Why the code is shaped
+    /// this way"). The certificate then holds its public key only encoded: `X509Certificate` decodes it
+    /// from a copy where a key is needed (`withPublicKey`). Leaf certificates only: a CA certificate's
+    /// key is read in this run (CRLs, cross-certificates).
+    private static func setEncodedPublicKey(_ x509: OpaquePointer, _ key: PrivateKey) -> Bool {
+        let curve: Int32
+        switch key.algorithm {
+        case .ecdsaP256: curve = NID_X9_62_prime256v1
+        case .ecdsaP384: curve = NID_secp384r1
+        case .rsa, nil: return false
+        }
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(key.pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, nil, 0, &length) == 1,
+            length > 0, let point = CRYPTO_malloc(length, #fileID, #line)?.assumingMemoryBound(to: UInt8.self)
+        else {
+            ERR_clear_error()
+            return false
+        }
+        guard
+            EVP_PKEY_get_octet_string_param(key.pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, point, length, &length) == 1,
+            let spki = X509_get_X509_PUBKEY(x509),
+            // Takes `point`; the two objects are OpenSSL's static ones.
+            X509_PUBKEY_set0_param(
+                spki, OBJ_nid2obj(NID_X9_62_id_ecPublicKey), V_ASN1_OBJECT,
+                UnsafeMutableRawPointer(OBJ_nid2obj(curve)), point, Int32(length)) == 1
+        else {
+            vpnprov_OPENSSL_free(point)
+            ERR_clear_error()
+            return false
+        }
+        return true
+    }
+
     /// A self-signed CA certificate: basicConstraints CA (critical), keyUsage keyCertSign+cRLSign
     /// (critical), subject and authority key identifiers. SHA-384 for P-384 keys, else SHA-256.
     package static func selfSigned(_ template: CertificateTemplate, key: PrivateKey) throws -> X509Certificate {
@@ -59,8 +95,10 @@ package enum CertificateIssuer {
         guard X509_set_issuer_name(x509, issuerName) == 1 else { throw CryptoError.openSSL("cannot set the issuer") }
         try ASN1Time.set(X509_getm_notBefore(x509), template.notBefore)
         try ASN1Time.set(X509_getm_notAfter(x509), template.notAfter)
-        guard X509_set_pubkey(x509, subjectKey.pkey) == 1 else {
-            throw CryptoError.openSSL("cannot set the public key")
+        if template.isCA || !setEncodedPublicKey(x509, subjectKey) {
+            guard X509_set_pubkey(x509, subjectKey.pkey) == 1 else {
+                throw CryptoError.openSSL("cannot set the public key")
+            }
         }
 
         var ctx = X509V3_CTX()

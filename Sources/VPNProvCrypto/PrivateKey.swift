@@ -117,7 +117,6 @@ package final class PrivateKey: @unchecked Sendable {
 
     /// True when `certificate` certifies this key's public half.
     package func matches(_ certificate: X509Certificate) -> Bool {
-        guard let pub = X509_get0_pubkey(certificate.x509) else { return false }
-        return EVP_PKEY_eq(pkey, pub) == 1
+        certificate.withPublicKey { EVP_PKEY_eq(pkey, $0) == 1 } ?? false
     }
 }

@@ -249,23 +249,38 @@ package final class X509Certificate: @unchecked Sendable {
         return try derEncode { i2d_X509_PUBKEY(spki, $0) }
     }
 
+    /// The certified public key, decoded, for `body`; nil when it cannot be decoded. A leaf
+    /// certificate this process issued holds its key only encoded (`CertificateIssuer`): the key is
+    /// then decoded from a copy of the certificate.
+    func withPublicKey<R>(_ body: (OpaquePointer) -> R) -> R? {
+        if let pub = X509_get0_pubkey(x509) { return body(pub) }
+        ERR_clear_error()
+        guard let copy = try? X509Certificate(der: der), let pub = X509_get0_pubkey(copy.x509) else {
+            ERR_clear_error()
+            return nil
+        }
+        return withExtendedLifetime(copy) { body(pub) }
+    }
+
     /// The public key's algorithm.
     package var publicKeyAlgorithm: KeyAlgorithm? {
-        guard let pub = X509_get0_pubkey(x509) else { return nil }
-        switch EVP_PKEY_get_base_id(pub) {
-        case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pub)))
-        case EVP_PKEY_EC:
-            return EVP_PKEY_get_bits(pub) == 384 ? .ecdsaP384 : EVP_PKEY_get_bits(pub) == 256 ? .ecdsaP256 : nil
-        default: return nil
-        }
+        withPublicKey { pub -> KeyAlgorithm? in
+            switch EVP_PKEY_get_base_id(pub) {
+            case EVP_PKEY_RSA: return .rsa(bits: Int(EVP_PKEY_get_bits(pub)))
+            case EVP_PKEY_EC:
+                return EVP_PKEY_get_bits(pub) == 384 ? .ecdsaP384 : EVP_PKEY_get_bits(pub) == 256 ? .ecdsaP256 : nil
+            default: return nil
+            }
+        } ?? nil
     }
 
     /// True when `issuer`'s key verifies this certificate's signature.
     package func isSigned(by issuer: X509Certificate) -> Bool {
-        guard let pub = X509_get0_pubkey(issuer.x509) else { return false }
-        ERR_clear_error()
-        defer { ERR_clear_error() }
-        return X509_verify(x509, pub) == 1
+        issuer.withPublicKey { pub in
+            ERR_clear_error()
+            defer { ERR_clear_error() }
+            return X509_verify(x509, pub) == 1
+        } ?? false
     }
 
     /// Parses every certificate in a PEM bundle.

@@ -94,6 +94,29 @@ import VPNProvTestFixtures
         #expect(try alice.publicKeyDER() != serverKey.publicKeyDER())
     }
 
+    /// A leaf certificate's EC key is set from its encoded point, without OpenSSL's encoder: the
+    /// SubjectPublicKeyInfo must be exactly what `i2d_PUBKEY` makes of the key, and the certificate as
+    /// issued (key held only encoded) and as read back must both match the key and verify.
+    @Test(arguments: [KeyAlgorithm.ecdsaP256, .ecdsaP384, .rsa(bits: 2048)])
+    func anIssuedCertificateCarriesTheKeysOwnPublicKeyInfo(algorithm: KeyAlgorithm) throws {
+        let key = try PrivateKey.generate(algorithm)
+        let template = CertificateTemplate(
+            serial: TestPKI.serial("spki"),
+            subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", "spki")]),
+            notBefore: TestPKI.epoch, notAfter: TestPKI.epoch + 86400, keyUsage: [.digitalSignature])
+        let issued = try CertificateIssuer.issue(
+            template, subjectKey: key, issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"))
+        #expect(try issued.publicKeyDER() == key.publicKeyDER())
+        let read = try X509Certificate(pem: issued.pem)
+        #expect(try read.publicKeyDER() == key.publicKeyDER())
+        for certificate in [issued, read] {
+            #expect(key.matches(certificate))
+            #expect(certificate.publicKeyAlgorithm == algorithm)
+            #expect(certificate.isSigned(by: TestPKI.ca))
+            #expect(!TestPKI.key("server").matches(certificate))
+        }
+    }
+
     @Test(.needs(.openssl, .pki)) func opensslAndStrongSwanAcceptTheCertificates() throws {
         let state = makeTempDirectory()
         let materials = try prepare(standardInventory(), state: state).materials

@@ -261,6 +261,19 @@ package enum Consistency {
             var server: [String]
             var purpose: Proposal.Purpose
             var withGroups: Bool
+
+            /// The lists' lengths and first proposals only: a fleet has a few dozen distinct lists and
+            /// checks them 80,000 times, and hashing every proposal of both was 2 % of a run from
+            /// scratch. Equal keys still hash equally; `==` compares the lists whole (a list shared
+            /// by every user of a node compares as one buffer).
+            func hash(into hasher: inout Hasher) {
+                hasher.combine(client.count)
+                hasher.combine(server.count)
+                hasher.combine(client.first)
+                hasher.combine(server.first)
+                hasher.combine(purpose)
+                hasher.combine(withGroups)
+            }
         }
 
         init(_ servers: Servers) { self.servers = servers }

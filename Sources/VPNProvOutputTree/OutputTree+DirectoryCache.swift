@@ -116,6 +116,12 @@ extension OutputTree {
             return fd
         }
 
+        /// The directory at `path` (`/`-separated names, already checked; empty: the root), or nil when
+        /// it is missing and not created.
+        func directory(atPath path: String) throws(OutputError) -> Int32? {
+            try directory(path: path[...], display: path, create: create)
+        }
+
         /// Every directory this cache created (relative paths).
         var createdDirectories: Set<String> { made }
 

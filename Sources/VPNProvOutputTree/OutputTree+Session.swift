@@ -488,7 +488,7 @@ extension OutputTree {
                 if let newCache {
                     let paths = newCache.paths
                     stats = StatCache.encode(
-                        count: paths.count, path: { paths[$0] }, cacheDigest: newCache.digest, root: root)
+                        count: paths.count, path: { paths.utf8($0) }, cacheDigest: newCache.digest, root: root)
                 } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
                 }

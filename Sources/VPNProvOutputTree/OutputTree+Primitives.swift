@@ -37,22 +37,26 @@ extension OutputTree {
         return same ? .matches : .differs(missing: false)
     }
 
+    /// With `status`, the file's status once written is stored there.
     static func writeTemporary(
-        _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String
+        _ dir: Int32, name temp: String, contents: [UInt8], mode: mode_t, sync: Bool, display: String,
+        status: UnsafeMutablePointer<stat>? = nil
     ) throws(OutputError) {
-        try writeTemporary(dir, name: temp, mode: mode, sync: sync, display: display) { put in put(contents) }
+        try writeTemporary(dir, name: temp, mode: mode, sync: sync, display: display, status: status) { put in
+            put(contents)
+        }
     }
 
     /// `writeTemporary` for contents made piece by piece: `produce` hands each piece to `put`, which
     /// returns false once writing failed (`produce` then stops and returns false).
     static func writeTemporary(
         _ dir: Int32, name temp: String, mode: mode_t, sync: Bool, display: String,
-        produce: (_ put: ([UInt8]) -> Bool) -> Bool
+        status: UnsafeMutablePointer<stat>? = nil, produce: (_ put: ([UInt8]) -> Bool) -> Bool
     ) throws(OutputError) {
         // A temporary file of this process's pid already there is a run killed long ago: replaced.
         do {
             try AtomicWrite.temporary(
-                in: dir, name: temp, mode: mode, sync: sync, replacingStale: true, produce: produce)
+                in: dir, name: temp, mode: mode, sync: sync, replacingStale: true, status: status, produce: produce)
         } catch {
             errno = error.errno
             throw OutputError.errno("cannot write", display)

@@ -148,11 +148,16 @@ extension OutputTree {
                             guard let place = try current.cache.place(of: inside) else {
                                 throw OutputError("refusing unsafe output path '\(file.path)'")
                             }
+                            // Its stat record now: no rename changes its times later (its folder's do).
+                            var st = stat()
                             try writeTemporary(
                                 place.dir, name: place.name, contents: file.contents, mode: mode, sync: syncPerFile,
-                                display: file.path)
+                                display: file.path, status: &st)
                             WriteSteps.step()
-                            batch.files.append(file.path, [.changed, .inStagedFolder])
+                            var path = file.path
+                            path.withUTF8 {
+                                batch.files.append(utf8: $0, [.changed, .inStagedFolder], record: StatCache.Record(st))
+                            }
                             continue
                         }
                     }
@@ -459,6 +464,23 @@ extension OutputTree {
         /// written (`wroteFiles`: files were renamed or removed before).
         private func writeBookkeeping(wroteFiles: Bool) throws(OutputError) -> Bool {
             var wroteAnything = wroteFiles
+            // A new cache's stat records are taken on the other core while the manifest and the cache are
+            // written (serial work, a fleet's cache is tens of MB); their order is the cache's `file` lines.
+            let newRenderCache = keepRenderCache ? nil : renderCache
+            let root = self.root
+            // Files written whole in a staged folder had theirs taken as they were written.
+            let written = files
+            let statRecords = newRenderCache.map { cache in
+                let order = cache.paths()
+                return (
+                    order,
+                    Background {
+                        StatCache.records(count: order.count, path: { order.utf8($0) }, root: root, written: written)
+                    }
+                )
+            }
+            // Never left running past a failure.
+            defer { _ = statRecords?.1.value }
             wroteAnything =
                 try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
@@ -476,8 +498,8 @@ extension OutputTree {
                 wroteAnything =
                     try replaceRootFile(RenderCache.fileName, with: bytes, mode: privateMode) || wroteAnything
                 keptCache = bytes
-            } else if let renderCache {
-                newCache = try writeRenderCache(renderCache)
+            } else if let newRenderCache {
+                newCache = try writeRenderCache(newRenderCache)
                 wroteAnything = true
             } else {
                 unlinkat(root, RenderCache.fileName, 0)
@@ -486,9 +508,15 @@ extension OutputTree {
             if wroteAnything || refreshStats {
                 var stats: [UInt8]?
                 if let newCache {
-                    let paths = newCache.paths
-                    stats = StatCache.encode(
-                        count: paths.count, path: { paths.utf8($0) }, cacheDigest: newCache.digest, root: root)
+                    if let (order, records) = statRecords, order == newCache.paths {
+                        stats = records.value.map {
+                            StatCache.file(records: $0, count: order.count, cacheDigest: newCache.digest)
+                        }
+                    } else {
+                        let paths = newCache.paths
+                        stats = StatCache.encode(
+                            count: paths.count, path: { paths.utf8($0) }, cacheDigest: newCache.digest, root: root)
+                    }
                 } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
                 }

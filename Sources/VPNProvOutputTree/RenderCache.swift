@@ -328,6 +328,15 @@ package struct RenderCache: Sendable {
     /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path (UTF-8)
     /// of each `file` line in order (the stat records' order). Stops at the first piece `body` refuses
     /// (returns false), and then returns false.
+    /// The paths of the `file` lines `write` writes, in their order (the stat records' order).
+    func paths() -> PathList {
+        var paths = PathList()
+        for name in entries.keys.sorted() {
+            entries[name]!.files.sortedByPath().forEachFile { _, _, path in paths.append(utf8: path) }
+        }
+        return paths
+    }
+
     func write(
         pieceSize: Int = 1 << 20, eachPath: (UnsafeBufferPointer<UInt8>) -> Void = { _ in }, _ body: ([UInt8]) -> Bool
     ) -> Bool {

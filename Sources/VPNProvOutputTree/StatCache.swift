@@ -27,6 +27,9 @@ package struct StatCache: Sendable {
         var changedNanoseconds: UInt32
         var mode: UInt32
 
+        /// No record (a file's mode is never 0).
+        static let none = Record(stat())
+
         init(_ st: stat) {
             inode = UInt64(st.st_ino)
             size = Int64(st.st_size)
@@ -118,6 +121,36 @@ package struct StatCache: Sendable {
     static func encode(
         count: Int, path: @Sendable (Int) -> ArraySlice<UInt8>, cacheDigest: String, root: Int32
     ) -> [UInt8]? {
+        records(count: count, path: path, root: root).map { file(records: $0, count: count, cacheDigest: cacheDigest) }
+    }
+
+    /// The stat file made of `records` (`count` of them, from `records(count:path:root:)`) for the render
+    /// cache with SHA-256 `cacheDigest`.
+    static func file(records: [UInt8], count: Int, cacheDigest: String) -> [UInt8] {
+        var out = Array("\(magic)\(cacheDigest) \(count)\n".utf8)
+        out.reserveCapacity(out.count + records.count)
+        out += records
+        return out
+    }
+
+    /// Appends `r` as the stat file holds it (little-endian, `recordSize` bytes).
+    private static func put(_ r: Record, into part: inout [UInt8]) {
+        func put<T: FixedWidthInteger>(_ v: T) {
+            withUnsafeBytes(of: v.littleEndian) { part.append(contentsOf: $0) }
+        }
+        put(r.inode)
+        put(r.size)
+        put(r.changedSeconds)
+        put(r.changedNanoseconds)
+        put(r.mode)
+    }
+
+    /// The records of the files at `path(0)`, ..., `path(count - 1)` (UTF-8), in order; nil when one of
+    /// them cannot be examined.
+    /// A path `written` holds with a record taken as it was written is not examined again.
+    static func records(
+        count: Int, path: @Sendable (Int) -> ArraySlice<UInt8>, root: Int32, written: PathList = PathList()
+    ) -> [UInt8]? {
         // Each run of paths makes its own part of the records, on all cores; the parts are joined in order.
         let perRun = 1024
         let runs = parallelMap((count + perRun - 1) / perRun) { k -> [UInt8]? in
@@ -129,8 +162,24 @@ package struct StatCache: Sendable {
             var directory: (path: ArraySlice<UInt8>, fd: Int32)?
             // A file name (at most 255 bytes) and its NUL.
             var name = [CChar](repeating: 0, count: 256)
+            // Where in `written` (sorted) the last path was: a user's files are neighbours in both.
+            var cursor = 0
             for i in range {
                 let path = path(i)
+                if written.hasRecords {
+                    let known = path.withUnsafeBufferPointer { utf8 -> Record? in
+                        if cursor >= written.count || written.compare(cursor, utf8: utf8) != 0 {
+                            cursor = written.firstNotBefore(utf8: utf8, from: 0).position
+                            guard cursor < written.count, written.compare(cursor, utf8: utf8) == 0 else { return nil }
+                        }
+                        defer { cursor += 1 }
+                        return written.record(cursor)
+                    }
+                    if let known {
+                        put(known, into: &part)
+                        continue
+                    }
+                }
                 let slash = path.lastIndex(of: UInt8(ascii: "/"))
                 let parent = path[..<(slash ?? path.startIndex)]
                 let file = slash.map { path[path.index(after: $0)...] } ?? path
@@ -148,20 +197,12 @@ package struct StatCache: Sendable {
                 }
                 var st = stat()
                 guard fstatat(directory!.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-                let r = Record(st)
-                func put<T: FixedWidthInteger>(_ v: T) {
-                    withUnsafeBytes(of: v.littleEndian) { part.append(contentsOf: $0) }
-                }
-                put(r.inode)
-                put(r.size)
-                put(r.changedSeconds)
-                put(r.changedNanoseconds)
-                put(r.mode)
+                put(Record(st), into: &part)
             }
             return part
         }
-        var out = Array("\(magic)\(cacheDigest) \(count)\n".utf8)
-        out.reserveCapacity(out.count + count * recordSize)
+        var out: [UInt8] = []
+        out.reserveCapacity(count * recordSize)
         for part in runs {
             guard let part else { return nil }
             out += part

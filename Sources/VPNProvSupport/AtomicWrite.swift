@@ -14,10 +14,11 @@ package enum AtomicWrite {
     /// exactly `mode` whatever the umask, writes what `produce` hands to `put` (which returns false once
     /// writing failed; `produce` then returns false), and with `sync` flushes it. On failure the
     /// temporary file is removed. With `replacingStale`, a file of that name already there (left by a
-    /// run killed long ago with the same pid) is removed first.
+    /// run killed long ago with the same pid) is removed first. With `status`, the file's status once
+    /// written is stored there.
     package static func temporary(
         in directory: Int32, name: String, mode: mode_t, sync: Bool, replacingStale: Bool = false,
-        produce: (_ put: ([UInt8]) -> Bool) -> Bool
+        status: UnsafeMutablePointer<stat>? = nil, produce: (_ put: ([UInt8]) -> Bool) -> Bool
     ) throws(Failure) {
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
         var fd = openat(directory, name, flags, mode)
@@ -32,6 +33,7 @@ package enum AtomicWrite {
             ok = produce { contents in writeAll(fd, contents) }
         }
         if ok && sync { ok = fsync(fd) == 0 }
+        if ok, let status { ok = fstat(fd, status) == 0 }
         let saved = errno
         close(fd)
         guard ok else {

@@ -55,6 +55,22 @@ import VPNProvTestFixtures
         #expect(!afterEdit.trusts(Self.stat(dir + "/a"), ordinal: 0))
     }
 
+    /// A run from scratch takes the records of the files it writes whole in a new user's folder as it
+    /// writes them, and the others with `fstatat` at the end: the records must be exactly what a run
+    /// that reads every file's status afterwards makes (here: the next run, once the stat file is gone).
+    @Test func recordsTakenAsFilesAreWrittenAreThoseReadAfterwards() throws {
+        let dir = try temporaryDirectory()
+        try String(contentsOfFile: Repository.example, encoding: .utf8).write(
+            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let statFile = dir + "/out/" + StatCache.fileName
+        let taken = try Data(contentsOf: URL(fileURLWithPath: statFile))
+        #expect(unlink(statFile) == 0)
+        #expect(vpnprov(["generate"], in: dir).code == 0)
+        let read = try Data(contentsOf: URL(fileURLWithPath: statFile))
+        #expect(taken.count > 32 * 20 && taken == read)
+    }
+
     @Test func anEditThatKeepsSizeAndTimesIsStillDriftAndRepaired() throws {
         let dir = try temporaryDirectory()
         try String(contentsOfFile: Repository.example, encoding: .utf8).write(

@@ -553,8 +553,14 @@ package final class StateStore {
         // subdirectories that do not exist yet. Before index.json is committed nothing refers to them.
         let createdDirectories = paths.subdirectories.filter { !directory.exists($0) }
         let createdFiles = pending.map(\.path).filter { !directory.exists($0) }
-        let newIndex = try StateJSON.encode(index)
-        let newSecrets = try StateJSON.encode(secrets)
+        // index.json and secrets.json (a fleet's are megabytes) are encoded on another core while the
+        // keys, certificates and PKCS#12 files are written.
+        let (index, secrets) = (self.index, self.secrets)
+        let encoded = Background {
+            Result { (index: try StateJSON.encode(index), secrets: try StateJSON.encode(secrets)) }
+        }
+        defer { _ = encoded.value }
+        var newIndex: [UInt8]?
         let writesSecrets = secrets != originalSecrets || !secretsFileExisted
         let writesIndex = index != originalIndex || !directory.exists(paths.index)
         let previousSecrets =
@@ -581,8 +587,10 @@ package final class StateStore {
             }
             try directory.syncFileSystem()
             for subdirectory in paths.subdirectories { try directory.syncDirectory(subdirectory) }
-            if writesSecrets { try directory.write(newSecrets, to: paths.secrets) }
-            if writesIndex { try directory.write(newIndex, to: paths.index) }
+            let (indexBytes, secretsBytes) = try encoded.value.get()
+            newIndex = indexBytes
+            if writesSecrets { try directory.write(secretsBytes, to: paths.secrets) }
+            if writesIndex { try directory.write(indexBytes, to: paths.index) }
             // index.json holds every certificate the journal named: it has done its work.
             if journalRecorded || foundJournal != nil {
                 directory.remove(paths.issuingJournal)
@@ -592,7 +600,9 @@ package final class StateStore {
             // Committed after all when index.json already holds the new index (only its directory
             // sync failed): then everything stays.
             let committed =
-                !writesIndex || (try? directory.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex
+                !writesIndex
+                || (newIndex != nil
+                    && (try? directory.read(paths.index, limit: BoundedFile.stateIndexLimit)) == newIndex)
             if !committed {
                 for path in createdFiles { directory.remove(path) }
                 if writesSecrets {

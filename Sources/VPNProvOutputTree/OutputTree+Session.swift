@@ -114,6 +114,8 @@ extension OutputTree {
             // The folder the current files are in, when it is staged: its path with the slash, and a
             // cache of the directories below its temporary name.
             var staging: (prefix: String, fd: Int32, cache: DirectoryCache)?
+            // The stat records of each staged folder's files, taken as they were written.
+            var records: [String: [(path: String, record: StatCache.Record)]] = [:]
             func endStaging() {
                 guard let current = staging else { return }
                 // Its directory entries are durable before publish renames it (file data: `writeTemporary`).
@@ -136,11 +138,13 @@ extension OutputTree {
                     let mode: mode_t = file.isPrivate ? privateMode : publicMode
                     if self.mode == .write, root >= 0, !folders.isEmpty {
                         if let current = staging, !file.path.hasPrefix(current.prefix) { endStaging() }
-                        if staging == nil, let folder = folders.first(where: { file.path.hasPrefix($0 + "/") }),
-                            !batch.stagedFolders.contains(folder), let fd = try stageFolder(folder, cache: cache)
-                        {
-                            batch.stagedFolders.append(folder)
-                            staging = (folder + "/", fd, DirectoryCache(root: fd, create: true))
+                        if staging == nil, let folder = folders.first(where: { file.path.hasPrefix($0 + "/") }) {
+                            // Staged by this batch already (its files came apart): opened again.
+                            let staged = batch.stagedFolders.contains(folder)
+                            if let fd = try stageFolder(folder, cache: cache, again: staged) {
+                                if !staged { batch.stagedFolders.append(folder) }
+                                staging = (folder + "/", fd, DirectoryCache(root: fd, create: true))
+                            }
                         }
                         if let current = staging {
                             // Nothing is in a staged folder but what this batch writes: nothing to compare.
@@ -154,10 +158,8 @@ extension OutputTree {
                                 place.dir, name: place.name, contents: file.contents, mode: mode, sync: syncPerFile,
                                 display: file.path, status: &st)
                             WriteSteps.step()
-                            var path = file.path
-                            path.withUTF8 {
-                                batch.files.append(utf8: $0, [.changed, .inStagedFolder], record: StatCache.Record(st))
-                            }
+                            batch.files.append(file.path, [.changed, .inStagedFolder])
+                            records[current.prefix, default: []].append((file.path, StatCache.Record(st)))
                             continue
                         }
                     }
@@ -192,14 +194,35 @@ extension OutputTree {
                 discard(batch)
                 throw error
             }
+            if !records.isEmpty {
+                // In path order, under the first path: what a render-cache entry of exactly these files
+                // looks them up by (`stagedRecords`).
+                let sorted = records.values.map { $0.sorted { $0.path.precedesByUTF8($1.path) } }
+                writtenRecords.withLock { written in
+                    for folder in sorted { written[folder[0].path] = folder.map(\.record) }
+                }
+            }
             return batch
         }
 
+        /// The stat records of files written whole in staged folders, taken as they were written, each
+        /// folder's in path order under its first path (docs/benchmarks.md, "Why the code is shaped
+        /// this way").
+        private let writtenRecords = Mutex<[String: [StatCache.Record]]>([:])
+
         /// Makes `folder`'s temporary name and opens it, when `folder` does not exist; nil when it does
         /// (its files are then compared and staged one by one). A temporary folder of this pid already
-        /// there is a run killed long ago: replaced.
-        private func stageFolder(_ folder: String, cache: DirectoryCache) throws(OutputError) -> Int32? {
+        /// there is a run killed long ago: replaced. `again`: this batch staged it already; it is opened.
+        private func stageFolder(_ folder: String, cache: DirectoryCache, again: Bool = false) throws(OutputError)
+            -> Int32?
+        {
             guard let place = try cache.place(of: folder) else { return nil }
+            if again {
+                let fd = openat(
+                    place.dir, Session.temporaryName(place.name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                guard fd >= 0 else { throw OutputError.errno("cannot write", folder) }
+                return fd
+            }
             var st = stat()
             if !place.created {
                 guard fstatat(place.dir, place.name, &st, AT_SYMLINK_NOFOLLOW) != 0, errno == ENOENT else { return nil }
@@ -465,27 +488,22 @@ extension OutputTree {
         private func writeBookkeeping(wroteFiles: Bool) throws(OutputError) -> Bool {
             var wroteAnything = wroteFiles
             // A new cache's stat records are taken on the other core while the manifest and the cache are
-            // written (serial work, a fleet's cache is tens of MB); their order is the cache's `file` lines.
+            // written (serial work; a fleet's cache is tens of MB), those of files written whole in a
+            // staged folder as they were written.
             let newRenderCache = keepRenderCache ? nil : renderCache
             let root = self.root
-            // Files written whole in a staged folder had theirs taken as they were written.
-            let written = files
+            let written = writtenRecords.withLock { $0 }
             let statRecords = newRenderCache.map { cache in
-                let order = cache.paths()
-                return (
-                    order,
-                    Background {
-                        StatCache.records(count: order.count, path: { order.utf8($0) }, root: root, written: written)
-                    }
-                )
+                Background { StatCache.records(of: cache, root: root, written: written) }
             }
             // Never left running past a failure.
-            defer { _ = statRecords?.1.value }
+            defer { _ = statRecords?.value }
             wroteAnything =
                 try replaceRootFile(manifestName, with: manifestBytes(files), mode: publicMode) || wroteAnything
             self.files = PathList()
             var st = stat()
-            var newCache: (digest: String, paths: PathList)?
+            // The new cache's SHA-256 (hex).
+            var newCache: String?
             var keptCache: [UInt8]?
             if keepRenderCache, fstatat(root, RenderCache.fileName, &st, AT_SYMLINK_NOFOLLOW) == 0,
                 (st.st_mode & S_IFMT) == S_IFREG,
@@ -507,15 +525,9 @@ extension OutputTree {
             // Last, so its own time is later than every change it records.
             if wroteAnything || refreshStats {
                 var stats: [UInt8]?
-                if let newCache {
-                    if let (order, records) = statRecords, order == newCache.paths {
-                        stats = records.value.map {
-                            StatCache.file(records: $0, count: order.count, cacheDigest: newCache.digest)
-                        }
-                    } else {
-                        let paths = newCache.paths
-                        stats = StatCache.encode(
-                            count: paths.count, path: { paths.utf8($0) }, cacheDigest: newCache.digest, root: root)
+                if let newCache, let statRecords {
+                    stats = statRecords.value.map {
+                        StatCache.file(records: $0.records, count: $0.count, cacheDigest: newCache)
                     }
                 } else if keepRenderCache, let bytes = keptCache ?? readRootFile(root, RenderCache.fileName) {
                     stats = StatCache.encode(cache: bytes, root: root)
@@ -551,17 +563,15 @@ extension OutputTree {
 
         /// Writes the render cache at the top of the tree (atomically, 0600) piece by piece, so a fleet's
         /// cache (tens of MB) is never in memory at once; returns the SHA-256 (hex) of what it wrote.
-        /// Also returns the paths of its `file` lines in order (the stat records' order).
-        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> (digest: String, paths: PathList) {
+        private func writeRenderCache(_ cache: RenderCache) throws(OutputError) -> String {
             let digest = Digest.SHA256Stream()
-            var paths = PathList()
             try writeRootFile(RenderCache.fileName, mode: privateMode) { put in
-                cache.write(eachPath: { paths.append(utf8: $0) }) { piece in
+                cache.write { piece in
                     digest.update(piece)
                     return put(piece)
                 }
             }
-            return (hexString(digest.finish()), paths)
+            return hexString(digest.finish())
         }
 
         /// Writes a bookkeeping file at the top of the tree (atomically, only when it changed).

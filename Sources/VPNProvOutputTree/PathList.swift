@@ -23,9 +23,6 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
     /// Where each path ends in `bytes` (it starts where the one before ends).
     private var ends: [UInt32] = []
     private var statuses: [UInt8] = []
-    /// Stat records taken as files were written (those written whole in a staged folder, whose times
-    /// no rename changes afterwards), by position; empty when none were (a record with mode 0: none).
-    private var records: [StatCache.Record] = []
 
     package init() {}
 
@@ -75,43 +72,19 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
         path.withUTF8 { append(utf8: $0, status) }
     }
 
-    mutating func append<C: Collection>(utf8 path: C, _ status: Status = [], record: StatCache.Record? = nil)
-    where C.Element == UInt8 {
+    mutating func append<C: Collection>(utf8 path: C, _ status: Status = []) where C.Element == UInt8 {
         bytes += path
         precondition(bytes.count <= UInt32.max, "output paths over 4 GiB")
         ends.append(UInt32(bytes.count))
         statuses.append(status.rawValue)
-        if let record {
-            padRecords(to: ends.count - 1)
-            records.append(record)
-        } else if !records.isEmpty {
-            records.append(.none)
-        }
     }
 
     mutating func append(contentsOf other: PathList) {
         let base = UInt32(bytes.count)
         precondition(bytes.count + other.bytes.count <= UInt32.max, "output paths over 4 GiB")
-        if !other.records.isEmpty || !records.isEmpty {
-            padRecords(to: ends.count)
-            records += other.records
-            records += repeatElement(.none, count: other.count - other.records.count)
-        }
         bytes += other.bytes
         ends += other.ends.lazy.map { $0 + base }
         statuses += other.statuses
-    }
-
-    private mutating func padRecords(to count: Int) {
-        if records.count < count { records += repeatElement(.none, count: count - records.count) }
-    }
-
-    /// Whether any file's stat record was taken as it was written.
-    var hasRecords: Bool { !records.isEmpty }
-
-    /// The stat record taken as file `i` was written, if one was.
-    func record(_ i: Int) -> StatCache.Record? {
-        i < records.count && records[i].mode != 0 ? records[i] : nil
     }
 
     /// memcmp-style order of paths `i` and `j`.
@@ -223,7 +196,7 @@ package struct PathList: Sendable, Equatable, RandomAccessCollection, Expressibl
         out.bytes.reserveCapacity(positions.reduce(0) { $0 + range(Int($1)).count })
         out.ends.reserveCapacity(positions.count)
         out.statuses.reserveCapacity(positions.count)
-        for i in positions { out.append(utf8: utf8(Int(i)), status(Int(i)), record: record(Int(i))) }
+        for i in positions { out.append(utf8: utf8(Int(i)), status(Int(i))) }
         return out
     }
 

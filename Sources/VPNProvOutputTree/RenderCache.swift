@@ -324,36 +324,27 @@ package struct RenderCache: Sendable {
         return out
     }
 
-    /// `bytes` handed to `body` in pieces of about `pieceSize` bytes, in order, so a fleet's cache
-    /// (tens of MB) can go to a file without being in memory at once; `eachPath` gets the path (UTF-8)
-    /// of each `file` line in order (the stat records' order). Stops at the first piece `body` refuses
-    /// (returns false), and then returns false.
-    /// The paths of the `file` lines `write` writes, in their order (the stat records' order).
-    func paths() -> PathList {
-        var paths = PathList()
-        for name in entries.keys.sorted() {
-            entries[name]!.files.sortedByPath().forEachFile { _, _, path in paths.append(utf8: path) }
-        }
-        return paths
+    /// The entries in the order `write` writes them: users sorted by name, each with its files sorted
+    /// by path (the stat records' order).
+    func ordered() -> [(name: String, files: FileList)] {
+        entries.keys.sorted().map { ($0, entries[$0]!.files.sortedByPath()) }
     }
 
-    func write(
-        pieceSize: Int = 1 << 20, eachPath: (UnsafeBufferPointer<UInt8>) -> Void = { _ in }, _ body: ([UInt8]) -> Bool
-    ) -> Bool {
+    /// `bytes` handed to `body` in pieces of about `pieceSize` bytes, in order, so a fleet's cache
+    /// (tens of MB) can go to a file without being in memory at once. Stops at the first piece `body`
+    /// refuses (returns false), and then returns false.
+    func write(pieceSize: Int = 1 << 20, _ body: ([UInt8]) -> Bool) -> Bool {
         var out: [UInt8] = []
         out.reserveCapacity(min(pieceSize, 1 << 20) + 4096)
         out += Self.header.utf8
         out.append(0x0A)
-        // Users sorted by name, each with its files sorted by path.
-        for name in entries.keys.sorted() {
-            let entry = entries[name]!
+        for (name, files) in ordered() {
             out += "user ".utf8
             out += name.utf8
             out.append(0x20)
-            out += entry.fingerprint.utf8
+            out += entries[name]!.fingerprint.utf8
             out.append(0x0A)
-            entry.files.sortedByPath().forEachFile { sha256, isPrivate, path in
-                eachPath(path)
+            files.forEachFile { sha256, isPrivate, path in
                 out += "file ".utf8
                 sha256.appendHex(to: &out)
                 out += (isPrivate ? " 0600 " : " 0644 ").utf8

@@ -147,66 +147,104 @@ package struct StatCache: Sendable {
 
     /// The records of the files at `path(0)`, ..., `path(count - 1)` (UTF-8), in order; nil when one of
     /// them cannot be examined.
-    /// A path `written` holds with a record taken as it was written is not examined again.
-    static func records(
-        count: Int, path: @Sendable (Int) -> ArraySlice<UInt8>, root: Int32, written: PathList = PathList()
-    ) -> [UInt8]? {
+    static func records(count: Int, path: @Sendable (Int) -> ArraySlice<UInt8>, root: Int32) -> [UInt8]? {
         // Each run of paths makes its own part of the records, on all cores; the parts are joined in order.
         let perRun = 1024
         let runs = parallelMap((count + perRun - 1) / perRun) { k -> [UInt8]? in
-            let directories = OutputTree.DirectoryCache(root: root, create: false)
-            defer { directories.closeAll() }
+            var examiner = Examiner(root: root)
+            defer { examiner.close() }
             let range = (k * perRun)..<min(count, (k + 1) * perRun)
             var part: [UInt8] = []
             part.reserveCapacity(range.count * recordSize)
-            var directory: (path: ArraySlice<UInt8>, fd: Int32)?
-            // A file name (at most 255 bytes) and its NUL.
-            var name = [CChar](repeating: 0, count: 256)
-            // Where in `written` (sorted) the last path was: a user's files are neighbours in both.
-            var cursor = 0
             for i in range {
-                let path = path(i)
-                if written.hasRecords {
-                    let known = path.withUnsafeBufferPointer { utf8 -> Record? in
-                        if cursor >= written.count || written.compare(cursor, utf8: utf8) != 0 {
-                            cursor = written.firstNotBefore(utf8: utf8, from: 0).position
-                            guard cursor < written.count, written.compare(cursor, utf8: utf8) == 0 else { return nil }
-                        }
-                        defer { cursor += 1 }
-                        return written.record(cursor)
-                    }
-                    if let known {
-                        put(known, into: &part)
-                        continue
-                    }
-                }
-                let slash = path.lastIndex(of: UInt8(ascii: "/"))
-                let parent = path[..<(slash ?? path.startIndex)]
-                let file = slash.map { path[path.index(after: $0)...] } ?? path
-                guard OutputTree.isPlainComponent(file) else { return nil }
-                if directory == nil || !directory!.path.elementsEqual(parent) {
-                    // A leading slash leaves an empty parent that is not the root.
-                    guard slash == nil || !parent.isEmpty, OutputTree.isPlainRelativePath(parent),
-                        let fd = try? directories.directory(atPath: String(decoding: parent, as: UTF8.self))
-                    else { return nil }
-                    directory = (parent, fd)
-                }
-                name.withUnsafeMutableBytes { buffer in
-                    buffer.copyBytes(from: file)
-                    buffer[file.count] = 0
-                }
-                var st = stat()
-                guard fstatat(directory!.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-                put(Record(st), into: &part)
+                guard let record = path(i).withUnsafeBufferPointer({ examiner.record($0) }) else { return nil }
+                put(record, into: &part)
             }
             return part
         }
+        return joined(runs, capacity: count * recordSize)
+    }
+
+    /// The records of the files of `cache`, in the order of its `file` lines, and how many; nil when one
+    /// of them cannot be examined. `written` holds the records taken as files were written whole in a
+    /// staged folder, each folder's in path order under its first path: an entry whose files are
+    /// exactly such a folder's (its first path finds them, and as many) takes them as they are.
+    static func records(of cache: RenderCache, root: Int32, written: [String: [Record]]) -> (
+        records: [UInt8], count: Int
+    )? {
+        let entries = cache.ordered()
+        let count = entries.reduce(0) { $0 + $1.files.count }
+        // Runs of users on all cores; the parts are joined in order.
+        let perRun = 32
+        let runs = parallelMap((entries.count + perRun - 1) / perRun) { k -> [UInt8]? in
+            var examiner = Examiner(root: root)
+            defer { examiner.close() }
+            var part: [UInt8] = []
+            for (_, files) in entries[(k * perRun)..<min(entries.count, (k + 1) * perRun)] {
+                var first: String?
+                _ = files.allFiles { _, _, path in
+                    first = String(decoding: path, as: UTF8.self)
+                    return false
+                }
+                if let first, let known = written[first], known.count == files.count {
+                    for record in known { put(record, into: &part) }
+                    continue
+                }
+                let ok = files.allFiles { _, _, path in
+                    guard let record = examiner.record(path) else { return false }
+                    put(record, into: &part)
+                    return true
+                }
+                guard ok else { return nil }
+            }
+            return part
+        }
+        return joined(runs, capacity: count * recordSize).map { ($0, count) }
+    }
+
+    private static func joined(_ runs: [[UInt8]?], capacity: Int) -> [UInt8]? {
         var out: [UInt8] = []
-        out.reserveCapacity(count * recordSize)
+        out.reserveCapacity(capacity)
         for part in runs {
             guard let part else { return nil }
             out += part
         }
         return out
+    }
+
+    /// Reads files' status by path below `root` (with `checkRelativePath`'s rules, never following a
+    /// link), each directory opened once per run of files in it.
+    private struct Examiner {
+        let directories: OutputTree.DirectoryCache
+        /// The directory of the last file (its path's bytes) and its descriptor.
+        var directory: (path: [UInt8], fd: Int32)?
+        /// A file name (at most 255 bytes) and its NUL.
+        var name = [CChar](repeating: 0, count: 256)
+
+        init(root: Int32) { directories = OutputTree.DirectoryCache(root: root, create: false) }
+
+        func close() { directories.closeAll() }
+
+        /// The record of the file at `path` (UTF-8); nil when it cannot be examined.
+        mutating func record(_ path: UnsafeBufferPointer<UInt8>) -> Record? {
+            let slash = path.lastIndex(of: UInt8(ascii: "/"))
+            let parent = UnsafeBufferPointer(rebasing: path[..<(slash ?? 0)])
+            let file = UnsafeBufferPointer(rebasing: path[(slash.map { $0 + 1 } ?? 0)...])
+            guard OutputTree.isPlainComponent(file) else { return nil }
+            if directory == nil || !directory!.path.elementsEqual(parent) {
+                // A leading slash leaves an empty parent that is not the root.
+                guard slash == nil || !parent.isEmpty, OutputTree.isPlainRelativePath(parent),
+                    let fd = try? directories.directory(atPath: String(decoding: parent, as: UTF8.self))
+                else { return nil }
+                directory = (Array(parent), fd)
+            }
+            name.withUnsafeMutableBytes { buffer in
+                buffer.copyBytes(from: file)
+                buffer[file.count] = 0
+            }
+            var st = stat()
+            guard fstatat(directory!.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+            return Record(st)
+        }
     }
 }

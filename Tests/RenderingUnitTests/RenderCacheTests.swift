@@ -62,9 +62,11 @@ import VPNProvTestFixtures
             })
         #expect(calls == 1)
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("file ") }
+        // `ordered()` gives the `file` lines' order (the stat records').
         var paths: [String] = []
-        let written = Self.sample.write(eachPath: { paths.append(String(decoding: $0, as: UTF8.self)) }, { _ in true })
-        #expect(written)
+        for (_, files) in Self.sample.ordered() {
+            files.forEachFile { _, _, path in paths.append(String(decoding: path, as: UTF8.self)) }
+        }
         #expect(paths == lines.map { String($0.split(separator: " ", maxSplits: 3)[3]) })
         #expect(paths.count == 3)
     }

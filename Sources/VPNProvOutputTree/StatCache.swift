@@ -27,9 +27,6 @@ package struct StatCache: Sendable {
         var changedNanoseconds: UInt32
         var mode: UInt32
 
-        /// No record (a file's mode is never 0).
-        static let none = Record(stat())
-
         init(_ st: stat) {
             inode = UInt64(st.st_ino)
             size = Int64(st.st_size)

@@ -4,8 +4,10 @@ import VPNProvSupport
 // escapes each one for the template's declared syntax (TemplateSyntax), so a template author never
 // quotes or escapes anything by hand.
 
-/// A value in a template context.
-package indirect enum TemplateValue: Sendable, Hashable {
+/// A value in a template context. Not `indirect`: lists and objects keep their members in arrays
+/// already, and a box per value was a heap allocation for every string of every context
+/// (docs/benchmarks.md, "Why the code is shaped this way").
+package enum TemplateValue: Sendable, Hashable {
     /// Free text. Emitted through the syntax's escaper (`"..."` with escapes in swanctl syntax).
     case string(String)
     /// A name that may appear bare, e.g. a section name (`eap-u0001`). Must match `[A-Za-z0-9_-]+`

@@ -65,7 +65,9 @@ package struct Template: Sendable {
     package let name: String
     package let syntax: TemplateSyntax
 
-    fileprivate indirect enum Part: Sendable {
+    /// Not `indirect` (a nested section is an array already): the render loop reads every part of
+    /// every file, and a box per part was one more reference to follow and count each time.
+    fileprivate enum Part: Sendable {
         case text([UInt8])
         case variable(path: [String], offset: Int)
         case section(path: [String], inverted: Bool, body: [Part], offset: Int)

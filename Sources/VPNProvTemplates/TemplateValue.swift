@@ -66,9 +66,13 @@ package struct TemplateObject: Sendable, Hashable, ExpressibleByDictionaryLitera
 
     /// The members in the order given, a later one replacing an earlier one of the same name.
     init(_ elements: [(String, TemplateValue)]) {
-        keys.reserveCapacity(elements.count)
-        values.reserveCapacity(elements.count)
-        for (key, value) in elements { self[key] = value }
+        keys = elements.map(\.0)
+        values = elements.map(\.1)
+        // A name given twice (a renderer's mistake) keeps its first place with the later value.
+        if keys.indices.contains(where: { i in keys[..<i].contains(keys[i]) }) {
+            (keys, values) = ([], [])
+            for (key, value) in elements { self[key] = value }
+        }
     }
 
     package var count: Int { keys.count }

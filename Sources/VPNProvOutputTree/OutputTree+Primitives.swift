@@ -108,21 +108,6 @@ extension OutputTree {
         return readAll(fd, limit: BoundedFile.outputFileLimit)
     }
 
-    /// Every regular file and symlink below `dir` (directories recursed without following links).
-    static func listFiles(_ dir: Int32, prefix: String, visit: (String) -> Void) throws(OutputError) {
-        for (name, type) in try directoryEntries(dir, display: prefix.isEmpty ? "." : prefix) {
-            let path = prefix.isEmpty ? name : "\(prefix)/\(name)"
-            if isDirectory(dir, name, type) {
-                let sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard sub >= 0 else { throw OutputError.errno("cannot list", path) }
-                defer { close(sub) }
-                try listFiles(sub, prefix: path, visit: visit)
-            } else {
-                visit(path)
-            }
-        }
-    }
-
     /// The names in `dir` (without "." and "..") with their d_type.
     static func directoryEntries(_ dir: Int32, display: String) throws(OutputError) -> [(String, UInt8)] {
         let copy = dup(dir)
@@ -146,16 +131,24 @@ extension OutputTree {
         return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// The files below `root` (as `listFiles` finds them) for which `keep` holds. The directories two
-    /// levels down (a user's or a node's folder) are listed on all cores.
-    static func listFilesInParallel(_ root: Int32, keep: @Sendable (String) -> Bool) throws(OutputError) -> [String] {
+    /// The files below `root` (as `listFiles` finds them) for which `keep` holds, given each path's
+    /// UTF-8 bytes in place: a `String` is made only for a path kept (`check` lists a fleet's 64,000
+    /// files to find the few it did not expect). The directories two levels down (a user's or a
+    /// node's folder) are listed on all cores.
+    static func listFilesInParallel(_ root: Int32, keep: @Sendable (UnsafeBufferPointer<UInt8>) -> Bool)
+        throws(OutputError) -> [String]
+    {
         var kept: [String] = []
         var jobs: [(parent: Int32, name: String, path: String)] = []
         var opened: [Int32] = []
         defer { for fd in opened { close(fd) } }
+        func keeping(_ path: String) {
+            var path = path
+            if path.withUTF8({ keep($0) }) { kept.append(path) }
+        }
         for (name, type) in try directoryEntries(root, display: ".") {
             guard isDirectory(root, name, type) else {
-                if keep(name) { kept.append(name) }
+                keeping(name)
                 continue
             }
             let sub = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -165,8 +158,8 @@ extension OutputTree {
                 let path = "\(name)/\(child)"
                 if isDirectory(sub, child, childType) {
                     jobs.append((sub, child, path))
-                } else if keep(path) {
-                    kept.append(path)
+                } else {
+                    keeping(path)
                 }
             }
         }
@@ -177,8 +170,11 @@ extension OutputTree {
             guard fd >= 0 else { return .failure(OutputError.errno("cannot list", job.path)) }
             defer { close(fd) }
             var found: [String] = []
+            var path = Array(job.path.utf8)
             do throws(OutputError) {
-                try listFiles(fd, prefix: job.path) { if keep($0) { found.append($0) } }
+                try listFiles(fd, path: &path) { utf8 in
+                    if keep(utf8) { found.append(String(decoding: utf8, as: UTF8.self)) }
+                }
             } catch {
                 return .failure(error)
             }
@@ -191,5 +187,54 @@ extension OutputTree {
             }
         }
         return kept
+    }
+
+    /// Every regular file and symlink below `dir` (directories recursed without following links), each
+    /// path's UTF-8 bytes (`path`, the directory's own, then `/` and the name) in one buffer, in place:
+    /// no `String` per entry.
+    static func listFiles(_ dir: Int32, path: inout [UInt8], visit: (UnsafeBufferPointer<UInt8>) -> Void)
+        throws(OutputError)
+    {
+        let copy = dup(dir)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            throw OutputError.errno("cannot list", String(decoding: path, as: UTF8.self))
+        }
+        defer { closedir(stream) }
+        let length = path.count
+        while let entry = readdir(stream) {
+            let type = entry.pointee.d_type
+            // The name is the entry's NUL-terminated d_name, read before the next readdir.
+            let skip = withUnsafeBytes(of: &entry.pointee.d_name) { raw -> Bool in
+                let name = raw.prefix { $0 != 0 }
+                if name.elementsEqual([UInt8(ascii: ".")])
+                    || name.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+                {
+                    return true
+                }
+                if !path.isEmpty { path.append(UInt8(ascii: "/")) }
+                path += name
+                return false
+            }
+            if skip { continue }
+            defer { path.removeSubrange(length...) }
+            let sub: Int32 = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
+                pointer.withMemoryRebound(to: CChar.self, capacity: 256) { name in
+                    var directory = type == UInt8(DT_DIR)
+                    if type == UInt8(DT_UNKNOWN) {
+                        var st = stat()
+                        directory =
+                            fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+                    }
+                    return directory ? openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -2
+                }
+            }
+            if sub == -2 {
+                path.withUnsafeBufferPointer(visit)
+                continue
+            }
+            guard sub >= 0 else { throw OutputError.errno("cannot list", String(decoding: path, as: UTF8.self)) }
+            defer { close(sub) }
+            try listFiles(sub, path: &path, visit: visit)
+        }
     }
 }

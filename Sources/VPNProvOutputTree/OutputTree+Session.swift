@@ -756,13 +756,14 @@ extension OutputTree {
             // Only what is not expected is kept from the listing, and the expected paths are searched in
             // the sorted list rather than put in a set (a fleet's tree has hundreds of thousands of
             // files; docs/benchmarks.md, "Why the code is shaped this way").
-            let bookkeeping: Set<String> = [
-                manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker,
-            ]
+            let bookkeeping = [manifestName, RenderCache.fileName, StatCache.fileName, Session.writingMarker].map {
+                Array($0.utf8)
+            }
             let expected = files
-            let reports = OutputTree.rolloutReportsDirectory + "/"
-            let extra = try listFilesInParallel(root) {
-                !expected.containsSorted($0) && !bookkeeping.contains($0) && !$0.hasPrefix(reports)
+            let reports = Array((OutputTree.rolloutReportsDirectory + "/").utf8)
+            let extra = try listFilesInParallel(root) { path in
+                !expected.containsSorted(utf8: path) && !bookkeeping.contains { $0.elementsEqual(path) }
+                    && !path.starts(with: reports)
             }
             let directories = DirectoryCache(root: root, create: false)
             defer { directories.closeAll() }

@@ -268,6 +268,13 @@ import VPNProvTestFixtures
         #expect(dropped.untracked == ["b/extra"])
         let absent = try OutputTree.compare(files, with: dir + "/nope")
         #expect(absent.missing == ["a", "b/c"])
+        // Deeper down (the folders below the second level are listed on all cores): files and links,
+        // which are listed, not followed.
+        try fm.createDirectory(atPath: dir + "/b/x/y", withIntermediateDirectories: true)
+        try "deep".write(toFile: dir + "/b/x/y/deep", atomically: false, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: dir + "/b/x/link", withDestinationPath: dir + "/b/x/y")
+        let deeper = try OutputTree.compare(files, with: dir)
+        #expect(deeper.untracked == ["b/extra", "b/x/link", "b/x/y/deep"])
     }
 
     @Test func neverFollowsASymlinkOutOfTheTree() throws {

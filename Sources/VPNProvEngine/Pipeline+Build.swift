@@ -80,10 +80,13 @@ extension Pipeline {
         return digests
     }
 
-    /// The running program's own digest: a different build of vpnprov (a fixed renderer, the same
-    /// version string) renders everything again instead of trusting files an older build wrote.
-    /// Unreadable, it is unique to this run, so nothing is taken from the cache.
+    /// The running program's identity, its linker build ID or else its digest: a different build of
+    /// vpnprov (a fixed renderer, the same version string) renders everything again instead of trusting
+    /// files an older build wrote. Unreadable, it is unique to this run, so nothing is taken from the cache.
     static let buildIdentity: String = {
+        // The linker's build ID when the program has one (reading it is a few small reads; hashing the
+        // whole program took 13 ms of every run: docs/benchmarks.md, "Why the code is shaped this way").
+        if let id = ProgramIdentity.gnuBuildID() { return "gnu-build-id " + hexString(id) }
         if let bytes = try? BoundedFile.read("/proc/self/exe", limit: BoundedFile.outputFileLimit) {
             return hexString(Digest.sha256(bytes))
         }

@@ -29,6 +29,10 @@ package struct TestDependency: Sendable, CustomStringConvertible {
         path: "/usr/bin/openssl", installedBy: "the Debian package openssl (scripts/install-test-deps)")
     package static let python3 = TestDependency(
         path: "/usr/bin/python3", installedBy: "the Debian package python3 (scripts/install-test-deps)")
+    /// binutils' readelf, the independent reader of a program's build ID.
+    package static let readelf = TestDependency(
+        path: "/usr/bin/readelf", installedBy: "the Debian package binutils (the Swift toolchain's linker needs it too)"
+    )
     package static let pki = TestDependency(
         path: "/usr/bin/pki", installedBy: "the Debian package strongswan-pki (scripts/install-test-deps)")
 

@@ -196,7 +196,7 @@ extension OutputTree {
             }
             if !records.isEmpty {
                 // In path order, under the first path: what a render-cache entry of exactly these files
-                // looks them up by (`stagedRecords`).
+                // looks them up by (`StatCache.records(of:root:written:)`).
                 let sorted = records.values.map { $0.sorted { $0.path.precedesByUTF8($1.path) } }
                 writtenRecords.withLock { written in
                     for folder in sorted { written[folder[0].path] = folder.map(\.record) }

@@ -53,7 +53,8 @@ extension OutputTree {
             lastParent = nil
         }
 
-        private var lastParent: (path: Substring, fd: Int32, created: Bool)?
+        /// The directory `place` found last (its path's bytes), and whether this cache created it.
+        private var lastParent: (path: [UInt8], fd: Int32, created: Bool)?
 
         /// The directory holding `path` and the file's name in it, with `checkRelativePath`'s rules;
         /// nil when the directory is missing and not created. A file in the same directory as the one
@@ -65,22 +66,48 @@ extension OutputTree {
         /// `parent(of:)`, and whether this cache created that directory (so it held nothing before this
         /// cache wrote to it).
         func place(of path: String) throws(OutputError) -> (dir: Int32, name: String, created: Bool)? {
-            let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
-            let parentPath = slash.map { path[..<$0] } ?? ""
-            let name = slash.map { path[path.index(after: $0)...] } ?? path[...]
+            var path = path
+            let found = path.withUTF8 { utf8 in
+                Result { () throws(OutputError) in
+                    try place(utf8: utf8).map {
+                        (
+                            $0.dir,
+                            String(decoding: UnsafeBufferPointer(rebasing: utf8[$0.nameStart...]), as: UTF8.self),
+                            $0.created
+                        )
+                    }
+                }
+            }
+            return try found.get()
+        }
+
+        /// `place(of:)` for a path's UTF-8 bytes in place (the render cache's packed lists): the directory,
+        /// where the file's name starts in `path`, and whether this cache created the directory. The one
+        /// reading of a path into its directory and name, for staging, renaming, the stat records and
+        /// the freshness of a no-op run.
+        func place(utf8 path: UnsafeBufferPointer<UInt8>) throws(OutputError)
+            -> (dir: Int32, nameStart: Int, created: Bool)?
+        {
+            let slash = path.lastIndex(of: UInt8(ascii: "/"))
+            let parent = UnsafeBufferPointer(rebasing: path[..<(slash ?? 0)])
+            let nameStart = slash.map { $0 + 1 } ?? 0
             // A leading slash leaves an empty parent that is not the root.
-            guard OutputTree.isPlainComponent(name.utf8), slash == nil || !parentPath.isEmpty,
-                OutputTree.isPlainRelativePath(parentPath.utf8)
+            guard OutputTree.isPlainComponent(UnsafeBufferPointer(rebasing: path[nameStart...])),
+                slash == nil || !parent.isEmpty, OutputTree.isPlainRelativePath(parent)
             else {
-                throw OutputError("refusing unsafe output path '\(path)'")
+                throw OutputError("refusing unsafe output path '\(String(decoding: path, as: UTF8.self))'")
             }
-            if let lastParent, lastParent.path == parentPath {
-                return (lastParent.fd, String(name), lastParent.created)
+            if let lastParent, lastParent.path.elementsEqual(parent) {
+                return (lastParent.fd, nameStart, lastParent.created)
             }
-            guard let fd = try directory(path: parentPath, display: path, create: create) else { return nil }
-            let created = !made.isEmpty && made.contains(String(parentPath))
-            lastParent = (parentPath, fd, created)
-            return (fd, String(name), created)
+            let parentPath = String(decoding: parent, as: UTF8.self)
+            guard
+                let fd = try directory(
+                    path: parentPath[...], display: String(decoding: path, as: UTF8.self), create: create)
+            else { return nil }
+            let created = !made.isEmpty && made.contains(parentPath)
+            lastParent = (Array(parent), fd, created)
+            return (fd, nameStart, created)
         }
 
         /// The directory at `relative` (`/`-separated names; empty: the root): from the
@@ -114,12 +141,6 @@ extension OutputTree {
                 start = end < relative.endIndex ? relative.index(after: end) : end
             }
             return fd
-        }
-
-        /// The directory at `path` (`/`-separated names, already checked; empty: the root), or nil when
-        /// it is missing and not created.
-        func directory(atPath path: String) throws(OutputError) -> Int32? {
-            try directory(path: path[...], display: path, create: create)
         }
 
         /// Every directory this cache created (relative paths).

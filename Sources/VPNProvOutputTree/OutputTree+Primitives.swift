@@ -108,6 +108,15 @@ extension OutputTree {
         return readAll(fd, limit: BoundedFile.outputFileLimit)
     }
 
+    /// `body` with `name` (a checked path component: no NUL) as a C string, without a `String`.
+    static func withCString<R>(_ name: UnsafeBufferPointer<UInt8>, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1) { buffer in
+            name.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(fromContentsOf: $0) }
+            buffer[name.count] = 0
+            return body(buffer.baseAddress!)
+        }
+    }
+
     /// The names in `dir` (without "." and "..") with their d_type.
     static func directoryEntries(_ dir: Int32, display: String) throws(OutputError) -> [(String, UInt8)] {
         let copy = dup(dir)

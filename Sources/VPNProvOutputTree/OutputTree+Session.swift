@@ -648,11 +648,9 @@ extension OutputTree {
             guard root >= 0 else { return false }
             let cache = DirectoryCache(root: root, create: false)
             defer { cache.closeAll() }
-            // A user's files sit in a few directories: the parent is checked and opened once, and for the
-            // files after the first only the name is checked. Paths are read in place from the packed
-            // list (a fleet has hundreds of thousands; docs/benchmarks.md, "Why the code is shaped this way").
-            var parentPath: [UInt8] = []
-            var parentFD: Int32 = -1
+            // A user's files sit in a few directories, each opened once for its run of files. Paths are
+            // read in place from the packed list (a fleet has hundreds of thousands; docs/benchmarks.md,
+            // "Why the code is shaped this way").
             var k = 0
             var hashedAny = false
             defer { if hashedAny { hashed = true } }
@@ -661,22 +659,11 @@ extension OutputTree {
             let firstOrdinal = Int(entry.firstOrdinal)
             return entry.files.allFiles { sha256, isPrivate, path in
                 defer { k += 1 }
-                var slash = path.count
-                while slash > 0 && path[slash - 1] != UInt8(ascii: "/") { slash -= 1 }
-                let parent = UnsafeBufferPointer(rebasing: path[..<max(0, slash - 1)])
-                let name = UnsafeBufferPointer(rebasing: path[slash...])
-                if parentFD >= 0, parent.elementsEqual(parentPath) {
-                    guard isPlainComponent(name) else { return false }
-                } else {
-                    let text = String(decoding: path, as: UTF8.self)
-                    guard let parts = try? checkRelativePath(text),
-                        let opened = try? cache.directory(parts.dropLast(), display: text)
-                    else { return false }
-                    parentFD = opened
-                    parentPath = Array(parent)
-                }
+                guard let place = try? cache.place(utf8: path) else { return false }
+                let parentFD = place.dir
+                let name = UnsafeBufferPointer(rebasing: path[place.nameStart...])
                 let mode = isPrivate ? privateMode : publicMode
-                return withCString(name) { name in
+                return OutputTree.withCString(name) { name in
                     if let records {
                         var st = stat()
                         if fstatat(parentFD, name, &st, AT_SYMLINK_NOFOLLOW) == 0, (st.st_mode & S_IFMT) == S_IFREG,
@@ -698,15 +685,6 @@ extension OutputTree {
                     else { return false }
                     return true
                 }
-            }
-        }
-
-        /// `body` with `name` (a checked path component: no NUL) as a C string, without a `String`.
-        private func withCString<R>(_ name: UnsafeBufferPointer<UInt8>, _ body: (UnsafePointer<CChar>) -> R) -> R {
-            withUnsafeTemporaryAllocation(of: CChar.self, capacity: name.count + 1) { buffer in
-                name.withMemoryRebound(to: CChar.self) { _ = buffer.initialize(fromContentsOf: $0) }
-                buffer[name.count] = 0
-                return body(buffer.baseAddress!)
             }
         }
 

@@ -148,7 +148,7 @@ package struct StatCache: Sendable {
         // Each run of paths makes its own part of the records, on all cores; the parts are joined in order.
         let perRun = 1024
         let runs = parallelMap((count + perRun - 1) / perRun) { k -> [UInt8]? in
-            var examiner = Examiner(root: root)
+            let examiner = Examiner(root: root)
             defer { examiner.close() }
             let range = (k * perRun)..<min(count, (k + 1) * perRun)
             var part: [UInt8] = []
@@ -174,7 +174,7 @@ package struct StatCache: Sendable {
         // Runs of users on all cores; the parts are joined in order.
         let perRun = 32
         let runs = parallelMap((entries.count + perRun - 1) / perRun) { k -> [UInt8]? in
-            var examiner = Examiner(root: root)
+            let examiner = Examiner(root: root)
             defer { examiner.close() }
             var part: [UInt8] = []
             for (_, files) in entries[(k * perRun)..<min(entries.count, (k + 1) * perRun)] {
@@ -210,38 +210,21 @@ package struct StatCache: Sendable {
     }
 
     /// Reads files' status by path below `root` (with `checkRelativePath`'s rules, never following a
-    /// link), each directory opened once per run of files in it.
+    /// link), each directory opened once per run of files in it (`DirectoryCache.place(utf8:)`).
     private struct Examiner {
         let directories: OutputTree.DirectoryCache
-        /// The directory of the last file (its path's bytes) and its descriptor.
-        var directory: (path: [UInt8], fd: Int32)?
-        /// A file name (at most 255 bytes) and its NUL.
-        var name = [CChar](repeating: 0, count: 256)
 
         init(root: Int32) { directories = OutputTree.DirectoryCache(root: root, create: false) }
 
         func close() { directories.closeAll() }
 
         /// The record of the file at `path` (UTF-8); nil when it cannot be examined.
-        mutating func record(_ path: UnsafeBufferPointer<UInt8>) -> Record? {
-            let slash = path.lastIndex(of: UInt8(ascii: "/"))
-            let parent = UnsafeBufferPointer(rebasing: path[..<(slash ?? 0)])
-            let file = UnsafeBufferPointer(rebasing: path[(slash.map { $0 + 1 } ?? 0)...])
-            guard OutputTree.isPlainComponent(file) else { return nil }
-            if directory == nil || !directory!.path.elementsEqual(parent) {
-                // A leading slash leaves an empty parent that is not the root.
-                guard slash == nil || !parent.isEmpty, OutputTree.isPlainRelativePath(parent),
-                    let fd = try? directories.directory(atPath: String(decoding: parent, as: UTF8.self))
-                else { return nil }
-                directory = (Array(parent), fd)
+        func record(_ path: UnsafeBufferPointer<UInt8>) -> Record? {
+            guard let place = try? directories.place(utf8: path) else { return nil }
+            return OutputTree.withCString(UnsafeBufferPointer(rebasing: path[place.nameStart...])) { name in
+                var st = stat()
+                return fstatat(place.dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? Record(st) : nil
             }
-            name.withUnsafeMutableBytes { buffer in
-                buffer.copyBytes(from: file)
-                buffer[file.count] = 0
-            }
-            var st = stat()
-            guard fstatat(directory!.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-            return Record(st)
         }
     }
 }

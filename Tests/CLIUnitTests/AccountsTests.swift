@@ -196,7 +196,7 @@ import VPNProvTestFixtures
         #expect(!Self.codes(inventoryNode).contains("E:radius-psk-service"), "\(Self.codes(inventoryNode))")
     }
 
-    /// A staff member's identities are no account names (issue 42 item 4: an account `ops@lab` ended the staff
+    /// A staff member's identities are no account names (an account `ops@lab` once ended the staff
     /// certificate tunnel of that identity and got its virtual address): the user's name and IKE identity, with the
     /// nodes' identities and addresses, are what `accounts add` refuses and what the RADIUS policy refuses for rows a
     /// backend wrote, folded as strongSwan compares them.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A node whose certificate comes from ACME (issue 38): the generated deploy/'s vpnprov_node role, run by a
+/// A node whose certificate comes from ACME: the generated deploy/'s vpnprov_node role, run by a
 /// real ansible-playbook over SSH, obtains it with the node's lego from a real ACME server (Pebble, on a
 /// server host of the lab that resolves the node's name to its lab address and validates HTTP-01 on the
 /// node's port 80), installs it for the node's charon, leaves it alone on an unchanged rollout (and in check

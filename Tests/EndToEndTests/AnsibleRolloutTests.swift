@@ -586,7 +586,7 @@ import Testing
     /// swanctl.conf puts first. charon keeps a connection it loads again in its place and appends a new one,
     /// so without the role's reordering it held ikev2-eap before ikev2-cert after the rollout, and a
     /// certificate client (who matches both equally, `%any` remote identity) was tried against ikev2-eap
-    /// first: AUTH_FAILED until charon restarted (issue 42, item 12).
+    /// first: AUTH_FAILED until charon restarted.
     static func addedServiceInventory(cert: Bool) -> String {
         """
         vpnprov: 1

@@ -115,7 +115,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         }
     }
 
-    /// The lab with free-1 certified by Pebble (issue 38): Pebble runs on the last client's host, which resolves
+    /// The lab with free-1 certified by Pebble: Pebble runs on the last client's host, which resolves
     /// free-1's name to it; lego in free-1's namespace obtains the certificate before the nodes start. The caller
     /// stops Pebble and tears the lab down (`PrivateView.remove` for the Pebble host).
     /// free-1 reaches the RADIUS servers from `acmeRadiusAddress`. `desktops`: client namespaces without a charon,

@@ -357,6 +357,13 @@ import VPNProvTestFixtures
         let nodeRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
         #expect(nodeRules.contains("ip saddr 192.0.2.12/32 udp sport { 11812, 11813 } meta ipsec missing drop"))
         #expect(nodeRules.contains("ip saddr 192.0.2.11/32 udp dport 3799 meta ipsec missing drop"))
+        // No tunnel client's UDP into the node's IPsec to its RADIUS servers (inside client_to_world, before what
+        // the node lets clients reach).
+        let toWorld = try #require(nodeRules.range(of: "chain client_to_world {").map { nodeRules[$0.lowerBound...] })
+        for server in ["192.0.2.11", "192.0.2.12"] {
+            let rule = "ip daddr \(server) meta l4proto udp counter reject with icmpx admin-prohibited"
+            #expect(toWorld.prefix { $0 != "}" }.contains(rule), "\(server):\n\(toWorld.prefix(1200))")
+        }
         let hostVars = try Self.read(out + "/deploy/host_vars/nfree.yml")
         #expect(hostVars.contains("radius-rad-1") && hostVars.contains("radius-rad-2"), "\(hostVars)")
         #expect(!Self.codes(Self.inventory()).contains("W:radius-cleartext"))
@@ -371,8 +378,10 @@ import VPNProvTestFixtures
         #expect(
             !FileManager.default.fileExists(atPath: out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf"))
         #expect(!FileManager.default.fileExists(atPath: out + "/radius/rad-1/ipsec/swanctl.conf"))
-        #expect(
-            !(try Self.read(out + "/servers/nfree/network/vpnprov.nft")).contains("RADIUS answers only through IPsec"))
+        let clearRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
+        #expect(!clearRules.contains("RADIUS answers only through IPsec"))
+        // In clear too, a client's datagram would reach the servers as the node: refused all the same.
+        #expect(clearRules.contains("ip daddr 192.0.2.11 meta l4proto udp counter reject"), "\(clearRules)")
         #expect(try Self.stateSecrets(dir).radiusIPsecSecrets?.isEmpty ?? true)
         // Kept on purpose (a path protected otherwise), the warning is acknowledged like any other.
         let shown = vpnprov(["validate"], in: dir, environment: Self.env)

@@ -287,7 +287,7 @@ extension AccountsRules {
     /// `radius-psk-reused` at every node that offers `ikev2-psk` with the PSK another node hands its app accounts,
     /// two PSKs being one when `key` gives both the same text (nil: unknown, never one with another). The
     /// validator compares them as written (`SecretRules.reuseKey`: "is also"); a run compares the values it resolved
-    /// ("has the value of"). Messages name a PSK by its reference, never by its value.
+    /// ("holds the same value as"). Messages name a PSK by its reference, never by its value.
     static func accountPSKReuse(_ inventory: Inventory, same: String, key: (Node) -> String?) -> [Diagnostic] {
         // Per key, up to two holders: an ikev2-psk node that holds it itself still meets the other.
         var holders: [String: [Node]] = [:]

@@ -135,8 +135,8 @@ struct AccountsCommand: Command {
         }
     }
 
-    /// The exit status of an action's work (`AccountsSession`): refusals are usage errors of this command,
-    /// unusable inputs usage errors, the database's failures environment errors.
+    /// The exit status of an action's work (`AccountsSession`): refusals exit 2 without the usage text, unusable
+    /// inputs are usage errors, the database's failures environment errors.
     static func exitStatus(_ body: () throws(AccountsFailure) -> Outcome) throws(CLIError) -> Int32 {
         do {
             return ExitCode.of(try body())
@@ -200,11 +200,11 @@ struct AccountsCommand: Command {
 }
 
 extension CLIError {
-    /// An accounts action's failure as the command line reports it: a refusal is a usage error of
-    /// `accounts`, an unusable input one without the command, the database's failures exit 3.
+    /// An accounts action's failure as the command line reports it: a refusal exits 2 with its reason alone (the
+    /// command line was right), an unusable input is a usage error, the database's failures exit 3.
     init(_ failure: AccountsFailure) {
         switch failure {
-        case .refused(let message): self = .usage(message, command: AccountsCommand.configuration.name)
+        case .refused(let message): self = .refused(message)
         case .input(let message): self = .usage(message, command: nil)
         case .environment(let message): self = .environment(message)
         }

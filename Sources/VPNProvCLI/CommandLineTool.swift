@@ -9,6 +9,9 @@ import VPNProvSupport
 package enum CLIError: Error, Sendable, Hashable {
     /// Bad command line or missing input file: exit 2, with a pointer to the command's help.
     case usage(String, command: String?)
+    /// A well-formed request refused by what it asks of (the accounts database: no such account, a name that
+    /// exists, an unknown tier): exit 2 like a usage error, but the command line was right, so no usage text.
+    case refused(String)
     /// The environment or state is unusable (unwritable directory, lock held, disk full): exit 3.
     case environment(String)
     /// The command already printed why it failed; exit with this code.
@@ -259,6 +262,9 @@ package enum CommandLineTool {
                 text += "  See 'vpnprov --help'.\n"
             }
             console.err(text)
+            return ExitCode.usage
+        case .refused(let message):
+            console.err("vpnprov: error: \(message)\n")
             return ExitCode.usage
         case .environment(let message):
             console.err("vpnprov: error: \(message)\n")

@@ -126,7 +126,8 @@ package final class CommandOutput: @unchecked Sendable {
     func collect(_ error: CLIError) {
         let diagnostic: Diagnostic
         switch error {
-        case .usage(let message, _): diagnostic = .error(RuleCode("usage"), message, at: nil)
+        // A refusal ends with a usage error's exit status, and documents say so with its code.
+        case .usage(let message, _), .refused(let message): diagnostic = .error(RuleCode("usage"), message, at: nil)
         case .environment(let message): diagnostic = .error(RuleCode("environment"), message, at: nil)
         case .failure: return
         }

@@ -6,10 +6,11 @@ import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
-/// Why a `vpnprov accounts` action stopped; the command line prints the text with its usage hint.
+/// Why a `vpnprov accounts` action stopped; the command line prints the text (a usage hint only for an input it
+/// could not use).
 package enum AccountsFailure: Error, Sendable, Hashable {
     /// The request is refused (an unknown account or tier, a name the inventory holds, an inventory
-    /// without `accounts:`): a usage error of the `accounts` command.
+    /// without `accounts:`): exit 2, the reason alone.
     case refused(String)
     /// An input the command was given cannot be used (the inventory does not load): a usage error.
     case input(String)

@@ -313,11 +313,13 @@ extension Pipeline {
         return out
     }
 
-    /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user).
+    /// The strength rules for secrets resolved from env:/file: (`psks` by node, `passwords` by user), and
+    /// `radius-psk-reused` by value: two references the validator tells apart (`file:a` and `file:./a`, an `env:`
+    /// variable and a file, a literal) may still hold one PSK.
     static func secretStrength(_ inventory: Inventory, psks: [String: String], passwords: [String: String])
         -> [Diagnostic]
     {
-        var out: [Diagnostic] = []
+        var out = AccountsRules.resolvedPSKReuse(inventory, values: psks)
         func external(_ source: SecretSource?) -> Bool { source?.isExternal ?? false }
         for node in inventory.nodes where external(node.psk) {
             guard let psk = psks[node.name] else { continue }

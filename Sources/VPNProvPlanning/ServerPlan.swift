@@ -228,6 +228,11 @@ package struct NodeNetworkPlan: Sendable, Hashable {
     /// On a RADIUS node with `accounts.protection: ipsec`: the RADIUS servers written as IP addresses,
     /// whose RADIUS answers and Disconnect-Requests the node accepts only through IPsec.
     package var radiusPeers: [RadiusPeer] = []
+    /// On a RADIUS node: its RADIUS servers written as IP addresses, per family. No tunnel client may send UDP
+    /// there: masqueraded to the node's address it would enter the node's IPsec to them (which carries all UDP
+    /// between the two hosts) and reach every UDP service of a RADIUS host as the node.
+    package var radiusServers4: [String] = []
+    package var radiusServers6: [String] = []
     /// The DNS servers the node pushes, per family, canonical and without repeats: clients may send DNS
     /// to them wherever they are (on the node itself, or in a private network).
     package var dns4: [String] = []
@@ -583,6 +588,15 @@ package enum ServerPlan {
         if node.usesRadius, let accounts = inventory.accounts {
             network.disconnectFrom = accounts.effectiveDisconnectFrom
             network.daePort = AccountsSettings.daePort
+            for server in accounts.servers {
+                guard let bytes = IPAddressText.parse(server.address) else { continue }
+                let text = IPAddressText.format(bytes)
+                if bytes.count == 4 {
+                    if !network.radiusServers4.contains(text) { network.radiusServers4.append(text) }
+                } else if !network.radiusServers6.contains(text) {
+                    network.radiusServers6.append(text)
+                }
+            }
             if accounts.protection == .ipsec {
                 network.radiusPeers = accounts.servers.compactMap { server in
                     IPAddressText.parse(server.address).map {

@@ -237,6 +237,8 @@ package enum ServerRenderer {
             "dns6": .list(n.dns6.map { ["address": .string($0)] }),
             "has_dns4": .bool(!n.dns4.isEmpty),
             "has_dns6": .bool(!n.dns6.isEmpty),
+            "radius4": .list(n.radiusServers4.map { ["address": .string($0)] }),
+            "radius6": .list(n.radiusServers6.map { ["address": .string($0)] }),
         ]
     }
 

@@ -1343,6 +1343,9 @@ table inet vpnprov {
 	chain client_to_world {
 {{#pool4}}
 		ip daddr @never4 reject with icmpx admin-prohibited comment "cloud metadata, link-local, loopback: never"
+{{#radius4}}
+		ip daddr {{address}} meta l4proto udp counter reject with icmpx admin-prohibited comment "no UDP to the node's RADIUS servers: it would enter the node's IPsec to them"
+{{/radius4}}
 {{#has_dns4}}
 		ip daddr @dns4 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
 {{/has_dns4}}
@@ -1353,6 +1356,9 @@ table inet vpnprov {
 {{/pool4}}
 {{#pool6}}
 		ip6 daddr @never6 reject with icmpx admin-prohibited comment "cloud metadata, link-local, loopback: never"
+{{#radius6}}
+		ip6 daddr {{address}} meta l4proto udp counter reject with icmpx admin-prohibited comment "no UDP to the node's RADIUS servers: it would enter the node's IPsec to them"
+{{/radius6}}
 {{#has_dns6}}
 		ip6 daddr @dns6 meta l4proto { tcp, udp } th dport 53 accept comment "the DNS servers the node pushes"
 {{/has_dns6}}

@@ -667,11 +667,79 @@ import VPNProvTestSupport
                 let result = try run(["import", try file("bad-\(n).jsonl", case_.lines)])
                 #expect(result.status == 2 && result.err.contains(case_.message), "\(case_.message): \(result.err)")
                 #expect(!result.out.contains(password) && !result.err.contains(password))
+                // A refusal is its reason alone: the command line was right, so no usage text.
+                #expect(!result.err.contains("Usage:"), "\(result.err)")
             }
             #expect(try cluster.psql("SELECT count(*) FROM radcheck") == before, "a refused import wrote rows")
             #expect(try run(["import", "missing.jsonl"]).err.contains("cannot read import file missing.jsonl"))
-            #expect(try run(["import", good, "--tier", "free"]).err.contains("not an option of 'import'"))
+            let misused = try run(["import", good, "--tier", "free"])
+            #expect(
+                misused.err.contains("not an option of 'import'") && misused.err.contains("Usage: vpnprov accounts"))
             #expect(try run(["import", try file("empty.jsonl", ["# nothing"])]).out == "imported 0 accounts\n")
+
+            // An NT hash known to be of a password 'add' refuses: the empty one, and every one of 1 or 2 printable
+            // ASCII characters. The message says which kind, never the password.
+            for (n, weak) in ["", "x", "a1", "~ "].enumerated() {
+                let result = try run([
+                    "import",
+                    try file(
+                        "weak-\(n).jsonl",
+                        [
+                            #"{"username": "fine\#(n)", "tier": "free", "nt_hash": "\#(hashed)"}"#,
+                            #"{"username": "weak\#(n)", "tier": "free", "nt_hash": "\#(try NTHash.hex(password: weak).lowercased())"}"#,
+                        ]),
+                ])
+                let kind = weak.isEmpty ? "the empty password" : "a password of \(weak.count) character"
+                #expect(result.status == 2, "\(result.err)")
+                #expect(
+                    result.err.contains("line 2: account 'weak\(n)': 'nt_hash' is the NT hash of \(kind)"),
+                    "\(result.err)")
+            }
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck") == before, "an import of a weak hash wrote rows")
+
+            // Every name 'add' takes, 'import' takes: 'null' in any case is an account, not SQL's NULL, in both
+            // statements (the collision check and the rows).
+            let nulls = try run([
+                "import",
+                try file(
+                    "null.jsonl",
+                    [
+                        #"{"username": "null", "tier": "free", "nt_hash": "\#(hashed)"}"#,
+                        #"{"username": "NULL.x", "tier": "pro", "devices": 2, "nt_hash": "\#(hashed)"}"#,
+                    ]),
+            ])
+            #expect(nulls.status == 0 && nulls.out == "imported 2 accounts (free 1, pro 1)\n", "\(nulls.err)")
+            #expect(
+                try cluster.psql(
+                    "SELECT username, groupname FROM radusergroup WHERE lower(username) LIKE 'null%' ORDER BY 1")
+                    == "NULL.x|pro\nnull|free")
+            let again = try run([
+                "import",
+                try file("null-again.jsonl", [#"{"username": "NULL", "tier": "free", "nt_hash": "\#(hashed)"}"#]),
+            ])
+            #expect(
+                again.status == 2 && again.err.contains("line 1: account name 'NULL' collides with account 'null'"),
+                "\(again.err)")
+
+            // A refusal that only the database knows (a constraint its administrator added) names the line it
+            // comes from; nothing of the file is imported.
+            _ = try cluster.psql("ALTER TABLE radusergroup ADD CONSTRAINT no_zed CHECK (username <> 'zed')")
+            let rows = try cluster.psql("SELECT count(*) FROM radcheck")
+            let constrained = try run([
+                "import",
+                try file(
+                    "zed.jsonl",
+                    [
+                        "# two accounts", #"{"username": "yan", "tier": "free", "nt_hash": "\#(hashed)"}"#,
+                        #"{"username": "zed", "tier": "free", "nt_hash": "\#(hashed)"}"#,
+                    ]),
+            ])
+            #expect(constrained.status == 2, "\(constrained.err)")
+            #expect(
+                constrained.err.contains("line 3: account 'zed': ") && constrained.err.contains("no_zed"),
+                "\(constrained.err)")
+            #expect(!constrained.err.contains("Usage:"))
+            #expect(try cluster.psql("SELECT count(*) FROM radcheck") == rows, "a refused import wrote rows")
         }
     }
 
@@ -746,6 +814,8 @@ import VPNProvTestSupport
             #expect(try run(["set-password", "alice", "--password-stdin"], stdin: "short\n").status == 2)
             let ghost = try run(["set-password", "ghost", "--password-stdin"], stdin: newAlicePassword + "\n")
             #expect(ghost.status == 2 && ghost.err.contains("no account 'ghost'"), "\(ghost.err)")
+            // The database's refusal is the reason alone; the usage text is for a wrong command line.
+            #expect(ghost.err == "vpnprov: error: no account 'ghost'\n", "\(ghost.err)")
             #expect(
                 try run(["add", "carol", "--tier", "free", "--keep-sessions"]).err.contains("not an option of 'add'"))
 

@@ -357,6 +357,13 @@ import VPNProvTestFixtures
         let nodeRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
         #expect(nodeRules.contains("ip saddr 192.0.2.12/32 udp sport { 11812, 11813 } meta ipsec missing drop"))
         #expect(nodeRules.contains("ip saddr 192.0.2.11/32 udp dport 3799 meta ipsec missing drop"))
+        // No tunnel client's UDP into the node's IPsec to its RADIUS servers (inside client_to_world, before what
+        // the node lets clients reach).
+        let toWorld = try #require(nodeRules.range(of: "chain client_to_world {").map { nodeRules[$0.lowerBound...] })
+        for server in ["192.0.2.11", "192.0.2.12"] {
+            let rule = "ip daddr \(server) meta l4proto udp counter reject with icmpx admin-prohibited"
+            #expect(toWorld.prefix { $0 != "}" }.contains(rule), "\(server):\n\(toWorld.prefix(1200))")
+        }
         let hostVars = try Self.read(out + "/deploy/host_vars/nfree.yml")
         #expect(hostVars.contains("radius-rad-1") && hostVars.contains("radius-rad-2"), "\(hostVars)")
         #expect(!Self.codes(Self.inventory()).contains("W:radius-cleartext"))
@@ -371,8 +378,10 @@ import VPNProvTestFixtures
         #expect(
             !FileManager.default.fileExists(atPath: out + "/servers/nfree/swanctl/conf.d/vpnprov-radius-ipsec.conf"))
         #expect(!FileManager.default.fileExists(atPath: out + "/radius/rad-1/ipsec/swanctl.conf"))
-        #expect(
-            !(try Self.read(out + "/servers/nfree/network/vpnprov.nft")).contains("RADIUS answers only through IPsec"))
+        let clearRules = try Self.read(out + "/servers/nfree/network/vpnprov.nft")
+        #expect(!clearRules.contains("RADIUS answers only through IPsec"))
+        // In clear too, a client's datagram would reach the servers as the node: refused all the same.
+        #expect(clearRules.contains("ip daddr 192.0.2.11 meta l4proto udp counter reject"), "\(clearRules)")
         #expect(try Self.stateSecrets(dir).radiusIPsecSecrets?.isEmpty ?? true)
         // Kept on purpose (a path protected otherwise), the warning is acknowledged like any other.
         let shown = vpnprov(["validate"], in: dir, environment: Self.env)
@@ -466,6 +475,16 @@ import VPNProvTestFixtures
             ("192.0.2.3", "radius-address", .error),  // npro's address
             ("10.27.3.9", "radius-address", .error),  // in npro's pool
             ("2001:db8::5", "radius-address", .error),  // the servers are IPv4
+            // No unicast address of the node's own: unspecified (remote_addrs = 0.0.0.0 on the servers would be any
+            // IPv4 peer), "this network", loopback, broadcast, multicast, link-local, reserved, IPv4-mapped.
+            ("0.0.0.0", "radius-address", .error), ("0.1.2.3", "radius-address", .error),
+            ("127.0.0.1", "radius-address", .error), ("255.255.255.255", "radius-address", .error),
+            ("224.0.0.5", "radius-address", .error), ("169.254.10.1", "radius-address", .error),
+            ("240.0.0.9", "radius-address", .error),
+            ("::1", "radius-address", .error), ("fe80::1", "radius-address", .error),
+            ("ff02::1", "radius-address", .error), ("::ffff:203.0.113.1", "radius-address", .error),
+            ("\"::\"", "radius-address", .error),
+            ("192.0.2.12", "radius-address", .error),  // rad-2's own address
         ] {
             let found = findings(Self.inventoryWithRadiusAddress(value)).filter { $0.code.rawValue == code }
             #expect(found.count == 1, "\(value): \(found.map(\.message))")
@@ -475,6 +494,129 @@ import VPNProvTestFixtures
             of: "    accounts: radius\n    radius_address", with: "    accounts: inventory\n    radius_address")
         let warning = findings(unused).filter { $0.code.rawValue == "radius-address" }
         #expect(warning.count == 1 && warning.first?.severity == .warning, "\(warning.map(\.message))")
+    }
+
+    /// No address a tunnel client can leave a node with may send Disconnect-Requests or read the exporters: a node
+    /// masquerades its clients to its `address` (and, towards its private network, its `radius_address`), so such an
+    /// entry admits every tunnel client of that node. The error is at the entry, with a note at the address.
+    @Test func noNodeAddressMayDisconnectOrScrape() throws {
+        func findings(_ text: String, _ code: String) throws -> [Diagnostic] {
+            let inventory = try #require(
+                InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+            return Validator.validate(inventory).filter { $0.code.rawValue == code }
+        }
+        func disconnectFrom(_ entry: String, radiusAddress: Bool = false) -> String {
+            let text = radiusAddress ? Self.inventoryWithRadiusAddress() : Self.inventory()
+            return text.replacingOccurrences(
+                of: "  servers:\n", with: "  disconnect_from:\n    - 192.0.2.11\n    - \(entry)\n  servers:\n")
+        }
+        func line(of needle: String, in text: String) -> Int? {
+            text.split(separator: "\n", omittingEmptySubsequences: false).firstIndex { $0.contains(needle) }.map {
+                $0 + 1
+            }
+        }
+        // npro's address; a network holding both nodes' addresses; nfree's radius_address.
+        for (entry, radiusAddress, nodes) in [
+            ("192.0.2.3", false, ["npro"]), ("192.0.2.0/29", false, ["nfree", "npro"]),
+            ("203.0.113.0/24", true, ["nfree"]),
+        ] {
+            let text = disconnectFrom(entry, radiusAddress: radiusAddress)
+            let found = try findings(text, "disconnect-from-wide")
+            #expect(found.count == nodes.count, "\(entry): \(found.map(\.message))")
+            #expect(found.allSatisfy { $0.severity == .error && $0.location?.line == line(of: "- \(entry)", in: text) })
+            for (finding, node) in zip(found, nodes) {
+                #expect(finding.message.contains("node '\(node)''s"), "\(finding.message)")
+                #expect(finding.message.contains("masquerades"), "\(finding.message)")
+                #expect(finding.notes.first?.location?.line != nil)
+            }
+        }
+        // Without disconnect_from the servers send them: a server at a node's address is the same mistake.
+        let colocated = Self.inventory().replacingOccurrences(
+            of: "rad-1: { address: 192.0.2.11 }", with: "rad-1: { address: 192.0.2.1 }")
+        let server = try findings(colocated, "disconnect-from-wide")
+        #expect(server.count == 1 && server.first?.location?.line == line(of: "rad-1:", in: colocated), "\(server)")
+        // monitoring.from: a node's address, or its radius_address.
+        for (entry, radiusAddress) in [("192.0.2.1", false), ("203.0.113.1", true)] {
+            let text = (radiusAddress ? Self.inventoryWithRadiusAddress() : Self.inventory()).replacingOccurrences(
+                of: "nodes:\n", with: "monitoring:\n  from:\n    - 198.51.100.7\n    - \(entry)\n" + "nodes:\n")
+            let found = try findings(text, "monitoring-from-wide")
+            #expect(found.count == 1 && found.first?.severity == .error, "\(entry): \(found.map(\.message))")
+            #expect(found.first?.location?.line == line(of: "- \(entry)", in: text), "\(found)")
+            #expect(found.first?.message.contains("node 'nfree''s") == true, "\(found.map(\.message))")
+        }
+    }
+
+    /// The PSK a RADIUS node hands every app account (`ipsec-xauth-psk`) may not be another node's `ikev2-psk` PSK,
+    /// where it alone opens a tunnel: the same `file:`, `env:` or literal (a YAML anchor) is an error at the
+    /// ikev2-psk node's PSK, not the `psk-reused` warning; two references that only resolve to one value are
+    /// refused by `validate --secrets` and by `generate`, at the same place, before anything is written.
+    @Test func anAccountPSKOpensNoPSKOnlyServiceElsewhere() throws {
+        func text(free: String, staff: String, staffServices: String = "[ikev2-psk]") -> String {
+            Self.inventory().replacingOccurrences(
+                of: "    psk: gen\n    accounts: radius\n  npro:",
+                with: "    psk: \(free)\n    accounts: radius\n  npro:"
+            )
+            .replacingOccurrences(
+                of: "users:\n",
+                with: """
+                      nstaff:
+                        address: 192.0.2.5
+                        pool: 10.27.5.0/24
+                        services: \(staffServices)
+                        psk: \(staff)
+                    users:
+
+                    """)
+        }
+        func line(of needle: String, in text: String, last: Bool = true) -> Int? {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            return (last ? lines.lastIndex { $0.contains(needle) } : lines.firstIndex { $0.contains(needle) }).map {
+                $0 + 1
+            }
+        }
+        let literal = "Zq7-Lm2p#Rt9vW4xK8sBn"
+        for (free, staff) in [
+            ("file:shared.psk", "file:shared.psk"), ("env:VPN_SHARED_PSK", "env:VPN_SHARED_PSK"),
+            ("&shared \(literal)", "*shared"), (literal, literal),
+        ] {
+            let inventory = text(free: free, staff: staff)
+            let decoded = InventoryLoader.decode(bytes: Array(inventory.utf8), file: "inventory.yaml")
+            let found = decoded.diagnostics + Validator.validate(try #require(decoded.inventory))
+            let reused = found.filter { $0.code.rawValue == "radius-psk-reused" }
+            #expect(reused.count == 1 && reused.first?.severity == .error, "\(staff): \(found.map(\.message))")
+            // An alias is where its anchor is: the error of "*shared" points at the value it repeats.
+            let at = staff.hasPrefix("*") ? "psk: \(free)" : "psk: \(staff)"
+            #expect(reused.first?.location?.line == line(of: at, in: inventory), "\(reused)")
+            #expect(reused.first?.notes.first?.location?.line == line(of: "psk: \(free)", in: inventory, last: false))
+            #expect(reused.first?.message.contains("node 'nfree' hands every app account") == true)
+            #expect(!reused.map(\.message).joined().contains(literal), "a literal PSK is never shown")
+            #expect(!found.contains { $0.code.rawValue == "psk-reused" }, "\(found.map(\.message))")
+        }
+        // Shared with a node whose PSK is followed by a password round: the warning, as before.
+        let eap = text(free: "file:shared.psk", staff: "file:shared.psk", staffServices: "[ikev2-psk-eap]")
+        let eapCodes = Self.codes(eap)
+        #expect(eapCodes.contains("W:psk-reused") && !eapCodes.contains("E:radius-psk-reused"), "\(eapCodes)")
+
+        // The command line: file:line:col and the code; exit 1.
+        let dir = try temporaryDirectory("psk-reused")
+        try "Zq7-Lm2p#Rt9vW4xK8sBn-file\n".write(toFile: dir + "/shared.psk", atomically: true, encoding: .utf8)
+        let same = text(free: "file:shared.psk", staff: "file:shared.psk")
+        try same.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let validate = vpnprov(["validate"], in: dir, environment: Self.env)
+        #expect(validate.code == 1, "\(validate.err)")
+        let at = "inventory.yaml:\(line(of: "psk: file:shared.psk", in: same)!):10: error: node 'nstaff':"
+        #expect(validate.err.contains(at) && validate.err.contains("[radius-psk-reused]"), "\(validate.err)")
+        // Two spellings of one file: told apart as written, one value once read.
+        let spelled = text(free: "file:shared.psk", staff: "file:./shared.psk")
+        #expect(!Self.codes(spelled).contains("E:radius-psk-reused"))
+        try spelled.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let secrets = vpnprov(["validate", "--secrets"], in: dir, environment: Self.env)
+        let spelledAt = "inventory.yaml:\(line(of: "psk: file:./shared.psk", in: spelled)!):10: error: node 'nstaff':"
+        #expect(secrets.code == 1 && secrets.err.contains(spelledAt), "\(secrets.err)")
+        #expect(secrets.err.contains("holds the same value as") && secrets.err.contains("[radius-psk-reused]"))
+        let generate = vpnprov(["generate", "--quiet"], in: dir, environment: Self.env)
+        #expect(generate.code == 1 && generate.err.contains(spelledAt), "\(generate.err)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out"), "generate wrote an output tree")
     }
 
     /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables

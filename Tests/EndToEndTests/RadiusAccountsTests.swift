@@ -9,6 +9,8 @@ import VPNProvTestSupport
 /// - RADIUS between node and RADIUS server travels in the generated IPsec connection: a capture of the link while
 ///   an account logs in holds only ESP, no account name, no client address, no RADIUS; a request in clear is
 ///   dropped by the server's generated rule (and its answer by the node's), and answered once both are gone;
+/// - a tunnel client's UDP to a RADIUS server is refused by the node's table; without that rule it arrives at the
+///   server through the node's IPsec, as the node;
 /// - a free account reaches a host behind the free node over IKEv2 and IKEv1 XAuth; accounting Start and Stop
 ///   rows name the node (NAS-Identifier) and the tier (Class);
 /// - the pro node refuses it (RADIUS's tier policy), and refuses it by itself (`groups`) when RADIUS is mis-set
@@ -630,7 +632,109 @@ final class RadiusScenario: @unchecked Sendable {
             try check(open.seen && open.answered, "without both rules the request in clear was not answered: \(open)")
             return "dropped by \(preferred); its answer in clear dropped by \(node.name); answered without the rules"
         }
+        step(
+            "a tunnel client's UDP to a RADIUS server is refused by the node; without the node's rule it reaches the server through the node's IPsec, as the node"
+        ) {
+            try clientUDPToRadiusServerIsRefused(node: node)
+        }
         try? resetSessions()
+    }
+
+    /// The node↔server IPsec carries every UDP packet between the two hosts, and the node masquerades its clients to
+    /// its own address: a client's UDP to the server would enter that IPsec and arrive as the node, with only the
+    /// node's RADIUS secret between it and every UDP service of the RADIUS host. The node's table refuses it (its
+    /// rule's counter takes the datagram, so it went no further); with that rule taken out of the live table the
+    /// same datagram is counted at the server, decrypted from the IPsec TUN device with the node's address.
+    private func clientUDPToRadiusServerIsRefused(node: RadiusNodeSpec) throws -> String {
+        let server = try lab.radiusMember(preferred)
+        let nodeNamespace = try lab.node(node.name).namespace
+        let port = 9999
+        try NetworkPair.loadNftables(
+            """
+            table inet vpnprov-probe {
+                counter arrived {}
+                chain input {
+                    type filter hook input priority -300; policy accept;
+                    iifname "ipsec*" ip saddr \(node.address) udp dport \(port) counter name arrived
+                }
+            }
+
+            """, in: server.namespace)
+        defer { try? NetworkPair.loadNftables("delete table inet vpnprov-probe\n", in: server.namespace) }
+        func arrived() throws -> Int {
+            let out = try Command.check(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", server.namespace, "nft", "list", "counter", "inet", "vpnprov-probe", "arrived"]
+            ).stdout
+            guard let range = out.range(of: "packets ") else { throw HarnessError("no counter in: \(out)") }
+            return Int(out[range.upperBound...].prefix { $0.isNumber }) ?? -1
+        }
+        // The app's own setup (the seed app's code path with the catalogue's ikev2-eap entry): a full tunnel, so the
+        // server's address, somewhere on the internet in production, is reached through the node.
+        let client = try lab.client(0)
+        let serverAddress = inputs.radiusServers[0].address
+        guard
+            let setup = try inputs.seedAppSetups(node: node.name, user: "alice", password: passwords["alice"]!)
+                .first(where: { $0.label == "ikev2-eap" })?.setup
+        else { throw HarnessError("no ikev2-eap entry of \(node.name) in the catalogue") }
+        try client.loadAllCleanly(confFile: try setup.write(label: "seed-radius-udp").confFile)
+        loadedConf[0] = nil
+        let up = try client.initiate(child: setup.childName, ike: setup.connectionName, timeout: Self.timeout)
+        defer { _ = try? client.terminate(ike: setup.connectionName, timeout: .seconds(3)) }
+        guard up.succeeded,
+            let vip = try client.virtualIPs(ike: setup.connectionName).first(where: { !$0.contains(":") })
+        else { throw HarnessError("alice → \(node.name) (the app's setup): \(up)") }
+        // One datagram from the client's virtual IP to the server.
+        func send() throws {
+            let script = """
+                import socket, sys
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                s.bind((sys.argv[1], 0))
+                s.sendto(b"probe from a tunnel client", (sys.argv[2], int(sys.argv[3])))
+                """
+            let result = try Command.run(
+                StrongSwanEnvironment.ipPath,
+                [
+                    "netns", "exec", lab.clients[0].namespace, "/usr/bin/python3", "-c", script, vip, serverAddress,
+                    String(port),
+                ], timeout: .seconds(10))
+            guard result.succeeded else { throw HarnessError("sending the datagram: \(result)") }
+        }
+        // The node's rule about this server: its counter and handle.
+        func nodeRule() throws -> (packets: Int, handle: String)? {
+            let chain = try Command.check(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", nodeNamespace, "nft", "-a", "list", "chain", "inet", "vpnprov", "client_to_world"]
+            ).stdout
+            return chain.split(separator: "\n").filter {
+                $0.contains("RADIUS servers") && $0.contains("daddr \(serverAddress) ")
+            }.compactMap { line -> (packets: Int, handle: String)? in
+                guard let packets = line.range(of: "counter packets "), let handle = line.range(of: "# handle ")
+                else { return nil }
+                return (
+                    Int(line[packets.upperBound...].prefix { $0.isNumber }) ?? -1, String(line[handle.upperBound...])
+                )
+            }.first
+        }
+        guard let rule = try nodeRule(), rule.packets == 0 else {
+            throw HarnessError("no unused rule about \(serverAddress) in \(node.name)'s table")
+        }
+        try send()
+        try wait("the node's rule refusing the client's datagram") { try nodeRule()?.packets == 1 }
+        try check(try arrived() == 0, "the client's datagram reached \(preferred)")
+        // The same datagram with the node's rule taken out of its live table.
+        guard let rules = try inputs.nodeFirewall(node.name) else { throw HarnessError("no generated firewall") }
+        defer { try? NetworkPair.loadNftables(rules, in: nodeNamespace) }
+        try Command.check(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", nodeNamespace, "nft", "delete", "rule", "inet", "vpnprov", "client_to_world", "handle",
+                rule.handle,
+            ])
+        try send()
+        try wait("the client's datagram at \(preferred) without the node's rule") { try arrived() == 1 }
+        return
+            "refused by \(node.name)'s rule; without it the datagram arrived at \(preferred) through IPsec from \(node.address)"
     }
 
     // MARK: the scenario

@@ -89,7 +89,7 @@ import VPNProvTestFixtures
         #expect(errors.first?.code.rawValue == code && errors.first?.location?.line == 5, "\(errors)")
     }
 
-    /// `from`: required, not empty, addresses or networks, never every address nor a node's pool.
+    /// `from`: required, not empty, addresses or networks, never every address, a node's pool nor its address.
     @Test(arguments: [
         ("monitoring:\n  port: 9100\n", "missing-key", 4),
         ("monitoring:\n  from: []\n", "invalid-value", 4),
@@ -100,6 +100,9 @@ import VPNProvTestFixtures
         ("monitoring:\n  from:\n    - ::/0\n", "monitoring-from-wide", 5),
         ("monitoring:\n  from:\n    - 192.0.2.250\n    - 10.0.0.0/8\n", "monitoring-from-wide", 6),
         ("monitoring:\n  from:\n    - fd00:10::1\n", "monitoring-from-wide", 5),
+        // n1's address: n1 masquerades its tunnel clients to it
+        ("monitoring:\n  from:\n    - 192.0.2.250\n    - 192.0.2.1\n", "monitoring-from-wide", 6),
+        ("monitoring:\n  from:\n    - 192.0.2.0/24\n", "monitoring-from-wide", 5),
     ])
     func aBadFromIsAnErrorAtItsEntry(_ section: String, _ code: String, _ line: Int) {
         let found = Self.findings(Self.inventory(monitoring: section))

@@ -116,12 +116,14 @@ package enum RuleHelp {
             "A node says 'accounts: radius' but offers no password service (EAP or XAuth) that would use it.",
         "radius-psk-service":
             "A node says 'accounts: radius' and offers ikev2-psk, which admits every holder of the node PSK without an account.",
+        "radius-psk-reused":
+            "A node offering ikev2-psk has the PSK a RADIUS node hands every app account (ipsec-xauth-psk, ikev2-psk-eap): every account holder would get a tunnel there without an account check.",
         "acme-settings-missing":
             "A node says 'certificate: acme' but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
         "acme-identity":
             "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
         "radius-address":
-            "A node's radius_address is unused (no 'accounts: radius'), another node's address, in a pool, or of another family than a RADIUS server.",
+            "A node's radius_address is unused (no 'accounts: radius'), not a unicast address (0.0.0.0, loopback, link-local, multicast, broadcast...), a RADIUS server's or another node's address, in a pool, or of another family than a RADIUS server.",
         "quantum-safe-ikev1":
             "A node with 'quantum_safe' offers an IKEv1 service, which has no additional key exchange and no PPK.",
         "quantum-safe-radius":
@@ -130,9 +132,9 @@ package enum RuleHelp {
             "Users reach a quantum-safe node with a device whose generated configuration cannot carry what the node requires.",
         "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
         "disconnect-from-wide":
-            "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",
+            "accounts.disconnect_from admits every address (/0), a pool, or a node's address or radius_address (a node's tunnel clients leave with it): name only where 'vpnprov accounts' runs.",
         "monitoring-from-wide":
-            "monitoring.from admits every address (/0) or a node's pool: name only the Prometheus servers.",
+            "monitoring.from admits every address (/0), a pool, or a node's address or radius_address (a node's tunnel clients leave with it): name only the Prometheus servers.",
         "invalid-deploy-host": "deploy.host is neither an IP address nor a host name Ansible can connect to.",
         "invalid-deploy-user":
             "deploy.user is not a portable login name (letters, digits, '.', '_', '-'; at most 32; not starting with '-').",

@@ -10,9 +10,11 @@ import VPNProvSupport
 // A RADIUS node may not offer ikev2-psk (`radius-psk-service`): its only client credential is the
 // node PSK, which every account of the node's ipsec-xauth-psk / ikev2-psk-eap services holds, so it
 // would admit anyone past tiers, disabling, deletion and device limits (docs/decisions.md, "A RADIUS
-// node offers no PSK-only service"). `disconnect_from` may not be every address (`/0`) or reach into a
-// RADIUS node's pool (`disconnect-from-wide`): the node's firewall is the only thing that keeps a
-// captured Disconnect-Request from being replayed, since charon checks no Event-Timestamp.
+// node offers no PSK-only service"); for the same reason no other node's ikev2-psk may have that PSK
+// (`radius-psk-reused`: the same reference or literal here, the same resolved value at generate time).
+// `disconnect_from` may not be every address (`/0`) or hold an address a tunnel client can appear as (a
+// pool, a node's address or radius_address: `disconnect-from-wide`): the node's firewall is the only thing
+// that keeps a captured Disconnect-Request from being replayed, since charon checks no Event-Timestamp.
 
 extension RuleCode {
     /// A node says `accounts: radius` but the inventory has no `accounts:` section.
@@ -31,14 +33,16 @@ extension RuleCode {
     static let radiusCleartext = RuleCode("radius-cleartext")
     /// A RADIUS node offers ikev2-psk, whose only client credential is the node PSK.
     static let radiusPSKService = RuleCode("radius-psk-service")
-    /// `disconnect_from` admits every address or addresses of a RADIUS node's pool.
+    /// Another node's ikev2-psk has the PSK a RADIUS node hands its accounts.
+    package static let radiusPSKReused = RuleCode("radius-psk-reused")
+    /// `disconnect_from` admits every address, a pool, or an address a node's tunnel clients leave with.
     static let disconnectFromWide = RuleCode("disconnect-from-wide")
-    /// A node's `radius_address` is unused (no `accounts: radius`) or unusable: another node's address, in a pool,
-    /// or of another family than a RADIUS server's address.
+    /// A node's `radius_address` is unused (no `accounts: radius`) or unusable: not unicast, a RADIUS server's or
+    /// another node's address, in a pool, or of another family than a RADIUS server's address.
     package static let radiusAddress = RuleCode("radius-address")
 }
 
-enum AccountsRules {
+package enum AccountsRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let radiusNodes = inventory.nodes.filter(\.usesRadius)
         checkRadiusAddresses(inventory, into: &d)
@@ -56,6 +60,7 @@ enum AccountsRules {
                     "node '\(node.name)': ikev2-psk admits whoever holds the node PSK, and on an 'accounts: radius' node every account holds it (ipsec-xauth-psk and ikev2-psk-eap hand it to the app); that login would pass by tiers, disabling, deletion and device limits. Remove ikev2-psk from this node (staff use ikev2-cert), or offer it on a node without 'accounts: radius'",
                     at: node.location(of: .services)))
         }
+        d += accountPSKReuse(inventory, same: "is also") { node in node.psk.flatMap(SecretRules.reuseKey)?.key }
         guard let accounts = inventory.accounts else {
             for node in radiusNodes {
                 d.append(
@@ -126,7 +131,7 @@ enum AccountsRules {
                     "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
                     at: accounts.location(of: .protection), about: .deployment))
         }
-        checkDisconnectFrom(accounts, radiusNodes: radiusNodes, into: &d)
+        checkDisconnectFrom(accounts, nodes: inventory.nodes, into: &d)
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(
                 .error(
@@ -137,8 +142,11 @@ enum AccountsRules {
     }
 
     /// `radius_address` (the node's own address towards its RADIUS servers, docs/accounts.md): only on a RADIUS node,
-    /// no other node's address (a RADIUS client is known by its address), outside every pool (clients would speak
-    /// as the node), and of the family of the servers written as addresses (the node sends from it to them).
+    /// a unicast address (not unspecified, "this network", loopback, link-local, multicast, broadcast or reserved,
+    /// nor IPv4-mapped: `NetworkRules.reserved4`/`reserved6`; `0.0.0.0` would become `remote_addrs = 0.0.0.0`, any
+    /// IPv4 peer, on the servers), no RADIUS server's address, no other node's address (a RADIUS client is known by
+    /// its address), outside every pool (clients would speak as the node), and of the family of the servers
+    /// written as addresses (the node sends from it to them).
     static func checkRadiusAddresses(_ inventory: Inventory, into d: inout [Diagnostic]) {
         /// Every node's address and RADIUS address in canonical form, with whose it is.
         var holders: [[UInt8]: (node: String, what: String)] = [:]
@@ -146,6 +154,9 @@ enum AccountsRules {
             if let bytes = IPAddressText.parse(node.address) {
                 holders[bytes] = holders[bytes] ?? (node.name, "address")
             }
+        }
+        let servers = (inventory.accounts?.servers ?? []).compactMap { server in
+            IPAddressText.parse(server.address).map { (name: server.name, bytes: $0) }
         }
         for node in inventory.nodes {
             guard let text = node.radiusAddress, let bytes = IPAddressText.parse(text) else { continue }
@@ -156,6 +167,24 @@ enum AccountsRules {
                     .warning(
                         .radiusAddress, "\(what) is unused: the node does not say 'accounts: radius'", at: at,
                         about: .node(node.name)))
+                continue
+            }
+            if let reserved = (bytes.count == 4 ? NetworkRules.reserved4 : NetworkRules.reserved6).first(where: {
+                NetworkRules.contains($0.cidr, bytes)
+            }) {
+                d.append(
+                    .error(
+                        .radiusAddress,
+                        "\(what) is \(reserved.why): the node's RADIUS and its IPsec to the RADIUS servers start at this address and the servers know the node by it, so it must be one unicast address of the node's own",
+                        at: at))
+                continue
+            }
+            if let server = servers.first(where: { $0.bytes == bytes }) {
+                d.append(
+                    .error(
+                        .radiusAddress,
+                        "\(what) is the address of RADIUS server '\(server.name)': the node's RADIUS must start at an address of the node's own",
+                        at: at))
                 continue
             }
             if let holder = holders[bytes], holder.node != node.name {
@@ -193,10 +222,12 @@ enum AccountsRules {
         }
     }
 
-    /// Every `disconnect_from` network that is every address of its family, or overlaps the pool of a
-    /// RADIUS node (a tunnel client could then send Disconnect-Requests to the node), is an error at
-    /// its entry; without `disconnect_from`, a server address in a pool is one at the server.
-    static func checkDisconnectFrom(_ accounts: AccountsSettings, radiusNodes: [Node], into d: inout [Diagnostic]) {
+    /// Every `disconnect_from` network that is every address of its family, or holds an address a tunnel client can
+    /// appear as (`NetworkRules.clientSources`: any node's pools, its address and radius_address, which it
+    /// masquerades its clients to; a tunnel client could then send Disconnect-Requests to the nodes), is an error at
+    /// its entry; without `disconnect_from`, such a server address is one at the server.
+    static func checkDisconnectFrom(_ accounts: AccountsSettings, nodes: [Node], into d: inout [Diagnostic]) {
+        let sources = NetworkRules.clientSources(nodes)
         let entries: [(CIDR, SourceLocation)]
         if let networks = accounts.disconnectFrom {
             entries = networks.enumerated().map { index, network in
@@ -220,17 +251,76 @@ enum AccountsRules {
                         at: location))
                 continue
             }
-            for node in radiusNodes {
-                for (key, pool) in [(InventoryDecoder.NodeKey.pool, node.pool), (.pool6, node.pool6)] {
-                    guard let pool, NetworkRules.overlaps(pool, network) else { continue }
-                    d.append(
-                        .error(
-                            .disconnectFromWide,
-                            "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(node.name)''s \(key.rawValue) \(pool); the node's tunnel clients could send it Disconnect-Requests (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from",
-                            at: location,
-                            notes: [.init(location: node.location(of: key), message: "the pool is here")]))
-                }
+            for source in sources where NetworkRules.overlaps(source.network, network) {
+                d.append(
+                    .error(
+                        .disconnectFromWide,
+                        "\(accounts.disconnectFrom == nil ? "'accounts': a RADIUS server's address (the default disconnect_from)" : "'accounts.disconnect_from'"): \(network) overlaps node '\(source.node.name)''s \(source.what) (\(NetworkRules.clientReason(source))); a tunnel client could send Disconnect-Requests to the nodes (a captured one replayed ends another account's tunnel). Name only the networks 'vpnprov accounts' runs from, on hosts that are not nodes",
+                        at: location,
+                        notes: [
+                            .init(
+                                location: source.node.location(of: source.key),
+                                message: "the \(source.key.rawValue) is here")
+                        ]))
             }
         }
+    }
+}
+
+extension AccountsRules {
+    /// Whether every app account of `node` holds its PSK: a RADIUS node's `ipsec-xauth-psk` and `ikev2-psk-eap` hand
+    /// it to the app (the account's XAuth or EAP round follows it).
+    static func handsPSKToAccounts(_ node: Node) -> Bool {
+        node.usesRadius && node.psk != nil
+            && (node.services.contains(.ipsecXauthPSK) || node.services.contains(.ikev2PSKEAP))
+    }
+
+    /// Whether one of the two nodes hands its PSK to app accounts and the other offers `ikev2-psk`, which admits
+    /// whoever holds the PSK and asks nothing else: were their PSKs one, every account holder would get a tunnel
+    /// without an account check.
+    static func opensAccountBypass(_ a: Node, _ b: Node) -> Bool {
+        a.name != b.name
+            && ((handsPSKToAccounts(a) && b.services.contains(.ikev2PSK))
+                || (handsPSKToAccounts(b) && a.services.contains(.ikev2PSK)))
+    }
+
+    /// `radius-psk-reused` at every node that offers `ikev2-psk` with the PSK another node hands its app accounts,
+    /// two PSKs being one when `key` gives both the same text (nil: unknown, never one with another). The
+    /// validator compares them as written (`SecretRules.reuseKey`: "is also"); a run compares the values it resolved
+    /// ("holds the same value as"). Messages name a PSK by its reference, never by its value.
+    static func accountPSKReuse(_ inventory: Inventory, same: String, key: (Node) -> String?) -> [Diagnostic] {
+        // Per key, up to two holders: an ikev2-psk node that holds it itself still meets the other.
+        var holders: [String: [Node]] = [:]
+        for node in inventory.nodes where handsPSKToAccounts(node) {
+            guard let k = key(node), holders[k, default: []].count < 2 else { continue }
+            holders[k, default: []].append(node)
+        }
+        guard !holders.isEmpty else { return [] }
+        var out: [Diagnostic] = []
+        for node in inventory.nodes where node.psk != nil && node.services.contains(.ikev2PSK) {
+            guard let k = key(node), let holder = holders[k]?.first(where: { $0.name != node.name }) else { continue }
+            out.append(
+                .error(
+                    .radiusPSKReused,
+                    "node '\(node.name)': its PSK (\(node.psk?.reference ?? "")) \(same) the PSK node '\(holder.name)' hands every app account (\(holder.services.filter { $0 == .ipsecXauthPSK || $0 == .ikev2PSKEAP }.map(\.rawValue).joined(separator: ", ")), accounts: radius); ikev2-psk admits whoever holds it, so every account holder, disabled, deleted or of any tier, would get a tunnel here without an account check. Give this node a PSK of its own (psk: gen)",
+                    at: node.location(of: .psk),
+                    notes: [
+                        .init(
+                            location: holder.location(of: .psk),
+                            message: "node '\(holder.name)' hands it to its accounts here")
+                    ]))
+        }
+        return out
+    }
+
+    /// `radius-psk-reused` by value, once a run has resolved every PSK (`values`, by node name): two references the
+    /// validator tells apart (`file:a` and `file:./a`, an `env:` variable and a file, a literal) may still hold one
+    /// PSK. What the validator reports (the same reference) is left to it.
+    package static func resolvedPSKReuse(_ inventory: Inventory, values: [String: String]) -> [Diagnostic] {
+        let written = Set(
+            accountPSKReuse(inventory, same: "is also") { node in node.psk.flatMap(SecretRules.reuseKey)?.key }
+                .compactMap(\.location))
+        return accountPSKReuse(inventory, same: "holds the same value as") { values[$0.name] }
+            .filter { $0.location.map { !written.contains($0) } ?? true }
     }
 }

@@ -3,18 +3,20 @@ import VPNProvSupport
 // Monitoring (`monitoring:`, docs/monitoring.md).
 //
 // Decisions: the exporters tell who is connected where and how loaded each node is, so `monitoring.from`
-// may not be every address (`/0`) nor reach into a node's pool or pool6 (`monitoring-from-wide`): a tunnel
-// client would then read every node's exporter through the tunnel (with `user_labels`, the names of
-// everyone connected).
+// may not be every address (`/0`) nor hold an address a tunnel client can appear as (`monitoring-from-wide`):
+// a node's pool or pool6, or a node's address or radius_address, which the node masquerades its clients to
+// (NetworkRules.clientSources). A tunnel client would then read every node's exporter through the tunnel
+// (with `user_labels`, the names of everyone connected, and node_exporter's host metrics).
 
 extension RuleCode {
-    /// A `monitoring.from` entry admits every address, or a node's pool.
+    /// A `monitoring.from` entry admits every address, or an address a tunnel client can appear as.
     static let monitoringFromWide = RuleCode("monitoring-from-wide")
 }
 
 enum MonitoringRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         guard let monitoring = inventory.monitoring else { return }
+        let sources = NetworkRules.clientSources(inventory.nodes)
         for (index, network) in monitoring.from.enumerated() {
             let location =
                 index < monitoring.fromLocations.count
@@ -27,16 +29,17 @@ enum MonitoringRules {
                         at: location))
                 continue
             }
-            for node in inventory.nodes {
-                for (key, pool) in [(InventoryDecoder.NodeKey.pool, node.pool), (.pool6, node.pool6)] {
-                    guard let pool, NetworkRules.overlaps(pool, network) else { continue }
-                    d.append(
-                        .error(
-                            .monitoringFromWide,
-                            "'monitoring.from': \(network) overlaps node '\(node.name)''s \(key.rawValue) \(pool); the node's tunnel clients could read the exporters. Name only the Prometheus servers' addresses",
-                            at: location,
-                            notes: [.init(location: node.location(of: key), message: "the pool is here")]))
-                }
+            for source in sources where NetworkRules.overlaps(source.network, network) {
+                d.append(
+                    .error(
+                        .monitoringFromWide,
+                        "'monitoring.from': \(network) overlaps node '\(source.node.name)''s \(source.what) (\(NetworkRules.clientReason(source))); a tunnel client could read the exporters. Name only the Prometheus servers' addresses, on hosts that are not nodes",
+                        at: location,
+                        notes: [
+                            .init(
+                                location: source.node.location(of: source.key),
+                                message: "the \(source.key.rawValue) is here")
+                        ]))
             }
         }
     }

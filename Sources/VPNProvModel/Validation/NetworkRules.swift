@@ -449,3 +449,45 @@ enum NetworkRules {
         }
     }
 }
+
+extension NetworkRules {
+    /// An address (or network) a tunnel client's packets can carry as their source when they reach another host.
+    struct ClientSource {
+        var network: CIDR
+        var node: Node
+        var key: InventoryDecoder.NodeKey
+        /// What it is, for a message: "pool 10.1.0.0/24", "address 192.0.2.1".
+        var what: String
+    }
+
+    /// What a tunnel client can appear as beyond its node: its virtual IP (the node's `pool` and `pool6`; an IPv6
+    /// pool routed without NAT is seen as it is), and the address its packets leave the node with once the node's
+    /// table masquerades them (`masquerade` takes the address of the interface they leave through): the node's
+    /// `address` and its `radius_address`. A node written as a DNS name has an address validation cannot know.
+    static func clientSources(_ nodes: [Node]) -> [ClientSource] {
+        var out: [ClientSource] = []
+        for node in nodes {
+            for (key, pool) in [(InventoryDecoder.NodeKey.pool, node.pool), (.pool6, node.pool6)] {
+                guard let pool else { continue }
+                out.append(ClientSource(network: pool, node: node, key: key, what: "\(key.rawValue) \(pool)"))
+            }
+            for (key, text) in [(InventoryDecoder.NodeKey.address, node.address), (.radiusAddress, node.radiusAddress)]
+            {
+                guard let text, let bytes = IPAddressText.parse(text) else { continue }
+                out.append(
+                    ClientSource(
+                        network: CIDR(address: bytes, prefix: bytes.count * 8), node: node, key: key,
+                        what: "\(key.rawValue) \(text)"))
+            }
+        }
+        return out
+    }
+
+    /// Why a client of `source`'s node, seen from `source`, is a tunnel client: for the end of a message.
+    static func clientReason(_ source: ClientSource) -> String {
+        switch source.key {
+        case .pool, .pool6: return "its tunnel clients have these addresses"
+        default: return "the node masquerades its tunnel clients to this address"
+        }
+    }
+}

@@ -68,8 +68,19 @@ enum SecretRules {
         }
     }
 
+    /// How PSK reuse compares a secret as written (literals by value, env:/file: references by their text) and how
+    /// a message names it (never a literal's value); nil for a generated one, which is never shared.
+    static func reuseKey(_ source: SecretSource) -> (key: String, shown: String)? {
+        switch source {
+        case .generate: return nil
+        case .env(let name): return ("env:" + name, "the PSK env:\(name)")
+        case .file(let path): return ("file:" + path, "the PSK file:\(path)")
+        case .literal(let value): return ("literal:" + value, "the same literal PSK")
+        }
+    }
+
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
-        var pskOwners: [String: (String, SourceLocation)] = [:]
+        var pskOwners: [String: Node] = [:]
         for node in inventory.nodes {
             guard let psk = node.psk else { continue }
             let location = node.location(of: .psk)
@@ -77,30 +88,21 @@ enum SecretRules {
                 psk, kind: .psk, owner: "node '\(node.name)'", about: .node(node.name),
                 names: [node.name, inventory.name], at: location,
                 checkStrength: true, settings: inventory.secrets, into: &d)
-            let key: String
-            let shown: String
-            switch psk {
-            case .generate: continue
-            case .env(let name):
-                key = "env:" + name
-                shown = "the PSK env:\(name)"
-            case .file(let path):
-                key = "file:" + path
-                shown = "the PSK file:\(path)"
-            case .literal(let value):
-                key = "literal:" + value
-                shown = "the same literal PSK"
+            guard let (key, shown) = reuseKey(psk) else { continue }
+            guard let other = pskOwners[key] else {
+                pskOwners[key] = node
+                continue
             }
-            if let (other, otherLocation) = pskOwners[key] {
-                d.append(
-                    .warning(
-                        .pskReused,
-                        "node '\(node.name)' uses \(shown) as node '\(other)'; anyone holding it can impersonate either server",
-                        at: location, notes: [.init(location: otherLocation, message: "node '\(other)' uses it here")],
-                        about: .node(node.name)))
-            } else {
-                pskOwners[key] = (node.name, location)
-            }
+            // A node that hands this PSK to app accounts and a node whose ikev2-psk it opens: an error of their
+            // own (`radius-psk-reused`, AccountsRules), not this warning.
+            if AccountsRules.opensAccountBypass(node, other) { continue }
+            d.append(
+                .warning(
+                    .pskReused,
+                    "node '\(node.name)' uses \(shown) as node '\(other.name)'; anyone holding it can impersonate either server",
+                    at: location,
+                    notes: [.init(location: other.location(of: .psk), message: "node '\(other.name)' uses it here")],
+                    about: .node(node.name)))
         }
         for user in inventory.users {
             guard let password = user.password else { continue }

@@ -1653,6 +1653,9 @@ charon {
          # back into accounting
          class_group = yes
          accounting_send_class = yes
+         # an Interim-Update that finds no server does not end the user's tunnel (strongSwan's
+         # default does): the next one goes to the next server (docs/accounts.md)
+         accounting_close_on_timeout = no
          # a silent server costs about 2.5 s before the next one is asked (the defaults: 14 s)
          retransmit_tries = 2
          retransmit_timeout = 1.0

@@ -631,6 +631,12 @@ sql {
 	client_table = "nas"
 	group_attribute = "SQL-Group"
 
+	# A database that does not answer at all (a cut network, a host that is gone) holds a query at most
+	# this many seconds, and a new connection as long (rlm_sql_postgresql adds it to the connection
+	# string as libpq's connect_timeout, whose least is 2): the login is then refused and the accounting
+	# record buffered, instead of a thread waiting for TCP to give up (the default, 0, is no limit).
+	query_timeout = 2
+
 	postgresql {
 		send_application_name = yes
 	}

@@ -837,6 +837,36 @@ vpnprov_acct_timestamp {
 	}
 }
 
+# vpnprov_acct_store: writes an accounting record with the package's queries and says in
+#   control:Tmp-String-4 whether the database holds it. "stored": a row changed, or none did but the
+#   session has its row (nothing to change: a replayed record, an Interim-Update whose Stop came first).
+#   "not stored": the database is away or failed, or refused the record (after a constraint violation the
+#   package's queries try their alternative query, which changes nothing, so the session has no row).
+vpnprov_acct_store {
+	sql {
+		fail = 1
+		invalid = 1
+		noop = 1
+	}
+	if (ok || updated) {
+		update control {
+			&Tmp-String-4 := "stored"
+		}
+	}
+	elsif (noop && ("%{sql:SELECT count(*) FROM radacct WHERE acctuniqueid = '%{Acct-Unique-Session-Id}'}" =~ /^[1-9]/)) {
+		update control {
+			&Tmp-String-4 := "stored"
+		}
+	}
+	else {
+		update control {
+			&Tmp-String-4 := "not stored"
+		}
+	}
+	# the answer is in Tmp-String-4; sql's "fail" would otherwise end the caller's section
+	ok
+}
+
 # One accounting row per node session: strongSwan's Acct-Session-Id is unique per daemon start, so
 # the node is part of the key.
 vpnprov_acct_unique {
@@ -966,33 +996,20 @@ server vpnprov-replay {
 		vpnprov_acct_unique
 	}
 
+	# Stored: done. The database answers but does not take this record: set it aside (refused/) rather
+	# than hold back every record behind it. It does not answer: no Accounting-Response, and the reader
+	# tries the record again.
 	accounting {
-		sql {
-			fail = 1
-			invalid = 1
-			noop = 1
+		vpnprov_acct_store
+		if (&control:Tmp-String-4 == "stored") {
+			ok
 		}
-		# No row changed: done when the session has its row (a record replayed twice, an Interim-Update
-		# whose session's Stop came first); refused when it has none (sites-enabled/vpnprov).
-		if (noop) {
-			if ("%{sql:SELECT count(*) FROM radacct WHERE acctuniqueid = '%{Acct-Unique-Session-Id}'}" =~ /^[1-9]/) {
-				ok
-			}
-			else {
-				vpnprov_acct_refused
-				vpnprov_log_acct_set_aside
-			}
+		elsif ("%{sql:SELECT 1}" == "1") {
+			vpnprov_acct_refused
+			vpnprov_log_acct_set_aside
 		}
-		elsif (fail || invalid) {
-			# The database answers but refuses this record: set it aside (refused/) rather than hold
-			# back every record behind it. Does not answer: try the record again later.
-			if ("%{sql:SELECT 1}" == "1") {
-				vpnprov_acct_refused
-				vpnprov_log_acct_set_aside
-			}
-			else {
-				fail
-			}
+		else {
+			fail
 		}
 	}
 }
@@ -1064,28 +1081,15 @@ server vpnprov {
 		# that waits in the buffer keeps the time of its event, not of its replay
 		vpnprov_acct_timestamp
 		# The database first: the device limit counts the open sessions as they are now. When it does not
-		# take the record (down, restarting, failing over, or refusing it), the record goes to the buffer on
-		# this host's disk (mods-enabled/detail) and the node gets its Accounting-Response once it is there;
+		# hold the record (away, failing over, or refusing it), the record goes to the buffer on this
+		# host's disk (mods-enabled/detail) and the node gets its Accounting-Response once it is there;
 		# sites-enabled/vpnprov-replay writes it to the database later. No answer only when neither holds
 		# it (the node then counts this server as unreachable).
-		sql {
-			fail = 1
-			invalid = 1
-			noop = 1
+		vpnprov_acct_store
+		if (&control:Tmp-String-4 == "stored") {
+			ok
 		}
-		# "noop": no row changed. Nothing to change (a session's row that has its Stop already) when the
-		# session has a row; the database refused the record when it has none (the package's queries try
-		# their alternative query after a constraint violation, and that changes nothing).
-		if (noop) {
-			if ("%{sql:SELECT count(*) FROM radacct WHERE acctuniqueid = '%{Acct-Unique-Session-Id}'}" =~ /^[1-9]/) {
-				ok
-			}
-			else {
-				vpnprov_acct_buffer
-				vpnprov_log_acct_buffered
-			}
-		}
-		elsif (fail || invalid) {
+		else {
 			vpnprov_acct_buffer
 			vpnprov_log_acct_buffered
 		}

@@ -127,20 +127,11 @@ package final class PostgresCluster: @unchecked Sendable {
     private static func postmaster(bin: String, dataDirectory: String, socketDirectory: String, log logPath: String)
         throws -> Process
     {
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: setprivPath)
-        server.arguments =
-            asPostgresPrefix + [
+        try start(
+            asPostgres: [
                 bin + "/postgres", "-D", dataDirectory + "/data", "-k", socketDirectory, "-c", "listen_addresses=",
                 "-c", "fsync=off", "-c", "full_page_writes=off",
-            ]
-        let log = FileHandle(forWritingAtPath: logPath)
-        log?.seekToEndOfFile()
-        server.standardOutput = log
-        server.standardError = log
-        server.standardInput = FileHandle.nullDevice
-        try server.run()
-        return server
+            ], log: logPath)
     }
 
     /// Kills the postmaster with SIGKILL, as a crash or the OOM killer ends it (no shutdown, no checkpoint), and
@@ -244,8 +235,8 @@ package final class PostgresCluster: @unchecked Sendable {
         ]
     }
 
-    /// Runs `arguments` as postgres to the end, output appended to `log`; returns the exit status.
-    private static func run(asPostgres arguments: [String], log: String) throws -> Int32 {
+    /// Starts `arguments` as postgres, output appended to `log`.
+    private static func start(asPostgres arguments: [String], log: String) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: setprivPath)
         process.arguments = asPostgresPrefix + arguments
@@ -255,6 +246,12 @@ package final class PostgresCluster: @unchecked Sendable {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        return process
+    }
+
+    /// Runs `arguments` as postgres to the end, output appended to `log`; returns the exit status.
+    private static func run(asPostgres arguments: [String], log: String) throws -> Int32 {
+        let process = try start(asPostgres: arguments, log: log)
         process.waitUntilExit()
         return process.terminationStatus
     }

@@ -30,6 +30,8 @@ import VPNProvTestSupport
 ///   the node only sees the request time out (FreeRADIUS drops such a request without an answer);
 /// - the preferred RADIUS server stopped, or silent like a dead host: the other one answers. strongSwan picks
 ///   one server per EAP conversation, so the first attempt after an outage may fail; the second must succeed;
+/// - on strongSwan 5.9, the faults (`RadiusAccountingFaultSteps.swift`): PostgreSQL killed while sessions end and
+///   the preferred RADIUS server stopped while a session is up lose no Stop;
 /// - no account password in any log or in radpostauth, no node secret in any log.
 @Suite(.serialized, .strongSwan, .radius)
 struct RadiusAccountsTests {

@@ -44,6 +44,7 @@ package enum RadiusRenderer {
         ("radius/radiusd.conf.tmpl", "radiusd.conf", false),
         ("radius/clients.conf.tmpl", "clients.conf", true),
         ("radius/mods-enabled/always.tmpl", "mods-enabled/always", false),
+        ("radius/mods-enabled/detail.tmpl", "mods-enabled/detail", false),
         ("radius/mods-enabled/eap.tmpl", "mods-enabled/eap", false),
         ("radius/mods-enabled/expiration.tmpl", "mods-enabled/expiration", false),
         ("radius/mods-enabled/expr.tmpl", "mods-enabled/expr", false),
@@ -54,6 +55,7 @@ package enum RadiusRenderer {
         ("radius/policy.d/vpnprov.tmpl", "policy.d/vpnprov", false),
         ("radius/policy.d/vpnprov-identities.tmpl", "policy.d/vpnprov-identities", false),
         ("radius/sites-enabled/vpnprov.tmpl", "sites-enabled/vpnprov", false),
+        ("radius/sites-enabled/vpnprov-replay.tmpl", "sites-enabled/vpnprov-replay", false),
         ("radius/README.tmpl", "README", false),
     ]
 

@@ -2139,6 +2139,9 @@ RuntimeDirectory=vpnprov-freeradius
 RuntimeDirectoryMode=0750
 LogsDirectory=vpnprov-freeradius
 LogsDirectoryMode=0750
+# the accounting buffer (radiusd.conf acct_buffer_dir): kept across restarts and reboots
+StateDirectory=vpnprov-freeradius
+StateDirectoryMode=0700
 ExecStartPre=/usr/sbin/freeradius -C -d {{ vpnprov_radius_config_dir }} -lstdout
 ExecStart=/usr/sbin/freeradius -f -d {{ vpnprov_radius_config_dir }}
 Restart=on-failure

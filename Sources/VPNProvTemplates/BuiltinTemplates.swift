@@ -394,15 +394,20 @@ account's devices from accounting, and records accounting. docs/accounts.md of v
 the whole path.
 
 Files
-  radiusd.conf            main settings; run/ and log/ under /var/run and /var/log/vpnprov-freeradius
+  radiusd.conf            main settings; run/ and log/ under /var/run and /var/log/vpnprov-freeradius,
+                          the accounting buffer under /var/lib/vpnprov-freeradius
   clients.conf            one client per node, with that node's RADIUS secret (mode 0600)
   mods-enabled/sql        the accounts database's connection string (mode 0600)
   mods-enabled/linelog    the one "Login OK" / "Login incorrect (reason)" line of each decision, and
                           the "Accounting refused (why)" line of a refused accounting packet
+  mods-enabled/detail     the accounting buffer: records the database could not take wait in
+                          /var/lib/vpnprov-freeradius/accounting until they are replayed
   mods-enabled/*          EAP-MSCHAPv2, MS-CHAP, PAP, expiration and helpers
   policy.d/vpnprov        node identity, tier, Class and the password-forgetting policies
   policy.d/vpnprov-identities  the inventory's identities, which no account may bear
   sites-enabled/vpnprov   the virtual server the nodes talk to
+  sites-enabled/vpnprov-replay  writes the buffered accounting records to the database once it
+                          answers again
 {{#ipsec}}
   ipsec/swanctl.conf      not FreeRADIUS's: the IPsec connections to the nodes, with every node's
                           IPsec key (mode 0600); RADIUS between this server and the nodes travels
@@ -454,9 +459,45 @@ client {{name}} {
         "radius/mods-enabled/always.tmpl": ##"""
 {{! syntax: freeradius }}
 {{! vpnprov default template: radius/<server>/mods-enabled/always. }}
-# "reject" as the policies use it.
+# "reject", "ok" and "fail" as the policies and virtual servers use them.
 always reject {
 	rcode = reject
+}
+
+always ok {
+	rcode = ok
+}
+
+# An accounting record that fails gets no Accounting-Response: the buffer's reader tries it again.
+always fail {
+	rcode = fail
+}
+
+"""##,
+        "radius/mods-enabled/detail.tmpl": ##"""
+{{! syntax: freeradius }}
+{{! vpnprov default template: radius/<server>/mods-enabled/detail, the accounting buffer: the records the accounts database could not take, and those it refused. }}
+# The accounting buffer (docs/accounts.md, "When the database is away"). sites-enabled/vpnprov writes an
+# accounting record here when the accounts database does not take it (down, restarting, failing over), and
+# answers the node only once the record is on disk; sites-enabled/vpnprov-replay reads the files back,
+# oldest first, and writes them to the database when it answers again. One file per hour; the reader
+# renames the oldest to detail.work, replays it and deletes it. locking: the writer and the reader share
+# the files. The records hold account names and addresses: 0600, in a directory only freerad may enter.
+detail vpnprov_acct_buffer {
+	filename = ${acct_buffer_dir}/detail-%Y%m%d:%H
+	escape_filenames = no
+	permissions = 0600
+	header = "%t"
+	locking = yes
+}
+
+# A buffered record the database refuses while it answers (a record it can never take would otherwise
+# hold back every record behind it): kept here for the operator, never replayed by itself.
+detail vpnprov_acct_refused {
+	filename = ${acct_buffer_dir}/refused/detail-%Y%m%d
+	escape_filenames = no
+	permissions = 0600
+	header = "%t"
 }
 
 """##,
@@ -524,6 +565,20 @@ linelog vpnprov_log_acct_refused {
 	format = "%t : Acct: Accounting refused (%{control:Tmp-String-2}): [%{User-Name}] %{Acct-Status-Type} (from client %{client:shortname} %{Packet-Src-IP-Address}%{Packet-Src-IPv6-Address})"
 }
 
+# One line per accounting record the database did not take and the buffer holds (mods-enabled/detail),
+# and one per buffered record the database refused on replay (kept in the buffer's refused/ directory).
+linelog vpnprov_log_acct_buffered {
+	filename = ${logdir}/radius.log
+	permissions = 0600
+	format = "%t : Acct: Accounting buffered (not taken by the accounts database): [%{User-Name}] %{Acct-Status-Type} (from client %{client:shortname} %{Packet-Src-IP-Address}%{Packet-Src-IPv6-Address})"
+}
+
+linelog vpnprov_log_acct_set_aside {
+	filename = ${logdir}/radius.log
+	permissions = 0600
+	format = "%t : Acct: Accounting refused by the database, set aside in ${acct_buffer_dir}/refused: [%{User-Name}] %{Acct-Status-Type} (node %{NAS-Identifier})"
+}
+
 """##,
         "radius/mods-enabled/mschap.tmpl": ##"""
 {{! syntax: freeradius }}
@@ -576,6 +631,12 @@ sql {
 	client_table = "nas"
 	group_attribute = "SQL-Group"
 
+	# A database that does not answer at all (a cut network, a host that is gone) holds a query at most
+	# this many seconds, and a new connection as long (rlm_sql_postgresql adds it to the connection
+	# string as libpq's connect_timeout, whose least is 2): the login is then refused and the accounting
+	# record buffered, instead of a thread waiting for TCP to give up (the default, 0, is no limit).
+	query_timeout = 2
+
 	postgresql {
 		send_application_name = yes
 	}
@@ -586,7 +647,9 @@ sql {
 		max = 16
 		spare = 4
 		uses = 0
-		retry_delay = 5
+		# after a failed connection attempt, the next one waits this long: logins and the accounting
+		# buffer's replay find a database that came back within a second
+		retry_delay = 1
 		lifetime = 0
 		idle_timeout = 60
 	}
@@ -750,6 +813,60 @@ vpnprov_acct_node {
 	}
 }
 
+# The accounts database does not answer (down, restarting, failing over): the login is refused with its
+#   own reason in the log, "accounts database unavailable", and a Reply-Message saying to try again,
+#   never as a wrong password. docs/accounts.md says what a node and an app make of it.
+vpnprov_database_away {
+	update request {
+		&Module-Failure-Message := "accounts database unavailable"
+	}
+	update reply {
+		&Reply-Message := "accounts database unavailable, try again"
+	}
+	reject
+}
+
+# The time of an accounting event: strongSwan sends no Event-Timestamp, and the package's queries fall
+#   back to the time the record is processed, which for a record replayed from the buffer is minutes
+#   later. So the time it arrived here becomes its Event-Timestamp before it is stored or buffered.
+vpnprov_acct_timestamp {
+	if (!&Event-Timestamp) {
+		update request {
+			&Event-Timestamp := "%l"
+		}
+	}
+}
+
+# vpnprov_acct_store: writes an accounting record with the package's queries and says in
+#   control:Tmp-String-4 whether the database holds it. "stored": a row changed, or none did but the
+#   session has its row (nothing to change: a replayed record, an Interim-Update whose Stop came first).
+#   "not stored": the database is away or failed, or refused the record (after a constraint violation the
+#   package's queries try their alternative query, which changes nothing, so the session has no row).
+vpnprov_acct_store {
+	sql {
+		fail = 1
+		invalid = 1
+		noop = 1
+	}
+	if (ok || updated) {
+		update control {
+			&Tmp-String-4 := "stored"
+		}
+	}
+	elsif (noop && ("%{sql:SELECT count(*) FROM radacct WHERE acctuniqueid = '%{Acct-Unique-Session-Id}'}" =~ /^[1-9]/)) {
+		update control {
+			&Tmp-String-4 := "stored"
+		}
+	}
+	else {
+		update control {
+			&Tmp-String-4 := "not stored"
+		}
+	}
+	# the answer is in Tmp-String-4; sql's "fail" would otherwise end the caller's section
+	ok
+}
+
 # One accounting row per node session: strongSwan's Acct-Session-Id is unique per daemon start, so
 # the node is part of the key.
 vpnprov_acct_unique {
@@ -783,6 +900,10 @@ modconfdir = /etc/freeradius/3.0/mods-config
 run_dir = ${localstatedir}/run/vpnprov-freeradius
 logdir = ${localstatedir}/log/vpnprov-freeradius
 db_dir = ${run_dir}
+# The accounting buffer (sites-enabled/vpnprov, sites-enabled/vpnprov-replay): records the accounts
+# database could not take wait here, on the host's disk, until the replay writes them. It survives a
+# restart of FreeRADIUS and of the host; the unit's StateDirectory creates it (owner freerad, 0700).
+acct_buffer_dir = ${localstatedir}/lib/vpnprov-freeradius/accounting
 libdir = /usr/lib/freeradius
 pidfile = ${run_dir}/radiusd.pid
 name = freeradius
@@ -845,6 +966,55 @@ policy {
 $INCLUDE sites-enabled/
 
 """##,
+        "radius/sites-enabled/vpnprov-replay.tmpl": ##"""
+{{! syntax: freeradius }}
+{{! vpnprov default template: radius/<server>/sites-enabled/vpnprov-replay, the reader of the accounting buffer. }}
+# The replay of the accounting buffer of RADIUS server {{server}}, generated by vpnprov: FreeRADIUS's
+# detail-file reader (its buffered-sql pattern) takes the records sites-enabled/vpnprov could not write
+# to the accounts database, oldest file first and in order, and writes each with the same queries. A
+# record the database does not take stays where it is and is tried again every retry_interval seconds;
+# none is skipped, so the replay goes on by itself once the database answers again. The package's
+# queries key every row on its Acct-Unique-Session-Id (unique in radacct): a record replayed twice (a
+# restart in the middle of a file) or after the node's later records changes no row twice and adds none.
+server vpnprov-replay {
+	listen {
+		type = detail
+		filename = "${acct_buffer_dir}/detail-*"
+		# No pause between records: the reader has one record outstanding at a time, so the replay is one
+		# serial stream on one database connection, beside the logins and live accounting on the others.
+		# Measured (docs/benchmarks.md): about 2,100 records a second; with 90, 660; with 50, 170.
+		load_factor = 100
+		# a new buffer file is looked for every second (the reader waits 0.75 to 1.25 s)
+		poll_interval = 1
+		# a record the database did not take is tried again after this many seconds (FreeRADIUS's least)
+		retry_interval = 4
+		# done records are marked in the file: a restart of FreeRADIUS resumes after them
+		track = yes
+	}
+
+	preacct {
+		vpnprov_acct_unique
+	}
+
+	# Stored: done. The database answers but does not take this record: set it aside (refused/) rather
+	# than hold back every record behind it. It does not answer: no Accounting-Response, and the reader
+	# tries the record again.
+	accounting {
+		vpnprov_acct_store
+		if (&control:Tmp-String-4 == "stored") {
+			ok
+		}
+		elsif ("%{sql:SELECT 1}" == "1") {
+			vpnprov_acct_refused
+			vpnprov_log_acct_set_aside
+		}
+		else {
+			fail
+		}
+	}
+}
+
+"""##,
         "radius/sites-enabled/vpnprov.tmpl": ##"""
 {{! syntax: freeradius }}
 {{! vpnprov default template: radius/<server>/sites-enabled/vpnprov, the virtual server the nodes talk to. }}
@@ -869,7 +1039,13 @@ server vpnprov {
 		# radcheck -> control (NT-Password, Simultaneous-Use, Auth-Type := Reject for a disabled
 		# account, Expiration); radusergroup -> the account's tier. On every round of an EAP
 		# conversation: the round that checks the MSCHAPv2 response needs the NT-Password.
-		sql
+		sql {
+			fail = 1
+		}
+		# the database is away: refused with a reason of its own, never taken for a wrong password
+		if (fail) {
+			vpnprov_database_away
+		}
 		if (&control:Auth-Type && (&control:Auth-Type == Reject)) {
 			update request {
 				&Module-Failure-Message := "account disabled"
@@ -901,7 +1077,22 @@ server vpnprov {
 	}
 
 	accounting {
-		sql
+		# the event's own time (strongSwan sends no Event-Timestamp): the queries record it, so a record
+		# that waits in the buffer keeps the time of its event, not of its replay
+		vpnprov_acct_timestamp
+		# The database first: the device limit counts the open sessions as they are now. When it does not
+		# hold the record (away, failing over, or refusing it), the record goes to the buffer on this
+		# host's disk (mods-enabled/detail) and the node gets its Accounting-Response once it is there;
+		# sites-enabled/vpnprov-replay writes it to the database later. No answer only when neither holds
+		# it (the node then counts this server as unreachable).
+		vpnprov_acct_store
+		if (&control:Tmp-String-4 == "stored") {
+			ok
+		}
+		else {
+			vpnprov_acct_buffer
+			vpnprov_log_acct_buffered
+		}
 	}
 
 	# the device limit (Simultaneous-Use): the sql module's simul_count_query asks the database's
@@ -918,7 +1109,10 @@ server vpnprov {
 		Post-Auth-Type REJECT {
 			vpnprov_forget_password
 			vpnprov_auth_log_reject
-			sql
+			# (the refusal is answered even when radpostauth cannot be written: the database may be away)
+			sql {
+				fail = 1
+			}
 			# An EAP-Failure for a policy refusal; not after the device limit, which the core decides
 			# once the EAP conversation is over (eap would only log that it has no session left).
 			if (!&reply:Reply-Message || (&reply:Reply-Message !~ /^device limit reached/)) {
@@ -1475,6 +1669,9 @@ charon {
          # back into accounting
          class_group = yes
          accounting_send_class = yes
+         # an Interim-Update that finds no server does not end the user's tunnel (strongSwan's
+         # default does): the next one goes to the next server (docs/accounts.md)
+         accounting_close_on_timeout = no
          # a silent server costs about 2.5 s before the next one is asked (the defaults: 14 s)
          retransmit_tries = 2
          retransmit_timeout = 1.0

@@ -16,8 +16,8 @@ package final class PostgresCluster: @unchecked Sendable {
     package let directory: String
     /// The cluster's files (`dir/postgres` of `start(in:)`).
     package let dataDirectory: String
-    /// The server's process id (the postgres postmaster, which `setpriv` execs into).
-    package let pid: Int32
+    /// The server's process id (the postgres postmaster, which `setpriv` execs into); a new one after `restart()`.
+    package var pid: Int32 { lock.withLock { server.processIdentifier } }
     /// Its log (stdout and stderr).
     package let logPath: String
     private let lock = NSLock()
@@ -46,13 +46,12 @@ package final class PostgresCluster: @unchecked Sendable {
         package var description: String
     }
 
-    private let server: Process
+    private var server: Process
 
     private init(directory: String, dataDirectory: String, server: Process, logPath: String) {
         self.directory = directory
         self.dataDirectory = dataDirectory
         self.server = server
-        self.pid = server.processIdentifier
         self.logPath = logPath
     }
 
@@ -94,20 +93,9 @@ package final class PostgresCluster: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "initdb exited \(initdb): \(tail(logPath))")
         }
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: setprivPath)
-        server.arguments =
-            asPostgresPrefix + [
-                bin + "/postgres", "-D", dataDirectory + "/data", "-k", directory, "-c", "listen_addresses=", "-c",
-                "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
-            ]
-        let log = FileHandle(forWritingAtPath: logPath)
-        log?.seekToEndOfFile()
-        server.standardOutput = log
-        server.standardError = log
-        server.standardInput = FileHandle.nullDevice
+        let server: Process
         do {
-            try server.run()
+            server = try postmaster(bin: bin, dataDirectory: dataDirectory, socketDirectory: directory, log: logPath)
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
             throw error
@@ -130,6 +118,54 @@ package final class PostgresCluster: @unchecked Sendable {
             throw error
         }
         return cluster
+    }
+
+    /// The postmaster on `dataDirectory`, listening only on its socket in `socketDirectory`, started. No fsync (a
+    /// test needs no data to survive the machine), but every commit is written to the WAL before it is
+    /// acknowledged (`synchronous_commit` on): a killed server (`crash()`) loses no transaction it acknowledged,
+    /// as a production server would not.
+    private static func postmaster(bin: String, dataDirectory: String, socketDirectory: String, log logPath: String)
+        throws -> Process
+    {
+        try start(
+            asPostgres: [
+                bin + "/postgres", "-D", dataDirectory + "/data", "-k", socketDirectory, "-c", "listen_addresses=",
+                "-c", "fsync=off", "-c", "full_page_writes=off",
+            ], log: logPath)
+    }
+
+    /// Kills the postmaster with SIGKILL, as a crash or the OOM killer ends it (no shutdown, no checkpoint), and
+    /// reaps it. Its backends notice their postmaster is gone and exit by themselves; `restart()` waits for that.
+    package func crash() {
+        let process = lock.withLock { server }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Starts the server again on the same cluster and socket after `crash()` (crash recovery runs first), and
+    /// waits up to `timeout` seconds until it answers. A postmaster started while the old one's backends still
+    /// hold its shared memory refuses to run; it is started again until they are gone.
+    package func restart(timeout: TimeInterval = 60) throws {
+        guard let bin = Self.binDirectory else { throw Failure(description: "no PostgreSQL server") }
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let process = try Self.postmaster(
+                bin: bin, dataDirectory: dataDirectory, socketDirectory: directory, log: logPath)
+            lock.withLock { server = process }
+            while process.isRunning {
+                if (try? psql("SELECT 1", database: "postgres")) == "1" { return }
+                if Date() > deadline {
+                    throw Failure(description: "the PostgreSQL server did not come back: \(Self.tail(logPath))")
+                }
+                usleep(50_000)
+            }
+            process.waitUntilExit()
+            if Date() > deadline {
+                throw Failure(description: "the PostgreSQL server did not come back: \(Self.tail(logPath))")
+            }
+            usleep(100_000)
+        }
     }
 
     /// A libpq conninfo for `user` on the test database, through the socket.
@@ -178,6 +214,7 @@ package final class PostgresCluster: @unchecked Sendable {
         stopped = true
         defer { try? FileManager.default.removeItem(atPath: directory) }
         guard server.isRunning else { return }
+        let pid = server.processIdentifier
         kill(pid, SIGINT)
         let deadline = Date().addingTimeInterval(30)
         while server.isRunning {
@@ -198,8 +235,8 @@ package final class PostgresCluster: @unchecked Sendable {
         ]
     }
 
-    /// Runs `arguments` as postgres to the end, output appended to `log`; returns the exit status.
-    private static func run(asPostgres arguments: [String], log: String) throws -> Int32 {
+    /// Starts `arguments` as postgres, output appended to `log`.
+    private static func start(asPostgres arguments: [String], log: String) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: setprivPath)
         process.arguments = asPostgresPrefix + arguments
@@ -209,6 +246,12 @@ package final class PostgresCluster: @unchecked Sendable {
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        return process
+    }
+
+    /// Runs `arguments` as postgres to the end, output appended to `log`; returns the exit status.
+    private static func run(asPostgres arguments: [String], log: String) throws -> Int32 {
+        let process = try start(asPostgres: arguments, log: log)
         process.waitUntilExit()
         return process.terminationStatus
     }

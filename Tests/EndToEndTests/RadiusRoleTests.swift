@@ -62,7 +62,7 @@ import Testing
                 !((try? fm.attributesOfItem(atPath: out + "/radius/rad-1/" + $0)[.type] as? FileAttributeType)
                     == .typeDirectory) && !$0.hasPrefix("ipsec/")
             }
-        #expect(files.count == 14, "\(files)")  // RadiusRenderer.serverFiles
+        #expect(files.count == 16, "\(files)")  // RadiusRenderer.serverFiles
         #expect(!fm.fileExists(atPath: installed + "/ipsec"), "the IPsec side is not FreeRADIUS's")
         // The IPsec side: the connections root-only, the firewall table installed and loaded.
         for (file, source, mode) in [

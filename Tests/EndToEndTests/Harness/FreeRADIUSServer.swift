@@ -16,6 +16,8 @@ final class FreeRADIUSServer: @unchecked Sendable {
     static let path = "/usr/sbin/freeradius"
     /// The `logdir` of the generated radiusd.conf, under /var/log.
     static let logDirectoryName = "vpnprov-freeradius"
+    /// The directory of the generated radiusd.conf's accounting buffer, under /var/lib.
+    static let stateDirectoryName = "vpnprov-freeradius"
 
     let namespace: String
     let label: String
@@ -27,6 +29,9 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// `${logdir}/radius.log`, with the scratch directory mounted on its `logdir`, so that the lines the
     /// configuration itself writes there (its linelog of every login decision) are in it too.
     let logPath: String
+    /// What the server keeps on disk across its restarts (the accounting buffer): a scratch directory mounted on
+    /// the configuration's /var/lib/vpnprov-freeradius, so a stop and start (or a kill) of the server keeps it.
+    let stateDirectory: URL
     private var process: DaemonProcess?
     private var silenced = false
 
@@ -40,6 +45,8 @@ final class FreeRADIUSServer: @unchecked Sendable {
         self.environment = environment
         runDirectory = try Scratch.makeDirectory("radius-\(label)")
         logPath = runDirectory.appendingPathComponent("radius.log").path
+        stateDirectory = runDirectory.appendingPathComponent("state")
+        try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: false)
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     }
 
@@ -90,8 +97,9 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// `ip netns exec <ns> sh -c '<mounts>; exec freeradius …'`: `ip netns exec` and the shell exec in place, so
     /// the pid is the server's. FreeRADIUS creates its `run_dir` and `logdir` when they are missing, and a
     /// deployed configuration names fixed ones (/var/run/…, /var/log/…): in the private mount namespace `ip netns
-    /// exec` gives it, a tmpfs over /run and one over /var/log take them, so nothing is created on the host.
-    /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`) is the scratch directory, bind-mounted there.
+    /// exec` gives it, a tmpfs over /run, /var/log and /var/lib take them, so nothing is created on the host.
+    /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`) is the scratch directory, bind-mounted there,
+    /// and its accounting buffer's directory (`/var/lib/vpnprov-freeradius`) is `stateDirectory`.
     private func command(_ arguments: [String]) -> [String] {
         let script = """
             set -e
@@ -99,10 +107,16 @@ final class FreeRADIUSServer: @unchecked Sendable {
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
             mkdir /var/log/\(Self.logDirectoryName)
             mount --bind "$1" /var/log/\(Self.logDirectoryName)
-            shift
+            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/lib
+            mkdir /var/lib/\(Self.stateDirectoryName)
+            mount --bind "$2" /var/lib/\(Self.stateDirectoryName)
+            shift 2
             exec "$@"
             """
-        return ["netns", "exec", namespace, "/bin/sh", "-c", script, "sh", runDirectory.path, Self.path] + arguments
+        return [
+            "netns", "exec", namespace, "/bin/sh", "-c", script, "sh", runDirectory.path, stateDirectory.path,
+            Self.path,
+        ] + arguments
     }
 
     private var readyCount: Int { log.components(separatedBy: "Ready to process requests").count - 1 }

@@ -11,18 +11,23 @@ import Testing
 /// network namespace of its own, so `nft -f` changes only that). The configuration itself serving logins is
 /// proven by `RadiusAccountsTests`.
 @Suite struct RadiusRoleTests {
-    @Test(.ansible, .radius) func theRoleInstallsChecksAndKeepsTheRadiusDirectory() async throws {
-        try AnsibleTools.require()
-        try RadiusEnvironment.require()
-        let dir = try Scratch.makeDirectory("radius-role")
-        defer { try? FileManager.default.removeItem(at: dir) }
+    /// The accounts scenario's deployment generated in `dir` (its database a host name: nothing connects to it).
+    static func generate(in dir: URL, label: String) throws -> GeneratedDeployment {
         let inventory = dir.appendingPathComponent("inventory.yaml").path
         try RadiusGeneratedInputs.inventory().write(toFile: inventory, atomically: true, encoding: .utf8)
         let environment = [
             "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
             "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
         ]
-        let deployment = try GeneratedDeployment.generate(inventory: inventory, label: "role", environment: environment)
+        return try GeneratedDeployment.generate(inventory: inventory, label: label, environment: environment)
+    }
+
+    @Test(.ansible, .radius) func theRoleInstallsChecksAndKeepsTheRadiusDirectory() async throws {
+        try AnsibleTools.require()
+        try RadiusEnvironment.require()
+        let dir = try Scratch.makeDirectory("radius-role")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let deployment = try Self.generate(in: dir, label: "role")
         defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
         let out = deployment.out.path
         let installed = dir.appendingPathComponent("etc/freeradius").path
@@ -117,14 +122,7 @@ import Testing
         try RadiusEnvironment.require()
         let dir = try Scratch.makeDirectory("relay-role")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let inventory = dir.appendingPathComponent("inventory.yaml").path
-        try RadiusGeneratedInputs.inventory().write(toFile: inventory, atomically: true, encoding: .utf8)
-        let environment = [
-            "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
-            "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
-        ]
-        let deployment = try GeneratedDeployment.generate(
-            inventory: inventory, label: "relay", environment: environment)
+        let deployment = try RadiusRoleTests.generate(in: dir, label: "relay")
         defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
         let out = deployment.out.path
         let installed = dir.appendingPathComponent("etc/radius-relay").path

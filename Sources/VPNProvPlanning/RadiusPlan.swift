@@ -120,8 +120,10 @@ package struct RadiusPlan: Sendable, Hashable {
     /// `relayCheckInterval` s (FreeRADIUS's least is 6), alive again at its first answer; dead after
     /// `relayZombiePeriod` s without one, then alive after `relayAnswersToAlive` answers (FreeRADIUS's least 3).
     /// The zombie period also decides how recent another answer of the server may be for a timeout not to count
-    /// ((period + 3) / 4 seconds, process.c mark_home_server_zombie): 4 gives 1 s, the least.
-    package static let relayZombiePeriod = 4
+    /// ((period + 3) / 4 seconds, process.c mark_home_server_zombie): 8 gives 2 s, so a login's second request
+    /// (at 2 s, timed out at 3.5 s) always makes a dead server a zombie and its third (at 4.8 s) goes elsewhere,
+    /// and a server back within 8 s is taken back at its first answer.
+    package static let relayZombiePeriod = 8
     package static let relayCheckInterval = 6
     package static let relayCheckTimeout = 2
     package static let relayAnswersToAlive = 3

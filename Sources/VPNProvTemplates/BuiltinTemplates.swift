@@ -1866,6 +1866,15 @@ thread pool {
 proxy_requests = yes
 $INCLUDE proxy.conf
 
+# The relay sends to each RADIUS server from a socket FreeRADIUS opens for that server's src_ipaddr
+# (proxy.conf). A proxy listener of its own keeps FreeRADIUS from opening its default one on every
+# address (check_proxy in src/main/process.c); on loopback, nothing is sent from it.
+listen {
+	type = proxy
+	ipaddr = {{address}}
+	port = 0
+}
+
 $INCLUDE clients.conf
 
 modules {

@@ -419,6 +419,7 @@ extension RadiusScenario {
         } catch {
             throw HarnessError("\(error); relay log:\n\(relay.log(since: relayMark).suffix(3000))")
         }
+        let saved = buffered()
         let list = users.map { "'\($0)'" }.joined(separator: ", ")
         let during = try sql("SELECT count(*) FROM radacct WHERE username IN (\(list)) AND acctstoptime IS NULL")
         try check(during == String(users.count), "open sessions while both servers were down: \(during)")
@@ -442,8 +443,14 @@ extension RadiusScenario {
             throw HarnessError("\(error); relay log:\n\(relay.log(since: relayMark).suffix(3000))")
         }
         let landedMs = Self.milliseconds(since: back)
-        _ = try checkStops(after: first, of: users, endedBetween: endedFrom, and: endedTo)
+        let rows = try checkStops(after: first, of: users, endedBetween: endedFrom, and: endedTo)
+        // The same records sent on once more, as after a relay that stopped between a server's answer and marking
+        // them done: no row changes, none is added.
+        let replay = try replayAgain(saved, into: buffer)
+        let after = try checkStops(after: first, of: users, endedBetween: endedFrom, and: endedTo)
+        try check(after == rows, "sending the records again changed radacct:\nbefore:\n\(rows)\nafter:\n\(after)")
         return "both servers down \(outageMs) ms; both Stops answered by the relay and kept in its buffer, in radacct "
-            + "\(landedMs) ms after the servers started, with their stop times, one row each"
+            + "\(landedMs) ms after the servers started, with their stop times, one row each; sent again (\(replay)): "
+            + "radacct unchanged"
     }
 }

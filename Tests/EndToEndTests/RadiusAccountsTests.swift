@@ -646,7 +646,27 @@ final class RadiusScenario: @unchecked Sendable {
         ) {
             try clientUDPToRadiusServerIsRefused(node: node)
         }
+        step("the node's RADIUS relay listens on loopback only; its proxy sockets are bound to the node's address") {
+            try relayListensOnLoopback(node: node)
+        }
         try? resetSessions()
+    }
+
+    /// The relay's UDP sockets in the node's namespace (`ss`, its process's): charon's two ports on 127.0.0.1, and
+    /// the sockets it sends to the RADIUS servers from, on the node's own address; none on every address.
+    private func relayListensOnLoopback(node: RadiusNodeSpec) throws -> String {
+        let relay = try lab.relay(node.name)
+        let result = try Command.check(
+            StrongSwanEnvironment.ipPath, ["netns", "exec", try lab.node(node.name).namespace, "ss", "-H", "-lunp"])
+        let sockets = result.stdout.split(separator: "\n").filter { $0.contains("pid=\(relay.pid),") }.map {
+            String($0.split(separator: " ", omittingEmptySubsequences: true)[3])
+        }.sorted()
+        try check(
+            sockets.contains("127.0.0.1:11812") && sockets.contains("127.0.0.1:11813"),
+            "the relay's sockets: \(sockets)\n\(result.stdout)")
+        let others = sockets.filter { !$0.hasPrefix("127.0.0.1:") }
+        try check(others.allSatisfy { $0.hasPrefix(node.address + ":") }, "the relay's sockets: \(sockets)")
+        return sockets.joined(separator: ", ")
     }
 
     /// The node↔server IPsec carries every UDP packet between the two hosts, and the node masquerades its clients to

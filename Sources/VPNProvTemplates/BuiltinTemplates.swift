@@ -1994,8 +1994,9 @@ server vpnprov-relay {
 				&Response-Packet-Type := Accounting-Response
 			}
 		}
-		# No server answered the login within its response window (it is a zombie now): no answer to
-		# charon, whose retransmission of it is a new request, which the next server gets.
+		# No server answered the login within its response window: no answer to charon. Its
+		# retransmission is a new request, which goes to the first server alive: not to the silent one,
+		# a zombie by then (at the latest after its second silence, proxy.conf).
 		Post-Proxy-Type Fail-Authentication {
 			update control {
 				&Response-Packet-Type := Do-Not-Respond

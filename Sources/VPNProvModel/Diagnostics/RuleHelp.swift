@@ -117,7 +117,7 @@ package enum RuleHelp {
         "radius-psk-service":
             "A node says 'accounts: radius' and offers ikev2-psk, which admits every holder of the node PSK without an account.",
         "acme-settings-missing":
-            "A node says 'certificate: acme' but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
+            "A node says 'certificate: acme' (or 'handoff:' is written) but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
         "acme-identity":
             "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
         "radius-address":
@@ -128,7 +128,9 @@ package enum RuleHelp {
             "'ppk: required' on an 'accounts: radius' node: app accounts have no PPK, so every one would be refused.",
         "quantum-safe-device":
             "Users reach a quantum-safe node with a device whose generated configuration cannot carry what the node requires.",
-        "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
+        "acme-unused": "'acme:' is written but no node says 'certificate: acme' and there is no 'handoff:'.",
+        "handoff-address":
+            "handoff.address is not a fully qualified DNS name the ACME CA can certify, or is a node's or RADIUS server's name or address.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0) or a RADIUS node's pool: name only where 'vpnprov accounts' runs.",
         "monitoring-from-wide":

@@ -75,6 +75,10 @@ extension Pipeline {
         if let monitoring = inventory.monitoring {
             servers += ["monitoring", monitoring.from.map(\.description), monitoring.port, monitoring.userLabels]
         }
+        // deploy/ and the README hold the hand-off site's settings (not where they were written).
+        if let site = inventory.handOff {
+            servers += ["handoff", site.address, String(reflecting: site.deploy), site.lifetime, site.downloads]
+        }
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests

@@ -46,7 +46,9 @@ import VPNProvTestFixtures
         #expect(HandOffSettings.seconds("90m") == 5400)
         #expect(HandOffSettings.seconds("24h") == 86400)
         #expect(HandOffSettings.seconds("3d") == 259_200)
-        for bad in ["", "h", "3", "3w", "-2h", "0d", "1.5h", "3 d"] { #expect(HandOffSettings.seconds(bad) == nil, "\(bad)") }
+        for bad in ["", "h", "3", "3w", "-2h", "0d", "1.5h", "3 d"] {
+            #expect(HandOffSettings.seconds(bad) == nil, "\(bad)")
+        }
         #expect(HandOffSettings.text(seconds: 259_200) == "3d" && HandOffSettings.text(seconds: 5400) == "90m")
         #expect(HandOffSettings.text(seconds: 36 * 3600) == "36h")
     }

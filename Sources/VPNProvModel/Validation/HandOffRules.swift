@@ -28,7 +28,9 @@ enum HandOffRules {
                         + "the ACME CA of 'acme:' certifies so that phones open the links without a warning", at: at))
         } else if let problem = IdentityRules.domainProblem(address, allowUnderscore: false) {
             d.append(
-                .error(.handOffAddress, "'handoff.address' \(TextCheck.quoted(address)) is not a DNS name: it \(problem)", at: at))
+                .error(
+                    .handOffAddress, "'handoff.address' \(TextCheck.quoted(address)) is not a DNS name: it \(problem)",
+                    at: at))
         } else if !address.contains(".") || address.hasSuffix(".") {
             d.append(
                 .error(
@@ -50,7 +52,8 @@ enum HandOffRules {
                         + "is a host of its own (its web server holds ports 80 and 443, and it should not terminate "
                         + "tunnels while it holds every user's keys); give it a name of its own", at: at))
         }
-        if let host = site.deploy.host, let (severity, _, text) = NetworkRules.addressProblem(host), severity == .error {
+        if let host = site.deploy.host, let (severity, _, text) = NetworkRules.addressProblem(host), severity == .error
+        {
             d.append(
                 .error(
                     .invalidDeployHost, "'handoff.deploy.host' \(TextCheck.quoted(host)) \(text)",
@@ -71,7 +74,9 @@ enum HandOffRules {
             return
         }
         // With an ACME node, ACMERules says it already.
-        if acme.email == nil, acme.fieldLocations[.email] == nil, !inventory.nodes.contains(where: { $0.certificate == .acme }) {
+        if acme.email == nil, acme.fieldLocations[.email] == nil,
+            !inventory.nodes.contains(where: { $0.certificate == .acme })
+        {
             d.append(
                 .error(
                     .acmeSettingsMissing,

@@ -170,7 +170,7 @@ package struct HandOffItem: Sendable, Hashable {
                     name: "\(user)-linux.tar", section: .linux, contentType: "application/x-tar",
                     sources: readme + linux, isArchive: true))
         }
-        // In the page's order: by section, then as the folder sorts them (the script before its password).
+        // In the page's order: by section, then as the folder sorts them.
         let order = Dictionary(uniqueKeysWithValues: HandOffSection.allCases.enumerated().map { ($1, $0) })
         return items.enumerated().sorted {
             (order[$0.element.section]!, $0.offset) < (order[$1.element.section]!, $1.offset)

@@ -111,14 +111,12 @@ vpnprov_handoff_output_dir: "{{ playbook_dir | dirname }}"
 import argparse
 import base64
 import binascii
-import calendar
 import fcntl
 import html
 import json
 import os
 import re
 import signal
-import socket
 import socketserver
 import stat
 import sys

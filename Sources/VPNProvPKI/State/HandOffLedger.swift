@@ -38,11 +38,14 @@ package struct HandOffLink: Codable, Sendable, Hashable {
     package var folder: String
     /// The names the link offers, in the page's order.
     package var files: [String]
+    /// The command printed the link (after it was published, or with --no-publish): it is out. A link never
+    /// shown (its publish failed, or the run died before) is ended by the next hand-off.
+    package var shown: Bool
     package var ended: Ended?
 
     package init(
         id: String, user: String, created: Int, expires: Int, downloads: Int, folder: String, files: [String],
-        ended: Ended? = nil
+        shown: Bool = false, ended: Ended? = nil
     ) {
         self.id = id
         self.user = user
@@ -51,6 +54,7 @@ package struct HandOffLink: Codable, Sendable, Hashable {
         self.downloads = downloads
         self.folder = folder
         self.files = files
+        self.shown = shown
         self.ended = ended
     }
 

@@ -26,16 +26,13 @@ extension Pipeline {
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
         OutputLocation.record(options)
-        let summary = report(built, written.files, pending: written.pending, options: options, output: output)
-        // A link must not hand out profiles that are no longer the user's (docs/handoff.md).
-        endHandOffLinks(
-            changed: summary.users.changed, removed: summary.users.removed, inventory: built.prepared.inventory,
-            lock: built.lock, options: options, output: output)
+        report(built, written.files, pending: written.pending, options: options, output: output)
         return true
     }
 
     /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
-    /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
+    /// do next (the rollout command for the changed nodes, the users to hand new profiles to); and the
+    /// hand-off links of the users whose profiles changed or were removed end.
     @discardableResult
     static func report(
         _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: any RunReporter
@@ -122,6 +119,11 @@ extension Pipeline {
         if !summary.users.removed.isEmpty {
             output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
         }
+        // Every run that wrote the tree ends here (generate, revoke, the lifecycle commands): a hand-off link
+        // must not hand out profiles that are no longer the user's (docs/handoff.md).
+        endHandOffLinks(
+            changed: summary.users.changed, removed: summary.users.removed, inventory: built.prepared.inventory,
+            lock: built.lock, options: options, output: output)
         return summary
     }
 

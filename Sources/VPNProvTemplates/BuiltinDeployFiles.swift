@@ -396,6 +396,8 @@ class Gate(BaseHTTPRequestHandler):
     server_version = "vpnprov-handoff"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    # nginx is the only client and sends its request at once: a connection that says nothing is closed.
+    timeout = 30
 
     def log_message(self, format, *args):
         # The default logs the request line, which holds the token: nothing is logged here.
@@ -494,8 +496,10 @@ class Gate(BaseHTTPRequestHandler):
 
 class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
-    # nginx is the only client: it keeps no connection open for long, and a slow one must not hold a thread.
-    timeout = 30
+
+    def handle_error(self, request, client_address):
+        # The default prints a traceback, whose frames may hold a request's path (its token): the kind only.
+        print("vpnprov-handoff-gate: a request failed: %s" % sys.exc_info()[0].__name__, file=sys.stderr, flush=True)
 
 
 def serve(arguments):
@@ -521,6 +525,8 @@ def serve(arguments):
 
     threading.Thread(target=sweeper, daemon=True).start()
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    # A parent that blocks SIGTERM in the thread that starts the gate passes the mask on: unblock it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     print("vpnprov-handoff-gate: serving on %s" % path, flush=True)
     server.serve_forever()
     server.server_close()

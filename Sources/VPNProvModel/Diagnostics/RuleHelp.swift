@@ -213,6 +213,13 @@ package enum RuleHelp {
         "no-such-node": "The command names a node the inventory does not list.",
         "rollout-pending":
             "Nodes whose server files changed have not been recorded as rolled out ('vpnprov rolled-out').",
+        "handoff-site-missing":
+            "A hand-off command on an inventory without 'handoff:': add the site, generate and roll deploy/site.yml out.",
+        "handoff-stale":
+            "'handoff' while the state or a user's folder is not what 'vpnprov generate' would write now: run generate first.",
+        "handoff-publish": "Publishing to the hand-off site (ansible-playbook deploy/handoff.yml) failed.",
+        "handoff-record":
+            "The hand-off record or OUT/handoff/ could not be brought up to date, or lines of the fetched audit journal are unreadable.",
         "output-io": "The output tree cannot be read or written.",
         "output-location": "The output tree of this deployment is somewhere else than this run would write it.",
         "render-failure": "A profile or configuration could not be rendered.",

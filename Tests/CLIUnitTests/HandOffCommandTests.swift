@@ -362,4 +362,26 @@ struct HandOffSite {
             [TestDependency.schemaPython.path, Repository.root + "/scripts/check-output", "json"] + documents)
         #expect(result.status == 0, "\(result.output)")
     }
+
+    /// A run in another process finds the folders generate wrote fresh, with every `acme:` key written: the
+    /// render cache's fingerprint once described the ACME settings with `String(reflecting:)`, whose
+    /// dictionary of locations comes out in each process's own hash order, so no later run (hand-off
+    /// included) ever found a user's folder as generate left it.
+    @Test func aLaterProcessFindsTheFoldersFreshWithEveryACMEKeyWritten() throws {
+        let dir = try temporaryDirectory()
+        let text = HandOffSite.inventory.replacingOccurrences(
+            of: "acme: {email: ops@example.com}",
+            with: "acme:\n  email: ops@example.com\n  directory: https://acme.example.com/dir\n  key: ec256\n"
+                + "  renew_days: 20\n  challenge: http-01")
+        // Both in processes of their own (a run in-process is another build, whose cache entries no binary takes).
+        try text.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let generated = try VPNProvBinary.run(["generate", "inventory.yaml"], in: dir)
+        try #require(generated.status == 0, "\(generated.err)")
+        let site = HandOffSite(dir: dir)
+        for _ in 0..<3 {
+            let other = try VPNProvBinary.run(["handoff", "inventory.yaml", "--no-publish", "--users", "cat"], in: dir)
+            #expect(other.status == 0, "\(other.err)")
+        }
+        #expect(try site.ledger.count == 3)
+    }
 }

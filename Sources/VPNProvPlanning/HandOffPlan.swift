@@ -170,11 +170,12 @@ package struct HandOffItem: Sendable, Hashable {
                     name: "\(user)-linux.tar", section: .linux, contentType: "application/x-tar",
                     sources: readme + linux, isArchive: true))
         }
-        // In the page's order: by section, then as the folder sorts them.
+        // In the page's order: by section, a file before the password it needs, then as the folder sorts them.
         let order = Dictionary(uniqueKeysWithValues: HandOffSection.allCases.enumerated().map { ($1, $0) })
-        return items.enumerated().sorted {
-            (order[$0.element.section]!, $0.offset) < (order[$1.element.section]!, $1.offset)
-        }.map(\.element)
+        func key(_ item: (offset: Int, element: HandOffItem)) -> (Int, Int, Int) {
+            (order[item.element.section]!, item.element.name.hasSuffix("-password.txt") ? 1 : 0, item.offset)
+        }
+        return items.enumerated().sorted { key($0) < key($1) }.map(\.element)
     }
 }
 

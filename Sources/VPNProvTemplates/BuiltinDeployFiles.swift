@@ -960,7 +960,10 @@ requested="$directory $email $domain $key_type"
 stamp="$state/vpnprov-requested"
 log="$state/lego.log"
 
+# The challenge files lego writes into the web root must be readable by nginx's workers (umask 022); its own
+# directory is root's (0700) and it writes keys 0600 whatever the umask.
 run_lego() {
+    umask 022
     lego --accept-tos --server "$directory" --email "$email" --path "$state" --key-type "$key_type" \
         --domains "$domain" --http --http.webroot "$webroot" "$@"
 }

@@ -73,6 +73,9 @@ import VPNProvTestFixtures
         #expect(byName["alice-networkmanager.tar"]?.section == .networkmanager)
         #expect(byName["README.txt"]?.section == .other && byName["alice.p12"]?.contentType == "application/x-pkcs12")
         #expect(Set(alice.map(\.section)) == Set(HandOffSection.allCases), "alice's folder fills every section")
+        let names = alice.map(\.name)
+        #expect(names.firstIndex(of: "alice-windows.ps1")! < names.firstIndex(of: "alice-windows-password.txt")!)
+        #expect(names.firstIndex(of: "alice.p12")! < names.firstIndex(of: "alice-p12-password.txt")!)
     }
 
     @Test func aFileWithoutAPlaceIsRefused() {

@@ -247,8 +247,9 @@ struct AnsiblePublisher: HandOffPublisher {
         currentDirectory = context.currentDirectory
     }
 
-    /// The lines of a failed run's output shown.
+    /// The lines of a failed run's output shown, and at most how much of its output is kept for them.
     static let shownLines = 40
+    static let keptBytes = 1 << 20
 
     func publish(outDirectory: String) throws(HandOffPublishError) {
         let path = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":")
@@ -272,7 +273,13 @@ struct AnsiblePublisher: HandOffPublisher {
         } catch {
             throw HandOffPublishError("cannot run \(program): \(error.localizedDescription)")
         }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        // Read to the end (the child must not block on a full pipe), keeping only the tail that a failure shows.
+        var output = Data()
+        let reader = pipe.fileHandleForReading
+        while case let chunk = reader.availableData, !chunk.isEmpty {
+            output += chunk
+            if output.count > Self.keptBytes { output = output.suffix(Self.keptBytes / 2) }
+        }
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").suffix(Self.shownLines)

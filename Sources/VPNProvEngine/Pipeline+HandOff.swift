@@ -174,9 +174,11 @@ extension Pipeline {
             output.set("handoff", report)
             if !text.isEmpty { output.result(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
-            if report.published {
+            if report.published && !made.isEmpty {
                 output.info(
                     "vpnprov: \(Plural.count(made.count, "link")) published on \(site.address); send each user theirs")
+            } else if report.published {
+                output.info("vpnprov: \(site.address) is up to date (no new link)")
             } else if !made.isEmpty || !report.ended.isEmpty {
                 output.info(
                     "vpnprov: next: publish with\n  \(publishCommand(options.tree))\n(or roll deploy/site.yml out), "

@@ -133,7 +133,6 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 VERSION = 1
 ID_INFO = b"vpnprov hand-off link id"
 KEY_INFO = b"vpnprov hand-off key"
-TOKEN = re.compile(r"[A-Za-z0-9_-]{43}")
 LINK_ID = re.compile(r"[0-9a-f]{32}")
 ROUTE = re.compile(r"/h/([A-Za-z0-9_-]{43})(/(?:(\d{1,3})/([^/]{1,200}))?)?")
 # Bounds of what is read: a link's record (its files, sealed and in base64), the index, a header.

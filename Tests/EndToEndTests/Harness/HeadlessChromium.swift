@@ -74,12 +74,7 @@ final class HeadlessChromium: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         exited.handle(process)
-        var none = sigset_t()
-        var mask = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &mask)
-        defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
-        try process.run()
+        try DaemonProcess.runWithNoSignalBlocked(process)
         exited.watch(process.processIdentifier)
         Thread { [self] in readMessages() }.start()
         _ = try send("Browser.getVersion")

@@ -182,6 +182,10 @@ extension Pipeline {
                                     + RadiusRenderer.render(
                                         inventory: inventory, materials: materials, templates: templates)
                                     + DeployRenderer.render(inventory: inventory, templates: templates)
+                                    + HandOffSiteRenderer.render(
+                                        plan: HandOffPlan.make(
+                                            inventory, acmeCABundlePEM: materials.acmeCABundlePEM),
+                                        templates: templates)
                                     + MonitoringRenderer.render(inventory: inventory))
                         } catch {
                             session.discard(staged)

@@ -397,6 +397,15 @@ final class AnsibleLab: @unchecked Sendable {
 
     /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key.
     func playbook(_ arguments: [String], timeout: Duration = .seconds(900)) async throws -> CommandResult {
+        try await controller(AnsibleTools.playbook, arguments, timeout: timeout)
+    }
+
+    /// Runs `program ARGS` in the hub namespace (the controller) with the environment ansible-playbook gets
+    /// there (the lab's SSH key, ansible-core's directory first on PATH): a command that runs Ansible itself.
+    func controller(
+        _ program: String, _ arguments: [String], environment extra: [String: String] = [:],
+        timeout: Duration = .seconds(900)
+    ) async throws -> CommandResult {
         let environment = [
             "PATH": AnsibleTools.binDirectory + ":/usr/sbin:/usr/bin:/sbin:/bin",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
@@ -411,11 +420,11 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_REMOTE_TEMP": scratch.appendingPathComponent("ansible-remote").path,
             "ANSIBLE_CONFIG": configFile,
             "HOME": scratch.path,
-        ]
+        ].merging(extra) { $1 }
         return try await Command.runAwaiting(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-                + [AnsibleTools.playbook] + arguments,
+                + [program] + arguments,
             timeout: timeout)
     }
 

@@ -1819,13 +1819,21 @@ def pem_or_der(data, label):
       (a tree from before vpnprov wrote network/ has none) and use the deploy/ directory of the same output tree
     quiet: true
 
+- name: Create the directory of the nftables table
+  ansible.builtin.file:
+    path: "{{ vpnprov_nftables_file | dirname }}"
+    state: directory
+    mode: "0755"
+  when: vpnprov_manage_network | bool
+
 # One module run instead of one or two per file and directory: what is already installed as
-# generated (same checksum and mode) is left out of the copies and directories below.
+# generated (same checksum and mode), and the role's records that already say what this run would write,
+# are left out of the copies and directories below.
 - name: Look at what is installed
   ansible.builtin.find:
-    paths:
-      - "{{ vpnprov_swanctl_dir }}"
-      - "{{ vpnprov_strongswan_d_dir }}"
+    paths: >-
+      {{ [vpnprov_swanctl_dir, vpnprov_strongswan_d_dir]
+         + ([vpnprov_sysctl_file | dirname, vpnprov_nftables_file | dirname] if vpnprov_manage_network | bool else []) }}
     recurse: true
     hidden: true
     file_type: any
@@ -1848,6 +1856,8 @@ def pem_or_der(data, label):
 # memory): it is loaded now, although its copy finds the file in place.
 - name: Compare what is loaded with what this rollout installs
   ansible.builtin.set_fact:
+    # path below servers/<node>/ -> checksum
+    vpnprov_node_generated: "{{ vpnprov_node_checksums }}"
     # part -> the content of its record once loaded
     vpnprov_node_loaded_content: "{{ vpnprov_node_content }}"
     # part -> "checksum:mode" of that record, as the listing shows a file, and as the listing shows it now
@@ -1860,18 +1870,18 @@ def pem_or_der(data, label):
               | zip(vpnprov_node_content.keys() | map('regex_replace', '^', vpnprov_node_loaded_dir ~ '/')
                     | map('extract', vpnprov_node_unrecorded | combine(vpnprov_node_in_place)))) }}
   vars:
-    vpnprov_node_generated: >-
+    vpnprov_node_checksums: >-
       {{ dict(vpnprov_node_found.files | map(attribute='path') | map('relpath', vpnprov_node_dir)
               | zip(vpnprov_node_found.files | map(attribute='checksum'))) }}
     vpnprov_node_content: >-
       {{ {}
-         | combine({'sysctl': vpnprov_node_generated['network/60-vpnprov.conf'] | default('none'),
-                    'nftables': vpnprov_node_generated['network/vpnprov.nft'] | default('none')}
+         | combine({'sysctl': vpnprov_node_checksums['network/60-vpnprov.conf'] | default('none'),
+                    'nftables': vpnprov_node_checksums['network/vpnprov.nft'] | default('none')}
                    if vpnprov_manage_network | bool else {})
          | combine({'exporter': vpnprov_node_exporter_args}
                    if (vpnprov_monitoring | default({}, true) | length > 0) and (vpnprov_manage_service | bool) else {})
-         | combine({'listener': vpnprov_node_generated['strongswan.d/vpnprov-radius-dae.conf']}
-                   if ('strongswan.d/vpnprov-radius-dae.conf' in vpnprov_node_generated)
+         | combine({'listener': vpnprov_node_checksums['strongswan.d/vpnprov-radius-dae.conf']}
+                   if ('strongswan.d/vpnprov-radius-dae.conf' in vpnprov_node_checksums)
                       and (vpnprov_manage_service | bool) else {}) }}
     # A part without a record: ''
     vpnprov_node_unrecorded: >-
@@ -1886,15 +1896,12 @@ def pem_or_der(data, label):
     mode: "0644"
   register: vpnprov_node_sysctl
   changed_when: vpnprov_node_sysctl.changed or vpnprov_node_loaded_now.sysctl != vpnprov_node_loaded_want.sysctl
-  when: vpnprov_manage_network | bool
+  when:
+    - vpnprov_manage_network | bool
+    - >-
+      vpnprov_node_in_place[vpnprov_sysctl_file] | default('') != vpnprov_node_generated['network/60-vpnprov.conf'] ~ ':0644'
+      or vpnprov_node_loaded_now.sysctl != vpnprov_node_loaded_want.sysctl
   notify: Apply the kernel settings
-
-- name: Create the directory of the nftables table
-  ansible.builtin.file:
-    path: "{{ vpnprov_nftables_file | dirname }}"
-    state: directory
-    mode: "0755"
-  when: vpnprov_manage_network | bool
 
 # nft -c parses and checks the file against the running kernel without changing anything.
 - name: Install the node's nftables table
@@ -1903,7 +1910,9 @@ def pem_or_der(data, label):
     dest: "{{ vpnprov_nftables_file }}"
     mode: "0644"
     validate: nft -c -f %s
-  when: vpnprov_manage_network | bool
+  when:
+    - vpnprov_manage_network | bool
+    - vpnprov_node_in_place[vpnprov_nftables_file] | default('') != vpnprov_node_generated['network/vpnprov.nft'] ~ ':0644'
   notify: Load the nftables table
 
 # A table lost since the last rollout (a reboot without the boot unit, someone's `nft flush ruleset`), or
@@ -1981,11 +1990,15 @@ def pem_or_der(data, label):
 # may have installed and every identity whose tunnels it still has to end.
 - name: Record what this rollout is about to own
   ansible.builtin.copy:
-    content: "{{ {'files': (vpnprov_node_previous.files | default([])) | union(vpnprov_node_installed) | sort,
-                  'identities': (vpnprov_node_previous.identities | default([])) | union(vpnprov_identities | default([])) | sort}
-                 | to_nice_json(sort_keys=true) }}\n"
+    content: "{{ vpnprov_node_record }}\n"
     dest: "{{ vpnprov_record_file }}"
     mode: "0600"
+  when: "vpnprov_node_in_place[vpnprov_record_file] | default('') != ((vpnprov_node_record ~ '\n') | hash('sha1')) ~ ':0600'"
+  vars:
+    vpnprov_node_record: >-
+      {{ {'files': (vpnprov_node_previous.files | default([])) | union(vpnprov_node_installed) | sort,
+          'identities': (vpnprov_node_previous.identities | default([])) | union(vpnprov_identities | default([])) | sort}
+         | to_nice_json(sort_keys=true) }}
 
 - name: Create the directories
   ansible.builtin.file:
@@ -2120,10 +2133,14 @@ def pem_or_der(data, label):
 
 - name: Record what this rollout owns
   ansible.builtin.copy:
-    content: "{{ {'files': vpnprov_node_installed, 'identities': (vpnprov_identities | default([])) | sort}
-                 | to_nice_json(sort_keys=true) }}\n"
+    content: "{{ vpnprov_node_record }}\n"
     dest: "{{ vpnprov_record_file }}"
     mode: "0600"
+  when: "vpnprov_node_in_place[vpnprov_record_file] | default('') != ((vpnprov_node_record ~ '\n') | hash('sha1')) ~ ':0600'"
+  vars:
+    vpnprov_node_record: >-
+      {{ {'files': vpnprov_node_installed, 'identities': (vpnprov_identities | default([])) | sort}
+         | to_nice_json(sort_keys=true) }}
 
 """##,
         "roles/vpnprov_node/templates/vpnprov-acme-renew.j2": ##"""
@@ -2588,8 +2605,8 @@ dependencies: []
       {{ (vpnprov_radius_generated | dict2items | rejectattr('key', 'match', 'ipsec/')
           | map(attribute='key') | zip(vpnprov_radius_generated | dict2items | rejectattr('key', 'match', 'ipsec/')
                                        | map(attribute='value'))
-          | map('join', ' ') | sort | join('\n'))
-         ~ '\n' ~ lookup('ansible.builtin.template', 'vpnprov-freeradius.service.j2') }}
+          | map('join', ' ') | sort | join(','))
+         ~ ',' ~ lookup('ansible.builtin.template', 'vpnprov-freeradius.service.j2') }}
     vpnprov_radius_content: >-
       {{ {}
          | combine({'freeradius': vpnprov_radius_freeradius | hash('sha1'),

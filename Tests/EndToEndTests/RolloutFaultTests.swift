@@ -23,56 +23,6 @@ import Testing
 /// nothing. A last run changes nothing.
 
 @Suite struct RolloutFaultTests {
-    /// The callback plugin that kills the run: it counts the task and handler starts the run's strategy
-    /// reports (in the ansible-playbook process itself) in `VPNPROV_BOUNDARIES`, and SIGKILLs that process
-    /// when the count reaches `VPNPROV_KILL_AT` (0: never).
-    static let killer = """
-        # Written by vpnprov's end-to-end tests (RolloutFaultTests): counts the boundaries of a run (a task or
-        # handler about to start), notes whether the task before changed a host, and SIGKILLs this
-        # ansible-playbook at the boundary VPNPROV_KILL_AT names.
-        import os
-        import signal
-
-        from ansible.plugins.callback import CallbackBase
-
-
-        class CallbackModule(CallbackBase):
-            CALLBACK_VERSION = 2.0
-            CALLBACK_TYPE = "aggregate"
-            CALLBACK_NAME = "vpnprov_kill"
-            CALLBACK_NEEDS_ENABLED = True
-
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **kwargs)
-                self.count = 0
-                self.changed = False
-                self.kill_at = int(os.environ.get("VPNPROV_KILL_AT", "0"))
-                self.log = os.environ["VPNPROV_BOUNDARIES"]
-
-            def boundary(self, kind, task):
-                self.count += 1
-                killing = self.count == self.kill_at
-                with open(self.log, "a") as out:
-                    out.write("%d\\t%s\\t%s\\t%s\\t%s\\n" % (
-                        self.count, kind, task.get_name(), "after-change" if self.changed else "", "kill" if killing else ""))
-                self.changed = False
-                if killing:
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-            def v2_playbook_on_task_start(self, task, is_conditional):
-                self.boundary("task", task)
-
-            def v2_playbook_on_handler_task_start(self, task):
-                self.boundary("handler", task)
-
-            def v2_runner_on_ok(self, result):
-                self.changed = self.changed or bool(result._result.get("changed"))
-
-            def v2_runner_item_on_ok(self, result):
-                self.changed = self.changed or bool(result._result.get("changed"))
-
-        """
-
     /// Generation A (`b: false`) or B of the fleet.
     static func inventory(b: Bool) -> String {
         """
@@ -109,13 +59,6 @@ import Testing
             ["-i", out.appendingPathComponent("deploy/inventory.yml").path, out.appendingPathComponent("deploy/site.yml").path]
                 + AnsibleRolloutTests.labVariables
         }
-    }
-
-    struct Boundary {
-        var kind: String
-        var name: String
-        /// The task before it changed the node.
-        var afterChange: Bool
     }
 
     @Test(.ansible) func aRolloutKilledAtATaskBoundaryIsLoadedByTheNextRun() async throws {
@@ -167,37 +110,25 @@ import Testing
         }
 
         // The killer, and the runs.
-        let plugins = dir.appendingPathComponent("callbacks")
-        try FileManager.default.createDirectory(at: plugins, withIntermediateDirectories: true)
-        try Self.killer.write(to: plugins.appendingPathComponent("vpnprov_kill.py"), atomically: true, encoding: .utf8)
+        let killer = try AnsibleKiller(directory: dir.appendingPathComponent("callbacks"))
         var runs = 0
         var seconds: [String: Double] = [:]
         /// A run towards `generation`, killed just before boundary `killAt` (0: not killed); the boundaries it
         /// reached.
         func run(_ generation: Generation, killAt: Int = 0, extra: [String] = [], what: String) async throws -> (
-            result: CommandResult, boundaries: [Boundary]
+            result: CommandResult, boundaries: [AnsibleKiller.Boundary]
         ) {
             runs += 1
             let log = dir.appendingPathComponent("boundaries-\(runs)")
             let clock = ContinuousClock.now
             let result = try await lab.playbook(
-                generation.arguments + extra,
-                environment: [
-                    "ANSIBLE_CALLBACK_PLUGINS": plugins.path, "ANSIBLE_CALLBACKS_ENABLED": "vpnprov_kill",
-                    "VPNPROV_KILL_AT": String(killAt), "VPNPROV_BOUNDARIES": log.path,
-                ])
+                generation.arguments + extra, environment: killer.environment(log: log, killAt: killAt))
             seconds[what, default: 0] += (ContinuousClock.now - clock) / .seconds(1)
-            let lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
-            let boundaries = lines.map { line -> Boundary in
-                let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-                return Boundary(kind: fields[1], name: fields[2], afterChange: fields[3] == "after-change")
-            }
+            let boundaries = AnsibleKiller.boundaries(log)
             if killAt > 0 {
-                // Killed where asked: the plugin logged the kill, and the run printed no recap.
                 try #require(
-                    lines.count == killAt && lines.last?.hasSuffix("\tkill") == true
-                        && !result.stdout.contains("PLAY RECAP"),
-                    "\(what): not killed at boundary \(killAt): \(lines.suffix(3)) \(result)")
+                    AnsibleKiller.killed(boundaries, result) == killAt,
+                    "\(what): not killed at boundary \(killAt): \(boundaries.suffix(3)) \(result)")
             } else {
                 try #require(result.succeeded, "\(what): \(result.stdout.suffix(4000)) \(result.stderr.suffix(2000))")
             }

@@ -104,14 +104,17 @@ import Testing
         // table was installed and before the handlers ran: the next run loads it although its copy finds it in place.
         let movedInventory = dir.appendingPathComponent("moved.yaml").path
         try RadiusGeneratedInputs.inventory().replacingOccurrences(
-            of: "rad-1: { address: 192.0.2.11 }", with: "rad-1: { address: 192.0.2.11, auth_port: 1912, acct_port: 1913 }"
+            of: "rad-1: { address: 192.0.2.11 }",
+            with: "rad-1: { address: 192.0.2.11, auth_port: 1912, acct_port: 1913 }"
         ).write(toFile: movedInventory, atomically: true, encoding: .utf8)
-        let moved = try GeneratedDeployment.generate(inventory: movedInventory, label: "role-moved", environment: environment)
+        let moved = try GeneratedDeployment.generate(
+            inventory: movedInventory, label: "role-moved", environment: environment)
         defer { try? FileManager.default.removeItem(at: moved.out.deletingLastPathComponent()) }
         let movedOut = moved.out.path
         func loadedTable() throws -> String {
             try Command.run(
-                StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"]
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"]
             ).stdout
         }
         try #require(

@@ -11,10 +11,11 @@ import Testing
 /// One node with a host behind it alternates between two generations of a fleet, A and B: B revokes bob,
 /// adds dave, rotates the node's PSK, moves its pool (so swanctl.conf and the nftables table change) and
 /// adds an IPv6 pool (so its kernel settings change). A recording run from A to B lists the run's
-/// boundaries (every task and handler it starts, as a callback plugin in the ansible-playbook process sees
-/// them) and which of them follow a task that changed the node. At each of those, and at the first, a run
-/// towards the other generation is SIGKILLed by the plugin just before the boundary, and one more run
-/// completes it; a boundary after a task that changed nothing leaves the node as the one before it does.
+/// boundaries (every task and handler it starts, as `AnsibleKiller`'s callback plugin in the ansible-playbook
+/// process sees them) and which of them follow a task that changed the node. At each of those but the last
+/// (after it the rollout is complete), a run towards the other generation is SIGKILLed by the plugin just
+/// before the boundary, and one more run completes it; a boundary after a task that changed nothing leaves
+/// the node as the one before it does.
 /// After every such rerun charon's pool and the nftables table's pool set are the new generation's, and the
 /// node forwards IPv6 with B. Where the kill left the new files installed and the old configuration loaded
 /// (the case the role used to lose), clients prove it: the user only the new generation has connects and
@@ -56,7 +57,10 @@ import Testing
         let newUser: String
 
         var arguments: [String] {
-            ["-i", out.appendingPathComponent("deploy/inventory.yml").path, out.appendingPathComponent("deploy/site.yml").path]
+            [
+                "-i", out.appendingPathComponent("deploy/inventory.yml").path,
+                out.appendingPathComponent("deploy/site.yml").path,
+            ]
                 + AnsibleRolloutTests.labVariables
         }
     }
@@ -196,8 +200,13 @@ import Testing
         #expect(
             handlers.contains { $0.hasSuffix("Apply the kernel settings") }
                 && handlers.contains { $0.hasSuffix("Load the nftables table") }, "\(handlers)")
-        let killPoints = boundaries.indices.filter { $0 == 0 || boundaries[$0].afterChange }.map { $0 + 1 }
-        try #require(killPoints.count > 5, "\(boundaries.map(\.name))")
+        // Killed at each boundary that follows a change of the node and precedes another: before the first change
+        // the node is the previous generation's (the recording run is the run from there), after the last one it
+        // is complete (the last run below is the run from there), and a boundary after a task that changed
+        // nothing leaves the node as the one before it.
+        let changes = boundaries.filter(\.afterChange).map(\.number)
+        let killPoints = changes.dropLast()
+        try #require(killPoints.count > 5, "\(boundaries)")
 
         // Each kill point: killed there on the way to the other generation, then one run.
         var current = b
@@ -244,8 +253,10 @@ import Testing
         let total = (ContinuousClock.now - started) / .seconds(1)
         let spent = seconds.sorted { $0.key < $1.key }.map { "\($0.key) \(Int($0.value.rounded())) s" }
         print(
-            "e2e rollout faults: \(boundaries.count) boundaries, killed at the \(killPoints.count) after a change;"
+            "e2e rollout faults: \(boundaries.count) boundaries, killed at the \(killPoints.count) between changes"
+                + " (\(killPoints.map(String.init).joined(separator: " ")));"
                 + " \(lost.count) kills left new files installed and the old configuration loaded;"
-                + " \(proofs) client proofs; \(runs) runs in \(Int(total.rounded())) s (\(spent.joined(separator: ", ")))")
+                + " \(proofs) client proofs; \(runs) runs in \(Int(total.rounded())) s (\(spent.joined(separator: ", ")))"
+        )
     }
 }

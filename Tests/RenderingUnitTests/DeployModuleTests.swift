@@ -133,34 +133,34 @@ import VPNProvTestFixtures
     /// and two shared secrets, no certificate (the end-to-end tests load real ones).
     static let installed = [
         "swanctl/swanctl.conf": """
-            # a comment { with a brace
-            connections {
-               ikev2-cert {
-                  proposals = aes256gcm16-prfsha256-ecp256, aes256-sha256-modp2048   # unquoted, with a comma
-                  local {
-                     id = "n1 {"
-                  }
-               }
-               ikev2-eap { version = 2 }
-            }
-            include conf.d/*.conf
+        # a comment { with a brace
+        connections {
+           ikev2-cert {
+              proposals = aes256gcm16-prfsha256-ecp256, aes256-sha256-modp2048   # unquoted, with a comma
+              local {
+                 id = "n1 {"
+              }
+           }
+           ikev2-eap { version = 2 }
+        }
+        include conf.d/*.conf
 
-            """,
+        """,
         "swanctl/conf.d/secrets.conf": """
-            secrets {
-               ike-psk {
-                  secret = "0sYWJj"
-               }
-               eap-u0001 {
-                  id = ann
-                  secret = 0sZGVm
-               }
-               private-n1 {
-                  file = n1.key
-               }
-            }
+        secrets {
+           ike-psk {
+              secret = "0sYWJj"
+           }
+           eap-u0001 {
+              id = ann
+              secret = 0sZGVm
+           }
+           private-n1 {
+              file = n1.key
+           }
+        }
 
-            """,
+        """,
         "strongswan.d/vpnprov.conf": "charon {\n}\n",
         "strongswan.conf": "swanctl {\n  socket = unix://DIR/charon.vici\n}\n",
     ]
@@ -238,7 +238,8 @@ import VPNProvTestFixtures
                 """#, vici: vici, files: files)
         let calls = ((json["calls"] as? [[String]]) ?? []).filter { $0.first != "vici" }
         return LoadRun(
-            calls: calls, result: (json["result"] as? [String: Any]) ?? [:], recorded: json["recorded"] as? Bool == true)
+            calls: calls, result: (json["result"] as? [String: Any]) ?? [:], recorded: json["recorded"] as? Bool == true
+        )
     }
 
     static let list = ["--list-conns", "--pretty"]

@@ -120,7 +120,7 @@ import os
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.vpnprov_vici import Vici, ViciError, pem_or_der, public_key_id
+from ansible.module_utils.vpnprov_vici import Vici, ViciError, pem_or_der, public_key_id, write_atomically
 
 
 def pretty_entries(text, event):
@@ -467,21 +467,8 @@ def read_record(path):
 
 
 def write_record(path, digest):
-    directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".vpnprov-record-", dir=directory)
-    try:
-        os.write(handle, (json.dumps({"digest": digest}, sort_keys=True) + "\n").encode())
-        os.fchmod(handle, 0o600)
-        os.fsync(handle)
-        os.close(handle)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_atomically(path, (json.dumps({"digest": digest}, sort_keys=True) + "\n").encode(), 0o600)
 
 
 def files_in(directory):

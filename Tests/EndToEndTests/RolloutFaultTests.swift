@@ -15,14 +15,13 @@ import Testing
 /// process sees them) and which of them follow a task that changed the node. At each of those but the last
 /// (after it the rollout is complete), a run towards the other generation is SIGKILLed by the plugin just
 /// before the boundary, and one more run completes it; a boundary after a task that changed nothing leaves
-/// the node as the one before it does. Two labs share the kill points out.
+/// the node as the one before it does.
 /// After every such rerun charon's pool and the nftables table's pool set are the new generation's, and the
 /// node forwards IPv6 with B. Where the kill left the new files installed and the old configuration loaded
 /// (the case the role used to lose), clients prove it: the user only the new generation has connects and
 /// pings the host behind the node, the user only the other has is refused, and the other generation's PSK is
-/// refused while the new one connects. Check mode, once per lab, reports the pending load as a change and
+/// refused while the new one connects. Check mode, once, reports the pending load as a change and
 /// loads nothing. A last run changes nothing.
-
 @Suite struct RolloutFaultTests {
     /// Generation A (`b: false`) or B of the fleet.
     static func inventory(b: Bool) -> String {
@@ -65,16 +64,12 @@ import Testing
         }
     }
 
-    /// The kill points are shared out between two labs that run side by side (each kills at every other one,
-    /// from the first or the second): a run of ansible-playbook waits on its one node most of the time.
-    @Test(
-        "A rollout killed between two changes of the node is completed by the next run", .ansible,
-        arguments: [0, 1])
-    func aRolloutKilledAtATaskBoundaryIsLoadedByTheNextRun(everyOtherFrom first: Int) async throws {
-        try await Command.onOwnExecutor { try await scenario(everyOtherFrom: first) }
+    @Test("A rollout killed between two changes of the node is completed by the next run", .ansible)
+    func aRolloutKilledAtATaskBoundaryIsLoadedByTheNextRun() async throws {
+        try await Command.onOwnExecutor { try await scenario() }
     }
 
-    func scenario(everyOtherFrom first: Int) async throws {
+    func scenario() async throws {
         try StrongSwanEnvironment.require()
         try AnsibleTools.require()
         let started = ContinuousClock.now
@@ -211,7 +206,7 @@ import Testing
         // nothing leaves the node as the one before it.
         let changes = boundaries.filter(\.afterChange).map(\.number)
         try #require(changes.count > 5, "\(boundaries)")
-        let killPoints = changes.dropLast().enumerated().filter { $0.offset % 2 == first }.map(\.element)
+        let killPoints = changes.dropLast()
 
         // Each kill point: killed there on the way to the other generation, then one run.
         var current = b
@@ -253,8 +248,8 @@ import Testing
         let total = (ContinuousClock.now - started) / .seconds(1)
         let spent = seconds.sorted { $0.key < $1.key }.map { "\($0.key) \(Int($0.value.rounded())) s" }
         print(
-            "e2e rollout faults: \(boundaries.count) boundaries, \(changes.count - 1) between changes, of which this lab"
-                + " killed at \(killPoints.map(String.init).joined(separator: " "));"
+            "e2e rollout faults: \(boundaries.count) boundaries, killed at the \(killPoints.count) between changes"
+                + " (\(killPoints.map(String.init).joined(separator: " ")));"
                 + " \(lost.count) kills left new files installed and the old configuration loaded;"
                 + " \(proofs) client proofs; \(runs) runs in \(Int(total.rounded())) s (\(spent.joined(separator: ", ")))"
         )

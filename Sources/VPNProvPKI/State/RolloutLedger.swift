@@ -54,7 +54,7 @@ package enum RolloutLedger {
     /// sorted, none twice, and at least one (with none waiting there is no file). Anything else (an
     /// empty file, a stray byte) is refused naming `path`: a name dropped would be a node that silently
     /// stops waiting for its rollout.
-    static func decode(_ bytes: [UInt8], path: String) throws -> [String] {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> [String] {
         let names = parse(bytes)
         guard !names.isEmpty, encoded(Set(names)) == bytes, names.allSatisfy({ NameRules.problem($0) == nil }) else {
             throw StateError(

@@ -59,7 +59,7 @@ package struct StateManifest: Equatable, Sendable {
 
     /// The manifest in `bytes` (read from `path`): exactly the lines `encoded` writes, its seal
     /// matching them; else state-unreadable naming the file.
-    static func decode(_ bytes: [UInt8], path: String) throws -> StateManifest {
+    package static func decode(_ bytes: [UInt8], path: String) throws -> StateManifest {
         func refuse(_ why: String) -> StateError {
             StateError(
                 .stateUnreadable,

@@ -152,9 +152,11 @@ import VPNProvTestSupport
 
     /// The write steps of a changing `generate`, in the order WriteSteps counts them: the issuing
     /// journal (2: complete, renamed), one per staged output file (`staged`), two per state file
-    /// (`stateFiles`: complete, renamed; the new keys, certificates, p12 and CRL first, then
-    /// secrets.json, then index.json, the commit point), then one rename per staged file or staged
-    /// folder (a new user's) to publish it, up to `total`. The kill points are the edges and the middle
+    /// (`stateFiles`: the new keys, certificates, p12 and CRL first, complete and renamed; then
+    /// index.json and secrets.json under their pending names, one step each, the manifest, complete and
+    /// renamed (the commit point), and the two renamed into place, one step each: the manifest counts
+    /// among the state files, so the commit still takes two steps a file), then one rename per staged
+    /// file or staged folder (a new user's) to publish it, up to `total`. The kill points are the edges and the middle
     /// of each phase, and every step of the state commit's first, middle and last three files: what
     /// separates one outcome from another (nothing committed, the journal only, output staged, state
     /// files without their index, the index committed with the output unpublished, partly published).

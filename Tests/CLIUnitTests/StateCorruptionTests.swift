@@ -212,7 +212,9 @@ import VPNProvTestFixtures
                 }
             }
         }
-        print("state corruptions: \(tried) tried, \(refused) refused with the file named and nothing changed")
+        print(
+            "state corruptions: \(files.count) files, \(tried) corruptions tried, \(refused) refused with the file named "
+                + "and nothing changed")
         #expect(
             missed.isEmpty, "\(missed.count) of \(tried) corruptions not refused:\n\(missed.joined(separator: "\n"))")
     }

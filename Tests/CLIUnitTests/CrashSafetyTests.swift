@@ -65,6 +65,32 @@ import VPNProvTestSupport
         #expect(cp.terminationStatus == 0)
     }
 
+    /// Runs `arguments` on a copy of `base`, killed at write step 1 and then at each step `next` gives,
+    /// handing each killed copy and its step to `body`, until a run finishes before its step (it must
+    /// succeed); returns that step.
+    static func killAtSteps(
+        _ arguments: [String], base: String, next: (Int) -> Int, _ body: (String, Int) throws -> Void
+    ) throws -> Int {
+        var n = 1
+        while true {
+            let parent = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: parent) }
+            let dir = parent + "/site"
+            try copyTree(base, to: dir)
+            let crashed = try VPNProvBinary.run(
+                arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
+            if !crashed.killed {
+                #expect(
+                    crashed.status == 0,
+                    "step \(n): \(arguments.joined(separator: " ")) failed without being killed: \(crashed.err.suffix(300))"
+                )
+                return n
+            }
+            try body(dir, n)
+            n = next(n)
+        }
+    }
+
     /// A complete state file: PEM blocks end with their END line, JSON parses.
     static func expectComplete(_ path: String, _ data: Data) {
         if path.hasSuffix(".pem") || path.hasSuffix(".key") || path.hasSuffix(".crt") {
@@ -228,20 +254,8 @@ import VPNProvTestSupport
         let indexBefore = FileManager.default.contents(atPath: base + "/state/index.json")
         let secretsBefore = FileManager.default.contents(atPath: base + "/state/secrets.json")
         let caBefore = Self.snapshot(base + "/state/ca")
-        var n = 1
         var (old, new) = (0, 0)
-        while true {
-            let parent = try temporaryDirectory()
-            defer { try? FileManager.default.removeItem(atPath: parent) }
-            let dir = parent + "/site"
-            try Self.copyTree(base, to: dir)
-            let crashed = try VPNProvBinary.run(
-                ["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
-            if !crashed.killed {
-                #expect(
-                    crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
-                break
-            }
+        _ = try Self.killAtSteps(["rotate-ca"], base: base, next: { $0 + max(1, $0 / 5) }) { dir, n in
             let state = Self.snapshot(dir + "/state")
             for (path, data) in state where !Self.isTemporary(path) { Self.expectComplete(path, data) }
             #expect(
@@ -272,7 +286,6 @@ import VPNProvTestSupport
             }
             let check = try VPNProvBinary.run(["check"], in: dir)
             #expect(check.status == 0, "step \(n): check after recovery: \(check.err.suffix(300))")
-            n += max(1, n / 5)
         }
         print("rotate-ca kill points: \(old) left the old state, \(new) the new one")
         #expect(old >= 3 && new >= 2, "kill points: \(old) left the old state, \(new) the new one")
@@ -325,19 +338,7 @@ import VPNProvTestSupport
             (data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any]) ?? [:]
         }
         var (old, new) = (0, 0)
-        var n = 1
-        while true {
-            let parent = try temporaryDirectory()
-            defer { try? FileManager.default.removeItem(atPath: parent) }
-            let dir = parent + "/site"
-            try Self.copyTree(base, to: dir)
-            let crashed = try VPNProvBinary.run(
-                ["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
-            if !crashed.killed {
-                #expect(
-                    crashed.status == 0, "step \(n): generate failed without being killed: \(crashed.err.suffix(300))")
-                break
-            }
+        let steps = try Self.killAtSteps(["generate"], base: base, next: { $0 + 1 }) { dir, n in
             let records = Self.committedRecords(dir + "/state")
             let (index, secrets) = (records["index.json"], records["secrets.json"])
             #expect(index != nil && secrets != nil, "step \(n): a record the manifest lists is nowhere")
@@ -361,9 +362,8 @@ import VPNProvTestSupport
             }
             let status = vpnprov(["status"], in: dir)
             #expect(status.code == 0, "step \(n): the state does not load after the kill: \(status.err.suffix(300))")
-            n += 1
         }
-        print("one commit point: \(n - 1) write steps killed, \(old) left the old state, \(new) the new one")
+        print("one commit point: \(steps - 1) write steps killed, \(old) left the old state, \(new) the new one")
         #expect(old > 10 && new > 5, "\(old) kills left the old state, \(new) the new one")
     }
 

@@ -53,15 +53,6 @@ import VPNProvTestFixtures
         return dir
     }
 
-    static func copyTree(_ from: String, to: String) throws {
-        let cp = Process()
-        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
-        cp.arguments = ["-a", from, to]
-        try cp.run()
-        cp.waitUntilExit()
-        try #require(cp.terminationStatus == 0)
-    }
-
     /// The files of the state a run reads: the records at fixed names, the CAs' files, the current
     /// holders' certificates, keys and PKCS#12 files, the cross certificate and the current CRLs (from
     /// index.json). Certificates, keys and CRLs that are no longer current are kept for the record and
@@ -195,7 +186,7 @@ import VPNProvTestFixtures
                 let parent = try temporaryDirectory()
                 defer { try? FileManager.default.removeItem(atPath: parent) }
                 let dir = parent + "/site"
-                try Self.copyTree(base, to: dir)
+                try CrashSafetyTests.copyTree(base, to: dir)
                 try Data(damaged).write(to: URL(fileURLWithPath: dir + "/state/" + file))
                 let before = (snapshot(dir + "/state"), snapshot(dir + "/out"))
                 let run = vpnprov(["generate"], in: dir)

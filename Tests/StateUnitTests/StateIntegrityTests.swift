@@ -28,25 +28,26 @@ import VPNProvTestFixtures
         #expect(TestPKI.key("ca").signsFor(TestPKI.ca))
     }
 
-    /// index.json of `state`, decoded and written back after `edit` (the state must be unsealed first).
-    func editIndex(_ state: String, _ edit: (inout StateIndex) -> Void) throws {
-        var index = try StateJSON.decode(
-            StateIndex.self, [UInt8](try Data(contentsOf: URL(fileURLWithPath: state + "/index.json"))))
-        edit(&index)
-        try Data(try StateJSON.encode(index)).write(to: URL(fileURLWithPath: state + "/index.json"))
+    /// A state of `standardInventory()` as an earlier vpnprov wrote it: no manifest, index.json of
+    /// version 1 without the digests of the CA's files and of the CRL.
+    func olderState() throws -> String {
+        let state = makeTempDirectory() + "/state"
+        try prepare(standardInventory(), state: state)
+        try StateDamage.unseal(state)
+        let path = URL(fileURLWithPath: state + "/index.json")
+        var index = try StateJSON.decode(StateIndex.self, [UInt8](try Data(contentsOf: path)))
+        index.version = 1
+        index.ca?.keySHA256 = nil
+        index.ca?.certificateSHA256 = nil
+        index.crl?.sha256 = nil
+        try Data(try StateJSON.encode(index)).write(to: path)
+        return state
     }
 
     /// A state from before vpnprov recorded the digest of its CA key: the key is checked by its private
     /// half when the state loads, so a damaged scalar is refused, named, before anything is signed.
     @Test func anOlderStatesDamagedCAKeyIsRefusedByItsPrivateHalf() throws {
-        let state = makeTempDirectory() + "/state"
-        try prepare(standardInventory(), state: state)
-        try StateDamage.unseal(state)
-        try editIndex(state) { index in
-            index.version = 1
-            index.ca?.keySHA256 = nil
-            index.ca?.certificateSHA256 = nil
-        }
+        let state = try olderState()
         let keyPath = state + "/ca/ca.key"
         let key = [UInt8](try Data(contentsOf: URL(fileURLWithPath: keyPath)))
         try Data(try #require(StateDamage.flipScalar(key))).write(to: URL(fileURLWithPath: keyPath))
@@ -64,15 +65,7 @@ import VPNProvTestFixtures
     /// CRLs' digests) loads as it is, is sealed by its next commit with the digests recorded, and is
     /// then left byte for byte as it is by a run that changes nothing.
     @Test func anOlderStateLoadsAndIsSealedByItsNextCommit() throws {
-        let state = makeTempDirectory() + "/state"
-        try prepare(standardInventory(), state: state)
-        try StateDamage.unseal(state)
-        try editIndex(state) { index in
-            index.version = 1
-            index.ca?.keySHA256 = nil
-            index.ca?.certificateSHA256 = nil
-            index.crl?.sha256 = nil
-        }
+        let state = try olderState()
         let older = try prepare(standardInventory(), state: state, persist: false)
         #expect(older.changes.isEmpty, "\(older.changes)")
         #expect(!FileManager.default.fileExists(atPath: state + "/manifest.sha256"))

@@ -83,7 +83,8 @@ extension StateStore {
     {
         let directory = store.directory
         let paths = store.paths
-        if let record = store.index.ca, (record.generation ?? 1) > 1 {
+        if let record = store.index.ca {
+            // The first CA (ca/ca.key, ca/ca.pem) or one a rotation made (by serial).
             let (cert, keyPEM, certificateDigest) = try loadCA(record, in: directory, inconsistent: inconsistent)
             store.caCertificate = cert
             store.caKeyPEM = keyPEM
@@ -91,7 +92,7 @@ extension StateStore {
                 record, cert, certificateDigest: certificateDigest, keyPEM: keyPEM, store: store,
                 caPassphrase: caPassphrase, current: true)
         } else {
-            try loadFirstCA(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
+            try loadUnrecordedCA(store, caPassphrase: caPassphrase, inconsistent: inconsistent)
         }
         if var rotation = store.index.rotation {
             let (cert, keyPEM, certificateDigest) = try loadCA(
@@ -161,16 +162,16 @@ extension StateStore {
         return record
     }
 
-    /// The first CA (ca/ca.key + ca/ca.pem), including the adoption of a key whose certificate a killed
-    /// first run never wrote.
-    private static func loadFirstCA(_ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError)
-        throws
-    {
+    /// CA files at ca/ca.key and ca/ca.pem that index.json does not record: the key of a first run killed
+    /// before it wrote the certificate, or files placed in (or left in) the state without an index.
+    private static func loadUnrecordedCA(
+        _ store: StateStore, caPassphrase: String?, inconsistent: (String) -> StateError
+    ) throws {
         let paths = store.paths
         let directory = store.directory
         let keyExists = directory.exists(paths.caKey)
         let certExists = directory.exists(paths.caCertificate)
-        if store.index.ca == nil && keyExists && !certExists {
+        if keyExists && !certExists {
             // A first run killed between writing the new CA's key and its certificate (commit writes
             // the key first): nothing was committed with this key, so it is adopted and gets its
             // certificate on this run (PKIManager.ensureCA), which checks it by its private half.
@@ -179,18 +180,9 @@ extension StateStore {
             if !PrivateKey.isEncryptedPEM(keyPEM) || caPassphrase != nil {
                 _ = try store.caKey(passphrase: caPassphrase)
             }
-        } else if let record = store.index.ca {
-            let (cert, keyPEM, certificateDigest) = try loadCA(record, in: directory, inconsistent: inconsistent)
-            store.caCertificate = cert
-            store.caKeyPEM = keyPEM
-            store.index.ca = try verifiedCA(
-                record, cert, certificateDigest: certificateDigest, keyPEM: keyPEM, store: store,
-                caPassphrase: caPassphrase, current: true)
         } else if keyExists || certExists {
-            // CA files placed in (or left in) the state without an index: adopted by ensureCA, which
-            // checks the key by its private half first.
+            // Adopted by ensureCA, which checks the key by its private half first.
             guard keyExists else { throw inconsistent("the CA key \(paths.caKey) is missing") }
-            guard certExists else { throw inconsistent("the CA certificate \(paths.caCertificate) is missing") }
             let certPEM = String(decoding: try directory.read(paths.caCertificate), as: UTF8.self)
             let ca: X509Certificate
             do { ca = try X509Certificate(pem: certPEM) } catch {

@@ -65,11 +65,11 @@ import VPNProvTestSupport
         #expect(cp.terminationStatus == 0)
     }
 
-    /// Runs `arguments` on a copy of `base`, killed at write step 1 and then at each step `next` gives,
-    /// handing each killed copy and its step to `body`, until a run finishes before its step (it must
-    /// succeed); returns that step.
+    /// Runs `arguments` on a copy of `base`, killed at write step 1 and then at every step (or, with
+    /// `growing`, at steps a fifth further apart each time), handing each killed copy and its step to
+    /// `body`, until a run finishes before its step (it must succeed); returns that step.
     static func killAtSteps(
-        _ arguments: [String], base: String, next: (Int) -> Int, _ body: (String, Int) throws -> Void
+        _ arguments: [String], base: String, growing: Bool, _ body: (String, Int) throws -> Void
     ) throws -> Int {
         var n = 1
         while true {
@@ -87,7 +87,7 @@ import VPNProvTestSupport
                 return n
             }
             try body(dir, n)
-            n = next(n)
+            n += growing ? max(1, n / 5) : 1
         }
     }
 
@@ -255,7 +255,7 @@ import VPNProvTestSupport
         let secretsBefore = FileManager.default.contents(atPath: base + "/state/secrets.json")
         let caBefore = Self.snapshot(base + "/state/ca")
         var (old, new) = (0, 0)
-        _ = try Self.killAtSteps(["rotate-ca"], base: base, next: { $0 + max(1, $0 / 5) }) { dir, n in
+        _ = try Self.killAtSteps(["rotate-ca"], base: base, growing: true) { dir, n in
             let state = Self.snapshot(dir + "/state")
             for (path, data) in state where !Self.isTemporary(path) { Self.expectComplete(path, data) }
             #expect(
@@ -338,7 +338,7 @@ import VPNProvTestSupport
             (data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any]) ?? [:]
         }
         var (old, new) = (0, 0)
-        let steps = try Self.killAtSteps(["generate"], base: base, next: { $0 + 1 }) { dir, n in
+        let steps = try Self.killAtSteps(["generate"], base: base, growing: false) { dir, n in
             let records = Self.committedRecords(dir + "/state")
             let (index, secrets) = (records["index.json"], records["secrets.json"])
             #expect(index != nil && secrets != nil, "step \(n): a record the manifest lists is nowhere")

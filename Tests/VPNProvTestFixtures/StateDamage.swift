@@ -5,8 +5,10 @@ import Foundation
 package enum StateDamage {
     /// Makes the state directory `state` one written before vpnprov sealed its records: no
     /// `manifest.sha256`, index.json of version 1. Its records are then read key by key, and the next
-    /// run that commits the state seals it again. Call before editing index.json by hand.
+    /// run that commits the state seals it again. Call before editing index.json by hand (a state
+    /// without a manifest is left as it is).
     package static func unseal(_ state: String) throws {
+        guard FileManager.default.fileExists(atPath: state + "/manifest.sha256") else { return }
         let path = state + "/index.json"
         let text = try String(contentsOfFile: path, encoding: .utf8)
         let older = text.replacingOccurrences(of: "\n  \"version\" : 2\n}", with: "\n  \"version\" : 1\n}")

@@ -138,7 +138,7 @@ extension StateDirectory {
     /// own name, or, after a commit killed before it renamed them, under its pending name), or read as
     /// they are in a state without a manifest. A record that is not what the manifest lists is refused,
     /// named. Without the lock (`status`, `accounts`) a commit may run meanwhile: a record that does not
-    /// match is read again once the manifest it was checked against has been replaced.
+    /// match is read again, with the manifest, up to three times.
     package func readRecords(_ wanted: [StateRecord]) throws -> StateRecords {
         var attempt = 0
         while true {
@@ -150,8 +150,10 @@ extension StateDirectory {
                     records.bytes[record] = try readRecord(record, manifest: manifest)
                 }
                 return records
-            } catch let error as StateError where error.code == .stateInconsistent && attempt < 5 {
-                if try readManifest() == manifest { throw error }
+            } catch let error as StateError where error.code == .stateInconsistent && attempt < 3 {
+                // Read again: a commit may have replaced the manifest, or renamed a pending record
+                // into place between the two reads of it. A damaged record fails every time.
+                continue
             }
         }
     }

@@ -324,7 +324,23 @@ import VPNProvTestSupport
         try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
         let base = try temporaryDirectory() + "/site"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        let small = Self.inventory(changed: false).components(separatedBy: "\n  user6:\n")[0] + "\n"
+        // One node and few users: few output files, so every step of the run is killed in seconds.
+        let small = """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1:
+                address: fra-1.vpn.example.com
+                pool: 10.10.0.0/24
+                services: [ikev2-eap, ikev2-cert, ikev2-psk]
+                psk: gen
+            users:
+              user0:
+                cert: true
+              user1:
+                password: gen
+
+            """
         try small.write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
         let first = try VPNProvBinary.run(["generate"], in: base)
         try #require(first.status == 0, "\(first.err.suffix(300))")
@@ -364,7 +380,7 @@ import VPNProvTestSupport
             #expect(status.code == 0, "step \(n): the state does not load after the kill: \(status.err.suffix(300))")
         }
         print("one commit point: \(steps - 1) write steps killed, \(old) left the old state, \(new) the new one")
-        #expect(old > 10 && new > 5, "\(old) kills left the old state, \(new) the new one")
+        #expect(old > 5 && new > 5, "\(old) kills left the old state, \(new) the new one")
     }
 
     // MARK: SIGINT and SIGTERM (docs/state.md, "Interrupted runs")

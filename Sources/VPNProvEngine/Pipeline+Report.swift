@@ -25,7 +25,7 @@ extension Pipeline {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
-        OutputLocation.record(options)
+        OutputLocation.record(options, in: built.lock.stateDirectory)
         report(built, written.files, pending: written.pending, options: options, output: output)
         return true
     }

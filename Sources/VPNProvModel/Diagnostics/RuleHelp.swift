@@ -204,7 +204,9 @@ package enum RuleHelp {
         "state-locked": "Another vpnprov run holds the state lock.",
         "state-unreadable": "The state directory cannot be read.",
         "state-inconsistent":
-            "The state does not load cleanly: a key does not match its certificate, a file is missing or altered.",
+            "The state does not load cleanly: a file is missing or altered since vpnprov wrote it, a CA key does not sign for its certificate.",
+        "state-permissions":
+            "The state directory or a file in it belongs to another user or others can write it (refused); as a warning, a mode readable by others that the run narrowed.",
         "ca-passphrase": "The CA key is encrypted and VPNPROV_CA_PASSPHRASE is missing or wrong.",
         "state-io": "A state write failed (disk full, permissions).",
         "crypto-failure": "OpenSSL failed.",

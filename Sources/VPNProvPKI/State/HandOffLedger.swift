@@ -91,12 +91,7 @@ package enum HandOffLedger {
     /// The links of the open state directory, oldest first; empty when the file does not exist.
     package static func read(_ directory: StateDirectory) throws -> [HandOffLink] {
         let path = path(directory)
-        var st = stat()
-        guard fstatat(directory.fd, fileName, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno == ENOENT { return [] }
-            throw AtomicFile.ioError("cannot read \(path)")
-        }
-        let bytes = try directory.read(path, limit: maxBytes)
+        guard let bytes = try directory.readRecords([.handOff]).bytes[.handOff] else { return [] }
         let document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: Data(bytes))
@@ -124,7 +119,7 @@ package enum HandOffLedger {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(Document(version: version, links: kept))
-        try directory.write(Array(data) + [UInt8(ascii: "\n")], to: path(directory))
+        try directory.commitRecord(.handOff, Array(data) + [UInt8(ascii: "\n")])
     }
 
     static func isLinkID(_ text: String) -> Bool {

@@ -2,7 +2,8 @@
 import PackageDescription
 
 // vpnprov: YAML inventory -> strongSwan server configs, PKI and client profiles.
-// No package dependencies: C libraries come from Debian (libyaml-dev, libssl-dev, libpq-dev).
+// No package dependencies: C libraries come from Debian (libyaml-dev, libssl-dev, libpq-dev, libqrencode-dev,
+// libpng-dev).
 // Linux only (network namespaces, /proc and Glibc are used throughout); docs/decisions.md says why.
 // One target per layer of docs/architecture.md; a target may import only the layers below it, so a
 // layering mistake is a compile error. Nothing outside the package uses them: their API is `package`.
@@ -16,10 +17,14 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         // YAML documents with source positions, on libyaml.
         .target(name: "VPNProvYAML", dependencies: ["CYAML"]),
         // Keys, certificates, CRLs, PKCS#12, hashes and randomness, on OpenSSL 3 libcrypto.
         .target(name: "VPNProvCrypto", dependencies: ["CCrypto"]),
+        // QR codes of hand-off links (libqrencode) and their drawings: terminal text, PNG (libpng), SVG.
+        .target(name: "VPNProvQR", dependencies: ["CQREncode", "CPNG"]),
         // The bounded reader, byte order, parallelMap, file-system sync, OutputFile, the version.
         .target(name: "VPNProvSupport"),
         // The logic-less template engine and the built-in copy of templates/.
@@ -44,7 +49,7 @@ let package = Package(
             name: "VPNProvEngine",
             dependencies: [
                 "VPNProvPKI", "VPNProvAccounts", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvYAML",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvYAML", "VPNProvQR",
             ]),
         // Argument parsing, commands, help, printers (text, JSON, SARIF), exit codes.
         .target(
@@ -93,7 +98,8 @@ let package = Package(
             name: "RenderingUnitTests",
             dependencies: [
                 "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvTestFixtures",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvQR",
+                "VPNProvTestFixtures",
             ]),
         .testTarget(
             name: "CLIUnitTests",
@@ -106,7 +112,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvAccounts",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvAccounts", "VPNProvQR",
                 "VPNProvTestSupport",
             ]),
     ]

@@ -15,6 +15,7 @@
 #include <openssl/objects.h>
 #include <openssl/core_names.h>
 #include <openssl/provider.h>
+#include <openssl/kdf.h>
 
 /* OpenSSL macros and variadic functions do not import into Swift; wrap them here. */
 static inline long vpnprov_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }

@@ -145,7 +145,8 @@ package enum CommandLineTool {
             StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotateRadiusSecretCommand.self,
             RotatePasswordCommand.self, RotatePPKCommand.self,
             UnrevokeCommand.self,
-            RolledOutCommand.self, AccountsCommand.self,
+            RolledOutCommand.self, HandOffCommand.self, HandOffRevokeCommand.self, HandOffListCommand.self,
+            AccountsCommand.self,
         ]
     }
 

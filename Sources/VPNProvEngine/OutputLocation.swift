@@ -20,8 +20,10 @@ package enum OutputLocation {
     /// The recorded tree: relative to the state directory's parent when below it (the record stays
     /// right when the whole checkout moves, as on CI runners), else absolute.
     static func recorded(stateDirectory: String) -> String? {
-        // Bounded like every state read: a regular file, not a link, not a FIFO that would block.
-        guard let bytes = try? BoundedFile.read(stateDirectory + "/" + fileName, limit: maxBytes, followSymlinks: false)
+        // A record of the state (checked against its manifest; bounded, a regular file, not a link, not a
+        // FIFO that would block). A state that cannot be read is refused by the run's own load.
+        guard let directory = try? StateDirectory.open(stateDirectory, create: false),
+            let bytes = (try? directory.readRecords([.outputLocation]))?.bytes[.outputLocation]
         else { return nil }
         return recorded(bytes, stateDirectory: stateDirectory)
     }
@@ -82,15 +84,15 @@ package enum OutputLocation {
             + "Remove the old one, or pass --out to keep using it"
     }
 
-    /// Records `options.outDirectory` as the deployment's tree (best effort: the run has succeeded).
-    static func record(_ options: GenerateOptions) {
+    /// Records `options.outDirectory` as the deployment's tree in the state directory the run holds
+    /// locked (best effort: the run has succeeded).
+    static func record(_ options: GenerateOptions, in state: StateDirectory) {
         let out = standardized(options.outDirectory)
         let base = base(standardized(options.stateDirectory))
         let text =
             out.hasPrefix(base == "/" ? "/" : base + "/") && base != "/" ? String(out.dropFirst(base.count + 1)) : out
         if recorded(stateDirectory: options.stateDirectory).map(standardized) == out { return }
-        try? StateDirectory.open(options.stateDirectory, create: false)?.write(
-            Array((text + "\n").utf8), toFileNamed: fileName)
+        try? state.commitRecord(.outputLocation, Array((text + "\n").utf8))
     }
 
     /// The state directories a run that has just created a CA in `stateDirectory` may have meant

@@ -40,7 +40,9 @@ extension Pipeline {
     {
         var shared: [Any] = [
             ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes,
-            inventory.acme.map { String(reflecting: $0) } ?? "", materials.acmeCABundlePEM ?? "",
+            // The settings themselves, not their description: `String(reflecting:)` lists a dictionary (where each
+            // key was written) in the process's own hash order, so every run got another fingerprint.
+            inventory.acme.map { $0 as Any } ?? "", materials.acmeCABundlePEM ?? "",
         ]
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
@@ -72,11 +74,15 @@ extension Pipeline {
             ]
         }
         // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
-        servers += [inventory.accounts.map { String(reflecting: $0) } ?? "", materials.radiusDatabase ?? ""]
+        servers += [inventory.accounts.map { $0 as Any } ?? "", materials.radiusDatabase ?? ""]
         // The nodes' firewall and host_vars, and monitoring/, hold the monitoring settings (not where they
         // were written: moving a line changes no output).
         if let monitoring = inventory.monitoring {
             servers += ["monitoring", monitoring.from.map(\.description), monitoring.port, monitoring.userLabels]
+        }
+        // deploy/ and the README hold the hand-off site's settings (not where they were written).
+        if let site = inventory.handOff {
+            servers += ["handoff", site.address, site.deploy, site.lifetime, site.downloads]
         }
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)

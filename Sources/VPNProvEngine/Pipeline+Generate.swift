@@ -66,7 +66,10 @@ extension Pipeline {
             guard settle(built, rendered, options: options, output: output) else { return .failure }
             let count = rendered.count
             let drift = try session.drift()
-            let stateChanges = built.prepared.changes.map(\.pendingDescription)
+            // A mode wider than vpnprov's own is a change generate would make (it narrows them).
+            let stateChanges =
+                built.prepared.changes.map(\.pendingDescription)
+                + built.lock.stateDirectory.wideModes.map(\.pendingDescription)
             let out = display(options.outDirectory, options)
             let fleet = built.prepared.inventory.rolloutHosts
             let pending = Set(try RolloutLedger.read(built.lock.stateDirectory))
@@ -214,6 +217,13 @@ extension RuleCode {
     package static let rolloutPending = RuleCode("rollout-pending")
     /// `check`: the output tree or the state differs from what `generate` would make of them.
     package static let drift = RuleCode("drift")
+}
+
+extension StatePermissions.Wide {
+    /// "give state/ca/ca.key mode 0600 (it is 0644: other users can read it)", for `check`.
+    var pendingDescription: String {
+        "give \(path) mode \(StatePermissions.octal(wanted)) (it is \(StatePermissions.octal(mode)): other users can read it)"
+    }
 }
 
 extension PKIChange {

@@ -99,6 +99,13 @@ extension Pipeline {
             built.prepared.abandonIssuing()
             throw error
         }
+        for entry in built.prepared.narrowedModes {
+            output.warning(
+                .statePermissions,
+                "\(entry.path) had mode \(StatePermissions.octal(entry.mode)), so other users could read it; it is "
+                    + "\(StatePermissions.octal(entry.wanted)) now. Whoever read it may hold what it holds (docs/security.md, "
+                    + "section 9)")
+        }
         // The nodes and RADIUS servers whose files change are recorded as waiting for a rollout before
         // the first file is renamed (docs/ci.md: a retried deploy job must find them again). A RADIUS
         // server changes when a node's RADIUS secret does (rotate-radius-secret, a node added or removed):
@@ -182,6 +189,10 @@ extension Pipeline {
                                     + RadiusRenderer.render(
                                         inventory: inventory, materials: materials, templates: templates)
                                     + DeployRenderer.render(inventory: inventory, templates: templates)
+                                    + HandOffSiteRenderer.render(
+                                        plan: HandOffPlan.make(
+                                            inventory, acmeCABundlePEM: materials.acmeCABundlePEM),
+                                        templates: templates)
                                     + MonitoringRenderer.render(inventory: inventory))
                         } catch {
                             session.discard(staged)

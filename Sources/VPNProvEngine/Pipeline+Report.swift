@@ -25,20 +25,21 @@ extension Pipeline {
         // Everything checked and rendered (changed files wait under temporary names): now the
         // state, then the output tree.
         guard let written = try write(built, options: options, output: output) else { return false }
-        OutputLocation.record(options)
+        OutputLocation.record(options, in: built.lock.stateDirectory)
         report(built, written.files, pending: written.pending, options: options, output: output)
         return true
     }
 
     /// The end-of-run summary: what changed in the state, which nodes and users changed, and what to
-    /// do next (the rollout command for the changed nodes, the users to hand new profiles to).
+    /// do next (the rollout command for the changed nodes, the users to hand new profiles to); and the
+    /// hand-off links of the users whose profiles changed or were removed end.
     @discardableResult
     static func report(
         _ built: Built, _ written: WriteSummary, pending: [String], options: GenerateOptions, output: any RunReporter
     ) -> RunSummary {
         let summary = RunSummary(
             built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
-            pending: Set(pending), rolledOut: rolledOutCommand(options))
+            pending: Set(pending), rolledOut: rolledOutCommand(options), handOff: handOffCommand(options))
         output.set("summary", summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
@@ -97,10 +98,15 @@ extension Pipeline {
                 "vpnprov: next: roll \(what) out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)"
             )
         }
-        if !summary.users.changed.isEmpty {
+        if let handOff = summary.next.handOff {
+            output.info(
+                "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) with one expiring link each:\n  \(handOff)"
+            )
+        } else if !summary.users.changed.isEmpty {
             output.info(
                 "vpnprov: next: hand new profiles to \(listed(summary.users.changed)) "
-                    + "(\(summary.out)/clients/<user>/)")
+                    + "(\(summary.out)/clients/<user>/; with a handoff: site in the inventory, 'vpnprov handoff' "
+                    + "publishes them behind expiring links)")
         }
         if let catalog = summary.next.publishCatalog {
             output.info("vpnprov: next: the app catalogue changed: publish \(catalog) to the app's backend")
@@ -113,6 +119,11 @@ extension Pipeline {
         if !summary.users.removed.isEmpty {
             output.info("vpnprov: profiles removed: \(listed(summary.users.removed))")
         }
+        // Every run that wrote the tree ends here (generate, revoke, the lifecycle commands): a hand-off link
+        // must not hand out profiles that are no longer the user's (docs/handoff.md).
+        endHandOffLinks(
+            changed: summary.users.changed, removed: summary.users.removed, inventory: built.prepared.inventory,
+            lock: built.lock, options: options, output: output)
         return summary
     }
 
@@ -126,6 +137,18 @@ extension Pipeline {
             words += ["--state", ShellWord.quote(display(options.stateDirectory, options))]
         }
         return words.joined(separator: " ")
+    }
+
+    /// The `handoff` command for this deployment (its default users are the ones whose profiles changed), as
+    /// `rolledOutCommand` writes the inventory and `--state`.
+    static func handOffCommand(_ options: GenerateOptions) -> String {
+        var words = rolledOutCommand(options).replacingOccurrences(of: "vpnprov rolled-out ", with: "vpnprov handoff ")
+        let inventoryDirectory = (options.inventoryPath as NSString).deletingLastPathComponent
+        let defaultOut = (inventoryDirectory.isEmpty ? options.currentDirectory : inventoryDirectory) + "/out"
+        if OutputLocation.standardized(defaultOut) != OutputLocation.standardized(options.outDirectory) {
+            words += " --out " + ShellWord.quote(display(options.outDirectory, options))
+        }
+        return words
     }
 
     /// Names for a summary line: a fleet's first run changes every user, so long lists are cut
@@ -243,6 +266,8 @@ struct RunSummary: Encodable {
         var publishCRL: PublishCRL?
         /// The app catalogue, when this run changed it: the app's backend serves it.
         var publishCatalog: String?
+        /// The command that hands the changed users' profiles off, with a hand-off site (`handoff:`).
+        var handOff: String?
     }
 
     struct PublishCRL: Encodable {
@@ -263,7 +288,7 @@ struct RunSummary: Encodable {
 
     init(
         _ prepared: PrepareResult, _ written: WriteSummary, out: String, changes: [PKIChange], pending: Set<String>,
-        rolledOut: String
+        rolledOut: String, handOff: String
     ) {
         self.out = out
         let inventory = prepared.inventory
@@ -333,7 +358,8 @@ struct RunSummary: Encodable {
             },
             publishCatalog: written.written.contains(CatalogRenderer.path)
                 || written.removed.contains(CatalogRenderer.path)
-                ? "\(out)/\(CatalogRenderer.path)" : nil)
+                ? "\(out)/\(CatalogRenderer.path)" : nil,
+            handOff: inventory.handOff != nil && !changedUsers.isEmpty ? handOff : nil)
     }
 
     /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes` (nodes and RADIUS servers:

@@ -739,9 +739,10 @@ extension OutputTree {
             }
             let expected = files
             let reports = Array((OutputTree.rolloutReportsDirectory + "/").utf8)
+            let handOff = Array((OutputTree.handOffDirectory + "/").utf8)
             let extra = try listFilesInParallel(root) { path in
                 !expected.containsSorted(utf8: path) && !bookkeeping.contains { $0.elementsEqual(path) }
-                    && !path.starts(with: reports)
+                    && !path.starts(with: reports) && !path.starts(with: handOff)
             }
             let directories = DirectoryCache(root: root, create: false)
             defer { directories.closeAll() }

@@ -51,6 +51,9 @@ package enum OutputTree {
     /// What the rollout reports back into the tree (`rollout/acme/<node>.pem`, the node certificates it obtained
     /// from ACME; docs/acme.md): never written by vpnprov, never drift, read by `vpnprov status`.
     static let rolloutReportsDirectory = "rollout"
+    /// What `vpnprov handoff` publishes (`handoff/`: the sealed links and their QR codes, docs/handoff.md): written
+    /// by the hand-off commands, not rendered from the inventory, never drift.
+    static let handOffDirectory = "handoff"
     static let publicMode: mode_t = 0o644
     static let privateMode: mode_t = 0o600
 

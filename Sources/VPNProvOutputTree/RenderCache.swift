@@ -17,9 +17,11 @@ package struct RenderCache: Sendable {
     static let header = "vpnprov-cache 1"
 
     package struct File: Sendable, Hashable {
-        var path: String
+        package var path: String
         var sha256: SHA256Value
         var isPrivate: Bool
+        /// The file's SHA-256 in lower-case hexadecimal (what the hand-off compares the file it reads with).
+        package var sha256Hex: String { sha256.hex.lowercased() }
     }
 
     /// A SHA-256 value held inline (32 bytes, no heap allocation): a fleet's cache holds one per file.

@@ -90,9 +90,19 @@ package enum DeployRenderer {
         let radius: [TemplateValue] = (usesRadius ? inventory.accounts?.servers ?? [] : []).map { server in
             ["name": .string(server.name), "host": .string(server.address)]
         }
+        // The hand-off site (`handoff:`), a group of its own (empty without it).
+        let handOff: [TemplateValue] =
+            HandOffPlan.make(inventory, acmeCABundlePEM: nil).map { site in
+                [
+                    [
+                        "name": .string(site.address), "host": .string(site.sshHost), "port": .int(site.deploy.port),
+                        "user": .string(site.deploy.user), "become": .identifier(site.deploy.become ? "true" : "false"),
+                    ]
+                ]
+            } ?? []
         return [
             "deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions),
-            "radius": .list(radius),
+            "radius": .list(radius), "handoff": .list(handOff),
         ]
     }
 

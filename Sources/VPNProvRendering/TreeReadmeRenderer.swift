@@ -19,6 +19,7 @@ package enum TreeReadmeRenderer {
             "radius": .bool(inventory.accounts != nil && inventory.nodes.contains(where: \.usesRadius)),
             "crl_url": .string(inventory.pki.crlURL ?? ""),
             "monitoring": .bool(inventory.monitoring != nil),
+            "handoff": .string(inventory.handOff?.address ?? ""),
         ])
         return OutputFile(path: path, text: text)
     }

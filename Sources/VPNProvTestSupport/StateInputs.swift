@@ -84,6 +84,18 @@ package enum StateInputs {
         return secrets.psks.count + secrets.passwords.count + secrets.p12Passwords.count
     }
 
+    /// `manifest.sha256` as every reader of the state takes it (its lines and its seal checked).
+    /// Returns how many records it lists.
+    @discardableResult
+    package static func readManifest(_ bytes: [UInt8]) throws -> Int {
+        try StateManifest.decode(bytes, path: stateDirectory + "/" + StateManifest.fileName).digests.count
+    }
+
+    /// `rollout-pending` as `generate`, `check`, `status` and `rolled-out` read it. Returns the names.
+    package static func readRolloutPending(_ bytes: [UInt8]) throws -> [String] {
+        try RolloutLedger.decode(bytes, path: stateDirectory + "/rollout-pending")
+    }
+
     /// `status` from the bytes of index.json and secrets.json (nil: no secrets.json), for
     /// `inventory`: the report, its text and the JSON document `status --format json` prints.
     package static func status(

@@ -46,9 +46,12 @@ func fuzzInventory(_ bytes: [UInt8]) {
 /// The same bytes as each file of a state directory, through the functions the commands use on the
 /// files (StateInputs; no file is opened): index.json as the lifecycle commands load it (and the
 /// CRL entries and numbers it decides), secrets.json, `status` over index.json (text and JSON, with
-/// --expiring) and over secrets.json, `output-location`, and PEM certificates, CRLs and keys.
+/// --expiring) and over secrets.json, `output-location`, the manifest, the rollout ledger, and PEM
+/// certificates, CRLs and keys.
 func fuzzState(_ bytes: [UInt8]) {
     _ = try? StateInputs.readIndex(bytes, now: fuzzNow)
+    _ = try? StateInputs.readManifest(bytes)
+    _ = try? StateInputs.readRolloutPending(bytes)
     _ = try? StateInputs.readSecrets(bytes)
     _ = try? StateInputs.readIssuingJournal(bytes, now: fuzzNow)
     _ = try? StateInputs.status(

@@ -714,6 +714,11 @@ import VPNProvTestFixtures
         #expect(linked.code == 3 && linked.err.contains("Disconnect-Request secrets"), "\(linked.err)")
         #expect(linked.err.contains("symbolic link") || linked.err.contains("link"), "\(linked.err)")
         try FileManager.default.removeItem(atPath: secrets)
+        // The manifest lists it: its loss is named as such.
+        let lost = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
+        #expect(lost.code == 3 && lost.err.contains("secrets.json is missing, but"), "\(lost.err)")
+        // A state without secrets (and without a manifest) has never been generated.
+        try FileManager.default.removeItem(atPath: dir + "/state/manifest.sha256")
         let missing = vpnprov(["accounts", "list"], in: dir, environment: Self.env)
         #expect(missing.code == 3 && missing.err.contains("run 'vpnprov generate' first"), "\(missing.err)")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvCrypto
 import VPNProvModel
 import VPNProvTestFixtures
 import VPNProvTestSupport
@@ -62,6 +63,32 @@ import VPNProvTestSupport
         try cp.run()
         cp.waitUntilExit()
         #expect(cp.terminationStatus == 0)
+    }
+
+    /// Runs `arguments` on a copy of `base`, killed at write step 1 and then at every step (or, with
+    /// `growing`, at steps a fifth further apart each time), handing each killed copy and its step to
+    /// `body`, until a run finishes before its step (it must succeed); returns that step.
+    static func killAtSteps(
+        _ arguments: [String], base: String, growing: Bool, _ body: (String, Int) throws -> Void
+    ) throws -> Int {
+        var n = 1
+        while true {
+            let parent = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(atPath: parent) }
+            let dir = parent + "/site"
+            try copyTree(base, to: dir)
+            let crashed = try VPNProvBinary.run(
+                arguments, in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
+            if !crashed.killed {
+                #expect(
+                    crashed.status == 0,
+                    "step \(n): \(arguments.joined(separator: " ")) failed without being killed: \(crashed.err.suffix(300))"
+                )
+                return n
+            }
+            try body(dir, n)
+            n += growing ? max(1, n / 5) : 1
+        }
     }
 
     /// A complete state file: PEM blocks end with their END line, JSON parses.
@@ -151,9 +178,11 @@ import VPNProvTestSupport
 
     /// The write steps of a changing `generate`, in the order WriteSteps counts them: the issuing
     /// journal (2: complete, renamed), one per staged output file (`staged`), two per state file
-    /// (`stateFiles`: complete, renamed; the new keys, certificates, p12 and CRL first, then
-    /// secrets.json, then index.json, the commit point), then one rename per staged file or staged
-    /// folder (a new user's) to publish it, up to `total`. The kill points are the edges and the middle
+    /// (`stateFiles`: the new keys, certificates, p12 and CRL first, complete and renamed; then
+    /// index.json and secrets.json under their pending names, one step each, the manifest, complete and
+    /// renamed (the commit point), and the two renamed into place, one step each: the manifest counts
+    /// among the state files, so the commit still takes two steps a file), then one rename per staged
+    /// file or staged folder (a new user's) to publish it, up to `total`. The kill points are the edges and the middle
     /// of each phase, and every step of the state commit's first, middle and last three files: what
     /// separates one outcome from another (nothing committed, the journal only, output staged, state
     /// files without their index, the index committed with the output unpublished, partly published).
@@ -225,20 +254,8 @@ import VPNProvTestSupport
         let indexBefore = FileManager.default.contents(atPath: base + "/state/index.json")
         let secretsBefore = FileManager.default.contents(atPath: base + "/state/secrets.json")
         let caBefore = Self.snapshot(base + "/state/ca")
-        var n = 1
         var (old, new) = (0, 0)
-        while true {
-            let parent = try temporaryDirectory()
-            defer { try? FileManager.default.removeItem(atPath: parent) }
-            let dir = parent + "/site"
-            try Self.copyTree(base, to: dir)
-            let crashed = try VPNProvBinary.run(
-                ["rotate-ca"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "\(n)"], testHooks: true)
-            if !crashed.killed {
-                #expect(
-                    crashed.status == 0, "step \(n): rotate-ca failed without being killed: \(crashed.err.suffix(300))")
-                break
-            }
+        _ = try Self.killAtSteps(["rotate-ca"], base: base, growing: true) { dir, n in
             let state = Self.snapshot(dir + "/state")
             for (path, data) in state where !Self.isTemporary(path) { Self.expectComplete(path, data) }
             #expect(
@@ -269,10 +286,101 @@ import VPNProvTestSupport
             }
             let check = try VPNProvBinary.run(["check"], in: dir)
             #expect(check.status == 0, "step \(n): check after recovery: \(check.err.suffix(300))")
-            n += max(1, n / 5)
         }
         print("rotate-ca kill points: \(old) left the old state, \(new) the new one")
         #expect(old >= 3 && new >= 2, "kill points: \(old) left the old state, \(new) the new one")
+    }
+
+    // MARK: One commit point (docs/state.md, "One commit point")
+
+    /// The records of the state directory `state` as a run loads them, read here on their own: each
+    /// record `manifest.sha256` lists, from the file under its name or, after a commit killed before it
+    /// renamed them, under its pending name `.<record>.next-<sha256>`, whichever has the listed digest;
+    /// without a manifest (a state from before), the files as they are.
+    static func committedRecords(_ state: String) -> [String: Data] {
+        func read(_ name: String) -> Data? { FileManager.default.contents(atPath: state + "/" + name) }
+        guard let manifest = read("manifest.sha256") else {
+            return ["index.json", "secrets.json"].reduce(into: [:]) { $0[$1] = read($1) }
+        }
+        var records: [String: Data] = [:]
+        for line in String(decoding: manifest, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard parts.count == 2 else { continue }
+            let (digest, name) = (String(parts[0]), String(parts[1]))
+            records[name] = [read(name), read(".\(name).next-\(digest)")].compactMap { $0 }.first {
+                hexString(Digest.sha256([UInt8]($0))).lowercased() == digest
+            }
+        }
+        return records
+    }
+
+    /// `generate` of a change that touches index.json and secrets.json together (a new certificate
+    /// user with a p12 password, a new password user, a user revoked with their password dropped)
+    /// killed at every one of its write steps: what the state holds afterwards is all of the old state
+    /// or all of the new one, never index.json of one and secrets.json of the other (a kill between
+    /// the two renames used to leave the secrets one run ahead), and it loads (`status`).
+    @Test
+    func aKillAtEveryWriteStepLeavesTheWholeOldOrTheWholeNewState() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: VPNProvBinary.path))
+        let base = try temporaryDirectory() + "/site"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        // One node and few users: few output files, so every step of the run is killed in seconds.
+        let small = """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1:
+                address: fra-1.vpn.example.com
+                pool: 10.10.0.0/24
+                services: [ikev2-eap, ikev2-cert, ikev2-psk]
+                psk: gen
+            users:
+              user0:
+                cert: true
+              user1:
+                password: gen
+
+            """
+        try small.write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let first = try VPNProvBinary.run(["generate"], in: base)
+        try #require(first.status == 0, "\(first.err.suffix(300))")
+        let changed =
+            small.replacingOccurrences(of: "  user1:\n    password: gen\n", with: "  user1:\n    revoked: true\n")
+            + "  erin:\n    cert: true\n  frank:\n    password: gen\n"
+        try changed.write(toFile: base + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let before = Self.committedRecords(base + "/state")
+        try #require(before["index.json"] != nil && before["secrets.json"] != nil)
+        func json(_ data: Data?) -> [String: Any] {
+            (data.flatMap { try? JSONSerialization.jsonObject(with: $0) } as? [String: Any]) ?? [:]
+        }
+        var (old, new) = (0, 0)
+        let steps = try Self.killAtSteps(["generate"], base: base, growing: false) { dir, n in
+            let records = Self.committedRecords(dir + "/state")
+            let (index, secrets) = (records["index.json"], records["secrets.json"])
+            #expect(index != nil && secrets != nil, "step \(n): a record the manifest lists is nowhere")
+            if index == before["index.json"] {
+                old += 1
+                #expect(
+                    secrets == before["secrets.json"], "step \(n): index.json is the old one, secrets.json a new one")
+            } else {
+                new += 1
+                #expect(
+                    secrets != before["secrets.json"], "step \(n): index.json is a new one, secrets.json the old one")
+                // ... and the two are the same run's.
+                let users = json(index)["users"] as? [String: Any] ?? [:]
+                let generated = json(secrets)
+                #expect(users["erin"] != nil && users["user1"] == nil, "step \(n): index.json is not the new run's")
+                #expect(
+                    (generated["p12Passwords"] as? [String: String])?["erin"] != nil
+                        && (generated["passwords"] as? [String: String])?["frank"] != nil
+                        && (generated["passwords"] as? [String: String])?["user1"] == nil,
+                    "step \(n): secrets.json is not the new run's")
+            }
+            let status = vpnprov(["status"], in: dir)
+            #expect(status.code == 0, "step \(n): the state does not load after the kill: \(status.err.suffix(300))")
+        }
+        print("one commit point: \(steps - 1) write steps killed, \(old) left the old state, \(new) the new one")
+        #expect(old > 5 && new > 5, "\(old) kills left the old state, \(new) the new one")
     }
 
     // MARK: SIGINT and SIGTERM (docs/state.md, "Interrupted runs")

@@ -134,6 +134,8 @@ import VPNProvTestFixtures
     @Test func indexNamesThatWouldLeaveTheStateDirectoryAreRefused() throws {
         let dir = try Self.generatedWorkspace()
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Edited by hand, as an earlier vpnprov wrote it (a sealed state refuses any edit).
+        try StateDamage.unseal(dir + "/state")
         let indexPath = dir + "/state/index.json"
         let original = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         for (field, value) in [("key", "../../../etc/hostname"), ("serial", "../x"), ("p12", "../../escape.p12")] {
@@ -169,6 +171,8 @@ import VPNProvTestFixtures
     @Test func commandsOnAnIndexThatCannotMakeACRLFailCleanly() throws {
         let dir = try Self.generatedWorkspace()
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Edited by hand, as an earlier vpnprov wrote it (a sealed state refuses any edit).
+        try StateDamage.unseal(dir + "/state")
         let indexPath = dir + "/state/index.json"
         func edit(_ change: (inout [String: Any]) -> Void) throws -> Data {
             var json = try #require(

@@ -160,6 +160,33 @@ import VPNProvTestSupport
         }
     }
 
+    /// The end of a first generate says how the new profiles reach their users: the hand-off command with a
+    /// hand-off site in the inventory (in text and in the JSON summary), a pointer to it without one.
+    @Test func theNextStepNamesTheHandOff() throws {
+        let dir = try site()
+        let without = vpnprov(["generate", "inventory.yaml"], in: dir)
+        #expect(without.code == 0, "\(without.err)")
+        #expect(
+            without.err.contains(
+                "hand new profiles to alice, bob, carol, dave, erin (out/clients/<user>/; with a handoff: site in the "
+                    + "inventory, 'vpnprov handoff' publishes them behind expiring links)"), "\(without.err)")
+        let path = dir + "/inventory.yaml"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try (text + "acme: {email: ops@example.com}\nhandoff: {address: get.vpn.example.com}\n").write(
+            toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: dir + "/out/clients")
+        let with = vpnprov(["generate", "inventory.yaml", "--format", "json"], in: dir)
+        #expect(with.code == 0, "\(with.err)")
+        #expect(
+            with.err.contains(
+                "hand new profiles to alice, bob, carol, dave, erin with one expiring link each:\n  vpnprov handoff inventory.yaml\n"
+            ),
+            "\(with.err)")
+        let next = (try json(with.out)["summary"] as? [String: Any])?["next"] as? [String: Any]
+        #expect(next?["handOff"] as? String == "vpnprov handoff inventory.yaml")
+        #expect(FileManager.default.fileExists(atPath: dir + "/out/deploy/host_vars/get.vpn.example.com.yml"))
+    }
+
     /// The README's command reference lists every command, with every option it takes; its docs
     /// table lists each page once.
     @Test func theReadmeReferenceMatchesTheCommands() throws {

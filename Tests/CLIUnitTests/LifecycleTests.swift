@@ -147,7 +147,9 @@ import VPNProvTestFixtures
         #expect(other.out.contains("in the state, not in the inventory: user ann"), "\(other.out)")
 
         // A fleet's index is megabytes (about 1 KB a certificate): status reads it within the same bound
-        // as generate. Whitespace makes this one 2 MiB without changing what it says.
+        // as generate. Whitespace makes this one 2 MiB without changing what it says (in a state an
+        // earlier vpnprov wrote: a sealed one refuses any change).
+        try StateDamage.unseal(dir + "/state")
         let indexPath = dir + "/state/index.json"
         let index = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         try (index + Data(repeating: 0x20, count: 2 << 20)).write(to: URL(fileURLWithPath: indexPath))

@@ -103,6 +103,7 @@ import VPNProvTestFixtures
         let text = Self.inventory(annNodes: "    nodes: [fra-1]\n")
         #expect(try Self.generate(dir, text).code == 0)
         // A state written by an earlier vpnprov: its CA record says nothing of anyPolicy.
+        try StateDamage.unseal(dir + "/state")
         let indexPath = dir + "/state/index.json"
         let index = try String(contentsOfFile: indexPath, encoding: .utf8)
         let legacy = index.replacingOccurrences(of: #"    "anyPolicy" : true,\#n"#, with: "")

@@ -186,7 +186,7 @@ import Testing
         try #require(before.count == 1, "ann's tunnel is up")
         let renewal = try lab.run(n1, [Self.script, "--force"])
         #expect(renewal.succeeded && renewal.stdout.hasPrefix("installed"), "forced renewal: \(renewal)")
-        let renewed = try Self.serial(leaf)
+        var renewed = try Self.serial(leaf)
         #expect(renewed != issued, "the forced renewal kept serial \(issued)")
         #expect(try Self.openssl(["verify", "-CAfile", root, "-untrusted", chain, leaf]).succeeded)
         let relisted = try lab.swanctl(n1, ["--list-certs"]).stdout
@@ -207,9 +207,35 @@ import Testing
         )
         _ = try Self.connect(fleet, try #require(bobApple.first), label: "apple bob after the renewal")
 
+        guard ansibleOnly else { return }
+
+        // (c') A forced renewal by a rollout that is killed (AnsibleKiller) after the script installed the new
+        // certificate and before anything loaded it: charon keeps the old one, and the next rollout, whose script
+        // finds the certificate current, loads the new one (with the rest of the installed configuration).
+        let killer = try AnsibleKiller(directory: fleet.dir.appendingPathComponent("callbacks"))
+        let boundaries = fleet.dir.appendingPathComponent("boundaries-killed")
+        let killed = try await fleet.attemptRollout(
+            extra: ["-e", "vpnprov_acme_force_renewal=true"],
+            environment: killer.environment(
+                log: boundaries, killBefore: "Report the node's certificate to the controller"))
+        #expect(
+            AnsibleKiller.killed(AnsibleKiller.boundaries(boundaries), killed) != nil,
+            "the rollout was not killed: \(killed)")
+        let installedByTheKilledRun = try Self.serial(leaf)
+        #expect(installedByTheKilledRun != renewed, "the killed rollout installed no new certificate")
+        #expect(
+            try lab.swanctl(n1, ["--list-certs"]).stdout.contains(Self.swanctlSerial(renewed)),
+            "the killed rollout loaded its certificate")
+        _ = try await fleet.rollout("the rollout after the killed one")
+        let reloaded = try lab.swanctl(n1, ["--list-certs"]).stdout
+        #expect(
+            reloaded.contains(Self.swanctlSerial(installedByTheKilledRun))
+                && !reloaded.contains(Self.swanctlSerial(renewed)),
+            "charon does not hold the certificate the killed rollout installed: \(reloaded)")
+        renewed = installedByTheKilledRun
+
         // (d) With the node's port 80 closed, a forced renewal fails with lego's reason, the play fails,
         // and the node keeps its certificate.
-        guard ansibleOnly else { return }
         for command in [
             "add table inet acmetest",
             "add chain inet acmetest input { type filter hook input priority -10; policy accept; }",

@@ -761,13 +761,14 @@ struct OneNodeFleet {
         return result
     }
 
-    /// Rolls the generated deploy/ out to the node, whatever the outcome.
-    func attemptRollout(extra: [String] = []) async throws -> CommandResult {
+    /// Rolls the generated deploy/ out to the node, whatever the outcome (`environment`: more variables for
+    /// ansible-playbook).
+    func attemptRollout(extra: [String] = [], environment: [String: String] = [:]) async throws -> CommandResult {
         let arguments =
             [
                 "-i", out.appendingPathComponent("deploy/inventory.yml").path,
                 out.appendingPathComponent("deploy/site.yml").path,
             ] + AnsibleRolloutTests.labVariables + ["-e", "vpnprov_manage_network=false", "-v"] + extra
-        return try await lab.playbook(arguments)
+        return try await lab.playbook(arguments, environment: environment)
     }
 }

@@ -1181,13 +1181,16 @@ final class RadiusScenario: @unchecked Sendable {
         try JSONSerialization.data(withJSONObject: ["services": [:] as [String: String], "radius": servers])
             .write(to: config)
         let output = dir.appendingPathComponent("vpnprov.prom")
-        let script = AnsibleTools.packageRoot.appendingPathComponent(
-            "templates/deploy/roles/vpnprov_node/files/vpnprov-strongswan-metrics")
+        let role = AnsibleTools.packageRoot.appendingPathComponent("templates/deploy/roles/vpnprov_node")
+        let script = role.appendingPathComponent("files/vpnprov-strongswan-metrics")
         func status() throws -> String {
+            // The role installs the collector's vici client beside it; here Python finds it in the role.
             let result = try Command.run(
                 StrongSwanEnvironment.ipPath,
                 [
-                    "netns", "exec", try lab.node(free.name).namespace, "/usr/bin/python3", script.path, "--config",
+                    "netns", "exec", try lab.node(free.name).namespace, "/usr/bin/env",
+                    "PYTHONPATH=" + role.appendingPathComponent("module_utils").path, "/usr/bin/python3", script.path,
+                    "--config",
                     config.path, "--output", output.path, "--socket", try lab.nodeDaemon(free.name).socketPath,
                     "--radius-settings", settings,
                 ], timeout: .seconds(30))

@@ -8,13 +8,18 @@ import Testing
 /// with its mode and group, lets FreeRADIUS check the installed directory, removes a file vpnprov does not
 /// write, and changes nothing on a second run. The server's IPsec side (`radius/<server>/ipsec/`) goes to its
 /// own places instead: the swanctl file root-only (0600), the firewall table loaded (the playbook runs in a
-/// network namespace of its own, so `nft -f` changes only that). The configuration itself serving logins is
-/// proven by `RadiusAccountsTests`.
+/// network namespace of its own, so `nft -f` changes only that). A rollout of a changed table killed after it
+/// installed the file and before its handler loaded it (`AnsibleKiller`) is loaded by the next run, although
+/// that run's copy finds the file in place. The configuration itself serving logins is proven by
+/// `RadiusAccountsTests`.
 @Suite struct RadiusRoleTests {
-    /// The accounts scenario's deployment generated in `dir` (its database a host name: nothing connects to it).
-    static func generate(in dir: URL, label: String) throws -> GeneratedDeployment {
-        let inventory = dir.appendingPathComponent("inventory.yaml").path
-        try RadiusGeneratedInputs.inventory().write(toFile: inventory, atomically: true, encoding: .utf8)
+    /// The accounts scenario's deployment generated in `dir` (its database a host name: nothing connects to it),
+    /// its inventory changed by `edit`.
+    static func generate(
+        in dir: URL, label: String, edit: (String) -> String = { $0 }
+    ) throws -> GeneratedDeployment {
+        let inventory = dir.appendingPathComponent("\(label).yaml").path
+        try edit(RadiusGeneratedInputs.inventory()).write(toFile: inventory, atomically: true, encoding: .utf8)
         let environment = [
             "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
             "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
@@ -37,19 +42,27 @@ import Testing
         try Command.check(StrongSwanEnvironment.ipPath, ["netns", "add", namespace])
         defer { NetworkPair.delete(namespace: namespace) }
 
-        func rollout(_ label: String) async throws -> CommandResult {
-            let result = try await Command.runAwaiting(
+        let killer = try AnsibleKiller(directory: dir.appendingPathComponent("callbacks"))
+        func attempt(_ out: String, killBefore: String? = nil) async throws -> CommandResult {
+            let environment = killer.environment(
+                log: dir.appendingPathComponent("boundaries-\(Scratch.next())"), killBefore: killBefore)
+            return try await Command.runAwaiting(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", namespace, "/usr/bin/env",
                     "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
-                    "ANSIBLE_NOCOLOR=1", AnsibleTools.playbook, "-i", out + "/deploy/inventory.yml",
+                    "ANSIBLE_NOCOLOR=1",
+                ] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + [
+                    AnsibleTools.playbook, "-i", out + "/deploy/inventory.yml",
                     out + "/deploy/site.yml", "--limit", "rad-1", "-e", "ansible_connection=local",
                     "-e", "ansible_python_interpreter=/usr/bin/python3", "-e", "vpnprov_radius_config_dir=\(installed)",
                     "-e", "vpnprov_radius_manage_service=false", "-e", "vpnprov_radius_install_packages=false",
                     "-e", "vpnprov_radius_swanctl_conf=\(swanctlConf)", "-e", "vpnprov_radius_nftables_file=\(nftFile)",
                 ],
                 timeout: .seconds(300))
+        }
+        func rollout(_ label: String, out: String = out) async throws -> CommandResult {
+            let result = try await attempt(out)
             try #require(result.succeeded, "\(label): \(result)")
             return result
         }
@@ -95,7 +108,31 @@ import Testing
         let second = try await rollout("second rollout")
         #expect(!fm.fileExists(atPath: installed + "/mods-enabled/stray"))
         #expect(!recap(second).contains("changed=0"), "the stray file's removal is a change: \(recap(second))")
-        let third = try await rollout("third rollout")
+        // The server moves to other ports (its firewall table changes), and the rollout is killed after the new
+        // table was installed and before the handlers ran: the next run loads it although its copy finds it in place.
+        let moved = try Self.generate(in: dir, label: "role-moved") {
+            $0.replacingOccurrences(
+                of: "rad-1: { address: 192.0.2.11 }",
+                with: "rad-1: { address: 192.0.2.11, auth_port: 1912, acct_port: 1913 }")
+        }
+        defer { try? FileManager.default.removeItem(at: moved.out.deletingLastPathComponent()) }
+        let movedOut = moved.out.path
+        func loadedTable() throws -> String {
+            try Command.run(
+                StrongSwanEnvironment.ipPath,
+                ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"]
+            ).stdout
+        }
+        try #require(
+            (try String(contentsOfFile: movedOut + "/radius/rad-1/ipsec/vpnprov-radius.nft", encoding: .utf8))
+                .contains("1912"), "the new ports are in the new table")
+        let killed = try await attempt(movedOut, killBefore: "Put the configuration live")
+        #expect(!killed.succeeded && !killed.stdout.contains("PLAY RECAP"), "\(killed)")
+        #expect(fm.contentsEqual(atPath: nftFile, andPath: movedOut + "/radius/rad-1/ipsec/vpnprov-radius.nft"))
+        #expect(!(try loadedTable()).contains("1912"), "the killed run loaded the table")
+        let rerun = try await rollout("the run after the killed one", out: movedOut)
+        #expect(try loadedTable().contains("1912"), "the rerun did not load the new table: \(recap(rerun))")
+        let third = try await rollout("third rollout", out: movedOut)
         #expect(recap(third).contains("changed=0"), "\(recap(third))")
         // The secrets never reach Ansible's output.
         let secrets = try ["clients.conf", "ipsec/swanctl.conf"].map {

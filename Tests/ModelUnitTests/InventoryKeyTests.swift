@@ -29,6 +29,7 @@ import VPNProvTestFixtures
         var accounts: [Keys.AccountsKey: Int] = [:]
         var acme: [Keys.ACMEKey: Int] = [:]
         var monitoring: [Keys.MonitoringKey: Int] = [:]
+        var handOff: [Keys.HandOffKey: Int] = [:]
 
         /// Writes a node's `key:` and, under it, each key of `K` with its value; the line of the first.
         mutating func nested<K: RawRepresentable & CaseIterable>(
@@ -145,6 +146,17 @@ import VPNProvTestFixtures
                 }
             w.monitoring[key] = w.text.add("  \(key.rawValue): \(value)")
         }
+        _ = w.text.add("handoff:")
+        for key in Keys.HandOffKey.allCases {
+            let value =
+                switch key {
+                case .address: "get.vpn.example.com"
+                case .deploy: "{host: 192.0.2.80, port: 2222, user: admin, become: true}"
+                case .expires: "36h"
+                case .downloads: "2"
+                }
+            w.handOff[key] = w.text.add("  \(key.rawValue): \(value)")
+        }
         _ = w.text.add("nodes:")
         _ = w.text.add("  n1:")
         for key in Keys.NodeKey.allCases {
@@ -248,6 +260,7 @@ import VPNProvTestFixtures
         let accounts = try #require(inventory.accounts)
         let acme = try #require(inventory.acme)
         let monitoring = try #require(inventory.monitoring)
+        let handOff = try #require(inventory.handOff)
 
         #expect(Set(w.node.keys) == Set(NodeField.named + [.allowPrivate(0)]))
         #expect(Set(w.user.keys) == Set(UserField.named))
@@ -255,6 +268,7 @@ import VPNProvTestFixtures
         #expect(Set(w.accounts.keys) == Set(Keys.AccountsKey.allCases))
         #expect(Set(w.acme.keys) == Set(Keys.ACMEKey.allCases))
         #expect(Set(w.monitoring.keys) == Set(Keys.MonitoringKey.allCases))
+        #expect(Set(w.handOff.keys) == Set(Keys.HandOffKey.allCases))
 
         #expect(node.fieldLocations.mapValues(\.line) == w.node)
         #expect(user.fieldLocations.mapValues(\.line) == w.user)
@@ -262,6 +276,7 @@ import VPNProvTestFixtures
         #expect(accounts.fieldLocations.mapValues(\.line) == w.accounts)
         #expect(acme.fieldLocations.mapValues(\.line) == w.acme)
         #expect(monitoring.fieldLocations.mapValues(\.line) == w.monitoring)
+        #expect(handOff.fieldLocations.mapValues(\.line) == w.handOff)
         for (field, line) in w.node { #expect(node.location(of: field).line == line, "\(field.path)") }
         for (field, line) in w.user { #expect(user.location(of: field).line == line, "\(field.path)") }
         for (field, line) in w.top { #expect(inventory.location(of: field).line == line, "\(field.path)") }
@@ -301,6 +316,10 @@ import VPNProvTestFixtures
         let monitoring = try #require(inventory.monitoring)
         #expect(monitoring.from.map(\.description) == ["192.0.2.250/32"])
         #expect(monitoring.port == 9200 && monitoring.userLabels)
+
+        let handOff = try #require(inventory.handOff)
+        #expect(handOff.address == "get.vpn.example.com" && handOff.lifetime == 36 * 3600 && handOff.downloads == 2)
+        #expect(handOff.deploy == DeployTarget(host: "192.0.2.80", port: 2222, user: "admin", become: true))
 
         #expect(node.address == "n1.vpn.example.com" && node.id == .fqdn("vpn.example.com"))
         #expect(node.region == "eu-central" && node.country == "NO" && node.tier == .pro)
@@ -342,10 +361,11 @@ import VPNProvTestFixtures
         }
         #expect(
             names(Keys.TopLevelKey.self) == [
-                "vpnprov", "name", "pki", "secrets", "accounts", "acme", "monitoring", "defaults", "nodes", "users",
-                "acknowledge",
+                "vpnprov", "name", "pki", "secrets", "accounts", "acme", "monitoring", "handoff", "defaults", "nodes",
+                "users", "acknowledge",
             ])
         #expect(names(Keys.MonitoringKey.self) == ["from", "port", "user_labels"])
+        #expect(names(Keys.HandOffKey.self) == ["address", "deploy", "expires", "downloads"])
         #expect(names(Keys.AcknowledgementKey.self) == ["rule", "node", "user", "service", "reason"])
         #expect(names(Keys.SecretsKey.self) == ["env_prefix", "file_dir"])
         #expect(

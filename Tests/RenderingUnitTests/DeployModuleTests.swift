@@ -4,8 +4,9 @@ import VPNProvTemplates
 import VPNProvTestFixtures
 
 /// The role's module (deploy/roles/vpnprov_node/library/vpnprov_swanctl.py, as vpnprov writes it) run by
-/// python3 with a stand-in for Ansible's AnsibleModule: it gets the parameters and `swanctl --list-sas
-/// --pretty` output given here, and the test sees which `swanctl --terminate` calls it makes.
+/// python3 with a stand-in for Ansible's AnsibleModule and for charon: it gets the parameters and the
+/// `swanctl` output given here (and, for state=loaded, what a stand-in vici connection answers), and the
+/// test sees which `swanctl` calls it makes.
 @Suite(.temporaries) struct DeployModuleTests {
     static let python = "/usr/bin/python3"
 
@@ -14,12 +15,29 @@ import VPNProvTestFixtures
     /// uses), `runCommand` the stand-in's `run_command` method (Python, indented as a method of the class),
     /// which records the swanctl calls in `calls`; returns the JSON object the Python expression `printed`
     /// makes of them and of `result` after the run.
-    static func runModule(_ input: [String: Any], runCommand: String, printed: String) throws -> [String: Any] {
+    /// `vici`: what the stand-in for charon's vici socket answers (Python, indented as the body of the stand-in's
+    /// `request(self, command)`; `streamed(self, command)` answers the streaming commands), with the module's
+    /// own vici client (module_utils/vpnprov_vici.py) around it; `files`: files written below the run's
+    /// directory first, whose path the module's parameters name as `DIR/…`.
+    static func runModule(
+        _ input: [String: Any], runCommand: String, printed: String, vici: String = "        return {}",
+        files: [String: String] = [:]
+    ) throws -> [String: Any] {
         let source = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/library/vpnprov_swanctl.py"])
+        let client = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/module_utils/vpnprov_vici.py"])
         let dir = URL(fileURLWithPath: try temporaryDirectory("module"))
         defer { try? FileManager.default.removeItem(at: dir) }
         let module = dir.appendingPathComponent("vpnprov_swanctl.py")
         try source.write(to: module, atomically: true, encoding: .utf8)
+        try client.write(to: dir.appendingPathComponent("vpnprov_vici.py"), atomically: true, encoding: .utf8)
+        for (path, text) in files {
+            let file = dir.appendingPathComponent(path)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+        }
+        // The parameters name the run's directory as DIR.
+        let input = Self.replacingDIR(input, with: dir.path) as! [String: Any]
         let inputFile = dir.appendingPathComponent("input.json")
         try JSONSerialization.data(withJSONObject: input).write(to: inputFile)
         let driver = """
@@ -40,6 +58,23 @@ import VPNProvTestFixtures
             for name in ["ansible", "ansible.module_utils", "ansible.module_utils.basic"]:
                 sys.modules[name] = types.ModuleType(name)
             sys.modules["ansible.module_utils.basic"].AnsibleModule = FakeModule
+            client = types.ModuleType("ansible.module_utils.vpnprov_vici")
+            exec(compile(open(os.path.join(os.path.dirname(sys.argv[1]), "vpnprov_vici.py")).read(), "vpnprov_vici", "exec"),
+                 client.__dict__)
+            class FakeVici:
+                def __init__(self, path, timeout):
+                    calls.append(["vici", path])
+                def close(self):
+                    pass
+                def stream(self, command, event, message=None):
+                    return self.streamed(command)
+                def streamed(self, command):
+                    return []
+                def request(self, command, message=None):
+            \(vici)
+            client.Vici = FakeVici
+            sys.modules["ansible.module_utils.vpnprov_vici"] = client
+            os.environ["STRONGSWAN_CONF"] = os.path.join(os.path.dirname(sys.argv[1]), "strongswan.conf")
             code = compile(open(sys.argv[1]).read(), sys.argv[1], "exec")
             namespace = {"__name__": "vpnprov_swanctl"}
             exec(code, namespace)
@@ -79,72 +114,196 @@ import VPNProvTestFixtures
         return ((json["ended"] as? [String]) ?? [], (json["result"] as? [String: Any]) ?? [:])
     }
 
+    /// `value` with every string's "DIR" replaced by `path`.
+    static func replacingDIR(_ value: Any, with path: String) -> Any {
+        switch value {
+        case let text as String: return text.replacingOccurrences(of: "DIR", with: path)
+        case let list as [Any]: return list.map { replacingDIR($0, with: path) }
+        case let object as [String: Any]: return object.mapValues { replacingDIR($0, with: path) }
+        default: return value
+        }
+    }
+
     struct ModuleRunError: Error, CustomStringConvertible {
         var output: String
         var description: String { "the module did not run: \(output)" }
     }
 
-    /// Runs the module's main() with state=ordered against a fake swanctl whose `--list-conns --pretty`
-    /// lists `held` until a `--load-conns --file <file>` loads `file` again, and `reloaded` after; returns the
-    /// swanctl calls (the temporary empty file's path as "EMPTY") and the module's result.
-    static func order(
-        _ connections: [String], held: [String], reloaded: [String], checkMode: Bool = false
-    ) throws -> (calls: [[String]], result: [String: Any]) {
+    /// A node's installed configuration for state=loaded (paths below the run's directory): two connections
+    /// and two shared secrets, no certificate (the end-to-end tests load real ones).
+    static let installed = [
+        "swanctl/swanctl.conf": """
+        # a comment { with a brace
+        connections {
+           ikev2-cert {
+              proposals = aes256gcm16-prfsha256-ecp256, aes256-sha256-modp2048   # unquoted, with a comma
+              local {
+                 id = "n1 {"
+              }
+           }
+           ikev2-eap { version = 2 }
+        }
+        include conf.d/*.conf
+
+        """,
+        "swanctl/conf.d/secrets.conf": """
+        secrets {
+           ike-psk {
+              secret = "0sYWJj"
+           }
+           eap-u0001 {
+              id = ann
+              secret = 0sZGVm
+           }
+           private-n1 {
+              file = n1.key
+           }
+        }
+
+        """,
+        "strongswan.d/vpnprov.conf": "charon {\n}\n",
+        "strongswan.conf": "swanctl {\n  socket = unix://DIR/charon.vici\n}\n",
+    ]
+
+    struct LoadRun {
+        var calls: [[String]]
+        var result: [String: Any]
+        var recorded: Bool
+    }
+
+    /// Runs the module's main() with state=loaded against the `installed` files and a fake charon: swanctl's
+    /// `--list-conns --pretty` lists `held` until a `--load-conns --file <file>` loads the file again and
+    /// `reloaded` after (`--load-all` keeps the order, as charon does); vici's get-shared answers `shared`
+    /// until `--load-all` and `sharedAfter` after. `recorded`: whether a record of the installed digest is
+    /// in place first (a run that loaded it completed). Returns the swanctl calls (the temporary empty file's
+    /// path as "EMPTY"), the result and whether the record is in place after.
+    static func load(
+        _ connections: [String], held: [String], reloaded: [String], shared: [String] = ["eap-u0001", "ike-psk"],
+        sharedAfter: [String] = ["eap-u0001", "ike-psk"], recorded: Bool, checkMode: Bool = false
+    ) throws -> LoadRun {
         func listing(_ names: [String]) -> String {
             names.map { "list-conn event {\n  \($0) {\n    local_addrs = [\n      %any\n    ]\n  }\n}\n" }.joined()
         }
         let input: [String: Any] = [
             "params": [
-                "state": "ordered", "connections": connections, "identities": [String](),
-                "file": "/etc/swanctl/swanctl.conf",
+                "state": "loaded", "connections": connections, "extra_connections": [String](),
+                "identities": [String](), "file": "DIR/swanctl/swanctl.conf", "directory": "DIR/swanctl",
+                "settings_directory": "DIR/strongswan.d", "record": "DIR/swanctl/.vpnprov-loaded/strongswan.json",
+                "exclude": [String](),
             ],
-            "check_mode": checkMode, "held": listing(held), "reloaded": listing(reloaded),
+            "check_mode": checkMode, "held": listing(held), "reloaded": listing(reloaded), "shared": shared,
+            "shared_after": sharedAfter, "recorded": recorded,
         ]
         let runCommand = """
                 def run_command(self, args):
                     args = args[1:]
-                    if args[:2] == ["--load-conns", "--file"] and args[2] != data["params"]["file"]:
+                    if args[:2] == ["--load-conns", "--file"] and args[2] != self.params["file"]:
                         # The file that unloads everything: it exists, and names no connection.
                         text = open(args[2]).read()
                         calls.append(["--load-conns", "--file", "EMPTY" if "{" not in text else text])
                         return 0, "no connections found, 2 unloaded", ""
-                    calls.append(args)
+                    calls.append([a.replace(os.path.dirname(sys.argv[1]), "DIR") for a in args])
                     if args == ["--list-conns", "--pretty"]:
                         return 0, data["reloaded"] if state["loaded"] else data["held"], ""
-                    if args == ["--load-conns", "--file", data["params"]["file"]]:
+                    if args == ["--load-conns", "--file", self.params["file"]]:
                         state["loaded"] = True
                         return 0, "successfully loaded 2 connections, 0 unloaded", ""
+                    if args == ["--load-all", "--clear", "--noprompt", "--file", self.params["file"]]:
+                        state["cleared"] = True
+                        return 0, "successfully loaded 2 connections, 0 unloaded", ""
+                    if args == ["--reload-settings"]:
+                        return 0, "", ""
                     return 1, "", "unexpected call"
             """
-        let json = try runModule(input, runCommand: runCommand, printed: #"{"calls": calls, "result": result}"#)
-        return ((json["calls"] as? [[String]]) ?? [], (json["result"] as? [String: Any]) ?? [:])
+        // The record of a completed run: the digest the module computes of the same files, made by a first
+        // run that loads (its result's digest) and written as the module writes it.
+        let vici = """
+                    if command == "get-shared":
+                        return {"keys": data["shared_after"] if state.get("cleared") else data["shared"]}
+                    return {"keys": []}
+            """
+        var digest: String?
+        if recorded {
+            let first = try runModule(
+                input.merging(["check_mode": true]) { $1 }, runCommand: runCommand,
+                printed: #"{"result": result}"#, vici: vici, files: Self.installed)
+            digest = ((first["result"] as? [String: Any])?["digest"] as? String)
+        }
+        var files = Self.installed
+        if let digest { files["swanctl/.vpnprov-loaded/strongswan.json"] = "{\"digest\": \"\(digest)\"}\n" }
+        let json = try runModule(
+            input, runCommand: runCommand,
+            printed: #"""
+                {"calls": calls, "result": result, "recorded": json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "swanctl/.vpnprov-loaded/strongswan.json")))["digest"] == result.get("digest") if os.path.exists(os.path.join(os.path.dirname(sys.argv[1]), "swanctl/.vpnprov-loaded/strongswan.json")) else False}
+                """#, vici: vici, files: files)
+        let calls = ((json["calls"] as? [[String]]) ?? []).filter { $0.first != "vici" }
+        return LoadRun(
+            calls: calls, result: (json["result"] as? [String: Any]) ?? [:], recorded: json["recorded"] as? Bool == true
+        )
     }
 
-    @Test(.needs(.python3)) func loadsTheConnectionsAgainOnlyWhenCharonHoldsThemInAnotherOrder() throws {
+    static let list = ["--list-conns", "--pretty"]
+    static let loadAll = ["--load-all", "--clear", "--noprompt", "--file", "DIR/swanctl/swanctl.conf"]
+
+    @Test(.needs(.python3)) func loadsWhatIsInstalledUnlessItsRecordSaysItIsLoaded() throws {
         let generated = ["ikev2-cert", "ikev2-eap"]
-        let list = ["--list-conns", "--pretty"]
-        // A service added to a running node: charon appended it. Everything is unloaded, then loaded in order.
-        let added = try Self.order(generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: generated)
+        // The last run loaded these files: nothing to do.
+        let current = try Self.load(generated, held: generated, reloaded: [], recorded: true)
+        #expect(current.calls == [Self.list], "\(current.result)")
+        #expect(current.result["changed"] as? Bool == false && current.result["failed"] == nil, "\(current.result)")
+        // A run that copied the files and stopped before loading them: charon looks the same (a secret given a
+        // new value keeps its id), but the record is not these files'. Loaded, checked, recorded.
+        let interrupted = try Self.load(generated, held: generated, reloaded: [], recorded: false)
+        #expect(
+            interrupted.calls == [Self.list, ["--reload-settings"], Self.loadAll, Self.list, Self.list],
+            "\(interrupted.result)")
+        #expect(interrupted.result["changed"] as? Bool == true && interrupted.result["failed"] == nil)
+        #expect(interrupted.recorded, "the record names the loaded files")
+        // Check mode reports the pending load and loads nothing.
+        let checked = try Self.load(generated, held: generated, reloaded: [], recorded: false, checkMode: true)
+        #expect(checked.calls == [Self.list], "\(checked.result)")
+        #expect(checked.result["changed"] as? Bool == true && !checked.recorded)
+        #expect((checked.result["pending"] as? [String])?.first?.contains("not the one charon last loaded") == true)
+    }
+
+    @Test(.needs(.python3)) func loadsWhenCharonHoldsOtherSecretsThanTheFiles() throws {
+        let generated = ["ikev2-cert", "ikev2-eap"]
+        // A removed user's secret is still loaded although the record is the files': loaded again.
+        let stale = try Self.load(
+            generated, held: generated, reloaded: [], shared: ["eap-u0001", "eap-u0002", "ike-psk"], recorded: true)
+        #expect(stale.calls == [Self.list, ["--reload-settings"], Self.loadAll, Self.list, Self.list])
+        #expect(
+            (stale.result["pending"] as? [String]) == ["shared secrets: missing none, unexpected ['eap-u0002']"],
+            "\(stale.result)")
+        // Still there after the load: the host fails, naming it.
+        let stuck = try Self.load(
+            generated, held: generated, reloaded: [], shared: ["ike-psk"], sharedAfter: ["ike-psk"], recorded: true)
+        #expect(stuck.result["failed"] as? Bool == true && !stuck.recorded)
+        #expect((stuck.result["msg"] as? String)?.contains("missing ['eap-u0001']") == true, "\(stuck.result)")
+    }
+
+    @Test(.needs(.python3)) func loadsTheConnectionsAgainWhenCharonHoldsThemInAnotherOrder() throws {
+        let generated = ["ikev2-cert", "ikev2-eap"]
+        // A service added to a running node: charon appended it, and --load-all keeps that order. Everything is
+        // unloaded, then loaded in order.
+        let added = try Self.load(generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: generated, recorded: true)
         #expect(
             added.calls == [
-                list, ["--load-conns", "--file", "EMPTY"], ["--load-conns", "--file", "/etc/swanctl/swanctl.conf"],
-                list,
-            ])
+                Self.list, ["--reload-settings"], Self.loadAll, Self.list, ["--load-conns", "--file", "EMPTY"],
+                ["--load-conns", "--file", "DIR/swanctl/swanctl.conf"], Self.list,
+            ], "\(added.result)")
         #expect(added.result["changed"] as? Bool == true && added.result["failed"] == nil)
         #expect(added.result["loaded"] as? [String] == generated)
-        // In order (an operator's own connection after them is fine): nothing is loaded.
-        let same = try Self.order(generated, held: generated + ["office"], reloaded: [])
-        #expect(same.calls == [list])
-        #expect(same.result["changed"] as? Bool == false)
-        // Check mode reports the change and loads nothing.
-        let checked = try Self.order(generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: [], checkMode: true)
-        #expect(checked.calls == [list])
+        // Check mode reports it and loads nothing.
+        let checked = try Self.load(
+            generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: [], recorded: true, checkMode: true)
+        #expect(checked.calls == [Self.list])
         #expect(checked.result["changed"] as? Bool == true)
         // Still out of order after loading again: the host fails, naming the order.
-        let stuck = try Self.order(
-            generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: ["ikev2-eap", "ikev2-cert"])
-        #expect(stuck.result["failed"] as? Bool == true)
-        #expect((stuck.result["msg"] as? String)?.contains("another order") == true)
+        let stuck = try Self.load(
+            generated, held: ["ikev2-eap", "ikev2-cert"], reloaded: ["ikev2-eap", "ikev2-cert"], recorded: true)
+        #expect(stuck.result["failed"] as? Bool == true && !stuck.recorded)
+        #expect((stuck.result["msg"] as? String)?.contains("another order") == true, "\(stuck.result)")
     }
 
     /// One IKE SA as `swanctl --list-sas --pretty` prints it (vici's dumper: two spaces per level, one

@@ -116,8 +116,10 @@ import VPNProvTestFixtures
 
 /// Certificates issued without what Windows checks are renewed on the next run, and the summary says why.
 @Suite(.temporaries) struct WindowsCertificateRenewalTests {
-    /// Rewrites the state's index.json with `change` applied to the certificate records (JSON objects by serial).
+    /// Rewrites the state's index.json with `change` applied to the certificate records (JSON objects by
+    /// serial), as an earlier vpnprov would have written them (a sealed state refuses any edit).
     func editIndex(_ state: String, _ change: (inout [String: Any]) -> Void) throws {
+        try StateDamage.unseal(state)
         let url = URL(fileURLWithPath: state + "/index.json")
         var index = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
         var certificates = try #require(index["certificates"] as? [String: Any])

@@ -173,9 +173,25 @@ import VPNProvTestFixtures
             to: dir + "/inventory.yaml")
         let run = vpnprov(["generate"], in: dir)
         #expect(run.code == 3)
-        #expect(run.err.contains("does not belong to the certificate"))
+        #expect(run.err.contains("does not sign for the certificate"))
         let key = try String(contentsOfFile: dir + "/sign/int.key", encoding: .utf8)
         for line in SecretLeaks.keyLines(key) { #expect(!run.err.contains(line)) }
+        #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/alice/alice.mobileconfig"))
+    }
+
+    /// A signing key whose private scalar is damaged still carries the certificate's public key: it is
+    /// refused by what it signs, before any profile is signed with it.
+    @Test(.needs(.openssl)) func aSigningKeyWithADamagedPrivateHalfIsRefused() throws {
+        let dir = try temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/sign", withIntermediateDirectories: true)
+        try Self.makeSigningChain(in: dir + "/sign", ecdsaLeaf: true)
+        let keyPath = dir + "/sign/leaf.key"
+        let key = [UInt8](try Data(contentsOf: URL(fileURLWithPath: keyPath)))
+        try Data(try #require(StateDamage.flipScalar(key))).write(to: URL(fileURLWithPath: keyPath))
+        write(Self.inventory, to: dir + "/inventory.yaml")
+        let run = vpnprov(["generate"], in: dir)
+        #expect(run.code == 3, "\(run.err)")
+        #expect(run.err.contains("does not sign for the certificate"), "\(run.err)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/out/clients/alice/alice.mobileconfig"))
     }
 

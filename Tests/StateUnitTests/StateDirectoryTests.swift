@@ -34,7 +34,7 @@ import VPNProvTestFixtures
         let directory = try #require(try StateDirectory.open(state, create: false))
         try FileManager.default.moveItem(atPath: state, toPath: state + "-moved")
         try FileManager.default.createSymbolicLink(atPath: state, withDestinationPath: elsewhere)
-        try directory.write(Array("{}".utf8), toFileNamed: "probe")
+        try directory.write(Array("{}".utf8), to: state + "/probe")
         try directory.write(Array("x".utf8), to: directory.paths.key("0B"))
         #expect(names(elsewhere).isEmpty)
         #expect(names(state + "-moved").contains("probe"))

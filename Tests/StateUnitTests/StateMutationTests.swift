@@ -69,6 +69,47 @@ import VPNProvTestFixtures
         }
     }
 
+    /// manifest.sha256 (a generated state's, in the corpus outside the `state-*` mix): it lists four
+    /// records, and every single-bit flip of every byte is refused, naming the file: its lines are
+    /// sealed by its last one, which seals nothing but them.
+    @Test func manifestSeedDecodesAndEveryBitFlipIsRefused() throws {
+        let bytes = try Self.seed("manifest-state.sha256")
+        #expect(try StateInputs.readManifest(bytes) == 4)
+        var refused = 0
+        for i in bytes.indices {
+            for bit in 0..<8 {
+                var flipped = bytes
+                flipped[i] ^= UInt8(1 << bit)
+                #expect(throws: StateError.self, "byte \(i) bit \(bit)") { try StateInputs.readManifest(flipped) }
+                refused += 1
+            }
+        }
+        for cut in [0, 1, bytes.count / 2, bytes.count - 1] {
+            #expect(throws: StateError.self) { try StateInputs.readManifest(Array(bytes.prefix(cut))) }
+        }
+        #expect(refused == 8 * bytes.count)
+        do {
+            try StateInputs.readManifest(Array(bytes.dropLast()))
+        } catch let error as StateError {
+            #expect(error.message.contains(StateInputs.stateDirectory + "/manifest.sha256"))
+        }
+    }
+
+    /// rollout-pending: the sorted names vpnprov writes, one a line; anything else is refused (a name
+    /// lost would be a node that silently stops waiting for its rollout).
+    @Test func rolloutLedgerSeedDecodesAndOtherListsAreRefused() throws {
+        #expect(
+            try StateInputs.readRolloutPending(try Self.seed("ledger-rollout-pending")) == ["fra-1", "nyc-1", "sgp-1"])
+        for bad in [
+            "", "\n", "nyc-1\nfra-1\n", "fra-1\n\nnyc-1\n", "fra-1", " fra-1\n", "fra-1\nfra-1\n", "../x\n",
+            "fr\u{1}a\n",
+        ] {
+            #expect(throws: StateError.self, "\(bad.debugDescription)") {
+                try StateInputs.readRolloutPending(Array(bad.utf8))
+            }
+        }
+    }
+
     @Test func revokedIndexSeedDecodesToItsRecords() throws {
         let bytes = try Self.seed("state-index-revoked.json")
         let index = try StateStore.decodeIndex(bytes, path: "index.json")

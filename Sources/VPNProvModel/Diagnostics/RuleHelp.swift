@@ -119,7 +119,7 @@ package enum RuleHelp {
         "radius-psk-reused":
             "A node offering ikev2-psk has the PSK a RADIUS node hands every app account (ipsec-xauth-psk, ikev2-psk-eap): every account holder would get a tunnel there without an account check.",
         "acme-settings-missing":
-            "A node says 'certificate: acme' but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
+            "A node says 'certificate: acme' (or 'handoff:' is written) but the inventory has no 'acme:' section, or 'acme:' has no 'email'.",
         "acme-identity":
             "A node with 'certificate: acme' has an identity that is not a DNS name: an ACME CA certifies DNS names.",
         "radius-address":
@@ -130,7 +130,9 @@ package enum RuleHelp {
             "'ppk: required' on an 'accounts: radius' node: app accounts have no PPK, so every one would be refused.",
         "quantum-safe-device":
             "Users reach a quantum-safe node with a device whose generated configuration cannot carry what the node requires.",
-        "acme-unused": "'acme:' is written but no node says 'certificate: acme'.",
+        "acme-unused": "'acme:' is written but no node says 'certificate: acme' and there is no 'handoff:'.",
+        "handoff-address":
+            "handoff.address is not a fully qualified DNS name the ACME CA can certify, or is a node's or RADIUS server's name or address.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0), a pool, or a node's address or radius_address (a node's tunnel clients leave with it): name only where 'vpnprov accounts' runs.",
         "monitoring-from-wide":
@@ -202,7 +204,9 @@ package enum RuleHelp {
         "state-locked": "Another vpnprov run holds the state lock.",
         "state-unreadable": "The state directory cannot be read.",
         "state-inconsistent":
-            "The state does not load cleanly: a key does not match its certificate, a file is missing or altered.",
+            "The state does not load cleanly: a file is missing or altered since vpnprov wrote it, a CA key does not sign for its certificate.",
+        "state-permissions":
+            "The state directory or a file in it belongs to another user or others can write it (refused); as a warning, a mode readable by others that the run narrowed.",
         "ca-passphrase": "The CA key is encrypted and VPNPROV_CA_PASSPHRASE is missing or wrong.",
         "state-io": "A state write failed (disk full, permissions).",
         "crypto-failure": "OpenSSL failed.",
@@ -213,6 +217,13 @@ package enum RuleHelp {
         "no-such-node": "The command names a node the inventory does not list.",
         "rollout-pending":
             "Nodes whose server files changed have not been recorded as rolled out ('vpnprov rolled-out').",
+        "handoff-site-missing":
+            "A hand-off command on an inventory without 'handoff:': add the site, generate and roll deploy/site.yml out.",
+        "handoff-stale":
+            "'handoff' while the state or a user's folder is not what 'vpnprov generate' would write now: run generate first.",
+        "handoff-publish": "Publishing to the hand-off site (ansible-playbook deploy/handoff.yml) failed.",
+        "handoff-record":
+            "The hand-off record or OUT/handoff/ could not be brought up to date, or lines of the fetched audit journal are unreadable.",
         "output-io": "The output tree cannot be read or written.",
         "output-location": "The output tree of this deployment is somewhere else than this run would write it.",
         "render-failure": "A profile or configuration could not be rendered.",

@@ -123,6 +123,7 @@ package struct InventoryDecoder: Sendable {
 
         let acme = value(.acme).flatMap { $0.isNull ? nil : decodeACME($0, cx) }
         let monitoring = value(.monitoring).flatMap { $0.isNull ? nil : decodeMonitoring($0, cx) }
+        let handOff = value(.handoff).flatMap { $0.isNull ? nil : decodeHandOff($0, cx) }
 
         let acknowledgements = value(.acknowledge).map { $0.isNull ? [] : decodeAcknowledgements($0, cx) } ?? []
 
@@ -135,6 +136,7 @@ package struct InventoryDecoder: Sendable {
         inventory.accounts = accounts
         inventory.acme = acme
         inventory.monitoring = monitoring
+        inventory.handOff = handOff
         return inventory
     }
 

@@ -5,7 +5,7 @@
 extension InventoryDecoder {
     /// Keys of the inventory's top level.
     package enum TopLevelKey: String, Sendable, Hashable, CaseIterable {
-        case vpnprov, name, pki, secrets, accounts, acme, monitoring, defaults, nodes, users, acknowledge
+        case vpnprov, name, pki, secrets, accounts, acme, monitoring, handoff, defaults, nodes, users, acknowledge
     }
 
     /// Keys of an `acknowledge:` entry.
@@ -141,6 +141,11 @@ extension InventoryDecoder {
     package enum MonitoringKey: String, Sendable, Hashable, CaseIterable {
         case from, port
         case userLabels = "user_labels"
+    }
+
+    /// Keys of `handoff:`.
+    package enum HandOffKey: String, Sendable, Hashable, CaseIterable {
+        case address, deploy, expires, downloads
     }
 }
 

@@ -441,6 +441,9 @@ package struct Inventory: Sendable, Hashable {
     /// The fleet's monitoring (`monitoring:`, docs/monitoring.md): nil when not written, and then no node
     /// runs an exporter and no file of `monitoring/` is written.
     package var monitoring: MonitoringSettings?
+    /// The hand-off site (`handoff:`, docs/handoff.md): nil when not written, and then `vpnprov handoff` has
+    /// nowhere to publish and `deploy/` rolls out no site.
+    package var handOff: HandOffSettings?
 
     package init(
         file: String, schemaVersion: Int = 1, name: String, pki: PKISettings, nodes: [Node], users: [User],

@@ -19,7 +19,8 @@ extension RuleCode {
 enum ACMERules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let acmeNodes = inventory.nodes.filter { $0.certificate == .acme }
-        if let acme = inventory.acme, acmeNodes.isEmpty {
+        // The hand-off site (`handoff:`) takes its certificate from the same CA.
+        if let acme = inventory.acme, acmeNodes.isEmpty, inventory.handOff == nil {
             d.append(
                 .warning(
                     .acmeUnused, "'acme:' is written but no node has 'certificate: acme'; the settings are unused",

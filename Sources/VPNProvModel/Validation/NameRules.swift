@@ -11,7 +11,7 @@ import VPNProvYAML
 // unpacked on Windows). Names that differ only in case are errors: on macOS' default file system
 // clients/Alice and clients/alice are one directory and one user's profile would overwrite the other's.
 
-enum NameRules {
+package enum NameRules {
     static let maxLength = 64
     static let windowsDeviceNames: Set<String> = {
         var s: Set<String> = ["con", "prn", "aux", "nul"]
@@ -23,7 +23,7 @@ enum NameRules {
     }()
 
     /// Why `name` is not a safe name, or nil.
-    static func problem(_ name: String) -> String? {
+    package static func problem(_ name: String) -> String? {
         if name.isEmpty { return "is empty" }
         if name.unicodeScalars.contains(where: { $0.value == 0 }) { return "contains a NUL character" }
         if TextCheck.hasControlCharacters(name) { return "contains control characters" }

@@ -13,7 +13,7 @@ package enum Validator {
     static let rules: [Rule] = [
         NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, ProposalRules.check,
         WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check,
-        DeployRules.check, ACMERules.check, QuantumSafeRules.check, MonitoringRules.check,
+        DeployRules.check, ACMERules.check, QuantumSafeRules.check, MonitoringRules.check, HandOffRules.check,
     ]
     static let accountsRule: Rule = AccountsRules.check
     static let secretsRule: Rule = SecretRules.check

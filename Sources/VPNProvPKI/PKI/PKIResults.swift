@@ -78,6 +78,9 @@ package struct PrepareResult {
         try pendingStore?.commit()
     }
 
+    /// The entries of the state the commit gave vpnprov's own modes (they were wider: readable by others).
+    package var narrowedModes: [StatePermissions.Wide] { pendingStore?.narrowedModes ?? [] }
+
     /// Records every certificate this run signed in the state's issuing journal, before the first of
     /// them is written anywhere (the output tree's temporary files included).
     package func recordIssuing() throws {

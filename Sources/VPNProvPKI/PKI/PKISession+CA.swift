@@ -30,7 +30,9 @@ extension PKISession {
             }
             index.ca = CARecord(
                 serial: ca.serialHex, commonName: ca.subject.commonName ?? "", keyType: keyType,
-                fingerprint: hexString(ca.fingerprintSHA256), notAfter: ca.notAfter)
+                fingerprint: hexString(ca.fingerprintSHA256), notAfter: ca.notAfter,
+                certificateSHA256: hexString(Digest.sha256(try store.directory.read(store.paths.caCertificate))),
+                keySHA256: store.caKeyPEM.map { hexString(Digest.sha256(Array($0.utf8))) })
             changes.append(PKIChange(.caAdopted, .ca, serial: ca.serialHex))
             return
         }
@@ -45,6 +47,9 @@ extension PKISession {
                 notBefore: now - PKIManager.backdate, notAfter: now + TimeInterval(settings.days) * 86400,
                 keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
             let cert = try CertificateIssuer.selfSigned(template, key: key)
+            // An adopted key's private half may be damaged (its file carries its public half too).
+            try store.requireSigns(
+                key, for: cert, keyPath: store.paths.caKey, certificatePath: store.paths.caCertificate)
             let keyPEM =
                 try store.caKeyPEM ?? passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
             store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
@@ -56,7 +61,9 @@ extension PKISession {
             index.ca = CARecord(
                 serial: serial, commonName: settings.name, keyType: keyType,
                 fingerprint: hexString(cert.fingerprintSHA256),
-                notAfter: cert.notAfter, anyPolicy: true)
+                notAfter: cert.notAfter, anyPolicy: true,
+                certificateSHA256: hexString(Digest.sha256(Array(cert.pem.utf8))),
+                keySHA256: hexString(Digest.sha256(Array(keyPEM.utf8))))
             index.certificates[serial] = CertificateRecord(
                 serial: serial, kind: .ca, holder: "", subject: template.subject.description, subjectAltNames: [],
                 keyType: keyType, days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter,

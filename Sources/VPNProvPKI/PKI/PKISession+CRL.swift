@@ -99,7 +99,12 @@ extension PKISession {
                 revoked: entries)
             let pem = crl.pem
             store.stage(path(number), Array(pem.utf8))
-            return (pem, CRLRecord(number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials))
+            return (
+                pem,
+                CRLRecord(
+                    number: number, thisUpdate: now, nextUpdate: nextUpdate, revokedSerials: serials,
+                    sha256: hexString(Digest.sha256(Array(pem.utf8))))
+            )
         } catch {
             throw Self.cryptoFailure("cannot build the CRL", error)
         }

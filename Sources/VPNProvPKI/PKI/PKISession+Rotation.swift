@@ -57,7 +57,9 @@ extension PKISession {
             let record = CARecord(
                 serial: serial, commonName: settings.name, keyType: settings.key,
                 fingerprint: hexString(cert.fingerprintSHA256),
-                notAfter: cert.notAfter, generation: generation, anyPolicy: true)
+                notAfter: cert.notAfter, generation: generation, anyPolicy: true,
+                certificateSHA256: hexString(Digest.sha256(Array(cert.pem.utf8))),
+                keySHA256: hexString(Digest.sha256(Array(keyPEM.utf8))))
             // Key first, then certificate, never replacing a file (see StateStore.commit).
             store.stage(store.paths.caKey(record), Array(keyPEM.utf8), overwrite: false)
             store.stage(store.paths.caCertificate(record), Array(cert.pem.utf8), overwrite: false)
@@ -78,11 +80,11 @@ extension PKISession {
                 status: .valid,
                 issuer: previous.serial)
             index.rotation = CARotationRecord(
-                startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl)
+                startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl,
+                crossSHA256: hexString(Digest.sha256(Array(cross.pem.utf8))))
             index.ca = record
             index.crl = nil
-            store.previousCACertificate = previousCert
-            store.previousCAKeyPEM = store.caKeyPEM
+            store.setPreviousCA(certificate: previousCert, keyPEM: store.caKeyPEM, key: previousKey)
             store.previousCRLPEM = store.crlPEM
             store.crossCertificate = cross
             store.crlPEM = nil
@@ -108,8 +110,7 @@ extension PKISession {
             }
         }
         index.rotation = nil
-        store.previousCACertificate = nil
-        store.previousCAKeyPEM = nil
+        store.setPreviousCA(certificate: nil, keyPEM: nil, key: nil)
         store.previousCRLPEM = nil
         store.crossCertificate = nil
         changes.append(

@@ -53,10 +53,12 @@ enum ProfileSigningLoader {
             let key = try PrivateKey(pem: keyPEM)
             // PKCS#1 v1.5 (RSA) signatures are a function of key and content; ECDSA's are not.
             randomized = !(key.algorithm?.isRSA ?? false)
-            guard key.matches(certificate) else {
+            // By its private half: a key file whose private part is damaged still carries the
+            // certificate's public key, and would sign profiles that no device verifies.
+            guard key.signsFor(certificate) else {
                 throw PKIError(
                     .crypto,
-                    "pki.profile_signing: the key (\(settings.key.reference)) does not belong to the certificate (\(settings.certificate.reference))",
+                    "pki.profile_signing: the key (\(settings.key.reference)) does not sign for the certificate (\(settings.certificate.reference))",
                     at: location)
             }
             if !chainPEM.isEmpty { _ = try X509Certificate.all(pem: chainPEM) }

@@ -9,6 +9,7 @@ import VPNProvSupport
 /// it before the first file is renamed; `vpnprov rolled-out` removes it. So a deploy job whose rollout
 /// failed finds the same nodes again when it is retried, although `generate` then writes nothing
 /// (docs/ci.md). Absent when nothing is pending, so a fleet that is rolled out has the state it had before.
+/// A record of the manifest (`StateRecords`): written through it and checked against it.
 package enum RolloutLedger {
     static let fileName = "rollout-pending"
 
@@ -25,14 +26,10 @@ package enum RolloutLedger {
     }
 
     /// The pending nodes of the open state directory, sorted; empty when the file does not exist.
+    /// Checked against the manifest and read strictly (`decode`).
     package static func read(_ directory: StateDirectory) throws -> [String] {
-        let path = path(directory)
-        var st = stat()
-        guard fstatat(directory.fd, fileName, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno == ENOENT { return [] }
-            throw AtomicFile.ioError("cannot read \(path)")
-        }
-        return parse(try directory.read(path, limit: maxBytes))
+        guard let bytes = try directory.readRecords([.rolloutPending]).bytes[.rolloutPending] else { return [] }
+        return try decode(bytes, path: path(directory))
     }
 
     /// The state directory at `path`, which must exist.
@@ -44,7 +41,8 @@ package enum RolloutLedger {
         return directory
     }
 
-    /// The names of a record's bytes (empty lines and surrounding blanks ignored), sorted and unique.
+    /// The names of a record's bytes (empty lines and surrounding blanks ignored), sorted and unique:
+    /// what the fuzzer reads. `decode` is what a run reads.
     static func parse(_ bytes: [UInt8]) -> [String] {
         let names = bytes.split(separator: UInt8(ascii: "\n")).map {
             String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespaces)
@@ -52,21 +50,34 @@ package enum RolloutLedger {
         return Set(names.filter { !$0.isEmpty }).sorted()
     }
 
+    /// The record's bytes as vpnprov writes them: one name a line, each a name the inventory allows,
+    /// sorted, none twice, and at least one (with none waiting there is no file). Anything else (an
+    /// empty file, a stray byte) is refused naming `path`: a name dropped would be a node that silently
+    /// stops waiting for its rollout.
+    package static func decode(_ bytes: [UInt8], path: String) throws -> [String] {
+        let names = parse(bytes)
+        guard !names.isEmpty, encoded(Set(names)) == bytes, names.allSatisfy({ NameRules.problem($0) == nil }) else {
+            throw StateError(
+                .stateUnreadable,
+                "cannot read \(path): it is not the list of node names vpnprov writes (one name a line, sorted); "
+                    + "nothing was changed. Restore the state directory from a backup")
+        }
+        return names
+    }
+
+    static func encoded(_ nodes: Set<String>) -> [UInt8] {
+        Array(nodes.sorted().map { $0 + "\n" }.joined().utf8)
+    }
+
     /// Replaces the record with `nodes` (removes it when empty). Call with the state lock held.
     package static func write(_ nodes: Set<String>, stateDirectory: String) throws {
         try write(nodes, in: try existing(stateDirectory))
     }
 
-    /// Replaces the record of the open state directory with `nodes` (removes it when empty). Call with
-    /// the state lock held.
+    /// Replaces the record of the open state directory with `nodes` (removes it when empty), through
+    /// the manifest. Call with the state lock held.
     package static func write(_ nodes: Set<String>, in directory: StateDirectory) throws {
-        let path = path(directory)
-        if nodes.isEmpty {
-            guard directory.remove(path) else { throw AtomicFile.ioError("cannot remove \(path)") }
-            try directory.syncDirectory(directory.root)
-            return
-        }
-        try directory.write(Array(nodes.sorted().map { $0 + "\n" }.joined().utf8), to: path)
+        try directory.commitRecord(.rolloutPending, nodes.isEmpty ? nil : encoded(nodes))
     }
 
     /// Adds `nodes` and drops names the inventory no longer has (a node taken out of the fleet is

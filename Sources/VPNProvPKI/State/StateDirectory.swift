@@ -21,12 +21,15 @@ package final class StateDirectory: Sendable {
     let fd: Int32
     /// The subdirectories opened so far, by name (absent: not there when asked for).
     private let subdirectories: Mutex<[String: Int32]>
+    /// The entries opened or listed so far whose modes are wider than vpnprov's own (`StatePermissions`).
+    private let widened: Mutex<[StatePermissions.Wide]>
 
     private init(root: String, fd: Int32) {
         self.root = root
         self.paths = StatePaths(root: root)
         self.fd = fd
         self.subdirectories = Mutex([:])
+        self.widened = Mutex([])
     }
 
     deinit {
@@ -37,7 +40,9 @@ package final class StateDirectory: Sendable {
     }
 
     /// Opens the state directory at `root`; with `create`, creates it (and missing parents, 0700) first.
-    /// Nil without `create` when it does not exist.
+    /// Nil without `create` when it does not exist. The directory and every entry in it must belong to
+    /// the user vpnprov runs as and be writable by nobody else, or nothing is read from it
+    /// (`StatePermissions`); each subdirectory is held to the same when it is opened.
     package static func open(_ root: String, create: Bool) throws -> StateDirectory? {
         if create { try AtomicFile.makeDirectory(root) }
         let fd = Glibc.open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -45,7 +50,31 @@ package final class StateDirectory: Sendable {
             if errno == ENOENT && !create { return nil }
             throw AtomicFile.ioError("cannot open the state directory \(root)")
         }
-        return StateDirectory(root: root, fd: fd)
+        let directory = StateDirectory(root: root, fd: fd)
+        try directory.inspect(fd, shown: root, itself: true)
+        return directory
+    }
+
+    /// Refuses an entry of the open directory `directory` (shown as `shown`), or with `itself` the
+    /// directory, that another user owns or can write, and notes those whose modes are wider than
+    /// vpnprov's own.
+    private func inspect(_ directory: Int32, shown: String, itself: Bool) throws {
+        let found = try StatePermissions.inspect(
+            directory, shown: shown, itself: itself, names: Self.names(in: directory))
+        if !found.isEmpty { widened.withLock { $0 += found } }
+    }
+
+    /// The entries seen so far (the state directory's own, and those of every subdirectory opened) whose
+    /// modes are wider than vpnprov's own: what `narrowModes` makes private.
+    package var wideModes: [StatePermissions.Wide] { widened.withLock { $0 } }
+
+    /// Gives every entry of `wideModes` vpnprov's own mode (0700 for directories, 0600 for files); returns
+    /// those it changed. Call with the state lock held.
+    func narrowModes() throws -> [StatePermissions.Wide] {
+        let wide = wideModes
+        for entry in wide { try StatePermissions.narrow(entry, in: self) }
+        widened.withLock { $0 = [] }
+        return wide
     }
 
     // MARK: - names
@@ -91,6 +120,13 @@ package final class StateDirectory: Sendable {
                 if errno == ELOOP || errno == ENOTDIR { try Self.refuseLink(self.fd, name, shown: root + "/" + name) }
                 throw AtomicFile.ioError("cannot open \(root)/\(name)")
             }
+            do {
+                // The directory itself was an entry of the state directory, inspected when it was opened.
+                try inspect(fd, shown: root + "/" + name, itself: false)
+            } catch {
+                close(fd)
+                throw error
+            }
             open[name] = fd
             return fd
         }
@@ -127,16 +163,23 @@ package final class StateDirectory: Sendable {
     }
 
     /// Refuses a symbolic link anywhere vpnprov reads or writes inside the state directory (its
-    /// subdirectories, index.json, secrets.json, the issuing journal, the lock), and opens the
+    /// subdirectories, the manifest and the records, the issuing journal, the lock), and opens the
     /// subdirectories that exist. Files inside the subdirectories are opened with O_NOFOLLOW and replaced by
     /// rename, which replaces a link instead of writing through it.
     func refuseSymlinks() throws {
-        for path in paths.subdirectories + [paths.index, paths.secrets, paths.issuingJournal, paths.lock] {
+        let files = [manifestPath] + StateRecord.allCases.map(path) + [paths.issuingJournal, paths.lock]
+        for path in paths.subdirectories + files {
             try Self.refuseLink(fd, String(relativePath(path)), shown: path)
         }
         // Opened now, so the rest of the run works in these directories whatever is renamed later (one
-        // that cannot be opened reports its error where it is used).
-        for path in paths.subdirectories { _ = try? subdirectory(String(relativePath(path))) }
+        // that cannot be opened reports its error where it is used; one that another user holds, here).
+        for path in paths.subdirectories {
+            do {
+                _ = try subdirectory(String(relativePath(path)))
+            } catch let error as StateError where error.code == .statePermissions {
+                throw error
+            } catch {}
+        }
     }
 
     // MARK: - files
@@ -167,13 +210,6 @@ package final class StateDirectory: Sendable {
             throw AtomicFile.ioError("cannot write \(path)")
         }
         try AtomicFile.write(bytes, in: directory, name: name, shown: path, sync: sync, overwrite: overwrite)
-    }
-
-    /// Writes the file `name` of the state directory itself atomically (a record the engine keeps
-    /// there: where the output tree is).
-    package func write(_ bytes: [UInt8], toFileNamed name: String) throws {
-        precondition(!name.contains("/"), "\(name) is not a file name")
-        try write(bytes, to: root + "/" + name)
     }
 
     /// Removes the file `path`; true when it is gone (or was never there).

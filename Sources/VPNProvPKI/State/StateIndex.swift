@@ -6,7 +6,11 @@ import VPNProvSupport
 /// `index.json`: the certificate database and what is current. Encoded with sorted keys and ISO 8601
 /// dates so an unchanged state re-encodes to the same bytes.
 package struct StateIndex: Codable, Equatable {
-    static let currentVersion = 1
+    /// 2: sealed by `manifest.sha256` (`StateRecords`), with the digests of the CAs' files, the CRLs and
+    /// the cross certificate. Version 1, from before, is read (strictly, key by key) and written as 2 by
+    /// the next run that commits the state.
+    static let currentVersion = 2
+    static let readableVersions = 1...2
 
     var version: Int = StateIndex.currentVersion
     package var ca: CARecord?
@@ -42,6 +46,8 @@ package struct CARotationRecord: Codable, Equatable {
     var crossSerial: String
     /// The previous CA's CRL, kept current during the overlap (its certificates are still trusted).
     package var previousCRL: CRLRecord?
+    /// SHA-256 of the cross certificate's file as written (absent in older states until their next run).
+    var crossSHA256: String? = nil
 }
 
 package struct CARecord: Codable, Equatable {
@@ -57,6 +63,11 @@ package struct CARecord: Codable, Equatable {
     /// The CA certificate carries `anyPolicy`, so strongSwan 5.9 accepts the node policies of client
     /// certificates under it (NodeAccessPolicy); absent on CAs created before vpnprov scoped them.
     var anyPolicy: Bool? = nil
+    /// SHA-256 of the CA's certificate and key files as written: a run reads the key file by its digest
+    /// and checks its private half only before it signs. Absent in older states: the key is then
+    /// checked by its private half when it can be read, and its digest recorded (docs/state.md).
+    var certificateSHA256: String? = nil
+    var keySHA256: String? = nil
 }
 
 package enum CertificateStatus: String, Codable, Equatable {
@@ -156,6 +167,9 @@ package struct CRLRecord: Codable, Equatable {
     var nextUpdate: Date
     /// Serials listed, sorted.
     var revokedSerials: [String]
+    /// SHA-256 of the CRL file as written; absent in older states until their next run, which then
+    /// checks the CRL's number and signature instead.
+    var sha256: String? = nil
 }
 
 /// `secrets.json` (0600): generated PSKs and passwords, p12 passwords.
@@ -193,5 +207,43 @@ enum StateJSON {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return try decoder.decode(type, from: Data(bytes))
+    }
+
+    /// Where `bytes` (which decoded to `value`) hold what `value` does not: a key the type does not
+    /// have (which the decoder skips and the next write would drop), a `null`, a date or number that
+    /// does not read back as written (`T46:01:29Z` decodes to a date two days on), as a dotted path to
+    /// it ("certificates.0A1B.revocationReason"); nil when the two are the same JSON. Names keys only,
+    /// never a value (secrets.json's values are secrets). The strict reading of a record that no
+    /// manifest vouches for, and of every issuing journal.
+    static func firstDifference<T: Encodable>(_ bytes: [UInt8], _ value: T) throws -> String? {
+        let read = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+        let written = try JSONSerialization.jsonObject(with: Data(try encode(value)), options: [.fragmentsAllowed])
+        return difference(read, written, at: "")
+    }
+
+    private static func difference(_ read: Any, _ written: Any, at path: String) -> String? {
+        func child(_ key: String) -> String { path.isEmpty ? key : path + "." + key }
+        switch (read, written) {
+        case (let read as [String: Any], let written as [String: Any]):
+            for key in read.keys.sorted() {
+                guard let other = written[key] else {
+                    return read[key] is NSNull ? "a null at \(child(key))" : "the unknown key \(child(key))"
+                }
+                if let found = difference(read[key]!, other, at: child(key)) { return found }
+            }
+            if let missing = written.keys.sorted().first(where: { read[$0] == nil }) { return "no \(child(missing))" }
+            return nil
+        case (let read as [Any], let written as [Any]):
+            guard read.count == written.count else { return "the list \(path)" }
+            for (i, (a, b)) in zip(read, written).enumerated() {
+                if let found = difference(a, b, at: child(String(i))) { return found }
+            }
+            return nil
+        default:
+            guard let read = read as? NSObject, let written = written as? NSObject, read.isEqual(written),
+                (read is NSString) == (written is NSString)
+            else { return "the value of \(path.isEmpty ? "the file" : path)" }
+            return nil
+        }
     }
 }

@@ -144,17 +144,21 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         // Opened once (read-only, no lock): the reads below all go through it.
         let directory = try StateDirectory.open(stateDirectory, create: false)
         let paths = StatePaths(root: stateDirectory)
-        guard let directory, directory.exists(paths.index) else {
+        // Checked against the manifest and decoded as generate decodes them, in this order (index, then
+        // secrets), so the first problem is the one reported (version and file names checked; no
+        // decoder text quoted).
+        guard let directory, case let records = try directory.readRecords([.index, .secrets]),
+            let indexBytes = records.bytes[.index]
+        else {
             throw StateError(
                 .stateUnreadable,
                 "\(stateDirectory) holds no vpnprov state (no index.json): run 'vpnprov generate' first")
         }
-        // Read and decode in this order (index, then secrets), so the first problem is the one reported.
-        // The same bound as the loader: a fleet's index is megabytes (about 1 KB a certificate).
-        // Decoded as generate decodes them (version and file names checked; no decoder text quoted).
-        let index = try StateStore.decodeIndex(
-            try directory.read(paths.index, limit: BoundedFile.stateIndexLimit), path: paths.index)
-        let secrets = try StateStore.readSecrets(directory) ?? SecretsFile()
+        let index = try StateStore.decodeIndex(indexBytes, path: paths.index, sealed: records.sealed)
+        let secrets =
+            try records.bytes[.secrets].map {
+                try StateStore.decodeSecrets($0, path: paths.secrets, sealed: records.sealed)
+            } ?? SecretsFile()
         // The expiry list waits for the ACME reports, which it counts.
         var report = make(
             inventory: inventory, stateDirectory: stateDirectory, index: index, secrets: secrets, now: now,

@@ -383,6 +383,22 @@ final class AnsibleLab: @unchecked Sendable {
         return (ns, address, etc)
     }
 
+    /// A host behind `node`: a namespace of its own on a link to the node (`lan0` in the node at
+    /// `203.0.113.1/24`, the host at `203.0.113.2`, routing everything through the node). An address no
+    /// client reaches but through the node's tunnel and its forwarding (and that its generated nftables table
+    /// lets clients reach: no private range). Returns the host's address; it answers pings (its kernel).
+    func addHostBehind(_ node: Node) throws -> String {
+        let ns = node.namespace + "-lan"
+        try addNamespace(ns)
+        try ip(["link", "add", "lan0", "netns", node.namespace, "type", "veth", "peer", "name", "eth0", "netns", ns])
+        try ip(["-n", node.namespace, "addr", "add", "203.0.113.1/24", "dev", "lan0"])
+        try ip(["-n", node.namespace, "link", "set", "lan0", "up"])
+        try ip(["-n", ns, "addr", "add", "203.0.113.2/24", "dev", "eth0"])
+        try ip(["-n", ns, "link", "set", "eth0", "up"])
+        try ip(["-n", ns, "route", "add", "default", "via", "203.0.113.1"])
+        return "203.0.113.2"
+    }
+
     /// Pings `destination` from a client namespace, from `source` (one echo, bounded).
     func ping(fromClient label: String, source: String, to destination: String) throws -> CommandResult {
         guard let client = clients[label] else { throw HarnessError("no client \(label)") }
@@ -395,8 +411,20 @@ final class AnsibleLab: @unchecked Sendable {
             timeout: .seconds(15))
     }
 
-    /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key.
-    func playbook(_ arguments: [String], timeout: Duration = .seconds(900)) async throws -> CommandResult {
+    /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key (`environment`:
+    /// more variables for it, e.g. a callback plugin's).
+    func playbook(
+        _ arguments: [String], environment more: [String: String] = [:], timeout: Duration = .seconds(900)
+    ) async throws -> CommandResult {
+        try await controller(AnsibleTools.playbook, arguments, environment: more, timeout: timeout)
+    }
+
+    /// Runs `program ARGS` in the hub namespace (the controller) with the environment ansible-playbook gets
+    /// there (the lab's SSH key, ansible-core's directory first on PATH): a command that runs Ansible itself.
+    func controller(
+        _ program: String, _ arguments: [String], environment extra: [String: String] = [:],
+        timeout: Duration = .seconds(900)
+    ) async throws -> CommandResult {
         let environment = [
             "PATH": AnsibleTools.binDirectory + ":/usr/sbin:/usr/bin:/sbin:/bin",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
@@ -411,11 +439,11 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_REMOTE_TEMP": scratch.appendingPathComponent("ansible-remote").path,
             "ANSIBLE_CONFIG": configFile,
             "HOME": scratch.path,
-        ]
+        ].merging(extra) { $1 }
         return try await Command.runAwaiting(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-                + [AnsibleTools.playbook] + arguments,
+                + [program] + arguments,
             timeout: timeout)
     }
 

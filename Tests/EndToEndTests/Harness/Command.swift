@@ -317,14 +317,19 @@ final class DaemonProcess: @unchecked Sendable {
         process.standardError = output
         let daemon = DaemonProcess(process: process)
         daemon.exited.handle(process)
+        try runWithNoSignalBlocked(process)
+        daemon.exited.watch(process.processIdentifier)
+        return daemon
+    }
+
+    /// Starts `process` with no signal blocked in the child (see `start`).
+    static func runWithNoSignalBlocked(_ process: Process) throws {
         var none = sigset_t()
         var mask = sigset_t()
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, &mask)
         defer { pthread_sigmask(SIG_SETMASK, &mask, nil) }
         try process.run()
-        daemon.exited.watch(process.processIdentifier)
-        return daemon
     }
 
     /// `signal` (SIGTERM unless said), wait up to `timeout` for the exit, then SIGKILL. Safe to call twice.

@@ -1192,8 +1192,8 @@ vpnprov_vici_socket: /var/run/charon.vici  # noqa: var-naming[no-role-prefix]
 # A RADIUS node's relay (servers/<node>/radius-relay/, docs/accounts.md): Debian's freeradius runs it
 # as its own service; the package's freeradius.service would read /etc/freeradius and is stopped and
 # disabled unless vpnprov_radius_relay_disable_package_service is false. The configuration's directory,
-# the group FreeRADIUS runs as (it must read the secrets), the unit, and the record of what the relay
-# was last started with (a rollout restarts it when the installed files differ).
+# the group FreeRADIUS runs as (it must read the secrets) and the unit. What the relay was last started
+# with is recorded with the role's other records (.vpnprov-loaded/relay).
 vpnprov_radius_relay_packages:  # noqa: var-naming[no-role-prefix]
   - freeradius
 vpnprov_radius_relay_service: vpnprov-radius-relay  # noqa: var-naming[no-role-prefix]
@@ -1203,7 +1203,6 @@ vpnprov_radius_relay_package_service: freeradius  # noqa: var-naming[no-role-pre
 vpnprov_radius_relay_dir: /etc/vpnprov/radius-relay  # noqa: var-naming[no-role-prefix]
 vpnprov_radius_relay_user: freerad  # noqa: var-naming[no-role-prefix]
 vpnprov_radius_relay_group: freerad  # noqa: var-naming[no-role-prefix]
-vpnprov_radius_relay_record: /etc/vpnprov/radius-relay.started  # noqa: var-naming[no-role-prefix]
 
 """##,
         "roles/vpnprov_node/files/vpnprov-strongswan-metrics": ##"""
@@ -2924,11 +2923,6 @@ def write_atomically(path, data, mode):
       (a tree from before vpnprov wrote network/ has none) and use the deploy/ directory of the same output tree
     quiet: true
 
-# Before charon's settings (strongswan.d/vpnprov-radius.conf) point at it: tasks/radius-relay.yml.
-- name: Put the node's RADIUS relay live
-  ansible.builtin.include_tasks: radius-relay.yml
-  when: (vpnprov_node_dir ~ '/radius-relay/radiusd.conf') in (vpnprov_node_found.files | map(attribute='path'))
-
 - name: Create the directory of the nftables table
   ansible.builtin.file:
     path: "{{ vpnprov_nftables_file | dirname }}"
@@ -2959,11 +2953,12 @@ def write_atomically(path, data, mode):
                     | zip(vpnprov_node_present.files | map(attribute='mode')) | map('join', ':'))) }}
 
 # What the last rollouts loaded besides strongSwan's configuration (the kernel settings, the nftables
-# table, the exporter's settings, charon's Disconnect-Request listener) is recorded in .vpnprov-loaded/,
-# one file per part holding what was loaded, written only after it was: so its checksum in the listing
-# above says whether what this rollout installs is what is loaded. One that differs was installed by a run
-# that stopped before its handler ran (Ansible keeps notifications only in the running ansible-playbook's
-# memory): it is loaded now, although its copy finds the file in place.
+# table, the exporter's settings, charon's Disconnect-Request listener, the files and unit the RADIUS
+# relay was started with) is recorded in .vpnprov-loaded/, one file per part holding what was loaded,
+# written only after it was: so its checksum in the listing above says whether what this rollout
+# installs is what is loaded. One that differs was installed by a run that stopped before its handler
+# or restart ran (Ansible keeps notifications only in the running ansible-playbook's memory): it is
+# loaded now, although its copy finds the file in place.
 - name: Compare what is loaded with what this rollout installs
   ansible.builtin.set_fact:
     # path below servers/<node>/ -> checksum
@@ -2992,13 +2987,26 @@ def write_atomically(path, data, mode):
                    if (vpnprov_monitoring | default({}, true) | length > 0) and (vpnprov_manage_service | bool) else {})
          | combine({'listener': vpnprov_node_checksums['strongswan.d/vpnprov-radius-dae.conf']}
                    if ('strongswan.d/vpnprov-radius-dae.conf' in vpnprov_node_checksums)
-                      and (vpnprov_manage_service | bool) else {}) }}
+                      and (vpnprov_manage_service | bool) else {})
+         | combine({'relay': vpnprov_node_relay_started}
+                   if ('radius-relay/radiusd.conf' in vpnprov_node_checksums) and (vpnprov_manage_service | bool)
+                   else {}) }}
+    # The RADIUS relay's files (path below servers/<node>/ -> checksum) and its unit.
+    vpnprov_node_relay_started: >-
+      {{ ((vpnprov_node_checksums | dict2items | selectattr('key', 'match', 'radius-relay/') | items2dict
+           | to_json(sort_keys=true))
+          ~ '\n' ~ lookup('ansible.builtin.template', 'vpnprov-radius-relay.service.j2')) | hash('sha1') }}
     # A part without a record: ''
     vpnprov_node_unrecorded: >-
       {{ dict(vpnprov_node_content.keys() | map('regex_replace', '^', vpnprov_node_loaded_dir ~ '/')
               | zip(vpnprov_node_content.keys() | map('regex_replace', '.*', ''))) }}
 
-# Changed also when the settings in place were never applied (see above).
+# Before charon's settings (strongswan.d/vpnprov-radius.conf) point at it: tasks/radius-relay.yml.
+- name: Put the node's RADIUS relay live
+  ansible.builtin.include_tasks: radius-relay.yml
+  when: (vpnprov_node_dir ~ '/radius-relay/radiusd.conf') in (vpnprov_node_found.files | map(attribute='path'))
+
+# Changed also when the settings in place were never applied (see the comparison above).
 - name: Install the kernel settings forwarding needs
   ansible.builtin.copy:
     src: "{{ vpnprov_node_dir }}/network/60-vpnprov.conf"
@@ -3243,7 +3251,8 @@ def write_atomically(path, data, mode):
     identities: "{{ vpnprov_node_removed_identities }}"
   when: vpnprov_node_removed_identities | length > 0
 
-# After the handlers and the load above succeeded (a failed one ends the run before this).
+# After the handlers, the RADIUS relay's restart and the load above succeeded (a failed one ends the run
+# before this).
 - name: Record what is loaded
   ansible.builtin.copy:
     content: "{{ vpnprov_node_loaded_content[item] }}\n"
@@ -3280,6 +3289,7 @@ def write_atomically(path, data, mode):
   when: vpnprov_manage_service | bool
   failed_when: false
 
+# The record of what the relay was started with too: a relay set up again later starts from none.
 - name: Remove the RADIUS relay's configuration, unit and record
   ansible.builtin.file:
     path: "{{ item }}"
@@ -3287,7 +3297,7 @@ def write_atomically(path, data, mode):
   loop:
     - "{{ vpnprov_radius_relay_dir }}"
     - "{{ vpnprov_radius_relay_unit }}"
-    - "{{ vpnprov_radius_relay_record }}"
+    - "{{ vpnprov_node_loaded_dir }}/relay"
 
 """##,
         "roles/vpnprov_node/tasks/radius-relay.yml": ##"""
@@ -3300,11 +3310,13 @@ def write_atomically(path, data, mode):
 #
 # The files go to vpnprov_radius_relay_dir (owner root, group freerad; those with secrets 0640, the
 # others 0644, under 0750 directories); files an earlier rollout installed and vpnprov no longer
-# writes are removed; FreeRADIUS checks the result (freeradius -C). The relay is restarted when what
-# is installed is not what it last started with: the digest of the files it started with is recorded
-# (vpnprov_radius_relay_record) only after the restart, so a rollout that stopped between the copy and
-# the restart restarts it the next time. A restart loses nothing: its accounting buffer is on disk, and
-# charon retransmits what it sent meanwhile.
+# writes are removed; FreeRADIUS checks the result (freeradius -C). The relay is restarted when this
+# run changed its files or unit, or when they are not what it last started with: that is recorded like
+# every other part the role loads (present.yml: .vpnprov-loaded/relay holds the digest of the relay's
+# files and unit, written only after the run's restarts and loads succeeded), so a rollout that stopped
+# between the copy and the restart restarts it the next time, although its copies then find every file
+# in place. A restart loses nothing: its accounting buffer is on disk, and charon retransmits what it
+# sent meanwhile.
 
 - name: Install FreeRADIUS for the RADIUS relay
   ansible.builtin.package:
@@ -3334,11 +3346,6 @@ def write_atomically(path, data, mode):
     vpnprov_node_relay_wanted: >-
       {{ vpnprov_node_relay_files | map(attribute='path') | map('relpath', vpnprov_node_dir ~ '/radius-relay')
          | map('regex_replace', '^', vpnprov_radius_relay_dir ~ '/') | list }}
-    # What the relay must run: every file's path and checksum, and its unit.
-    vpnprov_node_relay_digest: >-
-      {{ (vpnprov_node_relay_files | map(attribute='path') | map('relpath', vpnprov_node_dir)
-          | zip(vpnprov_node_relay_files | map(attribute='checksum')) | map('join', ' ') | join('\n')
-          ~ '\n' ~ lookup('ansible.builtin.template', 'vpnprov-radius-relay.service.j2')) | hash('sha1') }}
 
 - name: Create the RADIUS relay's directories
   ansible.builtin.file:
@@ -3359,6 +3366,7 @@ def write_atomically(path, data, mode):
   loop: "{{ vpnprov_node_relay_files | rejectattr('mode', 'equalto', '0600') }}"
   loop_control:
     label: "{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
+  register: vpnprov_node_relay_copied
 
 # The node's RADIUS secret and the relay's own: no_log keeps them out of the output.
 - name: Install the RADIUS relay's files holding secrets
@@ -3370,6 +3378,7 @@ def write_atomically(path, data, mode):
     mode: "0640"
   loop: "{{ vpnprov_node_relay_files | selectattr('mode', 'equalto', '0600') }}"
   no_log: true
+  register: vpnprov_node_relay_secrets
 
 - name: List the RADIUS relay's installed files
   ansible.builtin.find:
@@ -3383,6 +3392,7 @@ def write_atomically(path, data, mode):
     path: "{{ item }}"
     state: absent
   loop: "{{ vpnprov_node_relay_installed.files | map(attribute='path') | difference(vpnprov_node_relay_wanted) | sort }}"
+  register: vpnprov_node_relay_removed
 
 - name: Check the RADIUS relay's configuration with FreeRADIUS itself
   ansible.builtin.command:
@@ -3398,16 +3408,12 @@ def write_atomically(path, data, mode):
     group: root
     mode: "0644"
   when: vpnprov_manage_service | bool
+  register: vpnprov_node_relay_unit
 
-- name: Look for the record of what the RADIUS relay runs
-  ansible.builtin.slurp:
-    src: "{{ vpnprov_radius_relay_record }}"
-  register: vpnprov_node_relay_running
-  failed_when: false
-  when: vpnprov_manage_service | bool
-
-# Changed (and restarted) when the relay may run something else than what is installed now, also when
-# the run that installed it stopped before this task.
+# When this run changed a file or the unit, and also when it copied nothing but the relay's record
+# (.vpnprov-loaded/relay, see present.yml) is not what it installs: a rollout that stopped after its
+# copies and before this task leaves that behind. In check mode a pending restart is a change (an
+# ignored error on a new node, whose unit systemd does not know yet).
 - name: Restart the RADIUS relay with what is installed
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_radius_relay_service }}"
@@ -3416,16 +3422,11 @@ def write_atomically(path, data, mode):
     daemon_reload: true
   when:
     - vpnprov_manage_service | bool
-    - (vpnprov_node_relay_running.content | default('') | b64decode | trim) != vpnprov_node_relay_digest
-
-- name: Record what the RADIUS relay runs
-  ansible.builtin.copy:
-    content: "{{ vpnprov_node_relay_digest }}\n"
-    dest: "{{ vpnprov_radius_relay_record }}"
-    owner: root
-    group: root
-    mode: "0600"
-  when: vpnprov_manage_service | bool
+    - >-
+      vpnprov_node_relay_copied is changed or vpnprov_node_relay_secrets is changed
+      or vpnprov_node_relay_removed is changed or vpnprov_node_relay_unit is changed
+      or vpnprov_node_loaded_now.relay | default('') != vpnprov_node_loaded_want.relay | default('')
+  ignore_errors: "{{ ansible_check_mode }}"
 
 - name: Keep the RADIUS relay enabled and running
   ansible.builtin.systemd_service:

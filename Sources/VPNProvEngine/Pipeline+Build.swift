@@ -68,7 +68,10 @@ extension Pipeline {
         }
         for node in inventory.nodes {
             let m = materials.nodes[node.name]
-            servers += [m?.privateKeyPEM ?? "", m?.radiusSecret ?? "", m?.daeSecret ?? "", m?.radiusIPsecSecret ?? ""]
+            servers += [
+                m?.privateKeyPEM ?? "", m?.radiusSecret ?? "", m?.daeSecret ?? "", m?.radiusIPsecSecret ?? "",
+                m?.radiusRelaySecret ?? "",
+            ]
         }
         // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
         servers += [inventory.accounts.map { $0 as Any } ?? "", materials.radiusDatabase ?? ""]

@@ -1,8 +1,9 @@
 import VPNProvModel
 import VPNProvSupport
 
-// The AAA path of a RADIUS node (docs/accounts.md): what the node's eap-radius plugin is told, and
-// what the RADIUS servers know about each node. Both sides are rendered from this one plan.
+// The AAA path of a RADIUS node (docs/accounts.md): what the node's eap-radius plugin is told, what its
+// local RADIUS relay forwards where, and what the RADIUS servers know about each node. Every side is
+// rendered from this one plan.
 
 /// A node's view of the RADIUS servers, in the order it prefers them.
 package struct RadiusPlan: Sendable, Hashable {
@@ -15,6 +16,27 @@ package struct RadiusPlan: Sendable, Hashable {
         package var acctPort: Int
         /// eap-radius picks the reachable server with the highest preference.
         package var preference: Int
+        /// The address the node's relay sends to this server from (FreeRADIUS's `src_ipaddr`): the node's path
+        /// address, so the server sees the address its client section names and the packet enters the node's
+        /// IPsec to it; nil when either is a DNS name or they differ in family (the kernel's choice, as for
+        /// charon's own RADIUS sockets).
+        package var relaySource: String?
+    }
+
+    /// The node's local RADIUS relay (docs/accounts.md, "The node's RADIUS relay"): a FreeRADIUS on the node
+    /// that charon's eap-radius talks to over loopback. It sends logins and accounting records to the first
+    /// RADIUS server alive (one that answers; Status-Server finds out when a silent one is back); a record no
+    /// server answers goes to the node's disk before charon gets its answer, and is sent on until one took it.
+    package struct Relay: Sendable, Hashable {
+        /// Loopback only: nothing off the node reaches it.
+        package var address: String
+        package var authPort: Int
+        package var acctPort: Int
+        /// What the relay requires of an accounting record's NAS-IP-Address (NAS-IPv6-Address) before it keeps
+        /// it: what the servers' policy requires (`vpnprov_acct_node`), so that no record waits in the relay's
+        /// buffer for an answer the servers will never give. nil: not checked here (the servers compare it with
+        /// an address the relay does not know, or with nothing).
+        package var nasAddress: String?
     }
 
     package var node: String
@@ -36,6 +58,7 @@ package struct RadiusPlan: Sendable, Hashable {
     /// Where the node's IPsec runs: with libipsec, charon must keep its own IKE and ESP packets out of
     /// the routes it installs to the servers (strongswan.d, docs/accounts.md).
     package var ipsecPath: NodeNetwork.IPsecPath
+    package var relay: Relay
 
     /// strongSwan's NAS-IP-Address is the address the client reached the node at (eap_radius.c: the IKE_SA's own
     /// host). With `radius_address` the packet comes from elsewhere, so the servers compare it with the node's
@@ -75,6 +98,36 @@ package struct RadiusPlan: Sendable, Hashable {
     /// host-to-host setup (testing/tests/libipsec/host2host-cert).
     package static let libipsecBypassMark = "0x42"
 
+    /// The relay's loopback address and ports: apart from a RADIUS server's 1812 and 1813 on the same host.
+    package static let relayAddress = "127.0.0.1"
+    package static let relayAuthPort = 11812
+    package static let relayAcctPort = 11813
+    /// charon → relay: strongSwan's own retransmission defaults (eap-radius.opt: 2 s, base 1.4) with three
+    /// attempts (at 0, 2 and 4.8 s; given up at 8.7 s). The relay gives a silent server `relayResponseWindow` and
+    /// then drops a login unanswered, so charon's retransmission at 2 s is a new request, which goes to
+    /// the next server (docs/decisions.md, "The node's RADIUS relay").
+    package static let relayRetransmitTries = 3
+    package static let relayRetransmitTimeout = "2.0"
+    package static let relayRetransmitBase = "1.4"
+    /// charon's sockets to the relay: eap-radius lends one socket to one request at a time (radius_config.c,
+    /// get_socket), so logins that wait for a failing-over server would hold back accounting with one.
+    package static let relaySockets = 8
+    /// Relay → RADIUS server: how long a login or a record waits for its answer before the server counts as not
+    /// responding (FreeRADIUS's `response_window`): below charon's first retransmission (2 s), so charon has its
+    /// answer (a record in the node's buffer) or sends a login again, to the next server, by then.
+    package static let relayResponseWindow = "1.5"
+    /// A server without answers is a "zombie": asked nothing while another answers, sent Status-Server every
+    /// `relayCheckInterval` s (FreeRADIUS's least is 6), alive again at its first answer; dead after
+    /// `relayZombiePeriod` s without one, then alive after `relayAnswersToAlive` answers (FreeRADIUS's least 3).
+    /// The zombie period also decides how recent another answer of the server may be for a timeout not to count
+    /// ((period + 3) / 4 seconds, process.c mark_home_server_zombie): 8 gives 2 s, so a login's second request
+    /// (at 2 s, timed out at 3.5 s) always makes a dead server a zombie and its third (at 4.8 s) goes elsewhere,
+    /// and a server back within 8 s is taken back at its first answer.
+    package static let relayZombiePeriod = 8
+    package static let relayCheckInterval = 6
+    package static let relayCheckTimeout = 2
+    package static let relayAnswersToAlive = 3
+
     /// charon's per-address limit of half-open IKE_SAs on a RADIUS node (`charon.block_threshold`, default 5): many
     /// app users behind one carrier-grade NAT address log in at once. docs/decisions.md, "Central accounts".
     package static let blockThreshold = 50
@@ -92,16 +145,32 @@ package struct RadiusPlan: Sendable, Hashable {
     package static func make(for node: Node, in inventory: Inventory) -> RadiusPlan? {
         guard node.usesRadius, let accounts = inventory.accounts else { return nil }
         let count = accounts.servers.count
+        let path = pathAddress(of: node)
+        let pathBytes = IPAddressText.parse(path)
         let servers = accounts.servers.enumerated().map { i, s in
-            Server(
+            let serverBytes = IPAddressText.parse(s.address)
+            let sameFamily = pathBytes != nil && pathBytes?.count == serverBytes?.count
+            return Server(
                 section: "server\(i + 1)", name: s.name, address: s.address, authPort: s.authPort,
-                acctPort: s.acctPort, preference: (count - 1 - i) * 10)
+                acctPort: s.acctPort, preference: (count - 1 - i) * 10,
+                relaySource: sameFamily ? pathBytes.map(IPAddressText.format) : nil)
         }
+        let nas = nasAddress(of: node)
+        // The servers hold the NAS address to vpn_nas_address, or (without one) to the packet's source, which is
+        // the path address the relay sends from.
+        let relayNAS: String? =
+            switch nas {
+            case .address(let text): text
+            case .unknown: nil
+            case nil: pathBytes.map(IPAddressText.format)
+            }
         return RadiusPlan(
-            node: node.name, pathAddress: pathAddress(of: node), nasAddress: nasAddress(of: node),
+            node: node.name, pathAddress: path, nasAddress: nas,
             nasIdentifier: node.name, servers: servers,
             accountingInterval: accounts.accountingInterval, daePort: AccountsSettings.daePort, tier: node.tier,
-            protection: accounts.protection, ipsecPath: node.network.ipsec)
+            protection: accounts.protection, ipsecPath: node.network.ipsec,
+            relay: Relay(
+                address: relayAddress, authPort: relayAuthPort, acctPort: relayAcctPort, nasAddress: relayNAS))
     }
 }
 

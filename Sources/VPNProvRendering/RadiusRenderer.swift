@@ -4,9 +4,10 @@ import VPNProvSupport
 import VPNProvTemplates
 
 // The AAA path of the nodes with `accounts: radius` (docs/accounts.md): the eap-radius settings of
-// each such node (servers/<node>/strongswan.d/vpnprov-radius.conf) and a complete FreeRADIUS 3.2
-// configuration directory per RADIUS server (radius/<server>/). Both come from the same RadiusPlan,
-// so a node and its RADIUS servers agree on names, ports and secrets.
+// each such node (servers/<node>/strongswan.d/vpnprov-radius.conf), its local RADIUS relay
+// (servers/<node>/radius-relay/, a FreeRADIUS 3.2 configuration directory) and a complete FreeRADIUS
+// 3.2 configuration directory per RADIUS server (radius/<server>/). All come from the same
+// RadiusPlan, so a node, its relay and its RADIUS servers agree on names, ports and secrets.
 
 /// Why the RADIUS files could not be produced. Never contains a secret value.
 struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
@@ -38,6 +39,26 @@ package enum RadiusRenderer {
     /// connections are bound to the peers' addresses, the identities choose the pre-shared key.
     static func nodeIdentity(_ node: String) -> String { "@node-\(node)" }
     static func serverIdentity(_ server: String) -> String { "@radius-\(server)" }
+    /// A RADIUS node's relay (RadiusPlan.Relay): a FreeRADIUS configuration directory under `servers/<node>/`,
+    /// which the node role installs as /etc/vpnprov/radius-relay. Template under templates/, path under the
+    /// directory, private (0600) when it holds a secret.
+    package static let relayDirectory = "radius-relay"
+    static let relayFiles: [(template: String, path: String, isPrivate: Bool)] = [
+        ("server/radius-relay/radiusd.conf.tmpl", "radiusd.conf", false),
+        ("server/radius-relay/clients.conf.tmpl", "clients.conf", true),
+        ("server/radius-relay/proxy.conf.tmpl", "proxy.conf", true),
+        ("server/radius-relay/mods-enabled/always.tmpl", "mods-enabled/always", false),
+        ("server/radius-relay/mods-enabled/detail.tmpl", "mods-enabled/detail", false),
+        ("server/radius-relay/mods-enabled/linelog.tmpl", "mods-enabled/linelog", false),
+        ("server/radius-relay/policy.d/vpnprov-relay.tmpl", "policy.d/vpnprov-relay", false),
+        ("server/radius-relay/sites-enabled/vpnprov-relay.tmpl", "sites-enabled/vpnprov-relay", false),
+        (
+            "server/radius-relay/sites-enabled/vpnprov-relay-forward.tmpl", "sites-enabled/vpnprov-relay-forward",
+            false
+        ),
+        ("server/radius-relay/README.tmpl", "README", false),
+    ]
+
     /// The files of one RADIUS server: template under templates/radius/, path under radius/<server>/,
     /// private (0600) when it holds a secret.
     package static let serverFiles: [(template: String, path: String, isPrivate: Bool)] = [
@@ -59,7 +80,8 @@ package enum RadiusRenderer {
         ("radius/README.tmpl", "README", false),
     ]
 
-    /// A node's two RADIUS files under `servers/<node>/strongswan.d/`; none for a node without RADIUS.
+    /// A node's RADIUS files: its two under `servers/<node>/strongswan.d/`, its relay's directory and, with
+    /// IPsec, its connections to the servers; none for a node without RADIUS.
     static func nodeFiles(
         node: Node, inventory: Inventory, nodeMaterials: NodeMaterials, templates: TemplateSet
     ) throws -> [OutputFile] {
@@ -67,18 +89,22 @@ package enum RadiusRenderer {
         guard let secret = nodeMaterials.radiusSecret, let daeSecret = nodeMaterials.daeSecret else {
             throw RadiusRenderError(message: "node '\(node.name)': no RADIUS secret in the state")
         }
-        let servers: [TemplateValue] = plan.servers.map { s in
-            [
-                "section": .identifier(s.section), "name": .string(s.name), "address": .string(s.address),
-                "secret": .string(secret), "auth_port": .int(s.authPort), "acct_port": .int(s.acctPort),
-                "preference": .int(s.preference),
-            ]
+        guard let relaySecret = nodeMaterials.radiusRelaySecret else {
+            throw RadiusRenderError(message: "node '\(node.name)': no RADIUS relay secret in the state")
         }
+        let relay = plan.relay
+        let serverNames = plan.servers.map(\.name).joined(separator: ", ")
         let text = try templates.template(nodeTemplate).render([
             "node": .string(node.name),
             "nas_identifier": .string(plan.nasIdentifier),
             "accounting_interval": .int(plan.accountingInterval),
-            "servers": .list(servers),
+            "server_names": .string(serverNames),
+            "address": .string(relay.address), "secret": .string(relaySecret),
+            "auth_port": .int(relay.authPort), "acct_port": .int(relay.acctPort),
+            "sockets": .int(RadiusPlan.relaySockets),
+            "retransmit_tries": .int(RadiusPlan.relayRetransmitTries),
+            "retransmit_timeout": .string(RadiusPlan.relayRetransmitTimeout),
+            "retransmit_base": .string(RadiusPlan.relayRetransmitBase),
         ])
         let protected = plan.protection == .ipsec
         let dae = try templates.template(daeTemplate).render([
@@ -91,6 +117,30 @@ package enum RadiusRenderer {
             OutputFile(path: "servers/\(node.name)/\(nodeFile)", text: text, isPrivate: true),
             OutputFile(path: "servers/\(node.name)/\(daeFile)", text: dae, isPrivate: true),
         ]
+        let homes: [TemplateValue] = plan.servers.map { s in
+            [
+                "name": .string(s.name), "address": .string(s.address), "secret": .string(secret),
+                "auth_name": .identifier("\(s.section)-auth"), "acct_name": .identifier("\(s.section)-acct"),
+                "auth_port": .int(s.authPort), "acct_port": .int(s.acctPort),
+                "source": .string(s.relaySource ?? ""),
+                "response_window": .string(RadiusPlan.relayResponseWindow),
+                "zombie_period": .int(RadiusPlan.relayZombiePeriod),
+                "check_interval": .int(RadiusPlan.relayCheckInterval),
+                "check_timeout": .int(RadiusPlan.relayCheckTimeout),
+                "answers_to_alive": .int(RadiusPlan.relayAnswersToAlive),
+            ]
+        }
+        let relayContext: TemplateValue = [
+            "node": .string(node.name), "address": .string(relay.address), "secret": .string(relaySecret),
+            "auth_port": .int(relay.authPort), "acct_port": .int(relay.acctPort), "servers": .list(homes),
+            "server_names": .string(serverNames), "nas_address": .string(relay.nasAddress ?? ""),
+        ]
+        for file in relayFiles {
+            files.append(
+                OutputFile(
+                    path: "servers/\(node.name)/\(relayDirectory)/\(file.path)",
+                    text: try templates.template(file.template).render(relayContext), isPrivate: file.isPrivate))
+        }
         if protected {
             guard let key = nodeMaterials.radiusIPsecSecret else {
                 throw RadiusRenderError(message: "node '\(node.name)': no RADIUS IPsec key in the state")

@@ -284,13 +284,19 @@ import VPNProvTestFixtures
         #expect(!secrets.contains("staff"))
         let staff = try Self.read(out + "/clients/staff/linux/swanctl/swanctl.conf")
         #expect(staff.contains("nfree-ikev2-cert") && !staff.contains("ikev2-eap"))
-        // Private files, one secret per node, the same secret on the node and in every server's clients.conf.
+        // Private files, one secret per node, the same secret in the node's relay and in every server's
+        // clients.conf; charon and the relay share one of their own.
         let state = try Self.stateSecrets(dir)
         let freeSecret = try #require(state.radiusSecrets?["nfree"])
         let proSecret = try #require(state.radiusSecrets?["npro"])
+        let freeRelay = try #require(state.radiusRelaySecrets?["nfree"])
         #expect(freeSecret != proSecret && state.daeSecrets?["nfree"] != freeSecret)
+        #expect(freeRelay != freeSecret && freeRelay != state.radiusRelaySecrets?["npro"])
+        #expect(!(try Self.read(out + "/servers/nfree/strongswan.d/vpnprov-radius.conf")).contains(freeSecret))
         for (path, secret) in [
-            ("servers/nfree/strongswan.d/vpnprov-radius.conf", freeSecret),
+            ("servers/nfree/radius-relay/proxy.conf", freeSecret),
+            ("servers/nfree/strongswan.d/vpnprov-radius.conf", freeRelay),
+            ("servers/nfree/radius-relay/clients.conf", freeRelay),
             ("radius/rad-1/clients.conf", proSecret), ("radius/rad-2/clients.conf", freeSecret),
             ("servers/npro/strongswan.d/vpnprov-radius-dae.conf", try #require(state.daeSecrets?["npro"])),
             ("radius/rad-2/mods-enabled/sql", Self.database),
@@ -301,10 +307,30 @@ import VPNProvTestFixtures
         }
         let clients = try Self.read(out + "/radius/rad-1/clients.conf")
         #expect(clients.contains("vpn_tier = \"pro\"") && clients.contains("vpn_tier = \"free\""))
-        // rad-1 is preferred; the DAE port is open only to the servers.
+        // charon asks the node's relay on loopback, which tries rad-1 first, then rad-2 (its ports), logins and
+        // accounting alike, from the node's address; the DAE port is open only to the servers.
         let radius = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius.conf")
-        #expect(radius.contains("nas_identifier = \"npro\""))
-        #expect(radius.range(of: "preference = 10")!.lowerBound < radius.range(of: "preference = 0")!.lowerBound)
+        #expect(radius.contains("nas_identifier = \"npro\"") && radius.contains("address = \"127.0.0.1\""))
+        #expect(radius.components(separatedBy: "address = ").count == 2, "one RADIUS server, the relay:\n\(radius)")
+        let proxy = try Self.read(out + "/servers/npro/radius-relay/proxy.conf")
+        for pool in ["vpnprov-auth", "vpnprov-acct"] {
+            let members = try #require(proxy.range(of: "home_server_pool \(pool) {").map { proxy[$0.upperBound...] })
+                .prefix { $0 != "}" }
+            #expect(members.contains("type = fail-over"), "\(pool)")
+            let kind = pool == "vpnprov-auth" ? "auth" : "acct"
+            let first = try #require(members.range(of: "home_server = server1-\(kind)"))
+            let second = try #require(members.range(of: "home_server = server2-\(kind)"))
+            #expect(first.lowerBound < second.lowerBound, "\(pool)")
+        }
+        for (name, port) in [
+            ("server1-auth", 1812), ("server1-acct", 1813), ("server2-auth", 11812), ("server2-acct", 11813),
+        ] {
+            let section = try #require(proxy.range(of: "home_server \(name) {").map { proxy[$0.upperBound...] })
+                .prefix { $0 != "}" }
+            let address = name.hasPrefix("server1") ? "192.0.2.11" : "192.0.2.12"
+            #expect(section.contains("ipaddr = \"\(address)\"") && section.contains("port = \(port)\n"), "\(name)")
+            #expect(section.contains("src_ipaddr = \"192.0.2.3\"") && section.contains("status_check = status-server"))
+        }
         // Read by charon only when it starts, beside the listener: many logins at once from one address (a
         // carrier-grade NAT) are not ignored after the fifth half-open IKE_SA.
         let dae = try Self.read(out + "/servers/npro/strongswan.d/vpnprov-radius-dae.conf")
@@ -434,6 +460,14 @@ import VPNProvTestFixtures
         #expect(node.contains("local_addrs = \"203.0.113.1\""), "\(node)")
         let pro = try Self.read(out + "/servers/npro/swanctl/conf.d/vpnprov-radius-ipsec.conf")
         #expect(!pro.contains("local_addrs"))
+        // The node's relay sends from there, and keeps only accounting that names the address clients dial (what
+        // the servers require of this node); the pro node's relay requires its own address, the packets' source.
+        let relayProxy = try Self.read(out + "/servers/nfree/radius-relay/proxy.conf")
+        #expect(relayProxy.components(separatedBy: "src_ipaddr = \"203.0.113.1\"").count - 1 == 4, "\(relayProxy)")
+        let relayPolicy = try Self.read(out + "/servers/nfree/radius-relay/policy.d/vpnprov-relay")
+        #expect(relayPolicy.contains("!= \"192.0.2.1\")") && relayPolicy.contains("&NAS-Identifier != \"nfree\""))
+        #expect(
+            try Self.read(out + "/servers/npro/radius-relay/policy.d/vpnprov-relay").contains("!= \"192.0.2.3\")"))
         let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
         let inventory = try #require(decoded.inventory)
         let targets = try AccountsDeployment.disconnectTargets(inventory, stateDirectory: dir + "/state")
@@ -448,6 +482,9 @@ import VPNProvTestFixtures
         let again = try Self.generate(dir, named)
         #expect(again.code == 0, "\(again.err)")
         #expect(try Self.read(out + "/radius/rad-1/clients.conf").contains("vpn_nas_address = \"any\"\n"))
+        // Its relay checks no NAS address either: the servers check none.
+        let anyPolicy = try Self.read(out + "/servers/nfree/radius-relay/policy.d/vpnprov-relay")
+        #expect(!anyPolicy.contains("is not the node's\""), "\(anyPolicy)")
         // An IPv6 path to IPv6 servers; the address is written in canonical form, as FreeRADIUS compares it.
         let six = Self.inventoryWithRadiusAddress("2001:DB8:0:0::5").replacingOccurrences(
             of: "192.0.2.11 }", with: "2001:db8::11 }"
@@ -460,6 +497,10 @@ import VPNProvTestFixtures
         let clients6 = try Self.read(dir6 + "/out/radius/rad-1/clients.conf")
         #expect(
             clients6.contains("ipaddr = \"2001:db8::5\"\n") && clients6.contains("vpn_nas_address = \"192.0.2.1\"\n"))
+        let proxy6 = try Self.read(dir6 + "/out/servers/nfree/radius-relay/proxy.conf")
+        #expect(proxy6.components(separatedBy: "src_ipaddr = \"2001:db8::5\"").count - 1 == 4, "\(proxy6)")
+        // npro has an IPv4 address and IPv6 servers: its relay leaves the source to the kernel.
+        #expect(!(try Self.read(dir6 + "/out/servers/npro/radius-relay/proxy.conf")).contains("src_ipaddr = "))
     }
 
     /// Each unusable `radius_address` is reported at its line.
@@ -619,8 +660,8 @@ import VPNProvTestFixtures
         #expect(!FileManager.default.fileExists(atPath: dir + "/out"), "generate wrote an output tree")
     }
 
-    /// FreeRADIUS itself accepts each generated directory (`freeradius -C`), and the node's nftables
-    /// file with its Disconnect-Request rules parses.
+    /// FreeRADIUS itself accepts each generated directory (`freeradius -C`): the RADIUS servers' and the nodes'
+    /// relays.
     @Test(.needs(AccountsTests.freeradius)) func freeRadiusAcceptsTheGeneratedConfiguration() throws {
         try Self.freeradius.require()
         let dir = try temporaryDirectory("accounts")
@@ -633,6 +674,15 @@ import VPNProvTestFixtures
             #expect(check.status == 0, "freeradius -C refuses radius/\(server); run it by hand to see why")
             #expect(
                 check.output.contains("Loaded virtual server vpnprov"), "radius/\(server): no vpnprov virtual server")
+        }
+        for node in ["nfree", "npro"] {
+            let check = try runTool([
+                "/usr/sbin/freeradius", "-C", "-d", dir + "/out/servers/\(node)/radius-relay", "-lstdout",
+            ])
+            #expect(check.status == 0, "freeradius -C refuses servers/\(node)/radius-relay; run it by hand to see why")
+            #expect(
+                check.output.contains("Loaded virtual server vpnprov-relay-forward"),
+                "servers/\(node)/radius-relay: no forwarder")
         }
     }
 
@@ -686,6 +736,13 @@ import VPNProvTestFixtures
         let clients = try Self.read(dir + "/out/radius/rad-1/clients.conf")
         #expect(clients.contains(try #require(after.radiusSecrets?["npro"])))
         #expect(!clients.contains(try #require(before.radiusSecrets?["npro"])))
+        // The node's relay holds the new RADIUS secret, and a new one of its own, shared with charon.
+        let proxy = try Self.read(dir + "/out/servers/npro/radius-relay/proxy.conf")
+        #expect(proxy.contains(try #require(after.radiusSecrets?["npro"])))
+        let relay = try #require(after.radiusRelaySecrets?["npro"])
+        #expect(relay != before.radiusRelaySecrets?["npro"])
+        #expect(after.radiusRelaySecrets?["nfree"] == before.radiusRelaySecrets?["nfree"])
+        #expect(try Self.read(dir + "/out/servers/npro/strongswan.d/vpnprov-radius.conf").contains(relay))
         // The IPsec key goes with them, on the node and on every server.
         let newKey = try #require(after.radiusIPsecSecrets?["npro"])
         let oldKey = try #require(before.radiusIPsecSecrets?["npro"])

@@ -8,10 +8,11 @@ import VPNProvTestFixtures
 /// truncations), and `generate` must stop with exit 3 naming that file, with the state directory and
 /// the output tree byte for byte (and mode for mode) as they were.
 @Suite(.serialized, .temporaries) struct StateCorruptionTests {
-    /// Two nodes (one with a generated PSK), password, certificate and revoked users, a CA rotation in
-    /// its overlap (two CAs, a cross certificate, a CRL of each), nodes waiting for a rollout, the
-    /// recorded output tree, the hand-off links, and the issuing journal of a run killed after it signed:
-    /// every kind of file a state directory holds.
+    /// Two nodes (one with a generated PSK, one a RADIUS node, whose generated secrets include its
+    /// relay's), password, certificate and revoked users, a CA rotation in its overlap (two CAs, a cross
+    /// certificate, a CRL of each), nodes waiting for a rollout, the recorded output tree, the hand-off
+    /// links, and the issuing journal of a run killed after it signed: every kind of file a state
+    /// directory holds.
     static let inventory = """
         vpnprov: 1
         name: acme
@@ -19,6 +20,10 @@ import VPNProvTestFixtures
         handoff:
           address: get.vpn.example.com
           deploy: {host: 192.0.2.80}
+        accounts:
+          radius_database: env:VPN_RADIUS_DB
+          servers:
+            rad-1: { address: 192.0.2.11 }
         nodes:
           fra-1:
             address: fra-1.vpn.example.com
@@ -29,6 +34,8 @@ import VPNProvTestFixtures
             address: 203.0.113.10
             pool: 10.20.0.0/24
             services: [ikev2-eap, ikev2-cert]
+            tier: free
+            accounts: radius
         users:
           alice: {password: gen}
           bob: {cert: true}
@@ -37,13 +44,16 @@ import VPNProvTestFixtures
 
         """
 
+    /// The RADIUS servers' database, which nothing connects to.
+    static let environment = ["VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full"]
+
     /// The base site, built once per test (a few runs of the binary).
     static func base() throws -> String {
         let dir = try temporaryDirectory() + "/site"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         for arguments in [["generate"], ["handoff", "--no-publish", "--all"], ["revoke", "dave"], ["rotate-ca"]] {
-            let run = try VPNProvBinary.run(arguments, in: dir)
+            let run = try VPNProvBinary.run(arguments, in: dir, environment: environment)
             try #require(run.status == 0, "\(arguments): \(run.err.suffix(400))")
         }
         // A run that signs (a new certificate user) killed right after its issuing journal is written:
@@ -51,7 +61,8 @@ import VPNProvTestFixtures
         try (inventory + "  erin: {cert: true}\n").write(
             toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
         let killed = try VPNProvBinary.run(
-            ["generate"], in: dir, environment: ["VPNPROV_CRASH_AFTER_WRITES": "2"], testHooks: true)
+            ["generate"], in: dir, environment: environment.merging(["VPNPROV_CRASH_AFTER_WRITES": "2"]) { $1 },
+            testHooks: true)
         try #require(killed.killed, "the signing run was not killed: \(killed.err.suffix(300))")
         try #require(FileManager.default.fileExists(atPath: dir + "/state/issuing.json"))
         return dir
@@ -139,6 +150,10 @@ import VPNProvTestFixtures
         switch file {
         case "secrets.json":
             list.append(valueFlip("a flipped byte in a generated PSK", after: "\"fra-1\" : \"", offset: 5))
+            list.append(
+                valueFlip(
+                    "a flipped byte in the relay's secret", after: "\"radiusRelaySecrets\" : {\n    \"nyc-1\" : \""))
+            list.append(valueFlip("the relay's secrets under an unknown key", after: "\"radiusRelaySecre"))
         case "rollout-pending":
             list.append(valueFlip("a flipped byte in a node name", after: "nyc", offset: 1))
         case "handoff.json":
@@ -195,7 +210,7 @@ import VPNProvTestFixtures
                 try CrashSafetyTests.copyTree(base, to: dir)
                 try Data(damaged).write(to: URL(fileURLWithPath: dir + "/state/" + file))
                 let before = (snapshot(dir + "/state"), snapshot(dir + "/out"))
-                let run = vpnprov(["generate"], in: dir)
+                let run = vpnprov(["generate"], in: dir, environment: Self.environment)
                 tried += 1
                 let named = run.err.contains("state/" + file)
                 let unchanged = snapshot(dir + "/state") == before.0 && snapshot(dir + "/out") == before.1
@@ -214,5 +229,34 @@ import VPNProvTestFixtures
                 + "and nothing changed")
         #expect(
             missed.isEmpty, "\(missed.count) of \(tried) corruptions not refused:\n\(missed.joined(separator: "\n"))")
+
+        // The same state as an earlier vpnprov wrote it (no manifest): its records are read key by key
+        // against what vpnprov writes. The relay's secrets are under a key vpnprov writes, so the state
+        // loads and keeps them; under a misspelt key, which the decoder alone would skip (and the run would
+        // give the relay and charon a new secret), they are refused, named, and nothing changes.
+        let older = try temporaryDirectory() + "/site"
+        try CrashSafetyTests.copyTree(base, to: older)
+        try StateDamage.unseal(older + "/state")
+        let secretsPath = older + "/state/secrets.json"
+        let relaySecret = try Self.relaySecret(secretsPath)
+        let unsealed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: secretsPath)))
+        let misspelt = try #require(Self.valueFlip("a misspelt key", after: "\"radiusRelaySecre").apply(unsealed))
+        try Data(misspelt).write(to: URL(fileURLWithPath: secretsPath))
+        let before = (snapshot(older + "/state"), snapshot(older + "/out"))
+        let misread = vpnprov(["generate"], in: older, environment: Self.environment)
+        #expect(misread.code == 3 && misread.err.contains("the unknown key radiusRelaySecreus"), "\(misread.err)")
+        #expect(snapshot(older + "/state") == before.0 && snapshot(older + "/out") == before.1)
+        try Data(unsealed).write(to: URL(fileURLWithPath: secretsPath))
+        let loaded = vpnprov(["generate"], in: older, environment: Self.environment)
+        #expect(loaded.code == 0, "\(loaded.err.suffix(400))")
+        let kept = try Self.relaySecret(secretsPath) == relaySecret
+        #expect(kept, "the run gave the relay a new secret")
+    }
+
+    /// The RADIUS node's relay secret in secrets.json (never printed).
+    static func relaySecret(_ path: String) throws -> String {
+        let secrets = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path)))
+        let relay = (secrets as? [String: Any])?["radiusRelaySecrets"] as? [String: String]
+        return try #require(relay?["nyc-1"], "no relay secret of nyc-1")
     }
 }

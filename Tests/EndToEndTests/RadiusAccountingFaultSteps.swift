@@ -3,15 +3,19 @@ import Glibc
 import VPNProvTestSupport
 
 /// The accounts scenario's fault steps (docs/accounts.md, "When the database or a RADIUS server is away"), in the
-/// scenario's lab:
+/// scenario's lab, where every node runs its RADIUS relay as generated:
 /// - PostgreSQL killed (SIGKILL of its postmaster) while sessions end: each Stop is answered by the RADIUS server
 ///   that holds it in its buffer, and written to `radacct` once PostgreSQL is back (stop time, octets), one row per
 ///   session; the buffer replayed a second time (as after a restart in the middle of a file) changes no row; a
 ///   login in the meantime is refused as "accounts database unavailable", not as a wrong password;
 /// - a record the database refuses while it answers is set aside, and the records behind it are written;
-/// - the preferred RADIUS server stopped while a session is up: the node's accounting moves to the other server
-///   (the first message that finds it silent is an Interim-Update, whose timeout no longer ends the user's
-///   tunnel), and the session's Stop is recorded.
+/// - the preferred RADIUS server killed (SIGKILL) and a session ends right after, its Stop the first message that
+///   finds the server gone: the Stop reaches `radacct` through the other server, with the time the session ended
+///   and its octets, once;
+/// - a login while the preferred server is dead (killed just before it) succeeds at the first attempt, through the
+///   other server, and what that costs is measured against a login before the kill;
+/// - both RADIUS servers stopped while two sessions end, then started: both Stops reach `radacct`, with their
+///   times, once each.
 extension RadiusScenario {
     /// The accounts the fault steps use (device limit 1 each); `RadiusScenario.setUp` creates them.
     static let faultAccounts = ["lea", "max", "noa"]
@@ -29,9 +33,17 @@ extension RadiusScenario {
         }
         try? resetSessions()
         step(
-            "\(preferred) stopped while a session is up: its accounting moves to \(fallback), the tunnel stays up, its Stop is recorded"
+            "\(preferred) killed and a session ends right after: its Stop, the first message after the kill, is in radacct through \(fallback) with its stop time and octets, once"
         ) {
-            try accountingFailsOverToTheOtherServer()
+            try aStopSurvivesAKilledServer()
+        }
+        try? resetSessions()
+        step("a login while \(preferred) is dead succeeds at the first attempt, through \(fallback)") {
+            try aLoginSucceedsWhileTheServerIsDead()
+        }
+        try? resetSessions()
+        step("both RADIUS servers stopped while sessions end, then started: every Stop is in radacct, none doubled") {
+            try stopsSurviveBothServersStopped()
         }
         try? resetSessions()
     }
@@ -56,9 +68,9 @@ extension RadiusScenario {
     func stopsSurviveADatabaseOutage() throws -> String {
         let users = Array(Self.faultAccounts.prefix(2))
         let versions = [2, 1]
-        // Both servers reachable again for the node (earlier steps stopped the preferred one): its accounting
+        // Both servers alive again for the node's relay (earlier steps stopped the preferred one): its accounting
         // goes to the preferred server, whose buffer is looked at below.
-        try reloadSettings(free)
+        try resetRelay(free)
         for (index, user) in users.enumerated() {
             _ = try connectAndReachHostBehind(index, user, to: free, ikeVersion: versions[index])
             try wait("\(user)'s open radacct row") { try openSessions(user) == 1 }
@@ -253,68 +265,192 @@ extension RadiusScenario {
         return "\(records) records, \(Self.milliseconds(since: start)) ms"
     }
 
-    /// `rad-1` (the preferred server) stopped while noa's session on the free node is up. noa's Access-Accept carries
-    /// an Acct-Interim-Interval of 2 s (a `radreply` row, as a backend may write one), so the node soon sends an
-    /// Interim-Update to the stopped server: it finds no answer, and the node counts the server as unreachable and
-    /// sends what follows to the other one. The tunnel must stay up through that (strongSwan ends it by default,
-    /// `accounting_close_on_timeout`), the next Interim-Update must be answered by the other server, and the session's
-    /// Stop must be in radacct.
-    func accountingFailsOverToTheOtherServer() throws -> String {
-        let user = Self.faultAccounts[2]
-        _ = try sql(
-            "INSERT INTO radreply (username, attribute, op, value) VALUES ('\(user)', 'Acct-Interim-Interval', ':=', '2')"
-        )
-        defer { _ = try? sql("DELETE FROM radreply WHERE username = '\(user)'") }
-        try reloadSettings(free)
-        var attempt = try connect(0, user, to: free, ikeVersion: 2)
-        // The RADIUS servers' database connections come back within a second of the database (the pool's
-        // retry_delay); the login is tried again until then.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !attempt.succeeded && ContinuousClock.now < deadline {
-            usleep(500_000)
-            attempt = try connect(0, user, to: free, ikeVersion: 2)
+    /// The newest radacct row id: the rows a step makes are those above it.
+    private func lastRow() throws -> Int { Int(try sql("SELECT coalesce(max(radacctid), 0) FROM radacct")) ?? 0 }
+
+    /// The rows after `row` of `users`, as `accountingRows` shows them, and checked: one per session, each closed
+    /// with its octets, session time and cause, at a time between `from` and `to` (Unix seconds): when the session
+    /// ended, not when its Stop reached the database.
+    private func checkStops(after row: Int, of users: [String], endedBetween from: Double, and to: Double) throws
+        -> String
+    {
+        let list = users.map { "'\($0)'" }.joined(separator: ", ")
+        let rows = try sql(
+            "SELECT username, acctuniqueid, extract(epoch FROM acctstarttime)::bigint, "
+                + "coalesce(extract(epoch FROM acctstoptime)::bigint, -1), coalesce(acctsessiontime, -1), "
+                + "acctinputoctets, acctoutputoctets, coalesce(acctterminatecause, '') FROM radacct "
+                + "WHERE radacctid > \(row) AND username IN (\(list)) ORDER BY username, radacctid")
+        let fields = rows.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false) }
+        try check(fields.count == users.count, "one row per session expected:\n\(rows)")
+        try check(Set(fields.map { $0[1] }).count == users.count, "a session has two rows:\n\(rows)")
+        for row in fields {
+            let stop = Double(row[3]) ?? -1
+            try check(
+                stop >= from - 1 && stop <= to + 1,
+                "the Stop's time is not when the session ended (\(Int(from))...\(Int(to))):\n\(rows)")
+            try check(
+                (Int(row[5]) ?? 0) > 0 && (Int(row[6]) ?? 0) > 0 && (Int(row[4]) ?? -1) >= 0
+                    && row[7] == "User-Request",
+                "a Stop without its octets, session time or cause:\n\(rows)")
         }
-        try check(attempt.succeeded, "\(user) → \(free.name): \(attempt.result)")
-        let first = try lab.pingHostBehind(fromClient: 0, source: attempt.virtualIP!)
-        try check(first.succeeded, "ping to the host behind \(free.name): \(first)")
+        return rows
+    }
+
+    /// noa's session on the free node is up (its Start in radacct, so nothing waits in the node's relay); the
+    /// preferred server is killed (SIGKILL: no answer, no goodbye) and the session ends at once: its Stop is the
+    /// first message after the kill. The node's charon gets its answer from its relay at once; the relay sends the
+    /// Stop to the dead server, gets no answer, and sends it again to the other one. The Stop must be in radacct
+    /// with the time the session ended (not when it arrived) and its octets, and the session must have one row.
+    func aStopSurvivesAKilledServer() throws -> String {
+        let user = Self.faultAccounts[2]
+        try resetRelay(free)
+        let first = try lastRow()
+        loginBeforeTheKill = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 2).milliseconds
         try wait("\(user)'s open radacct row") { try openSessions(user) == 1 }
         let daemon = try lab.nodeDaemon(free.name)
-        let rad = try lab.radius(preferred)
+        let relay = try lab.relay(free.name)
         let mark = daemon.log.utf8.count
-        rad.stop()
-        defer { try? rad.start() }
-        let stoppedAt = ContinuousClock.now
+        let relayMark = relay.logMark
+        let rad = try lab.radius(preferred)
+        rad.kill()
+        let endedAt = Date().timeIntervalSince1970
+        let killed = ContinuousClock.now
+        try disconnect(0, from: free, ikeVersion: 2)
         let since = { NodeUnderTest.since(mark, daemon.log) }
-        // strongSwan names the servers by their sections (server1 = the preferred one).
-        let silent = ["Accounting-Request timed out", "receiving RADIUS message failed"]
+        try wait("the relay's answer to the Stop", timeout: .seconds(10)) {
+            since().contains("received RADIUS Accounting-Response from server 'relay'")
+        }
+        let answeredMs = Self.milliseconds(since: killed)
         do {
-            try wait("an Interim-Update to \(preferred) without an answer", timeout: .seconds(15)) {
-                let log = since()
-                return silent.contains { log.contains($0) }
-            }
-            try wait("an Interim-Update answered by \(fallback)", timeout: .seconds(10)) {
-                let log = since()
-                guard let lost = silent.compactMap({ log.range(of: $0) }).min(by: { $0.lowerBound < $1.lowerBound })
-                else { return false }
-                return log[lost.upperBound...].contains("received RADIUS Accounting-Response from server 'server2'")
+            try wait("\(user)'s Stop in radacct", timeout: .seconds(25)) { try openSessions(user) == 0 }
+        } catch {
+            throw HarnessError("\(error); relay log:\n\(relay.log(since: relayMark).suffix(3000))")
+        }
+        let landedMs = Self.milliseconds(since: killed)
+        let rows = try checkStops(after: first, of: [user], endedBetween: endedAt, and: endedAt + 1)
+        try check(
+            !since().contains("timed out") && !since().contains("RADIUS message failed"),
+            "the node saw a RADIUS timeout:\n\(lines(since(), containing: "RADIUS"))")
+        let stop = rows.split(separator: "|").dropFirst(3).prefix(4).joined(separator: "|")
+        return "the node's Stop answered by its relay \(answeredMs) ms after the kill, in radacct after "
+            + "\(landedMs) ms with its stop time and octets (\(stop)); relay: "
+            + lines(relay.log(since: relayMark), containing: "zombie")
+    }
+
+    /// Right after the previous step (the preferred server killed, only accounting sent since: the relay has not
+    /// asked the dead server about a login yet), an account logs in on the free node: the relay's first request goes
+    /// to the dead server, which it gives up on after its response window; charon's retransmission goes to the
+    /// other server. The login must succeed at the first attempt and reach the host behind; what it took beyond a
+    /// login with both servers up (the previous step's, or one made here first) is what the dead server cost.
+    func aLoginSucceedsWhileTheServerIsDead() throws -> String {
+        let rad = try lab.radius(preferred)
+        defer {
+            try? rad.start()
+            try? resetRelay(free)
+        }
+        let user = Self.faultAccounts[2]
+        if rad.isRunning || loginBeforeTheKill == nil {
+            // the previous step did not get as far as its kill
+            if !rad.isRunning { try rad.start() }
+            try resetRelay(free)
+            loginBeforeTheKill = try connectAndReachHostBehind(0, user, to: free, ikeVersion: 2).milliseconds
+            try disconnect(0, from: free, ikeVersion: 2)
+            rad.kill()
+        }
+        let before = loginBeforeTheKill ?? 0
+        let marks = try radiusMarks()
+        let daemon = try lab.nodeDaemon(free.name)
+        let mark = daemon.log.utf8.count
+        let dead = try connect(0, user, to: free, ikeVersion: 2)
+        let nodeLog = NodeUnderTest.since(mark, daemon.log)
+        try check(
+            dead.succeeded, "the first attempt after the kill failed: \(dead.result)\nnode:\n\(nodeLog.suffix(2000))")
+        let ping = try lab.pingHostBehind(fromClient: 0, source: dead.virtualIP!)
+        try check(ping.succeeded, "the host behind \(free.name) is unreachable: \(ping)")
+        let fallbackLog = try lab.radius(fallback).log(since: marks[fallback] ?? 0)
+        try check(fallbackLog.contains("Login OK: [\(user)]"), "\(fallback) did not accept \(user):\n\(fallbackLog)")
+        try disconnect(0, from: free, ikeVersion: 2)
+        let retransmits = nodeLog.components(separatedBy: "retransmit ").count - 1
+        return "first attempt connected in \(dead.milliseconds) ms (charon sent \(retransmits) RADIUS retransmissions "
+            + "to its relay); with both servers up \(before) ms: the dead server cost \(dead.milliseconds - before) ms"
+    }
+
+    /// lea (IKEv2) and max (IKEv1 XAuth) have sessions on the free node; both RADIUS servers are stopped, both
+    /// sessions end (charon gets its answers from its relay), the relay finds no server for the Stops and keeps them
+    /// in its buffer on the node's disk; then both servers start again. Both Stops must reach radacct by themselves, with the times the sessions ended, once
+    /// each.
+    func stopsSurviveBothServersStopped() throws -> String {
+        let users = Array(Self.faultAccounts.prefix(2))
+        let versions = [2, 1]
+        try resetRelay(free)
+        let first = try lastRow()
+        for (index, user) in users.enumerated() {
+            _ = try connectAndReachHostBehind(index, user, to: free, ikeVersion: versions[index])
+            try wait("\(user)'s open radacct row") { try openSessions(user) == 1 }
+        }
+        let servers = try inputs.radiusServers.map { try lab.radius($0.name) }
+        let relay = try lab.relay(free.name)
+        let relayMark = relay.logMark
+        let daemon = try lab.nodeDaemon(free.name)
+        let mark = daemon.log.utf8.count
+        DispatchQueue.concurrentPerform(iterations: servers.count) { servers[$0].stop() }
+        var started = false
+        defer { if !started { for server in servers { try? server.start() } } }
+        let outage = ContinuousClock.now
+        let endedFrom = Date().timeIntervalSince1970
+        for (index, _) in users.enumerated() { try disconnect(index, from: free, ikeVersion: versions[index]) }
+        let endedTo = Date().timeIntervalSince1970
+        try wait("the relay's answers to both Stops", timeout: .seconds(10)) {
+            NodeUnderTest.since(mark, daemon.log).components(
+                separatedBy: "received RADIUS Accounting-Response from server 'relay'"
+            ).count - 1 >= users.count
+        }
+        // Both Stops are on the node's disk: no server answered them.
+        let buffer = relay.stateDirectory.appendingPathComponent("accounting")
+        func buffered() -> String {
+            ((try? FileManager.default.contentsOfDirectory(atPath: buffer.path)) ?? []).filter {
+                $0.hasPrefix("detail")
+            }.compactMap { try? String(contentsOf: buffer.appendingPathComponent($0), encoding: .utf8) }.joined()
+        }
+        do {
+            try wait("both Stops in the relay's buffer", timeout: .seconds(10)) {
+                buffered().components(separatedBy: "Acct-Status-Type = Stop").count - 1 >= users.count
             }
         } catch {
-            throw HarnessError("\(error); node log:\n\(since().suffix(3000))")
+            throw HarnessError("\(error); relay log:\n\(relay.log(since: relayMark).suffix(3000))")
         }
-        let movedMs = Self.milliseconds(since: stoppedAt)
-        try check(
-            try hasTunnel(0, to: free, ikeVersion: 2),
-            "the tunnel ended when an Interim-Update found no server:\n\(lines(since(), containing: "RADIUS timeout"))")
-        let ping = try lab.pingHostBehind(fromClient: 0, source: attempt.virtualIP!)
-        try check(ping.succeeded, "the tunnel no longer carries traffic: \(ping)")
-        try disconnect(0, from: free, ikeVersion: 2)
-        try wait("\(user)'s Stop in radacct") { try openSessions(user) == 0 }
-        let row = try sql(
-            "SELECT acctinputoctets > 0 AND acctoutputoctets > 0, acctterminatecause FROM radacct "
-                + "WHERE username = '\(user)' ORDER BY radacctid DESC LIMIT 1")
-        try check(row == "t|User-Request", "the Stop's row: \(row)")
-        return "the first Interim-Update after the stop lost, the next answered by \(fallback) \(movedMs) ms after "
-            + "it; tunnel up and passing traffic; Stop recorded (\(row)); node: "
-            + lines(since(), containing: "timed out")
+        let saved = buffered()
+        let list = users.map { "'\($0)'" }.joined(separator: ", ")
+        let during = try sql("SELECT count(*) FROM radacct WHERE username IN (\(list)) AND acctstoptime IS NULL")
+        try check(during == String(users.count), "open sessions while both servers were down: \(during)")
+        let outageMs = Self.milliseconds(since: outage)
+        let back = ContinuousClock.now
+        final class Failures: @unchecked Sendable {
+            let lock = NSLock()
+            var list: [String] = []
+        }
+        let failures = Failures()
+        DispatchQueue.concurrentPerform(iterations: servers.count) { i in
+            do { try servers[i].start() } catch { failures.lock.withLock { failures.list.append("\(error)") } }
+        }
+        started = true
+        if let failure = failures.list.first { throw HarnessError(failure) }
+        do {
+            try wait("both Stops in radacct after the outage", timeout: .seconds(30)) {
+                try sql("SELECT count(*) FROM radacct WHERE username IN (\(list)) AND acctstoptime IS NULL") == "0"
+            }
+        } catch {
+            throw HarnessError("\(error); relay log:\n\(relay.log(since: relayMark).suffix(3000))")
+        }
+        let landedMs = Self.milliseconds(since: back)
+        let rows = try checkStops(after: first, of: users, endedBetween: endedFrom, and: endedTo)
+        // The same records sent on once more, as after a relay that stopped between a server's answer and marking
+        // them done: no row changes, none is added.
+        let replay = try replayAgain(saved, into: buffer)
+        let after = try checkStops(after: first, of: users, endedBetween: endedFrom, and: endedTo)
+        try check(after == rows, "sending the records again changed radacct:\nbefore:\n\(rows)\nafter:\n\(after)")
+        return "both servers down \(outageMs) ms; both Stops answered by the relay and kept in its buffer, in radacct "
+            + "\(landedMs) ms after the servers started, with their stop times, one row each; sent again (\(replay)): "
+            + "radacct unchanged"
     }
 }

@@ -18,8 +18,8 @@ import VPNProvTestSupport
 /// - a disabled account is refused; disabling one with a live tunnel ends the tunnel within seconds
 ///   (Disconnect-Request to the node), and it cannot come back;
 /// - a device limit of 1 refuses a second device while the first is up, and admits it once the first is gone;
-/// - a node whose accounting Stop never arrives (RADIUS silent as its tunnel ends): the open row counts while it is
-///   fresh, and no longer once stale (aged by the window in the database); `accounts catalogue` shows the node with
+/// - a node whose accounting Stop never arrives (its RADIUS relay killed as its tunnel ends): the open row counts while
+///   it is fresh, and no longer once stale (aged by the window in the database); `accounts catalogue` shows the node with
 ///   the session and alive, then not alive;
 /// - a node's charon killed with a session open and started again: the account logs in there at once, its old
 ///   row closed (NAS-Reboot) by the new charon's first request;
@@ -28,12 +28,14 @@ import VPNProvTestSupport
 /// - account names that collide (in case, or with an inventory identity) are refused by `accounts add`, and by the
 ///   RADIUS policy when a backend wrote them;
 /// - accounting forged with one node's secret for another node is dropped and logged, radacct unchanged;
-/// - a wrong per-node secret is refused: the RADIUS server's log names the node and "Shared secret is incorrect",
-///   the node only sees the request time out (FreeRADIUS drops such a request without an answer);
-/// - the preferred RADIUS server stopped, or silent like a dead host: the other one answers. strongSwan picks
-///   one server per EAP conversation, so the first attempt after an outage may fail; the second must succeed;
-/// - on strongSwan 5.9, the faults (`RadiusAccountingFaultSteps.swift`): PostgreSQL killed while sessions end and
-///   the preferred RADIUS server stopped while a session is up lose no Stop;
+/// - a wrong per-node secret (in the node's RADIUS relay) is refused: the RADIUS server's log names the node and
+///   "Shared secret is incorrect", the node only sees the request time out (FreeRADIUS drops such a request
+///   without an answer);
+/// - the preferred RADIUS server stopped, or silent like a dead host: the other one answers the first attempt
+///   (the node's relay gives the silent server up and charon's retransmission goes to the other);
+/// - on strongSwan 5.9, the faults (`RadiusAccountingFaultSteps.swift`): PostgreSQL killed while sessions end, the
+///   preferred RADIUS server killed as a session ends, and both servers stopped while sessions end lose no Stop and
+///   double none; a login while the preferred server is dead succeeds at the first attempt;
 /// - no account password in any log or in radpostauth, no node secret in any log.
 @Suite(.serialized, .strongSwan, .radius)
 struct RadiusAccountsTests {
@@ -223,6 +225,9 @@ final class RadiusScenario: @unchecked Sendable {
     var passwords: [String: String] = [:]
     /// The client conf each client charon holds, so it is loaded only when the user changes.
     private var loadedConf: [Int: String] = [:]
+    /// How long a login took just before the fault steps killed the preferred server (its cost is measured
+    /// against it).
+    var loginBeforeTheKill: Int?
 
     static let timeout: Duration = .seconds(15)
 
@@ -457,10 +462,10 @@ final class RadiusScenario: @unchecked Sendable {
         return password
     }
 
-    /// strongSwan sends no Accounting-On/Off: a node that crashes or loses its path to the RADIUS servers leaves
-    /// its sessions open. Here both RADIUS servers are silent while erin's tunnel on the free node ends (its
-    /// accounting Stop times out, as for a node that went away): the open row keeps erin (device limit 1) out
-    /// while it is fresh. The row is then aged by the RADIUS servers' window (two accounting intervals and a
+    /// strongSwan sends no Accounting-On/Off: a node that crashes or loses its accounting leaves its sessions open.
+    /// Here the free node's RADIUS relay is killed while erin's tunnel there ends (its accounting Stop finds
+    /// nothing to take it, as for a node that went away): the open row keeps erin (device limit 1) out while it is
+    /// fresh. The row is then aged by the RADIUS servers' window (two accounting intervals and a
     /// minute: the minutes of a real outage, which the lab does not wait for): erin's next login is admitted
     /// and reaches the host behind, and `vpnprov accounts` marks the row stale and counts it no more.
     func staleSessionsStopCounting() throws -> String {
@@ -468,21 +473,21 @@ final class RadiusScenario: @unchecked Sendable {
         try wait("erin's open radacct row") { try openSessions("erin") == 1 }
         let daemon = try lab.nodeDaemon(free.name)
         let mark = daemon.log.utf8.count
-        let servers = try inputs.radiusServers.map { try lab.radius($0.name) }
-        for server in servers { try server.silence() }
-        defer { for server in servers { try? server.unsilence() } }
+        let relay = try lab.relay(free.name)
+        relay.kill()
+        defer { if !relay.isRunning { try? relay.start() } }
         try disconnect(0, from: free, ikeVersion: 2)
         do {
-            try wait("the node's accounting Stop timing out", timeout: .seconds(20)) {
-                NodeUnderTest.since(mark, daemon.log).contains("Accounting-Request timed out")
+            try wait("the node's accounting Stop lost", timeout: .seconds(20)) {
+                let log = NodeUnderTest.since(mark, daemon.log)
+                return log.contains("Accounting-Request timed out") || log.contains("receiving RADIUS message failed")
             }
         } catch {
             throw HarnessError(
                 "\(error); erin's open rows: \(try openSessions("erin")); node log:\n"
                     + NodeUnderTest.since(mark, daemon.log).suffix(3000))
         }
-        for server in servers { try server.unsilence() }
-        try reloadSettings(free)
+        try relay.start()
         try check(try openSessions("erin") == 1, "the Stop reached the database")
         let marks = try radiusMarks()
         _ = try expectRefused(1, "erin", to: free, ikeVersion: 2)
@@ -528,10 +533,12 @@ final class RadiusScenario: @unchecked Sendable {
         }
     }
 
-    /// `swanctl --reload-settings` on a node: re-reads its RADIUS settings and marks every server reachable again.
-    func reloadSettings(_ node: RadiusNodeSpec) throws {
-        let result = try lab.nodeDaemon(node.name).swanctl(["--reload-settings"])
-        try check(result.succeeded, "reload-settings on \(node.name): \(result)")
+    /// The node's RADIUS relay stopped and started again: every RADIUS server counts as alive to it (a server that
+    /// came back is otherwise alive again at its next Status-Server answer, up to 8 s later). Its buffer is kept.
+    func resetRelay(_ node: RadiusNodeSpec) throws {
+        let relay = try lab.relay(node.name)
+        relay.stop()
+        try relay.start()
     }
 
     // MARK: the node-RADIUS path (accounts.protection: ipsec)
@@ -639,7 +646,27 @@ final class RadiusScenario: @unchecked Sendable {
         ) {
             try clientUDPToRadiusServerIsRefused(node: node)
         }
+        step("the node's RADIUS relay listens on loopback only; its proxy sockets are bound to the node's address") {
+            try relayListensOnLoopback(node: node)
+        }
         try? resetSessions()
+    }
+
+    /// The relay's UDP sockets in the node's namespace (`ss`, its process's): charon's two ports on 127.0.0.1, and
+    /// the sockets it sends to the RADIUS servers from, on the node's own address; none on every address.
+    private func relayListensOnLoopback(node: RadiusNodeSpec) throws -> String {
+        let relay = try lab.relay(node.name)
+        let result = try Command.check(
+            StrongSwanEnvironment.ipPath, ["netns", "exec", try lab.node(node.name).namespace, "ss", "-H", "-lunp"])
+        let sockets = result.stdout.split(separator: "\n").filter { $0.contains("pid=\(relay.pid),") }.map {
+            String($0.split(separator: " ", omittingEmptySubsequences: true)[3])
+        }.sorted()
+        try check(
+            sockets.contains("127.0.0.1:11812") && sockets.contains("127.0.0.1:11813"),
+            "the relay's sockets: \(sockets)\n\(result.stdout)")
+        let others = sockets.filter { !$0.hasPrefix("127.0.0.1:") }
+        try check(others.allSatisfy { $0.hasPrefix(node.address + ":") }, "the relay's sockets: \(sockets)")
+        return sockets.joined(separator: ", ")
     }
 
     /// The node↔server IPsec carries every UDP packet between the two hosts, and the node masquerades its clients to
@@ -939,7 +966,7 @@ final class RadiusScenario: @unchecked Sendable {
             return lines(log, containing: "Multiple logins")
         }
         step(
-            "a node that stopped without accounting Stops: its session counts while fresh, no longer once stale; the live catalogue shows the node loaded, then not alive"
+            "a node whose accounting Stop is lost (its RADIUS relay killed): its session counts while fresh, no longer once stale; the live catalogue shows the node loaded, then not alive"
         ) {
             try staleSessionsStopCounting()
         }
@@ -1052,41 +1079,59 @@ final class RadiusScenario: @unchecked Sendable {
             try forgedAccountingIsDropped()
         }
         try? resetSessions()
-        step("wrong per-node secret: refused; RADIUS names the node and the secret, the node sees a timeout") {
-            try inputs.setNodeSecret(free.name, correct: false)
-            try reloadSettings(free)
+        step(
+            "wrong per-node secret in the node's relay: refused; RADIUS names the node and the secret, the node sees a timeout"
+        ) {
+            try inputs.setNodeSecret(free.name, correct: false, lab: lab)
             let marks = try radiusMarks()
-            let nodeLog = try expectRefused(0, "alice", to: free, ikeVersion: 2)
+            // charon's Access-Request as the relay gets it (radclient with the relay's secret, on the node): a login
+            // by charon ends the same way, after its three attempts (8.7 s).
+            let file = try Scratch.makeDirectory("relay-secret").appendingPathComponent("secret")
+            try (try inputs.relaySecret(free.name) + "\n").write(to: file, atomically: true, encoding: .utf8)
+            chmod(file.path, 0o600)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let result = try lab.radclient(
+                inNamespace: try lab.node(free.name).namespace,
+                arguments: ["-r", "1", "-t", "3", "-S", file.path, "127.0.0.1:11812", "auth"],
+                input: "User-Name = alice\nUser-Password = \"\(passwords["alice"]!)\"\nNAS-Identifier = \(free.name)\n"
+                    + "NAS-IP-Address = \(free.address)\nMessage-Authenticator = 0x00\n")
             let log = try radiusLog(since: marks)
             let secretLine = log.split(separator: "\n").first {
                 $0.contains("Shared secret is incorrect") && $0.contains(free.name)
             }
             try check(secretLine != nil, "no \"Shared secret is incorrect\" line naming \(free.name):\n\(log)")
-            try check(nodeLog.contains("timed out"), "node log does not say the request timed out:\n\(nodeLog)")
-            return lines(nodeLog, containing: "timed out")
+            try check(
+                !result.output.contains("Access-Accept") && !result.output.contains("Access-Reject"),
+                "the relay answered: \(result)")
+            return "no answer at the node; " + (secretLine.map(String.init) ?? "")
         }
-        step("right secret restored → connects (second attempt allowed)") {
-            try inputs.setNodeSecret(free.name, correct: true)
-            try reloadSettings(free)
+        step("right secret restored → connects at the first attempt") {
+            try inputs.setNodeSecret(free.name, correct: true, lab: lab)
             return try failoverAttempts("restored")
         }
         try? resetSessions()
         step("the node's metrics collector: both RADIUS servers answer its Status-Server; a stopped one does not") {
             try collectorRadiusStatus()
         }
-        step("\(preferred) stopped → \(fallback) answers (first attempt may fail)") {
-            try reloadSettings(free)
+        step("\(preferred) stopped → \(fallback) answers the first attempt") {
+            try resetRelay(free)
             let rad = try lab.radius(preferred)
             rad.stop()
-            defer { try? rad.start() }
+            defer {
+                try? rad.start()
+                try? resetRelay(free)
+            }
             return try failoverAttempts("stopped")
         }
         try? resetSessions()
-        step("\(preferred) silent (packets dropped) → \(fallback) answers (first attempt may fail)") {
-            try reloadSettings(free)
+        step("\(preferred) silent (packets dropped) → \(fallback) answers the first attempt") {
+            try resetRelay(free)
             let rad = try lab.radius(preferred)
             try rad.silence()
-            defer { try? rad.unsilence() }
+            defer {
+                try? rad.unsilence()
+                try? resetRelay(free)
+            }
             return try failoverAttempts("silent", firstAttemptWithin: .seconds(6))
         }
         try? resetSessions()
@@ -1120,15 +1165,14 @@ final class RadiusScenario: @unchecked Sendable {
     }
 
     /// The vpnprov_node role's metrics collector (docs/monitoring.md), run in the free node's namespace with the
-    /// node's generated RADIUS settings as the role installs them: `vpnprov_radius_up` is 1 for each server
+    /// RADIUS servers of the node's relay (its generated proxy.conf) as the role installs them: `vpnprov_radius_up` is 1 for each server
     /// (RFC 5997 Status-Server, answered by FreeRADIUS through the node's IPsec to it), and 0 for the preferred
     /// one while it is stopped.
     private func collectorRadiusStatus() throws -> String {
-        guard
-            let settings = try inputs.nodeSettingsIncludes(free.name).first(where: {
-                $0.hasSuffix("/vpnprov-radius.conf")
-            })
-        else { return "skipped: the inputs have no generated vpnprov-radius.conf" }
+        guard let relay = try inputs.nodeRelayDirectory(free.name) else {
+            return "skipped: the inputs have no generated RADIUS relay"
+        }
+        let settings = relay + "/proxy.conf"
         let dir = try Scratch.makeDirectory("collector")
         let config = dir.appendingPathComponent("monitoring.json")
         let servers = inputs.radiusServers.map {
@@ -1334,8 +1378,23 @@ final class RadiusScenario: @unchecked Sendable {
                 start("Start", user: "hank", nas: pro.name, address: free.address, session: "f-2")
             ),
         ]
-        for (what, attributes) in forged {
-            let result = try send(attributes)
+        // All four at once: each waits out its unanswered request.
+        final class Results: @unchecked Sendable {
+            let lock = NSLock()
+            var byIndex: [Int: Result<CommandResult, any Error>] = [:]
+        }
+        let results = Results()
+        let packets = forged.map(\.1)
+        let lab = self.lab
+        let namespace = try lab.node(pro.name).namespace
+        let arguments = ["-r", "1", "-t", "2", "-S", secretFile.path, "\(server.address):1813", "acct"]
+        DispatchQueue.concurrentPerform(iterations: packets.count) { i in
+            let result = Result { try lab.radclient(inNamespace: namespace, arguments: arguments, input: packets[i]) }
+            results.lock.withLock { results.byIndex[i] = result }
+        }
+        for (i, (what, _)) in forged.enumerated() {
+            guard let outcome = results.byIndex[i] else { throw HarnessError("\(what) was not sent") }
+            let result = try outcome.get()
             try check(!result.output.contains("Accounting-Response"), "\(what) was answered: \(result)")
         }
         let after = try sql(rows)
@@ -1360,23 +1419,25 @@ final class RadiusScenario: @unchecked Sendable {
             .prefix(2).joined(separator: " | ")
     }
 
-    /// alice → free node over IKEv2, at most twice (strongSwan moves to the other server only for the next
-    /// conversation); the fallback server must have answered the successful one.
-    /// `firstAttemptWithin`: a silent server costs the first attempt the node's retransmission timers; short
-    /// ones end it well before a client gives up (strongSwan's defaults take about 14 s).
+    /// alice → free node over IKEv2: the first attempt must connect (the node's relay moves a login its server does
+    /// not answer to the next server) and reach the host behind; the fallback server must have answered it.
+    /// `firstAttemptWithin`: what a silent server may cost the login at most.
     private func failoverAttempts(_ what: String, firstAttemptWithin limit: Duration? = nil) throws -> String {
         let marks = try radiusMarks()
+        let daemon = try lab.nodeDaemon(free.name)
+        let mark = daemon.log.utf8.count
         let first = try connect(0, "alice", to: free, ikeVersion: 2)
+        let nodeLog = NodeUnderTest.since(mark, daemon.log)
+        try check(
+            first.succeeded,
+            "\(what): the first attempt failed (\(first.milliseconds) ms): \(first.result)\nnode:\n\(nodeLog.suffix(2000))"
+        )
         if let limit {
             let ms = Int(limit.components.seconds) * 1000
             try check(
                 first.milliseconds < ms, "\(what): the first attempt took \(first.milliseconds) ms (limit \(ms) ms)")
         }
-        var second: Attempt?
-        if !first.succeeded { second = try connect(0, "alice", to: free, ikeVersion: 2) }
-        let connected = second ?? first
-        try check(connected.succeeded, "\(what): no tunnel after two attempts: \(connected.result)")
-        let ping = try lab.pingHostBehind(fromClient: 0, source: connected.virtualIP!)
+        let ping = try lab.pingHostBehind(fromClient: 0, source: first.virtualIP!)
         try check(ping.succeeded, "\(what): host behind unreachable: \(ping)")
         try disconnect(0, from: free, ikeVersion: 2)
         let fallbackLog = try lab.radius(fallback).log(since: marks[fallback] ?? 0)
@@ -1384,8 +1445,7 @@ final class RadiusScenario: @unchecked Sendable {
             try check(
                 fallbackLog.contains("Login OK: [alice]"), "\(what): \(fallback) did not accept alice:\n\(fallbackLog)")
         }
-        return "first attempt "
-            + (first.succeeded ? "connected (\(first.milliseconds) ms)" : "refused (\(first.milliseconds) ms)")
-            + (second.map { ", second connected (\($0.milliseconds) ms)" } ?? "")
+        return "first attempt connected (\(first.milliseconds) ms, "
+            + "\(nodeLog.components(separatedBy: "retransmit ").count - 1) RADIUS retransmissions to the relay)"
     }
 }

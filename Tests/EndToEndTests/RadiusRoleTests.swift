@@ -13,18 +13,26 @@ import Testing
 /// that run's copy finds the file in place. The configuration itself serving logins is proven by
 /// `RadiusAccountsTests`.
 @Suite struct RadiusRoleTests {
+    /// The accounts scenario's deployment generated in `dir` (its database a host name: nothing connects to it),
+    /// its inventory changed by `edit`.
+    static func generate(
+        in dir: URL, label: String, edit: (String) -> String = { $0 }
+    ) throws -> GeneratedDeployment {
+        let inventory = dir.appendingPathComponent("\(label).yaml").path
+        try edit(RadiusGeneratedInputs.inventory()).write(toFile: inventory, atomically: true, encoding: .utf8)
+        let environment = [
+            "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
+            "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
+        ]
+        return try GeneratedDeployment.generate(inventory: inventory, label: label, environment: environment)
+    }
+
     @Test(.ansible, .radius) func theRoleInstallsChecksAndKeepsTheRadiusDirectory() async throws {
         try AnsibleTools.require()
         try RadiusEnvironment.require()
         let dir = try Scratch.makeDirectory("radius-role")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let inventory = dir.appendingPathComponent("inventory.yaml").path
-        try RadiusGeneratedInputs.inventory().write(toFile: inventory, atomically: true, encoding: .utf8)
-        let environment = [
-            "VPN_RADIUS_DB": "host=db.example.com dbname=vpn user=radius sslmode=verify-full",
-            "VPN_PSK_FREE": RadiusGeneratedInputs.random(), "VPN_PSK_PRO": RadiusGeneratedInputs.random(),
-        ]
-        let deployment = try GeneratedDeployment.generate(inventory: inventory, label: "role", environment: environment)
+        let deployment = try Self.generate(in: dir, label: "role")
         defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
         let out = deployment.out.path
         let installed = dir.appendingPathComponent("etc/freeradius").path
@@ -102,13 +110,11 @@ import Testing
         #expect(!recap(second).contains("changed=0"), "the stray file's removal is a change: \(recap(second))")
         // The server moves to other ports (its firewall table changes), and the rollout is killed after the new
         // table was installed and before the handlers ran: the next run loads it although its copy finds it in place.
-        let movedInventory = dir.appendingPathComponent("moved.yaml").path
-        try RadiusGeneratedInputs.inventory().replacingOccurrences(
-            of: "rad-1: { address: 192.0.2.11 }",
-            with: "rad-1: { address: 192.0.2.11, auth_port: 1912, acct_port: 1913 }"
-        ).write(toFile: movedInventory, atomically: true, encoding: .utf8)
-        let moved = try GeneratedDeployment.generate(
-            inventory: movedInventory, label: "role-moved", environment: environment)
+        let moved = try Self.generate(in: dir, label: "role-moved") {
+            $0.replacingOccurrences(
+                of: "rad-1: { address: 192.0.2.11 }",
+                with: "rad-1: { address: 192.0.2.11, auth_port: 1912, acct_port: 1913 }")
+        }
         defer { try? FileManager.default.removeItem(at: moved.out.deletingLastPathComponent()) }
         let movedOut = moved.out.path
         func loadedTable() throws -> String {
@@ -138,5 +144,97 @@ import Testing
         for secret in secrets {
             #expect(!(second.output + third.output).contains(secret.trimmingCharacters(in: ["\""])))
         }
+    }
+}
+
+/// The `vpnprov_node` role's part for a RADIUS node's relay (`tasks/radius-relay.yml`, docs/deploy.md), run by a real
+/// `ansible-playbook` on a local connection into a temporary directory instead of /etc/vpnprov/radius-relay, without
+/// the package and the service (nothing here runs systemd): every file of `servers/<node>/radius-relay/` installed
+/// with its mode and the freerad group, FreeRADIUS's check of the installed directory, a file vpnprov does not write
+/// removed, and a second run, in check mode, that finds nothing to change. The relay serving logins and accounting is
+/// proven by `RadiusAccountsTests`.
+@Suite struct RadiusRelayRoleTests {
+    @Test(.ansible, .radius) func theNodeRoleInstallsAndChecksTheRelay() async throws {
+        try AnsibleTools.require()
+        try RadiusEnvironment.require()
+        let dir = try Scratch.makeDirectory("relay-role")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let deployment = try RadiusRoleTests.generate(in: dir, label: "relay")
+        defer { try? FileManager.default.removeItem(at: deployment.out.deletingLastPathComponent()) }
+        let out = deployment.out.path
+        let installed = dir.appendingPathComponent("etc/radius-relay").path
+        // What present.yml does before it includes the file: the node's generated files, listed with checksums.
+        let playbook = dir.appendingPathComponent("relay.yml")
+        try """
+        - name: The RADIUS relay of one node, as the role's present.yml puts it live
+          hosts: free-1
+          gather_facts: false
+          tasks:
+            - name: List the files vpnprov generated for this node
+              ansible.builtin.find:
+                paths: "{{ vpnprov_node_dir }}"
+                recurse: true
+                file_type: file
+                get_checksum: true
+              register: vpnprov_node_found
+            - name: Put the node's RADIUS relay live
+              ansible.builtin.include_role:
+                name: vpnprov_node
+                tasks_from: radius-relay.yml
+
+        """.write(to: playbook, atomically: true, encoding: .utf8)
+
+        func rollout(_ label: String, check: Bool = false) async throws -> CommandResult {
+            let result = try await Command.runAwaiting(
+                "/usr/bin/env",
+                [
+                    "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
+                    "ANSIBLE_NOCOLOR=1", "ANSIBLE_ROLES_PATH=\(out)/deploy/roles", AnsibleTools.playbook,
+                    "-i", out + "/deploy/inventory.yml", playbook.path, "-e", "ansible_connection=local",
+                    "-e", "ansible_python_interpreter=/usr/bin/python3",
+                    "-e", "vpnprov_node_dir=\(out)/servers/free-1", "-e", "vpnprov_radius_relay_dir=\(installed)",
+                    "-e", "vpnprov_manage_service=false", "-e", "vpnprov_install_packages=false",
+                ] + (check ? ["--check"] : []),
+                timeout: .seconds(300))
+            try #require(result.succeeded, "\(label): \(result)")
+            return result
+        }
+        func recap(_ result: CommandResult) -> String {
+            result.stdout.split(separator: "\n").first { $0.hasPrefix("free-1") && $0.contains("changed=") }
+                .map(String.init) ?? ""
+        }
+
+        // A file vpnprov does not write, left by someone in the directory, goes on the first rollout.
+        try FileManager.default.createDirectory(
+            atPath: installed + "/mods-enabled", withIntermediateDirectories: true)
+        try "not vpnprov's\n".write(toFile: installed + "/mods-enabled/stray", atomically: true, encoding: .utf8)
+        let first = try await rollout("first rollout")
+        #expect(!recap(first).contains("changed=0"), "\(recap(first))")
+        let fm = FileManager.default
+        #expect(!fm.fileExists(atPath: installed + "/mods-enabled/stray"))
+        let group = try #require(getgrnam("freerad")).pointee.gr_gid
+        let source = out + "/servers/free-1/radius-relay"
+        let files = try #require(fm.enumerator(atPath: source)?.allObjects as? [String]).filter {
+            (try? fm.attributesOfItem(atPath: source + "/" + $0)[.type] as? FileAttributeType) != .typeDirectory
+        }
+        #expect(files.count == 10, "\(files)")  // RadiusRenderer.relayFiles
+        for file in files {
+            var st = stat()
+            try #require(stat(installed + "/" + file, &st) == 0, "\(file) not installed")
+            let secret = file == "clients.conf" || file == "proxy.conf"
+            #expect(st.st_mode & 0o777 == (secret ? 0o640 : 0o644), "\(file): \(String(st.st_mode & 0o777, radix: 8))")
+            #expect(st.st_gid == group && st.st_uid == 0, "\(file)")
+            #expect(fm.contentsEqual(atPath: installed + "/" + file, andPath: source + "/" + file), "\(file)")
+        }
+        // A second run, in check mode, finds nothing to change.
+        let second = try await rollout("a check-mode run", check: true)
+        #expect(recap(second).contains("changed=0"), "\(recap(second))")
+        // The node's RADIUS secret and the relay's never reach Ansible's output.
+        let secrets = try ["clients.conf", "proxy.conf"].map {
+            try String(contentsOfFile: source + "/" + $0, encoding: .utf8)
+        }.joined(separator: "\n").split(separator: "\n").filter { $0.contains("secret = \"") }
+            .map { $0.split(separator: "\"")[1] }
+        #expect(secrets.count == 5, "\(secrets.count)")
+        for secret in secrets { #expect(!(first.output + second.output).contains(secret)) }
     }
 }

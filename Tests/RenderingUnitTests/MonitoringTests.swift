@@ -247,8 +247,9 @@ import VPNProvTestFixtures
         #expect(try !String(contentsOf: nft, encoding: .utf8).contains("9100"))
     }
 
-    /// The collector's service and timer, as the role renders them with its defaults, pass
-    /// `systemd-analyze verify` without a word (an unknown key or a bad value is only a warning there).
+    /// The collector's service and timer, and a RADIUS node's relay service, as the role renders them with its
+    /// defaults, pass `systemd-analyze verify` without a word (an unknown key or a bad value is only a warning
+    /// there).
     @Test(.needs(systemdAnalyze)) func theCollectorsUnitsVerify() throws {
         try Self.systemdAnalyze.require()
         let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("monitoring-units"))
@@ -258,9 +259,13 @@ import VPNProvTestFixtures
             "vpnprov_monitoring_textfile_dir": "/var/lib/prometheus/node-exporter",
             "vpnprov_vici_socket": "/var/run/charon.vici", "vpnprov_strongswan_d_dir": "/etc/strongswan.d",
             "vpnprov_monitoring.interval | default(15)": "15",
+            "vpnprov_radius_relay_dir": "/etc/vpnprov/radius-relay", "vpnprov_radius_relay_user": "freerad",
+            "vpnprov_radius_relay_group": "freerad", "ansible_managed": "Ansible managed",
         ]
         var paths: [String] = []
-        for unit in ["vpnprov-strongswan-metrics.service", "vpnprov-strongswan-metrics.timer"] {
+        for unit in [
+            "vpnprov-strongswan-metrics.service", "vpnprov-strongswan-metrics.timer", "vpnprov-radius-relay.service",
+        ] {
             var text = try #require(BuiltinDeployFiles.files["roles/vpnprov_node/templates/\(unit).j2"])
             for (name, value) in values { text = text.replacingOccurrences(of: "{{ \(name) }}", with: value) }
             #expect(!text.contains("{{"), "\(unit): \(text)")
@@ -280,6 +285,7 @@ import VPNProvTestFixtures
             ] + paths, in: dir)
         #expect(result.code == 0, "\(result.output)")
         #expect(!result.output.contains("vpnprov-strongswan-metrics"), "\(result.output)")
+        #expect(!result.output.contains("vpnprov-radius-relay"), "\(result.output)")
     }
 
     static func run(_ path: String, _ arguments: [String], in directory: URL) throws -> (code: Int32, output: String) {

@@ -16,9 +16,11 @@ package struct NodeMaterials: Sendable, Hashable {
     package var daeSecret: String?
     /// With `accounts.protection: ipsec`: the IKE pre-shared key of its connections to the RADIUS servers.
     package var radiusIPsecSecret: String?
+    /// With `accounts: radius`: the secret between the node's charon and its local RADIUS relay (loopback).
+    package var radiusRelaySecret: String?
     package init(
         certificatePEM: String, privateKeyPEM: String, psk: String?, radiusSecret: String? = nil,
-        daeSecret: String? = nil, radiusIPsecSecret: String? = nil
+        daeSecret: String? = nil, radiusIPsecSecret: String? = nil, radiusRelaySecret: String? = nil
     ) {
         self.certificatePEM = certificatePEM
         self.privateKeyPEM = privateKeyPEM
@@ -26,6 +28,7 @@ package struct NodeMaterials: Sendable, Hashable {
         self.radiusSecret = radiusSecret
         self.daeSecret = daeSecret
         self.radiusIPsecSecret = radiusIPsecSecret
+        self.radiusRelaySecret = radiusRelaySecret
     }
 }
 

@@ -22,7 +22,8 @@ extension PKISession {
                 certificatePEM: held.certificatePEM, privateKeyPEM: held.keyPEM, psk: psk,
                 radiusSecret: node.usesRadius ? store.secrets.radiusSecrets?[node.name] : nil,
                 daeSecret: node.usesRadius ? store.secrets.daeSecrets?[node.name] : nil,
-                radiusIPsecSecret: node.usesRadius ? store.secrets.radiusIPsecSecrets?[node.name] : nil)
+                radiusIPsecSecret: node.usesRadius ? store.secrets.radiusIPsecSecrets?[node.name] : nil,
+                radiusRelaySecret: node.usesRadius ? store.secrets.radiusRelaySecrets?[node.name] : nil)
         }
         var users: [String: UserMaterials] = [:]
         for user in inventory.users where !user.revoked {

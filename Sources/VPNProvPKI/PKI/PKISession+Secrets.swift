@@ -36,6 +36,7 @@ extension PKISession {
         var radius = store.secrets.radiusSecrets ?? [:]
         var dae = store.secrets.daeSecrets ?? [:]
         var ipsec = store.secrets.radiusIPsecSecrets ?? [:]
+        var relay = store.secrets.radiusRelaySecrets ?? [:]
         let protected = inventory.accounts?.protection == .ipsec
         for node in inventory.nodes where node.usesRadius {
             if radius[node.name] == nil {
@@ -48,15 +49,21 @@ extension PKISession {
             if protected && ipsec[node.name] == nil {
                 ipsec[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
             }
+            if relay[node.name] == nil {
+                relay[node.name] = try SecretResolver.generate(length: SecretResolver.pskLength)
+            }
         }
         let radiusNodes = Set(inventory.nodes.filter(\.usesRadius).map(\.name))
         radius = radius.filter { radiusNodes.contains($0.key) }
         dae = dae.filter { radiusNodes.contains($0.key) }
         ipsec = protected ? ipsec.filter { radiusNodes.contains($0.key) } : [:]
+        relay = relay.filter { radiusNodes.contains($0.key) }
         store.secrets.radiusSecrets = radius.isEmpty && store.secrets.radiusSecrets == nil ? nil : radius
         store.secrets.daeSecrets = dae.isEmpty && store.secrets.daeSecrets == nil ? nil : dae
         store.secrets.radiusIPsecSecrets =
             ipsec.isEmpty && store.secrets.radiusIPsecSecrets == nil ? nil : ipsec
+        store.secrets.radiusRelaySecrets =
+            relay.isEmpty && store.secrets.radiusRelaySecrets == nil ? nil : relay
         // A post-quantum preshared key for every user who reaches a node that asks for PPKs.
         let ppkNodes = inventory.nodes.filter { $0.quantumSafe?.ppk != nil }.map(\.name)
         var ppks = store.secrets.ppks ?? [:]
@@ -87,7 +94,7 @@ extension PKISession {
         changes.append(PKIChange(.secretRotated, .node(node), reason: "psk"))
     }
 
-    /// Replaces a RADIUS node's generated RADIUS, Disconnect-Request and IPsec secrets (the caller checked
+    /// Replaces a RADIUS node's generated RADIUS, Disconnect-Request, IPsec and relay secrets (the caller checked
     /// that the node says `accounts: radius`).
     func rotateRadiusSecret(node: String) throws {
         guard let old = store.secrets.radiusSecrets?[node], let oldDAE = store.secrets.daeSecrets?[node] else {
@@ -101,6 +108,10 @@ extension PKISession {
         if let oldIPsec = store.secrets.radiusIPsecSecrets?[node] {
             store.secrets.radiusIPsecSecrets?[node] = try SecretResolver.generate(
                 length: SecretResolver.pskLength, replacing: oldIPsec)
+        }
+        if let oldRelay = store.secrets.radiusRelaySecrets?[node] {
+            store.secrets.radiusRelaySecrets?[node] = try SecretResolver.generate(
+                length: SecretResolver.pskLength, replacing: oldRelay)
         }
         changes.append(PKIChange(.secretRotated, .node(node), reason: "RADIUS secret"))
     }

@@ -188,6 +188,8 @@ package struct SecretsFile: Codable, Equatable {
     /// Generated IKE pre-shared keys of those nodes' IPsec connections to the RADIUS servers
     /// (`accounts.protection: ipsec`; absent before any).
     package var radiusIPsecSecrets: [String: String]?
+    /// Generated secrets between those nodes' charon and their local RADIUS relay (absent before any).
+    package var radiusRelaySecrets: [String: String]?
     /// Generated post-quantum preshared keys (RFC 8784) of the users who reach a node with `quantum_safe.ppk`
     /// (absent before any).
     package var ppks: [String: String]?

@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 
 /// One FreeRADIUS 3.2 server (Debian's `freeradius`) running in the foreground inside a network namespace,
-/// from a given configuration directory, logging to a file of its own.
+/// from a given configuration directory, logging to a file of its own: a RADIUS server of the fleet, or a
+/// node's RADIUS relay (`Kind`), whose generated configurations name different directories.
 ///
 ///     let rad = try FreeRADIUSServer.start(in: ns, label: "rad-1", configDirectory: dir)
 ///     defer { rad.stop() }
@@ -14,13 +15,19 @@ import Glibc
 /// output. Readiness is FreeRADIUS's own "Ready to process requests" line in the log (polled, with a deadline).
 final class FreeRADIUSServer: @unchecked Sendable {
     static let path = "/usr/sbin/freeradius"
-    /// The `logdir` of the generated radiusd.conf, under /var/log.
-    static let logDirectoryName = "vpnprov-freeradius"
-    /// The directory of the generated radiusd.conf's accounting buffer, under /var/lib.
-    static let stateDirectoryName = "vpnprov-freeradius"
+
+    /// Which generated configuration it runs: its `logdir` under /var/log and the directory of its accounting
+    /// buffer under /var/lib are named after it.
+    enum Kind: String, Sendable {
+        /// `radius/<server>/`
+        case server = "vpnprov-freeradius"
+        /// `servers/<node>/radius-relay/`
+        case relay = "vpnprov-radius-relay"
+    }
 
     let namespace: String
     let label: String
+    let kind: Kind
     let configDirectory: String
     /// Variables the configuration reads with `$ENV{…}` (none for a generated directory).
     let environment: [String: String]
@@ -38,9 +45,12 @@ final class FreeRADIUSServer: @unchecked Sendable {
     var pid: Int32 { process?.pid ?? 0 }
     var isRunning: Bool { process?.isRunning ?? false }
 
-    private init(namespace: String, label: String, configDirectory: String, environment: [String: String]) throws {
+    private init(
+        namespace: String, label: String, kind: Kind, configDirectory: String, environment: [String: String]
+    ) throws {
         self.namespace = namespace
         self.label = label
+        self.kind = kind
         self.configDirectory = configDirectory
         self.environment = environment
         runDirectory = try Scratch.makeDirectory("radius-\(label)")
@@ -52,11 +62,11 @@ final class FreeRADIUSServer: @unchecked Sendable {
 
     /// Checks the configuration (`freeradius -C`), starts the server and waits until it is ready.
     static func start(
-        in namespace: String, label: String, configDirectory: String, environment: [String: String] = [:],
-        timeout: Duration = .seconds(20)
+        in namespace: String, label: String, kind: Kind = .server, configDirectory: String,
+        environment: [String: String] = [:], timeout: Duration = .seconds(20)
     ) throws -> FreeRADIUSServer {
         let server = try FreeRADIUSServer(
-            namespace: namespace, label: label, configDirectory: configDirectory, environment: environment)
+            namespace: namespace, label: label, kind: kind, configDirectory: configDirectory, environment: environment)
         try server.checkConfiguration()
         try server.start(timeout: timeout)
         return server
@@ -98,18 +108,19 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// the pid is the server's. FreeRADIUS creates its `run_dir` and `logdir` when they are missing, and a
     /// deployed configuration names fixed ones (/var/run/…, /var/log/…): in the private mount namespace `ip netns
     /// exec` gives it, a tmpfs over /run, /var/log and /var/lib take them, so nothing is created on the host.
-    /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`) is the scratch directory, bind-mounted there,
-    /// and its accounting buffer's directory (`/var/lib/vpnprov-freeradius`) is `stateDirectory`.
+    /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`, a relay's `/var/log/vpnprov-radius-relay`) is the
+    /// scratch directory, bind-mounted there, and its accounting buffer's directory (`/var/lib/…` of the same name)
+    /// is `stateDirectory`.
     private func command(_ arguments: [String]) -> [String] {
         let script = """
             set -e
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
-            mkdir /var/log/\(Self.logDirectoryName)
-            mount --bind "$1" /var/log/\(Self.logDirectoryName)
+            mkdir /var/log/\(kind.rawValue)
+            mount --bind "$1" /var/log/\(kind.rawValue)
             mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/lib
-            mkdir /var/lib/\(Self.stateDirectoryName)
-            mount --bind "$2" /var/lib/\(Self.stateDirectoryName)
+            mkdir /var/lib/\(kind.rawValue)
+            mount --bind "$2" /var/lib/\(kind.rawValue)
             shift 2
             exec "$@"
             """
@@ -124,6 +135,13 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice; `start()` may follow.
     func stop(timeout: Duration = .seconds(5)) {
         process?.stop(timeout: timeout)
+        process = nil
+    }
+
+    /// SIGKILL, as a crash or a lost host ends it: nothing it holds in memory is written or answered. `start()`
+    /// may follow (its buffer directory is kept).
+    func kill() {
+        process?.stop(signal: SIGKILL)
         process = nil
     }
 
@@ -160,7 +178,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// /proc/<pid>/root. Empty when the server is not running or wrote none. The file lives as long as the process.
     var policyLog: String {
         guard pid > 0 else { return "" }
-        return (try? String(contentsOfFile: "/proc/\(pid)/root/var/log/vpnprov-freeradius/radius.log", encoding: .utf8))
+        return (try? String(contentsOfFile: "/proc/\(pid)/root/var/log/\(kind.rawValue)/radius.log", encoding: .utf8))
             ?? ""
     }
 

@@ -23,6 +23,9 @@ protocol RadiusFleetInputs: AnyObject {
     /// A node's strongswan.conf snippets (absolute paths) and its swanctl.conf (credentials beside it).
     func nodeSettingsIncludes(_ node: String) throws -> [String]
     func nodeConfFile(_ node: String) throws -> String
+    /// The node's RADIUS relay (`servers/<node>/radius-relay/`, a FreeRADIUS configuration directory run in the node's
+    /// namespace); nil when the inputs have none (charon then talks to the RADIUS servers itself).
+    func nodeRelayDirectory(_ node: String) throws -> String?
     /// The node's nftables ruleset (`nft -f` text), loaded into its namespace; nil when the inputs have none.
     func nodeFirewall(_ node: String) throws -> String?
     /// The RADIUS server's IPsec side of the node-RADIUS path (its swanctl.conf and nftables ruleset), nil when the
@@ -30,10 +33,13 @@ protocol RadiusFleetInputs: AnyObject {
     func radiusIPsec(_ server: String) throws -> (confFile: String, firewall: String)?
     /// The node's RADIUS shared secret (as the state holds it).
     func radiusSecret(_ node: String) throws -> String
+    /// The secret between the node's charon and its RADIUS relay.
+    func relaySecret(_ node: String) throws -> String
     /// The node's Disconnect-Request (DAE) secret.
     func daeSecret(_ node: String) throws -> String
-    /// Puts the node's right RADIUS shared secret, or a wrong one, into its settings (the caller reloads them).
-    func setNodeSecret(_ node: String, correct: Bool) throws
+    /// Puts the node's right RADIUS shared secret, or a wrong one, where the node keeps it (its relay's proxy.conf)
+    /// and restarts the node's relay, which reads it only when it starts.
+    func setNodeSecret(_ node: String, correct: Bool, lab: RadiusLab) throws
     /// Makes RADIUS treat `node` as a node of `tier` (a mis-set RADIUS), or (nil) as it is.
     func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws
     /// A client swanctl.conf (credentials beside it) holding `user`'s account, with connections

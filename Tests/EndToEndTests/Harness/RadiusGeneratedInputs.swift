@@ -30,8 +30,8 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     let deployment: GeneratedDeployment
     private let radiusPassword = RadiusGeneratedInputs.random()
     private let psks: [String: String]
-    /// The node RADIUS settings as generated (to restore after writing a wrong secret into them).
-    private var generatedSettings: [String: String] = [:]
+    /// The node relays' proxy.conf as generated (to restore after writing a wrong secret into them).
+    private var generatedProxies: [String: String] = [:]
     /// The RADIUS servers' clients.conf as generated (to restore after mis-setting a node's tier).
     private var generatedClients: [String: String] = [:]
     private var accountsEnvironment: [String: String] = [:]
@@ -174,15 +174,15 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
                 "VPN_PSK_FREE": psks["free-1"]!, "VPN_PSK_PRO": psks["pro-1"]!,
             ])
         for node in nodes {
-            generatedSettings[node.name] = try String(contentsOfFile: settingsPath(node.name), encoding: .utf8)
+            generatedProxies[node.name] = try String(contentsOfFile: proxyPath(node.name), encoding: .utf8)
         }
         for server in radiusServers {
             generatedClients[server.name] = try String(contentsOfFile: clientsPath(server.name), encoding: .utf8)
         }
     }
 
-    private func settingsPath(_ node: String) -> String {
-        deployment.out.appendingPathComponent("servers/\(node)/strongswan.d/vpnprov-radius.conf").path
+    private func proxyPath(_ node: String) -> String {
+        deployment.out.appendingPathComponent("servers/\(node)/radius-relay/proxy.conf").path
     }
 
     private func clientsPath(_ server: String) -> String {
@@ -324,6 +324,11 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
 
     func nodeConfFile(_ node: String) throws -> String { try deployment.node(node).confFile }
 
+    func nodeRelayDirectory(_ node: String) throws -> String? {
+        let dir = deployment.out.appendingPathComponent("servers/\(node)/radius-relay")
+        return FileManager.default.fileExists(atPath: dir.appendingPathComponent("radiusd.conf").path) ? dir.path : nil
+    }
+
     func nodeFirewall(_ node: String) throws -> String? {
         try String(
             contentsOf: deployment.out.appendingPathComponent("servers/\(node)/network/vpnprov.nft"), encoding: .utf8)
@@ -334,22 +339,32 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         return secret
     }
 
+    func relaySecret(_ node: String) throws -> String {
+        guard let secret = try state("radiusRelaySecrets")[node] else {
+            throw HarnessError("no RADIUS relay secret of \(node)")
+        }
+        return secret
+    }
+
     func daeSecret(_ node: String) throws -> String {
         guard let secret = try state("daeSecrets")[node] else { throw HarnessError("no DAE secret of \(node)") }
         return secret
     }
 
-    func setNodeSecret(_ node: String, correct: Bool) throws {
-        guard var text = generatedSettings[node] else { throw HarnessError("no settings of \(node)") }
+    func setNodeSecret(_ node: String, correct: Bool, lab: RadiusLab) throws {
+        guard var text = generatedProxies[node] else { throw HarnessError("no relay proxy.conf of \(node)") }
         if !correct {
             let secret = try state("radiusSecrets")[node] ?? ""
             guard !secret.isEmpty, text.contains(secret) else {
-                throw HarnessError("the node's RADIUS secret is not in its settings")
+                throw HarnessError("the node's RADIUS secret is not in its relay's proxy.conf")
             }
             text = text.replacingOccurrences(of: secret, with: Self.random())
         }
-        try text.write(toFile: settingsPath(node), atomically: true, encoding: .utf8)
-        chmod(settingsPath(node), 0o600)
+        try text.write(toFile: proxyPath(node), atomically: true, encoding: .utf8)
+        chmod(proxyPath(node), 0o600)
+        let relay = try lab.relay(node)
+        relay.stop()
+        try relay.start()
     }
 
     /// Rewrites the node's `vpn_tier` in every RADIUS server's clients.conf and restarts the servers (FreeRADIUS
@@ -491,7 +506,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     var secrets: [String] {
-        let tables = ["radiusSecrets", "daeSecrets"].compactMap { try? state($0) }
+        let tables = ["radiusSecrets", "daeSecrets", "radiusRelaySecrets"].compactMap { try? state($0) }
         return tables.flatMap(\.values) + Array(psks.values) + [radiusPassword]
     }
 }

@@ -16,13 +16,16 @@ import VPNProvTestSupport
 /// reaches a host *behind* the node. Namespaces are `vpnp-<pid>-<n>-<suffix>` (stale ones are removed like
 /// `NetworkPair`'s).
 ///
+/// Every node's namespace runs its RADIUS relay as generated (`servers/<node>/radius-relay/`, a FreeRADIUS on the node
+/// that its charon talks to over loopback and that forwards to the RADIUS servers).
+///
 /// With `accounts.protection: ipsec` every RADIUS namespace also runs a charon with the server's generated
 /// `radius/<server>/ipsec/swanctl.conf` and loads its `vpnprov-radius.nft`: RADIUS between nodes and servers then
 /// travels in ESP, as it does in production.
 ///
 /// The lab owns every daemon it starts (PostgreSQL, FreeRADIUS, charons); `teardown()` stops them by pid —
-/// clients, then nodes (their Accounting-Stop reaches RADIUS), then the RADIUS servers' charons, then RADIUS, then
-/// PostgreSQL — and deletes the namespaces.
+/// clients, then nodes (their Accounting-Stop reaches their relays), then the relays, the RADIUS servers' charons,
+/// RADIUS, then PostgreSQL — and deletes the namespaces.
 final class RadiusLab: @unchecked Sendable {
     struct Member: Sendable {
         var name: String
@@ -46,6 +49,8 @@ final class RadiusLab: @unchecked Sendable {
 
     private(set) var postgres: PostgresCluster?
     private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
+    /// The nodes' RADIUS relays, by node name.
+    private(set) var relays: [String: FreeRADIUSServer] = [:]
     private(set) var nodeDaemons: [String: Charon] = [:]
     private(set) var clientDaemons: [String: Charon] = [:]
     /// The RADIUS servers' charons (the IPsec end of the node-RADIUS path), by server name.
@@ -141,18 +146,6 @@ final class RadiusLab: @unchecked Sendable {
         return pg
     }
 
-    /// A FreeRADIUS server in its namespace (config checked first, ready when this returns).
-    @discardableResult
-    func startRadius(_ name: String, configDirectory: String, environment: [String: String] = [:]) throws
-        -> FreeRADIUSServer
-    {
-        let member = try radiusMember(name)
-        let server = try FreeRADIUSServer.start(
-            in: member.namespace, label: name, configDirectory: configDirectory, environment: environment)
-        radiusServers[name] = server
-        return server
-    }
-
     /// strongswan.conf text for a RADIUS server's charon in this lab: like every test charon it runs ESP in
     /// kernel-libipsec (the kernel here has no XFRM ESP), so, as on a libipsec node (the node's generated
     /// vpnprov-radius-dae.conf), its IKE and ESP packets are marked and skip the routes into its TUN device.
@@ -196,6 +189,62 @@ final class RadiusLab: @unchecked Sendable {
     func radius(_ name: String) throws -> FreeRADIUSServer {
         guard let server = radiusServers[name] else { throw HarnessError("RADIUS server \(name) not started") }
         return server
+    }
+
+    /// Node `name`'s RADIUS relay.
+    func relay(_ name: String) throws -> FreeRADIUSServer {
+        guard let relay = relays[name] else { throw HarnessError("node \(name) has no RADIUS relay") }
+        return relay
+    }
+
+    /// Starts the RADIUS servers' and the nodes' relays' FreeRADIUS at once (each checks its configuration and
+    /// waits for its "Ready to process requests"): one start after the other took a second each.
+    private func startFreeRADIUS(
+        servers: [(name: String, directory: String, environment: [String: String])],
+        relays nodeRelays: [(node: String, directory: String)]
+    ) throws {
+        struct Job: Sendable {
+            var name: String
+            var namespace: String
+            var kind: FreeRADIUSServer.Kind
+            var directory: String
+            var environment: [String: String]
+        }
+        var jobs: [Job] = []
+        for server in servers {
+            jobs.append(
+                Job(
+                    name: server.name, namespace: try radiusMember(server.name).namespace, kind: .server,
+                    directory: server.directory, environment: server.environment))
+        }
+        for relay in nodeRelays {
+            jobs.append(
+                Job(
+                    name: relay.node, namespace: try node(relay.node).namespace, kind: .relay,
+                    directory: relay.directory, environment: [:]))
+        }
+        final class Results: @unchecked Sendable {
+            let lock = NSLock()
+            var started: [Int: FreeRADIUSServer] = [:]
+            var failures: [String] = []
+        }
+        let results = Results()
+        let all = jobs
+        DispatchQueue.concurrentPerform(iterations: all.count) { i in
+            let job = all[i]
+            do {
+                let daemon = try FreeRADIUSServer.start(
+                    in: job.namespace, label: job.kind == .relay ? "relay-\(job.name)" : job.name, kind: job.kind,
+                    configDirectory: job.directory, environment: job.environment)
+                results.lock.withLock { results.started[i] = daemon }
+            } catch {
+                results.lock.withLock { results.failures.append("\(error)") }
+            }
+        }
+        for (i, daemon) in results.started {
+            if jobs[i].kind == .relay { relays[jobs[i].name] = daemon } else { radiusServers[jobs[i].name] = daemon }
+        }
+        if let failure = results.failures.first { throw HarnessError(failure) }
     }
 
     /// A node's charon (with the eap-radius plugin), its settings snippets included, its swanctl.conf loaded
@@ -342,9 +391,15 @@ final class RadiusLab: @unchecked Sendable {
     /// appended to their strongswan.conf).
     func start(_ inputs: any RadiusFleetInputs, build: StrongSwanBuild, clientSettings: String = "") throws {
         try inputs.migrate()
+        try startFreeRADIUS(
+            servers: try inputs.radiusServers.map { server in
+                let (directory, environment) = try inputs.radiusConfiguration(server.name)
+                return (server.name, directory, environment)
+            },
+            relays: try inputs.nodes.compactMap { node in
+                try inputs.nodeRelayDirectory(node.name).map { (node.name, $0) }
+            })
         for server in inputs.radiusServers {
-            let (directory, environment) = try inputs.radiusConfiguration(server.name)
-            try startRadius(server.name, configDirectory: directory, environment: environment)
             if let ipsec = try inputs.radiusIPsec(server.name) {
                 try startRadiusIPsec(server.name, build: build, confFile: ipsec.confFile, firewall: ipsec.firewall)
             }
@@ -370,6 +425,7 @@ final class RadiusLab: @unchecked Sendable {
         tornDown = true
         for charon in clientDaemons.values { charon.stop() }
         for charon in nodeDaemons.values { charon.stop() }
+        for relay in relays.values { relay.stop() }
         for charon in radiusCharons.values { charon.stop() }
         for server in radiusServers.values {
             server.stop()

@@ -127,8 +127,8 @@ package final class CommandOutput: @unchecked Sendable {
         let diagnostic: Diagnostic
         switch error {
         // A refusal ends with a usage error's exit status, and documents say so with its code.
-        case .usage(let message, _), .refused(let message): diagnostic = .error(RuleCode("usage"), message, at: nil)
-        case .environment(let message): diagnostic = .error(RuleCode("environment"), message, at: nil)
+        case .usage(let message, _), .refused(let message): diagnostic = .error(.usage, message, at: nil)
+        case .environment(let message): diagnostic = .error(.environment, message, at: nil)
         case .failure: return
         }
         lock.lock()

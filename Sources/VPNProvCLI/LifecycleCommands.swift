@@ -115,7 +115,7 @@ struct StatusCommand: Command {
             output.error(error.code, error.message)
             return ExitCode.environment
         } catch {
-            output.error(RuleCode("state-unreadable"), "\(error)")
+            output.error(.stateUnreadable, "\(error)")
             return ExitCode.environment
         }
         output.set("status", report)

@@ -208,17 +208,6 @@ extension Pipeline {
     }
 }
 
-extension RuleCode {
-    /// `revoke` of a name the inventory does not list.
-    static let noSuchUser = RuleCode("no-such-user")
-    /// The command names a node the inventory does not list.
-    static let noSuchNode = RuleCode("no-such-node")
-    /// Nodes whose server files changed are not recorded as rolled out.
-    package static let rolloutPending = RuleCode("rollout-pending")
-    /// `check`: the output tree or the state differs from what `generate` would make of them.
-    package static let drift = RuleCode("drift")
-}
-
 extension StatePermissions.Wide {
     /// "give state/ca/ca.key mode 0600 (it is 0644: other users can read it)", for `check`.
     var pendingDescription: String {

@@ -44,15 +44,6 @@ package struct HandOffOptions: Sendable {
     }
 }
 
-extension RuleCode {
-    /// A hand-off command on an inventory without `handoff:`.
-    static let handOffSiteMissing = RuleCode("handoff-site-missing")
-    /// The state or a user's folder is not what `generate` would make now.
-    static let handOffStale = RuleCode("handoff-stale")
-    /// Publishing to the hand-off site failed.
-    static let handOffPublish = RuleCode("handoff-publish")
-}
-
 /// `vpnprov handoff`, `handoff-revoke` and `handoff-list` (docs/handoff.md), and what `generate`, `revoke` and
 /// the lifecycle commands do to the links of users whose profiles they changed.
 extension Pipeline {

@@ -21,11 +21,6 @@ package struct HandOffListOptions: Sendable {
     }
 }
 
-extension RuleCode {
-    /// The hand-off record or bundle could not be brought up to date after a run that changed profiles.
-    static let handOffRecord = RuleCode("handoff-record")
-}
-
 extension Pipeline {
     /// Where each publish leaves the site's audit journal (`rollout/`: what a rollout reports back).
     static func auditPath(_ out: String) -> String { out + "/rollout/handoff/audit.jsonl" }

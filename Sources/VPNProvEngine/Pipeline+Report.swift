@@ -197,20 +197,6 @@ extension Pipeline {
     }
 }
 
-extension RuleCode {
-    /// A remark about the state that does not stop the run (a CA kept with other settings, a user
-    /// held revoked by command).
-    static let stateNotice = RuleCode("state-notice")
-    /// About a revocation: how it is recorded, how to undo it, what it cannot withdraw.
-    static let revokedUser = RuleCode("revoked-user")
-    /// The output tree cannot be read or written.
-    static let outputIO = RuleCode("output-io")
-    /// The deployment's output tree is elsewhere than this run would write it.
-    static let outputLocation = RuleCode("output-location")
-    /// A profile or configuration could not be rendered.
-    static let renderFailure = RuleCode("render-failure")
-}
-
 /// The `"summary"` of `generate` and `revoke` in `--format json` (never a secret: names, paths,
 /// counts, serial numbers).
 struct RunSummary: Encodable {

@@ -245,22 +245,6 @@ import VPNProvTestFixtures
         #expect(uri == "out/stray")
     }
 
-    @Test func everyRuleCodeInTheSourcesHasHelpText() throws {
-        var found = Set<String>()
-        let sources = Self.root + "/Sources"
-        let walker = try #require(FileManager.default.enumerator(atPath: sources))
-        let pattern = try NSRegularExpression(pattern: #"(?:RuleCode|Code)\((?:rawValue: )?"([a-z0-9-]+)"\)"#)
-        for case let path as String in walker where path.hasSuffix(".swift") {
-            let text = try String(contentsOfFile: sources + "/" + path, encoding: .utf8)
-            for m in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-                found.insert(String(text[Range(m.range(at: 1), in: text)!]))
-            }
-        }
-        #expect(found.count > 80)
-        let missing = found.filter { RuleHelp.table[$0] == nil }.sorted()
-        #expect(missing.isEmpty, "rule codes without help text in RuleHelp.table: \(missing)")
-    }
-
     @Test func validateSecretsResolvesReferencesWithoutPrintingThem() throws {
         let text = """
             vpnprov: 1

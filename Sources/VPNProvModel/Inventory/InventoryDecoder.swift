@@ -312,7 +312,7 @@ package struct InventoryDecoder: Sendable {
             guard ok, let (code, ruleNode) = rule, let reason else { continue }
             result.append(
                 Acknowledgement(
-                    rule: RuleCode(code), node: nodeName, user: userName, service: service, reason: reason,
+                    rule: code, node: nodeName, user: userName, service: service, reason: reason,
                     location: cx.location(item), ruleLocation: cx.location(ruleNode)))
         }
         return result

@@ -95,6 +95,8 @@ import VPNProvTestFixtures
                 == "A node says certificate: acme, or handoff: is written, but there is no acme: section, or it has "
                 + "no email (docs/acme.md).")
         #expect(RuleCode.invalidName.declaration.plainHelp.contains(#"containing /, \ or .."#))
+        // Code keeps its case where it starts the sentence.
+        #expect(RuleCode.weakPSKService.declaration.plainHelp.hasPrefix("ikev2-psk / ikev2-psk-eap: anyone"))
         for code in RuleCode.allCases {
             let text = code.declaration.plainHelp
             #expect(!text.contains("`") && !text.contains("](") && text.hasSuffix("."), "\(code): \(text)")

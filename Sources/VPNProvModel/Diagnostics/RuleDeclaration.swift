@@ -82,7 +82,8 @@ package struct RuleDeclaration: Sendable, Hashable {
     }
 
     /// The help as a sentence of plain text (SARIF's rule description): the Markdown's backticks dropped, each
-    /// link written as its file under docs/, the first letter upper case and a full stop at the end.
+    /// link written as its file under docs/, the first word upper case (unless it is code: `ikev2-psk`) and a full
+    /// stop at the end.
     package var plainHelp: String {
         var text = ""
         var rest = Substring(help)
@@ -100,7 +101,9 @@ package struct RuleDeclaration: Sendable, Hashable {
         }
         text += rest
         text = text.replacingOccurrences(of: "`", with: "").replacingOccurrences(of: "\\\\", with: "\\")
-        if let first = text.first, first.isLowercase { text = first.uppercased() + text.dropFirst() }
+        if !help.hasPrefix("`"), let first = text.first, first.isLowercase {
+            text = first.uppercased() + text.dropFirst()
+        }
         if text.last != "." { text += "." }
         return text
     }

@@ -179,48 +179,115 @@ extension InventoryDecoder {
         }
         let own = value.isNull ? NodeFields() : decodeNodeFields(value, what, cx)
         if case .mapping = value.kind {} else if !value.isNull { return nil }
-
-        var locations = defaults.locations
-        locations.merge(own.locations) { _, node in node }
-
-        guard let address = own.address ?? defaults.address else {
+        let merged = own.inheriting(defaults)
+        guard let address = merged.address else {
             cx.error(
                 .missingKey, "\(what): missing required key 'address' (what clients dial: IPv4, IPv6 or DNS name)",
                 at: keyNode)
             return nil
         }
-        let id = own.id ?? defaults.id ?? IKEIdentity.classify(address)
+        return merged.node(name: name, address: address, location: cx.location(keyNode))
+    }
+}
+
+extension InventoryDecoder.NodeFields {
+    /// These fields (a node's own) with what they leave out taken from `defaults`, key by key (`NodeKey.inherit`),
+    /// and the places the inherited values were written.
+    func inheriting(_ defaults: Self) -> Self {
+        var merged = self
+        for key in InventoryDecoder.NodeKey.allCases { key.inherit(into: &merged, from: defaults) }
+        merged.locations = defaults.locations.merging(locations) { _, node in node }
+        return merged
+    }
+
+    /// Takes `field` from `defaults` when these fields do not have it.
+    mutating func inherit<Value>(_ field: WritableKeyPath<Self, Value?>, from defaults: Self) {
+        if self[keyPath: field] == nil { self[keyPath: field] = defaults[keyPath: field] }
+    }
+
+    /// The node of merged fields: what is still missing gets its default, a field without a place of its own
+    /// points at the key it is derived from.
+    func node(name: String, address: String, location: SourceLocation) -> Node {
+        var locations = self.locations
         if locations[.key(.id)] == nil { locations[.key(.id)] = locations[.key(.address)] }
-        let proposals = Proposals(
-            ike: own.ike ?? defaults.ike ?? Proposals.defaults.ike,
-            esp: own.esp ?? defaults.esp ?? Proposals.defaults.esp)
         if locations[.key(.proposals)] == nil {
             locations[.key(.proposals)] = locations[.proposals(.ike)] ?? locations[.proposals(.esp)]
         }
         var node = Node(
-            name: name, address: address, id: id,
-            region: own.region ?? defaults.region, country: own.country ?? defaults.country,
-            tier: own.tier ?? defaults.tier ?? .free,
-            pool: own.pool ?? defaults.pool, pool6: own.pool6 ?? defaults.pool6,
-            services: own.services ?? defaults.services ?? Self.defaultServices,
-            psk: own.psk ?? defaults.psk, group: own.group ?? defaults.group,
-            proposals: proposals, dns: own.dns ?? defaults.dns ?? [],
+            name: name, address: address, id: id ?? IKEIdentity.classify(address), region: region, country: country,
+            tier: tier ?? .free, pool: pool, pool6: pool6, services: services ?? InventoryDecoder.defaultServices,
+            psk: psk, group: group,
+            proposals: Proposals(ike: ike ?? Proposals.defaults.ike, esp: esp ?? Proposals.defaults.esp),
+            dns: dns ?? [],
             deploy: DeployTarget(
-                host: own.deployHost ?? defaults.deployHost, port: own.deployPort ?? defaults.deployPort ?? 22,
-                user: own.deployUser ?? defaults.deployUser ?? "root",
-                become: own.deployBecome ?? defaults.deployBecome ?? false),
-            location: cx.location(keyNode), fieldLocations: locations)
-        node.apple = own.apple.over(defaults.apple)
+                host: deployHost, port: deployPort ?? 22, user: deployUser ?? "root", become: deployBecome ?? false),
+            location: location, fieldLocations: locations)
+        node.apple = apple
         node.network = NodeNetwork(
-            uplink: own.uplink ?? defaults.uplink, mss: own.mss ?? defaults.mss ?? .fixed(NodeNetwork.defaultMSS),
-            isolateClients: own.isolateClients ?? defaults.isolateClients ?? true,
-            ipsec: own.ipsec ?? defaults.ipsec ?? .xfrm,
-            ipv6: own.ipv6 ?? defaults.ipv6, allowPrivate: own.allowPrivate ?? defaults.allowPrivate ?? [])
-        node.accounts = own.accounts ?? defaults.accounts ?? .inventory
-        node.radiusAddress = own.radiusAddress ?? defaults.radiusAddress
-        // A node's quantum_safe: replaces the whole of defaults' (its keys are read together).
-        node.quantumSafe = own.quantumSafe ?? (own.locations[.key(.quantumSafe)] == nil ? defaults.quantumSafe : nil)
-        node.certificate = own.certificate ?? defaults.certificate ?? .ca
+            uplink: uplink, mss: mss ?? .fixed(NodeNetwork.defaultMSS), isolateClients: isolateClients ?? true,
+            ipsec: ipsec ?? .xfrm, ipv6: ipv6, allowPrivate: allowPrivate ?? [])
+        node.accounts = accounts ?? .inventory
+        node.radiusAddress = radiusAddress
+        node.quantumSafe = quantumSafe
+        node.certificate = certificate ?? .ca
         return node
+    }
+}
+
+extension InventoryDecoder.NodeKey {
+    /// How a node inherits this key from `defaults:`: where the node does not write it, the value under
+    /// `defaults:`; a mapping key by key, or as a whole where its keys are read together. One arm per key, so a
+    /// key does not compile without its rule; `InventoryKeyTests` writes every key (and every key of a mapping)
+    /// under `defaults:` only and checks that it reaches the node.
+    func inherit(into node: inout InventoryDecoder.NodeFields, from defaults: InventoryDecoder.NodeFields) {
+        switch self {
+        case .address: node.inherit(\.address, from: defaults)
+        case .id: node.inherit(\.id, from: defaults)
+        case .region: node.inherit(\.region, from: defaults)
+        case .country: node.inherit(\.country, from: defaults)
+        case .tier: node.inherit(\.tier, from: defaults)
+        case .pool: node.inherit(\.pool, from: defaults)
+        case .pool6: node.inherit(\.pool6, from: defaults)
+        case .services: node.inherit(\.services, from: defaults)
+        case .psk: node.inherit(\.psk, from: defaults)
+        case .group: node.inherit(\.group, from: defaults)
+        case .proposals:
+            for key in InventoryDecoder.ProposalKey.allCases {
+                switch key {
+                case .ike: node.inherit(\.ike, from: defaults)
+                case .esp: node.inherit(\.esp, from: defaults)
+                }
+            }
+        case .dns: node.inherit(\.dns, from: defaults)
+        case .apple: node.apple = node.apple.over(defaults.apple)
+        case .deploy:
+            for key in InventoryDecoder.DeployKey.allCases {
+                switch key {
+                case .host: node.inherit(\.deployHost, from: defaults)
+                case .port: node.inherit(\.deployPort, from: defaults)
+                case .user: node.inherit(\.deployUser, from: defaults)
+                case .become: node.inherit(\.deployBecome, from: defaults)
+                }
+            }
+        case .network:
+            for key in InventoryDecoder.NetworkKey.allCases {
+                switch key {
+                case .uplink: node.inherit(\.uplink, from: defaults)
+                case .mss: node.inherit(\.mss, from: defaults)
+                case .isolateClients: node.inherit(\.isolateClients, from: defaults)
+                case .ipsec: node.inherit(\.ipsec, from: defaults)
+                case .ipv6: node.inherit(\.ipv6, from: defaults)
+                // A node's own list replaces the defaults' (docs/inventory.md).
+                case .allowPrivate: node.inherit(\.allowPrivate, from: defaults)
+                }
+            }
+        case .accounts: node.inherit(\.accounts, from: defaults)
+        case .radiusAddress: node.inherit(\.radiusAddress, from: defaults)
+        case .certificate: node.inherit(\.certificate, from: defaults)
+        case .quantumSafe:
+            // A node's `quantum_safe:` replaces the whole of the defaults' (its keys are read together), even one
+            // that did not decode.
+            if node.locations[.key(.quantumSafe)] == nil { node.quantumSafe = defaults.quantumSafe }
+        }
     }
 }

@@ -352,7 +352,7 @@ struct AccountsCatalogue: AccountsAction {
         return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             let live = try session.catalogue()
             if output.isMachineReadable {
-                output.set("catalogue", live.document)
+                output.record(CatalogueResult(live.document))
             } else {
                 output.result(String(decoding: live.bytes, as: UTF8.self))
             }

@@ -14,8 +14,8 @@ import VPNProvSupport
 /// `--quiet` leaves only errors on standard error. See docs/json-output.md for the JSON shape.
 ///
 /// A command reports through the one `CommandOutput` of its run (`context.output`):
-/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `set(_:_:)` for its
-/// command-specific keys ("summary", "drift", "status"...).
+/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `record(_:)` for its
+/// result (`CommandResult`: the summary, the drift, the status...).
 // @unchecked Sendable: lock-held. Every mutable property is read and written under `lock`; the rest is `let`.
 package final class CommandOutput: @unchecked Sendable {
     /// Version of the JSON document's shape (`"vpnprov": 1`). Raised only for incompatible changes.
@@ -48,7 +48,7 @@ package final class CommandOutput: @unchecked Sendable {
     private var cutLines: [String: [Int: Int]] = [:]
     /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
     private var hiddenValues: Set<String> = []
-    private var body: [String: AnyEncodable] = [:]
+    private var results: [any CommandResult] = []
     private var sarifResults: [Diagnostic] = []
     private var finished = false
 
@@ -178,11 +178,11 @@ package final class CommandOutput: @unchecked Sendable {
         sarifResults += found
     }
 
-    /// Sets a command-specific key of the JSON document ("summary", "drift", "status"...).
-    package func set<Value: Encodable & Sendable>(_ key: String, _ value: Value) {
+    /// The command's own part of the JSON document: its result's keys (`summary`, `drift`, `status`...).
+    package func record(_ result: any CommandResult) {
         lock.lock()
         defer { lock.unlock() }
-        body[key] = AnyEncodable(value)
+        results.append(result)
     }
 
     /// Prints the document (json, sarif) once; later calls do nothing. `ok` is true for exit
@@ -196,14 +196,14 @@ package final class CommandOutput: @unchecked Sendable {
         }
         finished = true
         let diagnostics = collected.inReportOrder()
-        let body = self.body
+        let results = self.results
         let sarifResults = self.sarifResults
         lock.unlock()
         switch format {
         case .text:
             return
         case .json:
-            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
+            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, results: results)))
         case .sarif:
             console.out(
                 Self.encode(
@@ -222,40 +222,29 @@ package final class CommandOutput: @unchecked Sendable {
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the command's own keys.
+    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the keys of the command's results.
     struct Envelope: Encodable {
         var command: String
         var ok: Bool
         var diagnostics: [Diagnostic]
-        var body: [String: AnyEncodable]
+        var results: [any CommandResult]
 
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(_ s: String) { stringValue = s }
-            init?(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
+        enum Key: String, CodingKey {
+            case vpnprov, command, ok, diagnostics
         }
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: Key.self)
-            try c.encode(CommandOutput.schemaVersion, forKey: Key("vpnprov"))
-            try c.encode(command, forKey: Key("command"))
-            try c.encode(ok, forKey: Key("ok"))
-            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: Key("diagnostics"))
-            for (key, value) in body where !["vpnprov", "command", "ok", "diagnostics"].contains(key) {
-                try c.encode(value, forKey: Key(key))
-            }
+            try c.encode(CommandOutput.schemaVersion, forKey: .vpnprov)
+            try c.encode(command, forKey: .command)
+            try c.encode(ok, forKey: .ok)
+            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: .diagnostics)
+            // The results' keys go into the same object: a second container of the same encoder writes there.
+            var document = encoder.container(keyedBy: DocumentKey.self)
+            for result in results { try result.write(to: &document) }
         }
     }
 }
 
 /// The engine reports through the command's output.
 extension CommandOutput: RunReporter {}
-
-/// Any `Encodable`, for the command-specific keys of the document.
-struct AnyEncodable: Encodable, Sendable {
-    private let encodeValue: @Sendable (Encoder) throws -> Void
-    init<T: Encodable & Sendable>(_ value: T) { encodeValue = { try value.encode(to: $0) } }
-    func encode(to encoder: Encoder) throws { try encodeValue(encoder) }
-}

@@ -218,8 +218,7 @@ struct ValidateCommand: Command {
             let n = inventory.nodes.count
             let u = inventory.users.filter { !$0.revoked }.count
             let revoked = inventory.users.count - u
-            context.output.set(
-                "inventory",
+            context.output.record(
                 ValidatedInventory(file: display, nodes: n, users: u, revokedUsers: revoked, secretsChecked: secrets))
             // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
             // "generate will find them".
@@ -241,7 +240,9 @@ struct ValidateCommand: Command {
     }
 
     /// `"inventory"` of `validate --format json`.
-    struct ValidatedInventory: Encodable {
+    struct ValidatedInventory: KeyedResult {
+        static var key: DocumentKey { .inventory }
+
         var file: String
         var nodes: Int
         /// Active users (as `generate` counts them).
@@ -377,7 +378,7 @@ struct InitCommand: Command {
         } catch {
             throw CLIError.environment("cannot write '\(display)': \(error.localizedDescription)")
         }
-        context.output.set("created", display)
+        context.output.record(CreatedInventory(file: display))
         context.output.result("wrote \(display)\nnext: edit it, then run 'vpnprov validate \(display)'\n")
         return ExitCode.success
     }

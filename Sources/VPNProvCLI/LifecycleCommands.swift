@@ -93,7 +93,7 @@ struct StatusCommand: Command {
             output.error(.stateUnreadable, "\(error)")
             return ExitCode.environment
         }
-        output.set("status", report)
+        output.record(report)
         let expired = report.expiring?.isEmpty == false
         output.result(report.text, failing: expired)
         return expired ? ExitCode.failure : ExitCode.success

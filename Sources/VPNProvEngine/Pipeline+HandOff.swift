@@ -48,7 +48,9 @@ package struct HandOffOptions: Sendable {
 /// the lifecycle commands do to the links of users whose profiles they changed.
 extension Pipeline {
     /// `"handoff"` of the hand-off commands' `--format json` (the links' URLs only where they were made).
-    struct HandOffReport: Encodable {
+    struct HandOffReport: KeyedResult {
+        static var key: DocumentKey { .handoff }
+
         struct Link: Encodable {
             var user: String
             var url: String
@@ -162,7 +164,7 @@ extension Pipeline {
                 text += "  QR code: \(display(qr.png, options.tree)), \(display(qr.svg, options.tree))\n"
                 if options.terminalQR { text += qr.text }
             }
-            output.set("handoff", report)
+            output.record(report)
             if !text.isEmpty { output.result(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
             if report.published && !made.isEmpty {

@@ -40,7 +40,7 @@ extension Pipeline {
         let summary = RunSummary(
             built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
             pending: Set(pending), rolledOut: rolledOutCommand(options), handOff: handOffCommand(options))
-        output.set("summary", summary)
+        output.record(summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
             // Said once: only the run that creates the CA gets here.
@@ -199,7 +199,9 @@ extension Pipeline {
 
 /// The `"summary"` of `generate` and `revoke` in `--format json` (never a secret: names, paths,
 /// counts, serial numbers).
-struct RunSummary: Encodable {
+struct RunSummary: KeyedResult {
+    static var key: DocumentKey { .summary }
+
     struct Names: Encodable {
         var count: Int
         /// Nodes whose server files changed / users whose profiles changed (they need the new ones).

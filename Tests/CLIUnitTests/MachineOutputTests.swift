@@ -245,6 +245,30 @@ import VPNProvTestFixtures
         #expect(uri == "out/stray")
     }
 
+    /// A command writes its part of the document through a result type naming one of `DocumentKey`'s cases; the
+    /// documentation's table of command-specific keys and the schema list exactly those cases.
+    @Test func theDocumentedKeysAreTheResultTypesKeys() throws {
+        let keys = Set(DocumentKey.allCases.map(\.rawValue))
+        let schemaData = try Data(contentsOf: URL(fileURLWithPath: Self.root + "/docs/json-output.schema.json"))
+        let schema = try #require(try JSONSerialization.jsonObject(with: schemaData) as? [String: Any])
+        let properties = try #require(schema["properties"] as? [String: Any])
+        #expect(Set(properties.keys).subtracting(["vpnprov", "command", "ok", "diagnostics"]) == keys)
+
+        let page = try String(contentsOfFile: Self.root + "/docs/json-output.md", encoding: .utf8)
+        let table = try #require(
+            page.components(separatedBy: "Command-specific keys:").last?.components(separatedBy: "`summary`:").first)
+        var documented = Set<String>()
+        for row in table.split(separator: "\n") where row.hasPrefix("| `") {
+            let cell = row.dropFirst(2).prefix { $0 != "|" }
+            for name in cell.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter({
+                $0.offset % 2 == 1
+            }) {
+                documented.insert(String(name.element))
+            }
+        }
+        #expect(documented == keys)
+    }
+
     @Test func validateSecretsResolvesReferencesWithoutPrintingThem() throws {
         let text = """
             vpnprov: 1

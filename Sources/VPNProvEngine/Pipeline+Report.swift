@@ -222,9 +222,14 @@ struct RunSummary: KeyedResult {
         var removedPaths: [String]
     }
 
+    /// Who a change of the state is about.
+    enum Holder: String, Encodable {
+        case ca, node, user
+    }
+
     struct StateChange: Encodable {
-        var action: String
-        var holder: String
+        var action: PKIChange.Kind.Action
+        var holder: Holder
         var name: String?
         var serial: String?
         package var reason: String?
@@ -232,7 +237,7 @@ struct RunSummary: KeyedResult {
     }
 
     struct Certificate: Encodable {
-        var holder: String
+        var holder: Holder
         var name: String?
         var serial: String?
     }
@@ -316,19 +321,22 @@ struct RunSummary: KeyedResult {
             writtenPaths: written.written, removedPaths: written.removed.sorted())
         var certificates = Certificates()
         state = changes.map { change in
-            let (holder, name): (String, String?) = {
+            let (holder, name): (Holder, String?) = {
                 switch change.holder {
-                case .ca: return ("ca", nil)
-                case .node(let n): return ("node", n)
-                case .user(let n): return ("user", n)
+                case .ca: return (.ca, nil)
+                case .node(let n): return (.node, n)
+                case .user(let n): return (.user, n)
                 }
             }()
             let certificate = Certificate(holder: holder, name: name, serial: change.serial)
             switch change.kind {
-            case .issued, .caCreated: certificates.issued.append(certificate)
+            // A rotation's new CA is issued as a created one is.
+            case .issued, .caCreated, .caRotationStarted: certificates.issued.append(certificate)
             case .reissued: certificates.renewed.append(certificate)
             case .revoked: certificates.revoked.append(certificate)
-            default: break
+            // No certificate of these lists: an adopted CA was issued elsewhere, an unrevoked user's new
+            // certificate is a change of its own (`issued`), a retired CA is not revoked, the rest are no certificates.
+            case .caAdopted, .unrevoked, .caRotationFinished, .crlUpdated, .secretGenerated, .secretRotated: break
             }
             return StateChange(
                 action: change.kind.action, holder: holder, name: name, serial: change.serial, reason: change.reason,
@@ -369,20 +377,35 @@ enum ShellWord {
 }
 
 extension PKIChange.Kind {
-    /// Stable machine name of the change (`--format json`).
-    var action: String {
+    /// Stable machine names of the changes (`--format json`).
+    enum Action: String, Encodable {
+        case caCreated = "ca-created"
+        case caAdopted = "ca-adopted"
+        case issued
+        case renewed
+        case revoked
+        case crlUpdated = "crl-updated"
+        case secretGenerated = "secret-generated"
+        case secretRotated = "secret-rotated"
+        case caRotationStarted = "ca-rotation-started"
+        case caRotationFinished = "ca-rotation-finished"
+        case unrevoked
+    }
+
+    /// The change's machine name.
+    var action: Action {
         switch self {
-        case .caCreated: return "ca-created"
-        case .caAdopted: return "ca-adopted"
-        case .issued: return "issued"
-        case .reissued: return "renewed"
-        case .revoked: return "revoked"
-        case .crlUpdated: return "crl-updated"
-        case .secretGenerated: return "secret-generated"
-        case .secretRotated: return "secret-rotated"
-        case .caRotationStarted: return "ca-rotation-started"
-        case .caRotationFinished: return "ca-rotation-finished"
-        case .unrevoked: return "unrevoked"
+        case .caCreated: .caCreated
+        case .caAdopted: .caAdopted
+        case .issued: .issued
+        case .reissued: .renewed
+        case .revoked: .revoked
+        case .crlUpdated: .crlUpdated
+        case .secretGenerated: .secretGenerated
+        case .secretRotated: .secretRotated
+        case .caRotationStarted: .caRotationStarted
+        case .caRotationFinished: .caRotationFinished
+        case .unrevoked: .unrevoked
         }
     }
 }

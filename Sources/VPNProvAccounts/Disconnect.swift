@@ -216,8 +216,7 @@ package struct DisconnectClient: Sendable {
                 throw AccountError(
                     "cannot send to \(target.host) port \(target.port): \(String(cString: strerror(errno)))")
             }
-            if let response = try awaitResponse(fd, to: request, secret: secret) {
-                let parsed = RadiusPacket.parse(response)!
+            if let parsed = try awaitResponse(fd, to: request, secret: secret) {
                 if parsed.code == RadiusPacket.disconnectACK { return .acknowledged }
                 let cause = parsed.value(RadiusPacket.errorCause).flatMap { bytes -> Int? in
                     bytes.count == 4 ? bytes.reduce(0) { $0 << 8 | Int($1) } : nil
@@ -259,9 +258,11 @@ package struct DisconnectClient: Sendable {
         )
     }
 
-    /// The first packet within the attempt's timeout that verifies as the answer to `request`;
-    /// nil when none came. Packets that do not verify (another identifier, a wrong secret) are ignored.
-    private func awaitResponse(_ fd: Int32, to request: [UInt8], secret: [UInt8]) throws -> [UInt8]? {
+    /// The first packet within the attempt's timeout that verifies as the answer to `request`, parsed;
+    /// nil when none came. Packets that do not parse or verify (malformed, another identifier, a wrong
+    /// secret) are ignored: the parsed packet is handed on, so nothing parses a network packet twice and
+    /// assumes the second parse succeeds.
+    private func awaitResponse(_ fd: Int32, to request: [UInt8], secret: [UInt8]) throws -> RadiusPacket.Parsed? {
         var clock = timespec()
         clock_gettime(CLOCK_MONOTONIC, &clock)
         let deadline = Int(clock.tv_sec) * 1000 + Int(clock.tv_nsec) / 1_000_000 + attemptTimeoutMilliseconds
@@ -285,7 +286,7 @@ package struct DisconnectClient: Sendable {
                 parsed.code == RadiusPacket.disconnectACK || parsed.code == RadiusPacket.disconnectNAK,
                 RadiusPacket.verifyResponse(response, to: request, secret: secret)
             else { continue }
-            return response
+            return parsed
         }
     }
 }

@@ -294,10 +294,31 @@ package struct DisconnectClient: Sendable {
 /// What happened at one node when an account's sessions were ended.
 package struct DisconnectResult: Sendable, Equatable, Encodable {
     package var node: String
-    /// "disconnected", "no-session" (the node has none: a stale radacct row), "refused", "no-answer",
-    /// "unknown-node" (no DAE target for it), "failed".
-    package var outcome: String
+    package var outcome: Outcome
     package var detail: String?
+
+    /// What the node did; the raw value is the word the text and the JSON document print.
+    package enum Outcome: String, Sendable, Encodable {
+        /// Disconnect-ACK: the node closed the user's sessions.
+        case disconnected
+        /// The node has none (a stale radacct row).
+        case noSession = "no-session"
+        /// Disconnect-NAK with another Error-Cause.
+        case refused
+        case noAnswer = "no-answer"
+        /// No DAE target of that name.
+        case unknownNode = "unknown-node"
+        /// The request could not be sent (the address does not resolve, no route).
+        case failed
+
+        /// Whether the node holds no session of the user afterwards.
+        package var leftNoSession: Bool {
+            switch self {
+            case .disconnected, .noSession: return true
+            case .refused, .noAnswer, .unknownNode, .failed: return false
+            }
+        }
+    }
 }
 
 /// Where the nodes' DAE listeners are: the inventory's nodes and the state's per-node DAE secrets,
@@ -327,28 +348,28 @@ package enum Disconnector {
         return nodes.map { node in
             guard let target = targets.lookup(node) else {
                 return DisconnectResult(
-                    node: node, outcome: "unknown-node", detail: "no node of that name with accounts: radius")
+                    node: node, outcome: .unknownNode, detail: "no node of that name with accounts: radius")
             }
             do {
                 switch try client.disconnect(user: user, at: target, now: now) {
                 case .acknowledged:
-                    return DisconnectResult(node: node, outcome: "disconnected", detail: nil)
+                    return DisconnectResult(node: node, outcome: .disconnected, detail: nil)
                 case .refused(let cause) where cause == nil || cause == 503:
                     return DisconnectResult(
-                        node: node, outcome: "no-session", detail: "the node has no session of \(user)")
+                        node: node, outcome: .noSession, detail: "the node has no session of \(user)")
                 case .refused(let cause):
                     return DisconnectResult(
-                        node: node, outcome: "refused",
+                        node: node, outcome: .refused,
                         detail: "Disconnect-NAK, Error-Cause \(RadiusPacket.describeErrorCause(cause ?? 0))")
                 case .noAnswer:
                     return DisconnectResult(
-                        node: node, outcome: "no-answer",
+                        node: node, outcome: .noAnswer,
                         detail:
                             "no valid answer from \(target.host) port \(target.port) (down, filtered, or another DAE secret)"
                     )
                 }
             } catch {
-                return DisconnectResult(node: node, outcome: "failed", detail: "\(error)")
+                return DisconnectResult(node: node, outcome: .failed, detail: "\(error)")
             }
         }
     }

@@ -337,10 +337,10 @@ package struct AccountsSession {
         }
         var text = ""
         for result in results {
-            text += "  \(result.node): \(result.outcome)" + (result.detail.map { " (\($0))" } ?? "") + "\n"
+            text += "  \(result.node): \(result.outcome.rawValue)" + (result.detail.map { " (\($0))" } ?? "") + "\n"
         }
         let why = reason.map { " (\($0))" } ?? ""
-        let failed = results.contains { !["disconnected", "no-session"].contains($0.outcome) }
+        let failed = results.contains { !$0.outcome.leftNoSession }
         output.result(
             "account '\(user)': Disconnect-Request\(why) to \(Plural.count(results.count, "node")):\n"
                 + text, failing: failed)

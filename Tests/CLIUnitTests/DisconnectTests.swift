@@ -287,7 +287,7 @@ final class TestUDPSocket: @unchecked Sendable {
             user: "carol", sessions: [session("fra-1"), session("fra-1"), session("ams-1")], targets: targets,
             client: DisconnectClient(attemptTimeoutMilliseconds: 300, attempts: 2), now: Date())
         #expect(results.map(\.node) == ["fra-1", "ams-1"])
-        #expect(results.map(\.outcome) == ["no-session", "unknown-node"])
+        #expect(results.map(\.outcome) == [.noSession, .unknownNode])
     }
 }
 

@@ -96,68 +96,90 @@ extension InventoryDecoder {
             case .group:
                 f.group = cx.string(value, field)
             case .proposals:
-                guard let p = cx.mapping(value, field, keys: ProposalKey.self) else { continue }
-                for (pk, _, pv) in p {
-                    let list = cx.stringList(pv, "\(what): 'proposals.\(pk.rawValue)'")?.map(\.0)
-                    switch pk {
-                    case .ike: f.ike = list
-                    case .esp: f.esp = list
-                    }
-                    if list != nil { f.locations[.proposals(pk)] = cx.location(pv) }
-                }
+                ok = decodeProposals(value, what, into: &f, cx)
             case .apple:
                 f.apple = decodeApple(value, what, locations: &f.locations, cx)
             case .deploy:
-                guard let d = cx.mapping(value, field, keys: DeployKey.self) else { continue }
-                for (dk, _, dv) in d {
-                    if dv.isNull { continue }
-                    let sub = "\(what): 'deploy.\(dk.rawValue)'"
-                    switch dk {
-                    case .host: f.deployHost = cx.string(dv, sub)
-                    case .port: f.deployPort = cx.integer(dv, sub, minimum: 1, maximum: 65535)
-                    case .user: f.deployUser = cx.string(dv, sub)
-                    case .become: f.deployBecome = cx.bool(dv, sub)
-                    }
-                    f.locations[.deploy(dk)] = cx.location(dv)
-                }
+                ok = decodeDeploy(value, what, into: &f, cx)
             case .network:
                 decodeNetwork(value, what, into: &f, cx)
             case .accounts:
                 f.accounts = cx.choice(value, field, AccountSource.self)
             case .radiusAddress:
-                // The node's own address on the path to its RADIUS servers: its RADIUS client's address there and
-                // the source of its RADIUS, an address literal in canonical form (docs/accounts.md).
-                guard let text = cx.string(value, field) else { continue }
-                guard let bytes = IPAddressText.parse(text) else {
-                    cx.error(
-                        .invalidValue,
-                        "\(field): '\(DecodingContext.printable(text))' is not an IPv4 or IPv6 address (the node's own address towards its RADIUS servers)",
-                        at: value)
-                    continue
-                }
-                f.radiusAddress = IPAddressText.format(bytes)
+                f.radiusAddress = decodeRadiusAddress(value, field, cx)
+                ok = f.radiusAddress != nil
             case .certificate:
                 f.certificate = cx.choice(value, field, CertificateSource.self)
             case .quantumSafe:
                 f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
             case .dns:
-                if let list = cx.stringList(value, field) {
-                    var servers: [String] = []
-                    for (s, item) in list {
-                        if IPAddressText.parse(s) == nil {
-                            cx.error(
-                                .invalidValue,
-                                "\(field): '\(DecodingContext.printable(s))' is not an IPv4 or IPv6 address", at: item)
-                            continue
-                        }
-                        servers.append(s)
-                    }
-                    f.dns = servers
-                }
+                f.dns = decodeDNS(value, field, cx)
             }
             if ok { f.locations[.key(key)] = cx.location(value) }
         }
         return f
+    }
+
+    /// A node's `proposals:` into `f`, each list's place recorded; false when it is not a mapping.
+    func decodeProposals(_ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext) -> Bool {
+        guard let p = cx.mapping(value, "\(what): 'proposals'", keys: ProposalKey.self) else { return false }
+        for (pk, _, pv) in p {
+            let list = cx.stringList(pv, "\(what): 'proposals.\(pk.rawValue)'")?.map(\.0)
+            switch pk {
+            case .ike: f.ike = list
+            case .esp: f.esp = list
+            }
+            if list != nil { f.locations[.proposals(pk)] = cx.location(pv) }
+        }
+        return true
+    }
+
+    /// A node's `deploy:` into `f`, each key's place recorded; false when it is not a mapping.
+    func decodeDeploy(_ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext) -> Bool {
+        guard let d = cx.mapping(value, "\(what): 'deploy'", keys: DeployKey.self) else { return false }
+        for (dk, _, dv) in d {
+            if dv.isNull { continue }
+            let sub = "\(what): 'deploy.\(dk.rawValue)'"
+            switch dk {
+            case .host: f.deployHost = cx.string(dv, sub)
+            case .port: f.deployPort = cx.integer(dv, sub, minimum: 1, maximum: 65535)
+            case .user: f.deployUser = cx.string(dv, sub)
+            case .become: f.deployBecome = cx.bool(dv, sub)
+            }
+            f.locations[.deploy(dk)] = cx.location(dv)
+        }
+        return true
+    }
+
+    /// The node's own address on the path to its RADIUS servers: its RADIUS client's address there and the
+    /// source of its RADIUS, an address literal in canonical form (docs/accounts.md); nil after an error.
+    func decodeRadiusAddress(_ value: YAMLNode, _ field: String, _ cx: DecodingContext) -> String? {
+        guard let text = cx.string(value, field) else { return nil }
+        guard let bytes = IPAddressText.parse(text) else {
+            cx.error(
+                .invalidValue,
+                "\(field): '\(DecodingContext.printable(text))' is not an IPv4 or IPv6 address (the node's own address towards its RADIUS servers)",
+                at: value)
+            return nil
+        }
+        return IPAddressText.format(bytes)
+    }
+
+    /// A node's `dns:`: the address literals of the list (each other entry an error at its line); nil when it is
+    /// not a list.
+    func decodeDNS(_ value: YAMLNode, _ field: String, _ cx: DecodingContext) -> [String]? {
+        guard let list = cx.stringList(value, field) else { return nil }
+        var servers: [String] = []
+        for (s, item) in list {
+            if IPAddressText.parse(s) == nil {
+                cx.error(
+                    .invalidValue, "\(field): '\(DecodingContext.printable(s))' is not an IPv4 or IPv6 address",
+                    at: item)
+                continue
+            }
+            servers.append(s)
+        }
+        return servers
     }
 
     /// A Linux interface name vpnprov writes into nftables and sysctl files.

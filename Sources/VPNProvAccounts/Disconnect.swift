@@ -216,8 +216,7 @@ package struct DisconnectClient: Sendable {
                 throw AccountError(
                     "cannot send to \(target.host) port \(target.port): \(String(cString: strerror(errno)))")
             }
-            if let response = try awaitResponse(fd, to: request, secret: secret) {
-                let parsed = RadiusPacket.parse(response)!
+            if let parsed = try awaitResponse(fd, to: request, secret: secret) {
                 if parsed.code == RadiusPacket.disconnectACK { return .acknowledged }
                 let cause = parsed.value(RadiusPacket.errorCause).flatMap { bytes -> Int? in
                     bytes.count == 4 ? bytes.reduce(0) { $0 << 8 | Int($1) } : nil
@@ -259,9 +258,11 @@ package struct DisconnectClient: Sendable {
         )
     }
 
-    /// The first packet within the attempt's timeout that verifies as the answer to `request`;
-    /// nil when none came. Packets that do not verify (another identifier, a wrong secret) are ignored.
-    private func awaitResponse(_ fd: Int32, to request: [UInt8], secret: [UInt8]) throws -> [UInt8]? {
+    /// The first packet within the attempt's timeout that verifies as the answer to `request`, parsed;
+    /// nil when none came. Packets that do not parse or verify (malformed, another identifier, a wrong
+    /// secret) are ignored: the parsed packet is handed on, so nothing parses a network packet twice and
+    /// assumes the second parse succeeds.
+    private func awaitResponse(_ fd: Int32, to request: [UInt8], secret: [UInt8]) throws -> RadiusPacket.Parsed? {
         var clock = timespec()
         clock_gettime(CLOCK_MONOTONIC, &clock)
         let deadline = Int(clock.tv_sec) * 1000 + Int(clock.tv_nsec) / 1_000_000 + attemptTimeoutMilliseconds
@@ -285,7 +286,7 @@ package struct DisconnectClient: Sendable {
                 parsed.code == RadiusPacket.disconnectACK || parsed.code == RadiusPacket.disconnectNAK,
                 RadiusPacket.verifyResponse(response, to: request, secret: secret)
             else { continue }
-            return response
+            return parsed
         }
     }
 }
@@ -293,10 +294,31 @@ package struct DisconnectClient: Sendable {
 /// What happened at one node when an account's sessions were ended.
 package struct DisconnectResult: Sendable, Equatable, Encodable {
     package var node: String
-    /// "disconnected", "no-session" (the node has none: a stale radacct row), "refused", "no-answer",
-    /// "unknown-node" (no DAE target for it), "failed".
-    package var outcome: String
+    package var outcome: Outcome
     package var detail: String?
+
+    /// What the node did; the raw value is the word the text and the JSON document print.
+    package enum Outcome: String, Sendable, Encodable {
+        /// Disconnect-ACK: the node closed the user's sessions.
+        case disconnected
+        /// The node has none (a stale radacct row).
+        case noSession = "no-session"
+        /// Disconnect-NAK with another Error-Cause.
+        case refused
+        case noAnswer = "no-answer"
+        /// No DAE target of that name.
+        case unknownNode = "unknown-node"
+        /// The request could not be sent (the address does not resolve, no route).
+        case failed
+
+        /// Whether the node holds no session of the user afterwards.
+        package var leftNoSession: Bool {
+            switch self {
+            case .disconnected, .noSession: return true
+            case .refused, .noAnswer, .unknownNode, .failed: return false
+            }
+        }
+    }
 }
 
 /// Where the nodes' DAE listeners are: the inventory's nodes and the state's per-node DAE secrets,
@@ -326,28 +348,28 @@ package enum Disconnector {
         return nodes.map { node in
             guard let target = targets.lookup(node) else {
                 return DisconnectResult(
-                    node: node, outcome: "unknown-node", detail: "no node of that name with accounts: radius")
+                    node: node, outcome: .unknownNode, detail: "no node of that name with accounts: radius")
             }
             do {
                 switch try client.disconnect(user: user, at: target, now: now) {
                 case .acknowledged:
-                    return DisconnectResult(node: node, outcome: "disconnected", detail: nil)
+                    return DisconnectResult(node: node, outcome: .disconnected, detail: nil)
                 case .refused(let cause) where cause == nil || cause == 503:
                     return DisconnectResult(
-                        node: node, outcome: "no-session", detail: "the node has no session of \(user)")
+                        node: node, outcome: .noSession, detail: "the node has no session of \(user)")
                 case .refused(let cause):
                     return DisconnectResult(
-                        node: node, outcome: "refused",
+                        node: node, outcome: .refused,
                         detail: "Disconnect-NAK, Error-Cause \(RadiusPacket.describeErrorCause(cause ?? 0))")
                 case .noAnswer:
                     return DisconnectResult(
-                        node: node, outcome: "no-answer",
+                        node: node, outcome: .noAnswer,
                         detail:
                             "no valid answer from \(target.host) port \(target.port) (down, filtered, or another DAE secret)"
                     )
                 }
             } catch {
-                return DisconnectResult(node: node, outcome: "failed", detail: "\(error)")
+                return DisconnectResult(node: node, outcome: .failed, detail: "\(error)")
             }
         }
     }

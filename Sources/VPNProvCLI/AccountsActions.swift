@@ -43,7 +43,7 @@ extension AccountsUserAction {
 
 struct AccountsMigrate: AccountsAction {
     static let configuration = CommandConfiguration(
-        name: "migrate", abstract: "Apply the embedded database migrations the database lacks.")
+        action: .migrate, abstract: "Apply the embedded database migrations the database lacks.")
 
     var target: AccountsTarget
 
@@ -70,7 +70,7 @@ struct AccountsAdd: AccountsAction {
     }
 
     static let configuration = CommandConfiguration(
-        name: "add", abstract: "Create an account (only its NT hash is stored).",
+        action: .add, abstract: "Create an account (only its NT hash is stored).",
         arguments: [AccountsActionOptions.user], options: Option.declarations)
     static let readsPassword = true
 
@@ -123,7 +123,7 @@ struct AccountsImport: AccountsAction {
     }
 
     static let configuration = CommandConfiguration(
-        name: "import", abstract: "Create every account of a JSON Lines file in one transaction, all or none.",
+        action: .`import`, abstract: "Create every account of a JSON Lines file in one transaction, all or none.",
         // Named as the group's help names the positional (`<user>`, "import: the file").
         arguments: [.init("user", help: "The JSON Lines file.")], options: Option.declarations)
 
@@ -164,7 +164,7 @@ struct AccountsSetPassword: AccountsAction {
     }
 
     static let configuration = CommandConfiguration(
-        name: "set-password", abstract: "Replace an account's password and end its sessions.",
+        action: .setPassword, abstract: "Replace an account's password and end its sessions.",
         arguments: [AccountsActionOptions.user], options: Option.declarations)
     static let readsPassword = true
 
@@ -208,7 +208,7 @@ struct AccountsSetPassword: AccountsAction {
 
 struct AccountsSetTier: AccountsAction {
     static let configuration = CommandConfiguration(
-        name: "set-tier", abstract: "Change an account's tier; a lower tier ends its sessions.",
+        action: .setTier, abstract: "Change an account's tier; a lower tier ends its sessions.",
         arguments: [AccountsActionOptions.user, .init("value", help: "The tier.")])
 
     var target: AccountsTarget
@@ -233,7 +233,7 @@ struct AccountsSetTier: AccountsAction {
 
 struct AccountsSetDevices: AccountsAction {
     static let configuration = CommandConfiguration(
-        name: "set-devices", abstract: "Change how many devices may be connected at once (1-100).",
+        action: .setDevices, abstract: "Change how many devices may be connected at once (1-100).",
         arguments: [AccountsActionOptions.user, .init("value", help: "The device limit.")])
 
     var target: AccountsTarget
@@ -260,7 +260,7 @@ struct AccountsSetDevices: AccountsAction {
 
 struct AccountsDisable: AccountsUserAction {
     static let configuration = CommandConfiguration(
-        name: "disable", abstract: "Disable an account and end its sessions.", arguments: [AccountsActionOptions.user])
+        action: .disable, abstract: "Disable an account and end its sessions.", arguments: [AccountsActionOptions.user])
 
     var target: AccountsTarget
     var user: String
@@ -270,7 +270,7 @@ struct AccountsDisable: AccountsUserAction {
 
 struct AccountsEnable: AccountsUserAction {
     static let configuration = CommandConfiguration(
-        name: "enable", abstract: "Enable a disabled account.", arguments: [AccountsActionOptions.user])
+        action: .enable, abstract: "Enable a disabled account.", arguments: [AccountsActionOptions.user])
 
     var target: AccountsTarget
     var user: String
@@ -280,7 +280,7 @@ struct AccountsEnable: AccountsUserAction {
 
 struct AccountsDelete: AccountsUserAction {
     static let configuration = CommandConfiguration(
-        name: "delete", abstract: "Delete an account and end its sessions.", arguments: [AccountsActionOptions.user])
+        action: .delete, abstract: "Delete an account and end its sessions.", arguments: [AccountsActionOptions.user])
 
     var target: AccountsTarget
     var user: String
@@ -290,7 +290,7 @@ struct AccountsDelete: AccountsUserAction {
 
 struct AccountsDisconnect: AccountsUserAction {
     static let configuration = CommandConfiguration(
-        name: "disconnect", abstract: "End an account's sessions (RADIUS Disconnect-Requests).",
+        action: .disconnect, abstract: "End an account's sessions (RADIUS Disconnect-Requests).",
         arguments: [AccountsActionOptions.user])
 
     var target: AccountsTarget
@@ -302,7 +302,7 @@ struct AccountsDisconnect: AccountsUserAction {
 }
 
 struct AccountsList: AccountsAction {
-    static let configuration = CommandConfiguration(name: "list", abstract: "List the accounts.")
+    static let configuration = CommandConfiguration(action: .list, abstract: "List the accounts.")
 
     var target: AccountsTarget
 
@@ -316,7 +316,7 @@ struct AccountsList: AccountsAction {
 
 struct AccountsSessions: AccountsAction {
     static let configuration = CommandConfiguration(
-        name: "sessions", abstract: "List the open sessions (of one account).",
+        action: .sessions, abstract: "List the open sessions (of one account).",
         arguments: [.init("user", help: "The account name.", optional: true)])
 
     var target: AccountsTarget
@@ -339,7 +339,7 @@ struct AccountsSessions: AccountsAction {
 
 struct AccountsCatalogue: AccountsAction {
     static let configuration = CommandConfiguration(
-        name: "catalogue",
+        action: .catalogue,
         abstract: "Print the app catalogue with each RADIUS node's sessions, capacity, load and state.")
 
     var target: AccountsTarget
@@ -352,7 +352,7 @@ struct AccountsCatalogue: AccountsAction {
         return try AccountsCommand.exitStatus { () throws(AccountsFailure) in
             let live = try session.catalogue()
             if output.isMachineReadable {
-                output.set("catalogue", live.document)
+                output.record(CatalogueResult(live.document))
             } else {
                 output.result(String(decoding: live.bytes, as: UTF8.self))
             }

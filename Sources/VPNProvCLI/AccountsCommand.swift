@@ -13,21 +13,14 @@ import VPNProvSupport
 struct AccountsCommand: Command {
     typealias Option = AccountsOption
 
-    /// The actions, in the order the help lists them.
-    static var subcommands: [any AccountsAction.Type] {
-        [
-            AccountsMigrate.self, AccountsAdd.self, AccountsImport.self, AccountsSetPassword.self,
-            AccountsSetTier.self, AccountsSetDevices.self, AccountsDisable.self, AccountsEnable.self,
-            AccountsDelete.self, AccountsList.self, AccountsSessions.self, AccountsDisconnect.self,
-            AccountsCatalogue.self,
-        ]
-    }
+    /// The actions, in the order the help lists them (`AccountsActionName`).
+    static var subcommands: [any AccountsAction.Type] { AccountsActionName.allCases.map(\.action) }
 
     /// The actions' names.
-    static var actions: [String] { subcommands.map { $0.configuration.name } }
+    static var actions: [String] { AccountsActionName.allCases.map(\.rawValue) }
 
     static let configuration = CommandConfiguration(
-        name: "accounts",
+        name: .accounts,
         abstract: "Manage the central accounts (RADIUS) in the accounts database.",
         discussion: "ACTION is one of: 'migrate' applies the embedded database migrations the database lacks; "
             + "'add USER --tier TIER [--devices N] (--password-file FILE | --password-stdin)' creates an account "
@@ -47,14 +40,12 @@ struct AccountsCommand: Command {
                 "action",
                 help:
                     "migrate, add, import, set-password, set-tier, set-devices, disable, enable, delete, list, sessions, "
-                    + "disconnect or catalogue."
-            ),
+                    + "disconnect or catalogue.", completion: .choices(AccountsActionName.allCases.map(\.rawValue))),
             .init(
                 "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
             .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
         ],
-        options: [AccountsOption.inventory, .state, .database].map(\.declaration) + actionOptions
-            + [AccountsOption.format, .quiet].map(\.declaration))
+        options: AccountsOption.declarations + actionOptions)
 
     /// Every action's own options, each once, in the order the actions declare them.
     static var actionOptions: [CommandConfiguration.Option] {
@@ -75,7 +66,7 @@ struct AccountsCommand: Command {
         guard let name = arguments.positional(0) else {
             throw CLIError.usage("missing argument <action>", command: Self.configuration.name)
         }
-        guard let type = Self.subcommands.first(where: { $0.configuration.name == name }) else {
+        guard let type = AccountsActionName(rawValue: name)?.action else {
             let hint = Spelling.closest(to: name, among: Self.actions).map { "; did you mean '\($0)'?" } ?? ""
             throw CLIError.usage("unknown action '\(name)'\(hint)", command: Self.configuration.name)
         }
@@ -104,7 +95,8 @@ struct AccountsCommand: Command {
             throw CLIError.usage(
                 "unexpected argument '\(extra.prefix(64))' for '\(action.name)'", command: configuration.name)
         }
-        let accepted = Set((AccountsOption.declarations + action.options).map(\.name))
+        let group = AccountsOption.declarations + OutputOption.declarations(formats: configuration.formats)
+        let accepted = Set((group + action.options).map(\.name))
         if let stray = arguments.givenOptionNames.subtracting(accepted).sorted().first {
             throw CLIError.usage("'--\(stray)' is not an option of '\(action.name)'", command: configuration.name)
         }
@@ -211,25 +203,24 @@ extension CLIError {
     }
 }
 
-/// The options every `accounts` action shares, read by the group's `AccountsTarget`.
+/// The options every `accounts` action shares, read by the group's `AccountsTarget` (and the dispatcher's `--format`
+/// and `--quiet`, which every command has).
 enum AccountsOption: CommandOptions {
-    case inventory, state, database, format, quiet
+    case inventory, state, database
 
     var declaration: CommandConfiguration.Option {
         switch self {
         case .inventory:
             .init(
-                "inventory", value: "file",
+                "inventory", value: "file", completion: .file,
                 help:
                     "The inventory whose accounts: section names the database and the RADIUS nodes (default: the directory's)."
             )
-        case .state: CommonOptions.state
+        case .state: SharedOption.state.declaration
         case .database:
             .init(
                 "database", value: "source",
                 help: "Another accounts database conninfo than accounts.database: env:VAR or file:PATH.")
-        case .format: CommonOptions.format
-        case .quiet: CommonOptions.quiet
         }
     }
 }
@@ -243,7 +234,8 @@ enum AccountsActionOptions {
             "add, import: how many devices may be connected at once (default: accounts.device_limit, else 3; "
             + "import: for lines without devices).")
     static let passwordFile = CommandConfiguration.Option(
-        "password-file", value: "file", help: "add, set-password: read the password from this file (first line).")
+        "password-file", value: "file", completion: .file,
+        help: "add, set-password: read the password from this file (first line).")
     static let passwordStdin = CommandConfiguration.Option(
         "password-stdin", help: "add, set-password: read the password from standard input (first line).")
     static let keepSessions = CommandConfiguration.Option(

@@ -4,6 +4,17 @@ import VPNProvModel
 import VPNProvPKI
 import VPNProvSupport
 
+/// What a shell offers for an option's value or a positional argument (the completion scripts,
+/// `HelpDocuments`).
+package enum Completion: Sendable, Hashable {
+    /// One of these words (`--format text|json|sarif`).
+    case choices([String])
+    case directory
+    case file
+    /// Free text the shell cannot guess (a user or node name, a number of days).
+    case none
+}
+
 /// Static description of a command: what help prints and what the parser accepts
 /// (the shape of swift-argument-parser's `CommandConfiguration`, without the dependency).
 package struct CommandConfiguration: Sendable {
@@ -11,10 +22,12 @@ package struct CommandConfiguration: Sendable {
         package var name: String
         package var help: String
         package var isOptional: Bool
-        package init(_ name: String, help: String, optional: Bool = false) {
+        package var completion: Completion
+        package init(_ name: String, help: String, optional: Bool = false, completion: Completion = .none) {
             self.name = name
             self.help = help
             self.isOptional = optional
+            self.completion = completion
         }
     }
 
@@ -23,11 +36,29 @@ package struct CommandConfiguration: Sendable {
         package var name: String
         /// Value placeholder ("dir"); nil for a flag.
         package var valueName: String?
+        /// What a shell offers for the value.
+        package var completion: Completion
         package var help: String
-        package init(_ name: String, value: String? = nil, help: String) {
+
+        /// A flag.
+        package init(_ name: String, help: String) {
+            self.name = name
+            self.valueName = nil
+            self.completion = .none
+            self.help = help
+        }
+
+        /// An option that takes a value shown as `<value>`.
+        package init(_ name: String, value: String, completion: Completion = .none, help: String) {
             self.name = name
             self.valueName = value
+            self.completion = completion
             self.help = help
+        }
+
+        /// An option whose value is one of `words`, shown as `<a|b>`.
+        package init(_ name: String, choices words: [String], help: String) {
+            self.init(name, value: words.joined(separator: "|"), completion: .choices(words), help: help)
         }
     }
 
@@ -35,16 +66,33 @@ package struct CommandConfiguration: Sendable {
     package var abstract: String
     package var discussion: String?
     package var arguments: [Argument]
+    /// Its own options, then the shared ones it takes (`SharedOption`), then `--format` and `--quiet`.
     package var options: [Option]
+    /// The formats its `--format` takes; empty for an `accounts` action (the group's `--format` applies).
+    package var formats: [DiagnosticPrinter.Format]
 
-    package init(
-        name: String, abstract: String, discussion: String? = nil, arguments: [Argument] = [], options: [Option] = []
+    /// A command of `vpnprov`: its own options, the shared ones it takes, and `--format` with `formats` and
+    /// `--quiet`, which every command has (the dispatcher reads them).
+    init(
+        name: CommandName, abstract: String, discussion: String? = nil, arguments: [Argument] = [],
+        options: [Option] = [], shared: [SharedOption] = [], formats: [DiagnosticPrinter.Format] = [.text, .json]
     ) {
-        self.name = name
+        self.name = name.rawValue
         self.abstract = abstract
         self.discussion = discussion
         self.arguments = arguments
+        self.options = options + shared.map(\.declaration) + OutputOption.declarations(formats: formats)
+        self.formats = formats
+    }
+
+    /// An action of `accounts`: its own options only.
+    init(action: AccountsActionName, abstract: String, arguments: [Argument] = [], options: [Option] = []) {
+        self.name = action.rawValue
+        self.abstract = abstract
+        self.discussion = nil
+        self.arguments = arguments
         self.options = options
+        self.formats = []
     }
 
     /// "vpnprov validate [<inventory>] [--format <format>] [--strict]"
@@ -128,6 +176,10 @@ struct Arguments<Option: CommandOptions>: Sendable {
         return parsed.flags.contains(declaration.name)
     }
 
+    /// The same arguments read through the options several commands share (`--state`, `--out`, `--templates`,
+    /// `--strict`): a command's configuration says which of them it takes.
+    var shared: Arguments<SharedOption> { Arguments<SharedOption>(parsed) }
+
     /// The same arguments read through the options of the group this subcommand belongs to (`accounts`'s
     /// `--inventory`, `--state`, `--database`).
     func group<Group: CommandOptions>(_: Group.Type) -> Arguments<Group> { Arguments<Group>(parsed) }
@@ -151,11 +203,10 @@ package struct ParsedArguments: Sendable {
     /// The names of the options given (values and flags), for a group that checks its subcommand's.
     var givenOptionNames: Set<String> { flags.union(values.keys) }
 
-    /// The value of an option of the table this was parsed by (the options every command shares:
-    /// `CommonOptions.format`).
+    /// The value of an option of the table this was parsed by (`--format`, which every command has).
     func value(of option: CommandConfiguration.Option) -> String? { values[option.name] }
 
-    /// Whether a flag of the table this was parsed by was given (`CommonOptions.quiet`).
+    /// Whether a flag of the table this was parsed by was given (`--quiet`, which every command has).
     func flag(of option: CommandConfiguration.Option) -> Bool { flags.contains(option.name) }
 
     /// Splits `arguments` by `configuration`. Usage errors name the command so help can be suggested.

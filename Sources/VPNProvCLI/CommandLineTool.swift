@@ -139,22 +139,10 @@ package enum CommandLineTool {
     /// scripts that `scripts/install` installs (HelpDocuments).
     static let topLevelOptions = [CommandConfiguration.Option("version", help: "Show the version.")]
 
-    static var commands: [any Command.Type] {
-        [
-            ValidateCommand.self, GenerateCommand.self, CheckCommand.self, RevokeCommand.self, InitCommand.self,
-            StatusCommand.self, RotateCACommand.self, RotatePSKCommand.self, RotateRadiusSecretCommand.self,
-            RotatePasswordCommand.self, RotatePPKCommand.self,
-            UnrevokeCommand.self,
-            RolledOutCommand.self, HandOffCommand.self, HandOffRevokeCommand.self, HandOffListCommand.self,
-            AccountsCommand.self,
-        ]
-    }
+    /// The commands, in the order the help lists them (`CommandName`).
+    static var commands: [any Command.Type] { CommandName.allCases.map(\.command) }
 
-    static var commandNames: [String] {
-        var names: [String] = []
-        for c in commands { names.append(c.configuration.name) }
-        return names
-    }
+    static var commandNames: [String] { CommandName.allCases.map(\.rawValue) }
 
     /// Runs with the process's real streams, environment and working directory.
     /// Runs `vpnprov <arguments>` on the process's streams, environment and directory, as of `now`
@@ -219,11 +207,11 @@ package enum CommandLineTool {
             }
             // From here on the format is known: however the command ends, a json or sarif run
             // prints its one document.
-            let format = try CommonOptions.format(parsed, for: type.configuration)
+            let format = try OutputOption.format(parsed, for: type.configuration)
             var context = context
             context.output = CommandOutput(
                 command: type.configuration.name, format: format, console: context.console,
-                quiet: parsed.flag(of: CommonOptions.quiet),
+                quiet: parsed.flag(of: OutputOption.quiet),
                 progress: Progress(console: context.console, environment: context.environment))
             let code: Int32
             do {
@@ -240,7 +228,7 @@ package enum CommandLineTool {
     }
 
     static func command(named name: String) throws(CLIError) -> any Command.Type {
-        if let type = commands.first(where: { $0.configuration.name == name }) { return type }
+        if let name = CommandName(rawValue: name) { return name.command }
         if name.hasPrefix("-") {
             let hint =
                 Spelling.closest(to: String(name.drop { $0 == "-" }), among: ["help", "version"]).map {
@@ -257,7 +245,7 @@ package enum CommandLineTool {
         switch error {
         case .usage(let message, let command):
             var text = "vpnprov: error: \(message)\n"
-            if let command, let type = commands.first(where: { $0.configuration.name == command }) {
+            if let command, let type = CommandName(rawValue: command)?.command {
                 text += "Usage: \(type.configuration.usage)\n  See 'vpnprov \(command) --help'.\n"
             } else {
                 text += "  See 'vpnprov --help'.\n"

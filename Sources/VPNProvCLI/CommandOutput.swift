@@ -14,10 +14,9 @@ import VPNProvSupport
 /// `--quiet` leaves only errors on standard error. See docs/json-output.md for the JSON shape.
 ///
 /// A command reports through the one `CommandOutput` of its run (`context.output`):
-/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `set(_:_:)` for its
-/// command-specific keys ("summary", "drift", "status"...).
-// @unchecked Sendable: lock-held. Every mutable property is read and written under `lock`; the rest is `let`.
-package final class CommandOutput: @unchecked Sendable {
+/// `diagnostics(_:)` for findings, `warning`/`note` for run-level messages, `record(_:)` for its
+/// result (`CommandResult`: the summary, the drift, the status...).
+package final class CommandOutput: Sendable {
     /// Version of the JSON document's shape (`"vpnprov": 1`). Raised only for incompatible changes.
     package static let schemaVersion = 1
 
@@ -28,29 +27,32 @@ package final class CommandOutput: @unchecked Sendable {
     package let quiet: Bool
     /// The inventory the command reads, as written (SARIF shows unlocated findings there).
     package var primaryFile: String? {
-        get { locked { primaryFileValue } }
-        set { locked { primaryFileValue = newValue } }
+        get { state.withLock { $0.primaryFile } }
+        set { state.withLock { $0.primaryFile = newValue } }
     }
-    private var primaryFileValue: String?
     /// Shows how far the long stages are (nil: not shown).
     package let progress: (any ProgressObserver)?
     /// Print acknowledged warnings too, each with a note giving the reason (`validate --show-acknowledged`).
     var showAcknowledged: Bool {
-        get { locked { showAcknowledgedValue } }
-        set { locked { showAcknowledgedValue = newValue } }
+        get { state.withLock { $0.showAcknowledged } }
+        set { state.withLock { $0.showAcknowledged = newValue } }
     }
-    private var showAcknowledgedValue = false
 
-    private let lock = NSLock()
-    private var collected: [Diagnostic] = []
-    private var sources: [String: [UInt8]] = [:]
-    private var hiddenLines: [String: Set<Int>] = [:]
-    private var cutLines: [String: [Int: Int]] = [:]
-    /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
-    private var hiddenValues: Set<String> = []
-    private var body: [String: AnyEncodable] = [:]
-    private var sarifResults: [Diagnostic] = []
-    private var finished = false
+    /// What the run has reported so far: threads of one command report at once.
+    private struct State {
+        var primaryFile: String?
+        var showAcknowledged = false
+        var collected: [Diagnostic] = []
+        var sources: [String: [UInt8]] = [:]
+        var hiddenLines: [String: Set<Int>] = [:]
+        var cutLines: [String: [Int: Int]] = [:]
+        /// Values that are, or might be, secrets: replaced in every diagnostic before it is printed or kept.
+        var hiddenValues: Set<String> = []
+        var results: [any CommandResult] = []
+        var sarifResults: [Diagnostic] = []
+        var finished = false
+    }
+    private let state = Locked(State())
 
     package init(
         command: String, format: DiagnosticPrinter.Format = .text, console: Console, quiet: Bool = false,
@@ -63,18 +65,8 @@ package final class CommandOutput: @unchecked Sendable {
         self.quiet = quiet
     }
 
-    private func locked<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body()
-    }
-
     /// Every diagnostic reported so far, in report order.
-    package var diagnostics: [Diagnostic] {
-        lock.lock()
-        defer { lock.unlock() }
-        return collected
-    }
+    package var diagnostics: [Diagnostic] { state.withLock { $0.collected } }
 
     /// True when the document goes to standard output (json, sarif).
     var isMachineReadable: Bool { format != .text }
@@ -87,24 +79,28 @@ package final class CommandOutput: @unchecked Sendable {
     package func addSource(
         _ file: String, _ bytes: [UInt8], hidden: Set<Int> = [], hiddenValues: Set<String> = [], cut: [Int: Int] = [:]
     ) {
-        lock.lock()
-        defer { lock.unlock() }
-        sources[file] = bytes
-        hiddenLines[file, default: []].formUnion(hidden)
-        cutLines[file, default: [:]].merge(cut) { min($0, $1) }
-        self.hiddenValues.formUnion(hiddenValues)
+        state.withLock { state in
+            state.sources[file] = bytes
+            state.hiddenLines[file, default: []].formUnion(hidden)
+            state.cutLines[file, default: [:]].merge(cut) { min($0, $1) }
+            state.hiddenValues.formUnion(hiddenValues)
+        }
     }
 
     /// Reports findings: printed as text on standard error now (errors even with --quiet) and kept
     /// for the document.
     package func diagnostics(_ found: [Diagnostic]) {
         guard !found.isEmpty else { return }
-        lock.lock()
-        // Scrubbed once, here, so the document (JSON, SARIF) holds the same text as standard error.
-        let found = hiddenValues.isEmpty ? found : found.map(DiagnosticPrinter(hiddenValues: hiddenValues).scrubbed)
-        collected += found
-        let printer = DiagnosticPrinter(format: .text, sources: sources, hiddenLines: hiddenLines, cutLines: cutLines)
-        lock.unlock()
+        let (found, printer) = state.withLock { state in
+            // Scrubbed once, here, so the document (JSON, SARIF) holds the same text as standard error.
+            let found =
+                state.hiddenValues.isEmpty
+                ? found : found.map(DiagnosticPrinter(hiddenValues: state.hiddenValues).scrubbed)
+            state.collected += found
+            let printer = DiagnosticPrinter(
+                format: .text, sources: state.sources, hiddenLines: state.hiddenLines, cutLines: state.cutLines)
+            return (found, printer)
+        }
         // Acknowledged warnings are kept for the document only (the inventory says why they stay),
         // unless asked for.
         let shown =
@@ -127,13 +123,11 @@ package final class CommandOutput: @unchecked Sendable {
         let diagnostic: Diagnostic
         switch error {
         // A refusal ends with a usage error's exit status, and documents say so with its code.
-        case .usage(let message, _), .refused(let message): diagnostic = .error(RuleCode("usage"), message, at: nil)
-        case .environment(let message): diagnostic = .error(RuleCode("environment"), message, at: nil)
+        case .usage(let message, _), .refused(let message): diagnostic = .error(.usage, message, at: nil)
+        case .environment(let message): diagnostic = .error(.environment, message, at: nil)
         case .failure: return
         }
-        lock.lock()
-        defer { lock.unlock() }
-        collected.append(diagnostic)
+        state.withLock { $0.collected.append(diagnostic) }
     }
 
     /// "2 errors, 1 warning, 6 acknowledged" for `batch` (nothing with --quiet, or when empty).
@@ -173,37 +167,30 @@ package final class CommandOutput: @unchecked Sendable {
     /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has
     /// them under "drift", the text on standard output).
     package func sarifOnly(_ found: [Diagnostic]) {
-        lock.lock()
-        defer { lock.unlock() }
-        sarifResults += found
+        state.withLock { $0.sarifResults += found }
     }
 
-    /// Sets a command-specific key of the JSON document ("summary", "drift", "status"...).
-    package func set<Value: Encodable & Sendable>(_ key: String, _ value: Value) {
-        lock.lock()
-        defer { lock.unlock() }
-        body[key] = AnyEncodable(value)
+    /// The command's own part of the JSON document: its result's keys (`summary`, `drift`, `status`...).
+    package func record(_ result: any CommandResult) {
+        state.withLock { $0.results.append(result) }
     }
 
     /// Prints the document (json, sarif) once; later calls do nothing. `ok` is true for exit
     /// status 0; SARIF's `executionSuccessful` also for 1 (the run worked and found problems).
     package func finish(exitCode: Int32) {
         let ok = exitCode == ExitCode.success
-        lock.lock()
-        if finished {
-            lock.unlock()
-            return
+        let taken = state.withLock {
+            state -> (diagnostics: [Diagnostic], results: [any CommandResult], sarif: [Diagnostic])? in
+            if state.finished { return nil }
+            state.finished = true
+            return (state.collected.inReportOrder(), state.results, state.sarifResults)
         }
-        finished = true
-        let diagnostics = collected.inReportOrder()
-        let body = self.body
-        let sarifResults = self.sarifResults
-        lock.unlock()
+        guard let (diagnostics, results, sarifResults) = taken else { return }
         switch format {
         case .text:
             return
         case .json:
-            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, body: body)))
+            console.out(Self.encode(Envelope(command: command, ok: ok, diagnostics: diagnostics, results: results)))
         case .sarif:
             console.out(
                 Self.encode(
@@ -222,40 +209,29 @@ package final class CommandOutput: @unchecked Sendable {
         return String(decoding: data, as: UTF8.self) + "\n"
     }
 
-    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the command's own keys.
+    /// The JSON document: `vpnprov`, `command`, `ok`, `diagnostics`, then the keys of the command's results.
     struct Envelope: Encodable {
         var command: String
         var ok: Bool
         var diagnostics: [Diagnostic]
-        var body: [String: AnyEncodable]
+        var results: [any CommandResult]
 
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(_ s: String) { stringValue = s }
-            init?(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
+        enum Key: String, CodingKey {
+            case vpnprov, command, ok, diagnostics
         }
 
         func encode(to encoder: Encoder) throws {
             var c = encoder.container(keyedBy: Key.self)
-            try c.encode(CommandOutput.schemaVersion, forKey: Key("vpnprov"))
-            try c.encode(command, forKey: Key("command"))
-            try c.encode(ok, forKey: Key("ok"))
-            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: Key("diagnostics"))
-            for (key, value) in body where !["vpnprov", "command", "ok", "diagnostics"].contains(key) {
-                try c.encode(value, forKey: Key(key))
-            }
+            try c.encode(CommandOutput.schemaVersion, forKey: .vpnprov)
+            try c.encode(command, forKey: .command)
+            try c.encode(ok, forKey: .ok)
+            try c.encode(diagnostics.map(DiagnosticPrinter.JSONDiagnostic.init), forKey: .diagnostics)
+            // The results' keys go into the same object: a second container of the same encoder writes there.
+            var document = encoder.container(keyedBy: DocumentKey.self)
+            for result in results { try result.write(to: &document) }
         }
     }
 }
 
 /// The engine reports through the command's output.
 extension CommandOutput: RunReporter {}
-
-/// Any `Encodable`, for the command-specific keys of the document.
-struct AnyEncodable: Encodable, Sendable {
-    private let encodeValue: @Sendable (Encoder) throws -> Void
-    init<T: Encodable & Sendable>(_ value: T) { encodeValue = { try value.encode(to: $0) } }
-    func encode(to encoder: Encoder) throws { try encodeValue(encoder) }
-}

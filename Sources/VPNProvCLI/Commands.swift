@@ -5,50 +5,79 @@ import VPNProvModel
 import VPNProvPKI
 import VPNProvSupport
 
-/// Shared option descriptions and helpers of the inventory-reading commands.
-enum CommonOptions {
-    static let inventoryArgument = CommandConfiguration.Argument(
-        "inventory",
-        help: "The inventory file (default: inventory.yaml, else inventory.yml, in the current directory).",
-        optional: true)
-    static let format = CommandConfiguration.Option(
-        "format", value: "text|json",
-        help: "text (default), or json: one JSON document on stdout (docs/json-output.md).")
-    static let formatWithSARIF = CommandConfiguration.Option(
-        "format", value: "text|json|sarif",
-        help: "text (default), json (docs/json-output.md) or sarif (SARIF 2.1.0), on stdout.")
+/// Options several commands take, each declared once here and read in one place (`TreeArguments` reads the first
+/// three): a command's configuration lists the ones it takes (`CommandConfiguration(shared:)`), and its help shows
+/// them after its own options, in this order.
+enum SharedOption: CommandOptions {
+    case state, out, templates, strict
+
+    var declaration: CommandConfiguration.Option {
+        switch self {
+        case .state:
+            .init(
+                "state", value: "dir", completion: .directory,
+                help: "State directory: CA, keys, serials, generated secrets (default: state beside the inventory).")
+        case .out:
+            .init("out", value: "dir", completion: .directory, help: "Output tree (default: out beside the inventory).")
+        case .templates:
+            .init(
+                "templates", value: "dir", completion: .directory,
+                help: "Directory of templates overriding the built-in ones.")
+        case .strict: .init("strict", help: "Treat warnings as errors.")
+        }
+    }
+}
+
+/// `--format` and `--quiet`, which every command has and the dispatcher reads (`CommandLineTool.dispatch`): the last
+/// options of every command's help. `--format` takes the formats the command's configuration lists.
+enum OutputOption {
     static let quiet = CommandConfiguration.Option("quiet", help: "Print errors only (stderr).")
-    static let strict = CommandConfiguration.Option("strict", help: "Treat warnings as errors.")
-    static let out = CommandConfiguration.Option(
-        "out", value: "dir", help: "Output tree (default: out beside the inventory).")
-    static let state = CommandConfiguration.Option(
-        "state", value: "dir",
-        help: "State directory: CA, keys, serials, generated secrets (default: state beside the inventory).")
-    static let templates = CommandConfiguration.Option(
-        "templates", value: "dir", help: "Directory of templates overriding the built-in ones.")
 
-    /// Names tried, in order, when no inventory is given.
-    static let defaultInventoryNames = ["inventory.yaml", "inventory.yml"]
+    /// `--format` with `formats` (text first).
+    static func format(_ formats: [DiagnosticPrinter.Format]) -> CommandConfiguration.Option {
+        .init(
+            "format", choices: formats.map(\.rawValue),
+            help: formats.contains(.sarif)
+                ? "text (default), json (docs/json-output.md) or sarif (SARIF 2.1.0), on stdout."
+                : "text (default), or json: one JSON document on stdout (docs/json-output.md).")
+    }
 
-    /// `--format`, checked against the formats the command's `--format` option lists ("text|json").
+    /// The two options of a command whose `--format` takes `formats`; none without formats (an `accounts` action,
+    /// which the group's options cover).
+    static func declarations(formats: [DiagnosticPrinter.Format]) -> [CommandConfiguration.Option] {
+        formats.isEmpty ? [] : [format(formats), quiet]
+    }
+
+    /// `--format` as given, checked against the formats of the command's configuration; text when not given.
     static func format(_ arguments: ParsedArguments, for configuration: CommandConfiguration) throws(CLIError)
         -> DiagnosticPrinter.Format
     {
-        let declared = configuration.options.first { $0.name == format.name }
-        guard let declared, let text = arguments.value(of: declared) else { return .text }
-        let allowed = (declared.valueName ?? "text").split(separator: "|").map(String.init)
-        guard allowed.contains(text), let format = DiagnosticPrinter.Format(rawValue: text) else {
-            let hint = Spelling.closest(to: text, among: allowed).map { "; did you mean '\($0)'?" } ?? ""
+        let allowed = configuration.formats
+        guard let text = arguments.value(of: format(allowed)) else { return .text }
+        guard let format = DiagnosticPrinter.Format(rawValue: text), allowed.contains(format) else {
+            let names = allowed.map(\.rawValue)
+            let hint = Spelling.closest(to: text, among: names).map { "; did you mean '\($0)'?" } ?? ""
             let expected =
-                allowed.count == 2
-                ? allowed.joined(separator: " or ")
-                : allowed.dropLast().joined(separator: ", ") + " or " + allowed.last!
+                names.count == 2
+                ? names.joined(separator: " or ")
+                : names.dropLast().joined(separator: ", ") + " or " + names.last!
             throw CLIError.usage(
                 "invalid value '\(text)' for '--format <format>': expected \(expected)\(hint)",
                 command: configuration.name)
         }
         return format
     }
+}
+
+/// The positional inventory and where it is looked for when none is given.
+enum CommonOptions {
+    static let inventoryArgument = CommandConfiguration.Argument(
+        "inventory",
+        help: "The inventory file (default: inventory.yaml, else inventory.yml, in the current directory).",
+        optional: true, completion: .file)
+
+    /// Names tried, in order, when no inventory is given.
+    static let defaultInventoryNames = ["inventory.yaml", "inventory.yml"]
 
     /// The inventory to read: as given, or the first default that exists. Returns (display, absolute path).
     static func inventory(_ given: String?, _ context: CommandContext) throws(CLIError) -> (
@@ -94,6 +123,14 @@ struct TreeArguments: Sendable {
     var state: String?
     var templates: String?
 
+    /// The tree a command's shared options name (those it does not take are never given), with `inventory`.
+    init(inventory: String?, _ shared: Arguments<SharedOption>) {
+        self.inventory = inventory
+        out = shared.value(.out)
+        state = shared.value(.state)
+        templates = shared.value(.templates)
+    }
+
     /// `--templates` must name a directory.
     func checkTemplates(_ context: CommandContext, command: String) throws(CLIError) {
         guard let templates else { return }
@@ -132,31 +169,28 @@ struct TreeArguments: Sendable {
 
 struct ValidateCommand: Command {
     enum Option: CommandOptions {
-        case format, strict, secrets, showAcknowledged, quiet
+        case secrets, showAcknowledged
 
         var declaration: CommandConfiguration.Option {
             switch self {
-            case .format: CommonOptions.formatWithSARIF
-            case .strict: CommonOptions.strict
             case .secrets:
                 .init("secrets", help: "Also resolve env: and file: secrets and check them (values are never printed).")
             case .showAcknowledged:
                 .init(
                     "show-acknowledged",
                     help: "Also print the warnings the inventory acknowledges (acknowledge:), with their reasons.")
-            case .quiet: CommonOptions.quiet
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "validate",
+        name: .validate,
         abstract: "Parse and check an inventory; print its diagnostics.",
         discussion: "Diagnostics are GCC-style (file:line:column: severity: message [code]). Exit status 1 when the "
             + "inventory has errors, or warnings with --strict. With --secrets, env: and file: secrets are resolved "
             + "(never printed) and unset variables, unreadable files and weak values are reported where they are referenced.",
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.strict], formats: [.text, .json, .sarif])
 
     var inventory: String?
     var strict: Bool
@@ -165,7 +199,7 @@ struct ValidateCommand: Command {
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
         inventory = arguments.positional(0)
-        strict = arguments.flag(.strict)
+        strict = arguments.shared.flag(.strict)
         secrets = arguments.flag(.secrets)
         showAcknowledged = arguments.flag(.showAcknowledged)
     }
@@ -184,8 +218,7 @@ struct ValidateCommand: Command {
             let n = inventory.nodes.count
             let u = inventory.users.filter { !$0.revoked }.count
             let revoked = inventory.users.count - u
-            context.output.set(
-                "inventory",
+            context.output.record(
                 ValidatedInventory(file: display, nodes: n, users: u, revokedUsers: revoked, secretsChecked: secrets))
             // Without --secrets, say that env:/file: secrets were not looked at: "ok" must not read as
             // "generate will find them".
@@ -207,7 +240,9 @@ struct ValidateCommand: Command {
     }
 
     /// `"inventory"` of `validate --format json`.
-    struct ValidatedInventory: Encodable {
+    struct ValidatedInventory: KeyedResult {
+        static var key: DocumentKey { .inventory }
+
         var file: String
         var nodes: Int
         /// Active users (as `generate` counts them).
@@ -221,37 +256,19 @@ struct ValidateCommand: Command {
 // MARK: - generate / check
 
 struct GenerateCommand: Command {
-    enum Option: CommandOptions {
-        case out, state, templates, format, strict, quiet
-
-        var declaration: CommandConfiguration.Option {
-            switch self {
-            case .out: CommonOptions.out
-            case .state: CommonOptions.state
-            case .templates: CommonOptions.templates
-            case .format: CommonOptions.format
-            case .strict: CommonOptions.strict
-            case .quiet: CommonOptions.quiet
-            }
-        }
-    }
-
     static let configuration = CommandConfiguration(
-        name: "generate",
+        name: .generate,
         abstract: "Write server configs, PKI and client profiles for the inventory.",
         discussion: "Keys, certificates and generated secrets are kept in the state directory and reused; "
             + "re-running on an unchanged inventory rewrites nothing.",
-        arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        arguments: [CommonOptions.inventoryArgument], shared: [.state, .out, .templates, .strict])
 
     var tree: TreeArguments
     var strict: Bool
 
-    init(_ arguments: Arguments<Option>) throws(CLIError) {
-        tree = TreeArguments(
-            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
-            templates: arguments.value(.templates))
-        strict = arguments.flag(.strict)
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        tree = TreeArguments(inventory: arguments.positional(0), arguments.shared)
+        strict = arguments.shared.flag(.strict)
     }
 
     func options(_ context: CommandContext) throws(CLIError) -> GenerateOptions {
@@ -269,36 +286,19 @@ struct GenerateCommand: Command {
 }
 
 struct CheckCommand: Command {
-    enum Option: CommandOptions {
-        case out, state, templates, format, strict, quiet
-
-        var declaration: CommandConfiguration.Option {
-            switch self {
-            case .out: CommonOptions.out
-            case .state: CommonOptions.state
-            case .templates: CommonOptions.templates
-            case .format: CommonOptions.formatWithSARIF
-            case .strict: CommonOptions.strict
-            case .quiet: CommonOptions.quiet
-            }
-        }
-    }
-
     static let configuration = CommandConfiguration(
-        name: "check",
+        name: .check,
         abstract: "Check that the output tree is up to date with the inventory (CI drift gate).",
         discussion: "Exit status 1 when generating would change, add or remove any file under --out.",
-        arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        arguments: [CommonOptions.inventoryArgument], shared: [.state, .out, .templates, .strict],
+        formats: [.text, .json, .sarif])
 
     var tree: TreeArguments
     var strict: Bool
 
-    init(_ arguments: Arguments<Option>) throws(CLIError) {
-        tree = TreeArguments(
-            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
-            templates: arguments.value(.templates))
-        strict = arguments.flag(.strict)
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        tree = TreeArguments(inventory: arguments.positional(0), arguments.shared)
+        strict = arguments.shared.flag(.strict)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -314,37 +314,21 @@ struct CheckCommand: Command {
 // MARK: - revoke
 
 struct RevokeCommand: Command {
-    enum Option: CommandOptions {
-        case state, out, templates, format, quiet
-
-        var declaration: CommandConfiguration.Option {
-            switch self {
-            case .state: CommonOptions.state
-            case .out: CommonOptions.out
-            case .templates: CommonOptions.templates
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
-            }
-        }
-    }
-
     static let configuration = CommandConfiguration(
-        name: "revoke",
+        name: .revoke,
         abstract: "Revoke a user's client certificate (CRL) and regenerate.",
         arguments: [
             .init("user", help: "The user whose certificate is revoked."),
             CommonOptions.inventoryArgument,
         ],
-        options: Option.declarations)
+        shared: [.state, .out, .templates])
 
     var user: String?
     var tree: TreeArguments
 
-    init(_ arguments: Arguments<Option>) throws(CLIError) {
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
         user = arguments.positional(0)
-        tree = TreeArguments(
-            inventory: arguments.positional(1), out: arguments.value(.out), state: arguments.value(.state),
-            templates: arguments.value(.templates))
+        tree = TreeArguments(inventory: arguments.positional(1), arguments.shared)
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -364,29 +348,19 @@ struct RevokeCommand: Command {
 // MARK: - init
 
 struct InitCommand: Command {
-    enum Option: CommandOptions {
-        case format, quiet
-
-        var declaration: CommandConfiguration.Option {
-            switch self {
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
-            }
-        }
-    }
-
     static let configuration = CommandConfiguration(
-        name: "init",
+        name: .`init`,
         abstract: "Write a commented starter inventory.",
         discussion: "Creates DIR/inventory.yaml (DIR is created if needed). An existing file is never overwritten.",
         arguments: [
-            .init("dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true)
-        ],
-        options: Option.declarations)
+            .init(
+                "dir", help: "Directory for inventory.yaml (default: the current directory).", optional: true,
+                completion: .directory)
+        ])
 
     var directory: String?
 
-    init(_ arguments: Arguments<Option>) throws(CLIError) {
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
         directory = arguments.positional(0)
     }
 
@@ -404,7 +378,7 @@ struct InitCommand: Command {
         } catch {
             throw CLIError.environment("cannot write '\(display)': \(error.localizedDescription)")
         }
-        context.output.set("created", display)
+        context.output.record(CreatedInventory(file: display))
         context.output.result("wrote \(display)\nnext: edit it, then run 'vpnprov validate \(display)'\n")
         return ExitCode.success
     }

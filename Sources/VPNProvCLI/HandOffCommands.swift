@@ -20,7 +20,7 @@ enum HandOffCommonOptions {
 
 struct HandOffCommand: Command {
     enum Option: CommandOptions {
-        case users, all, expires, downloads, noPublish, noQR, state, out, templates, format, quiet
+        case users, all, expires, downloads, noPublish, noQR
 
         var declaration: CommandConfiguration.Option {
             switch self {
@@ -42,17 +42,12 @@ struct HandOffCommand: Command {
             case .noPublish: HandOffCommonOptions.noPublish
             case .noQR:
                 .init("no-qr", help: "Do not draw the QR codes in the terminal (the PNG and SVG files are written).")
-            case .state: CommonOptions.state
-            case .out: CommonOptions.out
-            case .templates: CommonOptions.templates
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "handoff",
+        name: .handOff,
         abstract: "Publish each user's profiles behind a link that expires; print the links and their QR codes.",
         discussion:
             "Each user gets a link of their own to the hand-off site of the inventory (handoff:): a page that offers "
@@ -63,7 +58,7 @@ struct HandOffCommand: Command {
             + "after 'generate' (it refuses profiles that are not what generate would write now); 'generate', "
             + "'revoke' and the lifecycle commands end the links of users whose profiles they change.",
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.state, .out, .templates])
 
     var tree: TreeArguments
     var users: [String]
@@ -74,9 +69,7 @@ struct HandOffCommand: Command {
     var terminalQR: Bool
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
-        tree = TreeArguments(
-            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
-            templates: arguments.value(.templates))
+        tree = TreeArguments(inventory: arguments.positional(0), arguments.shared)
         users = HandOffCommand.names(arguments.value(.users))
         all = arguments.flag(.all)
         publish = !arguments.flag(.noPublish)
@@ -132,27 +125,23 @@ struct HandOffCommand: Command {
 
 struct HandOffRevokeCommand: Command {
     enum Option: CommandOptions {
-        case noPublish, state, out, format, quiet
+        case noPublish
 
         var declaration: CommandConfiguration.Option {
             switch self {
             case .noPublish: HandOffCommonOptions.noPublish
-            case .state: CommonOptions.state
-            case .out: CommonOptions.out
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "handoff-revoke",
+        name: .handOffRevoke,
         abstract: "End a user's hand-off link now: the site deletes the files and says the link was withdrawn.",
         discussion:
             "For a link sent to the wrong person, or one the user no longer needs. 'vpnprov revoke USER' and a change of "
             + "the user's profiles end the link too, at the next publish or rollout.",
         arguments: [.init("user", help: "The user whose link ends."), CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.state, .out])
 
     var user: String?
     var tree: TreeArguments
@@ -160,8 +149,7 @@ struct HandOffRevokeCommand: Command {
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
         user = arguments.positional(0)
-        tree = TreeArguments(
-            inventory: arguments.positional(1), out: arguments.value(.out), state: arguments.value(.state))
+        tree = TreeArguments(inventory: arguments.positional(1), arguments.shared)
         publish = !arguments.flag(.noPublish)
     }
 
@@ -186,7 +174,7 @@ struct HandOffRevokeCommand: Command {
 
 struct HandOffListCommand: Command {
     enum Option: CommandOptions {
-        case offline, state, out, format, quiet
+        case offline
 
         var declaration: CommandConfiguration.Option {
             switch self {
@@ -194,16 +182,12 @@ struct HandOffListCommand: Command {
                 .init(
                     "offline",
                     help: "List from the audit journal the last publish fetched, without running ansible-playbook.")
-            case .state: CommonOptions.state
-            case .out: CommonOptions.out
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "handoff-list",
+        name: .handOffList,
         abstract: "List the hand-off links: what is out, whether it was used, and every fetch (when, from where).",
         discussion:
             "Newest first: each link's user, id, when it was made and ends, its state (live, used, expired, revoked, "
@@ -211,14 +195,13 @@ struct HandOffListCommand: Command {
             + "browser). The journal is fetched from the site first (deploy/handoff.yml, which also publishes) into "
             + "OUT/rollout/handoff/audit.jsonl; with --offline the copy of the last publish is read.",
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.state, .out])
 
     var tree: TreeArguments
     var publish: Bool
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
-        tree = TreeArguments(
-            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state))
+        tree = TreeArguments(inventory: arguments.positional(0), arguments.shared)
         publish = !arguments.flag(.offline)
     }
 

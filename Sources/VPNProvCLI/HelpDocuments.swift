@@ -12,37 +12,20 @@ import VPNProvSupport
 /// added there is in the manual and the completions of the same build; nothing can drift.
 enum HelpDocuments {
     /// The shells `--generate-completion-script` writes for.
-    static let shells = ["bash", "zsh", "fish"]
+    enum Shell: String, CaseIterable {
+        case bash, zsh, fish
 
-    /// What a shell offers for an option's value or a positional argument.
-    enum Completion: Equatable {
-        /// One of these words (`--format text|json|sarif`).
-        case choices([String])
-        case directory
-        case file
-        /// Free text the shell cannot guess (a user or node name, a number of days).
-        case none
-    }
-
-    /// An option value: its placeholder is the list of choices (`text|json`), `dir`, or anything else.
-    static func completion(ofValue valueName: String) -> Completion {
-        if valueName.contains("|") { return .choices(valueName.split(separator: "|").map(String.init)) }
-        switch valueName {
-        case "dir": return .directory
-        case "file": return .file
-        default: return .none
+        var script: String {
+            switch self {
+            case .bash: HelpDocuments.bash
+            case .zsh: HelpDocuments.zsh
+            case .fish: HelpDocuments.fish
+            }
         }
     }
 
-    /// A positional argument, by its name: the inventory is a file, `dir` a directory, names are free text.
-    static func completion(ofArgument name: String) -> Completion {
-        switch name {
-        case "inventory": return .file
-        case "dir": return .directory
-        case "action": return .choices(AccountsCommand.actions)
-        default: return .none
-        }
-    }
+    /// The shells' names, as `--generate-completion-script` takes them.
+    static var shells: [String] { Shell.allCases.map(\.rawValue) }
 
     static var configurations: [CommandConfiguration] { CommandLineTool.commands.map { $0.configuration } }
 
@@ -165,14 +148,7 @@ enum HelpDocuments {
     // MARK: - completion scripts
 
     /// The completion script for `shell` (one of `shells`), nil for another name.
-    static func completionScript(_ shell: String) -> String? {
-        switch shell {
-        case "bash": return bash
-        case "zsh": return zsh
-        case "fish": return fish
-        default: return nil
-        }
-    }
+    static func completionScript(_ shell: String) -> String? { Shell(rawValue: shell)?.script }
 
     static var commandNames: [String] { configurations.map(\.name) + [helpCommand.name] }
 
@@ -254,7 +230,7 @@ enum HelpDocuments {
                 out += "        case $prev in\n"
                 for option in valued {
                     out +=
-                        "        --\(option.name))\n            \(bashCompletion(completion(ofValue: option.valueName!)))\n            return\n            ;;\n"
+                        "        --\(option.name))\n            \(bashCompletion(option.completion))\n            return\n            ;;\n"
                 }
                 out += "        esac\n"
             }
@@ -264,7 +240,7 @@ enum HelpDocuments {
             let valuedNames = valued.map { "--" + $0.name }.joined(separator: " ")
             out += "        case $(_vpnprov_position \(shellQuoted(valuedNames))) in\n"
             for (index, argument) in configuration.arguments.enumerated() {
-                out += "        \(index)) \(bashCompletion(completion(ofArgument: argument.name))) ;;\n"
+                out += "        \(index)) \(bashCompletion(argument.completion)) ;;\n"
             }
             out += "        esac\n        ;;\n"
         }
@@ -344,8 +320,8 @@ enum HelpDocuments {
             out += "            _arguments \\\n"
             for option in configuration.options {
                 let help = "[\(zshDescription(option.help))]"
-                if let valueName = option.valueName {
-                    let action = zshAction(completion(ofValue: valueName))
+                if option.valueName != nil {
+                    let action = zshAction(option.completion)
                     out += "                \(shellQuoted("--\(option.name)=\(help):\(option.name):\(action)")) \\\n"
                 } else {
                     out += "                \(shellQuoted("--\(option.name)\(help)")) \\\n"
@@ -353,7 +329,7 @@ enum HelpDocuments {
             }
             for (index, argument) in configuration.arguments.enumerated() {
                 let colons = argument.isOptional ? "::" : ":"
-                let action = zshAction(completion(ofArgument: argument.name))
+                let action = zshAction(argument.completion)
                 out += "                \(shellQuoted("\(index + 1)\(colons)\(argument.name):\(action)")) \\\n"
             }
             out += "                \(zshHelp)\n"
@@ -417,8 +393,8 @@ enum HelpDocuments {
             out += "\n# \(configuration.name)\n"
             for option in configuration.options {
                 var line = "complete -c vpnprov \(when) -l \(option.name)"
-                if let valueName = option.valueName {
-                    switch completion(ofValue: valueName) {
+                if option.valueName != nil {
+                    switch option.completion {
                     case .choices(let words): line += " -x -a \(fishQuoted(words.joined(separator: " ")))"
                     case .directory: line += " -x -a '(__fish_complete_directories)'"
                     case .file: line += " -r -F"
@@ -430,7 +406,7 @@ enum HelpDocuments {
             out +=
                 "complete -c vpnprov \(when) -s \(helpOption.short) -l \(helpOption.long) -d \(fishQuoted(helpOption.help))\n"
             // Arguments: files when one of them is a file, directories when one is a directory.
-            let kinds = configuration.arguments.map { completion(ofArgument: $0.name) }
+            let kinds = configuration.arguments.map(\.completion)
             if kinds.contains(.file) {
                 out += "complete -c vpnprov \(when) -F\n"
             } else if kinds.contains(.directory) {

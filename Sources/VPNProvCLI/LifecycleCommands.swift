@@ -8,7 +8,8 @@ import VPNProvSupport
 /// The lifecycle commands: `status` (read-only) and the state-changing `rotate-ca`, `rotate-psk`,
 /// `rotate-password` and `unrevoke`, which regenerate the output like `generate` afterwards.
 enum LifecycleCommandSupport {
-    static let lifecycleFormat = CommonOptions.format
+    /// The shared options of the commands that regenerate after a change of the state.
+    static let regenerate: [SharedOption] = [.state, .out, .templates]
 
     /// The regenerate options of a state-changing command.
     static func options(
@@ -22,40 +23,14 @@ enum LifecycleCommandSupport {
         + "and which users need new profiles."
 }
 
-/// The options of the commands that regenerate after a change of the state (`rotate-psk`, `unrevoke`, ...).
-enum RegenerateOption: CommandOptions {
-    case state, out, templates, format, quiet
-
-    var declaration: CommandConfiguration.Option {
-        switch self {
-        case .state: CommonOptions.state
-        case .out: CommonOptions.out
-        case .templates: CommonOptions.templates
-        case .format: LifecycleCommandSupport.lifecycleFormat
-        case .quiet: CommonOptions.quiet
-        }
-    }
-
-    /// The tree the command regenerates, with the inventory given at `inventoryIndex`.
-    static func tree(_ arguments: Arguments<RegenerateOption>, inventoryIndex: Int) -> TreeArguments {
-        TreeArguments(
-            inventory: arguments.positional(inventoryIndex), out: arguments.value(.out),
-            state: arguments.value(.state), templates: arguments.value(.templates))
-    }
-}
-
 // MARK: - status
 
 struct StatusCommand: Command {
     enum Option: CommandOptions {
-        case state, out, format, quiet, expiring
+        case expiring
 
         var declaration: CommandConfiguration.Option {
             switch self {
-            case .state: CommonOptions.state
-            case .out: CommonOptions.out
-            case .format: LifecycleCommandSupport.lifecycleFormat
-            case .quiet: CommonOptions.quiet
             case .expiring:
                 .init(
                     "expiring", value: "days",
@@ -65,7 +40,7 @@ struct StatusCommand: Command {
     }
 
     static let configuration = CommandConfiguration(
-        name: "status",
+        name: .status,
         abstract: "Show what the state holds for the inventory, and when it expires.",
         discussion:
             "The CA (both during a rotation), every node and user certificate (identity, serial, not-after, days left, "
@@ -75,7 +50,7 @@ struct StatusCommand: Command {
             + "nothing. With --expiring DAYS the exit status is 1 when the CA, an active certificate (an ACME node's as reported) "
             + "or a CRL expires within DAYS (or has expired), for a daily CI job.",
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.state, .out])
 
     var inventory: String?
     var state: String?
@@ -84,8 +59,8 @@ struct StatusCommand: Command {
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
         inventory = arguments.positional(0)
-        state = arguments.value(.state)
-        out = arguments.value(.out)
+        state = arguments.shared.value(.state)
+        out = arguments.shared.value(.out)
         if let text = arguments.value(.expiring) {
             guard let days = Int(text), days >= 0, days <= 36500 else {
                 throw CLIError.usage(
@@ -115,10 +90,10 @@ struct StatusCommand: Command {
             output.error(error.code, error.message)
             return ExitCode.environment
         } catch {
-            output.error(RuleCode("state-unreadable"), "\(error)")
+            output.error(.stateUnreadable, "\(error)")
             return ExitCode.environment
         }
-        output.set("status", report)
+        output.record(report)
         let expired = report.expiring?.isEmpty == false
         output.result(report.text, failing: expired)
         return expired ? ExitCode.failure : ExitCode.success
@@ -129,22 +104,17 @@ struct StatusCommand: Command {
 
 struct RotateCACommand: Command {
     enum Option: CommandOptions {
-        case finish, state, out, templates, format, quiet
+        case finish
 
         var declaration: CommandConfiguration.Option {
             switch self {
             case .finish: .init("finish", help: "End the overlap: remove the previous CA from every server.")
-            case .state: RegenerateOption.state.declaration
-            case .out: RegenerateOption.out.declaration
-            case .templates: RegenerateOption.templates.declaration
-            case .format: RegenerateOption.format.declaration
-            case .quiet: RegenerateOption.quiet.declaration
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "rotate-ca",
+        name: .rotateCA,
         abstract: "Start a CA rotation (new CA, every certificate re-issued), or end it with --finish.",
         discussion:
             "During the overlap the servers keep trusting the previous CA and present the new one cross-certified by it, "
@@ -152,16 +122,14 @@ struct RotateCACommand: Command {
             + "previous CA: after the rollout, certificates and profiles from before the rotation are refused. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: LifecycleCommandSupport.regenerate)
 
     var finish: Bool
     var tree: TreeArguments
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
         finish = arguments.flag(.finish)
-        tree = TreeArguments(
-            inventory: arguments.positional(0), out: arguments.value(.out), state: arguments.value(.state),
-            templates: arguments.value(.templates))
+        tree = TreeArguments(inventory: arguments.positional(0), arguments.shared)
     }
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
@@ -176,7 +144,7 @@ struct RotateCACommand: Command {
 
 /// A lifecycle command on one node or user (`rotate-psk NODE`, `unrevoke USER`, ...), which regenerates
 /// like `generate` with its state action.
-protocol NamedLifecycleCommand: Command where Option == RegenerateOption {
+protocol NamedLifecycleCommand: Command where Option == NoOptions {
     /// `node` or `user`: what the first argument names.
     static var nameKind: String { get }
     static func action(_ name: String) -> PKIManager.StateAction
@@ -187,8 +155,9 @@ protocol NamedLifecycleCommand: Command where Option == RegenerateOption {
 }
 
 extension NamedLifecycleCommand {
-    init(_ arguments: Arguments<RegenerateOption>) throws(CLIError) {
-        self.init(name: arguments.positional(0), tree: RegenerateOption.tree(arguments, inventoryIndex: 1))
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        self.init(
+            name: arguments.positional(0), tree: TreeArguments(inventory: arguments.positional(1), arguments.shared))
     }
 
     func validate(_ context: CommandContext) throws(CLIError) {
@@ -206,12 +175,12 @@ extension NamedLifecycleCommand {
 
 struct RotatePSKCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
-        name: "rotate-psk",
+        name: .rotatePSK,
         abstract: "Replace a node's generated PSK (psk: gen).",
         discussion: "A PSK from env:, file: or the inventory itself is the operator's to change: that is an error. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("node", help: "The node whose PSK is replaced."), CommonOptions.inventoryArgument],
-        options: RegenerateOption.declarations)
+        shared: LifecycleCommandSupport.regenerate)
 
     static let nameKind = "node"
     static func action(_ name: String) -> PKIManager.StateAction { .rotatePSK(node: name) }
@@ -222,7 +191,7 @@ struct RotatePSKCommand: NamedLifecycleCommand {
 
 struct RotateRadiusSecretCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
-        name: "rotate-radius-secret",
+        name: .rotateRadiusSecret,
         abstract: "Replace a RADIUS node's generated RADIUS, Disconnect-Request and IPsec secrets.",
         discussion: "The secret is on the node and on every RADIUS server: roll the RADIUS servers out first "
             + "(ansible-playbook ... --limit vpnprov_radius), then the node; logins on the node fail in between. "
@@ -230,7 +199,7 @@ struct RotateRadiusSecretCommand: NamedLifecycleCommand {
         arguments: [
             .init("node", help: "The node whose RADIUS secrets are replaced."), CommonOptions.inventoryArgument,
         ],
-        options: RegenerateOption.declarations)
+        shared: LifecycleCommandSupport.regenerate)
 
     static let nameKind = "node"
     static func action(_ name: String) -> PKIManager.StateAction { .rotateRadiusSecret(node: name) }
@@ -241,12 +210,12 @@ struct RotateRadiusSecretCommand: NamedLifecycleCommand {
 
 struct RotatePasswordCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
-        name: "rotate-password",
+        name: .rotatePassword,
         abstract: "Replace a user's generated password (password: gen).",
         discussion: "A password from env: or file: is the operator's to change: that is an error. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user whose password is replaced."), CommonOptions.inventoryArgument],
-        options: RegenerateOption.declarations)
+        shared: LifecycleCommandSupport.regenerate)
 
     static let nameKind = "user"
     static func action(_ name: String) -> PKIManager.StateAction { .rotatePassword(user: name) }
@@ -257,13 +226,13 @@ struct RotatePasswordCommand: NamedLifecycleCommand {
 
 struct RotatePPKCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
-        name: "rotate-ppk",
+        name: .rotatePPK,
         abstract: "Replace a user's post-quantum preshared key (nodes with quantum_safe.ppk).",
         discussion: "The user's nodes and the user's clients both need the new key: roll the nodes out and hand "
             + "out the new profiles together (a client with the old key is refused where the PPK is required). "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user whose PPK is replaced."), CommonOptions.inventoryArgument],
-        options: RegenerateOption.declarations)
+        shared: LifecycleCommandSupport.regenerate)
 
     static let nameKind = "user"
     static func action(_ name: String) -> PKIManager.StateAction { .rotatePPK(user: name) }
@@ -274,13 +243,13 @@ struct RotatePPKCommand: NamedLifecycleCommand {
 
 struct UnrevokeCommand: NamedLifecycleCommand {
     static let configuration = CommandConfiguration(
-        name: "unrevoke",
+        name: .unrevoke,
         abstract: "Undo 'vpnprov revoke USER': a fresh certificate (new serial) and secrets.",
         discussion:
             "The revoked serial stays on the CRL. A user revoked in the inventory ('revoked: true') is unrevoked there. "
             + LifecycleCommandSupport.rolloutNote,
         arguments: [.init("user", help: "The user to reinstate."), CommonOptions.inventoryArgument],
-        options: RegenerateOption.declarations)
+        shared: LifecycleCommandSupport.regenerate)
 
     static let nameKind = "user"
     static func action(_ name: String) -> PKIManager.StateAction { .unrevoke(user: name) }
@@ -293,7 +262,7 @@ struct UnrevokeCommand: NamedLifecycleCommand {
 
 struct RolledOutCommand: Command {
     enum Option: CommandOptions {
-        case nodes, all, state, format, quiet
+        case nodes, all
 
         var declaration: CommandConfiguration.Option {
             switch self {
@@ -304,15 +273,12 @@ struct RolledOutCommand: Command {
                         "The nodes (and RADIUS servers) rolled out, comma-separated (as given to ansible-playbook --limit)."
                 )
             case .all: .init("all", help: "Every node waiting for a rollout.")
-            case .state: CommonOptions.state
-            case .format: CommonOptions.format
-            case .quiet: CommonOptions.quiet
             }
         }
     }
 
     static let configuration = CommandConfiguration(
-        name: "rolled-out",
+        name: .rolledOut,
         abstract: "Record that nodes were rolled out: they no longer wait for a rollout.",
         discussion:
             "Every run that changes a node's server files records the node as waiting for a rollout (in the state); "
@@ -320,7 +286,7 @@ struct RolledOutCommand: Command {
             + "command says they were rolled out. So a deploy job whose rollout failed rolls the same nodes out when it is "
             + "retried, although generate then changes nothing (docs/ci.md).",
         arguments: [CommonOptions.inventoryArgument],
-        options: Option.declarations)
+        options: Option.declarations, shared: [.state])
 
     var inventory: String?
     var state: String?
@@ -328,7 +294,7 @@ struct RolledOutCommand: Command {
 
     init(_ arguments: Arguments<Option>) throws(CLIError) {
         inventory = arguments.positional(0)
-        state = arguments.value(.state)
+        state = arguments.shared.value(.state)
         switch (arguments.value(.nodes), arguments.flag(.all)) {
         case (let list?, false):
             let names = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {

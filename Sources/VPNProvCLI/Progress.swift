@@ -7,12 +7,15 @@ import VPNProvSupport
 
 /// Progress on stderr while certificates are issued and profiles rendered: only when stderr is a
 /// terminal and not in CI. One line per stage, redrawn when its percentage changes.
-// @unchecked Sendable: lock-held. What is shown is read and written under `lock`; the rest is `let`.
-final class Progress: ProgressObserver, @unchecked Sendable {
+final class Progress: ProgressObserver, Sendable {
+    /// What is on the terminal: the last percentage shown per stage, and the stages with a line open.
+    private struct Shown {
+        var lastShown: [ProgressStage: Int] = [:]
+        var open: Set<ProgressStage> = []
+    }
+
     private let console: Console
-    private let lock = NSLock()
-    private var lastShown: [ProgressStage: Int] = [:]
-    private var shownAny: Set<ProgressStage> = []
+    private let shown = Locked(Shown())
 
     /// nil when progress is not shown (stderr is not a terminal, or `CI` is set).
     init?(console: Console, environment: [String: String]) {
@@ -32,19 +35,19 @@ final class Progress: ProgressObserver, @unchecked Sendable {
     func advanced(_ stage: ProgressStage, done: Int, total: Int) {
         guard total >= 20 else { return }
         let percent = done * 100 / total
-        lock.lock()
-        defer { lock.unlock() }
-        guard percent != lastShown[stage, default: -1] else { return }
-        lastShown[stage] = percent
-        shownAny.insert(stage)
-        console.err("\rvpnprov: \(Self.label(stage)) \(done)/\(total) (\(percent)%)")
+        shown.withLock { shown in
+            guard percent != shown.lastShown[stage, default: -1] else { return }
+            shown.lastShown[stage] = percent
+            shown.open.insert(stage)
+            console.err("\rvpnprov: \(Self.label(stage)) \(done)/\(total) (\(percent)%)")
+        }
     }
 
     func finished(_ stage: ProgressStage) {
-        lock.lock()
-        defer { lock.unlock() }
-        // A stage that runs again (a second render in one command) starts from nothing, as before.
-        lastShown[stage] = nil
-        if shownAny.remove(stage) != nil { console.err("\n") }
+        shown.withLock { shown in
+            // A stage that runs again (a second render in one command) starts from nothing, as before.
+            shown.lastShown[stage] = nil
+            if shown.open.remove(stage) != nil { console.err("\n") }
+        }
     }
 }

@@ -34,14 +34,14 @@ struct SARIFLog: Encodable {
     }
 
     var run: Run {
-        var codes: [String] = []
-        for d in diagnostics where !codes.contains(d.code.rawValue) { codes.append(d.code.rawValue) }
-        codes.sort()
+        var codes: [RuleCode] = []
+        for d in diagnostics where !codes.contains(d.code) { codes.append(d.code) }
+        codes.sort { $0.rawValue < $1.rawValue }
         let rules = codes.map { code -> Rule in
-            let help = RuleHelp.text(for: RuleCode(code))
-            let level = diagnostics.first { $0.code.rawValue == code }.map { Self.level($0.severity) } ?? "error"
+            let help = code.declaration.plainHelp
+            let level = diagnostics.first { $0.code == code }.map { Self.level($0.severity) } ?? "error"
             return Rule(
-                id: code, shortDescription: .init(text: help), help: .init(text: help),
+                id: code.rawValue, shortDescription: .init(text: help), help: .init(text: help),
                 defaultConfiguration: .init(level: level))
         }
         let results = diagnostics.map { d -> Result in
@@ -54,7 +54,7 @@ struct SARIFLog: Encodable {
                 }
             }
             return Result(
-                ruleId: d.code.rawValue, ruleIndex: codes.firstIndex(of: d.code.rawValue)!,
+                ruleId: d.code.rawValue, ruleIndex: codes.firstIndex(of: d.code)!,
                 level: Self.level(d.severity),
                 message: .init(text: d.message),
                 locations: d.location.map { [Location(physicalLocation: Self.physical($0))] }

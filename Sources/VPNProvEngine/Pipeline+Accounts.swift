@@ -195,8 +195,7 @@ package struct AccountsSession {
     /// `migrate`: applies the embedded migrations the database lacks.
     package func migrate() throws(AccountsFailure) -> Outcome {
         let report = try AccountsFailure.mapping { try Migrator.migrate(store.db, Self.migrations) }
-        output.set("migrations", report.applied)
-        output.set("version", report.to)
+        output.record(MigrationResult(applied: report.applied, version: report.to))
         if report.applied.isEmpty {
             output.result("accounts database: up to date (migration \(report.to))\n")
         } else {
@@ -216,8 +215,7 @@ package struct AccountsSession {
                     + "peer (strongSwan compares identities without regard to case); choose another name")
         }
         try AccountsFailure.mapping { try store.add(username: user, password: password, tier: tier, devices: devices) }
-        output.set(
-            "account", AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
+        output.record(AccountSummary(username: user, tier: tier, devices: devices, disabled: false, openSessions: 0))
         output.result("added account '\(user)' (tier \(tier), \(Plural.count(devices, "device")))\n")
         return .success
     }
@@ -250,7 +248,7 @@ package struct AccountsSession {
         var tiers: [String: Int] = [:]
         for account in accounts { tiers[account.tier, default: 0] += 1 }
         let byTier = tiers.keys.sorted().map { "\($0) \(tiers[$0]!)" }.joined(separator: ", ")
-        output.set("imported", accounts.count)
+        output.record(ImportResult(imported: accounts.count))
         output.result(
             "imported \(Plural.count(accounts.count, "account"))" + (accounts.isEmpty ? "" : " (\(byTier))") + "\n")
         return .success
@@ -304,7 +302,7 @@ package struct AccountsSession {
     /// `list`.
     package func list() throws(AccountsFailure) -> Outcome {
         let accounts = try AccountsFailure.mapping { try store.list() }
-        output.set("accounts", accounts)
+        output.record(AccountListResult(accounts: accounts))
         output.result(Self.table(accounts))
         return .success
     }
@@ -312,7 +310,7 @@ package struct AccountsSession {
     /// `sessions [USER]`: the open sessions (of one account).
     package func sessions(of user: String?) throws(AccountsFailure) -> Outcome {
         let sessions = try AccountsFailure.mapping { try store.sessions(of: user) }
-        output.set("sessions", sessions)
+        output.record(SessionListResult(sessions: sessions))
         output.result(Self.table(sessions))
         return .success
     }
@@ -332,17 +330,17 @@ package struct AccountsSession {
         let sessions = try AccountsFailure.mapping { try store.sessions(of: user) }
         let results = Disconnector.disconnect(
             user: user, sessions: sessions, targets: deployment.targets, client: DisconnectClient(), now: now)
-        output.set("disconnect", results)
+        output.record(DisconnectReport(results: results))
         if results.isEmpty {
             output.result("account '\(user)': no open session\n")
             return .success
         }
         var text = ""
         for result in results {
-            text += "  \(result.node): \(result.outcome)" + (result.detail.map { " (\($0))" } ?? "") + "\n"
+            text += "  \(result.node): \(result.outcome.rawValue)" + (result.detail.map { " (\($0))" } ?? "") + "\n"
         }
         let why = reason.map { " (\($0))" } ?? ""
-        let failed = results.contains { !["disconnected", "no-session"].contains($0.outcome) }
+        let failed = results.contains { !$0.outcome.leftNoSession }
         output.result(
             "account '\(user)': Disconnect-Request\(why) to \(Plural.count(results.count, "node")):\n"
                 + text, failing: failed)

@@ -42,7 +42,9 @@ extension Pipeline {
     }
 
     /// `"drift"` of `check --format json`.
-    struct Drift: Encodable {
+    struct Drift: KeyedResult {
+        static var key: DocumentKey { .drift }
+
         var out: String
         var files: Int
         var missing: [String]
@@ -74,8 +76,7 @@ extension Pipeline {
             let fleet = built.prepared.inventory.rolloutHosts
             let pending = Set(try RolloutLedger.read(built.lock.stateDirectory))
             let waiting = fleet.filter(pending.contains)
-            output.set(
-                "drift",
+            output.record(
                 Drift(
                     out: out, files: count, missing: drift.missing, stale: drift.stale, unexpected: drift.unexpected,
                     untracked: drift.untracked, state: stateChanges, rolloutPending: waiting))
@@ -142,7 +143,9 @@ extension Pipeline {
     }
 
     /// `"revoked"` of `revoke --format json`.
-    struct Revoked: Encodable {
+    struct Revoked: KeyedResult {
+        static var key: DocumentKey { .revoked }
+
         var user: String
         /// The revoked certificate's serial; absent when the user had none (their access is withdrawn).
         var serial: String?
@@ -188,7 +191,7 @@ extension Pipeline {
                     output.info(notRevoked)
                     return .failure
                 }
-                output.set("revoked", Revoked(user: user.name, serial: serial))
+                output.record(Revoked(user: user.name, serial: serial))
                 if serial == nil {
                     output.info("vpnprov: user '\(user.name)' had no certificate; their access is withdrawn")
                 }
@@ -206,17 +209,6 @@ extension Pipeline {
             return .success
         }
     }
-}
-
-extension RuleCode {
-    /// `revoke` of a name the inventory does not list.
-    static let noSuchUser = RuleCode("no-such-user")
-    /// The command names a node the inventory does not list.
-    static let noSuchNode = RuleCode("no-such-node")
-    /// Nodes whose server files changed are not recorded as rolled out.
-    package static let rolloutPending = RuleCode("rollout-pending")
-    /// `check`: the output tree or the state differs from what `generate` would make of them.
-    package static let drift = RuleCode("drift")
 }
 
 extension StatePermissions.Wide {

@@ -44,20 +44,13 @@ package struct HandOffOptions: Sendable {
     }
 }
 
-extension RuleCode {
-    /// A hand-off command on an inventory without `handoff:`.
-    static let handOffSiteMissing = RuleCode("handoff-site-missing")
-    /// The state or a user's folder is not what `generate` would make now.
-    static let handOffStale = RuleCode("handoff-stale")
-    /// Publishing to the hand-off site failed.
-    static let handOffPublish = RuleCode("handoff-publish")
-}
-
 /// `vpnprov handoff`, `handoff-revoke` and `handoff-list` (docs/handoff.md), and what `generate`, `revoke` and
 /// the lifecycle commands do to the links of users whose profiles they changed.
 extension Pipeline {
     /// `"handoff"` of the hand-off commands' `--format json` (the links' URLs only where they were made).
-    struct HandOffReport: Encodable {
+    struct HandOffReport: KeyedResult {
+        static var key: DocumentKey { .handoff }
+
         struct Link: Encodable {
             var user: String
             var url: String
@@ -171,7 +164,7 @@ extension Pipeline {
                 text += "  QR code: \(display(qr.png, options.tree)), \(display(qr.svg, options.tree))\n"
                 if options.terminalQR { text += qr.text }
             }
-            output.set("handoff", report)
+            output.record(report)
             if !text.isEmpty { output.result(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
             if report.published && !made.isEmpty {

@@ -21,11 +21,6 @@ package struct HandOffListOptions: Sendable {
     }
 }
 
-extension RuleCode {
-    /// The hand-off record or bundle could not be brought up to date after a run that changed profiles.
-    static let handOffRecord = RuleCode("handoff-record")
-}
-
 extension Pipeline {
     /// Where each publish leaves the site's audit journal (`rollout/`: what a rollout reports back).
     static func auditPath(_ out: String) -> String { out + "/rollout/handoff/audit.jsonl" }
@@ -67,7 +62,7 @@ extension Pipeline {
                 }
                 report.published = true
             }
-            output.set("handoff", report)
+            output.record(report)
             if report.ended.isEmpty {
                 output.info("vpnprov: \(listed(options.users)) had no live link")
             }
@@ -80,7 +75,18 @@ extension Pipeline {
     }
 
     /// `"handoff"` of `handoff-list --format json`.
-    struct HandOffListing: Encodable {
+    /// `handoffEnded` of `generate`, `revoke` and the lifecycle commands: the links the run ended.
+    struct EndedLinks: CommandResult {
+        var ended: [HandOffReport.Ended]
+
+        func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
+            try document.encode(ended, forKey: .handoffEnded)
+        }
+    }
+
+    struct HandOffListing: KeyedResult {
+        static var key: DocumentKey { .handoff }
+
         struct Event: Encodable {
             var time: String
             var event: String
@@ -151,7 +157,7 @@ extension Pipeline {
                         downloads: link.downloads, files: link.files, status: status,
                         events: mine.filter { $0.event != "published" && $0.event != "ended" })
                 })
-            output.set("handoff", listing)
+            output.record(listing)
             var text = "\(site.address): \(Plural.count(listing.links.count, "link"))\n"
             for link in listing.links {
                 let downloads = link.events.filter { $0.event == "download" }.count
@@ -235,7 +241,7 @@ extension Pipeline {
             guard !ended.isEmpty else { return }
             try HandOffLedger.write(ledger, now: now, in: lock.stateDirectory)
             try HandOffBundle.refresh(ledger, now: now, out: options.outDirectory)
-            output.set("handoffEnded", ended)
+            output.record(EndedLinks(ended: ended))
             let site = inventory.handOff?.address ?? "the hand-off site"
             reportEnded(ended, site: site, output: output, publishedNow: false)
         } catch {

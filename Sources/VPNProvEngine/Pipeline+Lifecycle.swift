@@ -25,7 +25,9 @@ package struct LifecycleOptions: Sendable, Hashable {
 }
 
 /// What a lifecycle command changed and who has to act on it.
-struct LifecycleSummary: Sendable, Hashable, Encodable {
+struct LifecycleSummary: Sendable, Hashable, KeyedResult {
+    static var key: DocumentKey { .lifecycle }
+
     /// State changes, as the generate summary prints them.
     package var changes: [String]
     /// Nodes waiting for a rollout (this run's changes and earlier ones not yet recorded with
@@ -73,7 +75,7 @@ extension Pipeline {
                 radiusServersToRollOut: summary.radius?.pending,
                 usersNeedingNewProfiles: summary.users.changed,
                 caRotation: built.prepared.materials.rotation != nil ? "overlap" : "none")
-            output.set("lifecycle", result)
+            output.record(result)
             if case .startCARotation = options.action {
                 output.result(
                     "CA rotation started: roll out every node now; old profiles keep working until 'vpnprov rotate-ca --finish', "
@@ -183,7 +185,9 @@ extension Pipeline {
 
 extension Pipeline {
     /// `"rolledOut"` of `rolled-out --format json`.
-    struct RolledOut: Encodable {
+    struct RolledOut: KeyedResult {
+        static var key: DocumentKey { .rolledOut }
+
         /// The nodes this command took off the list.
         var recorded: [String]
         /// Named nodes that were not waiting (already recorded, or never changed).
@@ -223,7 +227,7 @@ extension Pipeline {
                 recorded: fleet.filter { before.contains($0) && named.contains($0) },
                 notPending: fleet.filter { named.contains($0) && !before.contains($0) },
                 pending: fleet.filter(after.contains))
-            output.set("rolledOut", result)
+            output.record(result)
             var text =
                 "recorded as rolled out: \(result.recorded.isEmpty ? "none" : result.recorded.joined(separator: ", "))\n"
             if !result.notPending.isEmpty {

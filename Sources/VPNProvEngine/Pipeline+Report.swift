@@ -40,7 +40,7 @@ extension Pipeline {
         let summary = RunSummary(
             built.prepared, written, out: display(options.outDirectory, options), changes: built.prepared.changes,
             pending: Set(pending), rolledOut: rolledOutCommand(options), handOff: handOffCommand(options))
-        output.set("summary", summary)
+        output.record(summary)
         for change in built.prepared.changes { output.info("vpnprov: \(change)") }
         if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
             // Said once: only the run that creates the CA gets here.
@@ -197,23 +197,11 @@ extension Pipeline {
     }
 }
 
-extension RuleCode {
-    /// A remark about the state that does not stop the run (a CA kept with other settings, a user
-    /// held revoked by command).
-    static let stateNotice = RuleCode("state-notice")
-    /// About a revocation: how it is recorded, how to undo it, what it cannot withdraw.
-    static let revokedUser = RuleCode("revoked-user")
-    /// The output tree cannot be read or written.
-    static let outputIO = RuleCode("output-io")
-    /// The deployment's output tree is elsewhere than this run would write it.
-    static let outputLocation = RuleCode("output-location")
-    /// A profile or configuration could not be rendered.
-    static let renderFailure = RuleCode("render-failure")
-}
-
 /// The `"summary"` of `generate` and `revoke` in `--format json` (never a secret: names, paths,
 /// counts, serial numbers).
-struct RunSummary: Encodable {
+struct RunSummary: KeyedResult {
+    static var key: DocumentKey { .summary }
+
     struct Names: Encodable {
         var count: Int
         /// Nodes whose server files changed / users whose profiles changed (they need the new ones).
@@ -234,9 +222,14 @@ struct RunSummary: Encodable {
         var removedPaths: [String]
     }
 
+    /// Who a change of the state is about.
+    enum Holder: String, Encodable {
+        case ca, node, user
+    }
+
     struct StateChange: Encodable {
-        var action: String
-        var holder: String
+        var action: PKIChange.Kind.Action
+        var holder: Holder
         var name: String?
         var serial: String?
         package var reason: String?
@@ -244,7 +237,7 @@ struct RunSummary: Encodable {
     }
 
     struct Certificate: Encodable {
-        var holder: String
+        var holder: Holder
         var name: String?
         var serial: String?
     }
@@ -328,19 +321,22 @@ struct RunSummary: Encodable {
             writtenPaths: written.written, removedPaths: written.removed.sorted())
         var certificates = Certificates()
         state = changes.map { change in
-            let (holder, name): (String, String?) = {
+            let (holder, name): (Holder, String?) = {
                 switch change.holder {
-                case .ca: return ("ca", nil)
-                case .node(let n): return ("node", n)
-                case .user(let n): return ("user", n)
+                case .ca: return (.ca, nil)
+                case .node(let n): return (.node, n)
+                case .user(let n): return (.user, n)
                 }
             }()
             let certificate = Certificate(holder: holder, name: name, serial: change.serial)
             switch change.kind {
-            case .issued, .caCreated: certificates.issued.append(certificate)
+            // A rotation's new CA is issued as a created one is.
+            case .issued, .caCreated, .caRotationStarted: certificates.issued.append(certificate)
             case .reissued: certificates.renewed.append(certificate)
             case .revoked: certificates.revoked.append(certificate)
-            default: break
+            // No certificate of these lists: an adopted CA was issued elsewhere, an unrevoked user's new
+            // certificate is a change of its own (`issued`), a retired CA is not revoked, the rest are no certificates.
+            case .caAdopted, .unrevoked, .caRotationFinished, .crlUpdated, .secretGenerated, .secretRotated: break
             }
             return StateChange(
                 action: change.kind.action, holder: holder, name: name, serial: change.serial, reason: change.reason,
@@ -381,20 +377,35 @@ enum ShellWord {
 }
 
 extension PKIChange.Kind {
-    /// Stable machine name of the change (`--format json`).
-    var action: String {
+    /// Stable machine names of the changes (`--format json`).
+    enum Action: String, Encodable {
+        case caCreated = "ca-created"
+        case caAdopted = "ca-adopted"
+        case issued
+        case renewed
+        case revoked
+        case crlUpdated = "crl-updated"
+        case secretGenerated = "secret-generated"
+        case secretRotated = "secret-rotated"
+        case caRotationStarted = "ca-rotation-started"
+        case caRotationFinished = "ca-rotation-finished"
+        case unrevoked
+    }
+
+    /// The change's machine name.
+    var action: Action {
         switch self {
-        case .caCreated: return "ca-created"
-        case .caAdopted: return "ca-adopted"
-        case .issued: return "issued"
-        case .reissued: return "renewed"
-        case .revoked: return "revoked"
-        case .crlUpdated: return "crl-updated"
-        case .secretGenerated: return "secret-generated"
-        case .secretRotated: return "secret-rotated"
-        case .caRotationStarted: return "ca-rotation-started"
-        case .caRotationFinished: return "ca-rotation-finished"
-        case .unrevoked: return "unrevoked"
+        case .caCreated: .caCreated
+        case .caAdopted: .caAdopted
+        case .issued: .issued
+        case .reissued: .renewed
+        case .revoked: .revoked
+        case .crlUpdated: .crlUpdated
+        case .secretGenerated: .secretGenerated
+        case .secretRotated: .secretRotated
+        case .caRotationStarted: .caRotationStarted
+        case .caRotationFinished: .caRotationFinished
+        case .unrevoked: .unrevoked
         }
     }
 }

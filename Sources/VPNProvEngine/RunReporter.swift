@@ -33,8 +33,8 @@ package protocol RunReporter: AnyObject, Sendable {
     func result(_ text: String, failing: Bool)
     /// Findings only the SARIF log carries.
     func sarifOnly(_ found: [Diagnostic])
-    /// A command-specific key of the JSON document.
-    func set<Value: Encodable & Sendable>(_ key: String, _ value: Value)
+    /// The command's own part of the JSON document (its keys are the result type's).
+    func record(_ result: any CommandResult)
 }
 
 extension RunReporter {

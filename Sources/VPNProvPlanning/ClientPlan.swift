@@ -465,9 +465,9 @@ package struct ClientPlan: Sendable, Hashable {
         -> WindowsConnection
     {
         if service == .ikev2Cert {
-            return WindowsConnection(authenticationMethod: "MachineCertificate", localID: certificateID, ipsec: ipsec)
+            return WindowsConnection(authenticationMethod: .machineCertificate, localID: certificateID, ipsec: ipsec)
         }
-        return WindowsConnection(authenticationMethod: "Eap", localID: nil, ipsec: ipsec)
+        return WindowsConnection(authenticationMethod: .eap, localID: nil, ipsec: ipsec)
     }
 
     /// The subject DN vpnprov issues the user's certificate with (the PKI re-issues when it would differ):

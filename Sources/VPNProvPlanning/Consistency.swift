@@ -573,7 +573,7 @@ package enum Consistency {
                         at: node.location))
             }
         }
-        if windows.authenticationMethod == "MachineCertificate",
+        if windows.authenticationMethod == .machineCertificate,
             let facts = context.userFacts(c.user, materials: materials)
         {
             if let ekus = facts.extendedKeyUsages, !ekus.contains(clientAuthOID) {

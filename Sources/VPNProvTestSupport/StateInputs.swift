@@ -108,7 +108,7 @@ package enum StateInputs {
         let (console, capture) = Console.capturing()
         let output = CommandOutput(command: "status", format: .json, console: console)
         let expired = report.expiring?.isEmpty == false
-        output.set("status", report)
+        output.record(report)
         output.result(report.text, failing: expired)
         output.finish(exitCode: expired ? ExitCode.failure : ExitCode.success)
         return (report, report.text, capture.stdout)

@@ -151,6 +151,21 @@ import VPNProvTestFixtures
         #expect(r.err.contains("'acknowledge': no rule 'weak-psk-servce'; did you mean 'weak-psk-service'?"))
     }
 
+    /// A rule whose declaration does not make its warnings acknowledgeable is refused for what it is: a rule that
+    /// reports only warnings is not said to report errors.
+    @Test func aWarningRuleThatCannotBeAcknowledgedIsRefusedForWhatItIs() throws {
+        let dir = try workspace(
+            Self.inventory(acknowledge: "acknowledge:\n  - rule: acme-unused\n    reason: not yet\n"))
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = vpnprov(["validate"], in: dir)
+        #expect(r.code == 1)
+        #expect(
+            r.err.contains(
+                "'acknowledge': 'acme-unused' warns about the inventory's own sections, which cannot be acknowledged;"))
+        #expect(RuleCode.acmeUnused.declaration.severities == [.warning])
+        #expect(!Acknowledgements.warningRules.contains(.acmeUnused))
+    }
+
     @Test func anEntryThatCoversNothingIsAWarning() throws {
         let dir = try workspace(
             Self.inventory(

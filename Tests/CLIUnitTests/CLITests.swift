@@ -231,7 +231,7 @@ import VPNProvTestSupport
             ParsedArguments.parse(
                 ["--out", "o", "--state=/s", "--format", "json", "--strict"], for: GenerateCommand.configuration))
         let console = Console.capturing().0
-        let format = try CommonOptions.format(
+        let format = try OutputOption.format(
             ParsedArguments.parse(["--format", "json"], for: GenerateCommand.configuration),
             for: GenerateCommand.configuration)
         let context = CommandContext(

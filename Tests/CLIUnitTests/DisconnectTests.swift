@@ -238,6 +238,35 @@ final class TestUDPSocket: @unchecked Sendable {
                 == .acknowledged)
     }
 
+    /// A node's answer is outside input: one that is no RADIUS packet — an attribute longer than the packet,
+    /// a header length beyond the datagram, a datagram shorter than a header — is ignored like a forged one,
+    /// even with its Response Authenticator computed over its bytes under the right secret, and the client
+    /// ends with "no answer" instead of stopping the process.
+    @Test func malformedAnswersSignedWithTheSecretAreNoAnswer() throws {
+        let secret = Array(Self.secret.utf8)
+        let client = DisconnectClient(attemptTimeoutMilliseconds: 200, attempts: 2)
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        /// An ACK to `request` whose bytes after the header are `tail` and whose length field says `length`,
+        /// signed the way a DAE server signs (MD5 over the packet with the request's authenticator, then the secret).
+        @Sendable func answer(_ request: [UInt8], tail: [UInt8], length: Int) -> [UInt8] {
+            var packet =
+                [RadiusPacket.disconnectACK, request[1], UInt8(length >> 8), UInt8(length & 0xFF)]
+                + Array(request[4..<20]) + tail
+            packet.replaceSubrange(4..<20, with: Digest.md5(packet + secret))
+            return packet
+        }
+        let malformed: [(String, @Sendable ([UInt8]) -> [UInt8])] = [
+            ("an attribute longer than the packet", { answer($0, tail: [101, 10, 0, 0], length: 24) }),
+            ("a length beyond the datagram", { answer($0, tail: [101, 6, 0, 0, 1, 0xF7], length: 40) }),
+            ("shorter than a header", { Array(answer($0, tail: [], length: 20)[0..<12]) }),
+        ]
+        for (what, reply) in malformed {
+            let (node, _) = try fakeNode { request, _ in reply(request) }
+            let target = DisconnectTarget(node: "fra-1", host: "127.0.0.1", port: node.port, secret: Self.secret)
+            #expect(try client.disconnect(user: "alice", at: target, now: now) == .noAnswer, "\(what)")
+        }
+    }
+
     /// The fan-out: one request per node with an open session, each with that node's target;
     /// nodes without a target are reported, not skipped silently.
     @Test func oneRequestPerNodeWithASession() throws {
@@ -258,7 +287,7 @@ final class TestUDPSocket: @unchecked Sendable {
             user: "carol", sessions: [session("fra-1"), session("fra-1"), session("ams-1")], targets: targets,
             client: DisconnectClient(attemptTimeoutMilliseconds: 300, attempts: 2), now: Date())
         #expect(results.map(\.node) == ["fra-1", "ams-1"])
-        #expect(results.map(\.outcome) == ["no-session", "unknown-node"])
+        #expect(results.map(\.outcome) == [.noSession, .unknownNode])
     }
 }
 

@@ -310,7 +310,7 @@ import VPNProvTestFixtures
         let early = vpnprov(["rotate-ca"], in: fresh, environment: env)
         #expect(early.code == 1 && early.err.contains("run 'vpnprov generate' first"), "\(early.err)")
         #expect(!FileManager.default.fileExists(atPath: fresh + "/state/index.json"))
-        let start = vpnprov(["rotate-ca"], in: dir, environment: env)
+        let start = vpnprov(["rotate-ca", "--format", "json"], in: dir, environment: env)
         #expect(start.code == 0, "\(start.err)")
         #expect(start.err.contains("changed nodes: fra-1, nyc-1\n"), "\(start.err)")
         #expect(start.err.contains("hand new profiles to ann, ben, cat, dan, eve "))
@@ -328,6 +328,10 @@ import VPNProvTestFixtures
         let oldCACert = try X509Certificate(pem: oldCA)
         #expect(cross.subject == newCACert.subject && cross.isSigned(by: oldCACert))
         #expect(newCACert.subject.commonName == "acme VPN Root CA" && newCACert.subject != oldCACert.subject)
+        // The rotation's new CA is a certificate the run issued, as a created CA is.
+        let certificates = (Self.json(start.out)["summary"] as? [String: Any])?["certificates"] as? [String: Any]
+        let issued = certificates?["issued"] as? [[String: String]] ?? []
+        #expect(issued.contains { $0["holder"] == "ca" && $0["serial"] == newCACert.serialHex }, "\(issued)")
         let node = server + "/x509/fra-1.pem"
         let newClient = dir + "/out/clients/ann/linux/swanctl/x509/ann.pem"
         func verify(_ args: [String]) throws -> Bool { try runTool(["openssl", "verify"] + args).status == 0 }

@@ -245,20 +245,28 @@ import VPNProvTestFixtures
         #expect(uri == "out/stray")
     }
 
-    @Test func everyRuleCodeInTheSourcesHasHelpText() throws {
-        var found = Set<String>()
-        let sources = Self.root + "/Sources"
-        let walker = try #require(FileManager.default.enumerator(atPath: sources))
-        let pattern = try NSRegularExpression(pattern: #"(?:RuleCode|Code)\((?:rawValue: )?"([a-z0-9-]+)"\)"#)
-        for case let path as String in walker where path.hasSuffix(".swift") {
-            let text = try String(contentsOfFile: sources + "/" + path, encoding: .utf8)
-            for m in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-                found.insert(String(text[Range(m.range(at: 1), in: text)!]))
+    /// A command writes its part of the document through a result type naming one of `DocumentKey`'s cases; the
+    /// documentation's table of command-specific keys and the schema list exactly those cases.
+    @Test func theDocumentedKeysAreTheResultTypesKeys() throws {
+        let keys = Set(DocumentKey.allCases.map(\.rawValue))
+        let schemaData = try Data(contentsOf: URL(fileURLWithPath: Self.root + "/docs/json-output.schema.json"))
+        let schema = try #require(try JSONSerialization.jsonObject(with: schemaData) as? [String: Any])
+        let properties = try #require(schema["properties"] as? [String: Any])
+        #expect(Set(properties.keys).subtracting(["vpnprov", "command", "ok", "diagnostics"]) == keys)
+
+        let page = try String(contentsOfFile: Self.root + "/docs/json-output.md", encoding: .utf8)
+        let table = try #require(
+            page.components(separatedBy: "Command-specific keys:").last?.components(separatedBy: "`summary`:").first)
+        var documented = Set<String>()
+        for row in table.split(separator: "\n") where row.hasPrefix("| `") {
+            let cell = row.dropFirst(2).prefix { $0 != "|" }
+            for name in cell.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter({
+                $0.offset % 2 == 1
+            }) {
+                documented.insert(String(name.element))
             }
         }
-        #expect(found.count > 80)
-        let missing = found.filter { RuleHelp.table[$0] == nil }.sorted()
-        #expect(missing.isEmpty, "rule codes without help text in RuleHelp.table: \(missing)")
+        #expect(documented == keys)
     }
 
     @Test func validateSecretsResolvesReferencesWithoutPrintingThem() throws {

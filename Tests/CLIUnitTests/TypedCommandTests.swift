@@ -3,26 +3,51 @@ import VPNProvTestFixtures
 
 @testable import VPNProvCLI
 
-/// Commands read their options through an `Option` enum of their own (docs/architecture.md, "A command"):
-/// the table help, the manual page and the completions print is made from those enums, so what a
-/// command reads and what it documents cannot drift apart.
+/// Commands are one table (`CommandName`) and read their options through an `Option` enum of their own and the
+/// groups declared once (`SharedOption`; `--format` and `--quiet` for all) (docs/architecture.md, "A command"): the
+/// table help, the manual page and the completions print is made from those, so what a command reads and what it
+/// documents cannot drift apart.
 @Suite struct TypedCommandTests {
-    static func declared<C: Command>(_: C.Type) -> [String] { C.Option.declarations.map(\.name) }
+    /// Each case of the table names the type whose configuration names that case, so `vpnprov NAME` runs the
+    /// command that calls itself NAME.
+    @Test func everyCommandOfTheTableNamesItsOwnCase() {
+        for name in CommandName.allCases {
+            #expect(name.command.configuration.name == name.rawValue, "\(name)")
+        }
+        for name in AccountsActionName.allCases {
+            #expect(name.action.configuration.name == name.rawValue, "\(name)")
+        }
+        #expect(CommandLineTool.commands.count == CommandName.allCases.count)
+        #expect(Set(CommandLineTool.commandNames).count == CommandName.allCases.count)
+    }
 
-    @Test func everyCommandsTableIsItsOptionEnum() {
-        for type in CommandLineTool.commands where ObjectIdentifier(type) != ObjectIdentifier(AccountsCommand.self) {
+    /// A command's table is its own options, then the shared ones it takes in their one order, then `--format` and
+    /// `--quiet`, which the dispatcher reads for every command (`accounts` below).
+    @Test func everyCommandsTableIsItsOwnOptionsThenTheGroups() {
+        let shared = SharedOption.allCases.map(\.declaration.name)
+        for type in CommandLineTool.commands where type != AccountsCommand.self {
             let table = type.configuration.options.map(\.name)
-            #expect(table == Self.declared(type), "\(type.configuration.name)")
+            let own = type.ownOptions
+            #expect(Array(table.prefix(own.count)) == own, "\(type.configuration.name)")
+            let rest = Array(table.dropFirst(own.count))
+            #expect(Array(rest.suffix(2)) == ["format", "quiet"], "\(type.configuration.name)")
+            let groups = Array(rest.dropLast(2))
+            #expect(groups == shared.filter(groups.contains), "\(type.configuration.name): \(groups)")
         }
     }
 
-    /// The dispatcher reads `--format` and `--quiet` of every command (and of every `accounts` action,
-    /// through the group).
-    @Test func everyCommandDeclaresFormatAndQuiet() {
+    /// `--format` takes the formats the configuration lists, and nothing else.
+    @Test func formatTakesTheFormatsTheCommandLists() throws {
         for type in CommandLineTool.commands {
-            let names = Self.declared(type)
-            #expect(names.contains("format") && names.contains("quiet"), "\(type.configuration.name)")
+            let configuration = type.configuration
+            let option = try #require(configuration.options.first { $0.name == "format" })
+            #expect(option.valueName == configuration.formats.map(\.rawValue).joined(separator: "|"))
+            #expect(option.completion == .choices(configuration.formats.map(\.rawValue)))
+            #expect(configuration.formats.first == .text)
         }
+        #expect(ValidateCommand.configuration.formats == [.text, .json, .sarif])
+        #expect(CheckCommand.configuration.formats == [.text, .json, .sarif])
+        #expect(GenerateCommand.configuration.formats == [.text, .json])
     }
 
     /// `accounts` lists its own options, then every action's (each once), then `--format` and `--quiet`;
@@ -39,7 +64,12 @@ import VPNProvTestFixtures
                 "\(type.configuration.name)")
         }
         #expect(table == ["inventory", "state", "database"] + actionOptions + ["format", "quiet"])
-        #expect(Set(Self.declared(AccountsCommand.self)) == ["inventory", "state", "database", "format", "quiet"])
+        #expect(AccountsOption.declarations.map(\.name) == ["inventory", "state", "database"])
         #expect(AccountsCommand.actions.count == Set(AccountsCommand.actions).count)
     }
+}
+
+extension Command {
+    /// The names of the options the command declares itself.
+    static var ownOptions: [String] { Option.declarations.map(\.name) }
 }

@@ -30,20 +30,6 @@ import VPNProvTestFixtures
         var acme: [Keys.ACMEKey: Int] = [:]
         var monitoring: [Keys.MonitoringKey: Int] = [:]
         var handOff: [Keys.HandOffKey: Int] = [:]
-
-        /// Writes a node's `key:` and, under it, each key of `K` with its value; the line of the first.
-        mutating func nested<K: RawRepresentable & CaseIterable>(
-            _ key: Keys.NodeKey, _ value: (K) -> String, _ field: (K) -> NodeField
-        ) -> Int where K.RawValue == String {
-            _ = text.add("    \(key.rawValue):")
-            var first: Int?
-            for nestedKey in K.allCases {
-                let at = text.add("      \(nestedKey.rawValue): \(value(nestedKey))")
-                node[field(nestedKey)] = at
-                first = first ?? at
-            }
-            return first!
-        }
     }
 
     static func appleValue(_ key: Keys.AppleKey) -> String {
@@ -53,6 +39,74 @@ import VPNProvTestFixtures
         case .trustedSSIDs: "[home]"
         case .dpd: "high"
         case .disconnectOnIdle: "600"
+        }
+    }
+
+    /// How a node's key is written in these tests, with a value that is not its default: a value on the key's
+    /// line, or a mapping whose keys a node inherits from `defaults:` one by one (`each`) or together (`whole`),
+    /// each key with its field.
+    enum Sample {
+        case value(String)
+        case each([(NodeField, String)])
+        case whole([(NodeField, String)])
+    }
+
+    static func sample(_ key: Keys.NodeKey) -> Sample {
+        switch key {
+        case .address: .value("n1.vpn.example.com")
+        case .id: .value("vpn.example.com")
+        case .region: .value("eu-central")
+        case .country: .value("NO")
+        case .tier: .value("pro")
+        case .pool: .value("10.9.0.0/24")
+        case .pool6: .value("fd00:9::/112")
+        case .services: .value("[ikev2-psk, ikev2-eap]")
+        case .psk: .value("env:N1_PSK")
+        case .group: .value("acme")
+        case .proposals:
+            .each(
+                Keys.ProposalKey.allCases.map { k in
+                    switch k {
+                    case .ike: (.proposals(k), "[aes256gcm16-prfsha384-ecp384]")
+                    case .esp: (.proposals(k), "[aes128gcm16]")
+                    }
+                })
+        case .dns: .value("[192.0.2.53]")
+        case .apple: .each(Keys.AppleKey.allCases.map { (.apple($0), appleValue($0)) })
+        case .deploy:
+            .each(
+                Keys.DeployKey.allCases.map { k in
+                    switch k {
+                    case .host: (.deploy(k), "n1.admin.example.com")
+                    case .port: (.deploy(k), "2222")
+                    case .user: (.deploy(k), "ops")
+                    case .become: (.deploy(k), "true")
+                    }
+                })
+        case .network:
+            .each(
+                Keys.NetworkKey.allCases.map { k in
+                    switch k {
+                    case .uplink: (.network(k), "ens3")
+                    case .mss: (.network(k), "1300")
+                    case .isolateClients: (.network(k), "false")
+                    case .ipsec: (.network(k), "libipsec")
+                    case .ipv6: (.network(k), "routed")
+                    case .allowPrivate: (.network(k), "[10.20.0.0/16]")
+                    }
+                })
+        case .accounts: .value("radius")
+        case .radiusAddress: .value("203.0.113.9")
+        case .certificate: .value("acme")
+        case .quantumSafe:
+            .whole(
+                Keys.QuantumSafeKey.allCases.map { k in
+                    switch k {
+                    case .mlKEM: (.quantumSafe(k), "[mlkem768]")
+                    case .classicalFallback: (.quantumSafe(k), "true")
+                    case .ppk: (.quantumSafe(k), "optional")
+                    }
+                })
         }
     }
 
@@ -161,67 +215,19 @@ import VPNProvTestFixtures
         _ = w.text.add("  n1:")
         for key in Keys.NodeKey.allCases {
             let line: Int
-            switch key {
-            case .address: line = w.text.add("    address: n1.vpn.example.com")
-            case .id: line = w.text.add("    id: vpn.example.com")
-            case .region: line = w.text.add("    region: eu-central")
-            case .country: line = w.text.add("    country: NO")
-            case .tier: line = w.text.add("    tier: pro")
-            case .pool: line = w.text.add("    pool: 10.9.0.0/24")
-            case .pool6: line = w.text.add("    pool6: fd00:9::/112")
-            case .services: line = w.text.add("    services: [ikev2-psk, ikev2-eap]")
-            case .psk: line = w.text.add("    psk: env:N1_PSK")
-            case .group: line = w.text.add("    group: acme")
-            case .proposals:
-                line = w.nested(
-                    key,
-                    { (k: Keys.ProposalKey) in
-                        switch k {
-                        case .ike: "[aes256gcm16-prfsha384-ecp384]"
-                        case .esp: "[aes128gcm16]"
-                        }
-                    }, NodeField.proposals)
-            case .dns: line = w.text.add("    dns: [192.0.2.53]")
-            case .apple: line = w.nested(key, Self.appleValue, NodeField.apple)
-            case .deploy:
-                line = w.nested(
-                    key,
-                    { (k: Keys.DeployKey) in
-                        switch k {
-                        case .host: "n1.admin.example.com"
-                        case .port: "2222"
-                        case .user: "ops"
-                        case .become: "true"
-                        }
-                    }, NodeField.deploy)
-            case .network:
-                line = w.nested(
-                    key,
-                    { (k: Keys.NetworkKey) in
-                        switch k {
-                        case .uplink: "ens3"
-                        case .mss: "1300"
-                        case .isolateClients: "false"
-                        case .ipsec: "libipsec"
-                        case .ipv6: "routed"
-                        case .allowPrivate: "[10.20.0.0/16]"
-                        }
-                    }, NodeField.network)
-                w.node[.allowPrivate(0)] = w.node[.network(.allowPrivate)]
-            case .accounts: line = w.text.add("    accounts: radius")
-            case .radiusAddress: line = w.text.add("    radius_address: 203.0.113.9")
-            case .certificate: line = w.text.add("    certificate: acme")
-            case .quantumSafe:
-                line = w.nested(
-                    key,
-                    { (k: Keys.QuantumSafeKey) in
-                        switch k {
-                        case .mlKEM: "[mlkem768]"
-                        case .classicalFallback: "true"
-                        case .ppk: "optional"
-                        }
-                    }, NodeField.quantumSafe)
+            switch Self.sample(key) {
+            case .value(let value): line = w.text.add("    \(key.rawValue): \(value)")
+            case .each(let entries), .whole(let entries):
+                _ = w.text.add("    \(key.rawValue):")
+                var first: Int?
+                for (field, value) in entries {
+                    let at = w.text.add("      \(field.path.split(separator: ".").last!): \(value)")
+                    w.node[field] = at
+                    first = first ?? at
+                }
+                line = first!
             }
+            if key == .network { w.node[.allowPrivate(0)] = w.node[.network(.allowPrivate)] }
             w.node[.key(key)] = line
         }
         _ = w.text.add("users:")
@@ -352,6 +358,63 @@ import VPNProvTestFixtures
         userApple.excludeLocalNetworks = true
         userApple.disconnectOnIdle = 600
         #expect(user.apple == userApple)
+    }
+
+    /// Every key of a node written only under `defaults:` reaches the node as if the node wrote it: a value, each key
+    /// of a mapping the node inherits key by key (beside the node's own keys of that mapping), and `quantum_safe` as
+    /// a whole (the node's own mapping replaces the defaults'). Each sample differs from the key's default, so a key
+    /// whose inheritance is missing (the default winning silently) fails here.
+    @Test func everyNodeKeyUnderDefaultsReachesEveryNode() throws {
+        /// The node `n1` decoded from `defaults:` and its own lines (each at a key's indentation).
+        func node(defaults: [String], own: [String]) throws -> Node {
+            var lines = ["vpnprov: 1", "name: acme"]
+            if !defaults.isEmpty { lines += ["defaults:"] + defaults.map { "  " + $0 } }
+            lines += ["nodes:", own.isEmpty ? "  n1: {}" : "  n1:"] + own.map { "    " + $0 }
+            let result = decode(lines.joined(separator: "\n") + "\n", file: "defaults.yaml")
+            #expect(result.diagnostics.isEmpty, "\(result.diagnostics.map(\.message))")
+            var node = try #require(result.inventory?.nodes.first)
+            node.location = SourceLocation(file: "", line: 0, column: 0)
+            node.fieldLocations = [:]
+            return node
+        }
+        func mapping(_ key: Keys.NodeKey, _ entries: [(NodeField, String)]) -> [String] {
+            entries.isEmpty
+                ? [] : ["\(key.rawValue):"] + entries.map { "  \($0.0.path.split(separator: ".").last!): \($0.1)" }
+        }
+        for key in Keys.NodeKey.allCases {
+            let own = key == .address ? [] : ["address: 192.0.2.1"]
+            switch Self.sample(key) {
+            case .value(let value):
+                let line = "\(key.rawValue): \(value)"
+                let written = try node(defaults: [], own: own + [line])
+                #expect(try node(defaults: [line], own: own) == written, "\(key.rawValue) under defaults:")
+                if key != .address {
+                    #expect(try node(defaults: [], own: own) != written, "\(key.rawValue): the sample is the default")
+                }
+            case .each(let entries):
+                let written = try node(defaults: [], own: own + mapping(key, entries))
+                for (i, entry) in entries.enumerated() {
+                    var others = entries
+                    others.remove(at: i)
+                    let field = entry.0.path
+                    #expect(
+                        try node(defaults: mapping(key, [entry]), own: own + mapping(key, others)) == written,
+                        "\(field) under defaults:")
+                    #expect(
+                        try node(defaults: [], own: own + mapping(key, others)) != written,
+                        "\(field): the sample is the default")
+                }
+            case .whole(let entries):
+                let written = try node(defaults: [], own: own + mapping(key, entries))
+                #expect(
+                    try node(defaults: mapping(key, entries), own: own) == written, "\(key.rawValue) under defaults:")
+                let first = Array(entries.prefix(1))
+                #expect(
+                    try node(defaults: mapping(key, entries), own: own + mapping(key, first))
+                        == node(defaults: [], own: own + mapping(key, first)),
+                    "\(key.rawValue): the node's own mapping replaces the defaults' whole")
+            }
+        }
     }
 
     /// The allowed keys of each section, in the order its messages list them and its hints are chosen.

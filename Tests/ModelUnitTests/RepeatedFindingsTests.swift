@@ -72,16 +72,17 @@ import VPNProvTestFixtures
     @Test func cappingKeepsTheFirstAndSummarisesTheRest() {
         let here = SourceLocation(file: "f", line: 3, column: 4)
         let there = SourceLocation(file: "f", line: 5, column: 1)
-        var list: [Diagnostic] = (0..<25).map { .warning(.duplicateEntry, "w\($0)", at: here) }
-        list.append(.error(.duplicateEntry, "e", at: here))
-        list.append(.warning(.duplicateEntry, "other place", at: there))
+        // A rule that reports both severities: an error at the same place is not a repeat of the warnings.
+        var list: [Diagnostic] = (0..<25).map { .warning(.radiusAddress, "w\($0)", at: here) }
+        list.append(.error(.radiusAddress, "e", at: here))
+        list.append(.warning(.radiusAddress, "other place", at: there))
         let capped = list.cappingRepeats(limit: 10)
         #expect(
             capped.map(\.message) == (0..<10).map { "w\($0)" } + [
                 "e", "other place", "... and 15 more like these here",
             ])
         #expect(
-            capped.last?.location == here && capped.last?.severity == .warning && capped.last?.code == .duplicateEntry)
+            capped.last?.location == here && capped.last?.severity == .warning && capped.last?.code == .radiusAddress)
         // Nothing repeated: nothing changes.
         #expect(Array(list.suffix(2)).cappingRepeats(limit: 1) == Array(list.suffix(2)))
     }

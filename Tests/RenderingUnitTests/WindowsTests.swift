@@ -67,10 +67,10 @@ import VPNProvTestFixtures
         for c in windows {
             let w = try #require(c.windows)
             if c.service == .ikev2Cert {
-                #expect(w.authenticationMethod == "MachineCertificate")
+                #expect(w.authenticationMethod == .machineCertificate)
                 #expect(w.localID == .dn("O=acme, CN=alice@acme.example"))
             } else {
-                #expect(w.authenticationMethod == "Eap" && w.localID == nil)
+                #expect(w.authenticationMethod == .eap && w.localID == nil)
             }
             #expect(c.offers[.windows] == w.ipsec.offer)
         }

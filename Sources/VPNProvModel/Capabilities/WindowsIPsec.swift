@@ -121,16 +121,24 @@ package struct WindowsIPsec: Sendable, Hashable, Codable {
     }
 }
 
+/// `Add-VpnConnection -AuthenticationMethod`: what Windows' client proves itself with (its raw value the word
+/// the script passes).
+package enum WindowsAuthenticationMethod: String, Sendable, Hashable {
+    /// EAP-MSCHAPv2 with the user's password.
+    case eap = "Eap"
+    /// The user's certificate.
+    case machineCertificate = "MachineCertificate"
+}
+
 /// How Windows' built-in client makes one connection (what the PowerShell script configures).
 package struct WindowsConnection: Sendable, Hashable {
-    /// `Add-VpnConnection -AuthenticationMethod`: `Eap` (EAP-MSCHAPv2) or `MachineCertificate`.
-    package var authenticationMethod: String
+    package var authenticationMethod: WindowsAuthenticationMethod
     /// The IKE identity Windows sends (IDi): with EAP its own IP address (nil here), with a machine
     /// certificate the certificate's subject DN (strongSwan's Windows interop pages show both).
     package var localID: IKEIdentity?
     package var ipsec: WindowsIPsec
 
-    package init(authenticationMethod: String, localID: IKEIdentity?, ipsec: WindowsIPsec) {
+    package init(authenticationMethod: WindowsAuthenticationMethod, localID: IKEIdentity?, ipsec: WindowsIPsec) {
         self.authenticationMethod = authenticationMethod
         self.localID = localID
         self.ipsec = ipsec

@@ -33,15 +33,6 @@ package enum Severity: String, Sendable, Hashable, Codable, Comparable {
     package static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
 }
 
-/// A stable rule code, printed in brackets after every diagnostic (`[pool-overlap]`).
-/// Extensible struct with `static let` members (see RuleCodes.swift) so tests match on the code.
-package struct RuleCode: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
-    package let rawValue: String
-    package init(rawValue: String) { self.rawValue = rawValue }
-    package init(_ rawValue: String) { self.rawValue = rawValue }
-    package var description: String { rawValue }
-}
-
 /// One finding about the inventory (or the environment), GCC-style when printed.
 /// The message must never contain a secret value: name the reference or a fingerprint instead.
 package struct Diagnostic: Sendable, Hashable {
@@ -94,6 +85,9 @@ package struct Diagnostic: Sendable, Hashable {
         _ severity: Severity, _ code: RuleCode, _ message: String,
         at location: SourceLocation?, notes: [Note] = [], about subject: Subject? = nil
     ) {
+        assert(
+            code.declaration.severities.contains(severity),
+            "[\(code)] is declared \(code.declaration.severities), not \(severity) (RuleCode+Declarations.swift)")
         self.location = location
         self.severity = severity
         self.code = code

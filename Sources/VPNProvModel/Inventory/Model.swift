@@ -548,7 +548,8 @@ package struct AppleOptions: Sendable, Hashable {
 /// offering a service (all that are given must match), or with none of them for the deployment's
 /// own warnings (`pki:`), with the reason (docs/inventory.md).
 struct Acknowledgement: Sendable, Hashable {
-    package var rule: RuleCode
+    /// The rule as written, which `Acknowledgements.check` reports when vpnprov has no such rule.
+    package var rule: String
     package var node: String?
     package var user: String?
     package var service: Service?
@@ -558,7 +559,7 @@ struct Acknowledgement: Sendable, Hashable {
     var ruleLocation: SourceLocation
 
     package init(
-        rule: RuleCode, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String,
+        rule: String, node: String? = nil, user: String? = nil, service: Service? = nil, reason: String,
         location: SourceLocation,
         ruleLocation: SourceLocation? = nil
     ) {
@@ -573,7 +574,7 @@ struct Acknowledgement: Sendable, Hashable {
 
     /// Whether this entry covers the warning `d`.
     package func covers(_ d: Diagnostic) -> Bool {
-        guard d.severity == .warning, d.code == rule, let subject = d.subject else { return false }
+        guard d.severity == .warning, d.code.rawValue == rule, let subject = d.subject else { return false }
         // Without node, user and service: the deployment's own warnings (pki).
         if node == nil && user == nil && service == nil { return subject.node == nil && subject.user == nil }
         if let node, subject.node != node { return false }

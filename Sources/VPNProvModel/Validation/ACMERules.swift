@@ -7,15 +7,6 @@ import VPNProvYAML
 // certificate's subjectAltName. `acme.email` is required: it is the ACME account's contact, to which the
 // CA writes about certificates that were not renewed.
 
-extension RuleCode {
-    /// A node says `certificate: acme` but the inventory has no `acme:` section, or it has no `email`.
-    static let acmeSettingsMissing = RuleCode("acme-settings-missing")
-    /// An ACME node whose identity is not a DNS name.
-    static let acmeIdentity = RuleCode("acme-identity")
-    /// `acme:` is written but no node says `certificate: acme`.
-    static let acmeUnused = RuleCode("acme-unused")
-}
-
 enum ACMERules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let acmeNodes = inventory.nodes.filter { $0.certificate == .acme }

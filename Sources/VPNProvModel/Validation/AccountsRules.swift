@@ -16,32 +16,6 @@ import VPNProvSupport
 // pool, a node's address or radius_address: `disconnect-from-wide`): the node's firewall is the only thing
 // that keeps a captured Disconnect-Request from being replayed, since charon checks no Event-Timestamp.
 
-extension RuleCode {
-    /// A node says `accounts: radius` but the inventory has no `accounts:` section.
-    static let accountsMissing = RuleCode("accounts-missing")
-    /// `accounts:` is written but no node says `accounts: radius`.
-    static let accountsUnused = RuleCode("accounts-unused")
-    /// RADIUS nodes exist but `accounts.radius_database` is not set.
-    static let radiusDatabaseMissing = RuleCode("radius-database-missing")
-    /// A RADIUS server's name or address is unusable.
-    static let invalidRadiusServer = RuleCode("invalid-radius-server")
-    /// No address may send Disconnect-Requests (servers are host names and `disconnect_from` is not set).
-    static let disconnectFromEmpty = RuleCode("disconnect-from-empty")
-    /// A node says `accounts: radius` but offers no password service.
-    static let radiusWithoutPasswordService = RuleCode("radius-without-password-service")
-    /// `accounts.protection: none`: RADIUS between the nodes and the RADIUS servers travels in clear.
-    static let radiusCleartext = RuleCode("radius-cleartext")
-    /// A RADIUS node offers ikev2-psk, whose only client credential is the node PSK.
-    static let radiusPSKService = RuleCode("radius-psk-service")
-    /// Another node's ikev2-psk has the PSK a RADIUS node hands its accounts.
-    package static let radiusPSKReused = RuleCode("radius-psk-reused")
-    /// `disconnect_from` admits every address, a pool, or an address a node's tunnel clients leave with.
-    static let disconnectFromWide = RuleCode("disconnect-from-wide")
-    /// A node's `radius_address` is unused (no `accounts: radius`) or unusable: not unicast, a RADIUS server's or
-    /// another node's address, in a pool, or of another family than a RADIUS server's address.
-    package static let radiusAddress = RuleCode("radius-address")
-}
-
 package enum AccountsRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let radiusNodes = inventory.nodes.filter(\.usesRadius)

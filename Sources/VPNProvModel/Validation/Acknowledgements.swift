@@ -14,41 +14,40 @@ import VPNProvYAML
 // has decoding errors (the parts it names may be the broken ones).
 
 package enum Acknowledgements {
-    /// The rules that report warnings about a node, a user or the deployment: what `acknowledge:`
-    /// may name. `weak-proposal` is an error unless `allow_weak` makes it a warning; only the warning
-    /// can be acknowledged.
-    static let warningRules: Set<RuleCode> = [
-        .identitySingleLabel, .reservedName, .literalSecret, .pskReused, .weakProposal, .ipv6Leak, .appleOptionUnused,
-        .noIKEv1Proposal, .poolLarge, .poolContainsDNS, .networkSetting, .unreachableAddress, .unusedPSK, .unusedGroup,
-        .unusedPassword, .certUnused, .userWithoutService, .deviceWithoutService, .weakPSKService, .ikev1Aggressive,
-        .ikev1Service, .ikev1Hybrid, .ikev1Build, .hybridAppleIdentity, .serverDaysApple, .caDaysShort,
-        .radiusCleartext,
-    ]
+    /// The rules whose warnings `acknowledge:` may name: those their declaration says are about a node, a user or
+    /// the deployment (`RuleDeclaration.acknowledgeable`). `weak-proposal` is an error unless `allow_weak` makes it
+    /// a warning; only the warning can be acknowledged.
+    static let warningRules = Set(RuleCode.allCases.filter(\.declaration.acknowledgeable))
 
-    /// Every rule code vpnprov reports (the ones with a help text).
-    static var knownRules: [String] { RuleHelp.table.keys.sorted() }
+    /// Every rule code vpnprov reports, by name.
+    static let knownRules = RuleCode.allCases.map(\.rawValue).sorted()
 
-    /// Problems of the entries themselves: an unknown rule, an error rule. The entries that can
-    /// never match are returned too, so they are not reported as stale as well.
+    /// Problems of the entries themselves: an unknown rule, a rule whose warnings cannot be acknowledged. The
+    /// entries that can never match are returned too, so they are not reported as stale as well.
     static func check(_ acknowledgements: [Acknowledgement]) -> (diagnostics: [Diagnostic], unusable: Set<Int>) {
         var diagnostics: [Diagnostic] = []
         var unusable = Set<Int>()
-        for (i, ack) in acknowledgements.enumerated() where !warningRules.contains(ack.rule) {
+        for (i, ack) in acknowledgements.enumerated() {
+            let code = RuleCode(rawValue: ack.rule)
+            if let code, warningRules.contains(code) { continue }
             unusable.insert(i)
-            let shown = DecodingContext.printable(ack.rule.rawValue)
-            if RuleHelp.table[ack.rule.rawValue] == nil {
-                diagnostics.append(
-                    .error(
-                        .unknownRule,
-                        "'acknowledge': no rule '\(shown)'"
-                            + DecodingContext.hint(for: ack.rule.rawValue, among: knownRules),
-                        at: ack.ruleLocation))
-            } else {
+            let shown = DecodingContext.printable(ack.rule)
+            if let code {
+                let why =
+                    code.declaration.severities.contains(.error)
+                    ? "reports errors, which cannot be acknowledged, only fixed"
+                    : "warns about the inventory's own sections, which cannot be acknowledged"
                 diagnostics.append(
                     .error(
                         .errorAcknowledged,
-                        "'acknowledge': '\(shown)' reports errors, which cannot be acknowledged, only fixed; "
-                            + "acknowledgements are for the warnings of docs/diagnostics.md", at: ack.ruleLocation))
+                        "'acknowledge': '\(shown)' \(why); acknowledgements are for the warnings docs/diagnostics.md "
+                            + "marks as acknowledgeable", at: ack.ruleLocation))
+            } else {
+                diagnostics.append(
+                    .error(
+                        .unknownRule,
+                        "'acknowledge': no rule '\(shown)'" + DecodingContext.hint(for: ack.rule, among: knownRules),
+                        at: ack.ruleLocation))
             }
         }
         return (diagnostics, unusable)

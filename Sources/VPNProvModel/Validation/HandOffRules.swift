@@ -10,11 +10,6 @@ import VPNProvYAML
 // ports 80 and 443 (where an ACME node's lego answers HTTP-01), and the host that serves every user's keys
 // for a while should not also be one that terminates tunnels. `deploy:` follows a node's rules.
 
-extension RuleCode {
-    /// `handoff.address` is not a DNS name the ACME CA can certify, or is a node's or RADIUS server's.
-    static let handOffAddress = RuleCode("handoff-address")
-}
-
 enum HandOffRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         guard let site = inventory.handOff else { return }

@@ -44,7 +44,7 @@ enum IdentityPatterns {
             if let bytes = IPAddressText.parse(v), bytes.allSatisfy({ $0 == 0 }) {
                 return "is the unspecified address, which strongSwan reads as %any (any identity)"
             }
-        default:
+        case .fqdn, .userFQDN, .dn:
             break
         }
         if value.hasPrefix("@") {

@@ -8,11 +8,6 @@ import VPNProvSupport
 // (NetworkRules.clientSources). A tunnel client would then read every node's exporter through the tunnel
 // (with `user_labels`, the names of everyone connected, and node_exporter's host metrics).
 
-extension RuleCode {
-    /// A `monitoring.from` entry admits every address, or an address a tunnel client can appear as.
-    static let monitoringFromWide = RuleCode("monitoring-from-wide")
-}
-
 enum MonitoringRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         guard let monitoring = inventory.monitoring else { return }

@@ -453,9 +453,16 @@ enum NetworkRules {
 extension NetworkRules {
     /// An address (or network) a tunnel client's packets can carry as their source when they reach another host.
     struct ClientSource {
+        /// A pool (the clients' virtual IPs) or an address of the node the clients leave it with.
+        enum Kind {
+            case pool
+            case masqueraded
+        }
+
         var network: CIDR
         var node: Node
         var key: InventoryDecoder.NodeKey
+        var kind: Kind
         /// What it is, for a message: "pool 10.1.0.0/24", "address 192.0.2.1".
         var what: String
     }
@@ -469,7 +476,8 @@ extension NetworkRules {
         for node in nodes {
             for (key, pool) in [(InventoryDecoder.NodeKey.pool, node.pool), (.pool6, node.pool6)] {
                 guard let pool else { continue }
-                out.append(ClientSource(network: pool, node: node, key: key, what: "\(key.rawValue) \(pool)"))
+                out.append(
+                    ClientSource(network: pool, node: node, key: key, kind: .pool, what: "\(key.rawValue) \(pool)"))
             }
             for (key, text) in [(InventoryDecoder.NodeKey.address, node.address), (.radiusAddress, node.radiusAddress)]
             {
@@ -477,7 +485,7 @@ extension NetworkRules {
                 out.append(
                     ClientSource(
                         network: CIDR(address: bytes, prefix: bytes.count * 8), node: node, key: key,
-                        what: "\(key.rawValue) \(text)"))
+                        kind: .masqueraded, what: "\(key.rawValue) \(text)"))
             }
         }
         return out
@@ -485,9 +493,9 @@ extension NetworkRules {
 
     /// Why a client of `source`'s node, seen from `source`, is a tunnel client: for the end of a message.
     static func clientReason(_ source: ClientSource) -> String {
-        switch source.key {
-        case .pool, .pool6: return "its tunnel clients have these addresses"
-        default: return "the node masquerades its tunnel clients to this address"
+        switch source.kind {
+        case .pool: return "its tunnel clients have these addresses"
+        case .masqueraded: return "the node masquerades its tunnel clients to this address"
         }
     }
 }

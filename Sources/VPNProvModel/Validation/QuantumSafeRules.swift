@@ -8,15 +8,6 @@ import VPNProvSupport
 // kind's `quantumSafe`) would be refused at every connect: an error at the node's `quantum_safe`
 // (`quantum-safe-device`), unless the node admits classical clients.
 
-extension RuleCode {
-    /// A quantum-safe node offers an IKEv1 service.
-    package static let quantumSafeIKEv1 = RuleCode("quantum-safe-ikev1")
-    /// `ppk: required` on a node whose password services are RADIUS accounts.
-    package static let quantumSafeRadius = RuleCode("quantum-safe-radius")
-    /// Users reach a quantum-safe node with a device that cannot do what it requires.
-    package static let quantumSafeDevice = RuleCode("quantum-safe-device")
-}
-
 enum QuantumSafeRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         for node in inventory.nodes {

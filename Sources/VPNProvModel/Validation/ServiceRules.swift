@@ -129,7 +129,7 @@ enum ServiceRules {
                         at: servicesLocation, about: .node(node.name, services: [service])))
                 switch node.id {
                 case .ipv4, .ipv6: break
-                default:
+                case .fqdn, .userFQDN, .dn, .keyID:
                     d.append(
                         .warning(
                             .hybridAppleIdentity,

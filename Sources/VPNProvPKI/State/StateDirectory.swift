@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import VPNProvModel
 import VPNProvSupport
 
 /// The state directory opened once, as the output tree is: every file vpnprov reads, writes, renames

@@ -33,7 +33,7 @@ package enum WindowsClientRenderer {
                 path: ClientRenderer.folder(user: user.name) + "/" + fileName(user: user.name), contents: script,
                 isPrivate: true)
         ]
-        if mine.contains(where: { $0.windows?.authenticationMethod != "MachineCertificate" }) {
+        if mine.contains(where: { $0.windows?.authenticationMethod == .eap }) {
             guard let password = materials.users[user.name]?.password, !password.isEmpty else {
                 throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")
             }
@@ -59,7 +59,7 @@ package enum WindowsClientRenderer {
         var needsEAP = false
         for c in connections {
             guard let w = c.windows else { continue }
-            let isCert = w.authenticationMethod == "MachineCertificate"
+            let isCert = w.authenticationMethod == .machineCertificate
             needsCertificate = needsCertificate || isCert
             needsEAP = needsEAP || !isCert
             conns.append(
@@ -67,7 +67,7 @@ package enum WindowsClientRenderer {
                     "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
                     "name": .string(connectionName(deployment: inventory.name, connection: c)),
                     "server_address": .string(c.remoteAddress),
-                    "authentication_method": .string(w.authenticationMethod),
+                    "authentication_method": .string(w.authenticationMethod.rawValue),
                     "eap": .bool(!isCert),
                     "certificate": .bool(isCert),
                     "ipv6": .bool(c.wantsIPv6),

@@ -139,8 +139,8 @@ final class AnsibleLab: @unchecked Sendable {
         lab.services = services
         lab.plugins = plugins
         do {
-            try lab.setUp(
-                names, views: views, etc: etc + (services == nil ? [] : ["systemd/system"]), run: run + ["sshd", "mount"])
+            let etc = etc + (services == nil ? [] : ["systemd/system"])
+            try lab.setUp(names, views: views, etc: etc, run: run + ["sshd", "mount"])
         } catch {
             lab.teardown()
             throw error
@@ -195,6 +195,9 @@ final class AnsibleLab: @unchecked Sendable {
         }
     }
 
+    /// sshd's PATH for root (Debian's), after the stand-in systemctl's directory.
+    private static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
     /// The stand-in systemctl's state directory on `node` (`StandInSystemctl`): its pid files, the unit files as
     /// it last read them.
     func serviceState(_ node: Node) -> String { node.run.appendingPathComponent("systemd").path }
@@ -238,8 +241,7 @@ final class AnsibleLab: @unchecked Sendable {
             Subsystem sftp internal-sftp
 
             """
-            + (services == nil
-                ? "" : "SetEnv PATH=\(node.run.path)/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n")
+            + (services == nil ? "" : "SetEnv PATH=\(node.run.path)/bin:\(Self.defaultPath)\n")
         try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.

@@ -1532,7 +1532,7 @@ if __name__ == "__main__":
   changed_when: true
 
 - name: Restart the node exporter
-  ansible.builtin.service:
+  ansible.builtin.systemd_service:
     name: "{{ vpnprov_monitoring_exporter_service }}"
     state: restarted
   when: vpnprov_manage_service | bool
@@ -2258,6 +2258,10 @@ import tempfile
 CMD_REQUEST, CMD_RESPONSE, CMD_UNKNOWN = 0, 1, 2
 EVENT_REGISTER, EVENT_UNREGISTER, EVENT_CONFIRM, EVENT_UNKNOWN, EVENT = 3, 4, 5, 6, 7
 SECTION_START, SECTION_END, KEY_VALUE, LIST_START, LIST_ITEM, LIST_END = 1, 2, 3, 4, 5, 6
+# The largest packet vici exchanges: strongSwan's VICI_MESSAGE_SIZE_MAX (src/libcharon/plugins/vici/
+# vici_socket.h), which charon and its own client library (libvici.c) refuse to read beyond. A length
+# prefix over it is not read: it is a broken or foreign peer, not a message.
+MESSAGE_SIZE_MAX = 512 * 1024
 
 
 class ViciError(Exception):
@@ -2294,6 +2298,12 @@ class Vici:
 
     def _receive(self):
         (length,) = struct.unpack("!I", self._read_exact(4))
+        if length > MESSAGE_SIZE_MAX:
+            raise ViciError(
+                "the vici socket announced a packet of %d bytes, more than vici's limit of %d: not read"
+                % (length, MESSAGE_SIZE_MAX))
+        if length == 0:
+            raise ViciError("the vici socket sent an empty packet")
         body = self._read_exact(length)
         kind, rest = body[0], body[1:]
         name = None
@@ -2656,7 +2666,9 @@ def write_atomically(path, data, mode):
     name: vpnprov-acme-renew.timer
     enabled: true
     state: started
-    daemon_reload: "{{ vpnprov_node_acme_units is changed }}"
+    daemon_reload: >-
+      {{ vpnprov_node_acme_units is changed
+         or vpnprov_node_loaded_now.units | default('') != vpnprov_node_loaded_want.units | default('') }}
   when: vpnprov_manage_service | bool
 
 # Obtains a certificate when the node has none (or another name, key type or directory was asked for),
@@ -2838,7 +2850,9 @@ def write_atomically(path, data, mode):
     name: vpnprov-strongswan-metrics.timer
     enabled: true
     state: started
-    daemon_reload: "{{ vpnprov_node_monitoring_units is changed }}"
+    daemon_reload: >-
+      {{ vpnprov_node_monitoring_units is changed
+         or vpnprov_node_loaded_now.units | default('') != vpnprov_node_loaded_want.units | default('') }}
   when: vpnprov_manage_service | bool
   ignore_errors: "{{ ansible_check_mode }}"
 
@@ -2887,7 +2901,7 @@ def write_atomically(path, data, mode):
   when: vpnprov_strongswan_minimum is defined
 
 - name: Keep the strongSwan service enabled and running
-  ansible.builtin.service:
+  ansible.builtin.systemd_service:
     name: "{{ vpnprov_service }}"
     enabled: true
     state: started
@@ -2954,11 +2968,12 @@ def write_atomically(path, data, mode):
 
 # What the last rollouts loaded besides strongSwan's configuration (the kernel settings, the nftables
 # table, the exporter's settings, charon's Disconnect-Request listener, the files and unit the RADIUS
-# relay was started with) is recorded in .vpnprov-loaded/, one file per part holding what was loaded,
-# written only after it was: so its checksum in the listing above says whether what this rollout
-# installs is what is loaded. One that differs was installed by a run that stopped before its handler
-# or restart ran (Ansible keeps notifications only in the running ansible-playbook's memory): it is
-# loaded now, although its copy finds the file in place.
+# relay was started with, the systemd units systemd last read) is recorded in .vpnprov-loaded/, one
+# file per part holding what was loaded, written only after it was: so its checksum in the listing
+# above says whether what this rollout installs is what is loaded. One that differs was installed by a
+# run that stopped before its handler or restart ran (Ansible keeps notifications only in the running ansible-playbook's memory): it is
+# loaded now, although its copy finds the file in place. A part without a record (a new node, a part
+# new on this node, a node rolled out before the role kept that record) is one not loaded yet.
 - name: Compare what is loaded with what this rollout installs
   ansible.builtin.set_fact:
     # path below servers/<node>/ -> checksum
@@ -2990,12 +3005,23 @@ def write_atomically(path, data, mode):
                       and (vpnprov_manage_service | bool) else {})
          | combine({'relay': vpnprov_node_relay_started}
                    if ('radius-relay/radiusd.conf' in vpnprov_node_checksums) and (vpnprov_manage_service | bool)
-                   else {}) }}
+                   else {})
+         | combine({'units': vpnprov_node_units_read} if vpnprov_manage_service | bool else {}) }}
     # The RADIUS relay's files (path below servers/<node>/ -> checksum) and its unit.
     vpnprov_node_relay_started: >-
       {{ ((vpnprov_node_checksums | dict2items | selectattr('key', 'match', 'radius-relay/') | items2dict
            | to_json(sort_keys=true))
           ~ '\n' ~ lookup('ansible.builtin.template', 'vpnprov-radius-relay.service.j2')) | hash('sha1') }}
+    # The systemd units the role installs besides the relay's (whose restart reloads them every time), as
+    # systemd reads them after a daemon-reload.
+    vpnprov_node_units_read: >-
+      {{ ((lookup('ansible.builtin.template', 'vpnprov-nftables.service.j2') if vpnprov_manage_network | bool else '')
+          ~ '\n' ~ ((lookup('ansible.builtin.template', 'vpnprov-strongswan-metrics.service.j2')
+                      ~ lookup('ansible.builtin.template', 'vpnprov-strongswan-metrics.timer.j2'))
+                     if vpnprov_monitoring | default({}, true) | length > 0 else '')
+          ~ '\n' ~ ((lookup('ansible.builtin.template', 'vpnprov-acme-renew.service.j2')
+                      ~ lookup('ansible.builtin.template', 'vpnprov-acme-renew.timer.j2'))
+                     if vpnprov_acme | default({}, true) | length > 0 else '')) | hash('sha1') }}
     # A part without a record: ''
     vpnprov_node_unrecorded: >-
       {{ dict(vpnprov_node_content.keys() | map('regex_replace', '^', vpnprov_node_loaded_dir ~ '/')
@@ -3046,25 +3072,13 @@ def write_atomically(path, data, mode):
   when: vpnprov_manage_network | bool
   notify: Load the nftables table
 
+# The unit's text is templates/vpnprov-nftables.service.j2. systemd reads a changed unit file only after
+# a daemon-reload: it is reloaded when this run changed the file, and also when the units' record
+# (.vpnprov-loaded/units, see above) is not what this rollout installs, which a run that stopped
+# between the copy and the reload leaves behind.
 - name: Load the nftables table at boot
-  ansible.builtin.copy:
-    content: |
-      # Generated by vpnprov: loads the table inet vpnprov at boot (after nftables.service, whose
-      # "flush ruleset" would remove it) and removes it when stopped.
-      [Unit]
-      Description=vpnprov forwarding firewall and NAT (table inet vpnprov)
-      After=nftables.service network-pre.target
-      Wants=network-pre.target
-
-      [Service]
-      Type=oneshot
-      RemainAfterExit=yes
-      ExecStart=/usr/sbin/nft -f {{ vpnprov_nftables_file }}
-      ExecReload=/usr/sbin/nft -f {{ vpnprov_nftables_file }}
-      ExecStop=/usr/sbin/nft delete table inet vpnprov
-
-      [Install]
-      WantedBy=multi-user.target
+  ansible.builtin.template:
+    src: vpnprov-nftables.service.j2
     dest: "{{ vpnprov_nftables_unit }}"
     mode: "0644"
   when: (vpnprov_manage_network | bool) and (vpnprov_manage_service | bool)
@@ -3074,7 +3088,9 @@ def write_atomically(path, data, mode):
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_nftables_unit | basename }}"
     enabled: true
-    daemon_reload: "{{ vpnprov_node_unit is changed }}"
+    daemon_reload: >-
+      {{ vpnprov_node_unit is changed
+         or vpnprov_node_loaded_now.units | default('') != vpnprov_node_loaded_want.units | default('') }}
   when: (vpnprov_manage_network | bool) and (vpnprov_manage_service | bool)
 
 - name: Work out where each file goes
@@ -3163,10 +3179,12 @@ def write_atomically(path, data, mode):
 # charon starts its RADIUS Disconnect-Request listener only when it starts (the eap-radius plugin
 # creates it once; --reload-settings does not touch it): a new or changed listener file needs a
 # restart, which ends the node's tunnels (their clients reconnect); so does one that an interrupted
-# rollout installed. A node without a record of its listener (rolled out before the role kept one) is
-# taken to run the listener file in place.
+# rollout installed, and one without a record: a new RADIUS node whose first rollout stopped between
+# the copy and this task has the file in place and a charon started without it. (A node rolled out
+# before the role kept this record is restarted once, for the same reason: nothing says which
+# listener its charon runs.)
 - name: Restart strongSwan for its new Disconnect-Request listener
-  ansible.builtin.service:
+  ansible.builtin.systemd_service:
     name: "{{ vpnprov_service }}"
     state: restarted
   when:
@@ -3174,7 +3192,7 @@ def write_atomically(path, data, mode):
     - >-
       (vpnprov_node_secrets.results | default([]) | selectattr('changed')
        | map(attribute='dest') | select('search', '/vpnprov-radius-dae\\.conf$') | list | length > 0)
-      or (vpnprov_node_loaded_now.listener | default('') not in ['', vpnprov_node_loaded_want.listener | default('')])
+      or (vpnprov_node_loaded_now.listener | default('') != vpnprov_node_loaded_want.listener | default(''))
 
 - name: Remove the files vpnprov no longer writes
   ansible.builtin.file:
@@ -3602,6 +3620,25 @@ Persistent=true
 
 [Install]
 WantedBy=timers.target
+
+"""##,
+        "roles/vpnprov_node/templates/vpnprov-nftables.service.j2": ##"""
+# Generated by vpnprov: loads the table inet vpnprov at boot (after nftables.service, whose
+# "flush ruleset" would remove it) and removes it when stopped.
+[Unit]
+Description=vpnprov forwarding firewall and NAT (table inet vpnprov)
+After=nftables.service network-pre.target
+Wants=network-pre.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/nft -f {{ vpnprov_nftables_file }}
+ExecReload=/usr/sbin/nft -f {{ vpnprov_nftables_file }}
+ExecStop=/usr/sbin/nft delete table inet vpnprov
+
+[Install]
+WantedBy=multi-user.target
 
 """##,
         "roles/vpnprov_node/templates/vpnprov-radius-relay.service.j2": ##"""

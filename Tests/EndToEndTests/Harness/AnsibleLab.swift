@@ -99,6 +99,10 @@ final class AnsibleLab: @unchecked Sendable {
     private var namespaces: [String] = []
     private var serverHosts = 0
     private var tornDown = false
+    /// The units of the stand-in `systemctl` (`start(services:)`) besides charon's, or nil: no stand-in.
+    private var services: [String: StandInSystemctl.VendorUnit]?
+    /// Plugins the nodes' charons load beyond the build's list.
+    private var plugins: [String] = []
 
     private init(base: String, scratch: URL, build: StrongSwanBuild) {
         self.base = base
@@ -114,17 +118,29 @@ final class AnsibleLab: @unchecked Sendable {
     /// `["/var/lib": ["vpnprov"]]` for a role that writes `/var/lib/vpnprov` (which must not reach the host).
     /// `etc`: more entries of each node's `/etc` that are its own (empty directories), e.g. `["default"]` for a
     /// role that writes `/etc/default/...`.
+    /// `services`: the nodes get a stand-in `systemctl` (`StandInSystemctl`) first on their SSH sessions' PATH,
+    /// knowing `strongswan.service` (the node's charon, the one the lab started at first) and these units the
+    /// distribution would ship, so a rollout can run with `vpnprov_manage_service=true`; each node then owns
+    /// `/etc/systemd/system`, `/run/systemd/system` and the `/run` entries `run`. `plugins`: plugins the nodes'
+    /// charons load beyond the build's list (e.g. `eap-radius` on a RADIUS node). Host strongSwan only.
     static func start(
-        nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:], etc: [String] = []
+        nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:], etc: [String] = [],
+        services: [String: StandInSystemctl.VendorUnit]? = nil, run: [String] = [], plugins: [String] = []
     ) throws -> AnsibleLab {
         try build.require()
+        if services != nil && build.root != nil {
+            throw HarnessError("the stand-in systemctl runs the host's charon only")
+        }
         NetworkPair.removeStale()
         let lab = AnsibleLab(
             base: "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())",
             scratch: try Scratch.makeDirectory("ansible-lab"),
             build: build)
+        lab.services = services
+        lab.plugins = plugins
         do {
-            try lab.setUp(names, views: views, etc: etc)
+            let etc = etc + (services == nil ? [] : ["systemd/system"])
+            try lab.setUp(names, views: views, etc: etc, run: run + ["sshd", "mount"])
         } catch {
             lab.teardown()
             throw error
@@ -132,7 +148,7 @@ final class AnsibleLab: @unchecked Sendable {
         return lab
     }
 
-    private func setUp(_ names: [String], views: [String: [String]], etc: [String]) throws {
+    private func setUp(_ names: [String], views: [String: [String]], etc: [String], run: [String]) throws {
         try addNamespace(hub)
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
@@ -150,11 +166,14 @@ final class AnsibleLab: @unchecked Sendable {
             let node = Node(
                 name: name, namespace: ns, address: "192.0.2.\(i + 1)", innerAddress: "198.51.100.\(i + 1)",
                 etc: try PrivateView.create(
-                    of: "/etc", for: ns, own: ["passwd", "strongswan.conf"],
+                    of: "/etc", for: ns, own: ["passwd", "strongswan.conf"] + (services == nil ? [] : ["systemd"]),
                     directories: ["ssh", "swanctl", "strongswan.d", "sysctl.d", "vpnprov"] + etc),
                 run: try Scratch.makeDirectory("node-\(name)"))
-            // sshd's privilege-separation directory, which the host may not have (nothing here starts its sshd).
-            try PrivateView.create(of: "/run", for: ns, own: [], directories: ["sshd", "mount"])
+            // sshd's privilege-separation directory, which the host may not have (nothing here starts its sshd);
+            // with the stand-in systemctl, /run/systemd/system (where Ansible looks whether systemd runs).
+            try PrivateView.create(
+                of: "/run", for: ns, own: services == nil ? [] : ["systemd"],
+                directories: run + (services == nil ? [] : ["systemd/system"]))
             for (host, directories) in views.sorted(by: { $0.key < $1.key }) {
                 try PrivateView.create(of: host, for: ns, own: [], directories: directories)
             }
@@ -164,8 +183,24 @@ final class AnsibleLab: @unchecked Sendable {
             nodes.append(node)
             try startSSHD(node)
             try startCharon(node)
+            if let services {
+                let state = node.run.appendingPathComponent("systemd").path
+                var units = services
+                units["strongswan.service"] = StandInSystemctl.VendorUnit(
+                    exec: [StrongSwanBuild.charonPath], ready: node.run.appendingPathComponent("charon.vici").path)
+                try StandInSystemctl.install(bin: node.run.path + "/bin", state: state, vendor: units)
+                let charon = daemons["\(node.name)/charon"]?.processIdentifier ?? 0
+                try "\(charon)\n".write(toFile: state + "/pids/strongswan.service", atomically: true, encoding: .utf8)
+            }
         }
     }
+
+    /// sshd's PATH for root (Debian's), after the stand-in systemctl's directory.
+    private static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+    /// The stand-in systemctl's state directory on `node` (`StandInSystemctl`): its pid files, the unit files as
+    /// it last read them.
+    func serviceState(_ node: Node) -> String { node.run.appendingPathComponent("systemd").path }
 
     private func addNamespace(_ ns: String) throws {
         try ip(["netns", "add", ns])
@@ -206,10 +241,12 @@ final class AnsibleLab: @unchecked Sendable {
             Subsystem sftp internal-sftp
 
             """
+            + (services == nil ? "" : "SetEnv PATH=\(node.run.path)/bin:\(Self.defaultPath)\n")
         try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.
-        let settings = Charon.settings(build: build, socketPath: socket, logPath: node.run.path + "/charon.log")
+        let settings = Charon.settings(
+            build: build, socketPath: socket, logPath: node.run.path + "/charon.log", extraPlugins: plugins)
         try (settings + "include strongswan.d/*.conf\n").write(
             toFile: node.etc + "/strongswan.conf", atomically: true, encoding: .utf8)
         if build.root != nil {

@@ -17,6 +17,10 @@ import tempfile
 CMD_REQUEST, CMD_RESPONSE, CMD_UNKNOWN = 0, 1, 2
 EVENT_REGISTER, EVENT_UNREGISTER, EVENT_CONFIRM, EVENT_UNKNOWN, EVENT = 3, 4, 5, 6, 7
 SECTION_START, SECTION_END, KEY_VALUE, LIST_START, LIST_ITEM, LIST_END = 1, 2, 3, 4, 5, 6
+# The largest packet vici exchanges: strongSwan's VICI_MESSAGE_SIZE_MAX (src/libcharon/plugins/vici/
+# vici_socket.h), which charon and its own client library (libvici.c) refuse to read beyond. A length
+# prefix over it is not read: it is a broken or foreign peer, not a message.
+MESSAGE_SIZE_MAX = 512 * 1024
 
 
 class ViciError(Exception):
@@ -53,6 +57,12 @@ class Vici:
 
     def _receive(self):
         (length,) = struct.unpack("!I", self._read_exact(4))
+        if length > MESSAGE_SIZE_MAX:
+            raise ViciError(
+                "the vici socket announced a packet of %d bytes, more than vici's limit of %d: not read"
+                % (length, MESSAGE_SIZE_MAX))
+        if length == 0:
+            raise ViciError("the vici socket sent an empty packet")
         body = self._read_exact(length)
         kind, rest = body[0], body[1:]
         name = None

@@ -170,6 +170,13 @@ package final class CommandOutput: @unchecked Sendable {
         }
     }
 
+    /// A result that holds a secret made for this run and kept nowhere else (a hand-off link): standard output
+    /// in text format; nothing with json or sarif, whose document on standard output carries it. Never standard
+    /// error, which scripts and CI send to their logs.
+    package func secretResult(_ text: String) {
+        if !isMachineReadable && !quiet { console.out(text) }
+    }
+
     /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has
     /// them under "drift", the text on standard output).
     package func sarifOnly(_ found: [Diagnostic]) {

@@ -165,7 +165,7 @@ extension Pipeline {
                 if options.terminalQR { text += qr.text }
             }
             output.record(report)
-            if !text.isEmpty { output.result(text) }
+            if !text.isEmpty { output.secretResult(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
             if report.published && !made.isEmpty {
                 output.info(

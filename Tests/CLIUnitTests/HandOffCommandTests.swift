@@ -162,6 +162,29 @@ struct HandOffSite {
         #expect(again.code == 0 && again.out.isEmpty && again.err.contains("handed off already"), "\(again.err)")
     }
 
+    /// A link is the result and is kept nowhere: it goes where the result goes (standard output, or the JSON
+    /// document), never to standard error, where scripts and CI collect their logs.
+    @Test func noLinkReachesStandardError() throws {
+        let site = try HandOffSite.make(in: try temporaryDirectory())
+        let text = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "ann"])
+        let json = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "ben", "--format", "json"])
+        #expect(text.code == 0 && json.code == 0, "\(text.err)\(json.err)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let links = try #require((document["handoff"] as? [String: Any])?["links"] as? [[String: Any]])
+        let ben = try #require(links.first?["url"] as? String)
+        let annLine = try #require(text.out.split(separator: "\n").first { $0.hasPrefix("ann: https://") })
+        let ann = String(annLine.dropFirst("ann: ".count))
+        for (url, run) in [(ann, text), (ben, json)] {
+            let token = String(url.dropFirst("https://get.vpn.example.com/h/".count).dropLast())
+            #expect(token.count == 43)
+            for r in [text, json] {
+                #expect(!r.err.contains(token), "a token on standard error")
+            }
+            #expect(run.out.contains(token))
+            #expect(!run.err.contains("/h/") && !run.err.contains("\u{2588}"), "a link or QR code on standard error")
+        }
+    }
+
     @Test(.needs(.zbar)) func theQRCodesHoldTheLink() throws {
         try TestDependency.zbar.require()
         let site = try HandOffSite.make(in: try temporaryDirectory())

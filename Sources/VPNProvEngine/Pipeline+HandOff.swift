@@ -305,10 +305,7 @@ extension Pipeline {
     ) {
         guard !ended.isEmpty else { return }
         let what = ended.map { "\($0.user) (\($0.reason == "replaced" ? "profiles changed" : "revoked"))" }
-        let when =
-            publishedNow
-            ? "they are gone from \(site)"
-            : "'vpnprov handoff' takes them off \(site) now, the next rollout of deploy/site.yml too"
+        let when = publishedNow ? "they are gone from \(site)" : "\(site) serves them until the next publish"
         output.info("vpnprov: hand-off links ended: \(listed(what)); \(when)")
     }
 

@@ -244,6 +244,10 @@ extension Pipeline {
             output.record(EndedLinks(ended: ended))
             let site = inventory.handOff?.address ?? "the hand-off site"
             reportEnded(ended, site: site, output: output, publishedNow: false)
+            // The playbook that only publishes: `vpnprov handoff` would also hand out new links.
+            output.info(
+                "vpnprov: next: take them off \(site) with\n  \(publishCommand(options))\n(a rollout of "
+                    + "deploy/site.yml that reaches \(site) does it too)")
         } catch {
             output.warning(
                 .handOffRecord,

@@ -18,6 +18,8 @@ package struct HandOffPlan: Sendable, Hashable {
 
     /// The Ansible group of the site (empty without `handoff:`).
     package static let group = "vpnprov_handoff"
+    /// The role that sets the site up (`deploy/roles/vpnprov_handoff/`).
+    package static let role = "vpnprov_handoff"
     /// Where a link's page lives below the site: `https://<address>/h/<token>/`.
     package static let linkPrefix = "/h/"
 

@@ -831,6 +831,22 @@ dependencies: []
   become: false
   register: vpnprov_handoff_index_file
 
+# deploy/handoff.yml alone cannot set a site up (nginx, its certificate, the gate's service): say so
+# rather than fail at the gate's first command.
+- name: Look for the gate
+  ansible.builtin.stat:
+    path: "{{ vpnprov_handoff_gate }}"
+    get_checksum: false
+  register: vpnprov_handoff_gate_file
+
+- name: Check that the site is set up
+  ansible.builtin.assert:
+    that: vpnprov_handoff_gate_file.stat.exists or ansible_check_mode
+    fail_msg: >-
+      the hand-off site is not set up: roll deploy/site.yml out to it first
+      (ansible-playbook -i deploy/inventory.yml deploy/site.yml --limit {{ inventory_hostname }})
+    quiet: true
+
 - name: List the links the site knows
   ansible.builtin.command:
     argv: [runuser, -u, "{{ vpnprov_handoff_user }}", --, "{{ vpnprov_handoff_gate }}", known, --store, "{{ vpnprov_handoff_dir }}"]

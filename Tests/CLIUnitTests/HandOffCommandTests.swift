@@ -300,6 +300,41 @@ struct HandOffSite {
         #expect(missing.code == 3 && missing.err.contains("ansible-playbook is not on PATH"), "\(missing.err)")
     }
 
+    /// Following the printed steps sets the site up and takes ended links off it: the first `generate` with
+    /// `handoff:` rolls the site out with the nodes, and a run that ends links names the playbook that only
+    /// publishes (never `vpnprov handoff`, which hands out new links too).
+    @Test func thePrintedStepsReachTheSite() throws {
+        let dir = try temporaryDirectory()
+        try HandOffSite.inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let site = HandOffSite(dir: dir)
+        let first = site.run(["generate", "inventory.yaml"])
+        #expect(first.code == 0, "\(first.err)")
+        #expect(
+            first.err.contains(
+                "next: roll the nodes, then the hand-off site out with\n  ansible-playbook -i out/deploy/inventory.yml "
+                    + "out/deploy/site.yml --limit n1,get.vpn.example.com\nand once it succeeded, record it with\n  "
+                    + "vpnprov rolled-out inventory.yaml --nodes n1\n"), "\(first.err)")
+        // Nothing of the site changed since: no rollout is printed for it.
+        _ = try site.handOff()
+        let revoked = site.run(["revoke", "ben", "inventory.yaml"])
+        #expect(revoked.code == 0, "\(revoked.err)")
+        #expect(!revoked.err.contains("get.vpn.example.com\n") && !revoked.err.contains("vpnprov handoff"))
+        #expect(
+            revoked.err.contains(
+                "hand-off links ended: ben (revoked); get.vpn.example.com serves them until the next publish\n"
+                    + "vpnprov: next: take them off get.vpn.example.com with\n  ansible-playbook -i "
+                    + "out/deploy/inventory.yml out/deploy/handoff.yml\n"), "\(revoked.err)")
+        // A site alone: its part of deploy/ was rewritten, the nodes' was not.
+        #expect(site.run(["rolled-out", "inventory.yaml", "--nodes", "n1"]).code == 0)
+        try FileManager.default.removeItem(atPath: site.out + "/deploy/host_vars/get.vpn.example.com.yml")
+        let changed = site.run(["generate", "inventory.yaml"])
+        #expect(
+            changed.err.contains(
+                "next: roll the hand-off site out with\n  ansible-playbook -i out/deploy/inventory.yml "
+                    + "out/deploy/site.yml --limit get.vpn.example.com\n"), "\(changed.err)")
+        #expect(!changed.err.contains("rolled-out"))
+    }
+
     @Test func refusedWithoutASiteOrWithAStaleTree() throws {
         let dir = try temporaryDirectory()
         let without = HandOffSite.inventory.replacingOccurrences(

@@ -97,6 +97,13 @@ import Testing
             toFile: fleet.inventory, atomically: true, encoding: .utf8)
         let generated = try fleet.vpnprov(["generate"])
         #expect(generated.stderr.contains("hand new profiles to ann, ben, cat, dan with one expiring link each"))
+        #expect(generated.stderr.contains("--limit n1,\(Self.site)\n"), "the first rollout sets the site up")
+        // A publish before the site was set up says what to do first.
+        let early = try await fleet.controller(lab, ["handoff", "--users", "cat"])
+        #expect(
+            !early.succeeded
+                && early.stderr.contains("the hand-off site is not set up: roll deploy/site.yml out to it first"),
+            "publish before setup: \(early)")
 
         // The site as a fresh server has it: Debian's nginx configuration, nginx running, nothing of vpnprov.
         let nginx = try SiteDaemons(lab: lab, site: site, scratch: dir)

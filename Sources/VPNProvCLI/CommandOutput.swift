@@ -171,10 +171,11 @@ package final class CommandOutput: @unchecked Sendable {
     }
 
     /// A result that holds a secret made for this run and kept nowhere else (a hand-off link): standard output
-    /// in text format; nothing with json or sarif, whose document on standard output carries it. Never standard
-    /// error, which scripts and CI send to their logs.
+    /// in text format, and there even with --quiet (it is the result: not printing it would lose it); nothing
+    /// with json or sarif, whose document on standard output carries it. Never standard error, which scripts
+    /// and CI send to their logs.
     package func secretResult(_ text: String) {
-        if !isMachineReadable && !quiet { console.out(text) }
+        if !isMachineReadable { console.out(text) }
     }
 
     /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has

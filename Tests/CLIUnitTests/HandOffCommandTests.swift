@@ -185,6 +185,16 @@ struct HandOffSite {
         }
     }
 
+    /// `--quiet` keeps the links: they are the result and kept nowhere else, so they are printed (only the
+    /// notes go); a link printed nowhere would still be marked shown and replace the user's earlier one.
+    @Test func quietStillPrintsTheLinks() throws {
+        let site = try HandOffSite.make(in: try temporaryDirectory())
+        let r = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "cat", "--quiet", "--no-qr"])
+        #expect(r.code == 0 && r.err.isEmpty, "\(r.err)")
+        #expect(r.out.hasPrefix("cat: https://get.vpn.example.com/h/") && r.out.contains("QR code:"))
+        #expect(try site.ledger.filter(\.shown).map(\.user) == ["cat"])
+    }
+
     @Test(.needs(.zbar)) func theQRCodesHoldTheLink() throws {
         try TestDependency.zbar.require()
         let site = try HandOffSite.make(in: try temporaryDirectory())

@@ -141,7 +141,8 @@ extension Pipeline {
                     output.error(
                         .handOffPublish,
                         "publishing to \(site.address) failed, so no link was made (the ones this run prepared are "
-                            + "withdrawn): \(failure)")
+                            + "withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the next "
+                            + "publish; the next 'vpnprov handoff' hands them off again): \(failure)")
                     return .environment
                 }
                 report.published = true
@@ -236,7 +237,8 @@ extension Pipeline {
     }
 
     /// The users to hand off: those named, every active user with --all, else those whose folder changed since
-    /// their last link was shown (or who never had one). Nil (reported) for a name that is no active user or
+    /// their last link was shown, who never had one, or whose last shown link a run ended for a newer one that
+    /// was never shown. Nil (reported) for a name that is no active user or
     /// whose folder is not what `generate` would write now.
     static func chooseUsers(
         _ options: HandOffOptions, inventory: Inventory, folders: [String: UserFolder], ledger: [HandOffLink],
@@ -275,7 +277,10 @@ extension Pipeline {
         }
         return active.filter { name in
             guard let folder = folders[name] else { return false }
-            return handedOff[name]?.folder != folder.digest
+            guard let last = handedOff[name] else { return true }
+            // Ended as replaced while it is still the newest link shown: the link that replaced it was never
+            // shown (its publish failed), so the user has none.
+            return last.folder != folder.digest || last.ended?.reason == .replaced
         }
     }
 

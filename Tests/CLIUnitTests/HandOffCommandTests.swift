@@ -306,6 +306,15 @@ struct HandOffSite {
         let lines = try String(contentsOfFile: calls, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines.last == "-i \(site.out)/deploy/inventory.yml \(site.out)/deploy/handoff.yml")
+        // A failed re-hand-off: cat's working link ended for the new one, which is withdrawn. The next default run
+        // hands cat off again rather than saying every user's profiles are handed off.
+        let refailed = site.run(
+            ["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin, "FAKE_STATUS": "4"])
+        #expect(refailed.code == 3 && !refailed.out.contains("https://"), "\(refailed.err)")
+        #expect(refailed.err.contains("the next 'vpnprov handoff' hands them off again"), "\(refailed.err)")
+        #expect(try site.ledger.filter { $0.user == "cat" }.allSatisfy { !$0.isLive(at: Int(Date().timeIntervalSince1970)) })
+        let next = try site.handOff()
+        #expect(next["cat"] != nil, "cat was left without a link: \(next.keys.sorted())")
         let missing = site.run(["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": "/nonexistent"])
         #expect(missing.code == 3 && missing.err.contains("ansible-playbook is not on PATH"), "\(missing.err)")
     }

@@ -122,6 +122,7 @@ import stat
 import sys
 import threading
 import time
+import urllib.parse
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 
@@ -139,6 +140,8 @@ ROUTE = re.compile(r"/h/([A-Za-z0-9_-]{43})(/(?:(\d{1,3})/([^/]{1,200}))?)?")
 MAX_RECORD = 64 << 20
 MAX_INDEX = 16 << 20
 MAX_AGENT = 300
+# A download's form sends no field: a larger body is no download of ours.
+MAX_BODY = 4096
 # A tombstone stays this long after its link's expiry, so its page still says why the link ended.
 TOMBSTONE_DAYS = 30
 # How often a serving gate ends expired links by itself (besides at every request and import).
@@ -304,8 +307,9 @@ STYLE = (
     "section.this{border:2px solid #0b5cad;background:#f3f8fe}"
     ".badge{display:inline-block;font-size:.8rem;background:#0b5cad;color:#fff;border-radius:.3rem;"
     "padding:0 .4rem;margin-left:.4rem;vertical-align:middle}"
-    "a.file{display:inline-block;background:#0b5cad;color:#fff;text-decoration:none;border-radius:.4rem;"
-    "padding:.5rem .9rem;margin:.2rem 0;font-weight:600;word-break:break-all}"
+    "form{display:inline}"
+    "button.file{display:inline-block;background:#0b5cad;color:#fff;border:0;border-radius:.4rem;font:inherit;"
+    "padding:.5rem .9rem;margin:.2rem 0;font-weight:600;word-break:break-all;cursor:pointer}"
     ".gone{color:#666}.note{color:#444;font-size:.9rem}ol{padding-left:1.3rem;margin:.3rem 0}"
 )
 
@@ -377,9 +381,12 @@ def landing(record, content, agent, now):
             f = files[index]
             name = html.escape(f["name"])
             if "sealed" in f:
+                # A button of a form, not a link: mail scanners and link previews follow links (GET), and a
+                # GET of a file's address downloads nothing. No script: the browser posts the form itself.
                 items.append(
-                    '<li><a class="file" href="%d/%s">%s</a> <span class="note">%s</span></li>'
-                    % (index, html.escape(f["name"], quote=True), name, size_text(f["size"]))
+                    '<li><form method="post" action="%d/%s"><button class="file" type="submit">%s</button></form> '
+                    '<span class="note">%s</span></li>'
+                    % (index, html.escape(urllib.parse.quote(f["name"]), quote=True), name, size_text(f["size"]))
                 )
             else:
                 items.append('<li class="gone">%s: already downloaded</li>' % name)
@@ -417,7 +424,7 @@ class Gate(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header(
             "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
-            "form-action 'none'; frame-ancestors 'none'"
+            "form-action 'self'; frame-ancestors 'none'"
         )
         for name, value in extra:
             self.send_header(name, value)
@@ -431,7 +438,19 @@ class Gate(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.route(head=True)
 
-    def route(self, head):
+    def do_POST(self):
+        # The form's body is empty; it is read (bounded) so the connection stays in step, and ignored.
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self.close_connection = True
+            return self.send(413, b"")
+        self.rfile.read(length)
+        self.route(head=False, post=True)
+
+    def route(self, head, post=False):
         store = self.server.store
         match = ROUTE.fullmatch(self.path.split("?", 1)[0])
         if not match:
@@ -455,23 +474,31 @@ class Gate(BaseHTTPRequestHandler):
                 return self.send(410, ended_page(record["ended"], record["expires"]), head=head)
             try:
                 if index is None:
+                    if post:
+                        return self.send(405, b"", extra=[("Allow", "GET, HEAD")])
                     content = json.loads(open_sealed(key, record["page"], "%s/page" % link_id))
                     if not head:
                         store.audit(event="view", link=link_id, user=record["user"], **peer)
                     return self.send(200, landing(record, content, peer["agent"], now), head=head)
-                return self.download(store, record, key, int(index), name, peer, now, head)
+                return self.download(store, record, key, int(index), name, peer, now, head, post)
             except (InvalidTag, ValueError, binascii.Error):
                 store.audit(event="refused", link=link_id, user=record["user"], reason="does not open", **peer)
                 return self.send(500, page("Error", "<h1>This link cannot be opened</h1>"), head=head)
 
-    def download(self, store, record, key, index, name, peer, now, head):
+    def download(self, store, record, key, index, name, peer, now, head, post):
         files = record["files"]
-        if index >= len(files) or files[index]["name"] != name:
+        if index >= len(files) or files[index]["name"] != urllib.parse.unquote(name):
             return self.send(404, ended_page("unknown"), head=head)
         entry = files[index]
+        name = entry["name"]
         if head:
             # A HEAD is no download: it counts nothing and shows nothing.
-            return self.send(405, b"", extra=[("Allow", "GET")], head=True)
+            return self.send(405, b"", extra=[("Allow", "POST")], head=True)
+        if "sealed" in entry and not post:
+            # A GET (a scanner or preview following the address, a reload) counts nothing: the page's button posts.
+            title = "Download it from the link's page"
+            text = "Open the link you received and press the file's button there."
+            return self.send(405, page(title, "<h1>%s</h1><p>%s</p>" % (title, text)), extra=[("Allow", "POST")])
         if "sealed" not in entry:
             store.audit(event="refused", link=record["id"], user=record["user"], file=name, reason="used", **peer)
             title = "This file was already downloaded"

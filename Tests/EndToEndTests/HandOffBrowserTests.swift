@@ -156,7 +156,7 @@ import Testing
         #expect(Self.sections(phonePage).first == "apple", "\(Self.sections(phonePage))")
         #expect(phonePage.contains("iPhone and iPad: open Settings"))
         screenshots["handoff-iphone.png"] = try phone.screenshot()
-        let profile = try phone.download("#apple a.file")
+        let profile = try phone.download("#apple button.file")
         #expect(profile.contentType == "application/x-apple-aspen-config")
         #expect(
             FileManager.default.contents(atPath: profile.file.path)
@@ -172,7 +172,7 @@ import Testing
         let pixelPage = try pixel.open(url("ann"))
         #expect(Self.sections(pixelPage).first == "android", "\(Self.sections(pixelPage))")
         screenshots["handoff-android.png"] = try pixel.screenshot()
-        let sswan = try pixel.download("#android a.file")
+        let sswan = try pixel.download("#android button.file")
         #expect(sswan.contentType == "application/vnd.strongswan.profile")
         #expect(
             FileManager.default.contents(atPath: sswan.file.path)
@@ -184,7 +184,7 @@ import Testing
         #expect(Self.sections(pcPage).first == "windows", "\(Self.sections(pcPage))")
         screenshots["handoff-windows.png"] = try pc.screenshot()
         for name in ["ann-windows.ps1", "ann-windows-password.txt"] {
-            let file = try pc.download("a[href$=\"\(name)\"]")
+            let file = try pc.download("form[action$=\"\(name)\"] button")
             #expect(file.contentType == "text/plain; charset=utf-8", "\(name)")
             #expect(
                 FileManager.default.contents(atPath: file.file.path)
@@ -194,14 +194,14 @@ import Testing
         // dan downloads both his files: the link is used up; its page says so and offers nothing.
         let dan = try chromium.tab(userAgent: Self.iPhone, width: 390, height: 844, mobile: true)
         _ = try dan.open(url("dan"))
-        for name in ["dan.mobileconfig", "README.txt"] { _ = try dan.download("a[href$=\"\(name)\"]") }
+        for name in ["dan.mobileconfig", "README.txt"] { _ = try dan.download("form[action$=\"\(name)\"] button") }
         let used = try dan.open(url("dan"))
-        #expect(used.contains("This link has been used") && !used.contains("a class=\"file\""))
+        #expect(used.contains("This link has been used") && !used.contains("class=\"file\""))
         screenshots["handoff-used.png"] = try dan.screenshot()
         // cat's link expired an hour ago.
         let late = try chromium.tab(userAgent: Self.iPhone, width: 390, height: 844, mobile: true)
         let expired = try late.open(url("cat"))
-        #expect(expired.contains("This link has expired") && !expired.contains("a class=\"file\""))
+        #expect(expired.contains("This link has expired") && !expired.contains("class=\"file\""))
         #expect(try late.open(url("cat") + "0/cat.mobileconfig").contains("This link has expired"))
         #expect(late.downloaded.isEmpty)
 
@@ -245,7 +245,7 @@ import Testing
                     "cat /var/log/nginx/*.log /var/lib/vpnprov-handoff/audit.jsonl",
                 ]
             ).stdout + nginx.gateLog
-        #expect(logs.contains("\"GET /h/-/0/ann.mobileconfig\" 200"), "the access log names the file, not the link")
+        #expect(logs.contains("\"POST /h/-/0/ann.mobileconfig\" 200"), "the access log names the file, not the link")
         for (user, link) in links {
             #expect(!logs.contains(link.token), "\(user)'s token is in a log of the site")
         }

@@ -146,6 +146,9 @@ MAX_BODY = 4096
 TOMBSTONE_DAYS = 30
 # How often a serving gate ends expired links by itself (besides at every request and import).
 SWEEP_SECONDS = 60
+# The audit journal keeps the events of the links the store knows (live, or tombstones), and at most this
+# much: past it, the newest half is kept. Every publish fetches it whole.
+AUDIT_LIMIT = 16 << 20
 
 
 def derive(token):
@@ -255,7 +258,8 @@ class Store:
         return tombstone
 
     def sweep(self, now):
-        """Ends the links that expired; removes tombstones past their keeping time."""
+        """Ends the links that expired; removes tombstones past their keeping time, and their journal's events."""
+        forgotten = False
         for link_id in self.ids():
             try:
                 record = self.read(link_id)
@@ -266,8 +270,38 @@ class Store:
             if record.get("ended"):
                 if now > record["expires"] + TOMBSTONE_DAYS * 86400:
                     os.unlink(self.path(link_id))
+                    forgotten = True
             elif now >= record["expires"]:
                 self.end(record, "expired", now)
+        self.trim_audit(forgotten)
+
+    def trim_audit(self, forgotten):
+        """Keeps the journal to the events of the links the store knows when a link was `forgotten`, and to
+        AUDIT_LIMIT bytes (the newest half of it kept when it grew past)."""
+        try:
+            fd = os.open(self.audit_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not forgotten and size <= AUDIT_LIMIT:
+                return
+            budget = AUDIT_LIMIT // 2 if size > AUDIT_LIMIT else AUDIT_LIMIT
+            if size > budget:
+                # Only the newest `budget` bytes can stay: start at the first whole line among them.
+                f.seek(size - budget)
+                f.readline()
+            lines = f.read(budget).splitlines(keepends=True)
+        known = set(self.ids())
+        kept = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("link") in known and line.endswith(b"\n"):
+                kept.append(line)
+        write_atomic(self.audit_path, b"".join(kept))
 
 
 # What each ended state tells the person who opened the link.

@@ -10,7 +10,8 @@ import VPNProvTestSupport
 /// Python with python3-cryptography), run on a unix socket as nginx would ask it, against the links `vpnprov
 /// handoff` wrote: the device's section first, each file once with its content type, then gone from the store;
 /// a used-up, expired, withdrawn or replaced link gets a page that says so and no file; nothing the gate prints
-/// or records holds a token. The site with nginx, TLS and a browser is `HandOffSiteTests` (end to end).
+/// or records holds a token; the audit journal stays bounded. The site with nginx, TLS and a browser is
+/// `HandOffBrowserTests` (end to end).
 @Suite(.temporaries, .serialized) struct HandOffGateTests {
     static let curl = TestDependency(
         path: "/usr/bin/curl", installedBy: "the Debian package curl (scripts/install-test-deps)")
@@ -250,6 +251,48 @@ import VPNProvTestSupport
         for path in [gate.store + "/audit.jsonl", gate.store + "/links/\(annID).json"] {
             #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
         }
+    }
+
+    /// The audit journal forgets a link with its tombstone (30 days after its expiry) and never grows past 16 MiB:
+    /// every publish fetches it whole, and `handoff-list` reads at most 64 MiB of it.
+    @Test(.needs(.python3)) func theJournalIsBounded() throws {
+        try TestDependency.python3.require()
+        let dir = try temporaryDirectory()
+        let site = try HandOffSite.make(in: dir)
+        let links = try site.handOff(["--users", "cat"])
+        let cat = try #require(links["cat"]?["id"] as? String)
+        let gate = try Gate(site: site, store: dir + "/store")
+        defer { gate.stop() }
+        #expect(try gate.publish(site)["installed"] == 1)
+        // A link that ended 40 days ago (its tombstone is due to go), and 17 MiB of views of cat's link.
+        let old = String(repeating: "0", count: 32)
+        let tombstone = #"{"version": 1, "id": "\#(old)", "user": "ben", "expires": 1000000000, "ended": "used", "endedAt": 1000000000}"#
+        try tombstone.write(toFile: gate.store + "/links/\(old).json", atomically: true, encoding: .utf8)
+        let view = { (n: Int, link: String) in
+            #"{"address": "198.51.100.7", "agent": "Mozilla/5.0 (iPhone)", "event": "view", "link": "\#(link)", "n": \#(n), "time": "2026-12-07T09:01:00Z", "user": "cat"}"# + "\n"
+        }
+        var journal = view(0, old)
+        var n = 1
+        while journal.utf8.count < 17 << 20 {
+            journal += view(n, cat)
+            n += 1
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: gate.store + "/audit.jsonl"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(journal.utf8))
+        try handle.close()
+        _ = try gate.publish(site)
+        #expect(!FileManager.default.fileExists(atPath: gate.store + "/links/\(old).json"), "the tombstone went")
+        let kept = try String(contentsOfFile: gate.store + "/audit.jsonl", encoding: .utf8)
+        #expect(kept.utf8.count <= 8 << 20 && kept.utf8.count > 7 << 20, "\(kept.utf8.count) bytes kept")
+        let forgotten = !kept.contains(old)
+        #expect(forgotten, "the events of a forgotten link stay")
+        let lines = kept.split(separator: "\n")
+        let whole = lines.allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") }
+        #expect(whole, "a line cut in two")
+        let newest = lines.last?.contains("\"n\": \(n - 1),") == true
+        #expect(newest, "the newest event is kept")
+        #expect(try FileManager.default.attributesOfItem(atPath: gate.store + "/audit.jsonl")[.posixPermissions] as? Int == 0o600)
     }
 
     /// A link whose time is up when the site takes it in (made with the clock two hours back, for an hour) is

@@ -908,19 +908,20 @@ dependencies: []
       (ansible-playbook -i deploy/inventory.yml deploy/site.yml --limit {{ inventory_hostname }})
     quiet: true
 
+# A check run on a site it has not set up yet finds no gate: it then knows no link, and would upload them all.
 - name: List the links the site knows
   ansible.builtin.command:
     argv: [runuser, -u, "{{ vpnprov_handoff_user }}", --, "{{ vpnprov_handoff_gate }}", known, --store, "{{ vpnprov_handoff_dir }}"]
   register: vpnprov_handoff_known
   changed_when: false
   check_mode: false
-  when: vpnprov_handoff_index_file.stat.exists
+  when: vpnprov_handoff_index_file.stat.exists and vpnprov_handoff_gate_file.stat.exists
 
 - name: Choose the links to upload
   ansible.builtin.set_fact:
     vpnprov_handoff_new: >-
       {{ (lookup('ansible.builtin.file', vpnprov_handoff_output_dir ~ '/handoff/index.json') | from_json).links
-         | difference(vpnprov_handoff_known.stdout | from_json) }}
+         | difference(vpnprov_handoff_known.stdout | default('[]') | from_json) }}
   when: vpnprov_handoff_index_file.stat.exists
 
 # Sealed files: nothing in them can be read without the link, but the output would be long.

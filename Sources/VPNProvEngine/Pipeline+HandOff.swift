@@ -15,8 +15,18 @@ package protocol HandOffPublisher: Sendable {
 
 package struct HandOffPublishError: Error, Sendable, CustomStringConvertible {
     package var message: String
+    /// The last lines the publishing program printed: shown a note a line under the error.
+    package var output: [String]
     package var description: String { message }
-    package init(_ message: String) { self.message = message }
+    package init(_ message: String, output: [String] = []) {
+        self.message = message
+        self.output = output
+    }
+
+    /// The output's lines of a failed publish as notes, so each is printed as a line of its own.
+    static func notes(of failure: any Error) -> [Diagnostic.Note] {
+        ((failure as? HandOffPublishError)?.output ?? []).map { .init(location: nil, message: $0) }
+    }
 }
 
 /// `vpnprov handoff`'s options: the tree, the users (none: those whose profiles changed since they were
@@ -138,11 +148,14 @@ extension Pipeline {
                     }
                     try HandOffLedger.write(ledger, now: now, in: directory)
                     try HandOffBundle.refresh(ledger, now: now, out: out)
-                    output.error(
-                        .handOffPublish,
-                        "publishing to \(site.address) failed, so no link was made (the ones this run prepared are "
-                            + "withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the next "
-                            + "publish; the next 'vpnprov handoff' hands them off again): \(failure)")
+                    output.diagnostics([
+                        .error(
+                            .handOffPublish,
+                            "publishing to \(site.address) failed, so no link was made (the ones this run prepared "
+                                + "are withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the "
+                                + "next publish; the next 'vpnprov handoff' hands them off again): \(failure)",
+                            at: nil, notes: HandOffPublishError.notes(of: failure))
+                    ])
                     return .environment
                 }
                 report.published = true

@@ -54,10 +54,13 @@ extension Pipeline {
                 do {
                     try publisher.publish(outDirectory: options.tree.outDirectory)
                 } catch let failure {
-                    output.error(
-                        .handOffPublish,
-                        "the links are withdrawn here but publishing to \(site.address) failed, so the site still "
-                            + "serves them until a publish succeeds: \(failure)")
+                    output.diagnostics([
+                        .error(
+                            .handOffPublish,
+                            "the links are withdrawn here but publishing to \(site.address) failed, so the site "
+                                + "still serves them until a publish succeeds: \(failure)", at: nil,
+                            notes: HandOffPublishError.notes(of: failure))
+                    ])
                     return .environment
                 }
                 report.published = true
@@ -131,10 +134,12 @@ extension Pipeline {
                     do {
                         try publisher.publish(outDirectory: out)
                     } catch let failure {
-                        output.warning(
-                            .handOffPublish,
-                            "could not fetch the audit journal from \(site.address) (\(failure)); listing the copy "
-                                + "of the last publish")
+                        output.diagnostics([
+                            .warning(
+                                .handOffPublish,
+                                "could not fetch the audit journal from \(site.address) (\(failure)); listing the "
+                                    + "copy of the last publish", at: nil, notes: HandOffPublishError.notes(of: failure))
+                        ])
                     }
                 }
             }

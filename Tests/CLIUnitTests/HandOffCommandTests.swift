@@ -288,16 +288,22 @@ struct HandOffSite {
         let bin = try temporaryDirectory()
         let calls = bin + "/calls"
         let fake = bin + "/ansible-playbook"
-        try
-            "#!/bin/sh\necho \"$@\" >> \(calls)\necho 'fatal: [get.vpn.example.com]: UNREACHABLE!'\nexit ${FAKE_STATUS:-0}\n"
-            .write(
-                toFile: fake, atomically: true, encoding: .utf8)
+        let script =
+            "#!/bin/sh\necho \"$@\" >> \(calls)\necho 'PLAY [Publish the vpnprov hand-off links]'\necho\n"
+            + "echo 'fatal: [get.vpn.example.com]: UNREACHABLE!'\nexit ${FAKE_STATUS:-0}\n"
+        try script.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let failed = site.run(
             ["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin, "FAKE_STATUS": "4"])
         #expect(failed.code == 3, "\(failed.err)")
         #expect(!failed.out.contains("https://"), "a link was shown")
         #expect(failed.err.contains("publishing to get.vpn.example.com failed") && failed.err.contains("UNREACHABLE"))
+        // The playbook's last lines, each a line of its own, not one line of escaped line breaks.
+        #expect(
+            failed.err.contains(
+                "\nvpnprov: note: ansible-playbook: PLAY [Publish the vpnprov hand-off links]\n"
+                    + "vpnprov: note: ansible-playbook: fatal: [get.vpn.example.com]: UNREACHABLE!\n"), "\(failed.err)")
+        #expect(!failed.err.contains("\\u{A}"), "\(failed.err)")
         #expect(try site.index.links.isEmpty)
         #expect(try site.ledger.allSatisfy { $0.ended?.reason == .revoked && !$0.shown })
         let published = site.run(["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin])

@@ -88,15 +88,28 @@ extension Pipeline {
     ) throws(EngineError) -> Outcome {
         try run(output) { () throws -> Outcome in
             if let code = checkOutputLocation(options.tree, output: output) { return code }
-            guard let built = try build(options.tree, output: output, persist: false) else { return .failure }
+            // Without a site, or before any generate, nothing is locked: no state directory is made.
+            var site: HandOffPlan?
+            let built = try build(options.tree, output: output, persist: false) { inventory in
+                site = handOffSite(inventory, options.tree, output: output)
+                return site != nil && hasState(options.tree, output: output)
+            }
+            guard let built, let site else { return .failure }
             defer { built.lock.release() }
             let inventory = built.prepared.inventory
-            guard let site = handOffSite(inventory, options.tree, output: output) else { return .failure }
+            if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
+                _ = hasState(options.tree, output: output, empty: true)
+                return .failure
+            }
             guard built.prepared.changes.isEmpty else {
+                // The first few: after an edit of a large fleet the list has thousands of entries.
+                let changes = built.prepared.changes
+                let shown = changes.prefix(3).map(\.pendingDescription).joined(separator: "; ")
+                let more = changes.count > 3 ? "; and \(changes.count - 3) more" : ""
                 output.error(
                     .handOffStale,
-                    "the state would change (\(built.prepared.changes.map(\.pendingDescription).joined(separator: "; "))): "
-                        + "run 'vpnprov generate' first, so the links hand out what the nodes expect")
+                    "the state would change (\(shown)\(more)): run 'vpnprov generate' first, so the links hand out "
+                        + "what the nodes expect")
                 return .failure
             }
             let now = Int(options.tree.now.timeIntervalSince1970)
@@ -193,6 +206,17 @@ extension Pipeline {
             }
             return .success
         }
+    }
+
+    /// Whether the state directory exists (and, with `empty`, reports that it holds no CA yet): before any
+    /// `generate` there is nothing to hand off.
+    static func hasState(_ tree: GenerateOptions, output: any RunReporter, empty: Bool = false) -> Bool {
+        guard empty || !FileManager.default.fileExists(atPath: tree.stateDirectory) else { return true }
+        output.error(
+            .handOffStale,
+            "no state yet in \(display(tree.stateDirectory, tree)): run 'vpnprov generate' first, then hand the "
+                + "profiles off")
+        return false
     }
 
     /// The site of the inventory, or nil (reported) without `handoff:`.

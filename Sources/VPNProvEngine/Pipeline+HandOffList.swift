@@ -33,6 +33,18 @@ extension Pipeline {
     ) throws(EngineError) -> Outcome {
         try run(output) { () throws -> Outcome in
             guard let (inventory, site) = try handOffInventory(options.tree, output: output) else { return .failure }
+            // Before any generate no link was made: nothing to end, and no state directory to make.
+            guard FileManager.default.fileExists(atPath: options.tree.stateDirectory) else {
+                let names = inventory.users.map(\.name)
+                for name in options.users where !names.contains(name) {
+                    let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
+                    output.error(.noSuchUser, "user '\(name)' is not in \(options.tree.inventory)\(hint)")
+                    return .failure
+                }
+                output.info("vpnprov: \(listed(options.users)) had no live link (no state yet: nothing was handed off)")
+                output.record(HandOffReport(site: site.address, published: false))
+                return .success
+            }
             let lock = try StateLock(stateDirectory: options.tree.stateDirectory)
             defer { lock.release() }
             let now = Int(options.tree.now.timeIntervalSince1970)
@@ -48,9 +60,12 @@ extension Pipeline {
                 ledger[i].ended = .init(reason: .revoked, at: now)
                 report.ended.append(.init(user: ledger[i].user, id: ledger[i].id, reason: "revoked"))
             }
-            try HandOffLedger.write(ledger, now: now, in: lock.stateDirectory)
-            try HandOffBundle.refresh(ledger, now: now, out: options.tree.outDirectory)
-            if options.publish, let publisher {
+            // Nothing ended, nothing to write or publish (the state may not even have an output tree yet).
+            if !report.ended.isEmpty {
+                try HandOffLedger.write(ledger, now: now, in: lock.stateDirectory)
+                try HandOffBundle.refresh(ledger, now: now, out: options.tree.outDirectory)
+            }
+            if options.publish, let publisher, !report.ended.isEmpty {
                 do {
                     try publisher.publish(outDirectory: options.tree.outDirectory)
                 } catch let failure {

@@ -387,6 +387,42 @@ struct HandOffSite {
         #expect(site.run(["handoff", "inventory.yaml", "--downloads", "101"]).code == 2)
     }
 
+    /// Before any `generate`: `handoff` says to run it (not every pending change of the state), `handoff-revoke`
+    /// has nothing to end and writes nothing, and no hand-off command makes a state directory, with a site or
+    /// without one.
+    @Test func beforeGenerateNothingIsWrittenAndTheErrorSaysWhatToRun() throws {
+        let dir = try temporaryDirectory()
+        let site = HandOffSite(dir: dir)
+        try HandOffSite.inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let handOff = site.run(["handoff", "inventory.yaml", "--no-publish"])
+        #expect(
+            handOff.code == 1
+                && handOff.err.contains("no state yet in state: run 'vpnprov generate' first")
+                && !handOff.err.contains("create CA"), "\(handOff.err)")
+        let revoke = site.run(["handoff-revoke", "ann", "inventory.yaml", "--no-publish"])
+        #expect(revoke.code == 0 && revoke.err.contains("ann had no live link"), "\(revoke.err)")
+        #expect(site.run(["handoff-revoke", "zed", "inventory.yaml", "--no-publish"]).code == 1)
+        #expect(!FileManager.default.fileExists(atPath: site.state), "a state directory was made")
+        #expect(!FileManager.default.fileExists(atPath: site.out))
+        // An empty state directory (made by hand, or by an earlier tool): still no CA, the same advice.
+        try FileManager.default.createDirectory(atPath: site.state, withIntermediateDirectories: false)
+        let empty = site.run(["handoff", "inventory.yaml", "--no-publish"])
+        #expect(empty.code == 1 && empty.err.contains("no state yet in state"), "\(empty.err)")
+        let emptyRevoke = site.run(["handoff-revoke", "ann", "inventory.yaml", "--no-publish"])
+        #expect(emptyRevoke.code == 0, "\(emptyRevoke.err)")
+        #expect(!FileManager.default.fileExists(atPath: site.state + "/handoff.json"))
+        try FileManager.default.removeItem(atPath: site.state)
+        // Without a site: refused, and nothing made.
+        let without = HandOffSite.inventory.replacingOccurrences(
+            of: "handoff:\n  address: get.vpn.example.com\n  deploy: {host: 192.0.2.80}\n", with: "")
+        try without.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        for command in [["handoff"], ["handoff-revoke", "ann"], ["handoff-list"]] {
+            let r = site.run(command + ["inventory.yaml", "--no-publish"].filter { _ in command[0] != "handoff-list" })
+            #expect(r.code == 1 && r.err.contains("[handoff-site-missing]"), "\(command): \(r.err)")
+            #expect(!FileManager.default.fileExists(atPath: site.state), "\(command) made a state directory")
+        }
+    }
+
     /// `handoff-list` puts the state's links beside the site's journal: their state, each view and download.
     @Test func theListShowsWhatIsOutAndEveryFetch() throws {
         let site = try HandOffSite.make(in: try temporaryDirectory())

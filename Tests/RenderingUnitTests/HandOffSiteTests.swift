@@ -78,6 +78,17 @@ import VPNProvTestFixtures
         #expect(names.firstIndex(of: "alice.p12")! < names.firstIndex(of: "alice-p12-password.txt")!)
     }
 
+    /// The last section names what it holds: the certificate and its password only when they are there.
+    @Test func theLastSectionSaysWhatItHolds() {
+        let readme = ["README.txt"]
+        #expect(HandOffSection.other.title(names: readme) == "The instructions")
+        #expect(!HandOffSection.other.steps(user: "cat", names: readme).joined().contains("certificate"))
+        let p12 = ["ben.p12", "ben-p12-password.txt", "README.txt"]
+        #expect(HandOffSection.other.title(names: p12) == "Other apps, and the instructions")
+        #expect(HandOffSection.other.steps(user: "ben", names: p12).joined().contains("certificate"))
+        #expect(HandOffSection.apple.title(names: ["ann.mobileconfig"]) == "iPhone, iPad and Mac")
+    }
+
     @Test func aFileWithoutAPlaceIsRefused() {
         #expect(throws: HandOffPackageError.self) {
             try HandOffItem.items(user: "alice", paths: ["alice.mobileconfig", "alice.ovpn"])

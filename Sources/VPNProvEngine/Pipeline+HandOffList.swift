@@ -153,7 +153,8 @@ extension Pipeline {
                             .warning(
                                 .handOffPublish,
                                 "could not fetch the audit journal from \(site.address) (\(failure)); listing the "
-                                    + "copy of the last publish", at: nil, notes: HandOffPublishError.notes(of: failure))
+                                    + "copy of the last publish", at: nil, notes: HandOffPublishError.notes(of: failure)
+                            )
                         ])
                     }
                 }

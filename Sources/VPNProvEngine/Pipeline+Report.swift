@@ -368,7 +368,8 @@ struct RunSummary: KeyedResult {
         let hostVars = "deploy/host_vars/\(site.address).yml"
         let role = "deploy/roles/" + HandOffPlan.role + "/"
         let changed =
-            written.written.contains(hostVars) || written.written.owners(under: "deploy/roles").contains(HandOffPlan.role)
+            written.written.contains(hostVars)
+            || written.written.owners(under: "deploy/roles").contains(HandOffPlan.role)
             || written.removed.contains { $0 == hostVars || $0.hasPrefix(role) }
         return changed ? site.address : nil
     }

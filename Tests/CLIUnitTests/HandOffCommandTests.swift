@@ -318,7 +318,9 @@ struct HandOffSite {
             ["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin, "FAKE_STATUS": "4"])
         #expect(refailed.code == 3 && !refailed.out.contains("https://"), "\(refailed.err)")
         #expect(refailed.err.contains("the next 'vpnprov handoff' hands them off again"), "\(refailed.err)")
-        #expect(try site.ledger.filter { $0.user == "cat" }.allSatisfy { !$0.isLive(at: Int(Date().timeIntervalSince1970)) })
+        #expect(
+            try site.ledger.filter { $0.user == "cat" }.allSatisfy { !$0.isLive(at: Int(Date().timeIntervalSince1970)) }
+        )
         let next = try site.handOff()
         #expect(next["cat"] != nil, "cat was left without a link: \(next.keys.sorted())")
         let missing = site.run(["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": "/nonexistent"])

@@ -202,7 +202,8 @@ import VPNProvTestSupport
         // Every file of cat's link downloaded: the link is used, its page says so, the store keeps no file.
         let catID = try #require(links["cat"]?["id"] as? String)
         for (index, name) in ((try gate.record(catID)["files"] as? [[String: Any]]) ?? []).enumerated() {
-            #expect(try gate.get(Self.path(cat) + "\(index)/\(name["name"] as? String ?? "")", post: true).status == 200)
+            #expect(
+                try gate.get(Self.path(cat) + "\(index)/\(name["name"] as? String ?? "")", post: true).status == 200)
         }
         let used = try gate.get(Self.path(cat))
         #expect(used.status == 410 && String(decoding: used.body, as: UTF8.self).contains("This link has been used"))
@@ -266,10 +267,12 @@ import VPNProvTestSupport
         #expect(try gate.publish(site)["installed"] == 1)
         // A link that ended 40 days ago (its tombstone is due to go), and 17 MiB of views of cat's link.
         let old = String(repeating: "0", count: 32)
-        let tombstone = #"{"version": 1, "id": "\#(old)", "user": "ben", "expires": 1000000000, "ended": "used", "endedAt": 1000000000}"#
+        let tombstone =
+            #"{"version": 1, "id": "\#(old)", "user": "ben", "expires": 1000000000, "ended": "used", "endedAt": 1000000000}"#
         try tombstone.write(toFile: gate.store + "/links/\(old).json", atomically: true, encoding: .utf8)
         let view = { (n: Int, link: String) in
-            #"{"address": "198.51.100.7", "agent": "Mozilla/5.0 (iPhone)", "event": "view", "link": "\#(link)", "n": \#(n), "time": "2026-12-07T09:01:00Z", "user": "cat"}"# + "\n"
+            #"{"address": "198.51.100.7", "agent": "Mozilla/5.0 (iPhone)", "event": "view", "link": "\#(link)", "n": \#(n), "time": "2026-12-07T09:01:00Z", "user": "cat"}"#
+                + "\n"
         }
         var journal = view(0, old)
         var n = 1
@@ -292,7 +295,9 @@ import VPNProvTestSupport
         #expect(whole, "a line cut in two")
         let newest = lines.last?.contains("\"n\": \(n - 1),") == true
         #expect(newest, "the newest event is kept")
-        #expect(try FileManager.default.attributesOfItem(atPath: gate.store + "/audit.jsonl")[.posixPermissions] as? Int == 0o600)
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: gate.store + "/audit.jsonl")[.posixPermissions] as? Int
+                == 0o600)
     }
 
     /// A link whose time is up when the site takes it in (made with the clock two hours back, for an hour) is

@@ -111,7 +111,9 @@ import Testing
         try nginx.startNginx()
 
         // A check run on the fresh site fails nowhere (it has no gate yet to ask which links it knows).
-        let siteOnly = ["-i", fleet.out + "/deploy/inventory.yml", fleet.out + "/deploy/site.yml", "--limit", Self.site]
+        let siteOnly = [
+            "-i", fleet.out + "/deploy/inventory.yml", fleet.out + "/deploy/site.yml", "--limit", Self.site,
+        ]
         let check = try await lab.playbook(
             siteOnly + ["--check"] + AnsibleRolloutTests.labVariables + Self.siteVariables)
         #expect(check.succeeded && AnsibleRolloutTests.recap(check)[Self.site]?.failed == 0, "check run: \(check)")
@@ -124,7 +126,8 @@ import Testing
         #expect(AnsibleRolloutTests.recap(rollout)[Self.site]?.failed == 0)
         // A second rollout of the site changes nothing.
         let again = try await lab.playbook(siteOnly + AnsibleRolloutTests.labVariables + Self.siteVariables)
-        #expect(again.succeeded && AnsibleRolloutTests.recap(again)[Self.site]?.changed == 0, "second rollout: \(again)")
+        #expect(
+            again.succeeded && AnsibleRolloutTests.recap(again)[Self.site]?.changed == 0, "second rollout: \(again)")
         #expect(pebble.issuedAny, "Pebble issued no certificate:\n\(pebble.log)")
         let stored = try lab.run(site, ["/usr/bin/stat", "-c", "%U %a", "/var/lib/vpnprov-handoff"])
         #expect(stored.stdout == "www-data 700\n", "the link store: \(stored)")

@@ -130,7 +130,9 @@ import VPNProvTestFixtures
         }
         // As MonitoringTests does, in a mount namespace with a tmpfs over /run; and one over /usr/local/lib that
         // holds the two programs the services run (verify checks that they are executables).
-        let programs = [try #require(values["vpnprov_handoff_gate"]), try #require(values["vpnprov_handoff_acme_script"])]
+        let programs = [
+            try #require(values["vpnprov_handoff_gate"]), try #require(values["vpnprov_handoff_acme_script"]),
+        ]
         #expect(programs.allSatisfy { $0.hasPrefix("/usr/local/lib/vpnprov/") })
         let setup =
             "mount -t tmpfs -o size=1m vpnprov-verify /run && mount -t tmpfs -o size=1m vpnprov-verify /usr/local/lib "
@@ -138,7 +140,10 @@ import VPNProvTestFixtures
             + "; do printf '#!/bin/sh\\n' > \"$p\" && chmod 755 \"$p\" || exit 1; done && exec \"$0\" \"$@\""
         let result = try MonitoringTests.run(
             "/usr/bin/unshare",
-            ["--mount", "--map-root-user", "sh", "-c", setup, MonitoringTests.systemdAnalyze.path, "verify", "--man=no"]
+            [
+                "--mount", "--map-root-user", "sh", "-c", setup, MonitoringTests.systemdAnalyze.path, "verify",
+                "--man=no",
+            ]
                 + paths, in: dir)
         #expect(result.code == 0, "\(result.output)")
         #expect(!result.output.contains("vpnprov-handoff"), "\(result.output)")

@@ -164,6 +164,14 @@ package final class CommandOutput: Sendable {
         }
     }
 
+    /// A result that holds a secret made for this run and kept nowhere else (a hand-off link): standard output
+    /// in text format, and there even with --quiet (it is the result: not printing it would lose it); nothing
+    /// with json or sarif, whose document on standard output carries it. Never standard error, which scripts
+    /// and CI send to their logs.
+    package func secretResult(_ text: String) {
+        if !isMachineReadable { console.out(text) }
+    }
+
     /// Findings that only the SARIF log carries (`check`'s drifted files: the JSON document has
     /// them under "drift", the text on standard output).
     package func sarifOnly(_ found: [Diagnostic]) {

@@ -265,10 +265,11 @@ struct AnsiblePublisher: HandOffPublisher {
         }
         process.waitUntilExit()
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").suffix(Self.shownLines)
+            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: true)
+                .suffix(Self.shownLines)
             throw HandOffPublishError(
-                "ansible-playbook deploy/handoff.yml exited with status \(process.terminationStatus):\n"
-                    + lines.joined(separator: "\n"))
+                "ansible-playbook deploy/handoff.yml exited with status \(process.terminationStatus)"
+                    + (lines.isEmpty ? "" : "; its last lines follow"), output: lines.map { "ansible-playbook: \($0)" })
         }
     }
 }

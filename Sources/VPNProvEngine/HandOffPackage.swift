@@ -109,8 +109,10 @@ enum HandOffPackage {
         let sections = HandOffSection.allCases.compactMap { section -> HandOffPage.Section? in
             let indexes = items.indices.filter { items[$0].section == section }
             guard !indexes.isEmpty else { return nil }
+            let names = indexes.map { items[$0].name }
             return HandOffPage.Section(
-                device: section.rawValue, title: section.title, steps: section.steps(user: user), files: indexes)
+                device: section.rawValue, title: section.title(names: names),
+                steps: section.steps(user: user, names: names), files: indexes)
         }
         let page = HandOffPage(user: user, deployment: deployment, site: site, sections: sections)
         let encoder = JSONEncoder()

@@ -150,7 +150,7 @@ extension Pipeline {
     static func build(
         _ options: GenerateOptions, output: any RunReporter, persist: Bool, lock: StateLock? = nil,
         quietLoad: Bool = false,
-        action: PKIManager.StateAction? = nil
+        action: PKIManager.StateAction? = nil, beforeLock: (Inventory) -> Bool = { _ in true }
     ) throws -> Built? {
         let loaded = try loadInventory(
             display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output,
@@ -180,6 +180,8 @@ extension Pipeline {
             printDiagnostics([failure.diagnostic], output: output)
             return nil
         }
+        // A command's own refusal (reported by it), before the lock creates the state directory.
+        guard beforeLock(inventory) else { return nil }
         // The lock stays held (in Built) until the state is committed and the tree published: two
         // runs must not both prepare from the same state and then both commit.
         let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)

@@ -15,8 +15,18 @@ package protocol HandOffPublisher: Sendable {
 
 package struct HandOffPublishError: Error, Sendable, CustomStringConvertible {
     package var message: String
+    /// The last lines the publishing program printed: shown a note a line under the error.
+    package var output: [String]
     package var description: String { message }
-    package init(_ message: String) { self.message = message }
+    package init(_ message: String, output: [String] = []) {
+        self.message = message
+        self.output = output
+    }
+
+    /// The output's lines of a failed publish as notes, so each is printed as a line of its own.
+    static func notes(of failure: any Error) -> [Diagnostic.Note] {
+        ((failure as? HandOffPublishError)?.output ?? []).map { .init(location: nil, message: $0) }
+    }
 }
 
 /// `vpnprov handoff`'s options: the tree, the users (none: those whose profiles changed since they were
@@ -78,15 +88,28 @@ extension Pipeline {
     ) throws(EngineError) -> Outcome {
         try run(output) { () throws -> Outcome in
             if let code = checkOutputLocation(options.tree, output: output) { return code }
-            guard let built = try build(options.tree, output: output, persist: false) else { return .failure }
+            // Without a site, or before any generate, nothing is locked: no state directory is made.
+            var site: HandOffPlan?
+            let built = try build(options.tree, output: output, persist: false) { inventory in
+                site = handOffSite(inventory, options.tree, output: output)
+                return site != nil && hasState(options.tree, output: output)
+            }
+            guard let built, let site else { return .failure }
             defer { built.lock.release() }
             let inventory = built.prepared.inventory
-            guard let site = handOffSite(inventory, options.tree, output: output) else { return .failure }
+            if built.prepared.changes.contains(where: { $0.kind == .caCreated }) {
+                _ = hasState(options.tree, output: output, empty: true)
+                return .failure
+            }
             guard built.prepared.changes.isEmpty else {
+                // The first few: after an edit of a large fleet the list has thousands of entries.
+                let changes = built.prepared.changes
+                let shown = changes.prefix(3).map(\.pendingDescription).joined(separator: "; ")
+                let more = changes.count > 3 ? "; and \(changes.count - 3) more" : ""
                 output.error(
                     .handOffStale,
-                    "the state would change (\(built.prepared.changes.map(\.pendingDescription).joined(separator: "; "))): "
-                        + "run 'vpnprov generate' first, so the links hand out what the nodes expect")
+                    "the state would change (\(shown)\(more)): run 'vpnprov generate' first, so the links hand out "
+                        + "what the nodes expect")
                 return .failure
             }
             let now = Int(options.tree.now.timeIntervalSince1970)
@@ -138,10 +161,14 @@ extension Pipeline {
                     }
                     try HandOffLedger.write(ledger, now: now, in: directory)
                     try HandOffBundle.refresh(ledger, now: now, out: out)
-                    output.error(
-                        .handOffPublish,
-                        "publishing to \(site.address) failed, so no link was made (the ones this run prepared are "
-                            + "withdrawn): \(failure)")
+                    output.diagnostics([
+                        .error(
+                            .handOffPublish,
+                            "publishing to \(site.address) failed, so no link was made (the ones this run prepared "
+                                + "are withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the "
+                                + "next publish; the next 'vpnprov handoff' hands them off again): \(failure)",
+                            at: nil, notes: HandOffPublishError.notes(of: failure))
+                    ])
                     return .environment
                 }
                 report.published = true
@@ -165,7 +192,7 @@ extension Pipeline {
                 if options.terminalQR { text += qr.text }
             }
             output.record(report)
-            if !text.isEmpty { output.result(text) }
+            if !text.isEmpty { output.secretResult(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
             if report.published && !made.isEmpty {
                 output.info(
@@ -179,6 +206,17 @@ extension Pipeline {
             }
             return .success
         }
+    }
+
+    /// Whether the state directory exists (and, with `empty`, reports that it holds no CA yet): before any
+    /// `generate` there is nothing to hand off.
+    static func hasState(_ tree: GenerateOptions, output: any RunReporter, empty: Bool = false) -> Bool {
+        guard empty || !FileManager.default.fileExists(atPath: tree.stateDirectory) else { return true }
+        output.error(
+            .handOffStale,
+            "no state yet in \(display(tree.stateDirectory, tree)): run 'vpnprov generate' first, then hand the "
+                + "profiles off")
+        return false
     }
 
     /// The site of the inventory, or nil (reported) without `handoff:`.
@@ -236,7 +274,8 @@ extension Pipeline {
     }
 
     /// The users to hand off: those named, every active user with --all, else those whose folder changed since
-    /// their last link was shown (or who never had one). Nil (reported) for a name that is no active user or
+    /// their last link was shown, who never had one, or whose last shown link a run ended for a newer one that
+    /// was never shown. Nil (reported) for a name that is no active user or
     /// whose folder is not what `generate` would write now.
     static func chooseUsers(
         _ options: HandOffOptions, inventory: Inventory, folders: [String: UserFolder], ledger: [HandOffLink],
@@ -275,7 +314,10 @@ extension Pipeline {
         }
         return active.filter { name in
             guard let folder = folders[name] else { return false }
-            return handedOff[name]?.folder != folder.digest
+            guard let last = handedOff[name] else { return true }
+            // Ended as replaced while it is still the newest link shown: the link that replaced it was never
+            // shown (its publish failed), so the user has none.
+            return last.folder != folder.digest || last.ended?.reason == .replaced
         }
     }
 
@@ -305,10 +347,7 @@ extension Pipeline {
     ) {
         guard !ended.isEmpty else { return }
         let what = ended.map { "\($0.user) (\($0.reason == "replaced" ? "profiles changed" : "revoked"))" }
-        let when =
-            publishedNow
-            ? "they are gone from \(site)"
-            : "'vpnprov handoff' takes them off \(site) now, the next rollout of deploy/site.yml too"
+        let when = publishedNow ? "they are gone from \(site)" : "\(site) serves them until the next publish"
         output.info("vpnprov: hand-off links ended: \(listed(what)); \(when)")
     }
 

@@ -33,6 +33,18 @@ extension Pipeline {
     ) throws(EngineError) -> Outcome {
         try run(output) { () throws -> Outcome in
             guard let (inventory, site) = try handOffInventory(options.tree, output: output) else { return .failure }
+            // Before any generate no link was made: nothing to end, and no state directory to make.
+            guard FileManager.default.fileExists(atPath: options.tree.stateDirectory) else {
+                let names = inventory.users.map(\.name)
+                for name in options.users where !names.contains(name) {
+                    let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
+                    output.error(.noSuchUser, "user '\(name)' is not in \(options.tree.inventory)\(hint)")
+                    return .failure
+                }
+                output.info("vpnprov: \(listed(options.users)) had no live link (no state yet: nothing was handed off)")
+                output.record(HandOffReport(site: site.address, published: false))
+                return .success
+            }
             let lock = try StateLock(stateDirectory: options.tree.stateDirectory)
             defer { lock.release() }
             let now = Int(options.tree.now.timeIntervalSince1970)
@@ -48,16 +60,22 @@ extension Pipeline {
                 ledger[i].ended = .init(reason: .revoked, at: now)
                 report.ended.append(.init(user: ledger[i].user, id: ledger[i].id, reason: "revoked"))
             }
-            try HandOffLedger.write(ledger, now: now, in: lock.stateDirectory)
-            try HandOffBundle.refresh(ledger, now: now, out: options.tree.outDirectory)
-            if options.publish, let publisher {
+            // Nothing ended, nothing to write or publish (the state may not even have an output tree yet).
+            if !report.ended.isEmpty {
+                try HandOffLedger.write(ledger, now: now, in: lock.stateDirectory)
+                try HandOffBundle.refresh(ledger, now: now, out: options.tree.outDirectory)
+            }
+            if options.publish, let publisher, !report.ended.isEmpty {
                 do {
                     try publisher.publish(outDirectory: options.tree.outDirectory)
                 } catch let failure {
-                    output.error(
-                        .handOffPublish,
-                        "the links are withdrawn here but publishing to \(site.address) failed, so the site still "
-                            + "serves them until a publish succeeds: \(failure)")
+                    output.diagnostics([
+                        .error(
+                            .handOffPublish,
+                            "the links are withdrawn here but publishing to \(site.address) failed, so the site "
+                                + "still serves them until a publish succeeds: \(failure)", at: nil,
+                            notes: HandOffPublishError.notes(of: failure))
+                    ])
                     return .environment
                 }
                 report.published = true
@@ -131,10 +149,13 @@ extension Pipeline {
                     do {
                         try publisher.publish(outDirectory: out)
                     } catch let failure {
-                        output.warning(
-                            .handOffPublish,
-                            "could not fetch the audit journal from \(site.address) (\(failure)); listing the copy "
-                                + "of the last publish")
+                        output.diagnostics([
+                            .warning(
+                                .handOffPublish,
+                                "could not fetch the audit journal from \(site.address) (\(failure)); listing the "
+                                    + "copy of the last publish", at: nil, notes: HandOffPublishError.notes(of: failure)
+                            )
+                        ])
                     }
                 }
             }
@@ -244,6 +265,10 @@ extension Pipeline {
             output.record(EndedLinks(ended: ended))
             let site = inventory.handOff?.address ?? "the hand-off site"
             reportEnded(ended, site: site, output: output, publishedNow: false)
+            // The playbook that only publishes: `vpnprov handoff` would also hand out new links.
+            output.info(
+                "vpnprov: next: take them off \(site) with\n  \(publishCommand(options))\n(a rollout of "
+                    + "deploy/site.yml that reaches \(site) does it too)")
         } catch {
             output.warning(
                 .handOffRecord,

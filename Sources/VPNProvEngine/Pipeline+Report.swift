@@ -88,15 +88,15 @@ extension Pipeline {
                 "vpnprov: removed nodes: \(listed(summary.nodes.removed)) (take them out of service with "
                     + "\(summary.out)/deploy/retire.yml)")
         }
-        if let rollout = summary.next.rollout, let recorded = summary.next.rolledOut {
-            let servers = !(summary.radius?.pending ?? []).isEmpty
-            let nodes = !(summary.nodes.pending ?? []).isEmpty
-            let what =
-                servers && nodes
-                ? "the RADIUS servers, then the nodes" : servers ? "the RADIUS servers" : "the nodes"
-            output.info(
-                "vpnprov: next: roll \(what) out with\n  \(rollout)\nand once it succeeded, record it with\n  \(recorded)"
-            )
+        if let rollout = summary.next.rollout {
+            let what = [
+                (summary.radius?.pending ?? []).isEmpty ? nil : "the RADIUS servers",
+                (summary.nodes.pending ?? []).isEmpty ? nil : "the nodes",
+                RunSummary.handOffSiteChanged(built.prepared.inventory, written) == nil ? nil : "the hand-off site",
+            ].compactMap { $0 }.joined(separator: ", then ")
+            // `rolled-out` records nodes and RADIUS servers only: a site alone has nothing to record.
+            let record = summary.next.rolledOut.map { "\nand once it succeeded, record it with\n  \($0)" } ?? ""
+            output.info("vpnprov: next: roll \(what) out with\n  \(rollout)\(record)")
         }
         if let handOff = summary.next.handOff {
             output.info(
@@ -343,8 +343,10 @@ struct RunSummary: KeyedResult {
                 text: change.description)
         }
         self.certificates = certificates
+        // The hand-off site last: deploy/site.yml sets it up after the nodes.
+        let rolloutHosts = pendingHosts + (Self.handOffSiteChanged(inventory, written).map { [$0] } ?? [])
         next = Next(
-            rollout: pendingHosts.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: pendingHosts),
+            rollout: rolloutHosts.isEmpty ? nil : Self.rolloutCommand(out: out, nodes: rolloutHosts),
             rolledOut: pendingHosts.isEmpty
                 ? nil : rolledOut + " --nodes " + ShellWord.quote(pendingHosts.joined(separator: ",")),
             profiles: changedUsers,
@@ -358,8 +360,22 @@ struct RunSummary: KeyedResult {
             handOff: inventory.handOff != nil && !changedUsers.isEmpty ? handOff : nil)
     }
 
-    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes` (nodes and RADIUS servers:
-    /// Ansible hosts).
+    /// The hand-off site's Ansible host when this run changed its part of `deploy/` (its host_vars or its role,
+    /// the first run with `handoff:` included): it needs a rollout of deploy/site.yml, since deploy/handoff.yml
+    /// only publishes to a site that is set up. Nil otherwise.
+    static func handOffSiteChanged(_ inventory: Inventory, _ written: WriteSummary) -> String? {
+        guard let site = inventory.handOff else { return nil }
+        let hostVars = "deploy/host_vars/\(site.address).yml"
+        let role = "deploy/roles/" + HandOffPlan.role + "/"
+        let changed =
+            written.written.contains(hostVars)
+            || written.written.owners(under: "deploy/roles").contains(HandOffPlan.role)
+            || written.removed.contains { $0 == hostVars || $0.hasPrefix(role) }
+        return changed ? site.address : nil
+    }
+
+    /// `ansible-playbook` over the `deploy/` tree of `out`, limited to `nodes` (nodes, RADIUS servers and the
+    /// hand-off site: Ansible hosts).
     static func rolloutCommand(out: String, nodes: [String]) -> String {
         let dir = ShellWord.quote(out)
         return

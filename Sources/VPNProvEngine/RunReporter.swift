@@ -31,6 +31,9 @@ package protocol RunReporter: AnyObject, Sendable {
     func info(_ text: String)
     /// The command's own text result; a `failing` one is shown even when the rest is not.
     func result(_ text: String, failing: Bool)
+    /// A text result that holds a secret made for this run and kept nowhere else (a hand-off link): shown
+    /// only where the command's result goes, never where logs collect; a document carries it in its place.
+    func secretResult(_ text: String)
     /// Findings only the SARIF log carries.
     func sarifOnly(_ found: [Diagnostic])
     /// The command's own part of the JSON document (its keys are the result type's).

@@ -18,6 +18,8 @@ package struct HandOffPlan: Sendable, Hashable {
 
     /// The Ansible group of the site (empty without `handoff:`).
     package static let group = "vpnprov_handoff"
+    /// The role that sets the site up (`deploy/roles/vpnprov_handoff/`).
+    package static let role = "vpnprov_handoff"
     /// Where a link's page lives below the site: `https://<address>/h/<token>/`.
     package static let linkPrefix = "/h/"
 
@@ -53,20 +55,22 @@ package struct HandOffPlan: Sendable, Hashable {
 package enum HandOffSection: String, Sendable, Hashable, CaseIterable {
     case apple, android, windows, networkmanager, linux, other
 
-    package var title: String {
+    /// The section's heading; `names` are the files it offers (the last section holds the README alone for a
+    /// user without a PKCS#12 file).
+    package func title(names: [String]) -> String {
         switch self {
         case .apple: "iPhone, iPad and Mac"
         case .android: "Android (strongSwan VPN Client)"
         case .windows: "Windows 10 and 11"
         case .networkmanager: "Linux desktop (NetworkManager)"
         case .linux: "Linux with strongSwan (swanctl)"
-        case .other: "Other apps, and the instructions"
+        case .other: names.contains { $0.hasSuffix(".p12") } ? "Other apps, and the instructions" : "The instructions"
         }
     }
 
     /// What the user does, in a few lines: the "what the user does" and "what it asks" columns of
-    /// docs/clients.md's hand-off table (`HandOffPlanTests` holds them to it).
-    package func steps(user: String) -> [String] {
+    /// docs/clients.md's hand-off table, copied by hand; `names` are the files the section offers.
+    package func steps(user: String, names: [String]) -> [String] {
         switch self {
         case .apple:
             [
@@ -104,11 +108,16 @@ package enum HandOffSection: String, Sendable, Hashable, CaseIterable {
                 "Nothing to type.",
             ]
         case .other:
-            [
-                "The certificate for importing by hand (Keychain Access, other VPN apps) and its password, and the "
-                    + "README that says which file each device opens.",
-                "The profiles above do not need these files.",
-            ]
+            names.contains { $0.hasSuffix(".p12") }
+                ? [
+                    "The certificate for importing by hand (Keychain Access, other VPN apps) and its password, and "
+                        + "the README that says which file each device opens.",
+                    "The profiles above do not need these files.",
+                ]
+                : [
+                    "The README that says which file each device opens.",
+                    "The profiles above do not need it.",
+                ]
         }
     }
 }
@@ -125,7 +134,7 @@ package struct HandOffItem: Sendable, Hashable {
     package var isArchive: Bool
 
     /// What each file of a user's folder becomes on the page: every file has its place, so a kind that adds
-    /// a file without one here is refused by `items` (and by `HandOffPlanTests`).
+    /// a file without one here is refused by `items` (`HandOffSiteTests` gives it every file of every kind).
     package static func items(user: String, paths: [String]) throws(HandOffPackageError) -> [HandOffItem] {
         var items: [HandOffItem] = []
         var linux: [String] = []

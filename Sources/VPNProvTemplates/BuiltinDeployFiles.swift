@@ -122,6 +122,7 @@ import stat
 import sys
 import threading
 import time
+import urllib.parse
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 
@@ -139,10 +140,15 @@ ROUTE = re.compile(r"/h/([A-Za-z0-9_-]{43})(/(?:(\d{1,3})/([^/]{1,200}))?)?")
 MAX_RECORD = 64 << 20
 MAX_INDEX = 16 << 20
 MAX_AGENT = 300
+# A download's form sends no field: a larger body is no download of ours.
+MAX_BODY = 4096
 # A tombstone stays this long after its link's expiry, so its page still says why the link ended.
 TOMBSTONE_DAYS = 30
 # How often a serving gate ends expired links by itself (besides at every request and import).
 SWEEP_SECONDS = 60
+# The audit journal keeps the events of the links the store knows (live, or tombstones), and at most this
+# much: past it, the newest half is kept. Every publish fetches it whole.
+AUDIT_LIMIT = 16 << 20
 
 
 def derive(token):
@@ -252,7 +258,8 @@ class Store:
         return tombstone
 
     def sweep(self, now):
-        """Ends the links that expired; removes tombstones past their keeping time."""
+        """Ends the links that expired; removes tombstones past their keeping time, and their journal's events."""
+        forgotten = False
         for link_id in self.ids():
             try:
                 record = self.read(link_id)
@@ -263,8 +270,38 @@ class Store:
             if record.get("ended"):
                 if now > record["expires"] + TOMBSTONE_DAYS * 86400:
                     os.unlink(self.path(link_id))
+                    forgotten = True
             elif now >= record["expires"]:
                 self.end(record, "expired", now)
+        self.trim_audit(forgotten)
+
+    def trim_audit(self, forgotten):
+        """Keeps the journal to the events of the links the store knows when a link was `forgotten`, and to
+        AUDIT_LIMIT bytes (the newest half of it kept when it grew past)."""
+        try:
+            fd = os.open(self.audit_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if not forgotten and size <= AUDIT_LIMIT:
+                return
+            budget = AUDIT_LIMIT // 2 if size > AUDIT_LIMIT else AUDIT_LIMIT
+            if size > budget:
+                # Only the newest `budget` bytes can stay: start at the first whole line among them.
+                f.seek(size - budget)
+                f.readline()
+            lines = f.read(budget).splitlines(keepends=True)
+        known = set(self.ids())
+        kept = []
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("link") in known and line.endswith(b"\n"):
+                kept.append(line)
+        write_atomic(self.audit_path, b"".join(kept))
 
 
 # What each ended state tells the person who opened the link.
@@ -304,8 +341,9 @@ STYLE = (
     "section.this{border:2px solid #0b5cad;background:#f3f8fe}"
     ".badge{display:inline-block;font-size:.8rem;background:#0b5cad;color:#fff;border-radius:.3rem;"
     "padding:0 .4rem;margin-left:.4rem;vertical-align:middle}"
-    "a.file{display:inline-block;background:#0b5cad;color:#fff;text-decoration:none;border-radius:.4rem;"
-    "padding:.5rem .9rem;margin:.2rem 0;font-weight:600;word-break:break-all}"
+    "form{display:inline}"
+    "button.file{display:inline-block;background:#0b5cad;color:#fff;border:0;border-radius:.4rem;font:inherit;"
+    "padding:.5rem .9rem;margin:.2rem 0;font-weight:600;word-break:break-all;cursor:pointer}"
     ".gone{color:#666}.note{color:#444;font-size:.9rem}ol{padding-left:1.3rem;margin:.3rem 0}"
 )
 
@@ -377,9 +415,12 @@ def landing(record, content, agent, now):
             f = files[index]
             name = html.escape(f["name"])
             if "sealed" in f:
+                # A button of a form, not a link: mail scanners and link previews follow links (GET), and a
+                # GET of a file's address downloads nothing. No script: the browser posts the form itself.
                 items.append(
-                    '<li><a class="file" href="%d/%s">%s</a> <span class="note">%s</span></li>'
-                    % (index, html.escape(f["name"], quote=True), name, size_text(f["size"]))
+                    '<li><form method="post" action="%d/%s"><button class="file" type="submit">%s</button></form> '
+                    '<span class="note">%s</span></li>'
+                    % (index, html.escape(urllib.parse.quote(f["name"]), quote=True), name, size_text(f["size"]))
                 )
             else:
                 items.append('<li class="gone">%s: already downloaded</li>' % name)
@@ -417,7 +458,7 @@ class Gate(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header(
             "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
-            "form-action 'none'; frame-ancestors 'none'"
+            "form-action 'self'; frame-ancestors 'none'"
         )
         for name, value in extra:
             self.send_header(name, value)
@@ -431,7 +472,19 @@ class Gate(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.route(head=True)
 
-    def route(self, head):
+    def do_POST(self):
+        # The form's body is empty; it is read (bounded) so the connection stays in step, and ignored.
+        try:
+            length = int(self.headers.get("Content-Length") or "0")
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self.close_connection = True
+            return self.send(413, b"")
+        self.rfile.read(length)
+        self.route(head=False, post=True)
+
+    def route(self, head, post=False):
         store = self.server.store
         match = ROUTE.fullmatch(self.path.split("?", 1)[0])
         if not match:
@@ -455,23 +508,31 @@ class Gate(BaseHTTPRequestHandler):
                 return self.send(410, ended_page(record["ended"], record["expires"]), head=head)
             try:
                 if index is None:
+                    if post:
+                        return self.send(405, b"", extra=[("Allow", "GET, HEAD")])
                     content = json.loads(open_sealed(key, record["page"], "%s/page" % link_id))
                     if not head:
                         store.audit(event="view", link=link_id, user=record["user"], **peer)
                     return self.send(200, landing(record, content, peer["agent"], now), head=head)
-                return self.download(store, record, key, int(index), name, peer, now, head)
+                return self.download(store, record, key, int(index), name, peer, now, head, post)
             except (InvalidTag, ValueError, binascii.Error):
                 store.audit(event="refused", link=link_id, user=record["user"], reason="does not open", **peer)
                 return self.send(500, page("Error", "<h1>This link cannot be opened</h1>"), head=head)
 
-    def download(self, store, record, key, index, name, peer, now, head):
+    def download(self, store, record, key, index, name, peer, now, head, post):
         files = record["files"]
-        if index >= len(files) or files[index]["name"] != name:
+        if index >= len(files) or files[index]["name"] != urllib.parse.unquote(name):
             return self.send(404, ended_page("unknown"), head=head)
         entry = files[index]
+        name = entry["name"]
         if head:
             # A HEAD is no download: it counts nothing and shows nothing.
-            return self.send(405, b"", extra=[("Allow", "GET")], head=True)
+            return self.send(405, b"", extra=[("Allow", "POST")], head=True)
+        if "sealed" in entry and not post:
+            # A GET (a scanner or preview following the address, a reload) counts nothing: the page's button posts.
+            title = "Download it from the link's page"
+            text = "Open the link you received and press the file's button there."
+            return self.send(405, page(title, "<h1>%s</h1><p>%s</p>" % (title, text)), extra=[("Allow", "POST")])
         if "sealed" not in entry:
             store.audit(event="refused", link=record["id"], user=record["user"], file=name, reason="used", **peer)
             title = "This file was already downloaded"
@@ -802,6 +863,16 @@ dependencies: []
     path: "{{ vpnprov_handoff_tls_dir }}/fullchain.pem"
   register: vpnprov_handoff_certificate
 
+# nginx 1.25.1 replaced the http2 parameter of listen by the http2 directive (Debian 12 has 1.22, 13 has 1.26).
+- name: Read nginx's version
+  ansible.builtin.command:
+    argv: [nginx, -v]
+  register: vpnprov_handoff_nginx_version
+  changed_when: false
+  failed_when: false
+  check_mode: false
+  when: vpnprov_handoff_certificate.stat.exists
+
 - name: Install the site's HTTPS part
   ansible.builtin.template:
     src: vpnprov-handoff-https.conf.j2
@@ -831,19 +902,36 @@ dependencies: []
   become: false
   register: vpnprov_handoff_index_file
 
+# deploy/handoff.yml alone cannot set a site up (nginx, its certificate, the gate's service): say so
+# rather than fail at the gate's first command.
+- name: Look for the gate
+  ansible.builtin.stat:
+    path: "{{ vpnprov_handoff_gate }}"
+    get_checksum: false
+  register: vpnprov_handoff_gate_file
+
+- name: Check that the site is set up
+  ansible.builtin.assert:
+    that: vpnprov_handoff_gate_file.stat.exists or ansible_check_mode
+    fail_msg: >-
+      the hand-off site is not set up: roll deploy/site.yml out to it first
+      (ansible-playbook -i deploy/inventory.yml deploy/site.yml --limit {{ inventory_hostname }})
+    quiet: true
+
+# A check run on a site it has not set up yet finds no gate: it then knows no link, and would upload them all.
 - name: List the links the site knows
   ansible.builtin.command:
     argv: [runuser, -u, "{{ vpnprov_handoff_user }}", --, "{{ vpnprov_handoff_gate }}", known, --store, "{{ vpnprov_handoff_dir }}"]
   register: vpnprov_handoff_known
   changed_when: false
   check_mode: false
-  when: vpnprov_handoff_index_file.stat.exists
+  when: vpnprov_handoff_index_file.stat.exists and vpnprov_handoff_gate_file.stat.exists
 
 - name: Choose the links to upload
   ansible.builtin.set_fact:
     vpnprov_handoff_new: >-
       {{ (lookup('ansible.builtin.file', vpnprov_handoff_output_dir ~ '/handoff/index.json') | from_json).links
-         | difference(vpnprov_handoff_known.stdout | from_json) }}
+         | difference(vpnprov_handoff_known.stdout | default('[]') | from_json) }}
   when: vpnprov_handoff_index_file.stat.exists
 
 # Sealed files: nothing in them can be read without the link, but the output would be long.
@@ -1059,9 +1147,16 @@ server {
 # Generated by vpnprov (role vpnprov_handoff): the hand-off site {{ vpnprov_handoff.address }} over HTTPS
 # (docs/handoff.md). nginx holds the certificate and passes every request below /h/ to the gate, which
 # decides whether the link is still good.
+{% set vpnprov_handoff_nginx = vpnprov_handoff_nginx_version.stderr | default('') | regex_search('nginx/[0-9.]+') %}
 server {
+{% if vpnprov_handoff_nginx and vpnprov_handoff_nginx[6:] is version('1.25.1', '>=') %}
+    listen 443 ssl;
+    listen [::]:443 ssl;
+    http2 on;
+{% else %}
     listen 443 ssl http2;
     listen [::]:443 ssl http2;
+{% endif %}
     server_name {{ vpnprov_handoff.address }};
     ssl_certificate {{ vpnprov_handoff_tls_dir }}/fullchain.pem;
     ssl_certificate_key {{ vpnprov_handoff_tls_dir }}/key.pem;

@@ -162,6 +162,39 @@ struct HandOffSite {
         #expect(again.code == 0 && again.out.isEmpty && again.err.contains("handed off already"), "\(again.err)")
     }
 
+    /// A link is the result and is kept nowhere: it goes where the result goes (standard output, or the JSON
+    /// document), never to standard error, where scripts and CI collect their logs.
+    @Test func noLinkReachesStandardError() throws {
+        let site = try HandOffSite.make(in: try temporaryDirectory())
+        let text = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "ann"])
+        let json = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "ben", "--format", "json"])
+        #expect(text.code == 0 && json.code == 0, "\(text.err)\(json.err)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let links = try #require((document["handoff"] as? [String: Any])?["links"] as? [[String: Any]])
+        let ben = try #require(links.first?["url"] as? String)
+        let annLine = try #require(text.out.split(separator: "\n").first { $0.hasPrefix("ann: https://") })
+        let ann = String(annLine.dropFirst("ann: ".count))
+        for (url, run) in [(ann, text), (ben, json)] {
+            let token = String(url.dropFirst("https://get.vpn.example.com/h/".count).dropLast())
+            #expect(token.count == 43)
+            for r in [text, json] {
+                #expect(!r.err.contains(token), "a token on standard error")
+            }
+            #expect(run.out.contains(token))
+            #expect(!run.err.contains("/h/") && !run.err.contains("\u{2588}"), "a link or QR code on standard error")
+        }
+    }
+
+    /// `--quiet` keeps the links: they are the result and kept nowhere else, so they are printed (only the
+    /// notes go); a link printed nowhere would still be marked shown and replace the user's earlier one.
+    @Test func quietStillPrintsTheLinks() throws {
+        let site = try HandOffSite.make(in: try temporaryDirectory())
+        let r = site.run(["handoff", "inventory.yaml", "--no-publish", "--users", "cat", "--quiet", "--no-qr"])
+        #expect(r.code == 0 && r.err.isEmpty, "\(r.err)")
+        #expect(r.out.hasPrefix("cat: https://get.vpn.example.com/h/") && r.out.contains("QR code:"))
+        #expect(try site.ledger.filter(\.shown).map(\.user) == ["cat"])
+    }
+
     @Test(.needs(.zbar)) func theQRCodesHoldTheLink() throws {
         try TestDependency.zbar.require()
         let site = try HandOffSite.make(in: try temporaryDirectory())
@@ -255,16 +288,22 @@ struct HandOffSite {
         let bin = try temporaryDirectory()
         let calls = bin + "/calls"
         let fake = bin + "/ansible-playbook"
-        try
-            "#!/bin/sh\necho \"$@\" >> \(calls)\necho 'fatal: [get.vpn.example.com]: UNREACHABLE!'\nexit ${FAKE_STATUS:-0}\n"
-            .write(
-                toFile: fake, atomically: true, encoding: .utf8)
+        let script =
+            "#!/bin/sh\necho \"$@\" >> \(calls)\necho 'PLAY [Publish the vpnprov hand-off links]'\necho\n"
+            + "echo 'fatal: [get.vpn.example.com]: UNREACHABLE!'\nexit ${FAKE_STATUS:-0}\n"
+        try script.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let failed = site.run(
             ["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin, "FAKE_STATUS": "4"])
         #expect(failed.code == 3, "\(failed.err)")
         #expect(!failed.out.contains("https://"), "a link was shown")
         #expect(failed.err.contains("publishing to get.vpn.example.com failed") && failed.err.contains("UNREACHABLE"))
+        // The playbook's last lines, each a line of its own, not one line of escaped line breaks.
+        #expect(
+            failed.err.contains(
+                "\nvpnprov: note: ansible-playbook: PLAY [Publish the vpnprov hand-off links]\n"
+                    + "vpnprov: note: ansible-playbook: fatal: [get.vpn.example.com]: UNREACHABLE!\n"), "\(failed.err)")
+        #expect(!failed.err.contains("\\u{A}"), "\(failed.err)")
         #expect(try site.index.links.isEmpty)
         #expect(try site.ledger.allSatisfy { $0.ended?.reason == .revoked && !$0.shown })
         let published = site.run(["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin])
@@ -273,8 +312,54 @@ struct HandOffSite {
         let lines = try String(contentsOfFile: calls, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines.last == "-i \(site.out)/deploy/inventory.yml \(site.out)/deploy/handoff.yml")
+        // A failed re-hand-off: cat's working link ended for the new one, which is withdrawn. The next default run
+        // hands cat off again rather than saying every user's profiles are handed off.
+        let refailed = site.run(
+            ["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": bin, "FAKE_STATUS": "4"])
+        #expect(refailed.code == 3 && !refailed.out.contains("https://"), "\(refailed.err)")
+        #expect(refailed.err.contains("the next 'vpnprov handoff' hands them off again"), "\(refailed.err)")
+        #expect(
+            try site.ledger.filter { $0.user == "cat" }.allSatisfy { !$0.isLive(at: Int(Date().timeIntervalSince1970)) }
+        )
+        let next = try site.handOff()
+        #expect(next["cat"] != nil, "cat was left without a link: \(next.keys.sorted())")
         let missing = site.run(["handoff", "inventory.yaml", "--users", "cat"], environment: ["PATH": "/nonexistent"])
         #expect(missing.code == 3 && missing.err.contains("ansible-playbook is not on PATH"), "\(missing.err)")
+    }
+
+    /// Following the printed steps sets the site up and takes ended links off it: the first `generate` with
+    /// `handoff:` rolls the site out with the nodes, and a run that ends links names the playbook that only
+    /// publishes (never `vpnprov handoff`, which hands out new links too).
+    @Test func thePrintedStepsReachTheSite() throws {
+        let dir = try temporaryDirectory()
+        try HandOffSite.inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let site = HandOffSite(dir: dir)
+        let first = site.run(["generate", "inventory.yaml"])
+        #expect(first.code == 0, "\(first.err)")
+        #expect(
+            first.err.contains(
+                "next: roll the nodes, then the hand-off site out with\n  ansible-playbook -i out/deploy/inventory.yml "
+                    + "out/deploy/site.yml --limit n1,get.vpn.example.com\nand once it succeeded, record it with\n  "
+                    + "vpnprov rolled-out inventory.yaml --nodes n1\n"), "\(first.err)")
+        // Nothing of the site changed since: no rollout is printed for it.
+        _ = try site.handOff()
+        let revoked = site.run(["revoke", "ben", "inventory.yaml"])
+        #expect(revoked.code == 0, "\(revoked.err)")
+        #expect(!revoked.err.contains("get.vpn.example.com\n") && !revoked.err.contains("vpnprov handoff"))
+        #expect(
+            revoked.err.contains(
+                "hand-off links ended: ben (revoked); get.vpn.example.com serves them until the next publish\n"
+                    + "vpnprov: next: take them off get.vpn.example.com with\n  ansible-playbook -i "
+                    + "out/deploy/inventory.yml out/deploy/handoff.yml\n"), "\(revoked.err)")
+        // A site alone: its part of deploy/ was rewritten, the nodes' was not.
+        #expect(site.run(["rolled-out", "inventory.yaml", "--nodes", "n1"]).code == 0)
+        try FileManager.default.removeItem(atPath: site.out + "/deploy/host_vars/get.vpn.example.com.yml")
+        let changed = site.run(["generate", "inventory.yaml"])
+        #expect(
+            changed.err.contains(
+                "next: roll the hand-off site out with\n  ansible-playbook -i out/deploy/inventory.yml "
+                    + "out/deploy/site.yml --limit get.vpn.example.com\n"), "\(changed.err)")
+        #expect(!changed.err.contains("rolled-out"))
     }
 
     @Test func refusedWithoutASiteOrWithAStaleTree() throws {
@@ -302,6 +387,42 @@ struct HandOffSite {
         #expect(site.run(["handoff", "inventory.yaml", "--users", "cat", "--all"]).code == 2)
         #expect(site.run(["handoff", "inventory.yaml", "--expires", "2w"]).code == 2)
         #expect(site.run(["handoff", "inventory.yaml", "--downloads", "101"]).code == 2)
+    }
+
+    /// Before any `generate`: `handoff` says to run it (not every pending change of the state), `handoff-revoke`
+    /// has nothing to end and writes nothing, and no hand-off command makes a state directory, with a site or
+    /// without one.
+    @Test func beforeGenerateNothingIsWrittenAndTheErrorSaysWhatToRun() throws {
+        let dir = try temporaryDirectory()
+        let site = HandOffSite(dir: dir)
+        try HandOffSite.inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let handOff = site.run(["handoff", "inventory.yaml", "--no-publish"])
+        #expect(
+            handOff.code == 1
+                && handOff.err.contains("no state yet in state: run 'vpnprov generate' first")
+                && !handOff.err.contains("create CA"), "\(handOff.err)")
+        let revoke = site.run(["handoff-revoke", "ann", "inventory.yaml", "--no-publish"])
+        #expect(revoke.code == 0 && revoke.err.contains("ann had no live link"), "\(revoke.err)")
+        #expect(site.run(["handoff-revoke", "zed", "inventory.yaml", "--no-publish"]).code == 1)
+        #expect(!FileManager.default.fileExists(atPath: site.state), "a state directory was made")
+        #expect(!FileManager.default.fileExists(atPath: site.out))
+        // An empty state directory (made by hand, or by an earlier tool): still no CA, the same advice.
+        try FileManager.default.createDirectory(atPath: site.state, withIntermediateDirectories: false)
+        let empty = site.run(["handoff", "inventory.yaml", "--no-publish"])
+        #expect(empty.code == 1 && empty.err.contains("no state yet in state"), "\(empty.err)")
+        let emptyRevoke = site.run(["handoff-revoke", "ann", "inventory.yaml", "--no-publish"])
+        #expect(emptyRevoke.code == 0, "\(emptyRevoke.err)")
+        #expect(!FileManager.default.fileExists(atPath: site.state + "/handoff.json"))
+        try FileManager.default.removeItem(atPath: site.state)
+        // Without a site: refused, and nothing made.
+        let without = HandOffSite.inventory.replacingOccurrences(
+            of: "handoff:\n  address: get.vpn.example.com\n  deploy: {host: 192.0.2.80}\n", with: "")
+        try without.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        for command in [["handoff"], ["handoff-revoke", "ann"], ["handoff-list"]] {
+            let r = site.run(command + ["inventory.yaml", "--no-publish"].filter { _ in command[0] != "handoff-list" })
+            #expect(r.code == 1 && r.err.contains("[handoff-site-missing]"), "\(command): \(r.err)")
+            #expect(!FileManager.default.fileExists(atPath: site.state), "\(command) made a state directory")
+        }
     }
 
     /// `handoff-list` puts the state's links beside the site's journal: their state, each view and download.

@@ -10,7 +10,8 @@ import VPNProvTestSupport
 /// Python with python3-cryptography), run on a unix socket as nginx would ask it, against the links `vpnprov
 /// handoff` wrote: the device's section first, each file once with its content type, then gone from the store;
 /// a used-up, expired, withdrawn or replaced link gets a page that says so and no file; nothing the gate prints
-/// or records holds a token. The site with nginx, TLS and a browser is `HandOffSiteTests` (end to end).
+/// or records holds a token; the audit journal stays bounded. The site with nginx, TLS and a browser is
+/// `HandOffBrowserTests` (end to end).
 @Suite(.temporaries, .serialized) struct HandOffGateTests {
     static let curl = TestDependency(
         path: "/usr/bin/curl", installedBy: "the Debian package curl (scripts/install-test-deps)")
@@ -81,8 +82,9 @@ import VPNProvTestSupport
 
         var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
 
-        /// A request as nginx passes it: status, headers (lower-cased names), body.
-        func get(_ path: String, agent: String = "test", head: Bool = false) throws -> (
+        /// A request as nginx passes it: status, headers (lower-cased names), body. `post`: as the page's
+        /// download button sends it (an empty form).
+        func get(_ path: String, agent: String = "test", head: Bool = false, post: Bool = false) throws -> (
             status: Int, headers: [String: String], body: Data
         ) {
             let body = store + ".body"
@@ -92,7 +94,7 @@ import VPNProvTestSupport
                     "curl", "-sS", "--unix-socket", socket, "-o", body, "-D", headers, "-A", agent, "-H",
                     "X-Real-IP: 198.51.100.7",
                 ]
-                    + (head ? ["-I"] : []) + ["http://get.vpn.example.com" + path])
+                    + (head ? ["-I"] : []) + (post ? ["-d", ""] : []) + ["http://get.vpn.example.com" + path])
             try #require(result.status == 0, "curl: \(result.output)")
             let lines = try String(contentsOfFile: headers, encoding: .utf8).split(separator: "\r\n")
             let status = Int(lines.first?.split(separator: " ")[1] ?? "") ?? 0
@@ -163,10 +165,23 @@ import VPNProvTestSupport
         let bare = try gate.get(String(Self.path(ann).dropLast()))
         #expect(bare.status == 308 && bare.headers["location"] == Self.path(ann))
 
-        // A file: its bytes, its content type, as an attachment; a HEAD counts nothing; the second time, no file.
+        // The page offers each file as a form's button (scanners follow links, not forms), posted to its place.
+        let apple = String(decoding: try gate.get(Self.path(ann)).body, as: UTF8.self)
+        #expect(
+            apple.contains(
+                "<form method=\"post\" action=\"0/ann.mobileconfig\"><button class=\"file\" type=\"submit\">"),
+            "\(apple)")
+        #expect(!apple.contains("<a "), "a link on the page")
+        #expect(try gate.get(Self.path(ann)).headers["content-security-policy"]?.contains("form-action 'self'") == true)
+        // A file: its bytes, its content type, as an attachment; a HEAD or GET (a scanner following the address)
+        // counts nothing; the second time, no file.
         let mobileconfig = Self.path(ann) + "0/ann.mobileconfig"
         #expect(try gate.get(mobileconfig, head: true).status == 405)
-        let file = try gate.get(mobileconfig, agent: Self.agents["apple"]!)
+        let followed = try gate.get(mobileconfig)
+        #expect(followed.status == 405 && followed.headers["allow"] == "POST", "a GET of a file: \(followed.status)")
+        #expect(!String(decoding: followed.body, as: UTF8.self).contains("PayloadContent"))
+        #expect(try gate.get(Self.path(ann), post: true).status == 405, "a POST to the page")
+        let file = try gate.get(mobileconfig, agent: Self.agents["apple"]!, post: true)
         #expect(file.status == 200 && file.headers["content-type"] == "application/x-apple-aspen-config")
         #expect(file.headers["content-disposition"] == "attachment; filename=\"ann.mobileconfig\"")
         #expect(file.headers["cache-control"] == "no-store" && file.headers["referrer-policy"] == "no-referrer")
@@ -176,18 +191,19 @@ import VPNProvTestSupport
         let annID = try #require(links["ann"]?["id"] as? String)
         let annFiles = try #require(try gate.record(annID)["files"] as? [[String: Any]])
         #expect(annFiles[0]["sealed"] == nil && annFiles[1]["sealed"] != nil, "the file's sealed copy is gone")
-        let sswan = try gate.get(Self.path(ann) + "1/n1-ikev2-eap.sswan", agent: Self.agents["android"]!)
+        let sswan = try gate.get(Self.path(ann) + "1/n1-ikev2-eap.sswan", agent: Self.agents["android"]!, post: true)
         #expect(sswan.headers["content-type"] == "application/vnd.strongswan.profile")
         #expect(sswan.body == FileManager.default.contents(atPath: site.out + "/clients/ann/n1-ikev2-eap.sswan"))
         let page = String(decoding: try gate.get(Self.path(ann)).body, as: UTF8.self)
         #expect(page.contains("ann.mobileconfig: already downloaded"))
         // A file name that is not the one at that place: nothing.
-        #expect(try gate.get(Self.path(ann) + "2/ann.mobileconfig").status == 404)
+        #expect(try gate.get(Self.path(ann) + "2/ann.mobileconfig", post: true).status == 404)
 
         // Every file of cat's link downloaded: the link is used, its page says so, the store keeps no file.
         let catID = try #require(links["cat"]?["id"] as? String)
         for (index, name) in ((try gate.record(catID)["files"] as? [[String: Any]]) ?? []).enumerated() {
-            #expect(try gate.get(Self.path(cat) + "\(index)/\(name["name"] as? String ?? "")").status == 200)
+            #expect(
+                try gate.get(Self.path(cat) + "\(index)/\(name["name"] as? String ?? "")", post: true).status == 200)
         }
         let used = try gate.get(Self.path(cat))
         #expect(used.status == 410 && String(decoding: used.body, as: UTF8.self).contains("This link has been used"))
@@ -209,7 +225,7 @@ import VPNProvTestSupport
         #expect(
             withdrawn.status == 410
                 && String(decoding: withdrawn.body, as: UTF8.self).contains("This link was withdrawn"))
-        #expect(try gate.get(Self.path(ann) + "1/n1-ikev2-eap.sswan").status == 410)
+        #expect(try gate.get(Self.path(ann) + "1/n1-ikev2-eap.sswan", post: true).status == 410)
         let replaced = try gate.get(Self.path(ben))
         #expect(
             replaced.status == 410 && String(decoding: replaced.body, as: UTF8.self).contains("This link was replaced"))
@@ -238,6 +254,52 @@ import VPNProvTestSupport
         }
     }
 
+    /// The audit journal forgets a link with its tombstone (30 days after its expiry) and never grows past 16 MiB:
+    /// every publish fetches it whole, and `handoff-list` reads at most 64 MiB of it.
+    @Test(.needs(.python3)) func theJournalIsBounded() throws {
+        try TestDependency.python3.require()
+        let dir = try temporaryDirectory()
+        let site = try HandOffSite.make(in: dir)
+        let links = try site.handOff(["--users", "cat"])
+        let cat = try #require(links["cat"]?["id"] as? String)
+        let gate = try Gate(site: site, store: dir + "/store")
+        defer { gate.stop() }
+        #expect(try gate.publish(site)["installed"] == 1)
+        // A link that ended 40 days ago (its tombstone is due to go), and 17 MiB of views of cat's link.
+        let old = String(repeating: "0", count: 32)
+        let tombstone =
+            #"{"version": 1, "id": "\#(old)", "user": "ben", "expires": 1000000000, "ended": "used", "endedAt": 1000000000}"#
+        try tombstone.write(toFile: gate.store + "/links/\(old).json", atomically: true, encoding: .utf8)
+        let view = { (n: Int, link: String) in
+            #"{"address": "198.51.100.7", "agent": "Mozilla/5.0 (iPhone)", "event": "view", "link": "\#(link)", "n": \#(n), "time": "2026-12-07T09:01:00Z", "user": "cat"}"#
+                + "\n"
+        }
+        var journal = view(0, old)
+        var n = 1
+        while journal.utf8.count < 17 << 20 {
+            journal += view(n, cat)
+            n += 1
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: gate.store + "/audit.jsonl"))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(journal.utf8))
+        try handle.close()
+        _ = try gate.publish(site)
+        #expect(!FileManager.default.fileExists(atPath: gate.store + "/links/\(old).json"), "the tombstone went")
+        let kept = try String(contentsOfFile: gate.store + "/audit.jsonl", encoding: .utf8)
+        #expect(kept.utf8.count <= 8 << 20 && kept.utf8.count > 7 << 20, "\(kept.utf8.count) bytes kept")
+        let forgotten = !kept.contains(old)
+        #expect(forgotten, "the events of a forgotten link stay")
+        let lines = kept.split(separator: "\n")
+        let whole = lines.allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") }
+        #expect(whole, "a line cut in two")
+        let newest = lines.last?.contains("\"n\": \(n - 1),") == true
+        #expect(newest, "the newest event is kept")
+        #expect(
+            try FileManager.default.attributesOfItem(atPath: gate.store + "/audit.jsonl")[.posixPermissions] as? Int
+                == 0o600)
+    }
+
     /// A link whose time is up when the site takes it in (made with the clock two hours back, for an hour) is
     /// ended at once: its page says it expired and it serves nothing.
     @Test(.needs(.python3, Self.curl)) func anExpiredLinkServesNothing() throws {
@@ -253,7 +315,7 @@ import VPNProvTestSupport
         let cat = try #require(links["cat"]?["url"] as? String)
         let page = try gate.get(Self.path(cat))
         #expect(page.status == 410 && String(decoding: page.body, as: UTF8.self).contains("This link has expired"))
-        #expect(try gate.get(Self.path(cat) + "0/cat.mobileconfig").status == 410)
+        #expect(try gate.get(Self.path(cat) + "0/cat.mobileconfig", post: true).status == 410)
         let record = try gate.record(try #require(links["cat"]?["id"] as? String))
         #expect(record["ended"] as? String == "expired" && record["files"] == nil)
     }

@@ -48,6 +48,20 @@ import VPNProvTestSupport
         #expect(!json.out.contains("Zq8#vLw2") && !json.err.contains("Zq8#vLw2"))
     }
 
+    /// A short value of an unknown key is no secret and is not hidden: hiding `1` hid every "1" of every message.
+    @Test func aShortUnknownValueIsNotHiddenFromEveryMessage() throws {
+        let inventory =
+            starterWithUserKey("    bogus: 1")
+            + "handoff:\n  address: get.vpn.example.com\n  expires: 3m\n  downloads: 1000\n"
+        let dir = try site(inventory)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let v = vpnprov(["validate", "inventory.yaml"], in: dir)
+        #expect(v.err.contains("unknown key 'bogus'"), "\(v.err)")
+        // Only the excerpt of the unknown key's own line is cut where its value starts.
+        #expect(v.err.contains("from 1h to 30d") && v.err.contains("found 1000"), "\(v.err)")
+        #expect(v.err.components(separatedBy: "<hidden>").count == 2, "\(v.err)")
+    }
+
     @Test func aWrittenOutKeyGetsTheAbbreviation() throws {
         let dir = try site(starterWithUserKey("    certificate: true"))
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -97,11 +97,26 @@ import Testing
             toFile: fleet.inventory, atomically: true, encoding: .utf8)
         let generated = try fleet.vpnprov(["generate"])
         #expect(generated.stderr.contains("hand new profiles to ann, ben, cat, dan with one expiring link each"))
+        #expect(generated.stderr.contains("--limit n1,\(Self.site)\n"), "the first rollout sets the site up")
+        // A publish before the site was set up says what to do first.
+        let early = try await fleet.controller(lab, ["handoff", "--users", "cat"])
+        #expect(
+            !early.succeeded
+                && early.stderr.contains("the hand-off site is not set up: roll deploy/site.yml out to it first"),
+            "publish before setup: \(early)")
 
         // The site as a fresh server has it: Debian's nginx configuration, nginx running, nothing of vpnprov.
         let nginx = try SiteDaemons(lab: lab, site: site, scratch: dir)
         defer { nginx.stop() }
         try nginx.startNginx()
+
+        // A check run on the fresh site fails nowhere (it has no gate yet to ask which links it knows).
+        let siteOnly = [
+            "-i", fleet.out + "/deploy/inventory.yml", fleet.out + "/deploy/site.yml", "--limit", Self.site,
+        ]
+        let check = try await lab.playbook(
+            siteOnly + ["--check"] + AnsibleRolloutTests.labVariables + Self.siteVariables)
+        #expect(check.succeeded && AnsibleRolloutTests.recap(check)[Self.site]?.failed == 0, "check run: \(check)")
 
         // One rollout: the node, then the site (its certificate from Pebble through nginx's port 80).
         let rollout = try await lab.playbook(
@@ -109,6 +124,10 @@ import Testing
                 + AnsibleRolloutTests.labVariables + Self.siteVariables)
         try #require(rollout.succeeded, "rollout: \(rollout)")
         #expect(AnsibleRolloutTests.recap(rollout)[Self.site]?.failed == 0)
+        // A second rollout of the site changes nothing.
+        let again = try await lab.playbook(siteOnly + AnsibleRolloutTests.labVariables + Self.siteVariables)
+        #expect(
+            again.succeeded && AnsibleRolloutTests.recap(again)[Self.site]?.changed == 0, "second rollout: \(again)")
         #expect(pebble.issuedAny, "Pebble issued no certificate:\n\(pebble.log)")
         let stored = try lab.run(site, ["/usr/bin/stat", "-c", "%U %a", "/var/lib/vpnprov-handoff"])
         #expect(stored.stdout == "www-data 700\n", "the link store: \(stored)")
@@ -149,7 +168,7 @@ import Testing
         #expect(Self.sections(phonePage).first == "apple", "\(Self.sections(phonePage))")
         #expect(phonePage.contains("iPhone and iPad: open Settings"))
         screenshots["handoff-iphone.png"] = try phone.screenshot()
-        let profile = try phone.download("#apple a.file")
+        let profile = try phone.download("#apple button.file")
         #expect(profile.contentType == "application/x-apple-aspen-config")
         #expect(
             FileManager.default.contents(atPath: profile.file.path)
@@ -165,7 +184,7 @@ import Testing
         let pixelPage = try pixel.open(url("ann"))
         #expect(Self.sections(pixelPage).first == "android", "\(Self.sections(pixelPage))")
         screenshots["handoff-android.png"] = try pixel.screenshot()
-        let sswan = try pixel.download("#android a.file")
+        let sswan = try pixel.download("#android button.file")
         #expect(sswan.contentType == "application/vnd.strongswan.profile")
         #expect(
             FileManager.default.contents(atPath: sswan.file.path)
@@ -177,7 +196,7 @@ import Testing
         #expect(Self.sections(pcPage).first == "windows", "\(Self.sections(pcPage))")
         screenshots["handoff-windows.png"] = try pc.screenshot()
         for name in ["ann-windows.ps1", "ann-windows-password.txt"] {
-            let file = try pc.download("a[href$=\"\(name)\"]")
+            let file = try pc.download("form[action$=\"\(name)\"] button")
             #expect(file.contentType == "text/plain; charset=utf-8", "\(name)")
             #expect(
                 FileManager.default.contents(atPath: file.file.path)
@@ -187,14 +206,14 @@ import Testing
         // dan downloads both his files: the link is used up; its page says so and offers nothing.
         let dan = try chromium.tab(userAgent: Self.iPhone, width: 390, height: 844, mobile: true)
         _ = try dan.open(url("dan"))
-        for name in ["dan.mobileconfig", "README.txt"] { _ = try dan.download("a[href$=\"\(name)\"]") }
+        for name in ["dan.mobileconfig", "README.txt"] { _ = try dan.download("form[action$=\"\(name)\"] button") }
         let used = try dan.open(url("dan"))
-        #expect(used.contains("This link has been used") && !used.contains("a class=\"file\""))
+        #expect(used.contains("This link has been used") && !used.contains("class=\"file\""))
         screenshots["handoff-used.png"] = try dan.screenshot()
         // cat's link expired an hour ago.
         let late = try chromium.tab(userAgent: Self.iPhone, width: 390, height: 844, mobile: true)
         let expired = try late.open(url("cat"))
-        #expect(expired.contains("This link has expired") && !expired.contains("a class=\"file\""))
+        #expect(expired.contains("This link has expired") && !expired.contains("class=\"file\""))
         #expect(try late.open(url("cat") + "0/cat.mobileconfig").contains("This link has expired"))
         #expect(late.downloaded.isEmpty)
 
@@ -238,7 +257,7 @@ import Testing
                     "cat /var/log/nginx/*.log /var/lib/vpnprov-handoff/audit.jsonl",
                 ]
             ).stdout + nginx.gateLog
-        #expect(logs.contains("\"GET /h/-/0/ann.mobileconfig\" 200"), "the access log names the file, not the link")
+        #expect(logs.contains("\"POST /h/-/0/ann.mobileconfig\" 200"), "the access log names the file, not the link")
         for (user, link) in links {
             #expect(!logs.contains(link.token), "\(user)'s token is in a log of the site")
         }

@@ -78,6 +78,17 @@ import VPNProvTestFixtures
         #expect(names.firstIndex(of: "alice.p12")! < names.firstIndex(of: "alice-p12-password.txt")!)
     }
 
+    /// The last section names what it holds: the certificate and its password only when they are there.
+    @Test func theLastSectionSaysWhatItHolds() {
+        let readme = ["README.txt"]
+        #expect(HandOffSection.other.title(names: readme) == "The instructions")
+        #expect(!HandOffSection.other.steps(user: "cat", names: readme).joined().contains("certificate"))
+        let p12 = ["ben.p12", "ben-p12-password.txt", "README.txt"]
+        #expect(HandOffSection.other.title(names: p12) == "Other apps, and the instructions")
+        #expect(HandOffSection.other.steps(user: "ben", names: p12).joined().contains("certificate"))
+        #expect(HandOffSection.apple.title(names: ["ann.mobileconfig"]) == "iPhone, iPad and Mac")
+    }
+
     @Test func aFileWithoutAPlaceIsRefused() {
         #expect(throws: HandOffPackageError.self) {
             try HandOffItem.items(user: "alice", paths: ["alice.mobileconfig", "alice.ovpn"])
@@ -85,5 +96,56 @@ import VPNProvTestFixtures
         #expect(throws: HandOffPackageError.self) {
             try HandOffItem.items(user: "alice", paths: ["other/alice.conf"])
         }
+    }
+
+    /// The site's gate service and its certificate's renewal service and timer, as the role renders them with
+    /// its defaults (the gate's socket in /run/vpnprov-handoff/), pass `systemd-analyze verify` without a word
+    /// about them.
+    @Test(.needs(MonitoringTests.systemdAnalyze)) func theSitesUnitsVerify() throws {
+        try MonitoringTests.systemdAnalyze.require()
+        let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("handoff-units"))
+        // The role's defaults, `name: value` lines with a plain value.
+        var values: [String: String] = [:]
+        for line in try #require(BuiltinDeployFiles.files["roles/vpnprov_handoff/defaults/main.yml"]).split(
+            separator: "\n")
+        where line.hasPrefix("vpnprov_handoff_") {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2 && !parts[1].isEmpty { values[parts[0]] = parts[1] }
+        }
+        let socket = try #require(values["vpnprov_handoff_socket"])
+        #expect(socket == "/run/vpnprov-handoff/gate.sock")
+        values["vpnprov_handoff_socket | dirname | basename"] = "vpnprov-handoff"
+        values["vpnprov_handoff.address"] = "get.vpn.example.com"
+        values["vpnprov_handoff.acme.renew_days | default(30)"] = "30"
+        var paths: [String] = []
+        for unit in [
+            "vpnprov-handoff.service", "vpnprov-handoff-acme-renew.service", "vpnprov-handoff-acme-renew.timer",
+        ] {
+            var text = try #require(BuiltinDeployFiles.files["roles/vpnprov_handoff/templates/\(unit).j2"])
+            for (name, value) in values { text = text.replacingOccurrences(of: "{{ \(name) }}", with: value) }
+            #expect(!text.contains("{{"), "\(unit): \(text)")
+            let path = dir.appendingPathComponent(unit).path
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            paths.append(path)
+        }
+        // As MonitoringTests does, in a mount namespace with a tmpfs over /run; and one over /usr/local/lib that
+        // holds the two programs the services run (verify checks that they are executables).
+        let programs = [
+            try #require(values["vpnprov_handoff_gate"]), try #require(values["vpnprov_handoff_acme_script"]),
+        ]
+        #expect(programs.allSatisfy { $0.hasPrefix("/usr/local/lib/vpnprov/") })
+        let setup =
+            "mount -t tmpfs -o size=1m vpnprov-verify /run && mount -t tmpfs -o size=1m vpnprov-verify /usr/local/lib "
+            + "&& mkdir /usr/local/lib/vpnprov && for p in " + programs.joined(separator: " ")
+            + "; do printf '#!/bin/sh\\n' > \"$p\" && chmod 755 \"$p\" || exit 1; done && exec \"$0\" \"$@\""
+        let result = try MonitoringTests.run(
+            "/usr/bin/unshare",
+            [
+                "--mount", "--map-root-user", "sh", "-c", setup, MonitoringTests.systemdAnalyze.path, "verify",
+                "--man=no",
+            ]
+                + paths, in: dir)
+        #expect(result.code == 0, "\(result.output)")
+        #expect(!result.output.contains("vpnprov-handoff"), "\(result.output)")
     }
 }

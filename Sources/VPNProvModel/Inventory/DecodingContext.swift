@@ -78,6 +78,13 @@ final class DecodingContext {
         if let value = node.scalar, !value.isEmpty { secretValues.insert(value) }
     }
 
+    /// Whether an unknown key's value is hidden from every message as a possible secret: not when it is
+    /// shorter than 4 characters or a YAML boolean or null. No secret that short passes the strength policy,
+    /// and hiding it would garble every message that holds those characters (`bogus: 1` hid every "1").
+    static func mayBeSecret(_ value: String) -> Bool {
+        value.count >= 4 && !["true", "false", "yes", "no", "on", "off", "null"].contains(value.lowercased())
+    }
+
     // MARK: - Mappings with known keys
 
     /// The entries of a mapping whose keys are strings, in order. Reports non-mappings, non-scalar keys
@@ -100,7 +107,7 @@ final class DecodingContext {
                 // secret. The key itself stays visible: the excerpt is cut where the value starts.
                 if pair.value.scalar != nil {
                     if pair.value.line == pair.key.line && pair.value.endLine <= pair.value.line {
-                        if let value = pair.value.scalar, !value.isEmpty { secretValues.insert(value) }
+                        if let value = pair.value.scalar, Self.mayBeSecret(value) { secretValues.insert(value) }
                         cutLines[pair.value.line] = min(cutLines[pair.value.line] ?? .max, pair.value.column)
                     } else {
                         markSecret(pair.value)

@@ -216,8 +216,9 @@ package struct DisconnectClient: Sendable {
                 throw AccountError(
                     "cannot send to \(target.host) port \(target.port): \(String(cString: strerror(errno)))")
             }
-            if let response = try awaitResponse(fd, to: request, secret: secret) {
-                let parsed = RadiusPacket.parse(response)!
+            if let response = try awaitResponse(fd, to: request, secret: secret),
+                let parsed = RadiusPacket.parse(response)
+            {
                 if parsed.code == RadiusPacket.disconnectACK { return .acknowledged }
                 let cause = parsed.value(RadiusPacket.errorCause).flatMap { bytes -> Int? in
                     bytes.count == 4 ? bytes.reduce(0) { $0 << 8 | Int($1) } : nil

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// The generated deploy/ (inventory, site.yml, vpnprov_node role) run by a real ansible-playbook over SSH
 /// against two nodes, each a network namespace with its own /etc, sshd and charon (see `AnsibleLab`), and
@@ -150,7 +151,7 @@ import Testing
     // these are the run's longest tests. Every command they run has a deadline of its own.
     @Test(.ansible)
     func rollsOutRevokesLiveTunnelsIsIdempotentAndStopsAtABrokenNode() async throws {
-        try await Command.onOwnExecutor { try await rolloutScenario() }
+        try await Subprocess.onOwnExecutor { try await rolloutScenario() }
     }
 
     func rolloutScenario() async throws {
@@ -445,7 +446,7 @@ import Testing
         "Revoked and removed users: the rollout ends their tunnels and their reconnects are refused (strongSwan 5.9 node)",
         .ansible)
     func revocationTakesEffectOnTheLiveNode() async throws {
-        try await Command.onOwnExecutor { try await revocationScenario(build: .host) }
+        try await Subprocess.onOwnExecutor { try await revocationScenario(build: .host) }
     }
 
     @Test(
@@ -453,7 +454,7 @@ import Testing
         .ansible,
         .strongSwan6)
     func revocationTakesEffectOnTheLiveNode6() async throws {
-        try await Command.onOwnExecutor { try await revocationScenario(build: .trixie) }
+        try await Subprocess.onOwnExecutor { try await revocationScenario(build: .trixie) }
     }
 
     func revocationScenario(build: StrongSwanBuild) async throws {
@@ -610,7 +611,7 @@ import Testing
         "A service added to a running node: charon holds the connections in the generated order, a certificate client connects",
         .ansible)
     func anAddedServiceKeepsTheGeneratedOrder() async throws {
-        try await Command.onOwnExecutor { try await addedServiceScenario(build: .host) }
+        try await Subprocess.onOwnExecutor { try await addedServiceScenario(build: .host) }
     }
 
     func addedServiceScenario(build: StrongSwanBuild) async throws {
@@ -659,7 +660,7 @@ import Testing
         "A node whose strongSwan cannot compute ML-KEM: the rollout of a quantum-safe configuration stops with the reason before anything is loaded",
         .ansible)
     func aQuantumSafeNodeNeedsStrongSwan61() async throws {
-        try await Command.onOwnExecutor {
+        try await Subprocess.onOwnExecutor {
             let fleet = try OneNodeFleet.start(build: .host, label: "quantum-safe-fleet")
             defer { fleet.teardown() }
             try fleet.generate(
@@ -690,7 +691,7 @@ import Testing
             "generate", Inventories.example, "--out", dir.path + "/out", "--state", dir.path + "/state",
         ])
         try #require(result.succeeded, "\(result)")
-        let lint = try Command.run(
+        let lint = try Subprocess.run(
             "/usr/bin/env",
             [
                 "-C", dir.path + "/out/deploy", "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin", "HOME=\(dir.path)",

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import VPNProvAccounts
+import VPNProvTestHarness
 
 /// `vpnprov accounts`' Disconnect-Requests (RFC 5176) against the receiver they are for: a real
 /// charon's eap-radius DAE listener (strongSwan 5.9 and 6.0). Sent from the client namespace, a

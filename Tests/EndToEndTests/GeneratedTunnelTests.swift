@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// The project's main promise, proven with real strongSwan: every client configuration `vpnprov generate` writes
 /// (Apple payloads and Android .sswan profiles translated into the strongSwan client they amount to, Linux
@@ -431,7 +432,7 @@ struct GeneratedTunnelTests {
         let deployment = try GeneratedDeployment.generate(inventory: inventory.path, label: "crl-url")
         let node = try deployment.node("fra-1")
         let serverPEM = node.directory.appendingPathComponent("swanctl/x509/fra-1.pem").path
-        let extensionText = try Command.check(
+        let extensionText = try Subprocess.check(
             "/usr/bin/openssl", ["x509", "-in", serverPEM, "-noout", "-ext", "crlDistributionPoints"])
         #expect(extensionText.stdout.contains("URI:\(url)"), "\(extensionText.stdout)")
         let published = try Data(contentsOf: deployment.out.appendingPathComponent("crl/crl.der"))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// The whole hand-off (docs/handoff.md), from "the operator runs one command" to "the user's tunnel carries
 /// traffic": the generated deploy/ rolls a node and the hand-off site out to a lab (the site: Debian's nginx
@@ -64,7 +65,7 @@ import Testing
                 || StrongSwanEnvironment.isRequired,
             "needs pebble, lego, curl, nginx, chromium and certutil (scripts/install-test-deps)"))
     func aLinkTakesEachDeviceToItsOwnFilesAndItsTunnel() async throws {
-        try await Command.onOwnExecutor { try await Self.scenario() }
+        try await Subprocess.onOwnExecutor { try await Self.scenario() }
     }
 
     static func scenario() async throws {
@@ -116,7 +117,7 @@ import Testing
         #expect(key.stdout == "root 600\n", "the site's key: \(key)")
         try nginx.startGate()
         // TLS with the ACME certificate for the site's name, checked by curl against Pebble's root alone.
-        let https = try Command.run(
+        let https = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 browserHost.namespace, "/usr/bin/curl",
@@ -338,7 +339,7 @@ struct Fleet {
     /// `vpnprov COMMAND inventory … ARGS` here, which must succeed.
     @discardableResult
     func vpnprov(_ arguments: [String]) throws -> CommandResult {
-        let result = try Command.run(
+        let result = try Subprocess.run(
             try Self.testHooks, commandLine(arguments), environment: ["VPNPROV_NOW": Self.clock],
             timeout: .seconds(120))
         guard result.succeeded else { throw HarnessError("vpnprov \(arguments.joined(separator: " ")): \(result)") }
@@ -378,7 +379,7 @@ final class SiteDaemons {
     let lab: AnsibleLab
     let site: AnsibleLab.Node
     let scratch: URL
-    private var daemons: [DaemonProcess] = []
+    private var daemons: [Daemon] = []
 
     init(lab: AnsibleLab, site: AnsibleLab.Node, scratch: URL) throws {
         self.lab = lab
@@ -397,7 +398,7 @@ final class SiteDaemons {
     }
 
     func startNginx() throws {
-        let daemon = try DaemonProcess.start(
+        let daemon = try Daemon.start(
             StrongSwanEnvironment.ipPath, PrivateView.exec(site.namespace, "/usr/sbin/nginx", ["-g", "daemon off;"]),
             outputPath: scratch.appendingPathComponent("nginx.log").path)
         daemons.append(daemon)
@@ -406,7 +407,7 @@ final class SiteDaemons {
 
     /// The gate as vpnprov-handoff.service runs it: as www-data, on the store the role made.
     func startGate() throws {
-        let daemon = try DaemonProcess.start(
+        let daemon = try Daemon.start(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 site.namespace, "/usr/bin/setpriv",
@@ -444,23 +445,24 @@ final class BehindNode {
     init(node: AnsibleLab.Node) throws {
         namespace = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())-lan"
         let ip = StrongSwanEnvironment.ipPath
-        try Command.check(ip, ["netns", "add", namespace])
+        try Subprocess.check(ip, ["netns", "add", namespace])
         do {
-            try Command.check(ip, ["-n", namespace, "link", "set", "lo", "up"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", namespace, "link", "set", "lo", "up"])
+            try Subprocess.check(
                 ip,
                 [
                     "link", "add", "lan0", "netns", node.namespace, "type", "veth", "peer", "name", "eth0", "netns",
                     namespace,
                 ])
-            try Command.check(
+            try Subprocess.check(
                 ip, ["-n", node.namespace, "addr", "add", "\(HandOffBrowserTests.behind.node)/24", "dev", "lan0"])
-            try Command.check(ip, ["-n", node.namespace, "link", "set", "lan0", "up"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", node.namespace, "link", "set", "lan0", "up"])
+            try Subprocess.check(
                 ip, ["-n", namespace, "addr", "add", "\(HandOffBrowserTests.behind.host)/24", "dev", "eth0"])
-            try Command.check(ip, ["-n", namespace, "link", "set", "eth0", "up"])
-            try Command.check(ip, ["-n", namespace, "route", "add", "default", "via", HandOffBrowserTests.behind.node])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", namespace, "link", "set", "eth0", "up"])
+            try Subprocess.check(
+                ip, ["-n", namespace, "route", "add", "default", "via", HandOffBrowserTests.behind.node])
+            try Subprocess.check(
                 ip, ["netns", "exec", node.namespace, "/usr/sbin/sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
         } catch {
             remove()
@@ -469,6 +471,6 @@ final class BehindNode {
     }
 
     func remove() {
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace], timeout: .seconds(10))
+        _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace], timeout: .seconds(10))
     }
 }

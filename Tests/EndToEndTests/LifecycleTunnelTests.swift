@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// The lifecycle commands against real strongSwan: a rotated PSK or password refuses the old secret and
 /// accepts the new one; during a CA rotation the profiles saved before it (Apple-emulated, Android and Linux,

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// The accounts scenario's fault steps (docs/accounts.md, "When the database or a RADIUS server is away"), in the
 /// scenario's lab, where every node runs its RADIUS relay as generated:

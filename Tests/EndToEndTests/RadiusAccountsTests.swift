@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// Central accounts, end to end: VPN nodes whose password services (IKEv2 EAP-MSCHAPv2, IKEv1 XAuth) go to RADIUS
 /// (strongSwan's eap-radius), two FreeRADIUS 3.2 servers, one PostgreSQL with the accounts, real strongSwan
@@ -43,7 +43,7 @@ struct RadiusAccountsTests {
     func accountsOnStrongSwan59() async throws {
         try RadiusEnvironment.require()
         try StrongSwanBuild.host.requireEAPRadius()
-        let report = try await Command.onOwnThread { try RadiusScenario.run(build: .host) }
+        let report = try await Subprocess.onOwnThread { try RadiusScenario.run(build: .host) }
         report.record()
     }
 
@@ -51,7 +51,7 @@ struct RadiusAccountsTests {
     func accountsOnStrongSwan60() async throws {
         try RadiusEnvironment.require()
         try StrongSwanBuild.trixie.requireEAPRadius()
-        let report = try await Command.onOwnThread { try RadiusScenario.run(build: .trixie) }
+        let report = try await Subprocess.onOwnThread { try RadiusScenario.run(build: .trixie) }
         report.record()
     }
 }
@@ -77,7 +77,7 @@ struct RadiusACMETests {
         try build.require()
         try build.requireEAPRadius()
         try NetworkManagerDesktop.require()
-        let detail = try await Command.onOwnThread { () throws -> String in
+        let detail = try await Subprocess.onOwnThread { () throws -> String in
             // Client 0: the seed app's code path (a charon); client 1: a NetworkManager desktop; the last: Pebble.
             let (lab, inputs, pebble) = try RadiusGeneratedInputs.startACMELab(build: build, clients: 3, desktops: [1])
             defer {
@@ -392,7 +392,7 @@ final class RadiusScenario: @unchecked Sendable {
         let file = try Scratch.makeDirectory("nthash").appendingPathComponent("utf16le")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data(password.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).write(to: file)
-        let result = try Command.check(
+        let result = try Subprocess.check(
             StrongSwanEnvironment.openSSLPath,
             ["dgst", "-md4", "-provider", "legacy", "-provider", "default", "-r", file.path])
         guard let hex = result.stdout.split(separator: " ").first, hex.count == 32 else {
@@ -656,7 +656,7 @@ final class RadiusScenario: @unchecked Sendable {
     /// the sockets it sends to the RADIUS servers from, on the node's own address; none on every address.
     private func relayListensOnLoopback(node: RadiusNodeSpec) throws -> String {
         let relay = try lab.relay(node.name)
-        let result = try Command.check(
+        let result = try Subprocess.check(
             StrongSwanEnvironment.ipPath, ["netns", "exec", try lab.node(node.name).namespace, "ss", "-H", "-lunp"])
         let sockets = result.stdout.split(separator: "\n").filter { $0.contains("pid=\(relay.pid),") }.map {
             String($0.split(separator: " ", omittingEmptySubsequences: true)[3])
@@ -691,7 +691,7 @@ final class RadiusScenario: @unchecked Sendable {
             """, in: server.namespace)
         defer { try? NetworkPair.loadNftables("delete table inet vpnprov-probe\n", in: server.namespace) }
         func arrived() throws -> Int {
-            let out = try Command.check(
+            let out = try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", server.namespace, "nft", "list", "counter", "inet", "vpnprov-probe", "arrived"]
             ).stdout
@@ -721,7 +721,7 @@ final class RadiusScenario: @unchecked Sendable {
                 s.bind((sys.argv[1], 0))
                 s.sendto(b"probe from a tunnel client", (sys.argv[2], int(sys.argv[3])))
                 """
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", lab.clients[0].namespace, "/usr/bin/python3", "-c", script, vip, serverAddress,
@@ -731,7 +731,7 @@ final class RadiusScenario: @unchecked Sendable {
         }
         // The node's rule about this server: its counter and handle.
         func nodeRule() throws -> (packets: Int, handle: String)? {
-            let chain = try Command.check(
+            let chain = try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", nodeNamespace, "nft", "-a", "list", "chain", "inet", "vpnprov", "client_to_world"]
             ).stdout
@@ -754,7 +754,7 @@ final class RadiusScenario: @unchecked Sendable {
         // The same datagram with the node's rule taken out of its live table.
         guard let rules = try inputs.nodeFirewall(node.name) else { throw HarnessError("no generated firewall") }
         defer { try? NetworkPair.loadNftables(rules, in: nodeNamespace) }
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", nodeNamespace, "nft", "delete", "rule", "inet", "vpnprov", "client_to_world", "handle",
@@ -1185,7 +1185,7 @@ final class RadiusScenario: @unchecked Sendable {
         let script = role.appendingPathComponent("files/vpnprov-strongswan-metrics")
         func status() throws -> String {
             // The role installs the collector's vici client beside it; here Python finds it in the role.
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", try lab.node(free.name).namespace, "/usr/bin/env",

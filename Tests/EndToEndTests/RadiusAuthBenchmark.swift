@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// How many password logins per second one node with `accounts: radius` takes through FreeRADIUS and PostgreSQL
 /// on this machine: a benchmark that prints figures (`bench radius: …`) and asserts only that every login
@@ -44,7 +44,7 @@ struct RadiusAuthBenchmark {
     static func run(_ build: StrongSwanBuild) async throws {
         try RadiusEnvironment.require()
         try build.requireEAPRadius()
-        try await Command.onOwnThread { try RadiusAuthRun.run(build: build, accounts: accounts) }
+        try await Subprocess.onOwnThread { try RadiusAuthRun.run(build: build, accounts: accounts) }
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// A rollout killed at a task boundary of the role converges with one more run (docs/deploy.md, "What
 /// survives an interrupted rollout"). Ansible keeps a pending handler only in the memory of the running
@@ -66,7 +67,7 @@ import Testing
 
     @Test("A rollout killed between two changes of the node is completed by the next run", .ansible)
     func aRolloutKilledAtATaskBoundaryIsLoadedByTheNextRun() async throws {
-        try await Command.onOwnExecutor { try await scenario() }
+        try await Subprocess.onOwnExecutor { try await scenario() }
     }
 
     func scenario() async throws {
@@ -90,7 +91,7 @@ import Testing
         }
         func keep(_ name: String) throws -> URL {
             let copy = dir.appendingPathComponent(name)
-            try Command.check("/bin/cp", ["-a", out.path, copy.path])
+            try Subprocess.check("/bin/cp", ["-a", out.path, copy.path])
             return copy
         }
         try Self.inventory(b: false).write(toFile: inventory, atomically: true, encoding: .utf8)
@@ -156,7 +157,7 @@ import Testing
             }
         }
         func stopIPv6Forwarding() throws {
-            try Command.check(
+            try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", node.namespace, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=0"])
         }

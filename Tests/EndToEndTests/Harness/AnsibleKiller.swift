@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A callback plugin for ansible-playbook that kills it at a task boundary, as a lost SSH session to the
 /// controller, a cancelled CI job or a closed laptop would (RolloutFaultTests, RadiusRoleTests). The plugin runs

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// Where the end-to-end tests find Ansible: `VPNPROV_ANSIBLE_BIN` (a directory holding `ansible-playbook`,
 /// e.g. a virtual environment's `bin/`), else `<package>/.build/ansible-venv/bin`, which `.ci/run` creates.
@@ -137,7 +138,7 @@ final class AnsibleLab: @unchecked Sendable {
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
         try ip(["-n", hub, "addr", "add", "192.0.2.254/24", "dev", "br0"])
-        try Command.check(
+        try Subprocess.check(
             AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-C", "vpnprov-e2e", "-f", keyFile])
         // The controller's one setting (no other ansible.cfg is read): while modules run on the nodes,
         // ansible-playbook polls its workers every millisecond by default, which costs CPU the lab's nodes
@@ -188,7 +189,7 @@ final class AnsibleLab: @unchecked Sendable {
         for dir in ["swanctl/conf.d"] {
             try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
         }
-        try Command.check(
+        try Subprocess.check(
             AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
         try publicKey.write(toFile: node.etc + "/ssh/authorized_keys", atomically: true, encoding: .utf8)
         try writeRootHome(node)
@@ -277,7 +278,7 @@ final class AnsibleLab: @unchecked Sendable {
     /// by the pid it writes.
     private func startSSHD(_ node: Node) throws {
         let pidFile = node.run.path + "/sshd.pid"
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 node.namespace, AnsibleTools.sshdPath,
@@ -332,7 +333,7 @@ final class AnsibleLab: @unchecked Sendable {
 
     /// `swanctl ARGS` on the node, as the node sees it (its /etc/strongswan.conf, its charon).
     func swanctl(_ node: Node, _ arguments: [String]) throws -> CommandResult {
-        try Command.run(
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(node.namespace, StrongSwanEnvironment.swanctlPath, arguments),
             environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
@@ -340,7 +341,7 @@ final class AnsibleLab: @unchecked Sendable {
 
     /// A tool run in the node's namespace (its /etc overlay), e.g. `nft` or `sysctl`.
     func run(_ node: Node, _ arguments: [String]) throws -> CommandResult {
-        try Command.run(
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath, PrivateView.exec(node.namespace, arguments[0], Array(arguments.dropFirst())),
             timeout: .seconds(30))
     }
@@ -402,7 +403,7 @@ final class AnsibleLab: @unchecked Sendable {
     /// Pings `destination` from a client namespace, from `source` (one echo, bounded).
     func ping(fromClient label: String, source: String, to destination: String) throws -> CommandResult {
         guard let client = clients[label] else { throw HarnessError("no client \(label)") }
-        return try Command.run(
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I",
@@ -440,7 +441,7 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_CONFIG": configFile,
             "HOME": scratch.path,
         ].merging(extra) { $1 }
-        return try await Command.runAwaiting(
+        return try await Subprocess.runAwaiting(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
                 + [program] + arguments,
@@ -461,12 +462,14 @@ final class AnsibleLab: @unchecked Sendable {
             if Scratch.processExists(pid) { kill(pid, SIGKILL) }
         }
         for ns in namespaces.reversed() {
-            if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
+            if let pids = try? Subprocess.run(
+                StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10))
+            {
                 for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
                     kill(pid, SIGKILL)
                 }
             }
-            _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+            _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
             PrivateView.remove(for: ns)
         }
         try? FileManager.default.removeItem(at: scratch)
@@ -476,7 +479,7 @@ final class AnsibleLab: @unchecked Sendable {
 
     @discardableResult
     private func ip(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+        try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestHarness
 
 /// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
 /// log file in its own run directory. `swanctl` calls made through it talk to this daemon only, with the
@@ -17,14 +18,14 @@ final class Charon: @unchecked Sendable {
     let settingsPath: String
     let socketPath: String
     let logPath: String
-    private let process: DaemonProcess
+    private let process: Daemon
     private var stopped = false
 
     var pid: Int32 { process.pid }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
 
     private init(
-        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: DaemonProcess
+        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: Daemon
     ) {
         self.namespace = namespace
         self.build = build
@@ -65,7 +66,7 @@ final class Charon: @unchecked Sendable {
             includes: settingsIncludes, extra: extraSettings
         ).write(toFile: settingsPath, atomically: true, encoding: .utf8)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
-        let process = try DaemonProcess.start(
+        let process = try Daemon.start(
             executable, arguments, environment: ["STRONGSWAN_CONF": settingsPath], outputPath: stdoutURL.path)
         let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
 
@@ -151,10 +152,11 @@ final class Charon: @unchecked Sendable {
     /// Runs `swanctl <arguments>` (of the daemon's build, in the daemon's namespace) against this daemon.
     func swanctl(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
         if build.root == nil {
-            return try Command.run(StrongSwanBuild.swanctlPath, arguments, environment: environment, timeout: timeout)
+            return try Subprocess.run(
+                StrongSwanBuild.swanctlPath, arguments, environment: environment, timeout: timeout)
         }
         let (executable, args) = build.command(in: namespace, StrongSwanBuild.swanctlPath, arguments)
-        return try Command.run(executable, args, environment: environment, timeout: timeout)
+        return try Subprocess.run(executable, args, environment: environment, timeout: timeout)
     }
 
     /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).

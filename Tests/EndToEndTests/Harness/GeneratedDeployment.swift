@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine
@@ -34,7 +35,7 @@ enum VPNProvBinary {
         guard let path else {
             throw HarnessError("the vpnprov binary was not found beside the test bundle: run `swift build` first")
         }
-        return try Command.run(path, arguments, environment: environment, timeout: .seconds(120))
+        return try Subprocess.run(path, arguments, environment: environment, timeout: .seconds(120))
     }
 }
 

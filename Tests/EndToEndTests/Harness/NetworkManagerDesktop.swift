@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestHarness
 
 /// A Linux desktop's NetworkManager with the strongSwan plugin (Debian's `network-manager` and
 /// `network-manager-strongswan`, whose backend is `charon-nm`), running in the client namespace of a
@@ -285,7 +286,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
 
     /// `nmcli <arguments>` inside the desktop's network and mount namespace.
     func nmcli(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
-        try Command.run(
+        try Subprocess.run(
             Self.nsenterPath, ["-t", String(pid), "-m", "-n", Self.nmcliPath] + arguments, timeout: timeout)
     }
 
@@ -300,7 +301,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// namespace: what a user types in a root shell there.
     func runAsRoot(_ commands: [String], in directory: URL) throws {
         let script = (["set -e", "cd \"$1\""] + commands).joined(separator: "\n")
-        let result = try Command.run(
+        let result = try Subprocess.run(
             Self.nsenterPath,
             ["-t", String(pid), "-m", "-n", StrongSwanBuild.shPath, "-c", script, "sh", directory.path])
         guard result.succeeded else { throw HarnessError("commands failed on the desktop: \(result)") }
@@ -361,7 +362,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// The pid owning the plugin's bus name, if charon-nm runs.
     private func rememberCharon() {
         guard
-            let result = try? Command.run(
+            let result = try? Subprocess.run(
                 Self.nsenterPath,
                 [
                     "-t", String(pid), "-m", "-n", Self.dbusSendPath, "--system", "--print-reply",
@@ -379,7 +380,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// charon-nm, dbus-daemon, systemd-udevd and its workers), as `pid name`.
     func strangers() throws -> [String] {
         let known: Set<String> = ["NetworkManager", "charon-nm", "dbus-daemon", "systemd-udevd", "(udev-worker)"]
-        let pids = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
+        let pids = try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
             .split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
         return pids.compactMap { pid in
             guard let name = Self.command(of: pid), !known.contains(name) else { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// One generated node running in a server charon (its `servers/<node>/` tree loaded as written, with its
 /// `strongswan.d/vpnprov.conf` included), and a client charon beside it that tries generated clients one by one.

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
 /// RADIUS servers, a free and a pro node with `accounts: radius`) renders the nodes' `servers/<node>/` trees (with
@@ -203,7 +203,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// is `accounts.database`, in the environment; a unix socket works from any namespace).
     private func runAccounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
         guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
-        return try Command.run(
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
                 "--inventory", deployment.inventory, "--state", deployment.state.path,
@@ -235,7 +235,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try ("local all radius scram-sha-256\n" + rules).write(toFile: hba, atomically: true, encoding: .utf8)
         try postgres.psql("SELECT pg_reload_conf()")
         // Without the password file the role is refused: the RADIUS servers' logins prove the file is used.
-        let bare = try Command.run(
+        let bare = try Subprocess.run(
             PostgresCluster.psqlPath,
             ["-X", "-w", "-h", postgres.directory, "-U", "radius", "-d", PostgresCluster.database, "-c", "SELECT 1"],
             environment: ["PGPASSFILE": "/dev/null"])
@@ -281,7 +281,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
         chmod(file.path, 0o600)
         defer { try? FileManager.default.removeItem(at: file) }
-        let result = try Command.run(
+        let result = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", operatorNamespace, binary, "accounts", "add", user, "--tier", tier, "--devices",

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// The central-accounts topology: VPN nodes that ask RADIUS about passwords, two FreeRADIUS servers sharing one
 /// PostgreSQL, clients, and a host on a LAN behind every node. One bridge (in a namespace of its own) joins
@@ -117,7 +117,7 @@ final class RadiusLab: @unchecked Sendable {
             try ip(["-n", lan, "addr", "add", "\(Self.lanHostAddress)/24", "dev", "eth0"])
             try ip(["-n", lan, "link", "set", "eth0", "up"])
             try ip(["-n", lan, "route", "add", "default", "via", Self.lanGateway])
-            try Command.check(
+            try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", node.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
         }
@@ -297,7 +297,7 @@ final class RadiusLab: @unchecked Sendable {
     /// Pings the host behind the nodes from client `index`'s namespace, its source address the kernel's choice (a
     /// desktop's tunnel route names its virtual IP).
     func pingHostBehind(fromClient index: Int) throws -> CommandResult {
-        try Command.run(
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
@@ -307,7 +307,7 @@ final class RadiusLab: @unchecked Sendable {
 
     /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).
     func pingHostBehind(fromClient index: Int, source: String) throws -> CommandResult {
-        try Command.run(
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
@@ -319,7 +319,7 @@ final class RadiusLab: @unchecked Sendable {
     /// directory; `finish()` stops it and returns the file.
     final class Capture {
         let file: URL
-        private let process: DaemonProcess
+        private let process: Daemon
         private let output: URL
 
         init(namespace: String, filter: [String]) throws {
@@ -329,7 +329,7 @@ final class RadiusLab: @unchecked Sendable {
             // --immediate-mode, -U: every packet is delivered and written as it is captured (a stop does not
             // lose what the kernel still buffers); -s 0: whole packets; -Z root: the file is written
             // into the scratch directory (root's, 0700), not as Debian's `tcpdump` user
-            process = try DaemonProcess.start(
+            process = try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", namespace, RadiusEnvironment.tcpdumpPath, "-i", "eth0", "-n", "-U",
@@ -359,7 +359,7 @@ final class RadiusLab: @unchecked Sendable {
 
         /// `tcpdump -r` of the capture, `-v` decoded, with `filter`: one packet per line (and its details).
         func read(_ filter: [String] = []) throws -> String {
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 RadiusEnvironment.tcpdumpPath, ["-r", file.path, "-n", "-v"] + filter, timeout: .seconds(20))
             guard result.succeeded else { throw HarnessError("reading the capture: \(result)") }
             return result.stdout
@@ -380,7 +380,7 @@ final class RadiusLab: @unchecked Sendable {
     func radclient(inNamespace namespace: String, arguments: [String], input: String) throws -> CommandResult {
         let file = try Scratch.makeDirectory("radclient").appendingPathComponent("request")
         try input.write(to: file, atomically: true, encoding: .utf8)
-        return try Command.run(
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
             timeout: .seconds(20))
@@ -439,6 +439,6 @@ final class RadiusLab: @unchecked Sendable {
 
     @discardableResult
     private func ip(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+        try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 }

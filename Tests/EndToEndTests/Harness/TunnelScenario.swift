@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A server charon and a client charon on a `NetworkPair`: the usual shape of an end-to-end test.
 ///

@@ -140,8 +140,10 @@ struct GeneratedTunnelTests {
             defer { nut.teardown() }
             // The daemons really are the versions this run claims to prove.
             for (charon, build) in [(nut.server, builds.server), (nut.client, builds.client)] {
-                let version = try charon.swanctl(["--version", "--daemon"]).stdout
-                #expect(version.contains("strongSwan \(build.version) charon-systemd"), "\(charon.label): \(version)")
+                let version = try charon.daemonVersion()
+                #expect(
+                    version.stdout.contains("strongSwan \(build.version) charon-systemd"), "\(charon.label): \(version)"
+                )
             }
             var sawConfiguredProposals = false
             for c in nodeCases {

@@ -13,6 +13,8 @@ package struct CommandResult: Sendable, CustomStringConvertible {
     package var stderr: String
     /// The deadline passed and the process was killed.
     package var timedOut: Bool
+    /// The child's process id (its leftovers are named by it).
+    package var pid: Int32 = 0
 
     package var succeeded: Bool { exitCode == 0 && !timedOut && !killedBySignal }
     /// stdout then stderr, for searching.
@@ -92,7 +94,8 @@ package enum Subprocess {
             executable: executable, arguments: arguments, exitCode: status.code,
             killedBySignal: status.killedBySignal && !timedOut,
             stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "", timedOut: timedOut)
+            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "", timedOut: timedOut,
+            pid: process.processIdentifier)
     }
 
     /// Like `run`, but a non-zero exit or a timeout is an error carrying the output.

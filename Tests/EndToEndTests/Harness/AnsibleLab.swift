@@ -95,7 +95,7 @@ final class AnsibleLab: @unchecked Sendable {
     let configFile: String
     private(set) var nodes: [Node] = []
     private(set) var clients: [String: (namespace: String, charon: Charon)] = [:]
-    private var daemons: [String: Process] = [:]  // "<node>/charon"
+    private var daemons: [String: Daemon] = [:]  // "<node>/charon"
     private var sshdPIDs: [Int32] = []
     private var namespaces: [String] = []
     private var serverHosts = 0
@@ -242,35 +242,19 @@ final class AnsibleLab: @unchecked Sendable {
 
     private func startDaemon(
         _ key: String, _ command: (String, [String]), log: URL, settings: String? = nil
-    ) throws -> Process {
-        let process = Process()
+    ) throws -> Daemon {
         // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec in place: the pid is the daemon's.
-        process.executableURL = URL(fileURLWithPath: command.0)
-        process.arguments = command.1
-        var environment = ProcessInfo.processInfo.environment
-        environment["STRONGSWAN_CONF"] = settings
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        daemons[key] = process
-        return process
+        let daemon = try Daemon.start(
+            command.0, command.1, environment: settings.map { ["STRONGSWAN_CONF": $0] } ?? [:], outputPath: log.path)
+        daemons[key] = daemon
+        return daemon
     }
 
     /// Waits (bounded) until `condition` holds or the process dies.
-    private func waitFor(_ what: String, _ process: Process, timeout: Duration = .seconds(20), _ condition: () -> Bool)
+    private func waitFor(_ what: String, _ process: Daemon, timeout: Duration = .seconds(20), _ condition: () -> Bool)
         throws
     {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            if !process.isRunning { throw HarnessError("\(what) exited") }
-            if ContinuousClock.now > deadline { throw HarnessError("\(what): timeout") }
-            usleep(10_000)
-        }
+        try Poll.wait(what, timeout: timeout, while: { process.isRunning }, until: condition)
     }
 
     /// sshd daemonizes itself (`-D` would keep it our child, but sshd closes every inherited descriptor,
@@ -310,20 +294,7 @@ final class AnsibleLab: @unchecked Sendable {
 
     /// Stops the node's charon (SIGTERM, bounded wait, then SIGKILL).
     func stopCharon(_ node: Node) {
-        guard let process = daemons.removeValue(forKey: "\(node.name)/charon") else { return }
-        Self.stop(process)
-    }
-
-    private static func stop(_ process: Process) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            let killed = ContinuousClock.now + .seconds(5)
-            while process.isRunning && ContinuousClock.now < killed { usleep(10_000) }
-        }
+        daemons.removeValue(forKey: "\(node.name)/charon")?.stop()
     }
 
     func node(_ name: String) throws -> Node {
@@ -400,16 +371,18 @@ final class AnsibleLab: @unchecked Sendable {
         return "203.0.113.2"
     }
 
-    /// Pings `destination` from a client namespace, from `source` (one echo, bounded).
+    /// Pings `destination` from a client namespace, from `source`, until one echo is answered: an echo a second
+    /// for up to 10 s (`-w`). Every caller expects an answer, and on a loaded machine the first echo through a
+    /// fresh kernel-libipsec tunnel could go unanswered within a single echo's 3 s (seen in the ACME lab).
     func ping(fromClient label: String, source: String, to destination: String) throws -> CommandResult {
         guard let client = clients[label] else { throw HarnessError("no client \(label)") }
         return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I",
+                "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10", "-I",
                 source, destination,
             ],
-            timeout: .seconds(15))
+            timeout: .seconds(20))
     }
 
     /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key (`environment`:
@@ -453,7 +426,7 @@ final class AnsibleLab: @unchecked Sendable {
         if tornDown { return }
         tornDown = true
         for (_, client) in clients { client.charon.stop() }
-        for key in daemons.keys.sorted() { Self.stop(daemons[key]!) }
+        for key in daemons.keys.sorted() { daemons[key]?.stop() }
         daemons = [:]
         for pid in sshdPIDs {
             kill(pid, SIGTERM)

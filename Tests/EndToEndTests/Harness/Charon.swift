@@ -159,6 +159,19 @@ final class Charon: @unchecked Sendable {
         return try Subprocess.run(executable, args, environment: environment, timeout: timeout)
     }
 
+    /// `swanctl --version --daemon`: the version the running charon reports. Asked again (within `timeout`) until
+    /// it answers: on a loaded machine the first request could come back empty (seen under load in the
+    /// matrix). The last result whatever it holds, for the caller's expectation to show.
+    func daemonVersion(timeout: Duration = .seconds(60)) throws -> CommandResult {
+        var result = try swanctl(["--version", "--daemon"])
+        let deadline = ContinuousClock.now + timeout
+        while !(result.succeeded && result.stdout.contains("strongSwan")) && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.2)
+            result = try swanctl(["--version", "--daemon"])
+        }
+        return result
+    }
+
     /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).
     /// With `clear`, charon's credentials are emptied first (`--clear`): without it, certificates an earlier
     /// configuration loaded (a CA the device then trusted) stay loaded. Throws when swanctl exits non-zero;

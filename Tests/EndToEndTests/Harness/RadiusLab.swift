@@ -295,14 +295,16 @@ final class RadiusLab: @unchecked Sendable {
     }
 
     /// Pings the host behind the nodes from client `index`'s namespace, its source address the kernel's choice (a
-    /// desktop's tunnel route names its virtual IP).
+    /// desktop's tunnel route names its virtual IP). Like every ping of the lab it waits for one answer, an echo a
+    /// second for up to 10 s (`-w`): every caller expects an answer, and under load a single echo through a
+    /// fresh kernel-libipsec tunnel went unanswered within its 3 s.
     func pingHostBehind(fromClient index: Int) throws -> CommandResult {
         try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10",
                 Self.lanHostAddress,
-            ], timeout: .seconds(10))
+            ], timeout: .seconds(20))
     }
 
     /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).
@@ -310,9 +312,9 @@ final class RadiusLab: @unchecked Sendable {
         try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10",
                 "-I", source, Self.lanHostAddress,
-            ], timeout: .seconds(10))
+            ], timeout: .seconds(20))
     }
 
     /// A packet capture (tcpdump from Debian) on `namespace`'s `eth0`, written to a file in the test's scratch

@@ -17,7 +17,7 @@ package final class Locked<State>: @unchecked Sendable {
 
     /// Runs `body` with the value, holding the lock; what `body` changes is the new value.
     @discardableResult
-    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    package func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
         lock.lock()
         defer { lock.unlock() }
         return try body(&state)

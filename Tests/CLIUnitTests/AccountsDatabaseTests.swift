@@ -532,27 +532,12 @@ import VPNProvTestSupport
     func binary(_ arguments: [String], in dir: String, environment: [String: String], stdin: String? = nil) throws
         -> Run
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: VPNProvBinary.path)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: dir)
-        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
-        let id = UUID().uuidString
-        let outPath = dir + "/../\(id).out"
-        let errPath = dir + "/../\(id).err"
-        let inPath = dir + "/../\(id).in"
-        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: inPath, contents: Data((stdin ?? "").utf8))
-        defer { for p in [outPath, errPath, inPath] { try? FileManager.default.removeItem(atPath: p) } }
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        process.standardInput = FileHandle(forReadingAtPath: inPath)
-        try process.run()
-        process.waitUntilExit()
-        return Run(
-            status: process.terminationStatus, out: try String(contentsOfFile: outPath, encoding: .utf8),
-            err: try String(contentsOfFile: errPath, encoding: .utf8))
+        // Only PATH and `environment`: nothing of the test process's own reaches it.
+        let result = try Subprocess.run(
+            VPNProvBinary.path, arguments, environment: environment, inheriting: ["PATH": "/usr/bin:/bin"],
+            directory: dir, input: Array((stdin ?? "").utf8), timeout: .seconds(120))
+        try #require(!result.timedOut, "vpnprov \(arguments.joined(separator: " ")) ran past its deadline")
+        return Run(status: result.exitCode, out: result.stdout, err: result.stderr)
     }
 
     /// Every query FreeRADIUS runs per login and per accounting packet on a table that grows with the accounts

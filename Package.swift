@@ -117,7 +117,7 @@ let package = Package(
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
                 "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvAccounts", "VPNProvQR",
-                "VPNProvTestSupport", "VPNProvTestHarness",
+                "VPNProvTestSupport", "VPNProvTestHarness", "VPNProvTestFixtures",
             ]),
     ]
 )

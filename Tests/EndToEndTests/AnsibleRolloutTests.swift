@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// The generated deploy/ (inventory, site.yml, vpnprov_node role) run by a real ansible-playbook over SSH

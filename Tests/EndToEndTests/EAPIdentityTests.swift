@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// A password's identity in a node's secrets.conf is never the node's identity (docs/security.md,

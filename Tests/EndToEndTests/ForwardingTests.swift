@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// A node that carries traffic: with only the generated files applied (the node's sysctl file, its

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// The whole hand-off (docs/handoff.md), from "the operator runs one command" to "the user's tunnel carries
@@ -321,12 +322,7 @@ struct Fleet {
     var state: String { dir.appendingPathComponent("state").path }
     static let clock = String(Int(Date().timeIntervalSince1970) - 7200)
 
-    static var testHooks: String {
-        get throws {
-            guard let path = VPNProvBinary.path else { throw HarnessError("the vpnprov binary was not found") }
-            return (path as NSString).deletingLastPathComponent + "/vpnprov-testhooks"
-        }
-    }
+    static var testHooks: String { VPNProvBinary.testHooksPath }
 
     var arguments: [String] { [inventory, "--out", out, "--state", state] }
 
@@ -340,7 +336,7 @@ struct Fleet {
     @discardableResult
     func vpnprov(_ arguments: [String]) throws -> CommandResult {
         let result = try Subprocess.run(
-            try Self.testHooks, commandLine(arguments), environment: ["VPNPROV_NOW": Self.clock],
+            Self.testHooks, commandLine(arguments), environment: ["VPNPROV_NOW": Self.clock],
             timeout: .seconds(120))
         guard result.succeeded else { throw HarnessError("vpnprov \(arguments.joined(separator: " ")): \(result)") }
         return result
@@ -349,7 +345,7 @@ struct Fleet {
     /// The same on the lab's controller, where it runs ansible-playbook (deploy/handoff.yml).
     func controller(_ lab: AnsibleLab, _ arguments: [String]) async throws -> CommandResult {
         try await lab.controller(
-            try Self.testHooks, commandLine(arguments),
+            Self.testHooks, commandLine(arguments),
             environment: ["VPNPROV_NOW": Self.clock, "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3"],
             timeout: .seconds(300))
     }

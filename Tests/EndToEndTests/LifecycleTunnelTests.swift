@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// The lifecycle commands against real strongSwan: a rotated PSK or password refuses the old secret and

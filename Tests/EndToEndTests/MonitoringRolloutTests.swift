@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// Monitoring (docs/monitoring.md) with the real pieces: a node rolled out by the generated vpnprov_node

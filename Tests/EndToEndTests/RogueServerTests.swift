@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// A server identity must be one that no client certificate of the same CA can prove (docs/security.md).

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import VPNProvSupport
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// A rollout killed at a task boundary of the role converges with one more run (docs/deploy.md, "What

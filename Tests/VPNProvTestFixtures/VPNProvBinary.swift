@@ -6,7 +6,7 @@ import VPNProvTestHarness
 /// `vpnprov-testhooks`, the same command with the test seams (crash steps, test clock) switched on.
 package enum VPNProvBinary {
     package static var path: String { binary("vpnprov") }
-    static var testHooksPath: String { binary("vpnprov-testhooks") }
+    package static var testHooksPath: String { binary("vpnprov-testhooks") }
 
     package static func binary(_ name: String) -> String {
         Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path
@@ -43,5 +43,16 @@ package enum VPNProvBinary {
             throw DeadlineExceeded(what: "vpnprov \(arguments.joined(separator: " "))", seconds: deadlineSeconds)
         }
         return Outcome(status: result.exitCode, killed: result.killedBySignal, out: result.stdout, err: result.stderr)
+    }
+
+    /// Runs the binary as an operator would (the end-to-end tests), with the test process's environment less its
+    /// `VPNPROV_` variables plus `environment`: what it printed and how it ended, a run past `timeout` killed.
+    package static func run(
+        _ arguments: [String], environment extra: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) throws -> CommandResult {
+        try Subprocess.run(
+            path, arguments, environment: extra,
+            inheriting: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") },
+            timeout: timeout)
     }
 }

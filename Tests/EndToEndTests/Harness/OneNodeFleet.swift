@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// One lab node with an inventory, output tree and state of its own (below `dir`), for the scenarios that

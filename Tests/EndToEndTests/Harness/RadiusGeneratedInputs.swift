@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestFixtures
 import VPNProvTestHarness
 
 /// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
@@ -202,7 +203,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// firewall admits by default), on the generated deployment's inventory and state (the database's conninfo
     /// is `accounts.database`, in the environment; a unix socket works from any namespace).
     private func runAccounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
-        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        let binary = VPNProvBinary.path
         return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
@@ -276,7 +277,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws {
-        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        let binary = VPNProvBinary.path
         let file = try Scratch.makeDirectory("password").appendingPathComponent("password")
         try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
         chmod(file.path, 0o600)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvSupport
 import VPNProvTemplates
 import VPNProvTestFixtures
 import VPNProvTestSupport
@@ -152,12 +153,12 @@ import VPNProvTestSupport
             // the radius role changes claims only through the functions
             #expect(throws: (any Error).self) { try asRadius("DELETE FROM vpn_device_claim") }
 
-            let decisions = DecisionBox()
+            let decisions = Locked<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 6) { _ in
                 let answer = (try? cluster.psql("SET ROLE radius; SELECT vpn_device_claim('bob', '1', 'fra-1', '')"))
-                decisions.append(answer ?? "error")
+                decisions.withLock { $0.append(answer ?? "error") }
             }
-            #expect(decisions.sorted == ["0", "1", "1", "1", "1", "1"])
+            #expect(decisions.withLock { $0.sorted() } == ["0", "1", "1", "1", "1", "1"])
             #expect(try cluster.psql("SELECT count(*) FROM vpn_device_claim WHERE username = 'bob'") == "1")
         }
     }
@@ -256,13 +257,6 @@ import VPNProvTestSupport
             // the radius role cannot call it directly
             #expect(throws: (any Error).self) { try asRadius("SELECT vpn_node_started('fra-1', '1800000000-1')") }
         }
-    }
-
-    final class DecisionBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var values: [String] = []
-        func append(_ value: String) { lock.withLock { values.append(value) } }
-        var sorted: [String] { lock.withLock { values.sorted() } }
     }
 
     /// The queries of Debian's FreeRADIUS 3.2 queries.conf that our RADIUS configuration runs,

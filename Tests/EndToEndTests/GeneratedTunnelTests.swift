@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// The project's main promise, proven with real strongSwan: every client configuration `vpnprov generate` writes
@@ -23,16 +24,15 @@ struct GeneratedTunnelTests {
     }
 
     /// The matrix tests' lines, so whichever finishes last prints one line with both versions' counts.
-    final class MatrixSummary: @unchecked Sendable {
+    final class MatrixSummary: Sendable {
         static let shared = MatrixSummary()
-        private let lock = NSLock()
-        private var lines: [String: String] = [:]
+        private let lines = Locked<[String: String]>([:])
 
         func record(_ build: String, _ line: String) {
-            lock.lock()
-            lines[build] = line
-            let all = lines
-            lock.unlock()
+            let all = lines.withLock {
+                $0[build] = line
+                return $0
+            }
             if StrongSwanBuild.all.allSatisfy({ all[$0.name] != nil }) {
                 print("e2e summary: " + StrongSwanBuild.all.compactMap { all[$0.name] }.joined(separator: " | "))
             }

@@ -1,28 +1,29 @@
 import Foundation
 import Testing
+import VPNProvSupport
 import VPNProvTestHarness
 
-/// PKI shared by the hand-written fixture tests (made once per process, on first use).
-final class SharedFixturePKI: @unchecked Sendable {
+/// The strongSwan-made PKI of the hand-written fixture tests (made once per process, on first use).
+enum SharedFixturePKI {
     struct Material: Sendable {
         var pki: StrongSwanPKI
         var server: (cert: String, key: String)
         var client: (cert: String, key: String)
     }
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var cached: Material?
+    /// Held while it is made, so concurrent first uses make one.
+    private static let cached = Locked<Material?>(nil)
 
     static func get() throws -> Material {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached { return cached }
-        let pki = try StrongSwanPKI.make()
-        let server = try pki.issue(
-            name: "server", sans: [HandWritten.serverID], flags: ["serverAuth", "ikeIntermediate"])
-        let client = try pki.issue(name: "dave", sans: [HandWritten.certClientID], flags: ["clientAuth"])
-        let material = Material(pki: pki, server: server, client: client)
-        cached = material
-        return material
+        try cached.withLock { cached in
+            if let cached { return cached }
+            let pki = try StrongSwanPKI.make()
+            let server = try pki.issue(
+                name: "server", sans: [HandWritten.serverID], flags: ["serverAuth", "ikeIntermediate"])
+            let client = try pki.issue(name: "dave", sans: [HandWritten.certClientID], flags: ["clientAuth"])
+            let material = Material(pki: pki, server: server, client: client)
+            cached = material
+            return material
+        }
     }
 
     /// The full hand-written server directory plus its strongswan.d snippet.

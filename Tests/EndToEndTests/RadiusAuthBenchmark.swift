@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// How many password logins per second one node with `accounts: radius` takes through FreeRADIUS and PostgreSQL
@@ -263,10 +264,8 @@ private final class RadiusAuthRun: @unchecked Sendable {
 }
 
 /// The concurrent logins' outcomes, filled in from their threads: failures by account, and every login's time.
-private final class Outcomes: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failed: [String: String] = [:]
-    private var seconds: [Double] = []
+private final class Outcomes: Sendable {
+    private let state = Locked((failed: [String: String](), seconds: [Double]()))
 
     func set(_ user: String, _ up: Result<CommandResult, any Error>, seconds: Double) {
         let why: String?
@@ -274,12 +273,12 @@ private final class Outcomes: @unchecked Sendable {
         case .success(let result): why = result.succeeded ? nil : "\(result)"
         case .failure(let error): why = "\(error)"
         }
-        lock.withLock {
-            failed[user] = why
-            self.seconds.append(seconds)
+        state.withLock {
+            $0.failed[user] = why
+            $0.seconds.append(seconds)
         }
     }
 
-    var failures: [String: String] { lock.withLock { failed } }
-    var times: [Double] { lock.withLock { seconds } }
+    var failures: [String: String] { state.withLock { $0.failed } }
+    var times: [Double] { state.withLock { $0.seconds } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// Concurrency and forgery: two devices side by side, parallel logins against a limit, colliding account
@@ -64,19 +65,14 @@ extension RadiusScenario {
             loadedConf[index] = "gina"
         }
         let clients = try others.map { try lab.client($0) }
-        final class Results: @unchecked Sendable {
-            let lock = NSLock()
-            var byClient: [Int: Bool] = [:]
-            func set(_ index: Int, _ ok: Bool) { lock.withLock { byClient[index] = ok } }
-        }
-        let collected = Results()
+        let collected = Locked<[Int: Bool]>([:])
         let child = inputs.clientChild
         let marks = try radiusMarks()
         DispatchQueue.concurrentPerform(iterations: clients.count) { i in
             let ok = (try? clients[i].initiate(child: child, ike: ike, timeout: Self.timeout))?.succeeded ?? false
-            collected.set(others[i], ok)
+            collected.withLock { $0[others[i]] = ok }
         }
-        let results = collected.byClient
+        let results = collected.withLock { $0 }
         // settles within the bound; if it does not, the check below reports what there is
         try? wait("the accounting of the admitted logins", timeout: .seconds(5)) {
             try openSessions("gina") == 1 + results.values.filter { $0 }.count
@@ -190,21 +186,18 @@ extension RadiusScenario {
             ),
         ]
         // All four at once: each waits out its unanswered request.
-        final class Results: @unchecked Sendable {
-            let lock = NSLock()
-            var byIndex: [Int: Result<CommandResult, any Error>] = [:]
-        }
-        let results = Results()
+        let results = Locked<[Int: Result<CommandResult, any Error>]>([:])
         let packets = forged.map(\.1)
         let lab = self.lab
         let namespace = try lab.node(pro.name).namespace
         let arguments = ["-r", "1", "-t", "2", "-S", secretFile.path, "\(server.address):1813", "acct"]
         DispatchQueue.concurrentPerform(iterations: packets.count) { i in
             let result = Result { try lab.radclient(inNamespace: namespace, arguments: arguments, input: packets[i]) }
-            results.lock.withLock { results.byIndex[i] = result }
+            results.withLock { $0[i] = result }
         }
+        let sent = results.withLock { $0 }
         for (i, (what, _)) in forged.enumerated() {
-            guard let outcome = results.byIndex[i] else { throw HarnessError("\(what) was not sent") }
+            guard let outcome = sent[i] else { throw HarnessError("\(what) was not sent") }
             let result = try outcome.get()
             try check(!result.output.contains("Accounting-Response"), "\(what) was answered: \(result)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// The central-accounts topology: VPN nodes that ask RADIUS about passwords, two FreeRADIUS servers sharing one
@@ -223,12 +224,7 @@ final class RadiusLab: @unchecked Sendable {
                     name: relay.node, namespace: try node(relay.node).namespace, kind: .relay,
                     directory: relay.directory, environment: [:]))
         }
-        final class Results: @unchecked Sendable {
-            let lock = NSLock()
-            var started: [Int: FreeRADIUSServer] = [:]
-            var failures: [String] = []
-        }
-        let results = Results()
+        let results = Locked((started: [Int: FreeRADIUSServer](), failures: [String]()))
         let all = jobs
         DispatchQueue.concurrentPerform(iterations: all.count) { i in
             let job = all[i]
@@ -236,15 +232,16 @@ final class RadiusLab: @unchecked Sendable {
                 let daemon = try FreeRADIUSServer.start(
                     in: job.namespace, label: job.kind == .relay ? "relay-\(job.name)" : job.name, kind: job.kind,
                     configDirectory: job.directory, environment: job.environment)
-                results.lock.withLock { results.started[i] = daemon }
+                results.withLock { $0.started[i] = daemon }
             } catch {
-                results.lock.withLock { results.failures.append("\(error)") }
+                results.withLock { $0.failures.append("\(error)") }
             }
         }
-        for (i, daemon) in results.started {
+        let (started, failures) = results.withLock { ($0.started, $0.failures) }
+        for (i, daemon) in started {
             if jobs[i].kind == .relay { relays[jobs[i].name] = daemon } else { radiusServers[jobs[i].name] = daemon }
         }
-        if let failure = results.failures.first { throw HarnessError(failure) }
+        if let failure = failures.first { throw HarnessError(failure) }
     }
 
     /// A node's charon (with the eap-radius plugin), its settings snippets included, its swanctl.conf loaded

@@ -70,13 +70,17 @@ let package = Package(
         // libFuzzer target for the loader and validator (README "Fuzzing"); a corpus replayer otherwise.
         .executableTarget(
             name: "vpnprov-fuzz", dependencies: ["VPNProvTestSupport", "VPNProvCLI", "VPNProvPKI", "VPNProvModel"]),
-        // Helpers and fixtures the unit test targets share (temporary directories, the test PKI, goldens,
-        // inventories, the in-process command line); on Swift Testing, so never linked into the fuzzer.
+        // The harness every test target shares: the one process runner (`Subprocess`, `Daemon`, `ChildExit`),
+        // the temporary directories and their exit check, deadlines and polling, the throw-away PostgreSQL.
+        // On Swift Testing (the `.temporaries` trait), so never linked into the fuzzer.
+        .target(name: "VPNProvTestHarness", dependencies: ["VPNProvSupport"], path: "Tests/VPNProvTestHarness"),
+        // Fixtures the unit test targets share (the golden PKI, goldens, inventories, the in-process command
+        // line, the built binary); on the harness, which it re-exports.
         .target(
             name: "VPNProvTestFixtures",
             dependencies: [
                 "VPNProvCLI", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto",
-                "VPNProvTestSupport",
+                "VPNProvTestSupport", "VPNProvTestHarness",
             ],
             path: "Tests/VPNProvTestFixtures",
             resources: [.copy("Fixtures")]
@@ -113,7 +117,7 @@ let package = Package(
             dependencies: [
                 "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
                 "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvAccounts", "VPNProvQR",
-                "VPNProvTestSupport",
+                "VPNProvTestSupport", "VPNProvTestHarness", "VPNProvTestFixtures",
             ]),
     ]
 )

@@ -12,9 +12,9 @@ package struct RevokedCertificate: Sendable, Hashable {
 }
 
 /// An X.509 v2 certificate revocation list.
-// @unchecked Sendable: immutable after init. The X509_CRL behind the `let` is only read.
-package final class CertificateRevocationList: @unchecked Sendable {
-    let crl: OpaquePointer
+package final class CertificateRevocationList: Sendable {
+    // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the X509_CRL behind it is only read after init.
+    nonisolated(unsafe) let crl: OpaquePointer
 
     init(owning crl: OpaquePointer) { self.crl = crl }
     deinit { X509_CRL_free(crl) }

@@ -10,9 +10,9 @@ package enum Digest {
     /// make OpenSSL 3 fetch the implementation again on every call, under a global lock that every file
     /// digest and name-based UUID of a run would contend on (docs/benchmarks.md, "Why the code is shaped this way").
     /// Fetched methods are immutable and safe to share between threads; they live as long as the process.
-    // @unchecked Sendable: immutable after init. The fetched EVP_MD pointers are never changed or freed.
-    private struct Fetched: @unchecked Sendable {
-        let md: OpaquePointer?
+    private struct Fetched: Sendable {
+        // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the fetched EVP_MD is never changed or freed.
+        nonisolated(unsafe) let md: OpaquePointer?
         init(_ name: String, fallback: () -> OpaquePointer?) { md = EVP_MD_fetch(nil, name, nil) ?? fallback() }
         static let sha1 = Fetched("SHA1") { EVP_sha1() }
         static let sha256 = Fetched("SHA256") { EVP_sha256() }

@@ -9,9 +9,10 @@ import Foundation
 /// code is shaped this way"). The containers are what `PKCS12_create` builds, bag for bag: the
 /// certificate bag (friendly name, local key ID) and the CA certificates in one encrypted safe, the
 /// key bag (shrouded, friendly name, local key ID) in a plain one, then the MAC.
-// @unchecked Sendable: immutable after init. The PKCS#8 structure and certificates are only read.
-package final class PKCS12Contents: @unchecked Sendable {
-    private let p8: OpaquePointer
+package final class PKCS12Contents: Sendable {
+    // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the PKCS#8 structure behind it is only read after
+    // init.
+    nonisolated(unsafe) private let p8: OpaquePointer
     private let certificate: X509Certificate
     private let caCertificates: [X509Certificate]
     private let friendlyName: String

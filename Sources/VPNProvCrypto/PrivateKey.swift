@@ -12,9 +12,10 @@ package enum KeyAlgorithm: Sendable, Hashable {
 }
 
 /// A private key (EVP_PKEY). Immutable after creation; safe to share across threads for signing.
-// @unchecked Sendable: immutable after init. The EVP_PKEY behind the `let` is only read (signing, encoding).
-package final class PrivateKey: @unchecked Sendable {
-    let pkey: OpaquePointer
+package final class PrivateKey: Sendable {
+    // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the EVP_PKEY behind it is only read after init
+    // (signing, encoding).
+    nonisolated(unsafe) let pkey: OpaquePointer
 
     init(owning pkey: OpaquePointer) { self.pkey = pkey }
     deinit { EVP_PKEY_free(pkey) }

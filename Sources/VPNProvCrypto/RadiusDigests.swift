@@ -7,9 +7,9 @@ import Foundation
 extension Digest {
     package static func md5(_ bytes: [UInt8]) -> [UInt8] { run(FetchedMD5.md5.md, bytes) }
 
-    // @unchecked Sendable: immutable after init, the fetched method is never freed.
-    private struct FetchedMD5: @unchecked Sendable {
-        let md: OpaquePointer?
+    private struct FetchedMD5: Sendable {
+        // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the fetched method is never changed or freed.
+        nonisolated(unsafe) let md: OpaquePointer?
         static let md5 = FetchedMD5(md: EVP_MD_fetch(nil, "MD5", nil) ?? EVP_md5())
     }
 
@@ -35,9 +35,10 @@ extension Digest {
 package enum NTHash {
     /// MD4 from a library context of its own with the `legacy` and `default` providers loaded, so
     /// the process's default context keeps OpenSSL's defaults.
-    // @unchecked Sendable: immutable after init; the context and method live as long as the process.
-    private struct LegacyMD4: @unchecked Sendable {
-        let md: OpaquePointer?
+    private struct LegacyMD4: Sendable {
+        // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the method (and its context) is never changed
+        // or freed, and lives as long as the process.
+        nonisolated(unsafe) let md: OpaquePointer?
         let failure: String?
         static let shared = LegacyMD4()
 

@@ -125,9 +125,9 @@ package struct KeyUsage: OptionSet, Sendable, Hashable {
 }
 
 /// An X.509 certificate (immutable; safe to share across threads).
-// @unchecked Sendable: immutable after init. The X509 behind the `let` is only read.
-package final class X509Certificate: @unchecked Sendable {
-    let x509: OpaquePointer
+package final class X509Certificate: Sendable {
+    // nonisolated(unsafe): an OpenSSL pointer is not Sendable; the X509 behind it is only read after init.
+    nonisolated(unsafe) let x509: OpaquePointer
 
     init(owning x509: OpaquePointer) { self.x509 = x509 }
     deinit { X509_free(x509) }

@@ -6,27 +6,17 @@ import Foundation
 /// lock; the crash-safety tests' executable (`vpnprov-testhooks`) installs one that kills the process
 /// at a chosen step, through the same code paths a real run takes.
 package enum WriteSteps {
-    // @unchecked Sendable: lock-held. `body` is read and written only under `lock` (an NSLock, which
-    // ThreadSanitizer sees; it reported reads under Synchronization's Mutex here as races).
-    private final class Hook: @unchecked Sendable {
-        let lock = NSLock()
-        var body: (@Sendable () -> Void)?
-    }
-
-    private static let hook = Hook()
+    /// The hook, behind a `Locked` (an NSLock, which ThreadSanitizer sees; it reported reads under
+    /// Synchronization's Mutex here as races).
+    private static let hook = Locked<(@Sendable () -> Void)?>(nil)
 
     /// Calls `body` at every write step from now on (test executables only).
     package static func install(_ body: @escaping @Sendable () -> Void) {
-        hook.lock.lock()
-        defer { hook.lock.unlock() }
-        hook.body = body
+        hook.withLock { $0 = body }
     }
 
     /// One write step happened.
     package static func step() {
-        hook.lock.lock()
-        let body = hook.body
-        hook.lock.unlock()
-        body?()
+        hook.value?()
     }
 }

@@ -86,7 +86,7 @@ import VPNProvTestFixtures
     @Test func generateGivesAnACMENodeAndItsClientsNoDeploymentCertificate() throws {
         let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("acme-generate"))
         let bundle = dir.appendingPathComponent("pebble.pem")
-        try TestPKI.ca.pem.write(to: bundle, atomically: true, encoding: .utf8)
+        try GoldenPKI.ca.pem.write(to: bundle, atomically: true, encoding: .utf8)
         let text = Self.inventory(acme: "acme:\n  email: ops@example.com\n  ca_bundle: pebble.pem\n")
         let inventoryURL = dir.appendingPathComponent("inventory.yaml")
         try text.write(to: inventoryURL, atomically: true, encoding: .utf8)
@@ -163,7 +163,7 @@ import VPNProvTestFixtures
         // What the role fetches: the node's certificate (here one of the test PKI, 825 days from 2026-01-01).
         let inventory = try #require(
             InventoryLoader.decode(bytes: Array(Self.inventory().utf8), file: "inventory.yaml").inventory)
-        let pem = TestPKI.serverCertificatePEM(inventory.nodes[0], in: inventory)
+        let pem = GoldenPKI.serverCertificatePEM(inventory.nodes[0], in: inventory)
         let reported = URL(fileURLWithPath: out).appendingPathComponent("rollout/acme")
         try FileManager.default.createDirectory(at: reported, withIntermediateDirectories: true)
         try pem.write(to: reported.appendingPathComponent("n1.pem"), atomically: true, encoding: .utf8)

@@ -170,23 +170,14 @@ import VPNProvYAML
         func run(_ job: Job) throws -> [Int32] {
             var statuses: [Int32] = []
             for (script, mayFail) in job.scripts {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/bin/bash")
-                process.arguments = job.shell + [script]
-                process.currentDirectoryURL = URL(fileURLWithPath: repo)
-                process.environment = environment
-                let out = Pipe()
-                process.standardOutput = out
-                process.standardError = out
-                try process.run()
-                let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
+                let result = try Subprocess.run(
+                    "/bin/bash", job.shell + [script], inheriting: environment, directory: repo, timeout: .seconds(600))
+                let text = result.output
                 let secrets = SecretLeaks.secrets(stateDirectories: [home + "/state"], inventories: [])
                 SecretLeaks.expectNone(in: text, secrets, what: "job \(job.name)")
                 #expect(
-                    mayFail || process.terminationStatus == 0,
-                    "job \(job.name) failed (\(process.terminationStatus)):\n\(script)\n\(text)")
-                statuses.append(process.terminationStatus)
+                    mayFail || result.succeeded, "job \(job.name) failed (\(result.exitCode)):\n\(script)\n\(text)")
+                statuses.append(result.timedOut ? -1 : result.exitCode)
             }
             return statuses
         }
@@ -313,17 +304,13 @@ import VPNProvYAML
         #expect(try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8) == limit + "rad-1,rad-2,ams-1,fra-2\n")
 
         let inventory = try #require(pipeline.environment["INVENTORY"])
-        let rotate = Process()
-        rotate.executableURL = URL(fileURLWithPath: sandbox.base + "/bin/vpnprov")
-        rotate.arguments = [
-            "rotate-radius-secret", "fra-2", inventory, "--state", sandbox.home + "/state", "--out",
-            sandbox.home + "/out", "--quiet",
-        ]
-        rotate.currentDirectoryURL = URL(fileURLWithPath: sandbox.repo)
-        rotate.environment = sandbox.environment
-        try rotate.run()
-        rotate.waitUntilExit()
-        #expect(rotate.terminationStatus == 0)
+        let rotate = try Subprocess.run(
+            sandbox.base + "/bin/vpnprov",
+            [
+                "rotate-radius-secret", "fra-2", inventory, "--state", sandbox.home + "/state", "--out",
+                sandbox.home + "/out", "--quiet",
+            ], inheriting: sandbox.environment, directory: sandbox.repo, timeout: .seconds(300))
+        #expect(rotate.succeeded, "\(rotate)")
         _ = try sandbox.run(deploy)
         let rolled = try String(contentsOfFile: sandbox.ansibleLog, encoding: .utf8)
         #expect(rolled == limit + "rad-1,rad-2,ams-1,fra-2\n" + limit + "rad-1,rad-2,fra-2\n", "\(rolled)")

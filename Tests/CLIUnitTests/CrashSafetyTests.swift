@@ -57,12 +57,7 @@ import VPNProvTestSupport
     }
 
     static func copyTree(_ from: String, to: String) throws {
-        let cp = Process()
-        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
-        cp.arguments = ["-a", from, to]
-        try cp.run()
-        cp.waitUntilExit()
-        #expect(cp.terminationStatus == 0)
+        try Subprocess.check("/bin/cp", ["-a", from, to])
     }
 
     /// Runs `arguments` on a copy of `base`, killed at write step 1 and then at every step (or, with

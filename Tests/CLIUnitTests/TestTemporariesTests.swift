@@ -18,25 +18,18 @@ import VPNProvTestFixtures
     /// root is gone afterwards.
     @Test func aRunThatLeavesADirectoryFails() throws {
         let dir = try temporaryDirectory()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--testing-library", "swift-testing", "--filter", "TemporariesLeftOnPurpose"]
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") }
-        environment["VPNPROV_TEST_LEAVE_A_DIRECTORY"] = "1"
-        process.environment = environment
-        #expect(FileManager.default.createFile(atPath: dir + "/out", contents: nil))
-        process.standardOutput = FileHandle(forWritingAtPath: dir + "/out")
-        process.standardError = process.standardOutput
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let output = try String(contentsOfFile: dir + "/out", encoding: .utf8)
-        #expect(process.terminationStatus == 1, "\(output.suffix(500))")
+        let run = try Subprocess.run(
+            CommandLine.arguments[0], ["--testing-library", "swift-testing", "--filter", "TemporariesLeftOnPurpose"],
+            environment: ["VPNPROV_TEST_LEAVE_A_DIRECTORY": "1"],
+            inheriting: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") }, directory: dir,
+            timeout: .seconds(300))
+        let output = run.output
+        #expect(run.exitCode == 1 && !run.timedOut, "\(output.suffix(500))")
         #expect(output.contains("error: the tests left 1 temporary entry in "), "\(output.suffix(500))")
         #expect(output.contains("left-on-purpose-"), "\(output.suffix(500))")
         let root =
             (TestTemporaries.root as NSString).deletingLastPathComponent
-            + "/\(TestTemporaries.prefix)\(process.processIdentifier)"
+            + "/\(TestTemporaries.prefix)\(run.pid)"
         #expect(!FileManager.default.fileExists(atPath: root), "\(root) is still there")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// A node whose certificate comes from ACME: the generated deploy/'s vpnprov_node role, run by a
 /// real ansible-playbook over SSH, obtains it with the node's lego from a real ACME server (Pebble, on a
@@ -56,8 +57,8 @@ import Testing
         try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1
     }
 
-    static func openssl(_ arguments: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.openSSLPath, arguments)
+    static func openssl(_ arguments: [String]) throws -> ProgramResult {
+        try Subprocess.check(StrongSwanEnvironment.openSSLPath, arguments)
     }
 
     /// The serial number of the PEM certificate at `path`, as openssl prints it (`serial=…`).
@@ -72,7 +73,7 @@ import Testing
             if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
             "needs pebble, lego and curl (scripts/install-test-deps)"))
     func nodeObtainsKeepsRenewsAndSurvivesAFailedRenewalOfItsACMECertificate() async throws {
-        try await Command.onOwnExecutor { try await scenario(build: .host) }
+        try await Subprocess.onOwnExecutor { try await scenario(build: .host) }
     }
 
     @Test(
@@ -81,7 +82,7 @@ import Testing
             if: PebbleServer.unavailableReason == nil || StrongSwanEnvironment.isRequired,
             "needs pebble, lego and curl (scripts/install-test-deps)"))
     func nodeObtainsKeepsRenewsAndSurvivesAFailedRenewalOfItsACMECertificate6() async throws {
-        try await Command.onOwnExecutor { try await scenario(build: .trixie) }
+        try await Subprocess.onOwnExecutor { try await scenario(build: .trixie) }
     }
 
     func scenario(build: StrongSwanBuild) async throws {

@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Testing
 import VPNProvAccounts
+import VPNProvSupport
+import VPNProvTestHarness
 
 /// `vpnprov accounts`' Disconnect-Requests (RFC 5176) against the receiver they are for: a real
 /// charon's eap-radius DAE listener (strongSwan 5.9 and 6.0). Sent from the client namespace, a
@@ -17,31 +19,28 @@ struct DisconnectRequestTests {
     }()
     static let cloneNewNet: Int32 = 0x4000_0000
 
-    /// The result of the namespace thread.
-    final class Outcome<T>: @unchecked Sendable {
-        var result: Result<T, any Error> = .failure(HarnessError("the namespace thread did not run"))
-    }
-
     /// Runs `body` on a thread of its own that has joined the network namespace `name`: sockets it
     /// creates live there (the namespace is per thread), the rest of the process stays where it was.
     static func inNamespace<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws -> T) throws -> T {
-        let box = Outcome<T>()
+        // The result of the namespace thread.
+        let box = Locked<Result<T, any Error>>(.failure(HarnessError("the namespace thread did not run")))
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             defer { done.signal() }
             let fd = open("/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
             guard fd >= 0, let setns = Self.setns, setns(fd, Self.cloneNewNet) == 0 else {
-                box.result = .failure(
-                    HarnessError("cannot join network namespace \(name): \(String(cString: strerror(errno)))"))
+                let failure = HarnessError("cannot join network namespace \(name): \(String(cString: strerror(errno)))")
+                box.withLock { $0 = .failure(failure) }
                 if fd >= 0 { close(fd) }
                 return
             }
             close(fd)
-            box.result = Result { try body() }
+            let result = Result { try body() }
+            box.withLock { $0 = result }
         }
         thread.start()
         done.wait()
-        return try box.result.get()
+        return try box.withLock { $0 }.get()
     }
 
     @Test(

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// A password's identity in a node's secrets.conf is never the node's identity (docs/security.md,
 /// "Identities that must stay apart"). charon looks for an EAP secret owned by its own identity *or*

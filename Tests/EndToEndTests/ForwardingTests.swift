@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// A node that carries traffic: with only the generated files applied (the node's sysctl file, its
 /// nftables table and its swanctl tree), every client of every service reaches a host *behind* the
@@ -102,7 +104,7 @@ struct ForwardingTests {
             let vip = try #require(tunnel.virtualIPv4, "\(c.label): no IPv4 virtual IP")
             // The client announces a full-size MSS (its tunnel device at 1500) while the node's tunnel
             // carries 1400: only the node's clamping keeps the host's segments small enough.
-            try Command.check(
+            try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["-n", nut.scenario.pair.clientNamespace, "link", "set", "ipsec0", "mtu", "1500"])
             if !mssProven {
@@ -116,7 +118,7 @@ struct ForwardingTests {
             let ping = try nut.scenario.pair.ping(
                 from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress)
             #expect(ping.succeeded, "\(c.label): ping to the host behind the node: \(ping)")
-            let query = try Command.run(
+            let query = try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", nut.scenario.pair.clientNamespace, "dig", "+short", "+time=3", "+tries=1", "-b",
@@ -150,9 +152,9 @@ struct ForwardingTests {
         // A packet from a pool address that arrives outside the tunnel is not forwarded: the host's
         // counter of echo requests does not move (and does move for one through the tunnel above).
         let spoofer = nut.scenario.pair.clientNamespace
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.ipPath, ["-n", spoofer, "addr", "add", "10.90.0.250/32", "dev", "veth0"])
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.ipPath,
             ["-n", spoofer, "route", "add", "203.0.113.0/24", "via", nut.scenario.pair.serverAddress])
         let before = try internet.echoRequestsSeen()
@@ -214,16 +216,16 @@ struct ForwardingTests {
         let ip = StrongSwanEnvironment.ipPath
         // The metadata address is on the node's uplink link, as a cloud puts it; the other hosts are routed
         // to the internet namespace's host.
-        try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(Self.metadata)/32", "dev", "eth0"])
-        try Command.check(ip, ["-n", pair.serverNamespace, "route", "add", "\(Self.metadata)/32", "dev", "up0"])
+        try Subprocess.check(ip, ["-n", internet.namespace, "addr", "add", "\(Self.metadata)/32", "dev", "eth0"])
+        try Subprocess.check(ip, ["-n", pair.serverNamespace, "route", "add", "\(Self.metadata)/32", "dev", "up0"])
         for address in [Self.metadataAlibaba, Self.allowedPrivate, Self.refusedPrivate, Self.privateResolver] {
-            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/32", "dev", "lo"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/32", "dev", "lo"])
+            try Subprocess.check(
                 ip, ["-n", pair.serverNamespace, "route", "add", "\(address)/32", "via", Self.hostAddress])
         }
         for address in [Self.metadata6, Self.allowedPrivate6, Self.refusedPrivate6, Self.privateResolver6] {
-            try Command.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/128", "dev", "lo"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", internet.namespace, "addr", "add", "\(address)/128", "dev", "lo"])
+            try Subprocess.check(
                 ip, ["-n", pair.serverNamespace, "-6", "route", "add", "\(address)/128", "via", Self.hostAddress6])
         }
         // Every address behind the node serves the same directory: the fake instance credentials, and a
@@ -260,7 +262,7 @@ struct ForwardingTests {
         /// `curl` through the tunnel; the body, or nil when nothing answered.
         func fetch(_ host: String, port: Int = 80, path: String = "who") throws -> String? {
             let v6 = host.contains(":")
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 ip,
                 [
                     "netns", "exec", pair.clientNamespace, "curl", "-s", "-f", "--interface", v6 ? vip6 : vip,
@@ -269,7 +271,7 @@ struct ForwardingTests {
             return result.succeeded ? result.stdout : nil
         }
         func resolves(_ server: String) throws -> Bool {
-            let query = try Command.run(
+            let query = try Subprocess.run(
                 ip,
                 [
                     "netns", "exec", pair.clientNamespace, "dig", "+short", "+time=2", "+tries=1", "-b",
@@ -419,218 +421,5 @@ struct ForwardingTests {
                 child: connection),
             label: "finn's widened profile → fwd-2 after narrowing")
         #expect(log.contains("certificate was revoked"), "refused, but not as revoked:\n\(log)")
-    }
-}
-
-/// The node's uplink: a third namespace ("internet") with one host, 203.0.113.80 / 2001:db8:80::80,
-/// joined to the node's namespace by a veth. The host knows no route to the pools: only NAT brings
-/// its answers back. It drops ICMP "fragmentation needed" and "packet too big" (a PMTUD black hole)
-/// and counts the echo requests it receives.
-final class Internet: @unchecked Sendable {
-    let namespace: String
-    private var tornDown = false
-
-    private init(namespace: String) { self.namespace = namespace }
-
-    static func attach(to serverNamespace: String) throws -> Internet {
-        // One more letter, not a fifth dash-separated field: NetworkPair.removeStale() then also removes
-        // it after a killed run.
-        let internet = Internet(namespace: serverNamespace + "i")
-        do {
-            let ip = StrongSwanEnvironment.ipPath
-            try Command.check(ip, ["netns", "add", internet.namespace])
-            try Command.check(
-                ip,
-                [
-                    "link", "add", "up0", "netns", serverNamespace, "type", "veth", "peer", "name", "eth0", "netns",
-                    internet.namespace,
-                ])
-            try Command.check(
-                ip, ["-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress)/24", "dev", "up0"])
-            try Command.check(
-                ip,
-                [
-                    "-n", serverNamespace, "addr", "add", "\(ForwardingTests.nodeUplinkAddress6)/64", "dev", "up0",
-                    "nodad",
-                ])
-            try Command.check(ip, ["-n", serverNamespace, "link", "set", "up0", "up"])
-            try Command.check(ip, ["-n", internet.namespace, "link", "set", "lo", "up"])
-            try Command.check(
-                ip, ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress)/24", "dev", "eth0"])
-            try Command.check(
-                ip,
-                ["-n", internet.namespace, "addr", "add", "\(ForwardingTests.hostAddress6)/64", "dev", "eth0", "nodad"])
-            try Command.check(ip, ["-n", internet.namespace, "link", "set", "eth0", "up"])
-            let rules = """
-                table inet host {
-                    chain input {
-                        type filter hook input priority filter; policy accept;
-                        icmp type destination-unreachable icmp code frag-needed drop
-                        icmpv6 type packet-too-big drop
-                        icmp type echo-request counter name echoes
-                    }
-                    counter echoes {}
-                }
-                """
-            try NetworkPair.loadNftables(rules, in: internet.namespace)
-        } catch {
-            internet.teardown()
-            throw error
-        }
-        return internet
-    }
-
-    func teardown() {
-        if tornDown { return }
-        tornDown = true
-        let pids = (try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout) ?? ""
-        for pid in pids.split(separator: "\n") { kill(pid_t(pid) ?? 0, SIGKILL) }
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
-    }
-
-    deinit { teardown() }
-
-    /// The node's generated sysctl file and nftables table, applied as the node README says
-    /// (`mssRules: false` loads the same table without its MSS lines).
-    func applyGenerated(node: GeneratedDeployment.Node, in serverNamespace: String, mssRules: Bool) throws {
-        let network = node.directory.appendingPathComponent("network")
-        try Command.check(
-            StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", serverNamespace, "sysctl", "-q", "-p",
-                network.appendingPathComponent("60-vpnprov.conf").path,
-            ])
-        var rules = try String(contentsOf: network.appendingPathComponent("vpnprov.nft"), encoding: .utf8)
-        if !mssRules {
-            rules = rules.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("maxseg") }
-                .joined(separator: "\n")
-        }
-        try NetworkPair.loadNftables(rules, in: serverNamespace)
-    }
-
-    /// `curl` from `source` in `namespace`: prints "<status> <bytes>".
-    func download(from namespace: String, source: String, maxTime: Int, ipv6: Bool = false) throws -> CommandResult {
-        let url = ipv6 ? "http://[\(ForwardingTests.hostAddress6)]/blob" : "http://\(ForwardingTests.hostAddress)/blob"
-        return try Command.run(
-            StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", namespace, "curl", "-s", "-o", "/dev/null", "--interface", source, "--max-time",
-                String(maxTime),
-                "-w", "%{http_code} %{size_download}", url,
-            ],
-            timeout: .seconds(maxTime + 10))
-    }
-
-    /// Echo requests the host has received so far.
-    func echoRequestsSeen() throws -> Int {
-        let out = try Command.check(
-            StrongSwanEnvironment.ipPath,
-            ["netns", "exec", namespace, "nft", "list", "counter", "inet", "host", "echoes"]
-        ).stdout
-        guard let range = out.range(of: "packets ") else { throw HarnessError("no counter in: \(out)") }
-        return Int(out[range.upperBound...].prefix { $0.isNumber }) ?? -1
-    }
-}
-
-/// dnsmasq on the host behind the node, answering web.vpn.test with the host's address and logging
-/// every query. It runs as a daemon (dnsmasq closes every inherited descriptor, which Foundation's
-/// Process would take for its exit) and is stopped by the pid it writes.
-final class Dnsmasq: @unchecked Sendable {
-    private let pidFile: URL
-    private let logURL: URL
-
-    private init(pidFile: URL, logURL: URL) {
-        self.pidFile = pidFile
-        self.logURL = logURL
-    }
-
-    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
-
-    /// Listens on `addresses` (the host behind the node by default) and answers web.vpn.test with the
-    /// host's address.
-    static func start(in namespace: String, listen addresses: [String] = [ForwardingTests.hostAddress]) throws
-        -> Dnsmasq
-    {
-        let dir = try Scratch.makeDirectory("dnsmasq")
-        let logURL = dir.appendingPathComponent("queries.log")
-        let pidFile = dir.appendingPathComponent("dnsmasq.pid")
-        try Command.check(
-            StrongSwanEnvironment.ipPath,
-            [
-                "netns", "exec", namespace, "dnsmasq", "--no-resolv", "--no-hosts", "--conf-file=/dev/null",
-                "--user=root", "--pid-file=\(pidFile.path)", "--bind-interfaces",
-            ] + addresses.map { "--listen-address=\($0)" } + [
-                "--address=/web.vpn.test/\(ForwardingTests.hostAddress)", "--log-queries",
-                "--log-facility=\(logURL.path)",
-            ])
-        let d = Dnsmasq(pidFile: pidFile, logURL: logURL)
-        // The parent exits once the daemon's sockets are bound: it answers from here on.
-        for address in addresses {
-            let probe = try Command.run(
-                StrongSwanEnvironment.ipPath,
-                ["netns", "exec", namespace, "dig", "+short", "+time=2", "+tries=2", "@\(address)", "web.vpn.test"])
-            guard probe.stdout.contains(ForwardingTests.hostAddress) else {
-                d.stop()
-                throw HarnessError("dnsmasq does not answer on \(address) in \(namespace): \(probe)")
-            }
-        }
-        return d
-    }
-
-    func stop() {
-        if let text = try? String(contentsOf: pidFile, encoding: .utf8),
-            let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            kill(pid, SIGKILL)
-        }
-    }
-}
-
-/// A second client namespace beside a NetworkPair, linked to the server namespace by its own veth
-/// (198.18.0.0/24, RFC 2544's benchmarking range), with its own charon: two clients of one node at once.
-final class SecondClient: @unchecked Sendable {
-    let namespace: String
-    let charon: Charon
-
-    private init(namespace: String, charon: Charon) {
-        self.namespace = namespace
-        self.charon = charon
-    }
-
-    static func start(beside pair: NetworkPair, build: StrongSwanBuild) throws -> SecondClient {
-        let ns = pair.serverNamespace + "c2"  // four dash-separated fields, as removeStale() expects
-        let ip = StrongSwanEnvironment.ipPath
-        do {
-            try Command.check(ip, ["netns", "add", ns])
-            try Command.check(
-                ip,
-                [
-                    "link", "add", "veth2", "netns", pair.serverNamespace, "type", "veth", "peer", "name", "veth0",
-                    "netns", ns,
-                ])
-            try Command.check(ip, ["-n", pair.serverNamespace, "addr", "add", "198.18.0.1/24", "dev", "veth2"])
-            try Command.check(ip, ["-n", pair.serverNamespace, "link", "set", "veth2", "up"])
-            try Command.check(ip, ["-n", ns, "link", "set", "lo", "up"])
-            try Command.check(ip, ["-n", ns, "addr", "add", "198.18.0.2/24", "dev", "veth0"])
-            try Command.check(ip, ["-n", ns, "link", "set", "veth0", "up"])
-            try Command.check(ip, ["-n", ns, "route", "add", "\(pair.serverAddress)/32", "via", "198.18.0.1"])
-            let etc = try PrivateView.create(of: "/etc", for: ns, own: ["hosts"])
-            let hosts =
-                "127.0.0.1 localhost\n::1 localhost\n"
-                + ForwardingTests.hosts.map { "\(pair.serverAddress) \($0)\n" }.joined()
-            try hosts.write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
-            let charon = try Charon.start(in: ns, build: build, label: "client2")
-            return SecondClient(namespace: ns, charon: charon)
-        } catch {
-            _ = try? Command.run(ip, ["netns", "delete", ns])
-            PrivateView.remove(for: ns)
-            throw error
-        }
-    }
-
-    func stop() {
-        charon.stop()
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
-        PrivateView.remove(for: namespace)
     }
 }

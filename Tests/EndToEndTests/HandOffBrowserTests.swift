@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// The whole hand-off (docs/handoff.md), from "the operator runs one command" to "the user's tunnel carries
 /// traffic": the generated deploy/ rolls a node and the hand-off site out to a lab (the site: Debian's nginx
@@ -64,7 +66,7 @@ import Testing
                 || StrongSwanEnvironment.isRequired,
             "needs pebble, lego, curl, nginx, chromium and certutil (scripts/install-test-deps)"))
     func aLinkTakesEachDeviceToItsOwnFilesAndItsTunnel() async throws {
-        try await Command.onOwnExecutor { try await Self.scenario() }
+        try await Subprocess.onOwnExecutor { try await Self.scenario() }
     }
 
     static func scenario() async throws {
@@ -135,7 +137,7 @@ import Testing
         #expect(key.stdout == "root 600\n", "the site's key: \(key)")
         try nginx.startGate()
         // TLS with the ACME certificate for the site's name, checked by curl against Pebble's root alone.
-        let https = try Command.run(
+        let https = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 browserHost.namespace, "/usr/bin/curl",
@@ -339,12 +341,7 @@ struct Fleet {
     var state: String { dir.appendingPathComponent("state").path }
     static let clock = String(Int(Date().timeIntervalSince1970) - 7200)
 
-    static var testHooks: String {
-        get throws {
-            guard let path = VPNProvBinary.path else { throw HarnessError("the vpnprov binary was not found") }
-            return (path as NSString).deletingLastPathComponent + "/vpnprov-testhooks"
-        }
-    }
+    static var testHooks: String { VPNProvBinary.testHooksPath }
 
     var arguments: [String] { [inventory, "--out", out, "--state", state] }
 
@@ -356,18 +353,18 @@ struct Fleet {
 
     /// `vpnprov COMMAND inventory … ARGS` here, which must succeed.
     @discardableResult
-    func vpnprov(_ arguments: [String]) throws -> CommandResult {
-        let result = try Command.run(
-            try Self.testHooks, commandLine(arguments), environment: ["VPNPROV_NOW": Self.clock],
+    func vpnprov(_ arguments: [String]) throws -> ProgramResult {
+        let result = try Subprocess.run(
+            Self.testHooks, commandLine(arguments), environment: ["VPNPROV_NOW": Self.clock],
             timeout: .seconds(120))
         guard result.succeeded else { throw HarnessError("vpnprov \(arguments.joined(separator: " ")): \(result)") }
         return result
     }
 
     /// The same on the lab's controller, where it runs ansible-playbook (deploy/handoff.yml).
-    func controller(_ lab: AnsibleLab, _ arguments: [String]) async throws -> CommandResult {
+    func controller(_ lab: AnsibleLab, _ arguments: [String]) async throws -> ProgramResult {
         try await lab.controller(
-            try Self.testHooks, commandLine(arguments),
+            Self.testHooks, commandLine(arguments),
             environment: ["VPNPROV_NOW": Self.clock, "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3"],
             timeout: .seconds(300))
     }
@@ -379,7 +376,7 @@ struct Fleet {
     }
 
     /// A hand-off command's `--format json` document: its links by user, and whether it published.
-    func json(_ result: CommandResult) throws -> (links: [String: Link], published: Bool) {
+    func json(_ result: ProgramResult) throws -> (links: [String: Link], published: Bool) {
         let document = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         let handOff = document?["handoff"] as? [String: Any] ?? [:]
         var links: [String: Link] = [:]
@@ -397,7 +394,7 @@ final class SiteDaemons {
     let lab: AnsibleLab
     let site: AnsibleLab.Node
     let scratch: URL
-    private var daemons: [DaemonProcess] = []
+    private var daemons: [Daemon] = []
 
     init(lab: AnsibleLab, site: AnsibleLab.Node, scratch: URL) throws {
         self.lab = lab
@@ -416,7 +413,7 @@ final class SiteDaemons {
     }
 
     func startNginx() throws {
-        let daemon = try DaemonProcess.start(
+        let daemon = try Daemon.start(
             StrongSwanEnvironment.ipPath, PrivateView.exec(site.namespace, "/usr/sbin/nginx", ["-g", "daemon off;"]),
             outputPath: scratch.appendingPathComponent("nginx.log").path)
         daemons.append(daemon)
@@ -425,7 +422,7 @@ final class SiteDaemons {
 
     /// The gate as vpnprov-handoff.service runs it: as www-data, on the store the role made.
     func startGate() throws {
-        let daemon = try DaemonProcess.start(
+        let daemon = try Daemon.start(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 site.namespace, "/usr/bin/setpriv",
@@ -463,23 +460,24 @@ final class BehindNode {
     init(node: AnsibleLab.Node) throws {
         namespace = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())-lan"
         let ip = StrongSwanEnvironment.ipPath
-        try Command.check(ip, ["netns", "add", namespace])
+        try Subprocess.check(ip, ["netns", "add", namespace])
         do {
-            try Command.check(ip, ["-n", namespace, "link", "set", "lo", "up"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", namespace, "link", "set", "lo", "up"])
+            try Subprocess.check(
                 ip,
                 [
                     "link", "add", "lan0", "netns", node.namespace, "type", "veth", "peer", "name", "eth0", "netns",
                     namespace,
                 ])
-            try Command.check(
+            try Subprocess.check(
                 ip, ["-n", node.namespace, "addr", "add", "\(HandOffBrowserTests.behind.node)/24", "dev", "lan0"])
-            try Command.check(ip, ["-n", node.namespace, "link", "set", "lan0", "up"])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", node.namespace, "link", "set", "lan0", "up"])
+            try Subprocess.check(
                 ip, ["-n", namespace, "addr", "add", "\(HandOffBrowserTests.behind.host)/24", "dev", "eth0"])
-            try Command.check(ip, ["-n", namespace, "link", "set", "eth0", "up"])
-            try Command.check(ip, ["-n", namespace, "route", "add", "default", "via", HandOffBrowserTests.behind.node])
-            try Command.check(
+            try Subprocess.check(ip, ["-n", namespace, "link", "set", "eth0", "up"])
+            try Subprocess.check(
+                ip, ["-n", namespace, "route", "add", "default", "via", HandOffBrowserTests.behind.node])
+            try Subprocess.check(
                 ip, ["netns", "exec", node.namespace, "/usr/sbin/sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
         } catch {
             remove()
@@ -488,6 +486,6 @@ final class BehindNode {
     }
 
     func remove() {
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace], timeout: .seconds(10))
+        _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace], timeout: .seconds(10))
     }
 }

@@ -1,27 +1,29 @@
 import Foundation
 import Testing
+import VPNProvSupport
+import VPNProvTestHarness
 
-/// PKI shared by the hand-written fixture tests (made once per process, on first use).
-final class SharedFixturePKI: @unchecked Sendable {
+/// The strongSwan-made PKI of the hand-written fixture tests (made once per process, on first use).
+enum SharedFixturePKI {
     struct Material: Sendable {
-        var pki: TestPKI
+        var pki: StrongSwanPKI
         var server: (cert: String, key: String)
         var client: (cert: String, key: String)
     }
-    private static let lock = NSLock()
-    nonisolated(unsafe) private static var cached: Material?
+    /// Held while it is made, so concurrent first uses make one.
+    private static let cached = Locked<Material?>(nil)
 
     static func get() throws -> Material {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached { return cached }
-        let pki = try TestPKI.make()
-        let server = try pki.issue(
-            name: "server", sans: [HandWritten.serverID], flags: ["serverAuth", "ikeIntermediate"])
-        let client = try pki.issue(name: "dave", sans: [HandWritten.certClientID], flags: ["clientAuth"])
-        let material = Material(pki: pki, server: server, client: client)
-        cached = material
-        return material
+        try cached.withLock { cached in
+            if let cached { return cached }
+            let pki = try StrongSwanPKI.make()
+            let server = try pki.issue(
+                name: "server", sans: [HandWritten.serverID], flags: ["serverAuth", "ikeIntermediate"])
+            let client = try pki.issue(name: "dave", sans: [HandWritten.certClientID], flags: ["clientAuth"])
+            let material = Material(pki: pki, server: server, client: client)
+            cached = material
+            return material
+        }
     }
 
     /// The full hand-written server directory plus its strongswan.d snippet.
@@ -146,14 +148,14 @@ struct SwanctlLoadCheckTests {
         var dead: Int32 = 4_000_000
         while Scratch.processExists(dead) { dead -= 1 }
         let stale = "\(Scratch.prefix)-\(dead)-1-s"
-        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "add", stale])
+        try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "add", stale])
         let live = try NetworkPair.create()  // create() sweeps stale namespaces first
         defer { live.teardown() }
-        let list = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
+        let list = try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
         #expect(!list.contains(stale))
         #expect(list.contains(live.serverNamespace) && list.contains(live.clientNamespace))
         live.teardown()
-        let after = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
+        let after = try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "list"]).stdout
         #expect(!after.contains(live.serverNamespace) && !after.contains(live.clientNamespace))
     }
 }

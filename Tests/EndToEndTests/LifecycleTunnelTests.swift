@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// The lifecycle commands against real strongSwan: a rotated PSK or password refuses the old secret and
 /// accepts the new one; during a CA rotation the profiles saved before it (Apple-emulated, Android and Linux,
@@ -42,7 +44,7 @@ struct LifecycleTunnelTests {
         }
     }
 
-    static func vpnprov(_ arguments: [String], _ d: GeneratedDeployment) throws -> CommandResult {
+    static func vpnprov(_ arguments: [String], _ d: GeneratedDeployment) throws -> ProgramResult {
         let result = try VPNProvBinary.run(
             arguments + [d.inventory, "--out", d.out.path, "--state", d.state.path], environment: d.environment)
         guard result.succeeded else {

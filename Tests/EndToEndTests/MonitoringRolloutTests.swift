@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// Monitoring (docs/monitoring.md) with the real pieces: a node rolled out by the generated vpnprov_node
 /// role with `monitoring:` (Debian's prometheus-node-exporter configured by the role, the role's strongSwan
@@ -58,14 +60,14 @@ import Testing
             if: unavailableReason == nil || StrongSwanEnvironment.isRequired,
             Comment(rawValue: unavailableReason ?? "available")))
     func prometheusSeesTheRolledOutNode() async throws {
-        try await Command.onOwnExecutor { try await scenario() }
+        try await Subprocess.onOwnExecutor { try await scenario() }
     }
 
     func scenario() async throws {
         if let reason = Self.unavailableReason { throw HarnessError("the monitoring test cannot run: \(reason)") }
         let lab = try AnsibleLab.start(
             nodes: ["n1"], views: ["/var/lib": ["prometheus"], "/usr/local/lib": ["vpnprov"]], etc: ["default"])
-        var daemons: [DaemonProcess] = []
+        var daemons: [Daemon] = []
         defer {
             for daemon in daemons { daemon.stop() }
             lab.teardown()
@@ -93,7 +95,7 @@ import Testing
         try #require(fast != scrape, "scrape.yml sets the interval")
         try fast.write(toFile: scrapePath, atomically: true, encoding: .utf8)
         daemons.append(
-            try DaemonProcess.start(
+            try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", prometheusHost.namespace, Self.prometheusPath, "--config.file=" + scrapePath,
@@ -119,7 +121,7 @@ import Testing
         .split(separator: " ").map(String.init)
         #expect(exporterArguments.contains("--web.listen-address=:9100"), "\(exporterArguments)")
         daemons.append(
-            try DaemonProcess.start(
+            try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 PrivateView.exec(
                     n1.namespace, Self.exporterPath,
@@ -141,7 +143,7 @@ import Testing
 
         /// The samples of `query` (labels, value), or nil while Prometheus does not answer.
         func query(_ expression: String) throws -> [([String: String], Double)]? {
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", prometheusHost.namespace, Self.curlPath, "-s", "--max-time", "2", "-G",
@@ -191,7 +193,7 @@ import Testing
         // 3. The certificate's expiry is the node certificate's notAfter, the CRL's next update the CRL's
         // (openssl's reading of the generated files).
         func opensslDate(_ arguments: [String], _ field: String) throws -> Double {
-            let result = try Command.check(StrongSwanEnvironment.openSSLPath, arguments + ["-dateopt", "iso_8601"])
+            let result = try Subprocess.check(StrongSwanEnvironment.openSSLPath, arguments + ["-dateopt", "iso_8601"])
             // notAfter=2027-12-05 07:09:12Z
             let text = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             let parser = ISO8601DateFormatter()
@@ -272,8 +274,8 @@ import Testing
         // 6. The exporter port from outside monitoring.from (the client's namespace, 192.0.2.101): nothing;
         // from Prometheus's address it answers. With the node's table removed the client gets in: the table
         // is what keeps it out.
-        func fetch(from namespace: String) throws -> CommandResult {
-            try Command.run(
+        func fetch(from namespace: String) throws -> ProgramResult {
+            try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", namespace, Self.curlPath, "-s", "-o", "/dev/null", "-w", "%{http_code}",

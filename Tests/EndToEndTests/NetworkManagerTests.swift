@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// Linux desktops: the generated NetworkManager keyfiles, installed as the user's README says and loaded
 /// unchanged into a real NetworkManager (Debian's 1.42 with network-manager-strongswan 1.6 and its backend
@@ -326,7 +327,7 @@ struct NetworkManagerTests {
         // Refused: a server the desktop does not trust (the CA file holds another CA of the same name).
         let caPath = try #require(try UserFiles.value("certificate", in: eap))
         let foreignCA = keep.appendingPathComponent("foreign-ca.pem")
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.openSSLPath,
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// Quantum-safe tunnels as vpnprov generates them (docs/quantum-safe.md), on strongSwan 6.1 (Debian testing's tree,
 /// `StrongSwanBuild.testing`): a node that requires ML-KEM-768 and the user's PPK, and one that admits classical

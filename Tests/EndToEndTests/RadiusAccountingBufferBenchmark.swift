@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// What the RADIUS servers' accounting buffer costs and how fast it empties (docs/benchmarks.md, "The accounting
 /// buffer"): with PostgreSQL killed, `sessions` sessions' Start and Stop are sent to the preferred RADIUS server
@@ -30,7 +30,7 @@ struct RadiusAccountingBufferBenchmark {
     func bufferAndReplay() async throws {
         try RadiusEnvironment.require()
         try StrongSwanBuild.host.requireEAPRadius()
-        try await Command.onOwnThread { try Self.run(sessions: Self.sessions) }
+        try await Subprocess.onOwnThread { try Self.run(sessions: Self.sessions) }
     }
 
     static func report(_ line: String) { print("bench radius-buffer: \(line)") }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvSupport
+import VPNProvTestHarness
 
 /// The accounts scenario's fault steps (docs/accounts.md, "When the database or a RADIUS server is away"), in the
 /// scenario's lab, where every node runs its RADIUS relay as generated:
@@ -425,16 +426,12 @@ extension RadiusScenario {
         try check(during == String(users.count), "open sessions while both servers were down: \(during)")
         let outageMs = Self.milliseconds(since: outage)
         let back = ContinuousClock.now
-        final class Failures: @unchecked Sendable {
-            let lock = NSLock()
-            var list: [String] = []
-        }
-        let failures = Failures()
+        let failures = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: servers.count) { i in
-            do { try servers[i].start() } catch { failures.lock.withLock { failures.list.append("\(error)") } }
+            do { try servers[i].start() } catch { failures.withLock { $0.append("\(error)") } }
         }
         started = true
-        if let failure = failures.list.first { throw HarnessError(failure) }
+        if let failure = failures.withLock({ $0.first }) { throw HarnessError(failure) }
         do {
             try wait("both Stops in radacct after the outage", timeout: .seconds(30)) {
                 try sql("SELECT count(*) FROM radacct WHERE username IN (\(list)) AND acctstoptime IS NULL") == "0"

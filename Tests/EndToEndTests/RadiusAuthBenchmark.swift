@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvSupport
+import VPNProvTestHarness
 
 /// How many password logins per second one node with `accounts: radius` takes through FreeRADIUS and PostgreSQL
 /// on this machine: a benchmark that prints figures (`bench radius: …`) and asserts only that every login
@@ -44,7 +45,7 @@ struct RadiusAuthBenchmark {
     static func run(_ build: StrongSwanBuild) async throws {
         try RadiusEnvironment.require()
         try build.requireEAPRadius()
-        try await Command.onOwnThread { try RadiusAuthRun.run(build: build, accounts: accounts) }
+        try await Subprocess.onOwnThread { try RadiusAuthRun.run(build: build, accounts: accounts) }
     }
 }
 
@@ -263,23 +264,21 @@ private final class RadiusAuthRun: @unchecked Sendable {
 }
 
 /// The concurrent logins' outcomes, filled in from their threads: failures by account, and every login's time.
-private final class Outcomes: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failed: [String: String] = [:]
-    private var seconds: [Double] = []
+private final class Outcomes: Sendable {
+    private let state = Locked((failed: [String: String](), seconds: [Double]()))
 
-    func set(_ user: String, _ up: Result<CommandResult, any Error>, seconds: Double) {
+    func set(_ user: String, _ up: Result<ProgramResult, any Error>, seconds: Double) {
         let why: String?
         switch up {
         case .success(let result): why = result.succeeded ? nil : "\(result)"
         case .failure(let error): why = "\(error)"
         }
-        lock.withLock {
-            failed[user] = why
-            self.seconds.append(seconds)
+        state.withLock {
+            $0.failed[user] = why
+            $0.seconds.append(seconds)
         }
     }
 
-    var failures: [String: String] { lock.withLock { failed } }
-    var times: [Double] { lock.withLock { seconds } }
+    var failures: [String: String] { state.withLock { $0.failed } }
+    var times: [Double] { state.withLock { $0.seconds } }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// The generated `vpnprov_radius` role run by a real `ansible-playbook` (docs/deploy.md, "RADIUS
 /// servers"): on a local connection into a temporary directory instead of /etc/vpnprov/freeradius, without
@@ -39,14 +40,14 @@ import Testing
         let swanctlConf = dir.appendingPathComponent("etc/swanctl/conf.d/vpnprov-radius.conf").path
         let nftFile = dir.appendingPathComponent("etc/vpnprov/vpnprov-radius.nft").path
         let namespace = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())-role"
-        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "add", namespace])
+        try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "add", namespace])
         defer { NetworkPair.delete(namespace: namespace) }
 
         let killer = try AnsibleKiller(directory: dir.appendingPathComponent("callbacks"))
-        func attempt(_ out: String, killBefore: String? = nil) async throws -> CommandResult {
+        func attempt(_ out: String, killBefore: String? = nil) async throws -> ProgramResult {
             let environment = killer.environment(
                 log: dir.appendingPathComponent("boundaries-\(Scratch.next())"), killBefore: killBefore)
-            return try await Command.runAwaiting(
+            return try await Subprocess.runAwaiting(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", namespace, "/usr/bin/env",
@@ -61,12 +62,12 @@ import Testing
                 ],
                 timeout: .seconds(300))
         }
-        func rollout(_ label: String, out: String = out) async throws -> CommandResult {
+        func rollout(_ label: String, out: String = out) async throws -> ProgramResult {
             let result = try await attempt(out)
             try #require(result.succeeded, "\(label): \(result)")
             return result
         }
-        func recap(_ result: CommandResult) -> String {
+        func recap(_ result: ProgramResult) -> String {
             result.stdout.split(separator: "\n").first { $0.hasPrefix("rad-1") && $0.contains("changed=") }
                 .map(String.init) ?? ""
         }
@@ -91,7 +92,7 @@ import Testing
             #expect(st.st_mode & 0o777 == mode && st.st_uid == 0 && st.st_gid == 0, "\(source)")
             #expect(fm.contentsEqual(atPath: file, andPath: out + "/radius/rad-1/" + source), "\(source)")
         }
-        let table = try Command.run(
+        let table = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"])
         #expect(table.succeeded && table.stdout.contains("RADIUS only through IPsec"), "\(table)")
@@ -118,7 +119,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: moved.out.deletingLastPathComponent()) }
         let movedOut = moved.out.path
         func loadedTable() throws -> String {
-            try Command.run(
+            try Subprocess.run(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", namespace, "nft", "list", "table", "inet", "vpnprov-radius"]
             ).stdout
@@ -184,8 +185,8 @@ import Testing
 
         """.write(to: playbook, atomically: true, encoding: .utf8)
 
-        func rollout(_ label: String, check: Bool = false) async throws -> CommandResult {
-            let result = try await Command.runAwaiting(
+        func rollout(_ label: String, check: Bool = false) async throws -> ProgramResult {
+            let result = try await Subprocess.runAwaiting(
                 "/usr/bin/env",
                 [
                     "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
@@ -199,7 +200,7 @@ import Testing
             try #require(result.succeeded, "\(label): \(result)")
             return result
         }
-        func recap(_ result: CommandResult) -> String {
+        func recap(_ result: ProgramResult) -> String {
             result.stdout.split(separator: "\n").first { $0.hasPrefix("free-1") && $0.contains("changed=") }
                 .map(String.init) ?? ""
         }

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// A server identity must be one that no client certificate of the same CA can prove (docs/security.md).
 /// Proven with real strongSwan: a rogue server built from another user's client certificate and key

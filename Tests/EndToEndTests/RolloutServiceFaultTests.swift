@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvSupport
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// A rollout killed between a copy and the restart or daemon-reload that puts it live is completed by the
 /// next run, on a RADIUS node with monitoring whose services the role manages (`vpnprov_manage_service=true`,
@@ -54,7 +57,7 @@ import Testing
 
     @Test("A rollout killed before a restart or a daemon-reload is completed by the next run", .ansible)
     func aRolloutKilledBeforeARestartIsRestartedByTheNextRun() async throws {
-        try await Command.onOwnExecutor { try await scenario() }
+        try await Subprocess.onOwnExecutor { try await scenario() }
     }
 
     func scenario() async throws {
@@ -94,7 +97,7 @@ import Testing
                 environment: ["VPN_ACCOUNTS_DB": "dbname=accounts", "VPN_RADIUS_DB": "dbname=radius"])
             guard result.succeeded else { throw HarnessError("vpnprov generate: \(result)") }
             let copy = dir.appendingPathComponent(name)
-            try Command.check("/bin/cp", ["-a", out.path, copy.path])
+            try Subprocess.check("/bin/cp", ["-a", out.path, copy.path])
             return copy
         }
         let one = try generate(twoServers: false, keep: "out-one")
@@ -104,7 +107,7 @@ import Testing
         var runs = 0
         /// A run of `tree`'s site.yml on n1 (the RADIUS servers are not in the lab), killed just before the task
         /// named `killBefore` (nil: not killed).
-        func run(_ tree: URL, killBefore: String? = nil, extra: [String] = []) async throws -> CommandResult {
+        func run(_ tree: URL, killBefore: String? = nil, extra: [String] = []) async throws -> ProgramResult {
             runs += 1
             let log = dir.appendingPathComponent("boundaries-\(runs)")
             let result = try await lab.playbook(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// The seed iOS app's own model, end to end against real strongSwan: every catalogue entry marked
 /// `fourFieldModel` works when configured exactly as the seed's code does from its four fields (IKEv2 and IPSec,
@@ -51,7 +52,8 @@ struct SeedAppTests {
         let servers = try Self.catalogue(seed)
         var proven: [String] = []
         // What a device that never installed a profile trusts: public roots only, none of them the deployment's.
-        let publicRoot = try Data(contentsOf: URL(fileURLWithPath: try TestPKI.make(name: "a public root").caCert))
+        let publicRoot = try Data(
+            contentsOf: URL(fileURLWithPath: try StrongSwanPKI.make(name: "a public root").caCert))
         for node in seed.nodes {
             let entries = servers.filter { $0["node"] as? String == node.name }
             let marked = entries.filter { $0["fourFieldModel"] as? Bool == true }.compactMap {
@@ -141,11 +143,11 @@ struct SeedAppTests {
             // fresh client daemon (loaded CA certificates stay loaded for later clients).
             let nut = try NodeUnderTest.start(seed, node: "seed-v4", builds: builds)
             defer { nut.teardown() }
-            let other = try TestPKI.make(name: "Somebody Else's CA", keyType: "rsa")
+            let other = try StrongSwanPKI.make(name: "Somebody Else's CA", keyType: "rsa")
             let others = try apple.appleOthers.map { p -> [String: Any] in
                 guard p["PayloadType"] as? String == "com.apple.security.root" else { return p }
                 var q = p
-                q["PayloadContent"] = try TestPKI.der(ofPEM: other.caCert)
+                q["PayloadContent"] = try StrongSwanPKI.der(ofPEM: other.caCert)
                 return q
             }
             let untrusted = try AppleProfileTranslator.translate(

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine
@@ -25,7 +26,7 @@ struct StrongSwanVersionTests {
         defer { pair.teardown() }
         let charon = try Charon.start(in: pair.serverNamespace, build: build, label: "version-\(build.name)")
         defer { charon.stop() }
-        let version = try charon.swanctl(["--version", "--daemon"])
+        let version = try charon.daemonVersion()
         #expect(version.succeeded, "\(version)")
         #expect(
             version.stdout.contains("strongSwan \(build.version) charon-systemd")

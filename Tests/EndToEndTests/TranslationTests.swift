@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 /// Unit tests of the profile -> strongSwan client translation, on small hand-made dictionaries.
 @Suite struct TranslationTests {
@@ -243,7 +244,7 @@ struct TranslatedProfileTunnelTests {
         let m = try SharedFixturePKI.get()
         return [
             "PayloadType": "com.apple.security.root", "PayloadUUID": "CA",
-            "PayloadContent": try TestPKI.der(ofPEM: m.pki.caCert),
+            "PayloadContent": try StrongSwanPKI.der(ofPEM: m.pki.caCert),
         ]
     }
 
@@ -292,7 +293,9 @@ struct TranslatedProfileTunnelTests {
         let m = try SharedFixturePKI.get()
         let profile: [String: Any] = [
             "uuid": "6f1c5a4e-3b2d-4c1e-9f00-000000000003", "name": "n", "type": "ikev2-eap",
-            "remote": ["addr": "vpn.example.com", "cert": try TestPKI.der(ofPEM: m.pki.caCert).base64EncodedString()]
+            "remote": [
+                "addr": "vpn.example.com", "cert": try StrongSwanPKI.der(ofPEM: m.pki.caCert).base64EncodedString(),
+            ]
                 as [String: Any],
             "local": ["eap_id": HandWritten.eapUser, "shared_secret": HandWritten.eapPassword] as [String: Any],
             "ike-proposal": "aes256gcm16-prfsha256-ecp256", "esp-proposal": "aes256gcm16",
@@ -309,7 +312,7 @@ struct TranslatedProfileTunnelTests {
             "uuid": "6f1c5a4e-3b2d-4c1e-9f00-000000000004", "name": "n", "type": "ikev2-cert",
             "remote": [
                 "addr": "vpn.example.com", "id": "vpn.example.com",
-                "cert": try TestPKI.der(ofPEM: m.pki.caCert).base64EncodedString(),
+                "cert": try StrongSwanPKI.der(ofPEM: m.pki.caCert).base64EncodedString(),
             ] as [String: Any],
             "local": ["id": HandWritten.certClientID, "p12": p12.base64EncodedString()] as [String: Any],
         ]

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// Windows' built-in client, emulated from the generated PowerShell script, refuses what Windows refuses and is
 /// refused where Windows is: a server certificate without the dialled address as dNSName (error 13801), and a
@@ -37,10 +38,10 @@ struct WindowsClientTests {
 
         """.write(to: ext, atomically: true, encoding: .utf8)
         let csr = dir.appendingPathComponent("req.pem")
-        let req = try Command.run(
+        let req = try Subprocess.run(
             "/usr/bin/openssl", ["req", "-new", "-key", keyFile.path, "-subj", "/O=lab/CN=lab-v4", "-out", csr.path])
         #expect(req.succeeded, "\(req)")
-        let sign = try Command.run(
+        let sign = try Subprocess.run(
             "/usr/bin/openssl",
             [
                 "x509", "-req", "-in", csr.path, "-CA", lab.state.appendingPathComponent("ca/ca.pem").path,

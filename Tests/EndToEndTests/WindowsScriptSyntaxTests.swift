@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvTestHarness
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine

@@ -3,16 +3,21 @@ import VPNProvModel
 import VPNProvRendering
 import VPNProvTestFixtures
 
-/// Everything about client kinds is derived from one description per kind (VPNProvModel/Capabilities/ClientKinds/):
-/// these pin the derived tables to what was written out by hand before them, so a description that says
-/// less or more than its kind did changes one of these, not silently a user's connections.
+/// Everything about client kinds is derived from one description per kind (`ClientKind`). Each table here is
+/// the rule written out plainly, row by row, from what the client itself documents, so a description that
+/// says less or more than its client does fails one of these instead of silently changing a user's connections.
 @Suite struct ClientKindTests {
     @Test func eachDescriptionIsItsOwnKinds() {
         for device in Device.allCases { #expect(device.kind.device == device) }
     }
 
-    /// `Service.devices`, as the if-chain of ClientCapabilities.swift had it.
-    @Test func serviceDevicesAreTheTableTheyReplaced() {
+    /// The services each client speaks. The strongSwan Android app: IKEv2 only, with EAP or a certificate, no
+    /// pre-shared key (its documented VPN types). Windows' built-in client (`Add-VpnConnection
+    /// -AuthenticationMethod`): EAP or a machine certificate for IKEv2, no PSK. NetworkManager's strongSwan
+    /// plugin: IKEv2 with a certificate, EAP or a PSK (its `method` setting), no IKEv1. Apple: IKEv2 by
+    /// certificate, EAP or shared secret, EAP after a PSK, and IKEv1 ("IPSec") with XAuth over a PSK or hybrid.
+    /// swanctl: every one.
+    @Test func servicesEachKindSpeaks() {
         let table: [Service: [Device]] = [
             .ikev2Cert: [.apple, .android, .linux, .windows, .networkmanager],
             .ikev2EAP: [.apple, .android, .linux, .windows, .networkmanager],
@@ -29,8 +34,9 @@ import VPNProvTestFixtures
         }
     }
 
-    /// The `device-without-service` warning's hints, as ServiceRules wrote them.
-    @Test func hintsAreTheTextsTheyReplaced() {
+    /// The `device-without-service` warning's hint for each kind: what that client speaks (the table above), said
+    /// for the clients that speak less than the node may offer; Apple and swanctl speak every service.
+    @Test func hintForEachKind() {
         let hints: [Device: String] = [
             .apple: "",
             .android: " (the Android app speaks ikev2-eap and ikev2-cert)",
@@ -45,9 +51,11 @@ import VPNProvTestFixtures
         #expect(Device.defaults == [.apple, .android, .linux, .windows])
     }
 
-    /// Consistency's certificate rule (p12 for Apple, Android and Windows, the open p12 for Android, PEM for
-    /// Linux and NetworkManager) and the client renderer's p12 in the folder (Apple and Android).
-    @Test func certificateFormsAreTheRulesTheyReplaced() {
+    /// The certificate form each client takes: a PKCS#12 for Apple (the profile's PKCS#12 payload), Android
+    /// (the app imports one; the `.sswan` file embeds it without a password) and Windows
+    /// (`Import-PfxCertificate`); PEM files for swanctl (`x509/`, `private/`) and NetworkManager (the keyfile
+    /// names the files); the p12 beside the profile for the two whose users import it by hand (Apple, Android).
+    @Test func certificateFormsOfEachKind() {
         func kinds(_ form: (ClientCertificateForm) -> Bool) -> [Device] {
             Device.allCases.filter { form($0.kind.certificate) }
         }
@@ -57,8 +65,11 @@ import VPNProvTestFixtures
         #expect(kinds(\.p12InFolder) == [.apple, .android])
     }
 
-    /// The proposals each kind sends, as the client plan's switch had them.
-    @Test func offersAreTheOnesTheyReplaced() {
+    /// The proposals each kind sends for the node's proposals: swanctl and NetworkManager (its `proposal` and
+    /// `esp` settings) the node's list; the Android app one proposal of each (the `.sswan` file's `ike-proposal`
+    /// and `esp-proposal` hold one); Apple and Windows none of their own for IKEv2 (their own parameter sets);
+    /// IKEv1 the node's list in IKEv1 form, Apple's IPSec its fixed four.
+    @Test func proposalsEachKindSends() {
         let proposals = Proposals(
             ike: ["aes256gcm16-prfsha256-ecp256", "aes256-sha256-modp2048"], esp: ["aes256gcm16", "aes256-sha256"])
         let all = ProposalOffer(ike: proposals.ike, esp: proposals.esp)
@@ -79,9 +90,11 @@ import VPNProvTestFixtures
         #expect(Device.linux.kind.offer(for: .ipsecXauthHybrid, proposals: proposals) == ikev1)
     }
 
-    /// What the `ipv6-leak` warning names per kind (IKEv2, IKEv1, IKEv2 with the Apple kill switch on), as
-    /// ClientRules' switch had it.
-    @Test func ipv6LeaksAreTheOnesTheyReplaced() {
+    /// What the `ipv6-leak` warning names per kind (IKEv2, IKEv1, IKEv2 with the Apple kill switch on): Apple's
+    /// IKEv2 leaks unless `IncludeAllNetworks` is on, its IPSec has no such switch; swanctl routes only what its
+    /// policies name; Windows' VPN cmdlets have no IPv6 block; the Android app (an Android VpnService, which blocks
+    /// what it does not route) and NetworkManager are not named.
+    @Test func whatLeaksIPv6ForEachKind() {
         let leaks: [Device: [String?]] = [
             .apple: [
                 "Apple IKEv2 (apple.include_all_networks is off)", "Apple IPSec (ipsec-xauth-psk has no kill switch)",

@@ -314,17 +314,9 @@ import VPNProvTestFixtures
         defer { try? FileManager.default.removeItem(at: dir) }
         let url = dir.appendingPathComponent("alice.mobileconfig")
         try Data(file.contents).write(to: url)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: plutil)
-        process.arguments = ["-lint", url.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        process.waitUntilExit()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(output)")
-        #expect(output.contains("OK"))
+        let lint = try Subprocess.run(plutil, ["-lint", url.path])
+        #expect(lint.succeeded, "\(lint)")
+        #expect(lint.output.contains("OK"))
     }
 
     // MARK: - Android

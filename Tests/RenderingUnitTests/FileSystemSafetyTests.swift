@@ -150,23 +150,10 @@ import VPNProvTestFixtures
     static func withSmallDisk(at path: String, kilobytes: Int, _ body: (_ resize: (Int) throws -> Void) throws -> Void)
         throws
     {
-        func run(_ arguments: [String]) throws {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/bin/mount")
-            p.arguments = arguments
-            try p.run()
-            p.waitUntilExit()
-            guard p.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
-        }
+        func run(_ arguments: [String]) throws { try Subprocess.check("/bin/mount", arguments) }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         try run(["-t", "tmpfs", "-o", "size=\(kilobytes)k,mode=0755", "tmpfs", path])
-        defer {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/bin/umount")
-            p.arguments = [path]
-            try? p.run()
-            p.waitUntilExit()
-        }
+        defer { _ = try? Subprocess.run("/bin/umount", [path]) }
         try body { size in try run(["-o", "remount,size=\(size)k", path]) }
     }
 

@@ -289,16 +289,7 @@ import VPNProvTestFixtures
     }
 
     static func run(_ path: String, _ arguments: [String], in directory: URL) throws -> (code: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try Subprocess.run(path, arguments, directory: directory.path, timeout: .seconds(120))
+        return (result.succeeded ? 0 : max(result.exitCode, 1), result.output)
     }
 }

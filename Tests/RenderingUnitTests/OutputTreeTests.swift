@@ -8,16 +8,12 @@ import VPNProvTestFixtures
 @Suite(.temporaries) struct OutputTreeTests {
     let fm = FileManager.default
 
-    func tempDir() throws -> String {
-        try temporaryDirectory("out")
-    }
-
     func mode(_ path: String) throws -> Int {
         (try fm.attributesOfItem(atPath: path)[.posixPermissions] as! NSNumber).intValue
     }
 
     @Test func writesFilesWithModesAndRewritesNothingTheSecondTime() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let files = [
             OutputFile(path: "servers/a/swanctl/swanctl.conf", text: "connections {}\n"),
@@ -40,17 +36,14 @@ import VPNProvTestFixtures
     /// Modes are exact whatever the umask: a restrictive one must not hide public files, a permissive
     /// one must not expose private ones (the binary runs under `sh -c 'umask …'`).
     @Test(arguments: ["077", "000", "022"]) func modesDoNotDependOnTheUmask(umask: String) throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let inventory = try String(contentsOfFile: Repository.example, encoding: .utf8)
         try inventory.write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "umask \(umask) && exec \"$0\" generate >/dev/null 2>&1", VPNProvBinary.path]
-        process.currentDirectoryURL = URL(fileURLWithPath: dir)
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let generated = try Subprocess.run(
+            "/bin/sh", ["-c", "umask \(umask) && exec \"$0\" generate", VPNProvBinary.path], directory: dir,
+            timeout: .seconds(300))
+        #expect(generated.succeeded, "\(generated)")
         #expect(try mode(dir + "/out/clients/alice/README") == 0o644)
         #expect(try mode(dir + "/out/clients/alice/alice.mobileconfig") == 0o600)
         #expect(try mode(dir + "/out/servers/fra-1/swanctl/swanctl.conf") == 0o644)
@@ -58,7 +51,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aChangedModeIsRepaired() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let files = [OutputFile(path: "k.key", text: "KEY", isPrivate: true)]
         _ = try OutputTree.write(files, to: dir)
@@ -69,7 +62,7 @@ import VPNProvTestFixtures
     }
 
     @Test func removesOnlyWhatItWroteBefore() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         _ = try OutputTree.write(
             [OutputFile(path: "clients/bob/bob.sswan", text: "{}"), OutputFile(path: "keep.txt", text: "x")], to: dir)
@@ -83,7 +76,7 @@ import VPNProvTestFixtures
     /// Two outputs for one path, in one batch or in two: refused before anything is visible, with no
     /// temporary file left, when writing and when comparing.
     @Test func twoOutputsForOnePathAreRefused() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         _ = try OutputTree.write([OutputFile(path: "a/x.txt", text: "old")], to: dir)
         let before = try fm.subpathsOfDirectory(atPath: dir).sorted()
@@ -123,7 +116,7 @@ import VPNProvTestFixtures
     /// A folder that does not exist yet is written whole under a temporary name and renamed once at
     /// publish: nothing of it is visible before, everything (modes included) after.
     @Test func aNewFolderIsStagedWholeAndRenamedIntoPlace() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let files = [
             OutputFile(path: "clients/u/u.sswan", text: "{}", isPrivate: true),
@@ -157,7 +150,7 @@ import VPNProvTestFixtures
 
     /// A staged folder's files need not come together: the folder is opened again for the later ones.
     @Test func aStagedFolderTakesFilesThatComeApart() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let files = [
             OutputFile(path: "clients/u/a.txt", text: "a"), OutputFile(path: "clients/v/b.txt", text: "b"),
@@ -172,7 +165,7 @@ import VPNProvTestFixtures
 
     /// A failed run removes its staged folders and the directories it made for them: nothing changed.
     @Test func anAbortedRunLeavesNoStagedFolder() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         _ = try OutputTree.write([OutputFile(path: "keep.txt", text: "x")], to: dir)
         let before = try fm.subpathsOfDirectory(atPath: dir).sorted()
@@ -194,7 +187,7 @@ import VPNProvTestFixtures
     /// A run killed between staging and publish leaves a staged folder (and the marker): the next run
     /// removes it whole, with the directory it was in when that is left empty.
     @Test func aKilledRunsStagedFolderIsRemovedByTheNextRun() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let left = dir + "/clients/.w.tmp-999999"
         try fm.createDirectory(atPath: left + "/linux", withIntermediateDirectories: true)
@@ -213,7 +206,7 @@ import VPNProvTestFixtures
 
     /// The shortcut for files in the directory of the file before keeps `checkRelativePath`'s rules.
     @Test func parentOfAPathFollowsThePathRules() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         try fm.createDirectory(atPath: dir + "/a/b", withIntermediateDirectories: true)
         let root = open(dir, O_RDONLY | O_DIRECTORY)
@@ -233,7 +226,7 @@ import VPNProvTestFixtures
     }
 
     @Test func driftListsMissingStaleAndUnexpected() throws {
-        let dir = try tempDir()
+        let dir = try temporaryDirectory("out")
         defer { try? fm.removeItem(atPath: dir) }
         let files = [OutputFile(path: "a", text: "1"), OutputFile(path: "b/c", text: "2")]
         _ = try OutputTree.write(files, to: dir)
@@ -261,8 +254,8 @@ import VPNProvTestFixtures
     }
 
     @Test func neverFollowsASymlinkOutOfTheTree() throws {
-        let dir = try tempDir()
-        let outside = try tempDir()
+        let dir = try temporaryDirectory("out")
+        let outside = try temporaryDirectory("out")
         defer {
             try? fm.removeItem(atPath: dir)
             try? fm.removeItem(atPath: outside)

@@ -58,8 +58,8 @@ enum ServerFixtures {
         var nodes: [String: NodeMaterials] = [:]
         for node in inventory.nodes {
             nodes[node.name] = NodeMaterials(
-                certificatePEM: TestPKI.serverCertificatePEM(node, in: inventory),
-                privateKeyPEM: TestPKI.keyPEM("server"),
+                certificatePEM: GoldenPKI.serverCertificatePEM(node, in: inventory),
+                privateKeyPEM: GoldenPKI.keyPEM("server"),
                 psk: node.psk == nil ? nil : "psk of \(node.name) with # and \"quotes\"")
         }
         let passwords = [
@@ -70,8 +70,8 @@ enum ServerFixtures {
             users[user.name] = UserMaterials(password: passwords[user.name])
         }
         return Materials(
-            caCertificatePEM: TestPKI.ca.pem, caCommonName: TestPKI.caName, caKeyType: .rsa2048,
-            crlPEM: TestPKI.crlPEM(revokedUsers: inventory.users.filter(\.revoked).map(\.name)), nodes: nodes,
+            caCertificatePEM: GoldenPKI.ca.pem, caCommonName: GoldenPKI.caName, caKeyType: .rsa2048,
+            crlPEM: GoldenPKI.crlPEM(revokedUsers: inventory.users.filter(\.revoked).map(\.name)), nodes: nodes,
             users: users)
     }
 

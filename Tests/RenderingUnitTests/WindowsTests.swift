@@ -137,7 +137,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aCertificateWithoutTheEKUWindowsNeedsIsReissuedWithTheReason() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         let fra = try serial(state, node: "fra-1")
         let alice = try serial(state, user: "alice")
@@ -166,7 +166,7 @@ import VPNProvTestFixtures
     }
 
     @Test func stateWithoutRecordedEKUsIsCompletedWithoutReissuing() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         try editIndex(state) { certs in
             for (k, v) in certs {
@@ -181,7 +181,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aServerCertificateWithoutTheAddressAsDNSNameIsReissuedForWindows() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         let ams = try serial(state, node: "ams-1")
         try editIndex(state) { certs in

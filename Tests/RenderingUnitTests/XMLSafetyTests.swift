@@ -15,20 +15,14 @@ import VPNProvTestFixtures
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("doc.plist")
         try Data(bytes).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-c",
-            "import plistlib,sys,json; d=plistlib.load(open(sys.argv[1],'rb')); print(json.dumps(d.get('k'), ensure_ascii=True))",
-            file.path,
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus == 0, output)
+        let result = try Subprocess.run(
+            "/usr/bin/env",
+            [
+                "python3", "-c",
+                "import plistlib,sys,json; d=plistlib.load(open(sys.argv[1],'rb')); print(json.dumps(d.get('k'), ensure_ascii=True))",
+                file.path,
+            ])
+        return (result.succeeded, result.output)
     }
 
     @Test func ssidsXMLCannotCarryAreRefusedAtTheirLine() {

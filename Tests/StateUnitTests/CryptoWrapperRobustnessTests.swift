@@ -14,15 +14,15 @@ import VPNProvTestSupport
     /// whatever bytes it is given, like a crafted certificate would carry).
     static func certificateWithOddIPAddresses() throws -> X509Certificate {
         let template = CertificateTemplate(
-            serial: TestPKI.serial("odd ip"),
+            serial: GoldenPKI.serial("odd ip"),
             subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", "odd")]),
-            notBefore: TestPKI.epoch, notAfter: TestPKI.epoch + 86400,
+            notBefore: GoldenPKI.epoch, notAfter: GoldenPKI.epoch + 86400,
             subjectAlternativeNames: [
                 .ipAddress([10, 0, 0]), .ipAddress([1, 2, 3, 4, 5]), .ipAddress([192, 0, 2, 1]),
             ],
             keyUsage: [.digitalSignature])
         return try CertificateIssuer.issue(
-            template, subjectKey: TestPKI.key("server"), issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"))
+            template, subjectKey: GoldenPKI.key("server"), issuer: GoldenPKI.ca, issuerKey: GoldenPKI.key("ca"))
     }
 
     /// `GeneralName.description` read two bytes at a time up to the count: an odd length trapped
@@ -52,9 +52,9 @@ import VPNProvTestSupport
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let cert = try Self.certificateWithOddIPAddresses()
         let crl = try CertificateRevocationList.build(
-            issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"), number: 3, thisUpdate: TestPKI.epoch,
-            nextUpdate: TestPKI.epoch + 86400,
-            revoked: [RevokedCertificate(serial: TestPKI.serial("a"), revocationDate: TestPKI.epoch)])
+            issuer: GoldenPKI.ca, issuerKey: GoldenPKI.key("ca"), number: 3, thisUpdate: GoldenPKI.epoch,
+            nextUpdate: GoldenPKI.epoch + 86400,
+            revoked: [RevokedCertificate(serial: GoldenPKI.serial("a"), revocationDate: GoldenPKI.epoch)])
         write(cert.pem, to: "\(dir)/cert.pem")
         write(crl.pem, to: "\(dir)/crl.pem")
         let x509 = try runTool(["openssl", "x509", "-in", "\(dir)/cert.pem"])

@@ -67,7 +67,7 @@ import VPNProvTestFixtures
 
     @Test(.needs(.openssl, .pki)) func issuedSubjectIsWhatStrongSwanMakesOfTheText() throws {
         try TestDependency.pki.require()
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let key = try runTool(["pki", "--gen", "--type", "ecdsa", "--size", "256", "--outform", "pem"])
         try #require(key.status == 0)

@@ -8,7 +8,7 @@ import VPNProvTestFixtures
 
 @Suite(.temporaries) struct PKITests {
     @Test func caCertificateHasTheRequiredExtensions() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let result = try prepare(standardInventory(), state: state)
         let ca = try X509Certificate(pem: result.materials.caCertificatePEM)
         #expect(ca.isCA)
@@ -29,7 +29,7 @@ import VPNProvTestFixtures
     }
 
     @Test func serverCertificatesCarryIdentityAndAddress() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let materials = try prepare(standardInventory(), state: state).materials
         let ca = try X509Certificate(pem: materials.caCertificatePEM)
 
@@ -53,7 +53,7 @@ import VPNProvTestFixtures
     }
 
     @Test func clientCertificatesCarryTheUserIdentity() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let materials = try prepare(standardInventory(), state: state).materials
         let alice = try X509Certificate(pem: materials.users["alice"]!.certificatePEM!)
         #expect(alice.subjectAlternativeNames == [.rfc822Name("alice@example.com")])
@@ -73,7 +73,7 @@ import VPNProvTestFixtures
     }
 
     @Test func rsaAndP384Profiles() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let inventory = makeInventory(
             nodes: [makeNode("fra-1", address: "fra-1.example.com")], users: [makeUser("alice")], caKey: .ecdsaP384,
             serverKey: .rsa2048, clientKey: .ecdsaP384)
@@ -101,26 +101,26 @@ import VPNProvTestFixtures
     func anIssuedCertificateCarriesTheKeysOwnPublicKeyInfo(algorithm: KeyAlgorithm) throws {
         let key = try PrivateKey.generate(algorithm)
         let template = CertificateTemplate(
-            serial: TestPKI.serial("spki"),
+            serial: GoldenPKI.serial("spki"),
             subject: DistinguishedName([NameAttribute("O", "acme"), NameAttribute("CN", "spki")]),
-            notBefore: TestPKI.epoch, notAfter: TestPKI.epoch + 86400, keyUsage: [.digitalSignature])
+            notBefore: GoldenPKI.epoch, notAfter: GoldenPKI.epoch + 86400, keyUsage: [.digitalSignature])
         let issued = try CertificateIssuer.issue(
-            template, subjectKey: key, issuer: TestPKI.ca, issuerKey: TestPKI.key("ca"))
+            template, subjectKey: key, issuer: GoldenPKI.ca, issuerKey: GoldenPKI.key("ca"))
         #expect(try issued.publicKeyDER() == key.publicKeyDER())
         let read = try X509Certificate(pem: issued.pem)
         #expect(try read.publicKeyDER() == key.publicKeyDER())
         for certificate in [issued, read] {
             #expect(key.matches(certificate))
             #expect(certificate.publicKeyAlgorithm == algorithm)
-            #expect(certificate.isSigned(by: TestPKI.ca))
-            #expect(!TestPKI.key("server").matches(certificate))
+            #expect(certificate.isSigned(by: GoldenPKI.ca))
+            #expect(!GoldenPKI.key("server").matches(certificate))
         }
     }
 
     @Test(.needs(.openssl, .pki)) func opensslAndStrongSwanAcceptTheCertificates() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let materials = try prepare(standardInventory(), state: state).materials
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         write(materials.caCertificatePEM, to: "\(dir)/ca.pem")
         let certs = [
             ("fra-1", materials.nodes["fra-1"]!.certificatePEM, "sslserver"),
@@ -146,10 +146,10 @@ import VPNProvTestFixtures
 
     @Test(.needs(.openssl, .pki)) func distinguishedNamesAreEncodedLikeStrongSwan() throws {
         let dnText = "C=DE, O=acme, CN=dn-1.vpn.example.com, E=ops@example.com, OU=\u{00DC}nits"
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let inventory = makeInventory(nodes: [makeNode("dn-1", address: "dn-1.vpn.example.com", id: dnText)], users: [])
         let ours = try prepare(inventory, state: state).materials.nodes["dn-1"]!.certificatePEM
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         write(ours, to: "\(dir)/ours.pem")
         let key = try runTool(["pki", "--gen", "--type", "ecdsa", "--size", "256", "--outform", "pem"])
         write(
@@ -172,7 +172,7 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func pkcs12UsesLegacy3DESAndOpensWithItsPassword() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let materials = try prepare(standardInventory(), state: state).materials
         let alice = materials.users["alice"]!
         let password = try #require(alice.p12Password)
@@ -184,7 +184,7 @@ import VPNProvTestFixtures
         #expect(opened.caCertificates.map(\.der) == [try X509Certificate(pem: materials.caCertificatePEM).der])
         #expect(throws: CryptoError.self) { try PKCS12.parse(p12, password: password + "x") }
 
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         _ = FileManager.default.createFile(atPath: "\(dir)/alice.p12", contents: Data(p12))
         let info = try runTool(
             ["openssl", "pkcs12", "-info", "-noout", "-in", "\(dir)/alice.p12", "-passin", "env:VPNPROV_TEST_P12"],
@@ -209,7 +209,7 @@ import VPNProvTestFixtures
     /// must have, element for element and length for length, the layout of what OpenSSL's own
     /// `PKCS12_create` makes of the same key, certificate, CA and name (`openssl pkcs12 -export`).
     @Test(.needs(.openssl)) func containersBuiltFromPartsHaveTheLayoutOfOpenSSLsExport() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let alice = try prepare(standardInventory(), state: state).materials.users["alice"]!
         let opened = try PKCS12.parse(try #require(alice.p12), password: try #require(alice.p12Password))
         // As the state holds them (PEM): a certificate read from a PKCS#12 carries its bag's name.
@@ -217,7 +217,7 @@ import VPNProvTestFixtures
             key: opened.key, certificate: X509Certificate(pem: opened.certificate.pem),
             caCertificates: opened.caCertificates.map { try X509Certificate(pem: $0.pem) }, friendlyName: "alice")
         #expect(try contents.keyPEM() == opened.key.pkcs8PEM())
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         try contents.keyPEM().write(toFile: "\(dir)/key.pem", atomically: true, encoding: .utf8)
         try opened.certificate.pem.write(toFile: "\(dir)/cert.pem", atomically: true, encoding: .utf8)
         try opened.caCertificates.map(\.pem).joined().write(
@@ -252,14 +252,14 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func sswanContainerHasTheEmptyPasswordAndTheSameLegacyAlgorithms() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state).materials.users["alice"]!
         let open = try #require(first.openP12)
         #expect(open != first.p12)
         let opened = try PKCS12.parse(open, password: "")
         #expect(opened.certificate.der == (try X509Certificate(pem: first.certificatePEM!)).der)
         #expect(opened.key.matches(opened.certificate))
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         _ = FileManager.default.createFile(atPath: "\(dir)/open.p12", contents: Data(open))
         let info = try runTool(["openssl", "pkcs12", "-info", "-noout", "-in", "\(dir)/open.p12", "-passin", "pass:"])
         #expect(info.status == 0, "\(info.output)")
@@ -283,7 +283,7 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func crlListsRevokedCertificatesAndVerifies() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         let aliceSerial = try X509Certificate(pem: first.materials.users["alice"]!.certificatePEM!).serialHex
         let initialCRL = try CertificateRevocationList(pem: first.materials.crlPEM)
@@ -303,7 +303,7 @@ import VPNProvTestFixtures
             crl.revoked == [RevokedCertificate(serial: bytesFromHex(aliceSerial)!, revocationDate: testNow + 86400)])
         #expect(crl.isSigned(by: try X509Certificate(pem: second.materials.caCertificatePEM)))
 
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         write(second.materials.caCertificatePEM, to: "\(dir)/ca.pem")
         write(second.materials.crlPEM, to: "\(dir)/crl.pem")
         let verify = try runTool([
@@ -334,7 +334,7 @@ import VPNProvTestFixtures
     }
 
     @Test func revokeCommandRevokesAndTheNextRunReissues() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         let carolSerial = try X509Certificate(pem: first.materials.users["carol"]!.certificatePEM!).serialHex
         let result = try PKIManager.revoke(user: "carol", stateDirectory: state, environment: [:], now: testNow + 60)
@@ -355,7 +355,7 @@ import VPNProvTestFixtures
     }
 
     @Test func unchangedInventoryReissuesNothingAndStateIsByteIdentical() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         let before = snapshot(state)
         let second = try prepare(standardInventory(), state: state, now: testNow + 3600)
@@ -365,7 +365,7 @@ import VPNProvTestFixtures
     }
 
     @Test func changingOneNodeIdentityReissuesOnlyThatNode() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.nodes[1].id = .fqdn("ams-1.vpn.example.com")
@@ -387,7 +387,7 @@ import VPNProvTestFixtures
     }
 
     @Test func keyTypeChangeGeneratesANewKey() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.pki.clientKey = .ecdsaP384
@@ -400,7 +400,7 @@ import VPNProvTestFixtures
     }
 
     @Test func certificatesAreRenewedNearExpiryWithTheSameKey() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         // 340 days later client certificates (365 days) are within 30 days of expiry; servers are not.
         let later = testNow + 340 * 86400
@@ -416,7 +416,7 @@ import VPNProvTestFixtures
     }
 
     @Test func lifetimeSettingChangeReissues() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.pki.serverDays = 400
@@ -426,7 +426,7 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func crlURLPutsADistributionPointInServerCertificatesOnly() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.pki.crlURL = "http://crl.example.com/vpn.crl"
@@ -440,7 +440,7 @@ import VPNProvTestFixtures
         #expect(second.materials.users == first.materials.users)
         #expect(second.materials.nodes["fra-1"]!.privateKeyPEM == first.materials.nodes["fra-1"]!.privateKeyPEM)
         // openssl reads the extension back from the certificate as issued; a user certificate has none.
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         write(second.materials.nodes["fra-1"]!.certificatePEM, to: "\(dir)/fra-1.pem")
         write(second.materials.users["alice"]!.certificatePEM!, to: "\(dir)/alice.pem")
         let server = try runTool([
@@ -459,7 +459,7 @@ import VPNProvTestFixtures
     }
 
     @Test func removedUsersAndNodesAreRevoked() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.users.removeAll { $0.name == "carol" }
@@ -473,7 +473,7 @@ import VPNProvTestFixtures
     }
 
     @Test func generatedSecretsAreStrongAndStable() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         let psk = try #require(first.materials.nodes["fra-1"]!.psk)
         #expect(psk.count == 32)
@@ -489,8 +489,8 @@ import VPNProvTestFixtures
     }
 
     @Test func secretReferencesResolveFromEnvironmentFilesAndLiterals() throws {
-        let state = makeTempDirectory()
-        let inventoryDir = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
+        let inventoryDir = try temporaryDirectory("pki")
         try FileManager.default.createDirectory(atPath: "\(inventoryDir)/secrets", withIntermediateDirectories: true)
         write("file-password-value\n", to: "\(inventoryDir)/secrets/bob")
         let inventory = makeInventory(
@@ -508,7 +508,7 @@ import VPNProvTestFixtures
     }
 
     @Test func missingSecretReferencesAreInventoryErrorsWithoutValues() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let inventory = makeInventory(
             nodes: [makeNode("fra-1", address: "fra-1.example.com", services: [.ikev2PSK], psk: .env("VPN_FRA_PSK"))],
             users: [makeUser("bob", cert: false, password: .file("does/not/exist"))])
@@ -535,7 +535,7 @@ import VPNProvTestFixtures
     }
 
     @Test func noSecretValueReachesMessages() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let inventory = makeInventory(
             nodes: [
                 makeNode(
@@ -565,7 +565,7 @@ import VPNProvTestFixtures
 
     @Test func prepareScalesToManyCertificateUsers() throws {
         // Functional check of the parallel path (not timed): 60 users in one run, all distinct serials.
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let users = (0..<60).map { makeUser("user\($0)") }
         let inventory = makeInventory(nodes: [makeNode("fra-1", address: "fra-1.example.com")], users: users)
         let counter = ProgressCounter()

@@ -10,7 +10,7 @@ import VPNProvTestFixtures
 @Suite(.temporaries) struct StateDirectoryTests {
     /// A state written by a run, and a directory elsewhere that nothing may reach.
     func state() throws -> (state: String, elsewhere: String) {
-        let base = makeTempDirectory()
+        let base = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: base + "/state")
         try FileManager.default.createDirectory(atPath: base + "/elsewhere", withIntermediateDirectories: false)
         return (base + "/state", base + "/elsewhere")

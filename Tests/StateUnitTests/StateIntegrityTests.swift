@@ -16,22 +16,23 @@ import VPNProvTestFixtures
     func aKeyIsCheckedByWhatItSignsNotByThePublicHalfItCarries(_ algorithm: KeyAlgorithm) throws {
         let key = try PrivateKey.generate(algorithm)
         let template = CertificateTemplate(
-            serial: TestPKI.serial("signs for"), subject: DistinguishedName([NameAttribute("CN", "signs for")]),
-            notBefore: TestPKI.epoch, notAfter: TestPKI.epoch + 86400, keyUsage: [.keyCertSign, .cRLSign], isCA: true)
+            serial: GoldenPKI.serial("signs for"), subject: DistinguishedName([NameAttribute("CN", "signs for")]),
+            notBefore: GoldenPKI.epoch, notAfter: GoldenPKI.epoch + 86400, keyUsage: [.keyCertSign, .cRLSign],
+            isCA: true)
         let certificate = try CertificateIssuer.selfSigned(template, key: key)
         #expect(key.signsFor(certificate))
         let damaged = try PrivateKey(
             pem: String(decoding: try #require(StateDamage.flipScalar(Array(try key.pkcs8PEM().utf8))), as: UTF8.self))
         #expect(damaged.matches(certificate), "the damaged file still holds the certificate's public key")
         #expect(!damaged.signsFor(certificate))
-        #expect(!TestPKI.key("ca").signsFor(certificate))
-        #expect(TestPKI.key("ca").signsFor(TestPKI.ca))
+        #expect(!GoldenPKI.key("ca").signsFor(certificate))
+        #expect(GoldenPKI.key("ca").signsFor(GoldenPKI.ca))
     }
 
     /// A state of `standardInventory()` as an earlier vpnprov wrote it: no manifest, index.json of
     /// version 1 without the digests of the CA's files and of the CRL.
     func olderState() throws -> String {
-        let state = makeTempDirectory() + "/state"
+        let state = try temporaryDirectory("pki") + "/state"
         try prepare(standardInventory(), state: state)
         try StateDamage.unseal(state)
         let path = URL(fileURLWithPath: state + "/index.json")
@@ -86,7 +87,7 @@ import VPNProvTestFixtures
     /// place. A pending file that no manifest lists (a commit killed before its manifest) is ignored and
     /// removed; a record the manifest does not list is refused, named.
     @Test func recordsAreTheOnesTheManifestLists() throws {
-        let state = makeTempDirectory() + "/state"
+        let state = try temporaryDirectory("pki") + "/state"
         try prepare(standardInventory(), state: state)
         let directory = try #require(try StateDirectory.open(state, create: false))
         var manifest = try #require(try directory.readManifest())

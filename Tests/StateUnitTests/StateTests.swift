@@ -8,7 +8,7 @@ import VPNProvTestFixtures
 
 @Suite(.temporaries) struct StateTests {
     @Test func stateFilesArePrivate() throws {
-        let state = makeTempDirectory() + "/nested/state"
+        let state = try temporaryDirectory("pki") + "/nested/state"
         try prepare(standardInventory(), state: state)
         var st = stat()
         #expect(stat(state, &st) == 0 && st.st_mode & 0o777 == 0o700)
@@ -28,7 +28,7 @@ import VPNProvTestFixtures
     }
 
     @Test func indexIsSortedJSONWithoutSecrets() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let result = try prepare(standardInventory(), state: state)
         let text = String(decoding: FileManager.default.contents(atPath: "\(state)/index.json")!, as: UTF8.self)
         let index = try StateJSON.decode(StateIndex.self, Array(text.utf8))
@@ -44,7 +44,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aConcurrentRunIsRefusedWhileTheLockIsHeld() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let lock = try StateLock(stateDirectory: state)
         // flock belongs to the open file description: a second open in this process conflicts too.
         #expect { try prepare(standardInventory(), state: state) } throws: { error in
@@ -60,7 +60,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aLockHeldByAnotherProcessIsRefused() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         // The child takes the lock, says so, and holds it until its stdin closes.
         let child = Process()
@@ -85,7 +85,7 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func corruptIndexIsAnErrorThatChangesNothing() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         write("{ not json", to: "\(state)/index.json")
         chmod("\(state)/index.json", 0o600)
@@ -98,7 +98,7 @@ import VPNProvTestFixtures
     }
 
     @Test func missingOrMismatchedKeysAreErrorsThatChangeNothing() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let result = try prepare(standardInventory(), state: state)
         let index = try StateJSON.decode(
             StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
@@ -130,7 +130,7 @@ import VPNProvTestFixtures
     }
 
     @Test func aMissingCAKeyOrTamperedP12IsAnError() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         let index = try StateJSON.decode(
             StateIndex.self, [UInt8](FileManager.default.contents(atPath: "\(state)/index.json")!))
@@ -142,7 +142,7 @@ import VPNProvTestFixtures
             ($0 as? StateError)?.code == .stateInconsistent
         }
 
-        let other = makeTempDirectory()
+        let other = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: other)
         try FileManager.default.removeItem(atPath: "\(other)/ca/ca.key")
         let before = snapshot(other)
@@ -153,7 +153,7 @@ import VPNProvTestFixtures
     }
 
     @Test func theCAIsNeverReplaced() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let first = try prepare(standardInventory(), state: state)
         let caKey = FileManager.default.contents(atPath: "\(state)/ca/ca.key")
         var inventory = standardInventory()
@@ -170,9 +170,9 @@ import VPNProvTestFixtures
     }
 
     @Test func aCAPlacedInTheStateIsAdopted() throws {
-        let source = makeTempDirectory()
+        let source = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: source)
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try FileManager.default.createDirectory(atPath: "\(state)/ca", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: "\(source)/ca/ca.key", toPath: "\(state)/ca/ca.key")
         try FileManager.default.copyItem(atPath: "\(source)/ca/ca.pem", toPath: "\(state)/ca/ca.pem")
@@ -184,14 +184,14 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func encryptedCAKeyNeedsThePassphraseOnlyToSign() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         let env = [PKIManager.caPassphraseVariable: "correct horse battery staple"]
         let first = try prepare(standardInventory(), state: state, env: env)
         let keyText = String(decoding: FileManager.default.contents(atPath: "\(state)/ca/ca.key")!, as: UTF8.self)
         #expect(keyText.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
         let key = try PrivateKey(pem: keyText, passphrase: env.values.first!)
         #expect(key.matches(try X509Certificate(pem: first.materials.caCertificatePEM)))
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         let parsed = try runTool(
             ["openssl", "pkey", "-in", "\(state)/ca/ca.key", "-passin", "env:VPNPROV_TEST_PASS", "-noout"],
             environment: ["VPNPROV_TEST_PASS": env.values.first!])
@@ -218,7 +218,7 @@ import VPNProvTestFixtures
     }
 
     @Test func persistFalseWritesNothing() throws {
-        let state = makeTempDirectory()
+        let state = try temporaryDirectory("pki")
         try prepare(standardInventory(), state: state)
         var inventory = standardInventory()
         inventory.users.append(makeUser("erin"))
@@ -229,7 +229,7 @@ import VPNProvTestFixtures
     }
 
     @Test func atomicWriteReplacesContentAndSyncs() throws {
-        let dir = makeTempDirectory()
+        let dir = try temporaryDirectory("pki")
         try AtomicFile.write(Array("one".utf8), to: "\(dir)/f")
         try AtomicFile.write(Array("two".utf8), to: "\(dir)/f")
         #expect(FileManager.default.contents(atPath: "\(dir)/f") == Data("two".utf8))

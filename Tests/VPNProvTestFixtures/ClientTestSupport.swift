@@ -55,31 +55,32 @@ package enum ClientFixtures {
             nodes: [fra, ams], users: [alice, bob, carol])
     }
 
-    /// Real materials from the deterministic test PKI (`TestPKI`): goldens hold real certificate,
+    /// Real materials from the deterministic test PKI (`GoldenPKI`): goldens hold real certificate,
     /// CRL and PKCS#12 bytes.
     package static func materials() -> Materials {
         let inventory = inventory()
         func node(_ name: String) -> Node { inventory.nodes.first { $0.name == name }! }
         let alice = inventory.users.first { $0.name == "alice" }!
         return Materials(
-            caCertificatePEM: TestPKI.ca.pem, caCommonName: TestPKI.caName, caKeyType: .rsa2048,
-            crlPEM: TestPKI.crlPEM(revokedUsers: ["carol"]),
+            caCertificatePEM: GoldenPKI.ca.pem, caCommonName: GoldenPKI.caName, caKeyType: .rsa2048,
+            crlPEM: GoldenPKI.crlPEM(revokedUsers: ["carol"]),
             nodes: [
                 "fra-1": NodeMaterials(
-                    certificatePEM: TestPKI.serverCertificatePEM(node("fra-1"), in: inventory),
-                    privateKeyPEM: TestPKI.keyPEM("server"),
+                    certificatePEM: GoldenPKI.serverCertificatePEM(node("fra-1"), in: inventory),
+                    privateKeyPEM: GoldenPKI.keyPEM("server"),
                     psk: "fra psk with \"quotes\" & <tags>"),
                 "ams-1": NodeMaterials(
-                    certificatePEM: TestPKI.serverCertificatePEM(node("ams-1"), in: inventory),
-                    privateKeyPEM: TestPKI.keyPEM("server"),
+                    certificatePEM: GoldenPKI.serverCertificatePEM(node("ams-1"), in: inventory),
+                    privateKeyPEM: GoldenPKI.keyPEM("server"),
                     psk: "ams-psk-0123456789"),
             ],
             users: [
                 "alice": UserMaterials(
-                    password: "alice pass # }{", certificatePEM: TestPKI.clientCertificatePEM(alice, in: inventory),
-                    privateKeyPEM: TestPKI.keyPEM("client"), p12: TestPKI.storedP12, p12Password: TestPKI.p12Password,
+                    password: "alice pass # }{", certificatePEM: GoldenPKI.clientCertificatePEM(alice, in: inventory),
+                    privateKeyPEM: GoldenPKI.keyPEM("client"), p12: GoldenPKI.storedP12,
+                    p12Password: GoldenPKI.p12Password,
                     keyType: .rsa2048,
-                    openP12: TestPKI.storedOpenP12),
+                    openP12: GoldenPKI.storedOpenP12),
                 "bob": UserMaterials(password: "bob-password-123"),
             ])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCLI
+import VPNProvTestHarness
 import VPNProvTestSupport
 
 /// Runs `vpnprov <arguments>` in-process in `directory` and returns (exit code, stdout, stderr), within a

@@ -54,11 +54,6 @@ package func standardInventory() -> Inventory {
         ])
 }
 
-/// A fresh empty directory for the current test (see `TestTemporaries`).
-package func makeTempDirectory() -> String {
-    try! temporaryDirectory("pki")
-}
-
 @discardableResult
 package func prepare(
     _ inventory: Inventory, state: String, env: [String: String] = [:], now: Date = testNow, persist: Bool = true
@@ -95,22 +90,14 @@ package struct ProcessResult {
 }
 
 /// Runs a checker tool (openssl, pki) through env (a missing tool is exit 127) with optional environment
-/// additions, in `directory` when given; stdout and stderr together.
+/// additions, in `directory` when given; stdout and stderr together (stdout first).
 package func runTool(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil) throws
     -> ProcessResult
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    let result = try Subprocess.run(
+        "/usr/bin/env", arguments, environment: environment, directory: directory, timeout: .seconds(300))
+    guard !result.timedOut else { throw HarnessError("\(result)") }
+    return ProcessResult(status: result.exitCode, output: result.output)
 }
 
 package func write(_ text: String, to path: String) {

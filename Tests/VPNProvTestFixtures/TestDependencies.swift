@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// Programs some unit tests drive as independent checkers. A test that needs one says so with
 /// `.needs(...)`: when the program is missing the test is skipped with the reason and what installs

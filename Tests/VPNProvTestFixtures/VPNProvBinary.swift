@@ -1,12 +1,12 @@
 import Foundation
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// Runs the built `vpnprov` binary (next to the test bundle) as a child process, or with `testHooks`
 /// `vpnprov-testhooks`, the same command with the test seams (crash steps, test clock) switched on.
 package enum VPNProvBinary {
     package static var path: String { binary("vpnprov") }
-    static var testHooksPath: String { binary("vpnprov-testhooks") }
+    package static var testHooksPath: String { binary("vpnprov-testhooks") }
 
     package static func binary(_ name: String) -> String {
         Bundle.module.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path
@@ -29,43 +29,30 @@ package enum VPNProvBinary {
     /// seconds on a quiet machine).
     static let deadlineSeconds = 300
 
+    /// Runs the binary in `directory`, with the test process's environment less its `VPNPROV_` variables plus
+    /// `extra`; a run past its own deadline (not the test's, which would count from when the test was queued)
+    /// is killed and thrown.
     package static func run(
         _ arguments: [String], in directory: String, environment extra: [String: String] = [:], testHooks: Bool = false
     ) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: testHooks ? testHooksPath : path)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") }
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        // Files, not pipes: nothing can block on a full pipe.
-        let outPath = directory + "/../\(UUID().uuidString).out"
-        let errPath = directory + "/../\(UUID().uuidString).err"
-        guard FileManager.default.createFile(atPath: outPath, contents: nil),
-            FileManager.default.createFile(atPath: errPath, contents: nil)
-        else { throw CocoaError(.fileWriteUnknown) }
-        defer {
-            try? FileManager.default.removeItem(atPath: outPath)
-            try? FileManager.default.removeItem(atPath: errPath)
-        }
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        process.standardInput = FileHandle.nullDevice
-        let exited = ChildExit()
-        exited.handle(process)
-        try process.run()
-        exited.watch(process.processIdentifier)
-        // A deadline of the run's own (not the test's, which would count from when the test was queued).
-        if !exited.wait(for: .seconds(deadlineSeconds)) {
-            kill(process.processIdentifier, SIGKILL)
-            _ = exited.wait(for: .seconds(30))
+        let result = try Subprocess.run(
+            testHooks ? testHooksPath : path, arguments, environment: extra,
+            inheriting: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") },
+            directory: directory, timeout: .seconds(deadlineSeconds))
+        guard !result.timedOut else {
             throw DeadlineExceeded(what: "vpnprov \(arguments.joined(separator: " "))", seconds: deadlineSeconds)
         }
-        let ended = exited.status ?? ChildExit.Status(code: -1, killedBySignal: false)
-        return Outcome(
-            status: ended.code, killed: ended.killedBySignal,
-            out: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-            err: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+        return Outcome(status: result.exitCode, killed: result.killedBySignal, out: result.stdout, err: result.stderr)
+    }
+
+    /// Runs the binary as an operator would (the end-to-end tests), with the test process's environment less its
+    /// `VPNPROV_` variables plus `environment`: what it printed and how it ended, a run past `timeout` killed.
+    package static func run(
+        _ arguments: [String], environment extra: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) throws -> ProgramResult {
+        try Subprocess.run(
+            path, arguments, environment: extra,
+            inheriting: ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("VPNPROV_") },
+            timeout: timeout)
     }
 }

@@ -2,7 +2,7 @@ import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
 
-// IKE/ESP proposals: syntax with the shared keyword table (Plan/Proposal.swift), weak algorithms, and
+// IKE/ESP proposals: syntax with the shared keyword table (Proposal.swift), weak algorithms, and
 // whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's
 // IKESecurityAssociationParameters).
 //

@@ -2,7 +2,7 @@ import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
 
-// Windows' built-in IKEv2 client can only be set to a narrow set of algorithms (Plan/WindowsIPsec.swift
+// Windows' built-in IKEv2 client can only be set to a narrow set of algorithms (WindowsIPsec.swift
 // lists them with their source). A node that some user reaches with a Windows device must offer one
 // IKE and one ESP proposal in that set, or the user's script would have nothing it could configure
 // that the node accepts: error `no-windows-proposal` at the node's proposals. Nodes no Windows user

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// Hand-written server and client configurations that prove the harness before generated ones exist.
 /// The lead may drop these once vpnprov's own output is used.
@@ -146,7 +147,7 @@ enum HandWritten {
         """
     }
 
-    static func serverFiles(pki: TestPKI, serverCert: (cert: String, key: String)) throws -> [String: Data] {
+    static func serverFiles(pki: StrongSwanPKI, serverCert: (cert: String, key: String)) throws -> [String: Data] {
         [
             "x509/server.pem": try SwanctlDirectory.contents(of: serverCert.cert),
             "private/server.key": try SwanctlDirectory.contents(of: serverCert.key),

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// Test inventories written into a temp dir, and the repository's own example.
 enum Inventories {

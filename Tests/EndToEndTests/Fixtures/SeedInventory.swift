@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// The seed app's world: two nodes offering every service (an IPv4 node with a group name, so IKEv1 PSK is
 /// Aggressive Mode, and a DNS-name node without, so it is Main Mode), RSA server keys (IKEv1 hybrid signs

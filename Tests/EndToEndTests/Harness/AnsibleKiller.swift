@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A callback plugin for ansible-playbook that kills it at a task boundary, as a lost SSH session to the
 /// controller, a cancelled CI job or a closed laptop would (RolloutFaultTests, RadiusRoleTests). The plugin runs
@@ -101,7 +102,7 @@ struct AnsibleKiller {
 
     /// The boundary the run was killed at, or nil: the plugin logged the kill as its last line, and the run
     /// printed no recap.
-    static func killed(_ boundaries: [Boundary], _ result: CommandResult) -> Int? {
+    static func killed(_ boundaries: [Boundary], _ result: ProgramResult) -> Int? {
         guard let last = boundaries.last, last.killed, !result.succeeded, !result.stdout.contains("PLAY RECAP")
         else { return nil }
         return last.number

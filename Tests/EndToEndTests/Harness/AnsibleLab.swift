@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// Where the end-to-end tests find Ansible: `VPNPROV_ANSIBLE_BIN` (a directory holding `ansible-playbook`,
 /// e.g. a virtual environment's `bin/`), else `<package>/.build/ansible-venv/bin`, which `.ci/run` creates.
@@ -94,7 +95,7 @@ final class AnsibleLab: @unchecked Sendable {
     let configFile: String
     private(set) var nodes: [Node] = []
     private(set) var clients: [String: (namespace: String, charon: Charon)] = [:]
-    private var daemons: [String: Process] = [:]  // "<node>/charon"
+    private var daemons: [String: Daemon] = [:]  // "<node>/charon"
     private var sshdPIDs: [Int32] = []
     private var namespaces: [String] = []
     private var serverHosts = 0
@@ -153,7 +154,7 @@ final class AnsibleLab: @unchecked Sendable {
         try ip(["-n", hub, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", hub, "link", "set", "br0", "up"])
         try ip(["-n", hub, "addr", "add", "192.0.2.254/24", "dev", "br0"])
-        try Command.check(
+        try Subprocess.check(
             AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-C", "vpnprov-e2e", "-f", keyFile])
         // The controller's one setting (no other ansible.cfg is read): while modules run on the nodes,
         // ansible-playbook polls its workers every millisecond by default, which costs CPU the lab's nodes
@@ -189,7 +190,7 @@ final class AnsibleLab: @unchecked Sendable {
                 units["strongswan.service"] = StandInSystemctl.VendorUnit(
                     exec: [StrongSwanBuild.charonPath], ready: node.run.appendingPathComponent("charon.vici").path)
                 try StandInSystemctl.install(bin: node.run.path + "/bin", state: state, vendor: units)
-                let charon = daemons["\(node.name)/charon"]?.processIdentifier ?? 0
+                let charon = daemons["\(node.name)/charon"]?.pid ?? 0
                 try "\(charon)\n".write(toFile: state + "/pids/strongswan.service", atomically: true, encoding: .utf8)
             }
         }
@@ -223,7 +224,7 @@ final class AnsibleLab: @unchecked Sendable {
         for dir in ["swanctl/conf.d"] {
             try fm.createDirectory(atPath: node.etc + "/" + dir, withIntermediateDirectories: true)
         }
-        try Command.check(
+        try Subprocess.check(
             AnsibleTools.sshKeygenPath, ["-q", "-t", "ed25519", "-N", "", "-f", node.etc + "/ssh/ssh_host_ed25519_key"])
         try publicKey.write(toFile: node.etc + "/ssh/authorized_keys", atomically: true, encoding: .utf8)
         try writeRootHome(node)
@@ -278,35 +279,19 @@ final class AnsibleLab: @unchecked Sendable {
 
     private func startDaemon(
         _ key: String, _ command: (String, [String]), log: URL, settings: String? = nil
-    ) throws -> Process {
-        let process = Process()
+    ) throws -> Daemon {
         // `ip netns exec` (and the tree's `sh -c '…; exec chroot …'`) exec in place: the pid is the daemon's.
-        process.executableURL = URL(fileURLWithPath: command.0)
-        process.arguments = command.1
-        var environment = ProcessInfo.processInfo.environment
-        environment["STRONGSWAN_CONF"] = settings
-        process.environment = environment
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let output = try FileHandle(forWritingTo: log)
-        defer { try? output.close() }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        daemons[key] = process
-        return process
+        let daemon = try Daemon.start(
+            command.0, command.1, environment: settings.map { ["STRONGSWAN_CONF": $0] } ?? [:], outputPath: log.path)
+        daemons[key] = daemon
+        return daemon
     }
 
     /// Waits (bounded) until `condition` holds or the process dies.
-    private func waitFor(_ what: String, _ process: Process, timeout: Duration = .seconds(20), _ condition: () -> Bool)
+    private func waitFor(_ what: String, _ process: Daemon, timeout: Duration = .seconds(20), _ condition: () -> Bool)
         throws
     {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() {
-            if !process.isRunning { throw HarnessError("\(what) exited") }
-            if ContinuousClock.now > deadline { throw HarnessError("\(what): timeout") }
-            usleep(10_000)
-        }
+        try Poll.wait(what, timeout: timeout, while: { process.isRunning }, until: condition)
     }
 
     /// sshd daemonizes itself (`-D` would keep it our child, but sshd closes every inherited descriptor,
@@ -314,7 +299,7 @@ final class AnsibleLab: @unchecked Sendable {
     /// by the pid it writes.
     private func startSSHD(_ node: Node) throws {
         let pidFile = node.run.path + "/sshd.pid"
-        try Command.check(
+        try Subprocess.check(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(
                 node.namespace, AnsibleTools.sshdPath,
@@ -346,20 +331,7 @@ final class AnsibleLab: @unchecked Sendable {
 
     /// Stops the node's charon (SIGTERM, bounded wait, then SIGKILL).
     func stopCharon(_ node: Node) {
-        guard let process = daemons.removeValue(forKey: "\(node.name)/charon") else { return }
-        Self.stop(process)
-    }
-
-    private static func stop(_ process: Process) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            let killed = ContinuousClock.now + .seconds(5)
-            while process.isRunning && ContinuousClock.now < killed { usleep(10_000) }
-        }
+        daemons.removeValue(forKey: "\(node.name)/charon")?.stop()
     }
 
     func node(_ name: String) throws -> Node {
@@ -368,16 +340,16 @@ final class AnsibleLab: @unchecked Sendable {
     }
 
     /// `swanctl ARGS` on the node, as the node sees it (its /etc/strongswan.conf, its charon).
-    func swanctl(_ node: Node, _ arguments: [String]) throws -> CommandResult {
-        try Command.run(
+    func swanctl(_ node: Node, _ arguments: [String]) throws -> ProgramResult {
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             PrivateView.exec(node.namespace, StrongSwanEnvironment.swanctlPath, arguments),
             environment: ["STRONGSWAN_CONF": "/etc/strongswan.conf"], timeout: .seconds(30))
     }
 
     /// A tool run in the node's namespace (its /etc overlay), e.g. `nft` or `sysctl`.
-    func run(_ node: Node, _ arguments: [String]) throws -> CommandResult {
-        try Command.run(
+    func run(_ node: Node, _ arguments: [String]) throws -> ProgramResult {
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath, PrivateView.exec(node.namespace, arguments[0], Array(arguments.dropFirst())),
             timeout: .seconds(30))
     }
@@ -436,23 +408,25 @@ final class AnsibleLab: @unchecked Sendable {
         return "203.0.113.2"
     }
 
-    /// Pings `destination` from a client namespace, from `source` (one echo, bounded).
-    func ping(fromClient label: String, source: String, to destination: String) throws -> CommandResult {
+    /// Pings `destination` from a client namespace, from `source`, until one echo is answered: an echo a second
+    /// for up to 10 s (`-w`). Every caller expects an answer, and on a loaded machine the first echo through a
+    /// fresh kernel-libipsec tunnel could go unanswered within a single echo's 3 s (seen in the ACME lab).
+    func ping(fromClient label: String, source: String, to destination: String) throws -> ProgramResult {
         guard let client = clients[label] else { throw HarnessError("no client \(label)") }
-        return try Command.run(
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3", "-I",
+                "netns", "exec", client.namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10", "-I",
                 source, destination,
             ],
-            timeout: .seconds(15))
+            timeout: .seconds(20))
     }
 
     /// Runs `ansible-playbook ARGS` in the hub namespace (the controller), with the lab's SSH key (`environment`:
     /// more variables for it, e.g. a callback plugin's).
     func playbook(
         _ arguments: [String], environment more: [String: String] = [:], timeout: Duration = .seconds(900)
-    ) async throws -> CommandResult {
+    ) async throws -> ProgramResult {
         try await controller(AnsibleTools.playbook, arguments, environment: more, timeout: timeout)
     }
 
@@ -461,7 +435,7 @@ final class AnsibleLab: @unchecked Sendable {
     func controller(
         _ program: String, _ arguments: [String], environment extra: [String: String] = [:],
         timeout: Duration = .seconds(900)
-    ) async throws -> CommandResult {
+    ) async throws -> ProgramResult {
         let environment = [
             "PATH": AnsibleTools.binDirectory + ":/usr/sbin:/usr/bin:/sbin:/bin",
             "ANSIBLE_HOST_KEY_CHECKING": "False",
@@ -477,7 +451,7 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_CONFIG": configFile,
             "HOME": scratch.path,
         ].merging(extra) { $1 }
-        return try await Command.runAwaiting(
+        return try await Subprocess.runAwaiting(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", hub, "env"] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
                 + [program] + arguments,
@@ -489,7 +463,7 @@ final class AnsibleLab: @unchecked Sendable {
         if tornDown { return }
         tornDown = true
         for (_, client) in clients { client.charon.stop() }
-        for key in daemons.keys.sorted() { Self.stop(daemons[key]!) }
+        for key in daemons.keys.sorted() { daemons[key]?.stop() }
         daemons = [:]
         for pid in sshdPIDs {
             kill(pid, SIGTERM)
@@ -498,12 +472,14 @@ final class AnsibleLab: @unchecked Sendable {
             if Scratch.processExists(pid) { kill(pid, SIGKILL) }
         }
         for ns in namespaces.reversed() {
-            if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
+            if let pids = try? Subprocess.run(
+                StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10))
+            {
                 for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
                     kill(pid, SIGKILL)
                 }
             }
-            _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+            _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
             PrivateView.remove(for: ns)
         }
         try? FileManager.default.removeItem(at: scratch)
@@ -512,8 +488,8 @@ final class AnsibleLab: @unchecked Sendable {
     deinit { teardown() }
 
     @discardableResult
-    private func ip(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    private func ip(_ args: [String]) throws -> ProgramResult {
+        try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 }
 

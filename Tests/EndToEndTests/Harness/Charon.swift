@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestHarness
 
 /// One `charon-systemd` running inside a network namespace, with a private strongswan.conf, vici socket and
 /// log file in its own run directory. `swanctl` calls made through it talk to this daemon only, with the
@@ -17,14 +18,14 @@ final class Charon: @unchecked Sendable {
     let settingsPath: String
     let socketPath: String
     let logPath: String
-    private let process: DaemonProcess
+    private let process: Daemon
     private var stopped = false
 
     var pid: Int32 { process.pid }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
 
     private init(
-        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: DaemonProcess
+        namespace: String, build: StrongSwanBuild, label: String, runDirectory: URL, process: Daemon
     ) {
         self.namespace = namespace
         self.build = build
@@ -65,7 +66,7 @@ final class Charon: @unchecked Sendable {
             includes: settingsIncludes, extra: extraSettings
         ).write(toFile: settingsPath, atomically: true, encoding: .utf8)
         let stdoutURL = dir.appendingPathComponent("charon.stdout")
-        let process = try DaemonProcess.start(
+        let process = try Daemon.start(
             executable, arguments, environment: ["STRONGSWAN_CONF": settingsPath], outputPath: stdoutURL.path)
         let charon = Charon(namespace: namespace, build: build, label: label, runDirectory: dir, process: process)
 
@@ -149,12 +150,26 @@ final class Charon: @unchecked Sendable {
     // MARK: swanctl
 
     /// Runs `swanctl <arguments>` (of the daemon's build, in the daemon's namespace) against this daemon.
-    func swanctl(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
+    func swanctl(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ProgramResult {
         if build.root == nil {
-            return try Command.run(StrongSwanBuild.swanctlPath, arguments, environment: environment, timeout: timeout)
+            return try Subprocess.run(
+                StrongSwanBuild.swanctlPath, arguments, environment: environment, timeout: timeout)
         }
         let (executable, args) = build.command(in: namespace, StrongSwanBuild.swanctlPath, arguments)
-        return try Command.run(executable, args, environment: environment, timeout: timeout)
+        return try Subprocess.run(executable, args, environment: environment, timeout: timeout)
+    }
+
+    /// `swanctl --version --daemon`: the version the running charon reports. Asked again (within `timeout`) until
+    /// it answers: on a loaded machine the first request could come back empty (seen under load in the
+    /// matrix). The last result whatever it holds, for the caller's expectation to show.
+    func daemonVersion(timeout: Duration = .seconds(60)) throws -> ProgramResult {
+        var result = try swanctl(["--version", "--daemon"])
+        let deadline = ContinuousClock.now + timeout
+        while !(result.succeeded && result.stdout.contains("strongSwan")) && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.2)
+            result = try swanctl(["--version", "--daemon"])
+        }
+        return result
     }
 
     /// `swanctl --load-all --noprompt --file <confFile>` (credentials are read from the dirs beside it).
@@ -162,7 +177,7 @@ final class Charon: @unchecked Sendable {
     /// configuration loaded (a CA the device then trusted) stay loaded. Throws when swanctl exits non-zero;
     /// returns the result for inspection otherwise.
     @discardableResult
-    func loadAll(confFile: String, clear: Bool = false) throws -> CommandResult {
+    func loadAll(confFile: String, clear: Bool = false) throws -> ProgramResult {
         let result = try swanctl(["--load-all", "--noprompt", "--file", confFile] + (clear ? ["--clear"] : []))
         guard result.succeeded else { throw HarnessError("load failed: \(result)") }
         return result
@@ -170,7 +185,7 @@ final class Charon: @unchecked Sendable {
 
     /// `loadAll` plus: any output line saying failed/invalid/ignored/discarded is an error.
     @discardableResult
-    func loadAllCleanly(confFile: String, clear: Bool = false) throws -> CommandResult {
+    func loadAllCleanly(confFile: String, clear: Bool = false) throws -> ProgramResult {
         let result = try loadAll(confFile: confFile, clear: clear)
         let problems = Self.loadProblems(in: result.output)
         guard problems.isEmpty else {
@@ -196,7 +211,7 @@ final class Charon: @unchecked Sendable {
     }
 
     /// `swanctl --initiate --child <child> [--ike <ike>] --timeout <s>`; exit 0 once the CHILD_SA is up.
-    func initiate(child: String, ike: String? = nil, timeout: Duration = .seconds(20)) throws -> CommandResult {
+    func initiate(child: String, ike: String? = nil, timeout: Duration = .seconds(20)) throws -> ProgramResult {
         var args = ["--initiate", "--child", child]
         if let ike { args += ["--ike", ike] }
         args += ["--timeout", String(timeout.components.seconds)]
@@ -205,7 +220,7 @@ final class Charon: @unchecked Sendable {
 
     /// `swanctl --terminate --ike <ike>` (waits for the delete to complete, bounded).
     @discardableResult
-    func terminate(ike: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
+    func terminate(ike: String, timeout: Duration = .seconds(10)) throws -> ProgramResult {
         try swanctl(
             ["--terminate", "--ike", ike, "--timeout", String(timeout.components.seconds)],
             timeout: timeout + .seconds(5))

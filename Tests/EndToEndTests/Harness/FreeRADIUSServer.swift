@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestHarness
 
 /// One FreeRADIUS 3.2 server (Debian's `freeradius`) running in the foreground inside a network namespace,
 /// from a given configuration directory, logging to a file of its own: a RADIUS server of the fleet, or a
@@ -39,7 +40,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// What the server keeps on disk across its restarts (the accounting buffer): a scratch directory mounted on
     /// the configuration's /var/lib/vpnprov-freeradius, so a stop and start (or a kill) of the server keeps it.
     let stateDirectory: URL
-    private var process: DaemonProcess?
+    private var process: Daemon?
     private var silenced = false
 
     var pid: Int32 { process?.pid ?? 0 }
@@ -74,7 +75,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
 
     /// `freeradius -C -d <dir>` in the server's namespace; throws with its output unless it accepts the directory.
     func checkConfiguration() throws {
-        let check = try Command.run(
+        let check = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             command(["-C", "-d", configDirectory, "-l", "stdout"]),
             environment: environment, timeout: .seconds(30))
@@ -88,7 +89,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
         if isRunning { return }
         let readyBefore = readyCount
         let stdoutPath = runDirectory.appendingPathComponent("stdout.log").path
-        let process = try DaemonProcess.start(
+        let process = try Daemon.start(
             StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory]),
             environment: environment, outputPath: stdoutPath)
         self.process = process

@@ -1,4 +1,6 @@
 import Foundation
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 @testable import VPNProvCLI
 @testable import VPNProvEngine
@@ -9,34 +11,6 @@ import Foundation
 @testable import VPNProvRendering
 @testable import VPNProvSupport
 @testable import VPNProvTemplates
-
-/// The built `vpnprov` binary, run the way an operator runs it.
-enum VPNProvBinary {
-    /// Beside the test bundle (`.build/<triple>/debug/`), else `<package>/.build/debug/vpnprov`.
-    static let path: String? = {
-        var candidates: [String] = []
-        if let argv0 = CommandLine.arguments.first {
-            var dir = URL(fileURLWithPath: argv0).deletingLastPathComponent()
-            // On Linux argv[0] is the .xctest executable; on macOS a runner inside the bundle.
-            for _ in 0..<4 {
-                candidates.append(dir.appendingPathComponent("vpnprov").path)
-                dir = dir.deletingLastPathComponent()
-            }
-        }
-        let package = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(package.appendingPathComponent(".build/debug/vpnprov").path)
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
-
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-        guard let path else {
-            throw HarnessError("the vpnprov binary was not found beside the test bundle: run `swift build` first")
-        }
-        return try Command.run(path, arguments, environment: environment, timeout: .seconds(120))
-    }
-}
 
 /// The services, longest first so `<node>-<service>` names split unambiguously.
 enum Service {
@@ -68,7 +42,7 @@ struct GeneratedDeployment: @unchecked Sendable {
     let out: URL
     let state: URL
     let environment: [String: String]
-    let generateOutput: CommandResult
+    let generateOutput: ProgramResult
     private(set) var nodes: [Node] = []
     /// The passwords of users whose password is an `env:`/`file:` reference (generated ones are in the
     /// state): what the file in a Windows user's folder must hold.
@@ -92,7 +66,7 @@ struct GeneratedDeployment: @unchecked Sendable {
     }
 
     /// `vpnprov revoke USER` on the same inventory, out and state.
-    func revoke(user: String) throws -> CommandResult {
+    func revoke(user: String) throws -> ProgramResult {
         let result = try VPNProvBinary.run(
             ["revoke", user, inventory, "--out", out.path, "--state", state.path], environment: environment)
         guard result.succeeded else { throw HarnessError("vpnprov revoke \(user) failed: \(result)") }

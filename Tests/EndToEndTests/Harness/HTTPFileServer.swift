@@ -1,13 +1,12 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// A static HTTP server in a network namespace (Python's `http.server`), serving one directory: what an
 /// operator's web server does with a published CRL. Its request log (stderr) shows what was fetched.
-final class HTTPFileServer: @unchecked Sendable {
+final class HTTPFileServer: Sendable {
     let directory: URL
-    private let process: Process
-    private let exited = ChildExit()
+    private let daemon: Daemon
     private let logURL: URL
 
     private static let script = """
@@ -26,49 +25,28 @@ final class HTTPFileServer: @unchecked Sendable {
     init(namespace: String, address: String, port: Int, directory: URL, timeout: Duration = .seconds(15)) throws {
         self.directory = directory
         let scratch = try Scratch.makeDirectory("http")
-        logURL = scratch.appendingPathComponent("requests.log")
-        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = [
-            "netns", "exec", namespace, "/usr/bin/python3", "-c", Self.script, directory.path, address, String(port),
-        ]
-        process.standardInput = FileHandle.nullDevice
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        exited.handle(process)
-        try process.run()
-        exited.watch(process.processIdentifier)
-        // The script says "listening" once its socket is bound and listening: wait for that line (or the
-        // process's end), bounded.
-        let ready = OneShot()
-        let reader = stdout.fileHandleForReading
-        DispatchQueue.global().async {
-            var seen = Data()
-            while case let chunk = reader.availableData, !chunk.isEmpty {  // what one read returns; empty at EOF
-                seen += chunk
-                if String(decoding: seen, as: UTF8.self).contains("listening\n") { break }
-            }
-            ready.fire()
-        }
-        guard ready.wait(for: timeout), exited.status == nil else {
+        let logURL = scratch.appendingPathComponent("requests.log")
+        self.logURL = logURL
+        daemon = try Daemon.start(
+            "/usr/sbin/ip",
+            ["netns", "exec", namespace, "/usr/bin/python3", "-c", Self.script, directory.path, address, String(port)],
+            outputPath: logURL.path)
+        // The script says "listening" once its socket is bound and listening.
+        do {
+            let daemon = daemon
+            try Poll.wait(
+                "the HTTP server in \(namespace)", timeout: timeout, while: { daemon.isRunning },
+                until: { (try? String(contentsOf: logURL, encoding: .utf8))?.contains("listening\n") == true })
+        } catch {
             stop()
-            throw HarnessError("the HTTP server in \(namespace) did not start:\n\(requestLog)")
+            throw HarnessError("the HTTP server in \(namespace) did not start (\(error)):\n\(requestLog)")
         }
     }
 
     /// What the server logged: one line per request (`"GET /path HTTP/1.1" 200 -`).
     var requestLog: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
 
-    func stop() {
-        guard exited.status == nil else { return }
-        kill(process.processIdentifier, SIGTERM)
-        if !exited.wait(for: .seconds(5)) {
-            kill(process.processIdentifier, SIGKILL)
-            _ = exited.wait(for: .seconds(5))
-        }
-    }
+    func stop() { daemon.stop() }
 
     deinit { stop() }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// Debian's Chromium, headless, in a lab host's network namespace, driven over its DevTools protocol
 /// (https://chromedevtools.github.io/devtools-protocol/) on a pipe (`--remote-debugging-pipe`: the browser
@@ -47,9 +47,9 @@ final class HeadlessChromium: @unchecked Sendable {
         let nss = home + "/.pki/nssdb"
         try FileManager.default.createDirectory(atPath: nss, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: tmp, withIntermediateDirectories: true)
-        try Command.check(Self.certutilPath, ["-N", "-d", "sql:" + nss, "--empty-password"])
+        try Subprocess.check(Self.certutilPath, ["-N", "-d", "sql:" + nss, "--empty-password"])
         for (index, root) in trustedRoots.enumerated() {
-            try Command.check(
+            try Subprocess.check(
                 Self.certutilPath, ["-A", "-d", "sql:" + nss, "-n", "lab-root-\(index)", "-t", "C,,", "-i", root])
         }
         let flags = [
@@ -74,7 +74,7 @@ final class HeadlessChromium: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         exited.handle(process)
-        try DaemonProcess.runWithNoSignalBlocked(process)
+        try Daemon.runWithNoSignalBlocked(process)
         exited.watch(process.processIdentifier)
         Thread { [self] in readMessages() }.start()
         _ = try send("Browser.getVersion")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvTestHarness
 
 /// A Linux desktop's NetworkManager with the strongSwan plugin (Debian's `network-manager` and
 /// `network-manager-strongswan`, whose backend is `charon-nm`), running in the client namespace of a
@@ -253,15 +254,14 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         return desktop
     }
 
-    /// Polls until NetworkManager answers, makes the veth managed, and brings the base connection up.
+    /// Polls until NetworkManager answers, makes the veth managed, and brings the base connection up. Each stage
+    /// has `timeout` of its own, counted from when it starts: on a loaded machine the helpers' start-up takes
+    /// seconds of the time, and a stage must not inherit a deadline the one before used up.
     private func waitUntilRunning(interface: String, timeout: Duration) throws {
-        let deadline = ContinuousClock.now + timeout
-        func poll(_ what: String, _ condition: () throws -> Bool) throws {
-            while try !condition() {
-                if !process.isRunning { throw HarnessError("NetworkManager exited while waiting for \(what)") }
-                if ContinuousClock.now > deadline { throw HarnessError("timeout waiting for \(what)") }
-                usleep(20_000)
-            }
+        func poll(_ what: String, every interval: Duration = .milliseconds(20), _ condition: () throws -> Bool) throws {
+            let process = process
+            try Poll.wait(
+                what, timeout: timeout, interval: interval, while: { process.isRunning }, until: condition)
         }
         try poll("the helpers' pids") {
             helperPIDs = ["dbus.pid", "udevd.pid"].compactMap { name in
@@ -275,22 +275,37 @@ final class NetworkManagerDesktop: @unchecked Sendable {
         }
         try nmcliCheck(["device", "set", interface, "managed", "yes"])
         // Managed takes a moment: "unmanaged" (10), "unavailable" (20), then "disconnected" (30) or beyond.
-        try poll("\(interface) to become available") {
+        // NetworkManager takes a device only once udev has announced it; under load the start script's `udevadm
+        // settle` can give up before udevd has (seen: the device stayed unmanaged, NetworkManager logging nothing
+        // after the request), so while it waits, the interface's add event is asked for again every 2 s.
+        var lastTrigger = ContinuousClock.now
+        try poll("\(interface) to become available", every: .milliseconds(50)) {
             let state =
                 (try? nmcli(["-g", "GENERAL.STATE", "device", "show", interface], timeout: .seconds(5)))?.stdout ?? ""
-            return Int(state.prefix { $0.isNumber }).map { $0 >= 30 } ?? false
+            if Int(state.prefix { $0.isNumber }).map({ $0 >= 30 }) == true { return true }
+            if ContinuousClock.now - lastTrigger > .seconds(2) {
+                lastTrigger = ContinuousClock.now
+                _ = try? Subprocess.run(
+                    Self.nsenterPath,
+                    [
+                        "-t", String(pid), "-m", "-n", Self.udevadmPath, "trigger", "--action=add",
+                        "/sys/class/net/" + interface,
+                    ],
+                    timeout: .seconds(10))
+            }
+            return false
         }
         try nmcliCheck(["--wait", "15", "connection", "up", "id", "base"], timeout: .seconds(20))
     }
 
     /// `nmcli <arguments>` inside the desktop's network and mount namespace.
-    func nmcli(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
-        try Command.run(
+    func nmcli(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ProgramResult {
+        try Subprocess.run(
             Self.nsenterPath, ["-t", String(pid), "-m", "-n", Self.nmcliPath] + arguments, timeout: timeout)
     }
 
     @discardableResult
-    func nmcliCheck(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> CommandResult {
+    func nmcliCheck(_ arguments: [String], timeout: Duration = .seconds(30)) throws -> ProgramResult {
         let result = try nmcli(arguments, timeout: timeout)
         guard result.succeeded else { throw HarnessError("nmcli failed: \(result)") }
         return result
@@ -300,7 +315,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// namespace: what a user types in a root shell there.
     func runAsRoot(_ commands: [String], in directory: URL) throws {
         let script = (["set -e", "cd \"$1\""] + commands).joined(separator: "\n")
-        let result = try Command.run(
+        let result = try Subprocess.run(
             Self.nsenterPath,
             ["-t", String(pid), "-m", "-n", StrongSwanBuild.shPath, "-c", script, "sh", directory.path])
         guard result.succeeded else { throw HarnessError("commands failed on the desktop: \(result)") }
@@ -331,7 +346,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// Waits first (bounded) until no VPN connection is active or still failing: the strongSwan plugin takes
     /// one connection at a time ("only supports a single active connection"), and NetworkManager finishes
     /// a failed activation a little after `nmcli` has reported the failure.
-    func up(_ id: String, timeout: Duration = .seconds(20)) throws -> CommandResult {
+    func up(_ id: String, timeout: Duration = .seconds(20)) throws -> ProgramResult {
         let deadline = ContinuousClock.now + .seconds(10)
         while let active = try? nmcli(["-t", "-f", "TYPE", "connection", "show", "--active"], timeout: .seconds(5)),
             active.stdout.split(separator: "\n").contains("vpn"), ContinuousClock.now < deadline
@@ -361,7 +376,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// The pid owning the plugin's bus name, if charon-nm runs.
     private func rememberCharon() {
         guard
-            let result = try? Command.run(
+            let result = try? Subprocess.run(
                 Self.nsenterPath,
                 [
                     "-t", String(pid), "-m", "-n", Self.dbusSendPath, "--system", "--print-reply",
@@ -379,7 +394,7 @@ final class NetworkManagerDesktop: @unchecked Sendable {
     /// charon-nm, dbus-daemon, systemd-udevd and its workers), as `pid name`.
     func strangers() throws -> [String] {
         let known: Set<String> = ["NetworkManager", "charon-nm", "dbus-daemon", "systemd-udevd", "(udev-worker)"]
-        let pids = try Command.check(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
+        let pids = try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout
             .split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
         return pids.compactMap { pid in
             guard let name = Self.command(of: pid), !known.contains(name) else { return nil }

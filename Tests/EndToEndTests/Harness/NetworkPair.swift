@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// Two network namespaces ("server" and "client") joined by a veth pair.
 ///
@@ -98,7 +99,7 @@ final class NetworkPair: @unchecked Sendable {
     static func loadNftables(_ rules: String, in namespace: String) throws {
         let file = try Scratch.makeDirectory("nft").appendingPathComponent("rules.nft")
         try rules.write(to: file, atomically: true, encoding: .utf8)
-        try Command.check(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "-f", file.path])
+        try Subprocess.check(StrongSwanEnvironment.ipPath, ["netns", "exec", namespace, "nft", "-f", file.path])
     }
 
     /// Kills whatever still runs inside and deletes both namespaces. Safe to call twice.
@@ -112,18 +113,18 @@ final class NetworkPair: @unchecked Sendable {
 
     /// Pings `destination` from inside `namespace` (optionally from `source`); one echo, bounded wait.
     func ping(from namespace: String, source: String? = nil, to destination: String, count: Int = 1) throws
-        -> CommandResult
+        -> ProgramResult
     {
         var args = ["netns", "exec", namespace, StrongSwanEnvironment.pingPath]
         if destination.contains(":") { args.append("-6") }
         args += ["-n", "-c", String(count), "-W", "3"]
         if let source { args += ["-I", source] }
         args.append(destination)
-        return try Command.run(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10 + 3 * count))
+        return try Subprocess.run(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10 + 3 * count))
     }
 
     /// Pings the server's inner address from the client (through the tunnel), from `source` (a virtual IP).
-    func pingServerThroughTunnel(source: String? = nil) throws -> CommandResult {
+    func pingServerThroughTunnel(source: String? = nil) throws -> ProgramResult {
         let target = source?.contains(":") == true ? serverInnerAddress6 : serverInnerAddress
         return try ping(from: clientNamespace, source: source, to: target)
     }
@@ -151,32 +152,32 @@ final class NetworkPair: @unchecked Sendable {
     /// Undoes `applyDevicePolicy` (rules that are not there are ignored).
     func removeDevicePolicy() {
         for priority in [Self.deviceRulePriorityLocal, Self.deviceRulePriorityBlock] {
-            _ = try? Command.run(
+            _ = try? Subprocess.run(
                 StrongSwanEnvironment.ipPath, ["-n", clientNamespace, "-6", "rule", "del", "priority", priority],
                 timeout: .seconds(10))
         }
     }
 
     @discardableResult
-    private func ip(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    private func ip(_ args: [String]) throws -> ProgramResult {
+        try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 
     /// Kills whatever still runs inside `ns` and deletes it (and its private views).
     static func delete(namespace ns: String) {
-        if let pids = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
+        if let pids = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "pids", ns], timeout: .seconds(10)) {
             for pid in pids.stdout.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
                 kill(pid, SIGKILL)
             }
         }
-        _ = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
+        _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", ns], timeout: .seconds(10))
         PrivateView.remove(for: ns)
     }
 
     /// Deletes `vpnp-<pid>-…` namespaces (and temp dirs) whose creating process no longer exists.
     static func removeStale() {
         Scratch.removeStaleDirectories()
-        guard let list = try? Command.run(StrongSwanEnvironment.ipPath, ["netns", "list"], timeout: .seconds(10))
+        guard let list = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "list"], timeout: .seconds(10))
         else { return }
         for line in list.stdout.split(separator: "\n") {
             guard let name = line.split(separator: " ").first.map(String.init),

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// One generated node running in a server charon (its `servers/<node>/` tree loaded as written, with its
 /// `strongswan.d/vpnprov.conf` included), and a client charon beside it that tries generated clients one by one.
@@ -6,7 +7,7 @@ final class NodeUnderTest: @unchecked Sendable {
     let deployment: GeneratedDeployment
     let node: GeneratedDeployment.Node
     let scenario: TunnelScenario
-    let serverLoad: CommandResult
+    let serverLoad: ProgramResult
     private var loadedClientConf: String?
 
     var server: Charon { scenario.server }
@@ -40,7 +41,7 @@ final class NodeUnderTest: @unchecked Sendable {
 
     private init(
         deployment: GeneratedDeployment, node: GeneratedDeployment.Node, scenario: TunnelScenario,
-        load: CommandResult
+        load: ProgramResult
     ) {
         self.deployment = deployment
         self.node = node

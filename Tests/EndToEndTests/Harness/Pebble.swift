@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// Let's Encrypt's RFC 8555 test server (Debian `pebble`) on a server host of an `AnsibleLab`, as the ACME
 /// directory of the lab's nodes: an independent ACME server that validates HTTP-01 challenges for real,
 /// by connecting to port 80 of the address the name resolves to.
 ///
-/// - Its HTTPS certificate (`192.0.2.(200+n)` as IP SAN) is issued by a throw-away `TestPKI` CA:
+/// - Its HTTPS certificate (`192.0.2.(200+n)` as IP SAN) is issued by a throw-away `StrongSwanPKI` CA:
 ///   `httpsCA` is what a node must trust for the directory (the role's `ca-bundle.pem`).
 /// - It resolves the names it validates with the system resolver: its host's own `/etc/hosts`
 ///   (`PrivateView`) maps each node's DNS name to the node's lab address (`hosts`).
@@ -37,13 +38,13 @@ final class PebbleServer: @unchecked Sendable {
     let directoryURL: String
     /// PEM file: the CA of the server's HTTPS certificate.
     let httpsCA: String
-    private let pki: TestPKI
+    private let pki: StrongSwanPKI
     private let scratch: URL
-    private let daemon: DaemonProcess
+    private let daemon: Daemon
     private var logPath: String { scratch.appendingPathComponent("pebble.log").path }
 
     private init(
-        namespace: String, address: String, pki: TestPKI, scratch: URL, daemon: DaemonProcess
+        namespace: String, address: String, pki: StrongSwanPKI, scratch: URL, daemon: Daemon
     ) {
         self.namespace = namespace
         self.address = address
@@ -72,7 +73,7 @@ final class PebbleServer: @unchecked Sendable {
     static func start(namespace: String, address: String, timeout: Duration = .seconds(30)) throws -> PebbleServer {
         if let reason = unavailableReason { throw HarnessError("Pebble cannot run: \(reason)") }
         let host = (namespace: namespace, address: address)
-        let pki = try TestPKI.make(name: "lab ACME server CA")
+        let pki = try StrongSwanPKI.make(name: "lab ACME server CA")
         let scratch = try Scratch.makeDirectory("pebble")
         do {
             let (cert, key) = try pki.issue(name: "pebble", sans: [host.address])
@@ -91,7 +92,7 @@ final class PebbleServer: @unchecked Sendable {
             let configPath = scratch.appendingPathComponent("pebble-config.json").path
             try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys])
                 .write(to: URL(fileURLWithPath: configPath))
-            let daemon = try DaemonProcess.start(
+            let daemon = try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 PrivateView.exec(host.namespace, path, ["-config", configPath]),
                 environment: ["PEBBLE_VA_NOSLEEP": "1", "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_AUTHZREUSE": "0"],
@@ -120,7 +121,7 @@ final class PebbleServer: @unchecked Sendable {
     /// the role (AcmeRolloutTests proves the role itself).
     func issue(domain: String, inNamespace namespace: String, swanctlDirectory: URL) throws {
         let state = scratch.appendingPathComponent("lego-\(domain)")
-        let lego = try Command.run(
+        let lego = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", namespace, Self.legoPath, "--accept-tos", "--server", directoryURL, "--email",
@@ -150,8 +151,8 @@ final class PebbleServer: @unchecked Sendable {
     /// Pebble has issued a certificate (its log says "Issued certificate serial …" for each).
     var issuedAny: Bool { log.contains("Issued certificate serial") }
 
-    private func management(_ path: String, timeout: Duration = .seconds(10)) throws -> CommandResult {
-        try Command.run(
+    private func management(_ path: String, timeout: Duration = .seconds(10)) throws -> ProgramResult {
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", namespace, Self.curlPath, "-sS", "--fail", "--max-time", "5", "--cacert", httpsCA,

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A lab host's own view of a host directory (`/etc`, `/run`), the same on a fresh machine as on one that
 /// ran the tests a hundred times.

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-import VPNProvTestSupport
+import VPNProvTestHarness
 
 /// Whether this machine can run the central-accounts lab (FreeRADIUS 3.2 with its PostgreSQL module, PostgreSQL,
 /// the FreeRADIUS utilities, strongSwan's eap-radius plugin) on top of what `StrongSwanEnvironment` needs.

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A VPN node of the accounts scenario.
 struct RadiusNodeSpec: Sendable {

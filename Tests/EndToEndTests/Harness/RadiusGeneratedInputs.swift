@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 import Testing
-import VPNProvTestSupport
+import VPNProvTestFixtures
+import VPNProvTestHarness
 
 /// The accounts scenario's inputs as vpnprov makes them: `vpnprov generate` on an inventory with `accounts:` (two
 /// RADIUS servers, a free and a pro node with `accounts: radius`) renders the nodes' `servers/<node>/` trees (with
@@ -201,9 +202,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     /// network namespace, from which the nodes' Disconnect-Request listeners are reachable and which a node's
     /// firewall admits by default), on the generated deployment's inventory and state (the database's conninfo
     /// is `accounts.database`, in the environment; a unix socket works from any namespace).
-    private func runAccounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
-        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
-        return try Command.run(
+    private func runAccounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProgramResult {
+        let binary = VPNProvBinary.path
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + [
                 "--inventory", deployment.inventory, "--state", deployment.state.path,
@@ -218,7 +219,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     func accountsOutput(_ arguments: [String]) throws -> String { try accounts(arguments).stdout }
 
     @discardableResult
-    private func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
+    private func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProgramResult {
         let result = try runAccounts(arguments, timeout: timeout)
         guard result.succeeded else { throw HarnessError("vpnprov accounts \(arguments.first ?? ""): \(result)") }
         return result
@@ -235,7 +236,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
         try ("local all radius scram-sha-256\n" + rules).write(toFile: hba, atomically: true, encoding: .utf8)
         try postgres.psql("SELECT pg_reload_conf()")
         // Without the password file the role is refused: the RADIUS servers' logins prove the file is used.
-        let bare = try Command.run(
+        let bare = try Subprocess.run(
             PostgresCluster.psqlPath,
             ["-X", "-w", "-h", postgres.directory, "-U", "radius", "-d", PostgresCluster.database, "-c", "SELECT 1"],
             environment: ["PGPASSFILE": "/dev/null"])
@@ -276,12 +277,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func addAccountBypassingInventory(_ user: String, password: String, tier: String, devices: Int) throws {
-        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        let binary = VPNProvBinary.path
         let file = try Scratch.makeDirectory("password").appendingPathComponent("password")
         try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
         chmod(file.path, 0o600)
         defer { try? FileManager.default.removeItem(at: file) }
-        let result = try Command.run(
+        let result = try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", operatorNamespace, binary, "accounts", "add", user, "--tier", tier, "--devices",

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
-import VPNProvTestSupport
+import VPNProvSupport
+import VPNProvTestHarness
 
 /// The central-accounts topology: VPN nodes that ask RADIUS about passwords, two FreeRADIUS servers sharing one
 /// PostgreSQL, clients, and a host on a LAN behind every node. One bridge (in a namespace of its own) joins
@@ -117,7 +118,7 @@ final class RadiusLab: @unchecked Sendable {
             try ip(["-n", lan, "addr", "add", "\(Self.lanHostAddress)/24", "dev", "eth0"])
             try ip(["-n", lan, "link", "set", "eth0", "up"])
             try ip(["-n", lan, "route", "add", "default", "via", Self.lanGateway])
-            try Command.check(
+            try Subprocess.check(
                 StrongSwanEnvironment.ipPath,
                 ["netns", "exec", node.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
         }
@@ -223,12 +224,7 @@ final class RadiusLab: @unchecked Sendable {
                     name: relay.node, namespace: try node(relay.node).namespace, kind: .relay,
                     directory: relay.directory, environment: [:]))
         }
-        final class Results: @unchecked Sendable {
-            let lock = NSLock()
-            var started: [Int: FreeRADIUSServer] = [:]
-            var failures: [String] = []
-        }
-        let results = Results()
+        let results = Locked((started: [Int: FreeRADIUSServer](), failures: [String]()))
         let all = jobs
         DispatchQueue.concurrentPerform(iterations: all.count) { i in
             let job = all[i]
@@ -236,15 +232,16 @@ final class RadiusLab: @unchecked Sendable {
                 let daemon = try FreeRADIUSServer.start(
                     in: job.namespace, label: job.kind == .relay ? "relay-\(job.name)" : job.name, kind: job.kind,
                     configDirectory: job.directory, environment: job.environment)
-                results.lock.withLock { results.started[i] = daemon }
+                results.withLock { $0.started[i] = daemon }
             } catch {
-                results.lock.withLock { results.failures.append("\(error)") }
+                results.withLock { $0.failures.append("\(error)") }
             }
         }
-        for (i, daemon) in results.started {
+        let (started, failures) = results.withLock { ($0.started, $0.failures) }
+        for (i, daemon) in started {
             if jobs[i].kind == .relay { relays[jobs[i].name] = daemon } else { radiusServers[jobs[i].name] = daemon }
         }
-        if let failure = results.failures.first { throw HarnessError(failure) }
+        if let failure = failures.first { throw HarnessError(failure) }
     }
 
     /// A node's charon (with the eap-radius plugin), its settings snippets included, its swanctl.conf loaded
@@ -295,31 +292,33 @@ final class RadiusLab: @unchecked Sendable {
     }
 
     /// Pings the host behind the nodes from client `index`'s namespace, its source address the kernel's choice (a
-    /// desktop's tunnel route names its virtual IP).
-    func pingHostBehind(fromClient index: Int) throws -> CommandResult {
-        try Command.run(
+    /// desktop's tunnel route names its virtual IP). Like every ping of the lab it waits for one answer, an echo a
+    /// second for up to 10 s (`-w`): every caller expects an answer, and under load a single echo through a
+    /// fresh kernel-libipsec tunnel went unanswered within its 3 s.
+    func pingHostBehind(fromClient index: Int) throws -> ProgramResult {
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10",
                 Self.lanHostAddress,
-            ], timeout: .seconds(10))
+            ], timeout: .seconds(20))
     }
 
     /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).
-    func pingHostBehind(fromClient index: Int, source: String) throws -> CommandResult {
-        try Command.run(
+    func pingHostBehind(fromClient index: Int, source: String) throws -> ProgramResult {
+        try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-W", "3",
+                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10",
                 "-I", source, Self.lanHostAddress,
-            ], timeout: .seconds(10))
+            ], timeout: .seconds(20))
     }
 
     /// A packet capture (tcpdump from Debian) on `namespace`'s `eth0`, written to a file in the test's scratch
     /// directory; `finish()` stops it and returns the file.
     final class Capture {
         let file: URL
-        private let process: DaemonProcess
+        private let process: Daemon
         private let output: URL
 
         init(namespace: String, filter: [String]) throws {
@@ -329,7 +328,7 @@ final class RadiusLab: @unchecked Sendable {
             // --immediate-mode, -U: every packet is delivered and written as it is captured (a stop does not
             // lose what the kernel still buffers); -s 0: whole packets; -Z root: the file is written
             // into the scratch directory (root's, 0700), not as Debian's `tcpdump` user
-            process = try DaemonProcess.start(
+            process = try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 [
                     "netns", "exec", namespace, RadiusEnvironment.tcpdumpPath, "-i", "eth0", "-n", "-U",
@@ -359,7 +358,7 @@ final class RadiusLab: @unchecked Sendable {
 
         /// `tcpdump -r` of the capture, `-v` decoded, with `filter`: one packet per line (and its details).
         func read(_ filter: [String] = []) throws -> String {
-            let result = try Command.run(
+            let result = try Subprocess.run(
                 RadiusEnvironment.tcpdumpPath, ["-r", file.path, "-n", "-v"] + filter, timeout: .seconds(20))
             guard result.succeeded else { throw HarnessError("reading the capture: \(result)") }
             return result.stdout
@@ -372,15 +371,15 @@ final class RadiusLab: @unchecked Sendable {
     }
 
     /// Runs `radclient` inside RADIUS server `from`'s namespace (as an operator's host next to it would).
-    func radclient(from: String, arguments: [String], input: String) throws -> CommandResult {
+    func radclient(from: String, arguments: [String], input: String) throws -> ProgramResult {
         try radclient(inNamespace: try radiusMember(from).namespace, arguments: arguments, input: input)
     }
 
     /// Runs `radclient` inside `namespace` with `input` as its request.
-    func radclient(inNamespace namespace: String, arguments: [String], input: String) throws -> CommandResult {
+    func radclient(inNamespace namespace: String, arguments: [String], input: String) throws -> ProgramResult {
         let file = try Scratch.makeDirectory("radclient").appendingPathComponent("request")
         try input.write(to: file, atomically: true, encoding: .utf8)
-        return try Command.run(
+        return try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             ["netns", "exec", namespace, RadiusEnvironment.radclientPath, "-f", file.path] + arguments,
             timeout: .seconds(20))
@@ -438,7 +437,7 @@ final class RadiusLab: @unchecked Sendable {
     deinit { teardown() }
 
     @discardableResult
-    private func ip(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    private func ip(_ args: [String]) throws -> ProgramResult {
+        try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
     }
 }

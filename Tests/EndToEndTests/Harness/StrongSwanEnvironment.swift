@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvTestHarness
 
 /// Whether this machine can run real strongSwan daemons in network namespaces, and where the tools are.
 ///
@@ -66,7 +67,7 @@ enum StrongSwanEnvironment {
         if !FileManager.default.fileExists(atPath: "/dev/net/tun") {
             return .unavailable("/dev/net/tun missing (kernel-libipsec needs a TUN device)")
         }
-        guard let netns = try? Command.run(ipPath, ["netns", "list"], timeout: .seconds(10)), netns.succeeded else {
+        guard let netns = try? Subprocess.run(ipPath, ["netns", "list"], timeout: .seconds(10)), netns.succeeded else {
             return .unavailable("`ip netns list` does not work")
         }
         return .available

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A server charon and a client charon on a `NetworkPair`: the usual shape of an end-to-end test.
 ///
@@ -84,7 +85,7 @@ final class TunnelScenario: @unchecked Sendable {
     }
 
     /// Pings the server's inner address from the client's virtual IP (v4 unless `ipv6`).
-    func pingThroughTunnel(_ tunnel: Tunnel, ipv6: Bool = false) throws -> CommandResult {
+    func pingThroughTunnel(_ tunnel: Tunnel, ipv6: Bool = false) throws -> ProgramResult {
         guard let source = ipv6 ? tunnel.virtualIPv6 : tunnel.virtualIPv4 else {
             throw HarnessError("no \(ipv6 ? "IPv6" : "IPv4") virtual IP in \(tunnel.virtualIPs)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// The NetworkManager connection a Linux desktop user sets up for an app account, from the app catalogue's entry of
 /// an IKEv2 EAP service: the keyfile docs/accounts.md ("A Linux desktop with an account") describes, field for field,

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// Turns an Apple .mobileconfig VPN payload into the strongSwan client an iPhone/Mac amounts to
 /// (Apple's schema, apple/device-management mdm/profiles/com.apple.vpn.managed.yaml): same identities, authentication,

@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// What a device profile amounts to, as a strongSwan client: a swanctl.conf plus credential files.
 /// Produced by `AppleProfileTranslator` / `SswanTranslator`; written with `write(label:)` and loaded into the

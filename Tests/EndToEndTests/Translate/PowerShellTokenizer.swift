@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A tokenizer for the part of PowerShell the generated Windows scripts use, written to the lexical grammar of
 /// the PowerShell Language Specification 3.0, chapter 2 ("Lexical structure"; also about_Quoting_Rules,

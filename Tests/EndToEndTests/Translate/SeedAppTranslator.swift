@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// The seed iOS app's connection code, as a strongSwan client. The app knows four fields per server
 /// (`protocol`, `localID`, `remoteID`, `pskEnabled`) plus the host; its code, paraphrased:

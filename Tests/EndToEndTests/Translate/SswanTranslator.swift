@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvTestHarness
 
 /// Turns a strongSwan Android `.sswan` profile (docs/formats.md; the app's VpnProfileImportActivity.java) into the
 /// strongSwan client the app amounts to.

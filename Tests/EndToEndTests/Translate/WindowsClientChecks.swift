@@ -1,5 +1,6 @@
 import Foundation
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// The server-certificate checks Windows makes that charon's own checks do not cover (serverAuth EKU, the dialled
 /// address as dNSName). charon verifies the chain to the CA the script imported during IKE_AUTH and keeps the

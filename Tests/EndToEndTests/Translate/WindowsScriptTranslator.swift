@@ -1,5 +1,6 @@
 import Foundation
 import VPNProvCrypto
+import VPNProvTestHarness
 
 /// Reads a generated `<user>-windows.ps1` the way PowerShell would run it (PowerShellTokenizer + a statement
 /// interpreter for the commands it contains) and turns each VPN connection it creates into the strongSwan client
@@ -497,10 +498,10 @@ enum WindowsScriptTranslator {
         try p12.write(to: file)
         let passFile = dir.appendingPathComponent("pass")
         try Data(password.utf8).write(to: passFile)
-        var result = try Command.run(
+        var result = try Subprocess.run(
             "/usr/bin/openssl", ["pkcs12", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
         if !result.succeeded {
-            result = try Command.run(
+            result = try Subprocess.run(
                 "/usr/bin/openssl",
                 ["pkcs12", "-legacy", "-in", file.path, "-nokeys", "-clcerts", "-passin", "file:\(passFile.path)"])
         }

@@ -9,15 +9,15 @@ import Foundation
 /// hanging it. `body` runs where it is called, so its expectations belong to the calling test; a watchdog
 /// thread waits for it, and when the deadline passes first it prints what was still running and exits
 /// the test process with status 1 (a blocked body cannot be interrupted from outside).
-public enum Deadline {
+package enum Deadline {
     /// A running deadline: `finish()` (or `defer { watch.finish() }`) when the work is done.
-    public final class Watch: @unchecked Sendable {
+    package final class Watch: Sendable {
         fileprivate let finished = DispatchSemaphore(value: 0)
-        public func finish() { finished.signal() }
+        package func finish() { finished.signal() }
     }
 
     /// Starts the deadline of the work that follows, for a test body that is long (a loop of thousands).
-    public static func start(_ what: String, seconds: Int, file: StaticString = #fileID, line: UInt = #line) -> Watch {
+    package static func start(_ what: String, seconds: Int, file: StaticString = #fileID, line: UInt = #line) -> Watch {
         let watch = Watch()
         let message = "\(file):\(line): error: \(what) did not finish within its own deadline of \(seconds) s\n"
         let thread = Thread {
@@ -31,7 +31,7 @@ public enum Deadline {
     }
 
     /// Runs `body` within a deadline of its own.
-    public static func watch<T>(
+    package static func watch<T>(
         _ what: String, seconds: Int, file: StaticString = #fileID, line: UInt = #line, _ body: () throws -> T
     ) rethrows -> T {
         let watch = start(what, seconds: seconds, file: file, line: line)

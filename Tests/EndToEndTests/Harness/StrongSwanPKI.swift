@@ -1,8 +1,9 @@
 import Foundation
+import VPNProvTestHarness
 
 /// A throw-away CA made with strongSwan's `pki` (and `openssl` for PKCS#12), as an independent checker of
 /// what vpnprov produces. Test code only.
-struct TestPKI: Sendable {
+struct StrongSwanPKI: Sendable {
     let directory: URL
     var caCert: String { directory.appendingPathComponent("ca.pem").path }
     var caKey: String { directory.appendingPathComponent("ca.key").path }
@@ -18,8 +19,8 @@ struct TestPKI: Sendable {
     }()
 
     @discardableResult
-    static func pki(_ args: [String]) throws -> CommandResult {
-        try Command.check(StrongSwanEnvironment.pkiPath, args, environment: ["STRONGSWAN_CONF": pkiSettings])
+    static func pki(_ args: [String]) throws -> ProgramResult {
+        try Subprocess.check(StrongSwanEnvironment.pkiPath, args, environment: ["STRONGSWAN_CONF": pkiSettings])
     }
 
     /// Runs `pki` and writes its stdout (5.9.8 has no `--outfile`) to `path`.
@@ -28,8 +29,8 @@ struct TestPKI: Sendable {
     }
 
     /// New CA "CN=<name>" (ECDSA P-256, 30 days) in a fresh directory.
-    static func make(name: String = "vpnprov e2e CA", keyType: String = "ecdsa") throws -> TestPKI {
-        let pki = TestPKI(directory: try Scratch.makeDirectory("pki"))
+    static func make(name: String = "vpnprov e2e CA", keyType: String = "ecdsa") throws -> StrongSwanPKI {
+        let pki = StrongSwanPKI(directory: try Scratch.makeDirectory("pki"))
         try pki.generateKey(to: pki.caKey, type: keyType)
         try Self.pki(
             [
@@ -78,7 +79,7 @@ struct TestPKI: Sendable {
         } else {
             args += ["-legacy", "-certpbe", "PBE-SHA1-3DES", "-keypbe", "PBE-SHA1-3DES", "-macalg", "sha1"]
         }
-        try Command.check(StrongSwanEnvironment.openSSLPath, args, environment: ["E2E_P12_PASSWORD": password])
+        try Subprocess.check(StrongSwanEnvironment.openSSLPath, args, environment: ["E2E_P12_PASSWORD": password])
         return try Data(contentsOf: URL(fileURLWithPath: out))
     }
 

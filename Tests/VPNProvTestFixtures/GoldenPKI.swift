@@ -2,19 +2,19 @@ import Foundation
 import VPNProvCrypto
 import VPNProvModel
 
-/// A deterministic test PKI, so golden files hold real certificate, CRL and PKCS#12 bytes.
+/// The golden PKI: a deterministic one, so golden files hold real certificate, CRL and PKCS#12 bytes.
 ///
 /// Certificates and the CRL are issued at test time by the product's own code (the certificate
-/// profiles of `PKI/CertificateProfile.swift`, `CertificateIssuer`, `CertificateRevocationList`) from
+/// profiles of `CertificateProfile`, `CertificateIssuer`, `CertificateRevocationList`) from
 /// fixed RSA keys (`Fixtures/testpki/*.key`), fixed serials and fixed dates. RSA PKCS#1 v1.5 signatures
 /// are deterministic, so the same code gives the same bytes: a change in how a certificate or a CRL is
 /// encoded changes every golden that embeds one. ECDSA signatures are randomized, which is why the test
 /// PKI uses RSA.
 ///
 /// A PKCS#12 has random salts, so goldens embed the stored `Fixtures/testpki/client.p12` (built by the
-/// product's `PKCS12.build`, re-made by `scripts/regenerate-goldens`), and `TestPKITests` checks the
+/// product's `PKCS12.build`, re-made by `scripts/regenerate-goldens`), and `GoldenPKITests` checks the
 /// structure of a p12 built now (algorithms, iterations, MAC, bags) against a golden of its own.
-package enum TestPKI {
+package enum GoldenPKI {
     package static var directory: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/testpki")
     }

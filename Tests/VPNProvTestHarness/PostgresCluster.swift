@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvSupport
 
 /// A throw-away PostgreSQL server for tests: a cluster in a directory of the test's, reachable only
 /// through its unix socket (no TCP), trust authentication, started and stopped by the process id
@@ -10,18 +11,19 @@ import Glibc
 /// (Debian's package creates it) through `setpriv`, keeping only CAP_DAC_READ_SEARCH so that they
 /// can reach a cluster below a directory only root may enter (the tests' 0700 temporary root).
 /// Clients (psql, vpnprov) run as the test process (root).
-package final class PostgresCluster: @unchecked Sendable {
+package final class PostgresCluster: Sendable {
     /// The socket directory: a short directory of its own below /tmp (a unix socket path has at most
     /// 107 bytes, which a test's directory can exceed), removed by `stop`.
     package let directory: String
     /// The cluster's files (`dir/postgres` of `start(in:)`).
     package let dataDirectory: String
     /// The server's process id (the postgres postmaster, which `setpriv` execs into); a new one after `restart()`.
-    package var pid: Int32 { lock.withLock { server.processIdentifier } }
+    package var pid: Int32 { server.value.pid }
     /// Its log (stdout and stderr).
     package let logPath: String
-    private let lock = NSLock()
-    private var stopped = false
+    /// The running postmaster (another after `restart()`), and whether `stop()` has run.
+    private let server: Locked<Daemon>
+    private let stopped = Locked(false)
 
     /// The database `start` creates for the test.
     package static let database = "accounts"
@@ -46,12 +48,10 @@ package final class PostgresCluster: @unchecked Sendable {
         package var description: String
     }
 
-    private var server: Process
-
-    private init(directory: String, dataDirectory: String, server: Process, logPath: String) {
+    private init(directory: String, dataDirectory: String, server: Daemon, logPath: String) {
         self.directory = directory
         self.dataDirectory = dataDirectory
-        self.server = server
+        self.server = Locked(server)
         self.logPath = logPath
     }
 
@@ -93,7 +93,7 @@ package final class PostgresCluster: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: directory)
             throw Failure(description: "initdb exited \(initdb): \(tail(logPath))")
         }
-        let server: Process
+        let server: Daemon
         do {
             server = try postmaster(bin: bin, dataDirectory: dataDirectory, socketDirectory: directory, log: logPath)
         } catch {
@@ -102,14 +102,13 @@ package final class PostgresCluster: @unchecked Sendable {
         }
         let cluster = PostgresCluster(
             directory: directory, dataDirectory: dataDirectory, server: server, logPath: logPath)
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if (try? cluster.psql("SELECT 1", database: "postgres")) == "1" { break }
-            if !server.isRunning || Date() > deadline {
-                cluster.stop()
-                throw Failure(description: "the PostgreSQL server did not come up: \(tail(logPath))")
-            }
-            usleep(50_000)
+        do {
+            try Poll.wait(
+                "the PostgreSQL server", timeout: .seconds(timeout), interval: .milliseconds(50),
+                while: { server.isRunning }, until: { (try? cluster.psql("SELECT 1", database: "postgres")) == "1" })
+        } catch {
+            cluster.stop()
+            throw Failure(description: "the PostgreSQL server did not come up (\(error)): \(tail(logPath))")
         }
         do {
             _ = try cluster.psql("CREATE DATABASE \(database)", database: "postgres")
@@ -125,7 +124,7 @@ package final class PostgresCluster: @unchecked Sendable {
     /// acknowledged (`synchronous_commit` on): a killed server (`crash()`) loses no transaction it acknowledged,
     /// as a production server would not.
     private static func postmaster(bin: String, dataDirectory: String, socketDirectory: String, log logPath: String)
-        throws -> Process
+        throws -> Daemon
     {
         try start(
             asPostgres: [
@@ -137,10 +136,10 @@ package final class PostgresCluster: @unchecked Sendable {
     /// Kills the postmaster with SIGKILL, as a crash or the OOM killer ends it (no shutdown, no checkpoint), and
     /// reaps it. Its backends notice their postmaster is gone and exit by themselves; `restart()` waits for that.
     package func crash() {
-        let process = lock.withLock { server }
+        let process = server.value
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        kill(process.pid, SIGKILL)
+        _ = process.wait(for: .seconds(30))
     }
 
     /// Starts the server again on the same cluster and socket after `crash()` (crash recovery runs first), and
@@ -152,19 +151,21 @@ package final class PostgresCluster: @unchecked Sendable {
         while true {
             let process = try Self.postmaster(
                 bin: bin, dataDirectory: dataDirectory, socketDirectory: directory, log: logPath)
-            lock.withLock { server = process }
-            while process.isRunning {
-                if (try? psql("SELECT 1", database: "postgres")) == "1" { return }
-                if Date() > deadline {
-                    throw Failure(description: "the PostgreSQL server did not come back: \(Self.tail(logPath))")
-                }
-                usleep(50_000)
+            server.withLock { $0 = process }
+            let answers = { (try? self.psql("SELECT 1", database: "postgres")) == "1" }
+            let left = Duration.seconds(max(0, deadline.timeIntervalSinceNow))
+            if (try? Poll.wait(
+                "PostgreSQL", timeout: left, interval: .milliseconds(50), while: { process.isRunning }, until: answers))
+                != nil
+            {
+                return
             }
-            process.waitUntilExit()
+            // It exited (refused to run beside the old backends) or the deadline passed.
+            _ = process.wait(for: .seconds(5))
             if Date() > deadline {
                 throw Failure(description: "the PostgreSQL server did not come back: \(Self.tail(logPath))")
             }
-            usleep(100_000)
+            Thread.sleep(forTimeInterval: 0.1)  // the old backends are still going: the next start's pace
         }
     }
 
@@ -179,28 +180,17 @@ package final class PostgresCluster: @unchecked Sendable {
     /// returns its output without the last newline; throws with psql's error text.
     @discardableResult
     package func psql(_ sql: String, database: String = PostgresCluster.database) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.psqlPath)
-        process.arguments = [
-            "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-U", Self.superuser, "-d", database,
-            "-c", sql,
-        ]
-        process.environment = ["PATH": "/usr/bin:/bin", "LC_ALL": "C"]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // psql exits after answering: reading both pipes to the end cannot block forever.
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        let result = try Subprocess.run(
+            Self.psqlPath,
+            [
+                "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", directory, "-U", Self.superuser, "-d", database,
+                "-c", sql,
+            ], inheriting: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"], timeout: .seconds(120))
+        guard result.succeeded else {
             throw Failure(
-                description: "psql exited \(process.terminationStatus): \(String(decoding: err, as: UTF8.self))")
+                description: "psql: \(result.timedOut ? "timed out" : "exited \(result.exitCode)"): \(result.stderr)")
         }
-        var text = String(decoding: out, as: UTF8.self)
+        var text = result.stdout
         if text.hasSuffix("\n") { text.removeLast() }
         return text
     }
@@ -208,23 +198,13 @@ package final class PostgresCluster: @unchecked Sendable {
     /// Stops the server (fast shutdown: SIGINT, then SIGKILL after 30 s), reaps it and removes the
     /// socket directory. Safe to call twice.
     package func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        if stopped { return }
-        stopped = true
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        guard server.isRunning else { return }
-        let pid = server.processIdentifier
-        kill(pid, SIGINT)
-        let deadline = Date().addingTimeInterval(30)
-        while server.isRunning {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                break
-            }
-            usleep(20_000)
+        let first = stopped.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
         }
-        server.waitUntilExit()
+        guard first else { return }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        server.value.stop(signal: SIGINT, timeout: .seconds(30))
     }
 
     /// `setpriv` arguments that run a command as postgres, able to search directories it does not own.
@@ -236,24 +216,18 @@ package final class PostgresCluster: @unchecked Sendable {
     }
 
     /// Starts `arguments` as postgres, output appended to `log`.
-    private static func start(asPostgres arguments: [String], log: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: setprivPath)
-        process.arguments = asPostgresPrefix + arguments
-        let handle = FileHandle(forWritingAtPath: log)
-        handle?.seekToEndOfFile()
-        process.standardOutput = handle
-        process.standardError = handle
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+    private static func start(asPostgres arguments: [String], log: String) throws -> Daemon {
+        try Daemon.start(setprivPath, asPostgresPrefix + arguments, outputPath: log)
     }
 
     /// Runs `arguments` as postgres to the end, output appended to `log`; returns the exit status.
     private static func run(asPostgres arguments: [String], log: String) throws -> Int32 {
         let process = try start(asPostgres: arguments, log: log)
-        process.waitUntilExit()
-        return process.terminationStatus
+        guard process.wait(for: .seconds(300)) else {
+            process.stop()
+            throw Failure(description: "\(arguments[0]) did not finish within 300 s")
+        }
+        return process.status?.code ?? -1
     }
 
     private static func tail(_ path: String) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvSupport
 
 /// When a child started with Foundation's `Process` has exited, seen two ways at once.
 ///
@@ -9,26 +10,25 @@ import Glibc
 /// Seen once in CI, with charon daemons being started beside it: `ip route add` "timed out" after 30 s.
 /// `watch(_:)` therefore also waits on the child itself with `waitid(WNOWAIT)`, which leaves the child for
 /// Foundation to reap; whichever sees the exit first records it.
-public final class ChildExit: @unchecked Sendable {
+package final class ChildExit: Sendable {
     /// How a child ended: its exit code, or the signal that killed it.
-    public struct Status: Sendable, Equatable {
-        public var code: Int32
-        public var killedBySignal: Bool
+    package struct Status: Sendable, Equatable {
+        package var code: Int32
+        package var killedBySignal: Bool
 
-        public init(code: Int32, killedBySignal: Bool) {
+        package init(code: Int32, killedBySignal: Bool) {
             self.code = code
             self.killedBySignal = killedBySignal
         }
     }
 
-    private let lock = NSLock()
     private let semaphore = DispatchSemaphore(value: 0)
-    private var recorded: Status?
+    private let recorded = Locked<Status?>(nil)
 
-    public init() {}
+    package init() {}
 
     /// Sets `process.terminationHandler` (before `run()`: a child that exits at once is not missed).
-    public func handle(_ process: Process) {
+    package func handle(_ process: Process) {
         process.terminationHandler = { [self] finished in
             record(
                 Status(code: finished.terminationStatus, killedBySignal: finished.terminationReason == .uncaughtSignal))
@@ -38,7 +38,7 @@ public final class ChildExit: @unchecked Sendable {
     /// Starts the second watch, on a thread of its own; call right after `run()`. The pid cannot be another
     /// child's by then: Foundation reaps only after the exit, and a pid comes back only after every other pid
     /// (`kernel.pid_max`) has been handed out.
-    public func watch(_ pid: pid_t) {
+    package func watch(_ pid: pid_t) {
         Thread { [self] in
             var info = siginfo_t()
             var rc: Int32
@@ -51,14 +51,10 @@ public final class ChildExit: @unchecked Sendable {
     }
 
     /// How the child ended, once it has.
-    public var status: Status? {
-        lock.lock()
-        defer { lock.unlock() }
-        return recorded
-    }
+    package var status: Status? { recorded.value }
 
     /// Waits until the child has exited or `duration` has passed; true when it has exited.
-    public func wait(for duration: Duration) -> Bool {
+    package func wait(for duration: Duration) -> Bool {
         let (seconds, attoseconds) = duration.components
         let nanos = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         guard semaphore.wait(timeout: .now() + .nanoseconds(nanos)) == .success else { return false }
@@ -67,10 +63,11 @@ public final class ChildExit: @unchecked Sendable {
     }
 
     private func record(_ status: Status) {
-        lock.lock()
-        let first = recorded == nil
-        if first { recorded = status }
-        lock.unlock()
+        let first = recorded.withLock { recorded in
+            guard recorded == nil else { return false }
+            recorded = status
+            return true
+        }
         if first { semaphore.signal() }
     }
 }

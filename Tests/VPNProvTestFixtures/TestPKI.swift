@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 
 /// A deterministic test PKI, so golden files hold real certificate, CRL and PKCS#12 bytes.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// Owns the CA, every key and certificate, generated secrets and the CRL in the state directory.

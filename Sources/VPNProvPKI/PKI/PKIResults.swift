@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// One thing a PKI run did, for the summary line.

@@ -5,7 +5,7 @@ import VPNProvSupport
 import VPNProvYAML
 
 /// What a certificate is for; recorded with every certificate the state holds.
-package enum CertificateKind: String, Codable, Equatable {
+package enum CertificateKind: String, Sendable, Hashable, Codable {
     case ca, server, client
     /// A CA's key and name certified by the previous CA (CA rotation).
     case cross
@@ -13,7 +13,7 @@ package enum CertificateKind: String, Codable, Equatable {
 
 /// What a node or user certificate certifies. Two profiles that compare equal produce equivalent
 /// certificates; a change in any field re-issues.
-package struct CertificateProfile: Equatable {
+package struct CertificateProfile: Sendable, Hashable {
     package var kind: CertificateKind
     package var subject: DistinguishedName
     package var subjectAltNames: [GeneralName]

@@ -27,6 +27,9 @@ extension Pipeline {
         var refreshStats = false
         /// Findings so far (warnings only); the consistency check's come with the rendering.
         var diagnostics: [Diagnostic]
+        /// The plan of the whole deployment, made once when anything is to be rendered (nil when every file
+        /// is fresh: a run that changes nothing plans nothing).
+        var plan: DeploymentPlan?
         /// The server side of the consistency check, prepared once for every rendering worker.
         var servers: Consistency.Servers
         /// The state lock, held from loading the state until it is committed and the output published.
@@ -204,20 +207,15 @@ extension Pipeline {
         let (fresh, previousCacheEntries, refreshStats) = freshUsers(
             try previousRun.value.get(), fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        // Only users rendered again are checked: a run where every user is fresh needs no server facts.
-        let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
-        let servers =
-            stale
-            ? checkedServers(
-                prepared.inventory, prepared.materials, inspect: inspector(parsed: prepared.parsedCertificates))
-            : Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        let (plan, servers) = planned(prepared, fresh: fresh)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
         if diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings) {
             // A fresh user's connections were checked by the run that rendered them from the same inputs.
-            var toCheck = prepared.inventory
-            toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
-            diagnostics += consistency(toCheck, prepared.materials, servers)
+            if let plan {
+                let stale = prepared.inventory.users.filter { !$0.revoked && fresh[$0.name] == nil }
+                diagnostics += consistency(plan, users: stale, servers)
+            }
             printDiagnostics(diagnostics, output: output)
             return nil
         }
@@ -225,7 +223,22 @@ extension Pipeline {
         return Built(
             prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh,
             previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
-            diagnostics: diagnostics, servers: servers, lock: heldLock)
+            diagnostics: diagnostics, plan: plan, servers: servers, lock: heldLock)
+    }
+
+    /// The deployment's plan when anything is to be rendered (every user fresh and the servers' files too:
+    /// none), and the server side of the consistency check when a user is to be rendered again (a run where
+    /// every user is fresh needs no server facts).
+    static func planned(_ prepared: PrepareResult, fresh: [String: RenderCache.Entry]) -> (
+        DeploymentPlan?, Consistency.Servers
+    ) {
+        let staleUsers = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
+        let none = Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        guard staleUsers || fresh[serversCacheKey] == nil else { return (nil, none) }
+        let plan = DeploymentPlan.make(
+            prepared.inventory, certificates: prepared.certificates, materials: prepared.materials)
+        guard staleUsers else { return (plan, none) }
+        return (plan, Consistency.Servers(plan: plan, inspect: inspector(parsed: prepared.parsedCertificates)))
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

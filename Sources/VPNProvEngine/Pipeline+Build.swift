@@ -36,17 +36,16 @@ extension Pipeline {
         var lock: StateLock
     }
 
-    /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
-    /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
+    /// Fingerprints of every active user's inputs: the tool version, the templates, every part of the
+    /// inventory that reaches every unit (`Fingerprint.inventoryReach`), every node's certificate and PSK, the
+    /// CA, and the user with their materials. The servers' unit also covers the parts of the inventory that
+    /// reach only it, the node keys and secrets, the CRL and every user's digest.
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String:
         String]
     {
-        var shared: [Any] = [
-            ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes,
-            // The settings themselves, not their description: `String(reflecting:)` lists a dictionary (where each
-            // key was written) in the process's own hash order, so every run got another fingerprint.
-            inventory.acme.map { $0 as Any } ?? "", materials.acmeCABundlePEM ?? "",
-        ]
+        var shared: [Any] = [ProductVersion.current, buildIdentity]
+        shared += Fingerprint.inventoryInputs(inventory, reaching: .everyUnit)
+        shared.append(materials.acmeCABundlePEM ?? "")
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
@@ -66,6 +65,7 @@ extension Pipeline {
         // The servers' files and the catalogue also hold the node keys, the CRL and every active
         // user's secrets: their fingerprint covers all of those.
         var servers: [Any] = [common, materials.crlPEM, materials.nodeScoping]
+        servers += Fingerprint.inventoryInputs(inventory, reaching: .serversUnit)
         if let rotation = materials.rotation {
             servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
         }
@@ -76,17 +76,8 @@ extension Pipeline {
                 m?.radiusRelaySecret ?? "",
             ]
         }
-        // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
-        servers += [inventory.accounts.map { $0 as Any } ?? "", materials.radiusDatabase ?? ""]
-        // The nodes' firewall and host_vars, and monitoring/, hold the monitoring settings (not where they
-        // were written: moving a line changes no output).
-        if let monitoring = inventory.monitoring {
-            servers += ["monitoring", monitoring.from.map(\.description), monitoring.port, monitoring.userLabels]
-        }
-        // deploy/ and the README hold the hand-off site's settings (not where they were written).
-        if let site = inventory.handOff {
-            servers += ["handoff", site.address, site.deploy, site.lifetime, site.downloads]
-        }
+        // The RADIUS servers' files (radius/) hold their database's connection string.
+        servers.append(materials.radiusDatabase ?? "")
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests

@@ -75,49 +75,69 @@ package enum LinuxClientRenderer {
     package static func context(
         user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> (swanctl: TemplateValue, secrets: TemplateValue) {
-        var conns: [TemplateValue] = []
-        for c in connections {
-            var rounds: [TemplateValue] = []
-            for (index, round) in c.localAuth.enumerated() {
-                // Every key is always present (the engine refuses unknown names); "" = not written.
-                // The IKE identity belongs to the first round.
-                rounds.append(
-                    .object([
-                        "section": .identifier(
-                            c.localAuth.count == 1
-                                ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
-                        "auth": .string(round.method.rawValue),
-                        "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
-                        "eap_id": .string(round.eapID ?? ""),
-                        "xauth_id": .string(round.xauthID ?? ""),
-                        "certs": .string(round.method == .pubkey ? "\(user).pem" : ""),
-                    ]))
-            }
-            let remote: TemplateObject = [
-                "auth": .string(c.serverAuth.rawValue),
-                "id": .string(c.remoteID.swanctlValue),
-                "cacerts": .string(cacerts(c, deployment: deployment)),
-            ]
-            let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
-            conns.append(
+        let conns = connections.map { connectionContext($0, user: user, deployment: deployment) }
+        let (eap, ike, ppk) = try secretsContext(user: user, connections: connections, materials: materials)
+        let common: TemplateObject = [
+            "user": .string(user),
+            "deployment": .string(deployment.name),
+        ]
+        var swanctl = common
+        swanctl["connections"] = .list(conns)
+        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
+        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
+        var secrets = common
+        secrets["eap"] = .list(eap)
+        secrets["ike"] = .list(ike)
+        secrets["ppk"] = .list(ppk)
+        return (.object(swanctl), .object(secrets))
+    }
+
+    /// One connection of `client/swanctl.conf.tmpl`.
+    static func connectionContext(_ c: ClientConnection, user: String, deployment: DeploymentFacts) -> TemplateValue {
+        var rounds: [TemplateValue] = []
+        for (index, round) in c.localAuth.enumerated() {
+            // Every key is always present (the engine refuses unknown names); "" = not written.
+            // The IKE identity belongs to the first round.
+            rounds.append(
                 .object([
-                    "name": .identifier(TextCheck.swanctlSectionName(c.name)),
-                    "node": .string(c.node),
-                    "service": .string(c.service.rawValue),
-                    "version": .int(c.ikeVersion),
-                    "aggressive": .bool(c.aggressive),
-                    "remote_addrs": .string(c.remoteAddress),
-                    "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
-                    "proposals": .string(offer.ike.joined(separator: ", ")),
-                    "esp_proposals": .string(offer.esp.joined(separator: ", ")),
-                    "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
-                    "local_rounds": .list(rounds),
-                    "remote": .object(remote),
-                    "ppk_id": .string(c.ppkID ?? ""),
-                    "ppk_required": .bool(c.ppkRequired),
+                    "section": .identifier(
+                        c.localAuth.count == 1
+                            ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
+                    "auth": .string(round.method.rawValue),
+                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                    "eap_id": .string(round.eapID ?? ""),
+                    "xauth_id": .string(round.xauthID ?? ""),
+                    "certs": .string(round.method == .pubkey ? "\(user).pem" : ""),
                 ]))
         }
+        let remote: TemplateObject = [
+            "auth": .string(c.serverAuth.rawValue),
+            "id": .string(c.remoteID.swanctlValue),
+            "cacerts": .string(cacerts(c, deployment: deployment)),
+        ]
+        let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
+        return .object([
+            "name": .identifier(TextCheck.swanctlSectionName(c.name)),
+            "node": .string(c.node),
+            "service": .string(c.service.rawValue),
+            "version": .int(c.ikeVersion),
+            "aggressive": .bool(c.aggressive),
+            "remote_addrs": .string(c.remoteAddress),
+            "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
+            "proposals": .string(offer.ike.joined(separator: ", ")),
+            "esp_proposals": .string(offer.esp.joined(separator: ", ")),
+            "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
+            "local_rounds": .list(rounds),
+            "remote": .object(remote),
+            "ppk_id": .string(c.ppkID ?? ""),
+            "ppk_required": .bool(c.ppkRequired),
+        ])
+    }
 
+    /// The secrets of `client/secrets.conf.tmpl`: EAP/XAuth, the nodes' PSKs, the post-quantum preshared key.
+    static func secretsContext(user: String, connections: [ClientConnection], materials: Materials) throws -> (
+        eap: [TemplateValue], ike: [TemplateValue], ppk: [TemplateValue]
+    ) {
         // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
         var eap: [TemplateValue] = []
         let passwordRounds = connections.flatMap(\.localAuth).compactMap { $0.eapID ?? $0.xauthID }
@@ -161,19 +181,7 @@ package enum LinuxClientRenderer {
             ppk.append(
                 .object(["section": .identifier("ppk-1"), "id": .string(id), "secret": .string(encodedSecret(secret))]))
         }
-        let common: TemplateObject = [
-            "user": .string(user),
-            "deployment": .string(deployment.name),
-        ]
-        var swanctl = common
-        swanctl["connections"] = .list(conns)
-        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
-        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
-        var secrets = common
-        secrets["eap"] = .list(eap)
-        secrets["ike"] = .list(ike)
-        secrets["ppk"] = .list(ppk)
-        return (.object(swanctl), .object(secrets))
+        return (eap, ike, ppk)
     }
 }
 

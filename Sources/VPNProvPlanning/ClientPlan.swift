@@ -517,7 +517,7 @@ extension IKEIdentity {
     var isIPAddress: Bool {
         switch self {
         case .ipv4, .ipv6: return true
-        default: return false
+        case .fqdn, .userFQDN, .dn, .keyID: return false
         }
     }
 }

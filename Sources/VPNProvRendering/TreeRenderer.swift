@@ -18,7 +18,7 @@ package struct RenderShared: Sendable {
 }
 
 /// A renderer of files outside `clients/`, from its part of the deployment plan.
-package protocol TreeRenderer {
+package protocol TreeRenderer: Sendable {
     /// What the renderer reads of the plan.
     associatedtype Part
     static func part(of plan: DeploymentPlan) -> Part

@@ -101,7 +101,8 @@ package enum AndroidProfileRenderer {
         case .ikev2Cert:
             guard let p12 = shared.p12Base64 else { throw ClientRenderError("user '\(c.user)': no PKCS#12 bundle") }
             local.p12 = p12
-        default:
+        // Not among `AndroidClientKind.services`: the plan gives Android no such connection.
+        case .ikev2PSK, .ikev2PSKEAP, .ipsecXauthPSK, .ipsecXauthHybrid:
             return nil
         }
         let offer = c.offer(for: .android)

@@ -188,7 +188,8 @@ package enum AppleProfileRenderer {
             }
             d.AuthenticationMethod = "SharedSecret"
             d.SharedSecret = psk
-        default:
+        // The server proves itself with a certificate (EAP and XAuth are the client's rounds, never the server's).
+        case .pubkey, .eapMSCHAPv2, .xauth:
             // An ACME node's issuer is one of its CA's intermediates, which the CA changes at will: the device
             // checks the chain against its own roots and the name against RemoteIdentifier instead.
             if c.credentials.contains(.caCertificate) { d.ServerCertificateIssuerCommonName = materials.caCommonName }

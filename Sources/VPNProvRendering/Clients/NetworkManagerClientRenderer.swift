@@ -89,7 +89,8 @@ package enum NetworkManagerClientRenderer {
             }
             vpn.append(("method", "psk"))
             secret = psk
-        default:
+        // Not among `NetworkManagerClientKind.services`: the plan gives NetworkManager no such connection.
+        case .ikev2PSKEAP, .ipsecXauthPSK, .ipsecXauthHybrid:
             throw ClientRenderError("\(c.service.rawValue) cannot be expressed for NetworkManager")
         }
         if let id = c.localID { vpn.append(("local-identity", id.swanctlValue)) }

@@ -37,7 +37,8 @@ let package = Package(
         // Staged writes, compare, publish, manifest, render and stat caches: paths and bytes only.
         .target(name: "VPNProvOutputTree", dependencies: ["VPNProvSupport", "VPNProvCrypto"]),
         // The state directory and the PKI that keeps it: CA, keys, certificates, CRL, secrets.
-        .target(name: "VPNProvPKI", dependencies: ["VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
+        .target(
+            name: "VPNProvPKI", dependencies: ["VPNProvPlanning", "VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
         // ServerPlan, ClientPlan and the consistency check between them.
         .target(name: "VPNProvPlanning", dependencies: ["VPNProvModel", "VPNProvSupport", "VPNProvCrypto"]),
         // Plans and materials to files: swanctl, client profiles, catalogue, the Ansible tree.

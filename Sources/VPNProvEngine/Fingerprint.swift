@@ -13,7 +13,53 @@ import VPNProvYAML
 /// without anyone remembering to add it), dictionaries and sets in sorted order, source locations
 /// left out (moving a line in the inventory changes no output).
 enum Fingerprint {
-    static let skippedLabels: Set<String> = ["location", "fieldLocations"]
+    /// A source location, or where the fields of a section were written (`fieldLocations`, `fromLocations`,
+    /// `deployLocations`...): never part of a fingerprint.
+    static func isLocation(_ label: String) -> Bool { label == "location" || label.hasSuffix("Locations") }
+
+    /// Which render-cache units a part of the inventory reaches.
+    enum Reach: Equatable {
+        /// Every unit: each user's files and the servers' (`@servers`).
+        case everyUnit
+        /// Only `servers/`, `catalog/`, `radius/`, `deploy/`, `monitoring/` and the README (`@servers`).
+        case serversUnit
+        /// Each user's own unit (`users`, through `userInputs`; the servers' unit takes every user's digest).
+        case eachUser
+        /// No file: the reason says why.
+        case nothing(String)
+    }
+
+    /// Every stored property of `Inventory`, by its label, and what it reaches. `Pipeline.fingerprints`
+    /// reflects the inventory and feeds each property to the units of its reach; a property this table does
+    /// not list reaches every unit (a new section is in until someone narrows it), and `FingerprintScopeTests`
+    /// fails until it is listed.
+    static let inventoryReach: [String: Reach] = [
+        "file": .nothing("the path the inventory was read from, named only in diagnostics"),
+        "schemaVersion": .nothing("how the file is read: the decoded inventory is the same whatever says it"),
+        "fieldLocations": .nothing("where the top-level fields were written"),
+        "secrets": .nothing("where env:/file: secrets may come from; their values are in the materials"),
+        "acknowledgements": .nothing("warnings kept on purpose: they change diagnostics, never a file"),
+        "name": .everyUnit,
+        "pki": .everyUnit,
+        "nodes": .everyUnit,
+        "acme": .everyUnit,
+        "users": .eachUser,
+        // Read only by the plans of the nodes, the RADIUS servers, the rollout and monitoring/: no client
+        // plan and no client renderer sees them (the client side reads a node's own `accounts: radius`).
+        "accounts": .serversUnit,
+        "monitoring": .serversUnit,
+        "handOff": .serversUnit,
+    ]
+
+    /// The inventory's stored properties that reach `reach`, label and value, in declaration order.
+    static func inventoryInputs(_ inventory: Inventory, reaching reach: Reach) -> [Any] {
+        var out: [Any] = []
+        for child in Mirror(reflecting: inventory).children {
+            guard let label = child.label, (inventoryReach[label] ?? .everyUnit) == reach else { continue }
+            out += [label, child.value]
+        }
+        return out
+    }
 
     static func digest(_ values: [Any]) -> String {
         var bytes: [UInt8] = []
@@ -77,7 +123,7 @@ enum Fingerprint {
         default:
             for child in mirror.children {
                 if let label = child.label {
-                    if skippedLabels.contains(label) { continue }
+                    if isLocation(label) { continue }
                     tag(label)
                 }
                 feed(child.value, into: &out)

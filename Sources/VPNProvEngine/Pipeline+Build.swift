@@ -27,23 +27,25 @@ extension Pipeline {
         var refreshStats = false
         /// Findings so far (warnings only); the consistency check's come with the rendering.
         var diagnostics: [Diagnostic]
+        /// The plan of the whole deployment, made once when anything is to be rendered (nil when every file
+        /// is fresh: a run that changes nothing plans nothing).
+        var plan: DeploymentPlan?
         /// The server side of the consistency check, prepared once for every rendering worker.
         var servers: Consistency.Servers
         /// The state lock, held from loading the state until it is committed and the output published.
         var lock: StateLock
     }
 
-    /// Fingerprints of every active user's inputs: the tool version, the templates, the deployment's
-    /// settings, every node with its certificate and PSK, the CA, and the user with their materials.
+    /// Fingerprints of every active user's inputs: the tool version, the templates, every part of the
+    /// inventory that reaches every unit (`Fingerprint.inventoryReach`), every node's certificate and PSK, the
+    /// CA, and the user with their materials. The servers' unit also covers the parts of the inventory that
+    /// reach only it, the node keys and secrets, the CRL and every user's digest.
     static func fingerprints(_ inventory: Inventory, _ materials: Materials, _ templates: TemplateSet) -> [String:
         String]
     {
-        var shared: [Any] = [
-            ProductVersion.current, buildIdentity, inventory.name, inventory.pki, inventory.nodes,
-            // The settings themselves, not their description: `String(reflecting:)` lists a dictionary (where each
-            // key was written) in the process's own hash order, so every run got another fingerprint.
-            inventory.acme.map { $0 as Any } ?? "", materials.acmeCABundlePEM ?? "",
-        ]
+        var shared: [Any] = [ProductVersion.current, buildIdentity]
+        shared += Fingerprint.inventoryInputs(inventory, reaching: .everyUnit)
+        shared.append(materials.acmeCABundlePEM ?? "")
         for name in templates.templates.keys.sorted() { shared += [name, templates.templates[name]!.sourceBytes] }
         shared += [materials.caCertificatePEM, materials.caCommonName, materials.caKeyType]
         if let signer = materials.profileSigner { shared += [signer.certificatePEM, signer.keyPEM, signer.chainPEM] }
@@ -63,6 +65,7 @@ extension Pipeline {
         // The servers' files and the catalogue also hold the node keys, the CRL and every active
         // user's secrets: their fingerprint covers all of those.
         var servers: [Any] = [common, materials.crlPEM, materials.nodeScoping]
+        servers += Fingerprint.inventoryInputs(inventory, reaching: .serversUnit)
         if let rotation = materials.rotation {
             servers += [rotation.previousCACertificatePEM, rotation.crossCertificatePEM, rotation.previousCRLPEM]
         }
@@ -73,17 +76,8 @@ extension Pipeline {
                 m?.radiusRelaySecret ?? "",
             ]
         }
-        // The RADIUS servers' files (radius/) hold the accounts settings and their database's connection string.
-        servers += [inventory.accounts.map { $0 as Any } ?? "", materials.radiusDatabase ?? ""]
-        // The nodes' firewall and host_vars, and monitoring/, hold the monitoring settings (not where they
-        // were written: moving a line changes no output).
-        if let monitoring = inventory.monitoring {
-            servers += ["monitoring", monitoring.from.map(\.description), monitoring.port, monitoring.userLabels]
-        }
-        // deploy/ and the README hold the hand-off site's settings (not where they were written).
-        if let site = inventory.handOff {
-            servers += ["handoff", site.address, site.deploy, site.lifetime, site.downloads]
-        }
+        // The RADIUS servers' files (radius/) hold their database's connection string.
+        servers.append(materials.radiusDatabase ?? "")
         for name in digests.keys.sorted() { servers += [name, digests[name]!] }
         digests[serversCacheKey] = Fingerprint.digest(servers)
         return digests
@@ -206,20 +200,15 @@ extension Pipeline {
         let (fresh, previousCacheEntries, refreshStats) = freshUsers(
             try previousRun.value.get(), fingerprints: fingerprints)
         var diagnostics = secretStrength(prepared.inventory, prepared.materials)
-        // Only users rendered again are checked: a run where every user is fresh needs no server facts.
-        let stale = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
-        let servers =
-            stale
-            ? checkedServers(
-                prepared.inventory, prepared.materials, inspect: inspector(parsed: prepared.parsedCertificates))
-            : Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        let (plan, servers) = planned(prepared, fresh: fresh)
         // The consistency check runs with the rendering (one client plan for both), unless this
         // already fails: then it runs now, so every finding is reported at once.
         if diagnostics.hasErrors || (options.strict && diagnostics.hasOpenWarnings) {
             // A fresh user's connections were checked by the run that rendered them from the same inputs.
-            var toCheck = prepared.inventory
-            toCheck.users = toCheck.users.filter { fresh[$0.name] == nil }
-            diagnostics += consistency(toCheck, prepared.materials, servers)
+            if let plan {
+                let stale = prepared.inventory.users.filter { !$0.revoked && fresh[$0.name] == nil }
+                diagnostics += consistency(plan, users: stale, servers)
+            }
             printDiagnostics(diagnostics, output: output)
             return nil
         }
@@ -227,7 +216,22 @@ extension Pipeline {
         return Built(
             prepared: prepared, templates: templates, fingerprints: fingerprints, fresh: fresh,
             previousCacheEntries: previousCacheEntries, refreshStats: refreshStats,
-            diagnostics: diagnostics, servers: servers, lock: heldLock)
+            diagnostics: diagnostics, plan: plan, servers: servers, lock: heldLock)
+    }
+
+    /// The deployment's plan when anything is to be rendered (every user fresh and the servers' files too:
+    /// none), and the server side of the consistency check when a user is to be rendered again (a run where
+    /// every user is fresh needs no server facts).
+    static func planned(_ prepared: PrepareResult, fresh: [String: RenderCache.Entry]) -> (
+        DeploymentPlan?, Consistency.Servers
+    ) {
+        let staleUsers = prepared.inventory.users.contains { !$0.revoked && fresh[$0.name] == nil }
+        let none = Consistency.Servers([], materials: prepared.materials, inspect: nil)
+        guard staleUsers || fresh[serversCacheKey] == nil else { return (nil, none) }
+        let plan = DeploymentPlan.make(
+            prepared.inventory, certificates: prepared.certificates, materials: prepared.materials)
+        guard staleUsers else { return (plan, none) }
+        return (plan, Consistency.Servers(plan: plan, inspect: inspector(parsed: prepared.parsedCertificates)))
     }
 
     /// Secrets that come from `env:`/`file:` are only known now: hold them to the same strength rules

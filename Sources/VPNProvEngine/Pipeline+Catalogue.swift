@@ -1,4 +1,5 @@
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvRendering
 
 extension Pipeline {
@@ -8,7 +9,7 @@ extension Pipeline {
     package static func liveCatalogue(inventory: Inventory, activity: [String: NodeActivity])
         -> (document: some Encodable & Sendable, bytes: [UInt8])
     {
-        let catalog = CatalogRenderer.liveCatalog(inventory: inventory, activity: activity)
+        let catalog = CatalogRenderer.liveCatalog(CataloguePlan.make(inventory), activity: activity)
         return (catalog, CatalogRenderer.encoded(catalog))
     }
 }

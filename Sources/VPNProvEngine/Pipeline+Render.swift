@@ -24,28 +24,6 @@ extension Pipeline {
     /// user) for 8 MiB more memory in flight (docs/benchmarks.md).
     static let usersPerSlice = 16
 
-    /// The inventory with only `users` (the client plan of a slice of users).
-    static func slice(_ inventory: Inventory, _ users: ArraySlice<User>) -> Inventory {
-        var sub = inventory
-        sub.users = Array(users)
-        return sub
-    }
-
-    /// Every node's server view, with its certificate read, for the consistency check.
-    static func checkedServers(
-        _ inventory: Inventory, _ materials: Materials,
-        inspect: @escaping Consistency.CertificateInspector = inspectCertificate
-    ) -> Consistency.Servers {
-        // A node at a time on all cores: each view lists the node's password users (20,000 for a fleet).
-        let nodes = inventory.nodes
-        let views = parallelMap(nodes.count) {
-            ServerView(
-                ServerPlan.make(for: nodes[$0], in: inventory, nodeScoping: materials.nodeScoping),
-                caCertificatePEM: materials.caCertificatePEM)
-        }
-        return Consistency.Servers(views, materials: materials, inspect: inspect)
-    }
-
     /// Findings in order, each once (a node's finding can come from every slice of users).
     static func merged(_ lists: [[Diagnostic]]) -> [Diagnostic] {
         var out: [Diagnostic] = []
@@ -56,19 +34,14 @@ extension Pipeline {
         return out
     }
 
-    /// The consistency check, slice by slice on all cores; findings in slice order, without
-    /// duplicates (a node's finding can come from every slice).
-    static func consistency(_ inventory: Inventory, _ materials: Materials, _ servers: Consistency.Servers)
-        -> [Diagnostic]
-    {
-        let users = inventory.users
+    /// The consistency check of `users`' client plans against the nodes' plans, slice by slice on all cores;
+    /// findings in slice order, without duplicates (a node's finding can come from every slice).
+    static func consistency(_ plan: DeploymentPlan, users: [User], _ servers: Consistency.Servers) -> [Diagnostic] {
         let perSlice = 256
         let slices = max(1, (users.count + perSlice - 1) / perSlice)
-        let nodeFacts = ClientPlan.NodeFacts(inventory: inventory)
         let results = parallelMap(slices) { k -> [Diagnostic] in
-            let sub = slice(inventory, users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)])
-            let plan = ClientPlan.build(inventory: sub, materials: materials, nodeFacts: nodeFacts)
-            return Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
+            let slice = users[(k * perSlice)..<min(users.count, (k + 1) * perSlice)]
+            return plan.check(plan.clientPlan(for: slice), of: slice, against: servers)
         }
         return merged(results)
     }
@@ -144,102 +117,18 @@ extension Pipeline {
     static func render(
         _ built: Built, into session: OutputTree.Session, stage: ProgressStage, progress: (any ProgressObserver)?
     ) throws -> Rendered {
-        let inventory = built.prepared.inventory
-        let materials = built.prepared.materials
-        let templates = built.templates
-        // What the workers read of `built` (which also holds the uncommitted state, not for them).
-        let fresh = built.fresh
-        let fingerprints = built.fingerprints
-        let servers = built.servers
-        let users = inventory.users.filter { !$0.revoked }
-        let nodeFacts = ClientPlan.NodeFacts(inventory: inventory)
-        let batchSize = usersPerSlice
-        let batches = 1 + (users.count + batchSize - 1) / batchSize
+        let work = RenderWork(built, session: session)
+        let batches = 1 + (work.users.count + usersPerSlice - 1) / usersPerSlice
         let report = progress.callback(stage)
         // Each finished batch goes into the session as soon as every batch before it has: a fleet's
         // batches together list hundreds of thousands of paths, which then never wait in memory beside
         // the session's own lists. The first failure in batch order stops the adding; later batches are
         // discarded.
-        let adding = InOrderAdding(session: session, users: users.count)
+        let adding = InOrderAdding(session: session, users: work.users.count)
         _ = parallelMap(batches) { b in
             var findings: [Diagnostic] = []
             let result = Result { () throws -> InOrderAdding.BatchResult in
-                var files: [OutputFile] = []
-                var folders: [String] = []
-                var entries: [String: RenderCache.Entry] = [:]
-                var kept = OutputTree.Session.Batch()
-                var staged = OutputTree.Session.Batch()
-                if b == 0 {
-                    if let entry = fresh[serversCacheKey] {
-                        entries[serversCacheKey] = entry
-                        kept.keep(entry.files)
-                    } else {
-                        // Staged a node at a time: each node's files hold every user's secrets.
-                        var cached = RenderCache.FileList()
-                        func stage(_ part: [OutputFile]) throws {
-                            staged.append(try session.prepare(part))
-                            cached.append(contentsOf: RenderCache.files(part))
-                        }
-                        do {
-                            try ServerRenderer.render(
-                                inventory: inventory, materials: materials, templates: templates, each: stage)
-                            try stage(
-                                [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)]
-                                    + CatalogRenderer.render(inventory: inventory)
-                                    + RadiusRenderer.render(
-                                        inventory: inventory, materials: materials, templates: templates)
-                                    + DeployRenderer.render(inventory: inventory, templates: templates)
-                                    + HandOffSiteRenderer.render(
-                                        plan: HandOffPlan.make(
-                                            inventory, acmeCABundlePEM: materials.acmeCABundlePEM),
-                                        templates: templates)
-                                    + MonitoringRenderer.render(inventory: inventory))
-                        } catch {
-                            session.discard(staged)
-                            throw error
-                        }
-                        entries[serversCacheKey] = RenderCache.Entry(
-                            fingerprint: fingerprints[serversCacheKey]!, files: cached)
-                    }
-                } else {
-                    let batch = users[((b - 1) * batchSize)..<min(users.count, b * batchSize)]
-                    let stale = batch.filter { fresh[$0.name] == nil }
-                    var byUser: [String: [ClientConnection]] = [:]
-                    if !stale.isEmpty {
-                        // One plan for the check and the files. A fresh user's connections were
-                        // checked by the run that rendered them from the same inputs.
-                        let sub = slice(inventory, stale[...])
-                        let plan = ClientPlan.build(inventory: sub, materials: materials, nodeFacts: nodeFacts)
-                        findings = Consistency.check(plan: plan, against: servers, inventory: sub, materials: materials)
-                        if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
-                        byUser = plan.connectionsByUser()
-                    }
-                    for user in batch {
-                        if let entry = fresh[user.name] {
-                            entries[user.name] = entry
-                            kept.keep(entry.files)
-                            continue
-                        }
-                        var userFiles = try ClientRenderer.render(
-                            user: user, connections: byUser[user.name] ?? [], inventory: inventory,
-                            materials: materials, templates: templates)
-                        if let signer = materials.profileSigner, signer.randomizedSignatures {
-                            userFiles = userFiles.map { file in
-                                AppleProfileRenderer.keepingPreviousSignature(file, signer: signer) {
-                                    session.existingContents($0, limit: AppleProfileRenderer.previousProfileLimit)
-                                }
-                            }
-                        }
-                        entries[user.name] = RenderCache.entry(fingerprint: fingerprints[user.name]!, files: userFiles)
-                        files += userFiles
-                        folders.append(ClientRenderer.folder(user: user.name))
-                    }
-                }
-                // Each user's folder holds that user's files alone: a new one is staged whole.
-                var prepared = try session.prepare(files, folders: folders)
-                prepared.append(staged)
-                prepared.append(kept)
-                return (prepared, entries)
+                b == 0 ? try stageServers(work) : try stageUsers(work, batch: b - 1, findings: &findings)
             }
             let count = adding.finished(b, result, findings)
             report?(count, batches)
@@ -250,7 +139,6 @@ extension Pipeline {
         if diagnostics.hasErrors { return Rendered(count: 0, diagnostics: diagnostics) }
         if let failure = adding.failure { throw failure }
         let cache = adding.cache
-        let count = adding.count
         // Every entry of the previous cache is fresh and nothing new was rendered: the file on disk is
         // already these bytes (a fleet's cache is tens of MB to serialize and compare).
         session.refreshStats = built.refreshStats
@@ -259,7 +147,118 @@ extension Pipeline {
         } else {
             session.renderCache = cache
         }
-        return Rendered(count: count, diagnostics: diagnostics)
+        return Rendered(count: adding.count, diagnostics: diagnostics)
+    }
+
+    /// What the rendering workers read of `built` (which also holds the uncommitted state, not for them).
+    struct RenderWork: Sendable {
+        var plan: DeploymentPlan?
+        var shared: RenderShared
+        var fresh: [String: RenderCache.Entry]
+        var fingerprints: [String: String]
+        var servers: Consistency.Servers
+        /// The users rendered (the active ones), in inventory order.
+        var users: [User]
+        var session: OutputTree.Session
+
+        init(_ built: Built, session: OutputTree.Session) {
+            plan = built.plan
+            shared = RenderShared(materials: built.prepared.materials, templates: built.templates)
+            fresh = built.fresh
+            fingerprints = built.fingerprints
+            servers = built.servers
+            users = built.prepared.inventory.users.filter { !$0.revoked }
+            self.session = session
+        }
+
+        /// The plan, which `build` makes whenever something is to be rendered.
+        func deploymentPlan() throws -> DeploymentPlan {
+            guard let plan else { throw EngineError.environment("internal error: nothing was planned to render") }
+            return plan
+        }
+    }
+
+    /// The first batch: every file outside `clients/` (each of `TreeRenderers.all` on its part of the plan),
+    /// staged a piece at a time (a node's files hold every user's secrets); kept whole when fresh.
+    static func stageServers(_ work: RenderWork) throws -> InOrderAdding.BatchResult {
+        if let entry = work.fresh[serversCacheKey] {
+            var kept = OutputTree.Session.Batch()
+            kept.keep(entry.files)
+            return (kept, [serversCacheKey: entry])
+        }
+        let plan = try work.deploymentPlan()
+        let session = work.session
+        var staged = OutputTree.Session.Batch()
+        var cached = RenderCache.FileList()
+        do {
+            for renderer in TreeRenderers.all {
+                try renderer.render(plan, work.shared) { part in
+                    staged.append(try session.prepare(part))
+                    cached.append(contentsOf: RenderCache.files(part))
+                }
+            }
+        } catch {
+            session.discard(staged)
+            throw error
+        }
+        return (
+            staged,
+            [serversCacheKey: RenderCache.Entry(fingerprint: work.fingerprints[serversCacheKey]!, files: cached)]
+        )
+    }
+
+    /// Batch `index` of users: the stale ones planned and checked for consistency (one plan for the check and
+    /// the files; nothing rendered when it finds errors), rendered and staged, each user's folder whole; the
+    /// fresh ones kept. A fresh user's connections were checked by the run that rendered them from the same
+    /// inputs.
+    static func stageUsers(_ work: RenderWork, batch index: Int, findings: inout [Diagnostic]) throws
+        -> InOrderAdding.BatchResult
+    {
+        let batch = work.users[(index * usersPerSlice)..<min(work.users.count, (index + 1) * usersPerSlice)]
+        let stale = batch.filter { work.fresh[$0.name] == nil }
+        var byUser: [String: [ClientConnection]] = [:]
+        var entries: [String: RenderCache.Entry] = [:]
+        var kept = OutputTree.Session.Batch()
+        var files: [OutputFile] = []
+        var folders: [String] = []
+        if !stale.isEmpty {
+            let plan = try work.deploymentPlan()
+            let clients = plan.clientPlan(for: stale[...])
+            findings = plan.check(clients, of: stale[...], against: work.servers)
+            if findings.hasErrors { return (OutputTree.Session.Batch(), [:]) }
+            byUser = clients.connectionsByUser()
+        }
+        for user in batch {
+            if let entry = work.fresh[user.name] {
+                entries[user.name] = entry
+                kept.keep(entry.files)
+                continue
+            }
+            let userFiles = try renderUser(user.name, connections: byUser[user.name] ?? [], work)
+            entries[user.name] = RenderCache.entry(fingerprint: work.fingerprints[user.name]!, files: userFiles)
+            files += userFiles
+            folders.append(ClientRenderer.folder(user: user.name))
+        }
+        // Each user's folder holds that user's files alone: a new one is staged whole.
+        var prepared = try work.session.prepare(files, folders: folders)
+        prepared.append(kept)
+        return (prepared, entries)
+    }
+
+    /// One user's files; with randomized profile signatures, an unchanged profile already in the tree keeps
+    /// its signature.
+    static func renderUser(_ user: String, connections: [ClientConnection], _ work: RenderWork) throws -> [OutputFile] {
+        let plan = try work.deploymentPlan()
+        let materials = work.shared.materials
+        let files = try ClientRenderer.render(
+            user: user, connections: connections, deployment: plan.deployment, materials: materials,
+            templates: work.shared.templates)
+        guard let signer = materials.profileSigner, signer.randomizedSignatures else { return files }
+        return files.map { file in
+            AppleProfileRenderer.keepingPreviousSignature(file, signer: signer) {
+                work.session.existingContents($0, limit: AppleProfileRenderer.previousProfileLimit)
+            }
+        }
     }
 }
 
@@ -267,7 +266,7 @@ extension Pipeline {
 /// whichever worker completes the next one in order), with their render-cache entries and findings.
 // @unchecked Sendable: lock-held. Workers touch the results only under `lock`; the owner reads them after parallelMap
 // has joined.
-private final class InOrderAdding: @unchecked Sendable {
+final class InOrderAdding: @unchecked Sendable {
     typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
 
     private let lock = NSLock()

@@ -96,7 +96,7 @@ package enum Pipeline {
         let decoded = InventoryLoader.decode(bytes: bytes, file: display)
         var diagnostics = decoded.diagnostics
         if let inventory = decoded.inventory {
-            diagnostics += Validator.validate(inventory)
+            diagnostics += validate(inventory)
             Acknowledgements.apply(inventory, to: &diagnostics, reportStale: true)
             if let environment = secretsEnvironment, !diagnostics.hasErrors {
                 diagnostics += checkSecrets(
@@ -105,7 +105,7 @@ package enum Pipeline {
             }
         } else if let partial = decoded.partial {
             // Schema errors: the rules still judge every part that decoded, so one run reports all.
-            diagnostics += Validator.validate(partial, broken: decoded.broken)
+            diagnostics += validate(partial, broken: decoded.broken)
             Acknowledgements.apply(partial, to: &diagnostics, reportStale: false)
         }
         // One finding repeated at one place (an aliased anchor) is reported a bounded number of times.
@@ -121,5 +121,13 @@ package enum Pipeline {
         }
         return Loaded(
             inventory: failed ? nil : decoded.inventory, diagnostics: diagnostics, outcome: failed ? .failure : nil)
+    }
+
+    /// The validator's rules and the planning rules (`PlanRules`: those that ask a decision of the plan),
+    /// in the validator's order.
+    package static func validate(_ inventory: Inventory, broken: InventoryDecoder.BrokenParts = .init())
+        -> [Diagnostic]
+    {
+        Validator.sorted(Validator.validate(inventory, broken: broken) + PlanRules.check(inventory))
     }
 }

@@ -275,6 +275,13 @@ package struct ClientPlan: Sendable, Hashable {
         /// What each client kind sends, by node and service (a kind without an offer is absent).
         fileprivate var offers: [String: [Service: [Device: ProposalOffer]]] = [:]
 
+        /// Node `name`'s Apple IKEv2 parameters and the proposals they make the device send; nil when Apple can
+        /// express none of the node's proposals.
+        package func apple(of name: String) -> (sa: AppleSA, offer: ProposalOffer)? { appleSA[name] ?? nil }
+
+        /// Node `name`'s Windows parameters; nil when Windows can be set to none of its proposals.
+        package func windows(of name: String) -> WindowsIPsec? { windowsIPsec[name] ?? nil }
+
         package init(inventory: Inventory) {
             for node in inventory.nodes where appleSA[node.name] == nil {
                 appleSA[node.name] = .some(
@@ -300,9 +307,12 @@ package struct ClientPlan: Sendable, Hashable {
         }
     }
 
-    /// `nodeFacts`: derived from this inventory's nodes (`NodeFacts(inventory:)`), or nil to derive them here.
+    /// `nodeFacts`: derived from this inventory's nodes (`NodeFacts(inventory:)`), or nil to derive them here;
+    /// `certificates`: the run's certificate profiles (the subject Windows sends with its machine
+    /// certificate), or nil to make them here.
     package static func build(
-        inventory: Inventory, materials: Materials? = nil, nodeFacts: NodeFacts? = nil
+        inventory: Inventory, materials: Materials? = nil, nodeFacts: NodeFacts? = nil,
+        certificates: CertificatePlan? = nil
     ) -> ClientPlan {
         var connections: [ClientConnection] = []
         var diagnostics: [Diagnostic] = []
@@ -312,6 +322,8 @@ package struct ClientPlan: Sendable, Hashable {
         let appleSA = facts.appleSA
         let windowsIPsec = facts.windowsIPsec
         var reportedWindows: Set<String> = []
+        // Only a Windows ikev2-cert connection asks for them.
+        lazy var certificates = certificates ?? (try? CertificatePlan.make(inventory))
         for user in inventory.users where !user.revoked {
             let nodes = inventory.nodes.filter { user.nodes.contains($0.name) }
             // The subject of the user's certificate, made once for all of the user's nodes.
@@ -363,8 +375,10 @@ package struct ClientPlan: Sendable, Hashable {
                     if devices.contains(.windows) {
                         if let ipsec = windowsIPsec[node.name] ?? nil {
                             if service == .ikev2Cert && windowsCertificateID == nil {
+                                // The subject vpnprov issues the user's certificate with (the PKI re-issues
+                                // when it would differ).
                                 windowsCertificateID = .some(
-                                    windowsCertificateIdentity(user: user, inventory: inventory))
+                                    certificates?.client(user.name).map { .dn($0.subject.description) })
                             }
                             connection.windows = windowsConnection(
                                 service: service, ipsec: ipsec, certificateID: windowsCertificateID ?? nil)
@@ -391,8 +405,17 @@ package struct ClientPlan: Sendable, Hashable {
         user: User, node: Node, service: Service, devices: [Device], inventory: Inventory, materials: Materials?,
         offers kindOffers: [Device: ProposalOffer]
     ) -> ClientConnection {
-        var localID: IKEIdentity? = user.id
+        // IKEv1 with a group name is Aggressive Mode (the group name is sent as key ID).
         var aggressive = false
+        let localID: IKEIdentity?
+        switch localIdentity(service: service, node: node, in: inventory) {
+        case .user: localID = user.id
+        case .fixed(let identity): localID = identity
+        case .keyID(let group):
+            localID = .keyID(group)
+            aggressive = true
+        case .none: localID = nil
+        }
         let serverAuth: AuthMethod = service.serverUsesCert ? .pubkey : .psk
         // An ACME node's certificate chains to a public root the device already trusts: the client carries no
         // CA of the deployment's (docs/acme.md, "What each client checks").
@@ -416,26 +439,13 @@ package struct ClientPlan: Sendable, Hashable {
             rounds = [ClientAuthRound(method: .psk)]
             credentials = [.psk]
         case .ikev2PSKEAP:
-            // ikev2-eap and ikev2-psk-eap both take EAP clients; only the client identity can tell
-            // the server which one (and so how it must prove itself) the client expects.
-            localID = pskEAPLocalIdentity(in: inventory)
             rounds = [ClientAuthRound(method: .eapMSCHAPv2, eapID: user.name)]
             credentials = [.psk, .password]
         case .ipsecXauthPSK:
-            if let group = node.group {
-                localID = .keyID(group)
-                aggressive = true
-            } else {
-                localID = nil
-            }
             rounds = [ClientAuthRound(method: .psk), ClientAuthRound(method: .xauth, xauthID: user.name)]
             credentials = [.psk, .password]
         case .ipsecXauthHybrid:
-            // Hybrid: XAuth is the client's only round; the group name ending in "hybrid" is what
-            // makes Apple devices use hybrid authentication, and with a group name they use
-            // Aggressive Mode (so every client kind does, against one server connection).
-            localID = .keyID(inventory.hybridGroupName)
-            aggressive = true
+            // Hybrid: XAuth is the client's only round.
             rounds = [ClientAuthRound(method: .xauth, xauthID: user.name)]
             credentials = ca.union([.password])
         }
@@ -470,10 +480,20 @@ package struct ClientPlan: Sendable, Hashable {
         return WindowsConnection(authenticationMethod: .eap, localID: nil, ipsec: ipsec)
     }
 
-    /// The subject DN vpnprov issues the user's certificate with (the PKI re-issues when it would differ):
-    /// the identity Windows sends with its machine certificate.
-    static func windowsCertificateIdentity(user: User, inventory: Inventory) -> IKEIdentity? {
-        (try? CertificateProfile.client(user, inventory: inventory)).map { .dn($0.subject.description) }
+    /// What a client of `service` on `node` sends as its identity: one decision for the client plan and the
+    /// app catalogue.
+    package static func localIdentity(service: Service, node: Node, in inventory: Inventory) -> ClientLocalIdentity {
+        switch service {
+        case .ikev2Cert, .ikev2EAP, .ikev2PSK: .user
+        // ikev2-eap and ikev2-psk-eap both take EAP clients; only the client identity can tell the server which
+        // one (and so how it must prove itself) the client expects.
+        case .ikev2PSKEAP: .fixed(pskEAPLocalIdentity(in: inventory))
+        // With a group name, Aggressive Mode and the group as key ID; without, Main Mode and no identity.
+        case .ipsecXauthPSK: node.group.map { .keyID($0) } ?? .none
+        // The group name ending in "hybrid" is what makes Apple devices use hybrid authentication, and with a
+        // group name they use Aggressive Mode (so every client kind does, against one server connection).
+        case .ipsecXauthHybrid: .keyID(inventory.hybridGroupName)
+        }
     }
 
     /// The identity (IDi) ikev2-psk-eap clients send: it selects the PSK-authenticated connection on
@@ -497,7 +517,7 @@ extension IKEIdentity {
     var isIPAddress: Bool {
         switch self {
         case .ipv4, .ipv6: return true
-        default: return false
+        case .fqdn, .userFQDN, .dn, .keyID: return false
         }
     }
 }

@@ -56,12 +56,33 @@ package struct MonitoringPlan: Sendable, Hashable {
             certificateWarningDays: days)
     }
 
+    /// A connection of a node and what it carries, as the node's collector labels its SAs.
+    package struct LabelledConnection: Sendable, Hashable {
+        package enum Carries: Sendable, Hashable {
+            case service(Service)
+            /// The node's IPsec connection to a RADIUS server.
+            case radius
+
+            /// The `service` label.
+            package var label: String {
+                switch self {
+                case .service(let service): service.rawValue
+                case .radius: "radius"
+                }
+            }
+        }
+        package var connection: String
+        package var carries: Carries
+    }
+
     /// What a node's collector labels its SAs with: each connection of the node's plan and the vpnprov
-    /// service it carries; a RADIUS node's connections to its RADIUS servers are service `radius`.
-    package static func services(_ plan: NodePlan, radius: RadiusPlan?) -> [(connection: String, service: String)] {
-        var result = plan.connections.map { ($0.name, $0.service.rawValue) }
+    /// service it carries; a RADIUS node's connections to its RADIUS servers carry `radius`.
+    package static func services(_ plan: NodePlan, radius: RadiusPlan?) -> [LabelledConnection] {
+        var result = plan.connections.map { LabelledConnection(connection: $0.name, carries: .service($0.service)) }
         if let radius, radius.protection == .ipsec {
-            result += radius.servers.map { (RadiusPlan.connectionName($0.name), "radius") }
+            result += radius.servers.map {
+                LabelledConnection(connection: RadiusPlan.connectionName($0.name), carries: .radius)
+            }
         }
         return result
     }

@@ -221,3 +221,49 @@ extension RadiusPlan {
         return owners.map { ($0.key, $0.value) }.sorted { $0.identity.precedesByUTF8($1.identity) }
     }
 }
+
+/// The RADIUS servers' side (`radius/<server>/`): every RADIUS node as a client of each server, the servers,
+/// and what their policy refuses as an account name.
+package struct RadiusServersPlan: Sendable, Hashable {
+    /// A RADIUS node as the servers know it (its RADIUS client section).
+    package struct Client: Sendable, Hashable {
+        package var node: String
+        /// Where its RADIUS comes from (`RadiusPlan.pathAddress(of:)`).
+        package var pathAddress: String
+        package var tier: Tier
+        /// What its NAS-IP-Address must be (`RadiusPlan.NASAddress`), nil when it must be the packet's source.
+        package var nasAddress: RadiusPlan.NASAddress?
+    }
+
+    /// A RADIUS server: its directory's name and the ports it answers on.
+    package struct Server: Sendable, Hashable {
+        package var name: String
+        package var authPort: Int
+        package var acctPort: Int
+    }
+
+    /// The RADIUS nodes, in inventory order.
+    package var clients: [Client]
+    /// `accounts.servers`, in the order written.
+    package var servers: [Server]
+    package var protection: RadiusProtection
+    /// Seconds after which a session without accounting counts as gone.
+    package var staleAfter: Int
+    /// The inventory's identities no account name may equal (`RadiusPlan.inventoryIdentities`).
+    package var identities: [String]
+
+    /// nil when no node uses the RADIUS servers (or there is no `accounts:`).
+    package static func make(_ inventory: Inventory) -> RadiusServersPlan? {
+        let nodes = inventory.nodes.filter(\.usesRadius)
+        guard let accounts = inventory.accounts, !nodes.isEmpty else { return nil }
+        return RadiusServersPlan(
+            clients: nodes.map {
+                Client(
+                    node: $0.name, pathAddress: RadiusPlan.pathAddress(of: $0), tier: $0.tier,
+                    nasAddress: RadiusPlan.nasAddress(of: $0))
+            },
+            servers: accounts.servers.map { Server(name: $0.name, authPort: $0.authPort, acctPort: $0.acctPort) },
+            protection: accounts.protection, staleAfter: accounts.staleAfter,
+            identities: RadiusPlan.inventoryIdentities(in: inventory).map(\.identity))
+    }
+}

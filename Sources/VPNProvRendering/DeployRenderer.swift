@@ -5,51 +5,45 @@ import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
-// Writes deploy/: the Ansible rollout of the fleet. inventory.yml (one host per node, in the group
-// vpnprov_nodes and in one group per region) and host_vars/<node>.yml (what the role checks on the
-// node: the connection names of the node's plan and the identities allowed there) come from the
-// templates; site.yml and the vpnprov_node role are written as they are (BuiltinDeployFiles). Nothing
+// Writes deploy/: the Ansible rollout of the fleet, from the plan's RolloutPlan and each node's
+// HostVarsPlan. inventory.yml (one host per node, in the group vpnprov_nodes and in one group per region)
+// and host_vars/<node>.yml (what the role checks on the node: the connection names of the node's plan and
+// the identities allowed there) come from the templates; site.yml and the vpnprov_node role are written as they are (BuiltinDeployFiles). Nothing
 // here holds a secret: the role copies each node's files from servers/<node>/ of the same tree.
 // docs/deploy.md describes the role.
 
-package enum DeployRenderer {
+package enum DeployRenderer: TreeRenderer {
     static let inventoryTemplate = "deploy/inventory.yml.tmpl"
     static let hostVarsTemplate = "deploy/host_vars.yml.tmpl"
     /// The Ansible group every node is in.
     static let nodesGroup = "vpnprov_nodes"
 
+    /// What the renderer reads of the plan: the rollout's hosts and each node's host_vars.
+    package struct Part: Sendable {
+        package var rollout: RolloutPlan
+        package var hostVars: [HostVarsPlan]
+    }
+
+    package static func part(of plan: DeploymentPlan) -> Part {
+        Part(rollout: plan.rollout, hostVars: plan.nodes.map(\.hostVars))
+    }
+
     /// Every file of deploy/, sorted by path.
-    package static func render(inventory: Inventory, templates: TemplateSet) throws -> [OutputFile] {
+    package static func render(_ part: Part, _ shared: RenderShared, each: ([OutputFile]) throws -> Void) throws {
+        let templates = shared.templates
         var files: [OutputFile] = []
         files.append(
             OutputFile(
                 path: "deploy/inventory.yml",
-                text: try templates.template(inventoryTemplate).render(inventoryContext(inventory))))
-        // Each certificate user's identities, made once for all of the user's nodes.
-        let certificateIdentities = certificateIdentities(inventory)
-        for node in inventory.nodes {
-            let text = try templates.template(hostVarsTemplate).render(
-                hostVarsContext(node: node, inventory: inventory, certificateIdentities: certificateIdentities))
-            files.append(OutputFile(path: "deploy/host_vars/\(node.name).yml", text: text))
+                text: try templates.template(inventoryTemplate).render(inventoryContext(part.rollout))))
+        for node in part.hostVars {
+            let text = try templates.template(hostVarsTemplate).render(hostVarsContext(node))
+            files.append(OutputFile(path: "deploy/host_vars/\(node.node).yml", text: text))
         }
         for (path, text) in BuiltinDeployFiles.files {
             files.append(OutputFile(path: "deploy/\(path)", text: text))
         }
-        return files.sorted { $0.path.precedesByUTF8($1.path) }
-    }
-
-    /// The identities a certificate user can connect as, by user: the user's IKE identity and the subject
-    /// of the certificate vpnprov issues the user.
-    static func certificateIdentities(_ inventory: Inventory) -> [String: [String]] {
-        var out: [String: [String]] = [:]
-        for user in inventory.users where !user.revoked && user.cert {
-            var identities = [user.id.swanctlValue]
-            if let subject = try? CertificateProfile.client(user, inventory: inventory).subject {
-                identities.append(subject.description)
-            }
-            out[user.name] = identities
-        }
-        return out
+        try each(files.sorted { $0.path.precedesByUTF8($1.path) })
     }
 
     /// The Ansible group of a region: `vpnprov_region_` and the region with every character outside
@@ -63,20 +57,17 @@ package enum DeployRenderer {
                     }))
     }
 
-    static func inventoryContext(_ inventory: Inventory) -> TemplateValue {
-        let nodes: [TemplateValue] = inventory.nodes.map { node in
+    static func inventoryContext(_ plan: RolloutPlan) -> TemplateValue {
+        func host(_ host: RolloutHost) -> TemplateValue {
             [
-                "name": .string(node.name),
-                "host": .string(node.deployHost),
-                "port": .int(node.deploy.port),
-                "user": .string(node.deploy.user),
-                "become": .identifier(node.deploy.become ? "true" : "false"),
+                "name": .string(host.name), "host": .string(host.host), "port": .int(host.port),
+                "user": .string(host.user), "become": .identifier(host.become ? "true" : "false"),
             ]
         }
         // Regions in order of first appearance; hosts in inventory order.
         var order: [String] = []
         var members: [String: [String]] = [:]
-        for node in inventory.nodes {
+        for node in plan.nodes {
             guard let region = node.region else { continue }
             let group = regionGroup(region)
             if members[group] == nil { order.append(group) }
@@ -85,88 +76,48 @@ package enum DeployRenderer {
         let regions: [TemplateValue] = order.map { group in
             ["group": .identifier(group), "hosts": .list(members[group]!.map { .string($0) })]
         }
-        // The RADIUS servers of `accounts:` when a node uses them (the group is there, empty, otherwise).
-        let usesRadius = inventory.nodes.contains(where: \.usesRadius)
-        let radius: [TemplateValue] = (usesRadius ? inventory.accounts?.servers ?? [] : []).map { server in
-            ["name": .string(server.name), "host": .string(server.address)]
-        }
-        // The hand-off site (`handoff:`), a group of its own (empty without it).
-        let handOff: [TemplateValue] =
-            HandOffPlan.make(inventory, acmeCABundlePEM: nil).map { site in
-                [
-                    [
-                        "name": .string(site.address), "host": .string(site.sshHost), "port": .int(site.deploy.port),
-                        "user": .string(site.deploy.user), "become": .identifier(site.deploy.become ? "true" : "false"),
-                    ]
-                ]
-            } ?? []
         return [
-            "deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions),
-            "radius": .list(radius), "handoff": .list(handOff),
+            "deployment": .string(plan.deployment), "nodes": .list(plan.nodes.map(host)), "regions": .list(regions),
+            // The RADIUS servers when a node uses them, and the hand-off site: groups of their own (empty without).
+            "radius": .list(plan.radiusServers.map { ["name": .string($0.name), "host": .string($0.address)] }),
+            "handoff": .list(plan.handOff.map { [host($0)] } ?? []),
         ]
     }
 
-    /// What the role checks on a node: its connections, as the node's plan names them, and the remote
-    /// identities allowed there (EAP/XAuth user names and client certificate identities).
-    ///
-    /// A certificate user is listed under every identity a client can present with the certificate:
-    /// the identity as the inventory writes it (the certificate's SAN, or its subject when the identity
-    /// is a DN) and the certificate's subject DN as strongSwan prints it ("O=acme, CN=dave@acme"), which
-    /// a client may send instead (the role compares DNs RDN by RDN, whatever the spacing or order).
-    /// `certificateIdentities`: `certificateIdentities(inventory)`, or nil to make them here.
-    package static func hostVarsContext(
-        node: Node, inventory: Inventory, certificateIdentities: [String: [String]]? = nil
-    ) -> TemplateValue {
-        let plan = ServerPlan.make(for: node, in: inventory)
-        var identities = plan.passwordUsers
-        if node.services.contains(.ikev2Cert) {
-            let byUser = certificateIdentities ?? Self.certificateIdentities(inventory)
-            for user in inventory.users where !user.revoked && user.cert && user.nodes.contains(node.name) {
-                identities += byUser[user.name] ?? []
-            }
-        }
-        let sorted = Set(identities).sorted { $0.precedesByUTF8($1) }
-        // A RADIUS node's IPsec connections to its RADIUS servers (swanctl/conf.d/vpnprov-radius-ipsec.conf).
-        var connections = plan.connections.map(\.name)
-        let radius = RadiusPlan.make(for: node, in: inventory)
-        if let radius, radius.protection == .ipsec {
-            connections += radius.servers.map { RadiusPlan.connectionName($0.name) }
-        }
+    /// What the role checks on a node (`HostVarsPlan`): its connections, the remote identities allowed there,
+    /// the strongSwan it needs, its collector's settings and its ACME certificate's.
+    package static func hostVarsContext(_ plan: HostVarsPlan) -> TemplateValue {
         var context: TemplateObject = [
-            "node": .string(node.name),
-            "connections": .list(connections.map { .string($0) }),
-            "identities": .list(sorted.map { .string($0) }),
+            "node": .string(plan.node),
+            "connections": .list(plan.connections.map { .string($0) }),
+            "identities": .list(plan.identities.map { .string($0) }),
             "acme": .bool(false),
             "monitoring": .bool(false),
-            // ML-KEM needs strongSwan 6.1 on the node (6.0.1 negotiates it and then fails every handshake; 5.9
-            // refuses the keyword): the role checks the installed version before it puts anything live.
-            "strongswan_minimum": .string(node.quantumSafe?.mlKEM.isEmpty == false ? QuantumSafe.mlKEMStrongSwan : ""),
+            "strongswan_minimum": .string(plan.strongSwanMinimum),
         ]
-        // The node's exporter and collector (docs/monitoring.md): the port, whether SAs carry user labels,
-        // the service each connection carries, and the RADIUS servers the collector asks for their status.
-        if let monitoring = MonitoringPlan.make(inventory) {
-            let services = MonitoringPlan.services(plan, radius: radius)
+        if let monitoring = plan.monitoring {
             context["monitoring"] = .object([
                 "port": .int(monitoring.port),
                 "user_labels": .identifier(monitoring.userLabels ? "true" : "false"),
-                "interval": .int(MonitoringPlan.collectorInterval),
+                "interval": .int(monitoring.interval),
                 "services": .list(
-                    services.map { ["connection": .string($0.connection), "service": .string($0.service)] }),
+                    monitoring.services.map {
+                        ["connection": .string($0.connection), "service": .string($0.carries.label)]
+                    }),
                 "radius": .list(
-                    (radius?.servers ?? []).map {
+                    monitoring.radius.map {
                         ["name": .string($0.name), "address": .string($0.address), "port": .int($0.authPort)]
                     }),
             ])
         }
-        // The validator holds an ACME node to a DNS-name identity and the `acme:` section to an e-mail.
-        if node.certificate == .acme, let acme = inventory.acme, case .fqdn(let domain) = node.id {
+        if let acme = plan.acme {
             context["acme"] = .object([
                 "directory": .string(acme.directory),
-                "email": .string(acme.email ?? ""),
-                "domain": .string(domain),
-                "key_type": .string(acme.key(for: node).rawValue),
+                "email": .string(acme.email),
+                "domain": .string(acme.domain),
+                "key_type": .string(acme.keyType),
                 "renew_days": .int(acme.renewDays),
-                "ca_bundle": .bool(acme.caBundle != nil),
+                "ca_bundle": .bool(acme.caBundle),
                 "roots": .list(acme.roots.map { .string($0) }),
             ])
         }

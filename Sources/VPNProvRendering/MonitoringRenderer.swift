@@ -9,16 +9,32 @@ import VPNProvSupport
 // their tests come from one table (`alerts`): each alert has a case where it fires and one where it is
 // quiet.
 
-package enum MonitoringRenderer {
+package enum MonitoringRenderer: TreeRenderer {
     package static let directory = "monitoring/prometheus"
 
+    /// What the renderer reads of the plan: the monitoring plan (nil without `monitoring:`) and the
+    /// deployment's name, which the files' comments name.
+    package struct Part: Sendable {
+        package var plan: MonitoringPlan?
+        package var deployment: String
+    }
+
+    package static func part(of plan: DeploymentPlan) -> Part {
+        Part(plan: plan.monitoring, deployment: plan.deployment.name)
+    }
+
+    package static func render(_ part: Part, _ shared: RenderShared, each: ([OutputFile]) throws -> Void) throws {
+        let files = render(part)
+        if !files.isEmpty { try each(files) }
+    }
+
     /// Every file of monitoring/prometheus/, sorted by path; none without `monitoring:`.
-    package static func render(inventory: Inventory) -> [OutputFile] {
-        guard let plan = MonitoringPlan.make(inventory) else { return [] }
+    package static func render(_ part: Part) -> [OutputFile] {
+        guard let plan = part.plan else { return [] }
         return [
-            OutputFile(path: "\(directory)/rules.test.yml", text: rulesTest(plan, deployment: inventory.name)),
-            OutputFile(path: "\(directory)/rules.yml", text: rules(plan, deployment: inventory.name)),
-            OutputFile(path: "\(directory)/scrape.yml", text: scrape(plan, deployment: inventory.name)),
+            OutputFile(path: "\(directory)/rules.test.yml", text: rulesTest(plan, deployment: part.deployment)),
+            OutputFile(path: "\(directory)/rules.yml", text: rules(plan, deployment: part.deployment)),
+            OutputFile(path: "\(directory)/scrape.yml", text: scrape(plan, deployment: part.deployment)),
             OutputFile(path: "\(directory)/targets.json", text: targets(plan)),
         ]
     }

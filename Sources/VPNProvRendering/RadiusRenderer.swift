@@ -15,7 +15,7 @@ struct RadiusRenderError: Error, Hashable, CustomStringConvertible {
     package var description: String { message }
 }
 
-package enum RadiusRenderer {
+package enum RadiusRenderer: TreeRenderer {
     /// `radius/<this>/` holds the database's migrations, not a server's directory (no server may be named so).
     package static let migrationsDirectory = "migrations"
     static let nodeTemplate = "server/strongswan-radius.conf.tmpl"
@@ -80,25 +80,39 @@ package enum RadiusRenderer {
         ("radius/README.tmpl", "README", false),
     ]
 
-    /// A node's RADIUS files: its two under `servers/<node>/strongswan.d/`, its relay's directory and, with
-    /// IPsec, its connections to the servers; none for a node without RADIUS.
-    static func nodeFiles(
-        node: Node, inventory: Inventory, nodeMaterials: NodeMaterials, templates: TemplateSet
-    ) throws -> [OutputFile] {
-        guard let plan = RadiusPlan.make(for: node, in: inventory) else { return [] }
+    /// A RADIUS node's files (from its `RadiusPlan`): its two under `servers/<node>/strongswan.d/`, its relay's
+    /// directory and, with IPsec, its connections to the servers.
+    static func nodeFiles(_ plan: RadiusPlan, nodeMaterials: NodeMaterials, templates: TemplateSet) throws
+        -> [OutputFile]
+    {
+        let node = plan.node
         guard let secret = nodeMaterials.radiusSecret, let daeSecret = nodeMaterials.daeSecret else {
-            throw RadiusRenderError(message: "node '\(node.name)': no RADIUS secret in the state")
+            throw RadiusRenderError(message: "node '\(node)': no RADIUS secret in the state")
         }
         guard let relaySecret = nodeMaterials.radiusRelaySecret else {
-            throw RadiusRenderError(message: "node '\(node.name)': no RADIUS relay secret in the state")
+            throw RadiusRenderError(message: "node '\(node)': no RADIUS relay secret in the state")
         }
+        var files = try pluginFiles(plan, relaySecret: relaySecret, daeSecret: daeSecret, templates: templates)
+        files += try relayFiles(plan, secret: secret, relaySecret: relaySecret, templates: templates)
+        if plan.protection == .ipsec {
+            guard let key = nodeMaterials.radiusIPsecSecret else {
+                throw RadiusRenderError(message: "node '\(node)': no RADIUS IPsec key in the state")
+            }
+            files.append(try nodeIPsecFile(plan, key: key, templates: templates))
+        }
+        return files
+    }
+
+    /// The node's eap-radius settings (towards its relay) and its Disconnect-Request listener's.
+    static func pluginFiles(_ plan: RadiusPlan, relaySecret: String, daeSecret: String, templates: TemplateSet)
+        throws -> [OutputFile]
+    {
         let relay = plan.relay
-        let serverNames = plan.servers.map(\.name).joined(separator: ", ")
         let text = try templates.template(nodeTemplate).render([
-            "node": .string(node.name),
+            "node": .string(plan.node),
             "nas_identifier": .string(plan.nasIdentifier),
             "accounting_interval": .int(plan.accountingInterval),
-            "server_names": .string(serverNames),
+            "server_names": .string(plan.servers.map(\.name).joined(separator: ", ")),
             "address": .string(relay.address), "secret": .string(relaySecret),
             "auth_port": .int(relay.authPort), "acct_port": .int(relay.acctPort),
             "sockets": .int(RadiusPlan.relaySockets),
@@ -106,17 +120,23 @@ package enum RadiusRenderer {
             "retransmit_timeout": .string(RadiusPlan.relayRetransmitTimeout),
             "retransmit_base": .string(RadiusPlan.relayRetransmitBase),
         ])
-        let protected = plan.protection == .ipsec
         let dae = try templates.template(daeTemplate).render([
-            "node": .string(node.name), "dae_port": .int(plan.daePort), "dae_secret": .string(daeSecret),
+            "node": .string(plan.node), "dae_port": .int(plan.daePort), "dae_secret": .string(daeSecret),
             "block_threshold": .int(RadiusPlan.blockThreshold),
-            "libipsec_bypass": .bool(protected && plan.ipsecPath == .libipsec),
+            "libipsec_bypass": .bool(plan.protection == .ipsec && plan.ipsecPath == .libipsec),
             "mark": .string(RadiusPlan.libipsecBypassMark), "not_mark": .string("!" + RadiusPlan.libipsecBypassMark),
         ])
-        var files = [
-            OutputFile(path: "servers/\(node.name)/\(nodeFile)", text: text, isPrivate: true),
-            OutputFile(path: "servers/\(node.name)/\(daeFile)", text: dae, isPrivate: true),
+        return [
+            OutputFile(path: "servers/\(plan.node)/\(nodeFile)", text: text, isPrivate: true),
+            OutputFile(path: "servers/\(plan.node)/\(daeFile)", text: dae, isPrivate: true),
         ]
+    }
+
+    /// The node's relay: a FreeRADIUS directory under `servers/<node>/radius-relay/`.
+    static func relayFiles(_ plan: RadiusPlan, secret: String, relaySecret: String, templates: TemplateSet) throws
+        -> [OutputFile]
+    {
+        let relay = plan.relay
         let homes: [TemplateValue] = plan.servers.map { s in
             [
                 "name": .string(s.name), "address": .string(s.address), "secret": .string(secret),
@@ -130,111 +150,87 @@ package enum RadiusRenderer {
                 "answers_to_alive": .int(RadiusPlan.relayAnswersToAlive),
             ]
         }
-        let relayContext: TemplateValue = [
-            "node": .string(node.name), "address": .string(relay.address), "secret": .string(relaySecret),
+        let context: TemplateValue = [
+            "node": .string(plan.node), "address": .string(relay.address), "secret": .string(relaySecret),
             "auth_port": .int(relay.authPort), "acct_port": .int(relay.acctPort), "servers": .list(homes),
-            "server_names": .string(serverNames), "nas_address": .string(relay.nasAddress ?? ""),
+            "server_names": .string(plan.servers.map(\.name).joined(separator: ", ")),
+            "nas_address": .string(relay.nasAddress ?? ""),
         ]
-        for file in relayFiles {
-            files.append(
-                OutputFile(
-                    path: "servers/\(node.name)/\(relayDirectory)/\(file.path)",
-                    text: try templates.template(file.template).render(relayContext), isPrivate: file.isPrivate))
+        return try relayFiles.map { file in
+            OutputFile(
+                path: "servers/\(plan.node)/\(relayDirectory)/\(file.path)",
+                text: try templates.template(file.template).render(context), isPrivate: file.isPrivate)
         }
-        if protected {
-            guard let key = nodeMaterials.radiusIPsecSecret else {
-                throw RadiusRenderError(message: "node '\(node.name)': no RADIUS IPsec key in the state")
-            }
-            let peers: [TemplateValue] = plan.servers.map { s in
-                [
-                    "name": .string(s.name), "connection": .identifier(RadiusPlan.connectionName(s.name)),
-                    "secret_section": .identifier("ike-" + RadiusPlan.connectionName(s.name)),
-                    "address": .string(s.address), "local_id": .string(nodeIdentity(node.name)),
-                    "local_address": .string(plan.nasAddress == nil ? "" : plan.pathAddress),
-                    "remote_id": .string(serverIdentity(s.name)), "secret": .string(ServerRenderer.base64Secret(key)),
-                    "proposals": .string(RadiusPlan.ipsecProposals),
-                    "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
-                    "start_action": .string(plan.ipsecPath == .xfrm ? "trap|start" : "start"),
-                ]
-            }
-            // The kernel's IPsec holds back traffic that a trap policy catches until the connection is up;
-            // kernel-libipsec of strongSwan 5.9 drops it without starting the connection (no acquire).
-            let trap = plan.ipsecPath == .xfrm
-            let ipsec = try templates.template(nodeIPsecTemplate).render([
-                "node": .string(node.name), "servers": .list(peers), "trap": .bool(trap),
-            ])
-            files.append(OutputFile(path: "servers/\(node.name)/\(nodeIPsecFile)", text: ipsec, isPrivate: true))
-        }
-        return files
     }
 
-    /// `radius/<server>/...` for every RADIUS server; nothing when no node uses RADIUS.
-    package static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
-        -> [OutputFile]
+    /// With `accounts.protection: ipsec`: the node's IPsec connections to its RADIUS servers.
+    static func nodeIPsecFile(_ plan: RadiusPlan, key: String, templates: TemplateSet) throws -> OutputFile {
+        let peers: [TemplateValue] = plan.servers.map { s in
+            [
+                "name": .string(s.name), "connection": .identifier(RadiusPlan.connectionName(s.name)),
+                "secret_section": .identifier("ike-" + RadiusPlan.connectionName(s.name)),
+                "address": .string(s.address), "local_id": .string(nodeIdentity(plan.node)),
+                "local_address": .string(plan.nasAddress == nil ? "" : plan.pathAddress),
+                "remote_id": .string(serverIdentity(s.name)), "secret": .string(ServerRenderer.base64Secret(key)),
+                "proposals": .string(RadiusPlan.ipsecProposals),
+                "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
+                "start_action": .string(plan.ipsecPath == .xfrm ? "trap|start" : "start"),
+            ]
+        }
+        // The kernel's IPsec holds back traffic that a trap policy catches until the connection is up;
+        // kernel-libipsec of strongSwan 5.9 drops it without starting the connection (no acquire).
+        let ipsec = try templates.template(nodeIPsecTemplate).render([
+            "node": .string(plan.node), "servers": .list(peers), "trap": .bool(plan.ipsecPath == .xfrm),
+        ])
+        return OutputFile(path: "servers/\(plan.node)/\(nodeIPsecFile)", text: ipsec, isPrivate: true)
+    }
+
+    package static func part(of plan: DeploymentPlan) -> RadiusServersPlan? { plan.radiusServers }
+
+    /// `radius/<server>/...` for every RADIUS server, and the database's migrations; nothing when no node uses
+    /// RADIUS.
+    package static func render(_ plan: RadiusServersPlan?, _ shared: RenderShared, each: ([OutputFile]) throws -> Void)
+        throws
     {
-        let nodes = inventory.nodes.filter(\.usesRadius)
-        guard let accounts = inventory.accounts, !nodes.isEmpty else { return [] }
+        guard let plan else { return }
+        let materials = shared.materials
         guard let database = materials.radiusDatabase else {
             throw RadiusRenderError(message: "accounts: radius_database was not resolved")
         }
         var clients: [TemplateValue] = []
-        for node in nodes {
-            guard let secret = materials.nodes[node.name]?.radiusSecret else {
-                throw RadiusRenderError(message: "node '\(node.name)': no RADIUS secret in the state")
+        var keys: [String] = []
+        for client in plan.clients {
+            guard let secret = materials.nodes[client.node]?.radiusSecret else {
+                throw RadiusRenderError(message: "node '\(client.node)': no RADIUS secret in the state")
             }
             clients.append([
-                "name": .string(node.name), "address": .string(RadiusPlan.pathAddress(of: node)),
-                "secret": .string(secret), "tier": .string(node.tier.rawValue),
-                "nas_address": .string(RadiusPlan.nasAddress(of: node)?.clientValue ?? ""),
+                "name": .string(client.node), "address": .string(client.pathAddress),
+                "secret": .string(secret), "tier": .string(client.tier.rawValue),
+                "nas_address": .string(client.nasAddress?.clientValue ?? ""),
             ])
+            if plan.protection == .ipsec {
+                guard let key = materials.nodes[client.node]?.radiusIPsecSecret else {
+                    throw RadiusRenderError(message: "node '\(client.node)': no RADIUS IPsec key in the state")
+                }
+                keys.append(key)
+            }
         }
         var files: [OutputFile] = []
-        for server in accounts.servers {
-            if accounts.protection == .ipsec {
-                var peers: [TemplateValue] = []
-                for node in nodes {
-                    guard let key = materials.nodes[node.name]?.radiusIPsecSecret else {
-                        throw RadiusRenderError(message: "node '\(node.name)': no RADIUS IPsec key in the state")
-                    }
-                    peers.append([
-                        "name": .string(node.name), "connection": .identifier(RadiusPlan.connectionName(node.name)),
-                        "secret_section": .identifier("ike-" + RadiusPlan.connectionName(node.name)),
-                        "address": .string(RadiusPlan.pathAddress(of: node)),
-                        "local_id": .string(serverIdentity(server.name)),
-                        "remote_id": .string(nodeIdentity(node.name)),
-                        "secret": .string(ServerRenderer.base64Secret(key)),
-                        "proposals": .string(RadiusPlan.ipsecProposals),
-                        "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
-                    ])
-                }
-                let context: TemplateValue = [
-                    "server": .string(server.name), "nodes": .list(peers),
-                    "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
-                    "auth_port": .int(server.authPort), "acct_port": .int(server.acctPort),
-                ]
-                files.append(
-                    OutputFile(
-                        path: "radius/\(server.name)/\(serverIPsecFile)",
-                        text: try templates.template(serverIPsecTemplate).render(context), isPrivate: true))
-                files.append(
-                    OutputFile(
-                        path: "radius/\(server.name)/\(serverFirewallFile)",
-                        text: try templates.template(serverFirewallTemplate).render(context)))
-            }
+        for server in plan.servers {
+            if plan.protection == .ipsec { files += try serverIPsecFiles(plan, server, keys: keys, shared.templates) }
             let context: TemplateValue = [
                 "server": .string(server.name),
                 "nodes": .list(clients),
                 "database": .string(database),
-                "stale_after": .int(accounts.staleAfter),
+                "stale_after": .int(plan.staleAfter),
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
-                "node_names": .string(nodes.map(\.name).joined(separator: ", ")),
-                "ipsec": .bool(accounts.protection == .ipsec),
-                "identities": .list(
-                    RadiusPlan.inventoryIdentities(in: inventory).map { ["identity": .string($0.identity)] }),
+                "node_names": .string(plan.clients.map(\.node).joined(separator: ", ")),
+                "ipsec": .bool(plan.protection == .ipsec),
+                "identities": .list(plan.identities.map { ["identity": .string($0)] }),
             ]
             for file in serverFiles {
-                let text = try templates.template(file.template).render(context)
+                let text = try shared.templates.template(file.template).render(context)
                 files.append(
                     OutputFile(path: "radius/\(server.name)/\(file.path)", text: text, isPrivate: file.isPrivate))
             }
@@ -244,6 +240,38 @@ package enum RadiusRenderer {
         for migration in BuiltinMigrations.files {
             files.append(OutputFile(path: "radius/\(migrationsDirectory)/\(migration.name)", text: migration.sql))
         }
-        return files.sorted { $0.path.precedesByUTF8($1.path) }
+        try each(files.sorted { $0.path.precedesByUTF8($1.path) })
+    }
+
+    /// With `accounts.protection: ipsec`: a RADIUS server's connections to the nodes (`keys`: each node's IKE
+    /// key, in `plan.clients` order) and its firewall table.
+    static func serverIPsecFiles(
+        _ plan: RadiusServersPlan, _ server: RadiusServersPlan.Server, keys: [String], _ templates: TemplateSet
+    ) throws -> [OutputFile] {
+        let peers: [TemplateValue] = zip(plan.clients, keys).map { client, key in
+            [
+                "name": .string(client.node), "connection": .identifier(RadiusPlan.connectionName(client.node)),
+                "secret_section": .identifier("ike-" + RadiusPlan.connectionName(client.node)),
+                "address": .string(client.pathAddress),
+                "local_id": .string(serverIdentity(server.name)),
+                "remote_id": .string(nodeIdentity(client.node)),
+                "secret": .string(ServerRenderer.base64Secret(key)),
+                "proposals": .string(RadiusPlan.ipsecProposals),
+                "esp_proposals": .string(RadiusPlan.ipsecESPProposals),
+            ]
+        }
+        let context: TemplateValue = [
+            "server": .string(server.name), "nodes": .list(peers),
+            "node_names": .string(plan.clients.map(\.node).joined(separator: ", ")),
+            "auth_port": .int(server.authPort), "acct_port": .int(server.acctPort),
+        ]
+        return [
+            OutputFile(
+                path: "radius/\(server.name)/\(serverIPsecFile)",
+                text: try templates.template(serverIPsecTemplate).render(context), isPrivate: true),
+            OutputFile(
+                path: "radius/\(server.name)/\(serverFirewallFile)",
+                text: try templates.template(serverFirewallTemplate).render(context)),
+        ]
     }
 }

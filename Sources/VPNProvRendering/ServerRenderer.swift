@@ -5,9 +5,10 @@ import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
-// Writes servers/<node>/ for every node: swanctl.conf (from the NodePlan), secrets.conf, the
-// certificates and key from Materials, strongswan.d/vpnprov.conf when the connections need daemon
-// settings, and a README. Text files come from the templates, which escape every value.
+// Writes servers/<node>/ for every node, from the node's parts of the deployment plan: swanctl.conf (its
+// NodePlan), secrets.conf, the certificates and key from Materials, strongswan.d/vpnprov.conf when the
+// connections need daemon settings, its RADIUS files, its network files and a README. Text files come
+// from the templates, which escape every value.
 
 /// Why a node's server files could not be produced. Never contains a secret value.
 package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
@@ -34,7 +35,7 @@ package struct ServerRenderError: Error, Hashable, CustomStringConvertible {
     }
 }
 
-package enum ServerRenderer {
+package enum ServerRenderer: TreeRenderer {
     package static let swanctlTemplate = "server/swanctl.conf.tmpl"
     package static let secretsTemplate = "server/secrets.conf.tmpl"
     static let daemonTemplate = "server/strongswan-vpnprov.conf.tmpl"
@@ -45,24 +46,22 @@ package enum ServerRenderer {
     static let nftablesFile = "network/vpnprov.nft"
     static let sysctlFile = "network/60-vpnprov.conf"
 
-    /// Every node's files, nodes in inventory order, each node's files sorted by path.
-    package static func render(inventory: Inventory, materials: Materials, templates: TemplateSet) throws
-        -> [OutputFile]
-    {
-        var out: [OutputFile] = []
-        try render(inventory: inventory, materials: materials, templates: templates) { out += $0 }
-        return out
+    /// What the renderer reads of the plan: every node's parts, and whether the CRL is published.
+    package struct Part: Sendable {
+        package var nodes: [NodeParts]
+        package var publishesCRL: Bool
     }
 
-    /// The same files handed to `each` a node at a time (then the published CRL), so a fleet's node
-    /// files, which each hold every user's secrets, need not all be in memory at once.
-    package static func render(
-        inventory: Inventory, materials: Materials, templates: TemplateSet, each: ([OutputFile]) throws -> Void
-    ) throws {
-        for node in inventory.nodes {
-            try each(render(node: node, inventory: inventory, materials: materials, templates: templates))
-        }
-        if inventory.pki.crlURL != nil { try each([publishedCRL(materials)]) }
+    package static func part(of plan: DeploymentPlan) -> Part {
+        Part(nodes: plan.nodes, publishesCRL: plan.deployment.crlURL != nil)
+    }
+
+    /// Every node's files, handed to `each` a node at a time (nodes in inventory order, each node's files
+    /// sorted by path), then the published CRL: a fleet's node files, which each hold every user's secrets,
+    /// need not all be in memory at once.
+    package static func render(_ part: Part, _ shared: RenderShared, each: ([OutputFile]) throws -> Void) throws {
+        for node in part.nodes { try each(render(node: node, shared)) }
+        if part.publishesCRL { try each([publishedCRL(shared.materials)]) }
     }
 
     /// Where the published CRL is written: the file to serve at `pki.crl_url`.
@@ -77,33 +76,57 @@ package enum ServerRenderer {
     }
 
     /// One node's files (paths relative to the output directory: `servers/<node>/...`).
-    package static func render(node: Node, inventory: Inventory, materials: Materials, templates: TemplateSet)
-        throws -> [OutputFile]
-    {
-        guard let nodeMaterials = materials.nodes[node.name] else {
-            throw ServerRenderError(kind: .missingNodeMaterials(node: node.name))
+    package static func render(node parts: NodeParts, _ shared: RenderShared) throws -> [OutputFile] {
+        let (plan, materials, templates) = (parts.server, shared.materials, shared.templates)
+        guard let nodeMaterials = materials.nodes[plan.node] else {
+            throw ServerRenderError(kind: .missingNodeMaterials(node: plan.node))
         }
-        let plan = ServerPlan.make(for: node, in: inventory, nodeScoping: materials.nodeScoping)
-        let dir = "servers/\(node.name)"
+        let dir = "servers/\(plan.node)"
         var files: [OutputFile] = []
-
         let swanctl = try templates.template(swanctlTemplate).render(swanctlContext(plan))
         files.append(OutputFile(path: "\(dir)/swanctl/swanctl.conf", text: swanctl))
-
         let secrets = try templates.template(secretsTemplate).render(
-            secretsContext(plan, node: node, materials: materials, nodeMaterials: nodeMaterials))
+            secretsContext(plan, materials: materials, nodeMaterials: nodeMaterials))
         files.append(OutputFile(path: "\(dir)/swanctl/conf.d/secrets.conf", text: secrets, isPrivate: true))
-
-        // During a CA rotation the previous CA stays the trust root (ca.pem, crl.pem) and the new CA
-        // comes as its cross certificate (ca-next.pem, crl-next.pem): strongSwan then sends the cross
-        // certificate with the node's own, and accepts client certificates of both CAs. The new
-        // CA's self-signed certificate must not be here as well: charon would pick either as the
-        // issuer of the node certificate and might stop sending the cross certificate.
-        let rotation = materials.rotation
+        files += certificateFiles(parts.files, dir: dir, materials: materials, nodeMaterials: nodeMaterials)
+        if plan.needsAggressiveModePSK {
+            let conf = try templates.template(daemonTemplate).render([
+                "node": .string(plan.node),
+                "aggressive_mode_psk": .bool(plan.needsAggressiveModePSK),
+            ])
+            files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
+        }
+        if let radius = parts.radius {
+            files += try RadiusRenderer.nodeFiles(radius, nodeMaterials: nodeMaterials, templates: templates)
+        }
+        let network = networkContext(plan)
+        files.append(
+            OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
+        files.append(
+            OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
         files.append(
             OutputFile(
+                path: "\(dir)/README",
+                text: try templates.template(readmeTemplate).render(readmeContext(parts, materials: materials))))
+        return files.sorted { $0.path.precedesByUTF8($1.path) }
+    }
+
+    /// The node's trust roots, CRLs and (from the CA) its own certificate and key.
+    ///
+    /// During a CA rotation the previous CA stays the trust root (ca.pem, crl.pem) and the new CA
+    /// comes as its cross certificate (ca-next.pem, crl-next.pem): strongSwan then sends the cross
+    /// certificate with the node's own, and accepts client certificates of both CAs. The new
+    /// CA's self-signed certificate must not be here as well: charon would pick either as the
+    /// issuer of the node certificate and might stop sending the cross certificate.
+    static func certificateFiles(
+        _ node: ServerFilesPlan, dir: String, materials: Materials, nodeMaterials: NodeMaterials
+    ) -> [OutputFile] {
+        let rotation = materials.rotation
+        var files = [
+            OutputFile(
                 path: "\(dir)/swanctl/x509ca/\(ServerPlan.caFileName)",
-                text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM))
+                text: rotation?.previousCACertificatePEM ?? materials.caCertificatePEM)
+        ]
         if let rotation {
             files.append(
                 OutputFile(
@@ -112,57 +135,45 @@ package enum ServerRenderer {
                 OutputFile(path: "\(dir)/swanctl/x509crl/\(ServerPlan.nextCRLFileName)", text: materials.crlPEM))
         }
         // An ACME node's certificate and key are made on the node by the rollout; the key never leaves it.
-        if node.certificate == .ca {
-            files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.name).pem", text: nodeMaterials.certificatePEM))
+        switch node.certificate {
+        case .ca:
+            files.append(OutputFile(path: "\(dir)/swanctl/x509/\(node.node).pem", text: nodeMaterials.certificatePEM))
             files.append(
                 OutputFile(
-                    path: "\(dir)/swanctl/private/\(node.name).key", text: nodeMaterials.privateKeyPEM,
+                    path: "\(dir)/swanctl/private/\(node.node).key", text: nodeMaterials.privateKeyPEM,
                     isPrivate: true))
-        } else if let bundle = materials.acmeCABundlePEM {
-            files.append(OutputFile(path: "\(dir)/acme/ca-bundle.pem", text: bundle))
+        case .acme:
+            if let bundle = materials.acmeCABundlePEM {
+                files.append(OutputFile(path: "\(dir)/acme/ca-bundle.pem", text: bundle))
+            }
         }
         files.append(
             OutputFile(
                 path: "\(dir)/swanctl/x509crl/\(ServerPlan.crlFileName)",
                 text: rotation?.previousCRLPEM ?? materials.crlPEM))
+        return files
+    }
 
-        let daemonSettings = plan.needsAggressiveModePSK
-        if daemonSettings {
-            let conf = try templates.template(daemonTemplate).render([
-                "node": .string(node.name),
-                "aggressive_mode_psk": .bool(plan.needsAggressiveModePSK),
-            ])
-            files.append(OutputFile(path: "\(dir)/strongswan.d/vpnprov.conf", text: conf))
-        }
-
-        files += try RadiusRenderer.nodeFiles(
-            node: node, inventory: inventory, nodeMaterials: nodeMaterials, templates: templates)
-
-        let network = networkContext(plan)
-        files.append(
-            OutputFile(path: "\(dir)/\(nftablesFile)", text: try templates.template(nftablesTemplate).render(network)))
-        files.append(
-            OutputFile(path: "\(dir)/\(sysctlFile)", text: try templates.template(sysctlTemplate).render(network)))
-
-        let readme = try templates.template(readmeTemplate).render([
-            "node": .string(node.name),
+    /// The context of server/README.tmpl.
+    static func readmeContext(_ parts: NodeParts, materials: Materials) -> TemplateValue {
+        let node = parts.files
+        let acme = node.certificate == .acme
+        return [
+            "node": .string(node.node),
             "address": .string(node.address),
             "services": .string(node.services.map(\.rawValue).joined(separator: ", ")),
             "connections": .list(
-                plan.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
-            "daemon_settings": .bool(daemonSettings),
-            "ikev1": .bool(node.services.contains(.ipsecXauthPSK) || node.services.contains(.ipsecXauthHybrid)),
+                parts.server.connections.map { ["name": .string($0.name), "summary": .string($0.summary)] }),
+            "daemon_settings": .bool(parts.server.needsAggressiveModePSK),
+            "ikev1": .bool(node.ikev1),
             // The file table's rows that hold the node name, padded to the table's description column.
-            "certificate_column": .string(readmeColumn("swanctl/x509/\(node.name).pem")),
-            "key_column": .string(readmeColumn("swanctl/private/\(node.name).key")),
-            "acme": .bool(node.certificate == .acme),
-            "acme_bundle": .bool(node.certificate == .acme && materials.acmeCABundlePEM != nil),
-            "acme_directory": .string(inventory.acme?.directory ?? ""),
-            "acme_domain": .string(node.id.value),
-        ])
-        files.append(OutputFile(path: "\(dir)/README", text: readme))
-
-        return files.sorted { $0.path.precedesByUTF8($1.path) }
+            "certificate_column": .string(readmeColumn("swanctl/x509/\(node.node).pem")),
+            "key_column": .string(readmeColumn("swanctl/private/\(node.node).key")),
+            "acme": .bool(acme),
+            "acme_bundle": .bool(acme && materials.acmeCABundlePEM != nil),
+            "acme_directory": .string(node.acmeDirectory),
+            "acme_domain": .string(node.acmeDomain),
+        ]
     }
 
     /// Column of the descriptions in the README's file table (after "  ").
@@ -316,12 +327,12 @@ package enum ServerRenderer {
         ]
     }
 
-    static func secretsContext(_ plan: NodePlan, node: Node, materials: Materials, nodeMaterials: NodeMaterials) throws
+    static func secretsContext(_ plan: NodePlan, materials: Materials, nodeMaterials: NodeMaterials) throws
         -> TemplateValue
     {
         var psk: [TemplateValue] = []
         if !plan.pskIdentities.isEmpty {
-            guard let secret = nodeMaterials.psk else { throw ServerRenderError(kind: .missingPSK(node: node.name)) }
+            guard let secret = nodeMaterials.psk else { throw ServerRenderError(kind: .missingPSK(node: plan.node)) }
             let ids: [TemplateValue] = plan.pskIdentities.enumerated().map { i, id in
                 ["key": .identifier("id-\(i + 1)"), "id": .string(id.swanctlValue)]
             }
@@ -330,7 +341,7 @@ package enum ServerRenderer {
         var users: [TemplateValue] = []
         for (i, name) in plan.passwordUsers.enumerated() {
             guard let password = materials.users[name]?.password else {
-                throw ServerRenderError(kind: .missingPassword(user: name, node: node.name))
+                throw ServerRenderError(kind: .missingPassword(user: name, node: plan.node))
             }
             users.append([
                 "section": .identifier(numbered("eap-u", i + 1)),
@@ -342,7 +353,7 @@ package enum ServerRenderer {
         var ppks: [TemplateValue] = []
         for (i, name) in plan.ppkUsers.enumerated() {
             guard let ppk = materials.users[name]?.ppk else {
-                throw ServerRenderError(kind: .missingPPK(user: name, node: node.name))
+                throw ServerRenderError(kind: .missingPPK(user: name, node: plan.node))
             }
             ppks.append([
                 "section": .identifier(numbered("ppk-u", i + 1)),
@@ -351,7 +362,7 @@ package enum ServerRenderer {
                 "secret": .string(base64Secret(ppk)),
             ])
         }
-        return ["node": .string(node.name), "psk": .list(psk), "users": .list(users), "ppks": .list(ppks)]
+        return ["node": .string(plan.node), "psk": .list(psk), "users": .list(users), "ppks": .list(ppks)]
     }
 
     /// `prefix` and `number` with at least four digits ("eap-u0007"), as `%04d` writes it, without

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvTestFixtures
 
 /// Certificate users are scoped to their nodes (docs/security.md, section 13): the certificate's

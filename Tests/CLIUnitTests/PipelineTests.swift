@@ -391,7 +391,7 @@ import VPNProvTestSupport
         #expect(Set(rendered.diagnostics).count == rendered.diagnostics.count)
 
         // The real server views agree: the same run writes.
-        built.servers = Pipeline.checkedServers(built.prepared.inventory, materials)
+        built.servers = Consistency.Servers(plan: try #require(built.plan), inspect: Pipeline.inspectCertificate)
         #expect(try Pipeline.commitAndWrite(built, options: options, output: output))
         #expect(vpnprov(["check"], in: dir).code == 3)  // still locked by this run
         built.lock.release()

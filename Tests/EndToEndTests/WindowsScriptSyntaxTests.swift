@@ -96,7 +96,8 @@ import VPNProvTestHarness
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
         let file = try #require(
             try ClientRenderer.render(
-                plan: plan, inventory: inventory, materials: materials, templates: try TemplateSet.builtin()
+                user: user, connections: plan.connections(of: user), deployment: DeploymentFacts(inventory),
+                materials: materials, templates: try TemplateSet.builtin()
             )
             .first { $0.path.hasSuffix("-windows.ps1") })
         #expect(file.isPrivate)

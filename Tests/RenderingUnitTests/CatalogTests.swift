@@ -12,12 +12,12 @@ import VPNProvTestFixtures
     let inventory = ClientFixtures.inventory()
 
     @Test func matchesGoldenFile() throws {
-        try Golden.check(CatalogRenderer.render(inventory: inventory), against: "catalog/two-nodes")
+        try Golden.check(Render.files(CatalogRenderer.self, inventory), against: "catalog/two-nodes")
     }
 
     @Test func isDeterministicAndSecretFree() throws {
-        let a = CatalogRenderer.render(inventory: inventory)
-        #expect(a == CatalogRenderer.render(inventory: inventory))
+        let a = try Render.files(CatalogRenderer.self, inventory)
+        #expect(try a == Render.files(CatalogRenderer.self, inventory))
         #expect(a.count == 1 && a[0].path == "catalog/servers.json" && !a[0].isPrivate)
         let text = String(decoding: a[0].contents, as: UTF8.self)
         for secret in ClientFixtures.secrets { #expect(!text.contains(secret)) }
@@ -46,7 +46,7 @@ import VPNProvTestFixtures
         // Without the live fields the entries are the static catalogue's.
         let stripped = servers.map { $0.filter { !["sessions", "capacity", "load", "alive"].contains($0.key) } }
         let staticTop = try #require(
-            try JSONSerialization.jsonObject(with: Data(CatalogRenderer.render(inventory: inventory)[0].contents))
+            try JSONSerialization.jsonObject(with: Data(Render.files(CatalogRenderer.self, inventory)[0].contents))
                 as? [String: Any])
         #expect(NSArray(array: stripped).isEqual(to: staticTop["servers"] as? [Any] ?? []))
         // Open sessions, none updated lately: its accounting stopped. No session at all: up, and idle.
@@ -67,7 +67,7 @@ import VPNProvTestFixtures
         var radius = inventory
         radius.nodes[0].accounts = .radius
         let documents: [(String, [UInt8])] = [
-            ("static.json", Array(CatalogRenderer.render(inventory: inventory)[0].contents)),
+            ("static.json", Array(try Render.files(CatalogRenderer.self, inventory)[0].contents)),
             (
                 "live.json",
                 Pipeline.liveCatalogue(inventory: radius, activity: ["fra-1": .init(liveSessions: 3, staleSessions: 0)])
@@ -103,7 +103,7 @@ import VPNProvTestFixtures
         var inventory = inventory
         inventory.nodes[0].proposals = Proposals(
             ike: ["aes256gcm16-prfsha384-ecp384", "aes128-sha256-ecp256"], esp: ["aes256gcm16"])
-        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let catalog = try Render.catalog(inventory)
         let marked = catalog.servers.filter { $0.node == "fra-1" && $0.fourFieldModel }.map(\.service)
         #expect(marked == ["ipsec-xauth-psk"])
         #expect(FourFieldModel.service(ikeVersion: 2, pskEnabled: true) == .ikev2PSKEAP)
@@ -119,7 +119,7 @@ import VPNProvTestFixtures
         inventory.acme = acme
         inventory.nodes[0].certificate = .acme
         inventory.nodes[0].id = .fqdn("fra-1.vpn.example.com")
-        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let catalog = try Render.catalog(inventory)
         let fra = catalog.servers.filter { $0.node == "fra-1" }
         #expect(
             fra.filter(\.fourFieldModel).map(\.service) == [
@@ -136,7 +136,7 @@ import VPNProvTestFixtures
     }
 
     @Test func entriesHaveTheAppFieldsWithJSONTypes() throws {
-        let data = Data(CatalogRenderer.render(inventory: inventory)[0].contents)
+        let data = Data(try Render.files(CatalogRenderer.self, inventory)[0].contents)
         let top = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         #expect(top["version"] as? Int == 1)
         #expect(top["deployment"] as? String == "acme")
@@ -191,7 +191,7 @@ import VPNProvTestFixtures
         var inventory = inventory
         inventory.nodes[0].apple = AppleOptions(
             onDemand: true, trustedSSIDs: ["Home"], dpd: .low, disconnectOnIdle: 300)
-        let catalog = CatalogRenderer.catalog(inventory: inventory)
+        let catalog = try Render.catalog(inventory)
         let fraEAP = try #require(catalog.servers.first { $0.id == "fra-1-ikev2-eap" })
         #expect(fraEAP.onDemandEnabled == true)
         #expect(

@@ -14,7 +14,7 @@ import VPNProvTestFixtures
     let materials = ClientFixtures.materials()
 
     func render() throws -> [OutputFile] {
-        try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        try Render.clients(inventory, materials)
     }
 
     @Test func matchesGoldenFiles() throws {
@@ -75,10 +75,8 @@ import VPNProvTestFixtures
                 location: ClientFixtures.loc(45)))
         var materials = self.materials
         materials.users["dave"] = UserMaterials(password: "dave-windows-pw-42")
-        let files = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin()
-        )
-        .filter { $0.path.hasPrefix("clients/dave/") }
+        let files = try Render.clients(inventory, materials)
+            .filter { $0.path.hasPrefix("clients/dave/") }
         let script = try #require(files.first { $0.path.hasSuffix("-windows.ps1") })
         #expect(!String(decoding: script.contents, as: UTF8.self).contains("dave-windows-pw-42"))
         let holders = files.filter { String(decoding: $0.contents, as: UTF8.self).contains("\ndave-windows-pw-42\n") }
@@ -97,8 +95,7 @@ import VPNProvTestFixtures
         inventory.users[inventory.users.count - 1].cert = true
         materials.users["dave"] = materials.users["alice"]
         materials.users["dave"]?.password = nil
-        let certificateOnly = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let certificateOnly = try Render.clients(inventory, materials)
         #expect(certificateOnly.contains { $0.path == "clients/dave/dave-windows.ps1" })
         #expect(!certificateOnly.contains { $0.path == "clients/dave/dave-windows-password.txt" })
     }
@@ -261,8 +258,7 @@ import VPNProvTestFixtures
         // ams-1 (identity = its IPv4 address) gains ipsec-xauth-hybrid; fra-1 (a DNS name) already has it.
         var inventory = inventory
         inventory.nodes[1].services.append(.ipsecXauthHybrid)
-        let files = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try Render.clients(inventory, materials)
         let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
         let plist = try #require(
             try PropertyListSerialization.propertyList(from: Data(file.contents), options: [], format: nil)
@@ -362,8 +358,7 @@ import VPNProvTestFixtures
             pfs: false, crlCheck: false, dpd: .high, disconnectOnIdle: 600)
         // The user's own choice wins over the node's.
         inventory.users[0].apple = AppleOptions(trustedSSIDs: ["Home"], disconnectOnIdle: 0)
-        let files = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try Render.clients(inventory, materials)
         let file = try #require(files.first { $0.path == "clients/alice/alice.mobileconfig" })
         let plist = try #require(
             try PropertyListSerialization.propertyList(from: Data(file.contents), format: nil) as? [String: Any])
@@ -391,8 +386,7 @@ import VPNProvTestFixtures
         #expect(ipsec["OnDemandEnabled"] as? Int == 1)
         // Without the user's override the node's idle timer applies.
         inventory.users[0].apple = AppleOptions()
-        let again = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let again = try Render.clients(inventory, materials)
         let plist2 = try #require(
             try PropertyListSerialization.propertyList(
                 from: Data(again.first { $0.path == "clients/alice/alice.mobileconfig" }!.contents), format: nil)
@@ -421,10 +415,9 @@ import VPNProvTestFixtures
     @Test func linuxContextMatchesTheServerShape() throws {
         let inventory = inventory
         let plan = ClientPlan.build(inventory: inventory, materials: materials)
-        let alice = inventory.user(named: "alice")!
         let linux = plan.connections(of: "alice").filter { $0.devices.contains(.linux) }
         let ctx = try LinuxClientRenderer.context(
-            user: alice, connections: linux, inventory: inventory, materials: materials)
+            user: "alice", connections: linux, deployment: DeploymentFacts(inventory), materials: materials)
         guard case .object(let top) = ctx.swanctl, case .list(let conns)? = top["connections"] else {
             Issue.record("no connections list")
             return
@@ -472,7 +465,7 @@ import VPNProvTestFixtures
         var m = materials
         m.users["alice"]?.p12 = nil
         #expect(throws: ClientRenderError.self) {
-            try ClientRenderer.render(inventory: inventory, materials: m, templates: try TemplateSet.builtin())
+            try Render.clients(inventory, m)
         }
     }
 }

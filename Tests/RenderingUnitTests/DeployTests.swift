@@ -86,14 +86,14 @@ import VPNProvTestFixtures
     let inventory = ClientFixtures.inventory()
 
     @Test func matchesGoldenFiles() throws {
-        let files = try DeployRenderer.render(inventory: inventory, templates: TemplateSet.builtin())
+        let files = try Render.files(DeployRenderer.self, inventory)
         try Golden.check(files, against: "deploy/two-nodes")
     }
 
     @Test func isDeterministicSecretFreeAndPublic() throws {
         let templates = try TemplateSet.builtin()
-        let a = try DeployRenderer.render(inventory: inventory, templates: templates)
-        #expect(a == (try DeployRenderer.render(inventory: inventory, templates: templates)))
+        let a = try Render.files(DeployRenderer.self, inventory, templates: templates)
+        #expect(a == (try Render.files(DeployRenderer.self, inventory, templates: templates)))
         #expect(a.allSatisfy { !$0.isPrivate && $0.path.hasPrefix("deploy/") })
         for file in a {
             let text = String(decoding: file.contents, as: UTF8.self)
@@ -102,7 +102,7 @@ import VPNProvTestFixtures
     }
 
     @Test func inventoryHasOneHostPerNodeAndAGroupPerRegion() throws {
-        let files = try DeployRenderer.render(inventory: inventory, templates: TemplateSet.builtin())
+        let files = try Render.files(DeployRenderer.self, inventory)
         let text = try #require(files.first { $0.path == "deploy/inventory.yml" }).contents
         let inventoryText = String(decoding: text, as: UTF8.self)
         #expect(
@@ -114,9 +114,9 @@ import VPNProvTestFixtures
     }
 
     @Test func hostVarsNameThePlannedConnectionsAndTheAllowedIdentities() throws {
-        let fra = try #require(inventory.node(named: "fra-1"))
-        let context = DeployRenderer.hostVarsContext(node: fra, inventory: inventory)
-        let plan = ServerPlan.make(for: fra, in: inventory)
+        let fra = try #require(try Render.node("fra-1", of: inventory))
+        let context = DeployRenderer.hostVarsContext(fra.hostVars)
+        let plan = fra.server
         #expect(
             context == [
                 "node": "fra-1",
@@ -142,7 +142,7 @@ import VPNProvTestFixtures
         inventory.nodes[index].certificate = .acme
         inventory.nodes[index].id = .fqdn("fra-1.vpn.example.com")
         let templates = try TemplateSet.builtin()
-        let files = try DeployRenderer.render(inventory: inventory, templates: templates)
+        let files = try Render.files(DeployRenderer.self, inventory, templates: templates)
         let text = String(
             decoding: try #require(files.first { $0.path == "deploy/host_vars/fra-1.yml" }).contents, as: UTF8.self)
         // fra-1 offers ipsec-xauth-hybrid, which signs with RSA: its key is RSA although acme.key is ec256.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvTestFixtures
 
 @testable import VPNProvEngine

@@ -29,7 +29,7 @@ import VPNProvTestFixtures
         let plan = try #require(HandOffPlan.make(inventory, acmeCABundlePEM: bundle))
         #expect(plan.link(token: "abc") == "https://get.vpn.example.com/h/abc/")
         let templates = try TemplateSet.builtin()
-        let deploy = try DeployRenderer.render(inventory: inventory, templates: templates)
+        let deploy = try Render.files(DeployRenderer.self, inventory, templates: templates)
         let files =
             deploy.filter { $0.path == "deploy/inventory.yml" }
             + (try HandOffSiteRenderer.render(plan: plan, templates: templates))
@@ -48,8 +48,7 @@ import VPNProvTestFixtures
         var inventory = ClientFixtures.inventory()
         // NetworkManager is no default device: alice gets every kind.
         inventory.users[0].devices = Device.allCases
-        let files = try ClientRenderer.render(
-            inventory: inventory, materials: ClientFixtures.materials(), templates: TemplateSet.builtin())
+        let files = try Render.clients(inventory, ClientFixtures.materials())
         for user in ["alice", "bob"] {
             let prefix = "clients/\(user)/"
             let paths = files.map(\.path).filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }

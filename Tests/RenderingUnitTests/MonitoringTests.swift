@@ -145,7 +145,7 @@ import VPNProvTestFixtures
 
     @Test func theTargetsCarryEachNodesLabels() throws {
         let inventory = try Self.decoded(Self.inventory())
-        let files = MonitoringRenderer.render(inventory: inventory)
+        let files = try Render.files(MonitoringRenderer.self, inventory)
         #expect(
             files.map(\.path) == [
                 "monitoring/prometheus/rules.test.yml", "monitoring/prometheus/rules.yml",
@@ -162,7 +162,7 @@ import VPNProvTestFixtures
         // Scraped where Ansible reaches the node (deploy.host), an IPv6 address in brackets.
         #expect(json[1]["targets"] as? [String] == ["[2001:db8::2]:9100"])
         #expect(json[1]["labels"] as? [String: String] == ["node": "n2", "tier": "free"])
-        #expect(MonitoringRenderer.render(inventory: try Self.decoded(Self.inventory(monitoring: ""))).isEmpty)
+        #expect(try Render.files(MonitoringRenderer.self, try Self.decoded(Self.inventory(monitoring: ""))).isEmpty)
     }
 
     /// promtool accepts the scrape configuration (with its targets file) and the rules, and the rules' own
@@ -171,7 +171,7 @@ import VPNProvTestFixtures
         try Self.promtool.require()
         let dir = URL(fileURLWithPath: try TestTemporaries.makeDirectory("monitoring-promtool"))
         let inventory = try Self.decoded(Self.inventory())
-        for file in MonitoringRenderer.render(inventory: inventory) {
+        for file in try Render.files(MonitoringRenderer.self, inventory) {
             let url = dir.appendingPathComponent(URL(fileURLWithPath: file.path).lastPathComponent)
             try Data(file.contents).write(to: url)
         }

@@ -18,8 +18,7 @@ import VPNProvTestFixtures
     let materials = ClientFixtures.materials()
 
     func files() throws -> [String: OutputFile] {
-        let files = try ClientRenderer.render(
-            inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+        let files = try Render.clients(inventory, materials)
         return Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0) })
     }
 
@@ -46,9 +45,8 @@ import VPNProvTestFixtures
         #expect(!files.keys.contains { $0.hasPrefix("clients/bob/networkmanager/") })
         #expect(!Device.defaults.contains(.networkmanager))
         #expect(
-            try ClientRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
-                == ClientRenderer.render(
-                    inventory: inventory, materials: materials, templates: try TemplateSet.builtin()))
+            try Render.clients(inventory, materials)
+                == Render.clients(inventory, materials))
     }
 
     @Test func theVPNKeysAreWhatCharonNMReads() throws {

@@ -111,8 +111,7 @@ enum ServerFixtures {
 
     func render(_ nodes: [Node]) throws -> [OutputFile] {
         let inventory = ServerFixtures.inventory(nodes)
-        return try ServerRenderer.render(
-            inventory: inventory, materials: ServerFixtures.materials(inventory), templates: try TemplateSet.builtin())
+        return try Render.files(ServerRenderer.self, inventory, ServerFixtures.materials(inventory))
     }
 
     static func filesOnDisk(_ dir: URL) -> [String] {
@@ -222,16 +221,16 @@ enum ServerFixtures {
         var materials = ServerFixtures.materials(inventory)
         materials.nodes["n1"]?.psk = nil
         #expect(throws: ServerRenderError(kind: .missingPSK(node: "n1"))) {
-            try ServerRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+            try Render.files(ServerRenderer.self, inventory, materials)
         }
         materials = ServerFixtures.materials(inventory)
         materials.users["bob"]?.password = nil
         #expect(throws: ServerRenderError(kind: .missingPassword(user: "bob", node: "n1"))) {
-            try ServerRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+            try Render.files(ServerRenderer.self, inventory, materials)
         }
         materials.nodes = [:]
         #expect(throws: ServerRenderError(kind: .missingNodeMaterials(node: "n1"))) {
-            try ServerRenderer.render(inventory: inventory, materials: materials, templates: try TemplateSet.builtin())
+            try Render.files(ServerRenderer.self, inventory, materials)
         }
     }
 }

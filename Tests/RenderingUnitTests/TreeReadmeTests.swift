@@ -11,10 +11,10 @@ import VPNProvTestFixtures
         let templates = try TemplateSet.builtin()
         var inventory = ClientFixtures.inventory()
         try Golden.check(
-            [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/two-nodes")
+            try Render.files(TreeReadmeRenderer.self, inventory, templates: templates), against: "tree/two-nodes")
         inventory.pki.crlURL = "http://crl.example.com/acme.crl"
         try Golden.check(
-            [try TreeReadmeRenderer.render(inventory: inventory, templates: templates)], against: "tree/crl")
+            try Render.files(TreeReadmeRenderer.self, inventory, templates: templates), against: "tree/crl")
     }
 
     /// Every entry `generate` writes at the top of the tree is named in the README, with whom it goes

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VPNProvEngine
 import VPNProvModel
 import VPNProvPKI
 import VPNProvPlanning
@@ -44,18 +45,19 @@ import VPNProvTestFixtures
         #expect(derive(["aes256-sha256-modp2048"], ["aes192gcm16"])?.cipherTransformConstants == "GCMAES192")
     }
 
-    @Test func validatorRefusesANodeWindowsUsersCannotUse() {
+    /// Checked with the validator's rules (`Pipeline.validate`), by the plan's derivation.
+    @Test func validationRefusesANodeWindowsUsersCannotUse() {
         let inventory = Fixture.good().with {
             $0.nodes[1].proposals = Proposals(ike: ["aes256gcm16-prfsha256-curve25519"], esp: ["aes256gcm16"])
         }
-        let d = Validator.validate(inventory).filter { $0.code == .noWindowsProposal }
+        let d = Pipeline.validate(inventory).filter { $0.code == .noWindowsProposal }
         #expect(d.count == 1)
         #expect(d.first?.message.contains("ams-1") == true && d.first?.message.contains("DH group 14") == true)
         // Without Windows devices nobody is hurt: no error.
         let noWindows = inventory.with { inv in
             for i in inv.users.indices { inv.users[i].devices.removeAll { $0 == .windows } }
         }
-        #expect(!Validator.validate(noWindows).contains { $0.code == .noWindowsProposal })
+        #expect(!Pipeline.validate(noWindows).contains { $0.code == .noWindowsProposal })
     }
 
     @Test func planGivesWindowsOnlyEAPAndCertificateConnections() throws {

@@ -3,6 +3,7 @@ import Testing
 import VPNProvCrypto
 import VPNProvModel
 import VPNProvPKI
+import VPNProvPlanning
 import VPNProvTestFixtures
 
 /// One DN grammar for validation and issuing (VPNProvCrypto's DistinguishedNameGrammar.swift): a DN

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvTestFixtures
 
 @testable import VPNProvPKI

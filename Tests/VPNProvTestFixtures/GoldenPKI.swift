@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 
 /// The golden PKI: a deterministic one, so golden files hold real certificate, CRL and PKCS#12 bytes.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvModel
+import VPNProvPlanning
 
 /// Inventories built in code the way the decoder builds them: every field remembers the line and
 /// column where its value was written, so each rule's diagnostic can be asserted at its exact place.
@@ -90,9 +91,12 @@ package enum Fixture {
         .weakPSKService, .ikev1Aggressive, .ikev1Service, .ikev1Build, .ipv6Leak,
     ]
 
-    /// (code, line, column) of every diagnostic except the by-design warnings.
+    /// (code, line, column) of every diagnostic except the by-design warnings: the validator's and the
+    /// planning rules', as `vpnprov validate` runs them.
     package static func found(_ inventory: Inventory, keeping keep: Set<RuleCode> = []) -> [Found] {
-        Validator.validate(inventory).filter { !byDesign.contains($0.code) || keep.contains($0.code) }.map {
+        Validator.sorted(Validator.validate(inventory) + PlanRules.check(inventory)).filter {
+            !byDesign.contains($0.code) || keep.contains($0.code)
+        }.map {
             Found($0.code, $0.location?.line ?? 0, $0.location?.column ?? 0, $0.severity)
         }
     }

@@ -123,7 +123,7 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
     /// Key exchange groups (for ESP: PFS groups used on rekey).
     package var groups: [AlgorithmInfo]
     /// ESP only: `modpnone`/`none` present, so the group is optional.
-    var groupOptional: Bool
+    package var groupOptional: Bool
     /// Additional key exchanges (RFC 9370, `ke1_mlkem768`), by slot 1...7: the methods of each slot, `none` among
     /// them where the slot is optional. Only in the proposals vpnprov derives from `quantum_safe:`
     /// (`parse(_:purpose:additionalKeyExchanges:)`); the inventory's `proposals:` take none.
@@ -261,6 +261,23 @@ package struct AppleSAParameters: Sendable, Hashable {
         }
         return AppleSAParameters(
             encryptionAlgorithm: enc.apple!, integrityAlgorithm: integrity, diffieHellmanGroup: group)
+    }
+
+    /// The first IKE and Child SA parameter pair Apple can express, in the node's preference order: the first
+    /// IKE proposal with an Apple combination and the first ESP proposal with one (an ESP proposal without a
+    /// group takes the IKE group). `espIndex` is the ESP proposal's position; nil entries (proposals that did
+    /// not parse) are skipped. The validator asks whether a pair exists, the plan pins it.
+    package static func firstPair(ike: [Proposal?], esp: [Proposal?])
+        -> (ike: AppleSAParameters, child: AppleSAParameters, espIndex: Int)?
+    {
+        guard let ikeParameters = ike.lazy.compactMap({ $0.flatMap { first(in: $0) } }).first else { return nil }
+        for (index, proposal) in esp.enumerated() {
+            guard let proposal else { continue }
+            if let child = first(in: proposal, fallbackGroup: ikeParameters.diffieHellmanGroup) {
+                return (ikeParameters, child, index)
+            }
+        }
+        return nil
     }
 
     /// The strongSwan proposal this parameter set amounts to (what the device offers).

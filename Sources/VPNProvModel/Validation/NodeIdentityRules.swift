@@ -76,7 +76,7 @@ enum NodeIdentityRules {
                 }
             }
             // Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
-            if let profile = try? CertificateProfile.server(node, inventory: inventory) {
+            if let profile = try? CertificateNames.server(node, in: inventory) {
                 var mine: [MatchKey] = []
                 for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
                     .map(loose)

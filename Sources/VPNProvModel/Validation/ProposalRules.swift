@@ -2,7 +2,7 @@ import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
 
-// IKE/ESP proposals: syntax with the shared keyword table (Proposal.swift), weak algorithms, and
+// IKE/ESP proposals: syntax with the shared keyword table (Capabilities/Proposal.swift), weak algorithms, and
 // whether every client kind the node serves can agree with it (strongSwan's proposal keywords; Apple's
 // IKESecurityAssociationParameters).
 //
@@ -76,7 +76,9 @@ enum ProposalRules {
         let esp = parsed[.esp]!
         // Only judge client support when both lists have something valid; otherwise the errors above say it.
         guard !ike.isEmpty, !esp.isEmpty else { return }
-        if node.services.contains(where: { $0.ikeVersion == 2 }) && appleParameters(ike: ike, esp: esp) == nil {
+        if node.services.contains(where: { $0.ikeVersion == 2 })
+            && AppleSAParameters.firstPair(ike: ike, esp: esp) == nil
+        {
             d.append(
                 .error(
                     .noAppleProposal,
@@ -91,18 +93,5 @@ enum ProposalRules {
                     at: node.location(nested: .proposals(.ike)),
                     about: .node(node.name, services: node.services.filter { $0.ikeVersion == 1 })))
         }
-    }
-
-    /// The first Apple-expressible IKE/ESP pair, in the node's preference order.
-    static func appleParameters(ike: [Proposal], esp: [Proposal]) -> (AppleSAParameters, AppleSAParameters)? {
-        for i in ike {
-            guard let ikeParams = AppleSAParameters.first(in: i) else { continue }
-            for e in esp {
-                if let espParams = AppleSAParameters.first(in: e, fallbackGroup: ikeParams.diffieHellmanGroup) {
-                    return (ikeParams, espParams)
-                }
-            }
-        }
-        return nil
     }
 }

@@ -55,7 +55,7 @@ package enum ServerIdentityRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         var clients: [MatchKey: User] = [:]
         for user in inventory.users where user.cert {
-            guard let profile = try? CertificateProfile.client(user, inventory: inventory) else { continue }
+            guard let profile = try? CertificateNames.client(user, in: inventory) else { continue }
             for k in keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames) where clients[k] == nil {
                 clients[k] = user
             }

@@ -12,7 +12,7 @@ package enum Validator {
     /// (and are skipped when it did not decode).
     static let rules: [Rule] = [
         NameRules.check, IdentityRules.check, ServerIdentityRules.check, NodeIdentityRules.check, ProposalRules.check,
-        WindowsRules.check, NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check,
+        NetworkManagerRules.check, NetworkRules.check, ServiceRules.check, ClientRules.check,
         DeployRules.check, ACMERules.check, QuantumSafeRules.check, MonitoringRules.check, HandOffRules.check,
     ]
     static let accountsRule: Rule = AccountsRules.check
@@ -56,7 +56,7 @@ package enum Validator {
     }
 
     /// Deterministic order: (file, line, column, code), then severity and message; unlocated first.
-    static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
+    package static func sorted(_ diagnostics: [Diagnostic]) -> [Diagnostic] {
         diagnostics.sorted { a, b in
             let la = a.location
             let lb = b.location

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 // The server-identity rule of ServerIdentityRules, applied to what the state has issued rather than

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// Owns the CA, every key and certificate, generated secrets and the CRL in the state directory.
@@ -23,32 +24,23 @@ package enum PKIManager {
     ///   - persist: false computes without writing (for `check`).
     ///   - lock: a lock the caller already holds on `stateDirectory` (else one is taken and released).
     ///   - now: the run's clock (the caller reads it once).
+    ///   - certificates: the plan's certificate profiles of `inventory` (else made here).
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     package static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
         now: Date, persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil,
-        secrets: ResolvedSecrets? = nil,
+        secrets: ResolvedSecrets? = nil, certificates: CertificatePlan? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         // Inventory-side secrets first: a missing variable or file touches nothing.
         let resolved =
             try secrets ?? resolveSecrets(inventory, inventoryDirectory: inventoryDirectory, environment: environment)
-        let resolvedPSKs = resolved.psks
-        let resolvedPasswords = resolved.passwords
         let signer = try inventory.pki.profileSigning.map {
             try ProfileSigningLoader.load(
                 $0, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment)
         }
-        let profiles: (nodes: [CertificateProfile], users: [CertificateProfile])
-        do {
-            profiles = try (
-                nodes: inventory.nodes.map { try CertificateProfile.server($0, inventory: inventory) },
-                users: inventory.users.map { try CertificateProfile.client($0, inventory: inventory) }
-            )
-        } catch let error as CertificateIdentityError {
-            throw PKIError(.badIdentity, error.message, at: error.location)
-        }
+        let certificates = try certificates ?? certificatePlan(inventory)
 
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
@@ -56,43 +48,13 @@ package enum PKIManager {
         let store = try StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         let adopted = adoptInterruptedIssues(store, now: now)
-        var commanded: [PKIChange] = []
-        if case .unrevoke(let user) = action {
-            guard store.index.revokedByCommand?[user] != nil else {
-                throw PKIError(
-                    .nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
-            }
-            store.index.revokedByCommand?[user] = nil
-            if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
-            commanded.append(PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow"))
-        }
-        if case .revoke(let user, let hold) = action {
-            // In memory like every other change of this run: committed with it, or not at all.
-            commanded += revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
-        }
+        let commanded = try applyCommand(action, store: store, now: now, passphrase: passphrase)
         let (inventory, holdWarnings) = applyRevocationHolds(inventory, store: store)
         let session = PKISession(store: store, inventory: inventory, now: now, passphrase: passphrase)
         session.warnings += holdWarnings
         session.changes += adopted + commanded
-
-        try session.ensureCA()
-        switch action {
-        case .startCARotation?: try session.startCARotation()
-        case .finishCARotation?: try session.finishCARotation()
-        default: break
-        }
-        try session.retireAbsentHolders()
-        try session.generateSecrets()
-        switch action {
-        case .rotatePSK(let node)?: try session.rotatePSK(node: node)
-        case .rotateRadiusSecret(let node)?: try session.rotateRadiusSecret(node: node)
-        case .rotatePassword(let user)?: try session.rotatePassword(user: user)
-        case .rotatePPK(let user)?: try session.rotatePPK(user: user)
-        default: break
-        }
-        try session.issue(profiles: profiles, progress: progress)
-        try session.updateCRL()
-        var materials = try session.materials(psks: resolvedPSKs, passwords: resolvedPasswords)
+        try runSteps(session, action: action, certificates: certificates, progress: progress)
+        var materials = try session.materials(psks: resolved.psks, passwords: resolved.passwords)
         materials.profileSigner = signer
         materials.radiusDatabase = resolved.radiusDatabase
         if !materials.nodeScoping && inventory.nodes.contains(where: { $0.services.contains(.ikev2Cert) }) {
@@ -105,11 +67,70 @@ package enum PKIManager {
         if persist { try store.commit() }
         var result = PrepareResult(
             materials: materials, changes: session.changes, warnings: session.warnings, inventory: inventory,
-            pendingStore: persist ? nil : store)
+            certificates: certificates, pendingStore: persist ? nil : store)
         for held in [store.nodes.values, store.users.values].joined() {
             if let parsed = held.parsedCertificate { result.parsedCertificates[held.certificatePEM] = parsed }
         }
         return result
+    }
+
+    /// The plan's certificate profiles of `inventory`; an identity no certificate can carry is the
+    /// inventory's error (`certificate-identity`).
+    package static func certificatePlan(_ inventory: Inventory) throws(PKIError) -> CertificatePlan {
+        do {
+            return try CertificatePlan.make(inventory)
+        } catch {
+            throw PKIError(.badIdentity, error.message, at: error.location)
+        }
+    }
+
+    /// What a command changes in the state before the PKI's usual steps (`unrevoke`, `revoke`): in memory,
+    /// committed with the rest of the run or not at all. The other actions are steps of the run itself.
+    static func applyCommand(_ action: StateAction?, store: StateStore, now: Date, passphrase: String?) throws
+        -> [PKIChange]
+    {
+        switch action {
+        case .unrevoke(let user)?:
+            guard store.index.revokedByCommand?[user] != nil else {
+                throw PKIError(
+                    .nothingToUnrevoke, "user '\(user)' was not revoked with 'vpnprov revoke'; nothing to undo")
+            }
+            store.index.revokedByCommand?[user] = nil
+            if store.index.revokedByCommand?.isEmpty == true { store.index.revokedByCommand = nil }
+            return [PKIChange(.unrevoked, .user(user), reason: "a fresh certificate and secrets follow")]
+        case .revoke(let user, let hold)?:
+            return revokeByCommand(user, hold: hold, store: store, now: now, passphrase: passphrase).0.changes
+        case .rotatePSK?, .rotateRadiusSecret?, .rotatePassword?, .rotatePPK?, .startCARotation?, .finishCARotation?,
+            nil:
+            return []
+        }
+    }
+
+    /// The PKI's steps in order: the CA (and a rotation's step), retired holders, generated secrets (and a
+    /// rotated one), certificates, the CRL. Every action is placed by one exhaustive switch, so a new one
+    /// does not compile until it has its place.
+    static func runSteps(
+        _ session: PKISession, action: StateAction?, certificates: CertificatePlan,
+        progress: (@Sendable (Int, Int) -> Void)?
+    ) throws {
+        var caStep: ((PKISession) throws -> Void)?
+        var secretStep: ((PKISession) throws -> Void)?
+        switch action {
+        case .startCARotation?: caStep = { try $0.startCARotation() }
+        case .finishCARotation?: caStep = { try $0.finishCARotation() }
+        case .rotatePSK(let node)?: secretStep = { try $0.rotatePSK(node: node) }
+        case .rotateRadiusSecret(let node)?: secretStep = { try $0.rotateRadiusSecret(node: node) }
+        case .rotatePassword(let user)?: secretStep = { try $0.rotatePassword(user: user) }
+        case .rotatePPK(let user)?: secretStep = { try $0.rotatePPK(user: user) }
+        case .unrevoke?, .revoke?, nil: break  // applyCommand's, before the session
+        }
+        try session.ensureCA()
+        try caStep?(session)
+        try session.retireAbsentHolders()
+        try session.generateSecrets()
+        try secretStep?(session)
+        try session.issue(profiles: (certificates.nodes, certificates.users), progress: progress)
+        try session.updateCRL()
     }
 
     /// A one-off change a lifecycle command makes before the usual work of `prepare`.

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// One thing a PKI run did, for the summary line.
@@ -65,6 +66,8 @@ package struct PrepareResult {
     /// The inventory as the state sees it: users revoked with `vpnprov revoke` are marked revoked.
     /// Render from this, not from the inventory as written.
     package var inventory: Inventory
+    /// The certificate profiles the run issued from (of the inventory as written).
+    package var certificates: CertificatePlan
     /// With `persist: false`, the loaded and updated state, written only by `commit()`.
     let pendingStore: StateStore?
     /// The node and user certificates of `materials` the state holds parsed already (those this run

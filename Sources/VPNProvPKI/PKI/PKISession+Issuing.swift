@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// Issuing: which certificates are due (new, changed, near expiry), and signing them on all cores.

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// Materials: everything the renderers need from the state, read once per run.

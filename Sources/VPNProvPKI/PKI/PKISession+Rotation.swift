@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// CA rotation. Starting one creates the new CA and a cross certificate (the new CA's name and key,

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// Reads the profile-signing identity (`pki.profile_signing`) for one run: every file read is

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// `index.json`: the certificate database and what is current. Encoded with sorted keys and ISO 8601

@@ -1,6 +1,7 @@
 import Foundation
 import VPNProvCrypto
 import VPNProvModel
+import VPNProvPlanning
 import VPNProvSupport
 
 /// `vpnprov status`: what the state holds for an inventory and when it expires. Built from

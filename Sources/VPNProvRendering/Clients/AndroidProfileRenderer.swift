@@ -53,7 +53,7 @@ package enum AndroidProfileRenderer {
     /// The user's `.sswan` files, one per connection the app supports. The CA and the user's p12
     /// are encoded once for all of them.
     package static func render(
-        user: String, connections: [ClientConnection], inventory: Inventory, materials: Materials
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> [OutputFile] {
         let mine = connections.filter {
             $0.user == user && $0.devices.contains(.android) && Device.android.speaks($0.service)
@@ -72,9 +72,9 @@ package enum AndroidProfileRenderer {
             // (KeyChain.createInstallIntent with EXTRA_PKCS12), which tries the empty password before
             // it shows a password prompt, so the import asks for nothing.
             p12Base64: materials.users[user]?.openP12.map { Data($0).base64EncodedString() },
-            namespace: NameBasedUUID.namespace(forDeployment: inventory.name))
+            namespace: NameBasedUUID.namespace(forDeployment: deployment.name))
         return try mine.compactMap {
-            try render(connection: $0, inventory: inventory, materials: materials, shared: shared)
+            try render(connection: $0, deployment: deployment, materials: materials, shared: shared)
         }
     }
 
@@ -87,7 +87,7 @@ package enum AndroidProfileRenderer {
     }
 
     static func render(
-        connection c: ClientConnection, inventory: Inventory, materials: Materials, shared: Shared
+        connection c: ClientConnection, deployment: DeploymentFacts, materials: Materials, shared: Shared
     ) throws -> OutputFile? {
         let user = materials.users[c.user]
         var local = Profile.Local(id: c.localID?.value)
@@ -101,7 +101,8 @@ package enum AndroidProfileRenderer {
         case .ikev2Cert:
             guard let p12 = shared.p12Base64 else { throw ClientRenderError("user '\(c.user)': no PKCS#12 bundle") }
             local.p12 = p12
-        default:
+        // Not among `AndroidClientKind.services`: the plan gives Android no such connection.
+        case .ikev2PSK, .ikev2PSKEAP, .ipsecXauthPSK, .ipsecXauthHybrid:
             return nil
         }
         let offer = c.offer(for: .android)
@@ -109,7 +110,7 @@ package enum AndroidProfileRenderer {
             uuid: NameBasedUUID(namespace: shared.namespace, name: "android/\(c.user)/\(c.node)/\(c.service.rawValue)")
                 .description
                 .lowercased(),
-            name: "\(inventory.name) \(c.node) (\(c.service.rawValue))",
+            name: "\(deployment.name) \(c.node) (\(c.service.rawValue))",
             type: c.service.rawValue,
             // Without `remote.cert` the app verifies the server against the device's CA store (ACME nodes).
             remote: Profile.Remote(
@@ -178,7 +179,7 @@ extension AndroidProfileRenderer.Profile {
 extension AndroidProfileRenderer: ClientKindRenderer {
     package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
         try render(
-            user: input.user.name, connections: input.connections, inventory: input.inventory,
+            user: input.user, connections: input.connections, deployment: input.deployment,
             materials: input.materials)
     }
 

@@ -12,16 +12,16 @@ import VPNProvTemplates
 /// integer 0/1 flags, IPSec SharedSecret and certificates as data, IKEv2 SharedSecret as string.
 package enum AppleProfileRenderer {
     package static func render(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> OutputFile? {
-        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.apple) }
+        let mine = connections.filter { $0.user == user && $0.devices.contains(.apple) }
         if mine.isEmpty { return nil }
-        let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
+        let namespace = NameBasedUUID.namespace(forDeployment: deployment.name)
         func uuid(_ name: String) -> String {
-            NameBasedUUID(namespace: namespace, name: "apple/\(user.name)/\(name)").description
+            NameBasedUUID(namespace: namespace, name: "apple/\(user)/\(name)").description
         }
-        let identifier = "vpnprov.\(inventory.name).\(user.name)"
-        let userMaterials = materials.users[user.name]
+        let identifier = "vpnprov.\(deployment.name).\(user)"
+        let userMaterials = materials.users[user]
 
         var payloads: [AppleProfile.Payload] = []
         if mine.contains(where: { $0.credentials.contains(.caCertificate) }) {
@@ -30,9 +30,9 @@ package enum AppleProfileRenderer {
             }
             payloads.append(
                 AppleProfile.Payload(
-                    PayloadCertificateFileName: "\(inventory.name)-ca.cer",
+                    PayloadCertificateFileName: "\(deployment.name)-ca.cer",
                     PayloadContent: Data(der),
-                    PayloadDescription: "Certificate authority of the \(inventory.name) VPN servers",
+                    PayloadDescription: "Certificate authority of the \(deployment.name) VPN servers",
                     PayloadDisplayName: materials.caCommonName,
                     PayloadIdentifier: "\(identifier).ca",
                     PayloadType: "com.apple.security.root",
@@ -42,22 +42,22 @@ package enum AppleProfileRenderer {
         let certificateUUID = uuid("pkcs12")
         if mine.contains(where: { $0.credentials.contains(.clientCertificate) }) {
             guard let p12 = userMaterials?.p12, let password = userMaterials?.p12Password, !password.isEmpty else {
-                throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle or password for the client certificate")
+                throw ClientRenderError("user '\(user)': no PKCS#12 bundle or password for the client certificate")
             }
             payloads.append(
                 AppleProfile.Payload(
                     Password: password,
-                    PayloadCertificateFileName: "\(user.name).p12",
+                    PayloadCertificateFileName: "\(user).p12",
                     PayloadContent: Data(p12),
-                    PayloadDescription: "Client certificate of \(user.name)",
-                    PayloadDisplayName: "\(user.name) (\(inventory.name) VPN)",
+                    PayloadDescription: "Client certificate of \(user)",
+                    PayloadDisplayName: "\(user) (\(deployment.name) VPN)",
                     PayloadIdentifier: "\(identifier).pkcs12",
                     PayloadType: "com.apple.security.pkcs12",
                     PayloadUUID: certificateUUID,
                     PayloadVersion: 1))
         }
         for connection in mine {
-            let name = "\(inventory.name) \(connection.node) (\(connection.service.rawValue))"
+            let name = "\(deployment.name) \(connection.node) (\(connection.service.rawValue))"
             var payload = AppleProfile.Payload(
                 PayloadDescription: "VPN \(connection.service.rawValue) to \(connection.remoteAddress)",
                 PayloadDisplayName: name,
@@ -79,10 +79,10 @@ package enum AppleProfileRenderer {
         }
         let profile = AppleProfile(
             PayloadContent: payloads,
-            PayloadDescription: "VPN connections of the \(inventory.name) deployment for \(user.name)",
-            PayloadDisplayName: "\(inventory.name) VPN (\(user.name))",
+            PayloadDescription: "VPN connections of the \(deployment.name) deployment for \(user)",
+            PayloadDisplayName: "\(deployment.name) VPN (\(user))",
             PayloadIdentifier: identifier,
-            PayloadOrganization: inventory.name,
+            PayloadOrganization: deployment.name,
             PayloadRemovalDisallowed: false,
             PayloadType: "Configuration",
             PayloadUUID: uuid("profile"),
@@ -91,7 +91,7 @@ package enum AppleProfileRenderer {
         if let signer = materials.profileSigner { data = try sign(data, with: signer) }
         // Always private: passwords, PSKs or the p12 with its password are inside.
         return OutputFile(
-            path: ClientRenderer.folder(user: user.name) + "/\(user.name).mobileconfig", contents: data, isPrivate: true
+            path: ClientRenderer.folder(user: user) + "/\(user).mobileconfig", contents: data, isPrivate: true
         )
     }
 
@@ -188,7 +188,8 @@ package enum AppleProfileRenderer {
             }
             d.AuthenticationMethod = "SharedSecret"
             d.SharedSecret = psk
-        default:
+        // The server proves itself with a certificate (EAP and XAuth are the client's rounds, never the server's).
+        case .pubkey, .eapMSCHAPv2, .xauth:
             // An ACME node's issuer is one of its CA's intermediates, which the CA changes at will: the device
             // checks the chain against its own roots and the name against RemoteIdentifier instead.
             if c.credentials.contains(.caCertificate) { d.ServerCertificateIssuerCommonName = materials.caCommonName }
@@ -259,7 +260,7 @@ package enum AppleProfileRenderer {
 extension AppleProfileRenderer: ClientKindRenderer {
     package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
         try render(
-            user: input.user, connections: input.connections, inventory: input.inventory,
+            user: input.user, connections: input.connections, deployment: input.deployment,
             materials: input.materials
         ).map { [$0] } ?? []
     }
@@ -267,23 +268,23 @@ extension AppleProfileRenderer: ClientKindRenderer {
     /// The README's Apple part: installing the profile on an iPhone, iPad or Mac.
     package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
         let user = input.user
-        let inventory = input.inventory
-        guard names.contains("\(user.name).mobileconfig") else { return [] }
+        let deployment = input.deployment
+        guard names.contains("\(user).mobileconfig") else { return [] }
         var lines: [String] = []
         lines += [
-            "iPhone, iPad: \(user.name).mobileconfig",
+            "iPhone, iPad: \(user).mobileconfig",
             "  1. Open the file (AirDrop, Mail attachment or the Files app); the phone says",
             "     \"Profile Downloaded\".",
             "  2. Settings > General > VPN & Device Management > the profile > Install.",
             "  3. Type the device's own passcode when asked. Nothing else: the VPN passwords and the",
             "     certificate's password are inside the profile.",
-            "Mac: \(user.name).mobileconfig",
+            "Mac: \(user).mobileconfig",
             "  Double-click the file, then System Settings > General > Device Management (Profiles",
             "  on older macOS) > the profile > Install, and type the Mac's login password.",
             "  The profile holds one VPN per server and service, the certificate authority and, for",
             "  certificate logins, the user's certificate.",
         ]
-        if inventory.pki.profileSigning != nil {
+        if deployment.signsProfiles {
             lines += [
                 "  The profile is signed: the install screen names the signer, and says \"Verified\" when",
                 "  the device trusts the signer's root certificate.",

@@ -8,7 +8,7 @@ import VPNProvTemplates
 /// `catalog/servers.json`: per node and service what an app needs to build an
 /// NEVPNProtocolIKEv2 / NEVPNProtocolIPSec configuration (docs/formats.md, "Catalogue fields"). No secret, no per-user
 /// data.
-package enum CatalogRenderer {
+package enum CatalogRenderer: TreeRenderer {
     /// Where the catalogue goes in the output tree (the app's backend publishes it from there).
     package static let path = "catalog/servers.json"
 
@@ -151,120 +151,110 @@ package enum CatalogRenderer {
         return String(flag)
     }
 
-    package static func catalog(inventory: Inventory) -> Catalog {
-        var servers: [Server] = []
-        for node in inventory.nodes {
-            let apple = AppleOptions.effective(user: nil, node: node)
-            let sa = AppleSA.derive(from: node.proposals, pfs: apple.pfs)
-            var rules: [OnDemandRule]? = nil
-            if apple.onDemand {
-                rules =
-                    (apple.trustedSSIDs.isEmpty
-                        ? []
-                        : [
-                            OnDemandRule(
-                                action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)
-                        ])
-                    + [OnDemandRule(action: "connect")]
-            }
-            let windows = WindowsIPsec.derive(from: node.proposals)
-            for service in node.services.sorted() {
-                let v2 = service.ikeVersion == 2
-                let localID: String
-                var localIDType: String?
-                if service == .ipsecXauthPSK, let group = node.group {
-                    localID = group
-                    localIDType = "KeyID"
-                } else if service == .ipsecXauthHybrid {
-                    // Ends in "hybrid": Apple's switch to hybrid authentication.
-                    localID = inventory.hybridGroupName
-                    localIDType = "KeyID"
-                } else if service == .ikev2PSKEAP {
-                    // Fixed: it is what makes the server pick its PSK-authenticated EAP connection.
-                    localID = ClientPlan.pskEAPLocalIdentity(in: inventory).value
-                } else {
-                    localID = ""
-                }
-                func association(_ p: AppleSAParameters?, purpose: Proposal.Purpose, lifetime: Int?)
-                    -> SecurityAssociation?
-                {
-                    guard v2, let p, let sa, let lifetime else { return nil }
-                    return SecurityAssociation(
-                        encryptionAlgorithm: p.encryptionAlgorithm, integrityAlgorithm: p.integrityAlgorithm,
-                        diffieHellmanGroup: p.diffieHellmanGroup, lifetimeMinutes: lifetime,
-                        proposal: p.strongSwanProposal(purpose: purpose, pfs: sa.enablePFS))
-                }
-                let country = node.country?.uppercased()
-                servers.append(
-                    Server(
-                        id: "\(node.name)-\(service.rawValue)",
-                        name: "\(node.name) (\(service.rawValue))",
-                        node: node.name, service: service.rawValue,
-                        region: node.region, countryCode: country, flag: country.flatMap(flag),
-                        tier: node.tier.rawValue, host: node.address,
-                        protocol: v2 ? "IKEv2" : "IPSec",
-                        remoteID: node.id.value, localID: localID, localIDType: localIDType,
-                        pskEnabled: service.needsPSK, authMethod: authMethod(service),
-                        // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
-                        authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
-                        useExtendedAuthentication: service.needsPassword,
-                        credentials: service.needsPassword && node.usesRadius ? "account" : nil,
-                        clientCertificate: service.needsClientCert,
-                        serverCertificateIssuerCommonName: service.serverUsesCert && node.certificate == .ca
-                            ? inventory.pki.ca.name : nil,
-                        needsOnDevice: FourFieldModel.needsOnDevice(service, on: node),
-                        ikeSecurityAssociation: association(sa?.ike, purpose: .ike, lifetime: sa?.ikeLifetimeMinutes),
-                        childSecurityAssociation: association(
-                            sa?.child, purpose: .esp, lifetime: sa?.childLifetimeMinutes),
-                        enablePFS: v2 ? sa?.enablePFS : nil,
-                        fourFieldModel: FourFieldModel.usable(service, on: node),
-                        windowsIPsec: Device.windows.speaks(service) ? windows : nil,
-                        carriesIPv6: node.pool6 != nil, blockIPv6: node.pool6 == nil,
-                        includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
-                        excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
-                        onDemandEnabled: apple.onDemand, onDemandRules: rules,
-                        enableRevocationCheck: v2
-                            ? apple.crlCheck && service.serverUsesCert && node.certificate == .ca : nil,
-                        deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
-                        disconnectOnIdleSeconds: apple.disconnectOnIdle,
-                        quantumSafe: v2
-                            ? node.quantumSafe.map {
-                                QuantumSafeEntry(
-                                    additionalKeyExchangeMethods: $0.mlKEM.map(\.transformID),
-                                    classicalFallback: $0.mlKEM.isEmpty || $0.classicalFallback, ppk: $0.ppk?.rawValue)
-                            } : nil))
-            }
-        }
-        return Catalog(version: 1, deployment: inventory.name, servers: servers)
+    /// The catalogue of the plan: each node's entries, in the catalogue's words.
+    package static func catalog(_ plan: CataloguePlan) -> Catalog {
+        Catalog(
+            version: 1, deployment: plan.deployment,
+            servers: plan.nodes.flatMap { node in node.entries.map { server(node, $0) } })
     }
 
-    /// Addresses strongSwan leases from an IPv4 pool: all but the first and the last of the block
-    /// (`src/libcharon/attributes/mem_pool.c`); nil without an IPv4 pool.
-    package static func capacity(of node: Node) -> Int? {
-        guard let pool = node.pool, !pool.isIPv6 else { return nil }
-        let size = 1 << (32 - pool.prefix)
-        return size > 2 ? size - 2 : size
+    /// What an app sets for one entry. IKEv2 entries carry Apple's SA parameters and settings; IPSec profiles
+    /// cannot set those.
+    static func server(_ node: CataloguePlan.NodeEntries, _ entry: CataloguePlan.Entry) -> Server {
+        let service = entry.service
+        let v2 = service.ikeVersion == 2
+        let apple = node.apple
+        let sa = v2 ? node.appleSA : nil
+        let (localID, localIDType) = localIdentifier(entry.localIdentity)
+        let country = node.country?.uppercased()
+        return Server(
+            id: "\(node.name)-\(service.rawValue)", name: "\(node.name) (\(service.rawValue))",
+            node: node.name, service: service.rawValue,
+            region: node.region, countryCode: country, flag: country.flatMap(flag),
+            tier: node.tier.rawValue, host: node.address,
+            protocol: v2 ? "IKEv2" : "IPSec",
+            remoteID: node.identity.value, localID: localID, localIDType: localIDType,
+            pskEnabled: service.needsPSK, authMethod: authMethod(service),
+            // IPSec hybrid is Apple's SharedSecret method without a secret, switched by the group name.
+            authenticationMethod: service.serverUsesCert && v2 ? "certificate" : "sharedSecret",
+            useExtendedAuthentication: service.needsPassword,
+            credentials: entry.accountCredentials ? "account" : nil,
+            clientCertificate: service.needsClientCert,
+            serverCertificateIssuerCommonName: entry.serverCertificateIssuer,
+            needsOnDevice: entry.needsOnDevice,
+            ikeSecurityAssociation: sa.map { association($0.ike, purpose: .ike, lifetime: $0.ikeLifetimeMinutes, $0) },
+            childSecurityAssociation: sa.map {
+                association($0.child, purpose: .esp, lifetime: $0.childLifetimeMinutes, $0)
+            },
+            enablePFS: sa?.enablePFS,
+            fourFieldModel: entry.fourFieldModel,
+            windowsIPsec: entry.windows,
+            carriesIPv6: node.carriesIPv6, blockIPv6: !node.carriesIPv6,
+            includeAllNetworks: v2 ? apple.includeAllNetworks : nil,
+            excludeLocalNetworks: v2 && apple.includeAllNetworks ? apple.excludeLocalNetworks : nil,
+            onDemandEnabled: apple.onDemand, onDemandRules: onDemandRules(apple),
+            enableRevocationCheck: v2 ? entry.revocationCheck : nil,
+            deadPeerDetectionRate: v2 ? apple.dpd.rawValue : nil,
+            disconnectOnIdleSeconds: apple.disconnectOnIdle,
+            quantumSafe: v2
+                ? node.quantumSafe.map {
+                    QuantumSafeEntry(
+                        additionalKeyExchangeMethods: $0.methods, classicalFallback: $0.classicalFallback,
+                        ppk: $0.ppk?.rawValue)
+                } : nil)
+    }
+
+    /// The catalogue's `localID` and `localIDType` of the client's identity: a group name is a key ID, the fixed
+    /// psk-eap identity its text; empty when it is per user (the user's IKE identity) or absent.
+    static func localIdentifier(_ identity: ClientLocalIdentity) -> (String, String?) {
+        switch identity {
+        case .user, .none: ("", nil)
+        case .keyID(let group): (group, "KeyID")
+        case .fixed(let id): (id.value, nil)
+        }
+    }
+
+    /// One of an IKEv2 entry's SA parameter sets.
+    static func association(_ p: AppleSAParameters, purpose: Proposal.Purpose, lifetime: Int, _ sa: AppleSA)
+        -> SecurityAssociation
+    {
+        SecurityAssociation(
+            encryptionAlgorithm: p.encryptionAlgorithm, integrityAlgorithm: p.integrityAlgorithm,
+            diffieHellmanGroup: p.diffieHellmanGroup, lifetimeMinutes: lifetime,
+            proposal: p.strongSwanProposal(purpose: purpose, pfs: sa.enablePFS))
+    }
+
+    /// With on-demand: disconnect on the trusted Wi-Fi networks, else connect.
+    static func onDemandRules(_ apple: AppleDeviceSettings) -> [OnDemandRule]? {
+        guard apple.onDemand else { return nil }
+        let trusted =
+            apple.trustedSSIDs.isEmpty
+            ? [] : [OnDemandRule(action: "disconnect", interfaceTypeMatch: "wiFi", ssidMatch: apple.trustedSSIDs)]
+        return trusted + [OnDemandRule(action: "connect")]
     }
 
     /// The catalogue with each RADIUS node's entries carrying its load and state from the accounts
     /// database.
-    package static func liveCatalog(inventory: Inventory, activity: [String: NodeActivity]) -> Catalog {
-        var catalog = catalog(inventory: inventory)
-        let nodes = Dictionary(inventory.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    package static func liveCatalog(_ plan: CataloguePlan, activity: [String: NodeActivity]) -> Catalog {
+        var catalog = catalog(plan)
+        let nodes = Dictionary(plan.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for index in catalog.servers.indices {
             guard let node = nodes[catalog.servers[index].node], node.usesRadius else { continue }
             let now = activity[node.name] ?? NodeActivity(liveSessions: 0, staleSessions: 0)
-            let capacity = capacity(of: node)
             catalog.servers[index].sessions = now.liveSessions
-            catalog.servers[index].capacity = capacity
-            catalog.servers[index].load = capacity.map { $0 > 0 ? now.liveSessions * 100 / $0 : 0 }
+            catalog.servers[index].capacity = node.capacity
+            catalog.servers[index].load = node.capacity.map { $0 > 0 ? now.liveSessions * 100 / $0 : 0 }
             catalog.servers[index].alive = now.alive
         }
         return catalog
     }
 
-    package static func render(inventory: Inventory) -> [OutputFile] {
-        [OutputFile(path: path, contents: encoded(catalog(inventory: inventory)))]
+    package static func part(of plan: DeploymentPlan) -> CataloguePlan { plan.catalogue }
+
+    package static func render(_ plan: CataloguePlan, _ shared: RenderShared, each: ([OutputFile]) throws -> Void)
+        throws
+    {
+        try each([OutputFile(path: path, contents: encoded(catalog(plan)))])
     }
 
     /// The catalogue's JSON, newline-terminated.

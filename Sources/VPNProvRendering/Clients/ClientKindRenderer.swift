@@ -8,22 +8,24 @@ import VPNProvTemplates
 // that names the renderers, so a `Device` case without one does not compile; `ClientRenderer` calls them
 // all, in `Device` order, and so do the README's parts.
 
-/// What a kind's renderer reads: one user's connections (the plan's), the inventory, the materials and
-/// the templates.
+/// What a kind's renderer reads: one user's connections (the plan's), what the deployment as a whole says,
+/// the materials and the templates; never the inventory.
 package struct ClientRenderInput {
-    package var user: User
+    /// The user's name.
+    package var user: String
     /// The user's own connections (`ClientPlan.connectionsByUser()`); each renderer takes those of its kind.
     package var connections: [ClientConnection]
-    package var inventory: Inventory
+    package var deployment: DeploymentFacts
     package var materials: Materials
     package var templates: TemplateSet
 
     package init(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials,
+        templates: TemplateSet
     ) {
         self.user = user
         self.connections = connections
-        self.inventory = inventory
+        self.deployment = deployment
         self.materials = materials
         self.templates = templates
     }

@@ -5,8 +5,8 @@ import VPNProvPlanning
 import VPNProvSupport
 import VPNProvTemplates
 
-/// Everything under `clients/`: per user the Apple profile, Android profiles, the Linux swanctl
-/// client configuration, the p12 and a README. Renders from the ClientPlan, deterministically.
+/// Everything under `clients/`: per user the files of each client kind the user's connections are for, the
+/// p12 and a README. Renders a user's connections of the client plan, deterministically.
 package enum ClientRenderer {
     /// The folder that holds every file of `user` and nothing else (a user's files are written,
     /// and staged, as one folder).
@@ -22,34 +22,15 @@ package enum ClientRenderer {
         return OutputFile(path: folder(user: user) + "/" + name, contents: Array(text.utf8), isPrivate: true)
     }
 
-    package static func render(
-        inventory: Inventory, materials: Materials, templates: TemplateSet
-    ) throws -> [OutputFile] {
-        let plan = ClientPlan.build(inventory: inventory, materials: materials)
-        return try render(plan: plan, inventory: inventory, materials: materials, templates: templates)
-    }
-
-    package static func render(
-        plan: ClientPlan, inventory: Inventory, materials: Materials, templates: TemplateSet
-    ) throws -> [OutputFile] {
-        var files: [OutputFile] = []
-        let byUser = plan.connectionsByUser()
-        for user in inventory.users where !user.revoked {
-            files += try render(
-                user: user, connections: byUser[user.name] ?? [], inventory: inventory, materials: materials,
-                templates: templates)
-        }
-        return files
-    }
-
     /// One user's files (`clients/<user>/...`, sorted by path); `connections` are the user's own
     /// (`ClientPlan.connectionsByUser()`). Empty for a user without connections.
     package static func render(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials,
+        templates: TemplateSet
     ) throws -> [OutputFile] {
         if connections.isEmpty { return [] }
         let input = ClientRenderInput(
-            user: user, connections: connections, inventory: inventory, materials: materials, templates: templates)
+            user: user, connections: connections, deployment: deployment, materials: materials, templates: templates)
         var userFiles: [OutputFile] = []
         // Each kind's renderer, in `Device` order (`Device.renderer`).
         for device in Device.allCases { userFiles += try device.renderer.files(input) }
@@ -58,22 +39,22 @@ package enum ClientRenderer {
             $0.credentials.contains(.clientCertificate) && $0.devices.contains { $0.kind.certificate.p12InFolder }
         }
         if needsP12 {
-            guard let p12 = materials.users[user.name]?.p12 else {
-                throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle")
+            guard let p12 = materials.users[user]?.p12 else {
+                throw ClientRenderError("user '\(user)': no PKCS#12 bundle")
             }
             userFiles.append(
-                OutputFile(path: folder(user: user.name) + "/\(user.name).p12", contents: p12, isPrivate: true))
+                OutputFile(path: folder(user: user) + "/\(user).p12", contents: p12, isPrivate: true))
             // The user imports the p12 by hand (macOS Keychain, other apps) without the operator: its
             // password travels with it, in a file named for what it is.
-            guard let password = materials.users[user.name]?.p12Password, !password.isEmpty else {
-                throw ClientRenderError("user '\(user.name)': no PKCS#12 password")
+            guard let password = materials.users[user]?.p12Password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user)': no PKCS#12 password")
             }
             userFiles.append(
                 secretFile(
-                    user: user.name, name: p12PasswordFile(user: user.name),
+                    user: user, name: p12PasswordFile(user: user),
                     heading: [
-                        "PASSWORD of \(user.name).p12 (the certificate file in this folder).",
-                        "Type or paste the line below when a device asks for it while importing \(user.name).p12:",
+                        "PASSWORD of \(user).p12 (the certificate file in this folder).",
+                        "Type or paste the line below when a device asks for it while importing \(user).p12:",
                     ],
                     secret: password))
         }
@@ -84,22 +65,22 @@ package enum ClientRenderer {
     /// A short plain-text guide to the user's files: per device, what to open and what to type (each
     /// kind's part, in `Device` order), then the p12 for importing by hand.
     static func readme(_ input: ClientRenderInput, files: [OutputFile]) -> OutputFile {
-        let (user, inventory) = (input.user, input.inventory)
-        let dir = folder(user: user.name) + "/"
+        let (user, deployment) = (input.user, input.deployment)
+        let dir = folder(user: user) + "/"
         let names = Set(files.map { String($0.path.dropFirst(dir.count)) })
-        let passwordFile = p12PasswordFile(user: user.name)
+        let passwordFile = p12PasswordFile(user: user)
         var lines = [
-            "VPN client files for \(user.name) (\(inventory.name))",
+            "VPN client files for \(user) (\(deployment.name))",
             "",
             "Generated by vpnprov. Every file here except this one holds secrets: keep them private",
-            "and hand them to \(user.name) over a safe channel. Nothing below needs the operator:",
+            "and hand them to \(user) over a safe channel. Nothing below needs the operator:",
             "every password a device asks for is in this folder.",
             "",
         ]
         for device in Device.allCases { lines += device.renderer.readme(input, names: names) }
-        if names.contains("\(user.name).p12") {
+        if names.contains("\(user).p12") {
             lines += [
-                "\(user.name).p12 and \(passwordFile)",
+                "\(user).p12 and \(passwordFile)",
                 "  The client certificate and key (PKCS#12) for importing by hand (macOS Keychain Access,",
                 "  other VPN apps). When the import asks for a password, type the one in",
                 "  \(passwordFile). The profiles above do not need these two files.",

@@ -14,13 +14,13 @@ package enum LinuxClientRenderer {
     static let caFileName = "ca.pem"
 
     package static func render(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials,
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials,
         templates: TemplateSet
     ) throws -> [OutputFile] {
-        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.linux) }
+        let mine = connections.filter { $0.user == user && $0.devices.contains(.linux) }
         if mine.isEmpty { return [] }
-        let base = ClientRenderer.folder(user: user.name) + "/linux/swanctl/"
-        let contexts = try context(user: user, connections: mine, inventory: inventory, materials: materials)
+        let base = ClientRenderer.folder(user: user) + "/linux/swanctl/"
+        let contexts = try context(user: user, connections: mine, deployment: deployment, materials: materials)
         var files = [
             OutputFile(
                 path: base + "swanctl.conf",
@@ -30,8 +30,8 @@ package enum LinuxClientRenderer {
                 contents: try templates.template(secretsTemplate).renderBytes(contexts.secrets), isPrivate: true),
         ]
         files += try pemCredentials(
-            user: user.name, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",
-            certificate: base + "x509/\(user.name).pem", key: base + "private/\(user.name).key")
+            user: user, connections: mine, materials: materials, ca: base + "x509ca/\(caFileName)",
+            certificate: base + "x509/\(user).pem", key: base + "private/\(user).key")
         return files
     }
 
@@ -62,10 +62,10 @@ package enum LinuxClientRenderer {
     /// The CAs a connection's server must chain to: the deployment CA in the client's `x509ca/`, or for an ACME
     /// node the ACME CA's roots where the client's system keeps them (`acme.roots`; charon reads no system
     /// trust store); "" when the server authenticates with a PSK.
-    static func cacerts(_ c: ClientConnection, inventory: Inventory) -> String {
+    static func cacerts(_ c: ClientConnection, deployment: DeploymentFacts) -> String {
         guard c.serverAuth == .pubkey else { return "" }
         if c.credentials.contains(.caCertificate) { return caFileName }
-        return (inventory.acme?.roots ?? ACMESettings.defaultRoots).joined(separator: ",")
+        return deployment.acmeRoots.joined(separator: ",")
     }
 
     /// `0s<base64>`: no character of the secret can break the syntax or be read as hex/base64 prefix.
@@ -73,57 +73,77 @@ package enum LinuxClientRenderer {
 
     /// The contexts of `client/swanctl.conf.tmpl` and `client/secrets.conf.tmpl`.
     package static func context(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> (swanctl: TemplateValue, secrets: TemplateValue) {
-        var conns: [TemplateValue] = []
-        for c in connections {
-            var rounds: [TemplateValue] = []
-            for (index, round) in c.localAuth.enumerated() {
-                // Every key is always present (the engine refuses unknown names); "" = not written.
-                // The IKE identity belongs to the first round.
-                rounds.append(
-                    .object([
-                        "section": .identifier(
-                            c.localAuth.count == 1
-                                ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
-                        "auth": .string(round.method.rawValue),
-                        "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
-                        "eap_id": .string(round.eapID ?? ""),
-                        "xauth_id": .string(round.xauthID ?? ""),
-                        "certs": .string(round.method == .pubkey ? "\(user.name).pem" : ""),
-                    ]))
-            }
-            let remote: TemplateObject = [
-                "auth": .string(c.serverAuth.rawValue),
-                "id": .string(c.remoteID.swanctlValue),
-                "cacerts": .string(cacerts(c, inventory: inventory)),
-            ]
-            let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
-            conns.append(
+        let conns = connections.map { connectionContext($0, user: user, deployment: deployment) }
+        let (eap, ike, ppk) = try secretsContext(user: user, connections: connections, materials: materials)
+        let common: TemplateObject = [
+            "user": .string(user),
+            "deployment": .string(deployment.name),
+        ]
+        var swanctl = common
+        swanctl["connections"] = .list(conns)
+        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
+        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
+        var secrets = common
+        secrets["eap"] = .list(eap)
+        secrets["ike"] = .list(ike)
+        secrets["ppk"] = .list(ppk)
+        return (.object(swanctl), .object(secrets))
+    }
+
+    /// One connection of `client/swanctl.conf.tmpl`.
+    static func connectionContext(_ c: ClientConnection, user: String, deployment: DeploymentFacts) -> TemplateValue {
+        var rounds: [TemplateValue] = []
+        for (index, round) in c.localAuth.enumerated() {
+            // Every key is always present (the engine refuses unknown names); "" = not written.
+            // The IKE identity belongs to the first round.
+            rounds.append(
                 .object([
-                    "name": .identifier(TextCheck.swanctlSectionName(c.name)),
-                    "node": .string(c.node),
-                    "service": .string(c.service.rawValue),
-                    "version": .int(c.ikeVersion),
-                    "aggressive": .bool(c.aggressive),
-                    "remote_addrs": .string(c.remoteAddress),
-                    "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
-                    "proposals": .string(offer.ike.joined(separator: ", ")),
-                    "esp_proposals": .string(offer.esp.joined(separator: ", ")),
-                    "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
-                    "local_rounds": .list(rounds),
-                    "remote": .object(remote),
-                    "ppk_id": .string(c.ppkID ?? ""),
-                    "ppk_required": .bool(c.ppkRequired),
+                    "section": .identifier(
+                        c.localAuth.count == 1
+                            ? "local" : "local-\(round.method == .xauth ? "xauth" : round.method.rawValue)"),
+                    "auth": .string(round.method.rawValue),
+                    "id": .string(index == 0 ? c.localID?.swanctlValue ?? "" : ""),
+                    "eap_id": .string(round.eapID ?? ""),
+                    "xauth_id": .string(round.xauthID ?? ""),
+                    "certs": .string(round.method == .pubkey ? "\(user).pem" : ""),
                 ]))
         }
+        let remote: TemplateObject = [
+            "auth": .string(c.serverAuth.rawValue),
+            "id": .string(c.remoteID.swanctlValue),
+            "cacerts": .string(cacerts(c, deployment: deployment)),
+        ]
+        let offer = c.offers[.linux] ?? ProposalOffer(ike: [], esp: [])
+        return .object([
+            "name": .identifier(TextCheck.swanctlSectionName(c.name)),
+            "node": .string(c.node),
+            "service": .string(c.service.rawValue),
+            "version": .int(c.ikeVersion),
+            "aggressive": .bool(c.aggressive),
+            "remote_addrs": .string(c.remoteAddress),
+            "vips": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0, ::" : "0.0.0.0"),
+            "proposals": .string(offer.ike.joined(separator: ", ")),
+            "esp_proposals": .string(offer.esp.joined(separator: ", ")),
+            "remote_ts": .string(c.wantsIPv6 && c.ikeVersion == 2 ? "0.0.0.0/0, ::/0" : "0.0.0.0/0"),
+            "local_rounds": .list(rounds),
+            "remote": .object(remote),
+            "ppk_id": .string(c.ppkID ?? ""),
+            "ppk_required": .bool(c.ppkRequired),
+        ])
+    }
 
+    /// The secrets of `client/secrets.conf.tmpl`: EAP/XAuth, the nodes' PSKs, the post-quantum preshared key.
+    static func secretsContext(user: String, connections: [ClientConnection], materials: Materials) throws -> (
+        eap: [TemplateValue], ike: [TemplateValue], ppk: [TemplateValue]
+    ) {
         // Secrets: the user's password once (EAP and XAuth share `eap` secrets), one PSK per node.
         var eap: [TemplateValue] = []
         let passwordRounds = connections.flatMap(\.localAuth).compactMap { $0.eapID ?? $0.xauthID }
         if let first = passwordRounds.first {
-            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
-                throw ClientRenderError("user '\(user.name)': no password")
+            guard let password = materials.users[user]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user)': no password")
             }
             var ids: [String] = []
             for id in [first] + passwordRounds where !ids.contains(id) { ids.append(id) }
@@ -155,25 +175,13 @@ package enum LinuxClientRenderer {
         // The user's post-quantum preshared key, once, under the PPK_ID every connection that asks for it names.
         var ppk: [TemplateValue] = []
         if let id = connections.lazy.compactMap(\.ppkID).first {
-            guard let secret = materials.users[user.name]?.ppk else {
-                throw ClientRenderError("user '\(user.name)': no post-quantum preshared key")
+            guard let secret = materials.users[user]?.ppk else {
+                throw ClientRenderError("user '\(user)': no post-quantum preshared key")
             }
             ppk.append(
                 .object(["section": .identifier("ppk-1"), "id": .string(id), "secret": .string(encodedSecret(secret))]))
         }
-        let common: TemplateObject = [
-            "user": .string(user.name),
-            "deployment": .string(inventory.name),
-        ]
-        var swanctl = common
-        swanctl["connections"] = .list(conns)
-        // Only Aggressive Mode with a PSK needs the strongswan.conf setting; hybrid signs instead.
-        swanctl["aggressive_mode"] = .bool(connections.contains { $0.aggressive && $0.serverAuth == .psk })
-        var secrets = common
-        secrets["eap"] = .list(eap)
-        secrets["ike"] = .list(ike)
-        secrets["ppk"] = .list(ppk)
-        return (.object(swanctl), .object(secrets))
+        return (eap, ike, ppk)
     }
 }
 
@@ -182,7 +190,7 @@ package enum LinuxClientRenderer {
 extension LinuxClientRenderer: ClientKindRenderer {
     package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
         try render(
-            user: input.user, connections: input.connections, inventory: input.inventory,
+            user: input.user, connections: input.connections, deployment: input.deployment,
             materials: input.materials, templates: input.templates)
     }
 

@@ -36,32 +36,32 @@ package enum NetworkManagerClientRenderer {
     }
 
     package static func render(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> [OutputFile] {
-        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.networkmanager) }
+        let mine = connections.filter { $0.user == user && $0.devices.contains(.networkmanager) }
         if mine.isEmpty { return [] }
-        let base = ClientRenderer.folder(user: user.name) + "/\(folder)/"
-        let namespace = NameBasedUUID.namespace(forDeployment: inventory.name)
+        let base = ClientRenderer.folder(user: user) + "/\(folder)/"
+        let namespace = NameBasedUUID.namespace(forDeployment: deployment.name)
         var files: [OutputFile] = []
         for c in mine {
-            let text = try keyfile(c, user: user, inventory: inventory, materials: materials, namespace: namespace)
+            let text = try keyfile(c, user: user, deployment: deployment, materials: materials, namespace: namespace)
             // Private: EAP and PSK keyfiles hold the secret, and NetworkManager loads only keyfiles that
             // only root can read.
             files.append(
                 OutputFile(
-                    path: base + fileName(deployment: inventory.name, connection: c), text: text, isPrivate: true))
+                    path: base + fileName(deployment: deployment.name, connection: c), text: text, isPrivate: true))
         }
         files += try LinuxClientRenderer.pemCredentials(
-            user: user.name, connections: mine, materials: materials, ca: base + caFileName,
-            certificate: base + "\(user.name).pem", key: base + "\(user.name).key")
+            user: user, connections: mine, materials: materials, ca: base + caFileName,
+            certificate: base + "\(user).pem", key: base + "\(user).key")
         return files
     }
 
     /// The keyfile of one connection.
     static func keyfile(
-        _ c: ClientConnection, user: User, inventory: Inventory, materials: Materials, namespace: NameBasedUUID
+        _ c: ClientConnection, user: String, deployment: DeploymentFacts, materials: Materials, namespace: NameBasedUUID
     ) throws -> String {
-        let dir = credentialDirectory(deployment: inventory.name, user: user.name)
+        let dir = credentialDirectory(deployment: deployment.name, user: user)
         let offer = c.offers[.networkmanager] ?? ProposalOffer(ike: [], esp: [])
         var vpn: [(String, String)] = [("service-type", serviceType), ("address", c.remoteAddress)]
         // Without `certificate` charon-nm trusts the desktop's CA directory (/etc/ssl/certs): ACME nodes.
@@ -71,25 +71,26 @@ package enum NetworkManagerClientRenderer {
         var secret: String?
         switch c.service {
         case .ikev2EAP:
-            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
-                throw ClientRenderError("user '\(user.name)': no password for \(c.service.rawValue)")
+            guard let password = materials.users[user]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user)': no password for \(c.service.rawValue)")
             }
             vpn.append(("method", "eap"))
-            vpn.append(("user", c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? user.name))
+            vpn.append(("user", c.localAuth.first { $0.method == .eapMSCHAPv2 }?.eapID ?? user))
             secret = password
         case .ikev2Cert:
             // "cert" with cert-source "file" is what the plugin's own dialog writes for a certificate and key file.
             vpn.append(("method", "cert"))
             vpn.append(("cert-source", "file"))
-            vpn.append(("usercert", "\(dir)/\(user.name).pem"))
-            vpn.append(("userkey", "\(dir)/\(user.name).key"))
+            vpn.append(("usercert", "\(dir)/\(user).pem"))
+            vpn.append(("userkey", "\(dir)/\(user).key"))
         case .ikev2PSK:
             guard let psk = materials.nodes[c.node]?.psk, !psk.isEmpty else {
                 throw ClientRenderError("node '\(c.node)': no pre-shared key")
             }
             vpn.append(("method", "psk"))
             secret = psk
-        default:
+        // Not among `NetworkManagerClientKind.services`: the plan gives NetworkManager no such connection.
+        case .ikev2PSKEAP, .ipsecXauthPSK, .ipsecXauthHybrid:
             throw ClientRenderError("\(c.service.rawValue) cannot be expressed for NetworkManager")
         }
         if let id = c.localID { vpn.append(("local-identity", id.swanctlValue)) }
@@ -108,10 +109,10 @@ package enum NetworkManagerClientRenderer {
         ]
         let uuid = NameBasedUUID(namespace: namespace, name: "networkmanager/\(c.user)/\(c.node)/\(c.service.rawValue)")
         var lines = [
-            "# NetworkManager connection (strongSwan plugin) of user \(user.name) to node \(c.node), \(c.service.rawValue);",
-            "# generated by vpnprov (\(inventory.name)). Install it as the README beside this folder says.",
+            "# NetworkManager connection (strongSwan plugin) of user \(user) to node \(c.node), \(c.service.rawValue);",
+            "# generated by vpnprov (\(deployment.name)). Install it as the README beside this folder says.",
             "[connection]",
-            "id=" + escaped(connectionID(deployment: inventory.name, connection: c)),
+            "id=" + escaped(connectionID(deployment: deployment.name, connection: c)),
             "uuid=" + uuid.description.lowercased(),
             "type=vpn",
             "autoconnect=false",
@@ -158,7 +159,7 @@ package enum NetworkManagerClientRenderer {
 extension NetworkManagerClientRenderer: ClientKindRenderer {
     package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
         try render(
-            user: input.user, connections: input.connections, inventory: input.inventory,
+            user: input.user, connections: input.connections, deployment: input.deployment,
             materials: input.materials)
     }
 
@@ -166,12 +167,12 @@ extension NetworkManagerClientRenderer: ClientKindRenderer {
     /// where the keyfiles name them, keyfiles 0600 into system-connections, which is what NetworkManager
     /// requires of a keyfile) and load each connection.
     package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
-        let (user, connections, inventory) = (input.user, input.connections, input.inventory)
+        let (user, connections, deployment) = (input.user, input.connections, input.deployment)
         let nm = NetworkManagerClientRenderer.self
         let folder = nm.folder
         let keyfiles = names.filter { $0.hasPrefix(folder + "/") && $0.hasSuffix(".nmconnection") }.sorted()
         if keyfiles.isEmpty { return [] }
-        let target = nm.credentialDirectory(deployment: inventory.name, user: user.name)
+        let target = nm.credentialDirectory(deployment: deployment.name, user: user)
         let system = "/etc/NetworkManager/system-connections"
         var lines = [
             "Linux desktop with NetworkManager: \(folder)/",
@@ -179,12 +180,12 @@ extension NetworkManagerClientRenderer: ClientKindRenderer {
             "  As root, in this folder:",
             "    install -d -m 0755 -o root -g root \(target)",
         ]
-        let public_ = ["ca.pem", "\(user.name).pem"].map { "\(folder)/\($0)" }.filter(names.contains)
+        let public_ = ["ca.pem", "\(user).pem"].map { "\(folder)/\($0)" }.filter(names.contains)
         if !public_.isEmpty {
             lines.append("    install -m 0644 -o root -g root \(public_.joined(separator: " ")) \(target)/")
         }
-        if names.contains("\(folder)/\(user.name).key") {
-            lines.append("    install -m 0600 -o root -g root \(folder)/\(user.name).key \(target)/")
+        if names.contains("\(folder)/\(user).key") {
+            lines.append("    install -m 0600 -o root -g root \(folder)/\(user).key \(target)/")
         }
         lines.append("    install -m 0600 -o root -g root \(folder)/*.nmconnection \(system)/")
         for file in keyfiles { lines.append("    nmcli connection load \(system)/\(file.dropFirst(folder.count + 1))") }
@@ -192,7 +193,7 @@ extension NetworkManagerClientRenderer: ClientKindRenderer {
             "  Then connect from the network menu, or with `nmcli connection up id \"<name>\"`, one per server and service:"
         ]
         for c in connections where c.devices.contains(.networkmanager) {
-            lines.append("    \(nm.connectionID(deployment: inventory.name, connection: c))")
+            lines.append("    \(nm.connectionID(deployment: deployment.name, connection: c))")
         }
         lines += [
             "  Nothing to type: the password or key is in the connection file, which only root can read.",

@@ -21,28 +21,29 @@ package enum WindowsClientRenderer {
     package static func passwordFile(user: String) -> String { "\(user)-windows-password.txt" }
 
     package static func render(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials, templates: TemplateSet
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials,
+        templates: TemplateSet
     ) throws -> [OutputFile] {
-        let mine = connections.filter { $0.user == user.name && $0.devices.contains(.windows) && $0.windows != nil }
+        let mine = connections.filter { $0.user == user && $0.devices.contains(.windows) && $0.windows != nil }
         if mine.isEmpty { return [] }
-        let context = try context(user: user, connections: mine, inventory: inventory, materials: materials)
+        let context = try context(user: user, connections: mine, deployment: deployment, materials: materials)
         let script = try templates.template(template).renderBytes(context)
         // Private: with a certificate connection it carries the p12 and its password.
         var files = [
             OutputFile(
-                path: ClientRenderer.folder(user: user.name) + "/" + fileName(user: user.name), contents: script,
+                path: ClientRenderer.folder(user: user) + "/" + fileName(user: user), contents: script,
                 isPrivate: true)
         ]
         if mine.contains(where: { $0.windows?.authenticationMethod == .eap }) {
-            guard let password = materials.users[user.name]?.password, !password.isEmpty else {
-                throw ClientRenderError("user '\(user.name)': no password for the Windows password connections")
+            guard let password = materials.users[user]?.password, !password.isEmpty else {
+                throw ClientRenderError("user '\(user)': no password for the Windows password connections")
             }
             files.append(
                 ClientRenderer.secretFile(
-                    user: user.name, name: passwordFile(user: user.name),
+                    user: user, name: passwordFile(user: user),
                     heading: [
-                        "VPN PASSWORD of \(user.name) for Windows (the connections \(fileName(user: user.name)) adds).",
-                        "At the first connect Windows asks for the user name '\(user.name)' and a password:",
+                        "VPN PASSWORD of \(user) for Windows (the connections \(fileName(user: user)) adds).",
+                        "At the first connect Windows asks for the user name '\(user)' and a password:",
                         "type or paste the line below.",
                     ],
                     secret: password))
@@ -52,7 +53,7 @@ package enum WindowsClientRenderer {
 
     /// The context of `client/windows.ps1.tmpl`.
     package static func context(
-        user: User, connections: [ClientConnection], inventory: Inventory, materials: Materials
+        user: String, connections: [ClientConnection], deployment: DeploymentFacts, materials: Materials
     ) throws -> TemplateValue {
         var conns: [TemplateValue] = []
         var needsCertificate = false
@@ -65,7 +66,7 @@ package enum WindowsClientRenderer {
             conns.append(
                 .object([
                     "comment": .identifier(TextCheck.swanctlSectionName(c.name)),
-                    "name": .string(connectionName(deployment: inventory.name, connection: c)),
+                    "name": .string(connectionName(deployment: deployment.name, connection: c)),
                     "server_address": .string(c.remoteAddress),
                     "authentication_method": .string(w.authenticationMethod.rawValue),
                     "eap": .bool(!isCert),
@@ -84,21 +85,21 @@ package enum WindowsClientRenderer {
         let trustCA =
             needsCertificate || connections.contains { $0.windows != nil && $0.credentials.contains(.caCertificate) }
         var top: TemplateObject = [
-            "user": .string(user.name),
-            "deployment": .string(inventory.name),
+            "user": .string(user),
+            "deployment": .string(deployment.name),
             "ca_base64": .string(trustCA ? try derBase64(materials.caCertificatePEM) : ""),
             // The CA goes into the machine's root store for a server of the deployment CA, and for a
             // certificate login (its issuer filter); an ACME node chains to a root Windows holds already.
             "trust_ca": .bool(trustCA),
             "certificate": .bool(needsCertificate),
             "eap": .bool(needsEAP),
-            "password_file": .string(passwordFile(user: user.name)),
+            "password_file": .string(passwordFile(user: user)),
             "connections": .list(conns),
         ]
         if needsCertificate {
-            guard let p12 = materials.users[user.name]?.p12, let password = materials.users[user.name]?.p12Password,
+            guard let p12 = materials.users[user]?.p12, let password = materials.users[user]?.p12Password,
                 !password.isEmpty
-            else { throw ClientRenderError("user '\(user.name)': no PKCS#12 bundle for the Windows script") }
+            else { throw ClientRenderError("user '\(user)': no PKCS#12 bundle for the Windows script") }
             top["p12_base64"] = .string(Data(p12).base64EncodedString())
             top["p12_password"] = .string(password)
         }
@@ -131,14 +132,14 @@ package enum WindowsClientRenderer {
 extension WindowsClientRenderer: ClientKindRenderer {
     package static func files(_ input: ClientRenderInput) throws -> [OutputFile] {
         try render(
-            user: input.user, connections: input.connections, inventory: input.inventory,
+            user: input.user, connections: input.connections, deployment: input.deployment,
             materials: input.materials, templates: input.templates)
     }
 
     /// The README's Windows part: running the script, and the password file of password logins.
     package static func readme(_ input: ClientRenderInput, names: Set<String>) -> [String] {
         let user = input.user
-        let windowsScript = fileName(user: user.name)
+        let windowsScript = fileName(user: user)
         guard names.contains(windowsScript) else { return [] }
         var lines: [String] = []
         lines += [
@@ -148,10 +149,10 @@ extension WindowsClientRenderer: ClientKindRenderer {
             "  It trusts the certificate authority, imports the certificate where needed and adds one VPN",
             "  connection per server and service; running it again replaces them.",
         ]
-        let passwordFile = WindowsClientRenderer.passwordFile(user: user.name)
+        let passwordFile = WindowsClientRenderer.passwordFile(user: user)
         if names.contains(passwordFile) {
             lines += [
-                "  Password logins ask for the user name '\(user.name)' and the password in",
+                "  Password logins ask for the user name '\(user)' and the password in",
                 "  \(passwordFile) at the first connect; tick \"Remember my sign-in info\"",
                 "  to be asked only once.",
             ]

@@ -26,7 +26,9 @@ enum DocumentValue: Equatable {
         case (.array(let x), .array(let y)): return x == y
         case (.dictionary(let x), .dictionary(let y)):
             return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
-        default: return false
+        // Values of different kinds, spelled out so that a new kind must say how it compares.
+        case (.string, _), (.integer, _), (.unsignedInteger, _), (.bool, _), (.data, _), (.array, _), (.dictionary, _):
+            return false
         }
     }
 

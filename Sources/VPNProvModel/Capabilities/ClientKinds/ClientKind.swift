@@ -12,6 +12,16 @@ import VPNProvYAML
 // of the user's README are the rendering layer's (`Device.renderer`,
 // VPNProvRendering/Clients/ClientKindRenderer.swift).
 
+/// Proposals one client kind sends, most preferred first (strongSwan keyword syntax).
+package struct ProposalOffer: Sendable, Hashable {
+    package var ike: [String]
+    package var esp: [String]
+    package init(ike: [String], esp: [String]) {
+        self.ike = ike
+        self.esp = esp
+    }
+}
+
 /// What one client kind can do, as planning, validation and rendering all read it.
 package protocol ClientKind {
     /// The `Device` case described.

@@ -1,4 +1,5 @@
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvSupport
 import VPNProvYAML
 

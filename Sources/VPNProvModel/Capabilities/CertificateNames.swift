@@ -1,10 +1,13 @@
-import Foundation
 import VPNProvCrypto
 import VPNProvSupport
 import VPNProvYAML
 
+// The names a certificate vpnprov issues carries, as the inventory determines them: what validation
+// compares (a client certificate must not carry a node's identity, nodes' certificates must not overlap)
+// and what the plan's certificate profiles are made of (VPNProvPlanning/Decisions/CertificateProfile.swift).
+
 /// An identity that cannot be put into a certificate. The PKI reports it as its `certificate-identity`
-/// error; the validator only asks whether a profile can be made.
+/// error; the validator only asks whether the names can be made.
 package struct CertificateIdentityError: Error, Sendable, Hashable {
     package var message: String
     package var location: SourceLocation?
@@ -14,38 +17,16 @@ package struct CertificateIdentityError: Error, Sendable, Hashable {
     }
 }
 
-/// What a certificate is for; recorded with every certificate the state holds.
-package enum CertificateKind: String, Codable, Equatable {
-    case ca, server, client
-    /// A CA's key and name certified by the previous CA (CA rotation).
-    case cross
-}
-
-/// What a node or user certificate certifies. Two profiles that compare equal produce equivalent
-/// certificates; a change in any field re-issues.
-package struct CertificateProfile: Equatable {
-    package var kind: CertificateKind
+/// A certificate's subject and subjectAltNames.
+package struct CertificateNames: Sendable, Hashable {
     package var subject: DistinguishedName
     package var subjectAltNames: [GeneralName]
-    package var keyType: KeyType
-    package var days: Int
-    /// Where clients fetch the CA's CRL (server certificates only: a server reads the CRL from its own
-    /// `x509crl/`, while a device checking the server's certificate needs a URL in it).
-    package var crlDistributionPoints: [String] = []
-    /// Certificate policy OIDs (client certificates: the nodes the holder may use, NodeAccessPolicy).
-    package var policies: [String] = []
-
-    package var extendedKeyUsages: [ExtendedKeyUsage] {
-        kind == .server ? [.serverAuth, .ikeIntermediate] : [.clientAuth]
-    }
-
-    package var keyUsage: KeyUsage {
-        keyType.algorithm.isRSA ? [.digitalSignature, .keyEncipherment] : [.digitalSignature]
-    }
 
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
     /// iPAddress and dNSName), a DN identity as the subject (else O=<deployment>, CN=<node>).
-    package static func server(_ node: Node, inventory: Inventory) throws -> CertificateProfile {
+    package static func server(_ node: Node, in inventory: Inventory) throws(CertificateIdentityError)
+        -> CertificateNames
+    {
         var names: [GeneralName] = []
         func add(_ name: GeneralName) { if !names.contains(name) { names.append(name) } }
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", node.name)])
@@ -72,14 +53,13 @@ package struct CertificateProfile: Equatable {
         } else {
             add(.dnsName(node.address))
         }
-        return CertificateProfile(
-            kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey,
-            days: inventory.pki.serverDays,
-            crlDistributionPoints: inventory.pki.crlURL.map { [$0] } ?? [])
+        return CertificateNames(subject: subject, subjectAltNames: names)
     }
 
     /// Client certificate: the user's IKE identity in the SAN and as subject CN.
-    package static func client(_ user: User, inventory: Inventory) throws -> CertificateProfile {
+    package static func client(_ user: User, in inventory: Inventory) throws(CertificateIdentityError)
+        -> CertificateNames
+    {
         var names: [GeneralName] = []
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", user.id.value)])
         switch user.id {
@@ -98,28 +78,6 @@ package struct CertificateProfile: Equatable {
             subject = dn
         case .keyID: break
         }
-        return CertificateProfile(
-            kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey,
-            days: inventory.pki.clientDays,
-            policies: NodeAccessPolicy.oids(for: user))
-    }
-}
-
-extension KeyType {
-    package var algorithm: KeyAlgorithm {
-        switch self {
-        case .ecdsaP256: return .ecdsaP256
-        case .ecdsaP384: return .ecdsaP384
-        case .rsa2048: return .rsa(bits: 2048)
-        case .rsa3072: return .rsa(bits: 3072)
-        case .rsa4096: return .rsa(bits: 4096)
-        }
-    }
-}
-
-extension KeyAlgorithm {
-    package var isRSA: Bool {
-        if case .rsa = self { return true }
-        return false
+        return CertificateNames(subject: subject, subjectAltNames: names)
     }
 }

@@ -1,20 +1,11 @@
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvSupport
 import VPNProvYAML
 
-// What a client device offers, where it is a property of the device and the node's proposals
-// rather than of one connection: the server plan accepts what Apple devices send, and the client
-// plan makes them send it, from this one derivation.
-
-/// Proposals one client kind sends, most preferred first (strongSwan keyword syntax).
-package struct ProposalOffer: Sendable, Hashable {
-    package var ike: [String]
-    package var esp: [String]
-    package init(ike: [String], esp: [String]) {
-        self.ike = ike
-        self.esp = esp
-    }
-}
+// The one IKE and Child SA parameter set each Apple IKEv2 profile of a node pins, decided from the node's
+// proposals: the server plan accepts what Apple devices send, and the client plan makes them send it,
+// from this one derivation. What Apple can express at all is the model's (`AppleSAParameters`).
 
 /// What an Apple IKEv2 profile pins: exactly one IKE and one Child SA parameter set.
 package struct AppleSA: Sendable, Hashable {
@@ -64,22 +55,12 @@ package struct AppleSA: Sendable, Hashable {
     private static func choose(from proposals: Proposals)
         -> (ike: AppleSAParameters, child: AppleSAParameters, espIndex: Int, namesGroup: Bool)?
     {
-        var ike: AppleSAParameters?
-        for text in proposals.ike {
-            guard let p = try? Proposal.parse(text, purpose: .ike) else { continue }
-            if let params = AppleSAParameters.first(in: p) {
-                ike = params
-                break
-            }
+        let parse = { (texts: [String], purpose: Proposal.Purpose) in
+            texts.map { try? Proposal.parse($0, purpose: purpose) }
         }
-        guard let ike else { return nil }
-        for (index, text) in proposals.esp.enumerated() {
-            guard let p = try? Proposal.parse(text, purpose: .esp) else { continue }
-            if let params = AppleSAParameters.first(in: p, fallbackGroup: ike.diffieHellmanGroup) {
-                let namesGroup = p.groups.contains { $0.group == params.diffieHellmanGroup }
-                return (ike, params, index, namesGroup)
-            }
-        }
-        return nil
+        let esp = parse(proposals.esp, .esp)
+        guard let found = AppleSAParameters.firstPair(ike: parse(proposals.ike, .ike), esp: esp) else { return nil }
+        let namesGroup = esp[found.espIndex]!.groups.contains { $0.group == found.child.diffieHellmanGroup }
+        return (found.ike, found.child, found.espIndex, namesGroup)
     }
 }

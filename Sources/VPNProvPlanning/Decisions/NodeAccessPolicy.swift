@@ -1,5 +1,6 @@
 import Foundation
 import VPNProvCrypto
+import VPNProvModel
 import VPNProvSupport
 import VPNProvYAML
 
@@ -22,38 +23,10 @@ package enum NodeAccessPolicy {
     /// The node's policy OID: the arc, then two 31-bit arcs from SHA-256 of the node's name (a
     /// node keeps its OID for as long as it keeps its name; renaming it re-issues its users).
     package static func oid(forNode name: String) -> String {
-        // Asked for every user and node of a fleet: each node's OID is computed once per process.
-        cache.value(for: name) { derive($0) }
-    }
-
-    private static let cache = MemoTable()
-
-    private static func derive(_ name: String) -> String {
         let d = Digest.sha256(Array("vpnprov node access: \(name)".utf8))
         func part(_ at: Int) -> UInt32 {
             (UInt32(d[at]) << 24 | UInt32(d[at + 1]) << 16 | UInt32(d[at + 2]) << 8 | UInt32(d[at + 3])) & 0x7FFF_FFFF
         }
         return "\(Self.arc)." + String(part(0)) + "." + String(part(4))
-    }
-
-    /// The policies a user's certificate carries: one per node in `nodes:` (inventory order).
-    static func oids(for user: User) -> [String] {
-        user.nodes.map { oid(forNode: $0) }
-    }
-}
-
-/// A string-to-string memo shared by the workers that build certificate profiles.
-// @unchecked Sendable: lock-held. Every access to `values` holds `lock`.
-private final class MemoTable: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [String: String] = [:]
-
-    func value(for key: String, _ make: (String) -> String) -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        if let known = values[key] { return known }
-        let made = make(key)
-        values[key] = made
-        return made
     }
 }

@@ -234,20 +234,8 @@ package struct ParsedArguments: Sendable {
             guard arg.hasPrefix("--") else {
                 throw CLIError.usage("unknown option '\(arg)'", command: configuration.name)
             }
-            let body = arg.dropFirst(2)
-            let name: String
-            var inline: String?
-            if let eq = body.firstIndex(of: "=") {
-                name = String(body[..<eq])
-                inline = String(body[body.index(after: eq)...])
-            } else {
-                name = String(body)
-            }
-            guard let option = configuration.options.first(where: { $0.name == name }) else {
-                let names = configuration.options.map(\.name) + ["help"]
-                let hint = Spelling.closest(to: name, among: names).map { "; did you mean '--\($0)'?" } ?? ""
-                throw CLIError.usage("unknown option '--\(name)'\(hint)", command: configuration.name)
-            }
+            let (option, inline) = try declaredOption(arg, of: configuration)
+            let name = option.name
             guard let valueName = option.valueName else {
                 if inline != nil {
                     throw CLIError.usage("option '--\(name)' takes no value", command: configuration.name)
@@ -274,16 +262,41 @@ package struct ParsedArguments: Sendable {
             result.values[name] = value
         }
         if result.wantsHelp { return result }
+        try result.checkPositionalCount(for: configuration)
+        return result
+    }
+
+    /// The declared option an argument `--name` or `--name=value` names, with the value written after `=`.
+    private static func declaredOption(_ arg: String, of configuration: CommandConfiguration) throws(CLIError)
+        -> (CommandConfiguration.Option, inline: String?)
+    {
+        let body = arg.dropFirst(2)
+        let name: String
+        var inline: String?
+        if let eq = body.firstIndex(of: "=") {
+            name = String(body[..<eq])
+            inline = String(body[body.index(after: eq)...])
+        } else {
+            name = String(body)
+        }
+        guard let option = configuration.options.first(where: { $0.name == name }) else {
+            let names = configuration.options.map(\.name) + ["help"]
+            let hint = Spelling.closest(to: name, among: names).map { "; did you mean '--\($0)'?" } ?? ""
+            throw CLIError.usage("unknown option '--\(name)'\(hint)", command: configuration.name)
+        }
+        return (option, inline)
+    }
+
+    /// No more positional arguments than the command declares, and none of its required ones missing.
+    private func checkPositionalCount(for configuration: CommandConfiguration) throws(CLIError) {
         let maxPositionals = configuration.arguments.count
-        if result.positionals.count > maxPositionals {
-            throw CLIError.usage(
-                "unexpected argument '\(result.positionals[maxPositionals])'", command: configuration.name)
+        if positionals.count > maxPositionals {
+            throw CLIError.usage("unexpected argument '\(positionals[maxPositionals])'", command: configuration.name)
         }
         let required = configuration.arguments.filter { !$0.isOptional }.count
-        if result.positionals.count < required {
-            let missing = configuration.arguments[result.positionals.count]
+        if positionals.count < required {
+            let missing = configuration.arguments[positionals.count]
             throw CLIError.usage("missing argument <\(missing.name)>", command: configuration.name)
         }
-        return result
     }
 }

@@ -100,7 +100,19 @@ package enum CertificateIssuer {
                 throw CryptoError.openSSL("cannot set the public key")
             }
         }
+        try addExtensions(template, to: x509, issuer: issuer)
+        let algorithm = issuerKey.algorithm ?? .ecdsaP256
+        guard X509_sign(x509, issuerKey.pkey, algorithm.signingDigest) > 0 else {
+            throw CryptoError.openSSL("cannot sign the certificate")
+        }
+        return cert
+    }
 
+    /// The template's X.509v3 extensions: basic constraints, key usages, key identifiers, subject alternative
+    /// names, CRL distribution points and certificate policies.
+    private static func addExtensions(
+        _ template: CertificateTemplate, to x509: OpaquePointer, issuer: X509Certificate?
+    ) throws {
         var ctx = X509V3_CTX()
         vpnprov_X509V3_set_ctx_nodb(&ctx)
         X509V3_set_ctx(&ctx, issuer?.x509 ?? x509, x509, nil, nil, 0)
@@ -147,11 +159,6 @@ package enum CertificateIssuer {
             defer { X509V3_set_nconf(&ctx, nil) }
             try add(NID_certificate_policies, template.policies.joined(separator: ","))
         }
-        let algorithm = issuerKey.algorithm ?? .ecdsaP256
-        guard X509_sign(x509, issuerKey.pkey, algorithm.signingDigest) > 0 else {
-            throw CryptoError.openSSL("cannot sign the certificate")
-        }
-        return cert
     }
 
     private static func addSubjectAlternativeNames(_ names: [GeneralName], to x509: OpaquePointer) throws {

@@ -92,41 +92,48 @@ extension Pipeline {
                 output.info("\(out) is up to date (\(Plural.count(count, "file")))")
                 return options.strict && !waiting.isEmpty ? .failure : .success
             }
-            var lines: [String] = []
-            lines += drift.missing.map { "missing: \($0)" }
-            lines += drift.stale.map { "stale: \($0)" }
-            lines += drift.unexpected.map { "unexpected: \($0)" }
-            lines += drift.untracked.map { "untracked: \($0)" }
-            lines += stateChanges.map { "state: would \($0)" }
-            output.result(lines.joined(separator: "\n") + "\n", failing: true)
-            // In SARIF, each drifted file is a result at that file.
-            var findings: [Diagnostic] = []
-            func finding(_ path: String, _ what: String) {
-                findings.append(
-                    .error(
-                        .drift, "\(out)/\(path): \(what)",
-                        at: SourceLocation(file: "\(out)/\(path)", line: 0, column: 0)))
-            }
-            for path in drift.missing { finding(path, "missing; 'vpnprov generate' would write it") }
-            for path in drift.stale { finding(path, "differs from what 'vpnprov generate' would write now") }
-            for path in drift.unexpected { finding(path, "no longer generated; 'vpnprov generate' would remove it") }
-            for path in drift.untracked {
-                finding(path, "not written by vpnprov; remove it or keep it outside the output tree")
-            }
-            for change in stateChanges { findings.append(.error(.drift, "the state would change: \(change)", at: nil)) }
-            output.sarifOnly(findings)
-            if !drift.untracked.isEmpty {
-                output.info(
-                    "vpnprov: note: 'untracked' files were not written by vpnprov, so 'generate' leaves them alone; the tree "
-                        + "is deployed and handed out as it is, so check fails until they are removed or kept outside \(out)"
-                )
-            }
-            output.info(
-                "\(out) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
-                    + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(drift.untracked.count) untracked, "
-                    + "\(stateChanges.count) state changes")
+            reportDrift(drift, stateChanges: stateChanges, out: out, output: output)
             return .failure
         }
+    }
+
+    /// What `check` found changed: one line per file and state change, a SARIF result at each, a summary.
+    private static func reportDrift(
+        _ drift: DriftReport, stateChanges: [String], out: String, output: any RunReporter
+    ) {
+        var lines: [String] = []
+        lines += drift.missing.map { "missing: \($0)" }
+        lines += drift.stale.map { "stale: \($0)" }
+        lines += drift.unexpected.map { "unexpected: \($0)" }
+        lines += drift.untracked.map { "untracked: \($0)" }
+        lines += stateChanges.map { "state: would \($0)" }
+        output.result(lines.joined(separator: "\n") + "\n", failing: true)
+        // In SARIF, each drifted file is a result at that file.
+        var findings: [Diagnostic] = []
+        func finding(_ path: String, _ what: String) {
+            findings.append(
+                .error(
+                    .drift, "\(out)/\(path): \(what)",
+                    at: SourceLocation(file: "\(out)/\(path)", line: 0, column: 0)))
+        }
+        for path in drift.missing { finding(path, "missing; 'vpnprov generate' would write it") }
+        for path in drift.stale { finding(path, "differs from what 'vpnprov generate' would write now") }
+        for path in drift.unexpected { finding(path, "no longer generated; 'vpnprov generate' would remove it") }
+        for path in drift.untracked {
+            finding(path, "not written by vpnprov; remove it or keep it outside the output tree")
+        }
+        for change in stateChanges { findings.append(.error(.drift, "the state would change: \(change)", at: nil)) }
+        output.sarifOnly(findings)
+        if !drift.untracked.isEmpty {
+            output.info(
+                "vpnprov: note: 'untracked' files were not written by vpnprov, so 'generate' leaves them alone; the tree "
+                    + "is deployed and handed out as it is, so check fails until they are removed or kept outside \(out)"
+            )
+        }
+        output.info(
+            "\(out) is not what 'vpnprov generate' would write now: \(drift.missing.count) missing, "
+                + "\(drift.stale.count) stale, \(drift.unexpected.count) unexpected, \(drift.untracked.count) untracked, "
+                + "\(stateChanges.count) state changes")
     }
 
     /// The inventory a state-changing command (revoke, the lifecycle commands) works on, or nil and the

@@ -93,6 +93,11 @@ extension Pipeline {
     enum Refusal {
         case message(RuleCode, String)
         case diagnostic(Diagnostic)
+
+        /// A refusal at the inventory line that decides it.
+        static func error(_ code: RuleCode, _ message: String, _ location: SourceLocation) -> Refusal {
+            .diagnostic(.error(code, message, at: location))
+        }
     }
 
     static func precondition(_ action: PKIManager.StateAction, inventory: Inventory, file: String) -> Refusal? {
@@ -100,84 +105,109 @@ extension Pipeline {
             let hint = Spelling.closest(to: name, among: names).map { "; did you mean '\($0)'?" } ?? ""
             return .message(what == "node" ? .noSuchNode : .noSuchUser, "\(what) '\(name)' is not in \(file)\(hint)")
         }
-        func refuse(_ code: RuleCode, _ message: String, _ location: SourceLocation) -> Refusal {
-            .diagnostic(.error(code, message, at: location))
-        }
-        /// The user named, not revoked, whose `secret` is to be rotated; else (nil) the refusal.
-        func activeUser(_ name: String, secret: String) -> (user: User?, refusal: Refusal?) {
-            guard let user = inventory.user(named: name) else {
-                return (nil, unknown("user", name, inventory.users.map(\.name)))
-            }
-            guard !user.revoked else {
-                return (
-                    nil,
-                    refuse(
-                        .secretNotGenerated, "user '\(name)' is revoked; they have no \(secret) to rotate",
-                        user.location(of: .revoked))
-                )
-            }
-            return (user, nil)
-        }
         switch action {
         case .rotatePSK(let name):
             guard let node = inventory.node(named: name) else {
                 return unknown("node", name, inventory.nodes.map(\.name))
             }
-            guard node.services.contains(where: \.needsPSK) else {
-                return refuse(
-                    .secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate",
-                    node.location(of: .services))
-            }
-            guard node.psk == .generate else {
-                return refuse(
-                    .secretNotGenerated,
-                    "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
-                        + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: .psk))
-            }
+            return pskRefusal(node)
         case .rotateRadiusSecret(let name):
             guard let node = inventory.node(named: name) else {
                 return unknown("node", name, inventory.nodes.map(\.name))
             }
-            guard node.usesRadius else {
-                return refuse(
-                    .secretNotGenerated,
-                    "node '\(name)' does not use RADIUS ('accounts: radius'); it has no RADIUS secret",
-                    node.location)
-            }
+            return radiusSecretRefusal(node)
         case .rotatePassword(let name):
-            let (found, refusal) = activeUser(name, secret: "password")
-            guard let user = found else { return refusal }
-            guard let password = user.password else {
-                return refuse(.secretNotGenerated, "user '\(name)' has no password", user.location)
+            guard let user = inventory.user(named: name) else {
+                return unknown("user", name, inventory.users.map(\.name))
             }
-            guard password == .generate else {
-                return refuse(
-                    .secretNotGenerated,
-                    "the password of user '\(name)' comes from \(password.reference), which is yours to change; "
-                        + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: .password)
-                )
-            }
+            return revokedRefusal(user, secret: "password") ?? passwordRefusal(user)
         case .rotatePPK(let name):
-            let (found, refusal) = activeUser(name, secret: "PPK")
-            guard let user = found else { return refusal }
-            guard inventory.nodes.contains(where: { $0.quantumSafe?.ppk != nil && user.nodes.contains($0.name) }) else {
-                return refuse(
-                    .secretNotGenerated,
-                    "user '\(name)' reaches no node with 'quantum_safe.ppk'; they have no PPK",
-                    user.location(of: .nodes))
+            guard let user = inventory.user(named: name) else {
+                return unknown("user", name, inventory.users.map(\.name))
             }
+            return revokedRefusal(user, secret: "PPK") ?? ppkRefusal(user, inventory: inventory)
         case .unrevoke(let name):
             guard let user = inventory.user(named: name) else {
                 return unknown("user", name, inventory.users.map(\.name))
             }
-            if user.revoked {
-                return refuse(
-                    .nothingToUnrevoke,
-                    "user '\(name)' is revoked in the inventory ('revoked: true'); set it to false instead",
-                    user.location(of: .revoked))
-            }
+            return unrevokeRefusal(user)
         case .startCARotation, .finishCARotation, .revoke:
-            break
+            return nil
+        }
+    }
+
+    /// A PSK is rotated only on a node with a PSK service whose PSK vpnprov generates.
+    private static func pskRefusal(_ node: Node) -> Refusal? {
+        let name = node.name
+        guard node.services.contains(where: \.needsPSK) else {
+            return .error(
+                .secretNotGenerated, "node '\(name)' offers no PSK service; it has no PSK to rotate",
+                node.location(of: .services))
+        }
+        guard node.psk == .generate else {
+            return .error(
+                .secretNotGenerated,
+                "the PSK of node '\(name)' comes from \(node.psk.map(\.reference) ?? "nowhere"), which is yours to change; "
+                    + "vpnprov rotates only PSKs it generates ('psk: gen')", node.location(of: .psk))
+        }
+        return nil
+    }
+
+    /// A RADIUS secret is rotated only on a node with `accounts: radius`.
+    private static func radiusSecretRefusal(_ node: Node) -> Refusal? {
+        guard node.usesRadius else {
+            return .error(
+                .secretNotGenerated,
+                "node '\(node.name)' does not use RADIUS ('accounts: radius'); it has no RADIUS secret",
+                node.location)
+        }
+        return nil
+    }
+
+    /// A revoked user has no secret to rotate.
+    private static func revokedRefusal(_ user: User, secret: String) -> Refusal? {
+        guard !user.revoked else {
+            return .error(
+                .secretNotGenerated, "user '\(user.name)' is revoked; they have no \(secret) to rotate",
+                user.location(of: .revoked))
+        }
+        return nil
+    }
+
+    /// A password is rotated only when the user has one and vpnprov generates it.
+    private static func passwordRefusal(_ user: User) -> Refusal? {
+        let name = user.name
+        guard let password = user.password else {
+            return .error(.secretNotGenerated, "user '\(name)' has no password", user.location)
+        }
+        guard password == .generate else {
+            return .error(
+                .secretNotGenerated,
+                "the password of user '\(name)' comes from \(password.reference), which is yours to change; "
+                    + "vpnprov rotates only passwords it generates ('password: gen')", user.location(of: .password)
+            )
+        }
+        return nil
+    }
+
+    /// A PPK is rotated only for a user who reaches a node with `quantum_safe.ppk`.
+    private static func ppkRefusal(_ user: User, inventory: Inventory) -> Refusal? {
+        guard inventory.nodes.contains(where: { $0.quantumSafe?.ppk != nil && user.nodes.contains($0.name) }) else {
+            return .error(
+                .secretNotGenerated,
+                "user '\(user.name)' reaches no node with 'quantum_safe.ppk'; they have no PPK",
+                user.location(of: .nodes))
+        }
+        return nil
+    }
+
+    /// A user revoked in the inventory is unrevoked there, not by `unrevoke`.
+    private static func unrevokeRefusal(_ user: User) -> Refusal? {
+        if user.revoked {
+            return .error(
+                .nothingToUnrevoke,
+                "user '\(user.name)' is revoked in the inventory ('revoked: true'); set it to false instead",
+                user.location(of: .revoked))
         }
         return nil
     }

@@ -50,59 +50,16 @@ package enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
     }
 
     private func write(utf8 v: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
-        func isControl(_ b: UInt8) -> Bool { b < 0x20 || b == 0x7F }
+        let isControl = Self.isControl
         switch self {
         case .swanctl:
-            out.append(UInt8(ascii: "\""))
-            var start = 0
-            for i in 0..<v.count {
-                let escape: UInt8
-                switch v[i] {
-                case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
-                case UInt8(ascii: "\""): escape = UInt8(ascii: "\"")
-                case 0x0A: escape = UInt8(ascii: "n")
-                case 0x0D: escape = UInt8(ascii: "r")
-                case 0x09: escape = UInt8(ascii: "t")
-                case let b where isControl(b): return false
-                default: continue
-                }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<i]))
-                out.append(UInt8(ascii: "\\"))
-                out.append(escape)
-                start = i + 1
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
-            out.append(UInt8(ascii: "\""))
-            return true
+            return Self.writeSwanctlQuoted(v, into: &out)
         case .text:
             if v.contains(where: isControl) { return false }
             out.append(contentsOf: v)
             return true
         case .powershell:
-            out.append(UInt8(ascii: "'"))
-            var start = 0
-            var i = 0
-            while i < v.count {
-                let b = v[i]
-                if isControl(b) { return false }
-                // ' is doubled, and so are U+2018...U+201B (UTF-8 E2 80 98...9B).
-                var quote = 0
-                if b == UInt8(ascii: "'") {
-                    quote = 1
-                } else if b == 0xE2, i + 2 < v.count, v[i + 1] == 0x80, (0x98...0x9B).contains(v[i + 2]) {
-                    quote = 3
-                }
-                if quote == 0 {
-                    i += 1
-                    continue
-                }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<(i + quote)]))
-                start = i
-                i += quote
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
-            out.append(UInt8(ascii: "'"))
-            return true
+            return Self.writePowerShellQuoted(v, into: &out)
         case .nftables:
             let allowed = v.allSatisfy { b in
                 (b >= 0x30 && b <= 0x3A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E
@@ -124,5 +81,60 @@ package enum TemplateSyntax: String, Sendable, Hashable, CaseIterable {
             if v.contains(UInt8(ascii: "{")) { out += "!unsafe ".utf8 }
             return TemplateSyntax.swanctl.write(utf8: v, into: &out)
         }
+    }
+
+    private static func isControl(_ b: UInt8) -> Bool { b < 0x20 || b == 0x7F }
+
+    /// A swanctl (and YAML) double-quoted string: backslash escapes for \\, ", newline, return and tab.
+    private static func writeSwanctlQuoted(_ v: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
+        out.append(UInt8(ascii: "\""))
+        var start = 0
+        for i in 0..<v.count {
+            let escape: UInt8
+            switch v[i] {
+            case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
+            case UInt8(ascii: "\""): escape = UInt8(ascii: "\"")
+            case 0x0A: escape = UInt8(ascii: "n")
+            case 0x0D: escape = UInt8(ascii: "r")
+            case 0x09: escape = UInt8(ascii: "t")
+            case let b where isControl(b): return false
+            default: continue
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<i]))
+            out.append(UInt8(ascii: "\\"))
+            out.append(escape)
+            start = i + 1
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
+        out.append(UInt8(ascii: "\""))
+        return true
+    }
+
+    /// A PowerShell single-quoted string: ' and the quotes PowerShell reads as ' (U+2018...U+201B) doubled.
+    private static func writePowerShellQuoted(_ v: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) -> Bool {
+        out.append(UInt8(ascii: "'"))
+        var start = 0
+        var i = 0
+        while i < v.count {
+            let b = v[i]
+            if isControl(b) { return false }
+            // ' is doubled, and so are U+2018...U+201B (UTF-8 E2 80 98...9B).
+            var quote = 0
+            if b == UInt8(ascii: "'") {
+                quote = 1
+            } else if b == 0xE2, i + 2 < v.count, v[i + 1] == 0x80, (0x98...0x9B).contains(v[i + 2]) {
+                quote = 3
+            }
+            if quote == 0 {
+                i += 1
+                continue
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start..<(i + quote)]))
+            start = i
+            i += quote
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: v[start...]))
+        out.append(UInt8(ascii: "'"))
+        return true
     }
 }

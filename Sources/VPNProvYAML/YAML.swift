@@ -214,36 +214,7 @@ package struct YAMLLoader: Sendable {
                 i += 1
                 continue
             }
-            // Multi-byte sequence: validate lead byte, length, continuation bytes, overlongs, surrogates.
-            let length: Int
-            var scalar: UInt32
-            switch b {
-            case 0xC2...0xDF:
-                length = 2
-                scalar = UInt32(b & 0x1F)
-            case 0xE0...0xEF:
-                length = 3
-                scalar = UInt32(b & 0x0F)
-            case 0xF0...0xF4:
-                length = 4
-                scalar = UInt32(b & 0x07)
-            default:
-                throw YAMLError(.invalidUTF8, "invalid UTF-8: byte \(hex(b)) cannot start a character", at: here)
-            }
-            guard i + length <= n else {
-                throw YAMLError(.invalidUTF8, "invalid UTF-8: character cut off at end of file", at: here)
-            }
-            for k in 1..<length {
-                let c = bytes[i + k]
-                guard c & 0xC0 == 0x80 else {
-                    throw YAMLError(.invalidUTF8, "invalid UTF-8: byte \(hex(c)) is not a continuation byte", at: here)
-                }
-                scalar = scalar << 6 | UInt32(c & 0x3F)
-            }
-            let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
-            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else {
-                throw YAMLError(.invalidUTF8, "invalid UTF-8: malformed sequence starting with \(hex(b))", at: here)
-            }
+            let (scalar, length) = try decodeSequence(bytes, at: i, here)
             if (0x80...0x9F).contains(scalar) && scalar != 0x85 || scalar == 0xFFFE || scalar == 0xFFFF {
                 throw YAMLError(
                     .invalidCharacter,
@@ -255,6 +226,44 @@ package struct YAMLLoader: Sendable {
             column += 1
             i += length
         }
+    }
+
+    /// The scalar of the multi-byte UTF-8 sequence at `i` and its length: validates the lead byte, the length,
+    /// the continuation bytes, overlongs and surrogates.
+    private static func decodeSequence(_ bytes: [UInt8], at i: Int, _ here: YAMLMark) throws(YAMLError) -> (
+        UInt32, Int
+    ) {
+        let b = bytes[i]
+        let length: Int
+        var scalar: UInt32
+        switch b {
+        case 0xC2...0xDF:
+            length = 2
+            scalar = UInt32(b & 0x1F)
+        case 0xE0...0xEF:
+            length = 3
+            scalar = UInt32(b & 0x0F)
+        case 0xF0...0xF4:
+            length = 4
+            scalar = UInt32(b & 0x07)
+        default:
+            throw YAMLError(.invalidUTF8, "invalid UTF-8: byte \(hex(b)) cannot start a character", at: here)
+        }
+        guard i + length <= bytes.count else {
+            throw YAMLError(.invalidUTF8, "invalid UTF-8: character cut off at end of file", at: here)
+        }
+        for k in 1..<length {
+            let c = bytes[i + k]
+            guard c & 0xC0 == 0x80 else {
+                throw YAMLError(.invalidUTF8, "invalid UTF-8: byte \(hex(c)) is not a continuation byte", at: here)
+            }
+            scalar = scalar << 6 | UInt32(c & 0x3F)
+        }
+        let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
+        guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else {
+            throw YAMLError(.invalidUTF8, "invalid UTF-8: malformed sequence starting with \(hex(b))", at: here)
+        }
+        return (scalar, length)
     }
 
     static func hex(_ b: UInt8) -> String {
@@ -387,25 +396,7 @@ private struct Builder {
                     at: start)
             }
         case YAML_SCALAR_EVENT:
-            let s = event.data.scalar
-            try Self.refuseTag(s.tag, at: start)
-            guard s.length <= limits.maxScalarBytes else {
-                throw YAMLError(
-                    .scalarTooLong,
-                    "scalar of \(s.length) bytes is longer than the limit of \(limits.maxScalarBytes) bytes", at: start)
-            }
-            let text: String
-            if let value = s.value, s.length > 0 {
-                text = String(decoding: UnsafeBufferPointer(start: value, count: Int(s.length)), as: UTF8.self)
-            } else {
-                text = ""
-            }
-            let node = YAMLNode(
-                kind: .scalar(text, plain: s.style == YAML_PLAIN_SCALAR_STYLE),
-                line: start.line, column: start.column, endLine: end.line, endColumn: end.column)
-            try count(1, at: start)
-            if let anchor = Self.string(s.anchor) { anchors[anchor] = (node, 1) }
-            try add(node, size: 1)
+            try addScalar(event, start: start, end: end)
         case YAML_ALIAS_EVENT:
             let name = Self.string(event.data.alias.anchor) ?? ""
             guard let target = anchors[name] else {
@@ -443,6 +434,29 @@ private struct Builder {
         default:
             break
         }
+    }
+
+    /// A scalar: untagged, within the size limit, recorded under its anchor.
+    private mutating func addScalar(_ event: yaml_event_t, start: YAMLMark, end: YAMLMark) throws(YAMLError) {
+        let s = event.data.scalar
+        try Self.refuseTag(s.tag, at: start)
+        guard s.length <= limits.maxScalarBytes else {
+            throw YAMLError(
+                .scalarTooLong,
+                "scalar of \(s.length) bytes is longer than the limit of \(limits.maxScalarBytes) bytes", at: start)
+        }
+        let text: String
+        if let value = s.value, s.length > 0 {
+            text = String(decoding: UnsafeBufferPointer(start: value, count: Int(s.length)), as: UTF8.self)
+        } else {
+            text = ""
+        }
+        let node = YAMLNode(
+            kind: .scalar(text, plain: s.style == YAML_PLAIN_SCALAR_STYLE),
+            line: start.line, column: start.column, endLine: end.line, endColumn: end.column)
+        try count(1, at: start)
+        if let anchor = Self.string(s.anchor) { anchors[anchor] = (node, 1) }
+        try add(node, size: 1)
     }
 
     /// Counts produced nodes (aliases count their whole expansion) against the limit.

@@ -153,13 +153,10 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
                 p.additionalKeyExchanges[slot, default: []].insert(method)
                 continue
             }
-            if AlgorithmTable.noGroupKeywords.contains(token) {
+            let noGroup = AlgorithmTable.noGroupKeywords.contains(token)  // ESP without a key exchange (no PFS)
+            if noGroup || token == "esn" || token == "noesn" {  // ESP keywords, also extended sequence numbers
                 guard purpose == .esp else { throw ProposalError(message: "'\(token)' is only valid in ESP proposals") }
-                p.groupOptional = true
-                continue
-            }
-            if token == "esn" || token == "noesn" {
-                guard purpose == .esp else { throw ProposalError(message: "'\(token)' is only valid in ESP proposals") }
+                if noGroup { p.groupOptional = true }
                 continue
             }
             guard let info = AlgorithmTable.all[token] else {
@@ -190,14 +187,13 @@ package struct Proposal: Sendable, Hashable, CustomStringConvertible {
         if aead.contains(true) && aead.contains(false) {
             throw ProposalError(message: "'\(text)' mixes AEAD and non-AEAD encryption")
         }
-        if p.isAEAD {
-            if !p.integrity.isEmpty {
-                throw ProposalError(message: "'\(text)': an AEAD cipher takes no integrity algorithm")
-            }
-            if purpose == .ike && p.prf.isEmpty {
-                throw ProposalError(message: "'\(text)': an AEAD IKE proposal needs a PRF (e.g. prfsha256)")
-            }
-        } else if p.integrity.isEmpty {
+        if p.isAEAD && !p.integrity.isEmpty {
+            throw ProposalError(message: "'\(text)': an AEAD cipher takes no integrity algorithm")
+        }
+        if p.isAEAD && purpose == .ike && p.prf.isEmpty {
+            throw ProposalError(message: "'\(text)': an AEAD IKE proposal needs a PRF (e.g. prfsha256)")
+        }
+        if !p.isAEAD && p.integrity.isEmpty {
             throw ProposalError(message: "'\(text)' names no integrity algorithm")
         }
         if purpose == .ike && p.groups.isEmpty {

@@ -45,20 +45,7 @@ extension InventoryDecoder {
                 }
             case .roots:
                 guard let list = cx.stringList(value, field) else { continue }
-                var roots: [String] = []
-                for (path, item) in list {
-                    if path.hasPrefix("/"), !path.contains("//"),
-                        path.unicodeScalars.allSatisfy({ Self.plainPathCharacters.contains($0) })
-                    {
-                        roots.append(path)
-                    } else {
-                        cx.error(
-                            .invalidValue,
-                            "\(field): '\(DecodingContext.printable(path))' must be an absolute path on the Linux "
-                                + "clients (letters, digits and - . _ / only), e.g. /etc/ssl/certs/ISRG_Root_X1.pem",
-                            at: item)
-                    }
-                }
+                let roots = Self.acmeRoots(list, field, cx)
                 if !roots.isEmpty { settings.roots = roots }
             case .renewDays:
                 if let days = cx.integer(
@@ -70,6 +57,25 @@ extension InventoryDecoder {
             }
         }
         return settings
+    }
+
+    /// `acme.roots`: the absolute paths of PEM files on the Linux clients, each of plain characters.
+    static func acmeRoots(_ list: [(String, YAMLNode)], _ field: String, _ cx: DecodingContext) -> [String] {
+        var roots: [String] = []
+        for (path, item) in list {
+            if path.hasPrefix("/"), !path.contains("//"),
+                path.unicodeScalars.allSatisfy({ Self.plainPathCharacters.contains($0) })
+            {
+                roots.append(path)
+            } else {
+                cx.error(
+                    .invalidValue,
+                    "\(field): '\(DecodingContext.printable(path))' must be an absolute path on the Linux "
+                        + "clients (letters, digits and - . _ / only), e.g. /etc/ssl/certs/ISRG_Root_X1.pem",
+                    at: item)
+            }
+        }
+        return roots
     }
 
     /// Why `url` cannot be an ACME directory, or nil: an `https://` URL with a host, of characters that need

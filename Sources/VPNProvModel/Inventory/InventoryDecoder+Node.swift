@@ -69,55 +69,62 @@ extension InventoryDecoder {
                     f.failedCount += cx.errorCount - before
                 }
             }
-            let field = "\(what): '\(key.rawValue)'"
-            var ok = true
-            switch key {
-            case .address:
-                f.address = cx.string(value, field)
-                ok = f.address != nil
-            case .id:
-                f.id = cx.string(value, field).map(IKEIdentity.classify)
-                ok = f.id != nil
-            case .region:
-                f.region = cx.string(value, field)
-            case .country:
-                f.country = cx.string(value, field)
-            case .tier:
-                f.tier = cx.choice(value, field, Tier.self)
-            case .pool:
-                f.pool = cx.cidr(value, field, ipv6: false)
-            case .pool6:
-                f.pool6 = cx.cidr(value, field, ipv6: true)
-            case .services:
-                // Stored in `Service.allCases` order, unique.
-                f.services = cx.choiceList(value, field, Service.self)?.sorted()
-            case .psk:
-                f.psk = cx.secret(value, field)
-            case .group:
-                f.group = cx.string(value, field)
-            case .proposals:
-                ok = decodeProposals(value, what, into: &f, cx)
-            case .apple:
-                f.apple = decodeApple(value, what, locations: &f.locations, cx)
-            case .deploy:
-                ok = decodeDeploy(value, what, into: &f, cx)
-            case .network:
-                decodeNetwork(value, what, into: &f, cx)
-            case .accounts:
-                f.accounts = cx.choice(value, field, AccountSource.self)
-            case .radiusAddress:
-                f.radiusAddress = decodeRadiusAddress(value, field, cx)
-                ok = f.radiusAddress != nil
-            case .certificate:
-                f.certificate = cx.choice(value, field, CertificateSource.self)
-            case .quantumSafe:
-                f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
-            case .dns:
-                f.dns = decodeDNS(value, field, cx)
-            }
-            if ok { f.locations[.key(key)] = cx.location(value) }
+            if decodeNodeField(key, value, what, into: &f, cx) { f.locations[.key(key)] = cx.location(value) }
         }
         return f
+    }
+
+    /// One key's value into `f`; false when the value is unusable (its place is then not recorded).
+    func decodeNodeField(
+        _ key: NodeKey, _ value: YAMLNode, _ what: String, into f: inout NodeFields, _ cx: DecodingContext
+    ) -> Bool {
+        let field = "\(what): '\(key.rawValue)'"
+        var ok = true
+        switch key {
+        case .address:
+            f.address = cx.string(value, field)
+            ok = f.address != nil
+        case .id:
+            f.id = cx.string(value, field).map(IKEIdentity.classify)
+            ok = f.id != nil
+        case .region:
+            f.region = cx.string(value, field)
+        case .country:
+            f.country = cx.string(value, field)
+        case .tier:
+            f.tier = cx.choice(value, field, Tier.self)
+        case .pool:
+            f.pool = cx.cidr(value, field, ipv6: false)
+        case .pool6:
+            f.pool6 = cx.cidr(value, field, ipv6: true)
+        case .services:
+            // Stored in `Service.allCases` order, unique.
+            f.services = cx.choiceList(value, field, Service.self)?.sorted()
+        case .psk:
+            f.psk = cx.secret(value, field)
+        case .group:
+            f.group = cx.string(value, field)
+        case .proposals:
+            ok = decodeProposals(value, what, into: &f, cx)
+        case .apple:
+            f.apple = decodeApple(value, what, locations: &f.locations, cx)
+        case .deploy:
+            ok = decodeDeploy(value, what, into: &f, cx)
+        case .network:
+            decodeNetwork(value, what, into: &f, cx)
+        case .accounts:
+            f.accounts = cx.choice(value, field, AccountSource.self)
+        case .radiusAddress:
+            f.radiusAddress = decodeRadiusAddress(value, field, cx)
+            ok = f.radiusAddress != nil
+        case .certificate:
+            f.certificate = cx.choice(value, field, CertificateSource.self)
+        case .quantumSafe:
+            f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
+        case .dns:
+            f.dns = decodeDNS(value, field, cx)
+        }
+        return ok
     }
 
     /// A node's `proposals:` into `f`, each list's place recorded; false when it is not a mapping.

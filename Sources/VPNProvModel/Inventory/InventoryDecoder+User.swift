@@ -51,33 +51,15 @@ extension InventoryDecoder {
                 case .id:
                     if let s = cx.string(v, field) { id = IKEIdentity.classify(s) } else { ok = false }
                 case .nodes:
-                    guard let list = cx.stringList(v, field) else {
-                        ok = false
-                        break
-                    }
-                    // The nodes the user depends on (nil without `nodes:`: every node).
-                    named = list.map(\.0)
-                    var chosen = Set<String>()
-                    var repeats = DecodingContext.Repeats()
-                    defer { repeats.report(field, into: cx) }
-                    for (n, item) in list {
-                        if nodePositions[n] == nil {
-                            if declaredNodes.contains(n) { continue }
-                            cx.error(
-                                .unknownNode,
-                                "\(field): no node named '\(DecodingContext.printable(n))'"
-                                    + DecodingContext.hint(for: n, among: nodeNames), at: item)
-                        } else if !chosen.insert(n).inserted {
-                            repeats.add(n, at: item)
-                        }
-                    }
-                    nodes = chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }
+                    let chosen = Self.decodeUserNodes(
+                        v, field, nodeNames: nodeNames, declaredNodes: declaredNodes, nodePositions: nodePositions,
+                        named: &named, cx)
+                    nodes = chosen ?? nodes
+                    ok = chosen != nil
                 case .devices:
-                    if let d = cx.choiceList(v, field, Device.self) {
-                        devices = Device.allCases.filter(d.contains)
-                    } else {
-                        ok = false
-                    }
+                    let chosen = cx.choiceList(v, field, Device.self)
+                    devices = chosen.map { d in Device.allCases.filter(d.contains) } ?? devices
+                    ok = chosen != nil
                 case .apple:
                     apple = decodeUserApple(v, what, locations: &locations, cx)
                 case .revoked:
@@ -92,5 +74,31 @@ extension InventoryDecoder {
             location: cx.location(keyNode), fieldLocations: locations)
         user.apple = apple
         return user
+    }
+
+    /// A user's `nodes:` in the inventory's node order, each known and listed once; `named` gets the names as
+    /// written (the nodes the user depends on). Nil when it is not a list of strings.
+    static func decodeUserNodes(
+        _ v: YAMLNode, _ field: String, nodeNames: [String], declaredNodes: Set<String>, nodePositions: [String: Int],
+        named: inout [String]?, _ cx: DecodingContext
+    ) -> [String]? {
+        guard let list = cx.stringList(v, field) else { return nil }
+        // The nodes the user depends on (nil without `nodes:`: every node).
+        named = list.map(\.0)
+        var chosen = Set<String>()
+        var repeats = DecodingContext.Repeats()
+        defer { repeats.report(field, into: cx) }
+        for (n, item) in list {
+            if nodePositions[n] == nil {
+                if declaredNodes.contains(n) { continue }
+                cx.error(
+                    .unknownNode,
+                    "\(field): no node named '\(DecodingContext.printable(n))'"
+                        + DecodingContext.hint(for: n, among: nodeNames), at: item)
+            } else if !chosen.insert(n).inserted {
+                repeats.add(n, at: item)
+            }
+        }
+        return chosen.sorted { nodePositions[$0]! < nodePositions[$1]! }
     }
 }

@@ -47,27 +47,7 @@ enum IdentityRules {
         case .fqdn(let v):
             out += fqdnFindings(v)
         case .userFQDN(let v):
-            let parts = v.split(separator: "@", omittingEmptySubsequences: false)
-            if parts.count != 2 {
-                error("'\(v)' must contain exactly one '@' (user@domain)")
-                break
-            }
-            let local = parts[0]
-            let domain = parts[1]
-            if local.isEmpty {
-                error("'\(v)' has an empty user part; for an FQDN identity write it without '@'")
-            } else if let bad = local.unicodeScalars.first(where: {
-                !TextCheck.isPrintableASCII($0) || "\"',*".unicodeScalars.contains($0)
-            }) {
-                error(
-                    "'\(v)': the user part contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, quotes, commas or '*'"
-                )
-            }
-            if domain.isEmpty {
-                error("'\(v)' has an empty domain part")
-            } else if let p = domainProblem(String(domain), allowUnderscore: true) {
-                error("'\(v)': the domain \(p)")
-            }
+            out += userFQDNFindings(v)
         case .ipv4(let v), .ipv6(let v):
             if IPAddressText.parse(v) == nil { error("'\(v)' is not a valid IP address") }
         case .dn(let v):
@@ -81,6 +61,34 @@ enum IdentityRules {
             } else if v.hasPrefix("#") {
                 error("'keyid:\(v)' starts with '#', which strongSwan reads as hex")
             }
+        }
+        return out
+    }
+
+    /// A user FQDN (user@domain): one '@', a user part strongSwan reads as it is, a valid domain.
+    static func userFQDNFindings(_ v: String) -> [Finding] {
+        var out: [Finding] = []
+        func error(_ m: String) { out.append(Finding(severity: .error, code: .invalidIdentity, message: m)) }
+        let parts = v.split(separator: "@", omittingEmptySubsequences: false)
+        if parts.count != 2 {
+            error("'\(v)' must contain exactly one '@' (user@domain)")
+            return out
+        }
+        let local = parts[0]
+        let domain = parts[1]
+        if local.isEmpty {
+            error("'\(v)' has an empty user part; for an FQDN identity write it without '@'")
+        } else if let bad = local.unicodeScalars.first(where: {
+            !TextCheck.isPrintableASCII($0) || "\"',*".unicodeScalars.contains($0)
+        }) {
+            error(
+                "'\(v)': the user part contains \(TextCheck.quoted(String(bad))); allowed is printable ASCII without spaces, quotes, commas or '*'"
+            )
+        }
+        if domain.isEmpty {
+            error("'\(v)' has an empty domain part")
+        } else if let p = domainProblem(String(domain), allowUnderscore: true) {
+            error("'\(v)': the domain \(p)")
         }
         return out
     }

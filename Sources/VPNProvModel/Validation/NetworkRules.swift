@@ -100,6 +100,17 @@ enum NetworkRules {
     }
 
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
+        let nodeIPs = checkAddresses(inventory, into: &d)
+        for node in inventory.nodes { checkDNS(node, into: &d) }
+        checkPools(inventory, nodeIPs: nodeIPs, into: &d)
+        for node in inventory.nodes { checkAllowPrivate(node, into: &d) }
+        for node in inventory.nodes { checkIPv6Mode(node, into: &d) }
+    }
+
+    /// Each node's address: a problem of its own, or another node's too. Returns the nodes' IP addresses.
+    private static func checkAddresses(
+        _ inventory: Inventory, into d: inout [Diagnostic]
+    ) -> [(name: String, bytes: [UInt8], location: SourceLocation)] {
         var addressOwners: [String: (String, SourceLocation)] = [:]
         var nodeIPs: [(name: String, bytes: [UInt8], location: SourceLocation)] = []
         for node in inventory.nodes {
@@ -124,59 +135,62 @@ enum NetworkRules {
                 addressOwners[key] = (node.name, location)
             }
         }
-        for node in inventory.nodes {
-            let location = node.location(of: .dns)
-            var seen: Set<String> = []
-            for server in node.dns {
-                guard let bytes = IPAddressText.parse(server) else {
-                    d.append(
-                        .error(
-                            .invalidDNS,
-                            "node '\(node.name)': DNS server \(TextCheck.quoted(server)) is not an IP address",
-                            at: location))
-                    continue
-                }
-                if bytes.allSatisfy({ $0 == 0 }) || (bytes.count == 4 && bytes[0] >= 224)
-                    || (bytes.count == 16 && bytes[0] == 0xFF)
-                {
-                    d.append(
-                        .error(
-                            .invalidDNS,
-                            "node '\(node.name)': DNS server \(server) is an unspecified, multicast or reserved address",
-                            at: location))
-                }
-                let host = CIDR(address: bytes, prefix: bytes.count * 8)
-                if let never = ClientReach.neverRange(containing: host) {
-                    d.append(
-                        .error(
-                            .neverForwarded,
-                            "node '\(node.name)': DNS server \(server) is \(never.why), which the node's firewall never lets clients reach; push a resolver they may reach (one on the node, or a private one, which the firewall opens for DNS)",
-                            at: location))
-                }
-                if !seen.insert(IPAddressText.format(bytes)).inserted {
-                    d.append(
-                        .warning(
-                            .duplicateEntry, "node '\(node.name)': DNS server \(server) is listed twice", at: location))
-                }
+        return nodeIPs
+    }
+
+    /// `dns`: each server an IP address clients may reach, listed once.
+    private static func checkDNS(_ node: Node, into d: inout [Diagnostic]) {
+        let location = node.location(of: .dns)
+        var seen: Set<String> = []
+        for server in node.dns {
+            guard let bytes = IPAddressText.parse(server) else {
+                d.append(
+                    .error(
+                        .invalidDNS,
+                        "node '\(node.name)': DNS server \(TextCheck.quoted(server)) is not an IP address",
+                        at: location))
+                continue
+            }
+            if bytes.allSatisfy({ $0 == 0 }) || (bytes.count == 4 && bytes[0] >= 224)
+                || (bytes.count == 16 && bytes[0] == 0xFF)
+            {
+                d.append(
+                    .error(
+                        .invalidDNS,
+                        "node '\(node.name)': DNS server \(server) is an unspecified, multicast or reserved address",
+                        at: location))
+            }
+            let host = CIDR(address: bytes, prefix: bytes.count * 8)
+            if let never = ClientReach.neverRange(containing: host) {
+                d.append(
+                    .error(
+                        .neverForwarded,
+                        "node '\(node.name)': DNS server \(server) is \(never.why), which the node's firewall never lets clients reach; push a resolver they may reach (one on the node, or a private one, which the firewall opens for DNS)",
+                        at: location))
+            }
+            if !seen.insert(IPAddressText.format(bytes)).inserted {
+                d.append(
+                    .warning(
+                        .duplicateEntry, "node '\(node.name)': DNS server \(server) is listed twice", at: location))
             }
         }
-        checkPools(inventory, nodeIPs: nodeIPs, into: &d)
-        for node in inventory.nodes { checkAllowPrivate(node, into: &d) }
-        for node in inventory.nodes {
-            guard let mode = node.network.ipv6 else { continue }
-            let location = node.location(of: .network(.ipv6))
-            if node.pool6 == nil {
-                d.append(
-                    .warning(
-                        .networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6",
-                        at: location, about: .node(node.name)))
-            } else if mode == .routed, let pool6 = node.pool6, (pool6.address[0] & 0xFE) == 0xFC {
-                d.append(
-                    .warning(
-                        .networkSetting,
-                        "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
-                        at: location, about: .node(node.name)))
-            }
+    }
+
+    /// `network.ipv6`: without effect with no pool6, and routed useless for a unique local pool6.
+    private static func checkIPv6Mode(_ node: Node, into d: inout [Diagnostic]) {
+        guard let mode = node.network.ipv6 else { return }
+        let location = node.location(of: .network(.ipv6))
+        if node.pool6 == nil {
+            d.append(
+                .warning(
+                    .networkSetting, "node '\(node.name)': network.ipv6 has no effect without a pool6",
+                    at: location, about: .node(node.name)))
+        } else if mode == .routed, let pool6 = node.pool6, (pool6.address[0] & 0xFE) == 0xFC {
+            d.append(
+                .warning(
+                    .networkSetting,
+                    "node '\(node.name)': network.ipv6 is routed, but pool6 \(pool6) is unique local (fc00::/7), which no internet router forwards; use nat",
+                    at: location, about: .node(node.name)))
         }
     }
 

@@ -53,65 +53,96 @@ enum NodeIdentityRules {
         var certificateKeys: [MatchKey: Node] = [:]
         var sections: [String: Node] = [:]
         for node in inventory.nodes {
-            let idLocation = node.fieldLocations[.key(.id)] ?? node.location(of: .address)
-            // An identity that is itself wrong (invalid-identity, identity-pattern) is reported once, as that.
-            let valid = !IdentityRules.findings(node.id).contains { $0.severity == .error }
-            var reported = !valid
-            if valid, let k = nodeKey(node.id) {
-                if let other = nodeKeys[k] {
-                    reported = true
-                    d.append(
-                        .error(
-                            .duplicateNodeIdentity,
-                            "node '\(node.name)': identity \(TextCheck.quoted(node.id.value)) is also node '\(other.name)''s identity; "
-                                + "either node could pose as the other to every client",
-                            at: idLocation,
-                            notes: [
-                                .init(
-                                    location: other.fieldLocations[.key(.id)] ?? other.location(of: .address),
-                                    message: "node '\(other.name)' has it here")
-                            ]))
-                } else {
-                    nodeKeys[k] = node
-                }
-            }
-            // Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
-            if let profile = try? CertificateNames.server(node, in: inventory) {
-                var mine: [MatchKey] = []
-                for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
-                    .map(loose)
-                where !mine.contains(k) {
-                    mine.append(k)
-                }
-                // Nodes with one address (duplicate-address) or names differing in case (name-case-collision)
-                // are reported by those rules already.
-                if !reported, let (k, other) = mine.lazy.compactMap({ k in certificateKeys[k].map { (k, $0) } }).first,
-                    !sameAddress(node, other), node.name.lowercased() != other.name.lowercased()
-                {
-                    d.append(
-                        .error(
-                            .nodeCertificateOverlap,
-                            "node '\(node.name)': its certificate would carry \(describe(k)), which node '\(other.name)''s certificate carries too; "
-                                + "either node could pose as the other to clients that expect it",
-                            at: node.location,
-                            notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
-                }
-                for k in mine where certificateKeys[k] == nil { certificateKeys[k] = node }
-            }
-            let section = TextCheck.swanctlSectionName(node.name)
-            if let other = sections[section] {
+            let reported = checkNodeIdentity(node, against: &nodeKeys, into: &d)
+            checkCertificateOverlap(
+                node, inventory: inventory, reported: reported, against: &certificateKeys, into: &d)
+            checkConnectionNames(node, against: &sections, into: &d)
+        }
+        checkPasswordIdentities(inventory, nodeKeys: nodeKeys, into: &d)
+    }
+
+    /// A node whose identity an earlier node has too; records it otherwise. Returns whether the node's
+    /// identity is already reported (as wrong in itself, or as a duplicate).
+    private static func checkNodeIdentity(
+        _ node: Node, against nodeKeys: inout [NodeKey: Node], into d: inout [Diagnostic]
+    ) -> Bool {
+        let idLocation = node.fieldLocations[.key(.id)] ?? node.location(of: .address)
+        // An identity that is itself wrong (invalid-identity, identity-pattern) is reported once, as that.
+        let valid = !IdentityRules.findings(node.id).contains { $0.severity == .error }
+        var reported = !valid
+        if valid, let k = nodeKey(node.id) {
+            if let other = nodeKeys[k] {
+                reported = true
                 d.append(
                     .error(
-                        .connectionNameCollision,
-                        "node '\(node.name)': its client connections would have the same names as node '\(other.name)''s "
-                            + "('\(section)-<service>' in the Linux swanctl.conf); rename one of them",
-                        at: node.location,
-                        notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
+                        .duplicateNodeIdentity,
+                        "node '\(node.name)': identity \(TextCheck.quoted(node.id.value)) is also node '\(other.name)''s identity; "
+                            + "either node could pose as the other to every client",
+                        at: idLocation,
+                        notes: [
+                            .init(
+                                location: other.fieldLocations[.key(.id)] ?? other.location(of: .address),
+                                message: "node '\(other.name)' has it here")
+                        ]))
             } else {
-                sections[section] = node
+                nodeKeys[k] = node
             }
         }
+        return reported
+    }
 
+    /// Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
+    private static func checkCertificateOverlap(
+        _ node: Node, inventory: Inventory, reported: Bool, against certificateKeys: inout [MatchKey: Node],
+        into d: inout [Diagnostic]
+    ) {
+        if let profile = try? CertificateNames.server(node, in: inventory) {
+            var mine: [MatchKey] = []
+            for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
+                .map(loose)
+            where !mine.contains(k) {
+                mine.append(k)
+            }
+            // Nodes with one address (duplicate-address) or names differing in case (name-case-collision)
+            // are reported by those rules already.
+            let earlier = certificateKeys
+            if !reported, let (k, other) = mine.lazy.compactMap({ k in earlier[k].map { (k, $0) } }).first,
+                !sameAddress(node, other), node.name.lowercased() != other.name.lowercased()
+            {
+                d.append(
+                    .error(
+                        .nodeCertificateOverlap,
+                        "node '\(node.name)': its certificate would carry \(describe(k)), which node '\(other.name)''s certificate carries too; "
+                            + "either node could pose as the other to clients that expect it",
+                        at: node.location,
+                        notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
+            }
+            for k in mine where certificateKeys[k] == nil { certificateKeys[k] = node }
+        }
+    }
+
+    /// Two nodes whose client connections would share a swanctl section name.
+    private static func checkConnectionNames(
+        _ node: Node, against sections: inout [String: Node], into d: inout [Diagnostic]
+    ) {
+        let section = TextCheck.swanctlSectionName(node.name)
+        if let other = sections[section] {
+            d.append(
+                .error(
+                    .connectionNameCollision,
+                    "node '\(node.name)': its client connections would have the same names as node '\(other.name)''s "
+                        + "('\(section)-<service>' in the Linux swanctl.conf); rename one of them",
+                    at: node.location,
+                    notes: [.init(location: other.location, message: "node '\(other.name)' is here")]))
+        } else {
+            sections[section] = node
+        }
+    }
+
+    /// A password user whose name, as the password's identity, is not a valid identity or is a node's.
+    private static func checkPasswordIdentities(
+        _ inventory: Inventory, nodeKeys: [NodeKey: Node], into d: inout [Diagnostic]
+    ) {
         // A name that is not a valid name is reported as such (invalid-name) and never rendered.
         for user in inventory.users where user.password != nil && NameRules.problem(user.name) == nil {
             let id = passwordIdentity(user)

@@ -34,51 +34,68 @@ enum ProposalRules {
                         at: location))
                 continue
             }
-            var seen: Set<String> = []
-            for text in list {
-                if !seen.insert(text).inserted {
-                    d.append(
-                        .warning(.duplicateEntry, "\(owner): \(label) proposal '\(text)' is listed twice", at: location)
-                    )
-                    continue
-                }
-                let proposal: Proposal
-                do {
-                    proposal = try Proposal.parse(text, purpose: purpose)
-                } catch {
-                    d.append(
-                        .error(
-                            .invalidProposal, "\(owner): \(label) proposal \(TextCheck.quoted(text)): \(error.message)",
-                            at: location))
-                    continue
-                }
-                parsed[purpose]!.append(proposal)
-                let weak = proposal.weakKeywords
-                if !weak.isEmpty {
-                    let list = weak.joined(separator: ", ")
-                    if node.proposals.allowWeak {
-                        d.append(
-                            .warning(
-                                .weakProposal,
-                                "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak",
-                                at: location, about: .node(node.name)))
-                    } else {
-                        d.append(
-                            .error(
-                                .weakProposal,
-                                "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); remove them or set proposals.allow_weak: true",
-                                at: location))
-                    }
-                }
-            }
+            parsed[purpose] = parsedProposals(list, purpose: purpose, label: label, of: node, at: location, into: &d)
         }
         let ike = parsed[.ike]!
         let esp = parsed[.esp]!
         // Only judge client support when both lists have something valid; otherwise the errors above say it.
         guard !ike.isEmpty, !esp.isEmpty else { return }
-        if node.services.contains(where: { $0.ikeVersion == 2 })
-            && AppleSAParameters.firstPair(ike: ike, esp: esp) == nil
-        {
+        checkClientSupport(of: node, ike: ike, esp: esp, into: &d)
+    }
+
+    /// One list's proposals that parse, with a finding for each listed twice, invalid, or weak.
+    private static func parsedProposals(
+        _ list: [String], purpose: Proposal.Purpose, label: String, of node: Node, at location: SourceLocation,
+        into d: inout [Diagnostic]
+    ) -> [Proposal] {
+        let owner = "node '\(node.name)'"
+        var parsed: [Proposal] = []
+        var seen: Set<String> = []
+        for text in list {
+            if !seen.insert(text).inserted {
+                d.append(
+                    .warning(.duplicateEntry, "\(owner): \(label) proposal '\(text)' is listed twice", at: location)
+                )
+                continue
+            }
+            let proposal: Proposal
+            do {
+                proposal = try Proposal.parse(text, purpose: purpose)
+            } catch {
+                d.append(
+                    .error(
+                        .invalidProposal, "\(owner): \(label) proposal \(TextCheck.quoted(text)): \(error.message)",
+                        at: location))
+                continue
+            }
+            parsed.append(proposal)
+            let weak = proposal.weakKeywords
+            if !weak.isEmpty {
+                let list = weak.joined(separator: ", ")
+                if node.proposals.allowWeak {
+                    d.append(
+                        .warning(
+                            .weakProposal,
+                            "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); allowed by proposals.allow_weak",
+                            at: location, about: .node(node.name)))
+                } else {
+                    d.append(
+                        .error(
+                            .weakProposal,
+                            "\(owner): \(label) proposal '\(text)' uses weak algorithms (\(list)); remove them or set proposals.allow_weak: true",
+                            at: location))
+                }
+            }
+        }
+        return parsed
+    }
+
+    /// Proposals Apple's IKEv2 profiles and IKEv1 clients can use, when the node offers those services.
+    private static func checkClientSupport(
+        of node: Node, ike: [Proposal], esp: [Proposal], into d: inout [Diagnostic]
+    ) {
+        let owner = "node '\(node.name)'"
+        if node.services.contains(where: { $0.ikeVersion == 2 }) && AppleSAParameters.firstPair(ike: ike, esp: esp) == nil {
             d.append(
                 .error(
                     .noAppleProposal,

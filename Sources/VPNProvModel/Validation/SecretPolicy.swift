@@ -149,14 +149,46 @@ package enum SecretPolicy {
         guard n > 0 else { return Estimate(bits: 0, patterns: []) }
         let lower: [UInt32] = scalars.map { s in (s.value >= 0x41 && s.value <= 0x5A) ? s.value + 0x20 : s.value }
         let normal: [UInt32] = lower.map { leet[$0] ?? $0 }
-        var covered = [Bool](repeating: false, count: n)
+        var coverage = Coverage(count: n)
+        coverSequencesAndRepeats(lower, in: &coverage)
+        coverKeyboardRuns(lower, in: &coverage)
+        for word in wordScalars { coverage.find(word, in: normal, "a common word") }
+        for name in names where name.unicodeScalars.count >= 3 {
+            let lowered = name.lowercased().unicodeScalars.map(\.value)
+            coverage.find(lowered, in: lower, "a name")
+            coverage.find(lowered.map { leet[$0] ?? $0 }, in: normal, "a name")
+        }
+        var effective = coverage.covered.filter { !$0 }.count
+        // A string made of one shorter unit repeated counts as that unit.
+        for period in stride(from: 1, through: n / 2, by: 1) where n % period == 0 {  // empty for n < 2
+            if (period..<n).allSatisfy({ scalars[$0] == scalars[$0 - period] }) {
+                if period < effective {
+                    effective = period
+                    coverage.patterns.insert("a repeated pattern")
+                }
+                break
+            }
+        }
+        let charset = charsetSize(of: scalars)
+        let bits = charset > 1 ? log2(Double(charset)) * Double(effective) : 0
+        return Estimate(bits: bits, patterns: coverage.patterns)
+    }
+
+    /// Which characters of a secret a guessable pattern explains (all but the pattern's first), and which
+    /// patterns were found.
+    private struct Coverage {
+        var covered: [Bool]
         var patterns: Set<String> = []
-        func cover(_ start: Int, _ length: Int, _ kind: String) {
+
+        init(count: Int) { covered = [Bool](repeating: false, count: count) }
+
+        mutating func cover(_ start: Int, _ length: Int, _ kind: String) {
             guard length > 1 else { return }
             for i in (start + 1)..<(start + length) { covered[i] = true }
             patterns.insert(kind)
         }
-        func find(_ needle: [UInt32], in haystack: [UInt32], _ kind: String) {
+
+        mutating func find(_ needle: [UInt32], in haystack: [UInt32], _ kind: String) {
             let m = needle.count
             guard m >= 3, m <= haystack.count else { return }
             var i = 0
@@ -171,7 +203,11 @@ package enum SecretPolicy {
                 }
             }
         }
-        // Ascending/descending runs of 4+ letters or digits, and repeated characters (3+).
+    }
+
+    /// Ascending/descending runs of 4+ letters or digits, and repeated characters (3+).
+    private static func coverSequencesAndRepeats(_ lower: [UInt32], in coverage: inout Coverage) {
+        let n = lower.count
         var i = 0
         while i < n {
             var j = i + 1
@@ -180,7 +216,7 @@ package enum SecretPolicy {
                 if step == 1 || step == -1 {
                     while j < n, isAlnum(lower[j]), Int64(lower[j]) - Int64(lower[j - 1]) == step { j += 1 }
                     if j - i >= 4 {
-                        cover(i, j - i, "a sequence")
+                        coverage.cover(i, j - i, "a sequence")
                         i = j
                         continue
                     }
@@ -188,10 +224,14 @@ package enum SecretPolicy {
                 }
             }
             while j < n, lower[j] == lower[i] { j += 1 }
-            if j - i >= 3 { cover(i, j - i, "a repeated character") }
+            if j - i >= 3 { coverage.cover(i, j - i, "a repeated character") }
             i = max(j, i + 1)
         }
-        // Keyboard-row runs of 4+ (forwards and backwards).
+    }
+
+    /// Keyboard-row runs of 4+ (forwards and backwards).
+    private static func coverKeyboardRuns(_ lower: [UInt32], in coverage: inout Coverage) {
+        let n = lower.count
         for positions in rowPositions {
             var k = 0
             while k < n {
@@ -202,30 +242,17 @@ package enum SecretPolicy {
                 var len = 1
                 while k + len < n, positions[lower[k + len]] == start + len { len += 1 }
                 if len >= 4 {
-                    cover(k, len, "a keyboard run")
+                    coverage.cover(k, len, "a keyboard run")
                     k += len
                 } else {
                     k += 1
                 }
             }
         }
-        for word in wordScalars { find(word, in: normal, "a common word") }
-        for name in names where name.unicodeScalars.count >= 3 {
-            let lowered = name.lowercased().unicodeScalars.map(\.value)
-            find(lowered, in: lower, "a name")
-            find(lowered.map { leet[$0] ?? $0 }, in: normal, "a name")
-        }
-        var effective = covered.filter { !$0 }.count
-        // A string made of one shorter unit repeated counts as that unit.
-        for period in stride(from: 1, through: n / 2, by: 1) where n % period == 0 {  // empty for n < 2
-            if (period..<n).allSatisfy({ scalars[$0] == scalars[$0 - period] }) {
-                if period < effective {
-                    effective = period
-                    patterns.insert("a repeated pattern")
-                }
-                break
-            }
-        }
+    }
+
+    /// The size of the alphabet a brute-force guesser would have to try, from the classes the secret uses.
+    private static func charsetSize(of scalars: [Unicode.Scalar]) -> Int {
         var charset = 0
         if scalars.contains(where: { $0.value >= 0x61 && $0.value <= 0x7A }) { charset += 26 }
         if scalars.contains(where: { $0.value >= 0x41 && $0.value <= 0x5A }) { charset += 26 }
@@ -234,7 +261,6 @@ package enum SecretPolicy {
             charset += 33
         }
         if scalars.contains(where: { $0.value >= 0x80 }) { charset += 100 }
-        let bits = charset > 1 ? log2(Double(charset)) * Double(effective) : 0
-        return Estimate(bits: bits, patterns: patterns)
+        return charset
     }
 }

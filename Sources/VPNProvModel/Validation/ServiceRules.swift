@@ -62,6 +62,19 @@ enum ServiceRules {
     }
 
     static func checkNode(_ node: Node, into d: inout [Diagnostic]) {
+        let offered = offeredServices(of: node, into: &d)
+        checkServiceSettings(of: node, offering: offered, into: &d)
+        warnAboutWeakServices(offered, of: node, into: &d)
+        if let country = node.country, let p = CountryCodes.problem(country) {
+            d.append(
+                .error(
+                    .invalidCountry, "node '\(node.name)': country \(TextCheck.quoted(country)) \(p)",
+                    at: node.location(of: .country)))
+        }
+    }
+
+    /// The node's services as a set, with an error for none and a warning for each listed twice.
+    private static func offeredServices(of node: Node, into d: inout [Diagnostic]) -> Set<Service> {
         let owner = "node '\(node.name)'"
         let servicesLocation = node.location(of: .services)
         if node.services.isEmpty {
@@ -74,13 +87,19 @@ enum ServiceRules {
                 .warning(.duplicateEntry, "\(owner): service \(service.rawValue) is listed twice", at: servicesLocation)
             )
         }
+        return seen
+    }
+
+    /// The settings only some services use: a PSK (needed or unused) and the IKEv1 group.
+    private static func checkServiceSettings(of node: Node, offering seen: Set<Service>, into d: inout [Diagnostic]) {
+        let owner = "node '\(node.name)'"
         let pskServices = Service.allCases.filter { seen.contains($0) && $0.needsPSK }
         if node.psk == nil && !pskServices.isEmpty {
             d.append(
                 .error(
                     .missingPSK,
                     "\(owner): \(pskServices.map(\.rawValue).joined(separator: ", ")) \(pskServices.count == 1 ? "needs" : "need") a PSK; set psk: gen",
-                    at: servicesLocation))
+                    at: node.location(of: .services)))
         } else if node.psk != nil && pskServices.isEmpty {
             d.append(
                 .warning(
@@ -99,6 +118,12 @@ enum ServiceRules {
                         about: .node(node.name)))
             }
         }
+    }
+
+    /// A warning for each offered service that weakens the node: a PSK every user holds, IKEv1, hybrid mode.
+    private static func warnAboutWeakServices(_ seen: Set<Service>, of node: Node, into d: inout [Diagnostic]) {
+        let owner = "node '\(node.name)'"
+        let servicesLocation = node.location(of: .services)
         for service in Service.allCases where seen.contains(service) {
             switch service {
             case .ikev2PSK, .ikev2PSKEAP:
@@ -149,17 +174,22 @@ enum ServiceRules {
                     "\(owner): \(names) \(ikev1.count == 1 ? "needs" : "need") a charon built with IKEv1, which strongSwan 6.1 and later reportedly leave out of default builds (the node's README says how to check)",
                     at: servicesLocation, about: .node(node.name, services: ikev1)))
         }
-        if let country = node.country, let p = CountryCodes.problem(country) {
-            d.append(
-                .error(
-                    .invalidCountry, "\(owner): country \(TextCheck.quoted(country)) \(p)",
-                    at: node.location(of: .country)))
-        }
     }
 
     static func checkUser(
         _ user: User, servicesByNode: [String: Set<Service>], nodeNames: [String], into d: inout [Diagnostic]
     ) {
+        let services = reachableServices(of: user, servicesByNode: servicesByNode, nodeNames: nodeNames, into: &d)
+        let devices = distinctDevices(of: user, into: &d)
+        if user.revoked { return }
+        checkCredentials(of: user, services: services, devices: devices, into: &d)
+        warnAboutUnservedDevices(of: user, services: services, devices: devices, into: &d)
+    }
+
+    /// The services offered on the user's nodes, with a finding for each node unknown or listed twice.
+    private static func reachableServices(
+        of user: User, servicesByNode: [String: Set<Service>], nodeNames: [String], into d: inout [Diagnostic]
+    ) -> Set<Service> {
         // Made only for a finding (a fleet checks 20,000 users, nearly all without one).
         var owner: String { "user '\(user.name)'" }
         var nodesLocation: SourceLocation { user.location(of: .nodes) }
@@ -179,18 +209,30 @@ enum ServiceRules {
             }
             services.formUnion(offered)
         }
+        return services
+    }
+
+    /// The user's devices in order, with a warning for each listed twice.
+    private static func distinctDevices(of user: User, into d: inout [Diagnostic]) -> [Device] {
         var devices: [Device] = []
         for device in user.devices {
             if devices.contains(device) {
                 d.append(
                     .warning(
-                        .duplicateEntry, "\(owner): device \(device.rawValue) is listed twice",
+                        .duplicateEntry, "user '\(user.name)': device \(device.rawValue) is listed twice",
                         at: user.location(of: .devices)))
             } else {
                 devices.append(device)
             }
         }
-        if user.revoked { return }
+        return devices
+    }
+
+    /// A password missing where nothing works without one, or set where nothing uses it; cert set unused.
+    private static func checkCredentials(
+        of user: User, services: Set<Service>, devices: [Device], into d: inout [Diagnostic]
+    ) {
+        var owner: String { "user '\(user.name)'" }
         let passwordUsed = services.contains { s in s.needsPassword && devices.contains { $0.speaks(s) } }
         // A user gets the services they hold credentials for: a certificate-only user on a node that
         // also offers EAP simply gets no EAP profile. A password is missing only when the user could
@@ -218,6 +260,13 @@ enum ServiceRules {
                     .certUnused, "\(owner): cert is true but none of their nodes offers ikev2-cert",
                     at: user.location(of: .cert), about: .user(user.name)))
         }
+    }
+
+    /// A warning for a user who can use nothing, else for each device no offered service works with.
+    private static func warnAboutUnservedDevices(
+        of user: User, services: Set<Service>, devices: [Device], into d: inout [Diagnostic]
+    ) {
+        var owner: String { "user '\(user.name)'" }
         // Which devices can use something (a certificate service only with cert: true).
         func usable(_ device: Device) -> Bool {
             services.contains { s in device.speaks(s) && (!s.needsClientCert || user.cert) }

@@ -18,25 +18,36 @@ extension PKISession {
         }
         if let ca = store.caCertificate {
             // CA files placed in (or left in) the state without an index: adopt them.
-            let key = try store.caKey(passphrase: passphrase)
-            guard key.matches(ca) else {
-                throw StateError(
-                    .stateInconsistent,
-                    "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
-            }
-            guard let keyType = ca.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) else {
-                throw StateError(
-                    .stateInconsistent,
-                    "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
-            }
-            index.ca = CARecord(
-                serial: ca.serialHex, commonName: ca.subject.commonName ?? "", keyType: keyType,
-                fingerprint: hexString(ca.fingerprintSHA256), notAfter: ca.notAfter,
-                certificateSHA256: hexString(Digest.sha256(try store.directory.read(store.paths.caCertificate))),
-                keySHA256: store.caKeyPEM.map { hexString(Digest.sha256(Array($0.utf8))) })
-            changes.append(PKIChange(.caAdopted, .ca, serial: ca.serialHex))
+            try adoptCA(ca)
             return
         }
+        try createCA()
+    }
+
+    /// Records a CA certificate found in the state without an index, once its key is shown to match.
+    private func adoptCA(_ ca: X509Certificate) throws {
+        let key = try store.caKey(passphrase: passphrase)
+        guard key.matches(ca) else {
+            throw StateError(
+                .stateInconsistent,
+                "state directory \(store.paths.root) is inconsistent: the CA key does not match the CA certificate")
+        }
+        guard let keyType = ca.publicKeyAlgorithm.flatMap(KeyType.init(algorithm:)) else {
+            throw StateError(
+                .stateInconsistent,
+                "the CA in \(store.paths.caCertificate) uses a key type vpnprov does not support")
+        }
+        index.ca = CARecord(
+            serial: ca.serialHex, commonName: ca.subject.commonName ?? "", keyType: keyType,
+            fingerprint: hexString(ca.fingerprintSHA256), notAfter: ca.notAfter,
+            certificateSHA256: hexString(Digest.sha256(try store.directory.read(store.paths.caCertificate))),
+            keySHA256: store.caKeyPEM.map { hexString(Digest.sha256(Array($0.utf8))) })
+        changes.append(PKIChange(.caAdopted, .ca, serial: ca.serialHex))
+    }
+
+    /// A new self-signed CA, staged key first; on a key left without certificate, that key is certified.
+    private func createCA() throws {
+        let settings = inventory.pki.ca
         // A key without certificate is the CA key of a first run killed mid-commit: certify that key.
         let orphanKey = store.caKeyPEM == nil ? nil : try store.caKey(passphrase: passphrase)
         do {

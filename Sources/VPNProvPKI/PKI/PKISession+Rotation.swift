@@ -36,67 +36,96 @@ extension PKISession {
             NameAttribute("CN", settings.name),
         ])
         do {
-            let key = try PrivateKey.generate(settings.key.algorithm)
-            let serial = try newSerial()
-            var crossSerial = try newSerial()
-            while crossSerial == serial { crossSerial = try newSerial() }
-            let notAfter = now + TimeInterval(settings.days) * 86400
-            let template = CertificateTemplate(
-                serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate,
-                notAfter: notAfter,
-                keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
-            let cert = try CertificateIssuer.selfSigned(template, key: key)
-            // The cross certificate: same subject and key, issued by the previous CA, valid as long
-            // as both CAs are.
-            let crossTemplate = CertificateTemplate(
-                serial: bytesFromHex(crossSerial)!, subject: subject, notBefore: now - PKIManager.backdate,
-                notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true,
-                policies: [NodeAccessPolicy.anyPolicy])
-            let cross = try CertificateIssuer.issue(
-                crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
-            let keyPEM = try passphrase.map { try key.encryptedPKCS8PEM(passphrase: $0) } ?? key.pkcs8PEM()
+            let new = try issueCrossCertifiedCA(subject: subject, previousCert: previousCert, previousKey: previousKey)
+            let keyPEM = try passphrase.map { try new.key.encryptedPKCS8PEM(passphrase: $0) } ?? new.key.pkcs8PEM()
             let record = CARecord(
-                serial: serial, commonName: settings.name, keyType: settings.key,
-                fingerprint: hexString(cert.fingerprintSHA256),
-                notAfter: cert.notAfter, generation: generation, anyPolicy: true,
-                certificateSHA256: hexString(Digest.sha256(Array(cert.pem.utf8))),
+                serial: new.serial, commonName: settings.name, keyType: settings.key,
+                fingerprint: hexString(new.cert.fingerprintSHA256),
+                notAfter: new.cert.notAfter, generation: generation, anyPolicy: true,
+                certificateSHA256: hexString(Digest.sha256(Array(new.cert.pem.utf8))),
                 keySHA256: hexString(Digest.sha256(Array(keyPEM.utf8))))
             // Key first, then certificate, never replacing a file (see StateStore.commit).
             store.stage(store.paths.caKey(record), Array(keyPEM.utf8), overwrite: false)
-            store.stage(store.paths.caCertificate(record), Array(cert.pem.utf8), overwrite: false)
-            store.stage(store.paths.certificate(crossSerial), Array(cross.pem.utf8))
-
-            // Every certificate so far names its issuer, so the CRLs can be split by CA.
-            for (serial, var existing) in index.certificates where existing.issuer == nil && existing.kind != .ca {
-                existing.issuer = previous.serial
-                index.certificates[serial] = existing
-            }
-            index.certificates[serial] = CertificateRecord(
-                serial: serial, kind: .ca, holder: "", subject: subject.description, subjectAltNames: [],
-                keyType: settings.key,
-                days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
-            index.certificates[crossSerial] = CertificateRecord(
-                serial: crossSerial, kind: .cross, holder: "", subject: subject.description, subjectAltNames: [],
-                keyType: settings.key, days: settings.days, notBefore: cross.notBefore, notAfter: cross.notAfter,
-                status: .valid,
-                issuer: previous.serial)
-            index.rotation = CARotationRecord(
-                startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl,
-                crossSHA256: hexString(Digest.sha256(Array(cross.pem.utf8))))
-            index.ca = record
-            index.crl = nil
-            store.setPreviousCA(certificate: previousCert, keyPEM: store.caKeyPEM, key: previousKey)
-            store.previousCRLPEM = store.crlPEM
-            store.crossCertificate = cross
-            store.crlPEM = nil
-            store.setCA(certificate: cert, key: key, keyPEM: keyPEM)
+            store.stage(store.paths.caCertificate(record), Array(new.cert.pem.utf8), overwrite: false)
+            store.stage(store.paths.certificate(new.crossSerial), Array(new.cross.pem.utf8))
+            recordRotation(
+                to: new, record: record, keyPEM: keyPEM, subject: subject, previous: previous,
+                previousCert: previousCert, previousKey: previousKey)
             changes.append(
                 PKIChange(
-                    .caRotationStarted, .ca, serial: serial,
+                    .caRotationStarted, .ca, serial: new.serial,
                     reason: "generation \(generation), cross-certified by \(previous.serial)"))
         } catch {
             throw Self.cryptoFailure("cannot create the new CA", error)
         }
+    }
+
+    /// A rotation's new CA: its key and self-signed certificate, and the cross certificate.
+    private struct CrossCertifiedCA {
+        var key: PrivateKey
+        var cert: X509Certificate
+        var serial: String
+        var cross: X509Certificate
+        var crossSerial: String
+    }
+
+    /// A new CA key and certificate named `subject`, and the cross certificate: same subject and key, issued by
+    /// the previous CA, valid as long as both CAs are.
+    private func issueCrossCertifiedCA(
+        subject: DistinguishedName, previousCert: X509Certificate, previousKey: PrivateKey
+    ) throws -> CrossCertifiedCA {
+        let settings = inventory.pki.ca
+        let key = try PrivateKey.generate(settings.key.algorithm)
+        let serial = try newSerial()
+        var crossSerial = try newSerial()
+        while crossSerial == serial { crossSerial = try newSerial() }
+        let notAfter = now + TimeInterval(settings.days) * 86400
+        let template = CertificateTemplate(
+            serial: bytesFromHex(serial)!, subject: subject, notBefore: now - PKIManager.backdate,
+            notAfter: notAfter,
+            keyUsage: [.keyCertSign, .cRLSign], isCA: true, policies: [NodeAccessPolicy.anyPolicy])
+        let cert = try CertificateIssuer.selfSigned(template, key: key)
+        let crossTemplate = CertificateTemplate(
+            serial: bytesFromHex(crossSerial)!, subject: subject, notBefore: now - PKIManager.backdate,
+            notAfter: min(notAfter, previousCert.notAfter), keyUsage: [.keyCertSign, .cRLSign], isCA: true,
+            policies: [NodeAccessPolicy.anyPolicy])
+        let cross = try CertificateIssuer.issue(
+            crossTemplate, subjectKey: key, issuer: previousCert, issuerKey: previousKey)
+        return CrossCertifiedCA(key: key, cert: cert, serial: serial, cross: cross, crossSerial: crossSerial)
+    }
+
+    /// The rotation into the index (the new CA and cross certificate, every earlier certificate's issuer) and
+    /// the new CA into the store, the previous one and its CRL kept beside it for the overlap.
+    private func recordRotation(
+        to new: CrossCertifiedCA, record: CARecord, keyPEM: String, subject: DistinguishedName, previous: CARecord,
+        previousCert: X509Certificate, previousKey: PrivateKey
+    ) {
+        let settings = inventory.pki.ca
+        let (serial, crossSerial, cert, cross) = (new.serial, new.crossSerial, new.cert, new.cross)
+        // Every certificate so far names its issuer, so the CRLs can be split by CA.
+        for (serial, var existing) in index.certificates where existing.issuer == nil && existing.kind != .ca {
+            existing.issuer = previous.serial
+            index.certificates[serial] = existing
+        }
+        index.certificates[serial] = CertificateRecord(
+            serial: serial, kind: .ca, holder: "", subject: subject.description, subjectAltNames: [],
+            keyType: settings.key,
+            days: settings.days, notBefore: cert.notBefore, notAfter: cert.notAfter, status: .valid)
+        index.certificates[crossSerial] = CertificateRecord(
+            serial: crossSerial, kind: .cross, holder: "", subject: subject.description, subjectAltNames: [],
+            keyType: settings.key, days: settings.days, notBefore: cross.notBefore, notAfter: cross.notAfter,
+            status: .valid,
+            issuer: previous.serial)
+        index.rotation = CARotationRecord(
+            startedAt: now, previous: previous, crossSerial: crossSerial, previousCRL: index.crl,
+            crossSHA256: hexString(Digest.sha256(Array(cross.pem.utf8))))
+        index.ca = record
+        index.crl = nil
+        store.setPreviousCA(certificate: previousCert, keyPEM: store.caKeyPEM, key: previousKey)
+        store.previousCRLPEM = store.crlPEM
+        store.crossCertificate = cross
+        store.crlPEM = nil
+        store.setCA(certificate: cert, key: new.key, keyPEM: keyPEM)
     }
 
     func finishCARotation() throws {

@@ -6,6 +6,14 @@ import VPNProvSupport
 /// Generated secrets (`gen` PSKs and passwords): created once and kept in the state.
 extension PKISession {
     func generateSecrets() throws {
+        try generatePSKs()
+        try generateUserPasswords()
+        try generateRadiusSecrets()
+        try generatePPKs()
+    }
+
+    /// A PSK for each node whose `psk: gen` a service uses; the PSKs of other nodes are discarded.
+    private func generatePSKs() throws {
         var keepPSK = Set<String>()
         for node in inventory.nodes where node.psk == .generate && node.services.contains(where: \.needsPSK) {
             keepPSK.insert(node.name)
@@ -14,6 +22,12 @@ extension PKISession {
                 changes.append(PKIChange(.secretGenerated, .node(node.name), reason: "psk"))
             }
         }
+        // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
+        store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
+    }
+
+    /// A password for each active user with `password: gen`, a PKCS#12 password for each with `cert: true`.
+    private func generateUserPasswords() throws {
         var keepPassword = Set<String>()
         var keepP12 = Set<String>()
         for user in inventory.users where !user.revoked {
@@ -33,6 +47,12 @@ extension PKISession {
                 }
             }
         }
+        store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
+        store.secrets.p12Passwords = store.secrets.p12Passwords.filter { keepP12.contains($0.key) }
+    }
+
+    /// The RADIUS, Disconnect-Request, relay and (with `protection: ipsec`) IPsec secrets of each RADIUS node.
+    private func generateRadiusSecrets() throws {
         var radius = store.secrets.radiusSecrets ?? [:]
         var dae = store.secrets.daeSecrets ?? [:]
         var ipsec = store.secrets.radiusIPsecSecrets ?? [:]
@@ -64,6 +84,9 @@ extension PKISession {
             ipsec.isEmpty && store.secrets.radiusIPsecSecrets == nil ? nil : ipsec
         store.secrets.radiusRelaySecrets =
             relay.isEmpty && store.secrets.radiusRelaySecrets == nil ? nil : relay
+    }
+
+    private func generatePPKs() throws {
         // A post-quantum preshared key for every user who reaches a node that asks for PPKs.
         let ppkNodes = inventory.nodes.filter { $0.quantumSafe?.ppk != nil }.map(\.name)
         var ppks = store.secrets.ppks ?? [:]
@@ -77,10 +100,6 @@ extension PKISession {
         }
         ppks = ppks.filter { keepPPK.contains($0.key) }
         store.secrets.ppks = ppks.isEmpty && store.secrets.ppks == nil ? nil : ppks
-        // Generated secrets nobody uses any more are discarded, so a returning name gets fresh ones.
-        store.secrets.psks = store.secrets.psks.filter { keepPSK.contains($0.key) }
-        store.secrets.passwords = store.secrets.passwords.filter { keepPassword.contains($0.key) }
-        store.secrets.p12Passwords = store.secrets.p12Passwords.filter { keepP12.contains($0.key) }
     }
 
     /// Replaces a node's generated PSK (the caller checked that the inventory says `psk: gen`).

@@ -17,33 +17,9 @@ enum ProfileSigningLoader {
     ) throws -> ProfileSigner {
         let location = inventory.location(of: .pki(.profileSigning))
         func text(_ source: SecretSource, _ what: String) throws -> String {
-            // The same rules as every env:/file: secret: the signing key is one.
-            if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {
-                throw PKIError(.secretSource, "pki.profile_signing \(what): \(problem)", at: location)
-            }
-            switch source {
-            case .env(let name):
-                guard let value = environment[name], !value.isEmpty else {
-                    throw PKIError(
-                        .secretUnavailable,
-                        "pki.profile_signing \(what): environment variable \(name) is not set (\(source.reference))",
-                        at: location)
-                }
-                return value
-            case .file(let path):
-                let full: String
-                do {
-                    full = try SecretSourcePolicy.confinedFile(
-                        path, inventory.secrets, inventoryDirectory: inventoryDirectory)
-                } catch {
-                    throw PKIError(.secretSource, "pki.profile_signing \(what): \(error.message)", at: location)
-                }
-                return try readBounded(
-                    full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
-            case .generate, .literal:
-                throw PKIError(
-                    .secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
-            }
+            try sourceText(
+                source, what, inventory: inventory, inventoryDirectory: inventoryDirectory, environment: environment,
+                location: location)
         }
         let certificatePEM = try text(settings.certificate, "cert")
         let keyPEM = try text(settings.key, "key")
@@ -74,6 +50,40 @@ enum ProfileSigningLoader {
         var signer = ProfileSigner(certificatePEM: certificatePEM, keyPEM: keyPEM, chainPEM: chainPEM)
         signer.randomizedSignatures = randomized
         return signer
+    }
+
+    /// The text of one `pki.profile_signing` reference (`env:` or `file:`, under the rules of every such secret).
+    private static func sourceText(
+        _ source: SecretSource, _ what: String, inventory: Inventory, inventoryDirectory: String,
+        environment: [String: String], location: SourceLocation?
+    ) throws -> String {
+        // The same rules as every env:/file: secret: the signing key is one.
+        if let problem = SecretSourcePolicy.problem(source, inventory.secrets) {
+            throw PKIError(.secretSource, "pki.profile_signing \(what): \(problem)", at: location)
+        }
+        switch source {
+        case .env(let name):
+            guard let value = environment[name], !value.isEmpty else {
+                throw PKIError(
+                    .secretUnavailable,
+                    "pki.profile_signing \(what): environment variable \(name) is not set (\(source.reference))",
+                    at: location)
+            }
+            return value
+        case .file(let path):
+            let full: String
+            do {
+                full = try SecretSourcePolicy.confinedFile(
+                    path, inventory.secrets, inventoryDirectory: inventoryDirectory)
+            } catch {
+                throw PKIError(.secretSource, "pki.profile_signing \(what): \(error.message)", at: location)
+            }
+            return try readBounded(
+                full, what: "pki.profile_signing \(what)", reference: source.reference, location: location)
+        case .generate, .literal:
+            throw PKIError(
+                .secretUnavailable, "pki.profile_signing \(what) must be env:VAR or file:PATH", at: location)
+        }
     }
 
     /// A regular file's text, refused past `maxFileSize` (BoundedFile, like every outside read).

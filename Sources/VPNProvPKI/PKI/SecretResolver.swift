@@ -44,55 +44,72 @@ package enum SecretResolver {
         case .literal(let value):
             return value
         case .env(let name):
-            guard let value = environment[name] else {
-                throw PKIError(
-                    .secretUnavailable, "\(what): environment variable \(name) is not set (\(source.reference))",
-                    at: location)
-            }
-            guard !value.isEmpty else {
-                throw PKIError(
-                    .secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))",
-                    at: location)
-            }
-            // The process environment is decoded with invalid bytes replaced by U+FFFD: refuse it
-            // the way a file with the same bytes is refused, instead of using a changed secret.
-            guard !value.unicodeScalars.contains("\u{FFFD}") else {
-                throw PKIError(
-                    .secretUnavailable,
-                    "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
-            }
-            guard value.utf8.count <= SecretPolicy.maxBytes else {
-                throw PKIError(
-                    .secretUnavailable,
-                    "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))",
-                    at: location)
-            }
-            return value
+            return try environmentSecret(name, source, what: what, at: location, environment: environment)
         case .file(let path):
-            let full: String
-            do {
-                full = try SecretSourcePolicy.confinedFile(path, settings, inventoryDirectory: inventoryDirectory)
-            } catch {
-                throw PKIError(.secretSource, "\(what): \(error.message)", at: location)
+            return try fileSecret(
+                path, source, what: what, at: location, inventoryDirectory: inventoryDirectory, settings: settings)
+        }
+    }
+
+    /// An `env:` secret: set, non-empty, valid UTF-8 and at most `SecretPolicy.maxBytes` bytes.
+    private static func environmentSecret(
+        _ name: String, _ source: SecretSource, what: String, at location: SourceLocation?,
+        environment: [String: String]
+    ) throws -> String {
+        guard let value = environment[name] else {
+            throw PKIError(
+                .secretUnavailable, "\(what): environment variable \(name) is not set (\(source.reference))",
+                at: location)
+        }
+        guard !value.isEmpty else {
+            throw PKIError(
+                .secretUnavailable, "\(what): environment variable \(name) is empty (\(source.reference))",
+                at: location)
+        }
+        // The process environment is decoded with invalid bytes replaced by U+FFFD: refuse it
+        // the way a file with the same bytes is refused, instead of using a changed secret.
+        guard !value.unicodeScalars.contains("\u{FFFD}") else {
+            throw PKIError(
+                .secretUnavailable,
+                "\(what): environment variable \(name) is not valid UTF-8 text (\(source.reference))", at: location)
+        }
+        guard value.utf8.count <= SecretPolicy.maxBytes else {
+            throw PKIError(
+                .secretUnavailable,
+                "\(what): environment variable \(name) is longer than \(SecretPolicy.maxBytes) bytes (\(source.reference))",
+                at: location)
+        }
+        return value
+    }
+
+    /// A `file:` secret: a file inside the allowed directories, read bounded, holding one secret (`SecretFile`).
+    private static func fileSecret(
+        _ path: String, _ source: SecretSource, what: String, at location: SourceLocation?,
+        inventoryDirectory: String, settings: SecretSettings
+    ) throws -> String {
+        let full: String
+        do {
+            full = try SecretSourcePolicy.confinedFile(path, settings, inventoryDirectory: inventoryDirectory)
+        } catch {
+            throw PKIError(.secretSource, "\(what): \(error.message)", at: location)
+        }
+        func failure(_ reason: String) -> PKIError {
+            PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try BoundedFile.read(full, limit: SecretPolicy.fileLimit)
+        } catch {
+            if case .tooLarge = error {
+                throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
             }
-            func failure(_ reason: String) -> PKIError {
-                PKIError(.secretUnavailable, "\(what): file \(full) \(reason) (\(source.reference))", at: location)
-            }
-            let bytes: [UInt8]
-            do {
-                bytes = try BoundedFile.read(full, limit: SecretPolicy.fileLimit)
-            } catch {
-                if case .tooLarge = error {
-                    throw failure("holds more than a \(SecretPolicy.maxBytes)-byte secret")
-                }
-                throw PKIError(
-                    .secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))",
-                    at: location)
-            }
-            switch SecretFile.value(of: bytes) {
-            case .success(let value): return value
-            case .failure(let problem): throw failure(problem.reason)
-            }
+            throw PKIError(
+                .secretUnavailable, "\(what): cannot read file \(full): \(error.reason) (\(source.reference))",
+                at: location)
+        }
+        switch SecretFile.value(of: bytes) {
+        case .success(let value): return value
+        case .failure(let problem): throw failure(problem.reason)
         }
     }
 }

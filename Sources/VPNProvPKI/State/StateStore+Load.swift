@@ -306,35 +306,13 @@ extension StateStore {
             }
         } else {
             // An older state without digests: parse and check everything, then record the digests.
-            guard let parsedCert = try? X509Certificate(pem: certPEM) else {
-                throw inconsistent("\(certPath) is not a certificate")
-            }
-            guard parsedCert.serialHex == holder.serial else {
-                throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
-            }
-            guard let parsed = try? PrivateKey(pem: keyPEM) else {
-                throw inconsistent("\(keyPath) is not a private key")
-            }
-            guard parsed.signsFor(parsedCert) else {
-                throw inconsistent("the key \(keyPath) of \(what) does not sign for its certificate \(certPath)")
-            }
-            if let caCertificate, !parsedCert.isSigned(by: caCertificate) {
-                throw inconsistent("the certificate of \(what) is not signed by the CA")
-            }
-            (cert, key) = (parsedCert, parsed)
+            (cert, key) = try parsedHolder(
+                certPEM: certPEM, keyPEM: keyPEM, serial: holder.serial, what: what, certPath: certPath,
+                keyPath: keyPath, caCertificate: caCertificate, inconsistent: inconsistent)
             digests = (hexString(Digest.sha256(Array(keyPEM.utf8))), hexString(Digest.sha256(Array(certPEM.utf8))))
         }
         func container(_ p12Record: P12Record?) throws -> [UInt8]? {
-            guard let p12Record else { return nil }
-            let path = paths.p12(p12Record.file)
-            guard directory.exists(path) else {
-                throw inconsistent("index.json names \(path) as a PKCS#12 file of \(what), and it is missing")
-            }
-            let bytes = try directory.read(path)
-            guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
-                throw inconsistent("\(path) has changed")
-            }
-            return bytes
+            try loadContainer(p12Record, of: what, in: directory, inconsistent: inconsistent)
         }
         let p12 = try container(holder.p12)
         let open = try holder.openP12.flatMap { record in try container(record).map { (record.file, $0) } }
@@ -342,6 +320,46 @@ extension StateStore {
             HeldCertificate(parsedCertificate: cert, certificatePEM: certPEM, key: key, keyPEM: keyPEM), p12, open,
             digests
         )
+    }
+
+    /// A holder's certificate and key parsed and checked against each other and the CA (an older state
+    /// without digests).
+    private static func parsedHolder(
+        certPEM: String, keyPEM: String, serial: String, what: String, certPath: String, keyPath: String,
+        caCertificate: X509Certificate?, inconsistent: (String) -> StateError
+    ) throws -> (X509Certificate, PrivateKey) {
+        guard let parsedCert = try? X509Certificate(pem: certPEM) else {
+            throw inconsistent("\(certPath) is not a certificate")
+        }
+        guard parsedCert.serialHex == serial else {
+            throw inconsistent("\(certPath) has serial \(parsedCert.serialHex)")
+        }
+        guard let parsed = try? PrivateKey(pem: keyPEM) else {
+            throw inconsistent("\(keyPath) is not a private key")
+        }
+        guard parsed.signsFor(parsedCert) else {
+            throw inconsistent("the key \(keyPath) of \(what) does not sign for its certificate \(certPath)")
+        }
+        if let caCertificate, !parsedCert.isSigned(by: caCertificate) {
+            throw inconsistent("the certificate of \(what) is not signed by the CA")
+        }
+        return (parsedCert, parsed)
+    }
+
+    /// A holder's PKCS#12 file, byte for byte what the index recorded.
+    private static func loadContainer(
+        _ p12Record: P12Record?, of what: String, in directory: StateDirectory, inconsistent: (String) -> StateError
+    ) throws -> [UInt8]? {
+        guard let p12Record else { return nil }
+        let path = directory.paths.p12(p12Record.file)
+        guard directory.exists(path) else {
+            throw inconsistent("index.json names \(path) as a PKCS#12 file of \(what), and it is missing")
+        }
+        let bytes = try directory.read(path)
+        guard hexString(Digest.sha256(bytes)) == p12Record.sha256 else {
+            throw inconsistent("\(path) has changed")
+        }
+        return bytes
     }
 
     /// The current CRL.

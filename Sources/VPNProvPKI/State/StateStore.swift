@@ -261,26 +261,7 @@ package final class StateStore {
         let writesSecrets = secrets != originalSecrets || !secretsFileExisted || !sealed
         let writesIndex = index != originalIndex || !directory.exists(paths.index) || !sealed
         do {
-            for subdirectory in paths.subdirectories { try directory.makeSubdirectory(subdirectory) }
-            // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
-            // order staged, so a kill between them leaves a key without certificate, which load adopts,
-            // never a certificate without its key.
-            for file in pending where !file.overwrite {
-                if directory.exists(file.path) {
-                    throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)")
-                }
-                try directory.write(file.bytes, to: file.path, sync: false, overwrite: false)
-            }
-            let files = pending.filter(\.overwrite)
-            let directory = directory
-            _ = try parallelMap(files.count) { i in
-                let file = files[i]
-                // A file from an earlier crashed run may exist already: content-addressed names make it
-                // the same content (keys, certs, p12, CRL).
-                try directory.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
-            }
-            try directory.syncFileSystem()
-            for subdirectory in paths.subdirectories { try directory.syncDirectory(subdirectory) }
+            try writePending()
             let (indexBytes, secretsBytes) = try encoded.value.get()
             var records: [StateRecord: [UInt8]?] = [:]
             if writesIndex { records[.index] = indexBytes }
@@ -302,6 +283,30 @@ package final class StateStore {
             throw error
         }
         pending = []
+    }
+
+    /// The staged files and the subdirectories they go in, written and then synced to disk.
+    private func writePending() throws {
+        for subdirectory in paths.subdirectories { try directory.makeSubdirectory(subdirectory) }
+        // Files that are never replaced (the CA key, then its certificate) go first, one by one in the
+        // order staged, so a kill between them leaves a key without certificate, which load adopts,
+        // never a certificate without its key.
+        for file in pending where !file.overwrite {
+            if directory.exists(file.path) {
+                throw StateError(.stateInconsistent, "refusing to overwrite \(file.path)")
+            }
+            try directory.write(file.bytes, to: file.path, sync: false, overwrite: false)
+        }
+        let files = pending.filter(\.overwrite)
+        let directory = directory
+        _ = try parallelMap(files.count) { i in
+            let file = files[i]
+            // A file from an earlier crashed run may exist already: content-addressed names make it
+            // the same content (keys, certs, p12, CRL).
+            try directory.write(file.bytes, to: file.path, sync: false, overwrite: file.overwrite)
+        }
+        try directory.syncFileSystem()
+        for subdirectory in paths.subdirectories { try directory.syncDirectory(subdirectory) }
     }
 
     /// Certificates this run's index holds that the committed index.json does not: signed now (or

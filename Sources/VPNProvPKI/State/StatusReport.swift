@@ -197,6 +197,42 @@ package struct StatusReport: Sendable, Hashable, Encodable {
                 daysLeft: daysLeft(r.notAfter, now))
         }
         let held = index.revokedByCommand ?? [:]
+        let (certificates, counts) = certificateRows(index, held: held, now: now)
+        var crls: [CRL] = []
+        if let crl = index.crl, let record = index.ca {
+            crls.append(
+                CRL(
+                    issuer: record.serial, number: crl.number, nextUpdate: crl.nextUpdate,
+                    daysLeft: daysLeft(crl.nextUpdate, now),
+                    revoked: crl.revokedSerials.count))
+        }
+        if let rotation = index.rotation, let crl = rotation.previousCRL {
+            crls.append(
+                CRL(
+                    issuer: rotation.previous.serial, number: crl.number, nextUpdate: crl.nextUpdate,
+                    daysLeft: daysLeft(crl.nextUpdate, now), revoked: crl.revokedSerials.count))
+        }
+        let orphans = namesNotInInventory(inventory, index: index, secrets: secrets, held: held)
+        let active = inventory.users.filter { !$0.revoked && held[$0.name] == nil }
+        var report = StatusReport(
+            stateDirectory: stateDirectory, now: now, ca: index.ca.map(ca),
+            rotation: Rotation(
+                phase: index.rotation == nil ? "none" : "overlap", startedAt: index.rotation?.startedAt,
+                previous: index.rotation.map { ca($0.previous) }),
+            certificates: certificates, crls: crls,
+            secrets: Secrets(
+                psks: secrets.psks.keys.sorted(), passwords: secrets.passwords.keys.sorted(),
+                p12Passwords: secrets.p12Passwords.keys.sorted()),
+            usersWithoutCertificates: active.filter { index.users[$0.name] == nil }.map(\.name),
+            heldUsers: held.keys.sorted(), notInInventory: orphans, expiring: nil, counts: counts)
+        if let days = days { report.expiring = report.expiring(within: days) }
+        return report
+    }
+
+    /// One row per certificate in the index, CA first, and how many node and client certificates have each status.
+    private static func certificateRows(
+        _ index: StateIndex, held: [String: String], now: Date
+    ) -> ([Certificate], [String: Int]) {
         var certificates: [Certificate] = []
         var counts: [String: Int] = [:]
         for record in index.certificates.values {
@@ -221,20 +257,13 @@ package struct StatusReport: Sendable, Hashable, Encodable {
                 kindOrder[$1.kind] ?? 9, $1.holder, $1.notAfter, $1.serial
             )
         }
-        var crls: [CRL] = []
-        if let crl = index.crl, let record = index.ca {
-            crls.append(
-                CRL(
-                    issuer: record.serial, number: crl.number, nextUpdate: crl.nextUpdate,
-                    daysLeft: daysLeft(crl.nextUpdate, now),
-                    revoked: crl.revokedSerials.count))
-        }
-        if let rotation = index.rotation, let crl = rotation.previousCRL {
-            crls.append(
-                CRL(
-                    issuer: rotation.previous.serial, number: crl.number, nextUpdate: crl.nextUpdate,
-                    daysLeft: daysLeft(crl.nextUpdate, now), revoked: crl.revokedSerials.count))
-        }
+        return (certificates, counts)
+    }
+
+    /// The nodes and users the state holds something of but the inventory no longer names.
+    private static func namesNotInInventory(
+        _ inventory: Inventory, index: StateIndex, secrets: SecretsFile, held: [String: String]
+    ) -> [String] {
         let nodeNames = Set(inventory.nodes.map(\.name))
         let userNames = Set(inventory.users.map(\.name))
         var orphans = Set<String>()
@@ -245,20 +274,7 @@ package struct StatusReport: Sendable, Hashable, Encodable {
         where !userNames.contains(name) {
             orphans.insert("user \(name)")
         }
-        let active = inventory.users.filter { !$0.revoked && held[$0.name] == nil }
-        var report = StatusReport(
-            stateDirectory: stateDirectory, now: now, ca: index.ca.map(ca),
-            rotation: Rotation(
-                phase: index.rotation == nil ? "none" : "overlap", startedAt: index.rotation?.startedAt,
-                previous: index.rotation.map { ca($0.previous) }),
-            certificates: certificates, crls: crls,
-            secrets: Secrets(
-                psks: secrets.psks.keys.sorted(), passwords: secrets.passwords.keys.sorted(),
-                p12Passwords: secrets.p12Passwords.keys.sorted()),
-            usersWithoutCertificates: active.filter { index.users[$0.name] == nil }.map(\.name),
-            heldUsers: held.keys.sorted(), notInInventory: orphans.sorted(), expiring: nil, counts: counts)
-        if let days = days { report.expiring = report.expiring(within: days) }
-        return report
+        return orphans.sorted()
     }
 
     /// The CA(s), active certificates and CRLs that expire within `days` days of `now` (or already have).

@@ -95,7 +95,9 @@ enum ProposalRules {
         of node: Node, ike: [Proposal], esp: [Proposal], into d: inout [Diagnostic]
     ) {
         let owner = "node '\(node.name)'"
-        if node.services.contains(where: { $0.ikeVersion == 2 }) && AppleSAParameters.firstPair(ike: ike, esp: esp) == nil {
+        if node.services.contains(where: { $0.ikeVersion == 2 })
+            && AppleSAParameters.firstPair(ike: ike, esp: esp) == nil
+        {
             d.append(
                 .error(
                     .noAppleProposal,

@@ -269,7 +269,8 @@ package struct AccountStore {
         }
         return try db.transaction {
             try db.execute(
-                "DELETE FROM vpn_account_quota WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\")", [username])
+                "DELETE FROM vpn_account_quota WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\")",
+                [username])
             if !tier {
                 try db.execute(
                     "INSERT INTO vpn_account_quota (username, data_quota) VALUES ($1, $2::bigint)",
@@ -300,7 +301,9 @@ package struct AccountStore {
 
     /// Each tier's quota as the database has it (nil: unlimited), lowest rank first.
     package func tierQuotas() throws -> [(name: String, quota: Int?)] {
-        try db.query("SELECT name, data_quota FROM vpn_tier ORDER BY rank").map { ($0[0] ?? "", $0[1].flatMap { Int($0) }) }
+        try db.query("SELECT name, data_quota FROM vpn_tier ORDER BY rank").map {
+            ($0[0] ?? "", $0[1].flatMap { Int($0) })
+        }
     }
 
     /// The usage of one account (it must exist), or of every account by name.
@@ -322,8 +325,10 @@ package struct AccountStore {
         return rows.map { row in
             AccountUsage(
                 username: row[0] ?? "", tier: row[1], periodStart: row[2] ?? "", periodEnd: row[3] ?? "",
-                octetsIn: Int(row[4] ?? "0") ?? 0, octetsOut: Int(row[5] ?? "0") ?? 0, quota: row[6].flatMap { Int($0) },
-                remaining: row[7].flatMap { Int($0) }, over: row[8] == "t", quotaSource: row[9] == "t" ? "account" : "tier")
+                octetsIn: Int(row[4] ?? "0") ?? 0, octetsOut: Int(row[5] ?? "0") ?? 0,
+                quota: row[6].flatMap { Int($0) },
+                remaining: row[7].flatMap { Int($0) }, over: row[8] == "t",
+                quotaSource: row[9] == "t" ? "account" : "tier")
         }
     }
 

@@ -54,7 +54,8 @@ struct AccountsCommand: Command {
             .init(
                 "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
             .init(
-                "value", help: "set-tier: the tier; set-devices: the device limit; set-quota: the quota.", optional: true),
+                "value", help: "set-tier: the tier; set-devices: the device limit; set-quota: the quota.",
+                optional: true),
         ],
         options: [AccountsOption.inventory, .state, .database].map(\.declaration) + actionOptions
             + [AccountsOption.format, .quiet].map(\.declaration))

@@ -214,8 +214,11 @@ package struct AccountsSession {
                 (try store.setTierQuotas(quotas), try store.tierQuotas())
             }
             output.set("tierQuotas", now.map { TierQuota(tier: $0.name, quota: $0.quota) })
-            let listed = now.map { "\($0.name) \($0.quota.map(DataSize.format) ?? "unlimited")" }.joined(separator: ", ")
-            text += "data quotas per month: \(listed)" + (changed.isEmpty ? " (unchanged)\n" : " (changed: \(changed.joined(separator: ", ")))\n")
+            let listed = now.map { "\($0.name) \($0.quota.map(DataSize.format) ?? "unlimited")" }.joined(
+                separator: ", ")
+            text +=
+                "data quotas per month: \(listed)"
+                + (changed.isEmpty ? " (unchanged)\n" : " (changed: \(changed.joined(separator: ", ")))\n")
         }
         output.result(text)
         return .success

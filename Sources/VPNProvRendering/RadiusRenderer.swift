@@ -179,12 +179,16 @@ package enum RadiusRenderer {
         }
         var clients: [TemplateValue] = []
         for node in nodes {
-            guard let secret = materials.nodes[node.name]?.radiusSecret else {
+            guard let secret = materials.nodes[node.name]?.radiusSecret,
+                let daeSecret = materials.nodes[node.name]?.daeSecret
+            else {
                 throw RadiusRenderError(message: "node '\(node.name)': no RADIUS secret in the state")
             }
             clients.append([
                 "name": .string(node.name), "address": .string(RadiusPlan.pathAddress(of: node)),
                 "secret": .string(secret), "tier": .string(node.tier.rawValue),
+                "dae_port": .int(AccountsSettings.daePort), "dae_secret": .string(daeSecret),
+                "dae_server": .string(node.name + "-dae"),
                 "nas_address": .string(RadiusPlan.nasAddress(of: node)?.clientValue ?? ""),
             ])
         }
@@ -226,6 +230,7 @@ package enum RadiusRenderer {
                 "nodes": .list(clients),
                 "database": .string(database),
                 "stale_after": .int(accounts.staleAfter),
+                "accounting_interval": .int(accounts.accountingInterval),
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(nodes.map(\.name).joined(separator: ", ")),

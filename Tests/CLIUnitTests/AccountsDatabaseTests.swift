@@ -415,7 +415,8 @@ import VPNProvTestSupport
                 try cluster.psql("SELECT octets_in, octets_out, data_quota, remaining, over FROM vpn_usage('\(user)')")
             }
             // this month: what the Interim-Update added (0.5 + 0.5 MB), not the row's 3 MB
-            let first = try usage("alice"); #expect(first == "500000|500000|||f", "no quota: unlimited")
+            let first = try usage("alice")
+            #expect(first == "500000|500000|||f", "no quota: unlimited")
             #expect(try cluster.psql("SELECT sum(acctinputoctets + acctoutputoctets) FROM radacct") == "3000000")
             // an older record replayed after the newer one changes nothing, and the next one counts only its growth
             try interim("u1", 1_800_000, 900_000)
@@ -924,9 +925,13 @@ import VPNProvTestSupport
 
                     """)
             // Data quotas: an account's own, refused when it is not a size; usage as text and JSON.
-            #expect(try run(["set-quota", "alice", "5MB"]).out == "account 'alice': data quota 5 MB (5000000 bytes) per month\n")
+            #expect(
+                try run(["set-quota", "alice", "5MB"]).out
+                    == "account 'alice': data quota 5 MB (5000000 bytes) per month\n")
             let badQuota = try run(["set-quota", "alice", "5 MBs"])
-            #expect(badQuota.status == 2 && badQuota.err.contains("invalid quota '5 MBs': unknown unit 'MBs'"), "\(badQuota.err)")
+            #expect(
+                badQuota.status == 2 && badQuota.err.contains("invalid quota '5 MBs': unknown unit 'MBs'"),
+                "\(badQuota.err)")
             #expect(try run(["set-quota", "ghost", "5MB"]).err == "vpnprov: error: no account 'ghost'\n")
             #expect(try run(["set-quota", "bob", "none"]).out == "account 'bob': data quota unlimited per month\n")
             let usage = try run(["usage"])
@@ -940,11 +945,14 @@ import VPNProvTestSupport
                     bob      pro   0 B  0 B  unlimited  -     ok     \(reset)
 
                     """, "\(usage.err)")
-            let usageJSON = try JSONSerialization.jsonObject(with: Data(try run(["usage", "alice", "--format", "json"]).out.utf8))
+            let usageJSON = try JSONSerialization.jsonObject(
+                with: Data(try run(["usage", "alice", "--format", "json"]).out.utf8))
             let aliceUsage = ((usageJSON as? [String: Any])?["usage"] as? [[String: Any]])?.first
             #expect(aliceUsage?["quota"] as? Int == 5_000_000 && aliceUsage?["remaining"] as? Int == 5_000_000)
             #expect(aliceUsage?["quotaSource"] as? String == "account" && aliceUsage?["periodEnd"] as? String == reset)
-            #expect(try run(["set-quota", "alice", "tier"]).out == "account 'alice': data quota unlimited per month, its tier's\n")
+            #expect(
+                try run(["set-quota", "alice", "tier"]).out
+                    == "account 'alice': data quota unlimited per month, its tier's\n")
             let json = try run(["list", "--format", "json"])
             let document = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
             let accounts = document?["accounts"] as? [[String: Any]]

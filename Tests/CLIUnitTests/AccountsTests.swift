@@ -136,7 +136,8 @@ import VPNProvTestFixtures
                 #expect(errors.first?.message.contains("unknown key 'gold'") == true)
             } else {
                 #expect(
-                    errors.first?.message.contains("'accounts.quotas.free' must be a size (3000000, 500MB, 10GB, 1.5TiB) or none")
+                    errors.first?.message.contains(
+                        "'accounts.quotas.free' must be a size (3000000, 500MB, 10GB, 1.5TiB) or none")
                         == true, "\(errors.map(\.message))")
             }
         }

@@ -141,6 +141,16 @@ import VPNProvTestFixtures
                         == true, "\(errors.map(\.message))")
             }
         }
+        // The servers must be able to end a session at its quota: the nodes admit their Disconnect-Requests.
+        #expect(!Self.codes(Self.inventory(accounts: section("{free: 10GB}"))).contains("W:quota-disconnect-blocked"))
+        let blocked = section("{free: 10GB}").replacingOccurrences(
+            of: "  quotas:", with: "  disconnect_from: [198.51.100.7]\n  quotas:")
+        #expect(Self.codes(Self.inventory(accounts: blocked)).contains("W:quota-disconnect-blocked"))
+        #expect(
+            !Self.codes(
+                Self.inventory(accounts: blocked.replacingOccurrences(of: "  quotas: {free: 10GB}\n", with: ""))
+            )
+            .contains("W:quota-disconnect-blocked"))
         #expect(DataSize.format(10_000_000_000) == "10 GB")
         #expect(DataSize.format(3_318_816) == "3.3 MB")
         #expect(DataSize.format(512) == "512 B")

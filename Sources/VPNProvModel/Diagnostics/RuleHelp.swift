@@ -133,6 +133,8 @@ package enum RuleHelp {
         "acme-unused": "'acme:' is written but no node says 'certificate: acme' and there is no 'handoff:'.",
         "handoff-address":
             "handoff.address is not a fully qualified DNS name the ACME CA can certify, or is a node's or RADIUS server's name or address.",
+        "quota-disconnect-blocked":
+            "accounts.quotas is set but a RADIUS server's address is outside accounts.disconnect_from: the nodes drop its Disconnect-Requests, so a session that uses up its quota is not ended.",
         "disconnect-from-wide":
             "accounts.disconnect_from admits every address (/0), a pool, or a node's address or radius_address (a node's tunnel clients leave with it): name only where 'vpnprov accounts' runs.",
         "monitoring-from-wide":

@@ -79,6 +79,11 @@ package struct RadiusPlan: Sendable, Hashable {
         }
     }
 
+    /// The RADIUS servers' name for the node's Disconnect-Request listener (a FreeRADIUS `home_server` of type
+    /// `coa`, its client's `coa_server`): where a server sends the node a Disconnect-Request for an account that
+    /// used up its data quota. Home servers and clients are apart in FreeRADIUS, so the suffix only reads well.
+    package static func disconnectHomeServer(of node: Node) -> String { node.name + "-dae" }
+
     /// The node's own address on its path to the RADIUS servers: `radius_address`, or what clients dial.
     package static func pathAddress(of node: Node) -> String { node.radiusAddress ?? node.address }
 

@@ -188,7 +188,7 @@ package enum RadiusRenderer {
                 "name": .string(node.name), "address": .string(RadiusPlan.pathAddress(of: node)),
                 "secret": .string(secret), "tier": .string(node.tier.rawValue),
                 "dae_port": .int(AccountsSettings.daePort), "dae_secret": .string(daeSecret),
-                "dae_server": .string(node.name + "-dae"),
+                "dae_server": .string(RadiusPlan.disconnectHomeServer(of: node)),
                 "nas_address": .string(RadiusPlan.nasAddress(of: node)?.clientValue ?? ""),
             ])
         }

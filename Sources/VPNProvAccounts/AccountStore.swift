@@ -49,6 +49,26 @@ package struct OpenSession: Sendable, Equatable, Encodable {
     package var stale: Bool = false
 }
 
+/// One account's data in the current quota period (`vpn_usage`, migration 5), as `accounts usage` shows it.
+package struct AccountUsage: Sendable, Equatable, Encodable {
+    package var username: String
+    package var tier: String?
+    /// The period: the calendar month in UTC, ISO 8601 (`periodEnd` is when the quota resets).
+    package var periodStart: String
+    package var periodEnd: String
+    /// Bytes from the client (into the tunnel) and to it, as the nodes reported them.
+    package var octetsIn: Int
+    package var octetsOut: Int
+    /// nil: unlimited.
+    package var quota: Int?
+    /// What is left; nil: unlimited, 0: used up.
+    package var remaining: Int?
+    /// The quota is used up: logins are refused and sessions end until `periodEnd`.
+    package var over: Bool
+    /// Where the quota comes from: "account" (its own, `set-quota`) or "tier".
+    package var quotaSource: String
+}
+
 /// The account rows of the database contract (docs/accounts.md, "The database"): what
 /// `vpnprov accounts` writes, exactly as the app backend may write them.
 package struct AccountStore {
@@ -228,14 +248,87 @@ package struct AccountStore {
             > 0
     }
 
-    /// Removes the account's rows (check items, reply items, tier). Its sessions and authentication
-    /// history stay in radacct and radpostauth.
+    /// Removes the account's rows (check items, reply items, tier, own quota). Its sessions, authentication
+    /// history and usage stay in radacct, radpostauth and vpn_usage_day.
     package func delete(_ username: String) throws {
         try requireAccount(username)
         try db.transaction {
-            for table in ["radcheck", "radreply", "radusergroup"] {
+            for table in ["radcheck", "radreply", "radusergroup", "vpn_account_quota"] {
                 try db.execute("DELETE FROM \(table) WHERE username = $1", [username])
             }
+        }
+    }
+
+    /// Gives the account its own quota (`bytes`; nil: unlimited), or with `tier` takes its own away so its
+    /// tier's applies again. Returns the quota the account has now (nil: unlimited).
+    @discardableResult
+    package func setQuota(_ username: String, bytes: Int?, tier: Bool) throws -> Int? {
+        try requireAccount(username)
+        if let bytes, !(1...DataSize.maximum).contains(bytes) {
+            throw AccountError("invalid quota \(bytes): expected 1 to \(DataSize.maximum) bytes")
+        }
+        return try db.transaction {
+            try db.execute(
+                "DELETE FROM vpn_account_quota WHERE lower(username COLLATE \"C\") = lower($1 COLLATE \"C\")",
+                [username])
+            if !tier {
+                try db.execute(
+                    "INSERT INTO vpn_account_quota (username, data_quota) VALUES ($1, $2::bigint)",
+                    [username, bytes.map(String.init)])
+            }
+            let row = try db.query("SELECT vpn_data_quota($1)", [username]).first
+            return row?[0].flatMap { Int($0) }
+        }
+    }
+
+    /// Writes each tier's quota (nil or absent: unlimited) as the inventory says; returns the tiers whose quota
+    /// changed, by name.
+    package func setTierQuotas(_ quotas: [String: Int]) throws -> [String] {
+        try db.transaction {
+            var changed: [String] = []
+            for (name, _) in try tiers() {
+                let bytes = quotas[name].map(String.init)
+                if try db.execute(
+                    "UPDATE vpn_tier SET data_quota = $2::bigint WHERE name = $1 AND data_quota IS DISTINCT FROM $2::bigint",
+                    [name, bytes]) > 0
+                {
+                    changed.append(name)
+                }
+            }
+            return changed
+        }
+    }
+
+    /// Each tier's quota as the database has it (nil: unlimited), lowest rank first.
+    package func tierQuotas() throws -> [(name: String, quota: Int?)] {
+        try db.query("SELECT name, data_quota FROM vpn_tier ORDER BY rank").map {
+            ($0[0] ?? "", $0[1].flatMap { Int($0) })
+        }
+    }
+
+    /// The usage of one account (it must exist), or of every account by name.
+    package func usage(of username: String? = nil) throws -> [AccountUsage] {
+        if let username { try requireAccount(username) }
+        let rows = try db.query(
+            """
+            SELECT a.username, (SELECT groupname FROM radusergroup g WHERE g.username = a.username),
+                to_char(v.period_start AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                to_char(v.period_end AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                v.octets_in, v.octets_out, v.data_quota, v.remaining, v.over,
+                EXISTS (SELECT 1 FROM vpn_account_quota q
+                    WHERE lower(q.username COLLATE "C") = lower(a.username COLLATE "C"))
+            FROM (SELECT username FROM radcheck UNION SELECT username FROM radusergroup) a,
+                LATERAL vpn_usage(a.username) v
+            WHERE $1::text IS NULL OR a.username = $1
+            ORDER BY a.username COLLATE "C"
+            """, [username])
+        return rows.map { row in
+            AccountUsage(
+                username: row[0] ?? "", tier: row[1], periodStart: row[2] ?? "", periodEnd: row[3] ?? "",
+                octetsIn: Int(row[4] ?? "0") ?? 0, octetsOut: Int(row[5] ?? "0") ?? 0,
+                quota: row[6].flatMap { Int($0) },
+                remaining: row[7].flatMap { Int($0) }, over: row[8] == "t",
+                quotaSource: row[9] == "t" ? "account" : "tier")
         }
     }
 

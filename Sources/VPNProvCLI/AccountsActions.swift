@@ -258,6 +258,56 @@ struct AccountsSetDevices: AccountsAction {
     }
 }
 
+struct AccountsSetQuota: AccountsAction {
+    static let configuration = CommandConfiguration(
+        action: .setQuota, abstract: "Give an account its own monthly data quota, or its tier's again.",
+        arguments: [
+            AccountsActionOptions.user, .init("value", help: "Bytes or a size (500MB, 10GB), none, or tier."),
+        ])
+
+    var target: AccountsTarget
+    var user: String
+    var quota: String
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0) ?? ""
+        quota = arguments.positional(1) ?? ""
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setQuota(user, quota) }
+    }
+}
+
+struct AccountsUsage: AccountsAction {
+    static let configuration = CommandConfiguration(
+        action: .usage, abstract: "Show the data used this month (UTC), the quota and what is left (of one account).",
+        arguments: [.init("user", help: "The account name.", optional: true)])
+
+    var target: AccountsTarget
+    var user: String?
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        user = arguments.positional(0)
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        if let user { try AccountsCommand.usage { try AccountStore.checkUsername(user) } }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.usage(of: user) }
+    }
+}
+
 struct AccountsDisable: AccountsUserAction {
     static let configuration = CommandConfiguration(
         action: .disable, abstract: "Disable an account and end its sessions.", arguments: [AccountsActionOptions.user])

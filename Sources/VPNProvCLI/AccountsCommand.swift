@@ -28,8 +28,10 @@ struct AccountsCommand: Command {
             + "(username, tier, devices, and password or nt_hash per line) in one transaction, all or none; "
             + "'set-password USER (--password-file FILE | --password-stdin) "
             + "[--keep-sessions]' replaces its password and ends its sessions; 'set-tier USER TIER'; "
-            + "'set-devices USER N' (1-100 devices at once); "
-            + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); 'disconnect USER'; "
+            + "'set-devices USER N' (1-100 devices at once); 'set-quota USER SIZE|none|tier' gives the account its own "
+            + "monthly data quota (bytes or 500MB, 10GB, ...; none: unlimited; tier: its tier's again); "
+            + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); "
+            + "'usage [USER]' (data used this month in UTC, quota, what is left, when it resets); 'disconnect USER'; "
             + "'catalogue' prints the app catalogue with each RADIUS node's sessions, capacity, load and state. "
             + "'disable', 'delete', 'disconnect', 'set-password' and 'set-tier' to a lower tier send a RADIUS "
             + "Disconnect-Request for the user "
@@ -39,11 +41,14 @@ struct AccountsCommand: Command {
             .init(
                 "action",
                 help:
-                    "migrate, add, import, set-password, set-tier, set-devices, disable, enable, delete, list, sessions, "
-                    + "disconnect or catalogue.", completion: .choices(AccountsActionName.allCases.map(\.rawValue))),
+                    "migrate, add, import, set-password, set-tier, set-devices, set-quota, disable, enable, delete, list, "
+                    + "sessions, usage, disconnect or catalogue.",
+                completion: .choices(AccountsActionName.allCases.map(\.rawValue))),
             .init(
                 "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
-            .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
+            .init(
+                "value", help: "set-tier: the tier; set-devices: the device limit; set-quota: the quota.",
+                optional: true),
         ],
         options: AccountsOption.declarations + actionOptions)
 

@@ -50,7 +50,8 @@ enum AccountsActionName: String, CaseIterable, Sendable {
     case setPassword = "set-password"
     case setTier = "set-tier"
     case setDevices = "set-devices"
-    case disable, enable, delete, list, sessions, disconnect, catalogue
+    case setQuota = "set-quota"
+    case disable, enable, delete, list, sessions, usage, disconnect, catalogue
 
     /// The action's type.
     var action: any AccountsAction.Type {
@@ -61,11 +62,13 @@ enum AccountsActionName: String, CaseIterable, Sendable {
         case .setPassword: AccountsSetPassword.self
         case .setTier: AccountsSetTier.self
         case .setDevices: AccountsSetDevices.self
+        case .setQuota: AccountsSetQuota.self
         case .disable: AccountsDisable.self
         case .enable: AccountsEnable.self
         case .delete: AccountsDelete.self
         case .list: AccountsList.self
         case .sessions: AccountsSessions.self
+        case .usage: AccountsUsage.self
         case .disconnect: AccountsDisconnect.self
         case .catalogue: AccountsCatalogue.self
         }

@@ -6,7 +6,7 @@ import VPNProvPKI
 /// spells a key; `MachineOutputTests` holds the documentation's key table and the schema to these cases.
 package enum DocumentKey: String, CaseIterable, CodingKey, Sendable {
     case inventory, summary, drift, revoked, created, status, lifecycle, handoff, handoffEnded, rolledOut
-    case migrations, version, account, imported, catalogue, accounts, sessions, disconnect
+    case migrations, version, account, imported, catalogue, accounts, sessions, disconnect, tierQuotas, usage
 }
 
 /// A command's own part of the JSON document: a typed value that writes its keys (`RunReporter.record`).
@@ -37,13 +37,16 @@ extension AccountSummary: KeyedResult {
 }
 
 /// `accounts migrate`: the migration files applied by this run and the database's migration version afterwards.
+/// With an inventory, also the tiers' data quotas as the database has them afterwards.
 struct MigrationResult: CommandResult {
     var applied: [String]
     var version: Int
+    var tierQuotas: [TierQuota]?
 
     func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
         try document.encode(applied, forKey: .migrations)
         try document.encode(version, forKey: .version)
+        try document.encodeIfPresent(tierQuotas, forKey: .tierQuotas)
     }
 }
 
@@ -71,6 +74,15 @@ struct SessionListResult: CommandResult {
 
     func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
         try document.encode(sessions, forKey: .sessions)
+    }
+}
+
+/// `accounts usage`: each account's data use in the current period, its quota and what is left.
+struct UsageResult: CommandResult {
+    var usage: [AccountUsage]
+
+    func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
+        try document.encode(usage, forKey: .usage)
     }
 }
 

@@ -146,6 +146,12 @@ package struct AccountsDeployment: Sendable {
     }
 }
 
+/// A tier's data quota as `accounts migrate` reports it (`quota` absent: unlimited).
+struct TierQuota: Encodable, Sendable {
+    var tier: String
+    var quota: Int?
+}
+
 /// One `vpnprov accounts` action's work on the accounts database: each method is an action, reports
 /// through the run's reporter, and ends with an `Outcome` (`failure` when a node did not confirm a
 /// Disconnect-Request) or throws `AccountsFailure`.
@@ -195,14 +201,55 @@ package struct AccountsSession {
     /// `migrate`: applies the embedded migrations the database lacks.
     package func migrate() throws(AccountsFailure) -> Outcome {
         let report = try AccountsFailure.mapping { try Migrator.migrate(store.db, Self.migrations) }
-        output.record(MigrationResult(applied: report.applied, version: report.to))
-        if report.applied.isEmpty {
-            output.result("accounts database: up to date (migration \(report.to))\n")
-        } else {
-            output.result(
-                "accounts database: applied \(report.applied.joined(separator: ", ")) (migration \(report.from) -> \(report.to))\n"
-            )
+        var text =
+            report.applied.isEmpty
+            ? "accounts database: up to date (migration \(report.to))\n"
+            : "accounts database: applied \(report.applied.joined(separator: ", ")) (migration \(report.from) -> \(report.to))\n"
+        var result = MigrationResult(applied: report.applied, version: report.to)
+        // The tiers' data quotas come from the inventory (accounts.quotas); with --database alone they stay.
+        if let accounts = deployment.inventory?.accounts {
+            let quotas = Dictionary(uniqueKeysWithValues: accounts.dataQuotas.map { ($0.key.rawValue, $0.value) })
+            let (changed, now) = try AccountsFailure.mapping {
+                (try store.setTierQuotas(quotas), try store.tierQuotas())
+            }
+            result.tierQuotas = now.map { TierQuota(tier: $0.name, quota: $0.quota) }
+            let listed = now.map { "\($0.name) \($0.quota.map(DataSize.format) ?? "unlimited")" }.joined(
+                separator: ", ")
+            text +=
+                "data quotas per month: \(listed)"
+                + (changed.isEmpty ? " (unchanged)\n" : " (changed: \(changed.joined(separator: ", ")))\n")
         }
+        output.record(result)
+        output.result(text)
+        return .success
+    }
+
+    /// `set-quota USER BYTES|none|tier`: the account's own data quota (`none`: unlimited), or its tier's again.
+    package func setQuota(_ user: String, _ value: String) throws(AccountsFailure) -> Outcome {
+        var bytes: Int?
+        switch value {
+        case "none", "tier": break
+        default:
+            switch DataSize.parse(value) {
+            case .success(let parsed): bytes = parsed
+            case .failure(let problem):
+                throw .input(
+                    "invalid quota '\(value.prefix(40))': \(problem.reason); expected bytes or a size (500MB, 10GB, "
+                        + "1.5TiB), none (unlimited) or tier (the tier's quota)")
+            }
+        }
+        let now = try AccountsFailure.mapping { try store.setQuota(user, bytes: bytes, tier: value == "tier") }
+        let shown = now.map { "\(DataSize.format($0)) (\($0) bytes)" } ?? "unlimited"
+        output.result("account '\(user)': data quota \(shown) per month" + (value == "tier" ? ", its tier's\n" : "\n"))
+        // Over the new quota: its sessions end at their next Interim-Update (the RADIUS servers' Disconnect-Request).
+        return .success
+    }
+
+    /// `usage [USER]`: the data used in the current period (calendar month, UTC) and what is left.
+    package func usage(of user: String?) throws(AccountsFailure) -> Outcome {
+        let rows = try AccountsFailure.mapping { try store.usage(of: user) }
+        output.record(UsageResult(usage: rows))
+        output.result(Self.table(rows))
         return .success
     }
 
@@ -358,6 +405,18 @@ package struct AccountsSession {
             ]
         }
         return columns(["ACCOUNT", "TIER", "DEVICES", "STATUS", "SESSIONS"], rows)
+    }
+
+    static func table(_ usage: [AccountUsage]) -> String {
+        if usage.isEmpty { return "no accounts\n" }
+        let rows = usage.map {
+            [
+                $0.username, $0.tier ?? "-", DataSize.format($0.octetsIn), DataSize.format($0.octetsOut),
+                $0.quota.map(DataSize.format) ?? "unlimited", $0.remaining.map(DataSize.format) ?? "-",
+                $0.over ? "over" : "ok", $0.periodEnd,
+            ]
+        }
+        return columns(["ACCOUNT", "TIER", "IN", "OUT", "QUOTA", "LEFT", "STATE", "RESETS"], rows)
     }
 
     static func table(_ sessions: [OpenSession]) -> String {

@@ -79,6 +79,11 @@ package struct RadiusPlan: Sendable, Hashable {
         }
     }
 
+    /// The RADIUS servers' name for the node's Disconnect-Request listener (a FreeRADIUS `home_server` of type
+    /// `coa`, its client's `coa_server`): where a server sends the node a Disconnect-Request for an account that
+    /// used up its data quota. Home servers and clients are apart in FreeRADIUS, so the suffix only reads well.
+    package static func disconnectHomeServer(of node: Node) -> String { node.name + "-dae" }
+
     /// The node's own address on its path to the RADIUS servers: `radius_address`, or what clients dial.
     package static func pathAddress(of node: Node) -> String { node.radiusAddress ?? node.address }
 
@@ -233,6 +238,9 @@ package struct RadiusServersPlan: Sendable, Hashable {
         package var tier: Tier
         /// What its NAS-IP-Address must be (`RadiusPlan.NASAddress`), nil when it must be the packet's source.
         package var nasAddress: RadiusPlan.NASAddress?
+        /// The FreeRADIUS home server the servers send its Disconnect-Requests to
+        /// (`RadiusPlan.disconnectHomeServer(of:)`).
+        package var disconnectHomeServer: String
     }
 
     /// A RADIUS server: its directory's name and the ports it answers on.
@@ -249,6 +257,8 @@ package struct RadiusServersPlan: Sendable, Hashable {
     package var protection: RadiusProtection
     /// Seconds after which a session without accounting counts as gone.
     package var staleAfter: Int
+    /// `accounts.accounting_interval`: the Interim-Update interval the nodes send (a quota's Disconnect bound).
+    package var accountingInterval: Int
     /// The inventory's identities no account name may equal (`RadiusPlan.inventoryIdentities`).
     package var identities: [String]
 
@@ -260,10 +270,12 @@ package struct RadiusServersPlan: Sendable, Hashable {
             clients: nodes.map {
                 Client(
                     node: $0.name, pathAddress: RadiusPlan.pathAddress(of: $0), tier: $0.tier,
-                    nasAddress: RadiusPlan.nasAddress(of: $0))
+                    nasAddress: RadiusPlan.nasAddress(of: $0),
+                    disconnectHomeServer: RadiusPlan.disconnectHomeServer(of: $0))
             },
             servers: accounts.servers.map { Server(name: $0.name, authPort: $0.authPort, acctPort: $0.acctPort) },
             protection: accounts.protection, staleAfter: accounts.staleAfter,
+            accountingInterval: accounts.accountingInterval,
             identities: RadiusPlan.inventoryIdentities(in: inventory).map(\.identity))
     }
 }

@@ -200,12 +200,16 @@ package enum RadiusRenderer: TreeRenderer {
         var clients: [TemplateValue] = []
         var keys: [String] = []
         for client in plan.clients {
-            guard let secret = materials.nodes[client.node]?.radiusSecret else {
+            guard let secret = materials.nodes[client.node]?.radiusSecret,
+                let daeSecret = materials.nodes[client.node]?.daeSecret
+            else {
                 throw RadiusRenderError(message: "node '\(client.node)': no RADIUS secret in the state")
             }
             clients.append([
                 "name": .string(client.node), "address": .string(client.pathAddress),
                 "secret": .string(secret), "tier": .string(client.tier.rawValue),
+                "dae_port": .int(AccountsSettings.daePort), "dae_secret": .string(daeSecret),
+                "dae_server": .string(client.disconnectHomeServer),
                 "nas_address": .string(client.nasAddress?.clientValue ?? ""),
             ])
             if plan.protection == .ipsec {
@@ -223,6 +227,7 @@ package enum RadiusRenderer: TreeRenderer {
                 "nodes": .list(clients),
                 "database": .string(database),
                 "stale_after": .int(plan.staleAfter),
+                "accounting_interval": .int(plan.accountingInterval),
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),
                 "node_names": .string(plan.clients.map(\.node).joined(separator: ", ")),

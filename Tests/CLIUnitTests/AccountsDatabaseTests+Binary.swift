@@ -305,6 +305,35 @@ extension AccountsDatabaseTests {
                     bob      pro   2        disabled  0
 
                     """)
+            // Data quotas: an account's own, refused when it is not a size; usage as text and JSON.
+            #expect(
+                try run(["set-quota", "alice", "5MB"]).out
+                    == "account 'alice': data quota 5 MB (5000000 bytes) per month\n")
+            let badQuota = try run(["set-quota", "alice", "5 MBs"])
+            #expect(
+                badQuota.status == 2 && badQuota.err.contains("invalid quota '5 MBs': unknown unit 'MBs'"),
+                "\(badQuota.err)")
+            #expect(try run(["set-quota", "ghost", "5MB"]).err == "vpnprov: error: no account 'ghost'\n")
+            #expect(try run(["set-quota", "bob", "none"]).out == "account 'bob': data quota unlimited per month\n")
+            let usage = try run(["usage"])
+            let reset = try cluster.psql(
+                "SELECT to_char((date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month'), "
+                    + "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
+            #expect(
+                usage.out == """
+                    ACCOUNT  TIER  IN   OUT  QUOTA      LEFT  STATE  RESETS
+                    alice    pro   0 B  0 B  5 MB       5 MB  ok     \(reset)
+                    bob      pro   0 B  0 B  unlimited  -     ok     \(reset)
+
+                    """, "\(usage.err)")
+            let usageJSON = try JSONSerialization.jsonObject(
+                with: Data(try run(["usage", "alice", "--format", "json"]).out.utf8))
+            let aliceUsage = ((usageJSON as? [String: Any])?["usage"] as? [[String: Any]])?.first
+            #expect(aliceUsage?["quota"] as? Int == 5_000_000 && aliceUsage?["remaining"] as? Int == 5_000_000)
+            #expect(aliceUsage?["quotaSource"] as? String == "account" && aliceUsage?["periodEnd"] as? String == reset)
+            #expect(
+                try run(["set-quota", "alice", "tier"]).out
+                    == "account 'alice': data quota unlimited per month, its tier's\n")
             let json = try run(["list", "--format", "json"])
             let document = try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any]
             let accounts = document?["accounts"] as? [[String: Any]]
@@ -319,7 +348,8 @@ extension AccountsDatabaseTests {
             if TestDependency.schemaPython.isPresent {
                 var files: [String] = []
                 for (n, arguments) in [
-                    ["migrate"], ["list"], ["sessions"], ["sessions", "bob"], ["disconnect", "bob"],
+                    ["migrate"], ["list"], ["sessions"], ["sessions", "bob"], ["disconnect", "bob"], ["usage"],
+                    ["set-quota", "bob", "1GB"],
                 ]
                 .enumerated() {
                     let result = try run(arguments + ["--format", "json"])

@@ -379,6 +379,99 @@ import VPNProvTestSupport
         }
     }
 
+    /// Migration 5: the usage ledger counts what each accounting record adds (not whole rows), on the UTC day of
+    /// the event that reported it, so a session that spans the 1st of a month counts in the new month only with the
+    /// bytes reported in it; a replayed older record lowers nothing and counts nothing twice. The quota decisions
+    /// FreeRADIUS asks (as the role `radius`): refused with the reason and reset time when used up, a shorter
+    /// Interim-Update interval when little is left; an account's own quota beats its tier's.
+    @Test func theUsageLedgerAndTheQuotaDecisions() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 2)
+            try store.add(username: "bob", password: "password2", tier: "pro", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            // A session started last month (2 MB reported there), with Interim-Updates this month, as FreeRADIUS's
+            // queries write them: the row holds the session's totals.
+            let lastMonth = "date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '1 hour'"
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, acctupdatetime, "
+                    + "acctinputoctets, acctoutputoctets, nasidentifier) VALUES ('1-1', 'u1', 'Alice', '192.0.2.1', "
+                    + "\(lastMonth) - interval '3 days', \(lastMonth), 1500000, 500000, 'fra-1')")
+            func interim(_ unique: String, _ input: Int, _ output: Int, at time: String = "now()") throws {
+                try asRadius(
+                    "UPDATE radacct SET acctupdatetime = \(time), acctinputoctets = \(input), acctoutputoctets = \(output) "
+                        + "WHERE acctuniqueid = '\(unique)' AND acctstoptime IS NULL")
+            }
+            try interim("u1", 2_000_000, 1_000_000)
+            func usage(_ user: String) throws -> String {
+                try cluster.psql("SELECT octets_in, octets_out, data_quota, remaining, over FROM vpn_usage('\(user)')")
+            }
+            // this month: what the Interim-Update added (0.5 + 0.5 MB), not the row's 3 MB
+            let first = try usage("alice")
+            #expect(first == "500000|500000|||f", "no quota: unlimited")
+            #expect(try cluster.psql("SELECT sum(acctinputoctets + acctoutputoctets) FROM radacct") == "3000000")
+            // an older record replayed after the newer one changes nothing, and the next one counts only its growth
+            try interim("u1", 1_800_000, 900_000)
+            #expect(try cluster.psql("SELECT acctinputoctets, acctoutputoctets FROM radacct") == "2000000|1000000")
+            try interim("u1", 2_100_000, 1_000_000)
+            #expect(try usage("alice") == "600000|500000|||f")
+            #expect(try usage("ALICE") == "600000|500000|||f", "names fold as strongSwan compares identities")
+            // the Stop adds its own growth; the ledger has a row last month and one this month
+            try asRadius(
+                "UPDATE radacct SET acctstoptime = now(), acctinputoctets = 2200000, acctoutputoctets = 1100000 "
+                    + "WHERE acctuniqueid = 'u1'")
+            #expect(try usage("alice") == "700000|600000|||f")
+            #expect(
+                try cluster.psql(
+                    "SELECT username, day < date_trunc('month', now() AT TIME ZONE 'UTC')::date, octets_in, octets_out "
+                        + "FROM vpn_usage_day ORDER BY day")
+                    == "alice|t|1500000|500000\nalice|f|700000|600000")
+            // The tier's quota (as `accounts migrate` writes it), then the decisions.
+            #expect(try store.setTierQuotas(["free": 1_400_000]) == ["free"])
+            #expect(try store.setTierQuotas(["free": 1_400_000]) == [], "unchanged: nothing written")
+            #expect(try usage("alice") == "700000|600000|1400000|100000|f")
+            let check = "SELECT vpn_quota_check('alice', '60'), vpn_quota_exceeded('alice')"
+            #expect(try asRadius(check) == "30|no", "little left: Interim-Updates every 30 s")
+            #expect(try asRadius("SELECT vpn_quota_check('bob', '60'), vpn_quota_exceeded('bob')") == "|no")
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "acctinputoctets, acctoutputoctets, nasidentifier) VALUES ('1-2', 'u2', 'alice', '192.0.2.1', "
+                    + "now(), 0, 0, 'fra-1')")
+            try interim("u2", 50000, 50000)
+            let reset = try cluster.psql(
+                "SELECT to_char((date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month'), "
+                    + "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
+            #expect(
+                try asRadius(check) == "!data quota reached: used 1400000 of 1400000 bytes until \(reset)|yes",
+                "at the quota: refused")
+            let row = try #require(try store.usage(of: "alice").first)
+            #expect(row.octetsIn == 750_000 && row.octetsOut == 650_000 && row.quota == 1_400_000)
+            #expect(row.remaining == 0 && row.over && row.quotaSource == "tier" && row.periodEnd == reset)
+            // the account's own quota wins; "tier" gives the tier's back; an unlimited override
+            #expect(try store.setQuota("alice", bytes: 10_000_000, tier: false) == 10_000_000)
+            #expect(try asRadius(check) == "30|no", "8.6 MB left: less than a minute at 12.5 MB/s")
+            #expect(try store.setQuota("alice", bytes: 1_000_000_000, tier: false) == 1_000_000_000)
+            #expect(try asRadius(check) == "|no", "998.6 MB left: more than a minute at 12.5 MB/s")
+            #expect(try asRadius("SELECT vpn_quota_check('alice', '300')") == "79", "less than 5 minutes")
+            #expect(try store.setQuota("alice", bytes: nil, tier: false) == nil)
+            #expect(try store.usage(of: "alice").first?.quotaSource == "account")
+            #expect(try asRadius(check) == "|no")
+            #expect(try store.setQuota("alice", bytes: nil, tier: true) == 1_400_000)
+            #expect(try asRadius(check).hasPrefix("!data quota reached"))
+            // the month's reset: the ledger's rows of this month moved to the last
+            try cluster.psql("UPDATE vpn_usage_day SET day = day - 40")
+            #expect(try asRadius(check) == "30|no")
+            #expect(try usage("alice") == "0|0|1400000|1400000|f")
+            #expect(try store.usage().map(\.username) == ["alice", "bob"])
+            #expect(throws: AccountError.self) { try store.usage(of: "nobody") }
+            #expect(throws: AccountError.self) { try store.setQuota("nobody", bytes: 1, tier: false) }
+            try store.delete("alice")
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_account_quota") == "0")
+            #expect(try cluster.psql("SELECT count(*) FROM vpn_usage_day WHERE username = 'alice'") == "2")
+        }
+    }
+
     /// vpn_check for every account tier against every node tier, and its reasons.
     @Test func theTierDecision() throws {
         try withMigratedStore { cluster, store in

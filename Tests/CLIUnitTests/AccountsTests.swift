@@ -104,6 +104,58 @@ import VPNProvTestFixtures
         #expect(!decoded.diagnostics.map(\.message).joined().contains("hunter22"))
     }
 
+    /// `accounts.quotas`: per tier, bytes or a size with a unit, `none` for unlimited; anything else is an error
+    /// that says what a size looks like, at the value's line.
+    @Test func quotasAreSizesPerTier() throws {
+        func section(_ quotas: String) -> String {
+            """
+            accounts:
+              radius_database: env:VPN_RADIUS_DB
+              servers:
+                rad-1: { address: 192.0.2.11 }
+              quotas: \(quotas)
+
+            """
+        }
+        func quotas(_ text: String) -> [Tier: Int]? {
+            InventoryLoader.decode(bytes: Array(Self.inventory(accounts: section(text)).utf8), file: "inventory.yaml")
+                .inventory?.accounts?.dataQuotas
+        }
+        #expect(quotas("{free: 10GB, pro: none}") == [.free: 10_000_000_000])
+        #expect(quotas("{free: 3000000}") == [.free: 3_000_000])
+        #expect(quotas("{free: 1.5 GiB, pro: 2TB}") == [.free: 1_610_612_736, .pro: 2_000_000_000_000])
+        #expect(quotas("{free: 500MB}") == [.free: 500_000_000])
+        #expect(Self.codes(Self.inventory()).filter { $0.hasPrefix("E") } == [])
+        for bad in ["{free: 10 GBs}", "{free: 0}", "{free: -5MB}", "{free: lots}", "{free: 2000000EB}", "{gold: 1GB}"] {
+            let decoded = InventoryLoader.decode(
+                bytes: Array(Self.inventory(accounts: section(bad)).utf8), file: "inventory.yaml")
+            let errors = decoded.diagnostics.filter { $0.severity == .error }
+            #expect(errors.count == 1, "\(bad): \(errors.map(\.message))")
+            #expect(errors.first?.location?.line == 7, "\(bad)")
+            if bad.hasPrefix("{gold") {
+                #expect(errors.first?.message.contains("unknown key 'gold'") == true)
+            } else {
+                #expect(
+                    errors.first?.message.contains(
+                        "'accounts.quotas.free' must be a size (3000000, 500MB, 10GB, 1.5TiB) or none")
+                        == true, "\(errors.map(\.message))")
+            }
+        }
+        // The servers must be able to end a session at its quota: the nodes admit their Disconnect-Requests.
+        #expect(!Self.codes(Self.inventory(accounts: section("{free: 10GB}"))).contains("W:quota-disconnect-blocked"))
+        let blocked = section("{free: 10GB}").replacingOccurrences(
+            of: "  quotas:", with: "  disconnect_from: [198.51.100.7]\n  quotas:")
+        #expect(Self.codes(Self.inventory(accounts: blocked)).contains("W:quota-disconnect-blocked"))
+        #expect(
+            !Self.codes(
+                Self.inventory(accounts: blocked.replacingOccurrences(of: "  quotas: {free: 10GB}\n", with: ""))
+            )
+            .contains("W:quota-disconnect-blocked"))
+        #expect(DataSize.format(10_000_000_000) == "10 GB")
+        #expect(DataSize.format(3_318_816) == "3.3 MB")
+        #expect(DataSize.format(512) == "512 B")
+    }
+
     @Test func rulesNameWhatARadiusNodeLacks() {
         // accounts: radius without accounts:
         #expect(Self.codes(Self.inventory(accounts: "")).contains("E:accounts-missing"))

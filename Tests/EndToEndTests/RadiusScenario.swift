@@ -75,7 +75,7 @@ final class RadiusScenario: @unchecked Sendable {
     func setUp() throws {
         for (user, devices) in [
             ("alice", 2), ("bob", 1), ("carol", 1), ("dave", 1), ("erin", 1), ("alice+vpn@example.com", 1),
-            ("frank", 1), ("gina", 2), ("ivy", 1),
+            ("frank", 1), ("gina", 2), ("ivy", 1), (Self.quotaAccount, 1),
         ] + Self.faultAccounts.map({ ($0, 1) }) {
             passwords[user] = RadiusGeneratedInputs.random()
             try inputs.addAccount(user, password: passwords[user]!, tier: "free", devices: devices, lab: lab)
@@ -376,6 +376,12 @@ final class RadiusScenario: @unchecked Sendable {
         // The faults' effects are FreeRADIUS's and eap-radius's, the same code on strongSwan 5.9.8 and 6.0.1
         // (docs/testing.md): proven once, on 5.9.
         if build == .host { accountingFaultSteps() }
+        // The quota's enforcement is FreeRADIUS's and eap-radius's Interim-Update and Disconnect-Request handling,
+        // the same code on both builds (docs/testing.md): proven once, on 5.9.
+        if build == .host {
+            try? resetSessions()
+            dataQuotaSteps()
+        }
         leakSteps()
     }
 }

@@ -173,6 +173,7 @@ import VPNProvTestFixtures
                 case .disconnectFrom: "[192.0.2.0/24]"
                 case .protection: "none"
                 case .servers: "{rad-1: {address: 192.0.2.11, auth_port: 11812, acct_port: 11813}}"
+                case .quotas: "{free: 10GB, pro: none}"
                 }
             w.accounts[key] = w.text.add("  \(key.rawValue): \(value)")
         }
@@ -310,6 +311,7 @@ import VPNProvTestFixtures
         #expect(accounts.accountingInterval == 600 && accounts.deviceLimit == 5)
         #expect(accounts.disconnectFrom?.map(\.description) == ["192.0.2.0/24"])
         #expect(accounts.protection == RadiusProtection.none)
+        #expect(accounts.dataQuotas == [.free: 10_000_000_000])
         #expect(accounts.servers.map(\.name) == ["rad-1"])
         #expect(accounts.servers.first?.address == "192.0.2.11")
         #expect(accounts.servers.first?.authPort == 11812 && accounts.servers.first?.acctPort == 11813)
@@ -459,7 +461,7 @@ import VPNProvTestFixtures
         #expect(
             names(Keys.AccountsKey.self) == [
                 "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from",
-                "protection", "servers",
+                "protection", "servers", "quotas",
             ])
         #expect(names(Keys.RadiusServerKey.self) == ["address", "auth_port", "acct_port"])
         #expect(

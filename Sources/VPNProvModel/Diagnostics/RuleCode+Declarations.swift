@@ -214,6 +214,13 @@ extension RuleCode {
                     + "(account names, the clients' real addresses, the MSCHAPv2 exchange a password's NT hash is "
                     + "recovered from); acknowledge it only for a path protected otherwise "
                     + "([accounts.md](accounts.md#the-path-between-nodes-and-radius-servers))")
+        case .quotaDisconnectBlocked:
+            .rule(
+                .warning,
+                "`accounts.quotas` is set but a RADIUS server written as an IP address is outside "
+                    + "`accounts.disconnect_from`: the nodes' firewalls drop the Disconnect-Requests it sends when an "
+                    + "account uses up its data quota, so such a session runs on "
+                    + "([accounts.md](accounts.md#data-quotas)) (at `quotas`)")
         case .radiusWithoutPasswordService:
             .rule(.warning, "`accounts: radius` on a node that offers no EAP or XAuth service")
         case .radiusAddress:

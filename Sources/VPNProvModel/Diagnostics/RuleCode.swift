@@ -83,6 +83,7 @@ package enum RuleCode: String, CaseIterable, Sendable, Hashable, Codable, Custom
     case radiusPSKReused = "radius-psk-reused"
     case disconnectFromWide = "disconnect-from-wide"
     case monitoringFromWide = "monitoring-from-wide"
+    case quotaDisconnectBlocked = "quota-disconnect-blocked"
     case acmeSettingsMissing = "acme-settings-missing"
     case acmeIdentity = "acme-identity"
     case acmeUnused = "acme-unused"

@@ -64,6 +64,9 @@ package struct AccountsSettings: Sendable, Hashable {
     package var disconnectFrom: [CIDR]?
     /// How the node↔RADIUS path is protected.
     package var protection: RadiusProtection
+    /// Bytes (in and out together) an account of each tier may move per calendar month (UTC); a tier
+    /// without an entry is unlimited (`accounts.quotas`, docs/accounts.md "Data quotas").
+    package var dataQuotas: [Tier: Int] = [:]
     /// Where each `disconnectFrom` entry was written (same order).
     var disconnectFromLocations: [SourceLocation] = []
     /// In order of preference: the first is asked first.
@@ -192,6 +195,82 @@ package enum ConnectionString {
             }
         }
         return String(decoding: bytes, as: UTF8.self).lowercased()
+    }
+}
+
+/// An amount of data as the inventory and `vpnprov accounts set-quota` write it: bytes (`3000000`), or a
+/// number with a unit, decimal (`kB`, `MB`, `GB`, `TB`: powers of 1000, as networks count) or binary (`KiB`,
+/// `MiB`, `GiB`, `TiB`: powers of 1024).
+package enum DataSize {
+    /// The largest size accepted: 1 EB, far above any month's traffic, and exact in a JSON number.
+    package static let maximum = 1_000_000_000_000_000_000
+    static let units: [(String, Int)] = [
+        ("B", 1), ("kB", 1000), ("KB", 1000), ("MB", 1_000_000), ("GB", 1_000_000_000),
+        ("TB", 1_000_000_000_000), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40),
+    ]
+
+    /// The bytes `text` says, or why it is not a size.
+    package static func parse(_ text: String) -> Result<Int, SizeError> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let number = trimmed.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+        let unitText = trimmed.dropFirst(number.count).trimmingCharacters(in: .whitespaces)
+        guard !number.isEmpty, number.filter({ $0 == "." }).count <= 1, !number.hasPrefix("."),
+            !number.hasSuffix(".")
+        else {
+            return .failure(SizeError(text: text, reason: "expected bytes or a number with a unit"))
+        }
+        guard let unit = unitText.isEmpty ? 1 : units.first(where: { $0.0 == unitText })?.1 else {
+            return .failure(
+                SizeError(
+                    text: text,
+                    reason: "unknown unit '\(unitText.prefix(16))'; use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB"))
+        }
+        let parts = number.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts[0].count <= 18, let whole = Int(parts[0]) else {
+            return .failure(SizeError(text: text, reason: "more than \(format(maximum))"))
+        }
+        var bytes = whole.multipliedReportingOverflow(by: unit)
+        if parts.count == 2 {
+            // a fraction of the unit, to the byte (rounded down); more digits than a byte's worth are refused
+            let digits = parts[1]
+            guard digits.count <= 12, let fraction = Int(digits) else {
+                return .failure(SizeError(text: text, reason: "too many decimals"))
+            }
+            var scale = 1
+            for _ in 0..<digits.count { scale *= 10 }
+            let part = fraction.multipliedReportingOverflow(by: unit)
+            if part.overflow { return .failure(SizeError(text: text, reason: "more than \(format(maximum))")) }
+            let added = bytes.partialValue.addingReportingOverflow(part.partialValue / scale)
+            bytes = (added.partialValue, bytes.overflow || added.overflow)
+        }
+        guard !bytes.overflow, bytes.partialValue <= maximum else {
+            return .failure(SizeError(text: text, reason: "more than \(format(maximum))"))
+        }
+        guard bytes.partialValue > 0 else {
+            return .failure(SizeError(text: text, reason: "a quota must be more than 0 bytes"))
+        }
+        return .success(bytes.partialValue)
+    }
+
+    /// Why a text is not a size.
+    package struct SizeError: Error, Sendable, Equatable {
+        package var text: String
+        package var reason: String
+    }
+
+    /// `bytes` for people: "10 GB", "2.5 MB", "512 B" (decimal units, at most one decimal, rounded down).
+    package static func format(_ bytes: Int) -> String {
+        let steps: [(String, Int)] = [
+            ("EB", 1_000_000_000_000_000_000), ("PB", 1_000_000_000_000_000), ("TB", 1_000_000_000_000),
+            ("GB", 1_000_000_000), ("MB", 1_000_000), ("kB", 1000),
+        ]
+        let sign = bytes < 0 ? "-" : ""
+        let magnitude = bytes.magnitude
+        for (name, size) in steps where magnitude >= UInt(size) {
+            let tenths = magnitude / (UInt(size) / 10)
+            return sign + (tenths % 10 == 0 ? "\(tenths / 10) \(name)" : "\(tenths / 10).\(tenths % 10) \(name)")
+        }
+        return "\(bytes) B"
     }
 }
 

@@ -8,7 +8,8 @@ extension InventoryDecoder {
     static let deviceLimitRange = 1...100
 
     /// `accounts: {database, radius_database, secret: gen, accounting_interval, device_limit,
-    /// disconnect_from, protection, servers: {NAME: {address, auth_port, acct_port}}}` (docs/accounts.md).
+    /// disconnect_from, protection, servers: {NAME: {address, auth_port, acct_port}}, quotas: {TIER: SIZE}}`
+    /// (docs/accounts.md).
     func decodeAccounts(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsSettings? {
         guard let entries = cx.mapping(node, "'accounts'", keys: AccountsKey.self) else { return nil }
         var settings = AccountsSettings(servers: [], location: cx.location(node))
@@ -82,6 +83,8 @@ extension InventoryDecoder {
             case .servers:
                 sawServers = true
                 settings.servers = decodeRadiusServers(value, cx)
+            case .quotas:
+                settings.dataQuotas = decodeQuotas(value, cx)
             }
         }
         if !sawServers {
@@ -91,6 +94,29 @@ extension InventoryDecoder {
                 at: node)
         }
         return settings
+    }
+
+    /// `quotas: {TIER: SIZE | none}`: each tier's data per calendar month (UTC), in and out together;
+    /// `none` or no entry: unlimited.
+    private func decodeQuotas(_ node: YAMLNode, _ cx: DecodingContext) -> [Tier: Int] {
+        let tiers = Tier.allCases.map(\.rawValue)
+        guard let entries = cx.mapping(node, "'accounts.quotas'", allowed: tiers) else { return [:] }
+        var quotas: [Tier: Int] = [:]
+        for (name, _, value) in entries {
+            let field = "'accounts.quotas.\(name)'"
+            guard let tier = Tier(rawValue: name), let text = cx.string(value, field) else { continue }
+            if text == "none" { continue }
+            switch DataSize.parse(text) {
+            case .success(let bytes): quotas[tier] = bytes
+            case .failure(let problem):
+                cx.error(
+                    .invalidValue,
+                    "\(field) must be a size (3000000, 500MB, 10GB, 1.5TiB) or none (unlimited), found "
+                        + "'\(DecodingContext.printable(String(text.prefix(40))))': \(problem.reason)",
+                    at: value)
+            }
+        }
+        return quotas
     }
 
     private func decodeRadiusServers(_ node: YAMLNode, _ cx: DecodingContext) -> [RadiusServer] {

@@ -119,7 +119,7 @@ extension InventoryDecoder {
         case accountingInterval = "accounting_interval"
         case deviceLimit = "device_limit"
         case disconnectFrom = "disconnect_from"
-        case protection, servers
+        case protection, servers, quotas
     }
 
     /// Keys of one server under `accounts.servers`.

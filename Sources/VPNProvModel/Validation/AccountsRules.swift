@@ -106,6 +106,22 @@ package enum AccountsRules {
                     at: accounts.location(of: .protection), about: .deployment))
         }
         checkDisconnectFrom(accounts, nodes: inventory.nodes, into: &d)
+        // A RADIUS server ends the sessions of an account that used up its data quota (docs/accounts.md, "Data
+        // quotas"): the nodes' firewalls must let its Disconnect-Requests in.
+        if !radiusNodes.isEmpty && !accounts.dataQuotas.isEmpty {
+            let allowed = accounts.effectiveDisconnectFrom
+            for server in accounts.servers {
+                guard let bytes = IPAddressText.parse(server.address) else { continue }
+                let inside = allowed.contains { $0.address.count == bytes.count && NetworkRules.contains($0, bytes) }
+                if !inside {
+                    d.append(
+                        .warning(
+                            .quotaDisconnectBlocked,
+                            "'accounts': quotas are set but RADIUS server '\(server.name)' (\(server.address)) is not in disconnect_from, so the nodes drop the Disconnect-Requests it sends when an account uses up its quota, and such sessions run on until they end; add its address to disconnect_from",
+                            at: accounts.location(of: .quotas), about: .deployment))
+                }
+            }
+        }
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(
                 .error(

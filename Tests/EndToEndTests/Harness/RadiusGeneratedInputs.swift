@@ -78,6 +78,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
           servers:
             rad-1: { address: 192.0.2.11 }
             rad-2: { address: 192.0.2.12 }
+          quotas: { pro: 1TB }
         nodes:
           free-1:
             address: 192.0.2.1

@@ -211,6 +211,7 @@ import VPNProvTestFixtures
             case .accounts: line = w.text.add("    accounts: radius")
             case .radiusAddress: line = w.text.add("    radius_address: 203.0.113.9")
             case .certificate: line = w.text.add("    certificate: acme")
+            case .state: line = w.text.add("    state: draining")
             case .quantumSafe:
                 line = w.nested(
                     key,
@@ -377,7 +378,7 @@ import VPNProvTestFixtures
         #expect(
             names(Keys.NodeKey.self) == [
                 "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
-                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe",
+                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe", "state",
             ])
         #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
         #expect(

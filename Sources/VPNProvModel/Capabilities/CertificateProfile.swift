@@ -45,32 +45,33 @@ package struct CertificateProfile: Equatable {
 
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
     /// iPAddress and dNSName), a DN identity as the subject (else O=<deployment>, CN=<node>).
-    package static func server(_ node: Node, inventory: Inventory) throws -> CertificateProfile {
+    /// `drainedIdentities: false` leaves out the identities of the draining nodes it takes over (the names it carries
+    /// on purpose, which the overlap check of validation does not count).
+    package static func server(_ node: Node, inventory: Inventory, drainedIdentities: Bool = true) throws
+        -> CertificateProfile
+    {
         var names: [GeneralName] = []
         func add(_ name: GeneralName) { if !names.contains(name) { names.append(name) } }
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", node.name)])
-        switch node.id {
-        case .fqdn(let v): add(.dnsName(v))
-        case .userFQDN(let v): add(.rfc822Name(v))
-        case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) {
-                add(.ipAddress(bytes))
-                add(.dnsName(IPAddressText.format(bytes)))
-            }
-        case .dn(let v):
+        if case .dn(let v) = node.id {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
                     at: node.location(of: .id))
             }
             subject = dn
-        case .keyID: break
         }
+        identityNames(node.id).forEach(add)
         if let bytes = IPAddressText.parse(node.address) {
             add(.ipAddress(bytes))
             add(.dnsName(IPAddressText.format(bytes)))
         } else {
             add(.dnsName(node.address))
+        }
+        // A sibling of a draining node also proves that node's identity: redirected clients still ask for it
+        // (DrainGroups).
+        for drained in drainedIdentities ? DrainGroups.drainedNodes(redirectingTo: node, in: inventory) : [] {
+            identityNames(drained.id).forEach(add)
         }
         return CertificateProfile(
             kind: .server, subject: subject, subjectAltNames: names, keyType: inventory.pki.serverKey,
@@ -78,26 +79,32 @@ package struct CertificateProfile: Equatable {
             crlDistributionPoints: inventory.pki.crlURL.map { [$0] } ?? [])
     }
 
+    /// The subjectAltNames that carry an IKE identity: an FQDN as dNSName, an e-mail as rfc822Name, an IP address as
+    /// both iPAddress and dNSName; none for a DN (the subject carries it) or a key ID.
+    static func identityNames(_ id: IKEIdentity) -> [GeneralName] {
+        switch id {
+        case .fqdn(let v): return [.dnsName(v)]
+        case .userFQDN(let v): return [.rfc822Name(v)]
+        case .ipv4(let v), .ipv6(let v):
+            guard let bytes = IPAddressText.parse(v) else { return [] }
+            return [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))]
+        case .dn, .keyID: return []
+        }
+    }
+
     /// Client certificate: the user's IKE identity in the SAN and as subject CN.
     package static func client(_ user: User, inventory: Inventory) throws -> CertificateProfile {
-        var names: [GeneralName] = []
+        let names: [GeneralName]
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", user.id.value)])
-        switch user.id {
-        case .fqdn(let v): names = [.dnsName(v)]
-        case .userFQDN(let v): names = [.rfc822Name(v)]
-        case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) {
-                names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))]
-            }
-        case .dn(let v):
+        if case .dn(let v) = user.id {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
                     at: user.location(of: .id))
             }
             subject = dn
-        case .keyID: break
         }
+        names = identityNames(user.id)
         return CertificateProfile(
             kind: .client, subject: subject, subjectAltNames: names, keyType: inventory.pki.clientKey,
             days: inventory.pki.clientDays,

@@ -522,6 +522,7 @@ package struct InventoryDecoder: Sendable {
         var radiusAddress: String?
         var certificate: CertificateSource?
         var quantumSafe: QuantumSafe?
+        var state: NodeState?
         var locations: [NodeField: SourceLocation] = [:]
         /// Keys whose value had an error.
         var failed: Set<NodeKey> = []
@@ -701,6 +702,8 @@ package struct InventoryDecoder: Sendable {
                 f.certificate = cx.choice(value, field, CertificateSource.self)
             case .quantumSafe:
                 f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
+            case .state:
+                f.state = cx.choice(value, field, NodeState.self)
             case .dns:
                 if let list = cx.stringList(value, field) {
                     var servers: [String] = []
@@ -888,6 +891,7 @@ package struct InventoryDecoder: Sendable {
         // A node's quantum_safe: replaces the whole of defaults' (its keys are read together).
         node.quantumSafe = own.quantumSafe ?? (own.locations[.key(.quantumSafe)] == nil ? defaults.quantumSafe : nil)
         node.certificate = own.certificate ?? defaults.certificate ?? .ca
+        node.state = own.state ?? defaults.state ?? .active
         return node
     }
 

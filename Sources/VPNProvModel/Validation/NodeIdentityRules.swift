@@ -76,7 +76,8 @@ enum NodeIdentityRules {
                 }
             }
             // Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
-            if let profile = try? CertificateProfile.server(node, inventory: inventory) {
+            // A sibling of a draining node carries that node's identity on purpose (DrainGroups): not an overlap.
+            if let profile = try? CertificateProfile.server(node, inventory: inventory, drainedIdentities: false) {
                 var mine: [MatchKey] = []
                 for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
                     .map(loose)

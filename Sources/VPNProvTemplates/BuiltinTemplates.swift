@@ -781,6 +781,19 @@ vpnprov_tier {
 	}
 }
 
+# vpnprov_node_draining: a node taken out of service (vpnprov accounts drain, the database's vpn_node_state) takes
+#   no new login: refused with the reason "node draining". The node's clients are moved to its siblings by the
+#   node itself (IKEv2 redirect: a new login at the sibling, which this does not touch). The node is the client
+#   whose secret signed the request (vpnprov_node_identity checked its NAS-Identifier).
+vpnprov_node_draining {
+	if ("%{sql:SELECT vpn_node_draining('%{client:shortname}')}" == "t") {
+		update request {
+			&Module-Failure-Message := "node draining"
+		}
+		reject
+	}
+}
+
 vpnprov_class {
 	update reply {
 		&Class := "%{control:Tmp-String-0}"
@@ -1099,6 +1112,8 @@ server vpnprov {
 		}
 		expiration
 		vpnprov_tier
+		# a draining node takes no new login (vpn_node_state)
+		vpnprov_node_draining
 		eap
 		# XAuth: a User-Password makes this Auth-Type PAP
 		pap

@@ -54,7 +54,8 @@ struct AccountsCommand: Command {
             ),
             .init(
                 "user",
-                help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file; drain, undrain: the node).",
+                help:
+                    "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file; drain, undrain: the node).",
                 optional: true),
             .init("value", help: "set-tier: the tier; set-devices: the device limit.", optional: true),
         ],

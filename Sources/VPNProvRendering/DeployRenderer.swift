@@ -158,6 +158,25 @@ package enum DeployRenderer {
                     }),
             ])
         }
+        // A draining node: per redirected connection, the addresses of the siblings that take its clients.
+        if node.state == .draining {
+            let siblings = DrainGroups.siblings(of: node, in: inventory)
+            let redirected = plan.connections.filter { DrainGroups.redirectedServices.contains($0.service) }
+            context["drain"] = .object([
+                "connections": .list(
+                    redirected.compactMap { connection -> TemplateValue? in
+                        let takers = siblings.filter {
+                            DrainGroups.services(of: node, at: $0).contains(connection.service)
+                        }
+                        guard !takers.isEmpty else { return nil }
+                        return .object([
+                            "name": .string(connection.name), "addresses": .list(takers.map { .string($0.address) }),
+                        ])
+                    })
+            ])
+        } else {
+            context["drain"] = .bool(false)
+        }
         // The validator holds an ACME node to a DNS-name identity and the `acme:` section to an e-mail.
         if node.certificate == .acme, let acme = inventory.acme, case .fqdn(let domain) = node.id {
             context["acme"] = .object([

@@ -380,6 +380,19 @@ vpnprov_monitoring:
       port: {{port}}
 {{/radius}}
 {{/monitoring}}
+{{#drain}}
+# The node is draining (state: draining, docs/operations.md "Draining a node"): deploy/drain.yml asks the IKEv2
+# clients of each connection below to move to these siblings (IKEv2 redirect), in turn, and ends the rest after
+# the grace period. Without a sibling every client is ended then.
+vpnprov_drain:
+  siblings:{{^connections}} {}{{/connections}}
+{{#connections}}
+    {{name}}:
+{{#addresses}}
+      - {{.}}
+{{/addresses}}
+{{/connections}}
+{{/drain}}
 
 """##,
         "deploy/inventory.yml.tmpl": ##"""

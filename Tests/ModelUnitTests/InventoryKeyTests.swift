@@ -378,7 +378,8 @@ import VPNProvTestFixtures
         #expect(
             names(Keys.NodeKey.self) == [
                 "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
-                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe", "state",
+                "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe",
+                "state",
             ])
         #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
         #expect(

@@ -31,7 +31,9 @@ import VPNProvTestFixtures
     @Test func theLiveCatalogueMarksANodeTheDatabaseDrains() throws {
         var inventory = inventory
         inventory.nodes[0].accounts = .radius
-        let drains = ["fra-1": NodeDrain(node: "fra-1", since: "2026-12-07T12:00:00Z", graceUntil: "2026-12-07T12:10:00Z")]
+        let drains = [
+            "fra-1": NodeDrain(node: "fra-1", since: "2026-12-07T12:00:00Z", graceUntil: "2026-12-07T12:10:00Z")
+        ]
         let live = CatalogRenderer.liveCatalog(inventory: inventory, activity: [:], drains: drains)
         #expect(!live.servers.isEmpty)
         for server in live.servers {

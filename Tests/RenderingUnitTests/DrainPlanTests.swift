@@ -6,6 +6,7 @@ import VPNProvTestFixtures
 @testable import VPNProvModel
 @testable import VPNProvPlanning
 @testable import VPNProvRendering
+@testable import VPNProvTemplates
 
 /// A draining node's siblings (same tier and region, deployment-CA certificates) take over its IKEv2 clients: their
 /// certificates also carry its identity and they get one `<service>-from-<node>` connection per service, after their
@@ -48,7 +49,11 @@ import VPNProvTestFixtures
         """
 
     static func inventory(draining: Bool) throws -> Inventory {
-        let text = draining ? base.replacingOccurrences(of: "    region: eu\n    pool: 10.10.1.0/24", with: "    region: eu\n    state: draining\n    pool: 10.10.1.0/24") : base
+        let text =
+            draining
+            ? base.replacingOccurrences(
+                of: "    region: eu\n    pool: 10.10.1.0/24",
+                with: "    region: eu\n    state: draining\n    pool: 10.10.1.0/24") : base
         let result = decode(text)
         #expect(result.diagnostics.filter { $0.severity == .error }.isEmpty, "\(result.diagnostics)")
         return try #require(result.inventory)
@@ -63,14 +68,16 @@ import VPNProvTestFixtures
         let a = try Self.node("a", inventory)
         #expect(a.state == .draining)
         #expect(DrainGroups.siblings(of: a, in: inventory).map(\.name) == ["b"])
-        #expect(DrainGroups.drainedNodes(redirectingTo: try Self.node("b", inventory), in: inventory).map(\.name) == ["a"])
+        #expect(
+            DrainGroups.drainedNodes(redirectingTo: try Self.node("b", inventory), in: inventory).map(\.name) == ["a"])
         #expect(DrainGroups.drainedNodes(redirectingTo: try Self.node("c", inventory), in: inventory).isEmpty)
         #expect(DrainGroups.drainedNodes(redirectingTo: try Self.node("d", inventory), in: inventory).isEmpty)
         // An ACME sibling cannot carry another node's name (HTTP-01 proves each name from its own address).
         var acme = inventory
         acme.nodes[1].certificate = .acme
         #expect(DrainGroups.siblings(of: a, in: acme).isEmpty)
-        #expect(DrainGroups.siblings(of: try Self.node("a", try Self.inventory(draining: false)), in: inventory).isEmpty)
+        #expect(
+            DrainGroups.siblings(of: try Self.node("a", try Self.inventory(draining: false)), in: inventory).isEmpty)
     }
 
     @Test func theSiblingTakesOverTheRedirectedServicesAfterItsOwnConnections() throws {
@@ -105,13 +112,35 @@ import VPNProvTestFixtures
         #expect(b.subjectAltNames.contains(.dnsName("a.vpn.test")))
         #expect(b.subjectAltNames.contains(.dnsName("b.vpn.test")))
         let plain = try Self.inventory(draining: false)
-        #expect(try CertificateProfile.server(try Self.node("b", plain), inventory: plain).subjectAltNames
-            .contains(.dnsName("a.vpn.test")) == false)
+        #expect(
+            try CertificateProfile.server(try Self.node("b", plain), inventory: plain).subjectAltNames
+                .contains(.dnsName("a.vpn.test")) == false)
         for name in ["a", "c", "d"] {
             #expect(
                 try CertificateProfile.server(try Self.node(name, inventory), inventory: inventory)
                     == CertificateProfile.server(try Self.node(name, plain), inventory: plain))
         }
+    }
+
+    /// deploy/host_vars of the drained node name, per redirected connection, the siblings that take its clients.
+    @Test func theDrainedNodesHostVarsNameItsSiblings() throws {
+        let inventory = try Self.inventory(draining: true)
+        let text = try TemplateSet.builtin().template("deploy/host_vars.yml.tmpl").render(
+            DeployRenderer.hostVarsContext(node: try Self.node("a", inventory), inventory: inventory))
+        #expect(
+            text.hasSuffix(
+                """
+                vpnprov_drain:
+                  siblings:
+                    "ikev2-cert":
+                      - "192.0.2.2"
+                    "ikev2-eap":
+                      - "192.0.2.2"
+
+                """), "\(text)")
+        let b = try TemplateSet.builtin().template("deploy/host_vars.yml.tmpl").render(
+            DeployRenderer.hostVarsContext(node: try Self.node("b", inventory), inventory: inventory))
+        #expect(!b.contains("vpnprov_drain"))
     }
 
     @Test func theCatalogueMarksTheDrainedNodeOnly() throws {

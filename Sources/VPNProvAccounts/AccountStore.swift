@@ -391,6 +391,53 @@ package struct AccountStore {
         return activity
     }
 
+    /// Longest grace period of a drain: a week.
+    package static let drainGraceRange = 0...604_800
+
+    /// Marks node `node` draining (`vpn_node_state`) with its remaining sessions ended `grace` seconds from now; a node
+    /// already draining keeps its start and gets the new end.
+    package func drain(node: String, grace: Int) throws -> NodeDrain {
+        guard Self.drainGraceRange.contains(grace) else {
+            throw AccountError(
+                "invalid grace period \(grace): expected \(Self.drainGraceRange.lowerBound) to "
+                    + "\(Self.drainGraceRange.upperBound) seconds")
+        }
+        let row = try db.query(
+            """
+            INSERT INTO vpn_node_state AS s (nasidentifier, grace_until)
+            VALUES ($1, clock_timestamp() + make_interval(secs => $2::integer))
+            ON CONFLICT (nasidentifier) DO UPDATE SET grace_until = greatest(EXCLUDED.grace_until, s.since)
+            RETURNING \(Self.drainColumns)
+            """, [node, String(grace)])
+        guard let first = row.first else { throw AccountError("node '\(node)': the drain was not recorded") }
+        return Self.nodeDrain(first)
+    }
+
+    /// Ends node `node`'s drain; false when it was not draining.
+    @discardableResult
+    package func undrain(node: String) throws -> Bool {
+        try db.execute("DELETE FROM vpn_node_state WHERE nasidentifier = $1", [node]) > 0
+    }
+
+    /// The draining nodes, by name.
+    package func drains() throws -> [String: NodeDrain] {
+        var out: [String: NodeDrain] = [:]
+        for row in try db.query("SELECT \(Self.drainColumns) FROM vpn_node_state ORDER BY nasidentifier") {
+            let drain = Self.nodeDrain(row)
+            out[drain.node] = drain
+        }
+        return out
+    }
+
+    static let drainColumns = """
+        nasidentifier, to_char(since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+        to_char(grace_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+        """
+
+    static func nodeDrain(_ row: [String?]) -> NodeDrain {
+        NodeDrain(node: row[0] ?? "", since: row[1] ?? "", graceUntil: row[2] ?? "")
+    }
+
     /// Open sessions, of one account or of all, oldest first.
     package func sessions(of username: String? = nil) throws -> [OpenSession] {
         if let username { try Self.checkUsername(username) }

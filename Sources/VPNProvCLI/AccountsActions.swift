@@ -410,3 +410,83 @@ struct AccountsCatalogue: AccountsAction {
         }
     }
 }
+
+/// The node argument of `drain` and `undrain`.
+extension AccountsActionOptions {
+    static let node = CommandConfiguration.Argument("node", help: "The node's name in the inventory.")
+}
+
+struct AccountsDrain: AccountsAction {
+    enum Option: CommandOptions {
+        case grace
+
+        var declaration: CommandConfiguration.Option {
+            switch self {
+            case .grace: AccountsActionOptions.grace
+            }
+        }
+    }
+
+    static let configuration = CommandConfiguration(
+        action: .drain,
+        abstract: "Take a RADIUS node out of service: refuse new logins there, its sessions end after --grace seconds.",
+        arguments: [AccountsActionOptions.node], options: Option.declarations)
+
+    var target: AccountsTarget
+    var node: String
+    var grace: String?
+
+    init(_ arguments: Arguments<Option>) throws(CLIError) {
+        target = Self.target(arguments)
+        node = arguments.positional(0) ?? ""
+        grace = arguments.value(.grace)
+    }
+
+    /// The grace period in seconds (AccountStore.drainGraceRange).
+    static func seconds(_ text: String?) throws(CLIError) -> Int {
+        guard let text, let value = Int(text), AccountStore.drainGraceRange.contains(value) else {
+            throw CLIError.usage(
+                "'drain' needs --grace <seconds>, 0 to \(AccountStore.drainGraceRange.upperBound)",
+                command: AccountsCommand.configuration.name)
+        }
+        return value
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        guard !node.isEmpty else {
+            throw CLIError.usage("'drain' needs the node's name", command: AccountsCommand.configuration.name)
+        }
+        _ = try Self.seconds(grace)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        let seconds = try Self.seconds(grace)
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.drain(node, grace: seconds) }
+    }
+}
+
+struct AccountsUndrain: AccountsAction {
+    static let configuration = CommandConfiguration(
+        action: .undrain, abstract: "Put a drained RADIUS node back into service.",
+        arguments: [AccountsActionOptions.node])
+
+    var target: AccountsTarget
+    var node: String
+
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        target = Self.target(arguments)
+        node = arguments.positional(0) ?? ""
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        guard !node.isEmpty else {
+            throw CLIError.usage("'undrain' needs the node's name", command: AccountsCommand.configuration.name)
+        }
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.undrain(node) }
+    }
+}

@@ -33,6 +33,9 @@ struct AccountsCommand: Command {
             + "'disable USER' and 'enable USER'; 'delete USER'; 'list'; 'sessions [USER]' (open sessions); "
             + "'usage [USER]' (data used this month in UTC, quota, what is left, when it resets); 'disconnect USER'; "
             + "'catalogue' prints the app catalogue with each RADIUS node's sessions, capacity, load and state. "
+            + "'drain NODE --grace SECONDS' takes a RADIUS node out of service (new logins refused there, its "
+            + "sessions no longer count against device limits; deploy/drain.yml moves and ends its clients), "
+            + "'undrain NODE' puts it back. "
             + "'disable', 'delete', 'disconnect', 'set-password' and 'set-tier' to a lower tier send a RADIUS "
             + "Disconnect-Request for the user "
             + "to every node with an open session. Passwords are never taken from the command line and never "
@@ -42,10 +45,13 @@ struct AccountsCommand: Command {
                 "action",
                 help:
                     "migrate, add, import, set-password, set-tier, set-devices, set-quota, disable, enable, delete, list, "
-                    + "sessions, usage, disconnect or catalogue.",
+                    + "sessions, usage, disconnect, catalogue, drain or undrain.",
                 completion: .choices(AccountsActionName.allCases.map(\.rawValue))),
             .init(
-                "user", help: "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file).", optional: true),
+                "user",
+                help:
+                    "The account name: 1 to 64 of A-Z a-z 0-9 . _ @ + - (import: the file; drain, undrain: the node).",
+                optional: true),
             .init(
                 "value", help: "set-tier: the tier; set-devices: the device limit; set-quota: the quota.",
                 optional: true),
@@ -247,6 +253,10 @@ enum AccountsActionOptions {
         "keep-sessions",
         help: "set-password: leave the account's live sessions up (by default they end, so that a reset after "
             + "a leak locks the old password's holder out).")
+
+    static let grace = CommandConfiguration.Option(
+        "grace", value: "seconds",
+        help: "drain: seconds until the node's remaining sessions are ended (0 to 604800).")
 
     /// The account argument of the actions on one account.
     static let user = CommandConfiguration.Argument("user", help: "The account name.")

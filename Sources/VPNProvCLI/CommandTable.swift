@@ -51,7 +51,7 @@ enum AccountsActionName: String, CaseIterable, Sendable {
     case setTier = "set-tier"
     case setDevices = "set-devices"
     case setQuota = "set-quota"
-    case disable, enable, delete, list, sessions, usage, disconnect, catalogue
+    case disable, enable, delete, list, sessions, usage, disconnect, catalogue, drain, undrain
 
     /// The action's type.
     var action: any AccountsAction.Type {
@@ -71,6 +71,8 @@ enum AccountsActionName: String, CaseIterable, Sendable {
         case .usage: AccountsUsage.self
         case .disconnect: AccountsDisconnect.self
         case .catalogue: AccountsCatalogue.self
+        case .drain: AccountsDrain.self
+        case .undrain: AccountsUndrain.self
         }
     }
 }

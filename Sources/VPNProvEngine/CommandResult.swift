@@ -1,4 +1,5 @@
 import VPNProvAccounts
+import VPNProvModel
 import VPNProvPKI
 
 /// The command-specific keys of the JSON document (docs/json-output.md, docs/json-output.schema.json), beside
@@ -7,6 +8,7 @@ import VPNProvPKI
 package enum DocumentKey: String, CaseIterable, CodingKey, Sendable {
     case inventory, summary, drift, revoked, created, status, lifecycle, handoff, handoffEnded, rolledOut
     case migrations, version, account, imported, catalogue, accounts, sessions, disconnect, tierQuotas, usage
+    case drain, siblings, next, undrained
 }
 
 /// A command's own part of the JSON document: a typed value that writes its keys (`RunReporter.record`).
@@ -83,6 +85,29 @@ struct UsageResult: CommandResult {
 
     func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
         try document.encode(usage, forKey: .usage)
+    }
+}
+
+/// `accounts drain`: the node's drain as the database holds it, the siblings its IKEv2 clients are redirected to,
+/// and the playbook command that moves and ends its clients.
+struct DrainResult: CommandResult {
+    var drain: NodeDrain
+    var siblings: [String]
+    var next: String
+
+    func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
+        try document.encode(drain, forKey: .drain)
+        try document.encode(siblings, forKey: .siblings)
+        try document.encode(next, forKey: .next)
+    }
+}
+
+/// `accounts undrain`: whether the node was draining.
+struct UndrainResult: CommandResult {
+    var undrained: Bool
+
+    func write(to document: inout KeyedEncodingContainer<DocumentKey>) throws {
+        try document.encode(undrained, forKey: .undrained)
     }
 }
 

@@ -368,7 +368,61 @@ package struct AccountsSession {
             throw .refused("'catalogue' needs the inventory (its nodes): give --inventory FILE")
         }
         let activity = try AccountsFailure.mapping { try store.nodeActivity() }
-        return Pipeline.liveCatalogue(inventory: inventory, activity: activity)
+        let drains = try AccountsFailure.mapping { try store.drains() }
+        return Pipeline.liveCatalogue(inventory: inventory, activity: activity, drains: drains)
+    }
+
+    /// The RADIUS node `name` of the deployment's inventory, for `drain` and `undrain`.
+    func radiusNode(_ name: String) throws(AccountsFailure) -> Node {
+        guard let inventory = deployment.inventory else {
+            throw .refused("'drain' and 'undrain' need the inventory (its nodes): give --inventory FILE")
+        }
+        guard let node = inventory.nodes.first(where: { $0.name == name }) else {
+            let hint = Spelling.closest(to: name, among: inventory.nodes.map(\.name)).map { "; did you mean '\($0)'?" }
+            throw .refused("no node '\(name)' in the inventory\(hint ?? "")")
+        }
+        guard node.usesRadius else {
+            throw .refused(
+                "node '\(name)' has no 'accounts: radius': its logins do not reach the RADIUS servers, so the database "
+                    + "cannot drain it; set its 'state: draining' in the inventory instead (docs/operations.md)")
+        }
+        return node
+    }
+
+    /// `drain NODE --grace S` (docs/accounts.md, "Draining a node"): from now on the RADIUS servers refuse new logins
+    /// on the node, its sessions stop counting against device limits and the live catalogue says `draining`; the
+    /// node's clients are moved and ended by `deploy/drain.yml`, whose command this prints.
+    package func drain(_ name: String, grace: Int) throws(AccountsFailure) -> Outcome {
+        let node = try radiusNode(name)
+        let drain = try AccountsFailure.mapping { try store.drain(node: node.name, grace: grace) }
+        let siblings = deployment.inventory.map { DrainGroups.siblings(of: node, in: $0).map(\.name) } ?? []
+        var text =
+            "node '\(node.name)': draining since \(drain.since), grace until \(drain.graceUntil); the RADIUS servers "
+            + "refuse new logins there\n"
+        if node.state != .draining {
+            text +=
+                "  its siblings are not prepared: without 'state: draining' in the inventory (then generate and roll "
+                + "the siblings out) no client can be redirected, and every session is ended at the grace end\n"
+        } else if siblings.isEmpty {
+            text += "  it has no sibling (same tier and region): every session is ended at the grace end\n"
+        } else {
+            text += "  IKEv2 clients are redirected to \(siblings.joined(separator: ", "))\n"
+        }
+        let playbook =
+            "ansible-playbook -i deploy/inventory.yml deploy/drain.yml --limit \(node.name) -e vpnprov_drain_grace=\(grace)"
+        output.record(DrainResult(drain: drain, siblings: siblings, next: playbook))
+        output.result(text)
+        output.info("vpnprov: next: move and end its clients with\n  \(playbook)")
+        return .success
+    }
+
+    /// `undrain NODE`: the node takes new logins again and its sessions count again.
+    package func undrain(_ name: String) throws(AccountsFailure) -> Outcome {
+        let node = try radiusNode(name)
+        let changed = try AccountsFailure.mapping { try store.undrain(node: node.name) }
+        output.record(UndrainResult(undrained: changed))
+        output.result("node '\(node.name)': \(changed ? "in service again" : "was not draining")\n")
+        return .success
     }
 
     /// `disconnect USER`, and what `disable`, `delete`, `set-password` and a lower tier end with: the user's

@@ -69,6 +69,8 @@ package struct CataloguePlan: Sendable, Hashable {
         /// Addresses strongSwan leases from the node's IPv4 pool: all but the first and the last of the block
         /// (`src/libcharon/attributes/mem_pool.c`); nil without an IPv4 pool.
         package var capacity: Int?
+        /// `state: draining` in the inventory: the entries say so (`DrainGroups`).
+        package var draining: Bool
         /// In service order.
         package var entries: [Entry]
     }
@@ -114,7 +116,7 @@ package struct CataloguePlan: Sendable, Hashable {
                     methods: $0.mlKEM.map(\.transformID), classicalFallback: $0.mlKEM.isEmpty || $0.classicalFallback,
                     ppk: $0.ppk)
             },
-            capacity: capacity(of: node), entries: entries)
+            capacity: capacity(of: node), draining: node.state == .draining, entries: entries)
     }
 
     static func capacity(of node: Node) -> Int? {

@@ -76,6 +76,12 @@ package struct HostVarsPlan: Sendable, Hashable {
         package var roots: [String]
     }
 
+    /// A redirected connection of a draining node and the addresses of the siblings that take its clients.
+    package struct DrainConnection: Sendable, Hashable {
+        package var name: String
+        package var addresses: [String]
+    }
+
     package var node: String
     /// The node's connections as its plan names them, and a RADIUS node's IPsec connections to its servers.
     package var connections: [String]
@@ -86,6 +92,8 @@ package struct HostVarsPlan: Sendable, Hashable {
     package var strongSwanMinimum: String
     package var monitoring: Monitoring?
     package var acme: ACME?
+    /// With `state: draining`: the connections whose clients the drain playbook redirects (`DrainGroups`).
+    package var drain: [DrainConnection]?
 
     /// The identities a certificate user can connect as, by user: the user's IKE identity and the subject
     /// of the certificate vpnprov issues the user (from `certificates`, as the PKI issued it). Made once for
@@ -135,6 +143,15 @@ package struct HostVarsPlan: Sendable, Hashable {
                 directory: acme.directory, email: acme.email ?? "", domain: domain,
                 keyType: acme.key(for: node).rawValue, renewDays: acme.renewDays, caBundle: acme.caBundle != nil,
                 roots: acme.roots)
+        }
+        if node.state == .draining {
+            let siblings = DrainGroups.siblings(of: node, in: inventory)
+            plan.drain = server.connections.filter { DrainGroups.redirectedServices.contains($0.service) }.compactMap {
+                connection in
+                let takers = siblings.filter { DrainGroups.services(of: node, at: $0).contains(connection.service) }
+                guard !takers.isEmpty else { return nil }
+                return DrainConnection(name: connection.name, addresses: takers.map(\.address))
+            }
         }
         return plan
     }

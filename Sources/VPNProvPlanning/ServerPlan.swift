@@ -368,14 +368,64 @@ package enum ServerPlan {
     package static func make(for node: Node, in inventory: Inventory, nodeScoping: Bool = true) -> NodePlan {
         let pools = pools(of: node)
         let shapes = ConnectionShapes(node: node, pools: pools)
-        let connections = connections(of: node, in: inventory, shapes: shapes, nodeScoping: nodeScoping)
+        var connections = connections(of: node, in: inventory, shapes: shapes, nodeScoping: nodeScoping)
+        connections += takeOverConnections(of: node, own: connections, in: inventory, nodeScoping: nodeScoping)
         var plan = NodePlan(
             node: node.name, identity: node.id, connections: connections, pools: pools,
-            pskIdentities: pskIdentities(of: node), passwordUsers: passwordUsers(for: node, in: inventory).map(\.name),
+            pskIdentities: pskIdentities(of: node), passwordUsers: passwordUserNames(for: node, in: inventory),
             needsAggressiveModePSK: connections.contains { $0.aggressive == true && $0.local.auth == .psk },
             network: network(of: node, in: inventory))
         plan.ppkUsers = ppkUsers(for: node, in: inventory).map(\.name)
         return plan
+    }
+
+    /// The users whose password the node must know: its own (`passwordUsers`) and, on a sibling of a draining node
+    /// whose EAP clients it takes over, that node's, whose redirected clients log in here (DrainGroups).
+    static func passwordUserNames(for node: Node, in inventory: Inventory) -> [String] {
+        var names = passwordUsers(for: node, in: inventory).map(\.name)
+        let takenOver = DrainGroups.drainedNodes(redirectingTo: node, in: inventory).filter {
+            !node.usesRadius && DrainGroups.services(of: $0, at: node).contains(.ikev2EAP)
+        }
+        guard !takenOver.isEmpty else { return names }
+        var seen = Set(names)
+        for drained in takenOver {
+            for user in passwordUsers(for: drained, in: inventory) where seen.insert(user.name).inserted {
+                names.append(user.name)
+            }
+        }
+        return names.sorted { $0.precedesByUTF8($1) }
+    }
+
+    /// On a sibling of a draining node, after its own connections (so that its own clients still select those
+    /// first: among equal matches strongSwan tries connections in load order): one connection per service it takes
+    /// over, `<service>-from-<drained node>`. It is the node's own connection of that service with the drained
+    /// node's identity as local identity (the IDr a redirected client still sends; this node's certificate carries
+    /// it, CertificateProfile.server), the drained node's proposals (what the client offers), and for certificate
+    /// clients the drained node's access policy (the certificates that opened the drained node). Empty elsewhere.
+    static func takeOverConnections(
+        of node: Node, own: [ServerConnection], in inventory: Inventory, nodeScoping: Bool
+    ) -> [ServerConnection] {
+        var out: [ServerConnection] = []
+        for drained in DrainGroups.drainedNodes(redirectingTo: node, in: inventory) {
+            for service in DrainGroups.services(of: drained, at: node) {
+                guard var connection = own.first(where: { $0.service == service }) else { continue }
+                connection.name = "\(service.rawValue)-from-\(drained.name)"
+                connection.summary =
+                    "Clients of the draining node \(drained.name) redirected here (IKEv2 redirect, RFC 5685): "
+                    + "its identity, this node's certificate"
+                connection.local.id = drained.id
+                connection.ikeProposals = drained.proposals.ike.map { $0 + (drained.quantumSafe?.serverSuffix ?? "") }
+                connection.child.espProposals = AppleSA.serverESPProposals(
+                    from: drained.proposals, pfs: AppleOptions.effective(user: nil, node: drained).pfs)
+                if service == .ikev2Cert, nodeScoping {
+                    for index in connection.remote.indices where connection.remote[index].auth == .pubkey {
+                        connection.remote[index].certPolicies = [NodeAccessPolicy.oid(forNode: drained.name)]
+                    }
+                }
+                out.append(connection)
+            }
+        }
+        return out
     }
 
     /// The node's address pools, each with the DNS servers of its family.

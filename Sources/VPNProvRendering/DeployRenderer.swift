@@ -110,6 +110,17 @@ package enum DeployRenderer: TreeRenderer {
                     }),
             ])
         }
+        // A draining node: per redirected connection, the addresses of the siblings that take its clients.
+        if let drain = plan.drain {
+            context["drain"] = .object([
+                "connections": .list(
+                    drain.map {
+                        .object(["name": .string($0.name), "addresses": .list($0.addresses.map { .string($0) })])
+                    })
+            ])
+        } else {
+            context["drain"] = .bool(false)
+        }
         if let acme = plan.acme {
             context["acme"] = .object([
                 "directory": .string(acme.directory),

@@ -380,6 +380,19 @@ vpnprov_monitoring:
       port: {{port}}
 {{/radius}}
 {{/monitoring}}
+{{#drain}}
+# The node is draining (state: draining, docs/operations.md "Draining a node"): deploy/drain.yml asks the IKEv2
+# clients of each connection below to move to these siblings (IKEv2 redirect), in turn, and ends the rest after
+# the grace period. Without a sibling every client is ended then.
+vpnprov_drain:
+  siblings:{{^connections}} {}{{/connections}}
+{{#connections}}
+    {{name}}:
+{{#addresses}}
+      - {{.}}
+{{/addresses}}
+{{/connections}}
+{{/drain}}
 
 """##,
         "deploy/inventory.yml.tmpl": ##"""
@@ -850,6 +863,19 @@ vpnprov_quota_enforce {
 	}
 }
 
+# vpnprov_node_draining: a node taken out of service (vpnprov accounts drain, the database's vpn_node_state) takes
+#   no new login: refused with the reason "node draining". The node's clients are moved to its siblings by the
+#   node itself (IKEv2 redirect: a new login at the sibling, which this does not touch). The node is the client
+#   whose secret signed the request (vpnprov_node_identity checked its NAS-Identifier).
+vpnprov_node_draining {
+	if ("%{sql:SELECT vpn_node_draining('%{client:shortname}')}" == "t") {
+		update request {
+			&Module-Failure-Message := "node draining"
+		}
+		reject
+	}
+}
+
 vpnprov_class {
 	update reply {
 		&Class := "%{control:Tmp-String-0}"
@@ -1170,6 +1196,8 @@ server vpnprov {
 		vpnprov_tier
 		# the data quota of the month (policy.d/vpnprov): used up, refused; little left, shorter Interim-Updates
 		vpnprov_quota
+		# a draining node takes no new login (vpn_node_state)
+		vpnprov_node_draining
 		eap
 		# XAuth: a User-Password makes this Auth-Type PAP
 		pap

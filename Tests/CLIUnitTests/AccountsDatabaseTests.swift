@@ -44,7 +44,9 @@ import VPNProvTestSupport
                 try String(contentsOfFile: dir + "/" + name, encoding: .utf8) == sql,
                 "\(name): run scripts/embed-templates")
         }
-        #expect(Self.migrations.map(\.version) == Array(1...Self.migrations.count))
+        // Numbered in order, each once; a number may be left out (migrations developed side by side).
+        let versions = Self.migrations.map(\.version)
+        #expect(versions.first == 1 && versions == versions.sorted() && Set(versions).count == versions.count)
         for migration in Self.migrations {
             #expect(
                 migration.sql.contains(
@@ -57,7 +59,7 @@ import VPNProvTestSupport
     @Test func migrateAppliesOnceAndRefusesANewerOrForeignDatabase() throws {
         try withCluster { cluster in
             let db = try DatabaseConnection(conninfo: cluster.conninfo())
-            let newest = Self.migrations.count
+            let newest = Self.migrations.map(\.version).max() ?? 0
             let first = try Migrator.migrate(db, Self.migrations)
             #expect(first == MigrationReport(from: 0, to: newest, applied: Self.migrations.map(\.fileName)))
             let again = try Migrator.migrate(db, Self.migrations)
@@ -209,6 +211,41 @@ import VPNProvTestSupport
             try cluster.psql("UPDATE radacct SET acctupdatetime = now() WHERE acctuniqueid = 'u1'")
             #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '\(window)')") == "1")
             #expect(try store.sessions().map(\.stale) == [true, false])
+        }
+    }
+
+    /// A draining node (`vpn_node_state`, migration 6): the RADIUS servers' `vpn_node_draining` says so for that node
+    /// only, its sessions and claims stop counting against device limits (a redirected client logs in at a sibling
+    /// while its old session is open), and `undrain` ends both; a second `drain` keeps the start and moves the end.
+    @Test func aDrainingNodeTakesNoLoginAndItsSessionsDoNotCount() throws {
+        try withMigratedStore { cluster, store in
+            try store.add(username: "alice", password: "password1", tier: "free", devices: 1)
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            try asRadius(
+                "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                    + "acctupdatetime, nasidentifier) VALUES ('s1', 'u1', 'alice', '192.0.2.1', now(), now(), 'fra-1')")
+            let claim = "SELECT vpn_device_claim('alice', '1', 'fra-2', '192.0.2.2', '660')"
+            #expect(try asRadius(claim) == "1", "the limit is reached")
+            #expect(try asRadius("SELECT vpn_node_draining('fra-1')") == "f")
+            let drain = try store.drain(node: "fra-1", grace: 600)
+            #expect(drain.node == "fra-1" && drain.since < drain.graceUntil)
+            #expect(try asRadius("SELECT vpn_node_draining('fra-1')") == "t")
+            #expect(try asRadius("SELECT vpn_node_draining('fra-2')") == "f")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '660')") == "0")
+            #expect(try asRadius(claim) == "0", "the session on the draining node does not count")
+            // The claim just recorded is fra-2's and counts.
+            #expect(try asRadius(claim) == "1")
+            let again = try store.drain(node: "fra-1", grace: 0)
+            #expect(again.since == drain.since && again.graceUntil <= drain.graceUntil)
+            #expect(try store.drains().keys.sorted() == ["fra-1"])
+            #expect(throws: AccountError.self) { try store.drain(node: "fra-1", grace: -1) }
+            #expect(try store.undrain(node: "fra-1"))
+            #expect(try !store.undrain(node: "fra-1"))
+            #expect(try asRadius("SELECT vpn_node_draining('fra-1')") == "f")
+            #expect(try asRadius("SELECT count(*) FROM vpn_devices_in_use('alice', '660')") == "2")
+            #expect(try store.drains().isEmpty)
         }
     }
 

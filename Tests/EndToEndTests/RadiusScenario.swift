@@ -371,6 +371,10 @@ final class RadiusScenario: @unchecked Sendable {
         deviceLimitAndStaleSteps()
         importAndPasswordSteps()
         refusalLogSteps()
+        if build == .host {
+            try? resetSessions()
+            drainSteps()
+        }
         concurrencySteps()
         failoverSteps()
         // The faults' effects are FreeRADIUS's and eap-radius's, the same code on strongSwan 5.9.8 and 6.0.1

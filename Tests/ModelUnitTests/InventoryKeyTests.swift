@@ -107,6 +107,7 @@ import VPNProvTestFixtures
                     case .ppk: (.quantumSafe(k), "optional")
                     }
                 })
+        case .state: .value("draining")
         }
     }
 
@@ -443,6 +444,7 @@ import VPNProvTestFixtures
             names(Keys.NodeKey.self) == [
                 "address", "id", "region", "country", "tier", "pool", "pool6", "services", "psk", "group", "proposals",
                 "dns", "apple", "deploy", "network", "accounts", "radius_address", "certificate", "quantum_safe",
+                "state",
             ])
         #expect(names(Keys.NetworkKey.self) == ["uplink", "mss", "isolate_clients", "ipsec", "ipv6", "allow_private"])
         #expect(

@@ -26,6 +26,28 @@ import VPNProvTestFixtures
     /// `vpnprov accounts catalogue`: the same entries, each RADIUS node's with its live sessions, the addresses
     /// of its IPv4 pool (a /24: 254), the load in percent (rounded down) and whether accounting says it is up;
     /// other nodes' entries as `generate` writes them; the same bytes for the same activity.
+    /// A node drained through the accounts database (`vpnprov accounts drain`) is `draining` in the live catalogue,
+    /// with when the drain began and when its sessions end; the other nodes carry no state.
+    @Test func theLiveCatalogueMarksANodeTheDatabaseDrains() throws {
+        var inventory = inventory
+        inventory.nodes[0].accounts = .radius
+        let drains = [
+            "fra-1": NodeDrain(node: "fra-1", since: "2026-12-07T12:00:00Z", graceUntil: "2026-12-07T12:10:00Z")
+        ]
+        let live = CatalogRenderer.liveCatalog(CataloguePlan.make(inventory), activity: [:], drains: drains)
+        #expect(!live.servers.isEmpty)
+        for server in live.servers {
+            let drained = server.node == "fra-1"
+            #expect(server.state == (drained ? "draining" : nil))
+            #expect(server.drainingSince == (drained ? "2026-12-07T12:00:00Z" : nil))
+            #expect(server.graceUntil == (drained ? "2026-12-07T12:10:00Z" : nil))
+        }
+        #expect(
+            CatalogRenderer.liveCatalog(CataloguePlan.make(inventory), activity: [:]).servers.allSatisfy {
+                $0.state == nil
+            })
+    }
+
     @Test func theLiveCatalogueAddsLoadAndStateToRadiusNodes() throws {
         var inventory = inventory
         inventory.nodes[0].accounts = .radius

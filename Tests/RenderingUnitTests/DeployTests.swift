@@ -128,6 +128,8 @@ import VPNProvTestFixtures
                 "monitoring": false,
                 // No ML-KEM asked of the node: no strongSwan version to check.
                 "strongswan_minimum": "",
+                // Not draining.
+                "drain": false,
             ])
     }
 

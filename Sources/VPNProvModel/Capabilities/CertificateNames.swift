@@ -24,8 +24,10 @@ package struct CertificateNames: Sendable, Hashable {
 
     /// Server certificate: the node's IKE identity and its address in the SAN (an IP both as
     /// iPAddress and dNSName), a DN identity as the subject (else O=<deployment>, CN=<node>).
-    package static func server(_ node: Node, in inventory: Inventory) throws(CertificateIdentityError)
-        -> CertificateNames
+    /// `drainedIdentities: false` leaves out the identities of the draining nodes it takes over (the names it
+    /// carries on purpose, which the overlap check of validation does not count).
+    package static func server(_ node: Node, in inventory: Inventory, drainedIdentities: Bool = true)
+        throws(CertificateIdentityError) -> CertificateNames
     {
         var names: [GeneralName] = []
         func add(_ name: GeneralName) { if !names.contains(name) { names.append(name) } }
@@ -53,7 +55,25 @@ package struct CertificateNames: Sendable, Hashable {
         } else {
             add(.dnsName(node.address))
         }
+        // A sibling of a draining node also proves that node's identity: redirected clients still ask for it
+        // (DrainGroups).
+        for drained in drainedIdentities ? DrainGroups.drainedNodes(redirectingTo: node, in: inventory) : [] {
+            identityNames(drained.id).forEach(add)
+        }
         return CertificateNames(subject: subject, subjectAltNames: names)
+    }
+
+    /// The subjectAltNames that carry an IKE identity: an FQDN as dNSName, an e-mail as rfc822Name, an IP address
+    /// as both iPAddress and dNSName; none for a DN (the subject carries it) or a key ID.
+    static func identityNames(_ id: IKEIdentity) -> [GeneralName] {
+        switch id {
+        case .fqdn(let v): return [.dnsName(v)]
+        case .userFQDN(let v): return [.rfc822Name(v)]
+        case .ipv4(let v), .ipv6(let v):
+            guard let bytes = IPAddressText.parse(v) else { return [] }
+            return [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))]
+        case .dn, .keyID: return []
+        }
     }
 
     /// Client certificate: the user's IKE identity in the SAN and as subject CN.

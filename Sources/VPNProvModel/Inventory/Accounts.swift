@@ -290,3 +290,19 @@ package struct NodeActivity: Sendable, Hashable {
     /// without open sessions sends no accounting and counts as up.
     package var alive: Bool { liveSessions > 0 || staleSessions == 0 }
 }
+
+/// A node the accounts database holds as draining (`vpnprov accounts drain`, table `vpn_node_state`): the RADIUS
+/// servers refuse new logins there and its sessions do not count against device limits.
+package struct NodeDrain: Sendable, Hashable, Encodable {
+    package var node: String
+    /// ISO 8601, UTC.
+    package var since: String
+    /// When its remaining sessions are ended (ISO 8601, UTC).
+    package var graceUntil: String
+
+    package init(node: String, since: String, graceUntil: String) {
+        self.node = node
+        self.since = since
+        self.graceUntil = graceUntil
+    }
+}

@@ -33,6 +33,7 @@ extension InventoryDecoder {
         var radiusAddress: String?
         var certificate: CertificateSource?
         var quantumSafe: QuantumSafe?
+        var state: NodeState?
         var locations: [NodeField: SourceLocation] = [:]
         /// Keys whose value had an error.
         var failed: Set<NodeKey> = []
@@ -123,6 +124,8 @@ extension InventoryDecoder {
             f.quantumSafe = decodeQuantumSafe(value, what, into: &f, cx)
         case .dns:
             f.dns = decodeDNS(value, field, cx)
+        case .state:
+            f.state = cx.choice(value, field, NodeState.self)
         }
         return ok
     }
@@ -259,6 +262,7 @@ extension InventoryDecoder.NodeFields {
         node.radiusAddress = radiusAddress
         node.quantumSafe = quantumSafe
         node.certificate = certificate ?? .ca
+        node.state = state ?? .active
         return node
     }
 }
@@ -317,6 +321,7 @@ extension InventoryDecoder.NodeKey {
             // A node's `quantum_safe:` replaces the whole of the defaults' (its keys are read together), even one
             // that did not decode.
             if node.locations[.key(.quantumSafe)] == nil { node.quantumSafe = defaults.quantumSafe }
+        case .state: node.inherit(\.state, from: defaults)
         }
     }
 }

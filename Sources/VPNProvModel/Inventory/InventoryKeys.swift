@@ -47,6 +47,7 @@ extension InventoryDecoder {
         case radiusAddress = "radius_address"
         case certificate
         case quantumSafe = "quantum_safe"
+        case state
     }
 
     /// Keys of a node's `quantum_safe:` (docs/quantum-safe.md).

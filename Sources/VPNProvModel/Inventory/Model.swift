@@ -66,6 +66,13 @@ package enum Tier: String, Sendable, Hashable, Codable, CaseIterable {
     case pro
 }
 
+/// A node's `state:`: in service, or draining (its clients are moved to its siblings and the rest ended
+/// after a grace period; docs/operations.md "Draining a node").
+package enum NodeState: String, Sendable, Hashable, Codable, CaseIterable {
+    case active
+    case draining
+}
+
 /// Where a secret comes from. `literal` holds a secret value: never print it.
 package enum SecretSource: Sendable, Hashable {
     /// Generated once, stored in the state directory, reused on every later run.
@@ -320,6 +327,8 @@ package struct Node: Sendable, Hashable {
     package var certificate = CertificateSource.ca
     /// Quantum-safe tunnels (`quantum_safe:`): nil for classical ones.
     package var quantumSafe: QuantumSafe?
+    /// In service, or being taken out of it (`state: draining`, docs/operations.md "Draining a node").
+    package var state = NodeState.active
     /// Where the node's mapping starts.
     package var location: SourceLocation
     /// Where each field's value was written (`.key(.pool)`, `.network(.mss)`); absent for defaults.

@@ -91,12 +91,13 @@ enum NodeIdentityRules {
         return reported
     }
 
-    /// Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'.
+    /// Every identity this node's certificate carries (as vpnprov issues it), against the earlier nodes'. A
+    /// sibling of a draining node carries that node's identity on purpose (DrainGroups): not an overlap.
     private static func checkCertificateOverlap(
         _ node: Node, inventory: Inventory, reported: Bool, against certificateKeys: inout [MatchKey: Node],
         into d: inout [Diagnostic]
     ) {
-        if let profile = try? CertificateNames.server(node, in: inventory) {
+        if let profile = try? CertificateNames.server(node, in: inventory, drainedIdentities: false) {
             var mine: [MatchKey] = []
             for k in ServerIdentityRules.keys(subject: profile.subject, subjectAltNames: profile.subjectAltNames)
                 .map(loose)

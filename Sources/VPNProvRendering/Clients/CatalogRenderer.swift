@@ -122,6 +122,14 @@ package enum CatalogRenderer: TreeRenderer {
         package var disconnectOnIdleSeconds: Int?
         /// IKEv2 entries of a quantum-safe node; absent otherwise.
         package var quantumSafe: QuantumSafeEntry? = nil
+        /// `draining` while the node is taken out of service (the inventory's `state: draining`, or in the live
+        /// catalogue the accounts database's drain): offer it for no new connection; a client connected there is
+        /// moved to a sibling (IKEv2 redirect) or disconnected at `graceUntil`. Absent: in service.
+        package var state: String? = nil
+        /// The live catalogue only, a node drained through `vpnprov accounts drain`: since when (ISO 8601, UTC), and
+        /// when its remaining sessions are ended.
+        package var drainingSince: String? = nil
+        package var graceUntil: String? = nil
         /// The live catalogue only (`vpnprov accounts catalogue`), entries of RADIUS nodes: the node's live
         /// sessions, the addresses of its IPv4 pool (its capacity; absent without a pool), `load` (sessions
         /// against capacity, in percent, rounded down) and whether its accounting says it is up.
@@ -201,7 +209,8 @@ package enum CatalogRenderer: TreeRenderer {
                     QuantumSafeEntry(
                         additionalKeyExchangeMethods: $0.methods, classicalFallback: $0.classicalFallback,
                         ppk: $0.ppk?.rawValue)
-                } : nil)
+                } : nil,
+            state: node.draining ? NodeState.draining.rawValue : nil)
     }
 
     /// The catalogue's `localID` and `localIDType` of the client's identity: a group name is a key ID, the fixed
@@ -235,7 +244,9 @@ package enum CatalogRenderer: TreeRenderer {
 
     /// The catalogue with each RADIUS node's entries carrying its load and state from the accounts
     /// database.
-    package static func liveCatalog(_ plan: CataloguePlan, activity: [String: NodeActivity]) -> Catalog {
+    package static func liveCatalog(
+        _ plan: CataloguePlan, activity: [String: NodeActivity], drains: [String: NodeDrain] = [:]
+    ) -> Catalog {
         var catalog = catalog(plan)
         let nodes = Dictionary(plan.nodes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         for index in catalog.servers.indices {
@@ -245,6 +256,11 @@ package enum CatalogRenderer: TreeRenderer {
             catalog.servers[index].capacity = node.capacity
             catalog.servers[index].load = node.capacity.map { $0 > 0 ? now.liveSessions * 100 / $0 : 0 }
             catalog.servers[index].alive = now.alive
+            if let drain = drains[node.name] {
+                catalog.servers[index].state = NodeState.draining.rawValue
+                catalog.servers[index].drainingSince = drain.since
+                catalog.servers[index].graceUntil = drain.graceUntil
+            }
         }
         return catalog
     }

@@ -38,6 +38,18 @@ description:
     strongswan.conf, else unix:///var/run/charon.vici).
   - With I(state=terminated), ends every live IKE SA whose remote identity, EAP identity or XAuth identity is one of
     I(identities) (C(swanctl --terminate --ike-id N --force)). In check mode it only reports which it would end.
+  - With I(state=drained), takes the node out of service (docs/operations.md, "Draining a node"). Every IKEv2 SA of
+    a connection in I(siblings) is asked to move to one of that connection's sibling addresses, in turn (C(swanctl --redirect --ike-id N
+    --gateway ADDRESS), IKEv2 redirect, RFC 5685), at most I(pace) a second, as they appear: a client that follows
+    builds its new SA at the sibling before it deletes the old one, and charon deletes the old one itself 30 s after
+    the redirect (charon.half_open_timeout) should the client not manage it. charon's answer cannot say whether a
+    client follows (it refuses a client that did not announce REDIRECT_SUPPORTED in its daemon only), so each SA
+    is asked once (I(record) keeps which, with the drain's start). Once I(grace) seconds have passed since the start,
+    and every redirected SA had 35 s to go, the SAs left of I(connections) (IKEv1, PSK, clients that do not follow)
+    are ended. It returns early when no SA of I(connections) is left. Run again, it only handles SAs that came since.
+    In check mode it reports what it would redirect and, after the grace period, end, and waits for nothing.
+  - With I(state=undrained), removes I(record): the node is in service again (charon needs nothing: its own
+    connections were never changed).
   - Identities are compared as strongSwan compares them, on the form charon prints. Distinguished names match
     attribute by attribute, whatever the spacing and order of the RDNs (C(CN=carol,O=acme) matches C(O=acme, CN=carol));
     other identities (e-mail, FQDN, EAP and XAuth names) match without regard to ASCII case. Bytes charon prints as
@@ -47,7 +59,7 @@ options:
     description: What to make true.
     type: str
     required: true
-    choices: [loaded, terminated]
+    choices: [loaded, terminated, drained, undrained]
   connections:
     description: The generated connections, in their order (I(state=loaded)).
     type: list
@@ -75,6 +87,19 @@ options:
     type: list
     elements: path
     default: []
+  siblings:
+    description: Per connection whose IKEv2 SAs are redirected, the addresses of the siblings that take them, used in
+      turn (I(state=drained)).
+    type: dict
+    default: {}
+  grace:
+    description: Seconds from the drain's start until the SAs left are ended (I(state=drained)).
+    type: int
+    default: 600
+  pace:
+    description: Most redirects a second (I(state=drained)); each is a new login at a sibling.
+    type: int
+    default: 20
   identities:
     description: Remote identities whose IKE SAs must end.
     type: list
@@ -108,9 +133,13 @@ digest:
   type: str
   returned: when state=loaded
 terminated:
-  description: Unique IDs of the IKE SAs ended (state=terminated).
+  description: Unique IDs of the IKE SAs ended (state=terminated, state=drained).
   type: list
   returned: always
+redirected:
+  description: Unique IDs of the IKE SAs asked to move to a sibling by this run, with the sibling (state=drained).
+  type: list
+  returned: when state=drained
 """
 
 import glob
@@ -118,6 +147,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.vpnprov_vici import Vici, ViciError, pem_or_der, public_key_id, write_atomically
@@ -631,10 +661,115 @@ def put_live(module, swanctl_path):
     module.exit_json(changed=True, loaded=names, pending=pending, digest=digest, terminated=[])
 
 
+# charon deletes a redirected SA this long after the redirect (half_open_timeout, 30 s), plus a margin.
+REDIRECT_WINDOW = 35
+
+
+def client_sas(text, connections):
+    """(unique id, key, IKE version, connection) of the IKE SAs of connections in swanctl --list-sas --pretty output;
+    the key (unique id and the initiator's SPI) names one SA across charon restarts, which reuse unique ids."""
+    found = []
+    for name, entries in pretty_entries(text, "list-sa event"):
+        unique_id = entries.get("uniqueid", "")
+        if name in connections and unique_id.isdigit():
+            found.append((unique_id, unique_id + "/" + entries.get("initiator-spi", ""), entries.get("version"), name))
+    return found
+
+
+def read_drain_record(path):
+    """The drain's record ({"started": time, "redirected": {key: time}}), or None (no drain, or a record this module
+    cannot read, which starts the drain again)."""
+    try:
+        with open(path, "rb") as handle:
+            record = json.loads(handle.read(1 << 22).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("started"), (int, float)):
+        return None
+    asked = record.get("redirected")
+    record["redirected"] = {k: v for k, v in asked.items() if isinstance(v, (int, float))} \
+        if isinstance(asked, dict) else {}
+    return record
+
+
+def drain(module, swanctl_path):
+    p = module.params
+    if not p["record"]:
+        module.fail_json(msg="state=drained needs record", terminated=[], redirected=[])
+    state = read_drain_record(p["record"])
+    changed = state is None
+    if state is None:
+        state = {"started": time.time(), "redirected": {}}
+    asked = state["redirected"]
+    deadline = state["started"] + p["grace"]
+    connections = set(p["connections"])
+    siblings = {name: list(addresses) for name, addresses in p["siblings"].items() if name in connections and addresses}
+    pace = max(1, p["pace"])
+    redirected, terminated = [], []
+    turn = 0
+
+    def save():
+        if not module.check_mode:
+            os.makedirs(os.path.dirname(p["record"]), mode=0o700, exist_ok=True)
+            write_atomically(p["record"], (json.dumps(state, sort_keys=True) + "\n").encode(), 0o600)
+
+    save()
+    while True:
+        sas = client_sas(swanctl(module, swanctl_path, ["--list-sas", "--pretty"]), connections)
+        for unique_id, key, version, name in sas:
+            if name not in siblings or version != "2" or key in asked:
+                continue
+            gateway = siblings[name][turn % len(siblings[name])]
+            turn += 1
+            if not module.check_mode:
+                rc, out, err = module.run_command(
+                    [swanctl_path, "--redirect", "--ike-id", unique_id, "--gateway", gateway])
+                if rc != 0:
+                    # gone meanwhile, or charon refused; it is ended with the rest at the end of the grace period
+                    module.warn("redirect of IKE SA %s to %s failed: %s" % (unique_id, gateway, (err or out).strip()))
+                time.sleep(1.0 / pace)
+            asked[key] = time.time()
+            redirected.append("%s:%s" % (unique_id, gateway))
+            changed = True
+            save()
+        if module.check_mode:
+            left = [sa for sa in sas if time.time() >= deadline]
+            terminated = [unique_id for unique_id, _key, _version, _name in left]
+            break
+        sas = client_sas(swanctl(module, swanctl_path, ["--list-sas", "--pretty"]), connections)
+        if not sas:
+            break
+        now = time.time()
+        if now >= deadline and all(now - asked.get(key, 0) >= REDIRECT_WINDOW for _u, key, _v, _n in sas):
+            for unique_id, _key, _version, _name in sas:
+                rc, out, err = module.run_command([swanctl_path, "--terminate", "--ike-id", unique_id, "--force"])
+                if rc == 0:
+                    terminated.append(unique_id)
+            changed = changed or bool(terminated)
+            break
+        time.sleep(1)
+    # Keep only the SAs still to remember (the record would otherwise grow with every client ever drained).
+    listed = {key for _u, key, _v, _n in client_sas(swanctl(module, swanctl_path, ["--list-sas", "--pretty"]),
+                                                     connections)} if not module.check_mode else set(asked)
+    state["redirected"] = {key: when for key, when in asked.items() if key in listed}
+    save()
+    module.exit_json(changed=changed, loaded=[], redirected=redirected, terminated=terminated)
+
+
+def undrain(module):
+    path = module.params["record"]
+    if not path:
+        module.fail_json(msg="state=undrained needs record", terminated=[])
+    there = os.path.exists(path)
+    if there and not module.check_mode:
+        os.unlink(path)
+    module.exit_json(changed=there, loaded=[], terminated=[])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["loaded", "terminated"]),
+            state=dict(type="str", required=True, choices=["loaded", "terminated", "drained", "undrained"]),
             connections=dict(type="list", elements="str", default=[]),
             extra_connections=dict(type="list", elements="str", default=[]),
             file=dict(type="str"),
@@ -643,12 +778,19 @@ def main():
             record=dict(type="path"),
             exclude=dict(type="list", elements="path", default=[]),
             identities=dict(type="list", elements="str", default=[]),
+            siblings=dict(type="dict", default={}),
+            grace=dict(type="int", default=600),
+            pace=dict(type="int", default=20),
         ),
         supports_check_mode=True,
     )
     swanctl_path = module.get_bin_path("swanctl", required=True, opt_dirs=["/usr/sbin", "/sbin"])
     if module.params["state"] == "loaded":
         put_live(module, swanctl_path)
+    if module.params["state"] == "undrained":
+        undrain(module)
+    if module.params["state"] == "drained":
+        drain(module, swanctl_path)
 
     out = swanctl(module, swanctl_path, ["--list-sas", "--pretty"])
     ended = sas_to_end(out, module.params["identities"])

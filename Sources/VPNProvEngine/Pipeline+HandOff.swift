@@ -101,17 +101,7 @@ extension Pipeline {
                 _ = hasState(options.tree, output: output, empty: true)
                 return .failure
             }
-            guard built.prepared.changes.isEmpty else {
-                // The first few: after an edit of a large fleet the list has thousands of entries.
-                let changes = built.prepared.changes
-                let shown = changes.prefix(3).map(\.pendingDescription).joined(separator: "; ")
-                let more = changes.count > 3 ? "; and \(changes.count - 3) more" : ""
-                output.error(
-                    .handOffStale,
-                    "the state would change (\(shown)\(more)): run 'vpnprov generate' first, so the links hand out "
-                        + "what the nodes expect")
-                return .failure
-            }
+            guard stateIsCurrent(built.prepared.changes, output: output) else { return .failure }
             let now = Int(options.tree.now.timeIntervalSince1970)
             let directory = built.lock.stateDirectory
             let out = options.tree.outDirectory
@@ -127,70 +117,26 @@ extension Pipeline {
             if users.isEmpty {
                 output.info("vpnprov: every user's profiles are handed off already (name users with --users, or --all)")
             }
-            let lifetime = options.lifetime ?? site.lifetime
-            let downloads = options.downloads ?? site.downloads
-            var made: [(link: HandOffLink, url: String)] = []
-            for user in users {
-                guard let folder = folders[user] else { continue }
-                for i in ledger.indices where ledger[i].user == user && ledger[i].isLive(at: now) {
-                    ledger[i].ended = .init(reason: .replaced, at: now)
-                    report.ended.append(.init(user: user, id: ledger[i].id, reason: "replaced"))
-                }
-                let sources = try readFolder(user: user, folder: folder, out: out)
-                let token = try HandOffToken.make()
-                let (link, names) = try HandOffPackage.link(
-                    user: user, deployment: inventory.name, site: site.address, sources: sources, token: token,
-                    created: now, expires: now + lifetime, downloads: downloads)
-                try HandOffBundle.write(link, out: out)
-                let record = HandOffLink(
-                    id: token.id, user: user, created: now, expires: now + lifetime, downloads: downloads,
-                    folder: folder.digest, files: names)
-                ledger.append(record)
-                made.append((record, site.link(token: token.text)))
-            }
+            let made = try makeLinks(
+                for: users, folders: folders, ledger: &ledger, ended: &report.ended, site: site,
+                deployment: inventory.name, options: options, now: now)
             // Recorded before anything leaves: a run that dies later leaves links never shown, which the
             // next hand-off ends.
             try HandOffLedger.write(ledger, now: now, in: directory)
             try HandOffBundle.refresh(ledger, fresh: Set(made.map(\.link.id)), now: now, out: out)
             if options.publish, let publisher {
-                do {
-                    try publisher.publish(outDirectory: out)
-                } catch let failure {
-                    for i in ledger.indices where made.contains(where: { $0.link.id == ledger[i].id }) {
-                        ledger[i].ended = .init(reason: .revoked, at: now)
-                    }
-                    try HandOffLedger.write(ledger, now: now, in: directory)
-                    try HandOffBundle.refresh(ledger, now: now, out: out)
-                    output.diagnostics([
-                        .error(
-                            .handOffPublish,
-                            "publishing to \(site.address) failed, so no link was made (the ones this run prepared "
-                                + "are withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the "
-                                + "next publish; the next 'vpnprov handoff' hands them off again): \(failure)",
-                            at: nil, notes: HandOffPublishError.notes(of: failure))
-                    ])
-                    return .environment
-                }
+                guard
+                    try publish(
+                        with: publisher, made: made, ledger: &ledger, site: site, directory: directory, out: out,
+                        now: now, output: output)
+                else { return .environment }
                 report.published = true
             }
             for i in ledger.indices where made.contains(where: { $0.link.id == ledger[i].id }) {
                 ledger[i].shown = true
             }
             try HandOffLedger.write(ledger, now: now, in: directory)
-            var text = ""
-            for (link, url) in made {
-                let qr = try HandOffBundle.writeQR(url, user: link.user, out: out)
-                report.links.append(
-                    .init(
-                        user: link.user, url: url, id: link.id, expires: Self.isoTime(link.expires),
-                        downloads: link.downloads, files: link.files,
-                        qr: ["png": display(qr.png, options.tree), "svg": display(qr.svg, options.tree)]))
-                text += "\(link.user): \(url)\n"
-                text += "  until \(Self.humanTime(link.expires)), \(Self.downloadsText(link.downloads)): "
-                text += link.files.joined(separator: ", ") + "\n"
-                text += "  QR code: \(display(qr.png, options.tree)), \(display(qr.svg, options.tree))\n"
-                if options.terminalQR { text += qr.text }
-            }
+            let text = try present(made, in: &report, options: options)
             output.record(report)
             if !text.isEmpty { output.secretResult(text) }
             reportEnded(report.ended, site: site.address, output: output, publishedNow: report.published)
@@ -206,6 +152,100 @@ extension Pipeline {
             }
             return .success
         }
+    }
+
+    /// Whether the state is what the last `generate` left: a hand-off of anything else would hand out files the
+    /// nodes do not expect. Reports the first few pending changes (a large fleet's edit has thousands).
+    static func stateIsCurrent(_ changes: [PKIChange], output: any RunReporter) -> Bool {
+        guard !changes.isEmpty else { return true }
+        let shown = changes.prefix(3).map(\.pendingDescription).joined(separator: "; ")
+        let more = changes.count > 3 ? "; and \(changes.count - 3) more" : ""
+        output.error(
+            .handOffStale,
+            "the state would change (\(shown)\(more)): run 'vpnprov generate' first, so the links hand out "
+                + "what the nodes expect")
+        return false
+    }
+
+    /// A new link for each user (its sealed files under OUT/handoff/), each user's live link ended as replaced;
+    /// the links recorded in `ledger`, not yet shown.
+    static func makeLinks(
+        for users: [String], folders: [String: UserFolder], ledger: inout [HandOffLink],
+        ended: inout [HandOffReport.Ended],
+        site: HandOffPlan, deployment: String, options: HandOffOptions, now: Int
+    ) throws -> [(link: HandOffLink, url: String)] {
+        let lifetime = options.lifetime ?? site.lifetime
+        let downloads = options.downloads ?? site.downloads
+        let out = options.tree.outDirectory
+        var made: [(link: HandOffLink, url: String)] = []
+        for user in users {
+            guard let folder = folders[user] else { continue }
+            for i in ledger.indices where ledger[i].user == user && ledger[i].isLive(at: now) {
+                ledger[i].ended = .init(reason: .replaced, at: now)
+                ended.append(.init(user: user, id: ledger[i].id, reason: "replaced"))
+            }
+            let sources = try readFolder(user: user, folder: folder, out: out)
+            let token = try HandOffToken.make()
+            let (link, names) = try HandOffPackage.link(
+                user: user, deployment: deployment, site: site.address, sources: sources, token: token,
+                created: now, expires: now + lifetime, downloads: downloads)
+            try HandOffBundle.write(link, out: out)
+            let record = HandOffLink(
+                id: token.id, user: user, created: now, expires: now + lifetime, downloads: downloads,
+                folder: folder.digest, files: names)
+            ledger.append(record)
+            made.append((record, site.link(token: token.text)))
+        }
+        return made
+    }
+
+    /// Publishes the site's part of OUT; on failure withdraws the links this run made, reports it and returns
+    /// false.
+    static func publish(
+        with publisher: any HandOffPublisher, made: [(link: HandOffLink, url: String)], ledger: inout [HandOffLink],
+        site: HandOffPlan, directory: StateDirectory, out: String, now: Int, output: any RunReporter
+    ) throws -> Bool {
+        do {
+            try publisher.publish(outDirectory: out)
+            return true
+        } catch let failure {
+            for i in ledger.indices where made.contains(where: { $0.link.id == ledger[i].id }) {
+                ledger[i].ended = .init(reason: .revoked, at: now)
+            }
+            try HandOffLedger.write(ledger, now: now, in: directory)
+            try HandOffBundle.refresh(ledger, now: now, out: out)
+            output.diagnostics([
+                .error(
+                    .handOffPublish,
+                    "publishing to \(site.address) failed, so no link was made (the ones this run prepared "
+                        + "are withdrawn, and the earlier links of \(listed(made.map(\.link.user))) end at the "
+                        + "next publish; the next 'vpnprov handoff' hands them off again): \(failure)",
+                    at: nil, notes: HandOffPublishError.notes(of: failure))
+            ])
+            return false
+        }
+    }
+
+    /// Each link's QR code written, the link added to the report, and the text that shows them (secret: the
+    /// links themselves).
+    static func present(
+        _ made: [(link: HandOffLink, url: String)], in report: inout HandOffReport, options: HandOffOptions
+    ) throws -> String {
+        var text = ""
+        for (link, url) in made {
+            let qr = try HandOffBundle.writeQR(url, user: link.user, out: options.tree.outDirectory)
+            report.links.append(
+                .init(
+                    user: link.user, url: url, id: link.id, expires: Self.isoTime(link.expires),
+                    downloads: link.downloads, files: link.files,
+                    qr: ["png": display(qr.png, options.tree), "svg": display(qr.svg, options.tree)]))
+            text += "\(link.user): \(url)\n"
+            text += "  until \(Self.humanTime(link.expires)), \(Self.downloadsText(link.downloads)): "
+            text += link.files.joined(separator: ", ") + "\n"
+            text += "  QR code: \(display(qr.png, options.tree)), \(display(qr.svg, options.tree))\n"
+            if options.terminalQR { text += qr.text }
+        }
+        return text
     }
 
     /// Whether the state directory exists (and, with `empty`, reports that it holds no CA yet): before any

@@ -103,9 +103,15 @@ package enum MonitoringRenderer: TreeRenderer {
     static let node = "instance=\"192.0.2.1:9100\",\(job),node=\"n1\""
     static let nodeLabels = [("instance", "192.0.2.1:9100"), ("job", MonitoringPlan.job), ("node", "n1")]
 
+    /// The alert rules, in the order the rules file lists them: the node's health, its certificates and CRL,
+    /// its capacity and RADIUS servers.
     static func alerts(_ plan: MonitoringPlan) -> [Alert] {
-        let day = 86400
-        return [
+        healthAlerts + certificateAlerts(plan) + capacityAlerts
+    }
+
+    /// A node down, its charon down, or its strongSwan metrics stale.
+    static var healthAlerts: [Alert] {
+        [
             Alert(
                 name: "VPNProvNodeDown", expr: "up{\(job)} == 0", duration: "2m", severity: "critical",
                 summary: "vpnprov node {{ $labels.node }} is down",
@@ -134,6 +140,13 @@ package enum MonitoringRenderer: TreeRenderer {
                     ("vpnprov_collector_last_run_timestamp_seconds{\(node)}", "0+60x20"), ("up{\(node)}", "1x20"),
                 ],
                 alsoFiring: [[("up{\(node)}", "1x20")]], evaluatedAt: "10m", labels: nodeLabels),
+        ]
+    }
+
+    /// The node's certificate, a CA it trusts, or its CRL nearing its end.
+    static func certificateAlerts(_ plan: MonitoringPlan) -> [Alert] {
+        let day = 86400
+        return [
             Alert(
                 name: "VPNProvCertificateExpiring",
                 expr:
@@ -176,6 +189,12 @@ package enum MonitoringRenderer: TreeRenderer {
                 firing: [("vpnprov_crl_next_update_seconds{\(node),issuer=\"Lab CA\"}", "1000000x30")],
                 quiet: [("vpnprov_crl_next_update_seconds{\(node),issuer=\"Lab CA\"}", "100000000x30")],
                 evaluatedAt: "15m", labels: nodeLabels + [("issuer", "Lab CA")]),
+        ]
+    }
+
+    /// A pool nearly full, or a RADIUS server that does not answer the node.
+    static var capacityAlerts: [Alert] {
+        [
             Alert(
                 name: "VPNProvPoolNearlyFull",
                 expr:

@@ -20,20 +20,7 @@ package enum AccountsRules {
     static func check(_ inventory: Inventory, into d: inout [Diagnostic]) {
         let radiusNodes = inventory.nodes.filter(\.usesRadius)
         checkRadiusAddresses(inventory, into: &d)
-        for node in radiusNodes where !node.services.contains(where: \.needsPassword) {
-            d.append(
-                .warning(
-                    .radiusWithoutPasswordService,
-                    "node '\(node.name)': accounts is radius but the node offers no password service (ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk, ipsec-xauth-hybrid); its RADIUS settings are unused",
-                    at: node.location(of: .accounts), about: .node(node.name)))
-        }
-        for node in radiusNodes where node.services.contains(.ikev2PSK) {
-            d.append(
-                .error(
-                    .radiusPSKService,
-                    "node '\(node.name)': ikev2-psk admits whoever holds the node PSK, and on an 'accounts: radius' node every account holds it (ipsec-xauth-psk and ikev2-psk-eap hand it to the app); that login would pass by tiers, disabling, deletion and device limits. Remove ikev2-psk from this node (staff use ikev2-cert), or offer it on a node without 'accounts: radius'",
-                    at: node.location(of: .services)))
-        }
+        checkServices(of: radiusNodes, into: &d)
         d += accountPSKReuse(inventory, same: "is also") { node in node.psk.flatMap(SecretRules.reuseKey)?.key }
         guard let accounts = inventory.accounts else {
             for node in radiusNodes {
@@ -58,6 +45,46 @@ package enum AccountsRules {
                     "'accounts': radius_database is not set; the RADIUS servers need the connection string of the accounts database (env:VAR or file:PATH)",
                     at: accounts.location))
         }
+        checkServers(accounts, nodes: inventory.nodes, into: &d)
+        if !radiusNodes.isEmpty && accounts.protection == .none {
+            d.append(
+                .warning(
+                    .radiusCleartext,
+                    "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
+                    at: accounts.location(of: .protection), about: .deployment))
+        }
+        checkDisconnectFrom(accounts, nodes: inventory.nodes, into: &d)
+        if !radiusNodes.isEmpty { checkQuotaDisconnect(accounts, into: &d) }
+        if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
+            d.append(
+                .error(
+                    .disconnectFromEmpty,
+                    "'accounts': no RADIUS server is written as an IP address, so no address may send Disconnect-Requests to the nodes; set disconnect_from to the networks 'vpnprov accounts' runs from",
+                    at: accounts.location))
+        }
+    }
+
+    /// What a RADIUS node's services must be: a password service to use the servers for, and no PSK-only
+    /// service (whoever holds the node PSK, every account of the node, would pass every account check).
+    private static func checkServices(of radiusNodes: [Node], into d: inout [Diagnostic]) {
+        for node in radiusNodes where !node.services.contains(where: \.needsPassword) {
+            d.append(
+                .warning(
+                    .radiusWithoutPasswordService,
+                    "node '\(node.name)': accounts is radius but the node offers no password service (ikev2-eap, ikev2-psk-eap, ipsec-xauth-psk, ipsec-xauth-hybrid); its RADIUS settings are unused",
+                    at: node.location(of: .accounts), about: .node(node.name)))
+        }
+        for node in radiusNodes where node.services.contains(.ikev2PSK) {
+            d.append(
+                .error(
+                    .radiusPSKService,
+                    "node '\(node.name)': ikev2-psk admits whoever holds the node PSK, and on an 'accounts: radius' node every account holds it (ipsec-xauth-psk and ikev2-psk-eap hand it to the app); that login would pass by tiers, disabling, deletion and device limits. Remove ikev2-psk from this node (staff use ikev2-cert), or offer it on a node without 'accounts: radius'",
+                    at: node.location(of: .services)))
+        }
+    }
+
+    /// Each RADIUS server: a name that is a directory and a host of its own, a usable address, two ports.
+    private static func checkServers(_ accounts: AccountsSettings, nodes: [Node], into d: inout [Diagnostic]) {
         var seen: [String: SourceLocation] = [:]
         for server in accounts.servers {
             let what = "RADIUS server \(TextCheck.quoted(server.name))"
@@ -75,7 +102,7 @@ package enum AccountsRules {
                         .invalidRadiusServer,
                         "\(what): the name differs from another server's only in case; their directories would collide",
                         at: server.location, notes: [.init(location: first, message: "the other server is here")]))
-            } else if inventory.nodes.contains(where: { $0.name.lowercased() == server.name.lowercased() }) {
+            } else if nodes.contains(where: { $0.name.lowercased() == server.name.lowercased() }) {
                 d.append(
                     .error(
                         .invalidRadiusServer,
@@ -98,17 +125,12 @@ package enum AccountsRules {
                         at: server.location))
             }
         }
-        if !radiusNodes.isEmpty && accounts.protection == .none {
-            d.append(
-                .warning(
-                    .radiusCleartext,
-                    "'accounts': protection is none, so RADIUS between the nodes and the RADIUS servers travels in clear: anyone on that path reads every account name, the clients' real addresses and the MSCHAPv2 exchange, from which a password's NT hash (enough to log in) is recovered offline; remove it (the default, ipsec, generates an IPsec connection between each node and each RADIUS server) unless the path is protected otherwise, and acknowledge this warning then",
-                    at: accounts.location(of: .protection), about: .deployment))
-        }
-        checkDisconnectFrom(accounts, nodes: inventory.nodes, into: &d)
-        // A RADIUS server ends the sessions of an account that used up its data quota (docs/accounts.md, "Data
-        // quotas"): the nodes' firewalls must let its Disconnect-Requests in.
-        if !radiusNodes.isEmpty && !accounts.dataQuotas.isEmpty {
+    }
+
+    /// A RADIUS server ends the sessions of an account that used up its data quota (docs/accounts.md, "Data
+    /// quotas"): the nodes' firewalls must let its Disconnect-Requests in.
+    private static func checkQuotaDisconnect(_ accounts: AccountsSettings, into d: inout [Diagnostic]) {
+        if !accounts.dataQuotas.isEmpty {
             let allowed = accounts.effectiveDisconnectFrom
             for server in accounts.servers {
                 guard let bytes = IPAddressText.parse(server.address) else { continue }
@@ -121,13 +143,6 @@ package enum AccountsRules {
                             at: accounts.location(of: .quotas), about: .deployment))
                 }
             }
-        }
-        if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
-            d.append(
-                .error(
-                    .disconnectFromEmpty,
-                    "'accounts': no RADIUS server is written as an IP address, so no address may send Disconnect-Requests to the nodes; set disconnect_from to the networks 'vpnprov accounts' runs from",
-                    at: accounts.location))
         }
     }
 

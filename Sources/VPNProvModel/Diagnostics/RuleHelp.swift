@@ -106,6 +106,10 @@ package enum RuleHelp {
         "accounts-unused": "'accounts:' is written but no node says 'accounts: radius'.",
         "radius-database-missing":
             "RADIUS nodes exist but accounts.radius_database (the RADIUS servers' connection string) is not set.",
+        "accounts-cluster":
+            "accounts.cluster cannot work: it needs one monitor and at least two data nodes on hosts and names of their own, and no radius_database beside it.",
+        "accounts-cluster-region":
+            "The database cluster's monitor shares a region with a data node: losing that region leaves nothing to decide a failover.",
         "invalid-radius-server":
             "A RADIUS server's name is no safe directory name, its address no IP or host name, or its two ports are equal.",
         "disconnect-from-empty":

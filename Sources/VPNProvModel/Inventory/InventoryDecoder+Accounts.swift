@@ -82,6 +82,8 @@ extension InventoryDecoder {
             case .servers:
                 sawServers = true
                 settings.servers = decodeRadiusServers(value, cx)
+            case .cluster:
+                settings.cluster = decodeCluster(value, cx)
             }
         }
         if !sawServers {
@@ -111,6 +113,7 @@ extension InventoryDecoder {
                 case .address: address = cx.string(v, field)
                 case .authPort: server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
                 case .acctPort: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
+                case .region: server.region = cx.string(v, field)
                 }
             }
             guard let address else {
@@ -125,5 +128,92 @@ extension InventoryDecoder {
             servers.append(server)
         }
         return servers
+    }
+
+    /// `accounts.cluster: {hosts: {NAME: {address, region, role: data|monitor}}, port, dbname, tls_dir}`.
+    private func decodeCluster(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsCluster? {
+        guard let entries = cx.mapping(node, "'accounts.cluster'", keys: DatabaseClusterKey.self) else { return nil }
+        var cluster = AccountsCluster(hosts: [], tlsDirectory: "", location: cx.location(node))
+        var sawHosts = false
+        var sawTLS = false
+        for (key, _, value) in entries {
+            let field = "'accounts.cluster.\(key.rawValue)'"
+            cluster.fieldLocations[key] = cx.location(value)
+            if value.isNull { continue }
+            switch key {
+            case .hosts:
+                sawHosts = true
+                cluster.hosts = decodeDatabaseHosts(value, cx)
+            case .port:
+                cluster.port = cx.integer(value, field, minimum: 1, maximum: 65535) ?? cluster.port
+            case .dbname:
+                guard let name = cx.string(value, field) else { continue }
+                // A PostgreSQL identifier the keeper, the role and the connection strings take unquoted.
+                if let first = name.utf8.first, name.utf8.count <= 63,
+                    (first >= 0x61 && first <= 0x7A) || first == UInt8(ascii: "_"),
+                    name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F })
+                {
+                    cluster.databaseName = name
+                } else {
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be a lower-case PostgreSQL name (a-z, 0-9, '_', not starting with a digit, at most 63 characters)",
+                        at: value)
+                }
+            case .tlsDir:
+                sawTLS = true
+                guard let path = cx.string(value, field) else { continue }
+                if !path.hasPrefix("/") || path.contains(where: { $0.isWhitespace || "'\"\\$`".contains($0) }) {
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be an absolute path without spaces or quotes: the directory, on the machine that runs Ansible and 'vpnprov accounts', of the database's TLS files (ca.crt, <host>.crt and .key, radius.crt and .key, vpnprov.crt and .key)",
+                        at: value)
+                } else {
+                    cluster.tlsDirectory = path
+                }
+            }
+        }
+        if !sawHosts {
+            cx.error(
+                .missingKey,
+                "'accounts.cluster': missing required key 'hosts' (the data nodes and the monitor of the accounts database)",
+                at: node)
+        }
+        if !sawTLS {
+            cx.error(
+                .missingKey,
+                "'accounts.cluster': missing required key 'tls_dir' (the directory of the database's TLS certificates and keys: replication and every client authenticate with certificates)",
+                at: node)
+        }
+        return cluster
+    }
+
+    private func decodeDatabaseHosts(_ node: YAMLNode, _ cx: DecodingContext) -> [DatabaseHost] {
+        guard let list = cx.mapping(node, "'accounts.cluster.hosts'") else { return [] }
+        var hosts: [DatabaseHost] = []
+        for (name, keyNode, value) in list {
+            let what = "database host '\(DecodingContext.printable(name))'"
+            guard let fields = cx.mapping(value, what, keys: DatabaseHostKey.self) else { continue }
+            var host = DatabaseHost(name: name, address: "", location: cx.location(keyNode))
+            var address: String?
+            for (key, _, v) in fields {
+                if v.isNull { continue }
+                let field = "\(what): '\(key.rawValue)'"
+                switch key {
+                case .address: address = cx.string(v, field)
+                case .region: host.region = cx.string(v, field)
+                case .role: host.role = cx.choice(v, field, DatabaseHostRole.self) ?? host.role
+                }
+            }
+            guard let address else {
+                if !fields.contains(where: { $0.key == .address }) {
+                    cx.error(.missingKey, "\(what): missing required key 'address'", at: keyNode)
+                }
+                continue
+            }
+            host.address = address
+            hosts.append(host)
+        }
+        return hosts
     }
 }

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import VPNProvModel
+import VPNProvPlanning
+import VPNProvTestFixtures
+
+/// The accounts database as a pg_auto_failover cluster (`accounts.cluster`, docs/accounts.md): how the inventory
+/// describes it, what validation refuses, and what everything that connects is told.
+@Suite(.temporaries) struct AccountsClusterTests {
+    static let cluster = """
+          cluster:
+            tls_dir: /etc/vpnprov-ops/accounts-db
+            hosts:
+              db-eu: { address: 192.0.2.31, region: eu }
+              db-us: { address: 192.0.2.32, region: us }
+              db-mon: { address: 192.0.2.30, region: ap, role: monitor }
+
+        """
+
+    static func accounts(_ cluster: String = cluster, radiusDatabase: Bool = false) -> String {
+        """
+        accounts:
+          database: env:VPN_ACCOUNTS_DB
+        \(radiusDatabase ? "  radius_database: env:VPN_RADIUS_DB\n" : "")  servers:
+            rad-1: { address: 192.0.2.11, region: eu }
+            rad-2: { address: 192.0.2.12, region: us }
+        \(cluster)
+        """
+    }
+
+    static func diagnostics(_ text: String) -> [Diagnostic] {
+        let decoded = InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml")
+        var diagnostics = decoded.diagnostics
+        if let inventory = decoded.inventory { diagnostics += Validator.validate(inventory) }
+        return diagnostics
+    }
+
+    static func inventory(_ text: String) throws -> Inventory {
+        try #require(InventoryLoader.decode(bytes: Array(text.utf8), file: "inventory.yaml").inventory)
+    }
+
+    @Test func aClusterReplacesTheRadiusConnectionString() {
+        let codes = AccountsTests.codes(AccountsTests.inventory(accounts: Self.accounts()))
+        #expect(codes.filter { $0.hasPrefix("E") } == [], "\(codes)")
+        #expect(!codes.contains("W:accounts-cluster-region"))
+        // Beside a cluster, radius_database is a second and conflicting connection string.
+        let both = Self.diagnostics(AccountsTests.inventory(accounts: Self.accounts(radiusDatabase: true)))
+        let conflict = both.filter { $0.code.rawValue == "accounts-cluster" }
+        #expect(conflict.count == 1 && conflict[0].location?.line == 5, "\(both.map(\.message))")
+    }
+
+    /// Each refusal points at the line responsible.
+    @Test(arguments: [
+        // no monitor: at hosts
+        ("      db-mon: { address: 192.0.2.30, region: ap, role: monitor }\n", "", 11, "no host has 'role: monitor'"),
+        // one data node
+        ("      db-us: { address: 192.0.2.32, region: us }\n", "", 11, "one data node"),
+        // the monitor on a data node's host
+        ("192.0.2.30, region: ap", "192.0.2.32, region: ap", 13, "must not share a host with a data node"),
+        // a second monitor
+        (
+            "      db-us: { address: 192.0.2.32, region: us }",
+            "      db-us: { address: 192.0.2.32, region: us }\n      db-as: { address: 192.0.2.33, role: monitor }", 14,
+            "a second monitor"
+        ),
+        // a name a RADIUS server has
+        ("      db-eu:", "      rad-1:", 11, "a node or RADIUS server has the same name"),
+    ])
+    func aClusterThatCannotWorkIsRefusedAtItsLine(_ find: String, _ replace: String, _ line: Int, _ text: String) {
+        let cluster = Self.cluster.replacingOccurrences(of: find, with: replace)
+        #expect(cluster != Self.cluster)
+        let found = Self.diagnostics(AccountsTests.inventory(accounts: Self.accounts(cluster)))
+            .filter { $0.code.rawValue == "accounts-cluster" }
+        // accounts: starts at line 3 of the inventory, the cluster's hosts at line 11.
+        #expect(found.count == 1, "\(found.map(\.message))")
+        #expect(found.first?.message.contains(text) == true, "\(found.map(\.message))")
+        #expect(found.first?.location?.line == line, "\(found.map { $0.location?.line ?? 0 })")
+    }
+
+    @Test func theMonitorBelongsInAThirdRegion() {
+        let cluster = Self.cluster.replacingOccurrences(of: "region: ap", with: "region: us")
+        let found = Self.diagnostics(AccountsTests.inventory(accounts: Self.accounts(cluster)))
+        let warning = found.filter { $0.code.rawValue == "accounts-cluster-region" }
+        #expect(warning.count == 1 && warning[0].severity == .warning && warning[0].location?.line == 13)
+        #expect(!found.contains { $0.severity == .error }, "\(found.map(\.message))")
+    }
+
+    @Test func keysAreCheckedWhereWritten() {
+        let cluster = Self.cluster.replacingOccurrences(
+            of: "tls_dir: /etc/vpnprov-ops/accounts-db", with: "tls_dir: accounts-db\n    dbname: Accounts")
+        let found = Self.diagnostics(AccountsTests.inventory(accounts: Self.accounts(cluster)))
+        #expect(
+            found.filter { $0.code.rawValue == "invalid-value" }.compactMap(\.location?.line) == [9, 10],
+            "\(found.map(\.message))")
+        let noTLS = Self.cluster.replacingOccurrences(of: "    tls_dir: /etc/vpnprov-ops/accounts-db\n", with: "")
+        #expect(
+            Self.diagnostics(AccountsTests.inventory(accounts: Self.accounts(noTLS))).contains {
+                $0.code.rawValue == "missing-key" && $0.message.contains("tls_dir")
+            })
+    }
+}

@@ -141,13 +141,20 @@ package struct RadiusPlan: Sendable, Hashable {
         tier == .free ? [] : [tier.rawValue]
     }
 
+    /// The RADIUS servers in the order a node of `region` asks them: those of its region first, each group in the
+    /// inventory's order (a node without a region, or with no server in its region, keeps that order).
+    package static func preferred(_ servers: [RadiusServer], region: String?) -> [RadiusServer] {
+        guard let region else { return servers }
+        return servers.filter { $0.region == region } + servers.filter { $0.region != region }
+    }
+
     /// nil for a node that does not use RADIUS (or an inventory without `accounts:`).
     package static func make(for node: Node, in inventory: Inventory) -> RadiusPlan? {
         guard node.usesRadius, let accounts = inventory.accounts else { return nil }
         let count = accounts.servers.count
         let path = pathAddress(of: node)
         let pathBytes = IPAddressText.parse(path)
-        let servers = accounts.servers.enumerated().map { i, s in
+        let servers = preferred(accounts.servers, region: node.region).enumerated().map { i, s in
             let serverBytes = IPAddressText.parse(s.address)
             let sameFamily = pathBytes != nil && pathBytes?.count == serverBytes?.count
             return Server(

@@ -174,7 +174,10 @@ package enum RadiusRenderer {
     {
         let nodes = inventory.nodes.filter(\.usesRadius)
         guard let accounts = inventory.accounts, !nodes.isEmpty else { return [] }
-        guard let database = materials.radiusDatabase else {
+        // With a cluster, each server's connection string is rendered from the plan (its region's data nodes
+        // first); otherwise it is the operator's, one for every server.
+        let cluster = AccountsDatabasePlan.make(inventory)
+        guard cluster != nil || materials.radiusDatabase != nil else {
             throw RadiusRenderError(message: "accounts: radius_database was not resolved")
         }
         var clients: [TemplateValue] = []
@@ -224,7 +227,8 @@ package enum RadiusRenderer {
             let context: TemplateValue = [
                 "server": .string(server.name),
                 "nodes": .list(clients),
-                "database": .string(database),
+                "database": .string(cluster?.radiusConninfo(region: server.region) ?? materials.radiusDatabase ?? ""),
+                "cluster": .bool(cluster != nil),
                 "stale_after": .int(accounts.staleAfter),
                 "auth_port": .int(server.authPort),
                 "acct_port": .int(server.acctPort),

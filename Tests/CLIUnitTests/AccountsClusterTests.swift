@@ -99,3 +99,53 @@ import VPNProvTestFixtures
             })
     }
 }
+
+extension AccountsClusterTests {
+    /// Every RADIUS server connects to every data node, its own region's first, in libpq's keyword form (FreeRADIUS
+    /// appends `application_name=`, which a URI with a query string cannot take), to the primary only, with a
+    /// certificate and the timeouts that notice a dead host; a node asks the RADIUS server of its region first.
+    @Test func everythingThatConnectsFollowsThePrimaryNearestFirst() throws {
+        let dir = try temporaryDirectory("accounts-cluster")
+        let text = AccountsTests.inventory(accounts: Self.accounts()).replacingOccurrences(
+            of: "    tier: pro\n", with: "    tier: pro\n    region: us\n")
+        let run = try AccountsTests.generate(dir, text, environment: ["VPN_ACCOUNTS_DB": "host=unused"])
+        #expect(run.code == 0, "\(run.err)")
+        let tail =
+            " port=5432,5432 dbname=accounts user=radius sslmode=verify-full"
+            + " sslrootcert=/etc/vpnprov/postgresql/ca.crt sslcert=/etc/vpnprov/postgresql/radius.crt"
+            + " sslkey=/etc/vpnprov/postgresql/radius.key target_session_attrs=read-write connect_timeout=2"
+            + " tcp_user_timeout=5000 keepalives_idle=5 keepalives_interval=2 keepalives_count=2"
+        let eu = try AccountsTests.read(dir + "/out/radius/rad-1/mods-enabled/sql")
+        let us = try AccountsTests.read(dir + "/out/radius/rad-2/mods-enabled/sql")
+        #expect(eu.contains("radius_db = \"host=192.0.2.31,192.0.2.32\(tail)\"\n"), "\(eu)")
+        #expect(us.contains("radius_db = \"host=192.0.2.32,192.0.2.31\(tail)\"\n"), "\(us)")
+        #expect(!eu.contains("password="))
+        // npro is in region us: its relay asks rad-2 first; nfree (no region) keeps the inventory's order.
+        func homes(_ node: String) throws -> [String] {
+            try AccountsTests.read(dir + "/out/servers/\(node)/radius-relay/proxy.conf")
+                .split(separator: "\n").filter { $0.hasPrefix("\tipaddr = ") }.map {
+                    String($0.dropFirst(10)).replacingOccurrences(of: "\"", with: "")
+                }
+        }
+        #expect(try homes("npro") == ["192.0.2.12", "192.0.2.12", "192.0.2.11", "192.0.2.11"])
+        #expect(try homes("nfree") == ["192.0.2.11", "192.0.2.11", "192.0.2.12", "192.0.2.12"])
+    }
+
+    /// Without accounts.database, `vpnprov accounts` connects to the cluster with the operator's certificate; libpq
+    /// reads its conninfo as several hosts, which is what lets it wait out a failover.
+    @Test func theOperatorConnectsToEveryDataNode() throws {
+        let inventory = try Self.inventory(
+            AccountsTests.inventory(
+                accounts: Self.accounts().replacingOccurrences(of: "  database: env:VPN_ACCOUNTS_DB\n", with: "")))
+        let plan = try #require(AccountsDatabasePlan.make(inventory))
+        #expect(
+            plan.operatorConninfo.hasPrefix(
+                "host=192.0.2.31,192.0.2.32 port=5432,5432 dbname=accounts user=vpnprov sslmode=verify-full"
+                    + " sslrootcert=/etc/vpnprov-ops/accounts-db/ca.crt sslcert=/etc/vpnprov-ops/accounts-db/vpnprov.crt"
+                    + " sslkey=/etc/vpnprov-ops/accounts-db/vpnprov.key target_session_attrs=read-write"))
+        #expect(
+            plan.monitorURI
+                == "postgres://autoctl_node@192.0.2.30:5432/pg_auto_failover?sslmode=verify-full&sslrootcert=/etc/vpnprov/postgresql/ca.crt"
+        )
+    }
+}

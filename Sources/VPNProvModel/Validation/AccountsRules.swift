@@ -209,7 +209,9 @@ package enum AccountsRules {
             }
             if let (severity, _, text) = NetworkRules.addressProblem(host.address), severity == .error {
                 d.append(
-                    .error(.accountsCluster, "\(what): address \(TextCheck.quoted(host.address)) \(text)", at: host.location))
+                    .error(
+                        .accountsCluster, "\(what): address \(TextCheck.quoted(host.address)) \(text)",
+                        at: host.location))
             } else if let bytes = IPAddressText.parse(host.address) {
                 if let other = seenAddresses[bytes] {
                     let monitorInvolved = host.role == .monitor || other.role == .monitor
@@ -219,7 +221,8 @@ package enum AccountsRules {
                             monitorInvolved
                                 ? "\(what): the monitor and data node \(TextCheck.quoted(host.role == .monitor ? other.name : host.name)) share the address \(host.address); the monitor must not share a host with a data node (a primary that reaches neither the monitor nor its standby demotes itself, so losing that host would stop the database)"
                                 : "\(what): the address \(host.address) is also database host \(TextCheck.quoted(other.name))'s; each data node needs a host of its own",
-                            at: host.location, notes: [.init(location: other.location, message: "the other host is here")]))
+                            at: host.location,
+                            notes: [.init(location: other.location, message: "the other host is here")]))
                 } else {
                     seenAddresses[bytes] = host
                 }

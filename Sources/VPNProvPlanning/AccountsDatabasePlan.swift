@@ -21,6 +21,11 @@ package struct AccountsDatabasePlan: Sendable, Hashable {
     package var databaseName: String
     /// The operator's TLS directory on the machine that runs Ansible and `vpnprov accounts`.
     package var operatorTLSDirectory: String
+    /// Where the RADIUS servers connect from (their addresses; pg_hba.conf's address field, so a DNS name too).
+    package var radiusClients: [String]
+    /// Where `vpnprov accounts` connects from: the networks that may send Disconnect-Requests, which is where it
+    /// runs (`accounts.disconnect_from`, by default the RADIUS servers).
+    package var operatorNetworks: [String]
 
     /// Where every database host and RADIUS server keeps its TLS files: one path on every host, because
     /// pg_auto_failover writes the paths into postgresql-auto-failover.conf and pg_rewind copies that file
@@ -71,9 +76,52 @@ package struct AccountsDatabasePlan: Sendable, Hashable {
             cluster.dataNodes.count >= 2
         else { return nil }
         func host(_ h: DatabaseHost) -> Host { Host(name: h.name, address: h.address, region: h.region) }
+        let accounts = inventory.accounts!
         return AccountsDatabasePlan(
             monitor: host(monitor), dataNodes: cluster.dataNodes.map(host), port: cluster.port,
-            databaseName: cluster.databaseName, operatorTLSDirectory: cluster.tlsDirectory)
+            databaseName: cluster.databaseName, operatorTLSDirectory: cluster.tlsDirectory,
+            radiusClients: accounts.servers.map { hbaAddress($0.address) },
+            operatorNetworks: accounts.effectiveDisconnectFrom.map(\.description))
+    }
+
+    /// An address as pg_hba.conf's address field takes it: an IP address as a one-address network, a DNS name
+    /// as written (PostgreSQL resolves it and checks the reverse lookup).
+    package static func hbaAddress(_ address: String) -> String {
+        guard let bytes = IPAddressText.parse(address) else { return address }
+        return "\(IPAddressText.format(bytes))/\(bytes.count * 8)"
+    }
+
+    /// Every host of the cluster, the monitor first.
+    package var hosts: [Host] { [monitor] + dataNodes }
+
+    /// A data node's pg_hba.conf records: the keeper and pg_autoctl on the host (peer), the other data nodes'
+    /// replication and pg_rewind (pg_autoctl connects as the replicator to the database itself too), the RADIUS
+    /// servers and the operator; every remote login over TLS with a certificate of the operator's CA.
+    package var dataNodeHBA: [String] {
+        var lines = ["local all postgres peer", "local replication postgres peer"]
+        for node in dataNodes {
+            let address = Self.hbaAddress(node.address)
+            lines.append("hostssl replication \(Self.replicationRole) \(address) cert map=vpnprov")
+            lines.append("hostssl all \(Self.replicationRole) \(address) cert map=vpnprov")
+        }
+        for client in radiusClients { lines.append("hostssl \(databaseName) \(Self.radiusRole) \(client) cert") }
+        for network in operatorNetworks {
+            lines.append("hostssl \(databaseName) \(Self.operatorRole) \(network) cert")
+        }
+        return lines
+    }
+
+    /// The monitor's pg_hba.conf records: the data nodes' keepers.
+    package var monitorHBA: [String] {
+        ["local all postgres peer"]
+            + dataNodes.map {
+                "hostssl \(Self.monitorDatabase) \(Self.monitorRole) \(Self.hbaAddress($0.address)) cert map=vpnprov"
+            }
+    }
+
+    /// pg_ident.conf's map `vpnprov`: a data node's certificate (CN its name) logs in as pg_auto_failover's roles.
+    package var identMap: [String] {
+        dataNodes.flatMap { ["vpnprov \($0.name) \(Self.monitorRole)", "vpnprov \($0.name) \(Self.replicationRole)"] }
     }
 
     /// The data nodes, those of `region` first, each group in the order written. libpq tries the hosts in this

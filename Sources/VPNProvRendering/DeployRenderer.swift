@@ -32,7 +32,11 @@ package enum DeployRenderer {
                 hostVarsContext(node: node, inventory: inventory, certificateIdentities: certificateIdentities))
             files.append(OutputFile(path: "deploy/host_vars/\(node.name).yml", text: text))
         }
-        for (path, text) in BuiltinDeployFiles.files {
+        // The accounts database cluster's hosts, playbook and role: only with accounts.cluster.
+        let cluster = AccountsDatabasePlan.make(inventory)
+        files += try AccountsDatabaseRenderer.render(plan: cluster, templates: templates)
+        for (path, text) in BuiltinDeployFiles.files
+        where cluster != nil || !AccountsDatabaseRenderer.isClusterFile(path) {
             files.append(OutputFile(path: "deploy/\(path)", text: text))
         }
         return files.sorted { $0.path.precedesByUTF8($1.path) }
@@ -100,9 +104,23 @@ package enum DeployRenderer {
                     ]
                 ]
             } ?? []
+        // The accounts database cluster (`accounts.cluster`): its monitor and its data nodes, two groups that
+        // deploy/accounts-db.yml rolls out in that order; absent without a cluster. Its RADIUS servers are told
+        // where the operator's TLS files are (the client certificate they log in with).
+        let cluster = AccountsDatabasePlan.make(inventory)
+        let databaseGroups: [TemplateValue] =
+            cluster.map { plan in
+                [
+                    [
+                        "monitor": .list([["name": .string(plan.monitor.name), "host": .string(plan.monitor.address)]]),
+                        "data": .list(plan.dataNodes.map { ["name": .string($0.name), "host": .string($0.address)] }),
+                        "tls_source": .string(plan.operatorTLSDirectory),
+                    ]
+                ]
+            } ?? []
         return [
             "deployment": .string(inventory.name), "nodes": .list(nodes), "regions": .list(regions),
-            "radius": .list(radius), "handoff": .list(handOff),
+            "radius": .list(radius), "handoff": .list(handOff), "accounts_db": .list(databaseGroups),
         ]
     }
 

@@ -149,3 +149,44 @@ extension AccountsClusterTests {
         )
     }
 }
+
+extension AccountsClusterTests {
+    /// The database hosts' files: certificate logins only (the same pg_hba.conf on every data node, so libpq never
+    /// stops at a host that refuses a login), the monitor's failover timers, the playbook and role only in a tree
+    /// with a cluster.
+    @Test func theDatabaseHostsGetTheirFilesAndARole() throws {
+        let dir = try temporaryDirectory("accounts-cluster")
+        let run = try AccountsTests.generate(
+            dir, AccountsTests.inventory(accounts: Self.accounts()), environment: ["VPN_ACCOUNTS_DB": "host=unused"])
+        #expect(run.code == 0, "\(run.err)")
+        let out = dir + "/out"
+        let eu = try AccountsTests.read(out + "/accounts-db/db-eu/pg_hba.conf")
+        #expect(
+            eu
+                == (try AccountsTests.read(out + "/accounts-db/db-us/pg_hba.conf")).replacingOccurrences(
+                    of: "db-us", with: "db-eu"))
+        let records = eu.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        #expect(records.filter { $0.hasPrefix("host") }.allSatisfy { $0.hasPrefix("hostssl ") && $0.contains(" cert") })
+        #expect(records.contains("hostssl accounts radius 192.0.2.11/32 cert"))
+        #expect(records.contains("hostssl replication pgautofailover_replicator 192.0.2.32/32 cert map=vpnprov"))
+        let monitor = try AccountsTests.read(out + "/accounts-db/db-mon/vpnprov.conf")
+        #expect(monitor.contains("pgautofailover.node_considered_unhealthy_timeout = '5000'\n"))
+        #expect(try AccountsTests.read(out + "/accounts-db/db-eu/vpnprov.conf").contains("wal_sender_timeout = '5s'\n"))
+        #expect(
+            try AccountsTests.read(out + "/accounts-db/db-eu/pg_ident.conf").contains(
+                "vpnprov db-us pgautofailover_replicator\n"))
+        let vars = try AccountsTests.read(out + "/deploy/host_vars/db-us.yml")
+        #expect(
+            vars.contains("vpnprov_accounts_db_role: \"data\"\n")
+                && vars.contains("vpnprov_accounts_db_hostname: \"192.0.2.32\"\n"))
+        let inventory = try AccountsTests.read(out + "/deploy/inventory.yml")
+        #expect(inventory.contains("    vpnprov_accounts_db_monitor:\n      hosts:\n        \"db-mon\":\n"))
+        #expect(FileManager.default.fileExists(atPath: out + "/deploy/roles/vpnprov_accounts_db/tasks/main.yml"))
+        // Without a cluster: no playbook, no role, no group.
+        let single = try temporaryDirectory("accounts-single")
+        #expect(try AccountsTests.generate(single, AccountsTests.inventory()).code == 0)
+        #expect(!FileManager.default.fileExists(atPath: single + "/out/deploy/accounts-db.yml"))
+        #expect(!FileManager.default.fileExists(atPath: single + "/out/deploy/roles/vpnprov_accounts_db"))
+        #expect(!(try AccountsTests.read(single + "/out/deploy/inventory.yml")).contains("accounts_db"))
+    }
+}

@@ -111,17 +111,22 @@ package struct AccountsDatabasePlan: Sendable, Hashable {
         return lines
     }
 
-    /// The monitor's pg_hba.conf records: the data nodes' keepers.
+    /// The monitor's pg_hba.conf records: its own pg_autoctl on the socket, the data nodes' keepers.
     package var monitorHBA: [String] {
-        ["local all postgres peer"]
+        // The monitor's own pg_autoctl connects over the socket as autoctl_node, as the OS user postgres.
+        ["local all postgres peer", "local \(Self.monitorDatabase) \(Self.monitorRole) peer map=vpnprov"]
             + dataNodes.map {
                 "hostssl \(Self.monitorDatabase) \(Self.monitorRole) \(Self.hbaAddress($0.address)) cert map=vpnprov"
             }
     }
 
-    /// pg_ident.conf's map `vpnprov`: a data node's certificate (CN its name) logs in as pg_auto_failover's roles.
+    /// pg_ident.conf's map `vpnprov`: the monitor's own pg_autoctl (OS user postgres) and a data node's certificate
+    /// (CN its name) log in as pg_auto_failover's roles.
     package var identMap: [String] {
-        dataNodes.flatMap { ["vpnprov \($0.name) \(Self.monitorRole)", "vpnprov \($0.name) \(Self.replicationRole)"] }
+        ["vpnprov postgres \(Self.monitorRole)"]
+            + dataNodes.flatMap {
+                ["vpnprov \($0.name) \(Self.monitorRole)", "vpnprov \($0.name) \(Self.replicationRole)"]
+            }
     }
 
     /// The data nodes, those of `region` first, each group in the order written. libpq tries the hosts in this

@@ -1,0 +1,295 @@
+import Foundation
+import Glibc
+import VPNProvTestFixtures
+
+/// The accounts database as a pg_auto_failover cluster (docs/accounts.md, "A replicated accounts database") in
+/// network namespaces: Debian's PostgreSQL 15 and pg_autoctl 2.0, a monitor and two data nodes, each host with
+/// the files vpnprov generated for it (`accounts-db/<host>/`: pg_hba.conf, pg_ident.conf, vpnprov.conf) and a
+/// certificate of the test's CA (made with the openssl CLI, as an operator's CA would make them), and an
+/// operator namespace where `vpnprov accounts` runs.
+///
+///     bridge     namespace <base>-br
+///     db-mon     <base>-m    198.18.56.10   pg_auto_failover's monitor
+///     db-a       <base>-a    198.18.56.11   data node (region a)
+///     db-b       <base>-b    198.18.56.12   data node (region b)
+///     ops        <base>-o    198.18.56.21   the RADIUS server's address: where `vpnprov accounts` runs
+///
+/// Each database host runs in a mount namespace of its own with a tmpfs on /run (PostgreSQL's socket directory,
+/// one per host) and its TLS files at /etc/vpnprov/postgresql (a `PrivateView` of /etc): the same path on every
+/// host, as the role installs them. Nothing is written outside the scratch directory. `teardown()` stops every
+/// pg_autoctl by pid (each stops its PostgreSQL) and deletes the namespaces.
+final class DatabaseClusterLab: @unchecked Sendable {
+    struct Host: Sendable {
+        var name: String
+        var namespace: String
+        var address: String
+    }
+
+    static let monitor = (name: "db-mon", address: "198.18.56.10")
+    static let dataNodes = [(name: "db-a", address: "198.18.56.11"), (name: "db-b", address: "198.18.56.12")]
+    static let operatorAddress = "198.18.56.21"
+    static let pgBin = "/usr/lib/postgresql/15/bin"
+    static let tlsDirectory = "/etc/vpnprov/postgresql"
+    static let pgautoctl = "/usr/bin/pg_autoctl"
+
+    static let dependencies = [
+        pgautoctl, pgBin + "/initdb", "/usr/bin/openssl", "/usr/bin/setpriv", "/usr/bin/nsenter",
+    ]
+
+    let dir: URL
+    let base: String
+    let hosts: [Host]
+    let operatorNamespace: String
+    private let bridge: String
+    private var namespaces: [String] = []
+    private var daemons: [String: DaemonProcess] = [:]
+    private var tornDown = false
+
+    /// The inventory the lab's hosts match: a RADIUS server at the operator's address (so `disconnect_from`, where
+    /// `vpnprov accounts` may run, is that address) and the cluster with the lab's TLS directory.
+    var inventory: String {
+        """
+        vpnprov: 1
+        name: cluster
+        accounts:
+          servers:
+            rad-a: { address: \(Self.operatorAddress), region: a }
+          cluster:
+            tls_dir: \(dir.path)/tls
+            hosts:
+              db-a: { address: \(Self.dataNodes[0].address), region: a }
+              db-b: { address: \(Self.dataNodes[1].address), region: b }
+              db-mon: { address: \(Self.monitor.address), region: c, role: monitor }
+        nodes:
+          node-a:
+            address: 192.0.2.1
+            region: a
+            tier: free
+            pool: 10.27.1.0/24
+            services: [ikev2-eap]
+            accounts: radius
+
+        """
+    }
+
+    init(dir: URL) {
+        self.dir = dir
+        let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
+        self.base = base
+        bridge = base + "-br"
+        operatorNamespace = base + "-o"
+        hosts =
+            [Host(name: Self.monitor.name, namespace: base + "-m", address: Self.monitor.address)]
+            + Self.dataNodes.enumerated().map { i, n in
+                Host(name: n.name, namespace: base + (i == 0 ? "-a" : "-b"), address: n.address)
+            }
+    }
+
+    func host(_ name: String) -> Host { hosts.first { $0.name == name }! }
+
+    // MARK: set-up
+
+    /// Namespaces, links and the certificates.
+    func setUp() throws {
+        NetworkPair.removeStale()
+        try ip(["netns", "add", bridge])
+        namespaces.append(bridge)
+        try ip(["-n", bridge, "link", "add", "br0", "type", "bridge"])
+        try ip(["-n", bridge, "link", "set", "br0", "up"])
+        let members = hosts.map { ($0.namespace, $0.address) } + [(operatorNamespace, Self.operatorAddress)]
+        for (index, (ns, address)) in members.enumerated() {
+            try ip(["netns", "add", ns])
+            namespaces.append(ns)
+            try ip(["-n", ns, "link", "set", "lo", "up"])
+            try ip(["link", "add", "p\(index)", "netns", bridge, "type", "veth", "peer", "name", "eth0", "netns", ns])
+            try ip(["-n", bridge, "link", "set", "p\(index)", "master", "br0", "up"])
+            try ip(["-n", ns, "addr", "add", "\(address)/24", "dev", "eth0"])
+            try ip(["-n", ns, "link", "set", "eth0", "up"])
+        }
+        try makeCertificates()
+        for host in hosts {
+            let view = try PrivateView.create(
+                of: "/etc", for: host.namespace, own: ["vpnprov"], directories: ["vpnprov"])
+            let tls = view + "/vpnprov/postgresql"
+            try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+            let source = dir.path + "/tls/"
+            for (from, to) in [
+                ("ca.crt", "ca.crt"), ("\(host.name).crt", "server.crt"), ("\(host.name).key", "server.key"),
+            ] {
+                try FileManager.default.copyItem(atPath: source + from, toPath: tls + "/" + to)
+            }
+            let home = dir.path + "/\(host.name)"
+            try FileManager.default.createDirectory(atPath: home + "/home", withIntermediateDirectories: true)
+            try Command.check("/bin/chown", ["-R", "postgres:postgres", tls, home])
+            try Command.check("/bin/chmod", ["0600", tls + "/server.key"])
+            try Command.check("/bin/chmod", ["0711", dir.path])
+        }
+    }
+
+    /// The operator's CA and its certificates (docs/accounts.md, "Topology"): per host CN its name, SAN its
+    /// address, serverAuth and clientAuth; `radius` and `vpnprov` client certificates. EC P-256, one day.
+    private func makeCertificates() throws {
+        let tls = dir.path + "/tls"
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        var script = """
+            set -e
+            cd '\(tls)'
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=accounts-db-ca 2>/dev/null
+            issue() {
+              openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" -out "$1.csr" -subj "/CN=$1" 2>/dev/null
+              printf 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth,clientAuth\\n%s\\n' "$2" > "$1.ext"
+              openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+              chmod 0600 "$1.key"; rm -f "$1.csr" "$1.ext"
+            }
+
+            """
+        for host in hosts { script += "issue \(host.name) 'subjectAltName=IP:\(host.address)'\n" }
+        script += "issue radius ''\nissue vpnprov ''\n"
+        let made = try Command.run("/bin/sh", ["-c", script])
+        guard made.succeeded else { throw HarnessError("certificates: \(made)") }
+    }
+
+    // MARK: the hosts
+
+    /// A shell that runs `command` in `host`'s namespaces as postgres, with its own /run and /etc view and its
+    /// keeper's client certificate.
+    private func asPostgres(_ host: Host, _ command: String) -> [String] {
+        let home = dir.path + "/\(host.name)/home"
+        let script =
+            PrivateView.mountScript(for: host.namespace)
+                + """
+                mount -t tmpfs -o size=4m,mode=0755 vpnprov-lab /run
+                mkdir -m 2775 /run/postgresql && chown postgres:postgres /run/postgresql
+                exec setpriv --reuid=postgres --regid=postgres --init-groups env -i PATH=\(Self.pgBin):/usr/bin:/bin \
+                LANG=C.UTF-8 HOME=\(home) XDG_CONFIG_HOME=\(home)/.config XDG_DATA_HOME=\(home)/.local/share \
+                XDG_RUNTIME_DIR=\(home)/run PGSSLCERT=\(Self.tlsDirectory)/server.crt \
+                PGSSLKEY=\(Self.tlsDirectory)/server.key PGSSLROOTCERT=\(Self.tlsDirectory)/ca.crt \(command)
+                """
+        return ["netns", "exec", host.namespace, "/bin/sh", "-c", script]
+    }
+
+    func pgdata(_ host: Host) -> String { dir.path + "/\(host.name)/data" }
+
+    /// A fast data directory (no fsync) with the generated pg_hba.conf, pg_ident.conf and vpnprov.conf included
+    /// last, as the role puts them; `pg_autoctl create` takes an existing data directory as it is.
+    func initialize(_ host: Host, generated: String) throws {
+        let data = pgdata(host)
+        let made = try Command.run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=postgres", "--regid=postgres", "--init-groups", Self.pgBin + "/initdb", "-D", data, "-A",
+                "trust",
+                "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync",
+            ], timeout: .seconds(60))
+        guard made.succeeded else { throw HarnessError("initdb \(host.name): \(made)") }
+        for file in ["pg_hba.conf", "pg_ident.conf", "vpnprov.conf"] {
+            try? FileManager.default.removeItem(atPath: data + "/" + file)
+            try FileManager.default.copyItem(atPath: generated + "/\(host.name)/" + file, toPath: data + "/" + file)
+        }
+        let conf = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/postgresql.conf"))
+        conf.seekToEndOfFile()
+        conf.write(Data("include_if_exists = 'vpnprov.conf'\n".utf8))
+        try conf.close()
+        // The lab's machine is small and shared: little memory, no fsync, checkpoints at once (pg_autoctl's base
+        // backup waits for one). postgresql.auto.conf is read after vpnprov.conf.
+        let auto = try FileHandle(forWritingTo: URL(fileURLWithPath: data + "/postgresql.auto.conf"))
+        auto.seekToEndOfFile()
+        auto.write(
+            Data(
+                "shared_buffers = '32MB'\neffective_cache_size = '128MB'\nmaintenance_work_mem = '16MB'\nfsync = off\ncheckpoint_completion_target = 0\nwal_keep_size = '64MB'\n"
+                    .utf8))
+        try auto.close()
+        try Command.check("/bin/chown", ["-R", "postgres:postgres", data])
+    }
+
+    /// `pg_autoctl create … --run` (or `run` when created), as the role's commands and unit do.
+    func start(_ host: Host, monitorURI: String) throws {
+        let ssl =
+            "--skip-pg-hba --ssl-ca-file \(Self.tlsDirectory)/ca.crt --server-cert \(Self.tlsDirectory)/server.crt "
+            + "--server-key \(Self.tlsDirectory)/server.key --ssl-mode verify-full"
+        let data = pgdata(host)
+        let command: String
+        if FileManager.default.fileExists(atPath: data + "/postgresql-auto-failover.conf") {
+            command = "pg_autoctl run --pgdata \(data)"
+        } else if host.name == Self.monitor.name {
+            command = "pg_autoctl create monitor --pgdata \(data) --pgport 5432 --hostname \(host.address) \(ssl) --run"
+        } else {
+            command =
+                "pg_autoctl create postgres --pgdata \(data) --pgport 5432 --name \(host.name) --hostname \(host.address) "
+                + "--dbname accounts --monitor '\(monitorURI)' \(ssl) --run"
+        }
+        daemons[host.name] = try DaemonProcess.start(
+            "/usr/bin/setsid", [StrongSwanEnvironment.ipPath] + asPostgres(host, command),
+            outputPath: dir.path + "/\(host.name)/run.log")
+    }
+
+    func log(_ host: Host) -> String {
+        (try? String(contentsOfFile: dir.path + "/\(host.name)/run.log", encoding: .utf8)) ?? ""
+    }
+
+    /// The pid of `host`'s postmaster (the first line of postmaster.pid).
+    func postmasterPid(_ host: Host) -> Int32? {
+        guard let text = try? String(contentsOfFile: pgdata(host) + "/postmaster.pid", encoding: .utf8) else {
+            return nil
+        }
+        return text.split(separator: "\n").first.flatMap { Int32($0) }
+    }
+
+    /// SQL run as postgres in `host`'s own mount namespace (its socket), through its pg_autoctl process.
+    func psql(_ host: Host, database: String, _ sql: String) throws -> CommandResult {
+        // The postmaster runs in the host's network and mount namespaces.
+        guard let pid = postmasterPid(host) else { throw HarnessError("\(host.name): no postmaster") }
+        return try Command.run(
+            "/usr/bin/nsenter",
+            [
+                "-t", "\(pid)", "-m", "-n", "/usr/bin/setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
+                "/usr/bin/psql", "-X", "-At", "-h", "/run/postgresql", "-d", database, "-c", sql,
+            ])
+    }
+
+    /// The monitor's view: node name → (reported state, goal state).
+    func states() throws -> [String: String] {
+        let found = try psql(
+            host(Self.monitor.name), database: "pg_auto_failover",
+            "SELECT nodename || '=' || reportedstate || '/' || goalstate FROM pgautofailover.node")
+        var out: [String: String] = [:]
+        for line in found.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { out[String(parts[0])] = String(parts[1]) }
+        }
+        return out
+    }
+
+    /// Polls until `condition` holds, up to `timeout`.
+    func wait(for what: String, timeout: Duration, _ condition: () throws -> Bool) throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while clock.now < deadline {
+            if (try? condition()) == true { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let logs = hosts.map { "--- \($0.name):\n" + String(log($0).suffix(1500)) }.joined(separator: "\n")
+        throw HarnessError("\(what) not within \(timeout); states \((try? states()) ?? [:])\n\(logs)")
+    }
+
+    func teardown() {
+        if tornDown { return }
+        tornDown = true
+        for name in [Self.dataNodes[1].name, Self.dataNodes[0].name, Self.monitor.name] {
+            daemons[name]?.stop(timeout: .seconds(10))
+        }
+        // What a killed keeper left (its postmaster runs in its own session's process group).
+        for host in hosts {
+            if let pid = postmasterPid(host), Scratch.processExists(pid) { Glibc.kill(pid, SIGKILL) }
+            PrivateView.remove(for: host.namespace)
+        }
+        for ns in namespaces.reversed() { NetworkPair.delete(namespace: ns) }
+    }
+
+    deinit { teardown() }
+
+    @discardableResult
+    private func ip(_ args: [String]) throws -> CommandResult {
+        try Command.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+    }
+}

@@ -131,6 +131,27 @@ vpnprov_accounts_db_manage_service: true
 vpnprov_accounts_db_output_dir: "{{ playbook_dir | dirname }}"
 vpnprov_accounts_db_host_dir: "{{ vpnprov_accounts_db_output_dir }}/accounts-db/{{ inventory_hostname }}"
 
+# What both `pg_autoctl create monitor` and `create postgres` are given: vpnprov's pg_hba.conf instead of
+# pg_autoctl's (--skip-pg-hba), TLS with the operator's certificates, every peer checked (verify-full).
+vpnprov_accounts_db_create_options:
+  - --pgctl
+  - "{{ vpnprov_accounts_db_bindir }}/pg_ctl"
+  - --pgdata
+  - "{{ vpnprov_accounts_db_pgdata }}"
+  - --pgport
+  - "{{ vpnprov_accounts_db_port | string }}"
+  - --hostname
+  - "{{ vpnprov_accounts_db_hostname }}"
+  - --skip-pg-hba
+  - --ssl-ca-file
+  - "{{ vpnprov_accounts_db_tls_dir }}/ca.crt"
+  - --server-cert
+  - "{{ vpnprov_accounts_db_tls_dir }}/server.crt"
+  - --server-key
+  - "{{ vpnprov_accounts_db_tls_dir }}/server.key"
+  - --ssl-mode
+  - verify-full
+
 """##,
         "roles/vpnprov_accounts_db/handlers/main.yml": ##"""
 ---
@@ -257,27 +278,7 @@ dependencies: []
 
 - name: Create the monitor
   ansible.builtin.command:
-    argv:
-      - pg_autoctl
-      - create
-      - monitor
-      - --pgctl
-      - "{{ vpnprov_accounts_db_bindir }}/pg_ctl"
-      - --pgdata
-      - "{{ vpnprov_accounts_db_pgdata }}"
-      - --pgport
-      - "{{ vpnprov_accounts_db_port }}"
-      - --hostname
-      - "{{ vpnprov_accounts_db_hostname }}"
-      - --skip-pg-hba
-      - --ssl-ca-file
-      - "{{ vpnprov_accounts_db_tls_dir }}/ca.crt"
-      - --server-cert
-      - "{{ vpnprov_accounts_db_tls_dir }}/server.crt"
-      - --server-key
-      - "{{ vpnprov_accounts_db_tls_dir }}/server.key"
-      - --ssl-mode
-      - verify-full
+    argv: "{{ ['pg_autoctl', 'create', 'monitor'] + vpnprov_accounts_db_create_options }}"
     creates: "{{ vpnprov_accounts_db_pgdata }}/postgresql-auto-failover.conf"
   become: true
   become_user: postgres
@@ -285,33 +286,10 @@ dependencies: []
 
 - name: Create the data node (the first becomes the primary, the others standbys)
   ansible.builtin.command:
-    argv:
-      - pg_autoctl
-      - create
-      - postgres
-      - --pgctl
-      - "{{ vpnprov_accounts_db_bindir }}/pg_ctl"
-      - --pgdata
-      - "{{ vpnprov_accounts_db_pgdata }}"
-      - --pgport
-      - "{{ vpnprov_accounts_db_port }}"
-      - --name
-      - "{{ vpnprov_accounts_db_node_name }}"
-      - --hostname
-      - "{{ vpnprov_accounts_db_hostname }}"
-      - --dbname
-      - "{{ vpnprov_accounts_db_dbname }}"
-      - --monitor
-      - "{{ vpnprov_accounts_db_monitor_uri }}"
-      - --skip-pg-hba
-      - --ssl-ca-file
-      - "{{ vpnprov_accounts_db_tls_dir }}/ca.crt"
-      - --server-cert
-      - "{{ vpnprov_accounts_db_tls_dir }}/server.crt"
-      - --server-key
-      - "{{ vpnprov_accounts_db_tls_dir }}/server.key"
-      - --ssl-mode
-      - verify-full
+    argv: >-
+      {{ ['pg_autoctl', 'create', 'postgres', '--name', vpnprov_accounts_db_node_name,
+          '--dbname', vpnprov_accounts_db_dbname, '--monitor', vpnprov_accounts_db_monitor_uri]
+         + vpnprov_accounts_db_create_options }}
     creates: "{{ vpnprov_accounts_db_pgdata }}/postgresql-auto-failover.conf"
   environment:
     PGSSLCERT: "{{ vpnprov_accounts_db_tls_dir }}/server.crt"

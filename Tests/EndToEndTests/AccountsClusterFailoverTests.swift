@@ -8,8 +8,9 @@ import VPNProvTestFixtures
 /// network namespaces, certificate logins only. `vpnprov accounts` connects with the string it builds from the
 /// inventory (every data node, read-write, the operator's certificate). The primary's postmaster is SIGKILLed
 /// right after a batch of acknowledged account changes: the next `accounts add` waits out the failover and
-/// succeeds on the new primary, `disable` works while the old primary is gone, the old primary comes back as a
-/// standby by itself, and every change that was acknowledged is there.
+/// succeeds (retried by the test as an app would, only after a failure that vpnprov reported), `disable` works
+/// right after, the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
+/// restarted it before the monitor acted), and every change that was acknowledged is on both data nodes.
 @Suite struct AccountsClusterFailoverTests {
     @Test func theAccountsFollowThePrimaryThroughAFailoverAndLoseNothingAcknowledged() throws {
         for dependency in DatabaseClusterLab.dependencies
@@ -87,27 +88,46 @@ import VPNProvTestFixtures
         let postmaster = try #require(lab.postmasterPid(a))
         let killed = clock.now
         Glibc.kill(postmaster, SIGKILL)
-        let during = try accounts(["add", "during", "--tier", "free", "--password-file", password])
-        #expect(during.succeeded, "\(during)")
-        if during.succeeded { acknowledged.append("during") }
+        // The app's retry: an attempt that fails (exit 3) was not acknowledged. Seen: the old primary's keeper
+        // restarts its PostgreSQL before the monitor demotes it, `accounts add` commits there, the commit waits for
+        // the standby being promoted and is then terminated ("committed locally, but might not have been
+        // replicated"): vpnprov reports the failure, never a success, and the row is rewound away.
+        var attempts: [CommandResult] = []
+        while clock.now - killed < .seconds(30) {
+            let attempt = try accounts(["add", "during", "--tier", "free", "--password-file", password])
+            attempts.append(attempt)
+            if attempt.succeeded {
+                acknowledged.append("during")
+                break
+            }
+            #expect(attempt.exitCode == 3, "\(attempt.stderr)")
+            if attempt.exitCode != 3 { break }
+        }
+        #expect(attempts.last?.succeeded == true, "\(attempts.map(\.stderr))")
+        // vpnprov waits out the failover itself: only an attempt whose commit the failover cut off needs another.
+        #expect(attempts.count <= 2, "\(attempts.map(\.stderr))")
         let writable = clock.now - killed
-        print("accounts cluster: 'accounts add' acknowledged \(writable) after the primary's postmaster was killed")
+        print(
+            "accounts cluster: 'accounts add' acknowledged \(writable) after the primary's postmaster was killed, "
+                + "attempt \(attempts.count)")
         #expect(writable < .seconds(30))
-        #expect(
-            try lab.states()["db-b"]?.hasPrefix("primary/") == true
-                || lab.states()["db-b"]?.hasPrefix("wait_primary/") == true)
         // While the old primary is still away (it is being rewound, or not yet told): disable works.
         let disabled = try accounts(["disable", "user1"])
         #expect(disabled.succeeded, "\(disabled)")
 
-        // The old primary comes back as a standby by itself (its keeper restarts PostgreSQL, rewound).
-        try lab.wait(for: "db-a back as a standby", timeout: .seconds(120)) {
-            let s = try lab.states()
-            return s["db-a"] == "secondary/secondary" && s["db-b"] == "primary/primary"
+        // The cluster settles by itself: pg_auto_failover either promoted db-b and rewound db-a into a standby, or
+        // (seen when db-a's keeper had PostgreSQL running again before the monitor's health check failed) kept
+        // db-a as the primary. Either way one primary and one synchronous standby, nothing done by hand.
+        var settled: [String: String] = [:]
+        try lab.wait(for: "one primary and one standby again", timeout: .seconds(90)) {
+            settled = try lab.states()
+            return Set(settled.values) == ["primary/primary", "secondary/secondary"]
         }
-        print("accounts cluster: db-a secondary again \(clock.now - killed) after the kill")
-
-        // Every acknowledged change is on the new primary, and on the old one now a standby.
+        print(
+            "accounts cluster: settled \(clock.now - killed) after the kill, "
+                + (settled["db-a"] == "secondary/secondary"
+                    ? "db-b promoted, db-a a standby" : "db-a still the primary"))
+        // Every acknowledged change is on the primary and on the standby.
         let list = try accounts(["list", "--format", "json"])
         try #require(list.succeeded, "\(list)")
         for user in acknowledged { #expect(list.stdout.contains("\"\(user)\""), "\(user) lost: \(list.stdout)") }

@@ -100,34 +100,18 @@ extension InventoryDecoder {
         if list.isEmpty {
             cx.error(.invalidValue, "'accounts.servers' names no server; name at least one", at: node)
         }
-        var servers: [RadiusServer] = []
-        for (name, keyNode, value) in list {
-            let what = "RADIUS server '\(DecodingContext.printable(name))'"
-            guard let fields = cx.mapping(value, what, keys: RadiusServerKey.self) else { continue }
-            var server = RadiusServer(name: name, address: "", location: cx.location(keyNode))
-            var address: String?
-            for (key, _, v) in fields {
-                if v.isNull { continue }
-                let field = "\(what): '\(key.rawValue)'"
+        return decodeAddressed(
+            list, what: "RADIUS server", keys: RadiusServerKey.self, address: .address,
+            why: " (where the nodes send requests)", cx,
+            make: { RadiusServer(name: $0, address: "", location: $1) },
+            set: { server, key, v, field in
                 switch key {
-                case .address: address = cx.string(v, field)
+                case .address: break
                 case .authPort: server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
                 case .acctPort: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
                 case .region: server.region = cx.string(v, field)
                 }
-            }
-            guard let address else {
-                if !fields.contains(where: { $0.key == .address }) {
-                    cx.error(
-                        .missingKey, "\(what): missing required key 'address' (where the nodes send requests)",
-                        at: keyNode)
-                }
-                continue
-            }
-            server.address = address
-            servers.append(server)
-        }
-        return servers
+            }, setAddress: { $0.address = $1 })
     }
 
     /// `accounts.cluster: {hosts: {NAME: {address, region, role: data|monitor}}, port, dbname, tls_dir}`.
@@ -190,30 +174,46 @@ extension InventoryDecoder {
 
     private func decodeDatabaseHosts(_ node: YAMLNode, _ cx: DecodingContext) -> [DatabaseHost] {
         guard let list = cx.mapping(node, "'accounts.cluster.hosts'") else { return [] }
-        var hosts: [DatabaseHost] = []
+        return decodeAddressed(
+            list, what: "database host", keys: DatabaseHostKey.self, address: .address, why: "", cx,
+            make: { DatabaseHost(name: $0, address: "", location: $1) },
+            set: { host, key, v, field in
+                switch key {
+                case .address: break
+                case .region: host.region = cx.string(v, field)
+                case .role: host.role = cx.choice(v, field, DatabaseHostRole.self) ?? host.role
+                }
+            }, setAddress: { $0.address = $1 })
+    }
+
+    /// The entries of a `NAME: {address, …}` mapping (the RADIUS servers, the database hosts): each a mapping of
+    /// `keys`, decoded by `set`, its required `address` read here (an entry without one is reported and left out).
+    private func decodeAddressed<Keys: RawRepresentable & CaseIterable & Equatable, Entry>(
+        _ list: [(key: String, keyNode: YAMLNode, value: YAMLNode)], what kind: String, keys: Keys.Type,
+        address addressKey: Keys, why: String, _ cx: DecodingContext,
+        make: (String, SourceLocation) -> Entry, set: (inout Entry, Keys, YAMLNode, String) -> Void,
+        setAddress: (inout Entry, String) -> Void
+    ) -> [Entry] where Keys.RawValue == String {
+        var entries: [Entry] = []
         for (name, keyNode, value) in list {
-            let what = "database host '\(DecodingContext.printable(name))'"
-            guard let fields = cx.mapping(value, what, keys: DatabaseHostKey.self) else { continue }
-            var host = DatabaseHost(name: name, address: "", location: cx.location(keyNode))
+            let what = "\(kind) '\(DecodingContext.printable(name))'"
+            guard let fields = cx.mapping(value, what, keys: Keys.self) else { continue }
+            var entry = make(name, cx.location(keyNode))
             var address: String?
             for (key, _, v) in fields {
                 if v.isNull { continue }
                 let field = "\(what): '\(key.rawValue)'"
-                switch key {
-                case .address: address = cx.string(v, field)
-                case .region: host.region = cx.string(v, field)
-                case .role: host.role = cx.choice(v, field, DatabaseHostRole.self) ?? host.role
-                }
+                if key == addressKey { address = cx.string(v, field) } else { set(&entry, key, v, field) }
             }
             guard let address else {
-                if !fields.contains(where: { $0.key == .address }) {
-                    cx.error(.missingKey, "\(what): missing required key 'address'", at: keyNode)
+                if !fields.contains(where: { $0.key == addressKey }) {
+                    cx.error(.missingKey, "\(what): missing required key 'address'\(why)", at: keyNode)
                 }
                 continue
             }
-            host.address = address
-            hosts.append(host)
+            setAddress(&entry, address)
+            entries.append(entry)
         }
-        return hosts
+        return entries
     }
 }

@@ -84,10 +84,91 @@ import VPNProvTestFixtures
             if added.succeeded { acknowledged.append("user\(i)") }
         }
 
+        // RADIUS server rad-a with its generated configuration (its sql module names both data nodes, read-write).
+        // carol and solo may use one device each; each logs in and its session's Start is accounted.
+        let radiusStarted = clock.now
+        try lab.startRadius(generated: out)
+        for user in ["carol", "solo"] {
+            let added = try accounts(["add", user, "--tier", "free", "--devices", "1", "--password-file", password])
+            try #require(added.succeeded, "\(added)")
+            acknowledged.append(user)
+        }
+        @Sendable func login(_ user: String, port: Int, timeout: Int = 3) throws -> CommandResult {
+            try lab.radclient(
+                "auth",
+                "User-Name = \"\(user)\"\nUser-Password = \"correct horse battery\"\nNAS-Identifier = \"node-a\"\n"
+                    + "NAS-IP-Address = \(DatabaseClusterLab.nodeAddress)\nNAS-Port = \(port)\n"
+                    + "Calling-Station-Id = \"device-\(port)\"\nMessage-Authenticator = 0x00\n",
+                generated: out, timeout: timeout)
+        }
+        @Sendable func refused(_ r: CommandResult) -> Bool { r.output.contains("Received Access-Reject") }
+        @Sendable func accepted(_ r: CommandResult) -> Bool { r.output.contains("Received Access-Accept") }
+        func accounting(_ status: String, _ user: String, port: Int) throws -> CommandResult {
+            var record =
+                "Acct-Status-Type = \(status)\nUser-Name = \"\(user)\"\nAcct-Session-Id = \"\(user)-1\"\n"
+                + "NAS-Identifier = \"node-a\"\nNAS-IP-Address = \(DatabaseClusterLab.nodeAddress)\nNAS-Port = \(port)\n"
+                + "Framed-IP-Address = 10.27.1.\(port)\nClass = \"free\"\n"
+            if status == "Stop" { record += "Acct-Session-Time = 60\nAcct-Terminate-Cause = User-Request\n" }
+            return try lab.radclient("acct", record, generated: out, timeout: 5)
+        }
+        func sessions(_ user: String) throws -> String {
+            try lab.psql(
+                lab.primary() ?? a, database: "accounts",
+                "SELECT count(*) || '/' || count(acctstoptime) FROM radacct WHERE username = '\(user)'"
+            ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for (user, port) in [("carol", 1), ("solo", 2)] {
+            let first = try login(user, port: port)
+            #expect(accepted(first), "\(user): \(first)")
+            let start = try accounting("Start", user, port: port)
+            #expect(start.output.contains("Received Accounting-Response"), "\(start)")
+        }
+        try lab.wait(for: "both Starts in radacct", timeout: .seconds(10)) {
+            try sessions("carol") == "1/0" && sessions("solo") == "1/0"
+        }
+        // A refusal for the device limit (the policy logs it), not for any other reason.
+        func refusedForTheLimit(_ user: String, port: Int) throws -> Bool {
+            let mark = try #require(lab.radius).logMark
+            let r = try login(user, port: port)
+            let log = try #require(lab.radius).log(since: mark)
+            return refused(r) && log.contains("Multiple logins")
+        }
+        #expect(try refusedForTheLimit("solo", port: 12), "solo's second device before the failover")
+
         // SIGKILL of the primary's postmaster: pg_auto_failover fails over to db-b.
         let postmaster = try #require(lab.postmasterPid(a))
         let killed = clock.now
         Glibc.kill(postmaster, SIGKILL)
+        // carol's session ends while the database is failing over: rad-a answers and buffers the Stop if it cannot
+        // write it.
+        let stop = try accounting("Stop", "carol", port: 1)
+        #expect(stop.output.contains("Received Accounting-Response"), "carol's Stop: \(stop)")
+        let buffer = try #require(lab.radius).stateDirectory.appendingPathComponent("accounting").path
+        let buffered = ((try? FileManager.default.contentsOfDirectory(atPath: buffer)) ?? []).contains {
+            $0.hasPrefix("detail")
+        }
+        // Logins meanwhile, as the node's retries would come: the gap until the first one accepted again.
+        final class Logins: @unchecked Sendable {
+            let lock = NSLock()
+            var refused = 0
+            var unanswered = 0
+            var backAfter: Duration?
+        }
+        let logins = Logins()
+        let loginProbe = Thread {
+            while clock.now - killed < .seconds(40) {
+                let attempt = try? login("user2", port: 20, timeout: 2)
+                let at = clock.now - killed
+                let ok = attempt.map(accepted) ?? false
+                let no = attempt.map(refused) ?? false
+                logins.lock.withLock {
+                    if ok { logins.backAfter = at } else if no { logins.refused += 1 } else { logins.unanswered += 1 }
+                }
+                if ok { return }
+                usleep(200_000)  // a login every 0.2 s, not a busy loop
+            }
+        }
+        loginProbe.start()
         // The app's retry: an attempt that fails (exit 3) was not acknowledged. Seen: the old primary's keeper
         // restarts its PostgreSQL before the monitor demotes it, `accounts add` commits there, the commit waits for
         // the standby being promoted and is then terminated ("committed locally, but might not have been
@@ -114,6 +195,38 @@ import VPNProvTestFixtures
         // While the old primary is still away (it is being rewound, or not yet told): disable works.
         let disabled = try accounts(["disable", "user1"])
         #expect(disabled.succeeded, "\(disabled)")
+
+        // RADIUS across the failover.
+        try lab.wait(for: "a login accepted again", timeout: .seconds(45)) {
+            logins.lock.withLock { logins.backAfter != nil } || !loginProbe.isExecuting && loginProbe.isFinished
+        }
+        let back = try #require(logins.lock.withLock { logins.backAfter }, "no login accepted within 40 s")
+        print(
+            "accounts cluster: logins accepted again \(back) after the kill "
+                + "(before: \(logins.lock.withLock { logins.refused }) refused, "
+                + "\(logins.lock.withLock { logins.unanswered }) unanswered within 2 s; a login every 0.2 s)")
+        #expect(back < .seconds(30))
+        // This lab has no node (no charon to disconnect): the disable is seen by the next login, through the new
+        // primary.
+        let afterDisable = try login("user1", port: 21)
+        #expect(refused(afterDisable), "user1 disabled: \(afterDisable)")
+        #expect(try refusedForTheLimit("solo", port: 12), "solo's second device after the failover")
+        // carol's Stop lands exactly once (written at once or replayed from rad-a's buffer), then carol may log in.
+        // Exactly once: one row, closed, counted after rad-a's buffer is empty (a replayed duplicate of a Stop that
+        // was also written would have come by then).
+        try lab.wait(for: "carol's Stop in radacct and rad-a's buffer empty", timeout: .seconds(30)) {
+            let left = ((try? FileManager.default.contentsOfDirectory(atPath: buffer)) ?? []).filter {
+                $0.hasPrefix("detail")
+            }
+            return try left.isEmpty && sessions("carol") == "1/1"
+        }
+        #expect(try sessions("carol") == "1/1")
+        print(
+            "accounts cluster: carol's Stop "
+                + (buffered ? "was buffered on rad-a and replayed" : "was written at once"))
+        let carolAgain = try login("carol", port: 3)
+        #expect(accepted(carolAgain), "carol after her Stop: \(carolAgain)")
+        print("accounts cluster: the RADIUS half took \(clock.now - radiusStarted) in all")
 
         // The cluster settles by itself: pg_auto_failover either promoted db-b and rewound db-a into a standby, or
         // (seen when db-a's keeper had PostgreSQL running again before the monitor's health check failed) kept

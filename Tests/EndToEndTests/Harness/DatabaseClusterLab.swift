@@ -12,7 +12,8 @@ import VPNProvTestFixtures
 ///     db-mon     <base>-m    198.18.56.10   pg_auto_failover's monitor
 ///     db-a       <base>-a    198.18.56.11   data node (region a)
 ///     db-b       <base>-b    198.18.56.12   data node (region b)
-///     ops        <base>-o    198.18.56.21   the RADIUS server's address: where `vpnprov accounts` runs
+///     ops        <base>-o    198.18.56.21   RADIUS server rad-a (the generated radius/rad-a/), where `vpnprov accounts` runs
+///     node-a     <base>-n    192.0.2.1      the node's address: where its RADIUS requests come from (radclient)
 ///
 /// Each database host runs in a mount namespace of its own with a tmpfs on /run (PostgreSQL's socket directory,
 /// one per host) and its TLS files at /etc/vpnprov/postgresql (a `PrivateView` of /etc): the same path on every
@@ -28,6 +29,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
     static let monitor = (name: "db-mon", address: "198.18.56.10")
     static let dataNodes = [(name: "db-a", address: "198.18.56.11"), (name: "db-b", address: "198.18.56.12")]
     static let operatorAddress = "198.18.56.21"
+    static let nodeAddress = "192.0.2.1"
     static let pgBin = "/usr/lib/postgresql/15/bin"
     static let tlsDirectory = "/etc/vpnprov/postgresql"
     static let pgautoctl = "/usr/bin/pg_autoctl"
@@ -40,10 +42,12 @@ final class DatabaseClusterLab: @unchecked Sendable {
     let base: String
     let hosts: [Host]
     let operatorNamespace: String
+    let nodeNamespace: String
     private let bridge: String
     private var namespaces: [String] = []
     private var daemons: [String: DaemonProcess] = [:]
     private var tornDown = false
+    private(set) var radius: FreeRADIUSServer?
 
     /// The inventory the lab's hosts match: a RADIUS server at the operator's address (so `disconnect_from`, where
     /// `vpnprov accounts` may run, is that address) and the cluster with the lab's TLS directory.
@@ -62,7 +66,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
               db-mon: { address: \(Self.monitor.address), region: c, role: monitor }
         nodes:
           node-a:
-            address: 192.0.2.1
+            address: \(Self.nodeAddress)
             region: a
             tier: free
             pool: 10.27.1.0/24
@@ -78,6 +82,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
         self.base = base
         bridge = base + "-br"
         operatorNamespace = base + "-o"
+        nodeNamespace = base + "-n"
         hosts =
             [Host(name: Self.monitor.name, namespace: base + "-m", address: Self.monitor.address)]
             + Self.dataNodes.enumerated().map { i, n in
@@ -96,7 +101,10 @@ final class DatabaseClusterLab: @unchecked Sendable {
         namespaces.append(bridge)
         try ip(["-n", bridge, "link", "add", "br0", "type", "bridge"])
         try ip(["-n", bridge, "link", "set", "br0", "up"])
-        let members = hosts.map { ($0.namespace, $0.address) } + [(operatorNamespace, Self.operatorAddress)]
+        let members =
+            hosts.map { ($0.namespace, $0.address) } + [
+                (operatorNamespace, Self.operatorAddress), (nodeNamespace, Self.nodeAddress),
+            ]
         for (index, (ns, address)) in members.enumerated() {
             try ip(["netns", "add", ns])
             namespaces.append(ns)
@@ -106,6 +114,9 @@ final class DatabaseClusterLab: @unchecked Sendable {
             try ip(["-n", ns, "addr", "add", "\(address)/24", "dev", "eth0"])
             try ip(["-n", ns, "link", "set", "eth0", "up"])
         }
+        // The node's network and the lab's share the bridge: each reaches the other on the link.
+        try ip(["-n", nodeNamespace, "route", "add", "198.18.56.0/24", "dev", "eth0"])
+        try ip(["-n", operatorNamespace, "route", "add", "\(Self.nodeAddress)/32", "dev", "eth0"])
         try makeCertificates()
         for host in hosts {
             let view = try PrivateView.create(
@@ -147,6 +158,47 @@ final class DatabaseClusterLab: @unchecked Sendable {
         script += "issue radius ''\nissue vpnprov ''\n"
         let made = try Command.run("/bin/sh", ["-c", script])
         guard made.succeeded else { throw HarnessError("certificates: \(made)") }
+    }
+
+    // MARK: the RADIUS server
+
+    /// FreeRADIUS with the generated `radius/rad-a/` in the operator's namespace, its client certificate at the
+    /// path the generated sql module names (/etc/vpnprov/postgresql, a `PrivateView` of /etc, as the RADIUS role
+    /// installs it). The node's IPsec to it is not part of this lab: requests come from the node's address in the
+    /// clear.
+    func startRadius(generated: String) throws {
+        let view = try PrivateView.create(
+            of: "/etc", for: operatorNamespace, own: ["vpnprov"], directories: ["vpnprov/postgresql"])
+        for (from, to) in [("ca.crt", "ca.crt"), ("radius.crt", "radius.crt"), ("radius.key", "radius.key")] {
+            try FileManager.default.copyItem(
+                atPath: dir.path + "/tls/" + from, toPath: view + "/vpnprov/postgresql/" + to)
+        }
+        radius = try FreeRADIUSServer.start(
+            in: operatorNamespace, label: "rad-a", configDirectory: generated + "/radius/rad-a", withViews: true)
+    }
+
+    /// `radclient` from the node's namespace to rad-a (`kind`: auth or acct) with the node's secret from the
+    /// generated clients.conf; one try, `timeout` seconds.
+    func radclient(_ kind: String, _ request: String, generated: String, timeout: Int = 3) throws -> CommandResult {
+        let clients = try String(contentsOfFile: generated + "/radius/rad-a/clients.conf", encoding: .utf8)
+        guard
+            let line = clients.split(separator: "\n").first(where: {
+                $0.trimmingCharacters(in: .whitespaces).hasPrefix("secret = ")
+            })
+        else { throw HarnessError("no secret in the generated clients.conf") }
+        let secret = line.split(separator: "\"")[1]
+        let scratch = try Scratch.makeDirectory("radclient")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try "\(secret)\n".write(to: scratch.appendingPathComponent("secret"), atomically: true, encoding: .utf8)
+        try request.write(to: scratch.appendingPathComponent("request"), atomically: true, encoding: .utf8)
+        let port = kind == "auth" ? 1812 : 1813
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", nodeNamespace, RadiusEnvironment.radclientPath, "-f",
+                scratch.appendingPathComponent("request").path, "-r", "1", "-t", "\(timeout)", "-S",
+                scratch.appendingPathComponent("secret").path, "\(Self.operatorAddress):\(port)", kind,
+            ], timeout: .seconds(timeout + 10))
     }
 
     // MARK: the hosts
@@ -260,6 +312,12 @@ final class DatabaseClusterLab: @unchecked Sendable {
         return out
     }
 
+    /// The data node the monitor has as the primary, if any.
+    func primary() throws -> Host? {
+        guard let name = try states().first(where: { $0.value == "primary/primary" })?.key else { return nil }
+        return host(name)
+    }
+
     /// Polls until `condition` holds, up to `timeout`.
     func wait(for what: String, timeout: Duration, _ condition: () throws -> Bool) throws {
         let clock = ContinuousClock()
@@ -275,6 +333,8 @@ final class DatabaseClusterLab: @unchecked Sendable {
     func teardown() {
         if tornDown { return }
         tornDown = true
+        radius?.stop()
+        PrivateView.remove(for: operatorNamespace)
         for name in [Self.dataNodes[1].name, Self.dataNodes[0].name, Self.monitor.name] {
             daemons[name]?.stop(timeout: .seconds(10))
         }

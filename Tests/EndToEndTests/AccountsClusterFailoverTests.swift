@@ -24,59 +24,15 @@ import VPNProvTestFixtures
         let lab = DatabaseClusterLab(dir: dir)
         defer { lab.teardown() }
         try lab.setUp()
-        let inventory = dir.path + "/inventory.yaml"
-        try lab.inventory.write(toFile: inventory, atomically: true, encoding: .utf8)
-        let generated = try VPNProvBinary.run(["generate", inventory, "--quiet"])
-        try #require(generated.succeeded, "\(generated)")
-        let out = dir.path + "/out"
-        let hostVars = try String(contentsOfFile: out + "/deploy/host_vars/db-a.yml", encoding: .utf8)
-        let monitorURI = try #require(
-            hostVars.split(separator: "\n").first { $0.hasPrefix("vpnprov_accounts_db_monitor_uri: ") }
-                .map {
-                    String($0.dropFirst("vpnprov_accounts_db_monitor_uri: ".count)).replacingOccurrences(
-                        of: "\"", with: "")
-                })
-
         let clock = ContinuousClock()
-        let started = clock.now
-        let monitor = lab.host("db-mon")
+        let (inventory, out) = try lab.bringUp()
+        func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
+            try lab.accounts(arguments, inventory: inventory, timeout: timeout)
+        }
         let a = lab.host("db-a")
         let b = lab.host("db-b")
-        for host in [monitor, a] { try lab.initialize(host, generated: out + "/accounts-db") }
-        try FileManager.default.createDirectory(atPath: lab.pgdata(b), withIntermediateDirectories: true)
-        try Command.check("/bin/chown", ["postgres:postgres", lab.pgdata(b)])
-        try Command.check("/bin/chmod", ["0700", lab.pgdata(b)])
-        try lab.start(monitor, monitorURI: monitorURI)
-        try lab.wait(for: "the monitor", timeout: .seconds(60)) {
-            lab.log(monitor).contains("Contacting the monitor to LISTEN")
-        }
-        try lab.start(a, monitorURI: monitorURI)
-        try lab.wait(for: "db-a single", timeout: .seconds(60)) { try lab.states()["db-a"] == "single/single" }
-        try lab.start(b, monitorURI: monitorURI)
-        try lab.wait(for: "db-b secondary", timeout: .seconds(90)) {
-            let s = try lab.states()
-            return s["db-a"] == "primary/primary" && s["db-b"] == "secondary/secondary"
-        }
-        print("accounts cluster: up in \(clock.now - started)")
-        // What the role does on the primary: the certificate logins' roles, the operator owning the database.
-        let roles = try lab.psql(
-            a, database: "accounts",
-            "CREATE ROLE vpnprov LOGIN CREATEROLE; CREATE ROLE radius LOGIN; ALTER DATABASE accounts OWNER TO vpnprov; "
-                + "ALTER SCHEMA public OWNER TO vpnprov")
-        try #require(roles.succeeded, "\(roles)")
-
-        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
-        func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> CommandResult {
-            try Command.run(
-                StrongSwanEnvironment.ipPath,
-                ["netns", "exec", lab.operatorNamespace, binary, "accounts"] + arguments + [
-                    "--inventory", inventory,
-                ], timeout: timeout)
-        }
         let password = dir.path + "/password"
         try "correct horse battery\n".write(toFile: password, atomically: true, encoding: .utf8)
-        let migrated = try accounts(["migrate"])
-        try #require(migrated.succeeded, "\(migrated)")
         var acknowledged: [String] = []
         for i in 1...5 {
             let added = try accounts(["add", "user\(i)", "--tier", "free", "--password-file", password])
@@ -128,9 +84,10 @@ import VPNProvTestFixtures
         }
         // A refusal for the device limit (the policy logs it), not for any other reason.
         func refusedForTheLimit(_ user: String, port: Int) throws -> Bool {
-            let mark = try #require(lab.radius).logMark
+            guard let radius = lab.radius else { throw HarnessError("rad-a is not running") }
+            let mark = radius.logMark
             let r = try login(user, port: port)
-            let log = try #require(lab.radius).log(since: mark)
+            let log = radius.log(since: mark)
             return refused(r) && log.contains("Multiple logins")
         }
         #expect(try refusedForTheLimit("solo", port: 12), "solo's second device before the failover")

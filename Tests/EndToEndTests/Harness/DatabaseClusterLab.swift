@@ -13,7 +13,9 @@ import VPNProvTestFixtures
 ///     db-a       <base>-a    198.18.56.11   data node (region a)
 ///     db-b       <base>-b    198.18.56.12   data node (region b)
 ///     ops        <base>-o    198.18.56.21   RADIUS server rad-a (the generated radius/rad-a/), where `vpnprov accounts` runs
-///     node-a     <base>-n    192.0.2.1      the node's address: where its RADIUS requests come from (radclient)
+///     node-a     <base>-n    192.0.2.1      the node's address: where its RADIUS requests come from (radclient,
+///                                           or its generated relay)
+///     rad-b      <base>-r    198.18.56.22   a second RADIUS server, region b (only with `radiusServers: 2`)
 ///
 /// Each database host runs in a mount namespace of its own with a tmpfs on /run (PostgreSQL's socket directory,
 /// one per host) and its TLS files at /etc/vpnprov/postgresql (a `PrivateView` of /etc): the same path on every
@@ -30,6 +32,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
     static let dataNodes = [(name: "db-a", address: "198.18.56.11"), (name: "db-b", address: "198.18.56.12")]
     static let operatorAddress = "198.18.56.21"
     static let nodeAddress = "192.0.2.1"
+    static let secondRadiusAddress = "198.18.56.22"
     static let pgBin = "/usr/lib/postgresql/15/bin"
     static let tlsDirectory = "/etc/vpnprov/postgresql"
     static let pgautoctl = "/usr/bin/pg_autoctl"
@@ -47,7 +50,13 @@ final class DatabaseClusterLab: @unchecked Sendable {
     private var namespaces: [String] = []
     private var daemons: [String: DaemonProcess] = [:]
     private var tornDown = false
-    private(set) var radius: FreeRADIUSServer?
+    /// The RADIUS servers by name (rad-a, and rad-b with `radiusServers: 2`), once `startRadius` ran.
+    private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
+    var radius: FreeRADIUSServer? { radiusServers["rad-a"] }
+    /// The node's generated RADIUS relay, once `startRelay` ran.
+    private(set) var relay: FreeRADIUSServer?
+    /// The RADIUS servers' names, namespaces and addresses.
+    let radiusHosts: [Host]
 
     /// The inventory the lab's hosts match: a RADIUS server at the operator's address (so `disconnect_from`, where
     /// `vpnprov accounts` may run, is that address) and the cluster with the lab's TLS directory.
@@ -57,7 +66,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
         name: cluster
         accounts:
           servers:
-            rad-a: { address: \(Self.operatorAddress), region: a }
+            rad-a: { address: \(Self.operatorAddress), region: a }\(radiusHosts.count > 1 ? "\n    rad-b: { address: \(Self.secondRadiusAddress), region: b }" : "")
           cluster:
             tls_dir: \(dir.path)/tls
             hosts:
@@ -76,13 +85,17 @@ final class DatabaseClusterLab: @unchecked Sendable {
         """
     }
 
-    init(dir: URL) {
+    init(dir: URL, radiusServers: Int = 1) {
         self.dir = dir
         let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
         self.base = base
         bridge = base + "-br"
         operatorNamespace = base + "-o"
         nodeNamespace = base + "-n"
+        radiusHosts =
+            [Host(name: "rad-a", namespace: base + "-o", address: Self.operatorAddress)]
+            + (radiusServers > 1
+                ? [Host(name: "rad-b", namespace: base + "-r", address: Self.secondRadiusAddress)] : [])
         hosts =
             [Host(name: Self.monitor.name, namespace: base + "-m", address: Self.monitor.address)]
             + Self.dataNodes.enumerated().map { i, n in
@@ -104,7 +117,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
         let members =
             hosts.map { ($0.namespace, $0.address) } + [
                 (operatorNamespace, Self.operatorAddress), (nodeNamespace, Self.nodeAddress),
-            ]
+            ] + radiusHosts.dropFirst().map { ($0.namespace, $0.address) }
         for (index, (ns, address)) in members.enumerated() {
             try ip(["netns", "add", ns])
             namespaces.append(ns)
@@ -116,7 +129,9 @@ final class DatabaseClusterLab: @unchecked Sendable {
         }
         // The node's network and the lab's share the bridge: each reaches the other on the link.
         try ip(["-n", nodeNamespace, "route", "add", "198.18.56.0/24", "dev", "eth0"])
-        try ip(["-n", operatorNamespace, "route", "add", "\(Self.nodeAddress)/32", "dev", "eth0"])
+        for server in radiusHosts {
+            try ip(["-n", server.namespace, "route", "add", "\(Self.nodeAddress)/32", "dev", "eth0"])
+        }
         try makeCertificates()
         for host in hosts {
             let view = try PrivateView.create(
@@ -160,27 +175,107 @@ final class DatabaseClusterLab: @unchecked Sendable {
         guard made.succeeded else { throw HarnessError("certificates: \(made)") }
     }
 
+    // MARK: the cluster
+
+    /// Writes the lab's inventory, runs `vpnprov generate`, starts the monitor and the data nodes with the files
+    /// it generated (db-a first: the primary, db-b its synchronous standby), creates the roles as the role does on
+    /// the primary and runs `vpnprov accounts migrate`. Returns the inventory's and the generated tree's paths.
+    func bringUp() throws -> (inventory: String, out: String) {
+        let inventory = dir.path + "/inventory.yaml"
+        try self.inventory.write(toFile: inventory, atomically: true, encoding: .utf8)
+        let generated = try VPNProvBinary.run(["generate", inventory, "--quiet"])
+        guard generated.succeeded else { throw HarnessError("vpnprov generate: \(generated)") }
+        let out = dir.path + "/out"
+        let key = "vpnprov_accounts_db_monitor_uri: "
+        let hostVars = try String(contentsOfFile: out + "/deploy/host_vars/db-a.yml", encoding: .utf8)
+        guard let line = hostVars.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else {
+            throw HarnessError("no \(key) in host_vars/db-a.yml")
+        }
+        let monitorURI = String(line.dropFirst(key.count)).replacingOccurrences(of: "\"", with: "")
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        let monitor = host(Self.monitor.name)
+        let a = host("db-a")
+        let b = host("db-b")
+        for host in [monitor, a] { try initialize(host, generated: out + "/accounts-db") }
+        try FileManager.default.createDirectory(atPath: pgdata(b), withIntermediateDirectories: true)
+        try Command.check("/bin/chown", ["postgres:postgres", pgdata(b)])
+        try Command.check("/bin/chmod", ["0700", pgdata(b)])
+        try start(monitor, monitorURI: monitorURI)
+        try wait(for: "the monitor", timeout: .seconds(60)) {
+            log(monitor).contains("Contacting the monitor to LISTEN")
+        }
+        try start(a, monitorURI: monitorURI)
+        try wait(for: "db-a single", timeout: .seconds(60)) { try states()["db-a"] == "single/single" }
+        try start(b, monitorURI: monitorURI)
+        try wait(for: "db-b secondary", timeout: .seconds(90)) {
+            let s = try states()
+            return s["db-a"] == "primary/primary" && s["db-b"] == "secondary/secondary"
+        }
+        print("accounts cluster: up in \(clock.now - started)")
+        // What the role does on the primary: the certificate logins' roles, the operator owning the database.
+        let roles = try psql(
+            a, database: "accounts",
+            "CREATE ROLE vpnprov LOGIN CREATEROLE; CREATE ROLE radius LOGIN; ALTER DATABASE accounts OWNER TO vpnprov; "
+                + "ALTER SCHEMA public OWNER TO vpnprov")
+        guard roles.succeeded else { throw HarnessError("roles: \(roles)") }
+        let migrated = try accounts(["migrate"], inventory: inventory)
+        guard migrated.succeeded else { throw HarnessError("accounts migrate: \(migrated)") }
+        return (inventory, out)
+    }
+
+    /// `vpnprov accounts ARGUMENTS --inventory INVENTORY` in the operator's namespace.
+    func accounts(_ arguments: [String], inventory: String, timeout: Duration = .seconds(60)) throws
+        -> CommandResult
+    {
+        guard let binary = VPNProvBinary.path else { throw HarnessError("no vpnprov binary") }
+        return try Command.run(
+            StrongSwanEnvironment.ipPath,
+            ["netns", "exec", operatorNamespace, binary, "accounts"] + arguments + ["--inventory", inventory],
+            timeout: timeout)
+    }
+
     // MARK: the RADIUS server
 
-    /// FreeRADIUS with the generated `radius/rad-a/` in the operator's namespace, its client certificate at the
-    /// path the generated sql module names (/etc/vpnprov/postgresql, a `PrivateView` of /etc, as the RADIUS role
-    /// installs it). The node's IPsec to it is not part of this lab: requests come from the node's address in the
-    /// clear.
+    /// FreeRADIUS with the generated `radius/<server>/` in each RADIUS server's namespace (rad-a: the operator's),
+    /// its client certificate at the path the generated sql module names (/etc/vpnprov/postgresql, a `PrivateView`
+    /// of /etc, as the RADIUS role installs it). The node's IPsec to them is not part of this lab: requests come
+    /// from the node's address in the clear.
     func startRadius(generated: String) throws {
-        let view = try PrivateView.create(
-            of: "/etc", for: operatorNamespace, own: ["vpnprov"], directories: ["vpnprov/postgresql"])
-        for (from, to) in [("ca.crt", "ca.crt"), ("radius.crt", "radius.crt"), ("radius.key", "radius.key")] {
-            try FileManager.default.copyItem(
-                atPath: dir.path + "/tls/" + from, toPath: view + "/vpnprov/postgresql/" + to)
+        for server in radiusHosts {
+            let view = try PrivateView.create(
+                of: "/etc", for: server.namespace, own: ["vpnprov"], directories: ["vpnprov/postgresql"])
+            for name in ["ca.crt", "radius.crt", "radius.key"] {
+                try FileManager.default.copyItem(
+                    atPath: dir.path + "/tls/" + name, toPath: view + "/vpnprov/postgresql/" + name)
+            }
+            radiusServers[server.name] = try FreeRADIUSServer.start(
+                in: server.namespace, label: server.name, configDirectory: generated + "/radius/" + server.name,
+                withViews: true)
         }
-        radius = try FreeRADIUSServer.start(
-            in: operatorNamespace, label: "rad-a", configDirectory: generated + "/radius/rad-a", withViews: true)
+    }
+
+    /// The node's generated RADIUS relay (`servers/node-a/radius-relay/`) in the node's namespace: what charon
+    /// asks on 127.0.0.1, sending to the RADIUS servers in the node's preferred order.
+    func startRelay(generated: String) throws {
+        relay = try FreeRADIUSServer.start(
+            in: nodeNamespace, label: "relay-node-a", kind: .relay,
+            configDirectory: generated + "/servers/node-a/radius-relay")
     }
 
     /// `radclient` from the node's namespace to rad-a (`kind`: auth or acct) with the node's secret from the
     /// generated clients.conf; one try, `timeout` seconds.
-    func radclient(_ kind: String, _ request: String, generated: String, timeout: Int = 3) throws -> CommandResult {
-        let clients = try String(contentsOfFile: generated + "/radius/rad-a/clients.conf", encoding: .utf8)
+    /// `viaRelay`: to the node's relay on 127.0.0.1 with the relay's secret, as the node's charon asks it; `tries`
+    /// sends, each waiting `timeout` seconds.
+    func radclient(
+        _ kind: String, _ request: String, generated: String, timeout: Int = 3, viaRelay: Bool = false,
+        tries: Int = 1
+    ) throws -> CommandResult {
+        let clients = try String(
+            contentsOfFile: generated
+                + (viaRelay ? "/servers/node-a/radius-relay/clients.conf" : "/radius/rad-a/clients.conf"),
+            encoding: .utf8)
         guard
             let line = clients.split(separator: "\n").first(where: {
                 $0.trimmingCharacters(in: .whitespaces).hasPrefix("secret = ")
@@ -191,14 +286,15 @@ final class DatabaseClusterLab: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: scratch) }
         try "\(secret)\n".write(to: scratch.appendingPathComponent("secret"), atomically: true, encoding: .utf8)
         try request.write(to: scratch.appendingPathComponent("request"), atomically: true, encoding: .utf8)
-        let port = kind == "auth" ? 1812 : 1813
+        let port = (kind == "auth" ? 1812 : 1813) + (viaRelay ? 10000 : 0)
+        let to = viaRelay ? "127.0.0.1" : Self.operatorAddress
         return try Command.run(
             StrongSwanEnvironment.ipPath,
             [
                 "netns", "exec", nodeNamespace, RadiusEnvironment.radclientPath, "-f",
-                scratch.appendingPathComponent("request").path, "-r", "1", "-t", "\(timeout)", "-S",
-                scratch.appendingPathComponent("secret").path, "\(Self.operatorAddress):\(port)", kind,
-            ], timeout: .seconds(timeout + 10))
+                scratch.appendingPathComponent("request").path, "-r", "\(tries)", "-t", "\(timeout)", "-S",
+                scratch.appendingPathComponent("secret").path, "\(to):\(port)", kind,
+            ], timeout: .seconds(tries * timeout + 10))
     }
 
     // MARK: the hosts
@@ -312,6 +408,23 @@ final class DatabaseClusterLab: @unchecked Sendable {
         return out
     }
 
+    /// Cuts `host` off the network as a lost link does: its namespace drops every packet but loopback's.
+    func cutNetwork(of host: Host) throws {
+        try NetworkPair.loadNftables(
+            """
+            table inet vpnprov_cut {
+              chain in { type filter hook input priority -100; policy drop; iif "lo" accept; }
+              chain out { type filter hook output priority -100; policy drop; oif "lo" accept; }
+            }
+
+            """, in: host.namespace)
+    }
+
+    /// Undoes `cutNetwork(of:)`.
+    func restoreNetwork(of host: Host) throws {
+        try NetworkPair.loadNftables("delete table inet vpnprov_cut\n", in: host.namespace)
+    }
+
     /// The data node the monitor has as the primary, if any.
     func primary() throws -> Host? {
         guard let name = try states().first(where: { $0.value == "primary/primary" })?.key else { return nil }
@@ -333,8 +446,9 @@ final class DatabaseClusterLab: @unchecked Sendable {
     func teardown() {
         if tornDown { return }
         tornDown = true
-        radius?.stop()
-        PrivateView.remove(for: operatorNamespace)
+        relay?.stop()
+        for server in radiusServers.values { server.stop() }
+        for server in radiusHosts { PrivateView.remove(for: server.namespace) }
         for name in [Self.dataNodes[1].name, Self.dataNodes[0].name, Self.monitor.name] {
             daemons[name]?.stop(timeout: .seconds(10))
         }

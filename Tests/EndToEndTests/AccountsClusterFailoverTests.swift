@@ -110,10 +110,13 @@ import VPNProvTestFixtures
             var refused = 0
             var unanswered = 0
             var backAfter: Duration?
+            var stop = false
         }
         let logins = Logins()
+        // The probe ends at its first accepted login, after 40 s, or when the test ends early.
+        defer { logins.lock.withLock { logins.stop = true } }
         let loginProbe = Thread {
-            while clock.now - killed < .seconds(40) {
+            while clock.now - killed < .seconds(40), !logins.lock.withLock({ logins.stop }) {
                 let attempt = try? login("user2", port: 20, timeout: 2)
                 let at = clock.now - killed
                 let ok = attempt.map(accepted) ?? false

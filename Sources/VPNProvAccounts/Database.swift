@@ -54,8 +54,10 @@ package final class DatabaseConnection {
         self.secrets = secrets.filter { !$0.isEmpty }
         // expand_dbname: the first "dbname" value is the whole conninfo; the keywords after it
         // override what it says (a connect timeout) or add a default (the application name).
-        let keywords = ["dbname", "connect_timeout", "fallback_application_name"]
-        let values = [conninfo, String(Self.connectTimeoutSeconds), "vpnprov"]
+        // target_session_attrs comes before it: a default the conninfo may override. Every action writes (or
+        // must read what was just written), so with several hosts the primary is the one to keep.
+        let keywords = ["target_session_attrs", "dbname", "connect_timeout", "fallback_application_name"]
+        let values = ["read-write", conninfo, String(Self.connectTimeoutSeconds), "vpnprov"]
         let made = Self.withCStrings(keywords) { k in
             Self.withCStrings(values) { v in
                 PQconnectdbParams(k, v, 1)
@@ -75,6 +77,64 @@ package final class DatabaseConnection {
     }
 
     deinit { PQfinish(connection) }
+
+    /// Connects like `init`, and while a failover may be under way tries again every second until `wait` has
+    /// passed: only for a conninfo that names several hosts (a cluster's data nodes), and only for the failures a
+    /// failover causes (every host refused, unreachable or read-only, or starting up). `waiting` is told the first
+    /// such failure. A single server that is down fails at once, as before.
+    package static func connect(
+        conninfo: String, wait: Duration, waiting: (String) -> Void
+    ) throws -> DatabaseConnection {
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        let several = hostCount(conninfo) > 1
+        var told = false
+        while true {
+            do {
+                return try DatabaseConnection(conninfo: conninfo)
+            } catch let error as DatabaseError
+                where several && error.kind == .connection && isFailover(error.message) && clock.now < deadline
+            {
+                if !told {
+                    waiting(error.message)
+                    told = true
+                }
+                Thread.sleep(forTimeInterval: 1)
+            }
+        }
+    }
+
+    /// libpq's messages for the failures a failover causes, per host (libpq 15's fe-connect.c): a host down
+    /// ("Connection refused", no route, "timeout expired"), a standby under `target_session_attrs=read-write`
+    /// ("session is read-only"), a server starting or stopping (57P03: "the database system is starting up",
+    /// "shutting down"), a connection cut while it was made.
+    static func isFailover(_ message: String) -> Bool {
+        [
+            "session is read-only", "Connection refused", "timeout expired", "No route to host",
+            "is starting up", "is shutting down", "Connection timed out", "closed unexpectedly",
+            "in recovery mode", "not yet accepting connections",
+        ].contains { message.contains($0) }
+    }
+
+    /// How many hosts `conninfo` names (libpq's parse of its `host` and `hostaddr`); 0 when it does not parse.
+    static func hostCount(_ conninfo: String) -> Int {
+        var errorMessage: UnsafeMutablePointer<CChar>? = nil
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            if let errorMessage { PQfreemem(errorMessage) }
+            return 0
+        }
+        defer { PQconninfoFree(options) }
+        var count = 1
+        var option = options
+        while let keyword = option.pointee.keyword {
+            let name = String(cString: keyword)
+            if name == "host" || name == "hostaddr", let value = option.pointee.val {
+                count = max(count, String(cString: value).split(separator: ",", omittingEmptySubsequences: false).count)
+            }
+            option += 1
+        }
+        return count
+    }
 
     /// Runs one statement with `$1`, `$2`... bound to `parameters` (nil is SQL NULL) and returns its
     /// rows as text (nil for NULL).

@@ -90,7 +90,10 @@ package struct AccountsDeployment: Sendable {
             deployment.inventoryIdentities = Dictionary(
                 RadiusPlan.inventoryIdentities(in: inventory).map { ($0.identity, $0.owner) },
                 uniquingKeysWith: { first, _ in first })
-            if source == nil {
+            if source == nil, accounts.database == nil, let cluster = AccountsDatabasePlan.make(inventory) {
+                // A cluster without accounts.database: every data node, the operator's certificate login.
+                deployment.conninfo = cluster.operatorConninfo
+            } else if source == nil {
                 guard let database = accounts.database else {
                     throw .refused(
                         "\(display): accounts.database is not set; it names the accounts database's connection string "
@@ -166,6 +169,10 @@ package struct AccountsSession {
         BuiltinMigrations.files.compactMap { Migration(fileName: $0.name, sql: $0.sql) }
     }
 
+    /// How long an action waits for a cluster's new primary: a failover finishes within 30 s
+    /// (docs/accounts.md, "A replicated accounts database").
+    static let failoverWait = Duration.seconds(30)
+
     /// Largest import file read (about four million accounts).
     static let importLimit = 512 << 20
 
@@ -176,7 +183,9 @@ package struct AccountsSession {
     ) throws(AccountsFailure) -> AccountsSession {
         let db: DatabaseConnection
         do {
-            db = try DatabaseConnection(conninfo: deployment.conninfo)
+            db = try DatabaseConnection.connect(conninfo: deployment.conninfo, wait: failoverWait) { why in
+                output.info("accounts database: no primary yet (\(why)); trying again for up to 30 s")
+            }
         } catch {
             throw .environment("\(error)")
         }

@@ -146,13 +146,20 @@ package struct RadiusPlan: Sendable, Hashable {
         tier == .free ? [] : [tier.rawValue]
     }
 
+    /// The RADIUS servers in the order a node of `region` asks them: those of its region first, each group in the
+    /// inventory's order (a node without a region, or with no server in its region, keeps that order).
+    package static func preferred(_ servers: [RadiusServer], region: String?) -> [RadiusServer] {
+        guard let region else { return servers }
+        return servers.filter { $0.region == region } + servers.filter { $0.region != region }
+    }
+
     /// nil for a node that does not use RADIUS (or an inventory without `accounts:`).
     package static func make(for node: Node, in inventory: Inventory) -> RadiusPlan? {
         guard node.usesRadius, let accounts = inventory.accounts else { return nil }
         let count = accounts.servers.count
         let path = pathAddress(of: node)
         let pathBytes = IPAddressText.parse(path)
-        let servers = accounts.servers.enumerated().map { i, s in
+        let servers = preferred(accounts.servers, region: node.region).enumerated().map { i, s in
             let serverBytes = IPAddressText.parse(s.address)
             let sameFamily = pathBytes != nil && pathBytes?.count == serverBytes?.count
             return Server(
@@ -248,6 +255,8 @@ package struct RadiusServersPlan: Sendable, Hashable {
         package var name: String
         package var authPort: Int
         package var acctPort: Int
+        /// Its region: with a cluster, its connection string names that region's data nodes first.
+        package var region: String?
     }
 
     /// The RADIUS nodes, in inventory order.
@@ -259,6 +268,9 @@ package struct RadiusServersPlan: Sendable, Hashable {
     package var staleAfter: Int
     /// `accounts.accounting_interval`: the Interim-Update interval the nodes send (a quota's Disconnect bound).
     package var accountingInterval: Int
+    /// With `accounts.cluster`: the cluster, whose hosts each server's connection string names (vpnprov writes
+    /// it); without, every server gets the operator's `radius_database`.
+    package var cluster: AccountsDatabasePlan?
     /// The inventory's identities no account name may equal (`RadiusPlan.inventoryIdentities`).
     package var identities: [String]
 
@@ -273,9 +285,12 @@ package struct RadiusServersPlan: Sendable, Hashable {
                     nasAddress: RadiusPlan.nasAddress(of: $0),
                     disconnectHomeServer: RadiusPlan.disconnectHomeServer(of: $0))
             },
-            servers: accounts.servers.map { Server(name: $0.name, authPort: $0.authPort, acctPort: $0.acctPort) },
+            servers: accounts.servers.map {
+                Server(name: $0.name, authPort: $0.authPort, acctPort: $0.acctPort, region: $0.region)
+            },
             protection: accounts.protection, staleAfter: accounts.staleAfter,
             accountingInterval: accounts.accountingInterval,
+            cluster: AccountsDatabasePlan.make(inventory),
             identities: RadiusPlan.inventoryIdentities(in: inventory).map(\.identity))
     }
 }

@@ -26,6 +26,8 @@ package struct RolloutPlan: Sendable, Hashable {
     package var radiusServers: [RadiusHost]
     /// The hand-off site (`handoff:`), a group of its own.
     package var handOff: RolloutHost?
+    /// The accounts database cluster (`accounts.cluster`): its hosts, playbook and role; nil without one.
+    package var accountsDatabase: AccountsDatabasePlan?
 
     /// A RADIUS server as the rollout reaches it: its name and address as written.
     package struct RadiusHost: Sendable, Hashable {
@@ -48,7 +50,9 @@ package struct RolloutPlan: Sendable, Hashable {
                 name: $0.address, host: $0.sshHost, port: $0.deploy.port, user: $0.deploy.user,
                 become: $0.deploy.become)
         }
-        return RolloutPlan(deployment: inventory.name, nodes: nodes, radiusServers: radius, handOff: site)
+        return RolloutPlan(
+            deployment: inventory.name, nodes: nodes, radiusServers: radius, handOff: site,
+            accountsDatabase: AccountsDatabasePlan.make(inventory))
     }
 }
 

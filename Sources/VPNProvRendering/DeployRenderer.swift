@@ -40,7 +40,11 @@ package enum DeployRenderer: TreeRenderer {
             let text = try templates.template(hostVarsTemplate).render(hostVarsContext(node))
             files.append(OutputFile(path: "deploy/host_vars/\(node.node).yml", text: text))
         }
-        for (path, text) in BuiltinDeployFiles.files {
+        // The accounts database cluster's hosts, playbook and role: only with accounts.cluster.
+        let cluster = part.rollout.accountsDatabase
+        files += try AccountsDatabaseRenderer.render(plan: cluster, templates: templates)
+        for (path, text) in BuiltinDeployFiles.files
+        where cluster != nil || !AccountsDatabaseRenderer.isClusterFile(path) {
             files.append(OutputFile(path: "deploy/\(path)", text: text))
         }
         try each(files.sorted { $0.path.precedesByUTF8($1.path) })
@@ -76,11 +80,28 @@ package enum DeployRenderer: TreeRenderer {
         let regions: [TemplateValue] = order.map { group in
             ["group": .identifier(group), "hosts": .list(members[group]!.map { .string($0) })]
         }
+        // The accounts database cluster (`accounts.cluster`): its monitor and its data nodes, two groups that
+        // deploy/accounts-db.yml rolls out in that order; absent without a cluster. Its RADIUS servers are told
+        // where the operator's TLS files are (the client certificate they log in with).
+        let databaseGroups: [TemplateValue] =
+            plan.accountsDatabase.map { cluster in
+                [
+                    [
+                        "monitor": .list([
+                            ["name": .string(cluster.monitor.name), "host": .string(cluster.monitor.address)]
+                        ]),
+                        "data": .list(
+                            cluster.dataNodes.map { ["name": .string($0.name), "host": .string($0.address)] }),
+                        "tls_source": .string(cluster.operatorTLSDirectory),
+                    ]
+                ]
+            } ?? []
         return [
             "deployment": .string(plan.deployment), "nodes": .list(plan.nodes.map(host)), "regions": .list(regions),
             // The RADIUS servers when a node uses them, and the hand-off site: groups of their own (empty without).
             "radius": .list(plan.radiusServers.map { ["name": .string($0.name), "host": .string($0.address)] }),
             "handoff": .list(plan.handOff.map { [host($0)] } ?? []),
+            "accounts_db": .list(databaseGroups),
         ]
     }
 

@@ -194,7 +194,9 @@ package enum RadiusRenderer: TreeRenderer {
     {
         guard let plan else { return }
         let materials = shared.materials
-        guard let database = materials.radiusDatabase else {
+        // With a cluster, each server's connection string is rendered from the plan (its region's data nodes
+        // first); otherwise it is the operator's, one for every server.
+        guard plan.cluster != nil || materials.radiusDatabase != nil else {
             throw RadiusRenderError(message: "accounts: radius_database was not resolved")
         }
         var clients: [TemplateValue] = []
@@ -225,7 +227,9 @@ package enum RadiusRenderer: TreeRenderer {
             let context: TemplateValue = [
                 "server": .string(server.name),
                 "nodes": .list(clients),
-                "database": .string(database),
+                "database": .string(
+                    plan.cluster?.radiusConninfo(region: server.region) ?? materials.radiusDatabase ?? ""),
+                "cluster": .bool(plan.cluster != nil),
                 "stale_after": .int(plan.staleAfter),
                 "accounting_interval": .int(plan.accountingInterval),
                 "auth_port": .int(server.authPort),

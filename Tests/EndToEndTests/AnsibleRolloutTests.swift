@@ -415,7 +415,8 @@ import VPNProvTestHarness
         }
     }
 
-    /// ansible-lint (production profile) finds nothing in the generated deploy/.
+    /// ansible-lint (production profile) finds nothing in the generated deploy/, nor in the playbook and role of
+    /// an accounts database cluster (a tree of its own: the example has none).
     @Test(.ansible) func generatedDeployPassesAnsibleLint() throws {
         try AnsibleTools.require()
         guard FileManager.default.isExecutableFile(atPath: AnsibleTools.lint) else {
@@ -427,13 +428,46 @@ import VPNProvTestHarness
             "generate", Inventories.example, "--out", dir.path + "/out", "--state", dir.path + "/state",
         ])
         try #require(result.succeeded, "\(result)")
+        let cluster = dir.path + "/cluster"
+        try FileManager.default.createDirectory(atPath: cluster, withIntermediateDirectories: true)
+        try Self.clusterInventory.write(toFile: cluster + "/inventory.yaml", atomically: true, encoding: .utf8)
+        let clusterRun = try VPNProvBinary.run(["generate", cluster + "/inventory.yaml", "--quiet"])
+        try #require(clusterRun.succeeded, "\(clusterRun)")
         let lint = try Subprocess.run(
             "/usr/bin/env",
             [
                 "-C", dir.path + "/out/deploy", "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin", "HOME=\(dir.path)",
                 AnsibleTools.lint, "--offline", "--profile", "production", "--nocolor", ".",
+                cluster + "/out/deploy/accounts-db.yml", cluster + "/out/deploy/roles/vpnprov_accounts_db",
             ],
             timeout: .seconds(600))
         #expect(lint.succeeded, "ansible-lint: \(lint)")
     }
+}
+
+extension AnsibleRolloutTests {
+    /// A RADIUS fleet whose accounts database is a pg_auto_failover cluster (docs/accounts.md).
+    static let clusterInventory = """
+        vpnprov: 1
+        name: lint
+        accounts:
+          servers:
+            rad-1: { address: 192.0.2.11, region: eu }
+            rad-2: { address: 192.0.2.12, region: us }
+          cluster:
+            tls_dir: /etc/vpnprov-ops/accounts-db
+            hosts:
+              db-eu: { address: 192.0.2.31, region: eu }
+              db-us: { address: 192.0.2.32, region: us }
+              db-mon: { address: 192.0.2.30, region: ap, role: monitor }
+        nodes:
+          fra-1:
+            address: 198.51.100.1
+            region: eu
+            tier: free
+            pool: 10.27.1.0/24
+            services: [ikev2-eap]
+            accounts: radius
+
+        """
 }

@@ -173,7 +173,9 @@ import VPNProvTestFixtures
                 case .deviceLimit: "5"
                 case .disconnectFrom: "[192.0.2.0/24]"
                 case .protection: "none"
-                case .servers: "{rad-1: {address: 192.0.2.11, auth_port: 11812, acct_port: 11813}}"
+                case .servers: "{rad-1: {address: 192.0.2.11, auth_port: 11812, acct_port: 11813, region: eu}}"
+                case .cluster:
+                    "{hosts: {db-1: {address: 192.0.2.31, region: eu}, db-2: {address: 192.0.2.32, region: us, role: data}, db-mon: {address: 192.0.2.30, region: ap, role: monitor}}, port: 6432, dbname: vpnaccounts, tls_dir: /etc/vpnprov-ops/db-tls}"
                 case .quotas: "{free: 10GB, pro: none}"
                 }
             w.accounts[key] = w.text.add("  \(key.rawValue): \(value)")
@@ -316,6 +318,13 @@ import VPNProvTestFixtures
         #expect(accounts.servers.map(\.name) == ["rad-1"])
         #expect(accounts.servers.first?.address == "192.0.2.11")
         #expect(accounts.servers.first?.authPort == 11812 && accounts.servers.first?.acctPort == 11813)
+        #expect(accounts.servers.first?.region == "eu")
+        let cluster = try #require(accounts.cluster)
+        #expect(cluster.hosts.map(\.name) == ["db-1", "db-2", "db-mon"])
+        #expect(cluster.dataNodes.map(\.address) == ["192.0.2.31", "192.0.2.32"])
+        #expect(cluster.monitors.map(\.region) == ["ap"])
+        #expect(cluster.port == 6432 && cluster.databaseName == "vpnaccounts")
+        #expect(cluster.tlsDirectory == "/etc/vpnprov-ops/db-tls")
 
         let acme = try #require(inventory.acme)
         #expect(acme.directory == "https://acme.example.com/directory" && acme.email == "ops@example.com")
@@ -463,9 +472,11 @@ import VPNProvTestFixtures
         #expect(
             names(Keys.AccountsKey.self) == [
                 "database", "radius_database", "secret", "accounting_interval", "device_limit", "disconnect_from",
-                "protection", "servers", "quotas",
+                "protection", "servers", "quotas", "cluster",
             ])
-        #expect(names(Keys.RadiusServerKey.self) == ["address", "auth_port", "acct_port"])
+        #expect(names(Keys.RadiusServerKey.self) == ["address", "auth_port", "acct_port", "region"])
+        #expect(names(Keys.DatabaseClusterKey.self) == ["hosts", "port", "dbname", "tls_dir"])
+        #expect(names(Keys.DatabaseHostKey.self) == ["address", "region", "role"])
         #expect(
             names(Keys.ACMEKey.self) == [
                 "directory", "email", "challenge", "key", "ca_bundle", "renew_days", "roots",

@@ -214,6 +214,18 @@ extension RuleCode {
                     + "(account names, the clients' real addresses, the MSCHAPv2 exchange a password's NT hash is "
                     + "recovered from); acknowledge it only for a path protected otherwise "
                     + "([accounts.md](accounts.md#the-path-between-nodes-and-radius-servers))")
+        case .accountsCluster:
+            .rule(
+                .error,
+                "`accounts.cluster` cannot work as written: no host with `role: monitor` or a second one, fewer than "
+                    + "two data nodes, a host's name unusable or shared with another host, node or RADIUS server, two "
+                    + "hosts at one address (the monitor on a data node's host above all), or `radius_database` written "
+                    + "beside it ([accounts.md](accounts.md#a-replicated-accounts-database))")
+        case .accountsClusterRegion:
+            .rule(
+                .warning,
+                "the cluster's monitor is in the region of a data node: losing that region loses both, and nothing is "
+                    + "promoted")
         case .quotaDisconnectBlocked:
             .rule(
                 .warning,

@@ -84,6 +84,8 @@ package enum RuleCode: String, CaseIterable, Sendable, Hashable, Codable, Custom
     case disconnectFromWide = "disconnect-from-wide"
     case monitoringFromWide = "monitoring-from-wide"
     case quotaDisconnectBlocked = "quota-disconnect-blocked"
+    case accountsCluster = "accounts-cluster"
+    case accountsClusterRegion = "accounts-cluster-region"
     case acmeSettingsMissing = "acme-settings-missing"
     case acmeIdentity = "acme-identity"
     case acmeUnused = "acme-unused"

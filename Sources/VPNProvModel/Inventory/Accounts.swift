@@ -19,15 +19,92 @@ package struct RadiusServer: Sendable, Hashable {
     package var address: String
     package var authPort: Int
     package var acctPort: Int
+    /// The region the server is in (a node's `region` names the same): nodes of that region ask it first, and it
+    /// asks the accounts database's hosts of that region first.
+    package var region: String?
     package var location: SourceLocation
 
-    package init(name: String, address: String, authPort: Int = 1812, acctPort: Int = 1813, location: SourceLocation) {
+    package init(
+        name: String, address: String, authPort: Int = 1812, acctPort: Int = 1813, region: String? = nil,
+        location: SourceLocation
+    ) {
         self.name = name
         self.address = address
         self.authPort = authPort
         self.acctPort = acctPort
+        self.region = region
         self.location = location
     }
+}
+
+/// What a host of `accounts.cluster.hosts` is to pg_auto_failover.
+package enum DatabaseHostRole: String, Sendable, Hashable, CaseIterable {
+    /// A PostgreSQL server holding the accounts: the primary or a standby, as the monitor decides.
+    case data
+    /// pg_auto_failover's monitor: a small PostgreSQL of its own that watches the data nodes and decides the
+    /// failover. Not in the data path.
+    case monitor
+}
+
+/// One host of the accounts database cluster.
+package struct DatabaseHost: Sendable, Hashable {
+    /// The name under `hosts:`: an Ansible host of the group vpnprov_accounts_db and pg_auto_failover's node name.
+    package var name: String
+    /// IPv4, IPv6 or DNS name: where the others and every client connect, and the name its certificate holds.
+    package var address: String
+    package var region: String?
+    package var role: DatabaseHostRole
+    package var location: SourceLocation
+
+    package init(
+        name: String, address: String, region: String? = nil, role: DatabaseHostRole = .data,
+        location: SourceLocation
+    ) {
+        self.name = name
+        self.address = address
+        self.region = region
+        self.role = role
+        self.location = location
+    }
+}
+
+/// `accounts.cluster`: the accounts database as a pg_auto_failover cluster (docs/accounts.md, "A replicated
+/// accounts database"): data nodes in streaming replication and a monitor that promotes a standby when the
+/// primary fails. Without it the database is the one server `radius_database` and `database` name.
+package struct AccountsCluster: Sendable, Hashable {
+    package static let defaultPort = 5432
+    package static let defaultDatabaseName = "accounts"
+
+    /// In the order written: among the data nodes of one region, the first is asked first.
+    package var hosts: [DatabaseHost]
+    package var port: Int
+    package var databaseName: String
+    /// Absolute path, on the machine that runs Ansible and `vpnprov accounts`, of the directory with the
+    /// database's TLS files (the operator's CA: `ca.crt`, `<host>.crt`/`.key`, `radius.crt`/`.key`,
+    /// `vpnprov.crt`/`.key`). vpnprov reads none of them: the role copies them, libpq opens them.
+    package var tlsDirectory: String
+    package var location: SourceLocation
+    package var fieldLocations: [InventoryDecoder.DatabaseClusterKey: SourceLocation]
+
+    package init(
+        hosts: [DatabaseHost], port: Int = AccountsCluster.defaultPort,
+        databaseName: String = AccountsCluster.defaultDatabaseName, tlsDirectory: String, location: SourceLocation,
+        fieldLocations: [InventoryDecoder.DatabaseClusterKey: SourceLocation] = [:]
+    ) {
+        self.hosts = hosts
+        self.port = port
+        self.databaseName = databaseName
+        self.tlsDirectory = tlsDirectory
+        self.location = location
+        self.fieldLocations = fieldLocations
+    }
+
+    package func location(of key: InventoryDecoder.DatabaseClusterKey) -> SourceLocation {
+        fieldLocations[key] ?? location
+    }
+
+    package var dataNodes: [DatabaseHost] { hosts.filter { $0.role == .data } }
+    package var monitors: [DatabaseHost] { hosts.filter { $0.role == .monitor } }
 }
 
 /// How RADIUS travels between the nodes and the RADIUS servers (`accounts.protection`).
@@ -71,6 +148,8 @@ package struct AccountsSettings: Sendable, Hashable {
     var disconnectFromLocations: [SourceLocation] = []
     /// In order of preference: the first is asked first.
     package var servers: [RadiusServer]
+    /// The accounts database as a cluster; nil: one server (`radius_database`, `database`).
+    package var cluster: AccountsCluster?
     package var location: SourceLocation
     /// Where each key's value was written.
     package var fieldLocations: [InventoryDecoder.AccountsKey: SourceLocation]
@@ -111,6 +190,10 @@ extension Inventory {
     /// The RADIUS servers' names (`radius/<name>/`, Ansible hosts of the group `vpnprov_radius`), in
     /// preference order; empty without `accounts:`.
     package var radiusServerNames: [String] { accounts?.servers.map(\.name) ?? [] }
+
+    /// The accounts database cluster's hosts (Ansible hosts of the group vpnprov_accounts_db); empty without
+    /// `accounts.cluster`.
+    package var databaseHostNames: [String] { accounts?.cluster?.hosts.map(\.name) ?? [] }
 
     /// Every host a rollout reaches, as `state/rollout-pending` and the rollout's `--limit` name them:
     /// the RADIUS servers first (deploy/site.yml rolls them out first), then the nodes. The names are

@@ -85,6 +85,8 @@ extension InventoryDecoder {
                 settings.servers = decodeRadiusServers(value, cx)
             case .quotas:
                 settings.dataQuotas = decodeQuotas(value, cx)
+            case .cluster:
+                settings.cluster = decodeCluster(value, cx)
             }
         }
         if !sawServers {
@@ -124,32 +126,120 @@ extension InventoryDecoder {
         if list.isEmpty {
             cx.error(.invalidValue, "'accounts.servers' names no server; name at least one", at: node)
         }
-        var servers: [RadiusServer] = []
+        return decodeAddressed(
+            list, what: "RADIUS server", keys: RadiusServerKey.self, address: .address,
+            why: " (where the nodes send requests)", cx,
+            make: { RadiusServer(name: $0, address: "", location: $1) },
+            set: { server, key, v, field in
+                switch key {
+                case .address: break
+                case .authPort: server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
+                case .acctPort: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
+                case .region: server.region = cx.string(v, field)
+                }
+            }, setAddress: { $0.address = $1 })
+    }
+
+    /// `accounts.cluster: {hosts: {NAME: {address, region, role: data|monitor}}, port, dbname, tls_dir}`.
+    private func decodeCluster(_ node: YAMLNode, _ cx: DecodingContext) -> AccountsCluster? {
+        guard let entries = cx.mapping(node, "'accounts.cluster'", keys: DatabaseClusterKey.self) else { return nil }
+        var cluster = AccountsCluster(hosts: [], tlsDirectory: "", location: cx.location(node))
+        var sawHosts = false
+        var sawTLS = false
+        for (key, _, value) in entries {
+            let field = "'accounts.cluster.\(key.rawValue)'"
+            cluster.fieldLocations[key] = cx.location(value)
+            if value.isNull { continue }
+            switch key {
+            case .hosts:
+                sawHosts = true
+                cluster.hosts = decodeDatabaseHosts(value, cx)
+            case .port:
+                cluster.port = cx.integer(value, field, minimum: 1, maximum: 65535) ?? cluster.port
+            case .dbname:
+                guard let name = cx.string(value, field) else { continue }
+                // A PostgreSQL identifier the keeper, the role and the connection strings take unquoted.
+                if let first = name.utf8.first, name.utf8.count <= 63,
+                    (first >= 0x61 && first <= 0x7A) || first == UInt8(ascii: "_"),
+                    name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F })
+                {
+                    cluster.databaseName = name
+                } else {
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be a lower-case PostgreSQL name (a-z, 0-9, '_', not starting with a digit, at most 63 characters)",
+                        at: value)
+                }
+            case .tlsDir:
+                sawTLS = true
+                guard let path = cx.string(value, field) else { continue }
+                if !path.hasPrefix("/") || path.contains(where: { $0.isWhitespace || "'\"\\$`".contains($0) }) {
+                    cx.error(
+                        .invalidValue,
+                        "\(field) must be an absolute path without spaces or quotes: the directory, on the machine that runs Ansible and 'vpnprov accounts', of the database's TLS files (ca.crt, <host>.crt and .key, radius.crt and .key, vpnprov.crt and .key)",
+                        at: value)
+                } else {
+                    cluster.tlsDirectory = path
+                }
+            }
+        }
+        if !sawHosts {
+            cx.error(
+                .missingKey,
+                "'accounts.cluster': missing required key 'hosts' (the data nodes and the monitor of the accounts database)",
+                at: node)
+        }
+        if !sawTLS {
+            cx.error(
+                .missingKey,
+                "'accounts.cluster': missing required key 'tls_dir' (the directory of the database's TLS certificates and keys: replication and every client authenticate with certificates)",
+                at: node)
+        }
+        return cluster
+    }
+
+    private func decodeDatabaseHosts(_ node: YAMLNode, _ cx: DecodingContext) -> [DatabaseHost] {
+        guard let list = cx.mapping(node, "'accounts.cluster.hosts'") else { return [] }
+        return decodeAddressed(
+            list, what: "database host", keys: DatabaseHostKey.self, address: .address, why: "", cx,
+            make: { DatabaseHost(name: $0, address: "", location: $1) },
+            set: { host, key, v, field in
+                switch key {
+                case .address: break
+                case .region: host.region = cx.string(v, field)
+                case .role: host.role = cx.choice(v, field, DatabaseHostRole.self) ?? host.role
+                }
+            }, setAddress: { $0.address = $1 })
+    }
+
+    /// The entries of a `NAME: {address, …}` mapping (the RADIUS servers, the database hosts): each a mapping of
+    /// `keys`, decoded by `set`, its required `address` read here (an entry without one is reported and left out).
+    private func decodeAddressed<Keys: RawRepresentable & CaseIterable & Equatable, Entry>(
+        _ list: [(key: String, keyNode: YAMLNode, value: YAMLNode)], what kind: String, keys: Keys.Type,
+        address addressKey: Keys, why: String, _ cx: DecodingContext,
+        make: (String, SourceLocation) -> Entry, set: (inout Entry, Keys, YAMLNode, String) -> Void,
+        setAddress: (inout Entry, String) -> Void
+    ) -> [Entry] where Keys.RawValue == String {
+        var entries: [Entry] = []
         for (name, keyNode, value) in list {
-            let what = "RADIUS server '\(DecodingContext.printable(name))'"
-            guard let fields = cx.mapping(value, what, keys: RadiusServerKey.self) else { continue }
-            var server = RadiusServer(name: name, address: "", location: cx.location(keyNode))
+            let what = "\(kind) '\(DecodingContext.printable(name))'"
+            guard let fields = cx.mapping(value, what, keys: Keys.self) else { continue }
+            var entry = make(name, cx.location(keyNode))
             var address: String?
             for (key, _, v) in fields {
                 if v.isNull { continue }
                 let field = "\(what): '\(key.rawValue)'"
-                switch key {
-                case .address: address = cx.string(v, field)
-                case .authPort: server.authPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.authPort
-                case .acctPort: server.acctPort = cx.integer(v, field, minimum: 1, maximum: 65535) ?? server.acctPort
-                }
+                if key == addressKey { address = cx.string(v, field) } else { set(&entry, key, v, field) }
             }
             guard let address else {
-                if !fields.contains(where: { $0.key == .address }) {
-                    cx.error(
-                        .missingKey, "\(what): missing required key 'address' (where the nodes send requests)",
-                        at: keyNode)
+                if !fields.contains(where: { $0.key == addressKey }) {
+                    cx.error(.missingKey, "\(what): missing required key 'address'\(why)", at: keyNode)
                 }
                 continue
             }
-            server.address = address
-            servers.append(server)
+            setAddress(&entry, address)
+            entries.append(entry)
         }
-        return servers
+        return entries
     }
 }

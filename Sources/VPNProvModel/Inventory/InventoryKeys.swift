@@ -120,7 +120,7 @@ extension InventoryDecoder {
         case accountingInterval = "accounting_interval"
         case deviceLimit = "device_limit"
         case disconnectFrom = "disconnect_from"
-        case protection, servers, quotas
+        case protection, servers, quotas, cluster
     }
 
     /// Keys of one server under `accounts.servers`.
@@ -128,6 +128,18 @@ extension InventoryDecoder {
         case address
         case authPort = "auth_port"
         case acctPort = "acct_port"
+        case region
+    }
+
+    /// Keys of `accounts.cluster` (the accounts database as a pg_auto_failover cluster).
+    package enum DatabaseClusterKey: String, Sendable, Hashable, CaseIterable {
+        case hosts, port, dbname
+        case tlsDir = "tls_dir"
+    }
+
+    /// Keys of one host under `accounts.cluster.hosts`.
+    package enum DatabaseHostKey: String, Sendable, Hashable, CaseIterable {
+        case address, region, role
     }
 
     /// Keys of `acme:`.

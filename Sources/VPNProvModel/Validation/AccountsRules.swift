@@ -38,7 +38,7 @@ package enum AccountsRules {
                     .accountsUnused,
                     "'accounts:' is written but no node says 'accounts: radius'; no node uses the RADIUS servers",
                     at: accounts.location))
-        } else if accounts.radiusDatabase == nil {
+        } else if accounts.radiusDatabase == nil && accounts.cluster == nil {
             d.append(
                 .error(
                     .radiusDatabaseMissing,
@@ -54,6 +54,7 @@ package enum AccountsRules {
                     at: accounts.location(of: .protection), about: .deployment))
         }
         checkDisconnectFrom(accounts, nodes: inventory.nodes, into: &d)
+        if let cluster = accounts.cluster { checkCluster(cluster, accounts, inventory, into: &d) }
         if !radiusNodes.isEmpty { checkQuotaDisconnect(accounts, into: &d) }
         if !radiusNodes.isEmpty && !accounts.servers.isEmpty && accounts.effectiveDisconnectFrom.isEmpty {
             d.append(
@@ -143,6 +144,97 @@ package enum AccountsRules {
                             at: accounts.location(of: .quotas), about: .deployment))
                 }
             }
+        }
+    }
+
+    /// `accounts.cluster` (docs/accounts.md, "A replicated accounts database"): one monitor, at least two data nodes
+    /// (a failover needs a standby to promote), names that are Ansible hosts of their own, addresses of their own (the
+    /// monitor on a data node's host would go down with it: a primary that reaches neither the monitor nor its standby
+    /// demotes itself), and vpnprov writing the RADIUS servers' connection string itself (`radius_database` beside the
+    /// cluster would be a second, conflicting one).
+    static func checkCluster(
+        _ cluster: AccountsCluster, _ accounts: AccountsSettings, _ inventory: Inventory, into d: inout [Diagnostic]
+    ) {
+        if accounts.radiusDatabase != nil {
+            d.append(
+                .error(
+                    .accountsCluster,
+                    "'accounts': radius_database is written beside 'cluster'; with a cluster vpnprov writes the RADIUS servers' connection string itself (every data node, read-write only, certificate login), so remove radius_database",
+                    at: accounts.location(of: .radiusDatabase)))
+        }
+        let monitors = cluster.monitors
+        if monitors.isEmpty && !cluster.hosts.isEmpty {
+            d.append(
+                .error(
+                    .accountsCluster,
+                    "'accounts.cluster': no host has 'role: monitor'; pg_auto_failover needs one monitor (a small PostgreSQL of its own, on a host of its own) to decide a failover",
+                    at: cluster.location(of: .hosts)))
+        }
+        for extra in monitors.dropFirst() {
+            d.append(
+                .error(
+                    .accountsCluster,
+                    "database host \(TextCheck.quoted(extra.name)): a second monitor; a formation has exactly one (its own standby is not supported by pg_auto_failover)",
+                    at: extra.location,
+                    notes: [.init(location: monitors[0].location, message: "the monitor is here")]))
+        }
+        if cluster.dataNodes.count < 2 && !cluster.hosts.isEmpty {
+            d.append(
+                .error(
+                    .accountsCluster,
+                    "'accounts.cluster': \(cluster.dataNodes.count == 0 ? "no data node" : "one data node"); a failover needs at least two (a primary and a standby to promote), for one database server use radius_database and database without 'cluster'",
+                    at: cluster.location(of: .hosts)))
+        }
+        let others = Set(inventory.nodes.map { $0.name.lowercased() } + accounts.servers.map { $0.name.lowercased() })
+        var seenNames: [String: SourceLocation] = [:]
+        var seenAddresses: [[UInt8]: DatabaseHost] = [:]
+        for host in cluster.hosts {
+            let what = "database host \(TextCheck.quoted(host.name))"
+            if let problem = NameRules.problem(host.name) {
+                d.append(.error(.accountsCluster, "\(what): the name \(problem)", at: host.location))
+            } else if let first = seenNames[host.name.lowercased()] {
+                d.append(
+                    .error(
+                        .accountsCluster, "\(what): the name differs from another host's only in case",
+                        at: host.location, notes: [.init(location: first, message: "the other host is here")]))
+            } else if others.contains(host.name.lowercased()) {
+                d.append(
+                    .error(
+                        .accountsCluster,
+                        "\(what): a node or RADIUS server has the same name; the Ansible inventory names every host once",
+                        at: host.location))
+            } else {
+                seenNames[host.name.lowercased()] = host.location
+            }
+            if let (severity, _, text) = NetworkRules.addressProblem(host.address), severity == .error {
+                d.append(
+                    .error(
+                        .accountsCluster, "\(what): address \(TextCheck.quoted(host.address)) \(text)",
+                        at: host.location))
+            } else if let bytes = IPAddressText.parse(host.address) {
+                if let other = seenAddresses[bytes] {
+                    let monitorInvolved = host.role == .monitor || other.role == .monitor
+                    d.append(
+                        .error(
+                            .accountsCluster,
+                            monitorInvolved
+                                ? "\(what): the monitor and data node \(TextCheck.quoted(host.role == .monitor ? other.name : host.name)) share the address \(host.address); the monitor must not share a host with a data node (a primary that reaches neither the monitor nor its standby demotes itself, so losing that host would stop the database)"
+                                : "\(what): the address \(host.address) is also database host \(TextCheck.quoted(other.name))'s; each data node needs a host of its own",
+                            at: host.location,
+                            notes: [.init(location: other.location, message: "the other host is here")]))
+                } else {
+                    seenAddresses[bytes] = host
+                }
+            }
+        }
+        if let monitor = monitors.first, let region = monitor.region,
+            let sharing = cluster.dataNodes.first(where: { $0.region == region })
+        {
+            d.append(
+                .warning(
+                    .accountsClusterRegion,
+                    "database host \(TextCheck.quoted(monitor.name)): the monitor is in region \(TextCheck.quoted(region)) with data node \(TextCheck.quoted(sharing.name)); losing that region loses the monitor and a data node together, and the other data node is then not promoted. Put the monitor in a third region",
+                    at: monitor.location, about: .deployment))
         }
     }
 

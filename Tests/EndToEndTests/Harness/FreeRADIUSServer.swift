@@ -32,6 +32,8 @@ final class FreeRADIUSServer: @unchecked Sendable {
     let configDirectory: String
     /// Variables the configuration reads with `$ENV{…}` (none for a generated directory).
     let environment: [String: String]
+    /// Whether it runs with its namespace's `PrivateView`s in place (the files a host installs for it, under /etc).
+    let withViews: Bool
     let runDirectory: URL
     /// Where FreeRADIUS logs (every start of this server appends to it): the generated configuration's
     /// `${logdir}/radius.log`, with the scratch directory mounted on its `logdir`, so that the lines the
@@ -47,13 +49,15 @@ final class FreeRADIUSServer: @unchecked Sendable {
     var isRunning: Bool { process?.isRunning ?? false }
 
     private init(
-        namespace: String, label: String, kind: Kind, configDirectory: String, environment: [String: String]
+        namespace: String, label: String, kind: Kind, configDirectory: String, environment: [String: String],
+        withViews: Bool
     ) throws {
         self.namespace = namespace
         self.label = label
         self.kind = kind
         self.configDirectory = configDirectory
         self.environment = environment
+        self.withViews = withViews
         runDirectory = try Scratch.makeDirectory("radius-\(label)")
         logPath = runDirectory.appendingPathComponent("radius.log").path
         stateDirectory = runDirectory.appendingPathComponent("state")
@@ -64,10 +68,11 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// Checks the configuration (`freeradius -C`), starts the server and waits until it is ready.
     static func start(
         in namespace: String, label: String, kind: Kind = .server, configDirectory: String,
-        environment: [String: String] = [:], timeout: Duration = .seconds(20)
+        environment: [String: String] = [:], withViews: Bool = false, timeout: Duration = .seconds(20)
     ) throws -> FreeRADIUSServer {
         let server = try FreeRADIUSServer(
-            namespace: namespace, label: label, kind: kind, configDirectory: configDirectory, environment: environment)
+            namespace: namespace, label: label, kind: kind, configDirectory: configDirectory, environment: environment,
+            withViews: withViews)
         try server.checkConfiguration()
         try server.start(timeout: timeout)
         return server
@@ -111,20 +116,21 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// exec` gives it, a tmpfs over /run, /var/log and /var/lib take them, so nothing is created on the host.
     /// The configuration's `logdir` (`/var/log/vpnprov-freeradius`, a relay's `/var/log/vpnprov-radius-relay`) is the
     /// scratch directory, bind-mounted there, and its accounting buffer's directory (`/var/lib/…` of the same name)
-    /// is `stateDirectory`.
+    /// is `stateDirectory`. `withViews`: the namespace's `PrivateView`s are put in place first.
     private func command(_ arguments: [String]) -> [String] {
-        let script = """
-            set -e
-            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
-            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
-            mkdir /var/log/\(kind.rawValue)
-            mount --bind "$1" /var/log/\(kind.rawValue)
-            mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/lib
-            mkdir /var/lib/\(kind.rawValue)
-            mount --bind "$2" /var/lib/\(kind.rawValue)
-            shift 2
-            exec "$@"
-            """
+        let script =
+            "set -e\n" + (withViews ? PrivateView.mountScript(for: namespace) : "")
+                + """
+                mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /run
+                mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/log
+                mkdir /var/log/\(kind.rawValue)
+                mount --bind "$1" /var/log/\(kind.rawValue)
+                mount -t tmpfs -o size=1m,mode=0755 vpnp-radius /var/lib
+                mkdir /var/lib/\(kind.rawValue)
+                mount --bind "$2" /var/lib/\(kind.rawValue)
+                shift 2
+                exec "$@"
+                """
         return [
             "netns", "exec", namespace, "/bin/sh", "-c", script, "sh", runDirectory.path, stateDirectory.path,
             Self.path,

@@ -1,0 +1,222 @@
+import Foundation
+import Glibc
+import Testing
+import VPNProvSupport
+import VPNProvTestFixtures
+import VPNProvTestHarness
+
+/// The accounts database as a pg_auto_failover cluster with the files vpnprov generated (docs/accounts.md, "A
+/// replicated accounts database"): Debian's PostgreSQL 15 and pg_autoctl 2.0, a monitor and two data nodes in
+/// network namespaces, certificate logins only. `vpnprov accounts` connects with the string it builds from the
+/// inventory (every data node, read-write, the operator's certificate). The primary's postmaster is SIGKILLed
+/// right after a batch of acknowledged account changes: the next `accounts add` waits out the failover and
+/// succeeds (retried by the test as an app would, only after a failure that vpnprov reported), `disable` works
+/// right after, the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
+/// restarted it before the monitor acted), and every change that was acknowledged is on both data nodes.
+@Suite struct AccountsClusterFailoverTests {
+    @Test func theAccountsFollowThePrimaryThroughAFailoverAndLoseNothingAcknowledged() throws {
+        for dependency in DatabaseClusterLab.dependencies
+        where !FileManager.default.isExecutableFile(atPath: dependency) {
+            throw HarnessError(
+                "\(dependency) is missing (scripts/install-test-deps installs postgresql-15-auto-failover and pg-auto-failover-cli)"
+            )
+        }
+        let dir = try Scratch.makeDirectory("accounts-cluster")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lab = DatabaseClusterLab(dir: dir)
+        defer { lab.teardown() }
+        try lab.setUp()
+        let clock = ContinuousClock()
+        let (inventory, out) = try lab.bringUp()
+        func accounts(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProgramResult {
+            try lab.accounts(arguments, inventory: inventory, timeout: timeout)
+        }
+        let a = lab.host("db-a")
+        let b = lab.host("db-b")
+        let password = dir.path + "/password"
+        try "correct horse battery\n".write(toFile: password, atomically: true, encoding: .utf8)
+        var acknowledged: [String] = []
+        for i in 1...5 {
+            let added = try accounts(["add", "user\(i)", "--tier", "free", "--password-file", password])
+            #expect(added.succeeded, "\(added)")
+            if added.succeeded { acknowledged.append("user\(i)") }
+        }
+
+        // RADIUS server rad-a with its generated configuration (its sql module names both data nodes, read-write).
+        // carol and solo may use one device each; each logs in and its session's Start is accounted.
+        let radiusStarted = clock.now
+        try lab.startRadius(generated: out)
+        for user in ["carol", "solo"] {
+            let added = try accounts(["add", user, "--tier", "free", "--devices", "1", "--password-file", password])
+            try #require(added.succeeded, "\(added)")
+            acknowledged.append(user)
+        }
+        @Sendable func login(_ user: String, port: Int, timeout: Int = 3) throws -> ProgramResult {
+            try lab.radclient(
+                "auth",
+                "User-Name = \"\(user)\"\nUser-Password = \"correct horse battery\"\nNAS-Identifier = \"node-a\"\n"
+                    + "NAS-IP-Address = \(DatabaseClusterLab.nodeAddress)\nNAS-Port = \(port)\n"
+                    + "Calling-Station-Id = \"device-\(port)\"\nMessage-Authenticator = 0x00\n",
+                generated: out, timeout: timeout)
+        }
+        @Sendable func refused(_ r: ProgramResult) -> Bool { r.output.contains("Received Access-Reject") }
+        @Sendable func accepted(_ r: ProgramResult) -> Bool { r.output.contains("Received Access-Accept") }
+        func accounting(_ status: String, _ user: String, port: Int) throws -> ProgramResult {
+            var record =
+                "Acct-Status-Type = \(status)\nUser-Name = \"\(user)\"\nAcct-Session-Id = \"\(user)-1\"\n"
+                + "NAS-Identifier = \"node-a\"\nNAS-IP-Address = \(DatabaseClusterLab.nodeAddress)\nNAS-Port = \(port)\n"
+                + "Framed-IP-Address = 10.27.1.\(port)\nClass = \"free\"\n"
+            if status == "Stop" { record += "Acct-Session-Time = 60\nAcct-Terminate-Cause = User-Request\n" }
+            return try lab.radclient("acct", record, generated: out, timeout: 5)
+        }
+        func sessions(_ user: String) throws -> String {
+            try lab.psql(
+                lab.primary() ?? a, database: "accounts",
+                "SELECT count(*) || '/' || count(acctstoptime) FROM radacct WHERE username = '\(user)'"
+            ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for (user, port) in [("carol", 1), ("solo", 2)] {
+            let first = try login(user, port: port)
+            #expect(accepted(first), "\(user): \(first)")
+            let start = try accounting("Start", user, port: port)
+            #expect(start.output.contains("Received Accounting-Response"), "\(start)")
+        }
+        try lab.wait(for: "both Starts in radacct", timeout: .seconds(10)) {
+            try sessions("carol") == "1/0" && sessions("solo") == "1/0"
+        }
+        // A refusal for the device limit (the policy logs it), not for any other reason.
+        func refusedForTheLimit(_ user: String, port: Int) throws -> Bool {
+            guard let radius = lab.radius else { throw HarnessError("rad-a is not running") }
+            let mark = radius.logMark
+            let r = try login(user, port: port)
+            let log = radius.log(since: mark)
+            return refused(r) && log.contains("Multiple logins")
+        }
+        #expect(try refusedForTheLimit("solo", port: 12), "solo's second device before the failover")
+
+        // SIGKILL of the primary's postmaster: pg_auto_failover fails over to db-b.
+        let postmaster = try #require(lab.postmasterPid(a))
+        let killed = clock.now
+        Glibc.kill(postmaster, SIGKILL)
+        // carol's session ends while the database is failing over: rad-a answers and buffers the Stop if it cannot
+        // write it.
+        let stop = try accounting("Stop", "carol", port: 1)
+        #expect(stop.output.contains("Received Accounting-Response"), "carol's Stop: \(stop)")
+        let buffer = try #require(lab.radius).stateDirectory.appendingPathComponent("accounting").path
+        let buffered = ((try? FileManager.default.contentsOfDirectory(atPath: buffer)) ?? []).contains {
+            $0.hasPrefix("detail")
+        }
+        // Logins meanwhile, as the node's retries would come: the gap until the first one accepted again.
+        final class Logins: @unchecked Sendable {
+            let lock = NSLock()
+            var refused = 0
+            var unanswered = 0
+            var backAfter: Duration?
+            var stop = false
+        }
+        let logins = Logins()
+        // The probe ends at its first accepted login, after 40 s, or when the test ends early.
+        defer { logins.lock.withLock { logins.stop = true } }
+        let loginProbe = Thread {
+            while clock.now - killed < .seconds(40), !logins.lock.withLock({ logins.stop }) {
+                let attempt = try? login("user2", port: 20, timeout: 2)
+                let at = clock.now - killed
+                let ok = attempt.map(accepted) ?? false
+                let no = attempt.map(refused) ?? false
+                logins.lock.withLock {
+                    if ok { logins.backAfter = at } else if no { logins.refused += 1 } else { logins.unanswered += 1 }
+                }
+                if ok { return }
+                usleep(200_000)  // a login every 0.2 s, not a busy loop
+            }
+        }
+        loginProbe.start()
+        // The app's retry: an attempt that fails (exit 3) was not acknowledged. Seen: the old primary's keeper
+        // restarts its PostgreSQL before the monitor demotes it, `accounts add` commits there, the commit waits for
+        // the standby being promoted and is then terminated ("committed locally, but might not have been
+        // replicated"): vpnprov reports the failure, never a success, and the row is rewound away.
+        var attempts: [ProgramResult] = []
+        while clock.now - killed < .seconds(30) {
+            let attempt = try accounts(["add", "during", "--tier", "free", "--password-file", password])
+            attempts.append(attempt)
+            if attempt.succeeded {
+                acknowledged.append("during")
+                break
+            }
+            #expect(attempt.exitCode == 3, "\(attempt.stderr)")
+            if attempt.exitCode != 3 { break }
+        }
+        #expect(attempts.last?.succeeded == true, "\(attempts.map(\.stderr))")
+        // vpnprov waits out the failover itself: only an attempt whose commit the failover cut off needs another.
+        #expect(attempts.count <= 2, "\(attempts.map(\.stderr))")
+        let writable = clock.now - killed
+        print(
+            "accounts cluster: 'accounts add' acknowledged \(writable) after the primary's postmaster was killed, "
+                + "attempt \(attempts.count)")
+        #expect(writable < .seconds(30))
+        // While the old primary is still away (it is being rewound, or not yet told): disable works.
+        let disabled = try accounts(["disable", "user1"])
+        #expect(disabled.succeeded, "\(disabled)")
+
+        // RADIUS across the failover.
+        try lab.wait(for: "a login accepted again", timeout: .seconds(45)) {
+            logins.lock.withLock { logins.backAfter != nil } || !loginProbe.isExecuting && loginProbe.isFinished
+        }
+        let back = try #require(logins.lock.withLock { logins.backAfter }, "no login accepted within 40 s")
+        print(
+            "accounts cluster: logins accepted again \(back) after the kill "
+                + "(before: \(logins.lock.withLock { logins.refused }) refused, "
+                + "\(logins.lock.withLock { logins.unanswered }) unanswered within 2 s; a login every 0.2 s)")
+        #expect(back < .seconds(30))
+        // This lab has no node (no charon to disconnect): the disable is seen by the next login, through the new
+        // primary.
+        let afterDisable = try login("user1", port: 21)
+        #expect(refused(afterDisable), "user1 disabled: \(afterDisable)")
+        #expect(try refusedForTheLimit("solo", port: 12), "solo's second device after the failover")
+        // carol's Stop lands exactly once (written at once or replayed from rad-a's buffer), then carol may log in.
+        // Exactly once: one row, closed, counted after rad-a's buffer is empty (a replayed duplicate of a Stop that
+        // was also written would have come by then).
+        try lab.wait(for: "carol's Stop in radacct and rad-a's buffer empty", timeout: .seconds(30)) {
+            let left = ((try? FileManager.default.contentsOfDirectory(atPath: buffer)) ?? []).filter {
+                $0.hasPrefix("detail")
+            }
+            return try left.isEmpty && sessions("carol") == "1/1"
+        }
+        #expect(try sessions("carol") == "1/1")
+        print(
+            "accounts cluster: carol's Stop "
+                + (buffered ? "was buffered on rad-a and replayed" : "was written at once"))
+        let carolAgain = try login("carol", port: 3)
+        #expect(accepted(carolAgain), "carol after her Stop: \(carolAgain)")
+        print("accounts cluster: the RADIUS half took \(clock.now - radiusStarted) in all")
+
+        // The cluster settles by itself: pg_auto_failover either promoted db-b and rewound db-a into a standby, or
+        // (seen when db-a's keeper had PostgreSQL running again before the monitor's health check failed) kept
+        // db-a as the primary. Either way one primary and one synchronous standby, nothing done by hand.
+        var settled: [String: String] = [:]
+        try lab.wait(for: "one primary and one standby again", timeout: .seconds(90)) {
+            settled = try lab.states()
+            return Set(settled.values) == ["primary/primary", "secondary/secondary"]
+        }
+        print(
+            "accounts cluster: settled \(clock.now - killed) after the kill, "
+                + (settled["db-a"] == "secondary/secondary"
+                    ? "db-b promoted, db-a a standby" : "db-a still the primary"))
+        // Every acknowledged change is on the primary and on the standby.
+        let list = try accounts(["list", "--format", "json"])
+        try #require(list.succeeded, "\(list)")
+        for user in acknowledged { #expect(list.stdout.contains("\"\(user)\""), "\(user) lost: \(list.stdout)") }
+        for host in [a, b] {
+            let rows = try lab.psql(
+                host, database: "accounts",
+                "SELECT string_agg(username, ',' ORDER BY username) FROM radusergroup")
+            #expect(
+                rows.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                    == acknowledged.sorted().joined(separator: ","),
+                "\(host.name): \(rows)")
+            let marks = try lab.psql(
+                host, database: "accounts", "SELECT username FROM radcheck WHERE attribute = 'Auth-Type'")
+            #expect(marks.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "user1", "\(host.name): \(marks)")
+        }
+    }
+}

@@ -278,8 +278,11 @@ final class DatabaseClusterLab: @unchecked Sendable {
             contentsOfFile: generated
                 + (viaRelay ? "/servers/node-a/radius-relay/clients.conf" : "/radius/rad-a/clients.conf"),
             encoding: .utf8)
+        // The client section's secret (a RADIUS server's clients.conf also has each node's Disconnect home server,
+        // with the node's Disconnect-Request secret, before it).
+        let client = clients.components(separatedBy: "\nclient ").dropFirst().first ?? clients
         guard
-            let line = clients.split(separator: "\n").first(where: {
+            let line = client.split(separator: "\n").first(where: {
                 $0.trimmingCharacters(in: .whitespaces).hasPrefix("secret = ")
             })
         else { throw HarnessError("no secret in the generated clients.conf") }

@@ -116,7 +116,7 @@ struct ForwardingTests {
                 mssProven = true
             }
             let ping = try nut.scenario.pair.ping(
-                from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress)
+                from: nut.scenario.pair.clientNamespace, source: vip, to: Self.hostAddress, within: 6)
             #expect(ping.succeeded, "\(c.label): ping to the host behind the node: \(ping)")
             let query = try Subprocess.run(
                 StrongSwanEnvironment.ipPath,

@@ -112,15 +112,17 @@ final class NetworkPair: @unchecked Sendable {
     deinit { teardown() }
 
     /// Pings `destination` from inside `namespace` (optionally from `source`); one echo, bounded wait.
-    func ping(from namespace: String, source: String? = nil, to destination: String, count: Int = 1) throws
-        -> ProgramResult
-    {
+    /// `within`: keep sending (one a second) until `count` replies came or that many seconds passed, for a
+    /// proof of reach whose first echo a loaded machine may lose; without it, one wait of 3 s per echo.
+    func ping(
+        from namespace: String, source: String? = nil, to destination: String, count: Int = 1, within: Int? = nil
+    ) throws -> ProgramResult {
         var args = ["netns", "exec", namespace, StrongSwanEnvironment.pingPath]
         if destination.contains(":") { args.append("-6") }
-        args += ["-n", "-c", String(count), "-W", "3"]
+        args += ["-n", "-c", String(count)] + (within.map { ["-w", String($0)] } ?? ["-W", "3"])
         if let source { args += ["-I", source] }
         args.append(destination)
-        return try Subprocess.run(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10 + 3 * count))
+        return try Subprocess.run(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10 + 3 * count + (within ?? 0)))
     }
 
     /// Pings the server's inner address from the client (through the tunnel), from `source` (a virtual IP).

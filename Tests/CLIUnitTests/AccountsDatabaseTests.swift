@@ -509,6 +509,32 @@ import VPNProvTestSupport
         }
     }
 
+    /// Migration 7: a Stop written once is final (a second copy, a second later, changes nothing), except
+    /// after vpnprov closed the session itself for its node's restart (the node's own Stop knows better).
+    @Test func aRecordedStopIsFinal() throws {
+        try withMigratedStore { cluster, _ in
+            @discardableResult func asRadius(_ sql: String) throws -> String {
+                try cluster.psql("SET ROLE radius; " + sql)
+            }
+            for (unique, cause) in [("u1", "User-Request"), ("u2", "NAS-Reboot")] {
+                try asRadius(
+                    "INSERT INTO radacct (acctsessionid, acctuniqueid, username, nasipaddress, acctstarttime, "
+                        + "acctupdatetime, nasidentifier) VALUES ('\(unique)', '\(unique)', 'alice', '192.0.2.1', "
+                        + "'2026-12-07 10:00:00+00', '2026-12-07 10:00:00+00', 'fra-1')")
+                try asRadius(
+                    "UPDATE radacct SET acctstoptime = '2026-12-07 10:00:10+00', acctsessiontime = 10, "
+                        + "acctterminatecause = '\(cause)' WHERE acctuniqueid = '\(unique)'")
+                try asRadius(
+                    "UPDATE radacct SET acctstoptime = '2026-12-07 10:00:11+00', acctsessiontime = 11, "
+                        + "acctterminatecause = 'Idle-Timeout' WHERE acctuniqueid = '\(unique)'")
+            }
+            let rows = try cluster.psql(
+                "SELECT acctuniqueid, extract(epoch FROM acctstoptime)::bigint - extract(epoch FROM acctstarttime)::bigint, "
+                    + "acctsessiontime, acctterminatecause FROM radacct ORDER BY acctuniqueid")
+            #expect(rows == "u1|10|10|User-Request\nu2|11|11|Idle-Timeout", "\(rows)")
+        }
+    }
+
     /// vpn_check for every account tier against every node tier, and its reasons.
     @Test func theTierDecision() throws {
         try withMigratedStore { cluster, store in

@@ -32,23 +32,15 @@ package struct CertificateNames: Sendable, Hashable {
         var names: [GeneralName] = []
         func add(_ name: GeneralName) { if !names.contains(name) { names.append(name) } }
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", node.name)])
-        switch node.id {
-        case .fqdn(let v): add(.dnsName(v))
-        case .userFQDN(let v): add(.rfc822Name(v))
-        case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) {
-                add(.ipAddress(bytes))
-                add(.dnsName(IPAddressText.format(bytes)))
-            }
-        case .dn(let v):
+        if case .dn(let v) = node.id {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "node '\(node.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
                     at: node.location(of: .id))
             }
             subject = dn
-        case .keyID: break
         }
+        identityNames(node.id).forEach(add)
         if let bytes = IPAddressText.parse(node.address) {
             add(.ipAddress(bytes))
             add(.dnsName(IPAddressText.format(bytes)))
@@ -80,24 +72,15 @@ package struct CertificateNames: Sendable, Hashable {
     package static func client(_ user: User, in inventory: Inventory) throws(CertificateIdentityError)
         -> CertificateNames
     {
-        var names: [GeneralName] = []
         var subject = DistinguishedName([NameAttribute("O", inventory.name), NameAttribute("CN", user.id.value)])
-        switch user.id {
-        case .fqdn(let v): names = [.dnsName(v)]
-        case .userFQDN(let v): names = [.rfc822Name(v)]
-        case .ipv4(let v), .ipv6(let v):
-            if let bytes = IPAddressText.parse(v) {
-                names = [.ipAddress(bytes), .dnsName(IPAddressText.format(bytes))]
-            }
-        case .dn(let v):
+        if case .dn(let v) = user.id {
             guard let dn = DistinguishedName.parse(v) else {
                 throw CertificateIdentityError(
                     "user '\(user.name)': identity '\(v)' is not a distinguished name vpnprov can encode",
                     at: user.location(of: .id))
             }
             subject = dn
-        case .keyID: break
         }
-        return CertificateNames(subject: subject, subjectAltNames: names)
+        return CertificateNames(subject: subject, subjectAltNames: identityNames(user.id))
     }
 }

@@ -86,33 +86,66 @@ let package = Package(
             path: "Tests/VPNProvTestFixtures",
             resources: [.copy("Fixtures")]
         ),
-        // The unit tests, a target per group of layers, each depending on the layers it tests.
+        // The unit tests: one target per layer, named for the target it tests (and depending on the layers below
+        // it that its tests build on); docs/architecture.md, "Targets", says what each holds.
+        // The inventory: the loader, its keys, validation and rule codes, proposals.
         .testTarget(
-            name: "ModelUnitTests",
+            name: "VPNProvModelTests",
             dependencies: [
-                "VPNProvCLI", "VPNProvPlanning", "VPNProvModel", "VPNProvYAML", "VPNProvTestSupport",
+                "VPNProvModel", "VPNProvYAML", "VPNProvPlanning", "VPNProvCLI", "VPNProvTestSupport",
                 "VPNProvTestFixtures",
             ]),
+        // The crypto wrappers, the PKI, the state directory, secrets.
         .testTarget(
-            name: "StateUnitTests",
+            name: "VPNProvPKITests",
             dependencies: [
-                "VPNProvEngine", "VPNProvPKI", "VPNProvPlanning", "VPNProvModel", "VPNProvCrypto", "VPNProvTestSupport",
+                "VPNProvPKI", "VPNProvCrypto", "VPNProvModel", "VPNProvPlanning", "VPNProvEngine", "VPNProvTestSupport",
                 "VPNProvTestFixtures",
             ]),
+        // The plans: consistency, drain, fingerprints, Windows parameters, the accounts cluster.
         .testTarget(
-            name: "RenderingUnitTests",
+            name: "VPNProvPlanningTests",
             dependencies: [
-                "VPNProvEngine", "VPNProvPKI", "VPNProvRendering", "VPNProvOutputTree", "VPNProvPlanning",
-                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvQR",
-                "VPNProvTestFixtures",
+                "VPNProvPlanning", "VPNProvModel", "VPNProvPKI", "VPNProvCrypto", "VPNProvRendering",
+                "VPNProvTemplates", "VPNProvEngine", "VPNProvTestFixtures",
             ]),
+        // The output tree: staging, its caches, file modes, symlink safety.
         .testTarget(
-            name: "CLIUnitTests",
+            name: "VPNProvOutputTreeTests",
+            dependencies: ["VPNProvOutputTree", "VPNProvCrypto", "VPNProvSupport", "VPNProvTestFixtures"]),
+        // Every renderer and its goldens, the template engine, document writers, QR codes.
+        .testTarget(
+            name: "VPNProvRenderingTests",
             dependencies: [
-                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvAccounts", "VPNProvRendering", "VPNProvOutputTree",
-                "VPNProvPlanning", "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvYAML", "VPNProvCrypto",
-                "VPNProvTestSupport", "VPNProvTestFixtures", "vpnprov-testhooks",
+                "VPNProvRendering", "VPNProvTemplates", "VPNProvQR", "VPNProvPlanning", "VPNProvModel", "VPNProvCrypto",
+                "VPNProvSupport", "VPNProvEngine", "VPNProvTestFixtures",
             ]),
+        // The accounts database (a throw-away PostgreSQL), its actions, RADIUS paths, Disconnect.
+        .testTarget(
+            name: "VPNProvAccountsTests",
+            dependencies: [
+                "VPNProvAccounts", "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvPlanning", "VPNProvRendering",
+                "VPNProvModel", "VPNProvTemplates", "VPNProvSupport", "VPNProvCrypto", "VPNProvTestSupport",
+                "VPNProvTestFixtures", "vpnprov-testhooks",
+            ]),
+        // The engine's runs: the pipeline, lifecycle, crash safety, state faults, rollouts pending, hand-off, ACME.
+        .testTarget(
+            name: "VPNProvEngineTests",
+            dependencies: [
+                "VPNProvEngine", "VPNProvCLI", "VPNProvPKI", "VPNProvOutputTree", "VPNProvPlanning", "VPNProvModel",
+                "VPNProvCrypto", "VPNProvTestSupport", "VPNProvTestFixtures", "vpnprov-testhooks",
+            ]),
+        // The command line: commands and options, machine output, install, secrets kept off the console.
+        .testTarget(
+            name: "VPNProvCLITests",
+            dependencies: [
+                "VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvModel", "VPNProvSupport", "VPNProvTestSupport",
+                "VPNProvTestFixtures", "vpnprov-testhooks",
+            ]),
+        // The repository against its docs: the layering of Package.swift, CI's documentation, paths in comments.
+        .testTarget(
+            name: "RepositoryTests",
+            dependencies: ["VPNProvCLI", "VPNProvEngine", "VPNProvPKI", "VPNProvYAML", "VPNProvTestFixtures"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

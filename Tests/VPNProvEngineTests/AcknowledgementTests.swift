@@ -120,10 +120,9 @@ import VPNProvTestFixtures
         try r.out.write(toFile: dir + "/validate.sarif", atomically: true, encoding: .utf8)
         try vpnprov(["validate", "--format", "json"], in: dir).out.write(
             toFile: dir + "/validate.json", atomically: true, encoding: .utf8)
-        let checker = MachineOutputTests()
-        let sarif = try checker.checkOutput("sarif", [dir + "/validate.sarif"])
+        let sarif = try OutputSchema.check("sarif", [dir + "/validate.sarif"])
         #expect(sarif.0 == 0, "\(sarif.1)")
-        let json = try checker.checkOutput("json", [dir + "/validate.json"])
+        let json = try OutputSchema.check("json", [dir + "/validate.json"])
         #expect(json.0 == 0, "\(json.1)")
     }
 

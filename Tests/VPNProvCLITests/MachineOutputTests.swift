@@ -162,7 +162,7 @@ import VPNProvTestFixtures
             try text.write(toFile: documentFiles.last!, atomically: true, encoding: .utf8)
         }
         #expect(printed.count == 12)
-        let (status, report) = try checkOutput("json", documentFiles)
+        let (status, report) = try OutputSchema.check("json", documentFiles)
         #expect(status == 0, "\(report)")
     }
 
@@ -177,13 +177,6 @@ import VPNProvTestFixtures
         #expect(r.code == 2)
         #expect(r.err.contains("expected text or json"))
         #expect(vpnprov(["validate", "--help"]).out.contains("--format <text|json|sarif>"))
-    }
-
-    /// Runs scripts/check-output on `files` ("sarif" or "json"); (exit status, output).
-    func checkOutput(_ kind: String, _ files: [String]) throws -> (Int32, String) {
-        try TestDependency.schemaPython.require()
-        let result = try runTool([TestDependency.schemaPython.path, Self.root + "/scripts/check-output", kind] + files)
-        return (result.status, result.output)
     }
 
     @Test(.needs(.schemaPython)) func sarifOfValidateAndCheckMatchesTheSchemaAndPointsAtTheLines() throws {
@@ -209,14 +202,14 @@ import VPNProvTestFixtures
         try absolute.out.write(toFile: dir + "/absolute.sarif", atomically: true, encoding: .utf8)
         #expect(absolute.out.contains("\"uri\" : \"file://\(dir)/my%20bad.yaml\""), "\(absolute.out)")
 
-        let (status, report) = try checkOutput(
+        let (status, report) = try OutputSchema.check(
             "sarif", [dir + "/validate.sarif", dir + "/check.sarif", dir + "/clean.sarif", dir + "/absolute.sarif"])
         #expect(status == 0, "\(report)")
         // The checker is not a rubber stamp: a log without its version fails.
         var broken = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])
         broken["version"] = nil
         try JSONSerialization.data(withJSONObject: broken).write(to: URL(fileURLWithPath: dir + "/broken.sarif"))
-        #expect(try checkOutput("sarif", [dir + "/broken.sarif"]).0 == 1)
+        #expect(try OutputSchema.check("sarif", [dir + "/broken.sarif"]).0 == 1)
 
         // One rule per code with its help; results at file, line and column; notes as related locations.
         let log = try #require(try JSONSerialization.jsonObject(with: Data(invalid.out.utf8)) as? [String: Any])

@@ -309,8 +309,10 @@ enum InstallCheckTools {
     static let root = Repository.root
 
     @Test func installsTheBinaryManualAndCompletionsIntoAPrefixAndTheBinaryRuns() throws {
-        let binary = try #require(
-            CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
+        let binary = VPNProvBinary.path
+        try #require(
+            FileManager.default.isExecutableFile(atPath: binary),
+            "the vpnprov binary is not built: run `swift build` first")
         let base = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }
         let prefix = base + "/prefix with space"

@@ -104,17 +104,6 @@ import VPNProvYAML
         return Pipeline(environment: variables(value(doc, "variables")), jobs: jobs)
     }
 
-    /// The built binary: beside the test bundle, else in the package's .build/debug.
-    static var binary: String? {
-        var candidates = [root + "/.build/debug/vpnprov"]
-        if let argv0 = CommandLine.arguments.first {
-            let bundleDir = URL(fileURLWithPath: argv0).deletingLastPathComponent()
-            candidates.insert(bundleDir.appendingPathComponent("vpnprov").path, at: 0)
-            candidates.insert(bundleDir.deletingLastPathComponent().appendingPathComponent("vpnprov").path, at: 1)
-        }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }
-
     /// A checkout with the example inventory at `$INVENTORY`, a private `$VPNPROV_HOME`, and a PATH
     /// with vpnprov and the Ansible stub.
     struct Sandbox {
@@ -146,8 +135,9 @@ import VPNProvYAML
                 atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let bin = base + "/bin"
             try fm.createDirectory(atPath: bin, withIntermediateDirectories: true)
-            let vpnprov = try #require(
-                CIDocumentationTests.binary, "the vpnprov binary is not built: run `swift build` first")
+            let vpnprov = VPNProvBinary.path
+            try #require(
+                fm.isExecutableFile(atPath: vpnprov), "the vpnprov binary is not built: run `swift build` first")
             try fm.createSymbolicLink(atPath: bin + "/vpnprov", withDestinationPath: vpnprov)
             // Records its arguments; with a deploy/ tree in the output, the paths it is given must exist.
             let stub = """
@@ -224,7 +214,7 @@ import VPNProvYAML
         // A request: the gate passes (warnings only) and leaves SARIF logs that match the schema.
         _ = try sandbox.run(gateJob)
         let logs = ["vpnprov-validate.sarif", "vpnprov-check.sarif"].map { sandbox.repo + "/" + $0 }
-        let (status, report) = try MachineOutputTests().checkOutput("sarif", logs)
+        let (status, report) = try OutputSchema.check("sarif", logs)
         #expect(status == 0, "\(report)")
         #expect(try sandbox.read("vpnprov-validate.sarif").contains("\"uri\" : \"inventory/vpn.yaml\""))
 

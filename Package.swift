@@ -99,7 +99,8 @@ let package = Package(
         .testTarget(
             name: "VPNProvPKITests",
             dependencies: [
-                "VPNProvPKI", "VPNProvCrypto", "VPNProvModel", "VPNProvPlanning", "VPNProvEngine", "VPNProvTestSupport",
+                "VPNProvPKI", "VPNProvCrypto", "VPNProvSupport", "VPNProvModel", "VPNProvPlanning", "VPNProvEngine",
+                "VPNProvTestSupport",
                 "VPNProvTestFixtures",
             ]),
         // The plans: consistency, drain, fingerprints, Windows parameters, the accounts cluster.

@@ -263,51 +263,62 @@ extension Pipeline {
 }
 
 /// The batches of `Pipeline.render`, added to the session in batch order as they finish (on
-/// whichever worker completes the next one in order), with their render-cache entries and findings.
-// @unchecked Sendable: lock-held. Workers touch the results only under `lock`; the owner reads them after parallelMap
-// has joined.
-final class InOrderAdding: @unchecked Sendable {
+/// whichever worker completes the next one in order), with their render-cache entries and findings. The
+/// owner reads the results after parallelMap has joined.
+final class InOrderAdding: Sendable {
     typealias BatchResult = (batch: OutputTree.Session.Batch, entries: [String: RenderCache.Entry])
 
-    private let lock = NSLock()
+    private struct State {
+        var waiting: [Int: Result<BatchResult, Error>] = [:]
+        var next = 0
+        var done = 0
+        var findings: [[Diagnostic]] = []
+        var failure: Error?
+        var count = 0
+        var cache = RenderCache(entries: [:])
+    }
+
     private let session: OutputTree.Session
-    private var waiting: [Int: Result<BatchResult, Error>] = [:]
-    private var next = 0
-    private var done = 0
-    private(set) var findings: [[Diagnostic]] = []
-    private(set) var failure: Error?
-    private(set) var count = 0
-    private(set) var cache = RenderCache(entries: [:])
+    private let state: Locked<State>
 
     init(session: OutputTree.Session, users: Int) {
         self.session = session
-        cache.entries.reserveCapacity(users + 1)
+        var state = State()
+        state.cache.entries.reserveCapacity(users + 1)
+        self.state = Locked(state)
     }
+
+    var findings: [[Diagnostic]] { state.withLock { $0.findings } }
+    var failure: Error? { state.withLock { $0.failure } }
+    var count: Int { state.withLock { $0.count } }
+    var cache: RenderCache { state.withLock { $0.cache } }
 
     /// Takes batch `b`'s outcome and adds every batch that is now next in order; returns how many
     /// batches have finished (for progress).
     func finished(_ b: Int, _ result: Result<BatchResult, Error>, _ batchFindings: [Diagnostic]) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        if findings.count <= b { findings += Array(repeating: [], count: b + 1 - findings.count) }
-        findings[b] = batchFindings
-        waiting[b] = result
-        while let result = waiting.removeValue(forKey: next) {
-            next += 1
-            switch result {
-            case .success(let (batch, entries)):
-                guard failure == nil else {
-                    session.discard(batch)
-                    continue
-                }
-                session.add(batch)
-                count += batch.files.count
-                cache.entries.merge(entries) { first, _ in first }
-            case .failure(let error):
-                if failure == nil { failure = error }
+        state.withLock { state in
+            if state.findings.count <= b {
+                state.findings += Array(repeating: [], count: b + 1 - state.findings.count)
             }
+            state.findings[b] = batchFindings
+            state.waiting[b] = result
+            while let result = state.waiting.removeValue(forKey: state.next) {
+                state.next += 1
+                switch result {
+                case .success(let (batch, entries)):
+                    guard state.failure == nil else {
+                        session.discard(batch)
+                        continue
+                    }
+                    session.add(batch)
+                    state.count += batch.files.count
+                    state.cache.entries.merge(entries) { first, _ in first }
+                case .failure(let error):
+                    if state.failure == nil { state.failure = error }
+                }
+            }
+            state.done += 1
+            return state.done
         }
-        done += 1
-        return done
     }
 }

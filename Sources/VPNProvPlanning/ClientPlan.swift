@@ -92,10 +92,10 @@ package struct ClientConnection: Sendable, Hashable {
         var appleKeyExchange: QuantumSafe.MLKEM?
     }
 
-    // @unchecked Sendable: copy-on-write. `fields` is changed only through `storage`'s modify, which first
-    // copies a box that is not uniquely referenced; a shared box is never written.
-    private final class Box: @unchecked Sendable {
-        var fields: Fields
+    // The fields in a shared, immutable box: a plan is copied into every client renderer's work and read far
+    // more often than changed, so a copy is one reference; a change makes a new box.
+    private final class Box: Sendable {
+        let fields: Fields
         init(_ fields: Fields) { self.fields = fields }
     }
 
@@ -103,10 +103,7 @@ package struct ClientConnection: Sendable, Hashable {
 
     private var storage: Fields {
         get { box.fields }
-        _modify {
-            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
-            yield &box.fields
-        }
+        set { box = Box(newValue) }
     }
 
     package init(

@@ -68,7 +68,7 @@ package enum Consistency {
         let nodeFacts: [String: CertificateFacts?]
         /// Check contexts between checks: their proposal comparisons stay known from one slice of users to
         /// the next (a slice has only a few users).
-        private let idle = Mutex<[CheckContext]>([])
+        private let idle = Mutex<[[CheckContext.IntersectionKey: Bool]]>([])
 
         package init(_ servers: [ServerView], materials: Materials, inspect: CertificateInspector?) {
             var views: [String: ServerView] = [:]
@@ -99,26 +99,25 @@ package enum Consistency {
             self.nodeFacts = nodeFacts
         }
 
-        /// `body` with a check context of its own, taken from those between checks (or new) and put back.
+        /// `body` with a check context of its own, which starts from the proposal comparisons of an earlier
+        /// check (those between checks are kept here) and gives them back when done.
         func withContext<T>(_ body: (CheckContext) -> T) -> T {
-            let context = idle.withLock { $0.popLast() } ?? CheckContext(self)
+            let context = CheckContext(self, intersections: idle.withLock { $0.popLast() } ?? [:])
             defer {
-                context.forgetUsers()
-                idle.withLock { $0.append(context) }
+                let learnt = context.intersections
+                idle.withLock { $0.append(learnt) }
             }
             return body(context)
         }
     }
 
-    /// One check's caches (certificates and proposal comparisons) over the shared server facts. Used by one
-    /// thread at a time (`Servers.withContext` hands it out).
-    // @unchecked Sendable: confined. A context is only used by the thread that took it from `Servers.withContext`;
-    // the pool's Mutex orders its handing over.
-    final class CheckContext: @unchecked Sendable {
+    /// One check's caches (certificates and proposal comparisons) over the shared server facts, made for one
+    /// check on one thread by `Servers.withContext`; only its proposal comparisons outlive it.
+    final class CheckContext {
         let servers: Servers
         private var facts: [String: CertificateFacts?] = [:]
         private var userFacts: [String: CertificateFacts?] = [:]
-        private var intersections: [IntersectionKey: Bool] = [:]
+        fileprivate(set) var intersections: [IntersectionKey: Bool]
 
         struct IntersectionKey: Hashable {
             var client: [String]
@@ -140,14 +139,9 @@ package enum Consistency {
             }
         }
 
-        init(_ servers: Servers) { self.servers = servers }
-
-        /// Drops what it learnt about users (their certificates and names), keeping the proposal
-        /// comparisons: the next check is of other users.
-        func forgetUsers() {
-            facts = [:]
-            userFacts = [:]
-            names = [:]
+        init(_ servers: Servers, intersections: [IntersectionKey: Bool]) {
+            self.servers = servers
+            self.intersections = intersections
         }
 
         func knowsPassword(_ view: ServerView, _ user: String) -> Bool {

@@ -8,7 +8,7 @@ import VPNProvTestFixtures
 @testable import VPNProvAccounts
 
 /// A UDP socket of the test's, bound to a loopback address on a free port.
-final class TestUDPSocket: @unchecked Sendable {
+final class TestUDPSocket: Sendable {
     let fd: Int32
     let port: Int
     let host: String

@@ -43,7 +43,7 @@ import VPNProvTestFixtures
         (
             "a file planted by nobody", "state/planted", true,
             { dir in
-                FileManager.default.createFile(atPath: dir + "/state/planted", contents: Data("x".utf8))
+                _ = FileManager.default.createFile(atPath: dir + "/state/planted", contents: Data("x".utf8))
                 own(dir + "/state/planted")
             }
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VPNProvCrypto
+import VPNProvSupport
 import VPNProvTestFixtures
 
 /// The digests behind state digests, render-cache digests and name-based UUIDs: FIPS 180 test
@@ -40,20 +41,15 @@ import VPNProvTestFixtures
 
     @Test func sameAnswersFromManyThreads() {
         let expected = Digest.sha256(Array(repeating: 0x61, count: 1_000_000))
-        let results = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 64)
-        defer { results.deallocate() }
-        let box = UncheckedSendable(results)
+        // The digests run side by side; only the answers are written under a lock.
+        let results = Locked([Bool](repeating: false, count: 64))
         DispatchQueue.concurrentPerform(iterations: 64) { i in
-            box.value[i] =
+            let same =
                 Digest.sha256(Array(repeating: 0x61, count: 1_000_000)) == expected
                 && hexString(Digest.sha1(Self.abc)).lowercased() == "a9993e364706816aba3e25717850c26c9cd0d89d"
+            results.withLock { $0[i] = same }
         }
-        #expect(results.allSatisfy { $0 })
+        #expect(results.value.allSatisfy { $0 })
         #expect(hex(expected) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
-}
-
-private struct UncheckedSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }

@@ -3,6 +3,7 @@ import Testing
 import VPNProvCrypto
 import VPNProvModel
 import VPNProvPlanning
+import VPNProvSupport
 import VPNProvTestFixtures
 
 @testable import VPNProvPKI
@@ -580,14 +581,12 @@ import VPNProvTestFixtures
     }
 }
 
-final class ProgressCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private(set) var maximum = 0
-    private(set) var total = 0
+/// The highest progress count a run reported, and the total it gave.
+final class ProgressCounter: Sendable {
+    private let seen = Locked((maximum: 0, total: 0))
+    var maximum: Int { seen.value.maximum }
+    var total: Int { seen.value.total }
     func record(_ done: Int, _ total: Int) {
-        lock.lock()
-        maximum = max(maximum, done)
-        self.total = total
-        lock.unlock()
+        seen.withLock { $0 = (max($0.maximum, done), total) }
     }
 }

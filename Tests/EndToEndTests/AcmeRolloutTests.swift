@@ -236,7 +236,13 @@ import VPNProvTestHarness
         renewed = installedByTheKilledRun
 
         // (d) With the node's port 80 closed, a forced renewal fails with lego's reason, the play fails,
-        // and the node keeps its certificate.
+        // and the node keeps its certificate. Only an order Pebble validates can fail there: an authorization
+        // the account completed before may come with a new order (RFC 8555, section 7.1.3), lego then skips
+        // the challenge, and Pebble does that for about 1 order in 100 even with PEBBLE_AUTHZREUSE=0
+        // (`PebbleServer`). lego's account on the node goes first: a new account has no authorization to reuse.
+        let account = try lab.run(n1, ["/usr/bin/rm", "-rf", "/var/lib/vpnprov/acme/accounts"])
+        try #require(account.succeeded, "removing lego's account: \(account)")
+        let requests = pebble.validationRequests(for: Self.domain)
         for command in [
             "add table inet acmetest",
             "add chain inet acmetest input { type filter hook input priority -10; policy accept; }",
@@ -252,6 +258,13 @@ import VPNProvTestHarness
         #expect(
             blocked.output.contains("lego could not obtain a certificate for \(Self.domain)"), "\(blocked.output)")
         #expect(blocked.output.contains("urn:ietf:params:acme:error:connection"), "lego's reason: \(blocked.output)")
+        // Pebble tried the node's port 80 for this order, at the node's lab address.
+        #expect(
+            pebble.validationRequests(for: Self.domain) > requests,
+            "Pebble validated nothing for the order:\n\(pebble.log)")
+        #expect(
+            blocked.output.contains("dial tcp \(n1.address):80: connect: connection refused"),
+            "Pebble's connection to the node: \(blocked.output)")
         #expect(!blocked.output.contains(keyBody), "the failed rollout's output shows the private key")
         #expect(try Self.serial(leaf) == renewed, "the failed renewal replaced the certificate")
         #expect(try lab.swanctl(n1, ["--list-certs"]).stdout.contains(Self.swanctlSerial(renewed)))

@@ -13,9 +13,16 @@ import VPNProvTestHarness
 ///   (`PrivateView`) maps each node's DNS name to the node's lab address (`hosts`).
 /// - Its issuing root and intermediate are new on every start (Pebble makes them at start-up) and
 ///   served on the management port (`issuingRoot()`, `issuingIntermediate()`).
-/// - No randomness in what the tests see: no validation delay (`PEBBLE_VA_NOSLEEP`), no nonces
-///   rejected for testing (`PEBBLE_WFE_NONCEREJECT=0`), and no authorization reused
-///   (`PEBBLE_AUTHZREUSE=0`), so every order is validated on port 80 again.
+/// - As little randomness in what the tests see as Pebble allows: no validation delay (`PEBBLE_VA_NOSLEEP`),
+///   no nonces rejected for testing (`PEBBLE_WFE_NONCEREJECT=0`), validation always done for real
+///   (`PEBBLE_VA_ALWAYS_VALID=0`, whatever the test process's environment says), and authorizations reused
+///   as seldom as it can (`PEBBLE_AUTHZREUSE=0`). That is not never: Pebble 2.4.0 (Debian 12) gives a new
+///   order an account's earlier valid authorization for the name unless `rand.Intn(100)` exceeds the
+///   percentage (`wfe/wfe.go`, `makeAuthorizations`), so with 0 it still does for 1 order in 100 (a draw of
+///   0), and lego then obtains the certificate without a challenge ("authorization already valid; skipping
+///   challenge"). A test that needs an order validated, e.g. one that must fail with the node's port 80
+///   closed, orders with an account that has no valid authorization, and can see the attempt in
+///   `validationRequests(for:)`.
 final class PebbleServer: @unchecked Sendable {
     static let path = "/usr/bin/pebble"
     static let curlPath = "/usr/bin/curl"
@@ -95,7 +102,10 @@ final class PebbleServer: @unchecked Sendable {
             let daemon = try Daemon.start(
                 StrongSwanEnvironment.ipPath,
                 PrivateView.exec(host.namespace, path, ["-config", configPath]),
-                environment: ["PEBBLE_VA_NOSLEEP": "1", "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_AUTHZREUSE": "0"],
+                environment: [
+                    "PEBBLE_VA_NOSLEEP": "1", "PEBBLE_WFE_NONCEREJECT": "0", "PEBBLE_VA_ALWAYS_VALID": "0",
+                    "PEBBLE_AUTHZREUSE": "0",
+                ],
                 outputPath: scratch.appendingPathComponent("pebble.log").path)
             let server = PebbleServer(
                 namespace: host.namespace, address: host.address, pki: pki, scratch: scratch, daemon: daemon)
@@ -150,6 +160,13 @@ final class PebbleServer: @unchecked Sendable {
 
     /// Pebble has issued a certificate (its log says "Issued certificate serial …" for each).
     var issuedAny: Bool { log.contains("Issued certificate serial") }
+
+    /// How many HTTP-01 requests Pebble's validation authority has made for `domain` so far (it logs
+    /// "Attempting to validate w/ HTTP: http://<domain>:80/…" for each, several per validation). An order whose
+    /// authorization Pebble reused adds none.
+    func validationRequests(for domain: String) -> Int {
+        log.components(separatedBy: "Attempting to validate w/ HTTP: http://\(domain):80/").count - 1
+    }
 
     private func management(_ path: String, timeout: Duration = .seconds(10)) throws -> ProgramResult {
         try Subprocess.run(

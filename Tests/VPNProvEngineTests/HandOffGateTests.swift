@@ -63,9 +63,25 @@ import VPNProvTestSupport
             return counts ?? [:]
         }
 
-        func start() throws {
+        /// Serves; `sweepSeconds`: the gate's sweep interval instead of its SWEEP_SECONDS (set on the script
+        /// loaded as a module, the way a test patches a constant; the script reads no such setting).
+        func start(sweepSeconds: Int? = nil) throws {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script, "serve", "--store", store, "--socket", socket]
+            let arguments = ["serve", "--store", store, "--socket", socket]
+            if let sweepSeconds {
+                let loader = """
+                    import importlib.machinery, importlib.util, sys
+                    loader = importlib.machinery.SourceFileLoader("gate", sys.argv[1])
+                    gate = importlib.util.module_from_spec(importlib.util.spec_from_loader("gate", loader))
+                    loader.exec_module(gate)
+                    gate.SWEEP_SECONDS = \(sweepSeconds)
+                    sys.argv = ["vpnprov-handoff-gate"] + sys.argv[2:]
+                    gate.main()
+                    """
+                process.arguments = ["-c", loader, script] + arguments
+            } else {
+                process.arguments = [script] + arguments
+            }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
             process.standardOutput = handle
             process.standardError = handle
@@ -110,6 +126,18 @@ import VPNProvTestSupport
         func record(_ id: String) throws -> [String: Any] {
             let data = try Data(contentsOf: URL(fileURLWithPath: store + "/links/\(id).json"))
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        }
+
+        /// Changes link `id`'s record in the store as the gate writes it: under the store's lock, in one rename.
+        func rewrite(_ id: String, _ change: (inout [String: Any]) -> Void) throws {
+            let lock = open(store + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            try #require(lock >= 0)
+            defer { close(lock) }
+            try #require(flock(lock, LOCK_EX) == 0)
+            var record = try self.record(id)
+            change(&record)
+            let data = try JSONSerialization.data(withJSONObject: record, options: [.sortedKeys])
+            try data.write(to: URL(fileURLWithPath: store + "/links/\(id).json"), options: .atomic)
         }
 
         /// SIGTERM, as systemd stops the service, must end it.
@@ -318,5 +346,30 @@ import VPNProvTestSupport
         #expect(try gate.get(Self.path(cat) + "0/cat.mobileconfig", post: true).status == 410)
         let record = try gate.record(try #require(links["cat"]?["id"] as? String))
         #expect(record["ended"] as? String == "expired" && record["files"] == nil)
+    }
+
+    /// A serving gate ends a link whose time ran out by itself, with no request for it and no import: its
+    /// sweeper (every SWEEP_SECONDS, 1 s here) marks it expired and drops its files, as a request would.
+    @Test(.needs(.python3, Self.curl)) func theSweeperEndsALinkWhoseTimeRanOutWithoutARequest() throws {
+        try TestDependency.python3.require()
+        let dir = try temporaryDirectory()
+        let site = try HandOffSite.make(in: dir)
+        let links = try site.handOff(["--users", "cat"])
+        let gate = try Gate(site: site, store: dir + "/store")
+        defer { gate.stop() }
+        #expect(try gate.publish(site) == ["installed": 1, "ended": 0, "expired": 0])
+        let id = try #require(links["cat"]?["id"] as? String)
+        #expect(try gate.record(id)["files"] != nil)
+        try gate.start(sweepSeconds: 1)
+        #expect(try gate.record(id)["ended"] == nil, "ended before its time")
+        try gate.rewrite(id) { $0["expires"] = Int(Date().timeIntervalSince1970) - 1 }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try gate.record(id)["ended"] == nil {
+            try #require(ContinuousClock.now < deadline, "no sweep ended the link: \(gate.output)")
+            usleep(50_000)
+        }
+        let record = try gate.record(id)
+        #expect(record["ended"] as? String == "expired" && record["files"] == nil, "\(record.keys.sorted())")
+        #expect(!gate.output.contains("sweep failed"), "\(gate.output)")
     }
 }

@@ -50,7 +50,7 @@ struct RadiusAuthBenchmark {
 }
 
 /// One benchmark run; throws when a login fails.
-private final class RadiusAuthRun: @unchecked Sendable {
+private final class RadiusAuthRun: Sendable {
     let lab: RadiusLab
     let inputs: RadiusGeneratedInputs
     let users: [String]

@@ -33,7 +33,7 @@ struct ScenarioReport: Sendable {
 }
 
 /// One run of the accounts scenario against nodes of one strongSwan build (clients of the same build).
-final class RadiusScenario: @unchecked Sendable {
+final class RadiusScenario {
     let build: StrongSwanBuild
     let inputs: any RadiusFleetInputs
     let lab: RadiusLab

@@ -10,7 +10,7 @@ import VPNProvTestHarness
 ///                                   settingsIncludes: [generatedDir + "/strongswan.d/vpnprov.conf"])
 ///     defer { server.stop() }
 ///     try server.loadAllCleanly(confFile: generatedDir + "/swanctl/swanctl.conf")
-final class Charon: @unchecked Sendable {
+final class Charon: Sendable {
     let namespace: String
     let build: StrongSwanBuild
     let label: String
@@ -19,7 +19,7 @@ final class Charon: @unchecked Sendable {
     let socketPath: String
     let logPath: String
     private let process: Daemon
-    private var stopped = false
+    private let stopped = Once()
 
     var pid: Int32 { process.pid }
     private var environment: [String: String] { ["STRONGSWAN_CONF": settingsPath] }
@@ -133,15 +133,13 @@ final class Charon: @unchecked Sendable {
 
     /// SIGKILL, as a crash or a power cut ends it: charon deletes no IKE_SA and sends no accounting Stop.
     func crash() {
-        if stopped { return }
-        stopped = true
+        guard stopped.claim() else { return }
         process.stop(signal: SIGKILL)
     }
 
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice.
     func stop(timeout: Duration = .seconds(5)) {
-        if stopped { return }
-        stopped = true
+        guard stopped.claim() else { return }
         process.stop(timeout: timeout)
     }
 

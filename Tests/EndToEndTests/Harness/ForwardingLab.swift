@@ -7,9 +7,9 @@ import VPNProvTestHarness
 /// joined to the node's namespace by a veth. The host knows no route to the pools: only NAT brings
 /// its answers back. It drops ICMP "fragmentation needed" and "packet too big" (a PMTUD black hole)
 /// and counts the echo requests it receives.
-final class Internet: @unchecked Sendable {
+final class Internet: Sendable {
     let namespace: String
-    private var tornDown = false
+    private let tornDown = Once()
 
     private init(namespace: String) { self.namespace = namespace }
 
@@ -62,8 +62,7 @@ final class Internet: @unchecked Sendable {
     }
 
     func teardown() {
-        if tornDown { return }
-        tornDown = true
+        guard tornDown.claim() else { return }
         let pids = (try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "pids", namespace]).stdout) ?? ""
         for pid in pids.split(separator: "\n") { kill(pid_t(pid) ?? 0, SIGKILL) }
         _ = try? Subprocess.run(StrongSwanEnvironment.ipPath, ["netns", "delete", namespace])
@@ -116,7 +115,7 @@ final class Internet: @unchecked Sendable {
 /// dnsmasq on the host behind the node, answering web.vpn.test with the host's address and logging
 /// every query. It runs as a daemon (dnsmasq closes every inherited descriptor, which Foundation's
 /// Process would take for its exit) and is stopped by the pid it writes.
-final class Dnsmasq: @unchecked Sendable {
+final class Dnsmasq: Sendable {
     private let pidFile: URL
     private let logURL: URL
 
@@ -169,7 +168,7 @@ final class Dnsmasq: @unchecked Sendable {
 
 /// A second client namespace beside a NetworkPair, linked to the server namespace by its own veth
 /// (198.18.0.0/24, RFC 2544's benchmarking range), with its own charon: two clients of one node at once.
-final class SecondClient: @unchecked Sendable {
+final class SecondClient: Sendable {
     let namespace: String
     let charon: Charon
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// One FreeRADIUS 3.2 server (Debian's `freeradius`) running in the foreground inside a network namespace,
@@ -14,7 +15,7 @@ import VPNProvTestHarness
 ///
 /// `freeradius -C` checks the directory first: a configuration FreeRADIUS rejects fails the start with its
 /// output. Readiness is FreeRADIUS's own "Ready to process requests" line in the log (polled, with a deadline).
-final class FreeRADIUSServer: @unchecked Sendable {
+final class FreeRADIUSServer: Sendable {
     static let path = "/usr/sbin/freeradius"
 
     /// Which generated configuration it runs: its `logdir` under /var/log and the directory of its accounting
@@ -42,8 +43,9 @@ final class FreeRADIUSServer: @unchecked Sendable {
     /// What the server keeps on disk across its restarts (the accounting buffer): a scratch directory mounted on
     /// the configuration's /var/lib/vpnprov-freeradius, so a stop and start (or a kill) of the server keeps it.
     let stateDirectory: URL
-    private var process: Daemon?
-    private var silenced = false
+    /// The running daemon (nil when stopped) and whether its namespace drops RADIUS packets.
+    private let running = Locked<(process: Daemon?, silenced: Bool)>((nil, false))
+    private var process: Daemon? { running.withLock { $0.process } }
 
     var pid: Int32 { process?.pid ?? 0 }
     var isRunning: Bool { process?.isRunning ?? false }
@@ -97,7 +99,7 @@ final class FreeRADIUSServer: @unchecked Sendable {
         let process = try Daemon.start(
             StrongSwanEnvironment.ipPath, command(["-f", "-d", configDirectory]),
             environment: environment, outputPath: stdoutPath)
-        self.process = process
+        running.withLock { $0.process = process }
         let deadline = ContinuousClock.now + timeout
         while readyCount <= readyBefore {
             if !process.isRunning || ContinuousClock.now > deadline {
@@ -141,21 +143,25 @@ final class FreeRADIUSServer: @unchecked Sendable {
 
     /// SIGTERM, wait up to `timeout`, then SIGKILL. Safe to call twice; `start()` may follow.
     func stop(timeout: Duration = .seconds(5)) {
-        process?.stop(timeout: timeout)
-        process = nil
+        running.withLock { running in
+            defer { running.process = nil }
+            return running.process
+        }?.stop(timeout: timeout)
     }
 
     /// SIGKILL, as a crash or a lost host ends it: nothing it holds in memory is written or answered. `start()`
     /// may follow (its buffer directory is kept).
     func kill() {
-        process?.stop(signal: SIGKILL)
-        process = nil
+        running.withLock { running in
+            defer { running.process = nil }
+            return running.process
+        }?.stop(signal: SIGKILL)
     }
 
     /// Makes the server silent as a dead host is: its namespace drops every RADIUS packet (authentication
     /// and accounting ports) without an answer, while the process keeps running.
     func silence() throws {
-        guard !silenced else { return }
+        guard !running.withLock({ $0.silenced }) else { return }
         try NetworkPair.loadNftables(
             """
             table inet radius_silence {
@@ -166,14 +172,14 @@ final class FreeRADIUSServer: @unchecked Sendable {
             }
 
             """, in: namespace)
-        silenced = true
+        running.withLock { $0.silenced = true }
     }
 
     /// Undoes `silence()`.
     func unsilence() throws {
-        guard silenced else { return }
+        guard running.withLock({ $0.silenced }) else { return }
         try NetworkPair.loadNftables("delete table inet radius_silence\n", in: namespace)
-        silenced = false
+        running.withLock { $0.silenced = false }
     }
 
     deinit { stop() }

@@ -18,7 +18,7 @@ enum Service {
 }
 
 /// One `vpnprov generate` run: the output tree, the state, and what the tests need to know about them.
-struct GeneratedDeployment: @unchecked Sendable {
+struct GeneratedDeployment: Sendable {
     struct Node: Sendable {
         var name: String
         /// What clients dial (catalogue `host`): a DNS name or an IP address.
@@ -258,7 +258,7 @@ struct GeneratedDeployment: @unchecked Sendable {
 }
 
 /// One generated client configuration to try against its node.
-struct ClientCase: @unchecked Sendable {
+struct ClientCase {
     enum Kind: String, Sendable { case apple, android, linux, windows }
     enum Loadable {
         /// A device profile turned into the strongSwan client it amounts to.

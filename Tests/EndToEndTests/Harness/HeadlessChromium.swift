@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// Debian's Chromium, headless, in a lab host's network namespace, driven over its DevTools protocol
@@ -11,7 +12,7 @@ import VPNProvTestHarness
 /// The browser trusts what `trustedRoots` names, through the NSS database in its `HOME` (Chromium on Linux
 /// verifies server certificates against it): the lab's ACME CA is its public CA. Its temporary files go to the
 /// scratch directory (`TMPDIR`, `--disable-dev-shm-usage`), nothing to the host's.
-final class HeadlessChromium: @unchecked Sendable {
+final class HeadlessChromium: Sendable {
     static let path = "/usr/bin/chromium"
     static let certutilPath = "/usr/bin/certutil"
 
@@ -33,10 +34,10 @@ final class HeadlessChromium: @unchecked Sendable {
     private let exited = ChildExit()
     private let input = Pipe()
     private let output = Pipe()
-    private let lock = NSCondition()
-    private var messages: [[String: Any]] = []
-    private var nextID = 0
-    private var closed = false
+    /// What the browser sent (every message, and whether its pipe closed) and the last command id; `arrived`
+    /// is signalled after each change, for a wait that found nothing yet.
+    private let received = Locked<(messages: [[String: Any]], nextID: Int, closed: Bool)>(([], 0, false))
+    private let arrived = NSCondition()
 
     /// Starts Chromium in `namespace` (with the namespace's `PrivateView`s, for its `/etc/hosts`).
     init(namespace: String, trustedRoots: [String]) throws {
@@ -92,17 +93,19 @@ final class HeadlessChromium: @unchecked Sendable {
                 let text = buffer[buffer.startIndex..<end]
                 buffer = Data(buffer[(end + 1)...])
                 if let message = try? JSONSerialization.jsonObject(with: text) as? [String: Any] {
-                    lock.lock()
-                    messages.append(message)
-                    lock.broadcast()
-                    lock.unlock()
+                    received.withLock { $0.messages.append(message) }
+                    signalArrival()
                 }
             }
         }
-        lock.lock()
-        closed = true
-        lock.broadcast()
-        lock.unlock()
+        received.withLock { $0.closed = true }
+        signalArrival()
+    }
+
+    private func signalArrival() {
+        arrived.lock()
+        arrived.broadcast()
+        arrived.unlock()
     }
 
     /// Sends a command and waits for its answer; throws on the protocol's error.
@@ -110,10 +113,10 @@ final class HeadlessChromium: @unchecked Sendable {
     func send(
         _ method: String, _ params: [String: Any] = [:], session: String? = nil, timeout: Duration = .seconds(30)
     ) throws -> [String: Any] {
-        lock.lock()
-        nextID += 1
-        let id = nextID
-        lock.unlock()
+        let id = received.withLock { received in
+            received.nextID += 1
+            return received.nextID
+        }
         var message: [String: Any] = ["id": id, "method": method, "params": params]
         if let session { message["sessionId"] = session }
         input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: message) + Data([0]))
@@ -126,22 +129,24 @@ final class HeadlessChromium: @unchecked Sendable {
     /// the list, so one that came before the wait is found too.
     func wait(_ timeout: Duration, what: String, _ matches: ([String: Any]) -> Bool) throws -> [String: Any] {
         let deadline = Date() + Double(timeout.components.seconds)
-        lock.lock()
-        defer { lock.unlock() }
         while true {
-            if let found = messages.first(where: matches) { return found }
+            let (found, closed) = received.withLock { ($0.messages.first(where: matches), $0.closed) }
+            if let found { return found }
             if closed {
                 throw ProtocolError(description: "Chromium ended while waiting for \(what):\n\(log.suffix(2000))")
             }
-            if !lock.wait(until: deadline) { throw ProtocolError(description: "no \(what) within \(timeout)") }
+            guard Date() < deadline else { throw ProtocolError(description: "no \(what) within \(timeout)") }
+            // A message that arrives between the look above and this wait is seen at the next look, at most
+            // 100 ms later: the wait is bounded, not a lost wake-up.
+            arrived.lock()
+            _ = arrived.wait(until: min(deadline, Date() + 0.1))
+            arrived.unlock()
         }
     }
 
     /// The events received so far named `method`.
     func events(_ method: String) -> [[String: Any]] {
-        lock.lock()
-        defer { lock.unlock() }
-        return messages.filter { $0["method"] as? String == method }
+        received.withLock { $0.messages.filter { $0["method"] as? String == method } }
     }
 
     /// A new tab of its own browser context, as a device with `userAgent` opens it; its downloads go to a

@@ -26,7 +26,7 @@ import VPNProvTestHarness
 /// needs a default route to activate a VPN (its "source connection"), and nothing but the tunnel can reach
 /// beyond the link. Every process started here (dbus-daemon, systemd-udevd, NetworkManager, charon-nm) is
 /// stopped by `stop()` by its pid; the mounts end with the mount namespace's last process.
-final class NetworkManagerDesktop: @unchecked Sendable {
+final class NetworkManagerDesktop {
     static let networkManagerPath = "/usr/sbin/NetworkManager"
     static let nmcliPath = "/usr/bin/nmcli"
     static let nsenterPath = "/usr/bin/nsenter"

@@ -13,7 +13,7 @@ import VPNProvTestHarness
 ///   it while connected, one that blocks IPv6 outside the tunnel does not.
 ///
 /// Names are `vpnp-<pid>-<n>-s` / `-c`; namespaces left by killed runs (pid gone) are removed on the next `create()`.
-final class NetworkPair: @unchecked Sendable {
+final class NetworkPair: Sendable {
     let serverNamespace: String
     let clientNamespace: String
     let serverAddress = "192.0.2.1"
@@ -32,7 +32,7 @@ final class NetworkPair: @unchecked Sendable {
     /// More addresses the server answers on (on its loopback; the client routes them via `serverAddress`):
     /// a node whose generated configs name e.g. 203.0.113.10 is then reached at exactly that address.
     let extraServerAddresses: [String]
-    private var tornDown = false
+    private let tornDown = Once()
 
     private init(server: String, client: String, clientHosts: [String], extraServerAddresses: [String]) {
         serverNamespace = server
@@ -104,8 +104,7 @@ final class NetworkPair: @unchecked Sendable {
 
     /// Kills whatever still runs inside and deletes both namespaces. Safe to call twice.
     func teardown() {
-        if tornDown { return }
-        tornDown = true
+        guard tornDown.claim() else { return }
         for ns in [clientNamespace, serverNamespace] { Self.delete(namespace: ns) }
     }
 

@@ -3,7 +3,7 @@ import VPNProvTestHarness
 
 /// One generated node running in a server charon (its `servers/<node>/` tree loaded as written, with its
 /// `strongswan.d/vpnprov.conf` included), and a client charon beside it that tries generated clients one by one.
-final class NodeUnderTest: @unchecked Sendable {
+final class NodeUnderTest {
     let deployment: GeneratedDeployment
     let node: GeneratedDeployment.Node
     let scenario: TunnelScenario

@@ -23,7 +23,7 @@ import VPNProvTestHarness
 ///   challenge"). A test that needs an order validated, e.g. one that must fail with the node's port 80
 ///   closed, orders with an account that has no valid authorization, and can see the attempt in
 ///   `validationRequests(for:)`.
-final class PebbleServer: @unchecked Sendable {
+final class PebbleServer: Sendable {
     static let path = "/usr/bin/pebble"
     static let curlPath = "/usr/bin/curl"
     static let legoPath = "/usr/bin/lego"

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import VPNProvSupport
 import VPNProvTestFixtures
 import VPNProvTestHarness
 
@@ -13,7 +14,7 @@ import VPNProvTestHarness
 /// (`accounts.radius_database`, rendered into `mods-enabled/sql`) does not hold: it names a libpq password file
 /// (`passfile=`), as docs/accounts.md tells operators to (FreeRADIUS logs the conninfo). `vpnprov accounts`
 /// connects as the superuser. Both through the cluster's unix socket.
-final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
+final class RadiusGeneratedInputs: RadiusFleetInputs, Sendable {
     static let nodes = [
         RadiusNodeSpec(name: "free-1", address: "192.0.2.1", tier: "free"),
         RadiusNodeSpec(name: "pro-1", address: "192.0.2.3", tier: "pro"),
@@ -31,11 +32,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     let deployment: GeneratedDeployment
     private let radiusPassword = RadiusGeneratedInputs.random()
     private let psks: [String: String]
-    /// The node relays' proxy.conf as generated (to restore after writing a wrong secret into them).
-    private var generatedProxies: [String: String] = [:]
-    /// The RADIUS servers' clients.conf as generated (to restore after mis-setting a node's tier).
-    private var generatedClients: [String: String] = [:]
-    private var accountsEnvironment: [String: String] = [:]
+    /// What the lab learns as it starts: the node relays' proxy.conf as generated (to restore after writing a
+    /// wrong secret into them), the RADIUS servers' clients.conf as generated (to restore after mis-setting a
+    /// node's tier), and the environment `vpnprov accounts` runs with.
+    private let learnt = Locked<(proxies: [String: String], clients: [String: String], accounts: [String: String])>(
+        ([:], [:], [:]))
+    private var accountsEnvironment: [String: String] { learnt.withLock { $0.accounts } }
 
     /// 32 hex digits from the system's random generator: passwords, PSKs and wrong secrets of a run.
     static func random() -> String {
@@ -176,10 +178,12 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
                 "VPN_PSK_FREE": psks["free-1"]!, "VPN_PSK_PRO": psks["pro-1"]!,
             ])
         for node in nodes {
-            generatedProxies[node.name] = try String(contentsOfFile: proxyPath(node.name), encoding: .utf8)
+            let proxy = try String(contentsOfFile: proxyPath(node.name), encoding: .utf8)
+            learnt.withLock { $0.proxies[node.name] = proxy }
         }
         for server in radiusServers {
-            generatedClients[server.name] = try String(contentsOfFile: clientsPath(server.name), encoding: .utf8)
+            let clients = try String(contentsOfFile: clientsPath(server.name), encoding: .utf8)
+            learnt.withLock { $0.clients[server.name] = clients }
         }
     }
 
@@ -227,7 +231,8 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func migrate() throws {
-        accountsEnvironment["VPN_ACCOUNTS_DB"] = postgres.conninfo()
+        let conninfo = postgres.conninfo()
+        learnt.withLock { $0.accounts["VPN_ACCOUNTS_DB"] = conninfo }
         try accounts(["migrate"])
         // What the DBA does once (the migration creates the role NOLOGIN), and a cluster that asks the role
         // for its password (the test cluster trusts every local connection).
@@ -354,7 +359,9 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     }
 
     func setNodeSecret(_ node: String, correct: Bool, lab: RadiusLab) throws {
-        guard var text = generatedProxies[node] else { throw HarnessError("no relay proxy.conf of \(node)") }
+        guard var text = learnt.withLock({ $0.proxies[node] }) else {
+            throw HarnessError("no relay proxy.conf of \(node)")
+        }
         if !correct {
             let secret = try state("radiusSecrets")[node] ?? ""
             guard !secret.isEmpty, text.contains(secret) else {
@@ -374,7 +381,7 @@ final class RadiusGeneratedInputs: RadiusFleetInputs, @unchecked Sendable {
     func setRadiusTier(of node: String, to tier: String?, lab: RadiusLab) throws {
         guard nodes.contains(where: { $0.name == node }) else { throw HarnessError("no node \(node)") }
         for server in radiusServers {
-            guard var text = generatedClients[server.name] else { throw HarnessError("no clients.conf") }
+            guard var text = learnt.withLock({ $0.clients[server.name] }) else { throw HarnessError("no clients.conf") }
             if let tier {
                 // `client "<node>" {` (or unquoted), then its `vpn_tier = …` line
                 guard

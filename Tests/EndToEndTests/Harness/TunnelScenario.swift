@@ -12,7 +12,7 @@ import VPNProvTestHarness
 ///
 /// One scenario can serve several clients one after another: load another client swanctl.conf into `client`
 /// (`--load-all` replaces the previous connections) after `client.terminate(ike:)`.
-final class TunnelScenario: @unchecked Sendable {
+final class TunnelScenario: Sendable {
     let pair: NetworkPair
     let server: Charon
     let client: Charon

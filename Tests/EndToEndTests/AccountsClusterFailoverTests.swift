@@ -247,12 +247,17 @@ import VPNProvTestHarness
         #expect(newbie.succeeded, "\(newbie)")
         if newbie.succeeded { acknowledged.append("newbie") }
         let newbieMarks = (a: radA.logMark, b: radB.logMark)
+        let newbieAdded = clock.now
         let newbieLogin = try logIn(1, "newbie")
+        let newbieLoginTook = clock.now - newbieAdded
         let newbieVIP = try #require(
             newbieLogin.virtualIP,
             "the new account's login through the node: \(newbieLogin.result)\n\(why(newbieMarks))")
         #expect(try reachesTheHostBehind(1, from: newbieVIP), "the new account does not reach the host behind")
         #expect(try reachesTheHostBehind(0, from: tomVIP), "tom's tunnel lost its traffic across the failover")
+        #expect(
+            try lab.nodeSessions(of: "tom").map(\.state) == ["ESTABLISHED"],
+            "tom's IKE_SA on the node before the disable")
         let tomDisabled = try accounts(["disable", "tom"])
         #expect(tomDisabled.succeeded, "\(tomDisabled)")
         let disabledAt = clock.now
@@ -260,9 +265,9 @@ import VPNProvTestHarness
             try lab.nodeSessions(of: "tom").isEmpty
         }
         print(
-            "accounts cluster: an account added and logged in through the node, tom disabled "
-                + "\(disabledAt - killed) after the kill; his tunnel gone from the node \(clock.now - disabledAt) "
-                + "after 'accounts disable'")
+            "accounts cluster: an account added \(newbieAdded - killed) after the kill logged in through the node in "
+                + "\(newbieLoginTook); tom disabled \(disabledAt - killed) after the kill, his tunnel gone from the "
+                + "node \(clock.now - disabledAt) after 'accounts disable'")
         let refusalMarks = (a: radA.logMark, b: radB.logMark)
         let tomAgain = try logIn(0, "tom")
         #expect(tomAgain.virtualIP == nil, "tom logged in again after being disabled: \(tomAgain.result)")

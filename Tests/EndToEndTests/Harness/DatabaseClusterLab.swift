@@ -324,10 +324,11 @@ final class DatabaseClusterLab: @unchecked Sendable {
         }
     }
 
-    /// The node's IKE_SAs of `account` (its EAP identity), established or not.
+    /// The node's IKE_SAs of `account`, established or not: its EAP identity (vici names `remote-eap-id` only when
+    /// it differs from the IKE identity, `remote-id`).
     func nodeSessions(of account: String) throws -> [IKESA] {
         guard let node else { throw HarnessError("the node is not running") }
-        return try node.securityAssociations().filter { $0.remoteEAPID == account }
+        return try node.securityAssociations().filter { ($0.remoteEAPID ?? $0.remoteID) == account }
     }
 
     /// `radclient` from the node's namespace to rad-a (`kind`: auth or acct) with the node's secret from the

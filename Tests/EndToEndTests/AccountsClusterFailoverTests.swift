@@ -17,10 +17,10 @@ import VPNProvTestHarness
 /// The primary's postmaster is SIGKILLed while one client's tunnel is up and right after a batch of acknowledged
 /// account changes: the tunnel stays (traffic to the host behind), the next `accounts add` waits out the failover
 /// and succeeds (retried by the test as an app would, only after a failure that vpnprov reported). Once the monitor
-/// has promoted the standby, the old primary is cut off (connections to and from it refused) while an account is
+/// has promoted the standby, the old primary's pg_autoctl is stopped (a host that is down) while an account is
 /// added and logs in through the node, and `disable` of the logged-in account ends its tunnel on the node (a
-/// Disconnect-Request) and refuses its next login; that session's accounting Stop lands exactly once. Then the cut
-/// is lifted and the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
+/// Disconnect-Request) and refuses its next login; that session's accounting Stop lands exactly once. Then the old
+/// primary's pg_autoctl runs again and the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
 /// restarted it before the monitor acted), and every change that was acknowledged is on both data nodes.
 @Suite struct AccountsClusterFailoverTests {
     @Test func theAccountsFollowThePrimaryThroughAFailoverAndLoseNothingAcknowledged() throws {
@@ -206,10 +206,9 @@ import VPNProvTestHarness
             "accounts cluster: 'accounts add' acknowledged \(writable) after the primary's postmaster was killed, "
                 + "attempt \(attempts.count)")
         #expect(writable < .seconds(30))
-        // The old primary kept away: once the monitor has promoted db-b (its goal wait_primary or primary, which it
-        // sets only after db-a reported itself demoted), db-a is cut off until the account changes below are done
-        // (every connection to or from it refused, as by a host with nothing listening), so none of them can reach
-        // it and its keeper cannot rejoin. If the monitor kept db-a instead (its keeper had PostgreSQL running
+        // The old primary kept away: once the monitor has promoted db-b (its goal wait_primary or primary), db-a's
+        // pg_autoctl is stopped (it stops its PostgreSQL: a host that is down) until the account changes below are
+        // done, so none of them can reach it. If the monitor kept db-a instead (its keeper had PostgreSQL running
         // again before the monitor's health check failed), there is no old primary to keep away.
         let promotionDeadline = clock.now + .seconds(20)
         var promoted = false
@@ -218,12 +217,10 @@ import VPNProvTestHarness
             promoted = goal == "wait_primary" || goal == "primary"
             if !promoted { Thread.sleep(forTimeInterval: 0.1) }
         }
-        if promoted { try lab.cutNetwork(of: a, refusing: true) }
-        var cut = promoted
-        defer { if cut { try? lab.restoreNetwork(of: a) } }
+        if promoted { lab.stop(a) }
         print(
             "accounts cluster: "
-                + (promoted ? "db-b promoted, db-a cut off" : "db-a kept as the primary, nothing cut off")
+                + (promoted ? "db-b promoted, db-a stopped" : "db-a kept as the primary, nothing stopped")
                 + " \(clock.now - killed) after the kill")
         // While the old primary is away: disable works.
         let disabled = try accounts(["disable", "user1"])
@@ -280,9 +277,10 @@ import VPNProvTestHarness
         #expect(refused(afterDisable), "user1 disabled: \(afterDisable)")
         #expect(try refusedForTheLimit("solo", port: 12), "solo's second device after the failover")
         // The old primary comes back.
-        if cut {
-            try lab.restoreNetwork(of: a)
-            cut = false
+        var lifted: Duration?
+        if promoted {
+            try lab.restart(a)
+            lifted = clock.now - killed
         }
         // carol's Stop lands exactly once (written at once or replayed from rad-a's buffer), then carol may log in.
         // Exactly once: one row, closed, counted after rad-a's buffer is empty (a replayed duplicate of a Stop that
@@ -320,7 +318,8 @@ import VPNProvTestHarness
             return Set(settled.values) == ["primary/primary", "secondary/secondary"]
         }
         print(
-            "accounts cluster: settled \(clock.now - killed) after the kill, "
+            "accounts cluster: settled \(clock.now - killed) after the kill"
+                + (lifted.map { " (db-a stopped until \($0) after it)" } ?? "") + ", "
                 + (settled["db-a"] == "secondary/secondary"
                     ? "db-b promoted, db-a a standby" : "db-a still the primary"))
         // Every acknowledged change is on the primary and on the standby.

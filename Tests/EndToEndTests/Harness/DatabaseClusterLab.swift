@@ -54,6 +54,8 @@ final class DatabaseClusterLab: @unchecked Sendable {
     private let bridge: String
     private var namespaces: [String] = []
     private var daemons: [String: Daemon] = [:]
+    /// The monitor's URI from the generated host_vars (what each data node's keeper is created with).
+    private var monitorURI = ""
     private var tornDown = false
     /// The RADIUS servers by name (rad-a, and rad-b with `radiusServers: 2`), once `startRadius` ran.
     private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
@@ -218,7 +220,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
         guard let line = hostVars.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else {
             throw HarnessError("no \(key) in host_vars/db-a.yml")
         }
-        let monitorURI = String(line.dropFirst(key.count)).replacingOccurrences(of: "\"", with: "")
+        monitorURI = String(line.dropFirst(key.count)).replacingOccurrences(of: "\"", with: "")
 
         let clock = ContinuousClock()
         let started = clock.now
@@ -441,6 +443,17 @@ final class DatabaseClusterLab: @unchecked Sendable {
             outputPath: dir.path + "/\(host.name)/run.log")
     }
 
+    /// Stops `host`'s pg_autoctl (SIGTERM: it stops its PostgreSQL first), as a stopped service or a host that is
+    /// down; `restart(_:)` runs it again.
+    func stop(_ host: Host) {
+        daemons[host.name]?.stop(timeout: .seconds(10))
+    }
+
+    /// `pg_autoctl run` on `host`'s data directory again, as its unit starts it.
+    func restart(_ host: Host) throws {
+        try start(host, monitorURI: monitorURI)
+    }
+
     func log(_ host: Host) -> String {
         (try? String(contentsOfFile: dir.path + "/\(host.name)/run.log", encoding: .utf8)) ?? ""
     }
@@ -479,21 +492,12 @@ final class DatabaseClusterLab: @unchecked Sendable {
     }
 
     /// Cuts `host` off the network as a lost link does: its namespace drops every packet but loopback's.
-    /// `refusing`: as a host that is up with nothing listening answers instead: every connection to it, and every
-    /// one it opens, is refused at once (TCP reset, ICMP port unreachable), so a client of a multi-host connection
-    /// string moves on to the next host without waiting out its `connect_timeout`.
-    func cutNetwork(of host: Host, refusing: Bool = false) throws {
-        // The refusals themselves (a reset, an ICMP error) leave through the output chain.
-        let refuse = refusing ? " meta l4proto tcp reject with tcp reset; reject;" : ""
-        let refusals =
-            refusing
-            ? " tcp flags & rst == rst accept; icmp type destination-unreachable accept;"
-                + " icmpv6 type destination-unreachable accept;" : ""
+    func cutNetwork(of host: Host) throws {
         try NetworkPair.loadNftables(
             """
             table inet vpnprov_cut {
-              chain in { type filter hook input priority -100; policy drop; iif "lo" accept;\(refuse) }
-              chain out { type filter hook output priority -100; policy drop; oif "lo" accept;\(refusals)\(refuse) }
+              chain in { type filter hook input priority -100; policy drop; iif "lo" accept; }
+              chain out { type filter hook output priority -100; policy drop; oif "lo" accept; }
             }
 
             """, in: host.namespace)

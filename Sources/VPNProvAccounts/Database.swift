@@ -107,12 +107,14 @@ package final class DatabaseConnection {
     /// libpq's messages for the failures a failover causes, per host (libpq 15's fe-connect.c): a host down
     /// ("Connection refused", no route, "timeout expired"), a standby under `target_session_attrs=read-write`
     /// ("session is read-only"), a server starting or stopping (57P03: "the database system is starting up",
-    /// "shutting down"), a connection cut while it was made.
+    /// "shutting down"), a connection cut while it was made: in TLS ("SSL connection has been closed
+    /// unexpectedly", fe-secure-openssl.c) or by the server's process ending ("server closed the connection
+    /// unexpectedly", fe-misc.c; seen when the old primary's keeper had restarted it and it was demoted at once).
     static func isFailover(_ message: String) -> Bool {
         [
             "session is read-only", "Connection refused", "timeout expired", "No route to host",
             "is starting up", "is shutting down", "Connection timed out", "closed unexpectedly",
-            "in recovery mode", "not yet accepting connections",
+            "closed the connection unexpectedly", "in recovery mode", "not yet accepting connections",
         ].contains { message.contains($0) }
     }
 

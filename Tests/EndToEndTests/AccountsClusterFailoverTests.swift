@@ -8,10 +8,19 @@ import VPNProvTestHarness
 /// The accounts database as a pg_auto_failover cluster with the files vpnprov generated (docs/accounts.md, "A
 /// replicated accounts database"): Debian's PostgreSQL 15 and pg_autoctl 2.0, a monitor and two data nodes in
 /// network namespaces, certificate logins only. `vpnprov accounts` connects with the string it builds from the
-/// inventory (every data node, read-write, the operator's certificate). The primary's postmaster is SIGKILLed
-/// right after a batch of acknowledged account changes: the next `accounts add` waits out the failover and
-/// succeeds (retried by the test as an app would, only after a failure that vpnprov reported), `disable` works
-/// right after, the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
+/// inventory (every data node, read-write, the operator's certificate). Both RADIUS servers of the inventory run
+/// their generated configuration (rad-a in the node's region, rad-b in the other), and the node runs as rolled out:
+/// its charon (strongSwan 5.9, kernel-libipsec) with the generated eap-radius settings, its RADIUS relay (rad-a
+/// first), its IPsec to both servers and its firewall; two Linux clients set up from the node's `ikev2-eap` entry
+/// of the generated catalogue log in with EAP-MSCHAPv2 and reach a host behind the node.
+///
+/// The primary's postmaster is SIGKILLed while one client's tunnel is up and right after a batch of acknowledged
+/// account changes: the tunnel stays (traffic to the host behind), the next `accounts add` waits out the failover
+/// and succeeds (retried by the test as an app would, only after a failure that vpnprov reported). Once the monitor
+/// has promoted the standby, the old primary's pg_autoctl is stopped (a host that is down) while an account is
+/// added and logs in through the node, and `disable` of the logged-in account ends its tunnel on the node (a
+/// Disconnect-Request) and refuses its next login; that session's accounting Stop lands exactly once. Then the old
+/// primary's pg_autoctl runs again and the cluster settles by itself (the old primary rewound into a standby, or kept when its keeper
 /// restarted it before the monitor acted), and every change that was acknowledged is on both data nodes.
 @Suite struct AccountsClusterFailoverTests {
     @Test func theAccountsFollowThePrimaryThroughAFailoverAndLoseNothingAcknowledged() throws {
@@ -23,7 +32,7 @@ import VPNProvTestHarness
         }
         let dir = try Scratch.makeDirectory("accounts-cluster")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let lab = DatabaseClusterLab(dir: dir)
+        let lab = DatabaseClusterLab(dir: dir, radiusServers: 2, clients: 2)
         defer { lab.teardown() }
         try lab.setUp()
         let clock = ContinuousClock()
@@ -42,15 +51,57 @@ import VPNProvTestHarness
             if added.succeeded { acknowledged.append("user\(i)") }
         }
 
-        // RADIUS server rad-a with its generated configuration (its sql module names both data nodes, read-write).
-        // carol and solo may use one device each; each logs in and its session's Start is accounted.
+        // The RADIUS servers with their generated configuration (their sql module names both data nodes,
+        // read-write), the node and its clients. carol and solo (radclient) and tom (a client) may use one device
+        // each; each logs in and its session's Start is accounted.
         let radiusStarted = clock.now
         try lab.startRadius(generated: out)
-        for user in ["carol", "solo"] {
+        try lab.startRelay(generated: out)
+        try lab.startNode(generated: out)
+        print("accounts cluster: RADIUS servers, relay, node and clients up in \(clock.now - radiusStarted)")
+        for user in ["carol", "solo", "tom"] {
             let added = try accounts(["add", user, "--tier", "free", "--devices", "1", "--password-file", password])
             try #require(added.succeeded, "\(added)")
             acknowledged.append(user)
         }
+        // A Linux client of an account: the node's ikev2-eap entry of the generated catalogue, as a swanctl.conf
+        // (the device holds the deployment's CA, which the entry asks for).
+        let catalogue =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out + "/catalog/servers.json"))) as? [String: Any]
+        let entry = try #require(
+            (catalogue?["servers"] as? [[String: Any]])?.first { $0["id"] as? String == "node-a-ikev2-eap" })
+        let ca = try Data(contentsOf: URL(fileURLWithPath: out + "/servers/node-a/swanctl/x509ca/ca.pem"))
+        let tunnel = AccountKeyfileTranslator.connectionName
+        /// Client `index` logs in as `account` (password `correct horse battery`); its virtual IP, or nil.
+        func logIn(_ index: Int, _ account: String) throws -> (result: ProgramResult, virtualIP: String?) {
+            let client = lab.clients[index]
+            let setup = try AccountKeyfileTranslator.swanctl(
+                entry: entry, account: account, password: "correct horse battery", caPEM: ca)
+            _ = try client.loadAllCleanly(confFile: try setup.write(label: "account-\(account)").confFile)
+            let result = try client.initiate(child: tunnel, ike: tunnel, timeout: .seconds(15))
+            let vip = result.succeeded ? try client.virtualIPs(ike: tunnel).first { !$0.contains(":") } : nil
+            if vip == nil { _ = try? client.terminate(ike: tunnel, timeout: .seconds(3)) }
+            return (result, vip)
+        }
+        func reachesTheHostBehind(_ index: Int, from vip: String) throws -> Bool {
+            try RadiusLab.pingHostBehind(from: lab.clientNamespaces[index], source: vip).succeeded
+        }
+        let radA = try #require(lab.radiusServers["rad-a"])
+        let radB = try #require(lab.radiusServers["rad-b"])
+        /// What a failed login left in both RADIUS servers' logs since `marks`, and in the node's.
+        func why(_ marks: (a: Int, b: Int)) -> Comment {
+            Comment(
+                rawValue: "--- RADIUS:\n" + (radA.log(since: marks.a) + radB.log(since: marks.b)).suffix(2000)
+                    + "\n--- node:\n" + (lab.node?.log.suffix(2000) ?? ""))
+        }
+        let marks = (a: radA.logMark, b: radB.logMark)
+        let tom = try logIn(0, "tom")
+        let tomVIP = try #require(tom.virtualIP, "tom's login through the node: \(tom.result)\n\(why(marks))")
+        #expect(try reachesTheHostBehind(0, from: tomVIP), "tom's tunnel does not reach the host behind the node")
+        // The node's relay asks the server of its own region.
+        #expect(radA.log(since: marks.a).contains("Login OK: [tom]"), "rad-a did not accept tom")
+        #expect(!radB.log(since: marks.b).contains("[tom]"), "rad-b was asked about tom")
         @Sendable func login(_ user: String, port: Int, timeout: Int = 3) throws -> ProgramResult {
             try lab.radclient(
                 "auth",
@@ -81,8 +132,8 @@ import VPNProvTestHarness
             let start = try accounting("Start", user, port: port)
             #expect(start.output.contains("Received Accounting-Response"), "\(start)")
         }
-        try lab.wait(for: "both Starts in radacct", timeout: .seconds(10)) {
-            try sessions("carol") == "1/0" && sessions("solo") == "1/0"
+        try lab.wait(for: "the three Starts in radacct", timeout: .seconds(10)) {
+            try sessions("carol") == "1/0" && sessions("solo") == "1/0" && sessions("tom") == "1/0"
         }
         // A refusal for the device limit (the policy logs it), not for any other reason.
         func refusedForTheLimit(_ user: String, port: Int) throws -> Bool {
@@ -94,10 +145,11 @@ import VPNProvTestHarness
         }
         #expect(try refusedForTheLimit("solo", port: 12), "solo's second device before the failover")
 
-        // SIGKILL of the primary's postmaster: pg_auto_failover fails over to db-b.
+        // SIGKILL of the primary's postmaster, tom's tunnel up: pg_auto_failover fails over to db-b.
         let postmaster = try #require(lab.postmasterPid(a))
         let killed = clock.now
         Glibc.kill(postmaster, SIGKILL)
+        #expect(try reachesTheHostBehind(0, from: tomVIP), "tom's tunnel lost its traffic when the primary died")
         // carol's session ends while the database is failing over: rad-a answers and buffers the Stop if it cannot
         // write it.
         let stop = try accounting("Stop", "carol", port: 1)
@@ -154,7 +206,23 @@ import VPNProvTestHarness
             "accounts cluster: 'accounts add' acknowledged \(writable) after the primary's postmaster was killed, "
                 + "attempt \(attempts.count)")
         #expect(writable < .seconds(30))
-        // While the old primary is still away (it is being rewound, or not yet told): disable works.
+        // The old primary kept away: once the monitor has promoted db-b (its goal wait_primary or primary), db-a's
+        // pg_autoctl is stopped (it stops its PostgreSQL: a host that is down) until the account changes below are
+        // done, so none of them can reach it. If the monitor kept db-a instead (its keeper had PostgreSQL running
+        // again before the monitor's health check failed), there is no old primary to keep away.
+        let promotionDeadline = clock.now + .seconds(20)
+        var promoted = false
+        while !promoted && clock.now < promotionDeadline {
+            let goal = ((try? lab.states()) ?? [:])["db-b"]?.split(separator: "/").last
+            promoted = goal == "wait_primary" || goal == "primary"
+            if !promoted { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        if promoted { lab.stop(a) }
+        print(
+            "accounts cluster: "
+                + (promoted ? "db-b promoted, db-a stopped" : "db-a kept as the primary, nothing stopped")
+                + " \(clock.now - killed) after the kill")
+        // While the old primary is away: disable works.
         let disabled = try accounts(["disable", "user1"])
         #expect(disabled.succeeded, "\(disabled)")
 
@@ -168,11 +236,52 @@ import VPNProvTestHarness
                 + "(before: \(logins.lock.withLock { logins.refused }) refused, "
                 + "\(logins.lock.withLock { logins.unanswered }) unanswered within 2 s; a login every 0.2 s)")
         #expect(back < .seconds(30))
-        // This lab has no node (no charon to disconnect): the disable is seen by the next login, through the new
-        // primary.
+        // While the old primary is away, once logins are answered again: an account added now logs in through the
+        // node and reaches the host behind it; tom's tunnel still carries traffic; disabling tom ends his tunnel on
+        // the node (vpnprov's Disconnect-Request, through the node's IPsec from rad-a's host) and refuses his next
+        // login.
+        let newbie = try accounts(["add", "newbie", "--tier", "free", "--devices", "1", "--password-file", password])
+        #expect(newbie.succeeded, "\(newbie)")
+        if newbie.succeeded { acknowledged.append("newbie") }
+        let newbieMarks = (a: radA.logMark, b: radB.logMark)
+        let newbieAdded = clock.now
+        let newbieLogin = try logIn(1, "newbie")
+        let newbieLoginTook = clock.now - newbieAdded
+        let newbieVIP = try #require(
+            newbieLogin.virtualIP,
+            "the new account's login through the node: \(newbieLogin.result)\n\(why(newbieMarks))")
+        #expect(try reachesTheHostBehind(1, from: newbieVIP), "the new account does not reach the host behind")
+        #expect(try reachesTheHostBehind(0, from: tomVIP), "tom's tunnel lost its traffic across the failover")
+        #expect(
+            try lab.nodeSessions(of: "tom").map(\.state) == ["ESTABLISHED"],
+            "tom's IKE_SA on the node before the disable")
+        let tomDisabled = try accounts(["disable", "tom"])
+        #expect(tomDisabled.succeeded, "\(tomDisabled)")
+        let disabledAt = clock.now
+        try lab.wait(for: "tom's tunnel gone from the node", timeout: .seconds(10)) {
+            try lab.nodeSessions(of: "tom").isEmpty
+        }
+        print(
+            "accounts cluster: an account added \(newbieAdded - killed) after the kill logged in through the node in "
+                + "\(newbieLoginTook); tom disabled \(disabledAt - killed) after the kill, his tunnel gone from the "
+                + "node \(clock.now - disabledAt) after 'accounts disable'")
+        let refusalMarks = (a: radA.logMark, b: radB.logMark)
+        let tomAgain = try logIn(0, "tom")
+        #expect(tomAgain.virtualIP == nil, "tom logged in again after being disabled: \(tomAgain.result)")
+        let refusal = radA.log(since: refusalMarks.a) + radB.log(since: refusalMarks.b)
+        #expect(
+            refusal.contains("Login incorrect (account disabled): [tom]"),
+            "the RADIUS servers' log of tom's refusal: \(refusal.suffix(1500))")
+        // user1 had no session: the disable is seen by the next login, through the new primary.
         let afterDisable = try login("user1", port: 21)
         #expect(refused(afterDisable), "user1 disabled: \(afterDisable)")
         #expect(try refusedForTheLimit("solo", port: 12), "solo's second device after the failover")
+        // The old primary comes back.
+        var lifted: Duration?
+        if promoted {
+            try lab.restart(a)
+            lifted = clock.now - killed
+        }
         // carol's Stop lands exactly once (written at once or replayed from rad-a's buffer), then carol may log in.
         // Exactly once: one row, closed, counted after rad-a's buffer is empty (a replayed duplicate of a Stop that
         // was also written would have come by then).
@@ -186,6 +295,16 @@ import VPNProvTestHarness
         print(
             "accounts cluster: carol's Stop "
                 + (buffered ? "was buffered on rad-a and replayed" : "was written at once"))
+        // tom's Stop (his tunnel ended by the disable) lands exactly once: one row, closed, counted after the
+        // node's relay and rad-a have nothing buffered.
+        let relayBuffer = try #require(lab.relay).stateDirectory.appendingPathComponent("accounting").path
+        try lab.wait(for: "tom's Stop in radacct, nothing buffered", timeout: .seconds(30)) {
+            let left = [buffer, relayBuffer].flatMap {
+                ((try? FileManager.default.contentsOfDirectory(atPath: $0)) ?? []).filter { $0.hasPrefix("detail") }
+            }
+            return try left.isEmpty && sessions("tom") == "1/1"
+        }
+        #expect(try sessions("tom") == "1/1")
         let carolAgain = try login("carol", port: 3)
         #expect(accepted(carolAgain), "carol after her Stop: \(carolAgain)")
         print("accounts cluster: the RADIUS half took \(clock.now - radiusStarted) in all")
@@ -199,7 +318,8 @@ import VPNProvTestHarness
             return Set(settled.values) == ["primary/primary", "secondary/secondary"]
         }
         print(
-            "accounts cluster: settled \(clock.now - killed) after the kill, "
+            "accounts cluster: settled \(clock.now - killed) after the kill"
+                + (lifted.map { " (db-a stopped until \($0) after it)" } ?? "") + ", "
                 + (settled["db-a"] == "secondary/secondary"
                     ? "db-b promoted, db-a a standby" : "db-a still the primary"))
         // Every acknowledged change is on the primary and on the standby.
@@ -215,8 +335,10 @@ import VPNProvTestHarness
                     == acknowledged.sorted().joined(separator: ","),
                 "\(host.name): \(rows)")
             let marks = try lab.psql(
-                host, database: "accounts", "SELECT username FROM radcheck WHERE attribute = 'Auth-Type'")
-            #expect(marks.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "user1", "\(host.name): \(marks)")
+                host, database: "accounts",
+                "SELECT string_agg(username, ',' ORDER BY username) FROM radcheck WHERE attribute = 'Auth-Type'")
+            #expect(
+                marks.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "tom,user1", "\(host.name): \(marks)")
         }
     }
 }

@@ -16,13 +16,16 @@ import VPNProvTestHarness
 ///     db-b       <base>-b    198.18.56.12   data node (region b)
 ///     ops        <base>-o    198.18.56.21   RADIUS server rad-a (the generated radius/rad-a/), where `vpnprov accounts` runs
 ///     node-a     <base>-n    192.0.2.1      the node's address: where its RADIUS requests come from (radclient,
-///                                           or its generated relay)
+///                                           or its generated relay), and with `startNode` its charon
 ///     rad-b      <base>-r    198.18.56.22   a second RADIUS server, region b (only with `radiusServers: 2`)
+///     client i   <base>-c<i> 192.0.2.(101+i) a client charon (only with `clients:`)
+///     LAN host   <base>-l    198.51.100.10  behind the node (its `lan0`), as in `RadiusLab` (only with `clients:`)
 ///
 /// Each database host runs in a mount namespace of its own with a tmpfs on /run (PostgreSQL's socket directory,
 /// one per host) and its TLS files at /etc/vpnprov/postgresql (a `PrivateView` of /etc): the same path on every
 /// host, as the role installs them. Nothing is written outside the scratch directory. `teardown()` stops every
-/// pg_autoctl by pid (each stops its PostgreSQL) and deletes the namespaces.
+/// daemon by pid (clients, the node, its relay, the RADIUS servers' charons and FreeRADIUS, then every pg_autoctl,
+/// each stopping its PostgreSQL) and deletes the namespaces.
 final class DatabaseClusterLab: @unchecked Sendable {
     struct Host: Sendable {
         var name: String
@@ -51,12 +54,23 @@ final class DatabaseClusterLab: @unchecked Sendable {
     private let bridge: String
     private var namespaces: [String] = []
     private var daemons: [String: Daemon] = [:]
+    /// The monitor's URI from the generated host_vars (what each data node's keeper is created with).
+    private var monitorURI = ""
     private var tornDown = false
     /// The RADIUS servers by name (rad-a, and rad-b with `radiusServers: 2`), once `startRadius` ran.
     private(set) var radiusServers: [String: FreeRADIUSServer] = [:]
     var radius: FreeRADIUSServer? { radiusServers["rad-a"] }
     /// The node's generated RADIUS relay, once `startRelay` ran.
     private(set) var relay: FreeRADIUSServer?
+    /// The node's charon, once `startNode` ran.
+    private(set) var node: Charon?
+    /// The RADIUS servers' charons (their end of the node's IPsec), by server name, once `startNode` ran.
+    private(set) var radiusCharons: [String: Charon] = [:]
+    /// The client charons, once `startNode` ran.
+    private(set) var clients: [Charon] = []
+    /// The client namespaces (192.0.2.101, …) and the namespace of the host behind the node.
+    let clientNamespaces: [String]
+    let lanNamespace: String
     /// The RADIUS servers' names, namespaces and addresses.
     let radiusHosts: [Host]
 
@@ -66,6 +80,9 @@ final class DatabaseClusterLab: @unchecked Sendable {
         """
         vpnprov: 1
         name: cluster
+        defaults:
+          network:
+            ipsec: libipsec   # the lab's charons run kernel-libipsec
         accounts:
           servers:
             rad-a: { address: \(Self.operatorAddress), region: a }\(radiusHosts.count > 1 ? "\n    rad-b: { address: \(Self.secondRadiusAddress), region: b }" : "")
@@ -87,13 +104,16 @@ final class DatabaseClusterLab: @unchecked Sendable {
         """
     }
 
-    init(dir: URL, radiusServers: Int = 1) {
+    /// `clients`: client namespaces on the node's link, and a host behind the node.
+    init(dir: URL, radiusServers: Int = 1, clients: Int = 0) {
         self.dir = dir
         let base = "\(Scratch.prefix)-\(Scratch.pid)-\(Scratch.next())"
         self.base = base
         bridge = base + "-br"
         operatorNamespace = base + "-o"
         nodeNamespace = base + "-n"
+        clientNamespaces = (0..<clients).map { base + "-c\($0)" }
+        lanNamespace = base + "-l"
         radiusHosts =
             [Host(name: "rad-a", namespace: base + "-o", address: Self.operatorAddress)]
             + (radiusServers > 1
@@ -120,6 +140,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
             hosts.map { ($0.namespace, $0.address) } + [
                 (operatorNamespace, Self.operatorAddress), (nodeNamespace, Self.nodeAddress),
             ] + radiusHosts.dropFirst().map { ($0.namespace, $0.address) }
+            + clientNamespaces.enumerated().map { ($1, "192.0.2.\(101 + $0)") }
         for (index, (ns, address)) in members.enumerated() {
             try ip(["netns", "add", ns])
             namespaces.append(ns)
@@ -133,6 +154,12 @@ final class DatabaseClusterLab: @unchecked Sendable {
         try ip(["-n", nodeNamespace, "route", "add", "198.18.56.0/24", "dev", "eth0"])
         for server in radiusHosts {
             try ip(["-n", server.namespace, "route", "add", "\(Self.nodeAddress)/32", "dev", "eth0"])
+        }
+        if !clientNamespaces.isEmpty {
+            try ip(["netns", "add", lanNamespace])
+            namespaces.append(lanNamespace)
+            try ip(["-n", lanNamespace, "link", "set", "lo", "up"])
+            try RadiusLab.addLAN(behind: nodeNamespace, host: lanNamespace)
         }
         try makeCertificates()
         for host in hosts {
@@ -193,7 +220,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
         guard let line = hostVars.split(separator: "\n").first(where: { $0.hasPrefix(key) }) else {
             throw HarnessError("no \(key) in host_vars/db-a.yml")
         }
-        let monitorURI = String(line.dropFirst(key.count)).replacingOccurrences(of: "\"", with: "")
+        monitorURI = String(line.dropFirst(key.count)).replacingOccurrences(of: "\"", with: "")
 
         let clock = ContinuousClock()
         let started = clock.now
@@ -242,8 +269,8 @@ final class DatabaseClusterLab: @unchecked Sendable {
 
     /// FreeRADIUS with the generated `radius/<server>/` in each RADIUS server's namespace (rad-a: the operator's),
     /// its client certificate at the path the generated sql module names (/etc/vpnprov/postgresql, a `PrivateView`
-    /// of /etc, as the RADIUS role installs it). The node's IPsec to them is not part of this lab: requests come
-    /// from the node's address in the clear.
+    /// of /etc, as the RADIUS role installs it). Until `startNode` runs the node's IPsec to them, requests come from
+    /// the node's address in the clear.
     func startRadius(generated: String) throws {
         for server in radiusHosts {
             let view = try PrivateView.create(
@@ -264,6 +291,46 @@ final class DatabaseClusterLab: @unchecked Sendable {
         relay = try FreeRADIUSServer.start(
             in: nodeNamespace, label: "relay-node-a", kind: .relay,
             configDirectory: generated + "/servers/node-a/radius-relay")
+    }
+
+    // MARK: the node and its clients
+
+    /// The node as its rollout leaves it, from the generated `servers/node-a/` (strongSwan 5.9, kernel-libipsec): each
+    /// RADIUS server's charon with its generated `radius/<server>/ipsec/` (swanctl.conf and firewall table), the
+    /// node's charon with its strongswan.d and swanctl.conf (eap-radius asks the relay, `startRelay`), its firewall;
+    /// waits until its IPsec to every RADIUS server is up, then starts a client charon in each client namespace.
+    /// From then on RADIUS between the node's namespace and the servers travels in that IPsec.
+    func startNode(generated: String) throws {
+        for server in radiusHosts {
+            let ipsec = generated + "/radius/\(server.name)/ipsec"
+            radiusCharons[server.name] = try RadiusLab.startRadiusIPsec(
+                in: server.namespace, label: "radius-\(server.name)", build: .host,
+                confFile: ipsec + "/swanctl.conf",
+                firewall: try String(contentsOfFile: ipsec + "/vpnprov-radius.nft", encoding: .utf8))
+        }
+        let tree = generated + "/servers/node-a"
+        let includes = try FileManager.default.contentsOfDirectory(atPath: tree + "/strongswan.d").sorted()
+            .filter { $0.hasSuffix(".conf") }.map { tree + "/strongswan.d/" + $0 }
+        let node = try RadiusLab.startNode(
+            in: nodeNamespace, label: "node-a", build: .host, settingsIncludes: includes,
+            confFile: tree + "/swanctl/swanctl.conf")
+        self.node = node
+        try NetworkPair.loadNftables(
+            try String(contentsOfFile: tree + "/network/vpnprov.nft", encoding: .utf8), in: nodeNamespace)
+        try wait(for: "the node's IPsec to every RADIUS server", timeout: .seconds(20)) {
+            let up = try node.securityAssociations().filter { $0.state == "ESTABLISHED" }.map(\.name)
+            return radiusHosts.allSatisfy { up.contains("radius-\($0.name)") }
+        }
+        for (index, namespace) in clientNamespaces.enumerated() {
+            clients.append(try Charon.start(in: namespace, label: "client\(index + 1)"))
+        }
+    }
+
+    /// The node's IKE_SAs of `account`, established or not: its EAP identity (vici names `remote-eap-id` only when
+    /// it differs from the IKE identity, `remote-id`).
+    func nodeSessions(of account: String) throws -> [IKESA] {
+        guard let node else { throw HarnessError("the node is not running") }
+        return try node.securityAssociations().filter { ($0.remoteEAPID ?? $0.remoteID) == account }
     }
 
     /// `radclient` from the node's namespace to rad-a (`kind`: auth or acct) with the node's secret from the
@@ -376,6 +443,17 @@ final class DatabaseClusterLab: @unchecked Sendable {
             outputPath: dir.path + "/\(host.name)/run.log")
     }
 
+    /// Stops `host`'s pg_autoctl (SIGTERM: it stops its PostgreSQL first), as a stopped service or a host that is
+    /// down; `restart(_:)` runs it again.
+    func stop(_ host: Host) {
+        daemons[host.name]?.stop(timeout: .seconds(10))
+    }
+
+    /// `pg_autoctl run` on `host`'s data directory again, as its unit starts it.
+    func restart(_ host: Host) throws {
+        try start(host, monitorURI: monitorURI)
+    }
+
     func log(_ host: Host) -> String {
         (try? String(contentsOfFile: dir.path + "/\(host.name)/run.log", encoding: .utf8)) ?? ""
     }
@@ -451,7 +529,10 @@ final class DatabaseClusterLab: @unchecked Sendable {
     func teardown() {
         if tornDown { return }
         tornDown = true
+        for client in clients { client.stop() }
+        node?.stop()
         relay?.stop()
+        for charon in radiusCharons.values { charon.stop() }
         for server in radiusServers.values { server.stop() }
         for server in radiusHosts { PrivateView.remove(for: server.namespace) }
         for name in [Self.dataNodes[1].name, Self.dataNodes[0].name, Self.monitor.name] {

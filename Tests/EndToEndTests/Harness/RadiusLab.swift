@@ -110,18 +110,24 @@ final class RadiusLab: @unchecked Sendable {
         }
         for node in nodes {
             guard let lan = lanHosts[node.name] else { continue }
-            try ip([
-                "link", "add", "lan0", "netns", node.namespace, "type", "veth", "peer", "name", "eth0", "netns", lan,
-            ])
-            try ip(["-n", node.namespace, "addr", "add", "\(Self.lanGateway)/24", "dev", "lan0"])
-            try ip(["-n", node.namespace, "link", "set", "lan0", "up"])
-            try ip(["-n", lan, "addr", "add", "\(Self.lanHostAddress)/24", "dev", "eth0"])
-            try ip(["-n", lan, "link", "set", "eth0", "up"])
-            try ip(["-n", lan, "route", "add", "default", "via", Self.lanGateway])
-            try Subprocess.check(
-                StrongSwanEnvironment.ipPath,
-                ["netns", "exec", node.namespace, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+            try Self.addLAN(behind: node.namespace, host: lan)
         }
+    }
+
+    /// The node's LAN: a veth `lan0` (`lanGateway`/24, forwarding on) into namespace `host`, whose one host
+    /// (`lanHostAddress`) routes everything through the node. Both namespaces exist.
+    static func addLAN(behind node: String, host lan: String) throws {
+        func ip(_ args: [String]) throws {
+            try Subprocess.check(StrongSwanEnvironment.ipPath, args, timeout: .seconds(10))
+        }
+        try ip(["link", "add", "lan0", "netns", node, "type", "veth", "peer", "name", "eth0", "netns", lan])
+        try ip(["-n", node, "addr", "add", "\(lanGateway)/24", "dev", "lan0"])
+        try ip(["-n", node, "link", "set", "lan0", "up"])
+        try ip(["-n", lan, "addr", "add", "\(lanHostAddress)/24", "dev", "eth0"])
+        try ip(["-n", lan, "link", "set", "eth0", "up"])
+        try ip(["-n", lan, "route", "add", "default", "via", lanGateway])
+        try Subprocess.check(
+            StrongSwanEnvironment.ipPath, ["netns", "exec", node, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
     }
 
     func node(_ name: String) throws -> Member {
@@ -173,12 +179,26 @@ final class RadiusLab: @unchecked Sendable {
     func startRadiusIPsec(_ name: String, build: StrongSwanBuild, confFile: String, firewall: String) throws
         -> Charon
     {
-        let member = try radiusMember(name)
-        let charon = try Charon.start(
-            in: member.namespace, build: build, label: "radius-\(name)", extraSettings: Self.radiusLibipsecSettings)
+        let charon = try Self.startRadiusIPsec(
+            in: try radiusMember(name).namespace, label: "radius-\(name)", build: build, confFile: confFile,
+            firewall: firewall)
         radiusCharons[name] = charon
-        try charon.loadAllCleanly(confFile: confFile)
-        try NetworkPair.loadNftables(firewall, in: member.namespace)
+        return charon
+    }
+
+    /// A RADIUS server's charon in `namespace` (`radiusLibipsecSettings`) with its generated swanctl.conf loaded
+    /// cleanly, and its generated firewall table loaded there; stopped by the caller.
+    static func startRadiusIPsec(
+        in namespace: String, label: String, build: StrongSwanBuild, confFile: String, firewall: String
+    ) throws -> Charon {
+        let charon = try Charon.start(in: namespace, build: build, label: label, extraSettings: radiusLibipsecSettings)
+        do {
+            try charon.loadAllCleanly(confFile: confFile)
+            try NetworkPair.loadNftables(firewall, in: namespace)
+        } catch {
+            charon.stop()
+            throw error
+        }
         return charon
     }
 
@@ -250,12 +270,26 @@ final class RadiusLab: @unchecked Sendable {
     func startNode(_ name: String, build: StrongSwanBuild, settingsIncludes: [String], confFile: String) throws
         -> Charon
     {
-        let member = try node(name)
-        let charon = try Charon.start(
-            in: member.namespace, build: build, label: "node-\(name)", settingsIncludes: settingsIncludes,
-            extraPlugins: ["eap-radius"])
+        let charon = try Self.startNode(
+            in: try node(name).namespace, label: "node-\(name)", build: build, settingsIncludes: settingsIncludes,
+            confFile: confFile)
         nodeDaemons[name] = charon
-        try charon.loadAllCleanly(confFile: confFile)
+        return charon
+    }
+
+    /// A RADIUS node's charon in `namespace` (with the eap-radius plugin), its generated settings snippets
+    /// included, its swanctl.conf loaded cleanly; stopped by the caller.
+    static func startNode(
+        in namespace: String, label: String, build: StrongSwanBuild, settingsIncludes: [String], confFile: String
+    ) throws -> Charon {
+        let charon = try Charon.start(
+            in: namespace, build: build, label: label, settingsIncludes: settingsIncludes, extraPlugins: ["eap-radius"])
+        do {
+            try charon.loadAllCleanly(confFile: confFile)
+        } catch {
+            charon.stop()
+            throw error
+        }
         return charon
     }
 
@@ -306,11 +340,17 @@ final class RadiusLab: @unchecked Sendable {
 
     /// Pings the host behind `node` from client `index`'s virtual IP `source` (through the tunnel).
     func pingHostBehind(fromClient index: Int, source: String) throws -> ProgramResult {
+        try Self.pingHostBehind(from: clients[index].namespace, source: source)
+    }
+
+    /// Pings the host behind a node (`lanHostAddress`) from `namespace`, from address `source` (a client's virtual
+    /// IP: through its tunnel), waiting for one answer as `pingHostBehind(fromClient:)` does.
+    static func pingHostBehind(from namespace: String, source: String) throws -> ProgramResult {
         try Subprocess.run(
             StrongSwanEnvironment.ipPath,
             [
-                "netns", "exec", clients[index].namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10",
-                "-I", source, Self.lanHostAddress,
+                "netns", "exec", namespace, StrongSwanEnvironment.pingPath, "-n", "-c", "1", "-w", "10", "-I", source,
+                lanHostAddress,
             ], timeout: .seconds(20))
     }
 

@@ -145,6 +145,10 @@ vpnprov_accounts_db_service: vpnprov-pgautofailover
 vpnprov_accounts_db_unit: /etc/systemd/system/vpnprov-pgautofailover.service
 vpnprov_accounts_db_tls_dir: /etc/vpnprov/postgresql
 vpnprov_accounts_db_manage_service: true
+# pg_autoctl keeps its pid file below XDG_RUNTIME_DIR, else in /tmp/pg_autoctl/<data directory>/: the service and
+# every pg_autoctl the role runs (reload, config) name PostgreSQL's own runtime directory, so they find each other
+# there and not in a directory every user may write.
+vpnprov_accounts_db_runtime_dir: /run/postgresql
 
 # The output tree vpnprov generated (the directory that holds deploy/ and accounts-db/).
 vpnprov_accounts_db_output_dir: "{{ playbook_dir | dirname }}"
@@ -186,19 +190,26 @@ vpnprov_accounts_db_create_options:
 - name: Reload pg_autoctl
   ansible.builtin.command:
     argv: [pg_autoctl, reload, --pgdata, "{{ vpnprov_accounts_db_pgdata }}"]
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   changed_when: true
   when: vpnprov_accounts_db_manage_service | bool
 
 # Only the unit's own settings changed (the environment, a path): the keeper restarts, its PostgreSQL
-# with it. On a primary that is a short write outage, so change the unit in a quiet hour.
+# with it. On a primary that is a short write outage, so change the unit in a quiet hour. Not when this run just
+# started the service (it runs the new unit already: a fresh host), nor in check mode (the unit file it would read
+# was not written).
 - name: Restart pg_autoctl
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_accounts_db_service }}"
     state: restarted
     daemon_reload: true
-  when: vpnprov_accounts_db_manage_service | bool
+  when:
+    - vpnprov_accounts_db_manage_service | bool
+    - not ansible_check_mode
+    - vpnprov_accounts_db_started is not changed
 
 """##,
         "roles/vpnprov_accounts_db/meta/main.yml": ##"""
@@ -299,6 +310,8 @@ dependencies: []
   ansible.builtin.command:
     argv: "{{ ['pg_autoctl', 'create', 'monitor'] + vpnprov_accounts_db_create_options }}"
     creates: "{{ vpnprov_accounts_db_pgdata }}/postgresql-auto-failover.conf"
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   when: vpnprov_accounts_db_role == 'monitor'
@@ -314,6 +327,7 @@ dependencies: []
     PGSSLCERT: "{{ vpnprov_accounts_db_tls_dir }}/server.crt"
     PGSSLKEY: "{{ vpnprov_accounts_db_tls_dir }}/server.key"
     PGSSLROOTCERT: "{{ vpnprov_accounts_db_tls_dir }}/ca.crt"
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   when: vpnprov_accounts_db_role == 'data'
@@ -345,6 +359,8 @@ dependencies: []
 - name: Read the keeper's network partition timeout
   ansible.builtin.command:
     argv: [pg_autoctl, config, get, --pgdata, "{{ vpnprov_accounts_db_pgdata }}", timeout.network_partition_timeout]
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   register: vpnprov_accounts_db_partition_timeout
@@ -363,6 +379,8 @@ dependencies: []
       - "{{ vpnprov_accounts_db_pgdata }}"
       - timeout.network_partition_timeout
       - "{{ vpnprov_accounts_db_network_partition_timeout }}"
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   changed_when: true
@@ -378,16 +396,21 @@ dependencies: []
     owner: root
     group: root
     mode: "0644"
+  register: vpnprov_accounts_db_unit_file
   notify: Restart pg_autoctl
   when: vpnprov_accounts_db_manage_service | bool
 
+# In check mode on a fresh host the unit file was not written: systemd does not know the service yet.
 - name: Enable and start the pg_autoctl service
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_accounts_db_service }}"
     state: started
     enabled: true
     daemon_reload: true
-  when: vpnprov_accounts_db_manage_service | bool
+  register: vpnprov_accounts_db_started
+  when:
+    - vpnprov_accounts_db_manage_service | bool
+    - not (ansible_check_mode and vpnprov_accounts_db_unit_file is changed)
 
 - name: Apply the settings before the roles are created
   ansible.builtin.meta: flush_handlers
@@ -480,6 +503,7 @@ Environment=PATH={{ vpnprov_accounts_db_bindir }}:/usr/bin:/bin
 Environment=PGSSLCERT={{ vpnprov_accounts_db_tls_dir }}/server.crt
 Environment=PGSSLKEY={{ vpnprov_accounts_db_tls_dir }}/server.key
 Environment=PGSSLROOTCERT={{ vpnprov_accounts_db_tls_dir }}/ca.crt
+Environment=XDG_RUNTIME_DIR={{ vpnprov_accounts_db_runtime_dir }}
 User=postgres
 ExecStart=/usr/bin/pg_autoctl run
 Restart=always

@@ -83,14 +83,18 @@ import VPNProvTestHarness
                 + "/postgresql/pg_autoctl" + AccountsDatabaseRoleLab.pgdata + "/pg_autoctl.pid"
             #expect(FileManager.default.fileExists(atPath: pidFile), "\(node.name): no \(pidFile)")
         }
-        // The standby streams from the primary over TLS, logged in with its own certificate.
+        // The standby streams from the primary, synchronously (a commit waits for it), over TLS, logged in with its
+        // own certificate.
         let replication = try lab.psql(
             a, database: "postgres",
-            "SELECT r.state || ' ' || s.ssl || ' ' || s.version || ' ' || s.client_dn FROM pg_stat_replication r "
-                + "JOIN pg_stat_ssl s USING (pid)")
+            "SELECT r.state || ' ' || r.sync_state || ' ' || s.ssl || ' ' || s.version || ' ' || s.client_dn "
+                + "FROM pg_stat_replication r JOIN pg_stat_ssl s USING (pid)")
         #expect(
-            replication.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "streaming true TLSv1.3 /CN=db-b",
-            "\(replication)")
+            replication.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "streaming quorum true TLSv1.3 /CN=db-b", "\(replication)")
+        // The monitor runs with vpnprov's failover timers.
+        let timer = try lab.psql(monitor, database: "postgres", "SHOW pgautofailover.node_considered_unhealthy_timeout")
+        #expect(timer.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "5s", "\(timer)")
         // vpnprov's settings are live on both data nodes (the standby has them by its base backup).
         for node in [a, b] {
             let setting = try lab.psql(node, database: "postgres", "SHOW wal_sender_timeout")

@@ -129,6 +129,10 @@ import VPNProvTestHarness
 
         // 4. Where `vpnprov accounts` may connect from moves away from the controller: pg_hba.conf changes on the
         // data nodes and is put live by a reload, the postmasters keep running.
+        for node in [a, b] {
+            let login = try lab.operatorLogin(node)
+            #expect(login.succeeded, "\(node.name) before the change: \(login)")
+        }
         let postmasters = [a, b].map { lab.postmasterPid($0) }
         #expect(postmasters.allSatisfy { $0 != nil }, "\(postmasters)")
         let moved = try lab.generate("out", disconnectFrom: "192.0.2.250")
@@ -141,6 +145,13 @@ import VPNProvTestHarness
         #expect(
             !refused.succeeded && refused.stderr.contains("no pg_hba.conf entry for host \"192.0.2.254\""),
             "\(refused)")
+        // Each data node alone (libpq stops at the first host that refuses a login): the standby reloaded too.
+        for node in [a, b] {
+            let login = try lab.operatorLogin(node)
+            #expect(
+                !login.succeeded && login.stderr.contains("no pg_hba.conf entry for host \"192.0.2.254\""),
+                "\(node.name) after the change: \(login)")
+        }
         let total = clock.now - started
         print(
             "accounts-db role: lab and check mode \(checked - started), first run \(formed - checked), "

@@ -195,6 +195,20 @@ final class AccountsDatabaseRoleLab: @unchecked Sendable {
             timeout: .seconds(90))
     }
 
+    /// `psql` on the controller to the data node `node` alone as the operator (`vpnprov`, its certificate): the
+    /// login pg_hba.conf allows or refuses.
+    func operatorLogin(_ node: AnsibleLab.Node) throws -> ProgramResult {
+        let tls = dir.path + "/tls"
+        return try Subprocess.run(
+            StrongSwanEnvironment.ipPath,
+            [
+                "netns", "exec", lab.hub, "/usr/bin/psql", "-X", "-At",
+                "host=\(node.address) dbname=accounts user=vpnprov sslmode=verify-full sslrootcert=\(tls)/ca.crt "
+                    + "sslcert=\(tls)/vpnprov.crt sslkey=\(tls)/vpnprov.key connect_timeout=5",
+                "-c", "SELECT 1",
+            ], timeout: .seconds(30))
+    }
+
     /// The log the stand-in systemctl kept of the host's pg_autoctl unit.
     func serviceLog(_ node: AnsibleLab.Node) -> String {
         let file = lab.serviceState(node) + "/logs/" + Self.unit + ".log"

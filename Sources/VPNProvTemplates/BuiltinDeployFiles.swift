@@ -135,7 +135,8 @@ vpnprov_accounts_db_packages:
 vpnprov_accounts_db_bindir: /usr/lib/postgresql/15/bin
 
 # The package creates a cluster 15/main on port 5432, which this host's cluster needs: it is dropped
-# (pg_dropcluster --stop) when it holds no database of ours. false leaves it (then give another port).
+# (pg_dropcluster --stop) when it holds no database besides postgres and the templates; with one, the run
+# stops. false leaves it (then give accounts.cluster another port).
 vpnprov_accounts_db_drop_main_cluster: true
 
 # The data directory, pg_autoctl's service, and where the TLS files go: the same path on every host
@@ -269,11 +270,45 @@ dependencies: []
     state: present
   when: vpnprov_accounts_db_install_packages | bool
 
-- name: Drop the package's own cluster 15/main, which holds the port
-  ansible.builtin.command:
-    argv: [pg_dropcluster, --stop, "15", main]
-    removes: /etc/postgresql/15/main/postgresql.conf
+# The package creates a cluster 15/main on the port, holding only postgres and the two templates. Only such a
+# cluster is dropped: one that holds a database of its own (a single server's accounts database, say) stops the
+# run with nothing dropped.
+- name: Look for the package's own cluster 15/main
+  ansible.builtin.stat:
+    path: /etc/postgresql/15/main/postgresql.conf
+  register: vpnprov_accounts_db_main_conf
   when: vpnprov_accounts_db_drop_main_cluster | bool
+
+- name: Drop the package's own cluster 15/main when it is empty
+  when: vpnprov_accounts_db_main_conf.stat.exists | default(false)
+  block:
+    - name: Find the data directory of 15/main
+      ansible.builtin.command:
+        argv: [pg_lsclusters, --json, "15", main]
+      register: vpnprov_accounts_db_main_cluster
+      changed_when: false
+      check_mode: false
+
+    - name: List the databases of 15/main
+      ansible.builtin.find:
+        paths: "{{ (vpnprov_accounts_db_main_cluster.stdout | from_json)[0].pgdata }}/base"
+        file_type: directory
+      register: vpnprov_accounts_db_main_databases
+
+    - name: Stop when 15/main holds a database besides postgres and the templates
+      ansible.builtin.assert:
+        that:
+          - vpnprov_accounts_db_main_databases.matched <= 3
+        fail_msg: >-
+          the cluster 15/main on {{ inventory_hostname }} holds {{ vpnprov_accounts_db_main_databases.matched - 3 }}
+          database(s) besides postgres and the templates: nothing was dropped. Move them, or set
+          vpnprov_accounts_db_drop_main_cluster to false and give accounts.cluster another port
+        quiet: true
+
+    - name: Drop the package's own cluster 15/main, which holds the port
+      ansible.builtin.command:
+        argv: [pg_dropcluster, --stop, "15", main]
+        removes: /etc/postgresql/15/main/postgresql.conf
 
 - name: Create the TLS directory
   ansible.builtin.file:

@@ -7,7 +7,8 @@ import VPNProvTestHarness
 /// accounts database") run by a real `ansible-playbook` over SSH to three hosts (`AccountsDatabaseRoleLab`: a
 /// monitor and two data nodes, each with its own /etc/postgresql, /var/lib/postgresql and /run/postgresql, its
 /// pg_autoctl unit started by the stand-in systemctl as postgres):
-/// - `--check` on the fresh hosts succeeds and creates nothing;
+/// - `--check` on the fresh hosts succeeds and creates nothing; with a packaged cluster 15/main on the data nodes
+///   it would drop one that holds only postgres and the templates, and stops at one with a database of its own;
 /// - the real run forms the cluster: the monitor has one primary and one secondary, the standby replicates over
 ///   TLS with its certificate (pg_stat_ssl on the primary), and `vpnprov accounts` with the connection string
 ///   vpnprov builds (every data node, the operator's certificate) migrates and adds an account that is then on
@@ -54,6 +55,23 @@ import VPNProvTestHarness
                 !FileManager.default.fileExists(atPath: node.etc + "/systemd/system/" + AccountsDatabaseRoleLab.unit))
             #expect(lab.servicePid(node) == 0, "\(node.name): check mode started the service")
         }
+        // A packaged cluster 15/main on each data node, which holds the port: db-a's holds only postgres and the
+        // templates and would be dropped; db-b's holds a database of its own, and the run stops there, nothing
+        // dropped.
+        try lab.placeMainCluster(a, databases: 0)
+        try lab.placeMainCluster(b, databases: 1)
+        let guarded = try await lab.playbook(out, check: true, limit: "db-a,db-b")
+        #expect(
+            !guarded.succeeded && recap(guarded)["db-a"]?.failed == 0 && recap(guarded)["db-b"]?.failed == 1
+                && guarded.stdout.contains("holds 1 database(s) besides postgres and the templates"),
+            "\(guarded.stdout.suffix(3000))")
+        let dropTask = guarded.stdout.components(separatedBy: "TASK [").first {
+            $0.hasPrefix("vpnprov_accounts_db : Drop the package's own cluster 15/main, which holds the port]")
+        }
+        #expect(
+            dropTask?.contains("changed: [db-a]") == true && dropTask?.contains("[db-b]") == false,
+            "\(dropTask ?? String(guarded.stdout.suffix(3000)))")
+        for node in [a, b] { try lab.removeMainCluster(node) }
         let checked = clock.now
 
         // 2. The real run: the cluster forms.

@@ -156,6 +156,27 @@ final class AccountsDatabaseRoleLab: @unchecked Sendable {
         return view + path.dropFirst("/var/lib".count)
     }
 
+    /// The files of a packaged cluster 15/main on `node`, as `pg_lsclusters` reads them (no server runs): its
+    /// configuration naming its data directory, whose `base/` has a directory per database: postgres and the two
+    /// templates (1, 4, 5, as `pg_createcluster` leaves them) and `databases` more.
+    func placeMainCluster(_ node: AnsibleLab.Node, databases: Int) throws {
+        let fm = FileManager.default
+        let conf = node.etc + "/postgresql/15/main"
+        try fm.createDirectory(atPath: conf, withIntermediateDirectories: true)
+        try "data_directory = '/var/lib/postgresql/15/main'\nport = 5432\n".write(
+            toFile: conf + "/postgresql.conf", atomically: true, encoding: .utf8)
+        let base = try varLib(node, "/var/lib/postgresql/15/main/base")
+        for oid in [1, 4, 5] + (0..<databases).map({ 16384 + $0 }) {
+            try fm.createDirectory(atPath: base + "/\(oid)", withIntermediateDirectories: true)
+        }
+    }
+
+    /// Takes `placeMainCluster`'s files away again.
+    func removeMainCluster(_ node: AnsibleLab.Node) throws {
+        try FileManager.default.removeItem(atPath: node.etc + "/postgresql/15")
+        try FileManager.default.removeItem(atPath: try varLib(node, "/var/lib/postgresql/15"))
+    }
+
     /// The pid of the host's postmaster (postmaster.pid's first line), if it has one.
     func postmasterPid(_ node: AnsibleLab.Node) -> Int32? {
         guard let file = try? varLib(node, Self.pgdata + "/postmaster.pid"),

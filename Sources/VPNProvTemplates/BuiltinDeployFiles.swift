@@ -135,7 +135,8 @@ vpnprov_accounts_db_packages:
 vpnprov_accounts_db_bindir: /usr/lib/postgresql/15/bin
 
 # The package creates a cluster 15/main on port 5432, which this host's cluster needs: it is dropped
-# (pg_dropcluster --stop) when it holds no database of ours. false leaves it (then give another port).
+# (pg_dropcluster --stop) when it holds no database besides postgres and the templates; with one, the run
+# stops. false leaves it (then give accounts.cluster another port).
 vpnprov_accounts_db_drop_main_cluster: true
 
 # The data directory, pg_autoctl's service, and where the TLS files go: the same path on every host
@@ -145,6 +146,10 @@ vpnprov_accounts_db_service: vpnprov-pgautofailover
 vpnprov_accounts_db_unit: /etc/systemd/system/vpnprov-pgautofailover.service
 vpnprov_accounts_db_tls_dir: /etc/vpnprov/postgresql
 vpnprov_accounts_db_manage_service: true
+# pg_autoctl keeps its pid file below XDG_RUNTIME_DIR, else in /tmp/pg_autoctl/<data directory>/: the service and
+# every pg_autoctl the role runs (reload, config) name PostgreSQL's own runtime directory, so they find each other
+# there and not in a directory every user may write.
+vpnprov_accounts_db_runtime_dir: /run/postgresql
 
 # The output tree vpnprov generated (the directory that holds deploy/ and accounts-db/).
 vpnprov_accounts_db_output_dir: "{{ playbook_dir | dirname }}"
@@ -186,19 +191,26 @@ vpnprov_accounts_db_create_options:
 - name: Reload pg_autoctl
   ansible.builtin.command:
     argv: [pg_autoctl, reload, --pgdata, "{{ vpnprov_accounts_db_pgdata }}"]
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   changed_when: true
   when: vpnprov_accounts_db_manage_service | bool
 
 # Only the unit's own settings changed (the environment, a path): the keeper restarts, its PostgreSQL
-# with it. On a primary that is a short write outage, so change the unit in a quiet hour.
+# with it. On a primary that is a short write outage, so change the unit in a quiet hour. Not when this run just
+# started the service (it runs the new unit already: a fresh host), nor in check mode (the unit file it would read
+# was not written).
 - name: Restart pg_autoctl
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_accounts_db_service }}"
     state: restarted
     daemon_reload: true
-  when: vpnprov_accounts_db_manage_service | bool
+  when:
+    - vpnprov_accounts_db_manage_service | bool
+    - not ansible_check_mode
+    - vpnprov_accounts_db_started is not changed
 
 """##,
         "roles/vpnprov_accounts_db/meta/main.yml": ##"""
@@ -258,11 +270,45 @@ dependencies: []
     state: present
   when: vpnprov_accounts_db_install_packages | bool
 
-- name: Drop the package's own cluster 15/main, which holds the port
-  ansible.builtin.command:
-    argv: [pg_dropcluster, --stop, "15", main]
-    removes: /etc/postgresql/15/main/postgresql.conf
+# The package creates a cluster 15/main on the port, holding only postgres and the two templates. Only such a
+# cluster is dropped: one that holds a database of its own (a single server's accounts database, say) stops the
+# run with nothing dropped.
+- name: Look for the package's own cluster 15/main
+  ansible.builtin.stat:
+    path: /etc/postgresql/15/main/postgresql.conf
+  register: vpnprov_accounts_db_main_conf
   when: vpnprov_accounts_db_drop_main_cluster | bool
+
+- name: Drop the package's own cluster 15/main when it is empty
+  when: vpnprov_accounts_db_main_conf.stat.exists | default(false)
+  block:
+    - name: Find the data directory of 15/main
+      ansible.builtin.command:
+        argv: [pg_lsclusters, --json, "15", main]
+      register: vpnprov_accounts_db_main_cluster
+      changed_when: false
+      check_mode: false
+
+    - name: List the databases of 15/main
+      ansible.builtin.find:
+        paths: "{{ (vpnprov_accounts_db_main_cluster.stdout | from_json)[0].pgdata }}/base"
+        file_type: directory
+      register: vpnprov_accounts_db_main_databases
+
+    - name: Stop when 15/main holds a database besides postgres and the templates
+      ansible.builtin.assert:
+        that:
+          - vpnprov_accounts_db_main_databases.matched <= 3
+        fail_msg: >-
+          the cluster 15/main on {{ inventory_hostname }} holds {{ vpnprov_accounts_db_main_databases.matched - 3 }}
+          database(s) besides postgres and the templates: nothing was dropped. Move them, or set
+          vpnprov_accounts_db_drop_main_cluster to false and give accounts.cluster another port
+        quiet: true
+
+    - name: Drop the package's own cluster 15/main, which holds the port
+      ansible.builtin.command:
+        argv: [pg_dropcluster, --stop, "15", main]
+        removes: /etc/postgresql/15/main/postgresql.conf
 
 - name: Create the TLS directory
   ansible.builtin.file:
@@ -299,6 +345,8 @@ dependencies: []
   ansible.builtin.command:
     argv: "{{ ['pg_autoctl', 'create', 'monitor'] + vpnprov_accounts_db_create_options }}"
     creates: "{{ vpnprov_accounts_db_pgdata }}/postgresql-auto-failover.conf"
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   when: vpnprov_accounts_db_role == 'monitor'
@@ -314,6 +362,7 @@ dependencies: []
     PGSSLCERT: "{{ vpnprov_accounts_db_tls_dir }}/server.crt"
     PGSSLKEY: "{{ vpnprov_accounts_db_tls_dir }}/server.key"
     PGSSLROOTCERT: "{{ vpnprov_accounts_db_tls_dir }}/ca.crt"
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   when: vpnprov_accounts_db_role == 'data'
@@ -345,6 +394,8 @@ dependencies: []
 - name: Read the keeper's network partition timeout
   ansible.builtin.command:
     argv: [pg_autoctl, config, get, --pgdata, "{{ vpnprov_accounts_db_pgdata }}", timeout.network_partition_timeout]
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   register: vpnprov_accounts_db_partition_timeout
@@ -363,6 +414,8 @@ dependencies: []
       - "{{ vpnprov_accounts_db_pgdata }}"
       - timeout.network_partition_timeout
       - "{{ vpnprov_accounts_db_network_partition_timeout }}"
+  environment:
+    XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
   changed_when: true
@@ -378,16 +431,21 @@ dependencies: []
     owner: root
     group: root
     mode: "0644"
+  register: vpnprov_accounts_db_unit_file
   notify: Restart pg_autoctl
   when: vpnprov_accounts_db_manage_service | bool
 
+# In check mode on a fresh host the unit file was not written: systemd does not know the service yet.
 - name: Enable and start the pg_autoctl service
   ansible.builtin.systemd_service:
     name: "{{ vpnprov_accounts_db_service }}"
     state: started
     enabled: true
     daemon_reload: true
-  when: vpnprov_accounts_db_manage_service | bool
+  register: vpnprov_accounts_db_started
+  when:
+    - vpnprov_accounts_db_manage_service | bool
+    - not (ansible_check_mode and vpnprov_accounts_db_unit_file is changed)
 
 - name: Apply the settings before the roles are created
   ansible.builtin.meta: flush_handlers
@@ -480,6 +538,7 @@ Environment=PATH={{ vpnprov_accounts_db_bindir }}:/usr/bin:/bin
 Environment=PGSSLCERT={{ vpnprov_accounts_db_tls_dir }}/server.crt
 Environment=PGSSLKEY={{ vpnprov_accounts_db_tls_dir }}/server.key
 Environment=PGSSLROOTCERT={{ vpnprov_accounts_db_tls_dir }}/ca.crt
+Environment=XDG_RUNTIME_DIR={{ vpnprov_accounts_db_runtime_dir }}
 User=postgres
 ExecStart=/usr/bin/pg_autoctl run
 Restart=always

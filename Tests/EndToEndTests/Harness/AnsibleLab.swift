@@ -104,6 +104,10 @@ final class AnsibleLab: @unchecked Sendable {
     private var services: [String: StandInSystemctl.VendorUnit]?
     /// Plugins the nodes' charons load beyond the build's list.
     private var plugins: [String] = []
+    /// Whether the nodes run a charon (and the stand-in knows `strongswan.service`), and whether the stand-in
+    /// runs units as their `User=`.
+    private var charon = true
+    private var serviceUsers = false
 
     private init(base: String, scratch: URL, build: StrongSwanBuild) {
         self.base = base
@@ -124,9 +128,12 @@ final class AnsibleLab: @unchecked Sendable {
     /// distribution would ship, so a rollout can run with `vpnprov_manage_service=true`; each node then owns
     /// `/etc/systemd/system`, `/run/systemd/system` and the `/run` entries `run`. `plugins`: plugins the nodes'
     /// charons load beyond the build's list (e.g. `eap-radius` on a RADIUS node). Host strongSwan only.
+    /// `charon: false`: hosts that are no VPN node (a database host) run no charon. `serviceUsers`: the stand-in
+    /// runs a unit as its `User=` (`StandInSystemctl.install(users:)`).
     static func start(
         nodes names: [String], build: StrongSwanBuild = .host, views: [String: [String]] = [:], etc: [String] = [],
-        services: [String: StandInSystemctl.VendorUnit]? = nil, run: [String] = [], plugins: [String] = []
+        services: [String: StandInSystemctl.VendorUnit]? = nil, run: [String] = [], plugins: [String] = [],
+        charon: Bool = true, serviceUsers: Bool = false
     ) throws -> AnsibleLab {
         try build.require()
         if services != nil && build.root != nil {
@@ -139,6 +146,8 @@ final class AnsibleLab: @unchecked Sendable {
             build: build)
         lab.services = services
         lab.plugins = plugins
+        lab.charon = charon
+        lab.serviceUsers = serviceUsers
         do {
             let etc = etc + (services == nil ? [] : ["systemd/system"])
             try lab.setUp(names, views: views, etc: etc, run: run + ["sshd", "mount"])
@@ -183,15 +192,20 @@ final class AnsibleLab: @unchecked Sendable {
             try writeEtc(node, publicKey: publicKey)
             nodes.append(node)
             try startSSHD(node)
-            try startCharon(node)
+            if charon { try startCharon(node) }
             if let services {
                 let state = node.run.appendingPathComponent("systemd").path
                 var units = services
-                units["strongswan.service"] = StandInSystemctl.VendorUnit(
-                    exec: [StrongSwanBuild.charonPath], ready: node.run.appendingPathComponent("charon.vici").path)
-                try StandInSystemctl.install(bin: node.run.path + "/bin", state: state, vendor: units)
-                let charon = daemons["\(node.name)/charon"]?.pid ?? 0
-                try "\(charon)\n".write(toFile: state + "/pids/strongswan.service", atomically: true, encoding: .utf8)
+                if charon {
+                    units["strongswan.service"] = StandInSystemctl.VendorUnit(
+                        exec: [StrongSwanBuild.charonPath], ready: node.run.appendingPathComponent("charon.vici").path)
+                }
+                try StandInSystemctl.install(
+                    bin: node.run.path + "/bin", state: state, vendor: units, users: serviceUsers)
+                if charon {
+                    let pid = daemons["\(node.name)/charon"]?.pid ?? 0
+                    try "\(pid)\n".write(toFile: state + "/pids/strongswan.service", atomically: true, encoding: .utf8)
+                }
             }
         }
     }

@@ -68,6 +68,13 @@ enum PrivateView {
         return view
     }
 
+    /// The view of `host` that `create(of:for:…)` made for `namespace` (what its processes see at `host`), or nil.
+    static func path(of host: String, for namespace: String) -> String? {
+        registry.lock.lock()
+        defer { registry.lock.unlock() }
+        return registry.views[namespace]?.last { $0.host == host }?.view
+    }
+
     /// Forgets the namespace's views (their directories go with the scratch directory or the caller's).
     static func remove(for namespace: String) {
         registry.lock.lock()

@@ -15,8 +15,10 @@ import Foundation
 ///   (the daemon's stdout and stderr), and `calls` (one line per invocation).
 /// Units the distribution's packages would ship (`strongswan.service`, `freeradius.service`,
 /// `prometheus-node-exporter.service`) are given by the lab with their command; the others are the files
-/// in `/etc/systemd/system`, whose `ExecStart=` is run (as root: `User=`, sandboxing and
-/// `ExecStartPre=` are not emulated; `RuntimeDirectory=`, `LogsDirectory=` and `StateDirectory=` are created).
+/// in `/etc/systemd/system`, whose `ExecStart=` is run with the unit's `Environment=` and `WorkingDirectory=`
+/// (as root, unless the lab asks for `User=`: `install(users: true)` runs it as that user with its groups, a
+/// fresh environment and its home, as systemd does; sandboxing and `ExecStartPre=` are not emulated;
+/// `RuntimeDirectory=`, `LogsDirectory=` and `StateDirectory=` are created).
 enum StandInSystemctl {
     /// A unit the distribution would ship: its command (nil: never started here) and a path whose existence
     /// says it is ready (charon's vici socket), removed before it starts.
@@ -25,15 +27,16 @@ enum StandInSystemctl {
         var ready: String?
     }
 
-    /// Writes `<bin>/systemctl` and its settings.
-    static func install(bin: String, state: String, vendor: [String: VendorUnit]) throws {
+    /// Writes `<bin>/systemctl` and its settings. `users`: units run as their `User=` (off: as root, which the
+    /// labs whose roles name users that cannot read the lab's files rely on).
+    static func install(bin: String, state: String, vendor: [String: VendorUnit], users: Bool = false) throws {
         let fm = FileManager.default
         try fm.createDirectory(atPath: bin, withIntermediateDirectories: true)
         for sub in ["pids", "loaded", "enabled", "active", "logs"] {
             try fm.createDirectory(atPath: state + "/" + sub, withIntermediateDirectories: true)
         }
         let settings: [String: Any] = [
-            "state": state, "unit_dir": "/etc/systemd/system",
+            "state": state, "unit_dir": "/etc/systemd/system", "users": users,
             "vendor": try JSONSerialization.jsonObject(with: JSONEncoder().encode(vendor)),
         ]
         try JSONSerialization.data(withJSONObject: settings, options: [.sortedKeys]).write(
@@ -58,7 +61,7 @@ enum StandInSystemctl {
         #!/usr/bin/python3
         # Written by vpnprov's end-to-end tests (Tests/EndToEndTests/Harness/StandInSystemctl.swift): a stand-in
         # for systemctl on a lab node without systemd. Not for use elsewhere.
-        import json, os, re, shutil, signal, subprocess, sys, time
+        import json, os, pwd, re, shlex, shutil, signal, subprocess, sys, time
 
         here = os.path.dirname(os.path.abspath(__file__))
         settings = json.load(open(os.path.join(here, "systemctl.json")))
@@ -100,6 +103,29 @@ enum StandInSystemctl {
         def setting(text, key):
             values = [line.split("=", 1)[1].strip() for line in text.splitlines() if line.startswith(key + "=")]
             return values[-1] if values else None
+
+        def process_settings(text):
+            """Popen's keywords for a unit of /etc/systemd/system: Environment=, WorkingDirectory=, User= (when
+            the lab emulates it: that user, its groups, systemd's fresh environment with its home)."""
+            environment, keywords = dict(os.environ), {}
+            user = setting(text, "User") if settings.get("users") else None
+            if user:
+                account = pwd.getpwnam(user)
+                environment = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                               "HOME": account.pw_dir, "USER": user, "LOGNAME": user, "SHELL": account.pw_shell,
+                               "LANG": "C.UTF-8"}
+                keywords = {"user": account.pw_uid, "group": account.pw_gid,
+                            "extra_groups": os.getgrouplist(user, account.pw_gid)}
+                keywords["cwd"] = "/"
+            for line in text.splitlines():
+                if line.startswith("Environment="):
+                    for assignment in shlex.split(line.split("=", 1)[1]):
+                        name, _, value = assignment.partition("=")
+                        environment[name] = value
+            if setting(text, "WorkingDirectory"):
+                keywords["cwd"] = setting(text, "WorkingDirectory")
+            keywords["env"] = environment
+            return keywords
 
         def alive(pid):
             try:
@@ -146,9 +172,10 @@ enum StandInSystemctl {
                     os.makedirs(os.path.join(base, setting(text, key)), exist_ok=True)
             if ready and os.path.exists(ready):
                 os.unlink(ready)
+            keywords = {} if unit in vendor else process_settings(text)
             with open(path("logs", unit + ".log"), "a") as log:
                 process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                           start_new_session=True)
+                                           start_new_session=True, **keywords)
             with open(path("pids", unit), "w") as f:
                 f.write("%d\n" % process.pid)
             deadline = time.monotonic() + 20

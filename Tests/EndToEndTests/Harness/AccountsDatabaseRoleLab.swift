@@ -36,7 +36,7 @@ enum AccountsDatabaseCertificates {
 /// its directories are never touched. The stand-in `systemctl` runs the role's pg_autoctl unit as its `User=`
 /// (postgres) with its environment. The controller (the hub, 192.0.2.254) is where the operator's
 /// `vpnprov accounts` runs: the inventory's RADIUS server is at that address, which pg_hba.conf lets in.
-final class AccountsDatabaseRoleLab: @unchecked Sendable {
+final class AccountsDatabaseRoleLab {
     static let hosts = [
         (name: "db-mon", address: "192.0.2.1"), (name: "db-a", address: "192.0.2.2"),
         (name: "db-b", address: "192.0.2.3"),

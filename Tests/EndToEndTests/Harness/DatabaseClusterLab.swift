@@ -161,7 +161,9 @@ final class DatabaseClusterLab: @unchecked Sendable {
             try ip(["-n", lanNamespace, "link", "set", "lo", "up"])
             try RadiusLab.addLAN(behind: nodeNamespace, host: lanNamespace)
         }
-        try makeCertificates()
+        // The operator's CA and its certificates (docs/accounts.md, "Topology").
+        try AccountsDatabaseCertificates.make(
+            in: dir.path + "/tls", hosts: hosts.map { (name: $0.name, address: $0.address) })
         for host in hosts {
             let view = try PrivateView.create(
                 of: "/etc", for: host.namespace, own: ["vpnprov"], directories: ["vpnprov"])
@@ -174,34 +176,12 @@ final class DatabaseClusterLab: @unchecked Sendable {
                 try FileManager.default.copyItem(atPath: source + from, toPath: tls + "/" + to)
             }
             let home = dir.path + "/\(host.name)"
-            try FileManager.default.createDirectory(atPath: home + "/home", withIntermediateDirectories: true)
+            // pg_autoctl keeps its pid file in XDG_RUNTIME_DIR, and falls back to the machine's /tmp without it.
+            try FileManager.default.createDirectory(atPath: home + "/home/run", withIntermediateDirectories: true)
             try Subprocess.check("/bin/chown", ["-R", "postgres:postgres", tls, home])
             try Subprocess.check("/bin/chmod", ["0600", tls + "/server.key"])
             try Subprocess.check("/bin/chmod", ["0711", dir.path])
         }
-    }
-
-    /// The operator's CA and its certificates (docs/accounts.md, "Topology"): per host CN its name, SAN its
-    /// address, serverAuth and clientAuth; `radius` and `vpnprov` client certificates. EC P-256, one day.
-    private func makeCertificates() throws {
-        let tls = dir.path + "/tls"
-        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
-        var script = """
-            set -e
-            cd '\(tls)'
-            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt -days 1 -subj /CN=accounts-db-ca 2>/dev/null
-            issue() {
-              openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" -out "$1.csr" -subj "/CN=$1" 2>/dev/null
-              printf 'basicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth,clientAuth\\n%s\\n' "$2" > "$1.ext"
-              openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
-              chmod 0600 "$1.key"; rm -f "$1.csr" "$1.ext"
-            }
-
-            """
-        for host in hosts { script += "issue \(host.name) 'subjectAltName=IP:\(host.address)'\n" }
-        script += "issue radius ''\nissue vpnprov ''\n"
-        let made = try Subprocess.run("/bin/sh", ["-c", script])
-        guard made.succeeded else { throw HarnessError("certificates: \(made)") }
     }
 
     // MARK: the cluster

@@ -52,8 +52,11 @@ extension OutputTree.Session {
 
     /// Every file of `entry` is on disk as a regular file with its recorded mode and digest: by its
     /// stat record when `stats` vouches for it, else by reading and hashing it (`hashed` is then
-    /// set, so the run records fresh stats). Thread-safe (read-only).
-    package func isIntact(_ entry: RenderCache.Entry, stats: StatCache? = nil, hashed: inout Bool) -> Bool {
+    /// set, so the run records fresh stats). Without `hashing`, only by the stat records: false as soon
+    /// as one does not vouch for its file (nothing is read). Thread-safe (read-only).
+    package func isIntact(
+        _ entry: RenderCache.Entry, stats: StatCache? = nil, hashed: inout Bool, hashing: Bool = true
+    ) -> Bool {
         guard root >= 0 else { return false }
         let cache = OutputTree.DirectoryCache(root: root, create: false)
         defer { cache.closeAll() }
@@ -81,6 +84,7 @@ extension OutputTree.Session {
                         return true
                     }
                 }
+                guard hashing else { return false }
                 hashedAny = true
                 let fd = openat(parentFD, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
                 guard fd >= 0 else { return false }

@@ -172,12 +172,15 @@ extension Pipeline {
         // An existing state directory is locked first, and the previous run's caches read and checked
         // on the other core while the inventory is loaded and validated (a no-op run's longest serial
         // stretches; docs/benchmarks.md).
+        // The state loads meanwhile too.
         let early = lock ?? lockIfPresent(options.stateDirectory)
         let earlyRun = early.map { _ in readPreviousRun(options.outDirectory) }
+        let preloaded = early.map { PKIManager.StatePreload($0, environment: options.environment) }
         var handedOver = false
         defer {
             if !handedOver {
                 _ = earlyRun?.value
+                preloaded?.finish()
                 if lock == nil { early?.release() }
             }
         }
@@ -222,8 +225,8 @@ extension Pipeline {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
                 inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now,
-                persist: persist, lock: heldLock,
-                action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
+                persist: persist, lock: heldLock, action: action, secrets: secrets, preloaded: preloaded,
+                progress: output.progress.callback(.issuingCertificates))
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil

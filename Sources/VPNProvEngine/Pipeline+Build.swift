@@ -123,10 +123,7 @@ extension Pipeline {
                 var previous = PreviousRun(reader: reader, cache: cache, stats: stats)
                 guard let stats else { return previous }
                 let entries = Array(cache.entries)
-                let vouched = parallelMap(entries.count) { i -> Bool in
-                    var hashed = false
-                    return reader.isIntact(entries[i].value, stats: stats, hashed: &hashed, hashing: false)
-                }
+                let vouched = reader.vouched(entries.map(\.value), stats: stats)
                 previous.vouched = Set(entries.indices.lazy.filter { vouched[$0] }.map { entries[$0].key })
                 return previous
             }

@@ -35,7 +35,11 @@ extension OutputTree.Session {
         guard root >= 0, let cache = OutputTree.readRootFile(root, RenderCache.fileName) else {
             return (RenderCache(bytes: nil), nil)
         }
-        return (RenderCache(bytes: cache), stats(for: cache))
+        // The stat records are tied to the cache by its SHA-256: taken on another core while the cache is
+        // parsed (both stand before a no-op's stat checks).
+        let stats = Background { self.stats(for: cache) }
+        let parsed = RenderCache(bytes: cache)
+        return (parsed, stats.value)
     }
 
     private func stats(for cache: [UInt8]) -> StatCache? {

@@ -166,10 +166,9 @@ extension Pipeline {
         quietLoad: Bool = false,
         action: PKIManager.StateAction? = nil, beforeLock: (Inventory) -> Bool = { _ in true }
     ) throws -> Built? {
-        // An existing state directory is locked first, and the previous run's caches read and checked
-        // on the other core while the inventory is loaded and validated (a no-op run's longest serial
-        // stretches; docs/benchmarks.md).
-        // The state loads meanwhile too.
+        // An existing state directory is locked first; the previous run's caches are read and checked and
+        // the state is loaded on other threads while the inventory is loaded and validated (a no-op run's
+        // longest stretches; docs/benchmarks.md).
         let early = lock ?? lockIfPresent(options.stateDirectory)
         let earlyRun = early.map { _ in readPreviousRun(options.outDirectory) }
         let preloaded = early.map { PKIManager.StatePreload($0, environment: options.environment) }

@@ -105,20 +105,38 @@ extension Pipeline {
         var reader: OutputTree.Session
         var cache: RenderCache
         var stats: StatCache?
+        /// The entries of `cache` each of whose files on disk its stat record vouches for (checked before
+        /// the fingerprints are known; the others are checked again, hashing, if their fingerprint matches).
+        var vouched: Set<String> = []
     }
 
-    /// Reads the previous run's caches on another thread, with the program's own digest (`buildIdentity`):
-    /// neither depends on the inventory or the state, and a fleet's cache takes about as long to parse
-    /// as the state takes to load (docs/benchmarks.md).
+    /// Reads the previous run's caches on another thread, with the program's own digest (`buildIdentity`),
+    /// and checks every cached file against its stat record: none of it depends on the inventory or the
+    /// state, so it overlaps loading them (docs/benchmarks.md, "Why the code is shaped this way"). Call
+    /// with the state lock held: no other run changes the tree until this one has published.
     static func readPreviousRun(_ directory: String) -> Background<Result<PreviousRun, OutputError>> {
         Background {
             _ = buildIdentity
             return Result { () throws(OutputError) -> PreviousRun in
                 let reader = try OutputTree.Session(directory: directory, mode: .compare)
                 let (cache, stats) = reader.previousCaches()
-                return PreviousRun(reader: reader, cache: cache, stats: stats)
+                var previous = PreviousRun(reader: reader, cache: cache, stats: stats)
+                guard let stats else { return previous }
+                let entries = Array(cache.entries)
+                let vouched = reader.vouched(entries.map(\.value), stats: stats)
+                previous.vouched = Set(entries.indices.lazy.filter { vouched[$0] }.map { entries[$0].key })
+                return previous
             }
         }
+    }
+
+    /// The lock of a state directory an earlier run made, taken before the inventory is read so the
+    /// previous run's caches are read and checked meanwhile; nil when there is none yet or it cannot be
+    /// taken now (the run then takes it after validation as before, and reports what stops it there).
+    static func lockIfPresent(_ stateDirectory: String) -> StateLock? {
+        var st = stat()
+        guard lstat(stateDirectory + "/.lock", &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return try? StateLock(stateDirectory: stateDirectory)
     }
 
     /// The users whose cached files are intact and rendered from the same inputs.
@@ -129,8 +147,10 @@ extension Pipeline {
         let stats = previousRun.stats
         let previous = previousRun.cache.entries
         let candidates = previous.filter { fingerprints[$0.key] == $0.value.fingerprint }.sorted { $0.key < $1.key }
+        let vouched = previousRun.vouched
         let checked = parallelMap(candidates.count) { i -> (intact: Bool, hashed: Bool) in
             var hashed = false
+            if vouched.contains(candidates[i].key) { return (true, false) }
             let intact = reader.isIntact(candidates[i].value, stats: stats, hashed: &hashed)
             return (intact, hashed)
         }
@@ -146,6 +166,20 @@ extension Pipeline {
         quietLoad: Bool = false,
         action: PKIManager.StateAction? = nil, beforeLock: (Inventory) -> Bool = { _ in true }
     ) throws -> Built? {
+        // An existing state directory is locked first; the previous run's caches are read and checked and
+        // the state is loaded on other threads while the inventory is loaded and validated (a no-op run's
+        // longest stretches; docs/benchmarks.md).
+        let early = lock ?? lockIfPresent(options.stateDirectory)
+        let earlyRun = early.map { _ in readPreviousRun(options.outDirectory) }
+        let preloaded = early.map { PKIManager.StatePreload($0, environment: options.environment) }
+        var handedOver = false
+        defer {
+            if !handedOver {
+                _ = earlyRun?.value
+                preloaded?.finish()
+                if lock == nil { early?.release() }
+            }
+        }
         let loaded = try loadInventory(
             display: options.inventory, path: options.inventoryPath, strict: options.strict, output: output,
             report: !quietLoad)
@@ -178,18 +212,17 @@ extension Pipeline {
         guard beforeLock(inventory) else { return nil }
         // The lock stays held (in Built) until the state is committed and the tree published: two
         // runs must not both prepare from the same state and then both commit.
-        let heldLock = try lock ?? StateLock(stateDirectory: options.stateDirectory)
+        let heldLock = try early ?? StateLock(stateDirectory: options.stateDirectory)
         // Under the lock, so no other run is replacing the caches while they are read.
-        let previousRun = readPreviousRun(options.outDirectory)
-        var handedOver = false
+        let previousRun = earlyRun ?? readPreviousRun(options.outDirectory)
         defer { if lock == nil && !handedOver { heldLock.release() } }
         var prepared: PrepareResult
         do {
             prepared = try PKIManager.prepare(
                 inventory: inventory, stateDirectory: options.stateDirectory,
                 inventoryDirectory: inventoryDirectory, environment: options.environment, now: options.now,
-                persist: persist, lock: heldLock,
-                action: action, secrets: secrets, progress: output.progress.callback(.issuingCertificates))
+                persist: persist, lock: heldLock, action: action, secrets: secrets, preloaded: preloaded,
+                progress: output.progress.callback(.issuingCertificates))
         } catch let error as PKIError where error.isInventory {
             printDiagnostics([error.diagnostic], output: output)
             return nil

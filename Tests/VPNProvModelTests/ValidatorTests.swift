@@ -410,6 +410,24 @@ import VPNProvTestFixtures
             })
     }
 
+    /// Users with the same list of nodes share what those nodes offer once the list had no finding; a list
+    /// with a finding is read again for each user, so each is told.
+    @Test func unknownNodeOfEachUserWithTheSameList() {
+        let inventory = Fixture.good().with {
+            $0.users[1].nodes = ["ams-1"]
+            $0.users[2].nodes = ["ams-1", "nowhere"]
+            $0.users[3].nodes = ["ams-1", "nowhere"]
+        }
+        let unknown = Validator.validate(inventory).filter { $0.code == .unknownNode }.map(\.message)
+        #expect(
+            unknown == [
+                "user 'carol': unknown node 'nowhere'", "user 'dave': unknown node 'nowhere'",
+            ])
+        // bob's list is carol's clean part: bob (android) is still checked against ams-1's services alone.
+        let alone = Fixture.good().with { $0.users[1].nodes = ["ams-1"] }
+        #expect(Fixture.found(inventory).filter { $0.code != .unknownNode } == Fixture.found(alone))
+    }
+
     // MARK: country
 
     @Test(arguments: [

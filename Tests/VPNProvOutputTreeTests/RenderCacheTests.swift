@@ -91,4 +91,31 @@ import VPNProvTestFixtures
         #expect(RenderCache.SHA256Value(hex: Array(("g" + value.hex.dropFirst()).utf8)) == nil)
         #expect(RenderCache.SHA256Value(hex: Array(value.hex.dropLast().utf8)) == nil)
     }
+
+    /// Digits are read eight at a time as one word: every byte value at every position is taken exactly
+    /// when it is a hexadecimal digit, with its value, whatever its neighbours.
+    @Test func everyByteAtEveryPositionOfAHexDigest() {
+        let digits = Array("0123456789abcdefABCDEF".utf8)
+        let value = RenderCache.SHA256Value((0..<32).map { UInt8(truncatingIfNeeded: $0 * 37 + 5) })
+        let hex = Array(value.hex.utf8)
+        var wrong: [String] = []
+        for position in 0..<64 {
+            for byte in 0...255 {
+                var edited = hex
+                edited[position] = UInt8(byte)
+                let expected: RenderCache.SHA256Value?
+                if digits.contains(UInt8(byte)) {
+                    var bytes = (0..<32).map { UInt8(truncatingIfNeeded: $0 * 37 + 5) }
+                    let nibble = UInt8(Int(String(UnicodeScalar(UInt8(byte))), radix: 16)!)
+                    let shift: UInt8 = position % 2 == 0 ? 4 : 0
+                    bytes[position / 2] = bytes[position / 2] & ~(0xF << shift) | nibble << shift
+                    expected = RenderCache.SHA256Value(bytes)
+                } else {
+                    expected = nil
+                }
+                if RenderCache.SHA256Value(hex: edited) != expected { wrong.append("byte \(byte) at \(position)") }
+            }
+        }
+        #expect(wrong.isEmpty, "\(wrong.prefix(10))")
+    }
 }

@@ -56,8 +56,21 @@ enum ServiceRules {
                     at: node.location(of: .services)))
         }
         let nodeNames = inventory.nodes.map(\.name)
+        // Users mostly list the same nodes (every node, by default): the services of a list that had no
+        // finding serve the users after it with an equal list, compared name by name instead of hashing
+        // each name again (a tenth of a no-op run's validation; docs/benchmarks.md). A list with a finding
+        // (a node unknown or listed twice) is read again for each user, whose name the finding carries.
+        var clean: (nodes: [String], services: Set<Service>)?
         for user in inventory.users {
-            checkUser(user, servicesByNode: servicesByNode, nodeNames: nodeNames, into: &d)
+            let services: Set<Service>
+            if let clean, clean.nodes == user.nodes {
+                services = clean.services
+            } else {
+                let before = d.count
+                services = reachableServices(of: user, servicesByNode: servicesByNode, nodeNames: nodeNames, into: &d)
+                clean = d.count == before ? (user.nodes, services) : nil
+            }
+            checkUser(user, services: services, into: &d)
         }
     }
 
@@ -176,10 +189,8 @@ enum ServiceRules {
         }
     }
 
-    static func checkUser(
-        _ user: User, servicesByNode: [String: Set<Service>], nodeNames: [String], into d: inout [Diagnostic]
-    ) {
-        let services = reachableServices(of: user, servicesByNode: servicesByNode, nodeNames: nodeNames, into: &d)
+    /// The user's devices and credentials against `services`, what the user's nodes offer.
+    static func checkUser(_ user: User, services: Set<Service>, into d: inout [Diagnostic]) {
         let devices = distinctDevices(of: user, into: &d)
         if user.revoked { return }
         checkCredentials(of: user, services: services, devices: devices, into: &d)

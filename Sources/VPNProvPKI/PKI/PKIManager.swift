@@ -14,6 +14,42 @@ package enum PKIManager {
     static let backdate: TimeInterval = 3600
     package static let caPassphraseVariable = "VPNPROV_CA_PASSPHRASE"
 
+    /// The state of a locked directory, loaded and checked on another thread while the caller reads and
+    /// validates the inventory (a no-op run's longest serial stretch after the stat checks;
+    /// docs/benchmarks.md, "Why the code is shaped this way"). `prepare` takes it where it would have
+    /// loaded the state, and throws its failure there, so what is reported first does not change.
+    package final class StatePreload: Sendable {
+        /// @unchecked Sendable: the store is made by the loading thread and handed over once, when it
+        /// has finished (`Background.value`); only `prepare` uses it after that.
+        private struct Loaded: @unchecked Sendable { let store: StateStore }
+
+        private let lock: StateLock
+        private let passphrase: String?
+        private let loading: Background<Result<Loaded, any Error>>
+
+        package init(_ lock: StateLock, environment: [String: String]) {
+            self.lock = lock
+            let passphrase = PKIManager.passphrase(environment)
+            self.passphrase = passphrase
+            let directory = lock.stateDirectory
+            loading = Background { Result { Loaded(store: try StateStore.load(directory, caPassphrase: passphrase)) } }
+        }
+
+        /// Waits for the load to finish (a run that stops before `prepare` does not leave it reading).
+        package func finish() { _ = loading.value }
+
+        /// The loaded store when it was loaded under `lock` with `passphrase`, else nil.
+        fileprivate func store(lock: StateLock, passphrase: String?) throws -> StateStore? {
+            guard lock === self.lock, passphrase == self.passphrase else { return nil }
+            return try loading.value.get().store
+        }
+    }
+
+    /// The CA key's passphrase from the environment (unset or empty: none).
+    static func passphrase(_ environment: [String: String]) -> String? {
+        environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// Brings the state in line with `inventory` (issuing, re-issuing, revoking only what changed)
     /// and returns every secret and certificate the renderers need.
     ///
@@ -25,11 +61,12 @@ package enum PKIManager {
     ///   - lock: a lock the caller already holds on `stateDirectory` (else one is taken and released).
     ///   - now: the run's clock (the caller reads it once).
     ///   - certificates: the plan's certificate profiles of `inventory` (else made here).
+    ///   - preloaded: the state, loading already under `lock` (else loaded here).
     ///   - progress: (done, total) of the issuing work, called from worker threads.
     package static func prepare(
         inventory: Inventory, stateDirectory: String, inventoryDirectory: String, environment: [String: String],
         now: Date, persist: Bool = true, lock: StateLock? = nil, action: StateAction? = nil,
-        secrets: ResolvedSecrets? = nil, certificates: CertificatePlan? = nil,
+        secrets: ResolvedSecrets? = nil, certificates: CertificatePlan? = nil, preloaded: StatePreload? = nil,
         progress: (@Sendable (Int, Int) -> Void)? = nil
     ) throws -> PrepareResult {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
@@ -44,8 +81,10 @@ package enum PKIManager {
 
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
-        let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
-        let store = try StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
+        let passphrase = passphrase(environment)
+        let store =
+            try preloaded?.store(lock: heldLock, passphrase: passphrase)
+            ?? StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
         try ServerIdentityRules.checkIssued(store.index, nodes: inventory.nodes, now: now)
         let adopted = adoptInterruptedIssues(store, now: now)
         let commanded = try applyCommand(action, store: store, now: now, passphrase: passphrase)
@@ -266,7 +305,7 @@ package enum PKIManager {
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let heldLock = try lock ?? StateLock(stateDirectory: stateDirectory)
         defer { if lock == nil { heldLock.release() } }
-        let passphrase = environment[caPassphraseVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let passphrase = passphrase(environment)
         let store = try StateStore.load(heldLock.stateDirectory, caPassphrase: passphrase)
         let adopted = adoptInterruptedIssues(store, now: now)
         let holder = store.index.users[user]

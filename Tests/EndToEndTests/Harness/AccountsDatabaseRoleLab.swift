@@ -3,6 +3,20 @@ import Glibc
 import VPNProvTestFixtures
 import VPNProvTestHarness
 
+/// pg_auto_failover's monitor's view of its nodes, as `psql` prints it: node name → "reportedstate/goalstate".
+enum MonitorView {
+    static let query = "SELECT nodename || '=' || reportedstate || '/' || goalstate FROM pgautofailover.node"
+
+    static func states(_ psqlOutput: String) -> [String: String] {
+        var states: [String: String] = [:]
+        for line in psqlOutput.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { states[String(parts[0])] = String(parts[1]) }
+        }
+        return states
+    }
+}
+
 /// The operator's CA of an accounts database cluster (docs/accounts.md, "Topology"), made with the openssl CLI as
 /// an operator's CA would make them: per host a key and a certificate with CN its name, SAN its address, serverAuth
 /// and clientAuth; the `radius` and `vpnprov` client certificates. EC P-256, valid one day, keys 0600.
@@ -197,15 +211,7 @@ final class AccountsDatabaseRoleLab {
 
     /// The monitor's view: node name → reported state/goal state.
     func states() throws -> [String: String] {
-        let found = try psql(
-            try node("db-mon"), database: "pg_auto_failover",
-            "SELECT nodename || '=' || reportedstate || '/' || goalstate FROM pgautofailover.node")
-        var out: [String: String] = [:]
-        for line in found.stdout.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { out[String(parts[0])] = String(parts[1]) }
-        }
-        return out
+        MonitorView.states(try psql(try node("db-mon"), database: "pg_auto_failover", MonitorView.query).stdout)
     }
 
     /// `vpnprov accounts ARGUMENTS --inventory …` on the controller (the hub namespace: 192.0.2.254).

@@ -460,15 +460,7 @@ final class DatabaseClusterLab: @unchecked Sendable {
 
     /// The monitor's view: node name → (reported state, goal state).
     func states() throws -> [String: String] {
-        let found = try psql(
-            host(Self.monitor.name), database: "pg_auto_failover",
-            "SELECT nodename || '=' || reportedstate || '/' || goalstate FROM pgautofailover.node")
-        var out: [String: String] = [:]
-        for line in found.stdout.split(separator: "\n") {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            if parts.count == 2 { out[String(parts[0])] = String(parts[1]) }
-        }
-        return out
+        MonitorView.states(try psql(host(Self.monitor.name), database: "pg_auto_failover", MonitorView.query).stdout)
     }
 
     /// Cuts `host` off the network as a lost link does: its namespace drops every packet but loopback's.

@@ -44,7 +44,7 @@ package final class DatabaseConnection {
     /// Default limit of one statement: long enough for a migration under load, short enough that a
     /// locked table does not hang a command.
     static let defaultStatementTimeoutMilliseconds = 30_000
-    /// Seconds libpq waits for the server before giving up.
+    /// Seconds libpq waits for a server before giving up (or trying the next host), unless the conninfo says.
     static let connectTimeoutSeconds = 10
 
     /// Connects with `conninfo` (a libpq connection string or `postgresql://` URI).
@@ -52,12 +52,13 @@ package final class DatabaseConnection {
         var secrets = [conninfo]
         secrets += Self.passwords(in: conninfo)
         self.secrets = secrets.filter { !$0.isEmpty }
-        // expand_dbname: the first "dbname" value is the whole conninfo; the keywords after it
-        // override what it says (a connect timeout) or add a default (the application name).
-        // target_session_attrs comes before it: a default the conninfo may override. Every action writes (or
-        // must read what was just written), so with several hosts the primary is the one to keep.
-        let keywords = ["target_session_attrs", "dbname", "connect_timeout", "fallback_application_name"]
-        let values = ["read-write", conninfo, String(Self.connectTimeoutSeconds), "vpnprov"]
+        // expand_dbname: the first "dbname" value is the whole conninfo; a keyword before it is a default the
+        // conninfo may override, one after it overrides the conninfo. target_session_attrs: every action writes
+        // (or must read what was just written), so with several hosts the primary is the one to keep. The connect
+        // timeout is a default too: a cluster's string says 2 s, which is what a host that does not answer may
+        // cost before the next is tried (overridden, the 10 s gave way only to the string's tcp_user_timeout, 5 s).
+        let keywords = ["target_session_attrs", "connect_timeout", "dbname", "fallback_application_name"]
+        let values = ["read-write", String(Self.connectTimeoutSeconds), conninfo, "vpnprov"]
         let made = Self.withCStrings(keywords) { k in
             Self.withCStrings(values) { v in
                 PQconnectdbParams(k, v, 1)
@@ -77,6 +78,24 @@ package final class DatabaseConnection {
     }
 
     deinit { PQfinish(connection) }
+
+    /// The value libpq uses for connection option `keyword` (PQconninfo), nil when it has none.
+    package func option(_ keyword: String) -> String? {
+        guard let options = PQconninfo(connection) else { return nil }
+        defer { PQconninfoFree(options) }
+        return Self.list(options).first { $0.keyword == keyword }?.value
+    }
+
+    /// The keywords and values of a libpq option array (PQconninfo, PQconninfoParse); the caller frees it.
+    private static func list(_ options: UnsafeMutablePointer<PQconninfoOption>) -> [(keyword: String, value: String?)] {
+        var found: [(keyword: String, value: String?)] = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            found.append((String(cString: keyword), option.pointee.val.map { String(cString: $0) }))
+            option += 1
+        }
+        return found
+    }
 
     /// Connects like `init`, and while a failover may be under way tries again every second until `wait` has
     /// passed: only for a conninfo that names several hosts (a cluster's data nodes), and only for the failures a
@@ -127,13 +146,8 @@ package final class DatabaseConnection {
         }
         defer { PQconninfoFree(options) }
         var count = 1
-        var option = options
-        while let keyword = option.pointee.keyword {
-            let name = String(cString: keyword)
-            if name == "host" || name == "hostaddr", let value = option.pointee.val {
-                count = max(count, String(cString: value).split(separator: ",", omittingEmptySubsequences: false).count)
-            }
-            option += 1
+        for (keyword, value) in list(options) where keyword == "host" || keyword == "hostaddr" {
+            if let value { count = max(count, value.split(separator: ",", omittingEmptySubsequences: false).count) }
         }
         return count
     }
@@ -230,17 +244,13 @@ package final class DatabaseConnection {
         }
         defer { PQconninfoFree(options) }
         var found: [String] = []
-        var option = options
-        while let keyword = option.pointee.keyword {
-            if String(cString: keyword) == "password", let value = option.pointee.val {
-                let text = String(cString: value)
-                found.append(text)
-                // A URI carries it percent-encoded: hide that spelling too.
-                if let encoded = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
-                    found.append(encoded)
-                }
+        for (keyword, value) in list(options) where keyword == "password" {
+            guard let text = value else { continue }
+            found.append(text)
+            // A URI carries it percent-encoded: hide that spelling too.
+            if let encoded = text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
+                found.append(encoded)
             }
-            option += 1
         }
         return found
     }

@@ -172,11 +172,17 @@ package struct AccountsDatabasePlan: Sendable, Hashable {
             key: "\(operatorTLSDirectory)/vpnprov.key", rootCertificate: "\(operatorTLSDirectory)/ca.crt")
     }
 
-    /// The keepers' monitor URI (`pg_autoctl create postgres --monitor`): pg_auto_failover takes a URI here; the
-    /// client certificate comes from PGSSLCERT/PGSSLKEY in the keeper's environment.
+    /// The keepers' monitor URI (`pg_autoctl create postgres --monitor`, `pg_autoctl.monitor` in the keeper's
+    /// configuration): pg_auto_failover takes a URI here and hands it to libpq as it is; the client certificate
+    /// comes from PGSSLCERT/PGSSLKEY in the keeper's environment. The TCP timeouts are the clients' own: without
+    /// them a keeper whose report was in flight when its host's network went away waits in the kernel's
+    /// retransmission backoff (pg_autoctl sets no timeout on a query to the monitor), and reports again only at
+    /// the next retransmission, tens of seconds after the network is back, holding its node's rejoin that long.
     package var monitorURI: String {
         let host = monitor.address.contains(":") ? "[\(monitor.address)]" : monitor.address
         return "postgres://\(Self.monitorRole)@\(host):\(port)/\(Self.monitorDatabase)"
-            + "?sslmode=verify-full&sslrootcert=\(Self.tlsDirectory)/ca.crt"
+            + "?sslmode=verify-full&sslrootcert=\(Self.tlsDirectory)/ca.crt&tcp_user_timeout=\(Self.tcpUserTimeout)"
+            + "&keepalives_idle=\(Self.keepalivesIdle)&keepalives_interval=\(Self.keepalivesInterval)"
+            + "&keepalives_count=\(Self.keepalivesCount)"
     }
 }

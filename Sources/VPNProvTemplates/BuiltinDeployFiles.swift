@@ -176,6 +176,13 @@ vpnprov_accounts_db_create_options:
   - --ssl-mode
   - verify-full
 
+# The keeper settings vpnprov chooses (set with `pg_autoctl config set` where a data node has others), from host_vars:
+# the monitor URI with the TCP timeouts that let a keeper cut off from the monitor notice it, and the network
+# partition timeout after which a primary that reaches neither the monitor nor a standby demotes itself.
+vpnprov_accounts_db_keeper_settings:
+  pg_autoctl.monitor: "{{ vpnprov_accounts_db_monitor_uri }}"
+  timeout.network_partition_timeout: "{{ vpnprov_accounts_db_network_partition_timeout }}"
+
 """##,
         "roles/vpnprov_accounts_db/handlers/main.yml": ##"""
 ---
@@ -244,8 +251,8 @@ dependencies: []
 #   it), with certificate authentication: vpnprov's pg_hba.conf and pg_ident.conf, not pg_autoctl's.
 # - vpnprov's settings (accounts-db/<host>/vpnprov.conf) are included at the end of postgresql.conf; a change
 #   to them or to pg_hba.conf / pg_ident.conf is applied with a reload, never a restart.
-# - The keeper's network partition timeout is set, and the service (the shape of `pg_autoctl show systemd`)
-#   is enabled and started.
+# - The keeper's monitor URI and network partition timeout are kept as generated, and the service (the shape
+#   of `pg_autoctl show systemd`) is enabled and started.
 # In check mode nothing is created or started; what would change is reported.
 
 - name: Check that the host has a generated configuration
@@ -391,38 +398,39 @@ dependencies: []
   notify: Reload PostgreSQL
   when: vpnprov_accounts_db_created.stat.exists
 
-- name: Read the keeper's network partition timeout
+# A keeper created before vpnprov changed one of these (the monitor URI's TCP timeouts, the partition timeout)
+# is brought in step: `pg_autoctl create` applies them only to a new node.
+- name: Read the keeper's settings that vpnprov chooses
   ansible.builtin.command:
-    argv: [pg_autoctl, config, get, --pgdata, "{{ vpnprov_accounts_db_pgdata }}", timeout.network_partition_timeout]
+    argv: [pg_autoctl, config, get, --pgdata, "{{ vpnprov_accounts_db_pgdata }}", "{{ item.key }}"]
   environment:
     XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
-  register: vpnprov_accounts_db_partition_timeout
+  loop: "{{ vpnprov_accounts_db_keeper_settings | dict2items }}"
+  loop_control:
+    label: "{{ item.key }}"
+  register: vpnprov_accounts_db_keeper_current
   changed_when: false
   check_mode: false
   failed_when: false
   when: vpnprov_accounts_db_role == 'data'
 
-- name: Set the keeper's network partition timeout
+- name: Set the keeper's settings that differ
   ansible.builtin.command:
-    argv:
-      - pg_autoctl
-      - config
-      - set
-      - --pgdata
-      - "{{ vpnprov_accounts_db_pgdata }}"
-      - timeout.network_partition_timeout
-      - "{{ vpnprov_accounts_db_network_partition_timeout }}"
+    argv: [pg_autoctl, config, set, --pgdata, "{{ vpnprov_accounts_db_pgdata }}", "{{ item.item.key }}", "{{ item.item.value | string }}"]
   environment:
     XDG_RUNTIME_DIR: "{{ vpnprov_accounts_db_runtime_dir }}"
   become: true
   become_user: postgres
+  loop: "{{ vpnprov_accounts_db_keeper_current.results }}"
+  loop_control:
+    label: "{{ item.item.key }}"
   changed_when: true
   notify: Reload pg_autoctl
   when:
     - vpnprov_accounts_db_role == 'data'
-    - (vpnprov_accounts_db_partition_timeout.stdout | default('') | trim) != (vpnprov_accounts_db_network_partition_timeout | string)
+    - (item.stdout | default('') | trim) != (item.item.value | string)
 
 - name: Install the pg_autoctl service
   ansible.builtin.template:

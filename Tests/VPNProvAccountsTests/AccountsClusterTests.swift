@@ -146,6 +146,7 @@ extension AccountsClusterTests {
         #expect(
             plan.monitorURI
                 == "postgres://autoctl_node@192.0.2.30:5432/pg_auto_failover?sslmode=verify-full&sslrootcert=/etc/vpnprov/postgresql/ca.crt"
+                + "&tcp_user_timeout=5000&keepalives_idle=5&keepalives_interval=2&keepalives_count=2"
         )
     }
 }

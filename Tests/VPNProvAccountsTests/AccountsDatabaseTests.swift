@@ -649,6 +649,18 @@ import VPNProvTestSupport
         }
     }
 
+    /// The conninfo's own connect timeout is the one used (a cluster's string says 2 s: what a data node that does
+    /// not answer may cost before the next is tried); vpnprov's 10 s only when the conninfo names none.
+    @Test func theConninfosConnectTimeoutIsKept() throws {
+        try withMigratedStore { cluster, _ in
+            let given = try DatabaseConnection(conninfo: cluster.conninfo() + " connect_timeout=2")
+            let unsaid = try DatabaseConnection(conninfo: cluster.conninfo())
+            #expect(given.option("connect_timeout") == "2")
+            #expect(unsaid.option("connect_timeout") == "10")
+            #expect(unsaid.option("target_session_attrs") == "read-write")
+        }
+    }
+
     /// libpq's errors reach the operator without the conninfo's password.
     @Test func connectionErrorsHideThePassword() throws {
         let dir = try temporaryDirectory("nosocket")

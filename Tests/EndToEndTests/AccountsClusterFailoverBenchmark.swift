@@ -41,8 +41,7 @@ struct AccountsClusterFailoverBenchmark {
     static let window: Duration = .seconds(50)
     static let faultAt: Duration = .seconds(10)
 
-    final class Tally: @unchecked Sendable {
-        let lock = NSLock()
+    struct Tally {
         /// (seconds after the fault, outcome) of every login of the load.
         var logins: [(at: Double, outcome: String)] = []
         var startsAcknowledged: [String] = []
@@ -105,10 +104,9 @@ struct AccountsClusterFailoverBenchmark {
 
         let clock = ContinuousClock()
         let began = clock.now
-        let tally = Tally()
+        let tally = Locked(Tally())
         let a = lab.host("db-a")
-        final class Cut: @unchecked Sendable { var on = false }
-        let cut = Cut()
+        let cut = Locked(false)
         // One thread each (DispatchQueue.concurrentPerform would run only as many at once as there are cores).
         let group = DispatchGroup()
         for worker in 0..<(devices + 2) {
@@ -124,14 +122,15 @@ struct AccountsClusterFailoverBenchmark {
                     case .postmasterKilled:
                         if let pid = lab.postmasterPid(a) { Glibc.kill(pid, SIGKILL) }
                     case .networkCut:
-                        cut.on = (try? lab.cutNetwork(of: a)) != nil
+                        let done = (try? lab.cutNetwork(of: a)) != nil
+                        cut.withLock { $0 = done }
                     case .radiusServerKilled:
                         lab.radiusServers["rad-a"]?.kill()
                     }
                 case devices + 1:  // the one-device account's second device
                     while clock.now - began < window {
                         let outcome = login("limited", port: 201)
-                        tally.lock.withLock {
+                        tally.withLock { tally in
                             tally.probes += 1
                             if outcome == "accepted" { tally.wronglyAdmitted += 1 }
                         }
@@ -147,14 +146,14 @@ struct AccountsClusterFailoverBenchmark {
                         n += 1
                         let outcome = login(user, port: worker + 1)
                         let at = since()
-                        tally.lock.withLock { tally.logins.append((at, outcome)) }
+                        tally.withLock { $0.logins.append((at, outcome)) }
                         if outcome == "accepted" {
                             let session = "\(user)-\(n)"
                             if account("Start", user, session: session, port: worker + 1) {
-                                tally.lock.withLock { tally.startsAcknowledged.append(session) }
+                                tally.withLock { $0.startsAcknowledged.append(session) }
                             }
                             if account("Stop", user, session: session, port: worker + 1) {
-                                tally.lock.withLock { tally.stopsAcknowledged.append(session) }
+                                tally.withLock { $0.stopsAcknowledged.append(session) }
                             }
                         }
                         while clock.now < next { usleep(20_000) }
@@ -163,7 +162,7 @@ struct AccountsClusterFailoverBenchmark {
             }.start()
         }
         group.wait()
-        if cut.on { try lab.restoreNetwork(of: a) }
+        if cut.value { try lab.restoreNetwork(of: a) }
 
         // Nothing by hand: the cluster settles, every buffer empties, within 90 s.
         let ended = clock.now
@@ -200,7 +199,7 @@ struct AccountsClusterFailoverBenchmark {
             let f = line.split(separator: " ")
             if f.count == 3 { held[String(f[0])] = (Int(f[1]) ?? 0, Int(f[2]) ?? 0) }
         }
-        let t = tally.lock.withLock { tally }
+        let t = tally.value
         let lostStarts = t.startsAcknowledged.filter { held[$0] == nil }.count
         let lostStops = t.stopsAcknowledged.filter { (held[$0]?.closed ?? 0) == 0 }.count
         let doubled = held.values.filter { $0.rows > 1 || $0.closed > 1 }.count

@@ -159,23 +159,22 @@ import VPNProvTestHarness
             $0.hasPrefix("detail")
         }
         // Logins meanwhile, as the node's retries would come: the gap until the first one accepted again.
-        final class Logins: @unchecked Sendable {
-            let lock = NSLock()
+        struct Logins {
             var refused = 0
             var unanswered = 0
             var backAfter: Duration?
             var stop = false
         }
-        let logins = Logins()
+        let logins = Locked(Logins())
         // The probe ends at its first accepted login, after 40 s, or when the test ends early.
-        defer { logins.lock.withLock { logins.stop = true } }
+        defer { logins.withLock { $0.stop = true } }
         let loginProbe = Thread {
-            while clock.now - killed < .seconds(40), !logins.lock.withLock({ logins.stop }) {
+            while clock.now - killed < .seconds(40), !logins.withLock({ $0.stop }) {
                 let attempt = try? login("user2", port: 20, timeout: 2)
                 let at = clock.now - killed
                 let ok = attempt.map(accepted) ?? false
                 let no = attempt.map(refused) ?? false
-                logins.lock.withLock {
+                logins.withLock { logins in
                     if ok { logins.backAfter = at } else if no { logins.refused += 1 } else { logins.unanswered += 1 }
                 }
                 if ok { return }
@@ -228,13 +227,13 @@ import VPNProvTestHarness
 
         // RADIUS across the failover.
         try lab.wait(for: "a login accepted again", timeout: .seconds(45)) {
-            logins.lock.withLock { logins.backAfter != nil } || !loginProbe.isExecuting && loginProbe.isFinished
+            logins.withLock { $0.backAfter != nil } || !loginProbe.isExecuting && loginProbe.isFinished
         }
-        let back = try #require(logins.lock.withLock { logins.backAfter }, "no login accepted within 40 s")
+        let back = try #require(logins.withLock { $0.backAfter }, "no login accepted within 40 s")
         print(
             "accounts cluster: logins accepted again \(back) after the kill "
-                + "(before: \(logins.lock.withLock { logins.refused }) refused, "
-                + "\(logins.lock.withLock { logins.unanswered }) unanswered within 2 s; a login every 0.2 s)")
+                + "(before: \(logins.withLock { $0.refused }) refused, "
+                + "\(logins.withLock { $0.unanswered }) unanswered within 2 s; a login every 0.2 s)")
         #expect(back < .seconds(30))
         // While the old primary is away, once logins are answered again: an account added now logs in through the
         // node and reaches the host behind it; tom's tunnel still carries traffic; disabling tom ends his tunnel on

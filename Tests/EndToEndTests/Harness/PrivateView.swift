@@ -1,4 +1,5 @@
 import Foundation
+import VPNProvSupport
 import VPNProvTestHarness
 
 /// A lab host's own view of a host directory (`/etc`, `/run`), the same on a fresh machine as on one that
@@ -23,11 +24,8 @@ import VPNProvTestHarness
 /// namespaces see one set of files, so the node's sshd (and everything Ansible runs through it) and its
 /// charon share the view as one host would. The kernel drops the mounts with the namespace's last process.
 enum PrivateView {
-    private final class Registry: @unchecked Sendable {
-        let lock = NSLock()
-        var views: [String: [(host: String, view: String)]] = [:]
-    }
-    private static let registry = Registry()
+    /// Each namespace's views: (host directory, view), in the order they were made.
+    private static let registry = Locked<[String: [(host: String, view: String)]]>([:])
 
     /// Where the host directory `host` is bound read-only inside a lab host's mount namespace (an empty
     /// directory in the host's own mount namespace).
@@ -62,33 +60,25 @@ enum PrivateView {
         for name in directories {
             try fm.createDirectory(atPath: view + "/" + name, withIntermediateDirectories: true)
         }
-        registry.lock.lock()
-        registry.views[namespace, default: []].append((host, view))
-        registry.lock.unlock()
+        registry.withLock { $0[namespace, default: []].append((host, view)) }
         return view
     }
 
     /// The view of `host` that `create(of:for:…)` made for `namespace` (what its processes see at `host`), or nil.
     static func path(of host: String, for namespace: String) -> String? {
-        registry.lock.lock()
-        defer { registry.lock.unlock() }
-        return registry.views[namespace]?.last { $0.host == host }?.view
+        return registry.withLock { $0[namespace]?.last { $0.host == host }?.view }
     }
 
     /// Forgets the namespace's views (their directories go with the scratch directory or the caller's).
     static func remove(for namespace: String) {
-        registry.lock.lock()
-        let views = registry.views.removeValue(forKey: namespace) ?? []
-        registry.lock.unlock()
+        let views = registry.withLock { $0.removeValue(forKey: namespace) ?? [] }
         for (_, view) in views { try? FileManager.default.removeItem(atPath: view) }
     }
 
     /// Shell lines that put the namespace's views in place in the calling (private) mount namespace; empty
     /// for a namespace without views. Each line ends in a newline.
     static func mountScript(for namespace: String) -> String {
-        registry.lock.lock()
-        let views = registry.views[namespace] ?? []
-        registry.lock.unlock()
+        let views = registry.withLock { $0[namespace] ?? [] }
         let mount = StrongSwanBuild.mountPath
         return views.map { host, view in
             let point = Scratch.directory.path + "/host-view" + host

@@ -106,6 +106,13 @@ package struct ClientConnection: Sendable, Hashable {
         set { box = Box(newValue) }
     }
 
+    /// Several changes at once, in one new box (planning sets a connection's Apple or Windows parts together).
+    fileprivate mutating func update(_ change: (inout Fields) -> Void) {
+        var fields = box.fields
+        change(&fields)
+        box = Box(fields)
+    }
+
     package init(
         user: String, node: String, service: Service, devices: [Device], name: String, remoteAddress: String,
         remoteID: IKEIdentity, localID: IKEIdentity?, ikeVersion: Int, aggressive: Bool, serverAuth: AuthMethod,
@@ -351,12 +358,15 @@ package struct ClientPlan: Sendable, Hashable {
                     }
                     if devices.contains(.apple) && service.ikeVersion == 2 {
                         if let apple = appleSA[node.name] ?? nil {
-                            connection.apple = apple.sa
-                            connection.offers[.apple] = apple.offer
                             // Apple names one method per additional exchange: the node's first it computes.
-                            if let method = node.quantumSafe?.methods(for: Device.apple.kind.quantumSafe).first {
-                                connection.appleKeyExchange = method
-                                connection.offers[.apple]?.ike = apple.offer.ike.map { $0 + "-ke1_\(method.rawValue)" }
+                            let method = node.quantumSafe?.methods(for: Device.apple.kind.quantumSafe).first
+                            connection.update { fields in
+                                fields.apple = apple.sa
+                                fields.offers[.apple] = apple.offer
+                                if let method {
+                                    fields.appleKeyExchange = method
+                                    fields.offers[.apple]?.ike = apple.offer.ike.map { $0 + "-ke1_\(method.rawValue)" }
+                                }
                             }
                         } else {
                             connection.devices.removeAll { $0 == .apple }
@@ -377,9 +387,12 @@ package struct ClientPlan: Sendable, Hashable {
                                 windowsCertificateID = .some(
                                     certificates?.client(user.name).map { .dn($0.subject.description) })
                             }
-                            connection.windows = windowsConnection(
+                            let windows = windowsConnection(
                                 service: service, ipsec: ipsec, certificateID: windowsCertificateID ?? nil)
-                            connection.offers[.windows] = ipsec.offer
+                            connection.update { fields in
+                                fields.windows = windows
+                                fields.offers[.windows] = ipsec.offer
+                            }
                         } else {
                             connection.devices.removeAll { $0 == .windows }
                             if reportedWindows.insert(node.name).inserted {
@@ -459,8 +472,10 @@ package struct ClientPlan: Sendable, Hashable {
             localAuth: rounds, offers: offers, apple: nil, appleCertificateType: certificateType,
             credentials: credentials, wantsIPv6: node.pool6 != nil, appleSettings: nil)
         if service.ikeVersion == 2, let mode = node.quantumSafe?.ppk {
-            connection.ppkID = QuantumSafe.ppkID(user: user.name)
-            connection.ppkRequired = mode == .required
+            connection.update { fields in
+                fields.ppkID = QuantumSafe.ppkID(user: user.name)
+                fields.ppkRequired = mode == .required
+            }
         }
         return connection
     }

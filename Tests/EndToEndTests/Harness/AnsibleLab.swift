@@ -256,7 +256,8 @@ final class AnsibleLab: @unchecked Sendable {
             Subsystem sftp internal-sftp
 
             """
-            + (services == nil ? "" : "SetEnv PATH=\(node.run.path)/bin:\(Self.defaultPath)\n")
+            + "SetEnv PYTHONPATH=\(try ModuleCodeCache.directory())"
+            + (services == nil ? "" : " PATH=\(node.run.path)/bin:\(Self.defaultPath)") + "\n"
         try sshd.write(toFile: node.etc + "/ssh/sshd_config", atomically: true, encoding: .utf8)
         let socket = node.run.appendingPathComponent("charon.vici").path
         // strongswan.d/ relative to this file: the node's /etc/strongswan.d, where the role puts vpnprov.conf.

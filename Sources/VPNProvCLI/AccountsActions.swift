@@ -39,6 +39,43 @@ extension AccountsUserAction {
     }
 }
 
+/// An action that sets one value of one account (`set-tier USER VALUE`, ...): the name, and the value as far as
+/// `parse` can tell without the database, are checked before anything is done.
+protocol AccountsValueAction: AccountsAction where Option == NoOptions {
+    /// What the value is once read: the text itself unless the action says otherwise.
+    associatedtype Value = String
+    var target: AccountsTarget { get }
+    var user: String { get }
+    /// The value as given on the command line.
+    var value: String { get }
+    init(target: AccountsTarget, user: String, value: String)
+    /// Reads the value; a usage error when it cannot be one.
+    static func parse(_ value: String) throws(CLIError) -> Value
+    func perform(_ session: AccountsSession, _ value: Value) throws(AccountsFailure) -> Outcome
+}
+
+extension AccountsValueAction where Value == String {
+    static func parse(_ value: String) throws(CLIError) -> String { value }
+}
+
+extension AccountsValueAction {
+    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
+        self.init(
+            target: Self.target(arguments), user: arguments.positional(0) ?? "", value: arguments.positional(1) ?? "")
+    }
+
+    func validate(_ context: CommandContext) throws(CLIError) {
+        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
+        _ = try Self.parse(value)
+    }
+
+    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        let session = try target.session(try target.deployment(context), context)
+        let value = try Self.parse(value)
+        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try perform(session, value) }
+    }
+}
+
 // MARK: - the actions
 
 struct AccountsMigrate: AccountsAction {
@@ -206,59 +243,37 @@ struct AccountsSetPassword: AccountsAction {
     }
 }
 
-struct AccountsSetTier: AccountsAction {
+struct AccountsSetTier: AccountsValueAction {
     static let configuration = CommandConfiguration(
         action: .setTier, abstract: "Change an account's tier; a lower tier ends its sessions.",
         arguments: [AccountsActionOptions.user, .init("value", help: "The tier.")])
 
     var target: AccountsTarget
     var user: String
-    var tier: String
+    var value: String
 
-    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
-        target = Self.target(arguments)
-        user = arguments.positional(0) ?? ""
-        tier = arguments.positional(1) ?? ""
-    }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setTier(user, tier) }
+    func perform(_ session: AccountsSession, _ tier: String) throws(AccountsFailure) -> Outcome {
+        try session.setTier(user, tier)
     }
 }
 
-struct AccountsSetDevices: AccountsAction {
+struct AccountsSetDevices: AccountsValueAction {
     static let configuration = CommandConfiguration(
         action: .setDevices, abstract: "Change how many devices may be connected at once (1-100).",
         arguments: [AccountsActionOptions.user, .init("value", help: "The device limit.")])
 
     var target: AccountsTarget
     var user: String
-    var devices: String
+    var value: String
 
-    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
-        target = Self.target(arguments)
-        user = arguments.positional(0) ?? ""
-        devices = arguments.positional(1) ?? ""
-    }
+    static func parse(_ value: String) throws(CLIError) -> Int { try AccountsCommand.deviceCount(value) }
 
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
-        _ = try AccountsCommand.deviceCount(devices)
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let session = try target.session(try target.deployment(context), context)
-        let devices = try AccountsCommand.deviceCount(devices)
-        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setDevices(user, devices) }
+    func perform(_ session: AccountsSession, _ devices: Int) throws(AccountsFailure) -> Outcome {
+        try session.setDevices(user, devices)
     }
 }
 
-struct AccountsSetQuota: AccountsAction {
+struct AccountsSetQuota: AccountsValueAction {
     static let configuration = CommandConfiguration(
         action: .setQuota, abstract: "Give an account its own monthly data quota, or its tier's again.",
         arguments: [
@@ -267,21 +282,10 @@ struct AccountsSetQuota: AccountsAction {
 
     var target: AccountsTarget
     var user: String
-    var quota: String
+    var value: String
 
-    init(_ arguments: Arguments<NoOptions>) throws(CLIError) {
-        target = Self.target(arguments)
-        user = arguments.positional(0) ?? ""
-        quota = arguments.positional(1) ?? ""
-    }
-
-    func validate(_ context: CommandContext) throws(CLIError) {
-        try AccountsCommand.usage { try AccountStore.checkUsername(user) }
-    }
-
-    func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        let session = try target.session(try target.deployment(context), context)
-        return try AccountsCommand.exitStatus { () throws(AccountsFailure) in try session.setQuota(user, quota) }
+    func perform(_ session: AccountsSession, _ quota: String) throws(AccountsFailure) -> Outcome {
+        try session.setQuota(user, quota)
     }
 }
 

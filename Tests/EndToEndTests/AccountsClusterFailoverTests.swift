@@ -148,6 +148,7 @@ import VPNProvTestHarness
         // SIGKILL of the primary's postmaster, tom's tunnel up: pg_auto_failover fails over to db-b.
         let postmaster = try #require(lab.postmasterPid(a))
         let killed = clock.now
+        let radiusSinceTheKill = try #require(lab.radius).logMark
         Glibc.kill(postmaster, SIGKILL)
         #expect(try reachesTheHostBehind(0, from: tomVIP), "tom's tunnel lost its traffic when the primary died")
         // carol's session ends while the database is failing over: rad-a answers and buffers the Stop if it cannot
@@ -229,7 +230,11 @@ import VPNProvTestHarness
         try lab.wait(for: "a login accepted again", timeout: .seconds(45)) {
             logins.withLock { $0.backAfter != nil } || !loginProbe.isExecuting && loginProbe.isFinished
         }
-        let back = try #require(logins.withLock { $0.backAfter }, "no login accepted within 40 s")
+        let tally = logins.withLock { "\($0.refused) refused, \($0.unanswered) unanswered within 2 s" }
+        let radiusLog: String = lab.radius.map { String($0.log(since: radiusSinceTheKill).suffix(6000)) } ?? "(none)"
+        let back = try #require(
+            logins.withLock { $0.backAfter },
+            "no login accepted within 40 s (\(tally)); rad-a's log since the kill:\n\(radiusLog)")
         print(
             "accounts cluster: logins accepted again \(back) after the kill "
                 + "(before: \(logins.withLock { $0.refused }) refused, "

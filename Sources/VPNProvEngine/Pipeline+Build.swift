@@ -134,9 +134,7 @@ extension Pipeline {
     /// previous run's caches are read and checked meanwhile; nil when there is none yet or it cannot be
     /// taken now (the run then takes it after validation as before, and reports what stops it there).
     static func lockIfPresent(_ stateDirectory: String) -> StateLock? {
-        var st = stat()
-        guard lstat(stateDirectory + "/.lock", &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return try? StateLock(stateDirectory: stateDirectory)
+        StateLock.isPresent(in: stateDirectory) ? try? StateLock(stateDirectory: stateDirectory) : nil
     }
 
     /// The users whose cached files are intact and rendered from the same inputs.

@@ -16,6 +16,16 @@ package final class StateLock: Sendable {
     /// cannot close it twice.
     private let fd: Mutex<Int32>
 
+    /// The lock file's name in the state directory.
+    static let fileName = ".lock"
+
+    /// Whether an earlier run made the state directory's lock file (a regular file: a link or anything else
+    /// is left for `init` to report).
+    package static func isPresent(in stateDirectory: String) -> Bool {
+        var st = stat()
+        return lstat(stateDirectory + "/" + fileName, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// Creates the state directory (0700) when missing, opens it and takes the lock, or throws `.lockHeld`.
     package init(stateDirectory: String) throws {
         directory = stateDirectory
@@ -24,7 +34,7 @@ package final class StateLock: Sendable {
         }
         self.stateDirectory = opened
         let path = opened.paths.lock
-        let fd = openat(opened.fd, ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = openat(opened.fd, Self.fileName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             if errno == ELOOP {
                 throw StateError(

@@ -53,7 +53,7 @@ package struct StatePaths: Sendable {
     /// (written before any of them reaches a file, removed once index.json holds them).
     package var issuingJournal: String { "\(root)/issuing.json" }
     /// The lock file (`StateLock`).
-    var lock: String { "\(root)/.lock" }
+    var lock: String { "\(root)/\(StateLock.fileName)" }
 }
 
 /// A certificate with its key, as loaded from (or about to be written to) the state.

@@ -15,6 +15,34 @@ package enum StateInputs {
     /// The state directory the messages name (no file in it is ever opened here).
     package static let stateDirectory = "/srv/vpn/state"
 
+    /// The clock of every status report and CRL decision the fuzzer and the mutation tests ask for:
+    /// 2026-11-30T00:00:00Z, a few hours before the seed states (fuzz/corpus/state-*) were written.
+    package static let seedClock = Date(timeIntervalSince1970: 1_795_996_800)
+
+    /// An index.json with nothing in it, for `status` over secrets.json inputs.
+    package static let emptyIndex = Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8)
+
+    /// The inventory `status` reports against: some of the names the seed states hold, not all, so both
+    /// "in the inventory" and "not in the inventory" are reached.
+    package static let statusInventory: Inventory = {
+        let text = """
+            vpnprov: 1
+            name: acme
+            nodes:
+              fra-1: {address: fra-1.vpn.example.com}
+              nyc-1: {address: 203.0.113.10}
+            users:
+              alice: {password: gen}
+              bob: {cert: true}
+              carol: {password: gen, cert: true}
+              mallory: {password: gen, cert: true, revoked: true}
+            """
+        guard let inventory = InventoryLoader.decode(bytes: Array(text.utf8), file: "status.yaml").inventory else {
+            fatalError("StateInputs: the built-in status inventory does not decode")
+        }
+        return inventory
+    }()
+
     /// What `readIndex` found: enough for a test to tell a decoded seed from a rejected one.
     package struct IndexContents: Sendable, Hashable {
         package var certificates: Int

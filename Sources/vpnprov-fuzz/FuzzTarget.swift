@@ -49,45 +49,20 @@ func fuzzInventory(_ bytes: [UInt8]) {
 /// --expiring) and over secrets.json, `output-location`, the manifest, the rollout ledger, and PEM
 /// certificates, CRLs and keys.
 func fuzzState(_ bytes: [UInt8]) {
-    _ = try? StateInputs.readIndex(bytes, now: fuzzNow)
+    _ = try? StateInputs.readIndex(bytes, now: StateInputs.seedClock)
     _ = try? StateInputs.readManifest(bytes)
     _ = try? StateInputs.readRolloutPending(bytes)
     _ = try? StateInputs.readSecrets(bytes)
-    _ = try? StateInputs.readIssuingJournal(bytes, now: fuzzNow)
+    _ = try? StateInputs.readIssuingJournal(bytes, now: StateInputs.seedClock)
     _ = try? StateInputs.status(
-        indexJSON: bytes, secretsJSON: nil, inventory: statusInventory, now: fuzzNow, expiringWithin: 30)
+        indexJSON: bytes, secretsJSON: nil, inventory: StateInputs.statusInventory, now: StateInputs.seedClock,
+        expiringWithin: 30)
     _ = try? StateInputs.status(
-        indexJSON: emptyIndex, secretsJSON: bytes, inventory: statusInventory, now: fuzzNow, expiringWithin: nil)
+        indexJSON: StateInputs.emptyIndex, secretsJSON: bytes, inventory: StateInputs.statusInventory,
+        now: StateInputs.seedClock, expiringWithin: nil)
     _ = StateInputs.readOutputLocation(bytes)
     _ = StateInputs.readPEM(String(decoding: bytes, as: UTF8.self))
 }
-
-/// The fixed clock of every status report and CRL decision: 2026-11-30T00:00:00Z.
-let fuzzNow = Date(timeIntervalSince1970: 1_795_996_800)
-
-/// An index.json with nothing in it, for `status` over secrets.json inputs.
-let emptyIndex = Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8)
-
-/// The inventory `status` reports against: some of the names the seed states hold (fuzz/corpus/state-*),
-/// so both "in the inventory" and "not in the inventory" are reached.
-let statusInventory: Inventory = {
-    let text = """
-        vpnprov: 1
-        name: acme
-        nodes:
-          fra-1: {address: fra-1.vpn.example.com}
-          nyc-1: {address: 203.0.113.10}
-        users:
-          alice: {password: gen}
-          bob: {cert: true}
-          carol: {password: gen, cert: true}
-          mallory: {password: gen, cert: true, revoked: true}
-        """
-    guard let inventory = InventoryLoader.decode(bytes: Array(text.utf8), file: "status.yaml").inventory else {
-        fatalError("vpnprov-fuzz: the built-in status inventory does not decode")
-    }
-    return inventory
-}()
 
 #if VPNPROV_FUZZ
 

@@ -17,8 +17,8 @@ import VPNProvTestFixtures
 /// CRL, state-inconsistent) error that names the state directory, never a trap (a trap ends the
 /// whole test run).
 @Suite(.temporaries) struct StateMutationTests {
-    /// The fuzzer's clock: 2026-11-30T00:00:00Z, a few hours before the seed states were written.
-    static let now = Date(timeIntervalSince1970: 1_795_996_800)
+    /// The fuzzer's clock (`StateInputs.seedClock`).
+    static let now = StateInputs.seedClock
     static let inputCount = 3_000
     static let caSerial = "052BB389D3FD54DBA7425FC86D2746EF"
     static let carolSerial = "2D112E8EA09974E1062746A0B798B60F"
@@ -34,22 +34,8 @@ import VPNProvTestFixtures
         return try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("state-") }.sorted()
     }
 
-    /// The inventory `status` reports against, as in the fuzz target: some of the seeds' names, not all.
-    static let inventory: Inventory = {
-        let text = """
-            vpnprov: 1
-            name: acme
-            nodes:
-              fra-1: {address: fra-1.vpn.example.com}
-              nyc-1: {address: 203.0.113.10}
-            users:
-              alice: {password: gen}
-              bob: {cert: true}
-              carol: {password: gen, cert: true}
-              mallory: {password: gen, cert: true, revoked: true}
-            """
-        return InventoryLoader.decode(bytes: Array(text.utf8), file: "status.yaml").inventory!
-    }()
+    /// The inventory `status` reports against, the fuzzer's (`StateInputs.statusInventory`).
+    static let inventory = StateInputs.statusInventory
 
     // MARK: The seeds decode to their values
 
@@ -290,7 +276,7 @@ import VPNProvTestFixtures
             },
             outcome {
                 try StateInputs.status(
-                    indexJSON: Array(#"{"certificates":{},"nodes":{},"users":{},"version":1}"#.utf8),
+                    indexJSON: StateInputs.emptyIndex,
                     secretsJSON: bytes,
                     inventory: inventory, now: now, expiringWithin: nil
                 ).json

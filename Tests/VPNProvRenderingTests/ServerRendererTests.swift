@@ -105,62 +105,16 @@ enum ServerFixtures {
 }
 
 @Suite(.temporaries) struct ServerRendererTests {
-    static let goldenRoot = Golden.root.appendingPathComponent("server")
-
-    static var recording: Bool { ProcessInfo.processInfo.environment["VPNPROV_RECORD"] == "1" }
-
     func render(_ nodes: [Node]) throws -> [OutputFile] {
         let inventory = ServerFixtures.inventory(nodes)
         return try Render.files(ServerRenderer.self, inventory, ServerFixtures.materials(inventory))
-    }
-
-    static func filesOnDisk(_ dir: URL) -> [String] {
-        (FileManager.default.enumerator(atPath: dir.path)?.allObjects as? [String] ?? [])
-            .filter { path in
-                var isDir: ObjCBool = false
-                _ = FileManager.default.fileExists(atPath: dir.appendingPathComponent(path).path, isDirectory: &isDir)
-                return !isDir.boolValue
-            }
-            .sorted()
     }
 
     @Test(arguments: ServerFixtures.cases.map(\.0))
     func goldenFiles(_ name: String) throws {
         let nodes = ServerFixtures.cases.first { $0.0 == name }!.1
         let files = try render(nodes)
-        let dir = Self.goldenRoot.appendingPathComponent(name)
-        if Self.recording {
-            try? FileManager.default.removeItem(at: dir)
-            for file in files {
-                let url = dir.appendingPathComponent(file.path)
-                try FileManager.default.createDirectory(
-                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try Data(file.contents).write(to: url)
-            }
-            Issue.record("VPNPROV_RECORD=1: re-recorded \(dir.path); this run fails on purpose, run again without it")
-            return
-        }
-        #expect(Self.filesOnDisk(dir) == files.map(\.path).sorted(), "files differ from golden \(name)")
-        for file in files {
-            let expected = (try? Data(contentsOf: dir.appendingPathComponent(file.path))).map(Array.init) ?? []
-            let difference = Self.firstDifference(expected: expected, actual: file.contents)
-            #expect(difference == nil, "\(name)/\(file.path) differs from golden: \(difference ?? "")")
-        }
-    }
-
-    /// A short description of the first differing line (byte-exact comparison), nil when equal.
-    static func firstDifference(expected: [UInt8], actual: [UInt8]) -> String? {
-        guard expected != actual else { return nil }
-        let e = expected.split(separator: 10, omittingEmptySubsequences: false)
-        let a = actual.split(separator: 10, omittingEmptySubsequences: false)
-        for i in 0..<max(e.count, a.count) {
-            let el = i < e.count ? String(decoding: e[i], as: UTF8.self) : "<end of file>"
-            let al = i < a.count ? String(decoding: a[i], as: UTF8.self) : "<end of file>"
-            if i >= e.count || i >= a.count || e[i] != a[i] {
-                return "line \(i + 1): expected \(el.debugDescription), got \(al.debugDescription)"
-            }
-        }
-        return "bytes differ"
+        try Golden.check(files, against: "server/\(name)")
     }
 
     @Test func outputIsDeterministicAndSorted() throws {

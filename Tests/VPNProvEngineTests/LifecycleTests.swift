@@ -56,30 +56,36 @@ import VPNProvTestFixtures
         (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
     }
 
+    /// nyc-1's PSK (`env:VPN_NYC_PSK`), the environment of every run.
+    static let nycPSK = "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"
+    static let environment = ["VPN_NYC_PSK": nycPSK]
+
+    /// A fresh directory holding the fleet's inventory and eve's password file.
+    static func fleetDirectory() throws -> String {
+        let dir = try temporaryDirectory()
+        try inventory(users: fleetUsers).write(toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
+        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        return dir
+    }
+
     static func secrets(_ dir: String) -> [String: [String: String]] {
         json((try? String(contentsOfFile: dir + "/state/secrets.json", encoding: .utf8)) ?? "")
             .compactMapValues { $0 as? [String: String] }
     }
 
     @Test func theFirstRunTellsOnceThatTheStateHoldsTheCAKey() throws {
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
-        let first = vpnprov(["generate"], in: dir, environment: ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
+        let dir = try Self.fleetDirectory()
+        let first = vpnprov(["generate"], in: dir, environment: Self.environment)
         #expect(first.code == 0, "\(first.err)")
         #expect(first.err.contains("holds the CA key: back the whole directory up"))
-        let second = vpnprov(["generate"], in: dir, environment: ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"])
+        let second = vpnprov(["generate"], in: dir, environment: Self.environment)
         #expect(second.code == 0)
         #expect(!second.err.contains("holds the CA key"))
     }
 
     @Test func statusCountsActiveRenewedRevokedAndHeldCertificates() throws {
-        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        let env = Self.environment
+        let dir = try Self.fleetDirectory()
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
         // ann renewed (new identity), ben removed (revoked), cat revoked by command (held), nyc-1 removed.
         let changed = Self.inventory(
@@ -200,11 +206,8 @@ import VPNProvTestFixtures
     }
 
     @Test func rotatePSKAndPasswordReplaceOnlyGeneratedSecrets() throws {
-        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        let env = Self.environment
+        let dir = try Self.fleetDirectory()
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
         let before = Self.secrets(dir)
 
@@ -256,11 +259,8 @@ import VPNProvTestFixtures
     }
 
     @Test func unrevokeIssuesAFreshCertificateAndKeepsTheOldSerialOnTheCRL() throws {
-        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        let env = Self.environment
+        let dir = try Self.fleetDirectory()
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
         let index = { Self.json((try? String(contentsOfFile: dir + "/state/index.json", encoding: .utf8)) ?? "") }
         let oldSerial = try #require(
@@ -289,11 +289,8 @@ import VPNProvTestFixtures
     }
 
     @Test(.needs(.openssl)) func rotateCAOverlapsThenFinishes() throws {
-        let env = ["VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3"]
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        let env = Self.environment
+        let dir = try Self.fleetDirectory()
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
         let server = dir + "/out/servers/fra-1/swanctl"
         let oldCA = try String(contentsOfFile: server + "/x509ca/ca.pem", encoding: .utf8)
@@ -394,12 +391,9 @@ import VPNProvTestFixtures
 
     @Test func rotateCAWithAnEncryptedCAKeyNeedsThePassphrase() throws {
         let env = [
-            "VPN_NYC_PSK": "Hq7#Lm2@Vx9!Rt4$Kp8&Zw3", "VPNPROV_CA_PASSPHRASE": "correct horse battery staple 42",
+            "VPN_NYC_PSK": Self.nycPSK, "VPNPROV_CA_PASSPHRASE": "correct horse battery staple 42",
         ]
-        let dir = try temporaryDirectory()
-        try Self.inventory(users: Self.fleetUsers).write(
-            toFile: dir + "/inventory.yaml", atomically: true, encoding: .utf8)
-        try "Zq8#vLw2!pR7xT4m&Kd9".write(toFile: dir + "/eve.password", atomically: true, encoding: .utf8)
+        let dir = try Self.fleetDirectory()
         #expect(vpnprov(["generate"], in: dir, environment: env).code == 0)
         let without = vpnprov(["rotate-ca"], in: dir, environment: ["VPN_NYC_PSK": env["VPN_NYC_PSK"]!])
         #expect(without.code == 3 && without.err.contains("VPNPROV_CA_PASSPHRASE"), "\(without.err)")

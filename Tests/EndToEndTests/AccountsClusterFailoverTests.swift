@@ -289,11 +289,21 @@ import VPNProvTestHarness
         // carol's Stop lands exactly once (written at once or replayed from rad-a's buffer), then carol may log in.
         // Exactly once: one row, closed, counted after rad-a's buffer is empty (a replayed duplicate of a Stop that
         // was also written would have come by then).
-        try lab.wait(for: "carol's Stop in radacct and rad-a's buffer empty", timeout: .seconds(30)) {
-            let left = ((try? FileManager.default.contentsOfDirectory(atPath: buffer)) ?? []).filter {
-                $0.hasPrefix("detail")
+        func bufferedFiles(in directory: String) -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("detail") }
+        }
+        do {
+            try lab.wait(for: "carol's Stop in radacct and rad-a's buffer empty", timeout: .seconds(30)) {
+                try bufferedFiles(in: buffer).isEmpty && sessions("carol") == "1/1"
             }
-            return try left.isEmpty && sessions("carol") == "1/1"
+        } catch {
+            // What the accounting path did since the kill, to tell a Stop lost from a slow replay.
+            let rows = (try? sessions("carol")) ?? "unknown"
+            let log = try #require(lab.radius).log(since: radiusSinceTheKill).suffix(4000)
+            Issue.record(
+                "carol's rows (all/closed) \(rows), rad-a's buffer \(bufferedFiles(in: buffer)); rad-a since the kill:\n\(log)"
+            )
+            throw error
         }
         #expect(try sessions("carol") == "1/1")
         print(
@@ -303,10 +313,7 @@ import VPNProvTestHarness
         // node's relay and rad-a have nothing buffered.
         let relayBuffer = try #require(lab.relay).stateDirectory.appendingPathComponent("accounting").path
         try lab.wait(for: "tom's Stop in radacct, nothing buffered", timeout: .seconds(30)) {
-            let left = [buffer, relayBuffer].flatMap {
-                ((try? FileManager.default.contentsOfDirectory(atPath: $0)) ?? []).filter { $0.hasPrefix("detail") }
-            }
-            return try left.isEmpty && sessions("tom") == "1/1"
+            try [buffer, relayBuffer].flatMap(bufferedFiles).isEmpty && sessions("tom") == "1/1"
         }
         #expect(try sessions("tom") == "1/1")
         let carolAgain = try login("carol", port: 3)

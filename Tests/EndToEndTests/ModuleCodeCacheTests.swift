@@ -1,10 +1,12 @@
 import Foundation
+import Glibc
 import Testing
 import VPNProvTestHarness
 
-/// The lab nodes' compiled-code cache (`ModuleCodeCache`) with the nodes' Python: a module imported from a zip,
-/// as AnsiballZ's are, leaves one cache entry, and a second zip with the same source runs the entry's code
-/// (swapped here, to tell it from a fresh compile) under its own file name.
+/// The caches of `ModuleCodeCache`. With the nodes' Python: a module imported from a zip, as AnsiballZ's are,
+/// leaves one cache entry, and a second zip with the same source runs the entry's code (swapped here, to tell
+/// it from a fresh compile) under its own file name. With ansible-playbook: a module's payload is built once
+/// for all the playbooks of a run, and a changed module gets a payload of its own.
 @Suite struct ModuleCodeCacheTests {
     @Test func aZipImportedModuleIsCompiledOnceAndRunsUnderItsOwnFileName() throws {
         let dir = try Scratch.makeDirectory("module-code-cache").path
@@ -43,5 +45,77 @@ import VPNProvTestHarness
         let second = try Subprocess.check(
             "/usr/bin/python3", ["-c", script, dir + "/second.zip", source], environment: ["PYTHONPATH": cache])
         #expect(second.stdout == "7 \(dir)/second.zip/probe.py\n", "\(second)")
+    }
+
+    @Test(.ansible) func aModulePayloadIsBuiltOnceForEveryPlaybookAndAgainWhenTheModuleChanges() async throws {
+        try AnsibleTools.require()
+        let dir = try Scratch.makeDirectory("module-payloads").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let payloads = try ModuleCodeCache.directory() + "/payloads"
+        let entries = { Set((try? FileManager.default.contentsOfDirectory(atPath: payloads)) ?? []) }
+        let before = entries()
+        try FileManager.default.createDirectory(atPath: dir + "/library", withIntermediateDirectories: true)
+        try """
+        - name: Probe
+          hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: Ask the probe
+              probe: {}
+              register: probe
+            - name: Show its answer
+              ansible.builtin.debug:
+                msg: "answer {{ probe.answer }}"
+
+        """.write(toFile: dir + "/probe.yml", atomically: true, encoding: .utf8)
+        // A module unique to this run, so its payload is new.
+        let run = UUID().uuidString
+        func module(answering answer: String) throws {
+            try """
+            #!/usr/bin/python
+            # \(run)
+            from ansible.module_utils.basic import AnsibleModule
+            AnsibleModule(argument_spec={}).exit_json(changed=False, answer='\(answer)')
+
+            """.write(toFile: dir + "/library/probe.py", atomically: true, encoding: .utf8)
+        }
+        func playbook() async throws -> String {
+            let result = try await Subprocess.runAwaiting(
+                "/usr/bin/env",
+                [
+                    "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin", "HOME=\(dir)", "ANSIBLE_NOCOLOR=1",
+                    "ANSIBLE_LOCAL_TEMP=\(dir)/local", "ANSIBLE_REMOTE_TEMP=\(dir)/remote",
+                    "PYTHONPATH=\(try ModuleCodeCache.directory())", AnsibleTools.playbook, "-i", "localhost,",
+                    "-c", "local", "-e", "ansible_python_interpreter=/usr/bin/python3", dir + "/probe.yml",
+                ], timeout: .seconds(120))
+            try #require(result.succeeded, "\(result)")
+            return result.stdout
+        }
+        /// The payload files below each new cache directory, with their inodes and modification times.
+        func built() throws -> [String: String] {
+            var files: [String: String] = [:]
+            for entry in entries().subtracting(before) {
+                let cache = payloads + "/" + entry + "/ansiballz_cache"
+                for name in try FileManager.default.contentsOfDirectory(atPath: cache) where !name.hasSuffix(".lock") {
+                    var info = stat()
+                    try #require(stat(cache + "/" + name, &info) == 0)
+                    files[entry + "/" + name] = "\(info.st_ino) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+                }
+            }
+            return files
+        }
+
+        try module(answering: "one")
+        #expect(try await playbook().contains("answer one"))
+        let first = try built()
+        #expect(first.keys.contains { $0.hasSuffix("/ansible.legacy.probe-ZIP_DEFLATED-none") }, "\(first)")
+        // The second playbook takes every payload as the first left it.
+        #expect(try await playbook().contains("answer one"))
+        #expect(try built() == first)
+        // A changed module is built again, under a key of its own.
+        try module(answering: "two")
+        #expect(try await playbook().contains("answer two"))
+        let third = try built()
+        #expect(third.count == first.count + 1, "\(third.keys.sorted())")
     }
 }

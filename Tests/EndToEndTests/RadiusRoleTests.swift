@@ -52,7 +52,7 @@ import VPNProvTestHarness
                 [
                     "netns", "exec", namespace, "/usr/bin/env",
                     "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
-                    "ANSIBLE_NOCOLOR=1",
+                    "ANSIBLE_NOCOLOR=1", "PYTHONPATH=\(try ModuleCodeCache.directory())",
                 ] + environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + [
                     AnsibleTools.playbook, "-i", out + "/deploy/inventory.yml",
                     out + "/deploy/site.yml", "--limit", "rad-1", "-e", "ansible_connection=local",
@@ -190,7 +190,8 @@ import VPNProvTestHarness
                 "/usr/bin/env",
                 [
                     "PATH=\(AnsibleTools.binDirectory):/usr/bin:/bin:/usr/sbin:/sbin", "HOME=\(dir.path)",
-                    "ANSIBLE_NOCOLOR=1", "ANSIBLE_ROLES_PATH=\(out)/deploy/roles", AnsibleTools.playbook,
+                    "ANSIBLE_NOCOLOR=1", "ANSIBLE_ROLES_PATH=\(out)/deploy/roles",
+                    "PYTHONPATH=\(try ModuleCodeCache.directory())", AnsibleTools.playbook,
                     "-i", out + "/deploy/inventory.yml", playbook.path, "-e", "ansible_connection=local",
                     "-e", "ansible_python_interpreter=/usr/bin/python3",
                     "-e", "vpnprov_node_dir=\(out)/servers/free-1", "-e", "vpnprov_radius_relay_dir=\(installed)",

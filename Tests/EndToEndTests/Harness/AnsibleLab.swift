@@ -465,6 +465,8 @@ final class AnsibleLab: @unchecked Sendable {
             "ANSIBLE_REMOTE_TEMP": scratch.appendingPathComponent("ansible-remote").path,
             "ANSIBLE_CONFIG": configFile,
             "HOME": scratch.path,
+            // Module payloads built once per test run (ModuleCodeCache).
+            "PYTHONPATH": try ModuleCodeCache.directory(),
         ].merging(extra) { $1 }
         return try await Subprocess.runAwaiting(
             StrongSwanEnvironment.ipPath,

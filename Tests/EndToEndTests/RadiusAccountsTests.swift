@@ -37,7 +37,10 @@ import VPNProvTestHarness
 ///   preferred RADIUS server killed as a session ends, and both servers stopped while sessions end lose no Stop and
 ///   double none; a login while the preferred server is dead succeeds at the first attempt;
 /// - no account password in any log or in radpostauth, no node secret in any log.
-@Suite(.serialized, .strongSwan, .radius)
+///
+/// The two labs run side by side, each on a thread of its own: a scenario is mostly waiting (RADIUS time-outs,
+/// claims lapsing), and one after the other they were the last suite of the whole run to end.
+@Suite(.strongSwan, .radius)
 struct RadiusAccountsTests {
     @Test("Central accounts via RADIUS, nodes on strongSwan 5.9")
     func accountsOnStrongSwan59() async throws {

@@ -58,7 +58,7 @@ enum StandInSystemctl {
     }
 
     static let script = #"""
-        #!/usr/bin/python3
+        #!/usr/bin/python3 -IS
         # Written by vpnprov's end-to-end tests (Tests/EndToEndTests/Harness/StandInSystemctl.swift): a stand-in
         # for systemctl on a lab node without systemd. Not for use elsewhere.
         import json, os, pwd, re, shlex, shutil, signal, subprocess, sys, time

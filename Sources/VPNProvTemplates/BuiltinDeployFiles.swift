@@ -4114,8 +4114,10 @@ def write_atomically(path, data, mode):
 # so the relay is up with its new configuration before charon asks it anything.
 #
 # The files go to vpnprov_radius_relay_dir (owner root, group freerad; those with secrets 0640, the
-# others 0644, under 0750 directories); files an earlier rollout installed and vpnprov no longer
-# writes are removed; FreeRADIUS checks the result (freeradius -C). The relay is restarted when this
+# others 0644, under 0750 directories); one listing of what is installed (with checksums) leaves out of
+# the copies and directories below what is already in place as generated, as present.yml does; files an
+# earlier rollout installed and vpnprov no longer writes are removed; FreeRADIUS checks the result
+# (freeradius -C). The relay is restarted when this
 # run changed its files or unit, or when they are not what it last started with: that is recorded like
 # every other part the role loads (present.yml: .vpnprov-loaded/relay holds the digest of the relay's
 # files and unit, written only after the run's restarts and loads succeeded), so a rollout that stopped
@@ -4152,6 +4154,34 @@ def write_atomically(path, data, mode):
       {{ vpnprov_node_relay_files | map(attribute='path') | map('relpath', vpnprov_node_dir ~ '/radius-relay')
          | map('regex_replace', '^', vpnprov_radius_relay_dir ~ '/') | list }}
 
+# The listing below needs the directory to exist.
+- name: Create the RADIUS relay's directory
+  ansible.builtin.file:
+    path: "{{ vpnprov_radius_relay_dir }}"
+    state: directory
+    owner: root
+    group: "{{ vpnprov_radius_relay_group }}"
+    mode: "0750"
+
+- name: List what is installed of the RADIUS relay
+  ansible.builtin.find:
+    paths: "{{ vpnprov_radius_relay_dir }}"
+    recurse: true
+    file_type: any
+    get_checksum: true
+  register: vpnprov_node_relay_installed
+
+- name: Note what is in place of the RADIUS relay
+  ansible.builtin.set_fact:
+    # path -> "checksum:mode:owner:group" (directories: ":mode:owner:group")
+    vpnprov_node_relay_in_place: >-
+      {{ dict(vpnprov_node_relay_installed.files | map(attribute='path')
+              | zip(vpnprov_node_relay_installed.files | map(attribute='checksum', default='')
+                    | zip(vpnprov_node_relay_installed.files | map(attribute='mode'),
+                          vpnprov_node_relay_installed.files | map(attribute='pw_name', default=''),
+                          vpnprov_node_relay_installed.files | map(attribute='gr_name', default=''))
+                    | map('join', ':'))) }}
+
 - name: Create the RADIUS relay's directories
   ansible.builtin.file:
     path: "{{ item }}"
@@ -4159,44 +4189,46 @@ def write_atomically(path, data, mode):
     owner: root
     group: "{{ vpnprov_radius_relay_group }}"
     mode: "0750"
-  loop: "{{ ([vpnprov_radius_relay_dir] + (vpnprov_node_relay_wanted | map('dirname') | list)) | unique | sort }}"
+  loop: "{{ vpnprov_node_relay_wanted | map('dirname') | reject('equalto', vpnprov_radius_relay_dir) | unique | sort }}"
+  when: vpnprov_node_relay_in_place[item] | default('') != ':0750:root:' ~ vpnprov_radius_relay_group
 
 - name: Install the RADIUS relay's configuration
   ansible.builtin.copy:
     src: "{{ item.path }}"
-    dest: "{{ vpnprov_radius_relay_dir }}/{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
+    dest: "{{ vpnprov_dest }}"
     owner: root
     group: "{{ vpnprov_radius_relay_group }}"
     mode: "0644"
   loop: "{{ vpnprov_node_relay_files | rejectattr('mode', 'equalto', '0600') }}"
   loop_control:
     label: "{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
+  when: vpnprov_node_relay_in_place[vpnprov_dest] | default('') != item.checksum ~ ':0644:root:' ~ vpnprov_radius_relay_group
+  vars:
+    vpnprov_dest: "{{ vpnprov_radius_relay_dir }}/{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
   register: vpnprov_node_relay_copied
 
 # The node's RADIUS secret and the relay's own: no_log keeps them out of the output.
 - name: Install the RADIUS relay's files holding secrets
   ansible.builtin.copy:
     src: "{{ item.path }}"
-    dest: "{{ vpnprov_radius_relay_dir }}/{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
+    dest: "{{ vpnprov_dest }}"
     owner: root
     group: "{{ vpnprov_radius_relay_group }}"
     mode: "0640"
   loop: "{{ vpnprov_node_relay_files | selectattr('mode', 'equalto', '0600') }}"
+  when: vpnprov_node_relay_in_place[vpnprov_dest] | default('') != item.checksum ~ ':0640:root:' ~ vpnprov_radius_relay_group
+  vars:
+    vpnprov_dest: "{{ vpnprov_radius_relay_dir }}/{{ item.path | relpath(vpnprov_node_dir ~ '/radius-relay') }}"
   no_log: true
   register: vpnprov_node_relay_secrets
-
-- name: List the RADIUS relay's installed files
-  ansible.builtin.find:
-    paths: "{{ vpnprov_radius_relay_dir }}"
-    recurse: true
-    file_type: file
-  register: vpnprov_node_relay_installed
 
 - name: Remove the RADIUS relay's files vpnprov no longer writes
   ansible.builtin.file:
     path: "{{ item }}"
     state: absent
-  loop: "{{ vpnprov_node_relay_installed.files | map(attribute='path') | difference(vpnprov_node_relay_wanted) | sort }}"
+  loop: >-
+    {{ vpnprov_node_relay_installed.files | selectattr('isreg') | map(attribute='path')
+       | difference(vpnprov_node_relay_wanted) | sort }}
   register: vpnprov_node_relay_removed
 
 - name: Check the RADIUS relay's configuration with FreeRADIUS itself

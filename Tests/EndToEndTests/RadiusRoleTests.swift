@@ -231,12 +231,46 @@ import VPNProvTestHarness
         // A second run, in check mode, finds nothing to change.
         let second = try await rollout("a check-mode run", check: true)
         #expect(recap(second).contains("changed=0"), "\(recap(second))")
+        // Drift: a changed file, a secret file readable by all, a file of another group, a directory of another
+        // mode, a stray file. The next run puts back exactly those; the one after copies nothing at all (the
+        // listing shows every file in place, so no copy runs).
+        try "# changed on the node\n".write(toFile: installed + "/radiusd.conf", atomically: true, encoding: .utf8)
+        #expect(chmod(installed + "/clients.conf", 0o644) == 0)
+        #expect(chown(installed + "/mods-enabled/detail", 0, 0) == 0)
+        #expect(chmod(installed + "/policy.d", 0o755) == 0)
+        try "not vpnprov's\n".write(toFile: installed + "/sites-enabled/stray", atomically: true, encoding: .utf8)
+        let repair = try await rollout("a run after drift")
+        // Four tasks changed: the directories, the configuration, the secrets, the removal.
+        #expect(recap(repair).contains("changed=4"), "\(recap(repair))")
+        var st = stat()
+        #expect(fm.contentsEqual(atPath: installed + "/radiusd.conf", andPath: source + "/radiusd.conf"))
+        #expect(stat(installed + "/clients.conf", &st) == 0 && st.st_mode & 0o777 == 0o640)
+        #expect(stat(installed + "/mods-enabled/detail", &st) == 0 && st.st_gid == group)
+        #expect(stat(installed + "/policy.d", &st) == 0 && st.st_mode & 0o777 == 0o750)
+        #expect(!fm.fileExists(atPath: installed + "/sites-enabled/stray"))
+        let steady = try await rollout("a run with everything in place")
+        #expect(recap(steady).contains("changed=0"), "\(recap(steady))")
+        for task in ["Create the RADIUS relay's directories", "Install the RADIUS relay's configuration"] {
+            let ran = Self.section(of: task, in: steady.stdout).split(separator: "\n").filter {
+                $0.hasPrefix("ok: ") || $0.hasPrefix("changed: ")
+            }
+            #expect(ran.isEmpty, "\(task) ran a module with everything in place: \(ran)")
+        }
         // The node's RADIUS secret and the relay's never reach Ansible's output.
         let secrets = try ["clients.conf", "proxy.conf"].map {
             try String(contentsOfFile: source + "/" + $0, encoding: .utf8)
         }.joined(separator: "\n").split(separator: "\n").filter { $0.contains("secret = \"") }
             .map { $0.split(separator: "\"")[1] }
         #expect(secrets.count == 5, "\(secrets.count)")
-        for secret in secrets { #expect(!(first.output + second.output).contains(secret)) }
+        for secret in secrets {
+            #expect(![first, second, repair, steady].contains { $0.output.contains(secret) })
+        }
+    }
+
+    /// What ansible-playbook printed for the task named `task` (its lines up to the next task).
+    static func section(of task: String, in output: String) -> String {
+        guard let start = output.range(of: "TASK [vpnprov_node : \(task)]") else { return "" }
+        let rest = output[start.upperBound...]
+        return String(rest[..<(rest.range(of: "\nTASK [")?.lowerBound ?? rest.endIndex)])
     }
 }

@@ -345,7 +345,9 @@ final class NetworkManagerDesktop {
     /// `nmcli --wait <s> connection up <id>`; remembers charon-nm's pid (the plugin NetworkManager started).
     /// Waits first (bounded) until no VPN connection is active or still failing: the strongSwan plugin takes
     /// one connection at a time ("only supports a single active connection"), and NetworkManager finishes
-    /// a failed activation a little after `nmcli` has reported the failure.
+    /// a failed activation a little after `nmcli` has reported the failure. The plugin's service can still
+    /// be ending the failed one after NetworkManager no longer lists it (seen on a loaded machine): an
+    /// activation it refuses for that is tried again, within the same bound.
     func up(_ id: String, timeout: Duration = .seconds(20)) throws -> ProgramResult {
         let deadline = ContinuousClock.now + .seconds(10)
         while let active = try? nmcli(["-t", "-f", "TYPE", "connection", "show", "--active"], timeout: .seconds(5)),
@@ -353,11 +355,18 @@ final class NetworkManagerDesktop {
         {
             usleep(50_000)
         }
-        let result = try nmcli(
-            ["--wait", String(timeout.components.seconds), "connection", "up", "id", id], timeout: timeout + .seconds(5)
-        )
-        rememberCharon()
-        return result
+        while true {
+            let result = try nmcli(
+                ["--wait", String(timeout.components.seconds), "connection", "up", "id", id],
+                timeout: timeout + .seconds(5))
+            rememberCharon()
+            if result.succeeded || !result.output.contains("only supports a single active connection")
+                || ContinuousClock.now >= deadline
+            {
+                return result
+            }
+            usleep(200_000)
+        }
     }
 
     func down(_ id: String) {

@@ -4117,13 +4117,12 @@ def write_atomically(path, data, mode):
 # others 0644, under 0750 directories); one listing of what is installed (with checksums) leaves out of
 # the copies and directories below what is already in place as generated, as present.yml does; files an
 # earlier rollout installed and vpnprov no longer writes are removed; FreeRADIUS checks the result
-# (freeradius -C). The relay is restarted when this
-# run changed its files or unit, or when they are not what it last started with: that is recorded like
-# every other part the role loads (present.yml: .vpnprov-loaded/relay holds the digest of the relay's
-# files and unit, written only after the run's restarts and loads succeeded), so a rollout that stopped
-# between the copy and the restart restarts it the next time, although its copies then find every file
-# in place. A restart loses nothing: its accounting buffer is on disk, and charon retransmits what it
-# sent meanwhile.
+# (freeradius -C). The relay is restarted when this run changed its files or unit, or when they are
+# not what it last started with: that is recorded like every other part the role loads (present.yml:
+# .vpnprov-loaded/relay holds the digest of the relay's files and unit, written only after the run's
+# restarts and loads succeeded), so a rollout that stopped between the copy and the restart restarts it
+# the next time, although its copies then find every file in place. A restart loses nothing: its
+# accounting buffer is on disk, and charon retransmits what it sent meanwhile.
 
 - name: Install FreeRADIUS for the RADIUS relay
   ansible.builtin.package:

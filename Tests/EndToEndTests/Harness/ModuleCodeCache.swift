@@ -17,8 +17,9 @@ import VPNProvTestHarness
 /// `module_utils` the module imports by parsing every one of them, about 30 % of the controller's CPU in a
 /// test run of a hundred short playbooks. The `sitecustomize.py` points that cache, for the one call that
 /// builds or reads a payload, at a directory of this run keyed by the ansible-core version, the
-/// compression, the module's source and the `module_utils` of the role it comes from: a payload is built
-/// once per run, by Ansible's own code and under its own lock, and reused by the playbooks after it.
+/// compression, the module's source and the `module_utils` of the role it comes from (the only
+/// `module_utils` outside ansible-core the tests use): a payload is built once per run, by Ansible's own code
+/// and under its own lock, and reused by the playbooks after it.
 enum ModuleCodeCache {
     /// The directory for `PYTHONPATH` (its `sitecustomize.py`), with the cache below it; made once per run.
     static func directory() throws -> String {

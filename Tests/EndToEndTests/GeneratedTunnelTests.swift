@@ -8,7 +8,9 @@ import VPNProvTestHarness
 /// (Apple payloads and Android .sswan profiles translated into the strongSwan client they amount to, Linux
 /// swanctl directories as written) completes a handshake against its generated node and carries IPv4 (and IPv6
 /// where the node has an IPv6 pool) through the tunnel; and wrong credentials are refused for the right reason.
-@Suite(.serialized, .strongSwan)
+/// Each test generates its deployment and starts its charon pairs itself, so the tests run side by side: one
+/// after another, the suite's chain (the two matrices above all) was the last thing of the whole run to end.
+@Suite(.strongSwan)
 struct GeneratedTunnelTests {
     /// Handshakes and refusals proven, for the summary line CI logs show.
     struct Tally {

@@ -7,7 +7,8 @@ import VPNProvTestHarness
 /// with and without PSK, on an IPv4 node and a DNS-name node); an unmarked entry configured that way does not;
 /// the IKEv1 hybrid service works through the generated clients (Apple, Linux) and refuses a wrong XAuth password
 /// and a server certificate the device does not trust; and the IKEv1 connection order does not decide anything.
-@Suite(.serialized, .strongSwan)
+/// Each test generates its deployment and starts its charon pairs itself, so the tests run side by side.
+@Suite(.strongSwan)
 struct SeedAppTests {
     static func catalogue(_ d: GeneratedDeployment) throws -> [[String: Any]] {
         let json = try JSONSerialization.jsonObject(

@@ -65,9 +65,9 @@ import VPNProvTestHarness
             !guarded.succeeded && recap(guarded)["db-a"]?.failed == 0 && recap(guarded)["db-b"]?.failed == 1
                 && guarded.stdout.contains("holds 1 database(s) besides postgres and the templates"),
             "\(guarded.stdout.suffix(3000))")
-        let dropTask = guarded.stdout.components(separatedBy: "TASK [").first {
-            $0.hasPrefix("vpnprov_accounts_db : Drop the package's own cluster 15/main, which holds the port]")
-        }
+        let dropTask = playbookOutput(
+            ofTask: "vpnprov_accounts_db : Drop the package's own cluster 15/main, which holds the port",
+            in: guarded.stdout)
         #expect(
             dropTask?.contains("changed: [db-a]") == true && dropTask?.contains("[db-b]") == false,
             "\(dropTask ?? String(guarded.stdout.suffix(3000)))")

@@ -250,10 +250,12 @@ import VPNProvTestHarness
         #expect(!fm.fileExists(atPath: installed + "/sites-enabled/stray"))
         let steady = try await rollout("a run with everything in place")
         #expect(recap(steady).contains("changed=0"), "\(recap(steady))")
-        for task in ["Create the RADIUS relay's directories", "Install the RADIUS relay's configuration"] {
-            let ran = Self.section(of: task, in: steady.stdout).split(separator: "\n").filter {
-                $0.hasPrefix("ok: ") || $0.hasPrefix("changed: ")
-            }
+        for task in [
+            "Create the RADIUS relay's directories", "Install the RADIUS relay's configuration",
+            "Install the RADIUS relay's files holding secrets",
+        ] {
+            let printed = try #require(playbookOutput(ofTask: "vpnprov_node : " + task, in: steady.stdout), "\(task)")
+            let ran = printed.split(separator: "\n").filter { $0.hasPrefix("ok: ") || $0.hasPrefix("changed: ") }
             #expect(ran.isEmpty, "\(task) ran a module with everything in place: \(ran)")
         }
         // The node's RADIUS secret and the relay's never reach Ansible's output.
@@ -267,10 +269,4 @@ import VPNProvTestHarness
         }
     }
 
-    /// What ansible-playbook printed for the task named `task` (its lines up to the next task).
-    static func section(of task: String, in output: String) -> String {
-        guard let start = output.range(of: "TASK [vpnprov_node : \(task)]") else { return "" }
-        let rest = output[start.upperBound...]
-        return String(rest[..<(rest.range(of: "\nTASK [")?.lowerBound ?? rest.endIndex)])
-    }
 }

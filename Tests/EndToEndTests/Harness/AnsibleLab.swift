@@ -542,3 +542,12 @@ struct PlayRecap: Equatable {
         return result
     }
 }
+
+/// What ansible-playbook printed for one task: the text after its first `TASK [<task>]` header up to the next
+/// task's, nil when no such task ran. `task` is the name as the header shows it, with its role
+/// (`vpnprov_node : Install ...`).
+func playbookOutput(ofTask task: String, in output: String) -> String? {
+    guard let start = output.range(of: "TASK [\(task)]") else { return nil }
+    let rest = output[start.upperBound...]
+    return String(rest[..<(rest.range(of: "\nTASK [")?.lowerBound ?? rest.endIndex)])
+}
